@@ -1,0 +1,44 @@
+# hal: the two commands of the README's Quick start, and a few more.
+#   make demo        set up, build the release preset, run the main job
+#   make test        set up, build, run the whole test suite through CTest
+#   make test-asan   the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make test-tsan   the same under ThreadSanitizer
+#   make bench       build and run the benchmarks
+#   make install     install the release build (PREFIX=/usr/local)
+#   make format      clang-format every source file
+
+PREFIX ?= /usr/local
+JOBS ?= $(shell nproc)
+
+.PHONY: demo test test-asan test-tsan bench install format setup dev
+.PHONY: build-release build-asan build-tsan build-dev
+
+setup:
+	@scripts/install-deps.sh
+
+build-%: setup
+	@cmake --preset $* >/dev/null
+	@cmake --build --preset $* -j $(JOBS)
+
+demo: build-release
+	build/release/bin/hal devices --all
+
+test: build-release
+	ctest --preset release -j $(JOBS)
+
+test-asan: build-asan
+	ctest --preset asan -j $(JOBS)
+
+test-tsan: build-tsan
+	ctest --preset tsan -j $(JOBS)
+
+dev: build-dev
+
+bench: build-release
+	build/release/bin/hal_bench_stream
+
+install: build-release
+	cmake --install build/release --prefix $(PREFIX)
+
+format:
+	@git ls-files '*.cpp' '*.hpp' '*.h' | xargs clang-format -i

@@ -1,0 +1,147 @@
+// The interfaces a backend implements. Applications never need this header; authors of
+// in-process backends (hal::register_backend) and of hal's own backends do.
+//
+// hal's public classes validate every argument (devices, sizes, offsets, bounds) before they
+// call these, so an implementation may assume valid input. Default methods throw Unsupported
+// so that a backend can be brought up one capability at a time.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "hal/buffer.hpp"
+#include "hal/device_info.hpp"
+#include "hal/error.hpp"
+#include "hal/kernel.hpp"
+
+namespace hal {
+
+class DeviceImpl;
+
+// Throws Unsupported: "<device> does not support <what>".
+[[noreturn]] void throw_unsupported(const DeviceImpl& device, std::string_view what);
+
+class BufferImpl {
+ public:
+  BufferImpl(std::shared_ptr<DeviceImpl> device, size_t size, MemoryKind kind)
+      : device_(std::move(device)), size_(size), kind_(kind) {}
+  virtual ~BufferImpl() = default;  // releases the native memory
+  BufferImpl(const BufferImpl&) = delete;
+  BufferImpl& operator=(const BufferImpl&) = delete;
+
+  DeviceImpl& device() const { return *device_; }
+  const std::shared_ptr<DeviceImpl>& device_ptr() const { return device_; }
+  size_t size() const { return size_; }
+  MemoryKind kind() const { return kind_; }
+  // The host address of the memory, or nullptr when the host cannot address it.
+  virtual void* host_pointer() const noexcept { return nullptr; }
+
+ private:
+  std::shared_ptr<DeviceImpl> device_;
+  size_t size_;
+  MemoryKind kind_;
+};
+using BufferPtr = std::shared_ptr<BufferImpl>;
+
+// Completion of one record of an event, as the host sees it.
+class HostFence {
+ public:
+  virtual ~HostFence() = default;
+  virtual bool ready() const = 0;
+  virtual void wait() const = 0;
+};
+
+class EventImpl {
+ public:
+  virtual ~EventImpl() = default;
+  virtual DeviceImpl& device() const = 0;
+  // The fence of the latest record, nullptr if the event was never recorded.
+  virtual std::shared_ptr<HostFence> fence() const = 0;
+  // Milliseconds from `start`'s latest record to this one's; both have completed and belong
+  // to this device.
+  virtual double elapsed_ms_since(const EventImpl& start) const;
+};
+
+class KernelImpl {
+ public:
+  explicit KernelImpl(std::string name) : name_(std::move(name)) {}
+  virtual ~KernelImpl() = default;
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+};
+
+// A kernel made from a C++ callable (hal::host_kernel).
+class HostKernelImpl final : public KernelImpl {
+ public:
+  HostKernelImpl(std::string name, HostKernelFn fn) : KernelImpl(std::move(name)), fn_(std::move(fn)) {}
+  const HostKernelFn& fn() const { return fn_; }
+
+ private:
+  HostKernelFn fn_;
+};
+
+class StreamImpl {
+ public:
+  virtual ~StreamImpl() = default;  // waits for enqueued work to finish
+  virtual DeviceImpl& device() const = 0;
+
+  virtual void copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
+                              size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) = 0;
+  // Both buffers belong to this backend; either may be on another of its devices. Returns false,
+  // enqueuing nothing, when the backend cannot copy between those devices (hal then stages
+  // through host memory).
+  virtual bool copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& src,
+                    size_t src_offset, size_t bytes) = 0;
+  virtual void fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
+                    size_t pattern_size) = 0;
+  virtual void host_callback(std::function<void()> fn) = 0;
+  virtual void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
+                      std::vector<KernelArg> args);
+  // `event` belongs to this stream's device.
+  virtual void record(EventImpl& event) = 0;
+  // `event` belongs to this backend.
+  virtual void wait(EventImpl& event) = 0;
+  virtual void synchronize() = 0;
+  virtual bool query() = 0;
+};
+
+class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
+ public:
+  virtual ~DeviceImpl() = default;
+  virtual const DeviceInfo& info() const = 0;
+  virtual MemoryFigure memory_free() const { return info().memory_free; }
+  // `bytes` > 0 and `kind` is one the device supports (see supports()).
+  virtual BufferPtr allocate(size_t bytes, MemoryKind kind) = 0;
+  virtual bool supports(MemoryKind kind) const { return kind == MemoryKind::device; }
+  virtual std::shared_ptr<StreamImpl> create_stream() = 0;
+  virtual std::shared_ptr<EventImpl> create_event() = 0;
+
+  // A stream of this device that hal uses for staged copies between backends.
+  std::shared_ptr<StreamImpl> transfer_stream();
+
+ private:
+  std::once_flag transfer_once_;
+  std::shared_ptr<StreamImpl> transfer_stream_;
+};
+
+struct BackendProbe {
+  bool available = false;
+  std::string reason;  // why not available
+  std::vector<std::shared_ptr<DeviceImpl>> devices;  // ids "name:0", "name:1", ... in order
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Finds the devices. Called once, on first need, under the registry's lock.
+  virtual BackendProbe probe() = 0;
+};
+
+}  // namespace hal

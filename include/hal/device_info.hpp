@@ -1,0 +1,80 @@
+// DeviceInfo: what a device is and what it can do, as plain data.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hal/dtype.hpp"
+
+namespace hal {
+
+enum class DeviceKind : uint8_t { cpu, gpu, accelerator };
+std::string_view to_string(DeviceKind kind) noexcept;
+
+// How a figure was obtained, so that callers can tell a reading from a guess.
+enum class Provenance : uint8_t { unknown, estimated, measured };
+std::string_view to_string(Provenance provenance) noexcept;
+
+struct MemoryFigure {
+  uint64_t bytes = 0;
+  Provenance provenance = Provenance::unknown;
+};
+
+struct CacheInfo {
+  uint32_t level = 0;       // 1, 2, 3 ...
+  std::string type;         // "data", "instruction" or "unified"
+  uint64_t size_bytes = 0;  // of one instance
+  uint32_t line_bytes = 0;
+  uint32_t count = 0;       // instances in the device
+};
+
+struct DeviceLimits {
+  uint64_t max_allocation_bytes = 0;
+  uint32_t max_work_group_size = 0;
+  std::array<uint64_t, 3> max_work_group_dims{0, 0, 0};
+};
+
+// Feature names shared across backends. Backends add their own (ISA extensions such as
+// "avx2", driver extensions), all lower-case.
+namespace feature {
+inline constexpr std::string_view kFp16 = "fp16";
+inline constexpr std::string_view kBf16 = "bf16";
+inline constexpr std::string_view kFp64 = "fp64";
+inline constexpr std::string_view kUnifiedMemory = "unified_memory";
+inline constexpr std::string_view kPinnedHostMemory = "pinned_host_memory";
+// The device runs kernels written as C++ callables (hal::host_kernel).
+inline constexpr std::string_view kHostKernels = "host_kernels";
+}  // namespace feature
+
+struct DeviceInfo {
+  std::string id;    // "backend:index", e.g. "cpu:0"
+  std::string uuid;  // stable across runs: 8-4-4-4-12 lower-case hex
+  std::string name;
+  std::string vendor;
+  DeviceKind kind = DeviceKind::cpu;
+  std::string architecture;    // "x86-64-v3", "sm_90", "gfx90a", ...
+  std::string driver_version;  // of whatever drives the device (the kernel for the CPU)
+  MemoryFigure memory_total;
+  MemoryFigure memory_free;  // at discovery; Device::memory_free() reads it anew
+  uint32_t compute_units = 0;
+  uint32_t clock_mhz = 0;
+  uint32_t numa_nodes = 0;
+  std::vector<DType> dtypes;
+  std::vector<std::string> features;  // sorted
+  DeviceLimits limits;
+  std::vector<CacheInfo> caches;
+
+  bool supports(DType dtype) const {
+    return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
+  }
+  bool has_feature(std::string_view feature_name) const {
+    return std::find(features.begin(), features.end(), feature_name) != features.end();
+  }
+  std::string_view backend() const { return std::string_view(id).substr(0, id.find(':')); }
+};
+
+}  // namespace hal

@@ -1,0 +1,22 @@
+// Element types that devices, kernels and tensors speak.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace hal {
+
+enum class DType : uint8_t { f32, f16, bf16, f64, i8, u8, i32, i64, boolean };
+
+inline constexpr DType kAllDTypes[] = {DType::f32, DType::f16, DType::bf16,
+                                       DType::f64, DType::i8,  DType::u8,
+                                       DType::i32, DType::i64, DType::boolean};
+
+// "f32", "f16", "bf16", "f64", "i8", "u8", "i32", "i64", "bool".
+std::string_view to_string(DType dtype) noexcept;
+std::optional<DType> parse_dtype(std::string_view name) noexcept;
+size_t size_of(DType dtype) noexcept;
+
+}  // namespace hal

@@ -1,0 +1,140 @@
+// Kernels, their arguments and launch geometry. A kernel is either compiled by a backend
+// from source, or, on devices with the "host_kernels" feature, a C++ callable (host_kernel).
+#pragma once
+
+#include <array>
+#include <cstring>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "hal/buffer.hpp"
+
+namespace hal {
+
+using Index3 = std::array<uint64_t, 3>;
+
+// Launch geometry: `global` work items in up to three dimensions (x fastest), optionally
+// grouped in work groups of `local` items (0 lets the backend choose). On the CPU, `local`
+// along the split dimension is the smallest chunk a thread takes.
+struct LaunchConfig {
+  Index3 global{1, 1, 1};
+  std::array<uint32_t, 3> local{0, 0, 0};
+  uint32_t shared_bytes = 0;  // dynamic work-group local memory
+
+  static LaunchConfig linear(uint64_t n) { return LaunchConfig{{n, 1, 1}}; }
+  static LaunchConfig grid(uint64_t x, uint64_t y, uint64_t z = 1) {
+    return LaunchConfig{{x, y, z}};
+  }
+  uint64_t total() const { return global[0] * global[1] * global[2]; }
+};
+
+// One kernel argument: a buffer (with a byte offset), a scalar passed by value (at most 8
+// bytes), or a size of work-group local memory.
+class KernelArg {
+ public:
+  enum class Kind : uint8_t { buffer, scalar, local_memory };
+
+  KernelArg(Buffer buffer, size_t offset = 0)  // NOLINT: implicit by design
+      : kind_(Kind::buffer), buffer_(std::move(buffer)), offset_(offset) {}
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  KernelArg(T value)  // NOLINT: implicit by design
+      : kind_(Kind::scalar), scalar_size_(sizeof(T)) {
+    static_assert(sizeof(T) <= sizeof(scalar_));
+    std::memcpy(scalar_.data(), &value, sizeof(T));
+  }
+  static KernelArg local_memory(size_t bytes) {
+    KernelArg arg(uint64_t{0});
+    arg.kind_ = Kind::local_memory;
+    arg.offset_ = bytes;
+    return arg;
+  }
+
+  Kind kind() const { return kind_; }
+  const Buffer& buffer() const { return buffer_; }
+  size_t offset() const { return offset_; }  // bytes into buffer(); the size for local_memory
+  const void* scalar_data() const { return scalar_.data(); }
+  size_t scalar_size() const { return scalar_size_; }
+
+ private:
+  Kind kind_;
+  Buffer buffer_;
+  size_t offset_ = 0;
+  std::array<unsigned char, 8> scalar_{};
+  size_t scalar_size_ = 0;
+};
+
+// Typed access to the arguments inside a host kernel.
+class KernelArgs {
+ public:
+  explicit KernelArgs(std::span<const KernelArg> args) : args_(args) {}
+  size_t size() const { return args_.size(); }
+  // Host pointer to buffer argument `i`, offset applied.
+  template <class T>
+  T* ptr(size_t i) const {
+    return reinterpret_cast<T*>(static_cast<char*>(buffer_data(i)) + args_[i].offset());
+  }
+  template <class T>
+  T scalar(size_t i) const {
+    T value;
+    check_scalar(i, sizeof(T));
+    std::memcpy(&value, args_[i].scalar_data(), sizeof(T));
+    return value;
+  }
+
+ private:
+  void* buffer_data(size_t i) const;
+  void check_scalar(size_t i, size_t bytes) const;
+  std::span<const KernelArg> args_;
+};
+
+// The part of the range one call of a host kernel covers: [begin, end) in each dimension.
+struct KernelChunk {
+  Index3 begin;
+  Index3 end;
+  const KernelArgs& args;
+};
+
+using HostKernelFn = std::function<void(const KernelChunk&)>;
+
+class KernelImpl;
+
+class Kernel {
+ public:
+  Kernel() = default;
+  explicit Kernel(std::shared_ptr<KernelImpl> impl) : impl_(std::move(impl)) {}
+
+  const std::string& name() const;
+  explicit operator bool() const { return impl_ != nullptr; }
+  const std::shared_ptr<KernelImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<KernelImpl> impl_;
+};
+
+Kernel make_host_kernel(std::string name, HostKernelFn fn);
+
+// A kernel from a C++ callable, run on devices with the "host_kernels" feature (the CPU).
+// `fn` is either called per chunk, as fn(const KernelChunk&), or per work item, as
+// fn(Index3 item, const KernelArgs&); per-item calls are inlined into the chunk loop.
+template <class F>
+Kernel host_kernel(std::string name, F fn) {
+  if constexpr (std::is_invocable_v<F&, const KernelChunk&>) {
+    return make_host_kernel(std::move(name), HostKernelFn(std::move(fn)));
+  } else {
+    static_assert(std::is_invocable_v<F&, Index3, const KernelArgs&>,
+                  "host_kernel needs fn(const KernelChunk&) or fn(Index3, const KernelArgs&)");
+    return make_host_kernel(std::move(name), [fn = std::move(fn)](const KernelChunk& c) {
+      for (uint64_t z = c.begin[2]; z < c.end[2]; ++z)
+        for (uint64_t y = c.begin[1]; y < c.end[1]; ++y)
+          for (uint64_t x = c.begin[0]; x < c.end[0]; ++x) fn(Index3{x, y, z}, c.args);
+    });
+  }
+}
+
+}  // namespace hal

@@ -1,0 +1,69 @@
+// Stream: an in-order queue of asynchronous work on one device.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "hal/buffer.hpp"
+#include "hal/event.hpp"
+#include "hal/kernel.hpp"
+
+namespace hal {
+
+class StreamImpl;
+class Device;
+
+// Every call enqueues and returns at once; work runs in the order it was enqueued, and the
+// host sees its results after synchronize() or an Event. Host memory handed to a copy must
+// stay valid until the copy has run. Errors in arguments throw at once and enqueue nothing;
+// a failure while the work runs (a host kernel that throws, say) is reported as AsyncFailure
+// by the next synchronize(). Thread-safe: many threads may enqueue on one stream; the order
+// between their calls is the order in which the calls return.
+class Stream {
+ public:
+  Stream() = default;
+  explicit Stream(std::shared_ptr<StreamImpl> impl) : impl_(std::move(impl)) {}
+
+  Device device() const;
+
+  // Argument order follows memcpy: destination, source, bytes.
+  void copy_from_host(const Buffer& dst, const void* src, size_t bytes, size_t dst_offset = 0);
+  void copy_to_host(void* dst, const Buffer& src, size_t bytes, size_t src_offset = 0);
+  // Between any two buffers: on one device, between devices of one backend, or between
+  // backends, staged through pinned host memory.
+  void copy(const Buffer& dst, const Buffer& src, size_t bytes, size_t dst_offset = 0,
+            size_t src_offset = 0);
+
+  // Repeats a pattern of 1, 2, 4, 8 or 16 bytes over `bytes` bytes (a multiple of it).
+  void fill(const Buffer& dst, const void* pattern, size_t pattern_size, size_t bytes,
+            size_t dst_offset = 0);
+  template <class T>
+  void fill(const Buffer& dst, const T& value, size_t count, size_t first = 0) {
+    fill(dst, &value, sizeof(T), count * sizeof(T), first * sizeof(T));
+  }
+
+  // Runs `fn` on a host thread once the work before it is done; later work waits for it.
+  void host_callback(std::function<void()> fn);
+
+  void launch(const Kernel& kernel, const LaunchConfig& config, std::vector<KernelArg> args = {});
+
+  void record(const Event& event);
+  Event record();
+  // Later work on this stream waits until `event`'s latest record has completed. The event may
+  // belong to any device of any backend.
+  void wait(const Event& event);
+
+  void synchronize();
+  // True when all work enqueued so far has completed.
+  bool query();
+
+  explicit operator bool() const { return impl_ != nullptr; }
+  const std::shared_ptr<StreamImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<StreamImpl> impl_;
+};
+
+}  // namespace hal

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hal needs to build and test. Idempotent: does nothing when
+# everything is present. As a non-root user it prints the exact command to run instead.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libhwloc-dev nlohmann-json3-dev libcli11-dev
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+install_line="apt-get install -y --no-install-recommends ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+  echo "hal: missing Debian packages: ${missing[*]}" >&2
+  echo "hal: install them as root with:" >&2
+  echo "  apt-get update && $install_line" >&2
+  exit 1
+fi
+
+echo "hal: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$install_line

@@ -1,0 +1,96 @@
+#include "cpu_device.hpp"
+
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <thread>
+
+#include "cpu_buffer.hpp"
+#include "cpu_event.hpp"
+#include "cpu_stream.hpp"
+#include "cpu_topology.hpp"
+#include "hal/units.hpp"
+#include "uuid.hpp"
+
+namespace hal::cpu {
+namespace {
+
+std::string kernel_version() {
+  utsname name{};
+  if (uname(&name) != 0) return "unknown";
+  return std::string(name.sysname) + " " + name.release;
+}
+
+// Stable for one machine and processor: the machine id (or host name) and the model.
+std::string machine_identity() {
+  std::ifstream file("/etc/machine-id");
+  std::string id;
+  if (file >> id && !id.empty()) return id;
+  utsname name{};
+  return uname(&name) == 0 ? name.nodename : "unknown-host";
+}
+
+DeviceInfo describe(const CpuTopology& topology, const HostMemory& memory) {
+  DeviceInfo info;
+  info.id = "cpu:0";
+  info.uuid = name_based_uuid(machine_identity() + "/cpu/" + topology.model);
+  info.name = topology.model;
+  info.vendor = topology.vendor;
+  info.kind = DeviceKind::cpu;
+  info.architecture = topology.isa_level.empty() ? "unknown" : topology.isa_level;
+  info.driver_version = kernel_version();
+  const Provenance provenance = memory.measured ? Provenance::measured : Provenance::unknown;
+  info.memory_total = {memory.total, provenance};
+  info.memory_free = {memory.available, provenance};
+  info.compute_units = topology.cores;
+  info.clock_mhz = topology.clock_mhz;
+  info.numa_nodes = topology.numa_nodes;
+  info.dtypes.assign(std::begin(kAllDTypes), std::end(kAllDTypes));
+  info.features = topology.isa;
+  for (std::string_view name : {feature::kFp16, feature::kBf16, feature::kFp64, feature::kUnifiedMemory,
+                                feature::kPinnedHostMemory, feature::kHostKernels})
+    info.features.emplace_back(name);
+  std::sort(info.features.begin(), info.features.end());
+  info.limits.max_allocation_bytes = memory.total;
+  info.limits.max_work_group_size = 4096;
+  info.limits.max_work_group_dims = {4096, 4096, 4096};
+  info.caches = topology.caches;
+  return info;
+}
+
+}  // namespace
+
+CpuDevice::CpuDevice()
+    : info_(describe(read_cpu_topology(), read_host_memory())),
+      pool_(std::make_shared<ThreadPool>(std::max(1u, std::thread::hardware_concurrency()))) {}
+
+MemoryFigure CpuDevice::memory_free() const {
+  const HostMemory memory = read_host_memory();
+  return {memory.available, memory.measured ? Provenance::measured : Provenance::unknown};
+}
+
+BufferPtr CpuDevice::allocate(size_t bytes, MemoryKind kind) {
+  const size_t rounded = (bytes + CpuBuffer::kAlignment - 1) / CpuBuffer::kAlignment * CpuBuffer::kAlignment;
+  void* data = rounded >= bytes ? std::aligned_alloc(CpuBuffer::kAlignment, rounded) : nullptr;
+  if (!data) {
+    const MemoryFigure free = memory_free();
+    throw Error(ErrorCode::OutOfMemory,
+                "allocate on " + info_.id + ": the system refused " + std::to_string(bytes) +
+                    " bytes (" + format_bytes(bytes) + ") of " + std::string(to_string(kind)) +
+                    " memory; total " + format_bytes(info_.memory_total.bytes) + ", free " +
+                    format_bytes(free.bytes) + "; free some buffers or ask for less");
+  }
+  return std::make_shared<CpuBuffer>(shared_from_this(), bytes, kind, data);
+}
+
+std::shared_ptr<StreamImpl> CpuDevice::create_stream() {
+  return std::make_shared<CpuStream>(shared_from_this(), pool_);
+}
+
+std::shared_ptr<EventImpl> CpuDevice::create_event() {
+  return std::make_shared<CpuEvent>(shared_from_this());
+}
+
+}  // namespace hal::cpu

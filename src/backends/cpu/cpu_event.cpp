@@ -1,0 +1,42 @@
+#include "cpu_event.hpp"
+
+#include "spin_wait.hpp"
+
+namespace hal::cpu {
+
+void CpuFence::signal() {
+  signaled_at_ = std::chrono::steady_clock::now();
+  done_.store(true);
+  if (waiters_.load() > 0) {
+    std::lock_guard lock(mutex_);
+    cv_.notify_all();
+  }
+}
+
+void CpuFence::wait() const {
+  if (spin_until([this] { return ready(); })) return;
+  std::unique_lock lock(mutex_);
+  waiters_.fetch_add(1);
+  cv_.wait(lock, [this] { return ready(); });
+  waiters_.fetch_sub(1);
+}
+
+std::shared_ptr<HostFence> CpuEvent::fence() const {
+  std::lock_guard lock(mutex_);
+  return fence_;
+}
+
+std::shared_ptr<CpuFence> CpuEvent::rearm() {
+  auto fence = std::make_shared<CpuFence>();
+  std::lock_guard lock(mutex_);
+  fence_ = fence;
+  return fence;
+}
+
+double CpuEvent::elapsed_ms_since(const EventImpl& start) const {
+  auto begin = std::static_pointer_cast<CpuFence>(start.fence());
+  auto end = std::static_pointer_cast<CpuFence>(fence());
+  return std::chrono::duration<double, std::milli>(end->signaled_at() - begin->signaled_at()).count();
+}
+
+}  // namespace hal::cpu

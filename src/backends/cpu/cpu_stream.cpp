@@ -1,0 +1,91 @@
+#include "cpu_stream.hpp"
+
+#include <cstring>
+
+#include "cpu_event.hpp"
+
+namespace hal::cpu {
+namespace {
+
+char* address(const BufferPtr& buffer, size_t offset) {
+  return static_cast<char*>(buffer->host_pointer()) + offset;
+}
+
+// Writes the pattern once, then doubles the filled prefix with memcpy: O(log n) calls.
+void fill_pattern(char* dst, size_t bytes, const unsigned char* pattern, size_t pattern_size) {
+  if (pattern_size == 1) {
+    std::memset(dst, pattern[0], bytes);
+    return;
+  }
+  std::memcpy(dst, pattern, pattern_size);
+  size_t filled = pattern_size;
+  while (filled < bytes) {
+    const size_t chunk = std::min(filled, bytes - filled);
+    std::memcpy(dst + filled, dst, chunk);
+    filled += chunk;
+  }
+}
+
+}  // namespace
+
+void CpuStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
+                               size_t bytes) {
+  queue_.push([dst, dst_offset, src, bytes] { std::memcpy(address(dst, dst_offset), src, bytes); });
+}
+
+void CpuStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
+  queue_.push([dst, src, src_offset, bytes] { std::memcpy(dst, address(src, src_offset), bytes); });
+}
+
+bool CpuStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& src,
+                     size_t src_offset, size_t bytes) {
+  if (!dst->host_pointer() || !src->host_pointer()) return false;
+  queue_.push([=] { std::memmove(address(dst, dst_offset), address(src, src_offset), bytes); });
+  return true;
+}
+
+void CpuStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
+                     size_t pattern_size) {
+  std::array<unsigned char, 16> value{};
+  std::memcpy(value.data(), pattern, pattern_size);
+  queue_.push([=] { fill_pattern(address(dst, dst_offset), bytes, value.data(), pattern_size); });
+}
+
+void CpuStream::host_callback(std::function<void()> fn) { queue_.push(std::move(fn)); }
+
+void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
+                       std::vector<KernelArg> args) {
+  auto host = std::dynamic_pointer_cast<HostKernelImpl>(kernel);
+  if (!host) throw_unsupported(*device_, "kernel '" + kernel->name() + "': only host kernels run here");
+  queue_.push([pool = pool_, host = std::move(host), config, args = std::move(args)] {
+    run_host_kernel(*pool, *host, config, args);
+  });
+}
+
+void CpuStream::record(EventImpl& event) {
+  auto fence = static_cast<CpuEvent&>(event).rearm();
+  queue_.push([fence] { fence->signal(); });
+}
+
+void CpuStream::wait(EventImpl& event) {
+  auto fence = event.fence();
+  if (!fence || fence->ready()) return;
+  queue_.push([fence] { fence->wait(); });
+}
+
+void CpuStream::synchronize() {
+  queue_.wait_all();
+  if (auto error = queue_.take_error()) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& failure) {
+      throw Error(ErrorCode::AsyncFailure,
+                  "work enqueued on a stream of " + device_->info().id + " failed: " + failure.what());
+    } catch (...) {
+      throw Error(ErrorCode::AsyncFailure, "work enqueued on a stream of " + device_->info().id +
+                                               " threw a non-standard exception");
+    }
+  }
+}
+
+}  // namespace hal::cpu

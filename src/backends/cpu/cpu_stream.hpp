@@ -1,0 +1,41 @@
+// A CPU stream: its work runs in order on its own thread; kernels spread over the device's pool.
+#pragma once
+
+#include "hal/backend.hpp"
+#include "thread_pool.hpp"
+#include "work_queue.hpp"
+
+namespace hal::cpu {
+
+class CpuStream final : public StreamImpl {
+ public:
+  CpuStream(std::shared_ptr<DeviceImpl> device, std::shared_ptr<ThreadPool> pool)
+      : device_(std::move(device)), pool_(std::move(pool)) {}
+
+  DeviceImpl& device() const override { return *device_; }
+  void copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
+                      size_t bytes) override;
+  void copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) override;
+  bool copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& src, size_t src_offset,
+            size_t bytes) override;
+  void fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
+            size_t pattern_size) override;
+  void host_callback(std::function<void()> fn) override;
+  void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
+              std::vector<KernelArg> args) override;
+  void record(EventImpl& event) override;
+  void wait(EventImpl& event) override;
+  void synchronize() override;
+  bool query() override { return queue_.idle(); }
+
+ private:
+  std::shared_ptr<DeviceImpl> device_;
+  std::shared_ptr<ThreadPool> pool_;
+  WorkQueue queue_;  // last: its destructor drains work that uses the members above
+};
+
+// Runs a host kernel over its whole range, in parallel on `pool` when the range is large.
+void run_host_kernel(ThreadPool& pool, const HostKernelImpl& kernel, const LaunchConfig& config,
+                     std::span<const KernelArg> args);
+
+}  // namespace hal::cpu

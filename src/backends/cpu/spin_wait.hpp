@@ -1,0 +1,35 @@
+// Brief spinning before blocking: a worker that was just busy usually gets its next task within
+// microseconds, and a futex sleep and wake costs more than that.
+#pragma once
+
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace hal::cpu {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+inline constexpr std::chrono::microseconds kSpinBudget{20};
+
+// Spins until `done()` or the budget runs out; returns done().
+template <class Predicate>
+bool spin_until(Predicate done, std::chrono::microseconds budget = kSpinBudget) {
+  if (done()) return true;
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  for (unsigned i = 1;; ++i) {
+    cpu_relax();
+    if (done()) return true;
+    if ((i & 63) == 0 && std::chrono::steady_clock::now() >= deadline) return false;
+  }
+}
+
+}  // namespace hal::cpu

@@ -1,0 +1,48 @@
+// The CPU device's pool of threads for parallel kernels: one per hardware thread, the calling
+// thread included.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace hal::cpu {
+
+// Many threads may call parallel_for at once (one per stream running a kernel); their jobs
+// share the workers. A parallel_for called from inside another one runs too: the caller always
+// takes part, so nested jobs cannot deadlock. Thread-safe.
+class ThreadPool {
+ public:
+  // `threads` counts the caller: a pool of 1 runs everything on the calling thread.
+  explicit ThreadPool(unsigned threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  unsigned size() const { return static_cast<unsigned>(workers_.size()) + 1; }
+
+  // Calls fn(i) for every i in [0, count), spread over the pool; returns when all calls have
+  // returned, rethrowing the first exception any of them threw.
+  void parallel_for(size_t count, const std::function<void(size_t)>& fn);
+
+ private:
+  struct Job;
+  void work();
+  static void run_chunks(Job& job);
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> jobs_;
+  std::atomic<size_t> pending_jobs_{0};
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace hal::cpu

@@ -1,0 +1,24 @@
+// Default methods of the backend interfaces (backend.hpp).
+#include "hal/backend.hpp"
+
+namespace hal {
+
+void throw_unsupported(const DeviceImpl& device, std::string_view what) {
+  throw Error(ErrorCode::Unsupported, device.info().id + " does not support " + std::string(what));
+}
+
+double EventImpl::elapsed_ms_since(const EventImpl&) const {
+  throw_unsupported(device(), "event timing");
+}
+
+void StreamImpl::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig&,
+                        std::vector<KernelArg>) {
+  throw_unsupported(device(), "launching kernel '" + kernel->name() + "'");
+}
+
+std::shared_ptr<StreamImpl> DeviceImpl::transfer_stream() {
+  std::call_once(transfer_once_, [this] { transfer_stream_ = create_stream(); });
+  return transfer_stream_;
+}
+
+}  // namespace hal

@@ -1,0 +1,37 @@
+#include "hal/kernel.hpp"
+
+#include "hal/backend.hpp"
+
+namespace hal {
+
+const std::string& Kernel::name() const {
+  if (!impl_) throw Error(ErrorCode::InvalidArgument, "use of an empty (default-constructed) Kernel");
+  return impl_->name();
+}
+
+Kernel make_host_kernel(std::string name, HostKernelFn fn) {
+  if (!fn) throw Error(ErrorCode::InvalidArgument, "host_kernel '" + name + "': empty function");
+  return Kernel(std::make_shared<HostKernelImpl>(std::move(name), std::move(fn)));
+}
+
+void* KernelArgs::buffer_data(size_t i) const {
+  if (i >= args_.size() || args_[i].kind() != KernelArg::Kind::buffer)
+    throw Error(ErrorCode::InvalidArgument,
+                "kernel argument " + std::to_string(i) + " is not a buffer (" +
+                    std::to_string(args_.size()) + " arguments)");
+  return args_[i].buffer().host_data();
+}
+
+void KernelArgs::check_scalar(size_t i, size_t bytes) const {
+  if (i >= args_.size() || args_[i].kind() != KernelArg::Kind::scalar)
+    throw Error(ErrorCode::InvalidArgument,
+                "kernel argument " + std::to_string(i) + " is not a scalar (" +
+                    std::to_string(args_.size()) + " arguments)");
+  if (args_[i].scalar_size() != bytes)
+    throw Error(ErrorCode::InvalidArgument,
+                "kernel argument " + std::to_string(i) + " is a " +
+                    std::to_string(args_[i].scalar_size()) + "-byte scalar, read as " +
+                    std::to_string(bytes) + " bytes");
+}
+
+}  // namespace hal

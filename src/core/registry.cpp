@@ -1,0 +1,218 @@
+#include "hal/registry.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "builtin_backends.hpp"
+#include "hal/backend.hpp"
+#include "hal/log.hpp"
+
+namespace hal {
+
+struct Registry::Entry {
+  std::string name;
+  std::shared_ptr<Backend> backend;  // null: not compiled in
+  std::string absent_reason;
+  bool probed = false;
+  bool available = false;
+  std::string reason;
+  std::vector<Device> devices;
+};
+
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string id_list(const std::vector<Device>& devices) {
+  std::string list;
+  for (const Device& device : devices) list += (list.empty() ? "" : ", ") + device.id();
+  return list.empty() ? "none" : list;
+}
+
+}  // namespace
+
+Registry& Registry::instance() {
+  static Registry registry;
+  return registry;
+}
+
+Registry::Registry() {
+  for (auto& builtin : detail::builtin_backends()) {
+    auto entry = std::make_unique<Entry>();
+    entry->name = builtin.name;
+    if (builtin.make)
+      entry->backend = builtin.make();
+    else
+      entry->absent_reason = "not compiled in: " + builtin.absent_reason;
+    entries_.push_back(std::move(entry));
+  }
+}
+
+Registry::~Registry() = default;
+
+Registry::Entry& Registry::probed(Entry& entry) {
+  if (entry.probed) return entry;
+  entry.probed = true;
+  if (!entry.backend) {
+    entry.reason = entry.absent_reason;
+    return entry;
+  }
+  try {
+    BackendProbe probe = entry.backend->probe();
+    entry.available = probe.available;
+    entry.reason = probe.available ? "" : probe.reason;
+    for (size_t i = 0; i < probe.devices.size(); ++i) {
+      const std::string expected = entry.name + ":" + std::to_string(i);
+      if (!probe.devices[i] || probe.devices[i]->info().id != expected)
+        throw Error(ErrorCode::Internal, "backend " + entry.name + " reported device " +
+                                             std::to_string(i) + " with id '" +
+                                             (probe.devices[i] ? probe.devices[i]->info().id : "") +
+                                             "', expected '" + expected + "'");
+      entry.devices.emplace_back(probe.devices[i]);
+    }
+  } catch (const std::exception& error) {
+    entry.available = false;
+    entry.devices.clear();
+    entry.reason = std::string("probe failed: ") + error.what();
+  }
+  if (entry.available)
+    log(LogLevel::info, "backend " + entry.name + ": " + std::to_string(entry.devices.size()) + " device(s)");
+  else
+    log(LogLevel::info, "backend " + entry.name + " unavailable: " + entry.reason);
+  return entry;
+}
+
+DeviceSelector Registry::current_selector() {
+  std::string text;
+  std::string origin;
+  if (selector_override_) {
+    text = *selector_override_;
+    origin = "the selector set by Registry::set_selector";
+  } else if (const char* env = std::getenv("HAL_DEVICES")) {
+    text = env;
+    origin = "HAL_DEVICES";
+  }
+  if (text.find_first_not_of(" \t") == std::string::npos) return DeviceSelector();
+  try {
+    DeviceSelector selector = DeviceSelector::parse(text);
+    std::vector<std::string> known;
+    for (auto& entry : entries_) known.push_back(entry->name);
+    selector.check_backends(known);
+    return selector;
+  } catch (const Error& error) {
+    throw Error(error.code(), origin + ": " + error.message());
+  }
+}
+
+std::vector<BackendStatus> Registry::backends() {
+  std::lock_guard lock(mutex_);
+  std::vector<BackendStatus> statuses;
+  for (auto& entry : entries_) {
+    probed(*entry);
+    statuses.push_back({entry->name, entry->backend != nullptr, entry->available, entry->reason,
+                        entry->devices.size()});
+  }
+  return statuses;
+}
+
+std::vector<Device> Registry::all_devices() {
+  std::lock_guard lock(mutex_);
+  std::vector<Device> devices;
+  for (auto& entry : entries_)
+    for (const Device& device : probed(*entry).devices) devices.push_back(device);
+  return devices;
+}
+
+std::vector<Device> Registry::devices() {
+  std::lock_guard lock(mutex_);
+  const DeviceSelector selector = current_selector();
+  std::vector<Device> devices;
+  for (auto& entry : entries_)
+    for (const Device& device : probed(*entry).devices)
+      if (selector.matches(device.info())) devices.push_back(device);
+  return devices;
+}
+
+Device Registry::device(std::string_view id_or_uuid) {
+  const std::string wanted = lower(id_or_uuid);
+  std::lock_guard lock(mutex_);
+  const DeviceSelector selector = current_selector();
+  std::vector<Device> visible;
+  for (auto& entry : entries_)
+    for (const Device& device : probed(*entry).devices)
+      if (selector.matches(device.info())) visible.push_back(device);
+
+  for (auto& entry : entries_) {
+    for (const Device& device : entry->devices) {
+      if (device.id() != wanted) continue;
+      if (!selector.matches(device.info()))
+        throw Error(ErrorCode::NotFound, "device " + device.id() + " is hidden by the device selector '" +
+                                             selector.text() + "'; visible: " + id_list(visible));
+      return device;
+    }
+  }
+
+  const size_t colon = wanted.find(':');
+  if (colon != std::string::npos) {
+    const std::string backend = wanted.substr(0, colon);
+    for (auto& entry : entries_)
+      if (entry->name == backend && !entry->available)
+        throw Error(ErrorCode::NotFound, "no device '" + std::string(id_or_uuid) + "': backend " +
+                                             backend + " is unavailable (" + entry->reason + ")");
+  } else if (wanted.size() >= 4) {
+    std::vector<Device> matches;
+    auto hex = [](std::string_view text) {
+      std::string out;
+      for (char c : text)
+        if (c != '-') out += c;
+      return out;
+    };
+    for (const Device& device : visible)
+      if (hex(lower(device.info().uuid)).starts_with(hex(wanted))) matches.push_back(device);
+    if (matches.size() == 1) return matches.front();
+    if (matches.size() > 1)
+      throw Error(ErrorCode::InvalidArgument, "UUID prefix '" + std::string(id_or_uuid) +
+                                                  "' is ambiguous: it matches " + id_list(matches));
+  }
+  throw Error(ErrorCode::NotFound, "no device '" + std::string(id_or_uuid) +
+                                       "'; expected an id like 'cpu:0' or a UUID prefix; visible: " +
+                                       id_list(visible));
+}
+
+void Registry::register_backend(std::shared_ptr<Backend> backend) {
+  if (!backend) throw Error(ErrorCode::InvalidArgument, "register_backend: null backend");
+  const std::string name = lower(backend->name());
+  const bool name_ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+  if (!name_ok || name != backend->name())
+    throw Error(ErrorCode::InvalidArgument, "register_backend: backend name '" + backend->name() +
+                                                "' must be lower-case letters, digits and '_'");
+  std::lock_guard lock(mutex_);
+  for (auto& entry : entries_) {
+    if (entry->name != name) continue;
+    if (entry->backend)
+      throw Error(ErrorCode::InvalidArgument, "register_backend: a backend named '" + name +
+                                                  "' is already registered");
+    entry->backend = std::move(backend);
+    entry->probed = false;
+    entry->reason.clear();
+    return;
+  }
+  auto entry = std::make_unique<Entry>();
+  entry->name = name;
+  entry->backend = std::move(backend);
+  entries_.push_back(std::move(entry));
+}
+
+void Registry::set_selector(std::optional<std::string> selector) {
+  std::lock_guard lock(mutex_);
+  selector_override_ = std::move(selector);
+}
+
+}  // namespace hal

@@ -1,0 +1,159 @@
+#include "hal/selector.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "hal/error.hpp"
+
+namespace hal {
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  return text;
+}
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find(separator, start);
+    parts.push_back(text.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) return parts;
+    start = end + 1;
+  }
+}
+
+bool all_of(std::string_view text, int (*predicate)(int)) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [predicate](char c) {
+    return predicate(static_cast<unsigned char>(c)) != 0;
+  });
+}
+
+uint64_t device_index(const DeviceInfo& info) {
+  const size_t colon = info.id.find(':');
+  return colon == std::string::npos ? 0 : std::stoull(info.id.substr(colon + 1));
+}
+
+std::string strip_dashes(std::string_view text) {
+  std::string out;
+  for (char c : text)
+    if (c != '-') out += c;
+  return out;
+}
+
+}  // namespace
+
+DeviceSelector DeviceSelector::parse(std::string_view text) {
+  DeviceSelector selector;
+  selector.text_ = std::string(text);
+  auto fail = [&](const std::string& what) -> Error {
+    return Error(ErrorCode::InvalidArgument,
+                 "device selector '" + std::string(text) + "': " + what +
+                     " (expected terms like 'cpu:*', 'cuda:0,1', 'opencl:gpu', '!sim:3', "
+                     "separated by ';')");
+  };
+  if (trim(text).empty()) throw fail("it is empty");
+
+  for (std::string_view raw_term : split(text, ';')) {
+    std::string_view term_text = trim(raw_term);
+    if (term_text.empty()) throw fail("it has an empty term");
+    Term term;
+    if (term_text.front() == '!') {
+      term.discard = true;
+      term_text = trim(term_text.substr(1));
+    }
+    const size_t colon = term_text.find(':');
+    if (colon == std::string_view::npos)
+      throw fail("term '" + std::string(term_text) + "' has no ':' between backend and devices");
+    term.backend = lower(trim(term_text.substr(0, colon)));
+    const bool name_ok =
+        term.backend == "*" ||
+        (!term.backend.empty() && std::all_of(term.backend.begin(), term.backend.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+        }));
+    if (!name_ok)
+      throw fail("term '" + std::string(term_text) + "' names backend '" + term.backend +
+                 "'; a backend is a name such as 'cuda', or '*'");
+
+    for (std::string_view raw_device : split(term_text.substr(colon + 1), ',')) {
+      const std::string token = lower(trim(raw_device));
+      DeviceTerm device;
+      if (token == "*") {
+        device.kind = DeviceTerm::Kind::any;
+      } else if (all_of(token, &isdigit)) {
+        if (token.size() > 9) throw fail("device index '" + token + "' is too large");
+        device.kind = DeviceTerm::Kind::index;
+        device.index = std::stoull(token);
+      } else if (token == "cpu" || token == "gpu" || token == "accelerator") {
+        device.kind = DeviceTerm::Kind::device_kind;
+        device.device_kind = token == "cpu"   ? DeviceKind::cpu
+                             : token == "gpu" ? DeviceKind::gpu
+                                              : DeviceKind::accelerator;
+      } else if (const std::string hex = strip_dashes(token); all_of(hex, &isxdigit) && hex.size() >= 4) {
+        device.kind = DeviceTerm::Kind::uuid_prefix;
+        device.uuid_prefix = hex;
+      } else {
+        throw fail("in term '" + std::string(term_text) + "', device '" + token +
+                   "' is not '*', an index, 'cpu', 'gpu', 'accelerator' or a UUID prefix of at "
+                   "least 4 hex digits");
+      }
+      term.devices.push_back(std::move(device));
+    }
+    selector.terms_.push_back(std::move(term));
+  }
+  return selector;
+}
+
+bool DeviceSelector::term_matches(const Term& term, const DeviceInfo& info) {
+  if (term.backend != "*" && term.backend != lower(info.backend())) return false;
+  for (const DeviceTerm& device : term.devices) {
+    switch (device.kind) {
+      case DeviceTerm::Kind::any: return true;
+      case DeviceTerm::Kind::index:
+        if (device_index(info) == device.index) return true;
+        break;
+      case DeviceTerm::Kind::device_kind:
+        if (info.kind == device.device_kind) return true;
+        break;
+      case DeviceTerm::Kind::uuid_prefix:
+        if (strip_dashes(lower(info.uuid)).starts_with(device.uuid_prefix)) return true;
+        break;
+    }
+  }
+  return false;
+}
+
+bool DeviceSelector::matches(const DeviceInfo& info) const {
+  bool any_positive = false;
+  bool selected = false;
+  for (const Term& term : terms_) {
+    if (term.discard) {
+      if (term_matches(term, info)) return false;
+    } else {
+      any_positive = true;
+      selected = selected || term_matches(term, info);
+    }
+  }
+  return selected || !any_positive;
+}
+
+void DeviceSelector::check_backends(const std::vector<std::string>& known) const {
+  for (const Term& term : terms_) {
+    if (term.backend == "*" || std::find(known.begin(), known.end(), term.backend) != known.end())
+      continue;
+    std::string list;
+    for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
+    throw Error(ErrorCode::InvalidArgument, "device selector '" + text_ + "': unknown backend '" +
+                                                term.backend + "'; known backends: " + list);
+  }
+}
+
+}  // namespace hal

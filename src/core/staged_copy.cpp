@@ -1,0 +1,96 @@
+#include "staged_copy.hpp"
+
+#include <cstring>
+#include <memory>
+
+namespace hal::detail {
+namespace {
+
+// Host memory for one staged copy: pinned memory of the stream's device where it has some,
+// else ordinary memory.
+class Staging {
+ public:
+  Staging(DeviceImpl& device, size_t bytes) {
+    if (device.supports(MemoryKind::pinned_host)) {
+      pinned_ = device.allocate(bytes, MemoryKind::pinned_host);
+      data_ = static_cast<char*>(pinned_->host_pointer());
+    }
+    if (!data_) {
+      plain_ = std::make_unique<char[]>(bytes);
+      data_ = plain_.get();
+    }
+  }
+  char* data() const { return data_; }
+
+ private:
+  BufferPtr pinned_;
+  std::unique_ptr<char[]> plain_;
+  char* data_ = nullptr;
+};
+
+char* host_address(const BufferPtr& buffer, size_t offset) {
+  auto* base = static_cast<char*>(buffer->host_pointer());
+  return base ? base + offset : nullptr;
+}
+
+// Blocking reads and writes of a buffer of any device, for use inside host callbacks.
+void read_now(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
+  if (const char* host = host_address(src, src_offset)) {
+    std::memcpy(dst, host, bytes);
+    return;
+  }
+  auto stream = src->device().transfer_stream();
+  stream->copy_to_host(dst, src, src_offset, bytes);
+  stream->synchronize();
+}
+
+void write_now(const BufferPtr& dst, size_t dst_offset, const void* src, size_t bytes) {
+  if (char* host = host_address(dst, dst_offset)) {
+    std::memcpy(host, src, bytes);
+    return;
+  }
+  auto stream = dst->device().transfer_stream();
+  stream->copy_from_host(dst, dst_offset, src, bytes);
+  stream->synchronize();
+}
+
+}  // namespace
+
+void enqueue_staged_copy(StreamImpl& stream, const BufferPtr& dst, size_t dst_offset,
+                         const BufferPtr& src, size_t src_offset, size_t bytes) {
+  DeviceImpl& here = stream.device();
+  const bool src_here = &src->device() == &here;
+  const bool dst_here = &dst->device() == &here;
+
+  if (src_here && !dst_here) {
+    if (char* host = host_address(dst, dst_offset)) {  // e.g. into CPU memory: no staging
+      stream.copy_to_host(host, src, src_offset, bytes);
+      stream.host_callback([keep = dst] {});
+      return;
+    }
+    auto staging = std::make_shared<Staging>(here, bytes);
+    stream.copy_to_host(staging->data(), src, src_offset, bytes);
+    stream.host_callback([=] { write_now(dst, dst_offset, staging->data(), bytes); });
+    return;
+  }
+  if (dst_here && !src_here) {
+    if (const char* host = host_address(src, src_offset)) {
+      stream.copy_from_host(dst, dst_offset, host, bytes);
+      stream.host_callback([keep = src] {});
+      return;
+    }
+    auto staging = std::make_shared<Staging>(here, bytes);
+    stream.host_callback([=] { read_now(staging->data(), src, src_offset, bytes); });
+    stream.copy_from_host(dst, dst_offset, staging->data(), bytes);
+    stream.host_callback([keep = staging] {});
+    return;
+  }
+  // Neither buffer is here (or the backend could not copy between two of its devices).
+  auto staging = std::make_shared<Staging>(here, bytes);
+  stream.host_callback([=] {
+    read_now(staging->data(), src, src_offset, bytes);
+    write_now(dst, dst_offset, staging->data(), bytes);
+  });
+}
+
+}  // namespace hal::detail

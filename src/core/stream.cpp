@@ -1,0 +1,211 @@
+// Stream: argument checks and routing; the backend's StreamImpl does the work.
+#include "hal/stream.hpp"
+
+#include <limits>
+
+#include "hal/backend.hpp"
+#include "hal/device.hpp"
+#include "staged_copy.hpp"
+
+namespace hal {
+namespace {
+
+StreamImpl& checked(const std::shared_ptr<StreamImpl>& impl) {
+  if (!impl) throw Error(ErrorCode::InvalidArgument, "use of an empty (default-constructed) Stream");
+  return *impl;
+}
+
+std::string where(const StreamImpl& stream, std::string_view operation) {
+  return std::string(operation) + " on a stream of " + stream.device().info().id;
+}
+
+const BufferPtr& checked_buffer(const StreamImpl& stream, std::string_view operation,
+                                const Buffer& buffer, std::string_view role) {
+  if (!buffer)
+    throw Error(ErrorCode::InvalidArgument,
+                where(stream, operation) + ": the " + std::string(role) + " buffer is empty");
+  return buffer.impl();
+}
+
+void check_range(const StreamImpl& stream, std::string_view operation, const BufferImpl& buffer,
+                 std::string_view role, size_t offset, size_t bytes) {
+  if (offset > buffer.size() || bytes > buffer.size() - offset)
+    throw Error(ErrorCode::OutOfRange,
+                where(stream, operation) + ": " + std::to_string(bytes) + " bytes at offset " +
+                    std::to_string(offset) + " run past the end of the " + std::string(role) +
+                    " buffer of " + std::to_string(buffer.size()) + " bytes on " +
+                    buffer.device().info().id);
+}
+
+void check_host_pointer(const StreamImpl& stream, std::string_view operation, const void* pointer,
+                        size_t bytes) {
+  if (!pointer && bytes > 0)
+    throw Error(ErrorCode::InvalidArgument,
+                where(stream, operation) + ": the host pointer is null for " + std::to_string(bytes) +
+                    " bytes");
+}
+
+bool same_backend(const DeviceImpl& a, const DeviceImpl& b) {
+  return a.info().backend() == b.info().backend();
+}
+
+}  // namespace
+
+Device Stream::device() const { return Device(checked(impl_).device().shared_from_this()); }
+
+void Stream::copy_from_host(const Buffer& dst, const void* src, size_t bytes, size_t dst_offset) {
+  StreamImpl& stream = checked(impl_);
+  const BufferPtr& target = checked_buffer(stream, "copy_from_host", dst, "destination");
+  check_host_pointer(stream, "copy_from_host", src, bytes);
+  check_range(stream, "copy_from_host", *target, "destination", dst_offset, bytes);
+  if (bytes == 0) return;
+  if (&target->device() == &stream.device()) {
+    stream.copy_from_host(target, dst_offset, src, bytes);
+    return;
+  }
+  // A buffer of another device: that device's transfer stream does it, in this stream's order.
+  stream.host_callback([target, dst_offset, src, bytes] {
+    auto transfer = target->device().transfer_stream();
+    transfer->copy_from_host(target, dst_offset, src, bytes);
+    transfer->synchronize();
+  });
+}
+
+void Stream::copy_to_host(void* dst, const Buffer& src, size_t bytes, size_t src_offset) {
+  StreamImpl& stream = checked(impl_);
+  const BufferPtr& source = checked_buffer(stream, "copy_to_host", src, "source");
+  check_host_pointer(stream, "copy_to_host", dst, bytes);
+  check_range(stream, "copy_to_host", *source, "source", src_offset, bytes);
+  if (bytes == 0) return;
+  if (&source->device() == &stream.device()) {
+    stream.copy_to_host(dst, source, src_offset, bytes);
+    return;
+  }
+  stream.host_callback([source, src_offset, dst, bytes] {
+    auto transfer = source->device().transfer_stream();
+    transfer->copy_to_host(dst, source, src_offset, bytes);
+    transfer->synchronize();
+  });
+}
+
+void Stream::copy(const Buffer& dst, const Buffer& src, size_t bytes, size_t dst_offset,
+                  size_t src_offset) {
+  StreamImpl& stream = checked(impl_);
+  const BufferPtr& target = checked_buffer(stream, "copy", dst, "destination");
+  const BufferPtr& source = checked_buffer(stream, "copy", src, "source");
+  check_range(stream, "copy", *target, "destination", dst_offset, bytes);
+  check_range(stream, "copy", *source, "source", src_offset, bytes);
+  if (bytes == 0) return;
+  const DeviceImpl& here = stream.device();
+  if (same_backend(target->device(), here) && same_backend(source->device(), here) &&
+      stream.copy(target, dst_offset, source, src_offset, bytes))
+    return;
+  detail::enqueue_staged_copy(stream, target, dst_offset, source, src_offset, bytes);
+}
+
+void Stream::fill(const Buffer& dst, const void* pattern, size_t pattern_size, size_t bytes,
+                  size_t dst_offset) {
+  StreamImpl& stream = checked(impl_);
+  const BufferPtr& target = checked_buffer(stream, "fill", dst, "destination");
+  if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8 &&
+      pattern_size != 16)
+    throw Error(ErrorCode::InvalidArgument, where(stream, "fill") + ": pattern of " +
+                                                std::to_string(pattern_size) +
+                                                " bytes; use 1, 2, 4, 8 or 16");
+  check_host_pointer(stream, "fill", pattern, pattern_size);
+  if (bytes % pattern_size != 0)
+    throw Error(ErrorCode::InvalidArgument,
+                where(stream, "fill") + ": " + std::to_string(bytes) +
+                    " bytes is not a multiple of the " + std::to_string(pattern_size) +
+                    "-byte pattern");
+  check_range(stream, "fill", *target, "destination", dst_offset, bytes);
+  if (&target->device() != &stream.device())
+    throw Error(ErrorCode::InvalidArgument, where(stream, "fill") + ": the buffer belongs to " +
+                                                target->device().info().id);
+  if (bytes == 0) return;
+  stream.fill(target, dst_offset, bytes, pattern, pattern_size);
+}
+
+void Stream::host_callback(std::function<void()> fn) {
+  StreamImpl& stream = checked(impl_);
+  if (!fn) throw Error(ErrorCode::InvalidArgument, where(stream, "host_callback") + ": empty function");
+  stream.host_callback(std::move(fn));
+}
+
+void Stream::launch(const Kernel& kernel, const LaunchConfig& config, std::vector<KernelArg> args) {
+  StreamImpl& stream = checked(impl_);
+  if (!kernel) throw Error(ErrorCode::InvalidArgument, where(stream, "launch") + ": empty kernel");
+  const DeviceInfo& info = stream.device().info();
+  const std::string what = where(stream, "launch of '" + kernel.name() + "'");
+  if (dynamic_cast<const HostKernelImpl*>(kernel.impl().get()) &&
+      !info.has_feature(feature::kHostKernels))
+    throw Error(ErrorCode::Unsupported,
+                what + ": a host (C++) kernel, and " + info.id + " runs only compiled kernels");
+  uint64_t total = 1;
+  for (int d = 0; d < 3; ++d) {
+    const uint64_t extent = config.global[static_cast<size_t>(d)];
+    if (extent == 0)
+      throw Error(ErrorCode::InvalidArgument,
+                  what + ": global size {" + std::to_string(config.global[0]) + ", " +
+                      std::to_string(config.global[1]) + ", " + std::to_string(config.global[2]) +
+                      "} has a zero dimension");
+    if (total > std::numeric_limits<uint64_t>::max() / extent)
+      throw Error(ErrorCode::InvalidArgument, what + ": global size overflows 64 bits");
+    total *= extent;
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const KernelArg& arg = args[i];
+    if (arg.kind() != KernelArg::Kind::buffer) continue;
+    const std::string which = what + ": argument " + std::to_string(i);
+    if (!arg.buffer()) throw Error(ErrorCode::InvalidArgument, which + " is an empty buffer");
+    const BufferImpl& buffer = *arg.buffer().impl();
+    if (arg.offset() > buffer.size())
+      throw Error(ErrorCode::OutOfRange, which + ": offset " + std::to_string(arg.offset()) +
+                                             " is past the end of its " +
+                                             std::to_string(buffer.size()) + "-byte buffer");
+    const bool reachable = &buffer.device() == &stream.device() ||
+                           (info.has_feature(feature::kHostKernels) && buffer.host_pointer());
+    if (!reachable)
+      throw Error(ErrorCode::InvalidArgument, which + " is a buffer of " +
+                                                  buffer.device().info().id + ", not of " + info.id +
+                                                  "; copy it first");
+  }
+  stream.launch(kernel.impl(), config, std::move(args));
+}
+
+void Stream::record(const Event& event) {
+  StreamImpl& stream = checked(impl_);
+  if (!event) throw Error(ErrorCode::InvalidArgument, where(stream, "record") + ": empty event");
+  if (&event.impl()->device() != &stream.device())
+    throw Error(ErrorCode::InvalidArgument, where(stream, "record") + ": the event belongs to " +
+                                                event.impl()->device().info().id);
+  stream.record(*event.impl());
+}
+
+Event Stream::record() {
+  Event event(checked(impl_).device().create_event());
+  record(event);
+  return event;
+}
+
+void Stream::wait(const Event& event) {
+  StreamImpl& stream = checked(impl_);
+  if (!event) throw Error(ErrorCode::InvalidArgument, where(stream, "wait") + ": empty event");
+  EventImpl& target = *event.impl();
+  auto fence = target.fence();
+  if (!fence)
+    throw Error(ErrorCode::InvalidState,
+                where(stream, "wait") + ": the event of " + target.device().info().id +
+                    " was never recorded; record it on a stream first");
+  if (same_backend(target.device(), stream.device())) {
+    stream.wait(target);
+    return;
+  }
+  if (fence->ready()) return;
+  stream.host_callback([fence] { fence->wait(); });
+}
+
+void Stream::synchronize() { checked(impl_).synchronize(); }
+bool Stream::query() { return checked(impl_).query(); }
+
+}  // namespace hal

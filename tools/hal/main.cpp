@@ -1,0 +1,26 @@
+// The `hal` command: find, choose and drive compute devices.
+#include <iostream>
+
+#include "commands.hpp"
+#include "hal/error.hpp"
+#include "hal/version.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"hal: find, choose and drive every compute device of this machine", "hal"};
+  app.set_version_flag("--version", "hal " + std::string(hal::version()));
+  app.require_subcommand(1);
+  hal::tool::add_devices_command(app);
+  hal::tool::add_version_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  } catch (const hal::Error& error) {
+    std::cerr << "hal: error: " << error.message() << " [" << hal::to_string(error.code()) << "]\n";
+    return 1;
+  } catch (const std::exception& error) {
+    std::cerr << "hal: error: " << error.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
