@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "hal/buffer.hpp"
@@ -39,7 +40,9 @@ class Stream {
   // Repeats a pattern of 1, 2, 4, 8 or 16 bytes over `bytes` bytes (a multiple of it).
   void fill(const Buffer& dst, const void* pattern, size_t pattern_size, size_t bytes,
             size_t dst_offset = 0);
+  // Fills `count` elements from element `first` with `value` (a number or small struct).
   template <class T>
+    requires(std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> && !std::is_null_pointer_v<T>)
   void fill(const Buffer& dst, const T& value, size_t count, size_t first = 0) {
     fill(dst, &value, sizeof(T), count * sizeof(T), first * sizeof(T));
   }

@@ -8,11 +8,15 @@
 int main(int argc, char** argv) {
   CLI::App app{"hal: find, choose and drive every compute device of this machine", "hal"};
   app.set_version_flag("--version", "hal " + std::string(hal::version()));
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
   hal::tool::add_devices_command(app);
   hal::tool::add_version_command(app);
   try {
     app.parse(argc, argv);
+    if (app.get_subcommands().empty()) {
+      std::cerr << app.help();
+      return 2;
+    }
   } catch (const CLI::ParseError& error) {
     return app.exit(error);
   } catch (const hal::Error& error) {

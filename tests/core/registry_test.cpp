@@ -1,0 +1,147 @@
+#include "hal/registry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "hal/backend.hpp"
+#include "test_util.hpp"
+
+namespace hal {
+namespace {
+
+using test::expect_error;
+using test::ScopedSelector;
+
+TEST(Registry, ListsEveryKnownBackendWithAReasonWhenUnavailable) {
+  const auto backends = Registry::instance().backends();
+  std::vector<std::string> names;
+  for (const auto& backend : backends) {
+    names.push_back(backend.name);
+    if (backend.available) {
+      EXPECT_TRUE(backend.reason.empty()) << backend.name;
+      EXPECT_TRUE(backend.compiled_in) << backend.name;
+    } else {
+      EXPECT_FALSE(backend.reason.empty()) << backend.name;
+    }
+  }
+  for (const char* name : {"cpu", "opencl", "cuda", "vulkan", "hip"})
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  EXPECT_EQ(backends.front().name, "cpu");
+  EXPECT_TRUE(backends.front().available);
+  EXPECT_EQ(backends.front().device_count, 1u);
+}
+
+TEST(Registry, CpuZeroIsAlwaysThere) {
+  ScopedSelector all(std::nullopt);
+  const Device cpu = device("cpu:0");
+  EXPECT_EQ(cpu.id(), "cpu:0");
+  EXPECT_EQ(cpu.info().kind, DeviceKind::cpu);
+  EXPECT_EQ(cpu, Registry::instance().device("CPU:0"));
+  const auto list = devices();
+  ASSERT_FALSE(list.empty());
+  EXPECT_EQ(list.front(), cpu);
+}
+
+TEST(Registry, FindsADeviceByUuidPrefix) {
+  const Device cpu = device("cpu:0");
+  EXPECT_EQ(device(cpu.info().uuid.substr(0, 8)), cpu);
+  EXPECT_EQ(device(cpu.info().uuid), cpu);
+}
+
+TEST(Registry, BadDeviceIdsNameWhatIsVisible) {
+  expect_error([] { device("cpu:7"); }, ErrorCode::NotFound, {"'cpu:7'", "visible: cpu:0"});
+  expect_error([] { device("nonsense"); }, ErrorCode::NotFound, {"'nonsense'", "cpu:0"});
+  expect_error([] { device(""); }, ErrorCode::NotFound, {"''"});
+  expect_error([] { device("cuda:0"); }, ErrorCode::NotFound, {"cuda", "unavailable", "not compiled in"});
+  // The registry works as before.
+  EXPECT_EQ(device("cpu:0").id(), "cpu:0");
+}
+
+TEST(Registry, SelectorHidesDevicesAndSaysSo) {
+  ScopedSelector hide_cpu("!cpu:*");
+  for (const Device& d : devices()) EXPECT_NE(d.id(), "cpu:0");
+  expect_error([] { device("cpu:0"); }, ErrorCode::NotFound, {"cpu:0", "hidden", "!cpu:*"});
+  // all_devices ignores the selector.
+  EXPECT_FALSE(Registry::instance().all_devices().empty());
+}
+
+TEST(Registry, MalformedSelectorIsAnErrorNeverAnEmptyList) {
+  ScopedSelector bad("cpu:0;gpu");
+  expect_error([] { devices(); }, ErrorCode::InvalidArgument, {"cpu:0;gpu", "has no ':'"});
+  expect_error([] { device("cpu:0"); }, ErrorCode::InvalidArgument, {"cpu:0;gpu"});
+}
+
+TEST(Registry, UnknownBackendInSelectorIsAnError) {
+  ScopedSelector typo("cpy:*");
+  expect_error([] { devices(); }, ErrorCode::InvalidArgument, {"unknown backend 'cpy'", "cpu"});
+}
+
+TEST(Registry, SelectorByKind) {
+  ScopedSelector gpus("*:gpu");
+  for (const Device& d : devices()) EXPECT_EQ(d.info().kind, DeviceKind::gpu);
+  ScopedSelector cpus("*:cpu");
+  ASSERT_FALSE(devices().empty());
+  EXPECT_EQ(devices().front().id(), "cpu:0");
+}
+
+class NamedBackend final : public Backend {
+ public:
+  explicit NamedBackend(std::string name) : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  BackendProbe probe() override { return {false, "test backend without devices", {}}; }
+
+ private:
+  std::string name_;
+};
+
+class ThrowingBackend final : public Backend {
+ public:
+  std::string name() const override { return "throwing"; }
+  BackendProbe probe() override { throw std::runtime_error("driver exploded"); }
+};
+
+TEST(Registry, RegisterBackendRejectsBadAndDuplicateNames) {
+  expect_error([] { register_backend(nullptr); }, ErrorCode::InvalidArgument, {"null backend"});
+  expect_error([] { register_backend(std::make_shared<NamedBackend>("Bad Name")); },
+               ErrorCode::InvalidArgument, {"'Bad Name'"});
+  expect_error([] { register_backend(std::make_shared<NamedBackend>("cpu")); },
+               ErrorCode::InvalidArgument, {"'cpu'", "already registered"});
+}
+
+TEST(Registry, ABackendThatFailsToProbeIsUnavailableWithTheReason) {
+  register_backend(std::make_shared<ThrowingBackend>());
+  register_backend(std::make_shared<NamedBackend>("empty"));
+  bool seen_throwing = false, seen_empty = false;
+  for (const auto& backend : Registry::instance().backends()) {
+    if (backend.name == "throwing") {
+      seen_throwing = true;
+      EXPECT_FALSE(backend.available);
+      EXPECT_NE(backend.reason.find("driver exploded"), std::string::npos) << backend.reason;
+    }
+    if (backend.name == "empty") {
+      seen_empty = true;
+      EXPECT_EQ(backend.reason, "test backend without devices");
+    }
+  }
+  EXPECT_TRUE(seen_throwing && seen_empty);
+  EXPECT_EQ(device("cpu:0").id(), "cpu:0");  // other backends unaffected
+}
+
+TEST(Registry, IsSafeToUseFromManyThreads) {
+  std::vector<std::thread> threads;
+  std::atomic<int> found{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        if (device("cpu:0").id() == "cpu:0") found.fetch_add(1);
+        EXPECT_FALSE(devices().empty());
+        EXPECT_FALSE(Registry::instance().backends().empty());
+      }
+    });
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(found.load(), 8 * 200);
+}
+
+}  // namespace
+}  // namespace hal

@@ -1,0 +1,91 @@
+#include "work_queue.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+namespace hal::cpu {
+namespace {
+
+TEST(WorkQueue, RunsTasksInPushOrderOnOneThread) {
+  WorkQueue queue;
+  std::vector<int> order;
+  std::thread::id runner;
+  for (int i = 0; i < 10'000; ++i)
+    queue.push([&, i] {
+      if (i == 0) runner = std::this_thread::get_id();
+      EXPECT_EQ(std::this_thread::get_id(), runner);
+      order.push_back(i);
+    });
+  queue.wait_all();
+  ASSERT_EQ(order.size(), 10'000u);
+  for (int i = 0; i < 10'000; ++i) ASSERT_EQ(order[static_cast<size_t>(i)], i);
+  EXPECT_NE(runner, std::this_thread::get_id());
+}
+
+TEST(WorkQueue, TicketsCountFromOne) {
+  WorkQueue queue;
+  EXPECT_EQ(queue.push([] {}), 1u);
+  EXPECT_EQ(queue.push([] {}), 2u);
+  queue.wait_for(2);
+  EXPECT_TRUE(queue.idle());
+}
+
+TEST(WorkQueue, KeepsTheFirstErrorAndGoesOn) {
+  WorkQueue queue;
+  int ran = 0;
+  queue.push([] { throw std::runtime_error("first"); });
+  queue.push([] { throw std::runtime_error("second"); });
+  queue.push([&] { ++ran; });
+  queue.wait_all();
+  EXPECT_EQ(ran, 1);
+  auto error = queue.take_error();
+  ASSERT_TRUE(error);
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "first");
+  }
+  EXPECT_FALSE(queue.take_error());
+}
+
+TEST(WorkQueue, WaitersWakeAfterTheWorkerSlept) {
+  WorkQueue queue;
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the worker goes to sleep
+  std::atomic<bool> ran{false};
+  queue.push([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the waiter goes to sleep
+    ran = true;
+  });
+  queue.wait_all();
+  EXPECT_TRUE(ran.load());
+}
+
+TEST(WorkQueue, ManyProducersAndWaiters) {
+  WorkQueue queue;
+  std::atomic<int> ran{0};
+  std::vector<std::thread> producers;
+  for (int p = 0; p < 8; ++p)
+    producers.emplace_back([&] {
+      for (int i = 0; i < 500; ++i) {
+        const uint64_t ticket = queue.push([&] { ran.fetch_add(1); });
+        if (i % 50 == 0) queue.wait_for(ticket);
+      }
+    });
+  for (auto& producer : producers) producer.join();
+  queue.wait_all();
+  EXPECT_EQ(ran.load(), 8 * 500);
+}
+
+TEST(WorkQueue, DestructorRunsWhatIsQueued) {
+  std::atomic<int> ran{0};
+  {
+    WorkQueue queue;
+    for (int i = 0; i < 100; ++i) queue.push([&] { ran.fetch_add(1); });
+  }
+  EXPECT_EQ(ran.load(), 100);
+}
+
+}  // namespace
+}  // namespace hal::cpu

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs hal from a build tree into a scratch prefix, then builds and runs a small consumer
+# against it twice: through find_package(hal CONFIG) and through pkg-config.
+set -euo pipefail
+build_dir=$1
+consumer_dir=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
+test -L "$work/prefix/lib/libhal.so"
+ls "$work"/prefix/lib/libhal.so.[0-9]* >/dev/null
+"$work/prefix/bin/hal" --version
+
+cmake -S "$consumer_dir" -B "$work/cmake-build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/cmake-build" >/dev/null
+"$work/cmake-build/consumer"
+
+export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
+pkg-config --exists --print-errors "hal >= 0.1"
+# shellcheck disable=SC2046
+c++ "$consumer_dir/main.cpp" -o "$work/pc-consumer" $(pkg-config --cflags --libs hal) \
+  -Wl,-rpath,"$work/prefix/lib"
+"$work/pc-consumer"
+echo "install consumer: ok"

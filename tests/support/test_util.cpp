@@ -1,0 +1,35 @@
+#include "test_util.hpp"
+
+namespace hal::test {
+
+void expect_error(const std::function<void()>& fn, ErrorCode code,
+                  const std::vector<std::string>& parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected hal::Error " << to_string(code) << ", nothing was thrown";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), code) << "message: " << error.message();
+    for (const std::string& part : parts)
+      EXPECT_NE(error.message().find(part), std::string::npos)
+          << "message lacks '" << part << "': " << error.message();
+  }
+}
+
+std::string test_name(const std::string& device_id) {
+  std::string name = device_id;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+std::vector<unsigned char> pattern_bytes(size_t size, unsigned seed) {
+  std::vector<unsigned char> bytes(size);
+  uint32_t state = seed * 2654435761u + 1;
+  for (auto& byte : bytes) {
+    state = state * 1664525u + 1013904223u;
+    byte = static_cast<unsigned char>(state >> 24);
+  }
+  return bytes;
+}
+
+}  // namespace hal::test

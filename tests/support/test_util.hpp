@@ -1,0 +1,41 @@
+// Helpers shared by hal's tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hal/hal.hpp"
+
+namespace hal {
+// Failure messages show the code's name.
+inline void PrintTo(ErrorCode code, std::ostream* out) { *out << to_string(code); }
+}  // namespace hal
+
+namespace hal::test {
+
+// Expects `fn` to throw hal::Error with `code` and a message containing every one of `parts`.
+void expect_error(const std::function<void()>& fn, ErrorCode code,
+                  const std::vector<std::string>& parts);
+
+// Sets the registry's selector for one scope, then goes back to the environment's.
+class ScopedSelector {
+ public:
+  explicit ScopedSelector(std::optional<std::string> selector) {
+    Registry::instance().set_selector(std::move(selector));
+  }
+  ~ScopedSelector() { Registry::instance().set_selector(std::nullopt); }
+  ScopedSelector(const ScopedSelector&) = delete;
+  ScopedSelector& operator=(const ScopedSelector&) = delete;
+};
+
+// "cpu:0" -> "cpu_0", for parameterised test names.
+std::string test_name(const std::string& device_id);
+
+// Host-side bytes that follow a recognisable pattern seeded by `seed`.
+std::vector<unsigned char> pattern_bytes(size_t size, unsigned seed);
+
+}  // namespace hal::test

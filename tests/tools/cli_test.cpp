@@ -1,0 +1,101 @@
+// The `hal` command, run as a person or a script would run it.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Result {
+  int status;
+  std::string output;  // stdout and stderr together
+};
+
+Result run(const std::string& environment, const std::string& arguments) {
+  const std::string command = environment + " " HAL_CLI_PATH " " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string output;
+  std::array<char, 4096> chunk;
+  while (size_t n = fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+TEST(Cli, DevicesPrintsOneLinePerDevice) {
+  const Result result = run("", "devices");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_EQ(result.output.rfind("[cpu:0] ", 0), 0u) << result.output;
+  EXPECT_NE(result.output.find(" cores · "), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("GiB"), std::string::npos) << result.output;
+}
+
+TEST(Cli, DevicesAllListsUnavailableBackendsWithReasons) {
+  const Result result = run("", "devices --all");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_NE(result.output.find("(cuda: unavailable, "), std::string::npos) << result.output;
+}
+
+TEST(Cli, DevicesJsonFollowsTheSchema) {
+  const Result result = run("", "devices --json");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto json = nlohmann::json::parse(result.output);
+  EXPECT_EQ(json["schema"], "hal.devices/1");
+  ASSERT_TRUE(json["backends"].is_array());
+  const auto& cpu = json["backends"][0];
+  EXPECT_EQ(cpu["name"], "cpu");
+  EXPECT_EQ(cpu["available"], true);
+  EXPECT_EQ(cpu["reason"], "");
+  ASSERT_EQ(cpu["devices"].size(), 1u);
+  const auto& device = cpu["devices"][0];
+  for (const char* field : {"id", "uuid", "name", "vendor", "kind", "arch", "driver_version",
+                            "memory_total", "memory_free", "compute_units", "clock_mhz", "dtypes",
+                            "features", "caches"})
+    EXPECT_TRUE(device.contains(field)) << field;
+  EXPECT_EQ(device["id"], "cpu:0");
+  EXPECT_EQ(device["kind"], "cpu");
+  EXPECT_GT(device["memory_total"].get<uint64_t>(), 0u);
+  EXPECT_LE(device["memory_free"].get<uint64_t>(), device["memory_total"].get<uint64_t>());
+  bool listed_unavailable = false;
+  for (const auto& backend : json["backends"])
+    if (backend["available"] == false) listed_unavailable = !backend["reason"].get<std::string>().empty();
+  EXPECT_TRUE(listed_unavailable);
+}
+
+TEST(Cli, SelectorNarrowsTheList) {
+  const Result result = run("HAL_DEVICES='!cpu:*'", "devices --json");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_EQ(nlohmann::json::parse(result.output)["backends"][0]["devices"].size(), 0u);
+  const Result text = run("HAL_DEVICES='!cpu:*'", "devices");
+  EXPECT_NE(text.output.find("no devices are visible"), std::string::npos) << text.output;
+}
+
+TEST(Cli, MalformedSelectorFailsQuotingIt) {
+  const Result result = run("HAL_DEVICES='cuda:zz'", "devices");
+  EXPECT_EQ(result.status, 1);
+  EXPECT_NE(result.output.find("HAL_DEVICES"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("'cuda:zz'"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("InvalidArgument"), std::string::npos) << result.output;
+}
+
+TEST(Cli, VersionFlagAndCommand) {
+  const Result flag = run("", "--version");
+  ASSERT_EQ(flag.status, 0) << flag.output;
+  EXPECT_EQ(flag.output.rfind("hal 0.", 0), 0u) << flag.output;
+  const Result json = run("", "version --json");
+  ASSERT_EQ(json.status, 0) << json.output;
+  const auto parsed = nlohmann::json::parse(json.output);
+  EXPECT_EQ(parsed["schema"], "hal.version/1");
+  EXPECT_EQ(parsed["backends"][0], "cpu");
+  EXPECT_EQ(flag.output, "hal " + parsed["version"].get<std::string>() + "\n");
+}
+
+TEST(Cli, UnknownCommandIsAUsageError) {
+  const Result result = run("", "frobnicate");
+  EXPECT_NE(result.status, 0);
+  EXPECT_NE(result.output.find("frobnicate"), std::string::npos) << result.output;
+}
+
+}  // namespace
