@@ -10,15 +10,19 @@
 PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test test-asan test-tsan bench install format setup dev
-.PHONY: build-release build-asan build-tsan build-dev
+PRESETS := dev release asan tsan
+.PHONY: demo test test-asan test-tsan bench install format setup dev $(addprefix build-,$(PRESETS))
 
 setup:
 	@scripts/install-deps.sh
 
-build-%: setup
-	@cmake --preset $* >/dev/null
-	@cmake --build --preset $* -j $(JOBS)
+# Phony targets skip pattern rules, so each preset gets its own rule.
+define build_preset
+build-$(1): setup
+	@cmake --preset $(1) >/dev/null
+	@cmake --build --preset $(1) -j $(JOBS)
+endef
+$(foreach preset,$(PRESETS),$(eval $(call build_preset,$(preset))))
 
 demo: build-release
 	build/release/bin/hal devices --all

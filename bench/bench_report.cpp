@@ -1,0 +1,101 @@
+#include "bench_report.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace hal::bench {
+namespace {
+
+// Keeps the median (or the only) real time per benchmark, in nanoseconds per iteration.
+class CollectingReporter : public benchmark::ConsoleReporter {
+ public:
+  explicit CollectingReporter(bool quiet) : quiet_(quiet) {}
+  bool ReportContext(const Context& context) override {
+    return quiet_ ? true : ConsoleReporter::ReportContext(context);
+  }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      const double ns = run.GetAdjustedRealTime() * to_ns(run.time_unit);
+      const std::string name = run.run_name.str();
+      if (run.run_type == Run::RT_Aggregate) {
+        if (run.aggregate_name == "median") medians_[name] = ns;
+      } else if (!medians_.count(name) || singles_.count(name)) {
+        singles_[name] = ns;
+        medians_[name] = ns;
+      }
+    }
+    if (!quiet_) ConsoleReporter::ReportRuns(runs);
+  }
+  const std::map<std::string, double>& medians() const { return medians_; }
+
+ private:
+  static double to_ns(benchmark::TimeUnit unit) {
+    switch (unit) {
+      case benchmark::kNanosecond: return 1;
+      case benchmark::kMicrosecond: return 1e3;
+      case benchmark::kMillisecond: return 1e6;
+      case benchmark::kSecond: return 1e9;
+    }
+    return 1;
+  }
+  bool quiet_;
+  std::map<std::string, double> medians_;
+  std::map<std::string, double> singles_;
+};
+
+}  // namespace
+
+int run_suite(int argc, char** argv, const std::string& suite, const std::string& device,
+              const std::vector<Comparison>& comparisons) {
+  bool json = false;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0)
+      json = true;
+    else
+      args.push_back(argv[i]);
+  }
+  int count = static_cast<int>(args.size());
+  benchmark::Initialize(&count, args.data());
+  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 2;
+  CollectingReporter reporter(json);
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+
+  const auto& medians = reporter.medians();
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  if (!json) std::printf("\n%-28s %12s  %-28s %12s %8s  %s\n", "figure", "hal", "baseline", "", "ratio", "goal");
+  for (const Comparison& c : comparisons) {
+    auto ours = medians.find(c.benchmark);
+    auto base = medians.find(c.baseline);
+    if (ours == medians.end() || base == medians.end()) continue;  // filtered out
+    const double ratio = ours->second / base->second;
+    if (json) {
+      results.push_back({{"name", c.name},
+                         {"value", ours->second},
+                         {"unit", "ns"},
+                         {"baseline", c.baseline},
+                         {"baseline_value", base->second},
+                         {"ratio", ratio},
+                         {"better", "lower"},
+                         {"goal", c.goal}});
+    } else {
+      std::printf("%-28s %9.1f ns  %-28s %9.1f ns %8.3f  %s\n", c.name.c_str(), ours->second,
+                  c.baseline.c_str(), base->second, ratio, c.goal.c_str());
+    }
+  }
+  if (json)
+    std::printf("%s\n", nlohmann::ordered_json{{"schema", "hal.bench/1"},
+                                               {"suite", suite},
+                                               {"device", device},
+                                               {"results", results}}
+                            .dump(2)
+                            .c_str());
+  return 0;
+}
+
+}  // namespace hal::bench

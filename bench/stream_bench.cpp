@@ -1,0 +1,154 @@
+// CPU stream costs: enqueue, round trip, event record+wait, and a chain of dependent tiny
+// kernels, each beside a plain std::thread hand-off queue (and a direct call) in the same run.
+#include <benchmark/benchmark.h>
+
+#include <future>
+
+#include "bench_report.hpp"
+#include "handoff_queue.hpp"
+#include "hal/hal.hpp"
+
+namespace hal::bench {
+namespace {
+
+constexpr int kDrainEvery = 1024;  // keep queues short while timing enqueues
+constexpr int kChain = 10'000;
+
+Device cpu() { return device("cpu:0"); }
+
+const Kernel& empty_kernel() {
+  static const Kernel kernel = host_kernel("empty", [](const KernelChunk&) {});
+  return kernel;
+}
+
+const Kernel& increment_kernel() {
+  static const Kernel kernel = host_kernel("increment", [](const KernelChunk& chunk) {
+    chunk.args.ptr<uint64_t>(0)[0] += 1;
+  });
+  return kernel;
+}
+
+void direct_call(benchmark::State& state) {
+  const KernelArgs no_args({});
+  const auto& fn = static_cast<const HostKernelImpl&>(*empty_kernel().impl()).fn();
+  for (auto _ : state) {
+    fn(KernelChunk{{0, 0, 0}, {1, 1, 1}, no_args});
+    benchmark::ClobberMemory();
+  }
+}
+
+void enqueue_empty_kernel(benchmark::State& state) {
+  Stream stream = cpu().create_stream();
+  int since_drain = 0;
+  for (auto _ : state) {
+    stream.launch(empty_kernel(), LaunchConfig::linear(1));
+    if (++since_drain == kDrainEvery) {
+      state.PauseTiming();
+      stream.synchronize();
+      since_drain = 0;
+      state.ResumeTiming();
+    }
+  }
+  stream.synchronize();
+}
+
+void handoff_enqueue(benchmark::State& state) {
+  HandoffQueue queue;
+  int since_drain = 0;
+  for (auto _ : state) {
+    queue.push([] {});
+    if (++since_drain == kDrainEvery) {
+      state.PauseTiming();
+      queue.wait_idle();
+      since_drain = 0;
+      state.ResumeTiming();
+    }
+  }
+  queue.wait_idle();
+}
+
+void round_trip_empty_kernel(benchmark::State& state) {
+  Stream stream = cpu().create_stream();
+  for (auto _ : state) {
+    stream.launch(empty_kernel(), LaunchConfig::linear(1));
+    stream.synchronize();
+  }
+}
+
+void handoff_round_trip(benchmark::State& state) {
+  HandoffQueue queue;
+  for (auto _ : state) {
+    queue.push([] {});
+    queue.wait_idle();
+  }
+}
+
+void event_record_wait(benchmark::State& state) {
+  Stream first = cpu().create_stream();
+  Stream second = cpu().create_stream();
+  Event event = cpu().create_event();
+  for (auto _ : state) {
+    first.record(event);
+    second.wait(event);
+    second.synchronize();
+  }
+}
+
+void handoff_signal_wait(benchmark::State& state) {
+  HandoffQueue first, second;
+  for (auto _ : state) {
+    auto signal = std::make_shared<std::promise<void>>();
+    std::shared_future<void> done = signal->get_future().share();
+    first.push([signal] { signal->set_value(); });
+    second.push([done] { done.wait(); });
+    second.wait_idle();
+  }
+}
+
+void chain_tiny_kernels(benchmark::State& state) {
+  Stream stream = cpu().create_stream();
+  Buffer counter = cpu().allocate(sizeof(uint64_t));
+  stream.fill(counter, uint64_t{0}, 1);
+  for (auto _ : state) {
+    for (int i = 0; i < kChain; ++i) stream.launch(increment_kernel(), LaunchConfig::linear(1), {counter});
+    stream.synchronize();
+  }
+  if (*counter.data<uint64_t>() != uint64_t(kChain) * state.iterations()) state.SkipWithError("wrong count");
+}
+
+void handoff_chain(benchmark::State& state) {
+  HandoffQueue queue;
+  uint64_t counter = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < kChain; ++i) queue.push([&counter] { counter += 1; });
+    queue.wait_idle();
+  }
+  if (counter != uint64_t(kChain) * state.iterations()) state.SkipWithError("wrong count");
+}
+
+#define HAL_BENCH(fn) BENCHMARK(fn)->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime()
+HAL_BENCH(direct_call);
+HAL_BENCH(enqueue_empty_kernel);
+HAL_BENCH(handoff_enqueue);
+HAL_BENCH(round_trip_empty_kernel);
+HAL_BENCH(handoff_round_trip);
+HAL_BENCH(event_record_wait);
+HAL_BENCH(handoff_signal_wait);
+HAL_BENCH(chain_tiny_kernels)->Unit(benchmark::kMicrosecond);
+HAL_BENCH(handoff_chain)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace hal::bench
+
+int main(int argc, char** argv) {
+  using hal::bench::Comparison;
+  return hal::bench::run_suite(
+      argc, argv, "stream", "cpu:0",
+      {
+          {"enqueue_empty_kernel", "enqueue_empty_kernel", "handoff_enqueue", "median <= 1 us"},
+          {"enqueue_vs_direct_call", "enqueue_empty_kernel", "direct_call", ""},
+          {"round_trip_empty_kernel", "round_trip_empty_kernel", "handoff_round_trip", "median <= 5 us"},
+          {"event_record_wait", "event_record_wait", "handoff_signal_wait", ""},
+          {"chain_10000_tiny_kernels", "chain_tiny_kernels", "handoff_chain", "ratio <= 1.2"},
+      });
+}
