@@ -40,6 +40,7 @@ dev: build-dev
 
 bench: build-release
 	build/release/bin/hal_bench_stream
+	build/release/bin/hal_bench_thread_pool
 
 install: build-release
 	cmake --install build/release --prefix $(PREFIX)

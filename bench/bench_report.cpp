@@ -20,7 +20,7 @@ class CollectingReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
       const double ns = run.GetAdjustedRealTime() * to_ns(run.time_unit);
-      const std::string name = run.run_name.str();
+      const std::string name = run.run_name.function_name;
       if (run.run_type == Run::RT_Aggregate) {
         if (run.aggregate_name == "median") medians_[name] = ns;
       } else if (!medians_.count(name) || singles_.count(name)) {

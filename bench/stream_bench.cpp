@@ -6,6 +6,7 @@
 
 #include "bench_report.hpp"
 #include "handoff_queue.hpp"
+#include "hal/backend.hpp"
 #include "hal/hal.hpp"
 
 namespace hal::bench {
@@ -126,6 +127,26 @@ void handoff_chain(benchmark::State& state) {
   if (counter != uint64_t(kChain) * state.iterations()) state.SkipWithError("wrong count");
 }
 
+// The same hand-off, but each task holds what a stream's task must hold until it has run: a
+// reference to the kernel and one to the buffer (the record-stream rule). Not the goal's
+// baseline: it shows how much of the gap is the cost of that ownership.
+void handoff_chain_owning(benchmark::State& state) {
+  HandoffQueue queue;
+  Buffer counter = cpu().allocate(sizeof(uint64_t));
+  *counter.data<uint64_t>() = 0;
+  auto kernel = std::static_pointer_cast<HostKernelImpl>(increment_kernel().impl());
+  for (auto _ : state) {
+    for (int i = 0; i < kChain; ++i)
+      queue.push([kernel, counter] {
+        const KernelArg arg(counter);
+        const KernelArgs args({&arg, 1});
+        kernel->fn()(KernelChunk{{0, 0, 0}, {1, 1, 1}, args});
+      });
+    queue.wait_idle();
+  }
+  if (*counter.data<uint64_t>() != uint64_t(kChain) * state.iterations()) state.SkipWithError("wrong count");
+}
+
 #define HAL_BENCH(fn) BENCHMARK(fn)->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime()
 HAL_BENCH(direct_call);
 HAL_BENCH(enqueue_empty_kernel);
@@ -136,6 +157,7 @@ HAL_BENCH(event_record_wait);
 HAL_BENCH(handoff_signal_wait);
 HAL_BENCH(chain_tiny_kernels)->Unit(benchmark::kMicrosecond);
 HAL_BENCH(handoff_chain)->Unit(benchmark::kMicrosecond);
+HAL_BENCH(handoff_chain_owning)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace hal::bench
@@ -150,5 +172,6 @@ int main(int argc, char** argv) {
           {"round_trip_empty_kernel", "round_trip_empty_kernel", "handoff_round_trip", "median <= 5 us"},
           {"event_record_wait", "event_record_wait", "handoff_signal_wait", ""},
           {"chain_10000_tiny_kernels", "chain_tiny_kernels", "handoff_chain", "ratio <= 1.2"},
+          {"chain_vs_owning_handoff", "chain_tiny_kernels", "handoff_chain_owning", "(explains the gap)"},
       });
 }

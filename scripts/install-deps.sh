@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev nlohmann-json3-dev libcli11-dev
+  libtbb-dev  # only for the benchmark that compares our thread pool with oneTBB
 )
 
 missing=()

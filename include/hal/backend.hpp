@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -101,8 +102,9 @@ class StreamImpl {
   virtual void fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
                     size_t pattern_size) = 0;
   virtual void host_callback(std::function<void()> fn) = 0;
+  // `args` is valid only during the call: copy what the enqueued work needs.
   virtual void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
-                      std::vector<KernelArg> args);
+                      std::span<const KernelArg> args);
   // `event` belongs to this stream's device.
   virtual void record(EventImpl& event) = 0;
   // `event` belongs to this backend.

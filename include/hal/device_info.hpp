@@ -71,8 +71,9 @@ struct DeviceInfo {
   bool supports(DType dtype) const {
     return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
   }
-  bool has_feature(std::string_view feature_name) const {
-    return std::find(features.begin(), features.end(), feature_name) != features.end();
+  bool has_feature(std::string_view feature_name) const {  // `features` is sorted
+    return std::binary_search(features.begin(), features.end(), feature_name,
+                              [](std::string_view a, std::string_view b) { return a < b; });
   }
   std::string_view backend() const { return std::string_view(id).substr(0, id.find(':')); }
 };

@@ -39,12 +39,13 @@ class KernelArg {
  public:
   enum class Kind : uint8_t { buffer, scalar, local_memory };
 
+  KernelArg() = default;  // an empty scalar
   KernelArg(Buffer buffer, size_t offset = 0)  // NOLINT: implicit by design
       : kind_(Kind::buffer), buffer_(std::move(buffer)), offset_(offset) {}
   template <class T>
     requires std::is_arithmetic_v<T>
   KernelArg(T value)  // NOLINT: implicit by design
-      : kind_(Kind::scalar), scalar_size_(sizeof(T)) {
+      : kind_(Kind::scalar), scalar_size_(static_cast<uint8_t>(sizeof(T))) {
     static_assert(sizeof(T) <= sizeof(scalar_));
     std::memcpy(scalar_.data(), &value, sizeof(T));
   }
@@ -62,11 +63,11 @@ class KernelArg {
   size_t scalar_size() const { return scalar_size_; }
 
  private:
-  Kind kind_;
-  Buffer buffer_;
-  size_t offset_ = 0;
+  Kind kind_ = Kind::scalar;
+  uint8_t scalar_size_ = 0;
   std::array<unsigned char, 8> scalar_{};
-  size_t scalar_size_ = 0;
+  size_t offset_ = 0;
+  Buffer buffer_;
 };
 
 // Typed access to the arguments inside a host kernel.

@@ -3,9 +3,10 @@
 
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <type_traits>
-#include <vector>
 
 #include "hal/buffer.hpp"
 #include "hal/event.hpp"
@@ -50,7 +51,11 @@ class Stream {
   // Runs `fn` on a host thread once the work before it is done; later work waits for it.
   void host_callback(std::function<void()> fn);
 
-  void launch(const Kernel& kernel, const LaunchConfig& config, std::vector<KernelArg> args = {});
+  void launch(const Kernel& kernel, const LaunchConfig& config, std::span<const KernelArg> args);
+  void launch(const Kernel& kernel, const LaunchConfig& config,
+              std::initializer_list<KernelArg> args = {}) {
+    launch(kernel, config, std::span<const KernelArg>(args.begin(), args.size()));
+  }
 
   void record(const Event& event);
   Event record();

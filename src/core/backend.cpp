@@ -12,7 +12,7 @@ double EventImpl::elapsed_ms_since(const EventImpl&) const {
 }
 
 void StreamImpl::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig&,
-                        std::vector<KernelArg>) {
+                        std::span<const KernelArg>) {
   throw_unsupported(device(), "launching kernel '" + kernel->name() + "'");
 }
 

@@ -132,45 +132,46 @@ void Stream::host_callback(std::function<void()> fn) {
   stream.host_callback(std::move(fn));
 }
 
-void Stream::launch(const Kernel& kernel, const LaunchConfig& config, std::vector<KernelArg> args) {
+void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
+                    std::span<const KernelArg> args) {
   StreamImpl& stream = checked(impl_);
   if (!kernel) throw Error(ErrorCode::InvalidArgument, where(stream, "launch") + ": empty kernel");
   const DeviceInfo& info = stream.device().info();
-  const std::string what = where(stream, "launch of '" + kernel.name() + "'");
-  if (dynamic_cast<const HostKernelImpl*>(kernel.impl().get()) &&
-      !info.has_feature(feature::kHostKernels))
+  // Messages are built only on failure: launch is on the hot path.
+  auto what = [&] { return where(stream, "launch of '" + kernel.name() + "'"); };
+  const bool host_kernel = dynamic_cast<const HostKernelImpl*>(kernel.impl().get()) != nullptr;
+  if (host_kernel && !info.has_feature(feature::kHostKernels))
     throw Error(ErrorCode::Unsupported,
-                what + ": a host (C++) kernel, and " + info.id + " runs only compiled kernels");
+                what() + ": a host (C++) kernel, and " + info.id + " runs only compiled kernels");
   uint64_t total = 1;
-  for (int d = 0; d < 3; ++d) {
-    const uint64_t extent = config.global[static_cast<size_t>(d)];
+  for (uint64_t extent : config.global) {
     if (extent == 0)
       throw Error(ErrorCode::InvalidArgument,
-                  what + ": global size {" + std::to_string(config.global[0]) + ", " +
+                  what() + ": global size {" + std::to_string(config.global[0]) + ", " +
                       std::to_string(config.global[1]) + ", " + std::to_string(config.global[2]) +
                       "} has a zero dimension");
     if (total > std::numeric_limits<uint64_t>::max() / extent)
-      throw Error(ErrorCode::InvalidArgument, what + ": global size overflows 64 bits");
+      throw Error(ErrorCode::InvalidArgument, what() + ": global size overflows 64 bits");
     total *= extent;
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelArg& arg = args[i];
     if (arg.kind() != KernelArg::Kind::buffer) continue;
-    const std::string which = what + ": argument " + std::to_string(i);
-    if (!arg.buffer()) throw Error(ErrorCode::InvalidArgument, which + " is an empty buffer");
+    auto which = [&] { return what() + ": argument " + std::to_string(i); };
+    if (!arg.buffer()) throw Error(ErrorCode::InvalidArgument, which() + " is an empty buffer");
     const BufferImpl& buffer = *arg.buffer().impl();
     if (arg.offset() > buffer.size())
-      throw Error(ErrorCode::OutOfRange, which + ": offset " + std::to_string(arg.offset()) +
+      throw Error(ErrorCode::OutOfRange, which() + ": offset " + std::to_string(arg.offset()) +
                                              " is past the end of its " +
                                              std::to_string(buffer.size()) + "-byte buffer");
     const bool reachable = &buffer.device() == &stream.device() ||
-                           (info.has_feature(feature::kHostKernels) && buffer.host_pointer());
+                           (host_kernel && buffer.host_pointer() != nullptr);
     if (!reachable)
-      throw Error(ErrorCode::InvalidArgument, which + " is a buffer of " +
+      throw Error(ErrorCode::InvalidArgument, which() + " is a buffer of " +
                                                   buffer.device().info().id + ", not of " + info.id +
                                                   "; copy it first");
   }
-  stream.launch(kernel.impl(), config, std::move(args));
+  stream.launch(kernel.impl(), config, args);
 }
 
 void Stream::record(const Event& event) {

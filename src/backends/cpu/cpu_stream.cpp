@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "cpu_event.hpp"
+#include "kernel_arg_list.hpp"
 
 namespace hal::cpu {
 namespace {
@@ -54,12 +55,14 @@ void CpuStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, cons
 void CpuStream::host_callback(std::function<void()> fn) { queue_.push(std::move(fn)); }
 
 void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
-                       std::vector<KernelArg> args) {
-  auto host = std::dynamic_pointer_cast<HostKernelImpl>(kernel);
-  if (!host) throw_unsupported(*device_, "kernel '" + kernel->name() + "': only host kernels run here");
-  queue_.push([pool = pool_, host = std::move(host), config, args = std::move(args)] {
-    run_host_kernel(*pool, *host, config, args);
-  });
+                       std::span<const KernelArg> args) {
+  if (!dynamic_cast<const HostKernelImpl*>(kernel.get()))
+    throw_unsupported(*device_, "kernel '" + kernel->name() + "': only host kernels run here");
+  // `this` outlives the task: the destructor drains the queue before the members go.
+  auto task = [this, host = std::static_pointer_cast<HostKernelImpl>(kernel), config,
+               held = KernelArgList(args)] { run_host_kernel(*pool_, *host, config, held.view()); };
+  static_assert(InlineTask::kFitsInline<decltype(task)>, "a launch should not allocate");
+  queue_.push(std::move(task));
 }
 
 void CpuStream::record(EventImpl& event) {

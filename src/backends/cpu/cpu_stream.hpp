@@ -22,7 +22,7 @@ class CpuStream final : public StreamImpl {
             size_t pattern_size) override;
   void host_callback(std::function<void()> fn) override;
   void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
-              std::vector<KernelArg> args) override;
+              std::span<const KernelArg> args) override;
   void record(EventImpl& event) override;
   void wait(EventImpl& event) override;
   void synchronize() override;

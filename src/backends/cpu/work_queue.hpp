@@ -4,11 +4,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <exception>
-#include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
+
+#include "inline_task.hpp"
+#include "spin_lock.hpp"
 
 namespace hal::cpu {
 
@@ -16,7 +18,7 @@ namespace hal::cpu {
 // first exception is kept for take_error(). Thread-safe.
 class WorkQueue {
  public:
-  using Task = std::function<void()>;
+  using Task = InlineTask;
 
   WorkQueue();
   // Runs every task already pushed, then joins the thread.
@@ -35,17 +37,20 @@ class WorkQueue {
 
  private:
   void run();
+  bool sleep_until_work(uint64_t taken);
 
-  std::mutex mutex_;
+  SpinLock queue_lock_;       // guards tasks_
+  std::vector<Task> tasks_;   // swapped with the worker's batch: no allocation once warm
+  std::mutex sleep_mutex_;    // guards the condition variables' waits, stopping_ and error_
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
-  std::deque<Task> tasks_;
-  bool worker_sleeping_ = false;
   bool stopping_ = false;
   std::exception_ptr error_;
-  std::atomic<uint64_t> pushed_{0};
-  std::atomic<uint64_t> completed_{0};
+  std::atomic<bool> worker_sleeping_{false};
   std::atomic<int> done_waiters_{0};
+  // Apart, on their own cache lines: producers write `pushed_`, the worker `completed_`.
+  alignas(64) std::atomic<uint64_t> pushed_{0};
+  alignas(64) std::atomic<uint64_t> completed_{0};
   std::thread thread_;  // last: starts after every other member exists
 };
 
