@@ -35,10 +35,14 @@ class CollectingReporter : public benchmark::ConsoleReporter {
  private:
   static double to_ns(benchmark::TimeUnit unit) {
     switch (unit) {
-      case benchmark::kNanosecond: return 1;
-      case benchmark::kMicrosecond: return 1e3;
-      case benchmark::kMillisecond: return 1e6;
-      case benchmark::kSecond: return 1e9;
+      case benchmark::kNanosecond:
+        return 1;
+      case benchmark::kMicrosecond:
+        return 1e3;
+      case benchmark::kMillisecond:
+        return 1e6;
+      case benchmark::kSecond:
+        return 1e9;
     }
     return 1;
   }
@@ -68,7 +72,9 @@ int run_suite(int argc, char** argv, const std::string& suite, const std::string
 
   const auto& medians = reporter.medians();
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
-  if (!json) std::printf("\n%-28s %12s  %-28s %12s %8s  %s\n", "figure", "hal", "baseline", "", "ratio", "goal");
+  if (!json)
+    std::printf("\n%-28s %12s  %-28s %12s %8s  %s\n", "figure", "hal", "baseline", "", "ratio",
+                "goal");
   for (const Comparison& c : comparisons) {
     auto ours = medians.find(c.benchmark);
     auto base = medians.find(c.baseline);
@@ -89,12 +95,12 @@ int run_suite(int argc, char** argv, const std::string& suite, const std::string
     }
   }
   if (json)
-    std::printf("%s\n", nlohmann::ordered_json{{"schema", "hal.bench/1"},
-                                               {"suite", suite},
-                                               {"device", device},
-                                               {"results", results}}
-                            .dump(2)
-                            .c_str());
+    std::printf(
+        "%s\n",
+        nlohmann::ordered_json{
+            {"schema", "hal.bench/1"}, {"suite", suite}, {"device", device}, {"results", results}}
+            .dump(2)
+            .c_str());
   return 0;
 }
 

@@ -5,9 +5,9 @@
 #include <future>
 
 #include "bench_report.hpp"
-#include "handoff_queue.hpp"
 #include "hal/backend.hpp"
 #include "hal/hal.hpp"
+#include "handoff_queue.hpp"
 
 namespace hal::bench {
 namespace {
@@ -23,9 +23,8 @@ const Kernel& empty_kernel() {
 }
 
 const Kernel& increment_kernel() {
-  static const Kernel kernel = host_kernel("increment", [](const KernelChunk& chunk) {
-    chunk.args.ptr<uint64_t>(0)[0] += 1;
-  });
+  static const Kernel kernel = host_kernel(
+      "increment", [](const KernelChunk& chunk) { chunk.args.ptr<uint64_t>(0)[0] += 1; });
   return kernel;
 }
 
@@ -111,10 +110,12 @@ void chain_tiny_kernels(benchmark::State& state) {
   Buffer counter = cpu().allocate(sizeof(uint64_t));
   stream.fill(counter, uint64_t{0}, 1);
   for (auto _ : state) {
-    for (int i = 0; i < kChain; ++i) stream.launch(increment_kernel(), LaunchConfig::linear(1), {counter});
+    for (int i = 0; i < kChain; ++i)
+      stream.launch(increment_kernel(), LaunchConfig::linear(1), {counter});
     stream.synchronize();
   }
-  if (*counter.data<uint64_t>() != uint64_t(kChain) * state.iterations()) state.SkipWithError("wrong count");
+  if (*counter.data<uint64_t>() != uint64_t(kChain) * state.iterations())
+    state.SkipWithError("wrong count");
 }
 
 void handoff_chain(benchmark::State& state) {
@@ -144,7 +145,8 @@ void handoff_chain_owning(benchmark::State& state) {
       });
     queue.wait_idle();
   }
-  if (*counter.data<uint64_t>() != uint64_t(kChain) * state.iterations()) state.SkipWithError("wrong count");
+  if (*counter.data<uint64_t>() != uint64_t(kChain) * state.iterations())
+    state.SkipWithError("wrong count");
 }
 
 #define HAL_BENCH(fn) BENCHMARK(fn)->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime()
@@ -169,9 +171,11 @@ int main(int argc, char** argv) {
       {
           {"enqueue_empty_kernel", "enqueue_empty_kernel", "handoff_enqueue", "median <= 1 us"},
           {"enqueue_vs_direct_call", "enqueue_empty_kernel", "direct_call", ""},
-          {"round_trip_empty_kernel", "round_trip_empty_kernel", "handoff_round_trip", "median <= 5 us"},
+          {"round_trip_empty_kernel", "round_trip_empty_kernel", "handoff_round_trip",
+           "median <= 5 us"},
           {"event_record_wait", "event_record_wait", "handoff_signal_wait", ""},
           {"chain_10000_tiny_kernels", "chain_tiny_kernels", "handoff_chain", "ratio <= 1.2"},
-          {"chain_vs_owning_handoff", "chain_tiny_kernels", "handoff_chain_owning", "(explains the gap)"},
+          {"chain_vs_owning_handoff", "chain_tiny_kernels", "handoff_chain_owning",
+           "(explains the gap)"},
       });
 }

@@ -58,9 +58,10 @@ void tbb_stream(benchmark::State& state) {
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads());
   std::vector<float> x(kElements, 1.0f), y(kElements, 2.0f);
   for (auto _ : state) {
-    tbb::parallel_for(tbb::blocked_range<size_t>(0, kElements), [&](const tbb::blocked_range<size_t>& r) {
-      for (size_t i = r.begin(); i < r.end(); ++i) y[i] = 2.0f * x[i] + y[i];
-    });
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, kElements),
+                      [&](const tbb::blocked_range<size_t>& r) {
+                        for (size_t i = r.begin(); i < r.end(); ++i) y[i] = 2.0f * x[i] + y[i];
+                      });
     benchmark::ClobberMemory();
   }
 }
@@ -75,9 +76,10 @@ HAL_BENCH(tbb_stream)->Unit(benchmark::kMicrosecond);
 }  // namespace hal::bench
 
 int main(int argc, char** argv) {
-  return hal::bench::run_suite(argc, argv, "thread_pool", "cpu:0",
-                               {
-                                   {"parallel_for_dispatch", "pool_dispatch", "tbb_dispatch", "ratio <= 1"},
-                                   {"parallel_for_saxpy_16m", "pool_stream", "tbb_stream", "ratio <= 1.05"},
-                               });
+  return hal::bench::run_suite(
+      argc, argv, "thread_pool", "cpu:0",
+      {
+          {"parallel_for_dispatch", "pool_dispatch", "tbb_dispatch", "ratio <= 1"},
+          {"parallel_for_saxpy_16m", "pool_stream", "tbb_stream", "ratio <= 1.05"},
+      });
 }

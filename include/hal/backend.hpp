@@ -79,7 +79,8 @@ class KernelImpl {
 // A kernel made from a C++ callable (hal::host_kernel).
 class HostKernelImpl final : public KernelImpl {
  public:
-  HostKernelImpl(std::string name, HostKernelFn fn) : KernelImpl(std::move(name)), fn_(std::move(fn)) {}
+  HostKernelImpl(std::string name, HostKernelFn fn)
+      : KernelImpl(std::move(name)), fn_(std::move(fn)) {}
   const HostKernelFn& fn() const { return fn_; }
 
  private:
@@ -134,7 +135,7 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
 
 struct BackendProbe {
   bool available = false;
-  std::string reason;  // why not available
+  std::string reason;                                // why not available
   std::vector<std::shared_ptr<DeviceImpl>> devices;  // ids "name:0", "name:1", ... in order
 };
 

@@ -29,7 +29,7 @@ struct CacheInfo {
   std::string type;         // "data", "instruction" or "unified"
   uint64_t size_bytes = 0;  // of one instance
   uint32_t line_bytes = 0;
-  uint32_t count = 0;       // instances in the device
+  uint32_t count = 0;  // instances in the device
 };
 
 struct DeviceLimits {

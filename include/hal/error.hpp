@@ -23,8 +23,8 @@ enum class ErrorCode : int32_t {
   InvalidState = 9,        // the object is not in a state that allows the call
   OutOfRange = 10,         // an offset or size runs past the end of a buffer
   Timeout = 11,
-  Internal = 12,           // a bug in hal: please report it
-  AsyncFailure = 13,       // work enqueued earlier on a stream failed
+  Internal = 12,      // a bug in hal: please report it
+  AsyncFailure = 13,  // work enqueued earlier on a stream failed
 };
 
 // "InvalidArgument", "OutOfMemory", ...

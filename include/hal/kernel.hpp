@@ -3,8 +3,8 @@
 #pragma once
 
 #include <array>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <span>
@@ -39,12 +39,11 @@ class KernelArg {
  public:
   enum class Kind : uint8_t { buffer, scalar, local_memory };
 
-  KernelArg() = default;  // an empty scalar
+  KernelArg() = default;                       // an empty scalar
   KernelArg(Buffer buffer, size_t offset = 0)  // NOLINT: implicit by design
       : kind_(Kind::buffer), buffer_(std::move(buffer)), offset_(offset) {}
   template <class T>
-    requires std::is_arithmetic_v<T>
-  KernelArg(T value)  // NOLINT: implicit by design
+  requires std::is_arithmetic_v<T> KernelArg(T value)  // NOLINT: implicit by design
       : kind_(Kind::scalar), scalar_size_(static_cast<uint8_t>(sizeof(T))) {
     static_assert(sizeof(T) <= sizeof(scalar_));
     std::memcpy(scalar_.data(), &value, sizeof(T));

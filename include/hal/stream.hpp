@@ -43,8 +43,9 @@ class Stream {
             size_t dst_offset = 0);
   // Fills `count` elements from element `first` with `value` (a number or small struct).
   template <class T>
-    requires(std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> && !std::is_null_pointer_v<T>)
-  void fill(const Buffer& dst, const T& value, size_t count, size_t first = 0) {
+  requires(std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> &&
+           !std::is_null_pointer_v<T>) void fill(const Buffer& dst, const T& value, size_t count,
+                                                 size_t first = 0) {
     fill(dst, &value, sizeof(T), count * sizeof(T), first * sizeof(T));
   }
 

@@ -7,7 +7,8 @@ namespace hal {
 namespace {
 
 const BufferImpl& checked(const std::shared_ptr<BufferImpl>& impl) {
-  if (!impl) throw Error(ErrorCode::InvalidArgument, "use of an empty (default-constructed) Buffer");
+  if (!impl)
+    throw Error(ErrorCode::InvalidArgument, "use of an empty (default-constructed) Buffer");
   return *impl;
 }
 
@@ -21,10 +22,10 @@ bool Buffer::host_accessible() const { return checked(impl_).host_pointer() != n
 void* Buffer::host_data() const {
   void* pointer = checked(impl_).host_pointer();
   if (!pointer)
-    throw Error(ErrorCode::Unsupported,
-                "the host cannot address this " + std::string(to_string(impl_->kind())) +
-                    " buffer of " + impl_->device().info().id +
-                    "; copy it to the host with Stream::copy_to_host");
+    throw Error(ErrorCode::Unsupported, "the host cannot address this " +
+                                            std::string(to_string(impl_->kind())) + " buffer of " +
+                                            impl_->device().info().id +
+                                            "; copy it to the host with Stream::copy_to_host");
   return pointer;
 }
 

@@ -9,7 +9,8 @@ namespace hal {
 namespace {
 
 DeviceImpl& checked(const std::shared_ptr<DeviceImpl>& impl) {
-  if (!impl) throw Error(ErrorCode::InvalidArgument, "use of an empty (default-constructed) Device");
+  if (!impl)
+    throw Error(ErrorCode::InvalidArgument, "use of an empty (default-constructed) Device");
   return *impl;
 }
 
@@ -23,17 +24,18 @@ Buffer Device::allocate(size_t bytes, MemoryKind kind) const {
   DeviceImpl& device = checked(impl_);
   const std::string& id = device.info().id;
   if (bytes == 0)
-    throw Error(ErrorCode::InvalidArgument, "allocate on " + id + ": size is 0 bytes; ask for at least 1");
-  if (!device.supports(kind))
     throw Error(ErrorCode::InvalidArgument,
-                "allocate on " + id + ": the device has no " + std::string(to_string(kind)) + " memory");
+                "allocate on " + id + ": size is 0 bytes; ask for at least 1");
+  if (!device.supports(kind))
+    throw Error(ErrorCode::InvalidArgument, "allocate on " + id + ": the device has no " +
+                                                std::string(to_string(kind)) + " memory");
   const uint64_t limit = device.info().limits.max_allocation_bytes;
   if (limit != 0 && bytes > limit) {
     MemoryFigure free = device.memory_free();
     throw Error(ErrorCode::OutOfMemory,
-                "allocate on " + id + ": " + std::to_string(bytes) + " bytes (" + format_bytes(bytes) +
-                    ") exceeds the device's largest allocation of " + std::to_string(limit) +
-                    " bytes (" + format_bytes(limit) + "); total " +
+                "allocate on " + id + ": " + std::to_string(bytes) + " bytes (" +
+                    format_bytes(bytes) + ") exceeds the device's largest allocation of " +
+                    std::to_string(limit) + " bytes (" + format_bytes(limit) + "); total " +
                     format_bytes(device.info().memory_total.bytes) + ", free " +
                     format_bytes(free.bytes));
   }

@@ -4,20 +4,34 @@ namespace hal {
 
 std::string_view to_string(ErrorCode code) noexcept {
   switch (code) {
-    case ErrorCode::Ok: return "Ok";
-    case ErrorCode::InvalidArgument: return "InvalidArgument";
-    case ErrorCode::OutOfMemory: return "OutOfMemory";
-    case ErrorCode::Unsupported: return "Unsupported";
-    case ErrorCode::CompileFailed: return "CompileFailed";
-    case ErrorCode::DeviceLost: return "DeviceLost";
-    case ErrorCode::BackendUnavailable: return "BackendUnavailable";
-    case ErrorCode::PluginAbiMismatch: return "PluginAbiMismatch";
-    case ErrorCode::NotFound: return "NotFound";
-    case ErrorCode::InvalidState: return "InvalidState";
-    case ErrorCode::OutOfRange: return "OutOfRange";
-    case ErrorCode::Timeout: return "Timeout";
-    case ErrorCode::Internal: return "Internal";
-    case ErrorCode::AsyncFailure: return "AsyncFailure";
+    case ErrorCode::Ok:
+      return "Ok";
+    case ErrorCode::InvalidArgument:
+      return "InvalidArgument";
+    case ErrorCode::OutOfMemory:
+      return "OutOfMemory";
+    case ErrorCode::Unsupported:
+      return "Unsupported";
+    case ErrorCode::CompileFailed:
+      return "CompileFailed";
+    case ErrorCode::DeviceLost:
+      return "DeviceLost";
+    case ErrorCode::BackendUnavailable:
+      return "BackendUnavailable";
+    case ErrorCode::PluginAbiMismatch:
+      return "PluginAbiMismatch";
+    case ErrorCode::NotFound:
+      return "NotFound";
+    case ErrorCode::InvalidState:
+      return "InvalidState";
+    case ErrorCode::OutOfRange:
+      return "OutOfRange";
+    case ErrorCode::Timeout:
+      return "Timeout";
+    case ErrorCode::Internal:
+      return "Internal";
+    case ErrorCode::AsyncFailure:
+      return "AsyncFailure";
   }
   return "Unknown";
 }

@@ -14,9 +14,9 @@ const EventImpl& checked(const std::shared_ptr<EventImpl>& impl) {
 std::shared_ptr<HostFence> recorded_fence(const EventImpl& event, std::string_view operation) {
   auto fence = event.fence();
   if (!fence)
-    throw Error(ErrorCode::InvalidState, std::string(operation) + " on an event of " +
-                                             event.device().info().id +
-                                             " that was never recorded; record it on a stream first");
+    throw Error(ErrorCode::InvalidState,
+                std::string(operation) + " on an event of " + event.device().info().id +
+                    " that was never recorded; record it on a stream first");
   return fence;
 }
 
@@ -36,8 +36,9 @@ double Event::elapsed_ms(const Event& start, const Event& end) {
                                                 last.device().info().id + ")");
   for (const EventImpl* event : {&first, &last})
     if (!recorded_fence(*event, "elapsed_ms")->ready())
-      throw Error(ErrorCode::InvalidState, "elapsed_ms on an event of " + event->device().info().id +
-                                               " whose work has not completed; synchronize it first");
+      throw Error(ErrorCode::InvalidState,
+                  "elapsed_ms on an event of " + event->device().info().id +
+                      " whose work has not completed; synchronize it first");
   return last.elapsed_ms_since(first);
 }
 

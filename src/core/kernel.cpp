@@ -5,7 +5,8 @@
 namespace hal {
 
 const std::string& Kernel::name() const {
-  if (!impl_) throw Error(ErrorCode::InvalidArgument, "use of an empty (default-constructed) Kernel");
+  if (!impl_)
+    throw Error(ErrorCode::InvalidArgument, "use of an empty (default-constructed) Kernel");
   return impl_->name();
 }
 
@@ -16,22 +17,22 @@ Kernel make_host_kernel(std::string name, HostKernelFn fn) {
 
 void* KernelArgs::buffer_data(size_t i) const {
   if (i >= args_.size() || args_[i].kind() != KernelArg::Kind::buffer)
-    throw Error(ErrorCode::InvalidArgument,
-                "kernel argument " + std::to_string(i) + " is not a buffer (" +
-                    std::to_string(args_.size()) + " arguments)");
+    throw Error(ErrorCode::InvalidArgument, "kernel argument " + std::to_string(i) +
+                                                " is not a buffer (" +
+                                                std::to_string(args_.size()) + " arguments)");
   return args_[i].buffer().host_data();
 }
 
 void KernelArgs::check_scalar(size_t i, size_t bytes) const {
   if (i >= args_.size() || args_[i].kind() != KernelArg::Kind::scalar)
-    throw Error(ErrorCode::InvalidArgument,
-                "kernel argument " + std::to_string(i) + " is not a scalar (" +
-                    std::to_string(args_.size()) + " arguments)");
+    throw Error(ErrorCode::InvalidArgument, "kernel argument " + std::to_string(i) +
+                                                " is not a scalar (" +
+                                                std::to_string(args_.size()) + " arguments)");
   if (args_[i].scalar_size() != bytes)
-    throw Error(ErrorCode::InvalidArgument,
-                "kernel argument " + std::to_string(i) + " is a " +
-                    std::to_string(args_[i].scalar_size()) + "-byte scalar, read as " +
-                    std::to_string(bytes) + " bytes");
+    throw Error(ErrorCode::InvalidArgument, "kernel argument " + std::to_string(i) + " is a " +
+                                                std::to_string(args_[i].scalar_size()) +
+                                                "-byte scalar, read as " + std::to_string(bytes) +
+                                                " bytes");
 }
 
 }  // namespace hal

@@ -13,8 +13,10 @@ LogLevel level_from_environment() {
   const char* text = std::getenv("HAL_LOG_LEVEL");
   if (!text || !*text) return LogLevel::error;
   if (auto level = parse_log_level(text)) return *level;
-  std::fprintf(stderr, "[hal:warn] HAL_LOG_LEVEL='%s' is not one of silent, error, warn, info, "
-                       "debug, trace; using error\n", text);
+  std::fprintf(stderr,
+               "[hal:warn] HAL_LOG_LEVEL='%s' is not one of silent, error, warn, info, "
+               "debug, trace; using error\n",
+               text);
   return LogLevel::error;
 }
 
@@ -37,12 +39,18 @@ LogSink& sink() {
 
 std::string_view to_string(LogLevel level) noexcept {
   switch (level) {
-    case LogLevel::silent: return "silent";
-    case LogLevel::error: return "error";
-    case LogLevel::warn: return "warn";
-    case LogLevel::info: return "info";
-    case LogLevel::debug: return "debug";
-    case LogLevel::trace: return "trace";
+    case LogLevel::silent:
+      return "silent";
+    case LogLevel::error:
+      return "error";
+    case LogLevel::warn:
+      return "warn";
+    case LogLevel::info:
+      return "info";
+    case LogLevel::debug:
+      return "debug";
+    case LogLevel::trace:
+      return "trace";
   }
   return "?";
 }

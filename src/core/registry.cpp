@@ -81,7 +81,8 @@ Registry::Entry& Registry::probed(Entry& entry) {
     entry.reason = std::string("probe failed: ") + error.what();
   }
   if (entry.available)
-    log(LogLevel::info, "backend " + entry.name + ": " + std::to_string(entry.devices.size()) + " device(s)");
+    log(LogLevel::info,
+        "backend " + entry.name + ": " + std::to_string(entry.devices.size()) + " device(s)");
   else
     log(LogLevel::info, "backend " + entry.name + " unavailable: " + entry.reason);
   return entry;
@@ -151,7 +152,8 @@ Device Registry::device(std::string_view id_or_uuid) {
     for (const Device& device : entry->devices) {
       if (device.id() != wanted) continue;
       if (!selector.matches(device.info()))
-        throw Error(ErrorCode::NotFound, "device " + device.id() + " is hidden by the device selector '" +
+        throw Error(ErrorCode::NotFound, "device " + device.id() +
+                                             " is hidden by the device selector '" +
                                              selector.text() + "'; visible: " + id_list(visible));
       return device;
     }
@@ -179,9 +181,9 @@ Device Registry::device(std::string_view id_or_uuid) {
       throw Error(ErrorCode::InvalidArgument, "UUID prefix '" + std::string(id_or_uuid) +
                                                   "' is ambiguous: it matches " + id_list(matches));
   }
-  throw Error(ErrorCode::NotFound, "no device '" + std::string(id_or_uuid) +
-                                       "'; expected an id like 'cpu:0' or a UUID prefix; visible: " +
-                                       id_list(visible));
+  throw Error(ErrorCode::NotFound,
+              "no device '" + std::string(id_or_uuid) +
+                  "'; expected an id like 'cpu:0' or a UUID prefix; visible: " + id_list(visible));
 }
 
 void Registry::register_backend(std::shared_ptr<Backend> backend) {
@@ -197,8 +199,8 @@ void Registry::register_backend(std::shared_ptr<Backend> backend) {
   for (auto& entry : entries_) {
     if (entry->name != name) continue;
     if (entry->backend)
-      throw Error(ErrorCode::InvalidArgument, "register_backend: a backend named '" + name +
-                                                  "' is already registered");
+      throw Error(ErrorCode::InvalidArgument,
+                  "register_backend: a backend named '" + name + "' is already registered");
     entry->backend = std::move(backend);
     entry->probed = false;
     entry->reason.clear();

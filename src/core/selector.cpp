@@ -15,8 +15,10 @@ std::string lower(std::string_view text) {
 }
 
 std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
   return text;
 }
 
@@ -97,7 +99,8 @@ DeviceSelector DeviceSelector::parse(std::string_view text) {
         device.device_kind = token == "cpu"   ? DeviceKind::cpu
                              : token == "gpu" ? DeviceKind::gpu
                                               : DeviceKind::accelerator;
-      } else if (const std::string hex = strip_dashes(token); all_of(hex, &isxdigit) && hex.size() >= 4) {
+      } else if (const std::string hex = strip_dashes(token);
+                 all_of(hex, &isxdigit) && hex.size() >= 4) {
         device.kind = DeviceTerm::Kind::uuid_prefix;
         device.uuid_prefix = hex;
       } else {
@@ -116,7 +119,8 @@ bool DeviceSelector::term_matches(const Term& term, const DeviceInfo& info) {
   if (term.backend != "*" && term.backend != lower(info.backend())) return false;
   for (const DeviceTerm& device : term.devices) {
     switch (device.kind) {
-      case DeviceTerm::Kind::any: return true;
+      case DeviceTerm::Kind::any:
+        return true;
       case DeviceTerm::Kind::index:
         if (device_index(info) == device.index) return true;
         break;

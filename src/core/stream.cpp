@@ -11,7 +11,8 @@ namespace hal {
 namespace {
 
 StreamImpl& checked(const std::shared_ptr<StreamImpl>& impl) {
-  if (!impl) throw Error(ErrorCode::InvalidArgument, "use of an empty (default-constructed) Stream");
+  if (!impl)
+    throw Error(ErrorCode::InvalidArgument, "use of an empty (default-constructed) Stream");
   return *impl;
 }
 
@@ -30,19 +31,19 @@ const BufferPtr& checked_buffer(const StreamImpl& stream, std::string_view opera
 void check_range(const StreamImpl& stream, std::string_view operation, const BufferImpl& buffer,
                  std::string_view role, size_t offset, size_t bytes) {
   if (offset > buffer.size() || bytes > buffer.size() - offset)
-    throw Error(ErrorCode::OutOfRange,
-                where(stream, operation) + ": " + std::to_string(bytes) + " bytes at offset " +
-                    std::to_string(offset) + " run past the end of the " + std::string(role) +
-                    " buffer of " + std::to_string(buffer.size()) + " bytes on " +
-                    buffer.device().info().id);
+    throw Error(ErrorCode::OutOfRange, where(stream, operation) + ": " + std::to_string(bytes) +
+                                           " bytes at offset " + std::to_string(offset) +
+                                           " run past the end of the " + std::string(role) +
+                                           " buffer of " + std::to_string(buffer.size()) +
+                                           " bytes on " + buffer.device().info().id);
 }
 
 void check_host_pointer(const StreamImpl& stream, std::string_view operation, const void* pointer,
                         size_t bytes) {
   if (!pointer && bytes > 0)
-    throw Error(ErrorCode::InvalidArgument,
-                where(stream, operation) + ": the host pointer is null for " + std::to_string(bytes) +
-                    " bytes");
+    throw Error(ErrorCode::InvalidArgument, where(stream, operation) +
+                                                ": the host pointer is null for " +
+                                                std::to_string(bytes) + " bytes");
 }
 
 bool same_backend(const DeviceImpl& a, const DeviceImpl& b) {
@@ -114,21 +115,21 @@ void Stream::fill(const Buffer& dst, const void* pattern, size_t pattern_size, s
                                                 " bytes; use 1, 2, 4, 8 or 16");
   check_host_pointer(stream, "fill", pattern, pattern_size);
   if (bytes % pattern_size != 0)
-    throw Error(ErrorCode::InvalidArgument,
-                where(stream, "fill") + ": " + std::to_string(bytes) +
-                    " bytes is not a multiple of the " + std::to_string(pattern_size) +
-                    "-byte pattern");
+    throw Error(ErrorCode::InvalidArgument, where(stream, "fill") + ": " + std::to_string(bytes) +
+                                                " bytes is not a multiple of the " +
+                                                std::to_string(pattern_size) + "-byte pattern");
   check_range(stream, "fill", *target, "destination", dst_offset, bytes);
   if (&target->device() != &stream.device())
-    throw Error(ErrorCode::InvalidArgument, where(stream, "fill") + ": the buffer belongs to " +
-                                                target->device().info().id);
+    throw Error(ErrorCode::InvalidArgument,
+                where(stream, "fill") + ": the buffer belongs to " + target->device().info().id);
   if (bytes == 0) return;
   stream.fill(target, dst_offset, bytes, pattern, pattern_size);
 }
 
 void Stream::host_callback(std::function<void()> fn) {
   StreamImpl& stream = checked(impl_);
-  if (!fn) throw Error(ErrorCode::InvalidArgument, where(stream, "host_callback") + ": empty function");
+  if (!fn)
+    throw Error(ErrorCode::InvalidArgument, where(stream, "host_callback") + ": empty function");
   stream.host_callback(std::move(fn));
 }
 
@@ -164,12 +165,12 @@ void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
       throw Error(ErrorCode::OutOfRange, which() + ": offset " + std::to_string(arg.offset()) +
                                              " is past the end of its " +
                                              std::to_string(buffer.size()) + "-byte buffer");
-    const bool reachable = &buffer.device() == &stream.device() ||
-                           (host_kernel && buffer.host_pointer() != nullptr);
+    const bool reachable =
+        &buffer.device() == &stream.device() || (host_kernel && buffer.host_pointer() != nullptr);
     if (!reachable)
       throw Error(ErrorCode::InvalidArgument, which() + " is a buffer of " +
-                                                  buffer.device().info().id + ", not of " + info.id +
-                                                  "; copy it first");
+                                                  buffer.device().info().id + ", not of " +
+                                                  info.id + "; copy it first");
   }
   stream.launch(kernel.impl(), config, args);
 }
@@ -195,9 +196,9 @@ void Stream::wait(const Event& event) {
   EventImpl& target = *event.impl();
   auto fence = target.fence();
   if (!fence)
-    throw Error(ErrorCode::InvalidState,
-                where(stream, "wait") + ": the event of " + target.device().info().id +
-                    " was never recorded; record it on a stream first");
+    throw Error(ErrorCode::InvalidState, where(stream, "wait") + ": the event of " +
+                                             target.device().info().id +
+                                             " was never recorded; record it on a stream first");
   if (same_backend(target.device(), stream.device())) {
     stream.wait(target);
     return;

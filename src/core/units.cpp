@@ -24,8 +24,10 @@ std::string format_bytes(uint64_t bytes) {
 }
 
 std::optional<uint64_t> parse_bytes(std::string_view text) noexcept {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
   double number = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
   if (error != std::errc() || number < 0 || !std::isfinite(number)) return std::nullopt;
@@ -34,12 +36,23 @@ std::optional<uint64_t> parse_bytes(std::string_view text) noexcept {
   double scale = 1;
   if (!suffix.empty()) {
     switch (std::toupper(static_cast<unsigned char>(suffix.front()))) {
-      case 'B': scale = 1; break;
-      case 'K': scale = 0x1p10; break;
-      case 'M': scale = 0x1p20; break;
-      case 'G': scale = 0x1p30; break;
-      case 'T': scale = 0x1p40; break;
-      default: return std::nullopt;
+      case 'B':
+        scale = 1;
+        break;
+      case 'K':
+        scale = 0x1p10;
+        break;
+      case 'M':
+        scale = 0x1p20;
+        break;
+      case 'G':
+        scale = 0x1p30;
+        break;
+      case 'T':
+        scale = 0x1p40;
+        break;
+      default:
+        return std::nullopt;
     }
     std::string_view rest = suffix.substr(1);
     if (scale > 1 && !rest.empty()) {

@@ -22,9 +22,8 @@ uint32_t expected_word(int thread, int round, size_t i) {
 TEST_P(ConcurrencySuite, ThreadsEnqueueCopiesAndKernelsWithCrossStreamEvents) {
   Stream shared = device().create_stream();
   const bool kernels = runs_host_kernels();
-  const Kernel add_one = host_kernel("add_one", [](Index3 i, const KernelArgs& args) {
-    args.ptr<uint32_t>(0)[i[0]] += 1;
-  });
+  const Kernel add_one = host_kernel(
+      "add_one", [](Index3 i, const KernelArgs& args) { args.ptr<uint32_t>(0)[i[0]] += 1; });
   std::atomic<int> verified{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -49,7 +48,8 @@ TEST_P(ConcurrencySuite, ThreadsEnqueueCopiesAndKernelsWithCrossStreamEvents) {
         shared.record().synchronize();  // covers `consumer`'s work through the event chain
         const uint32_t added = kernels ? 2 : 0;
         for (size_t i = 0; i < kWords; ++i) {
-          ASSERT_EQ(output[i], expected_word(t, round, i) + added) << "thread " << t << " round " << round;
+          ASSERT_EQ(output[i], expected_word(t, round, i) + added)
+              << "thread " << t << " round " << round;
           ASSERT_EQ(echoed[i], output[i]);
         }
         verified.fetch_add(1);

@@ -32,9 +32,10 @@ TEST_F(CrossBackend, CopiesInEveryDirectionOnEitherSidesStream) {
     Buffer on_far0 = far0.allocate(size);
     Buffer on_far1 = far1.allocate(size);
     std::vector<unsigned char> out(size);
-    stream.copy_from_host(on_far0, input.data(), size);  // host -> far0, maybe from another device's stream
-    stream.copy(on_cpu, on_far0, size);                  // far0 -> cpu
-    stream.copy(on_far1, on_cpu, size);                  // cpu -> far1
+    stream.copy_from_host(on_far0, input.data(),
+                          size);         // host -> far0, maybe from another device's stream
+    stream.copy(on_cpu, on_far0, size);  // far0 -> cpu
+    stream.copy(on_far1, on_cpu, size);  // cpu -> far1
     stream.copy(on_far0, on_far1, size / 2, 0, size / 2);  // far1 -> far0, no peer access: staged
     stream.copy_to_host(out.data(), on_far0, size);
     stream.synchronize();
@@ -92,7 +93,8 @@ TEST_F(CrossBackend, OutOfBoundsAcrossBackendsIsRefused) {
   Stream stream = cpu.create_stream();
   Buffer on_far = far0.allocate(16);
   Buffer on_cpu = cpu.allocate(32);
-  expect_error([&] { stream.copy(on_far, on_cpu, 32); }, ErrorCode::OutOfRange, {"far:0", "16 bytes"});
+  expect_error([&] { stream.copy(on_far, on_cpu, 32); }, ErrorCode::OutOfRange,
+               {"far:0", "16 bytes"});
 }
 
 }  // namespace

@@ -25,9 +25,8 @@ class DeviceTest : public ::testing::TestWithParam<Device> {
 
 }  // namespace hal::test
 
-#define HAL_DEVICE_SUITE(suite)                                                        \
-  INSTANTIATE_TEST_SUITE_P(AllDevices, suite,                                          \
-                           ::testing::ValuesIn(::hal::test::suite_devices()),          \
-                           [](const ::testing::TestParamInfo<::hal::Device>& p) {      \
-                             return ::hal::test::test_name(p.param.id());              \
+#define HAL_DEVICE_SUITE(suite)                                                                  \
+  INSTANTIATE_TEST_SUITE_P(AllDevices, suite, ::testing::ValuesIn(::hal::test::suite_devices()), \
+                           [](const ::testing::TestParamInfo<::hal::Device>& p) {                \
+                             return ::hal::test::test_name(p.param.id());                        \
                            })

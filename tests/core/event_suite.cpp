@@ -75,7 +75,8 @@ TEST_P(EventSuite, NeverRecordedEventsAreAnInvalidState) {
   expect_error([&] { (void)event.query(); }, ErrorCode::InvalidState, {"never recorded"});
   Event other = stream.record();
   other.synchronize();
-  expect_error([&] { Event::elapsed_ms(event, other); }, ErrorCode::InvalidState, {"never recorded"});
+  expect_error([&] { Event::elapsed_ms(event, other); }, ErrorCode::InvalidState,
+               {"never recorded"});
   // The stream is unaffected.
   stream.record(event);
   stream.synchronize();

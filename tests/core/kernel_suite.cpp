@@ -46,21 +46,29 @@ TEST_P(KernelSuite, LaunchErrorsNameTheKernelAndLeaveTheStreamUsable) {
   if (!runs_host_kernels()) GTEST_SKIP() << id() << " runs only compiled kernels";
   Stream stream = device().create_stream();
   Buffer buffer = device().allocate(16);
-  expect_error([&] { stream.launch(Kernel(), LaunchConfig::linear(1)); }, ErrorCode::InvalidArgument,
-               {"empty kernel"});
-  expect_error([&] { stream.launch(saxpy(), LaunchConfig::grid(4, 0)); }, ErrorCode::InvalidArgument,
-               {"saxpy", id(), "{4, 0, 1}", "zero"});
+  expect_error([&] { stream.launch(Kernel(), LaunchConfig::linear(1)); },
+               ErrorCode::InvalidArgument, {"empty kernel"});
+  expect_error([&] { stream.launch(saxpy(), LaunchConfig::grid(4, 0)); },
+               ErrorCode::InvalidArgument, {"saxpy", id(), "{4, 0, 1}", "zero"});
   expect_error([&] { stream.launch(saxpy(), LaunchConfig::grid(1ull << 32, 1ull << 32, 2)); },
                ErrorCode::InvalidArgument, {"overflows"});
-  expect_error([&] { stream.launch(saxpy(), LaunchConfig::linear(4), {1.0f, Buffer(), buffer}); },
-               ErrorCode::InvalidArgument, {"argument 1", "empty buffer"});
-  expect_error([&] { stream.launch(saxpy(), LaunchConfig::linear(4), {1.0f, KernelArg(buffer, 17), buffer}); },
-               ErrorCode::OutOfRange, {"argument 1", "offset 17", "16-byte"});
+  expect_error(
+      [&] {
+        stream.launch(saxpy(), LaunchConfig::linear(4), {1.0f, Buffer(), buffer});
+      },
+      ErrorCode::InvalidArgument, {"argument 1", "empty buffer"});
+  expect_error(
+      [&] {
+        stream.launch(saxpy(), LaunchConfig::linear(4), {1.0f, KernelArg(buffer, 17), buffer});
+      },
+      ErrorCode::OutOfRange, {"argument 1", "offset 17", "16-byte"});
   // A kernel that reads its arguments wrongly fails when it runs, reported by synchronize.
   stream.launch(saxpy(), LaunchConfig::linear(1), {buffer, buffer, buffer});
-  expect_error([&] { stream.synchronize(); }, ErrorCode::AsyncFailure, {"argument 0 is not a scalar"});
+  expect_error([&] { stream.synchronize(); }, ErrorCode::AsyncFailure,
+               {"argument 0 is not a scalar"});
   stream.launch(saxpy(), LaunchConfig::linear(1), {1.0, buffer, buffer});
-  expect_error([&] { stream.synchronize(); }, ErrorCode::AsyncFailure, {"8-byte scalar, read as 4"});
+  expect_error([&] { stream.synchronize(); }, ErrorCode::AsyncFailure,
+               {"8-byte scalar, read as 4"});
   stream.fill(buffer, 1.0f, 4);
   stream.launch(saxpy(), LaunchConfig::linear(4), {3.0f, buffer, buffer});
   float out[4];
@@ -76,8 +84,11 @@ TEST_P(KernelSuite, BuffersOfOtherDevicesAreRefusedUnlessTheHostCanReachThem) {
     Buffer foreign = other.allocate(16);
     if (foreign.host_accessible()) continue;
     Stream stream = device().create_stream();
-    expect_error([&] { stream.launch(saxpy(), LaunchConfig::linear(4), {1.0f, foreign, foreign}); },
-                 ErrorCode::InvalidArgument, {"argument 1", other.id(), "copy it first"});
+    expect_error(
+        [&] {
+          stream.launch(saxpy(), LaunchConfig::linear(4), {1.0f, foreign, foreign});
+        },
+        ErrorCode::InvalidArgument, {"argument 1", other.id(), "copy it first"});
     return;
   }
   GTEST_SKIP() << "no other device with memory the host cannot address";

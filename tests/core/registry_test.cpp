@@ -53,7 +53,8 @@ TEST(Registry, BadDeviceIdsNameWhatIsVisible) {
   expect_error([] { device("cpu:7"); }, ErrorCode::NotFound, {"'cpu:7'", "visible: cpu:0"});
   expect_error([] { device("nonsense"); }, ErrorCode::NotFound, {"'nonsense'", "cpu:0"});
   expect_error([] { device(""); }, ErrorCode::NotFound, {"''"});
-  expect_error([] { device("cuda:0"); }, ErrorCode::NotFound, {"cuda", "unavailable", "not compiled in"});
+  expect_error([] { device("cuda:0"); }, ErrorCode::NotFound,
+               {"cuda", "unavailable", "not compiled in"});
   // The registry works as before.
   EXPECT_EQ(device("cpu:0").id(), "cpu:0");
 }

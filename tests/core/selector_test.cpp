@@ -18,9 +18,12 @@ DeviceInfo device(std::string id, DeviceKind kind, std::string uuid) {
 const DeviceInfo kCpu0 = device("cpu:0", DeviceKind::cpu, "11111111-2222-8333-8444-555555555555");
 const DeviceInfo kCuda0 = device("cuda:0", DeviceKind::gpu, "abcdef01-0000-8000-8000-000000000000");
 const DeviceInfo kCuda1 = device("cuda:1", DeviceKind::gpu, "abcdef02-0000-8000-8000-000000000000");
-const DeviceInfo kOpenclCpu = device("opencl:0", DeviceKind::cpu, "99999999-0000-8000-8000-000000000000");
-const DeviceInfo kOpenclGpu = device("opencl:1", DeviceKind::gpu, "88888888-0000-8000-8000-000000000000");
-const DeviceInfo kSim3 = device("sim:3", DeviceKind::accelerator, "77777777-0000-8000-8000-000000000000");
+const DeviceInfo kOpenclCpu =
+    device("opencl:0", DeviceKind::cpu, "99999999-0000-8000-8000-000000000000");
+const DeviceInfo kOpenclGpu =
+    device("opencl:1", DeviceKind::gpu, "88888888-0000-8000-8000-000000000000");
+const DeviceInfo kSim3 =
+    device("sim:3", DeviceKind::accelerator, "77777777-0000-8000-8000-000000000000");
 
 std::vector<std::string> visible(const DeviceSelector& selector) {
   std::vector<std::string> ids;
@@ -31,9 +34,7 @@ std::vector<std::string> visible(const DeviceSelector& selector) {
 
 using Ids = std::vector<std::string>;
 
-TEST(Selector, DefaultShowsEverything) {
-  EXPECT_EQ(visible(DeviceSelector()).size(), 6u);
-}
+TEST(Selector, DefaultShowsEverything) { EXPECT_EQ(visible(DeviceSelector()).size(), 6u); }
 
 TEST(Selector, SelectsByBackendIndexKindAndUuid) {
   EXPECT_EQ(visible(DeviceSelector::parse("cuda:*")), (Ids{"cuda:0", "cuda:1"}));
@@ -79,8 +80,11 @@ TEST(Selector, MalformedSelectorsQuoteTheTextAndSayWhatWasExpected) {
 
 TEST(Selector, UnknownBackendIsAnError) {
   const DeviceSelector selector = DeviceSelector::parse("cpu:*;cdua:0");
-  test::expect_error([&] { selector.check_backends({"cpu", "cuda"}); }, ErrorCode::InvalidArgument,
-                     {"cpu:*;cdua:0", "unknown backend 'cdua'", "cpu, cuda"});
+  test::expect_error(
+      [&] {
+        selector.check_backends({"cpu", "cuda"});
+      },
+      ErrorCode::InvalidArgument, {"cpu:*;cdua:0", "unknown backend 'cdua'", "cpu, cuda"});
   EXPECT_NO_THROW(DeviceSelector::parse("*:gpu;CUDA:0").check_backends({"cpu", "cuda"}));
 }
 

@@ -142,7 +142,8 @@ TEST_P(StreamSuite, HostCallbacksRunInOrder) {
   stream.synchronize();
   ASSERT_EQ(order.size(), 1000u);
   for (int i = 0; i < 1000; ++i) ASSERT_EQ(order[static_cast<size_t>(i)], i);
-  expect_error([&] { stream.host_callback(nullptr); }, ErrorCode::InvalidArgument, {"empty function"});
+  expect_error([&] { stream.host_callback(nullptr); }, ErrorCode::InvalidArgument,
+               {"empty function"});
 }
 
 TEST_P(StreamSuite, WorkIsAsynchronousAndInOrder) {

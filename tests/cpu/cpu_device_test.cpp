@@ -42,11 +42,19 @@ TEST(CpuDevice, IsaMatchesProcCpuinfo) {
   if (flags.empty()) GTEST_SKIP() << "/proc/cpuinfo has no flags line";
   const DeviceInfo& info = device("cpu:0").info();
   // hal name -> Linux flag name
-  for (auto [ours, linux_name] : std::vector<std::pair<std::string, std::string>>{
-           {"sse4.2", "sse4_2"}, {"avx", "avx"}, {"avx2", "avx2"}, {"fma", "fma"},
-           {"f16c", "f16c"}, {"avx512f", "avx512f"}, {"avx512bw", "avx512bw"},
-           {"avx512vl", "avx512vl"}, {"avx512_vnni", "avx512_vnni"},
-           {"avx512_bf16", "avx512_bf16"}, {"avx512_fp16", "avx512_fp16"}, {"amx_tile", "amx_tile"}}) {
+  for (auto [ours, linux_name] :
+       std::vector<std::pair<std::string, std::string>>{{"sse4.2", "sse4_2"},
+                                                        {"avx", "avx"},
+                                                        {"avx2", "avx2"},
+                                                        {"fma", "fma"},
+                                                        {"f16c", "f16c"},
+                                                        {"avx512f", "avx512f"},
+                                                        {"avx512bw", "avx512bw"},
+                                                        {"avx512vl", "avx512vl"},
+                                                        {"avx512_vnni", "avx512_vnni"},
+                                                        {"avx512_bf16", "avx512_bf16"},
+                                                        {"avx512_fp16", "avx512_fp16"},
+                                                        {"amx_tile", "amx_tile"}}) {
     EXPECT_EQ(info.has_feature(ours), flags.count(linux_name) == 1) << ours;
   }
 }

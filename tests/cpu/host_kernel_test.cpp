@@ -28,7 +28,8 @@ void expect_each_item_once(const LaunchConfig& config) {
 }
 
 TEST(HostKernel, CoversOneDimensionalRanges) {
-  for (uint64_t n : {1ull, 7ull, 1000ull, 40'000ull, 1'000'003ull}) expect_each_item_once(LaunchConfig::linear(n));
+  for (uint64_t n : {1ull, 7ull, 1000ull, 40'000ull, 1'000'003ull})
+    expect_each_item_once(LaunchConfig::linear(n));
 }
 
 TEST(HostKernel, CoversTwoAndThreeDimensionalRanges) {

@@ -16,7 +16,8 @@ TEST(ThreadPool, CallsEveryIndexExactlyOnce) {
   for (size_t count : {size_t{0}, size_t{1}, size_t{3}, size_t{1000}, size_t{100'000}}) {
     std::vector<std::atomic<int>> hits(count);
     pool.parallel_for(count, [&](size_t i) { hits[i].fetch_add(1); });
-    for (size_t i = 0; i < count; ++i) ASSERT_EQ(hits[i].load(), 1) << "count " << count << " index " << i;
+    for (size_t i = 0; i < count; ++i)
+      ASSERT_EQ(hits[i].load(), 1) << "count " << count << " index " << i;
   }
 }
 

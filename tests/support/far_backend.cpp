@@ -39,7 +39,8 @@ class FarStream final : public StreamImpl {
   }
   bool copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& src, size_t src_offset,
             size_t bytes) override {
-    if (&dst->device() != device_.get() || &src->device() != device_.get()) return false;  // no peer access
+    if (&dst->device() != device_.get() || &src->device() != device_.get())
+      return false;  // no peer access
     queue_.push([=] { std::memmove(storage(dst, dst_offset), storage(src, src_offset), bytes); });
     return true;
   }
@@ -48,7 +49,8 @@ class FarStream final : public StreamImpl {
     std::array<char, 16> value{};
     std::memcpy(value.data(), pattern, pattern_size);
     queue_.push([=] {
-      for (size_t i = 0; i < bytes; i += pattern_size) std::memcpy(storage(dst, offset + i), value.data(), pattern_size);
+      for (size_t i = 0; i < bytes; i += pattern_size)
+        std::memcpy(storage(dst, offset + i), value.data(), pattern_size);
     });
   }
   void host_callback(std::function<void()> fn) override { queue_.push(std::move(fn)); }
@@ -114,7 +116,8 @@ class FarBackend final : public Backend {
   BackendProbe probe() override {
     BackendProbe probe;
     probe.available = true;
-    for (unsigned i = 0; i < kFarDevices; ++i) probe.devices.push_back(std::make_shared<FarDevice>(i));
+    for (unsigned i = 0; i < kFarDevices; ++i)
+      probe.devices.push_back(std::make_shared<FarDevice>(i));
     return probe;
   }
 };

@@ -50,9 +50,9 @@ TEST(Cli, DevicesJsonFollowsTheSchema) {
   EXPECT_EQ(cpu["reason"], "");
   ASSERT_EQ(cpu["devices"].size(), 1u);
   const auto& device = cpu["devices"][0];
-  for (const char* field : {"id", "uuid", "name", "vendor", "kind", "arch", "driver_version",
-                            "memory_total", "memory_free", "compute_units", "clock_mhz", "dtypes",
-                            "features", "caches"})
+  for (const char* field :
+       {"id", "uuid", "name", "vendor", "kind", "arch", "driver_version", "memory_total",
+        "memory_free", "compute_units", "clock_mhz", "dtypes", "features", "caches"})
     EXPECT_TRUE(device.contains(field)) << field;
   EXPECT_EQ(device["id"], "cpu:0");
   EXPECT_EQ(device["kind"], "cpu");
@@ -60,7 +60,8 @@ TEST(Cli, DevicesJsonFollowsTheSchema) {
   EXPECT_LE(device["memory_free"].get<uint64_t>(), device["memory_total"].get<uint64_t>());
   bool listed_unavailable = false;
   for (const auto& backend : json["backends"])
-    if (backend["available"] == false) listed_unavailable = !backend["reason"].get<std::string>().empty();
+    if (backend["available"] == false)
+      listed_unavailable = !backend["reason"].get<std::string>().empty();
   EXPECT_TRUE(listed_unavailable);
 }
 

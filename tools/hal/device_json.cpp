@@ -23,7 +23,8 @@ nlohmann::ordered_json to_json(const DeviceInfo& info, const MemoryFigure& memor
       {"memory_total", info.memory_total.bytes},
       {"memory_free", memory_free.bytes},
       {"memory_provenance",
-       {{"total", to_string(info.memory_total.provenance)}, {"free", to_string(memory_free.provenance)}}},
+       {{"total", to_string(info.memory_total.provenance)},
+        {"free", to_string(memory_free.provenance)}}},
       {"compute_units", info.compute_units},
       {"clock_mhz", info.clock_mhz},
       {"numa_nodes", info.numa_nodes},
@@ -40,7 +41,8 @@ nlohmann::ordered_json to_json(const DeviceInfo& info, const MemoryFigure& memor
 nlohmann::ordered_json to_json(const BackendStatus& backend, const std::vector<Device>& devices) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const Device& device : devices)
-    if (device.info().backend() == backend.name) list.push_back(to_json(device.info(), device.memory_free()));
+    if (device.info().backend() == backend.name)
+      list.push_back(to_json(device.info(), device.memory_free()));
   return {{"name", backend.name},
           {"compiled_in", backend.compiled_in},
           {"available", backend.available},

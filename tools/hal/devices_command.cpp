@@ -38,14 +38,16 @@ void run(bool all, bool json) {
   if (json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const BackendStatus& backend : backends) list.push_back(to_json(backend, devices));
-    std::cout << nlohmann::ordered_json{{"schema", "hal.devices/1"}, {"backends", list}}.dump(2) << "\n";
+    std::cout << nlohmann::ordered_json{{"schema", "hal.devices/1"}, {"backends", list}}.dump(2)
+              << "\n";
     return;
   }
   for (const Device& device : devices) std::cout << line(device) << "\n";
   if (devices.empty()) std::cerr << "hal: no devices are visible (check HAL_DEVICES)\n";
   if (!all) return;
   for (const BackendStatus& backend : backends)
-    if (!backend.available) std::cout << "(" << backend.name << ": unavailable, " << backend.reason << ")\n";
+    if (!backend.available)
+      std::cout << "(" << backend.name << ": unavailable, " << backend.reason << ")\n";
 }
 
 }  // namespace

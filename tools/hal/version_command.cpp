@@ -15,8 +15,8 @@ void add_version_command(CLI::App& app) {
   command->callback([json] {
     if (*json) {
       std::cout << nlohmann::ordered_json{{"schema", "hal.version/1"},
-                                  {"version", std::string(version())},
-                                  {"backends", compiled_backends()}}
+                                          {"version", std::string(version())},
+                                          {"backends", compiled_backends()}}
                        .dump(2)
                 << "\n";
       return;

@@ -49,8 +49,9 @@ DeviceInfo describe(const CpuTopology& topology, const HostMemory& memory) {
   info.numa_nodes = topology.numa_nodes;
   info.dtypes.assign(std::begin(kAllDTypes), std::end(kAllDTypes));
   info.features = topology.isa;
-  for (std::string_view name : {feature::kFp16, feature::kBf16, feature::kFp64, feature::kUnifiedMemory,
-                                feature::kPinnedHostMemory, feature::kHostKernels})
+  for (std::string_view name :
+       {feature::kFp16, feature::kBf16, feature::kFp64, feature::kUnifiedMemory,
+        feature::kPinnedHostMemory, feature::kHostKernels})
     info.features.emplace_back(name);
   std::sort(info.features.begin(), info.features.end());
   info.limits.max_allocation_bytes = memory.total;
@@ -72,7 +73,8 @@ MemoryFigure CpuDevice::memory_free() const {
 }
 
 BufferPtr CpuDevice::allocate(size_t bytes, MemoryKind kind) {
-  const size_t rounded = (bytes + CpuBuffer::kAlignment - 1) / CpuBuffer::kAlignment * CpuBuffer::kAlignment;
+  const size_t rounded =
+      (bytes + CpuBuffer::kAlignment - 1) / CpuBuffer::kAlignment * CpuBuffer::kAlignment;
   void* data = rounded >= bytes ? std::aligned_alloc(CpuBuffer::kAlignment, rounded) : nullptr;
   if (!data) {
     const MemoryFigure free = memory_free();

@@ -36,7 +36,8 @@ std::shared_ptr<CpuFence> CpuEvent::rearm() {
 double CpuEvent::elapsed_ms_since(const EventImpl& start) const {
   auto begin = std::static_pointer_cast<CpuFence>(start.fence());
   auto end = std::static_pointer_cast<CpuFence>(fence());
-  return std::chrono::duration<double, std::milli>(end->signaled_at() - begin->signaled_at()).count();
+  return std::chrono::duration<double, std::milli>(end->signaled_at() - begin->signaled_at())
+      .count();
 }
 
 }  // namespace hal::cpu

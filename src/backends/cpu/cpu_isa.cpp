@@ -31,8 +31,8 @@ std::vector<std::string> detect_isa() {
   const unsigned ecx1 = ecx;
   const bool osxsave = bit(ecx1, 27);
   const uint64_t xcr0 = osxsave ? read_xcr0() : 0;
-  const bool os_avx = (xcr0 & 0x6) == 0x6;        // XMM and YMM state
-  const bool os_avx512 = (xcr0 & 0xe6) == 0xe6;   // and opmask, ZMM state
+  const bool os_avx = (xcr0 & 0x6) == 0x6;          // XMM and YMM state
+  const bool os_avx512 = (xcr0 & 0xe6) == 0xe6;     // and opmask, ZMM state
   const bool os_amx = (xcr0 & 0x60000) == 0x60000;  // tile config and data
 
   if (bit(ecx1, 19)) isa.push_back("sse4.1");

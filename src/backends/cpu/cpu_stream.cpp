@@ -82,8 +82,8 @@ void CpuStream::synchronize() {
     try {
       std::rethrow_exception(error);
     } catch (const std::exception& failure) {
-      throw Error(ErrorCode::AsyncFailure,
-                  "work enqueued on a stream of " + device_->info().id + " failed: " + failure.what());
+      throw Error(ErrorCode::AsyncFailure, "work enqueued on a stream of " + device_->info().id +
+                                               " failed: " + failure.what());
     } catch (...) {
       throw Error(ErrorCode::AsyncFailure, "work enqueued on a stream of " + device_->info().id +
                                                " threw a non-standard exception");

@@ -46,7 +46,8 @@ void read_vendor_and_model(CpuTopology& topology) {
   if (__get_cpuid_max(0x80000000, nullptr) >= 0x80000004) {
     unsigned brand[12] = {};
     for (unsigned i = 0; i < 3; ++i)
-      __get_cpuid(0x80000002 + i, &brand[4 * i], &brand[4 * i + 1], &brand[4 * i + 2], &brand[4 * i + 3]);
+      __get_cpuid(0x80000002 + i, &brand[4 * i], &brand[4 * i + 1], &brand[4 * i + 2],
+                  &brand[4 * i + 3]);
     std::string model(reinterpret_cast<const char*>(brand), sizeof brand);
     model = model.c_str();  // up to the first NUL
     const size_t first = model.find_first_not_of(' ');
@@ -68,7 +69,8 @@ uint32_t read_clock_mhz() {
   while (std::getline(cpuinfo, line)) {
     if (line.rfind("cpu MHz", 0) != 0) continue;
     const size_t colon = line.find(':');
-    if (colon != std::string::npos) return static_cast<uint32_t>(std::stod(line.substr(colon + 1)) + 0.5);
+    if (colon != std::string::npos)
+      return static_cast<uint32_t>(std::stod(line.substr(colon + 1)) + 0.5);
   }
   return 0;
 }

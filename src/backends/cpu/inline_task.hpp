@@ -15,14 +15,14 @@ class InlineTask {
   // Large enough for a kernel launch with four arguments (see CpuStream::launch).
   static constexpr size_t kInlineBytes = 272;
   template <class D>
-  static constexpr bool kFitsInline = sizeof(D) <= kInlineBytes &&
-                                      alignof(D) <= alignof(std::max_align_t) &&
-                                      std::is_nothrow_move_constructible_v<D>;
+  static constexpr bool kFitsInline =
+      sizeof(D) <= kInlineBytes &&
+      alignof(D) <= alignof(std::max_align_t) && std::is_nothrow_move_constructible_v<D>;
 
   InlineTask() = default;
   template <class F, class D = std::decay_t<F>>
-    requires(!std::is_same_v<D, InlineTask> && std::is_invocable_v<D&>)
-  InlineTask(F&& fn) {  // NOLINT: implicit, like std::function
+  requires(!std::is_same_v<D, InlineTask> && std::is_invocable_v<D&>)
+      InlineTask(F&& fn) {  // NOLINT: implicit, like std::function
     if constexpr (kFitsInline<D>) {
       ::new (static_cast<void*>(storage_)) D(std::forward<F>(fn));
       ops_ = &kInlineOps<D>;
@@ -55,13 +55,12 @@ class InlineTask {
     void (*destroy)(void*) noexcept;
   };
   template <class D>
-  static constexpr Ops kInlineOps{
-      [](void* p) { (*static_cast<D*>(p))(); },
-      [](void* from, void* to) noexcept {
-        ::new (to) D(std::move(*static_cast<D*>(from)));
-        static_cast<D*>(from)->~D();
-      },
-      [](void* p) noexcept { static_cast<D*>(p)->~D(); }};
+  static constexpr Ops kInlineOps{[](void* p) { (*static_cast<D*>(p))(); },
+                                  [](void* from, void* to) noexcept {
+                                    ::new (to) D(std::move(*static_cast<D*>(from)));
+                                    static_cast<D*>(from)->~D();
+                                  },
+                                  [](void* p) noexcept { static_cast<D*>(p)->~D(); }};
   template <class D>
   static constexpr Ops kHeapOps{
       [](void* p) { (**static_cast<D**>(p))(); },

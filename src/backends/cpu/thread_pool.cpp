@@ -21,7 +21,7 @@ ThreadPool::ThreadPool(unsigned threads) {
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(sleep_mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -43,25 +43,26 @@ void ThreadPool::run_chunks(Job& job) {
   }
 }
 
+// The first job with chunks left, dropping exhausted ones; null if none.
+std::shared_ptr<ThreadPool::Job> ThreadPool::next_job() {
+  std::lock_guard lock(jobs_lock_);
+  while (!jobs_.empty() && jobs_.front()->next.load() >= jobs_.front()->count) {
+    jobs_.pop_front();
+    pending_jobs_.fetch_sub(1);
+  }
+  return jobs_.empty() ? nullptr : jobs_.front();
+}
+
 void ThreadPool::work() {
   while (true) {
-    spin_until([this] { return pending_jobs_.load(std::memory_order_acquire) > 0; });
-    std::shared_ptr<Job> job;
-    {
-      std::unique_lock lock(mutex_);
-      while (true) {
-        // Jobs whose chunks are all handed out leave the list; their owners wait for the rest.
-        while (!jobs_.empty() && jobs_.front()->next.load() >= jobs_.front()->count) {
-          jobs_.pop_front();
-          pending_jobs_.fetch_sub(1);
-        }
-        if (!jobs_.empty()) break;
-        if (stopping_) return;
-        wake_.wait(lock);
-      }
-      job = jobs_.front();
+    if (!spin_until([this] { return pending_jobs_.load(std::memory_order_acquire) > 0; })) {
+      std::unique_lock lock(sleep_mutex_);
+      sleepers_.fetch_add(1);
+      wake_.wait(lock, [this] { return stopping_ || pending_jobs_.load() > 0; });
+      sleepers_.fetch_sub(1);
+      if (stopping_ && pending_jobs_.load() == 0) return;
     }
-    run_chunks(*job);
+    if (auto job = next_job()) run_chunks(*job);
   }
 }
 
@@ -75,24 +76,16 @@ void ThreadPool::parallel_for(size_t count, const std::function<void(size_t)>& f
   job->fn = &fn;
   job->count = count;
   {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(jobs_lock_);
     jobs_.push_back(job);
-    pending_jobs_.fetch_add(1, std::memory_order_release);
+    pending_jobs_.fetch_add(1);
   }
-  wake_.notify_all();
-
+  if (sleepers_.load() > 0) {
+    std::lock_guard lock(sleep_mutex_);
+    wake_.notify_all();
+  }
+  // Workers drop the job from the list once its chunks are all handed out.
   run_chunks(*job);
-  {
-    // Take the job off the list if no worker has yet; late workers find nothing left in it.
-    std::lock_guard lock(mutex_);
-    for (auto it = jobs_.begin(); it != jobs_.end(); ++it) {
-      if (*it == job) {
-        jobs_.erase(it);
-        pending_jobs_.fetch_sub(1);
-        break;
-      }
-    }
-  }
   auto all_done = [&] { return job->finished.load() == count; };
   if (!spin_until(all_done)) {
     std::unique_lock lock(job->mutex);

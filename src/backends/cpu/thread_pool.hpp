@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "spin_lock.hpp"
+
 namespace hal::cpu {
 
 // Many threads may call parallel_for at once (one per stream running a kernel); their jobs
@@ -37,11 +39,16 @@ class ThreadPool {
   void work();
   static void run_chunks(Job& job);
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
+  std::shared_ptr<Job> next_job();
+
+  SpinLock jobs_lock_;  // guards jobs_: held for a few instructions at a time
   std::deque<std::shared_ptr<Job>> jobs_;
   std::atomic<size_t> pending_jobs_{0};
-  bool stopping_ = false;
+  // Sleeping workers: the same pairing as WorkQueue's, of pending_jobs_ and sleepers_.
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+  std::atomic<int> sleepers_{0};
+  bool stopping_ = false;  // under sleep_mutex_
   std::vector<std::thread> workers_;
 };
 

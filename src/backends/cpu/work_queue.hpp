@@ -39,9 +39,9 @@ class WorkQueue {
   void run();
   bool sleep_until_work(uint64_t taken);
 
-  SpinLock queue_lock_;       // guards tasks_
-  std::vector<Task> tasks_;   // swapped with the worker's batch: no allocation once warm
-  std::mutex sleep_mutex_;    // guards the condition variables' waits, stopping_ and error_
+  SpinLock queue_lock_;      // guards tasks_
+  std::vector<Task> tasks_;  // swapped with the worker's batch: no allocation once warm
+  std::mutex sleep_mutex_;   // guards the condition variables' waits, stopping_ and error_
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
   bool stopping_ = false;
