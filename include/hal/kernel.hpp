@@ -18,6 +18,9 @@ namespace hal {
 
 using Index3 = std::array<uint64_t, 3>;
 
+template <class T>
+concept Arithmetic = std::is_arithmetic_v<T>;
+
 // Launch geometry: `global` work items in up to three dimensions (x fastest), optionally
 // grouped in work groups of `local` items (0 lets the backend choose). On the CPU, `local`
 // along the split dimension is the smallest chunk a thread takes.
@@ -41,9 +44,9 @@ class KernelArg {
 
   KernelArg() = default;                       // an empty scalar
   KernelArg(Buffer buffer, size_t offset = 0)  // NOLINT: implicit by design
-      : kind_(Kind::buffer), buffer_(std::move(buffer)), offset_(offset) {}
-  template <class T>
-  requires std::is_arithmetic_v<T> KernelArg(T value)  // NOLINT: implicit by design
+      : kind_(Kind::buffer), offset_(offset), buffer_(std::move(buffer)) {}
+  template <Arithmetic T>
+  KernelArg(T value)  // NOLINT: implicit by design
       : kind_(Kind::scalar), scalar_size_(static_cast<uint8_t>(sizeof(T))) {
     static_assert(sizeof(T) <= sizeof(scalar_));
     std::memcpy(scalar_.data(), &value, sizeof(T));

@@ -17,6 +17,11 @@ namespace hal {
 class StreamImpl;
 class Device;
 
+// A value to repeat over a buffer: plain data, not a pointer to it.
+template <class T>
+concept FillValue =
+    std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> && !std::is_null_pointer_v<T>;
+
 // Every call enqueues and returns at once; work runs in the order it was enqueued, and the
 // host sees its results after synchronize() or an Event. Host memory handed to a copy must
 // stay valid until the copy has run. Errors in arguments throw at once and enqueue nothing;
@@ -42,10 +47,8 @@ class Stream {
   void fill(const Buffer& dst, const void* pattern, size_t pattern_size, size_t bytes,
             size_t dst_offset = 0);
   // Fills `count` elements from element `first` with `value` (a number or small struct).
-  template <class T>
-  requires(std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> &&
-           !std::is_null_pointer_v<T>) void fill(const Buffer& dst, const T& value, size_t count,
-                                                 size_t first = 0) {
+  template <FillValue T>
+  void fill(const Buffer& dst, const T& value, size_t count, size_t first = 0) {
     fill(dst, &value, sizeof(T), count * sizeof(T), first * sizeof(T));
   }
 

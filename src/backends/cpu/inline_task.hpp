@@ -10,6 +10,10 @@
 
 namespace hal::cpu {
 
+template <class F, class Self>
+concept TaskCallable =
+    !std::is_same_v<std::decay_t<F>, Self> && std::is_invocable_v<std::decay_t<F>&>;
+
 class InlineTask {
  public:
   // Large enough for a kernel launch with four arguments (see CpuStream::launch).
@@ -20,9 +24,8 @@ class InlineTask {
       alignof(D) <= alignof(std::max_align_t) && std::is_nothrow_move_constructible_v<D>;
 
   InlineTask() = default;
-  template <class F, class D = std::decay_t<F>>
-  requires(!std::is_same_v<D, InlineTask> && std::is_invocable_v<D&>)
-      InlineTask(F&& fn) {  // NOLINT: implicit, like std::function
+  template <TaskCallable<InlineTask> F, class D = std::decay_t<F>>
+  InlineTask(F&& fn) {  // NOLINT: implicit, like std::function
     if constexpr (kFitsInline<D>) {
       ::new (static_cast<void*>(storage_)) D(std::forward<F>(fn));
       ops_ = &kInlineOps<D>;
