@@ -1,6 +1,5 @@
 // Copies and events between devices of different backends: cpu:0 and the "far" test
 // accelerators, whose memory the host cannot address, so every copy is really staged.
-#include <future>
 
 #include "device_suite.hpp"
 #include "support/far_backend.hpp"
@@ -48,17 +47,16 @@ TEST_F(CrossBackend, CopiesInEveryDirectionOnEitherSidesStream) {
 
 TEST_F(CrossBackend, StagedCopiesKeepStreamOrder) {
   Stream stream = cpu.create_stream();
-  std::promise<void> gate;
-  std::shared_future<void> opened = gate.get_future().share();
+  Gate gate;
   Buffer on_cpu = cpu.allocate(4);
   Buffer on_far = far0.allocate(4);
   uint32_t first = 1, second = 2, out = 0;
-  stream.host_callback([opened] { opened.wait(); });
+  stream.host_callback(gate.hold());
   stream.copy_from_host(on_cpu, &first, 4);
   stream.copy(on_far, on_cpu, 4);
   stream.copy_from_host(on_cpu, &second, 4);
   stream.copy_to_host(&out, on_far, 4);
-  gate.set_value();
+  gate.open();
   stream.synchronize();
   EXPECT_EQ(out, 1u);
 }
@@ -66,18 +64,17 @@ TEST_F(CrossBackend, StagedCopiesKeepStreamOrder) {
 TEST_F(CrossBackend, StreamsWaitOnEventsOfAnotherBackend) {
   Stream far_stream = far0.create_stream();
   Stream cpu_stream = cpu.create_stream();
-  std::promise<void> gate;
-  std::shared_future<void> opened = gate.get_future().share();
+  Gate gate;
   Buffer on_far = far0.allocate(4);
   Buffer on_cpu = cpu.allocate(4);
   const uint32_t value = 99;
-  far_stream.host_callback([opened] { opened.wait(); });
+  far_stream.host_callback(gate.hold());
   far_stream.copy_from_host(on_far, &value, 4);
   Event done = far_stream.record();
   cpu_stream.wait(done);
   cpu_stream.copy(on_cpu, on_far, 4);
   EXPECT_FALSE(cpu_stream.query());
-  gate.set_value();
+  gate.open();
   cpu_stream.synchronize();
   EXPECT_EQ(*on_cpu.data<uint32_t>(), 99u);
 }

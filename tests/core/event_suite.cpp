@@ -1,5 +1,4 @@
 // Events on every device: record, wait from another stream, query, synchronize, timing.
-#include <future>
 #include <thread>
 
 #include "device_suite.hpp"
@@ -12,13 +11,12 @@ using EventSuite = DeviceTest;
 TEST_P(EventSuite, OrdersWorkAcrossStreams) {
   Stream producer = device().create_stream();
   Stream consumer = device().create_stream();
-  std::promise<void> gate;
-  std::shared_future<void> opened = gate.get_future().share();
+  Gate gate;
   Buffer buffer = device().allocate(4);
   const uint32_t value = 1234;
   uint32_t out = 0;
 
-  producer.host_callback([opened] { opened.wait(); });
+  producer.host_callback(gate.hold());
   producer.copy_from_host(buffer, &value, 4);
   Event written = producer.record();
   consumer.wait(written);
@@ -26,7 +24,7 @@ TEST_P(EventSuite, OrdersWorkAcrossStreams) {
 
   EXPECT_FALSE(written.query());
   EXPECT_FALSE(consumer.query());
-  gate.set_value();
+  gate.open();
   consumer.synchronize();
   EXPECT_EQ(out, 1234u);
   EXPECT_TRUE(written.query());
@@ -53,17 +51,16 @@ TEST_P(EventSuite, RecordingAgainMovesTheEventButEarlierWaitsKeepTheirPoint) {
   Stream second = device().create_stream();
   Event event = first.record();
   event.synchronize();
-  std::promise<void> gate;
-  std::shared_future<void> opened = gate.get_future().share();
+  Gate gate;
   second.wait(event);  // the completed record: does not block
-  first.host_callback([opened] { opened.wait(); });
+  first.host_callback(gate.hold());
   first.record(event);  // now pending
   bool ran = false;
   second.host_callback([&ran] { ran = true; });
   second.synchronize();
   EXPECT_TRUE(ran);
   EXPECT_FALSE(event.query());
-  gate.set_value();
+  gate.open();
   event.synchronize();
 }
 
@@ -96,13 +93,12 @@ TEST_P(EventSuite, ElapsedTimeCoversTheWorkBetweenRecords) {
 
 TEST_P(EventSuite, ElapsedTimeOfPendingWorkIsRefused) {
   Stream stream = device().create_stream();
-  std::promise<void> gate;
-  std::shared_future<void> opened = gate.get_future().share();
+  Gate gate;
   Event start = stream.record();
-  stream.host_callback([opened] { opened.wait(); });
+  stream.host_callback(gate.hold());
   Event end = stream.record();
   expect_error([&] { Event::elapsed_ms(start, end); }, ErrorCode::InvalidState, {"not completed"});
-  gate.set_value();
+  gate.open();
   end.synchronize();
   EXPECT_GE(Event::elapsed_ms(start, end), 0.0);
 }

@@ -1,6 +1,5 @@
 // Streams on every device: copies in every direction, fills, host callbacks, order and
 // asynchrony, and the errors of each.
-#include <future>
 #include <numeric>
 
 #include "device_suite.hpp"
@@ -148,18 +147,17 @@ TEST_P(StreamSuite, HostCallbacksRunInOrder) {
 
 TEST_P(StreamSuite, WorkIsAsynchronousAndInOrder) {
   Stream stream = device().create_stream();
-  std::promise<void> gate;
-  std::shared_future<void> opened = gate.get_future().share();
+  Gate gate;
   Buffer buffer = device().allocate(4);
   const uint32_t value = 42;
   uint32_t out = 0;
-  stream.host_callback([opened] { opened.wait(); });
+  stream.host_callback(gate.hold());
   // These return at once although the stream is blocked.
   stream.copy_from_host(buffer, &value, 4);
   stream.copy_to_host(&out, buffer, 4);
   EXPECT_FALSE(stream.query());
   EXPECT_EQ(out, 0u);
-  gate.set_value();
+  gate.open();
   stream.synchronize();
   EXPECT_TRUE(stream.query());
   EXPECT_EQ(out, 42u);
@@ -168,15 +166,14 @@ TEST_P(StreamSuite, WorkIsAsynchronousAndInOrder) {
 TEST_P(StreamSuite, IndependentStreamsDoNotWaitForEachOther) {
   Stream blocked = device().create_stream();
   Stream free = device().create_stream();
-  std::promise<void> gate;
-  std::shared_future<void> opened = gate.get_future().share();
-  blocked.host_callback([opened] { opened.wait(); });
+  Gate gate;
+  blocked.host_callback(gate.hold());
   bool ran = false;
   free.host_callback([&ran] { ran = true; });
   free.synchronize();  // would hang if `free` waited for `blocked`
   EXPECT_TRUE(ran);
   EXPECT_FALSE(blocked.query());
-  gate.set_value();
+  gate.open();
   blocked.synchronize();
 }
 
@@ -200,17 +197,16 @@ TEST_P(StreamSuite, FailuresInEnqueuedWorkSurfaceAtSynchronize) {
 
 TEST_P(StreamSuite, BuffersLiveUntilTheWorkThatUsesThemIsDone) {
   Stream stream = device().create_stream();
-  std::promise<void> gate;
-  std::shared_future<void> opened = gate.get_future().share();
+  Gate gate;
   const auto input = pattern_bytes(1 << 16, 3);
   std::vector<unsigned char> out(1 << 16);
-  stream.host_callback([opened] { opened.wait(); });
+  stream.host_callback(gate.hold());
   {
     Buffer temporary = device().allocate(1 << 16);
     stream.copy_from_host(temporary, input.data(), input.size());
     stream.copy_to_host(out.data(), temporary, out.size());
   }  // the last handle is gone while the copies are still queued
-  gate.set_value();
+  gate.open();
   stream.synchronize();
   EXPECT_EQ(out, input);
 }

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <future>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +32,28 @@ class ScopedSelector {
   ~ScopedSelector() { Registry::instance().set_selector(std::nullopt); }
   ScopedSelector(const ScopedSelector&) = delete;
   ScopedSelector& operator=(const ScopedSelector&) = delete;
+};
+
+// Holds a stream's work back until open(): stream.host_callback(gate.hold()). It opens when
+// destroyed, so a failed assertion never leaves a stream blocked: declare it after the streams
+// it holds, so that it goes first.
+class Gate {
+ public:
+  Gate() : opened_(promise_.get_future().share()) {}
+  ~Gate() { open(); }
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+  std::function<void()> hold() const {
+    return [opened = opened_] { opened.wait(); };
+  }
+  void open() {
+    std::call_once(once_, [this] { promise_.set_value(); });
+  }
+
+ private:
+  std::promise<void> promise_;
+  std::shared_future<void> opened_;
+  std::once_flag once_;
 };
 
 // "cpu:0" -> "cpu_0", for parameterised test names.
