@@ -9,6 +9,15 @@ namespace {
 
 using StreamSuite = DeviceTest;
 
+TEST_P(StreamSuite, BelongsToItsDevice) {
+  Stream stream = device().create_stream();
+  EXPECT_EQ(stream.device(), device());
+  EXPECT_TRUE(stream.query());  // nothing enqueued yet
+  stream.synchronize();
+  Event event = stream.record();
+  EXPECT_EQ(event.device(), device());
+}
+
 TEST_P(StreamSuite, CopiesRoundTripThroughTheDevice) {
   const size_t size = 1 << 20;
   const auto input = pattern_bytes(size, 1);
