@@ -9,8 +9,9 @@ namespace {
 
 TEST(Version, LibraryMatchesHeader) {
   EXPECT_EQ(version(), kVersion);
-  EXPECT_EQ(std::string(kVersion), std::to_string(kVersionMajor) + "." + std::to_string(kVersionMinor) +
-                                       "." + std::to_string(kVersionPatch));
+  EXPECT_EQ(std::string(kVersion), std::to_string(kVersionMajor) + "." +
+                                       std::to_string(kVersionMinor) + "." +
+                                       std::to_string(kVersionPatch));
 }
 
 TEST(Version, CpuIsAlwaysCompiledIn) {

@@ -93,9 +93,15 @@ TEST(Cli, VersionFlagAndCommand) {
   EXPECT_EQ(flag.output, "hal " + parsed["version"].get<std::string>() + "\n");
 }
 
+TEST(Cli, NoCommandPrintsHelpAndFails) {
+  const Result result = run("", "");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.output.find("devices"), std::string::npos) << result.output;
+}
+
 TEST(Cli, UnknownCommandIsAUsageError) {
   const Result result = run("", "frobnicate");
-  EXPECT_NE(result.status, 0);
+  EXPECT_EQ(result.status, 2);
   EXPECT_NE(result.output.find("frobnicate"), std::string::npos) << result.output;
 }
 

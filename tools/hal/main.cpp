@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    return app.exit(error) == 0 ? 0 : 2;  // --help and --version are not errors
   } catch (const hal::Error& error) {
     std::cerr << "hal: error: " << error.message() << " [" << hal::to_string(error.code()) << "]\n";
     return 1;
