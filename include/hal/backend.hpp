@@ -6,6 +6,7 @@
 // so that a backend can be brought up one capability at a time.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,9 @@
 namespace hal {
 
 class DeviceImpl;
+namespace detail {
+class CachingAllocator;
+}
 
 // Throws Unsupported: "<device> does not support <what>".
 [[noreturn]] void throw_unsupported(const DeviceImpl& device, std::string_view what);
@@ -29,6 +33,14 @@ class BufferImpl {
  public:
   BufferImpl(std::shared_ptr<DeviceImpl> device, size_t size, MemoryKind kind)
       : device_(std::move(device)), size_(size), kind_(kind) {}
+  // A buffer that is a piece of `storage` (a block of the caching allocator's segment).
+  BufferImpl(std::shared_ptr<DeviceImpl> device, size_t size, MemoryKind kind,
+             const BufferImpl& storage, size_t storage_offset)
+      : device_(std::move(device)),
+        size_(size),
+        kind_(kind),
+        storage_(&storage),
+        storage_offset_(storage_offset) {}
   virtual ~BufferImpl() = default;  // releases the native memory
   BufferImpl(const BufferImpl&) = delete;
   BufferImpl& operator=(const BufferImpl&) = delete;
@@ -39,11 +51,17 @@ class BufferImpl {
   MemoryKind kind() const { return kind_; }
   // The host address of the memory, or nullptr when the host cannot address it.
   virtual void* host_pointer() const noexcept { return nullptr; }
+  // The buffer the backend allocated, and where this one starts in it. A backend reaches its
+  // native handle through these: every buffer hal hands to a stream may be a piece of another.
+  const BufferImpl& storage() const { return storage_ ? *storage_ : *this; }
+  size_t storage_offset() const { return storage_offset_; }
 
  private:
   std::shared_ptr<DeviceImpl> device_;
   size_t size_;
   MemoryKind kind_;
+  const BufferImpl* storage_ = nullptr;
+  size_t storage_offset_ = 0;
 };
 using BufferPtr = std::shared_ptr<BufferImpl>;
 
@@ -127,10 +145,14 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
 
   // A stream of this device that hal uses for staged copies between backends.
   std::shared_ptr<StreamImpl> transfer_stream();
+  // The caching allocator for memory of `kind`, created on first use.
+  const std::shared_ptr<detail::CachingAllocator>& caching_allocator(MemoryKind kind);
 
  private:
   std::once_flag transfer_once_;
   std::shared_ptr<StreamImpl> transfer_stream_;
+  std::mutex allocators_mutex_;
+  std::array<std::shared_ptr<detail::CachingAllocator>, 3> allocators_;
 };
 
 struct BackendProbe {

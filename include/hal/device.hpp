@@ -7,11 +7,16 @@
 #include "hal/buffer.hpp"
 #include "hal/device_info.hpp"
 #include "hal/event.hpp"
+#include "hal/memory.hpp"
 #include "hal/stream.hpp"
 
 namespace hal {
 
 class DeviceImpl;
+
+// How Device::allocate gets its memory: from the device's caching allocator (the default), or
+// straight from the backend, bypassing the cache (for debugging, or memory handed to others).
+enum class AllocationMode : uint8_t { cached, direct };
 
 // Cheap to copy; devices live as long as the process. Thread-safe.
 class Device {
@@ -26,7 +31,26 @@ class Device {
 
   // Throws InvalidArgument for 0 bytes or a kind the device lacks, OutOfMemory with the
   // figures when the device cannot provide the memory.
-  Buffer allocate(size_t bytes, MemoryKind kind = MemoryKind::device) const;
+  Buffer allocate(size_t bytes, MemoryKind kind = MemoryKind::device,
+                  AllocationMode mode = AllocationMode::cached) const;
+
+  // The caching allocator of each memory kind (memory.hpp).
+  MemoryStats memory_stats(MemoryKind kind = MemoryKind::device) const;
+  void reset_peak_memory_stats(MemoryKind kind = MemoryKind::device) const;
+  MemorySnapshot memory_snapshot(MemoryKind kind = MemoryKind::device) const;
+  // Hard limit on the bytes the allocator reserves for device memory; 0 removes it.
+  void set_memory_limit(uint64_t bytes) const;
+  // The same as a fraction (0, 1] of the device's total memory.
+  void set_memory_limit_fraction(double fraction) const;
+  AllocatorConfig allocator_config(MemoryKind kind = MemoryKind::device) const;
+  void configure_allocator(const AllocatorConfig& config,
+                           MemoryKind kind = MemoryKind::device) const;
+  // Returns cached, unused segments of every kind to the backend.
+  void empty_cache() const;
+  // Returns an id for remove_memory_pressure_callback.
+  uint64_t add_memory_pressure_callback(MemoryPressureCallback callback,
+                                        MemoryKind kind = MemoryKind::device) const;
+  void remove_memory_pressure_callback(uint64_t id, MemoryKind kind = MemoryKind::device) const;
   Stream create_stream() const;
   Event create_event() const;
 

@@ -9,6 +9,7 @@
 #include "hal/event.hpp"
 #include "hal/kernel.hpp"
 #include "hal/log.hpp"
+#include "hal/memory.hpp"
 #include "hal/registry.hpp"
 #include "hal/selector.hpp"
 #include "hal/stream.hpp"

@@ -1,6 +1,8 @@
 // Default methods of the backend interfaces (backend.hpp).
 #include "hal/backend.hpp"
 
+#include "caching_allocator.hpp"
+
 namespace hal {
 
 void throw_unsupported(const DeviceImpl& device, std::string_view what) {
@@ -19,6 +21,13 @@ void StreamImpl::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchC
 std::shared_ptr<StreamImpl> DeviceImpl::transfer_stream() {
   std::call_once(transfer_once_, [this] { transfer_stream_ = create_stream(); });
   return transfer_stream_;
+}
+
+const std::shared_ptr<detail::CachingAllocator>& DeviceImpl::caching_allocator(MemoryKind kind) {
+  std::lock_guard lock(allocators_mutex_);
+  auto& allocator = allocators_[static_cast<size_t>(kind)];
+  if (!allocator) allocator = std::make_shared<detail::CachingAllocator>(*this, kind);
+  return allocator;
 }
 
 }  // namespace hal

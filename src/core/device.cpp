@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "caching_allocator.hpp"
 #include "hal/backend.hpp"
 #include "hal/units.hpp"
 
@@ -20,7 +21,7 @@ const std::string& Device::id() const { return checked(impl_).info().id; }
 const DeviceInfo& Device::info() const { return checked(impl_).info(); }
 MemoryFigure Device::memory_free() const { return checked(impl_).memory_free(); }
 
-Buffer Device::allocate(size_t bytes, MemoryKind kind) const {
+Buffer Device::allocate(size_t bytes, MemoryKind kind, AllocationMode mode) const {
   DeviceImpl& device = checked(impl_);
   const std::string& id = device.info().id;
   if (bytes == 0)
@@ -39,7 +40,60 @@ Buffer Device::allocate(size_t bytes, MemoryKind kind) const {
                     format_bytes(device.info().memory_total.bytes) + ", free " +
                     format_bytes(free.bytes));
   }
-  return Buffer(device.allocate(bytes, kind));
+  if (mode == AllocationMode::direct) return Buffer(device.allocate(bytes, kind));
+  return Buffer(device.caching_allocator(kind)->allocate(bytes));
+}
+
+MemoryStats Device::memory_stats(MemoryKind kind) const {
+  return checked(impl_).caching_allocator(kind)->stats();
+}
+
+void Device::reset_peak_memory_stats(MemoryKind kind) const {
+  checked(impl_).caching_allocator(kind)->reset_peak_stats();
+}
+
+MemorySnapshot Device::memory_snapshot(MemoryKind kind) const {
+  return checked(impl_).caching_allocator(kind)->snapshot();
+}
+
+void Device::set_memory_limit(uint64_t bytes) const {
+  auto& allocator = checked(impl_).caching_allocator(MemoryKind::device);
+  AllocatorConfig config = allocator->config();
+  config.limit_bytes = bytes;
+  allocator->configure(config);
+}
+
+void Device::set_memory_limit_fraction(double fraction) const {
+  DeviceImpl& device = checked(impl_);
+  if (!(fraction > 0.0 && fraction <= 1.0))
+    throw Error(ErrorCode::InvalidArgument, "set_memory_limit_fraction on " + device.info().id +
+                                                ": " + std::to_string(fraction) +
+                                                " is not in (0, 1]");
+  set_memory_limit(
+      static_cast<uint64_t>(fraction * static_cast<double>(device.info().memory_total.bytes)));
+}
+
+AllocatorConfig Device::allocator_config(MemoryKind kind) const {
+  return checked(impl_).caching_allocator(kind)->config();
+}
+
+void Device::configure_allocator(const AllocatorConfig& config, MemoryKind kind) const {
+  checked(impl_).caching_allocator(kind)->configure(config);
+}
+
+void Device::empty_cache() const {
+  DeviceImpl& device = checked(impl_);
+  for (MemoryKind kind : {MemoryKind::device, MemoryKind::pinned_host, MemoryKind::unified})
+    if (device.supports(kind)) device.caching_allocator(kind)->empty_cache();
+}
+
+uint64_t Device::add_memory_pressure_callback(MemoryPressureCallback callback,
+                                              MemoryKind kind) const {
+  return checked(impl_).caching_allocator(kind)->add_pressure_callback(std::move(callback));
+}
+
+void Device::remove_memory_pressure_callback(uint64_t id, MemoryKind kind) const {
+  checked(impl_).caching_allocator(kind)->remove_pressure_callback(id);
 }
 
 Stream Device::create_stream() const { return Stream(checked(impl_).create_stream()); }

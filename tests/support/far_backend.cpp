@@ -22,8 +22,10 @@ class FarBuffer final : public BufferImpl {
   std::vector<char> storage_;
 };
 
+// Buffers may be blocks of the caching allocator's segments: reach the backend's own buffer.
 char* storage(const BufferPtr& buffer, size_t offset) {
-  return static_cast<FarBuffer&>(*buffer).storage() + offset;
+  auto& root = const_cast<FarBuffer&>(static_cast<const FarBuffer&>(buffer->storage()));
+  return root.storage() + buffer->storage_offset() + offset;
 }
 
 class FarStream final : public StreamImpl {

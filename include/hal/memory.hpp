@@ -1,0 +1,108 @@
+// What the caching allocator reports and how it is configured. Each device has one caching
+// allocator per memory kind; Device::allocate goes through it unless told to bypass it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hal/buffer.hpp"
+
+namespace hal {
+
+class Device;
+class DeviceImpl;
+
+// Names follow PyTorch's torch.cuda.memory_stats where they fit.
+struct MemoryStat {
+  uint64_t current = 0;
+  uint64_t peak = 0;
+};
+
+struct MemoryStats {
+  MemoryStat allocated_bytes;  // in blocks handed out (rounded sizes)
+  MemoryStat reserved_bytes;   // in segments taken from the backend
+  MemoryStat active_bytes;     // in blocks not yet returned (equals allocated: see memory.md)
+  MemoryStat requested_bytes;  // as asked for, before rounding
+  uint64_t num_allocs = 0;
+  uint64_t num_frees = 0;
+  uint64_t cache_hits = 0;     // served from a cached block
+  uint64_t cache_misses = 0;   // needed a new segment
+  uint64_t num_splits = 0;
+  uint64_t num_merges = 0;     // free neighbours coalesced
+  uint64_t num_segment_allocs = 0;
+  uint64_t num_segment_frees = 0;
+  uint64_t num_alloc_retries = 0;  // cached segments released to retry an allocation
+  uint64_t num_ooms = 0;
+};
+
+struct MemoryBlockInfo {
+  uint64_t offset = 0;  // within its segment
+  uint64_t size = 0;
+  uint64_t requested = 0;  // 0 when free
+  bool allocated = false;
+};
+
+struct MemorySegmentInfo {
+  uint64_t id = 0;
+  uint64_t size = 0;
+  bool small_pool = false;  // segments of the small-block pool hold requests <= 1 MiB
+  std::vector<MemoryBlockInfo> blocks;  // in address order, covering the segment
+};
+
+struct MemorySnapshot {
+  std::string device;
+  MemoryKind kind = MemoryKind::device;
+  std::vector<MemorySegmentInfo> segments;
+};
+
+enum class MemoryPressure : uint8_t { warning, critical };
+
+struct MemoryPressureEvent {
+  std::string device;
+  MemoryKind kind = MemoryKind::device;
+  MemoryPressure level = MemoryPressure::warning;
+  uint64_t reserved_bytes = 0;
+  uint64_t limit_bytes = 0;  // the limit, or the device's total memory when none is set
+};
+
+// Called outside the allocator's lock, on the thread whose allocation crossed the threshold.
+using MemoryPressureCallback = std::function<void(const MemoryPressureEvent&)>;
+
+struct AllocatorConfig {
+  // Hard limit on reserved bytes; 0: none (the device's own memory is the limit).
+  uint64_t limit_bytes = 0;
+  // Reserved at the first allocation as one large segment, so that early work does not grow
+  // the pool piece by piece. 0: none.
+  uint64_t initial_reserve_bytes = 0;
+  // Each new large segment is at least the previous one times this (1: no growth), but never
+  // more than max_segment_bytes.
+  double growth_factor = 1.0;
+  uint64_t max_segment_bytes = uint64_t{1} << 30;
+  // Fractions of the limit at which pressure callbacks fire, rising.
+  double warning_fraction = 0.90;
+  double critical_fraction = 0.95;
+};
+
+// Hands out buffers whose lifetime a scope ends: everything allocated through it is released
+// (returned to the cache once no enqueued work holds it) when the scope is destroyed.
+// Not thread-safe: one scope belongs to one thread.
+class MemoryScope {
+ public:
+  explicit MemoryScope(Device device);
+  ~MemoryScope();
+  MemoryScope(const MemoryScope&) = delete;
+  MemoryScope& operator=(const MemoryScope&) = delete;
+
+  Buffer allocate(size_t bytes, MemoryKind kind = MemoryKind::device);
+  size_t size() const { return buffers_.size(); }
+
+ private:
+  std::shared_ptr<DeviceImpl> device_;
+  std::vector<Buffer> buffers_;
+};
+
+}  // namespace hal

@@ -1,0 +1,342 @@
+#include "caching_allocator.hpp"
+
+#include <algorithm>
+
+#include "hal/log.hpp"
+#include "hal/units.hpp"
+
+namespace hal::detail {
+namespace {
+
+void add(MemoryStat& stat, uint64_t bytes) {
+  stat.current += bytes;
+  stat.peak = std::max(stat.peak, stat.current);
+}
+
+void subtract(MemoryStat& stat, uint64_t bytes) { stat.current -= bytes; }
+
+}  // namespace
+
+// A user's buffer: one block of a segment. Returning it to the allocator is its destructor.
+class CachingAllocator::PooledBuffer final : public BufferImpl {
+ public:
+  PooledBuffer(std::shared_ptr<CachingAllocator> allocator, Block* block, size_t bytes)
+      : BufferImpl(block->segment->storage->device_ptr(), bytes, allocator->kind_,
+                   *block->segment->storage, block->offset),
+        allocator_(std::move(allocator)),
+        block_(block) {}
+  ~PooledBuffer() override { allocator_->release(block_); }
+
+  void* host_pointer() const noexcept override {
+    auto* base = static_cast<char*>(block_->segment->storage->host_pointer());
+    return base ? base + block_->offset : nullptr;
+  }
+
+ private:
+  std::shared_ptr<CachingAllocator> allocator_;
+  Block* block_;
+};
+
+struct CachingAllocator::Pending {
+  std::vector<std::pair<MemoryPressureCallback, MemoryPressureEvent>> calls;
+  void run() {
+    for (auto& [callback, event] : calls) callback(event);
+  }
+};
+
+bool CachingAllocator::BlockOrder::operator()(const Block* a, const Block* b) const {
+  if (a->size != b->size) return a->size < b->size;
+  if (a->segment->id != b->segment->id) return a->segment->id < b->segment->id;
+  return a->offset < b->offset;
+}
+
+size_t CachingAllocator::round_size(size_t bytes) {
+  if (bytes < kMinBlockSize) return kMinBlockSize;
+  return (bytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+}
+
+CachingAllocator::~CachingAllocator() {
+  std::lock_guard lock(mutex_);
+  release_cached();
+}
+
+BufferPtr CachingAllocator::allocate(size_t bytes) {
+  if (bytes > SIZE_MAX - kRoundLarge) throw_out_of_memory(bytes, 0, "the size overflows");
+  const size_t size = round_size(bytes);
+  Pending pending;
+  Block* block;
+  {
+    std::lock_guard lock(mutex_);
+    const bool small = size <= kSmallSize;
+    FreeBlocks& pool = small ? small_free_ : large_free_;
+    block = take_free_block(pool, size);
+    if (block) {
+      ++stats_.cache_hits;
+    } else {
+      ++stats_.cache_misses;
+      block = new_segment(small, size);
+    }
+    block = split(block, size, pool);
+    block->allocated = true;
+    block->requested = bytes;
+    ++stats_.num_allocs;
+    add(stats_.allocated_bytes, block->size);
+    add(stats_.active_bytes, block->size);
+    add(stats_.requested_bytes, bytes);
+    update_pressure(pending);
+  }
+  pending.run();
+  try {
+    return std::make_shared<PooledBuffer>(shared_from_this(), block, bytes);
+  } catch (...) {
+    release(block);
+    throw;
+  }
+}
+
+CachingAllocator::Block* CachingAllocator::take_free_block(FreeBlocks& pool, size_t size) {
+  Segment probe{0, nullptr, 0, false, {}};
+  Block key{&probe, 0, size};
+  auto it = pool.lower_bound(&key);
+  if (it == pool.end()) return nullptr;
+  Block* block = *it;
+  pool.erase(it);
+  return block;
+}
+
+CachingAllocator::Block* CachingAllocator::new_segment(bool small, size_t size) {
+  size_t segment_bytes;
+  if (small) {
+    segment_bytes = kSmallSegment;
+  } else {
+    segment_bytes = size < kMinLargeAlloc ? kLargeSegment
+                                          : (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+    if (config_.growth_factor > 1.0 && last_large_segment_ > 0) {
+      const double grown = static_cast<double>(last_large_segment_) * config_.growth_factor;
+      const size_t capped = static_cast<size_t>(std::min<double>(grown, static_cast<double>(config_.max_segment_bytes)));
+      segment_bytes = std::max(segment_bytes, capped / kRoundLarge * kRoundLarge);
+    }
+    if (stats_.num_segment_allocs == 0 && config_.initial_reserve_bytes > 0)
+      segment_bytes = std::max<size_t>(segment_bytes, (config_.initial_reserve_bytes + kRoundLarge - 1) /
+                                                          kRoundLarge * kRoundLarge);
+  }
+  const uint64_t device_max = device_.info().limits.max_allocation_bytes;
+  if (device_max > 0 && segment_bytes > device_max && size <= device_max) segment_bytes = size;
+
+  auto within_limit = [&] {
+    return config_.limit_bytes == 0 || stats_.reserved_bytes.current + segment_bytes <= config_.limit_bytes;
+  };
+  // A segment rounded up past the limit may still fit at the request's own size.
+  if (!within_limit() && segment_bytes > size) {
+    const size_t exact = segment_bytes;
+    segment_bytes = size;
+    if (!within_limit()) segment_bytes = exact;
+  }
+  BufferPtr storage;
+  for (int attempt = 0; !storage; ++attempt) {
+    std::string why;
+    if (within_limit()) {
+      try {
+        storage = device_.allocate(segment_bytes, kind_);
+        break;
+      } catch (const Error& error) {
+        if (error.code() != ErrorCode::OutOfMemory) throw;
+        why = "the backend refused it: " + error.message();
+      }
+    } else {
+      why = "it would pass the limit of " + format_bytes(config_.limit_bytes) + " set with set_memory_limit";
+    }
+    // Release what the cache holds and try once more, as PyTorch does.
+    if (attempt == 0 && release_cached() > 0) {
+      ++stats_.num_alloc_retries;
+      continue;
+    }
+    ++stats_.num_ooms;
+    throw_out_of_memory(size, segment_bytes, why);
+  }
+  Segment& segment = segments_.emplace_back(Segment{next_segment_id_++, std::move(storage), segment_bytes, small, {}});
+  segment.blocks.push_back(Block{&segment, 0, segment_bytes});
+  segment.blocks.back().self = std::prev(segment.blocks.end());
+  ++stats_.num_segment_allocs;
+  add(stats_.reserved_bytes, segment_bytes);
+  if (!small) last_large_segment_ = segment_bytes;
+  return &segment.blocks.back();
+}
+
+CachingAllocator::Block* CachingAllocator::split(Block* block, size_t size, FreeBlocks& pool) {
+  const size_t remaining = block->size - size;
+  // Small pool: any remainder that can hold a block; large pool: only a remainder that is
+  // itself large, so that large segments are not shredded by small leftovers.
+  const bool worth_it = block->segment->small ? remaining >= kMinBlockSize : remaining > kSmallSize;
+  if (!worth_it) return block;
+  Segment& segment = *block->segment;
+  auto rest = segment.blocks.insert(std::next(block->self), Block{&segment, block->offset + size, remaining});
+  rest->self = rest;
+  block->size = size;
+  pool.insert(&*rest);
+  ++stats_.num_splits;
+  return block;
+}
+
+void CachingAllocator::release(Block* block) {
+  Pending pending;
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.num_frees;
+    subtract(stats_.allocated_bytes, block->size);
+    subtract(stats_.active_bytes, block->size);
+    subtract(stats_.requested_bytes, block->requested);
+    block->allocated = false;
+    block->requested = 0;
+    Segment& segment = *block->segment;
+    FreeBlocks& pool = pool_of(segment);
+    // Coalesce with free neighbours: the one before absorbs this block, this one the next.
+    if (block->self != segment.blocks.begin()) {
+      Block& before = *std::prev(block->self);
+      if (!before.allocated) {
+        pool.erase(&before);
+        before.size += block->size;
+        segment.blocks.erase(block->self);
+        block = &before;
+        ++stats_.num_merges;
+      }
+    }
+    if (auto after = std::next(block->self); after != segment.blocks.end() && !after->allocated) {
+      pool.erase(&*after);
+      block->size += after->size;
+      segment.blocks.erase(after);
+      ++stats_.num_merges;
+    }
+    pool.insert(block);
+  }
+}
+
+size_t CachingAllocator::release_cached() {
+  size_t released = 0;
+  for (auto it = segments_.begin(); it != segments_.end();) {
+    if (it->blocks.size() == 1 && !it->blocks.front().allocated) {
+      pool_of(*it).erase(&it->blocks.front());
+      released += it->size;
+      subtract(stats_.reserved_bytes, it->size);
+      ++stats_.num_segment_frees;
+      it = segments_.erase(it);  // the storage goes back to the backend here
+    } else {
+      ++it;
+    }
+  }
+  // Falling below a threshold re-arms its callback.
+  const uint64_t denominator = config_.limit_bytes ? config_.limit_bytes : device_.info().memory_total.bytes;
+  if (denominator > 0) {
+    const double used = static_cast<double>(stats_.reserved_bytes.current) / static_cast<double>(denominator);
+    if (used < config_.critical_fraction) pressure_level_ = std::min(pressure_level_, 1);
+    if (used < config_.warning_fraction) pressure_level_ = 0;
+  }
+  return released;
+}
+
+void CachingAllocator::update_pressure(Pending& pending) {
+  const uint64_t denominator = config_.limit_bytes ? config_.limit_bytes : device_.info().memory_total.bytes;
+  if (denominator == 0 || callbacks_.empty()) return;
+  const double used = static_cast<double>(stats_.reserved_bytes.current) / static_cast<double>(denominator);
+  int level = used >= config_.critical_fraction ? 2 : used >= config_.warning_fraction ? 1 : 0;
+  if (level <= pressure_level_) return;
+  for (int crossed = pressure_level_ + 1; crossed <= level; ++crossed) {
+    MemoryPressureEvent event{device_.info().id, kind_,
+                              crossed == 2 ? MemoryPressure::critical : MemoryPressure::warning,
+                              stats_.reserved_bytes.current, denominator};
+    for (auto& [id, callback] : callbacks_) pending.calls.emplace_back(callback, event);
+  }
+  pressure_level_ = level;
+}
+
+void CachingAllocator::throw_out_of_memory(size_t bytes, size_t segment_bytes, const std::string& why) {
+  const DeviceInfo& info = device_.info();
+  const MemoryFigure free = device_.memory_free();
+  const uint64_t allocated = stats_.allocated_bytes.current;
+  const uint64_t cached = stats_.reserved_bytes.current - allocated;
+  std::string message = "out of memory on " + info.id + " (" + std::string(to_string(kind_)) +
+                        " memory): tried to allocate " + std::to_string(bytes) + " bytes (" +
+                        format_bytes(bytes) + ")";
+  if (segment_bytes > bytes) message += " in a new segment of " + format_bytes(segment_bytes);
+  message += ", and " + why + ". The device has " + format_bytes(info.memory_total.bytes) +
+             " total and " + format_bytes(free.bytes) + " free; hal has " + format_bytes(allocated) +
+             " allocated and " + format_bytes(cached) + " reserved but unallocated";
+  message += config_.limit_bytes ? "; limit " + format_bytes(config_.limit_bytes) : "; no limit set";
+  message += ". Try: release buffers you no longer need, use smaller or fewer buffers, "
+             "empty_cache() if other programs share the device";
+  if (config_.limit_bytes) message += ", or raise the limit with set_memory_limit";
+  message += ".";
+  log(LogLevel::warn, message);
+  throw Error(ErrorCode::OutOfMemory, message);
+}
+
+MemoryStats CachingAllocator::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void CachingAllocator::reset_peak_stats() {
+  std::lock_guard lock(mutex_);
+  for (MemoryStat* stat : {&stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
+                           &stats_.requested_bytes})
+    stat->peak = stat->current;
+}
+
+MemorySnapshot CachingAllocator::snapshot() const {
+  std::lock_guard lock(mutex_);
+  MemorySnapshot snapshot{device_.info().id, kind_, {}};
+  for (const Segment& segment : segments_) {
+    MemorySegmentInfo info{segment.id, segment.size, segment.small, {}};
+    for (const Block& block : segment.blocks)
+      info.blocks.push_back({block.offset, block.size, block.requested, block.allocated});
+    snapshot.segments.push_back(std::move(info));
+  }
+  return snapshot;
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard lock(mutex_);
+  release_cached();
+}
+
+AllocatorConfig CachingAllocator::config() const {
+  std::lock_guard lock(mutex_);
+  return config_;
+}
+
+void CachingAllocator::configure(const AllocatorConfig& config) {
+  const std::string& id = device_.info().id;
+  if (!(config.growth_factor >= 1.0) || config.growth_factor > 64)
+    throw Error(ErrorCode::InvalidArgument, "allocator of " + id + ": growth factor " +
+                                                std::to_string(config.growth_factor) + " is not in [1, 64]");
+  if (!(config.warning_fraction > 0 && config.warning_fraction <= config.critical_fraction &&
+        config.critical_fraction <= 1.0))
+    throw Error(ErrorCode::InvalidArgument,
+                "allocator of " + id + ": pressure thresholds " + std::to_string(config.warning_fraction) +
+                    " and " + std::to_string(config.critical_fraction) +
+                    " must satisfy 0 < warning <= critical <= 1");
+  if (config.max_segment_bytes < kRoundLarge)
+    throw Error(ErrorCode::InvalidArgument, "allocator of " + id + ": max segment of " +
+                                                std::to_string(config.max_segment_bytes) +
+                                                " bytes is below 2 MiB");
+  std::lock_guard lock(mutex_);
+  config_ = config;
+  // Under a new, lower limit, give back what the cache holds beyond it.
+  if (config_.limit_bytes && stats_.reserved_bytes.current > config_.limit_bytes) release_cached();
+}
+
+uint64_t CachingAllocator::add_pressure_callback(MemoryPressureCallback callback) {
+  if (!callback) throw Error(ErrorCode::InvalidArgument, "memory pressure callback is empty");
+  std::lock_guard lock(mutex_);
+  callbacks_.emplace(next_callback_id_, std::move(callback));
+  return next_callback_id_++;
+}
+
+void CachingAllocator::remove_pressure_callback(uint64_t id) {
+  std::lock_guard lock(mutex_);
+  if (callbacks_.erase(id) == 0)
+    throw Error(ErrorCode::NotFound, "no memory pressure callback " + std::to_string(id) + " on " +
+                                         device_.info().id);
+}
+
+}  // namespace hal::detail

@@ -1,0 +1,100 @@
+// The caching allocator: one per device and memory kind. Segments come from the backend;
+// requests are served from blocks of them, split and coalesced, in two pools (small requests
+// of at most 1 MiB, and large ones), after PyTorch's CUDA caching allocator.
+//
+// A block is returned when its buffer's last reference drops. In hal, enqueued work holds the
+// buffers it uses (the record-stream rule of ARCHITECTURE.md), so by then no work on any
+// stream still uses the block, and any stream may reuse it at once.
+#pragma once
+
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "hal/backend.hpp"
+#include "hal/memory.hpp"
+
+namespace hal::detail {
+
+class CachingAllocator : public std::enable_shared_from_this<CachingAllocator> {
+ public:
+  static constexpr size_t kMinBlockSize = 512;         // every size rounds up to a multiple
+  static constexpr size_t kSmallSize = 1 << 20;        // largest request of the small pool
+  static constexpr size_t kSmallSegment = 2 << 20;     // segments of the small pool
+  static constexpr size_t kLargeSegment = 20 << 20;    // segments for requests under 10 MiB
+  static constexpr size_t kMinLargeAlloc = 10 << 20;   // from here, a segment per request
+  static constexpr size_t kRoundLarge = 2 << 20;       // ... rounded up to 2 MiB
+
+  static size_t round_size(size_t bytes);
+
+  CachingAllocator(DeviceImpl& device, MemoryKind kind) : device_(device), kind_(kind) {}
+  // Returns every segment to the backend. No buffer of it is alive: each holds the allocator.
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // Throws OutOfMemory with the figures after releasing cached segments and retrying once.
+  BufferPtr allocate(size_t bytes);
+
+  MemoryStats stats() const;
+  void reset_peak_stats();
+  MemorySnapshot snapshot() const;
+  // Returns every segment with no block in use to the backend.
+  void empty_cache();
+
+  AllocatorConfig config() const;
+  void configure(const AllocatorConfig& config);
+  uint64_t add_pressure_callback(MemoryPressureCallback callback);
+  void remove_pressure_callback(uint64_t id);
+
+ private:
+  struct Segment;
+  struct Block {
+    Segment* segment;
+    size_t offset;
+    size_t size;
+    size_t requested = 0;
+    bool allocated = false;
+    std::list<Block>::iterator self;
+  };
+  struct Segment {
+    uint64_t id;
+    BufferPtr storage;
+    size_t size;
+    bool small;
+    std::list<Block> blocks;  // in address order
+  };
+  struct BlockOrder {
+    bool operator()(const Block* a, const Block* b) const;
+  };
+  using FreeBlocks = std::set<Block*, BlockOrder>;
+  class PooledBuffer;
+  struct Pending;  // pressure callbacks to run once the lock is released
+
+  void release(Block* block);
+  Block* take_free_block(FreeBlocks& pool, size_t size);
+  Block* new_segment(bool small, size_t size);
+  Block* split(Block* block, size_t size, FreeBlocks& pool);
+  size_t release_cached();  // returns bytes released; lock held
+  void update_pressure(Pending& pending);
+  [[noreturn]] void throw_out_of_memory(size_t bytes, size_t segment_bytes, const std::string& why);
+  FreeBlocks& pool_of(const Segment& segment) { return segment.small ? small_free_ : large_free_; }
+
+  DeviceImpl& device_;
+  const MemoryKind kind_;
+  mutable std::mutex mutex_;
+  AllocatorConfig config_;
+  std::list<Segment> segments_;
+  FreeBlocks small_free_;
+  FreeBlocks large_free_;
+  MemoryStats stats_;
+  uint64_t next_segment_id_ = 0;
+  size_t last_large_segment_ = 0;
+  int pressure_level_ = 0;  // 0 none, 1 warning, 2 critical: each fires once per rise
+  std::map<uint64_t, MemoryPressureCallback> callbacks_;
+  uint64_t next_callback_id_ = 1;
+};
+
+}  // namespace hal::detail
