@@ -147,6 +147,9 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   std::shared_ptr<StreamImpl> transfer_stream();
   // The caching allocator for memory of `kind`, created on first use.
   const std::shared_ptr<detail::CachingAllocator>& caching_allocator(MemoryKind kind);
+  // Returns cached memory to the backend and drops the transfer stream: the registry calls it
+  // at exit, since both hold the device and would otherwise keep it alive forever.
+  void shutdown();
 
  private:
   std::once_flag transfer_once_;

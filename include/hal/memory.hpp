@@ -29,10 +29,10 @@ struct MemoryStats {
   MemoryStat requested_bytes;  // as asked for, before rounding
   uint64_t num_allocs = 0;
   uint64_t num_frees = 0;
-  uint64_t cache_hits = 0;     // served from a cached block
-  uint64_t cache_misses = 0;   // needed a new segment
+  uint64_t cache_hits = 0;    // served from a cached block
+  uint64_t cache_misses = 0;  // needed a new segment
   uint64_t num_splits = 0;
-  uint64_t num_merges = 0;     // free neighbours coalesced
+  uint64_t num_merges = 0;  // free neighbours coalesced
   uint64_t num_segment_allocs = 0;
   uint64_t num_segment_frees = 0;
   uint64_t num_alloc_retries = 0;  // cached segments released to retry an allocation
@@ -49,7 +49,7 @@ struct MemoryBlockInfo {
 struct MemorySegmentInfo {
   uint64_t id = 0;
   uint64_t size = 0;
-  bool small_pool = false;  // segments of the small-block pool hold requests <= 1 MiB
+  bool small_pool = false;              // segments of the small-block pool hold requests <= 1 MiB
   std::vector<MemoryBlockInfo> blocks;  // in address order, covering the segment
 };
 

@@ -30,4 +30,15 @@ const std::shared_ptr<detail::CachingAllocator>& DeviceImpl::caching_allocator(M
   return allocator;
 }
 
+void DeviceImpl::shutdown() {
+  std::array<std::shared_ptr<detail::CachingAllocator>, 3> allocators;
+  {
+    std::lock_guard lock(allocators_mutex_);
+    allocators.swap(allocators_);
+  }
+  for (auto& allocator : allocators)
+    if (allocator) allocator->empty_cache();
+  transfer_stream_.reset();
+}
+
 }  // namespace hal

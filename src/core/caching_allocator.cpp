@@ -56,8 +56,9 @@ size_t CachingAllocator::round_size(size_t bytes) {
 }
 
 CachingAllocator::~CachingAllocator() {
+  // Runs while the device is being destroyed (the device owns it): no virtual calls on it here.
   std::lock_guard lock(mutex_);
-  release_cached();
+  release_segments();
 }
 
 BufferPtr CachingAllocator::allocate(size_t bytes) {
@@ -113,29 +114,28 @@ CachingAllocator::Block* CachingAllocator::new_segment(bool small, size_t size) 
                                           : (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
     if (config_.growth_factor > 1.0 && last_large_segment_ > 0) {
       const double grown = static_cast<double>(last_large_segment_) * config_.growth_factor;
-      const size_t capped = static_cast<size_t>(std::min<double>(grown, static_cast<double>(config_.max_segment_bytes)));
+      const size_t capped = static_cast<size_t>(
+          std::min<double>(grown, static_cast<double>(config_.max_segment_bytes)));
       segment_bytes = std::max(segment_bytes, capped / kRoundLarge * kRoundLarge);
     }
     if (stats_.num_segment_allocs == 0 && config_.initial_reserve_bytes > 0)
-      segment_bytes = std::max<size_t>(segment_bytes, (config_.initial_reserve_bytes + kRoundLarge - 1) /
-                                                          kRoundLarge * kRoundLarge);
+      segment_bytes =
+          std::max<size_t>(segment_bytes, (config_.initial_reserve_bytes + kRoundLarge - 1) /
+                                              kRoundLarge * kRoundLarge);
   }
   const uint64_t device_max = device_.info().limits.max_allocation_bytes;
   if (device_max > 0 && segment_bytes > device_max && size <= device_max) segment_bytes = size;
 
-  auto within_limit = [&] {
-    return config_.limit_bytes == 0 || stats_.reserved_bytes.current + segment_bytes <= config_.limit_bytes;
+  const size_t rounded = segment_bytes;
+  auto within_limit = [&](size_t bytes) {
+    return config_.limit_bytes == 0 || stats_.reserved_bytes.current + bytes <= config_.limit_bytes;
   };
-  // A segment rounded up past the limit may still fit at the request's own size.
-  if (!within_limit() && segment_bytes > size) {
-    const size_t exact = segment_bytes;
-    segment_bytes = size;
-    if (!within_limit()) segment_bytes = exact;
-  }
   BufferPtr storage;
   for (int attempt = 0; !storage; ++attempt) {
+    // A segment rounded up past the limit may still fit at the request's own size.
+    segment_bytes = within_limit(rounded) || !within_limit(size) ? rounded : size;
     std::string why;
-    if (within_limit()) {
+    if (within_limit(segment_bytes)) {
       try {
         storage = device_.allocate(segment_bytes, kind_);
         break;
@@ -143,8 +143,18 @@ CachingAllocator::Block* CachingAllocator::new_segment(bool small, size_t size) 
         if (error.code() != ErrorCode::OutOfMemory) throw;
         why = "the backend refused it: " + error.message();
       }
+      if (segment_bytes > size) {  // the rounded segment was too much: the request alone?
+        try {
+          storage = device_.allocate(size, kind_);
+          segment_bytes = size;
+          break;
+        } catch (const Error& error) {
+          if (error.code() != ErrorCode::OutOfMemory) throw;
+        }
+      }
     } else {
-      why = "it would pass the limit of " + format_bytes(config_.limit_bytes) + " set with set_memory_limit";
+      why = "it would pass the limit of " + format_bytes(config_.limit_bytes) +
+            " set with set_memory_limit";
     }
     // Release what the cache holds and try once more, as PyTorch does.
     if (attempt == 0 && release_cached() > 0) {
@@ -154,7 +164,8 @@ CachingAllocator::Block* CachingAllocator::new_segment(bool small, size_t size) 
     ++stats_.num_ooms;
     throw_out_of_memory(size, segment_bytes, why);
   }
-  Segment& segment = segments_.emplace_back(Segment{next_segment_id_++, std::move(storage), segment_bytes, small, {}});
+  Segment& segment = segments_.emplace_back(
+      Segment{next_segment_id_++, std::move(storage), segment_bytes, small, {}});
   segment.blocks.push_back(Block{&segment, 0, segment_bytes});
   segment.blocks.back().self = std::prev(segment.blocks.end());
   ++stats_.num_segment_allocs;
@@ -170,7 +181,8 @@ CachingAllocator::Block* CachingAllocator::split(Block* block, size_t size, Free
   const bool worth_it = block->segment->small ? remaining >= kMinBlockSize : remaining > kSmallSize;
   if (!worth_it) return block;
   Segment& segment = *block->segment;
-  auto rest = segment.blocks.insert(std::next(block->self), Block{&segment, block->offset + size, remaining});
+  auto rest = segment.blocks.insert(std::next(block->self),
+                                    Block{&segment, block->offset + size, remaining});
   rest->self = rest;
   block->size = size;
   pool.insert(&*rest);
@@ -212,6 +224,20 @@ void CachingAllocator::release(Block* block) {
 }
 
 size_t CachingAllocator::release_cached() {
+  const size_t released = release_segments();
+  // Falling below a threshold re-arms its callback.
+  const uint64_t denominator =
+      config_.limit_bytes ? config_.limit_bytes : device_.info().memory_total.bytes;
+  if (denominator > 0) {
+    const double used =
+        static_cast<double>(stats_.reserved_bytes.current) / static_cast<double>(denominator);
+    if (used < config_.critical_fraction) pressure_level_ = std::min(pressure_level_, 1);
+    if (used < config_.warning_fraction) pressure_level_ = 0;
+  }
+  return released;
+}
+
+size_t CachingAllocator::release_segments() {
   size_t released = 0;
   for (auto it = segments_.begin(); it != segments_.end();) {
     if (it->blocks.size() == 1 && !it->blocks.front().allocated) {
@@ -224,20 +250,15 @@ size_t CachingAllocator::release_cached() {
       ++it;
     }
   }
-  // Falling below a threshold re-arms its callback.
-  const uint64_t denominator = config_.limit_bytes ? config_.limit_bytes : device_.info().memory_total.bytes;
-  if (denominator > 0) {
-    const double used = static_cast<double>(stats_.reserved_bytes.current) / static_cast<double>(denominator);
-    if (used < config_.critical_fraction) pressure_level_ = std::min(pressure_level_, 1);
-    if (used < config_.warning_fraction) pressure_level_ = 0;
-  }
   return released;
 }
 
 void CachingAllocator::update_pressure(Pending& pending) {
-  const uint64_t denominator = config_.limit_bytes ? config_.limit_bytes : device_.info().memory_total.bytes;
+  const uint64_t denominator =
+      config_.limit_bytes ? config_.limit_bytes : device_.info().memory_total.bytes;
   if (denominator == 0 || callbacks_.empty()) return;
-  const double used = static_cast<double>(stats_.reserved_bytes.current) / static_cast<double>(denominator);
+  const double used =
+      static_cast<double>(stats_.reserved_bytes.current) / static_cast<double>(denominator);
   int level = used >= config_.critical_fraction ? 2 : used >= config_.warning_fraction ? 1 : 0;
   if (level <= pressure_level_) return;
   for (int crossed = pressure_level_ + 1; crossed <= level; ++crossed) {
@@ -249,7 +270,8 @@ void CachingAllocator::update_pressure(Pending& pending) {
   pressure_level_ = level;
 }
 
-void CachingAllocator::throw_out_of_memory(size_t bytes, size_t segment_bytes, const std::string& why) {
+void CachingAllocator::throw_out_of_memory(size_t bytes, size_t segment_bytes,
+                                           const std::string& why) {
   const DeviceInfo& info = device_.info();
   const MemoryFigure free = device_.memory_free();
   const uint64_t allocated = stats_.allocated_bytes.current;
@@ -259,11 +281,14 @@ void CachingAllocator::throw_out_of_memory(size_t bytes, size_t segment_bytes, c
                         format_bytes(bytes) + ")";
   if (segment_bytes > bytes) message += " in a new segment of " + format_bytes(segment_bytes);
   message += ", and " + why + ". The device has " + format_bytes(info.memory_total.bytes) +
-             " total and " + format_bytes(free.bytes) + " free; hal has " + format_bytes(allocated) +
-             " allocated and " + format_bytes(cached) + " reserved but unallocated";
-  message += config_.limit_bytes ? "; limit " + format_bytes(config_.limit_bytes) : "; no limit set";
-  message += ". Try: release buffers you no longer need, use smaller or fewer buffers, "
-             "empty_cache() if other programs share the device";
+             " total and " + format_bytes(free.bytes) + " free; hal has " +
+             format_bytes(allocated) + " allocated and " + format_bytes(cached) +
+             " reserved but unallocated";
+  message +=
+      config_.limit_bytes ? "; limit " + format_bytes(config_.limit_bytes) : "; no limit set";
+  message +=
+      ". Try: release buffers you no longer need, use smaller or fewer buffers, "
+      "empty_cache() if other programs share the device";
   if (config_.limit_bytes) message += ", or raise the limit with set_memory_limit";
   message += ".";
   log(LogLevel::warn, message);
@@ -308,13 +333,14 @@ void CachingAllocator::configure(const AllocatorConfig& config) {
   const std::string& id = device_.info().id;
   if (!(config.growth_factor >= 1.0) || config.growth_factor > 64)
     throw Error(ErrorCode::InvalidArgument, "allocator of " + id + ": growth factor " +
-                                                std::to_string(config.growth_factor) + " is not in [1, 64]");
+                                                std::to_string(config.growth_factor) +
+                                                " is not in [1, 64]");
   if (!(config.warning_fraction > 0 && config.warning_fraction <= config.critical_fraction &&
         config.critical_fraction <= 1.0))
-    throw Error(ErrorCode::InvalidArgument,
-                "allocator of " + id + ": pressure thresholds " + std::to_string(config.warning_fraction) +
-                    " and " + std::to_string(config.critical_fraction) +
-                    " must satisfy 0 < warning <= critical <= 1");
+    throw Error(ErrorCode::InvalidArgument, "allocator of " + id + ": pressure thresholds " +
+                                                std::to_string(config.warning_fraction) + " and " +
+                                                std::to_string(config.critical_fraction) +
+                                                " must satisfy 0 < warning <= critical <= 1");
   if (config.max_segment_bytes < kRoundLarge)
     throw Error(ErrorCode::InvalidArgument, "allocator of " + id + ": max segment of " +
                                                 std::to_string(config.max_segment_bytes) +
@@ -335,8 +361,8 @@ uint64_t CachingAllocator::add_pressure_callback(MemoryPressureCallback callback
 void CachingAllocator::remove_pressure_callback(uint64_t id) {
   std::lock_guard lock(mutex_);
   if (callbacks_.erase(id) == 0)
-    throw Error(ErrorCode::NotFound, "no memory pressure callback " + std::to_string(id) + " on " +
-                                         device_.info().id);
+    throw Error(ErrorCode::NotFound,
+                "no memory pressure callback " + std::to_string(id) + " on " + device_.info().id);
 }
 
 }  // namespace hal::detail

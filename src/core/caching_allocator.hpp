@@ -20,12 +20,12 @@ namespace hal::detail {
 
 class CachingAllocator : public std::enable_shared_from_this<CachingAllocator> {
  public:
-  static constexpr size_t kMinBlockSize = 512;         // every size rounds up to a multiple
-  static constexpr size_t kSmallSize = 1 << 20;        // largest request of the small pool
-  static constexpr size_t kSmallSegment = 2 << 20;     // segments of the small pool
-  static constexpr size_t kLargeSegment = 20 << 20;    // segments for requests under 10 MiB
-  static constexpr size_t kMinLargeAlloc = 10 << 20;   // from here, a segment per request
-  static constexpr size_t kRoundLarge = 2 << 20;       // ... rounded up to 2 MiB
+  static constexpr size_t kMinBlockSize = 512;        // every size rounds up to a multiple
+  static constexpr size_t kSmallSize = 1 << 20;       // largest request of the small pool
+  static constexpr size_t kSmallSegment = 2 << 20;    // segments of the small pool
+  static constexpr size_t kLargeSegment = 20 << 20;   // segments for requests under 10 MiB
+  static constexpr size_t kMinLargeAlloc = 10 << 20;  // from here, a segment per request
+  static constexpr size_t kRoundLarge = 2 << 20;      // ... rounded up to 2 MiB
 
   static size_t round_size(size_t bytes);
 
@@ -77,7 +77,8 @@ class CachingAllocator : public std::enable_shared_from_this<CachingAllocator> {
   Block* take_free_block(FreeBlocks& pool, size_t size);
   Block* new_segment(bool small, size_t size);
   Block* split(Block* block, size_t size, FreeBlocks& pool);
-  size_t release_cached();  // returns bytes released; lock held
+  size_t release_cached();    // returns bytes released; lock held
+  size_t release_segments();  // the same without touching the device
   void update_pressure(Pending& pending);
   [[noreturn]] void throw_out_of_memory(size_t bytes, size_t segment_bytes, const std::string& why);
   FreeBlocks& pool_of(const Segment& segment) { return segment.small ? small_free_ : large_free_; }

@@ -5,7 +5,8 @@
 namespace hal {
 
 MemoryScope::MemoryScope(Device device) : device_(device.impl()) {
-  if (!device_) throw Error(ErrorCode::InvalidArgument, "MemoryScope of an empty (default-constructed) Device");
+  if (!device_)
+    throw Error(ErrorCode::InvalidArgument, "MemoryScope of an empty (default-constructed) Device");
 }
 
 MemoryScope::~MemoryScope() = default;  // dropping the handles returns what no work still holds

@@ -53,7 +53,10 @@ Registry::Registry() {
   }
 }
 
-Registry::~Registry() = default;
+Registry::~Registry() {
+  for (auto& entry : entries_)
+    for (const Device& device : entry->devices) device.impl()->shutdown();
+}
 
 Registry::Entry& Registry::probed(Entry& entry) {
   if (entry.probed) return entry;
