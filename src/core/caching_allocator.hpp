@@ -57,7 +57,7 @@ class CachingAllocator : public std::enable_shared_from_this<CachingAllocator> {
     size_t size;
     size_t requested = 0;
     bool allocated = false;
-    std::list<Block>::iterator self;
+    std::list<Block>::iterator self{};
   };
   struct Segment {
     uint64_t id;
