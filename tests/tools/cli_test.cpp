@@ -99,6 +99,37 @@ TEST(Cli, NoCommandPrintsHelpAndFails) {
   EXPECT_NE(result.output.find("devices"), std::string::npos) << result.output;
 }
 
+TEST(Cli, MemoryShowsTheAllocatorAtWork) {
+  const Result text = run("", "memory");
+  ASSERT_EQ(text.status, 0) << text.output;
+  EXPECT_NE(text.output.find("caching allocator of cpu:0"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("segments"), std::string::npos) << text.output;
+  const Result result = run("", "memory --device cpu:0 --json");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto json = nlohmann::json::parse(result.output);
+  EXPECT_EQ(json["schema"], "hal.memory/1");
+  EXPECT_EQ(json["device"], "cpu:0");
+  const auto& stats = json["stats"];
+  EXPECT_GT(stats["num_allocs"].get<uint64_t>(), stats["num_frees"].get<uint64_t>());
+  EXPECT_GE(stats["reserved_bytes"]["current"].get<uint64_t>(),
+            stats["allocated_bytes"]["current"].get<uint64_t>());
+  // The segments' blocks cover them exactly, and in-use blocks add up to what is allocated.
+  uint64_t in_use = 0;
+  for (const auto& segment : json["segments"]) {
+    uint64_t covered = 0;
+    for (const auto& block : segment["blocks"]) {
+      EXPECT_EQ(block["offset"].get<uint64_t>(), covered);
+      covered += block["size"].get<uint64_t>();
+      if (block["allocated"].get<bool>()) in_use += block["size"].get<uint64_t>();
+    }
+    EXPECT_EQ(covered, segment["size"].get<uint64_t>());
+  }
+  EXPECT_EQ(in_use, stats["allocated_bytes"]["current"].get<uint64_t>());
+  const Result bad = run("", "memory --device cpu:9");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.output.find("no device 'cpu:9'"), std::string::npos) << bad.output;
+}
+
 TEST(Cli, UnknownCommandIsAUsageError) {
   const Result result = run("", "frobnicate");
   EXPECT_EQ(result.status, 2);

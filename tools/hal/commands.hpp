@@ -8,5 +8,6 @@ namespace hal::tool {
 // Each adds its subcommand to `app`; the subcommand's callback does the work and may throw.
 void add_devices_command(CLI::App& app);
 void add_version_command(CLI::App& app);
+void add_memory_command(CLI::App& app);
 
 }  // namespace hal::tool

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   hal::tool::add_devices_command(app);
   hal::tool::add_version_command(app);
+  hal::tool::add_memory_command(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {
