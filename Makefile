@@ -41,6 +41,7 @@ dev: build-dev
 bench: build-release
 	build/release/bin/hal_bench_stream
 	build/release/bin/hal_bench_thread_pool
+	build/release/bin/hal_bench_memory
 
 install: build-release
 	cmake --install build/release --prefix $(PREFIX)

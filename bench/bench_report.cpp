@@ -20,7 +20,9 @@ class CollectingReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
       const double ns = run.GetAdjustedRealTime() * to_ns(run.time_unit);
-      const std::string name = run.run_name.function_name;
+      const auto& id = run.run_name;
+      const std::string name =
+          id.args.empty() ? id.function_name : id.function_name + "/" + id.args;
       if (run.run_type == Run::RT_Aggregate) {
         if (run.aggregate_name == "median") medians_[name] = ns;
       } else if (!medians_.count(name) || singles_.count(name)) {
@@ -54,7 +56,8 @@ class CollectingReporter : public benchmark::ConsoleReporter {
 }  // namespace
 
 int run_suite(int argc, char** argv, const std::string& suite, const std::string& device,
-              const std::vector<Comparison>& comparisons) {
+              const std::vector<Comparison>& comparisons,
+              const std::function<std::vector<Figure>()>& measure) {
   bool json = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
@@ -92,6 +95,24 @@ int run_suite(int argc, char** argv, const std::string& suite, const std::string
     } else {
       std::printf("%-28s %9.1f ns  %-28s %9.1f ns %8.3f  %s\n", c.name.c_str(), ours->second,
                   c.baseline.c_str(), base->second, ratio, c.goal.c_str());
+    }
+  }
+  if (measure) {
+    for (const Figure& f : measure()) {
+      if (json) {
+        results.push_back({{"name", f.name},
+                           {"value", f.value},
+                           {"unit", f.unit},
+                           {"baseline", f.baseline},
+                           {"baseline_value", f.baseline_value},
+                           {"ratio", f.ratio},
+                           {"better", f.better},
+                           {"goal", f.goal}});
+      } else {
+        std::printf("%-28s %9.4g %-2s  %-28s %9.4g %-2s %8.3f  %s\n", f.name.c_str(), f.value,
+                    f.unit.c_str(), f.baseline.c_str(), f.baseline_value, f.unit.c_str(), f.ratio,
+                    f.goal.c_str());
+      }
     }
   }
   if (json)

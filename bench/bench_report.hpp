@@ -2,6 +2,7 @@
 // run, as a table or as JSON (schema hal.bench/1).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,22 @@ struct Comparison {
   std::string goal;       // what the issue asks for, in words ("ratio <= 1.2"), or ""
 };
 
+// A figure that is not a time, measured outside Google Benchmark (a ratio of bytes, say).
+struct Figure {
+  std::string name;
+  double value = 0;
+  std::string unit;
+  std::string baseline;
+  double baseline_value = 0;
+  double ratio = 0;
+  std::string better;  // "lower" or "higher"
+  std::string goal;
+};
+
 // Parses --json (and Google Benchmark's own flags), runs the registered benchmarks, and prints
-// the comparisons. Lower is better for every figure: they are times.
+// the comparisons (times: lower is better), then the figures `measure` returns.
 int run_suite(int argc, char** argv, const std::string& suite, const std::string& device,
-              const std::vector<Comparison>& comparisons);
+              const std::vector<Comparison>& comparisons,
+              const std::function<std::vector<Figure>()>& measure = nullptr);
 
 }  // namespace hal::bench

@@ -134,7 +134,8 @@ class StreamImpl {
 
 class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
  public:
-  virtual ~DeviceImpl() = default;
+  DeviceImpl();
+  virtual ~DeviceImpl();
   virtual const DeviceInfo& info() const = 0;
   virtual MemoryFigure memory_free() const { return info().memory_free; }
   // `bytes` > 0 and `kind` is one the device supports (see supports()).
@@ -145,8 +146,10 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
 
   // A stream of this device that hal uses for staged copies between backends.
   std::shared_ptr<StreamImpl> transfer_stream();
-  // The caching allocator for memory of `kind`, created on first use.
-  const std::shared_ptr<detail::CachingAllocator>& caching_allocator(MemoryKind kind);
+  // The caching allocator for memory of `kind`.
+  detail::CachingAllocator& caching_allocator(MemoryKind kind) {
+    return *allocators_[static_cast<size_t>(kind)];
+  }
   // Returns cached memory to the backend and drops the transfer stream: the registry calls it
   // at exit, since both hold the device and would otherwise keep it alive forever.
   void shutdown();
@@ -154,8 +157,7 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
  private:
   std::once_flag transfer_once_;
   std::shared_ptr<StreamImpl> transfer_stream_;
-  std::mutex allocators_mutex_;
-  std::array<std::shared_ptr<detail::CachingAllocator>, 3> allocators_;
+  std::array<std::shared_ptr<detail::CachingAllocator>, 3> allocators_;  // made by the constructor
 };
 
 struct BackendProbe {

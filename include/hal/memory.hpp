@@ -87,6 +87,15 @@ struct AllocatorConfig {
   double critical_fraction = 0.95;
 };
 
+class Stream;
+
+// Marks `buffer` as used by work enqueued on `stream` that hal cannot see (a library called with
+// its raw address, say): its memory is held until the work enqueued on `stream` so far has
+// completed, even if every handle is dropped sooner. Work enqueued through hal needs no such
+// call: it holds its buffers already. When memory runs out, the allocator waits for such work
+// and releases what it held before it gives up.
+void record_stream(const Buffer& buffer, const Stream& stream);
+
 // Hands out buffers whose lifetime a scope ends: everything allocated through it is released
 // (returned to the cache once no enqueued work holds it) when the scope is destroyed.
 // Not thread-safe: one scope belongs to one thread.

@@ -23,21 +23,20 @@ std::shared_ptr<StreamImpl> DeviceImpl::transfer_stream() {
   return transfer_stream_;
 }
 
-const std::shared_ptr<detail::CachingAllocator>& DeviceImpl::caching_allocator(MemoryKind kind) {
-  std::lock_guard lock(allocators_mutex_);
-  auto& allocator = allocators_[static_cast<size_t>(kind)];
-  if (!allocator) allocator = std::make_shared<detail::CachingAllocator>(*this, kind);
-  return allocator;
+// The allocators only keep a reference to the device: constructing them calls nothing on it.
+DeviceImpl::DeviceImpl() {
+  for (MemoryKind kind : {MemoryKind::device, MemoryKind::pinned_host, MemoryKind::unified})
+    allocators_[static_cast<size_t>(kind)] =
+        std::make_shared<detail::CachingAllocator>(*this, kind);
 }
 
+DeviceImpl::~DeviceImpl() = default;
+
 void DeviceImpl::shutdown() {
-  std::array<std::shared_ptr<detail::CachingAllocator>, 3> allocators;
-  {
-    std::lock_guard lock(allocators_mutex_);
-    allocators.swap(allocators_);
+  for (auto& allocator : allocators_) {
+    allocator->drop_holds(true);
+    allocator->empty_cache();
   }
-  for (auto& allocator : allocators)
-    if (allocator) allocator->empty_cache();
   transfer_stream_.reset();
 }
 

@@ -1,6 +1,7 @@
 #include "caching_allocator.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "hal/log.hpp"
 #include "hal/units.hpp"
@@ -62,6 +63,48 @@ CachingAllocator::~CachingAllocator() {
 }
 
 BufferPtr CachingAllocator::allocate(size_t bytes) {
+  if (hold_count_.load(std::memory_order_relaxed) > 0) drop_holds(false);
+  try {
+    return allocate_once(bytes);
+  } catch (const Error& error) {
+    // Memory held for work of other libraries (record_stream): wait for it, then try again.
+    if (error.code() != ErrorCode::OutOfMemory || drop_holds(true) == 0) throw;
+    {
+      std::lock_guard lock(mutex_);
+      ++stats_.num_alloc_retries;
+      --stats_.num_ooms;  // counted again below if this attempt fails too
+    }
+    return allocate_once(bytes);
+  }
+}
+
+void CachingAllocator::hold_until(BufferPtr buffer, std::shared_ptr<HostFence> fence) {
+  std::lock_guard lock(mutex_);
+  holds_.push_back({std::move(buffer), std::move(fence)});
+  hold_count_.store(holds_.size());
+}
+
+size_t CachingAllocator::holds() const {
+  std::lock_guard lock(mutex_);
+  return holds_.size();
+}
+
+size_t CachingAllocator::drop_holds(bool wait) {
+  std::vector<Hold> dropped;
+  {
+    std::lock_guard lock(mutex_);
+    auto done = std::stable_partition(holds_.begin(), holds_.end(), [&](const Hold& hold) {
+      return !wait && !hold.fence->ready();  // kept
+    });
+    std::move(done, holds_.end(), std::back_inserter(dropped));
+    holds_.erase(done, holds_.end());
+    hold_count_.store(holds_.size());
+  }
+  for (Hold& hold : dropped) hold.fence->wait();
+  return dropped.size();  // the buffers are released here, outside the lock
+}
+
+BufferPtr CachingAllocator::allocate_once(size_t bytes) {
   if (bytes > SIZE_MAX - kRoundLarge) throw_out_of_memory(bytes, 0, "the size overflows");
   const size_t size = round_size(bytes);
   Pending pending;
@@ -320,6 +363,7 @@ MemorySnapshot CachingAllocator::snapshot() const {
 }
 
 void CachingAllocator::empty_cache() {
+  drop_holds(false);
   std::lock_guard lock(mutex_);
   release_cached();
 }

@@ -7,11 +7,13 @@
 // stream still uses the block, and any stream may reuse it at once.
 #pragma once
 
+#include <atomic>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "hal/backend.hpp"
 #include "hal/memory.hpp"
@@ -41,13 +43,21 @@ class CachingAllocator : public std::enable_shared_from_this<CachingAllocator> {
   MemoryStats stats() const;
   void reset_peak_stats();
   MemorySnapshot snapshot() const;
-  // Returns every segment with no block in use to the backend.
+  // Drops holds whose work is done, then returns every segment with no block in use.
   void empty_cache();
 
   AllocatorConfig config() const;
   void configure(const AllocatorConfig& config);
   uint64_t add_pressure_callback(MemoryPressureCallback callback);
   void remove_pressure_callback(uint64_t id);
+
+  // Keeps `buffer` alive until `fence` is ready (record_stream). Holds whose fence is ready are
+  // dropped at the next allocation; when memory runs out, all are waited for and dropped.
+  void hold_until(BufferPtr buffer, std::shared_ptr<HostFence> fence);
+  size_t holds() const;
+  // Drops the holds whose fences are ready (all, waiting for them, when `wait`); returns how
+  // many. Takes the lock itself: dropping a buffer returns its block, which needs it.
+  size_t drop_holds(bool wait);
 
  private:
   struct Segment;
@@ -73,6 +83,11 @@ class CachingAllocator : public std::enable_shared_from_this<CachingAllocator> {
   class PooledBuffer;
   struct Pending;  // pressure callbacks to run once the lock is released
 
+  struct Hold {
+    BufferPtr buffer;
+    std::shared_ptr<HostFence> fence;
+  };
+  BufferPtr allocate_once(size_t bytes);
   void release(Block* block);
   Block* take_free_block(FreeBlocks& pool, size_t size);
   Block* new_segment(bool small, size_t size);
@@ -95,6 +110,8 @@ class CachingAllocator : public std::enable_shared_from_this<CachingAllocator> {
   size_t last_large_segment_ = 0;
   int pressure_level_ = 0;  // 0 none, 1 warning, 2 critical: each fires once per rise
   std::map<uint64_t, MemoryPressureCallback> callbacks_;
+  std::vector<Hold> holds_;
+  std::atomic<size_t> hold_count_{0};  // holds_.size(), read without the lock
   uint64_t next_callback_id_ = 1;
 };
 

@@ -41,26 +41,26 @@ Buffer Device::allocate(size_t bytes, MemoryKind kind, AllocationMode mode) cons
                     format_bytes(free.bytes));
   }
   if (mode == AllocationMode::direct) return Buffer(device.allocate(bytes, kind));
-  return Buffer(device.caching_allocator(kind)->allocate(bytes));
+  return Buffer(device.caching_allocator(kind).allocate(bytes));
 }
 
 MemoryStats Device::memory_stats(MemoryKind kind) const {
-  return checked(impl_).caching_allocator(kind)->stats();
+  return checked(impl_).caching_allocator(kind).stats();
 }
 
 void Device::reset_peak_memory_stats(MemoryKind kind) const {
-  checked(impl_).caching_allocator(kind)->reset_peak_stats();
+  checked(impl_).caching_allocator(kind).reset_peak_stats();
 }
 
 MemorySnapshot Device::memory_snapshot(MemoryKind kind) const {
-  return checked(impl_).caching_allocator(kind)->snapshot();
+  return checked(impl_).caching_allocator(kind).snapshot();
 }
 
 void Device::set_memory_limit(uint64_t bytes) const {
   auto& allocator = checked(impl_).caching_allocator(MemoryKind::device);
-  AllocatorConfig config = allocator->config();
+  AllocatorConfig config = allocator.config();
   config.limit_bytes = bytes;
-  allocator->configure(config);
+  allocator.configure(config);
 }
 
 void Device::set_memory_limit_fraction(double fraction) const {
@@ -74,26 +74,26 @@ void Device::set_memory_limit_fraction(double fraction) const {
 }
 
 AllocatorConfig Device::allocator_config(MemoryKind kind) const {
-  return checked(impl_).caching_allocator(kind)->config();
+  return checked(impl_).caching_allocator(kind).config();
 }
 
 void Device::configure_allocator(const AllocatorConfig& config, MemoryKind kind) const {
-  checked(impl_).caching_allocator(kind)->configure(config);
+  checked(impl_).caching_allocator(kind).configure(config);
 }
 
 void Device::empty_cache() const {
   DeviceImpl& device = checked(impl_);
   for (MemoryKind kind : {MemoryKind::device, MemoryKind::pinned_host, MemoryKind::unified})
-    if (device.supports(kind)) device.caching_allocator(kind)->empty_cache();
+    if (device.supports(kind)) device.caching_allocator(kind).empty_cache();
 }
 
 uint64_t Device::add_memory_pressure_callback(MemoryPressureCallback callback,
                                               MemoryKind kind) const {
-  return checked(impl_).caching_allocator(kind)->add_pressure_callback(std::move(callback));
+  return checked(impl_).caching_allocator(kind).add_pressure_callback(std::move(callback));
 }
 
 void Device::remove_memory_pressure_callback(uint64_t id, MemoryKind kind) const {
-  checked(impl_).caching_allocator(kind)->remove_pressure_callback(id);
+  checked(impl_).caching_allocator(kind).remove_pressure_callback(id);
 }
 
 Stream Device::create_stream() const { return Stream(checked(impl_).create_stream()); }

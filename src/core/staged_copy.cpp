@@ -1,18 +1,20 @@
 #include "staged_copy.hpp"
 
+#include "caching_allocator.hpp"
+
 #include <cstring>
 #include <memory>
 
 namespace hal::detail {
 namespace {
 
-// Host memory for one staged copy: pinned memory of the stream's device where it has some,
-// else ordinary memory.
+// Host memory for one staged copy: pinned memory of the stream's device from its pinned pool
+// (the caching allocator for pinned_host), else ordinary memory.
 class Staging {
  public:
   Staging(DeviceImpl& device, size_t bytes) {
     if (device.supports(MemoryKind::pinned_host)) {
-      pinned_ = device.allocate(bytes, MemoryKind::pinned_host);
+      pinned_ = device.caching_allocator(MemoryKind::pinned_host).allocate(bytes);
       data_ = static_cast<char*>(pinned_->host_pointer());
     }
     if (!data_) {

@@ -65,7 +65,7 @@ TEST_P(AllocatorSuite, FreeNeighboursCoalesce) {
   {
     Buffer a = device().allocate(4096), b = device().allocate(4096), c = device().allocate(4096);
     b = Buffer();
-    a = Buffer();  // merges with b's block
+    a = Buffer();                                                         // merges with b's block
     EXPECT_EQ(device().memory_snapshot().segments[0].blocks.size(), 3u);  // a+b, c, rest
   }  // c merges with both sides
   const MemorySnapshot snapshot = device().memory_snapshot();
@@ -107,10 +107,10 @@ TEST_P(AllocatorSuite, LimitGivesAnExactOutOfMemoryAndTheDeviceWorksAfter) {
   Buffer held = device().allocate(3 * kMiB);  // a 20 MiB segment would pass the limit: exact
   EXPECT_EQ(stats().reserved_bytes.current, 3 * kMiB);
   const uint64_t ooms = stats().num_ooms;
-  expect_error([&] { device().allocate(2 * kMiB); }, ErrorCode::OutOfMemory,
-               {"out of memory on " + id(), "tried to allocate 2097152 bytes", "limit 4.0 MiB",
-                "3.0 MiB allocated", "0 B reserved but unallocated", "total", "free",
-                "set_memory_limit"});
+  expect_error(
+      [&] { device().allocate(2 * kMiB); }, ErrorCode::OutOfMemory,
+      {"out of memory on " + id(), "tried to allocate 2097152 bytes", "limit 4.0 MiB",
+       "3.0 MiB allocated", "0 B reserved but unallocated", "total", "free", "set_memory_limit"});
   EXPECT_EQ(stats().num_ooms, ooms + 1);
   // Freeing makes room: the cached segment is released and the allocation retried.
   held = Buffer();
@@ -154,11 +154,12 @@ TEST_P(AllocatorSuite, BadConfigurationsAreRefused) {
 TEST_P(AllocatorSuite, PressureCallbacksFireOncePerRise) {
   device().set_memory_limit(40 * kMiB);
   std::vector<MemoryPressure> seen;
-  const uint64_t callback = device().add_memory_pressure_callback([&](const MemoryPressureEvent& e) {
-    EXPECT_EQ(e.device, id());
-    EXPECT_EQ(e.limit_bytes, 40 * kMiB);
-    seen.push_back(e.level);
-  });
+  const uint64_t callback =
+      device().add_memory_pressure_callback([&](const MemoryPressureEvent& e) {
+        EXPECT_EQ(e.device, id());
+        EXPECT_EQ(e.limit_bytes, 40 * kMiB);
+        seen.push_back(e.level);
+      });
   {
     std::vector<Buffer> held;
     for (int i = 0; i < 3; ++i) held.push_back(device().allocate(10 * kMiB));  // 75%
@@ -166,7 +167,8 @@ TEST_P(AllocatorSuite, PressureCallbacksFireOncePerRise) {
     held.push_back(device().allocate(6 * kMiB));  // 90%: warning
     EXPECT_EQ(seen, std::vector<MemoryPressure>{MemoryPressure::warning});
     held.push_back(device().allocate(2 * kMiB));  // 95%: critical
-    EXPECT_EQ(seen, (std::vector<MemoryPressure>{MemoryPressure::warning, MemoryPressure::critical}));
+    EXPECT_EQ(seen,
+              (std::vector<MemoryPressure>{MemoryPressure::warning, MemoryPressure::critical}));
     held.pop_back();
     held.push_back(device().allocate(2 * kMiB));  // still above: no new call
     EXPECT_EQ(seen.size(), 2u);
@@ -225,7 +227,7 @@ TEST_P(AllocatorSuite, BlocksAreNotReusedWhileEnqueuedWorkStillReadsThem) {
     slow.synchronize();
     slow.host_callback(gate.hold());
     slow.copy(copy, source, bytes);  // still queued behind the gate
-  }  // the host's last handle is gone
+  }                                  // the host's last handle is gone
   Buffer reused = device().allocate(bytes);
   other.fill(reused, uint8_t{0xAB}, bytes);
   other.synchronize();
@@ -237,6 +239,49 @@ TEST_P(AllocatorSuite, BlocksAreNotReusedWhileEnqueuedWorkStillReadsThem) {
   const uint64_t hits = stats().cache_hits;
   Buffer next = device().allocate(bytes);
   EXPECT_EQ(stats().cache_hits, hits + 1);
+}
+
+// Work hal cannot see (a library given the raw address) uses a buffer on a stream: record_stream
+// holds the memory until that stream's work so far is done.
+TEST_P(AllocatorSuite, RecordStreamHoldsMemoryUntilTheStreamsWorkIsDone) {
+  Stream stream = device().create_stream();
+  Gate gate;
+  stream.host_callback(gate.hold());
+  uint64_t held_offset;
+  {
+    Buffer buffer = device().allocate(8192);
+    held_offset = buffer.impl()->storage_offset();
+    record_stream(buffer, stream);
+  }
+  Buffer other = device().allocate(8192);
+  EXPECT_NE(other.impl()->storage_offset(), held_offset);
+  EXPECT_EQ(stats().allocated_bytes.current, 2 * 8192u);
+  gate.open();
+  stream.synchronize();
+  other = Buffer();
+  Buffer again = device().allocate(8192);  // the hold is dropped first: its block is free
+  EXPECT_EQ(stats().allocated_bytes.current, 8192u);
+  expect_error([&] { record_stream(Buffer(), stream); }, ErrorCode::InvalidArgument,
+               {"buffer is empty"});
+  expect_error([&] { record_stream(again, Stream()); }, ErrorCode::InvalidArgument,
+               {"stream is empty"});
+}
+
+TEST_P(AllocatorSuite, OutOfMemoryWaitsForHeldMemoryBeforeGivingUp) {
+  device().set_memory_limit(24 * kMiB);
+  Stream stream = device().create_stream();
+  stream.host_callback([] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
+  {
+    Buffer big = device().allocate(16 * kMiB);
+    record_stream(big, stream);
+  }
+  device().empty_cache();  // the hold's work is not done: its segment stays
+  EXPECT_EQ(stats().reserved_bytes.current, 16 * kMiB);
+  const uint64_t retries = stats().num_alloc_retries;
+  Buffer next = device().allocate(20 * kMiB);  // waits for the stream, frees, retries
+  EXPECT_GT(stats().num_alloc_retries, retries);
+  EXPECT_TRUE(stream.query());
+  EXPECT_EQ(stats().reserved_bytes.current, 20 * kMiB);
 }
 
 TEST_P(AllocatorSuite, ManyThreadsAllocateAndFreeMixedSizes) {

@@ -40,7 +40,8 @@ class CountingDevice final : public DeviceImpl {
 
  private:
   struct Counted final : BufferImpl {
-    Counted(std::shared_ptr<DeviceImpl> device, size_t size, MemoryKind kind, std::atomic<size_t>& live)
+    Counted(std::shared_ptr<DeviceImpl> device, size_t size, MemoryKind kind,
+            std::atomic<size_t>& live)
         : BufferImpl(std::move(device), size, kind), live_(live) {}
     ~Counted() override { live_ -= size(); }
     std::atomic<size_t>& live_;
@@ -55,7 +56,8 @@ TEST(CachingAllocator, ReturnsEveryReservedByteWhenDestroyed) {
   {
     auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
     std::vector<BufferPtr> held;
-    for (size_t size : {100ul, 5000ul, 3 * kMiB, 12 * kMiB, 700ul}) held.push_back(allocator->allocate(size));
+    for (size_t size : {100ul, 5000ul, 3 * kMiB, 12 * kMiB, 700ul})
+      held.push_back(allocator->allocate(size));
     held.erase(held.begin() + 1);
     EXPECT_EQ(device->live(), allocator->stats().reserved_bytes.current);
     held.clear();
@@ -86,9 +88,10 @@ TEST(CachingAllocator, OutOfMemoryAfterTheRetrySaysWhy) {
   auto device = std::make_shared<CountingDevice>(16 * kMiB);
   auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
   BufferPtr held = allocator->allocate(12 * kMiB);
-  test::expect_error([&] { allocator->allocate(12 * kMiB); }, ErrorCode::OutOfMemory,
-                     {"counting:0", "12582912 bytes", "the backend refused it: counting device is full",
-                      "16.0 MiB total", "4.0 MiB free", "12.0 MiB allocated", "no limit set"});
+  test::expect_error(
+      [&] { allocator->allocate(12 * kMiB); }, ErrorCode::OutOfMemory,
+      {"counting:0", "12582912 bytes", "the backend refused it: counting device is full",
+       "16.0 MiB total", "4.0 MiB free", "12.0 MiB allocated", "no limit set"});
   EXPECT_EQ(allocator->stats().num_ooms, 1u);
   held.reset();
   EXPECT_NO_THROW(allocator->allocate(12 * kMiB));  // usable after

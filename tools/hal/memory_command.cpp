@@ -2,10 +2,10 @@
 // allocator and prints its statistics and segments, so a person can see the allocator at work.
 #include <iostream>
 
+#include <nlohmann/json.hpp>
 #include "commands.hpp"
 #include "hal/hal.hpp"
 #include "hal/units.hpp"
-#include <nlohmann/json.hpp>
 
 namespace hal::tool {
 namespace {
@@ -32,13 +32,20 @@ std::vector<Buffer> run_workload(const Device& device) {
 json stat_json(const MemoryStat& stat) { return {{"current", stat.current}, {"peak", stat.peak}}; }
 
 json to_json(const MemoryStats& s) {
-  return {{"allocated_bytes", stat_json(s.allocated_bytes)}, {"reserved_bytes", stat_json(s.reserved_bytes)},
-          {"active_bytes", stat_json(s.active_bytes)},       {"requested_bytes", stat_json(s.requested_bytes)},
-          {"num_allocs", s.num_allocs},                      {"num_frees", s.num_frees},
-          {"cache_hits", s.cache_hits},                      {"cache_misses", s.cache_misses},
-          {"num_splits", s.num_splits},                      {"num_merges", s.num_merges},
-          {"num_segment_allocs", s.num_segment_allocs},      {"num_segment_frees", s.num_segment_frees},
-          {"num_alloc_retries", s.num_alloc_retries},        {"num_ooms", s.num_ooms}};
+  return {{"allocated_bytes", stat_json(s.allocated_bytes)},
+          {"reserved_bytes", stat_json(s.reserved_bytes)},
+          {"active_bytes", stat_json(s.active_bytes)},
+          {"requested_bytes", stat_json(s.requested_bytes)},
+          {"num_allocs", s.num_allocs},
+          {"num_frees", s.num_frees},
+          {"cache_hits", s.cache_hits},
+          {"cache_misses", s.cache_misses},
+          {"num_splits", s.num_splits},
+          {"num_merges", s.num_merges},
+          {"num_segment_allocs", s.num_segment_allocs},
+          {"num_segment_frees", s.num_segment_frees},
+          {"num_alloc_retries", s.num_alloc_retries},
+          {"num_ooms", s.num_ooms}};
 }
 
 json to_json(const MemorySnapshot& snapshot) {
@@ -63,7 +70,8 @@ void print_text(const Device& device, const MemoryStats& s, const MemorySnapshot
     std::cout << "  " << name << " " << format_bytes(stat.current) << " (peak "
               << format_bytes(stat.peak) << ")\n";
   };
-  std::cout << "caching allocator of " << device.id() << " (device memory), after the built-in workload\n";
+  std::cout << "caching allocator of " << device.id()
+            << " (device memory), after the built-in workload\n";
   figure("allocated", s.allocated_bytes);
   figure("reserved ", s.reserved_bytes);
   figure("requested", s.requested_bytes);
