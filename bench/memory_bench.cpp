@@ -89,7 +89,8 @@ Figure trace_reserved_over_requested() {
   std::uniform_int_distribution<size_t> batch_of(4, 32);
   std::vector<Buffer> weights;
   for (size_t layer = 0; layer < kLayers; ++layer)
-    for (size_t size : {kHidden * 3 * kHidden, kHidden * kHidden, kHidden * 4 * kHidden, 4 * kHidden * kHidden})
+    for (size_t size :
+         {kHidden * 3 * kHidden, kHidden * kHidden, kHidden * 4 * kHidden, 4 * kHidden * kHidden})
       weights.push_back(device.allocate(size * kF32));
   uint64_t peak_requested = 0;
   for (int step = 0; step < 60; ++step) {
@@ -97,29 +98,36 @@ Figure trace_reserved_over_requested() {
     const size_t tokens = batch * kSeq;
     std::vector<Buffer> saved;  // activations kept for backward
     for (size_t layer = 0; layer < kLayers; ++layer) {
-      saved.push_back(device.allocate(tokens * 3 * kHidden * kF32));              // qkv
-      saved.push_back(device.allocate(batch * kHeads * kSeq * kSeq * kF32));      // attention
+      saved.push_back(device.allocate(tokens * 3 * kHidden * kF32));               // qkv
+      saved.push_back(device.allocate(batch * kHeads * kSeq * kSeq * kF32));       // attention
       { Buffer softmax_scratch = device.allocate(batch * kHeads * kSeq * kF32); }  // temporary
-      saved.push_back(device.allocate(tokens * kHidden * kF32));                  // attention out
-      saved.push_back(device.allocate(tokens * 4 * kHidden * kF32));              // mlp hidden
-      saved.push_back(device.allocate(tokens * kHidden * kF32));                  // layer out
+      saved.push_back(device.allocate(tokens * kHidden * kF32));                   // attention out
+      saved.push_back(device.allocate(tokens * 4 * kHidden * kF32));               // mlp hidden
+      saved.push_back(device.allocate(tokens * kHidden * kF32));                   // layer out
     }
     std::vector<Buffer> gradients;
     for (size_t layer = kLayers; layer-- > 0;) {
       Buffer grad_out = device.allocate(tokens * kHidden * kF32);
       Buffer grad_hidden = device.allocate(tokens * 4 * kHidden * kF32);
-      for (size_t size : {kHidden * 3 * kHidden, kHidden * kHidden, kHidden * 4 * kHidden, 4 * kHidden * kHidden})
+      for (size_t size :
+           {kHidden * 3 * kHidden, kHidden * kHidden, kHidden * 4 * kHidden, 4 * kHidden * kHidden})
         gradients.push_back(device.allocate(size * kF32));
       saved.resize(saved.size() - 5);  // this layer's activations are no longer needed
     }
     peak_requested = std::max(peak_requested, device.memory_stats().requested_bytes.peak);
   }
   const MemoryStats stats = device.memory_stats();
-  const double ratio = static_cast<double>(stats.reserved_bytes.peak) / static_cast<double>(peak_requested);
+  const double ratio =
+      static_cast<double>(stats.reserved_bytes.peak) / static_cast<double>(peak_requested);
   weights.clear();
   device.empty_cache();
-  return {"trace_reserved_over_requested", static_cast<double>(stats.reserved_bytes.peak) / 1048576.0,
-          "MiB", "peak_requested", static_cast<double>(peak_requested) / 1048576.0, ratio, "lower",
+  return {"trace_reserved_over_requested",
+          static_cast<double>(stats.reserved_bytes.peak) / 1048576.0,
+          "MiB",
+          "peak_requested",
+          static_cast<double>(peak_requested) / 1048576.0,
+          ratio,
+          "lower",
           "ratio <= 1.25"};
 }
 
@@ -127,14 +135,15 @@ Figure trace_reserved_over_requested() {
 }  // namespace hal::bench
 
 int main(int argc, char** argv) {
-  return hal::bench::run_suite(argc, argv, "memory", "cpu:0",
-                               {
-                                   {"alloc_free_hit_4k", "hal_alloc_free/4096", "malloc_free/4096", "ratio <= 0.5"},
-                                   {"alloc_free_hit_1m", "hal_alloc_free/1048576", "malloc_free/1048576", "ratio <= 0.5"},
-                                   {"alloc_touch_free_16m", "hal_alloc_touch_free/16777216",
-                                    "malloc_touch_free/16777216", "ratio <= 0.2"},
-                                   {"alloc_touch_free_16m_vs_uncached", "hal_alloc_touch_free/16777216",
-                                    "direct_alloc_touch_free/16777216", "(what a hit saves)"},
-                               },
-                               [] { return std::vector{hal::bench::trace_reserved_over_requested()}; });
+  return hal::bench::run_suite(
+      argc, argv, "memory", "cpu:0",
+      {
+          {"alloc_free_hit_4k", "hal_alloc_free/4096", "malloc_free/4096", "ratio <= 0.5"},
+          {"alloc_free_hit_1m", "hal_alloc_free/1048576", "malloc_free/1048576", "ratio <= 0.5"},
+          {"alloc_touch_free_16m", "hal_alloc_touch_free/16777216", "malloc_touch_free/16777216",
+           "ratio <= 0.2"},
+          {"alloc_touch_free_16m_vs_uncached", "hal_alloc_touch_free/16777216",
+           "direct_alloc_touch_free/16777216", "(what a hit saves)"},
+      },
+      [] { return std::vector{hal::bench::trace_reserved_over_requested()}; });
 }

@@ -4,10 +4,10 @@
 #include <memory>
 #include <string>
 
+#include "hal/allocator.hpp"
 #include "hal/buffer.hpp"
 #include "hal/device_info.hpp"
 #include "hal/event.hpp"
-#include "hal/memory.hpp"
 #include "hal/stream.hpp"
 
 namespace hal {
@@ -34,7 +34,9 @@ class Device {
   Buffer allocate(size_t bytes, MemoryKind kind = MemoryKind::device,
                   AllocationMode mode = AllocationMode::cached) const;
 
-  // The caching allocator of each memory kind (memory.hpp).
+  // The caching allocator of a memory kind the device has (allocator.hpp); the methods below
+  // are shorthands for it.
+  Allocator& allocator(MemoryKind kind = MemoryKind::device) const;
   MemoryStats memory_stats(MemoryKind kind = MemoryKind::device) const;
   void reset_peak_memory_stats(MemoryKind kind = MemoryKind::device) const;
   MemorySnapshot memory_snapshot(MemoryKind kind = MemoryKind::device) const;

@@ -1,6 +1,7 @@
 // Everything in hal's public C++ API.
 #pragma once
 
+#include "hal/allocator.hpp"
 #include "hal/buffer.hpp"
 #include "hal/device.hpp"
 #include "hal/device_info.hpp"
@@ -9,7 +10,6 @@
 #include "hal/event.hpp"
 #include "hal/kernel.hpp"
 #include "hal/log.hpp"
-#include "hal/memory.hpp"
 #include "hal/registry.hpp"
 #include "hal/selector.hpp"
 #include "hal/stream.hpp"

@@ -62,7 +62,7 @@ CachingAllocator::~CachingAllocator() {
   release_segments();
 }
 
-BufferPtr CachingAllocator::allocate(size_t bytes) {
+BufferPtr CachingAllocator::allocate_block(size_t bytes) {
   if (hold_count_.load(std::memory_order_relaxed) > 0) drop_holds(false);
   try {
     return allocate_once(bytes);

@@ -15,12 +15,13 @@
 #include <set>
 #include <vector>
 
+#include "hal/allocator.hpp"
 #include "hal/backend.hpp"
-#include "hal/memory.hpp"
 
 namespace hal::detail {
 
-class CachingAllocator : public std::enable_shared_from_this<CachingAllocator> {
+class CachingAllocator final : public Allocator,
+                               public std::enable_shared_from_this<CachingAllocator> {
  public:
   static constexpr size_t kMinBlockSize = 512;        // every size rounds up to a multiple
   static constexpr size_t kSmallSize = 1 << 20;       // largest request of the small pool
@@ -38,18 +39,19 @@ class CachingAllocator : public std::enable_shared_from_this<CachingAllocator> {
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
   // Throws OutOfMemory with the figures after releasing cached segments and retrying once.
-  BufferPtr allocate(size_t bytes);
+  Buffer allocate(size_t bytes) override { return Buffer(allocate_block(bytes)); }
+  BufferPtr allocate_block(size_t bytes);
 
-  MemoryStats stats() const;
-  void reset_peak_stats();
-  MemorySnapshot snapshot() const;
+  MemoryStats stats() const override;
+  void reset_peak_stats() override;
+  MemorySnapshot snapshot() const override;
   // Drops holds whose work is done, then returns every segment with no block in use.
-  void empty_cache();
+  void empty_cache() override;
 
-  AllocatorConfig config() const;
-  void configure(const AllocatorConfig& config);
-  uint64_t add_pressure_callback(MemoryPressureCallback callback);
-  void remove_pressure_callback(uint64_t id);
+  AllocatorConfig config() const override;
+  void configure(const AllocatorConfig& config) override;
+  uint64_t add_pressure_callback(MemoryPressureCallback callback) override;
+  void remove_pressure_callback(uint64_t id) override;
 
   // Keeps `buffer` alive until `fence` is ready (record_stream). Holds whose fence is ready are
   // dropped at the next allocation; when memory runs out, all are waited for and dropped.

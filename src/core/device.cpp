@@ -41,7 +41,16 @@ Buffer Device::allocate(size_t bytes, MemoryKind kind, AllocationMode mode) cons
                     format_bytes(free.bytes));
   }
   if (mode == AllocationMode::direct) return Buffer(device.allocate(bytes, kind));
-  return Buffer(device.caching_allocator(kind).allocate(bytes));
+  return device.caching_allocator(kind).allocate(bytes);
+}
+
+Allocator& Device::allocator(MemoryKind kind) const {
+  DeviceImpl& device = checked(impl_);
+  if (!device.supports(kind))
+    throw Error(ErrorCode::InvalidArgument, "allocator of " + device.info().id +
+                                                ": the device has no " +
+                                                std::string(to_string(kind)) + " memory");
+  return device.caching_allocator(kind);
 }
 
 MemoryStats Device::memory_stats(MemoryKind kind) const {

@@ -1,6 +1,6 @@
+#include "hal/allocator.hpp"
 #include "hal/backend.hpp"
 #include "hal/device.hpp"
-#include "hal/memory.hpp"
 
 namespace hal {
 

@@ -1,5 +1,5 @@
 #include "caching_allocator.hpp"
-#include "hal/memory.hpp"
+#include "hal/allocator.hpp"
 #include "hal/stream.hpp"
 
 namespace hal {

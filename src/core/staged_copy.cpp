@@ -14,7 +14,7 @@ class Staging {
  public:
   Staging(DeviceImpl& device, size_t bytes) {
     if (device.supports(MemoryKind::pinned_host)) {
-      pinned_ = device.caching_allocator(MemoryKind::pinned_host).allocate(bytes);
+      pinned_ = device.caching_allocator(MemoryKind::pinned_host).allocate_block(bytes);
       data_ = static_cast<char*>(pinned_->host_pointer());
     }
     if (!data_) {

@@ -55,7 +55,7 @@ TEST(CachingAllocator, ReturnsEveryReservedByteWhenDestroyed) {
   auto device = std::make_shared<CountingDevice>(256 * kMiB);
   {
     auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
-    std::vector<BufferPtr> held;
+    std::vector<Buffer> held;
     for (size_t size : {100ul, 5000ul, 3 * kMiB, 12 * kMiB, 700ul})
       held.push_back(allocator->allocate(size));
     held.erase(held.begin() + 1);
@@ -72,7 +72,7 @@ TEST(CachingAllocator, BackendRefusalReleasesTheCacheAndRetriesOnce) {
   auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
   allocator->allocate(12 * kMiB);  // a 12 MiB segment, cached once the buffer is dropped
   EXPECT_EQ(device->live(), 12 * kMiB);
-  BufferPtr big = allocator->allocate(16 * kMiB);  // 12 + 16 > 24: release, retry
+  Buffer big = allocator->allocate(16 * kMiB);  // 12 + 16 > 24: release, retry
   EXPECT_EQ(allocator->stats().num_alloc_retries, 1u);
   EXPECT_EQ(device->live(), 16 * kMiB);
 }
@@ -80,20 +80,20 @@ TEST(CachingAllocator, BackendRefusalReleasesTheCacheAndRetriesOnce) {
 TEST(CachingAllocator, RoundedSegmentsFallBackToTheRequestedSize) {
   auto device = std::make_shared<CountingDevice>(8 * kMiB);
   auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
-  BufferPtr buffer = allocator->allocate(3 * kMiB);  // would be a 20 MiB segment
+  Buffer buffer = allocator->allocate(3 * kMiB);  // would be a 20 MiB segment
   EXPECT_EQ(device->live(), 3 * kMiB);
 }
 
 TEST(CachingAllocator, OutOfMemoryAfterTheRetrySaysWhy) {
   auto device = std::make_shared<CountingDevice>(16 * kMiB);
   auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
-  BufferPtr held = allocator->allocate(12 * kMiB);
+  Buffer held = allocator->allocate(12 * kMiB);
   test::expect_error(
       [&] { allocator->allocate(12 * kMiB); }, ErrorCode::OutOfMemory,
       {"counting:0", "12582912 bytes", "the backend refused it: counting device is full",
        "16.0 MiB total", "4.0 MiB free", "12.0 MiB allocated", "no limit set"});
   EXPECT_EQ(allocator->stats().num_ooms, 1u);
-  held.reset();
+  held = Buffer();
   EXPECT_NO_THROW(allocator->allocate(12 * kMiB));  // usable after
 }
 

@@ -1,5 +1,6 @@
-// What the caching allocator reports and how it is configured. Each device has one caching
-// allocator per memory kind; Device::allocate goes through it unless told to bypass it.
+// Allocators: the interface, what it reports and how it is configured. Each device has one
+// caching allocator per memory kind (Device::allocator); Device::allocate goes through it
+// unless told to bypass it.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,8 @@ struct MemoryStat {
 struct MemoryStats {
   MemoryStat allocated_bytes;  // in blocks handed out (rounded sizes)
   MemoryStat reserved_bytes;   // in segments taken from the backend
-  MemoryStat active_bytes;     // in blocks not yet returned (equals allocated: see memory.md)
+  MemoryStat active_bytes;     // in blocks not yet returned: equals allocated, as enqueued
+                               // work holds its buffers (see record_stream)
   MemoryStat requested_bytes;  // as asked for, before rounding
   uint64_t num_allocs = 0;
   uint64_t num_frees = 0;
@@ -85,6 +87,27 @@ struct AllocatorConfig {
   // Fractions of the limit at which pressure callbacks fire, rising.
   double warning_fraction = 0.90;
   double critical_fraction = 0.95;
+};
+
+// The interface every device allocator implements; hal's is a caching allocator modeled on
+// PyTorch's (size classes, small and large pools, split and coalesced blocks). Thread-safe.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // Throws OutOfMemory with the figures (see Device::allocate).
+  virtual Buffer allocate(size_t bytes) = 0;
+  virtual MemoryStats stats() const = 0;
+  virtual void reset_peak_stats() = 0;
+  virtual MemorySnapshot snapshot() const = 0;
+  // Returns cached memory that no buffer uses to the backend.
+  virtual void empty_cache() = 0;
+  virtual AllocatorConfig config() const = 0;
+  // Throws InvalidArgument for a growth factor outside [1, 64], thresholds that do not satisfy
+  // 0 < warning <= critical <= 1, or a maximum segment under 2 MiB.
+  virtual void configure(const AllocatorConfig& config) = 0;
+  // Returns an id for remove_pressure_callback.
+  virtual uint64_t add_pressure_callback(MemoryPressureCallback callback) = 0;
+  virtual void remove_pressure_callback(uint64_t id) = 0;
 };
 
 class Stream;
