@@ -29,3 +29,12 @@ foreach(_ RANGE ${hal_libdir_depth})
 endforeach()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/hal.pc.in ${PROJECT_BINARY_DIR}/hal.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/hal.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The benchmark suites, which `hal bench SUITE` runs from ../libexec/hal.
+foreach(suite stream thread_pool memory)
+  if(TARGET hal_bench_${suite})
+    set_target_properties(hal_bench_${suite} PROPERTIES
+      INSTALL_RPATH "$ORIGIN/../../${CMAKE_INSTALL_LIBDIR}")
+    install(TARGETS hal_bench_${suite} RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/hal)
+  endif()
+endforeach()

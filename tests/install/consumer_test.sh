@@ -11,6 +11,10 @@ cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
 test -L "$work/prefix/lib/libhal.so"
 ls "$work"/prefix/lib/libhal.so.[0-9]* >/dev/null
 "$work/prefix/bin/hal" --version
+if [[ -x "$work/prefix/libexec/hal/hal_bench_memory" ]]; then
+  "$work/prefix/bin/hal" bench memory --json --benchmark_filter=alloc_free/4096 \
+    --benchmark_min_time=0.01 | grep -q '"schema": "hal.bench/1"'
+fi
 
 cmake -S "$consumer_dir" -B "$work/cmake-build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/cmake-build" >/dev/null

@@ -1,5 +1,6 @@
 // The `hal` command, run as a person or a script would run it.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -128,6 +129,33 @@ TEST(Cli, MemoryShowsTheAllocatorAtWork) {
   const Result bad = run("", "memory --device cpu:9");
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.output.find("no device 'cpu:9'"), std::string::npos) << bad.output;
+}
+
+TEST(Cli, BenchRunsASuiteAndReportsRatios) {
+  const std::string cli = HAL_CLI_PATH;
+  const std::string suite = cli.substr(0, cli.rfind('/')) + "/hal_bench_memory";
+  if (access(suite.c_str(), X_OK) != 0)
+    GTEST_SKIP() << suite << " is not built (this preset builds no benchmarks)";
+  const Result result =
+      run("", "bench memory --json --benchmark_filter=alloc_free/4096 --benchmark_min_time=0.01");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto json = nlohmann::json::parse(result.output.substr(result.output.find('{')));
+  EXPECT_EQ(json["schema"], "hal.bench/1");
+  EXPECT_EQ(json["suite"], "memory");
+  EXPECT_EQ(json["device"], "cpu:0");
+  bool hit = false, trace = false;
+  for (const auto& figure : json["results"]) {
+    EXPECT_GT(figure["value"].get<double>(), 0.0);
+    EXPECT_GT(figure["baseline_value"].get<double>(), 0.0);
+    EXPECT_NEAR(figure["ratio"].get<double>(),
+                figure["value"].get<double>() / figure["baseline_value"].get<double>(), 1e-9);
+    hit = hit || figure["name"] == "alloc_free_hit_4k";
+    trace = trace || figure["name"] == "trace_reserved_over_requested";
+  }
+  EXPECT_TRUE(hit && trace) << result.output;
+  const Result unknown = run("", "bench nope");
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_NE(unknown.output.find("no benchmark suite 'nope'"), std::string::npos) << unknown.output;
 }
 
 TEST(Cli, UnknownCommandIsAUsageError) {

@@ -9,5 +9,6 @@ namespace hal::tool {
 void add_devices_command(CLI::App& app);
 void add_version_command(CLI::App& app);
 void add_memory_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace hal::tool
