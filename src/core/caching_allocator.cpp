@@ -161,10 +161,12 @@ CachingAllocator::Block* CachingAllocator::new_segment(bool small, size_t size) 
           std::min<double>(grown, static_cast<double>(config_.max_segment_bytes)));
       segment_bytes = std::max(segment_bytes, capped / kRoundLarge * kRoundLarge);
     }
-    if (stats_.num_segment_allocs == 0 && config_.initial_reserve_bytes > 0)
+    if (!initial_reserve_made_ && config_.initial_reserve_bytes > 0) {
       segment_bytes =
           std::max<size_t>(segment_bytes, (config_.initial_reserve_bytes + kRoundLarge - 1) /
                                               kRoundLarge * kRoundLarge);
+      initial_reserve_made_ = true;
+    }
   }
   const uint64_t device_max = device_.info().limits.max_allocation_bytes;
   if (device_max > 0 && segment_bytes > device_max && size <= device_max) segment_bytes = size;
@@ -293,6 +295,10 @@ size_t CachingAllocator::release_segments() {
       ++it;
     }
   }
+  // Growth restarts from the default once no large segment is left.
+  if (std::none_of(segments_.begin(), segments_.end(),
+                   [](const Segment& seg) { return !seg.small; }))
+    last_large_segment_ = 0;
   return released;
 }
 
@@ -390,6 +396,7 @@ void CachingAllocator::configure(const AllocatorConfig& config) {
                                                 std::to_string(config.max_segment_bytes) +
                                                 " bytes is below 2 MiB");
   std::lock_guard lock(mutex_);
+  if (config.initial_reserve_bytes != config_.initial_reserve_bytes) initial_reserve_made_ = false;
   config_ = config;
   // Under a new, lower limit, give back what the cache holds beyond it.
   if (config_.limit_bytes && stats_.reserved_bytes.current > config_.limit_bytes) release_cached();

@@ -110,7 +110,8 @@ class CachingAllocator final : public Allocator,
   MemoryStats stats_;
   uint64_t next_segment_id_ = 0;
   size_t last_large_segment_ = 0;
-  int pressure_level_ = 0;  // 0 none, 1 warning, 2 critical: each fires once per rise
+  bool initial_reserve_made_ = false;  // re-armed when the configured reserve changes
+  int pressure_level_ = 0;             // 0 none, 1 warning, 2 critical: each fires once per rise
   std::map<uint64_t, MemoryPressureCallback> callbacks_;
   std::vector<Hold> holds_;
   std::atomic<size_t> hold_count_{0};  // holds_.size(), read without the lock

@@ -127,6 +127,27 @@ TEST_P(AllocatorSuite, LimitGivesAnExactOutOfMemoryAndTheDeviceWorksAfter) {
   EXPECT_EQ(out[15], 5);
 }
 
+TEST_P(AllocatorSuite, InitialReserveIsOneSegmentAtTheFirstAllocation) {
+  AllocatorConfig config;
+  config.initial_reserve_bytes = 30 * kMiB;
+  device().configure_allocator(config);
+  Buffer first = device().allocate(3 * kMiB);
+  EXPECT_EQ(stats().reserved_bytes.current, 30 * kMiB);
+  Buffer second = device().allocate(20 * kMiB);  // fits in what was reserved
+  EXPECT_EQ(stats().reserved_bytes.current, 30 * kMiB);
+}
+
+TEST_P(AllocatorSuite, LargeSegmentsGrowByTheGrowthFactor) {
+  AllocatorConfig config;
+  config.growth_factor = 2.0;
+  config.max_segment_bytes = 64 * kMiB;
+  device().configure_allocator(config);
+  std::vector<Buffer> held;
+  for (int i = 0; i < 3; ++i) held.push_back(device().allocate(9 * kMiB));
+  // 20 MiB holds two; the third needs a new segment, twice the last.
+  EXPECT_EQ(stats().reserved_bytes.current, 20 * kMiB + 40 * kMiB);
+}
+
 TEST_P(AllocatorSuite, LimitFractionIsChecked) {
   for (double bad : {0.0, -0.5, 1.5, std::nan("")})
     expect_error([&] { device().set_memory_limit_fraction(bad); }, ErrorCode::InvalidArgument,

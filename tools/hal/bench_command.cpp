@@ -19,10 +19,12 @@ const char* const kSuites[] = {"stream", "thread_pool", "memory"};
 std::filesystem::path find_suite(const std::string& suite) {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
   const std::string name = "hal_bench_" + suite;
-  for (const auto& candidate : {self.parent_path() / name, self.parent_path() / ".." / "libexec" / "hal" / name})
+  for (const auto& candidate :
+       {self.parent_path() / name, self.parent_path() / ".." / "libexec" / "hal" / name})
     if (std::filesystem::exists(candidate)) return candidate;
   throw Error(ErrorCode::NotFound, "benchmark suite '" + suite + "' is not installed: " + name +
-                                       " is neither next to " + self.string() + " nor in ../libexec/hal");
+                                       " is neither next to " + self.string() +
+                                       " nor in ../libexec/hal");
 }
 
 void run(const std::string& suite, bool json, const std::vector<std::string>& extra) {
@@ -46,8 +48,9 @@ void run(const std::string& suite, bool json, const std::vector<std::string>& ex
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
-  auto* command = app.add_subcommand(
-      "bench", "Run a benchmark suite (stream, thread_pool, memory); figures are ratios to same-run baselines");
+  auto* command = app.add_subcommand("bench",
+                                     "Run a benchmark suite (stream, thread_pool, memory); figures "
+                                     "are ratios to same-run baselines");
   auto suite = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   command->add_option("suite", *suite, "stream, thread_pool or memory")->required();
