@@ -307,7 +307,8 @@ TEST_P(AllocatorSuite, RecordStreamHoldsMemoryUntilTheStreamsWorkIsDone) {
 TEST_P(AllocatorSuite, OutOfMemoryWaitsForHeldMemoryBeforeGivingUp) {
   device().set_memory_limit(24 * kMiB);
   Stream stream = device().create_stream();
-  stream.host_callback([] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
+  Gate gate;
+  stream.host_callback(gate.hold());
   {
     Buffer big = device().allocate(16 * kMiB);
     record_stream(big, stream);
@@ -315,7 +316,14 @@ TEST_P(AllocatorSuite, OutOfMemoryWaitsForHeldMemoryBeforeGivingUp) {
   device().empty_cache();  // the hold's work is not done: its segment stays
   EXPECT_EQ(stats().reserved_bytes.current, 16 * kMiB);
   const uint64_t retries = stats().num_alloc_retries;
-  Buffer next = device().allocate(20 * kMiB);  // waits for the stream, frees, retries
+  // The allocation below cannot fit beside the held 16 MiB: it must wait for the stream's work,
+  // which another thread lets go a little later.
+  std::thread opener([&gate] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    gate.open();
+  });
+  Buffer next = device().allocate(20 * kMiB);
+  opener.join();
   EXPECT_GT(stats().num_alloc_retries, retries);
   EXPECT_EQ(stats().reserved_bytes.current, 20 * kMiB);
 }
