@@ -1,24 +1,11 @@
 #include "cpu_event.hpp"
 
-#include "spin_wait.hpp"
-
 namespace hal::cpu {
 
 void CpuFence::signal() {
   signaled_at_ = std::chrono::steady_clock::now();
   done_.store(true);
-  if (waiters_.load() > 0) {
-    std::lock_guard lock(mutex_);
-    cv_.notify_all();
-  }
-}
-
-void CpuFence::wait() const {
-  if (spin_until([this] { return ready(); })) return;
-  std::unique_lock lock(mutex_);
-  waiters_.fetch_add(1);
-  cv_.wait(lock, [this] { return ready(); });
-  waiters_.fetch_sub(1);
+  signaled_.notify();
 }
 
 std::shared_ptr<HostFence> CpuEvent::fence() const {

@@ -3,27 +3,27 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 
 #include "hal/backend.hpp"
+#include "wait_point.hpp"
 
 namespace hal::cpu {
 
 class CpuFence final : public HostFence {
  public:
   void signal();
-  bool ready() const override { return done_.load(std::memory_order_acquire); }
-  void wait() const override;
+  bool ready() const override { return done_.load(); }
+  void wait() const override {
+    signaled_.wait([this] { return ready(); });
+  }
   // Valid once ready().
   std::chrono::steady_clock::time_point signaled_at() const { return signaled_at_; }
 
  private:
   std::chrono::steady_clock::time_point signaled_at_;
   std::atomic<bool> done_{false};
-  mutable std::atomic<int> waiters_{0};
-  mutable std::mutex mutex_;
-  mutable std::condition_variable cv_;
+  WaitPoint signaled_;
 };
 
 class CpuEvent final : public EventImpl {

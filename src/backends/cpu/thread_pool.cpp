@@ -1,7 +1,5 @@
 #include "thread_pool.hpp"
 
-#include "spin_wait.hpp"
-
 namespace hal::cpu {
 
 struct ThreadPool::Job {
@@ -9,10 +7,9 @@ struct ThreadPool::Job {
   size_t count;
   std::atomic<size_t> next{0};
   std::atomic<size_t> finished{0};
-  std::atomic<int> waiters{0};
-  std::mutex mutex;
-  std::condition_variable done;
-  std::exception_ptr error;  // the first, under `mutex`
+  WaitPoint done;  // the owner waits for finished == count
+  std::mutex error_mutex;
+  std::exception_ptr error;  // the first, under error_mutex
 };
 
 ThreadPool::ThreadPool(unsigned threads) {
@@ -20,11 +17,8 @@ ThreadPool::ThreadPool(unsigned threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard lock(sleep_mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
+  stopping_.store(true);
+  work_ready_.notify();
   for (auto& worker : workers_) worker.join();
 }
 
@@ -33,13 +27,10 @@ void ThreadPool::run_chunks(Job& job) {
     try {
       (*job.fn)(i);
     } catch (...) {
-      std::lock_guard lock(job.mutex);
+      std::lock_guard lock(job.error_mutex);
       if (!job.error) job.error = std::current_exception();
     }
-    if (job.finished.fetch_add(1) + 1 == job.count && job.waiters.load() > 0) {
-      std::lock_guard lock(job.mutex);
-      job.done.notify_all();
-    }
+    if (job.finished.fetch_add(1) + 1 == job.count) job.done.notify();
   }
 }
 
@@ -55,13 +46,8 @@ std::shared_ptr<ThreadPool::Job> ThreadPool::next_job() {
 
 void ThreadPool::work() {
   while (true) {
-    if (!spin_until([this] { return pending_jobs_.load(std::memory_order_acquire) > 0; })) {
-      std::unique_lock lock(sleep_mutex_);
-      sleepers_.fetch_add(1);
-      wake_.wait(lock, [this] { return stopping_ || pending_jobs_.load() > 0; });
-      sleepers_.fetch_sub(1);
-      if (stopping_ && pending_jobs_.load() == 0) return;
-    }
+    work_ready_.wait([this] { return pending_jobs_.load() > 0 || stopping_.load(); });
+    if (stopping_.load() && pending_jobs_.load() == 0) return;
     if (auto job = next_job()) run_chunks(*job);
   }
 }
@@ -80,20 +66,11 @@ void ThreadPool::parallel_for(size_t count, const std::function<void(size_t)>& f
     jobs_.push_back(job);
     pending_jobs_.fetch_add(1);
   }
-  if (sleepers_.load() > 0) {
-    std::lock_guard lock(sleep_mutex_);
-    wake_.notify_all();
-  }
+  work_ready_.notify();
   // Workers drop the job from the list once its chunks are all handed out.
   run_chunks(*job);
-  auto all_done = [&] { return job->finished.load() == count; };
-  if (!spin_until(all_done)) {
-    std::unique_lock lock(job->mutex);
-    job->waiters.fetch_add(1);
-    job->done.wait(lock, all_done);
-    job->waiters.fetch_sub(1);
-  }
-  std::lock_guard lock(job->mutex);
+  job->done.wait([&] { return job->finished.load() == count; });
+  std::lock_guard lock(job->error_mutex);
   if (job->error) std::rethrow_exception(job->error);
 }
 

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <exception>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "spin_lock.hpp"
+#include "wait_point.hpp"
 
 namespace hal::cpu {
 
@@ -44,11 +44,8 @@ class ThreadPool {
   SpinLock jobs_lock_;  // guards jobs_: held for a few instructions at a time
   std::deque<std::shared_ptr<Job>> jobs_;
   std::atomic<size_t> pending_jobs_{0};
-  // Sleeping workers: the same pairing as WorkQueue's, of pending_jobs_ and sleepers_.
-  std::mutex sleep_mutex_;
-  std::condition_variable wake_;
-  std::atomic<int> sleepers_{0};
-  bool stopping_ = false;  // under sleep_mutex_
+  WaitPoint work_ready_;  // workers wait for pending_jobs_ > 0, or stopping_
+  std::atomic<bool> stopping_{false};
   std::vector<std::thread> workers_;
 };
 

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -11,6 +10,7 @@
 
 #include "inline_task.hpp"
 #include "spin_lock.hpp"
+#include "wait_point.hpp"
 
 namespace hal::cpu {
 
@@ -37,17 +37,14 @@ class WorkQueue {
 
  private:
   void run();
-  bool sleep_until_work(uint64_t taken);
 
   SpinLock queue_lock_;      // guards tasks_
   std::vector<Task> tasks_;  // swapped with the worker's batch: no allocation once warm
-  std::mutex sleep_mutex_;   // guards the condition variables' waits, stopping_ and error_
-  std::condition_variable work_ready_;
-  std::condition_variable work_done_;
-  bool stopping_ = false;
-  std::exception_ptr error_;
-  std::atomic<bool> worker_sleeping_{false};
-  std::atomic<int> done_waiters_{0};
+  WaitPoint work_ready_;     // the worker waits for pushed_ > taken, or stopping_
+  WaitPoint work_done_;      // waiters wait for completed_ to reach their ticket
+  std::atomic<bool> stopping_{false};
+  std::mutex error_mutex_;
+  std::exception_ptr error_;  // under error_mutex_
   // Apart, on their own cache lines: producers write `pushed_`, the worker `completed_`.
   alignas(64) std::atomic<uint64_t> pushed_{0};
   alignas(64) std::atomic<uint64_t> completed_{0};
