@@ -54,6 +54,7 @@ class Registry {
   struct Entry;
   Entry& probed(Entry& entry);
   DeviceSelector current_selector();
+  std::vector<Device> visible(const DeviceSelector& selector);  // lock held
 
   std::mutex mutex_;
   std::vector<std::unique_ptr<Entry>> entries_;

@@ -271,14 +271,7 @@ void CachingAllocator::release(Block* block) {
 size_t CachingAllocator::release_cached() {
   const size_t released = release_segments();
   // Falling below a threshold re-arms its callback.
-  const uint64_t denominator =
-      config_.limit_bytes ? config_.limit_bytes : device_.info().memory_total.bytes;
-  if (denominator > 0) {
-    const double used =
-        static_cast<double>(stats_.reserved_bytes.current) / static_cast<double>(denominator);
-    if (used < config_.critical_fraction) pressure_level_ = std::min(pressure_level_, 1);
-    if (used < config_.warning_fraction) pressure_level_ = 0;
-  }
+  pressure_level_ = std::min(pressure_level_, current_pressure_level());
   return released;
 }
 
@@ -302,18 +295,26 @@ size_t CachingAllocator::release_segments() {
   return released;
 }
 
-void CachingAllocator::update_pressure(Pending& pending) {
-  const uint64_t denominator =
-      config_.limit_bytes ? config_.limit_bytes : device_.info().memory_total.bytes;
-  if (denominator == 0 || callbacks_.empty()) return;
+uint64_t CachingAllocator::pressure_limit() const {
+  return config_.limit_bytes ? config_.limit_bytes : device_.info().memory_total.bytes;
+}
+
+int CachingAllocator::current_pressure_level() const {
+  const uint64_t limit = pressure_limit();
+  if (limit == 0) return 0;
   const double used =
-      static_cast<double>(stats_.reserved_bytes.current) / static_cast<double>(denominator);
-  int level = used >= config_.critical_fraction ? 2 : used >= config_.warning_fraction ? 1 : 0;
+      static_cast<double>(stats_.reserved_bytes.current) / static_cast<double>(limit);
+  return used >= config_.critical_fraction ? 2 : used >= config_.warning_fraction ? 1 : 0;
+}
+
+void CachingAllocator::update_pressure(Pending& pending) {
+  if (callbacks_.empty()) return;
+  const int level = current_pressure_level();
   if (level <= pressure_level_) return;
   for (int crossed = pressure_level_ + 1; crossed <= level; ++crossed) {
     MemoryPressureEvent event{device_.info().id, kind_,
                               crossed == 2 ? MemoryPressure::critical : MemoryPressure::warning,
-                              stats_.reserved_bytes.current, denominator};
+                              stats_.reserved_bytes.current, pressure_limit()};
     for (auto& [id, callback] : callbacks_) pending.calls.emplace_back(callback, event);
   }
   pressure_level_ = level;

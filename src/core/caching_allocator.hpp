@@ -97,6 +97,8 @@ class CachingAllocator final : public Allocator,
   size_t release_cached();    // returns bytes released; lock held
   size_t release_segments();  // the same without touching the device
   void update_pressure(Pending& pending);
+  uint64_t pressure_limit() const;     // the limit, or the device's memory when none is set
+  int current_pressure_level() const;  // 0 below warning, 1 from warning, 2 from critical
   [[noreturn]] void throw_out_of_memory(size_t bytes, size_t segment_bytes, const std::string& why);
   FreeBlocks& pool_of(const Segment& segment) { return segment.small ? small_free_ : large_free_; }
 

@@ -7,6 +7,7 @@
 #include "builtin_backends.hpp"
 #include "hal/backend.hpp"
 #include "hal/log.hpp"
+#include "text.hpp"
 
 namespace hal {
 
@@ -21,12 +22,6 @@ struct Registry::Entry {
 };
 
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string id_list(const std::vector<Device>& devices) {
   std::string list;
@@ -132,9 +127,7 @@ std::vector<Device> Registry::all_devices() {
   return devices;
 }
 
-std::vector<Device> Registry::devices() {
-  std::lock_guard lock(mutex_);
-  const DeviceSelector selector = current_selector();
+std::vector<Device> Registry::visible(const DeviceSelector& selector) {
   std::vector<Device> devices;
   for (auto& entry : entries_)
     for (const Device& device : probed(*entry).devices)
@@ -142,14 +135,16 @@ std::vector<Device> Registry::devices() {
   return devices;
 }
 
+std::vector<Device> Registry::devices() {
+  std::lock_guard lock(mutex_);
+  return visible(current_selector());
+}
+
 Device Registry::device(std::string_view id_or_uuid) {
-  const std::string wanted = lower(id_or_uuid);
+  const std::string wanted = detail::to_lower(id_or_uuid);
   std::lock_guard lock(mutex_);
   const DeviceSelector selector = current_selector();
-  std::vector<Device> visible;
-  for (auto& entry : entries_)
-    for (const Device& device : probed(*entry).devices)
-      if (selector.matches(device.info())) visible.push_back(device);
+  const std::vector<Device> shown = visible(selector);
 
   for (auto& entry : entries_) {
     for (const Device& device : entry->devices) {
@@ -157,7 +152,7 @@ Device Registry::device(std::string_view id_or_uuid) {
       if (!selector.matches(device.info()))
         throw Error(ErrorCode::NotFound, "device " + device.id() +
                                              " is hidden by the device selector '" +
-                                             selector.text() + "'; visible: " + id_list(visible));
+                                             selector.text() + "'; visible: " + id_list(shown));
       return device;
     }
   }
@@ -171,14 +166,10 @@ Device Registry::device(std::string_view id_or_uuid) {
                                              backend + " is unavailable (" + entry->reason + ")");
   } else if (wanted.size() >= 4) {
     std::vector<Device> matches;
-    auto hex = [](std::string_view text) {
-      std::string out;
-      for (char c : text)
-        if (c != '-') out += c;
-      return out;
-    };
-    for (const Device& device : visible)
-      if (hex(lower(device.info().uuid)).starts_with(hex(wanted))) matches.push_back(device);
+    const std::string prefix = detail::without_dashes(wanted);
+    for (const Device& device : shown)
+      if (detail::without_dashes(detail::to_lower(device.info().uuid)).starts_with(prefix))
+        matches.push_back(device);
     if (matches.size() == 1) return matches.front();
     if (matches.size() > 1)
       throw Error(ErrorCode::InvalidArgument, "UUID prefix '" + std::string(id_or_uuid) +
@@ -186,16 +177,13 @@ Device Registry::device(std::string_view id_or_uuid) {
   }
   throw Error(ErrorCode::NotFound,
               "no device '" + std::string(id_or_uuid) +
-                  "'; expected an id like 'cpu:0' or a UUID prefix; visible: " + id_list(visible));
+                  "'; expected an id like 'cpu:0' or a UUID prefix; visible: " + id_list(shown));
 }
 
 void Registry::register_backend(std::shared_ptr<Backend> backend) {
   if (!backend) throw Error(ErrorCode::InvalidArgument, "register_backend: null backend");
-  const std::string name = lower(backend->name());
-  const bool name_ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
-  if (!name_ok || name != backend->name())
+  const std::string name = detail::to_lower(backend->name());
+  if (!detail::is_backend_name(name) || name != backend->name())
     throw Error(ErrorCode::InvalidArgument, "register_backend: backend name '" + backend->name() +
                                                 "' must be lower-case letters, digits and '_'");
   std::lock_guard lock(mutex_);

@@ -4,23 +4,14 @@
 #include <cctype>
 
 #include "hal/error.hpp"
+#include "text.hpp"
 
 namespace hal {
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
-    text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-    text.remove_suffix(1);
-  return text;
-}
+using detail::to_lower;
+using detail::trim;
+using detail::without_dashes;
 
 std::vector<std::string_view> split(std::string_view text, char separator) {
   std::vector<std::string_view> parts;
@@ -42,13 +33,6 @@ bool all_of(std::string_view text, int (*predicate)(int)) {
 uint64_t device_index(const DeviceInfo& info) {
   const size_t colon = info.id.find(':');
   return colon == std::string::npos ? 0 : std::stoull(info.id.substr(colon + 1));
-}
-
-std::string strip_dashes(std::string_view text) {
-  std::string out;
-  for (char c : text)
-    if (c != '-') out += c;
-  return out;
 }
 
 }  // namespace
@@ -75,18 +59,13 @@ DeviceSelector DeviceSelector::parse(std::string_view text) {
     const size_t colon = term_text.find(':');
     if (colon == std::string_view::npos)
       throw fail("term '" + std::string(term_text) + "' has no ':' between backend and devices");
-    term.backend = lower(trim(term_text.substr(0, colon)));
-    const bool name_ok =
-        term.backend == "*" ||
-        (!term.backend.empty() && std::all_of(term.backend.begin(), term.backend.end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-        }));
-    if (!name_ok)
+    term.backend = to_lower(trim(term_text.substr(0, colon)));
+    if (term.backend != "*" && !detail::is_backend_name(term.backend))
       throw fail("term '" + std::string(term_text) + "' names backend '" + term.backend +
                  "'; a backend is a name such as 'cuda', or '*'");
 
     for (std::string_view raw_device : split(term_text.substr(colon + 1), ',')) {
-      const std::string token = lower(trim(raw_device));
+      const std::string token = to_lower(trim(raw_device));
       DeviceTerm device;
       if (token == "*") {
         device.kind = DeviceTerm::Kind::any;
@@ -99,7 +78,7 @@ DeviceSelector DeviceSelector::parse(std::string_view text) {
         device.device_kind = token == "cpu"   ? DeviceKind::cpu
                              : token == "gpu" ? DeviceKind::gpu
                                               : DeviceKind::accelerator;
-      } else if (const std::string hex = strip_dashes(token);
+      } else if (const std::string hex = without_dashes(token);
                  all_of(hex, &isxdigit) && hex.size() >= 4) {
         device.kind = DeviceTerm::Kind::uuid_prefix;
         device.uuid_prefix = hex;
@@ -116,7 +95,7 @@ DeviceSelector DeviceSelector::parse(std::string_view text) {
 }
 
 bool DeviceSelector::term_matches(const Term& term, const DeviceInfo& info) {
-  if (term.backend != "*" && term.backend != lower(info.backend())) return false;
+  if (term.backend != "*" && term.backend != to_lower(info.backend())) return false;
   for (const DeviceTerm& device : term.devices) {
     switch (device.kind) {
       case DeviceTerm::Kind::any:
@@ -128,7 +107,7 @@ bool DeviceSelector::term_matches(const Term& term, const DeviceInfo& info) {
         if (info.kind == device.device_kind) return true;
         break;
       case DeviceTerm::Kind::uuid_prefix:
-        if (strip_dashes(lower(info.uuid)).starts_with(device.uuid_prefix)) return true;
+        if (without_dashes(to_lower(info.uuid)).starts_with(device.uuid_prefix)) return true;
         break;
     }
   }

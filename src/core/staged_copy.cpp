@@ -35,7 +35,8 @@ char* host_address(const BufferPtr& buffer, size_t offset) {
   return base ? base + offset : nullptr;
 }
 
-// Blocking reads and writes of a buffer of any device, for use inside host callbacks.
+}  // namespace
+
 void read_now(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
   if (const char* host = host_address(src, src_offset)) {
     std::memcpy(dst, host, bytes);
@@ -55,8 +56,6 @@ void write_now(const BufferPtr& dst, size_t dst_offset, const void* src, size_t 
   stream->copy_from_host(dst, dst_offset, src, bytes);
   stream->synchronize();
 }
-
-}  // namespace
 
 void enqueue_staged_copy(StreamImpl& stream, const BufferPtr& dst, size_t dst_offset,
                          const BufferPtr& src, size_t src_offset, size_t bytes) {

@@ -64,12 +64,9 @@ void Stream::copy_from_host(const Buffer& dst, const void* src, size_t bytes, si
     stream.copy_from_host(target, dst_offset, src, bytes);
     return;
   }
-  // A buffer of another device: that device's transfer stream does it, in this stream's order.
-  stream.host_callback([target, dst_offset, src, bytes] {
-    auto transfer = target->device().transfer_stream();
-    transfer->copy_from_host(target, dst_offset, src, bytes);
-    transfer->synchronize();
-  });
+  // A buffer of another device: written in this stream's order, from a host callback.
+  stream.host_callback(
+      [target, dst_offset, src, bytes] { detail::write_now(target, dst_offset, src, bytes); });
 }
 
 void Stream::copy_to_host(void* dst, const Buffer& src, size_t bytes, size_t src_offset) {
@@ -82,11 +79,8 @@ void Stream::copy_to_host(void* dst, const Buffer& src, size_t bytes, size_t src
     stream.copy_to_host(dst, source, src_offset, bytes);
     return;
   }
-  stream.host_callback([source, src_offset, dst, bytes] {
-    auto transfer = source->device().transfer_stream();
-    transfer->copy_to_host(dst, source, src_offset, bytes);
-    transfer->synchronize();
-  });
+  stream.host_callback(
+      [source, src_offset, dst, bytes] { detail::read_now(dst, source, src_offset, bytes); });
 }
 
 void Stream::copy(const Buffer& dst, const Buffer& src, size_t bytes, size_t dst_offset,

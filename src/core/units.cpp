@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "text.hpp"
+
 namespace hal {
 
 std::string format_bytes(uint64_t bytes) {
@@ -24,10 +26,7 @@ std::string format_bytes(uint64_t bytes) {
 }
 
 std::optional<uint64_t> parse_bytes(std::string_view text) noexcept {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
-    text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-    text.remove_suffix(1);
+  text = detail::trim(text);
   double number = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
   if (error != std::errc() || number < 0 || !std::isfinite(number)) return std::nullopt;
