@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,9 @@ class CachingAllocator;
 
 // Throws Unsupported: "<device> does not support <what>".
 [[noreturn]] void throw_unsupported(const DeviceImpl& device, std::string_view what);
+// Throws AsyncFailure for `failure`, an exception that work enqueued on a stream of `device`
+// threw while it ran: what StreamImpl::synchronize reports.
+[[noreturn]] void throw_async_failure(const DeviceImpl& device, std::exception_ptr failure);
 
 class BufferImpl {
  public:

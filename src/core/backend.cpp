@@ -9,6 +9,17 @@ void throw_unsupported(const DeviceImpl& device, std::string_view what) {
   throw Error(ErrorCode::Unsupported, device.info().id + " does not support " + std::string(what));
 }
 
+void throw_async_failure(const DeviceImpl& device, std::exception_ptr failure) {
+  const std::string where = "work enqueued on a stream of " + device.info().id;
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::exception& error) {
+    throw Error(ErrorCode::AsyncFailure, where + " failed: " + error.what());
+  } catch (...) {
+    throw Error(ErrorCode::AsyncFailure, where + " threw a non-standard exception");
+  }
+}
+
 double EventImpl::elapsed_ms_since(const EventImpl&) const {
   throw_unsupported(device(), "event timing");
 }

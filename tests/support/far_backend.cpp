@@ -66,13 +66,7 @@ class FarStream final : public StreamImpl {
   }
   void synchronize() override {
     queue_.wait_all();
-    if (auto error = queue_.take_error()) {
-      try {
-        std::rethrow_exception(error);
-      } catch (const std::exception& failure) {
-        throw Error(ErrorCode::AsyncFailure, device_->info().id + ": " + failure.what());
-      }
-    }
+    if (auto error = queue_.take_error()) throw_async_failure(*device_, error);
   }
   bool query() override { return queue_.idle(); }
 

@@ -78,17 +78,7 @@ void CpuStream::wait(EventImpl& event) {
 
 void CpuStream::synchronize() {
   queue_.wait_all();
-  if (auto error = queue_.take_error()) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& failure) {
-      throw Error(ErrorCode::AsyncFailure, "work enqueued on a stream of " + device_->info().id +
-                                               " failed: " + failure.what());
-    } catch (...) {
-      throw Error(ErrorCode::AsyncFailure, "work enqueued on a stream of " + device_->info().id +
-                                               " threw a non-standard exception");
-    }
-  }
+  if (auto error = queue_.take_error()) throw_async_failure(*device_, error);
 }
 
 }  // namespace hal::cpu
