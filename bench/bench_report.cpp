@@ -74,45 +74,36 @@ int run_suite(int argc, char** argv, const std::string& suite, const std::string
   benchmark::Shutdown();
 
   const auto& medians = reporter.medians();
-  nlohmann::ordered_json results = nlohmann::ordered_json::array();
-  if (!json)
-    std::printf("\n%-28s %12s  %-28s %12s %8s  %s\n", "figure", "hal", "baseline", "", "ratio",
-                "goal");
+  std::vector<Figure> figures;
   for (const Comparison& c : comparisons) {
     auto ours = medians.find(c.benchmark);
     auto base = medians.find(c.baseline);
     if (ours == medians.end() || base == medians.end()) continue;  // filtered out
-    const double ratio = ours->second / base->second;
-    if (json) {
-      results.push_back({{"name", c.name},
-                         {"value", ours->second},
-                         {"unit", "ns"},
-                         {"baseline", c.baseline},
-                         {"baseline_value", base->second},
-                         {"ratio", ratio},
-                         {"better", "lower"},
-                         {"goal", c.goal}});
-    } else {
-      std::printf("%-28s %9.1f ns  %-28s %9.1f ns %8.3f  %s\n", c.name.c_str(), ours->second,
-                  c.baseline.c_str(), base->second, ratio, c.goal.c_str());
-    }
+    figures.push_back({c.name, ours->second, "ns", c.baseline, base->second,
+                       ours->second / base->second, "lower", c.goal});
   }
-  if (measure) {
-    for (const Figure& f : measure()) {
-      if (json) {
-        results.push_back({{"name", f.name},
-                           {"value", f.value},
-                           {"unit", f.unit},
-                           {"baseline", f.baseline},
-                           {"baseline_value", f.baseline_value},
-                           {"ratio", f.ratio},
-                           {"better", f.better},
-                           {"goal", f.goal}});
-      } else {
-        std::printf("%-28s %9.4g %-2s  %-28s %9.4g %-2s %8.3f  %s\n", f.name.c_str(), f.value,
-                    f.unit.c_str(), f.baseline.c_str(), f.baseline_value, f.unit.c_str(), f.ratio,
-                    f.goal.c_str());
-      }
+  if (measure)
+    for (Figure& figure : measure()) figures.push_back(std::move(figure));
+
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  if (!json)
+    std::printf("\n%-28s %12s  %-28s %12s %8s  %s\n", "figure", "hal", "baseline", "", "ratio",
+                "goal");
+  for (const Figure& f : figures) {
+    if (json) {
+      results.push_back({{"name", f.name},
+                         {"value", f.value},
+                         {"unit", f.unit},
+                         {"baseline", f.baseline},
+                         {"baseline_value", f.baseline_value},
+                         {"ratio", f.ratio},
+                         {"better", f.better},
+                         {"goal", f.goal}});
+    } else {
+      const char* format = f.unit == "ns" ? "%-28s %9.1f %-3s %-28s %9.1f %-3s %7.3f  %s\n"
+                                          : "%-28s %9.4g %-3s %-28s %9.4g %-3s %7.3f  %s\n";
+      std::printf(format, f.name.c_str(), f.value, f.unit.c_str(), f.baseline.c_str(),
+                  f.baseline_value, f.unit.c_str(), f.ratio, f.goal.c_str());
     }
   }
   if (json)
