@@ -84,11 +84,6 @@ void CachingAllocator::hold_until(BufferPtr buffer, std::shared_ptr<HostFence> f
   hold_count_.store(holds_.size());
 }
 
-size_t CachingAllocator::holds() const {
-  std::lock_guard lock(mutex_);
-  return holds_.size();
-}
-
 size_t CachingAllocator::drop_holds(bool wait) {
   std::vector<Hold> dropped;
   {

@@ -56,7 +56,6 @@ class CachingAllocator final : public Allocator,
   // Keeps `buffer` alive until `fence` is ready (record_stream). Holds whose fence is ready are
   // dropped at the next allocation; when memory runs out, all are waited for and dropped.
   void hold_until(BufferPtr buffer, std::shared_ptr<HostFence> fence);
-  size_t holds() const;
   // Drops the holds whose fences are ready (all, waiting for them, when `wait`); returns how
   // many. Takes the lock itself: dropping a buffer returns its block, which needs it.
   size_t drop_holds(bool wait);
