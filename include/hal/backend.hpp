@@ -13,6 +13,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "hal/buffer.hpp"
@@ -90,12 +91,22 @@ class EventImpl {
 
 class KernelImpl {
  public:
-  explicit KernelImpl(std::string name) : name_(std::move(name)) {}
+  // `device`: the device a compiled kernel runs on; nullptr for host kernels.
+  explicit KernelImpl(std::string name, const DeviceImpl* device = nullptr)
+      : name_(std::move(name)), device_(device) {}
   virtual ~KernelImpl() = default;
   const std::string& name() const { return name_; }
+  const DeviceImpl* device() const { return device_; }
 
  private:
   std::string name_;
+  const DeviceImpl* device_;
+};
+
+// What DeviceImpl::compile returns: the kernel and whether the disk cache supplied it.
+struct CompiledKernel {
+  std::shared_ptr<KernelImpl> kernel;
+  bool from_disk_cache = false;
 };
 
 // A kernel made from a C++ callable (hal::host_kernel).
@@ -147,6 +158,9 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   virtual bool supports(MemoryKind kind) const { return kind == MemoryKind::device; }
   virtual std::shared_ptr<StreamImpl> create_stream() = 0;
   virtual std::shared_ptr<EventImpl> create_event() = 0;
+  // Compiles `source` (name and code not empty). Throws CompileFailed with the build log, or
+  // Unsupported for a language the backend does not compile.
+  virtual CompiledKernel compile(const KernelSource& source, const CompileOptions& options);
 
   // A stream of this device that hal uses for staged copies between backends.
   std::shared_ptr<StreamImpl> transfer_stream();
@@ -158,7 +172,14 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   // at exit, since both hold the device and would otherwise keep it alive forever.
   void shutdown();
 
+  // Kernels compiled earlier in this process, by source and options (Device::compile).
+  std::shared_ptr<KernelImpl> cached_kernel(const std::string& key) const;
+  void cache_kernel(const std::string& key, std::shared_ptr<KernelImpl> kernel);
+  void clear_kernel_cache();
+
  private:
+  mutable std::mutex kernels_mutex_;
+  std::unordered_map<std::string, std::shared_ptr<KernelImpl>> kernels_;
   std::once_flag transfer_once_;
   std::shared_ptr<StreamImpl> transfer_stream_;
   std::array<std::shared_ptr<detail::CachingAllocator>, 3> allocators_;  // made by the constructor

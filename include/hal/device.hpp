@@ -8,6 +8,7 @@
 #include "hal/buffer.hpp"
 #include "hal/device_info.hpp"
 #include "hal/event.hpp"
+#include "hal/kernel.hpp"
 #include "hal/stream.hpp"
 
 namespace hal {
@@ -55,6 +56,13 @@ class Device {
   void remove_memory_pressure_callback(uint64_t id, MemoryKind kind = MemoryKind::device) const;
   Stream create_stream() const;
   Event create_event() const;
+
+  // Compiles a kernel for this device, or returns it from the kernel caches (see
+  // Kernel::origin). Throws CompileFailed with the compiler's log, the kernel's name and the
+  // device; Unsupported where the device compiles no kernels of that language.
+  Kernel compile(const KernelSource& source, const CompileOptions& options = {}) const;
+  // Forgets the kernels compiled so far in this process (the on-disk cache stays).
+  void clear_kernel_cache() const;
 
   explicit operator bool() const { return impl_ != nullptr; }
   bool operator==(const Device& other) const { return impl_ == other.impl_; }

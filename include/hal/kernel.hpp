@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -105,19 +106,52 @@ struct KernelChunk {
 
 using HostKernelFn = std::function<void(const KernelChunk&)>;
 
+// The language of a kernel's source. `portable` is hal's kernel dialect: C with a prelude
+// that each backend maps onto its own compiler:
+//   KERNEL           marks an entry point:  KERNEL void scale(GLOBAL float* x, float a, int n)
+//   GLOBAL           a pointer into device memory (a buffer argument)
+//   SHARED           work-group shared memory, for arrays declared in the kernel
+//   DEVICE_FN        a helper function callable from kernels
+//   global_id(d) local_id(d) group_id(d)  indices in dimension d (0 = x)
+//   global_size(d) local_size(d) num_groups(d)
+//   barrier()        synchronises the work group, for shared and global memory
+// Launches may run whole work groups past `global`, so kernels check their bounds.
+enum class KernelLanguage : uint8_t { portable, opencl_c, cuda };
+std::string_view to_string(KernelLanguage language) noexcept;
+
+struct KernelSource {
+  std::string name;  // the entry point to return
+  std::string code;
+  KernelLanguage language = KernelLanguage::portable;
+};
+
+struct CompileOptions {
+  std::vector<std::string> defines;  // "NAME" or "NAME=VALUE", passed as -D
+  std::string flags;                 // appended to the native compiler's options
+  bool disk_cache = true;            // read and write the on-disk cache under HAL_CACHE_DIR
+};
+
+// Where a compiled kernel came from: the compiler, the on-disk cache, or the device's
+// in-memory cache of kernels compiled earlier in this process.
+enum class KernelOrigin : uint8_t { host, compiled, disk_cache, memory_cache };
+std::string_view to_string(KernelOrigin origin) noexcept;
+
 class KernelImpl;
 
 class Kernel {
  public:
   Kernel() = default;
-  explicit Kernel(std::shared_ptr<KernelImpl> impl) : impl_(std::move(impl)) {}
+  explicit Kernel(std::shared_ptr<KernelImpl> impl, KernelOrigin origin = KernelOrigin::host)
+      : impl_(std::move(impl)), origin_(origin) {}
 
   const std::string& name() const;
+  KernelOrigin origin() const { return origin_; }
   explicit operator bool() const { return impl_ != nullptr; }
   const std::shared_ptr<KernelImpl>& impl() const { return impl_; }
 
  private:
   std::shared_ptr<KernelImpl> impl_;
+  KernelOrigin origin_ = KernelOrigin::host;
 };
 
 Kernel make_host_kernel(std::string name, HostKernelFn fn);

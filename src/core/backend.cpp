@@ -29,6 +29,27 @@ void StreamImpl::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchC
   throw_unsupported(device(), "launching kernel '" + kernel->name() + "'");
 }
 
+CompiledKernel DeviceImpl::compile(const KernelSource& source, const CompileOptions&) {
+  throw_unsupported(*this, "compiling kernels (" + std::string(to_string(source.language)) +
+                               " kernel '" + source.name + "')");
+}
+
+std::shared_ptr<KernelImpl> DeviceImpl::cached_kernel(const std::string& key) const {
+  std::lock_guard lock(kernels_mutex_);
+  auto found = kernels_.find(key);
+  return found == kernels_.end() ? nullptr : found->second;
+}
+
+void DeviceImpl::cache_kernel(const std::string& key, std::shared_ptr<KernelImpl> kernel) {
+  std::lock_guard lock(kernels_mutex_);
+  kernels_.emplace(key, std::move(kernel));
+}
+
+void DeviceImpl::clear_kernel_cache() {
+  std::lock_guard lock(kernels_mutex_);
+  kernels_.clear();
+}
+
 std::shared_ptr<StreamImpl> DeviceImpl::transfer_stream() {
   std::call_once(transfer_once_, [this] { transfer_stream_ = create_stream(); });
   return transfer_stream_;
@@ -49,6 +70,7 @@ void DeviceImpl::shutdown() {
     allocator->empty_cache();
   }
   transfer_stream_.reset();
+  clear_kernel_cache();
 }
 
 }  // namespace hal

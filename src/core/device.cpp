@@ -15,6 +15,25 @@ DeviceImpl& checked(const std::shared_ptr<DeviceImpl>& impl) {
   return *impl;
 }
 
+// Everything that changes the compiled result, separated by characters no part contains.
+std::string memory_key(const KernelSource& source, const CompileOptions& options) {
+  std::string key;
+  key.reserve(source.code.size() + source.name.size() + options.flags.size() + 32);
+  key += to_string(source.language);
+  key += '\0';
+  key += source.name;
+  key += '\0';
+  for (const std::string& define : options.defines) {
+    key += define;
+    key += '\1';
+  }
+  key += '\0';
+  key += options.flags;
+  key += '\0';
+  key += source.code;
+  return key;
+}
+
 }  // namespace
 
 const std::string& Device::id() const { return checked(impl_).info().id; }
@@ -107,5 +126,28 @@ void Device::remove_memory_pressure_callback(uint64_t id, MemoryKind kind) const
 
 Stream Device::create_stream() const { return Stream(checked(impl_).create_stream()); }
 Event Device::create_event() const { return Event(checked(impl_).create_event()); }
+
+Kernel Device::compile(const KernelSource& source, const CompileOptions& options) const {
+  DeviceImpl& device = checked(impl_);
+  const std::string where = "compile of " + std::string(to_string(source.language)) +
+                            " kernel '" + source.name + "' for " + device.info().id;
+  if (source.name.empty())
+    throw Error(ErrorCode::InvalidArgument, where + ": the kernel has no name (entry point)");
+  if (source.code.empty()) throw Error(ErrorCode::InvalidArgument, where + ": the source is empty");
+  for (const std::string& define : options.defines)
+    if (define.empty() || define.front() == '=' ||
+        define.find_first_of(" \t\n\"'") != std::string::npos)
+      throw Error(ErrorCode::InvalidArgument,
+                  where + ": define '" + define + "' is not NAME or NAME=VALUE without spaces");
+
+  const std::string key = memory_key(source, options);
+  if (auto kernel = device.cached_kernel(key)) return Kernel(kernel, KernelOrigin::memory_cache);
+  CompiledKernel compiled = device.compile(source, options);
+  device.cache_kernel(key, compiled.kernel);
+  return Kernel(std::move(compiled.kernel),
+                compiled.from_disk_cache ? KernelOrigin::disk_cache : KernelOrigin::compiled);
+}
+
+void Device::clear_kernel_cache() const { checked(impl_).clear_kernel_cache(); }
 
 }  // namespace hal

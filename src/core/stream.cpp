@@ -138,6 +138,9 @@ void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
   if (host_kernel && !info.has_feature(feature::kHostKernels))
     throw Error(ErrorCode::Unsupported,
                 what() + ": a host (C++) kernel, and " + info.id + " runs only compiled kernels");
+  if (const DeviceImpl* home = kernel.impl()->device(); home && home != &stream.device())
+    throw Error(ErrorCode::InvalidArgument, what() + ": the kernel was compiled for " +
+                                                home->info().id + "; compile it for " + info.id);
   uint64_t total = 1;
   for (uint64_t extent : config.global) {
     if (extent == 0)

@@ -1,11 +1,11 @@
-#include "work_queue.hpp"
+#include "host/work_queue.hpp"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
-namespace hal::cpu {
+namespace hal::host {
 namespace {
 
 TEST(WorkQueue, RunsTasksInPushOrderOnOneThread) {
@@ -88,4 +88,4 @@ TEST(WorkQueue, DestructorRunsWhatIsQueued) {
 }
 
 }  // namespace
-}  // namespace hal::cpu
+}  // namespace hal::host

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "cpu/cpu_event.hpp"
-#include "cpu/work_queue.hpp"
+#include "host/work_queue.hpp"
 #include "hal/backend.hpp"
 #include "hal/registry.hpp"
 
@@ -72,7 +72,7 @@ class FarStream final : public StreamImpl {
 
  private:
   std::shared_ptr<DeviceImpl> device_;
-  cpu::WorkQueue queue_;
+  host::WorkQueue queue_;
 };
 
 class FarDevice final : public DeviceImpl {

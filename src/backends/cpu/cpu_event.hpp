@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "hal/backend.hpp"
-#include "wait_point.hpp"
+#include "host/wait_point.hpp"
 
 namespace hal::cpu {
 
@@ -23,7 +23,7 @@ class CpuFence final : public HostFence {
  private:
   std::chrono::steady_clock::time_point signaled_at_;
   std::atomic<bool> done_{false};
-  WaitPoint signaled_;
+  host::WaitPoint signaled_;
 };
 
 class CpuEvent final : public EventImpl {

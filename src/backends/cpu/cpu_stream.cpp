@@ -61,7 +61,7 @@ void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchCo
   // `this` outlives the task: the destructor drains the queue before the members go.
   auto task = [this, host = std::static_pointer_cast<HostKernelImpl>(kernel), config,
                held = KernelArgList(args)] { run_host_kernel(*pool_, *host, config, held.view()); };
-  static_assert(InlineTask::kFitsInline<decltype(task)>, "a launch should not allocate");
+  static_assert(host::InlineTask::kFitsInline<decltype(task)>, "a launch should not allocate");
   queue_.push(std::move(task));
 }
 

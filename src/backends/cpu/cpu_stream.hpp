@@ -3,7 +3,7 @@
 
 #include "hal/backend.hpp"
 #include "thread_pool.hpp"
-#include "work_queue.hpp"
+#include "host/work_queue.hpp"
 
 namespace hal::cpu {
 
@@ -31,7 +31,7 @@ class CpuStream final : public StreamImpl {
  private:
   std::shared_ptr<DeviceImpl> device_;
   std::shared_ptr<ThreadPool> pool_;
-  WorkQueue queue_;  // last: its destructor drains work that uses the members above
+  host::WorkQueue queue_;  // last: its destructor drains work that uses the members above
 };
 
 // Runs a host kernel over its whole range, in parallel on `pool` when the range is large.

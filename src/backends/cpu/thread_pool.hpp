@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "spin_lock.hpp"
-#include "wait_point.hpp"
+#include "host/spin_lock.hpp"
+#include "host/wait_point.hpp"
 
 namespace hal::cpu {
 
@@ -41,10 +41,10 @@ class ThreadPool {
 
   std::shared_ptr<Job> next_job();
 
-  SpinLock jobs_lock_;  // guards jobs_: held for a few instructions at a time
+  host::SpinLock jobs_lock_;  // guards jobs_: held for a few instructions at a time
   std::deque<std::shared_ptr<Job>> jobs_;
   std::atomic<size_t> pending_jobs_{0};
-  WaitPoint work_ready_;  // workers wait for pending_jobs_ > 0, or stopping_
+  host::WaitPoint work_ready_;  // workers wait for pending_jobs_ > 0, or stopping_
   std::atomic<bool> stopping_{false};
   std::vector<std::thread> workers_;
 };

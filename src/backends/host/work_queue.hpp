@@ -12,7 +12,7 @@
 #include "spin_lock.hpp"
 #include "wait_point.hpp"
 
-namespace hal::cpu {
+namespace hal::host {
 
 // Tasks run one after another in push order. A task that throws does not stop the queue: the
 // first exception is kept for take_error(). Thread-safe.
@@ -51,4 +51,4 @@ class WorkQueue {
   std::thread thread_;  // last: starts after every other member exists
 };
 
-}  // namespace hal::cpu
+}  // namespace hal::host

@@ -13,7 +13,7 @@
 
 #include "spin_wait.hpp"
 
-namespace hal::cpu {
+namespace hal::host {
 
 class WaitPoint {
  public:
@@ -39,4 +39,4 @@ class WaitPoint {
   mutable std::atomic<int> sleepers_{0};
 };
 
-}  // namespace hal::cpu
+}  // namespace hal::host

@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace hal::cpu {
+namespace hal::host {
 
 template <class F, class Self>
 concept TaskCallable =
@@ -84,4 +84,4 @@ class InlineTask {
   const Ops* ops_ = nullptr;
 };
 
-}  // namespace hal::cpu
+}  // namespace hal::host

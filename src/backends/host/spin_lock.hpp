@@ -6,7 +6,7 @@
 
 #include "spin_wait.hpp"
 
-namespace hal::cpu {
+namespace hal::host {
 
 class SpinLock {
  public:
@@ -26,4 +26,4 @@ class SpinLock {
   std::atomic<bool> locked_{false};
 };
 
-}  // namespace hal::cpu
+}  // namespace hal::host

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace hal::cpu {
+namespace hal::host {
 
 WorkQueue::WorkQueue() : thread_([this] { run(); }) {}
 
@@ -59,4 +59,4 @@ void WorkQueue::run() {
   }
 }
 
-}  // namespace hal::cpu
+}  // namespace hal::host

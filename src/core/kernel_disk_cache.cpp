@@ -1,0 +1,137 @@
+#include "kernel_disk_cache.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "hal/log.hpp"
+#include "hash.hpp"
+
+namespace hal::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kMagic[8] = {'H', 'A', 'L', 'K', 'C', '0', '0', '1'};
+
+std::string hex64(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+void put_u64(std::string& out, uint64_t value) {
+  for (int i = 0; i < 8; ++i) out += static_cast<char>((value >> (8 * i)) & 0xff);
+}
+
+// Reads a little-endian u64 at `at`, advancing it; false when the data ends first.
+bool get_u64(const std::string& data, size_t& at, uint64_t& value) {
+  if (data.size() - at < 8) return false;
+  value = 0;
+  for (int i = 0; i < 8; ++i)
+    value |= static_cast<uint64_t>(static_cast<unsigned char>(data[at + i])) << (8 * i);
+  at += 8;
+  return true;
+}
+
+const char* env(const char* name) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : nullptr;
+}
+
+}  // namespace
+
+fs::path cache_root() {
+  if (const char* dir = env("HAL_CACHE_DIR")) return dir;
+  if (const char* xdg = env("XDG_CACHE_HOME")) return fs::path(xdg) / "hal";
+  if (const char* home = env("HOME")) return fs::path(home) / ".cache" / "hal";
+  return {};
+}
+
+KernelDiskCache::KernelDiskCache(std::string backend)
+    : KernelDiskCache(std::move(backend), cache_root()) {}
+
+KernelDiskCache::KernelDiskCache(std::string backend, fs::path root) : backend_(std::move(backend)) {
+  if (!root.empty()) directory_ = root / "kernels" / backend_;
+}
+
+fs::path KernelDiskCache::entry_path(std::string_view key) const {
+  return directory_ / (hex64(fnv1a_64(key)) + ".bin");
+}
+
+std::optional<KernelDiskCache::Bytes> KernelDiskCache::load(std::string_view key) const {
+  if (!enabled()) return std::nullopt;
+  const fs::path path = entry_path(key);
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return std::nullopt;  // a plain miss
+  const std::string data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+
+  auto reject = [&](const char* why) -> std::optional<Bytes> {
+    log(LogLevel::warn, "kernel cache (" + backend_ + "): " + path.string() + " " + why +
+                            "; removed, the kernel is rebuilt");
+    std::error_code ignored;
+    fs::remove(path, ignored);
+    return std::nullopt;
+  };
+  size_t at = sizeof kMagic;
+  uint64_t key_size = 0, payload_size = 0, checksum = 0;
+  if (data.size() < sizeof kMagic || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0)
+    return reject("is not a hal kernel cache entry");
+  if (!get_u64(data, at, key_size) || data.size() - at < key_size)
+    return reject("is truncated");
+  if (std::string_view(data).substr(at, key_size) != key)
+    return reject("was made for another key");  // a hash collision, or a rewritten file
+  at += key_size;
+  if (!get_u64(data, at, payload_size) || !get_u64(data, at, checksum) ||
+      data.size() - at != payload_size)
+    return reject("is truncated or has trailing bytes");
+  Bytes payload(data.begin() + static_cast<std::ptrdiff_t>(at), data.end());
+  if (fnv1a_64(payload) != checksum) return reject("fails its checksum");
+  return payload;
+}
+
+void KernelDiskCache::store(std::string_view key, std::span<const unsigned char> payload) const {
+  if (!enabled()) return;
+  static std::atomic<uint64_t> counter{0};
+  const fs::path path = entry_path(key);
+  const fs::path temporary = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
+                             std::to_string(counter.fetch_add(1));
+  std::string header(kMagic, sizeof kMagic);
+  put_u64(header, key.size());
+  header += key;
+  put_u64(header, payload.size());
+  put_u64(header, fnv1a_64(payload));
+
+  std::error_code error;
+  fs::create_directories(directory_, error);
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    file.write(header.data(), static_cast<std::streamsize>(header.size()));
+    file.write(reinterpret_cast<const char*>(payload.data()),
+               static_cast<std::streamsize>(payload.size()));
+    if (!file) {
+      log(LogLevel::warn, "kernel cache (" + backend_ + "): cannot write " + temporary.string());
+      fs::remove(temporary, error);
+      return;
+    }
+  }
+  fs::rename(temporary, path, error);
+  if (error) {
+    log(LogLevel::warn, "kernel cache (" + backend_ + "): cannot rename into " + path.string() +
+                            ": " + error.message());
+    fs::remove(temporary, error);
+  }
+}
+
+void KernelDiskCache::remove(std::string_view key) const {
+  if (!enabled()) return;
+  std::error_code ignored;
+  fs::remove(entry_path(key), ignored);
+}
+
+}  // namespace hal::detail
