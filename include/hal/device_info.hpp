@@ -36,6 +36,7 @@ struct DeviceLimits {
   uint64_t max_allocation_bytes = 0;
   uint32_t max_work_group_size = 0;
   std::array<uint64_t, 3> max_work_group_dims{0, 0, 0};
+  uint64_t max_shared_memory_bytes = 0;  // work-group shared (OpenCL local) memory
 };
 
 // Feature names shared across backends. Backends add their own (ISA extensions such as

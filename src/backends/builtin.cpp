@@ -1,13 +1,20 @@
 // The backends hal knows by name, in the order they are listed.
 #include "builtin_backends.hpp"
 #include "cpu/cpu_backend.hpp"
+#ifdef HAL_HAVE_OPENCL
+#include "opencl/opencl_backend.hpp"
+#endif
 
 namespace hal::detail {
 
 std::vector<BuiltinBackend> builtin_backends() {
   return {
       {"cpu", [] { return std::make_shared<cpu::CpuBackend>(); }, ""},
-      {"opencl", nullptr, "the OpenCL backend is not written yet (issue #4)"},
+#ifdef HAL_HAVE_OPENCL
+      {"opencl", [] { return std::make_shared<opencl::OpenClBackend>(); }, ""},
+#else
+      {"opencl", nullptr, "built without the OpenCL headers (Debian: opencl-headers)"},
+#endif
       {"cuda", nullptr, "the CUDA backend is not written yet (issue #5)"},
       {"vulkan", nullptr, "the Vulkan backend is not written yet"},
       {"hip", nullptr, "the HIP backend is not written yet"},

@@ -129,8 +129,8 @@ Event Device::create_event() const { return Event(checked(impl_).create_event())
 
 Kernel Device::compile(const KernelSource& source, const CompileOptions& options) const {
   DeviceImpl& device = checked(impl_);
-  const std::string where = "compile of " + std::string(to_string(source.language)) +
-                            " kernel '" + source.name + "' for " + device.info().id;
+  const std::string where = "compile of " + std::string(to_string(source.language)) + " kernel '" +
+                            source.name + "' for " + device.info().id;
   if (source.name.empty())
     throw Error(ErrorCode::InvalidArgument, where + ": the kernel has no name (entry point)");
   if (source.code.empty()) throw Error(ErrorCode::InvalidArgument, where + ": the source is empty");

@@ -7,7 +7,8 @@
 
 namespace hal::detail {
 
-inline uint64_t fnv1a_64(std::span<const unsigned char> bytes, uint64_t hash = 0xcbf29ce484222325ULL) {
+inline uint64_t fnv1a_64(std::span<const unsigned char> bytes,
+                         uint64_t hash = 0xcbf29ce484222325ULL) {
   for (unsigned char c : bytes) {
     hash ^= c;
     hash *= 0x100000001b3ULL;

@@ -6,19 +6,26 @@ namespace hal {
 
 std::string_view to_string(KernelLanguage language) noexcept {
   switch (language) {
-    case KernelLanguage::portable: return "portable";
-    case KernelLanguage::opencl_c: return "opencl_c";
-    case KernelLanguage::cuda: return "cuda";
+    case KernelLanguage::portable:
+      return "portable";
+    case KernelLanguage::opencl_c:
+      return "opencl_c";
+    case KernelLanguage::cuda:
+      return "cuda";
   }
   return "unknown";
 }
 
 std::string_view to_string(KernelOrigin origin) noexcept {
   switch (origin) {
-    case KernelOrigin::host: return "host";
-    case KernelOrigin::compiled: return "compiled";
-    case KernelOrigin::disk_cache: return "disk_cache";
-    case KernelOrigin::memory_cache: return "memory_cache";
+    case KernelOrigin::host:
+      return "host";
+    case KernelOrigin::compiled:
+      return "compiled";
+    case KernelOrigin::disk_cache:
+      return "disk_cache";
+    case KernelOrigin::memory_cache:
+      return "memory_cache";
   }
   return "unknown";
 }

@@ -56,7 +56,8 @@ fs::path cache_root() {
 KernelDiskCache::KernelDiskCache(std::string backend)
     : KernelDiskCache(std::move(backend), cache_root()) {}
 
-KernelDiskCache::KernelDiskCache(std::string backend, fs::path root) : backend_(std::move(backend)) {
+KernelDiskCache::KernelDiskCache(std::string backend, fs::path root)
+    : backend_(std::move(backend)) {
   if (!root.empty()) directory_ = root / "kernels" / backend_;
 }
 
@@ -82,8 +83,7 @@ std::optional<KernelDiskCache::Bytes> KernelDiskCache::load(std::string_view key
   uint64_t key_size = 0, payload_size = 0, checksum = 0;
   if (data.size() < sizeof kMagic || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0)
     return reject("is not a hal kernel cache entry");
-  if (!get_u64(data, at, key_size) || data.size() - at < key_size)
-    return reject("is truncated");
+  if (!get_u64(data, at, key_size) || data.size() - at < key_size) return reject("is truncated");
   if (std::string_view(data).substr(at, key_size) != key)
     return reject("was made for another key");  // a hash collision, or a rewritten file
   at += key_size;

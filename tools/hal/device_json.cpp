@@ -34,7 +34,8 @@ nlohmann::ordered_json to_json(const DeviceInfo& info, const MemoryFigure& memor
       {"limits",
        {{"max_allocation_bytes", info.limits.max_allocation_bytes},
         {"max_work_group_size", info.limits.max_work_group_size},
-        {"max_work_group_dims", info.limits.max_work_group_dims}}},
+        {"max_work_group_dims", info.limits.max_work_group_dims},
+        {"max_shared_memory_bytes", info.limits.max_shared_memory_bytes}}},
   };
 }
 

@@ -18,7 +18,7 @@ std::shared_ptr<const ClApi> ClApi::load() {
   auto api = std::make_shared<ClApi>();
   api->library_ = library;
   std::string missing;
-#define HAL_CL_LOAD(name)                                                  \
+#define HAL_CL_LOAD(name)                                                   \
   api->name = reinterpret_cast<decltype(&::name)>(::dlsym(library, #name)); \
   if (!api->name) missing += std::string(missing.empty() ? "" : ", ") + #name;
   HAL_CL_FUNCTIONS(HAL_CL_LOAD)
@@ -36,7 +36,8 @@ ClApi::~ClApi() {
 std::string status_name(cl_int status) {
   switch (status) {
 #define HAL_CL_STATUS(name) \
-  case name: return #name;
+  case name:                \
+    return #name;
     HAL_CL_STATUS(CL_SUCCESS)
     HAL_CL_STATUS(CL_DEVICE_NOT_FOUND)
     HAL_CL_STATUS(CL_DEVICE_NOT_AVAILABLE)
@@ -97,30 +98,47 @@ std::string status_name(cl_int status) {
     HAL_CL_STATUS(CL_INVALID_LINKER_OPTIONS)
     HAL_CL_STATUS(CL_INVALID_DEVICE_PARTITION_COUNT)
 #undef HAL_CL_STATUS
-    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
-    default: return "CL_" + std::to_string(status);
+    case -1001:
+      return "CL_PLATFORM_NOT_FOUND_KHR";
+    default:
+      return "CL_" + std::to_string(status);
   }
+}
+
+void throw_status(cl_int status, std::string_view where, std::string_view what) {
+  throw Error(error_code(status),
+              std::string(where) + ": " + std::string(what) + " failed: " + status_name(status) +
+                  " (" + std::to_string(status) + ")",
+              status);
 }
 
 ErrorCode error_code(cl_int status) {
   switch (status) {
-    case CL_SUCCESS: return ErrorCode::Ok;
+    case CL_SUCCESS:
+      return ErrorCode::Ok;
     case CL_MEM_OBJECT_ALLOCATION_FAILURE:
     case CL_OUT_OF_RESOURCES:
     case CL_OUT_OF_HOST_MEMORY:
-    case CL_INVALID_BUFFER_SIZE: return ErrorCode::OutOfMemory;
+    case CL_INVALID_BUFFER_SIZE:
+      return ErrorCode::OutOfMemory;
     case CL_BUILD_PROGRAM_FAILURE:
     case CL_COMPILE_PROGRAM_FAILURE:
     case CL_LINK_PROGRAM_FAILURE:
     case CL_INVALID_BUILD_OPTIONS:
-    case CL_INVALID_COMPILER_OPTIONS: return ErrorCode::CompileFailed;
-    case CL_INVALID_KERNEL_NAME: return ErrorCode::NotFound;
-    case CL_DEVICE_NOT_AVAILABLE: return ErrorCode::DeviceLost;
+    case CL_INVALID_COMPILER_OPTIONS:
+      return ErrorCode::CompileFailed;
+    case CL_INVALID_KERNEL_NAME:
+      return ErrorCode::NotFound;
+    case CL_DEVICE_NOT_AVAILABLE:
+      return ErrorCode::DeviceLost;
     case CL_COMPILER_NOT_AVAILABLE:
     case CL_LINKER_NOT_AVAILABLE:
-    case CL_PROFILING_INFO_NOT_AVAILABLE: return ErrorCode::Unsupported;
-    case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: return ErrorCode::AsyncFailure;
-    default: return status <= CL_INVALID_VALUE ? ErrorCode::InvalidArgument : ErrorCode::Internal;
+    case CL_PROFILING_INFO_NOT_AVAILABLE:
+      return ErrorCode::Unsupported;
+    case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST:
+      return ErrorCode::AsyncFailure;
+    default:
+      return status <= CL_INVALID_VALUE ? ErrorCode::InvalidArgument : ErrorCode::Internal;
   }
 }
 

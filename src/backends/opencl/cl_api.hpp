@@ -16,19 +16,23 @@ namespace hal::opencl {
 
 // X(name): every function of the table. All are OpenCL 1.2 core except those marked optional
 // in ClApi::load (OpenCL 2.0+), which may be null.
-#define HAL_CL_FUNCTIONS(X)                                                               \
-  X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo)           \
-  X(clCreateContext) X(clReleaseContext) X(clCreateCommandQueue) X(clReleaseCommandQueue) \
-  X(clCreateBuffer) X(clCreateSubBuffer) X(clReleaseMemObject) X(clEnqueueReadBuffer)     \
-  X(clEnqueueWriteBuffer) X(clEnqueueCopyBuffer) X(clEnqueueFillBuffer)                   \
-  X(clEnqueueMapBuffer) X(clEnqueueUnmapMemObject) X(clCreateProgramWithSource)           \
-  X(clCreateProgramWithBinary) X(clBuildProgram) X(clGetProgramInfo)                      \
-  X(clGetProgramBuildInfo) X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel)       \
-  X(clSetKernelArg) X(clGetKernelInfo) X(clGetKernelWorkGroupInfo)                        \
-  X(clEnqueueNDRangeKernel) X(clEnqueueMarkerWithWaitList)                                \
-  X(clEnqueueBarrierWithWaitList) X(clCreateUserEvent) X(clSetUserEventStatus)            \
-  X(clSetEventCallback) X(clWaitForEvents) X(clGetEventInfo) X(clGetEventProfilingInfo)   \
-  X(clRetainEvent) X(clReleaseEvent) X(clFlush) X(clFinish)
+#define HAL_CL_FUNCTIONS(X)                                                                        \
+  X(clGetPlatformIDs)                                                                              \
+  X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext) X(clReleaseContext) \
+      X(clCreateCommandQueue) X(clReleaseCommandQueue) X(clCreateBuffer) X(clCreateSubBuffer)      \
+          X(clReleaseMemObject) X(clEnqueueReadBuffer) X(clEnqueueWriteBuffer)                     \
+              X(clEnqueueCopyBuffer) X(clEnqueueFillBuffer) X(clEnqueueMapBuffer)                  \
+                  X(clEnqueueUnmapMemObject) X(clCreateProgramWithSource)                          \
+                      X(clCreateProgramWithBinary) X(clBuildProgram) X(clGetProgramInfo)           \
+                          X(clGetProgramBuildInfo) X(clReleaseProgram) X(clCreateKernel)           \
+                              X(clReleaseKernel) X(clSetKernelArg) X(clGetKernelInfo)              \
+                                  X(clGetKernelWorkGroupInfo) X(clEnqueueNDRangeKernel)            \
+                                      X(clEnqueueMarkerWithWaitList)                               \
+                                          X(clEnqueueBarrierWithWaitList) X(clCreateUserEvent)     \
+                                              X(clSetUserEventStatus) X(clSetEventCallback)        \
+                                                  X(clWaitForEvents) X(clGetEventInfo)             \
+                                                      X(clGetEventProfilingInfo) X(clRetainEvent)  \
+                                                          X(clReleaseEvent) X(clFlush) X(clFinish)
 
 struct ClApi {
 #define HAL_CL_MEMBER(name) decltype(&::name) name = nullptr;
@@ -47,14 +51,13 @@ struct ClApi {
 std::string status_name(cl_int status);
 // The hal ErrorCode that a cl_int stands for.
 ErrorCode error_code(cl_int status);
-// Throws hal::Error "<where>: <what> failed: CL_NAME (code)" unless `status` is CL_SUCCESS.
+// Throws hal::Error "<where>: <what> failed: CL_NAME (code)".
+[[noreturn]] void throw_status(cl_int status, std::string_view where, std::string_view what);
+// Checks a status; `where` and `what` are only read on failure. For hot paths, test the status
+// first and build the message only when it failed.
 inline void check(cl_int status, std::string_view where, std::string_view what) {
-  if (status != CL_SUCCESS) [[unlikely]] {
-    throw Error(error_code(status),
-                std::string(where) + ": " + std::string(what) + " failed: " +
-                    status_name(status) + " (" + std::to_string(status) + ")",
-                status);
-  }
+  if (status != CL_SUCCESS) [[unlikely]]
+    throw_status(status, where, what);
 }
 
 }  // namespace hal::opencl

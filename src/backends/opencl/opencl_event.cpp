@@ -1,0 +1,44 @@
+#include "opencl_event.hpp"
+
+namespace hal::opencl {
+
+bool ClFence::ready() const {
+  cl_int status = CL_QUEUED;
+  device_->api().clGetEventInfo(event_, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                                nullptr);
+  return status <= CL_COMPLETE;  // complete, or terminated by an error
+}
+
+void ClFence::wait() const {
+  // An event that ended in an error is reported by the stream's synchronize, not here.
+  device_->api().clWaitForEvents(1, &event_);
+}
+
+cl_ulong ClFence::timestamp_ns() const {
+  cl_ulong ns = 0;
+  check(device_->api().clGetEventProfilingInfo(event_, CL_PROFILING_COMMAND_END, sizeof ns, &ns,
+                                               nullptr),
+        describe(*device_), "clGetEventProfilingInfo (event timing)");
+  return ns;
+}
+
+std::shared_ptr<HostFence> OpenClEvent::fence() const { return cl_fence(); }
+
+std::shared_ptr<ClFence> OpenClEvent::cl_fence() const {
+  std::lock_guard lock(mutex_);
+  return fence_;
+}
+
+void OpenClEvent::set_fence(std::shared_ptr<ClFence> fence) {
+  std::lock_guard lock(mutex_);
+  fence_ = std::move(fence);
+}
+
+double OpenClEvent::elapsed_ms_since(const EventImpl& start) const {
+  auto begin = static_cast<const OpenClEvent&>(start).cl_fence();
+  auto end = cl_fence();
+  return (static_cast<double>(end->timestamp_ns()) - static_cast<double>(begin->timestamp_ns())) /
+         1e6;
+}
+
+}  // namespace hal::opencl

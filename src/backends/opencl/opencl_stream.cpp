@@ -1,0 +1,295 @@
+#include "opencl_stream.hpp"
+
+#include <cstring>
+
+#include "opencl_buffer.hpp"
+#include "opencl_event.hpp"
+
+namespace hal::opencl {
+namespace {
+
+// One host callback on its way from the driver's thread to the stream's callback thread. Its
+// gate, a user event, holds the queue's later commands until the callback has run.
+struct PendingCallback {
+  PendingCallback(std::shared_ptr<OpenClDevice> device_, std::function<void()> fn_, cl_event gate_,
+                  std::shared_ptr<host::WorkQueue> thread_)
+      : device(std::move(device_)), fn(std::move(fn_)), gate(gate_), thread(std::move(thread_)) {}
+  ~PendingCallback() { open_gate(); }
+
+  void open_gate() {
+    if (!gate) return;
+    device->api().clSetUserEventStatus(gate, CL_COMPLETE);
+    device->api().clReleaseEvent(gate);
+    gate = nullptr;
+  }
+
+  std::shared_ptr<OpenClDevice> device;
+  std::function<void()> fn;
+  cl_event gate;
+  std::shared_ptr<host::WorkQueue> thread;
+};
+
+// Runs on the driver's thread: only hands the callback over.
+void CL_CALLBACK on_marker_complete(cl_event marker, cl_int status, void* user) {
+  std::shared_ptr<PendingCallback> pending(static_cast<PendingCallback*>(user));
+  pending->device->api().clReleaseEvent(marker);
+  // The task must not own the queue that runs it: its last owner would join its own thread.
+  std::shared_ptr<host::WorkQueue> thread = std::move(pending->thread);
+  thread->push([pending = std::move(pending), status] {
+    if (status != CL_COMPLETE) {
+      pending->open_gate();
+      throw Error(
+          ErrorCode::AsyncFailure,
+          "a host callback was skipped: the work before it failed with " + status_name(status));
+    }
+    try {
+      pending->fn();
+    } catch (...) {
+      pending->open_gate();
+      throw;
+    }
+    pending->open_gate();
+  });
+}
+
+bool overlaps(size_t a, size_t b, size_t bytes) { return a < b + bytes && b < a + bytes; }
+
+}  // namespace
+
+OpenClStream::OpenClStream(std::shared_ptr<OpenClDevice> device)
+    : device_(std::move(device)), api_(device_->api()), queue_(device_->create_queue()) {}
+
+OpenClStream::~OpenClStream() {
+  api_.clFinish(queue_);
+  std::vector<Batch> batches(std::make_move_iterator(in_flight_.begin()),
+                             std::make_move_iterator(in_flight_.end()));
+  release(batches);
+  api_.clReleaseCommandQueue(queue_);
+  if (callbacks_) callbacks_->wait_all();
+}
+
+std::string OpenClStream::where(std::string_view operation) const {
+  return "stream of " + describe(*device_) + ": " + std::string(operation);
+}
+
+void OpenClStream::fail(cl_int status, std::string_view operation, std::string_view call,
+                        size_t bytes) const {
+  throw_status(status, where(operation),
+               std::string(call) + (bytes ? " of " + std::to_string(bytes) + " bytes" : ""));
+}
+
+void OpenClStream::enqueued(std::vector<Ref>& refs, std::vector<Batch>& done) {
+  for (Ref& ref : refs) open_refs_.push_back(std::move(ref));
+  ++open_commands_;
+  if (open_refs_.size() >= kRefsPerFence) {
+    fence_open_batch(false);
+    take_completed(done);
+  }
+}
+
+cl_event OpenClStream::fence_open_batch(bool keep_event) {
+  cl_event marker = nullptr;
+  cl_int status = api_.clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &marker);
+  if (status != CL_SUCCESS) fail(status, "fence", "clEnqueueMarkerWithWaitList");
+  if (keep_event) api_.clRetainEvent(marker);
+  in_flight_.push_back({marker, std::move(open_refs_)});
+  open_refs_.clear();
+  open_commands_ = 0;
+  return keep_event ? marker : nullptr;
+}
+
+void OpenClStream::take_completed(std::vector<Batch>& done) {
+  while (!in_flight_.empty()) {
+    cl_int status = CL_QUEUED;
+    api_.clGetEventInfo(in_flight_.front().fence, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                        &status, nullptr);
+    if (status > CL_COMPLETE) return;
+    if (status < 0 && failed_status_ == CL_SUCCESS) failed_status_ = status;
+    done.push_back(std::move(in_flight_.front()));
+    in_flight_.pop_front();
+  }
+}
+
+void OpenClStream::release(std::vector<Batch>& batches) {
+  for (Batch& batch : batches) api_.clReleaseEvent(batch.fence);
+  batches.clear();  // drops the references: buffers may go back to their allocator now
+}
+
+void OpenClStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
+                                  size_t bytes) {
+  const ClRegion to = region_of(*dst, dst_offset);
+  submit({dst}, [&] {
+    cl_int status = api_.clEnqueueWriteBuffer(queue_, to.mem, CL_FALSE, to.offset, bytes, src, 0,
+                                              nullptr, nullptr);
+    if (status != CL_SUCCESS) fail(status, "copy_from_host", "clEnqueueWriteBuffer", bytes);
+  });
+}
+
+void OpenClStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
+  const ClRegion from = region_of(*src, src_offset);
+  submit({src}, [&] {
+    cl_int status = api_.clEnqueueReadBuffer(queue_, from.mem, CL_FALSE, from.offset, bytes, dst, 0,
+                                             nullptr, nullptr);
+    if (status != CL_SUCCESS) fail(status, "copy_to_host", "clEnqueueReadBuffer", bytes);
+  });
+}
+
+bool OpenClStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& src,
+                        size_t src_offset, size_t bytes) {
+  auto& dst_device = static_cast<const OpenClDevice&>(dst->device());
+  auto& src_device = static_cast<const OpenClDevice&>(src->device());
+  // One context covers the devices of one platform; between platforms hal stages the copy.
+  if (dst_device.platform() != device_->platform() || src_device.platform() != device_->platform())
+    return false;
+  const ClRegion to = region_of(*dst, dst_offset);
+  const ClRegion from = region_of(*src, src_offset);
+  if (to.mem != from.mem || !overlaps(to.offset, from.offset, bytes)) {
+    submit({dst, src}, [&] {
+      cl_int status = api_.clEnqueueCopyBuffer(queue_, from.mem, to.mem, from.offset, to.offset,
+                                               bytes, 0, nullptr, nullptr);
+      if (status != CL_SUCCESS) fail(status, "copy", "clEnqueueCopyBuffer", bytes);
+    });
+    return true;
+  }
+  // OpenCL refuses overlapping copies within one cl_mem: go through a scratch buffer, which
+  // the driver frees once both copies have run.
+  cl_int status = CL_SUCCESS;
+  cl_mem scratch =
+      api_.clCreateBuffer(device_->context(), CL_MEM_READ_WRITE, bytes, nullptr, &status);
+  if (status != CL_SUCCESS) fail(status, "copy", "clCreateBuffer (overlap scratch)", bytes);
+  submit({dst, src}, [&] {
+    status = api_.clEnqueueCopyBuffer(queue_, from.mem, scratch, from.offset, 0, bytes, 0, nullptr,
+                                      nullptr);
+    if (status == CL_SUCCESS)
+      status = api_.clEnqueueCopyBuffer(queue_, scratch, to.mem, 0, to.offset, bytes, 0, nullptr,
+                                        nullptr);
+    api_.clReleaseMemObject(scratch);
+    if (status != CL_SUCCESS) fail(status, "copy", "clEnqueueCopyBuffer", bytes);
+  });
+  return true;
+}
+
+void OpenClStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
+                        size_t pattern_size) {
+  const ClRegion to = region_of(*dst, dst_offset);
+  if (to.offset % pattern_size == 0) {
+    submit({dst}, [&] {
+      cl_int status = api_.clEnqueueFillBuffer(queue_, to.mem, pattern, pattern_size, to.offset,
+                                               bytes, 0, nullptr, nullptr);
+      if (status != CL_SUCCESS) fail(status, "fill", "clEnqueueFillBuffer", bytes);
+    });
+    return;
+  }
+  // clEnqueueFillBuffer needs an offset aligned to the pattern: write the repeated pattern.
+  auto data = std::make_shared<std::vector<unsigned char>>(bytes);
+  for (size_t at = 0; at < bytes; at += pattern_size)
+    std::memcpy(data->data() + at, pattern, pattern_size);
+  submit({dst, data}, [&] {
+    cl_int status = api_.clEnqueueWriteBuffer(queue_, to.mem, CL_FALSE, to.offset, bytes,
+                                              data->data(), 0, nullptr, nullptr);
+    if (status != CL_SUCCESS) fail(status, "fill", "clEnqueueWriteBuffer", bytes);
+  });
+}
+
+void OpenClStream::host_callback(std::function<void()> fn) {
+  std::lock_guard lock(mutex_);
+  if (!callbacks_) callbacks_ = std::make_shared<host::WorkQueue>();
+  cl_event marker = nullptr;
+  cl_int status = api_.clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &marker);
+  if (status != CL_SUCCESS) fail(status, "host_callback", "clEnqueueMarkerWithWaitList");
+  cl_event gate = api_.clCreateUserEvent(device_->context(), &status);
+  if (status != CL_SUCCESS) {
+    api_.clReleaseEvent(marker);
+    fail(status, "host_callback", "clCreateUserEvent");
+  }
+  // From here the pending callback owns the gate: whatever happens, it opens it.
+  auto* pending = new PendingCallback(device_, std::move(fn), gate, callbacks_);
+  status = api_.clEnqueueBarrierWithWaitList(queue_, 1, &gate, nullptr);
+  if (status == CL_SUCCESS)
+    status = api_.clSetEventCallback(marker, CL_COMPLETE, &on_marker_complete, pending);
+  if (status != CL_SUCCESS) {
+    delete pending;
+    api_.clReleaseEvent(marker);
+    fail(status, "host_callback", "clEnqueueBarrierWithWaitList / clSetEventCallback");
+  }
+  ++open_commands_;
+  api_.clFlush(queue_);  // the marker must reach the device for the callback to ever run
+}
+
+void OpenClStream::record(EventImpl& event) {
+  cl_event marker = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    marker = fence_open_batch(true);
+    api_.clFlush(queue_);  // so that host waits and polls see progress
+  }
+  static_cast<OpenClEvent&>(event).set_fence(std::make_shared<ClFence>(device_, marker));
+}
+
+void OpenClStream::wait(EventImpl& event) {
+  std::shared_ptr<ClFence> fence = static_cast<OpenClEvent&>(event).cl_fence();
+  if (fence->device().platform() != device_->platform()) {  // another context: wait on the host
+    host_callback([fence] { fence->wait(); });
+    return;
+  }
+  cl_event native = fence->native();
+  submit({fence}, [&] {
+    cl_int status = api_.clEnqueueBarrierWithWaitList(queue_, 1, &native, nullptr);
+    if (status != CL_SUCCESS) fail(status, "wait", "clEnqueueBarrierWithWaitList");
+  });
+}
+
+void OpenClStream::synchronize() {
+  std::vector<Batch> batches;
+  std::vector<Ref> open;
+  std::shared_ptr<host::WorkQueue> callbacks;
+  {
+    std::lock_guard lock(mutex_);
+    batches.assign(std::make_move_iterator(in_flight_.begin()),
+                   std::make_move_iterator(in_flight_.end()));
+    in_flight_.clear();
+    open.swap(open_refs_);
+    open_commands_ = 0;
+    callbacks = callbacks_;
+  }
+  const cl_int status = api_.clFinish(queue_);
+  if (callbacks) callbacks->wait_all();  // a callback's error is stored after its gate opens
+  cl_int failed = CL_SUCCESS;
+  for (const Batch& batch : batches) {
+    cl_int batch_status = CL_COMPLETE;
+    api_.clGetEventInfo(batch.fence, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof batch_status,
+                        &batch_status, nullptr);
+    if (batch_status < 0 && failed == CL_SUCCESS) failed = batch_status;
+  }
+  release(batches);
+  open.clear();
+  {
+    std::lock_guard lock(mutex_);
+    if (failed == CL_SUCCESS) failed = failed_status_;
+    failed_status_ = CL_SUCCESS;
+  }
+  if (status != CL_SUCCESS) failed = status;
+  if (failed != CL_SUCCESS)
+    throw Error(ErrorCode::AsyncFailure,
+                "work enqueued on a stream of " + describe(*device_) +
+                    " failed: " + status_name(failed) + " (" + std::to_string(failed) + ")",
+                failed);
+  if (callbacks)
+    if (std::exception_ptr error = callbacks->take_error()) throw_async_failure(*device_, error);
+}
+
+bool OpenClStream::query() {
+  std::vector<Batch> done;
+  bool idle = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (open_commands_ > 0) fence_open_batch(false);
+    api_.clFlush(queue_);
+    take_completed(done);
+    idle = in_flight_.empty();
+  }
+  release(done);
+  return idle;
+}
+
+}  // namespace hal::opencl
