@@ -8,6 +8,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev nlohmann-json3-dev libcli11-dev
   libtbb-dev  # only for the benchmark that compares our thread pool with oneTBB
+  # OpenCL: headers to build the backend, the ICD loader it opens at run time, and PoCL, a
+  # real OpenCL driver for the CPU, so that the backend is tested on every machine.
+  opencl-headers ocl-icd-libopencl1 ocl-icd-opencl-dev pocl-opencl-icd
 )
 
 missing=()

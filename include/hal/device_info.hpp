@@ -49,6 +49,8 @@ inline constexpr std::string_view kUnifiedMemory = "unified_memory";
 inline constexpr std::string_view kPinnedHostMemory = "pinned_host_memory";
 // The device runs kernels written as C++ callables (hal::host_kernel).
 inline constexpr std::string_view kHostKernels = "host_kernels";
+// The device compiles kernels written in hal's portable dialect (Device::compile).
+inline constexpr std::string_view kPortableKernels = "portable_kernels";
 }  // namespace feature
 
 struct DeviceInfo {

@@ -126,9 +126,9 @@ struct KernelSource {
 };
 
 struct CompileOptions {
-  std::vector<std::string> defines;  // "NAME" or "NAME=VALUE", passed as -D
-  std::string flags;                 // appended to the native compiler's options
-  bool disk_cache = true;            // read and write the on-disk cache under HAL_CACHE_DIR
+  std::vector<std::string> defines{};  // "NAME" or "NAME=VALUE", passed as -D
+  std::string flags{};                 // appended to the native compiler's options
+  bool disk_cache = true;              // read and write the on-disk cache under HAL_CACHE_DIR
 };
 
 // Where a compiled kernel came from: the compiler, the on-disk cache, or the device's

@@ -1,5 +1,6 @@
-// Copies and events between devices of different backends: cpu:0 and the "far" test
-// accelerators, whose memory the host cannot address, so every copy is really staged.
+// Copies and events between devices of different backends: cpu:0, the "far" test
+// accelerators, whose memory the host cannot address, so every copy is really staged, and
+// every other visible device (OpenCL, CUDA ...), each paired with all the others.
 
 #include "device_suite.hpp"
 #include "support/far_backend.hpp"
@@ -77,6 +78,55 @@ TEST_F(CrossBackend, StreamsWaitOnEventsOfAnotherBackend) {
   gate.open();
   cpu_stream.synchronize();
   EXPECT_EQ(*on_cpu.data<uint32_t>(), 99u);
+}
+
+TEST_F(CrossBackend, EveryPairOfDevicesCopiesBothWaysOnEitherSidesStream) {
+  const size_t size = 70'001;  // odd: no copy path may assume aligned sizes
+  const auto input = pattern_bytes(size, 5);
+  const std::vector<Device> all = devices();
+  for (const Device& a : all)
+    for (const Device& b : all) {
+      if (a == b) continue;
+      for (const Device& stream_device : {a, b}) {
+        Stream stream = stream_device.create_stream();
+        Buffer on_a = a.allocate(size), on_b = b.allocate(size);
+        std::vector<unsigned char> out(size);
+        stream.copy_from_host(on_a, input.data(), size);
+        stream.copy(on_b, on_a, size);
+        if (stream_device == a) {  // and back, over a cleared source
+          stream.fill(on_a, uint8_t{0}, size);
+          stream.copy(on_a, on_b, size);
+        }
+        stream.copy_to_host(out.data(), stream_device == a ? on_a : on_b, size);
+        stream.synchronize();
+        ASSERT_EQ(out, input) << a.id() << " -> " << b.id() << " on a stream of "
+                              << stream_device.id();
+      }
+    }
+}
+
+TEST_F(CrossBackend, EveryDeviceWaitsOnEventsOfEveryOther) {
+  const std::vector<Device> all = devices();
+  for (const Device& a : all)
+    for (const Device& b : all) {
+      if (a == b) continue;
+      Stream producer = a.create_stream();
+      Stream consumer = b.create_stream();
+      Gate gate;
+      Buffer on_a = a.allocate(4), on_b = b.allocate(4);
+      const uint32_t value = 7;
+      uint32_t out = 0;
+      producer.host_callback(gate.hold());
+      producer.copy_from_host(on_a, &value, 4);
+      Event done = producer.record();
+      consumer.wait(done);
+      consumer.copy(on_b, on_a, 4);
+      consumer.copy_to_host(&out, on_b, 4);
+      EXPECT_FALSE(consumer.query()) << b.id() << " did not wait for " << a.id();
+      gate.open();
+      consumer.synchronize();
+      EXPECT_EQ(out, 7u) << a.id() << " -> " << b.id();
+    }
 }
 
 TEST_F(CrossBackend, FillOfAnotherDevicesBufferIsRefused) {

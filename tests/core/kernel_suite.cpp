@@ -1,5 +1,7 @@
-// Kernel launch on every device. Devices that run only compiled kernels skip the host-kernel
-// cases with the reason; compiled kernels arrive with the GPU backends.
+// Kernel launch on every device: host (C++) kernels where the device runs them, kernels in
+// hal's portable dialect where it compiles them. A device that does neither skips with the
+// reason.
+#include <cstdint>
 #include <numeric>
 
 #include "device_suite.hpp"
@@ -7,9 +9,14 @@
 namespace hal::test {
 namespace {
 
-using KernelSuite = DeviceTest;
+constexpr const char* kSaxpySource = R"(
+KERNEL void saxpy(float a, GLOBAL const float* x, GLOBAL float* y, uint n) {
+  size_t i = global_id(0);
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+)";
 
-Kernel saxpy() {
+Kernel host_saxpy() {
   return host_kernel("saxpy", [](Index3 i, const KernelArgs& args) {
     const float a = args.scalar<float>(0);
     const float* x = args.ptr<float>(1);
@@ -18,15 +25,36 @@ Kernel saxpy() {
   });
 }
 
+class KernelSuite : public DeviceTest {
+ protected:
+  bool compiles() const { return device().info().has_feature(feature::kPortableKernels); }
+  // saxpy(a, x, y, n) as this device runs it, or empty when it runs no kernels.
+  Kernel saxpy() const {
+    if (runs_host_kernels()) return host_saxpy();
+    if (compiles()) return device().compile({"saxpy", kSaxpySource});
+    return {};
+  }
+};
+
 TEST_P(KernelSuite, HostKernelsOnDevicesWithoutThemAreUnsupported) {
   if (runs_host_kernels()) GTEST_SKIP() << id() << " runs host kernels";
   Stream stream = device().create_stream();
-  expect_error([&] { stream.launch(saxpy(), LaunchConfig::linear(4)); }, ErrorCode::Unsupported,
-               {"saxpy", id(), "host (C++) kernel"});
+  expect_error([&] { stream.launch(host_saxpy(), LaunchConfig::linear(4)); },
+               ErrorCode::Unsupported, {"saxpy", id(), "host (C++) kernel"});
+}
+
+TEST_P(KernelSuite, DevicesWithoutACompilerSayTheyCannotCompile) {
+  if (compiles()) GTEST_SKIP() << id() << " compiles portable kernels";
+  expect_error(
+      [&] {
+        device().compile({"saxpy", kSaxpySource});
+      },
+      ErrorCode::Unsupported, {id(), "compiling kernels", "saxpy"});
 }
 
 TEST_P(KernelSuite, SaxpyMatchesTheReference) {
-  if (!runs_host_kernels()) GTEST_SKIP() << id() << " runs only compiled kernels";
+  Kernel kernel = saxpy();
+  if (!kernel) GTEST_SKIP() << id() << " runs neither host nor portable kernels";
   for (size_t n : {size_t{1}, size_t{1000}, size_t{1} << 20}) {
     std::vector<float> x(n), y(n), out(n);
     std::iota(x.begin(), x.end(), 0.0f);
@@ -35,63 +63,136 @@ TEST_P(KernelSuite, SaxpyMatchesTheReference) {
     Buffer bx = device().allocate(n * 4), by = device().allocate(n * 4);
     stream.copy_from_host(bx, x.data(), n * 4);
     stream.copy_from_host(by, y.data(), n * 4);
-    stream.launch(saxpy(), LaunchConfig::linear(n), {2.0f, bx, by});
+    stream.launch(kernel, LaunchConfig::linear(n), {2.0f, bx, by, static_cast<uint32_t>(n)});
     stream.copy_to_host(out.data(), by, n * 4);
     stream.synchronize();
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 2.0f * x[i] + 1.0f) << "n=" << n << " i=" << i;
   }
 }
 
+TEST_P(KernelSuite, WorkGroupsPastTheGlobalSizeAreBoundsChecked) {
+  Kernel kernel = saxpy();
+  if (!kernel || !compiles()) GTEST_SKIP() << id() << " compiles no portable kernels";
+  // 1000 items in groups of 64: the last group runs past the end and the kernel's bound
+  // check keeps it inside the buffer.
+  const size_t n = 1000;
+  std::vector<float> x(n, 1.0f), out(n);
+  Stream stream = device().create_stream();
+  Buffer bx = device().allocate(n * 4), by = device().allocate(n * 4);
+  stream.copy_from_host(bx, x.data(), n * 4);
+  stream.fill(by, 0.5f, n);
+  LaunchConfig config = LaunchConfig::linear(n);
+  config.local = {64, 1, 1};
+  stream.launch(kernel, config, {4.0f, bx, by, static_cast<uint32_t>(n)});
+  stream.copy_to_host(out.data(), by, n * 4);
+  stream.synchronize();
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 4.5f) << i;
+}
+
 TEST_P(KernelSuite, LaunchErrorsNameTheKernelAndLeaveTheStreamUsable) {
-  if (!runs_host_kernels()) GTEST_SKIP() << id() << " runs only compiled kernels";
+  Kernel kernel = saxpy();
+  if (!kernel) GTEST_SKIP() << id() << " runs neither host nor portable kernels";
   Stream stream = device().create_stream();
   Buffer buffer = device().allocate(16);
+  const uint32_t four = 4;
   expect_error([&] { stream.launch(Kernel(), LaunchConfig::linear(1)); },
                ErrorCode::InvalidArgument, {"empty kernel"});
-  expect_error([&] { stream.launch(saxpy(), LaunchConfig::grid(4, 0)); },
-               ErrorCode::InvalidArgument, {"saxpy", id(), "{4, 0, 1}", "zero"});
-  expect_error([&] { stream.launch(saxpy(), LaunchConfig::grid(1ull << 32, 1ull << 32, 2)); },
+  expect_error([&] { stream.launch(kernel, LaunchConfig::grid(4, 0)); }, ErrorCode::InvalidArgument,
+               {"saxpy", id(), "{4, 0, 1}", "zero"});
+  expect_error([&] { stream.launch(kernel, LaunchConfig::grid(1ull << 32, 1ull << 32, 2)); },
                ErrorCode::InvalidArgument, {"overflows"});
   expect_error(
       [&] {
-        stream.launch(saxpy(), LaunchConfig::linear(4), {1.0f, Buffer(), buffer});
+        stream.launch(kernel, LaunchConfig::linear(4), {1.0f, Buffer(), buffer, four});
       },
       ErrorCode::InvalidArgument, {"argument 1", "empty buffer"});
   expect_error(
       [&] {
-        stream.launch(saxpy(), LaunchConfig::linear(4), {1.0f, KernelArg(buffer, 17), buffer});
+        stream.launch(kernel, LaunchConfig::linear(4), {1.0f, KernelArg(buffer, 17), buffer, four});
       },
       ErrorCode::OutOfRange, {"argument 1", "offset 17", "16-byte"});
-  // A kernel that reads its arguments wrongly fails when it runs, reported by synchronize.
-  stream.launch(saxpy(), LaunchConfig::linear(1), {buffer, buffer, buffer});
-  expect_error([&] { stream.synchronize(); }, ErrorCode::AsyncFailure,
-               {"argument 0 is not a scalar"});
-  stream.launch(saxpy(), LaunchConfig::linear(1), {1.0, buffer, buffer});
-  expect_error([&] { stream.synchronize(); }, ErrorCode::AsyncFailure,
-               {"8-byte scalar, read as 4"});
+  if (runs_host_kernels()) {
+    // A host kernel that reads its arguments wrongly fails when it runs, reported by
+    // synchronize.
+    stream.launch(kernel, LaunchConfig::linear(1), {buffer, buffer, buffer});
+    expect_error([&] { stream.synchronize(); }, ErrorCode::AsyncFailure,
+                 {"argument 0 is not a scalar"});
+    stream.launch(kernel, LaunchConfig::linear(1), {1.0, buffer, buffer});
+    expect_error([&] { stream.synchronize(); }, ErrorCode::AsyncFailure,
+                 {"8-byte scalar, read as 4"});
+  } else {
+    // A compiled kernel declares its parameters: mismatches are refused before anything runs.
+    expect_error(
+        [&] {
+          stream.launch(kernel, LaunchConfig::linear(1), {1.0f, buffer, buffer});
+        },
+        ErrorCode::InvalidArgument, {"saxpy", "takes 4 arguments, 3 given"});
+    expect_error(
+        [&] {
+          stream.launch(kernel, LaunchConfig::linear(1), {1.0, buffer, buffer, four});
+        },
+        ErrorCode::InvalidArgument, {"saxpy", "argument 0", "8-byte scalar"});
+    LaunchConfig too_wide = LaunchConfig::linear(1 << 20);
+    too_wide.local = {device().info().limits.max_work_group_size * 2, 1, 1};
+    expect_error(
+        [&] {
+          stream.launch(kernel, too_wide, {1.0f, buffer, buffer, four});
+        },
+        ErrorCode::InvalidArgument, {"saxpy", "local size", "at most"});
+  }
   stream.fill(buffer, 1.0f, 4);
-  stream.launch(saxpy(), LaunchConfig::linear(4), {3.0f, buffer, buffer});
+  stream.launch(kernel, LaunchConfig::linear(4), {3.0f, buffer, buffer, four});
   float out[4];
   stream.copy_to_host(out, buffer, 16);
   stream.synchronize();
   for (float v : out) EXPECT_EQ(v, 4.0f);
 }
 
-TEST_P(KernelSuite, BuffersOfOtherDevicesAreRefusedUnlessTheHostCanReachThem) {
-  if (!runs_host_kernels()) GTEST_SKIP() << id() << " runs only compiled kernels";
+TEST_P(KernelSuite, BuffersOfOtherDevicesAreRefused) {
+  Kernel kernel = saxpy();
+  if (!kernel) GTEST_SKIP() << id() << " runs neither host nor portable kernels";
   for (const Device& other : devices()) {
     if (other == device()) continue;
     Buffer foreign = other.allocate(16);
-    if (foreign.host_accessible()) continue;
+    // Host kernels may use any memory the host addresses.
+    if (runs_host_kernels() && foreign.host_accessible()) continue;
     Stream stream = device().create_stream();
     expect_error(
         [&] {
-          stream.launch(saxpy(), LaunchConfig::linear(4), {1.0f, foreign, foreign});
+          stream.launch(kernel, LaunchConfig::linear(4), {1.0f, foreign, foreign, uint32_t{4}});
         },
         ErrorCode::InvalidArgument, {"argument 1", other.id(), "copy it first"});
     return;
   }
-  GTEST_SKIP() << "no other device with memory the host cannot address";
+  GTEST_SKIP() << "no other device whose memory " << id() << " cannot use";
+}
+
+TEST_P(KernelSuite, CompiledKernelsRunOnlyOnTheirDevice) {
+  if (!compiles()) GTEST_SKIP() << id() << " compiles no portable kernels";
+  Kernel kernel = saxpy();
+  for (const Device& other : devices()) {
+    if (other == device()) continue;
+    Stream stream = other.create_stream();
+    Buffer buffer = other.allocate(16);
+    expect_error(
+        [&] {
+          stream.launch(kernel, LaunchConfig::linear(4), {1.0f, buffer, buffer, uint32_t{4}});
+        },
+        ErrorCode::InvalidArgument, {"saxpy", "compiled for " + id()});
+    return;
+  }
+  GTEST_SKIP() << "no other device";
+}
+
+TEST_P(KernelSuite, TheSameSourceComesFromTheMemoryCache) {
+  if (!compiles()) GTEST_SKIP() << id() << " compiles no portable kernels";
+  Kernel first = device().compile({"saxpy", kSaxpySource});
+  Kernel again = device().compile({"saxpy", kSaxpySource});
+  EXPECT_EQ(again.origin(), KernelOrigin::memory_cache);
+  EXPECT_EQ(again.impl(), first.impl());
+  Kernel other_options = device().compile({"saxpy", kSaxpySource}, {.defines = {"UNUSED=1"}});
+  EXPECT_NE(other_options.origin(), KernelOrigin::memory_cache);
+  EXPECT_NE(other_options.impl(), first.impl());
 }
 
 HAL_DEVICE_SUITE(KernelSuite);

@@ -67,11 +67,26 @@ TEST(Cli, DevicesJsonFollowsTheSchema) {
 }
 
 TEST(Cli, SelectorNarrowsTheList) {
-  const Result result = run("HAL_DEVICES='!cpu:*'", "devices --json");
+  const std::string hide_all = "HAL_DEVICES='!cpu:*;!opencl:*'";
+  const Result result = run(hide_all, "devices --json");
   ASSERT_EQ(result.status, 0) << result.output;
-  EXPECT_EQ(nlohmann::json::parse(result.output)["backends"][0]["devices"].size(), 0u);
-  const Result text = run("HAL_DEVICES='!cpu:*'", "devices");
+  for (const auto& backend : nlohmann::json::parse(result.output)["backends"])
+    EXPECT_EQ(backend["devices"].size(), 0u) << backend["name"];
+  const Result text = run(hide_all, "devices");
   EXPECT_NE(text.output.find("no devices are visible"), std::string::npos) << text.output;
+}
+
+TEST(Cli, OpenClWithoutADriverIsUnavailableWithTheReason) {
+  // The ICD loader reads its drivers from OCL_ICD_VENDORS: an empty folder means none.
+  const Result result = run("OCL_ICD_VENDORS=/nonexistent-hal-test", "devices --all --json");
+  ASSERT_EQ(result.status, 0) << result.output;
+  for (const auto& backend : nlohmann::json::parse(result.output)["backends"]) {
+    if (backend["name"] != "opencl" || !backend["compiled_in"]) continue;
+    EXPECT_FALSE(backend["available"]);
+    EXPECT_NE(backend["reason"].get<std::string>().find("no platform"), std::string::npos)
+        << backend["reason"];
+    EXPECT_EQ(backend["devices"].size(), 0u);
+  }
 }
 
 TEST(Cli, MalformedSelectorFailsQuotingIt) {

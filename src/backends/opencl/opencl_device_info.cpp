@@ -148,6 +148,7 @@ ClDeviceDescription describe_device(const ClPlatform& platform, cl_device_id dev
   if (has("cl_khr_subgroups") || has("cl_intel_subgroups")) info.features.emplace_back("subgroups");
   if (traits.host_unified_memory) info.features.emplace_back(feature::kUnifiedMemory);
   info.features.emplace_back(feature::kPinnedHostMemory);
+  info.features.emplace_back(feature::kPortableKernels);
   std::sort(info.features.begin(), info.features.end());
   info.features.erase(std::unique(info.features.begin(), info.features.end()), info.features.end());
 

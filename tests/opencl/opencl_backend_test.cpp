@@ -1,0 +1,449 @@
+// OpenCL specifics: device facts against the driver's own answers, compile errors with the
+// build log, the on-disk kernel cache, local memory, 2-d launches, views, and many threads
+// launching one kernel. The device suites of tests/core run on OpenCL devices as well.
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "test_util.hpp"
+
+namespace hal::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<Device> opencl_devices() {
+  std::vector<Device> found;
+  for (const Device& device : devices())
+    if (device.info().backend() == "opencl") found.push_back(device);
+  return found;
+}
+
+std::string opencl_reason() {
+  for (const BackendStatus& backend : Registry::instance().backends())
+    if (backend.name == "opencl") return backend.reason;
+  return "no opencl backend";
+}
+
+class OpenClTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto found = opencl_devices();
+    if (found.empty()) GTEST_SKIP() << "no OpenCL device: " << opencl_reason();
+    device = found.front();
+  }
+  Device device;
+};
+
+// HAL_CACHE_DIR pointing at a fresh directory for one test.
+class ScopedCacheDir {
+ public:
+  ScopedCacheDir()
+      : path_(fs::temp_directory_path() / ("hal-cache-test-" + std::to_string(::getpid()) + "-" +
+                                           std::to_string(std::random_device{}()))) {
+    fs::create_directories(path_);
+    const char* old = std::getenv("HAL_CACHE_DIR");
+    if (old) old_ = old;
+    ::setenv("HAL_CACHE_DIR", path_.c_str(), 1);
+  }
+  ~ScopedCacheDir() {
+    if (old_)
+      ::setenv("HAL_CACHE_DIR", old_->c_str(), 1);
+    else
+      ::unsetenv("HAL_CACHE_DIR");
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  // The cache's entry files.
+  std::vector<fs::path> entries() const {
+    std::vector<fs::path> found;
+    if (fs::exists(path_ / "kernels" / "opencl"))
+      for (const auto& entry : fs::directory_iterator(path_ / "kernels" / "opencl"))
+        if (entry.path().extension() == ".bin") found.push_back(entry.path());
+    return found;
+  }
+
+ private:
+  fs::path path_;
+  std::optional<std::string> old_;
+};
+
+// A source no earlier run has compiled, so that the first compile is a true cache miss.
+std::string unique_scale_source() {
+  static int counter = 0;
+  return "// " + std::to_string(::getpid()) + "-" + std::to_string(++counter) + "-" +
+         std::to_string(std::random_device{}()) + R"(
+KERNEL void scale(GLOBAL float* x, float a, uint n) {
+  size_t i = global_id(0);
+  if (i < n) x[i] *= a;
+}
+)";
+}
+
+// Runs scale(x, 3) over 1..n and checks it.
+void expect_scale_works(const Device& device, const Kernel& kernel) {
+  const uint32_t n = 257;
+  std::vector<float> data(n);
+  std::iota(data.begin(), data.end(), 1.0f);
+  Stream stream = device.create_stream();
+  Buffer buffer = device.allocate(n * 4);
+  stream.copy_from_host(buffer, data.data(), n * 4);
+  stream.launch(kernel, LaunchConfig::linear(n), {buffer, 3.0f, n});
+  stream.copy_to_host(data.data(), buffer, n * 4);
+  stream.synchronize();
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(data[i], 3.0f * static_cast<float>(i + 1)) << i;
+}
+
+std::string raw_string(cl_device_id device, cl_device_info what) {
+  size_t size = 0;
+  clGetDeviceInfo(device, what, 0, nullptr, &size);
+  std::string text(size, '\0');
+  clGetDeviceInfo(device, what, size, text.data(), nullptr);
+  while (!text.empty() && (text.back() == '\0' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+template <class T>
+T raw_value(cl_device_id device, cl_device_info what) {
+  T value{};
+  clGetDeviceInfo(device, what, sizeof value, &value, nullptr);
+  return value;
+}
+
+TEST_F(OpenClTest, DeviceFactsMatchTheDriver) {
+  // The reference: every device of every platform, asked directly, in hal's order.
+  cl_uint platform_count = 0;
+  ASSERT_EQ(clGetPlatformIDs(0, nullptr, &platform_count), CL_SUCCESS);
+  std::vector<cl_platform_id> platforms(platform_count);
+  clGetPlatformIDs(platform_count, platforms.data(), nullptr);
+  std::vector<cl_device_id> reference;
+  for (cl_platform_id platform : platforms) {
+    cl_uint count = 0;
+    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &count) != CL_SUCCESS) continue;
+    std::vector<cl_device_id> ids(count);
+    clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, count, ids.data(), nullptr);
+    reference.insert(reference.end(), ids.begin(), ids.end());
+  }
+  const auto hal_devices = opencl_devices();
+  ASSERT_EQ(hal_devices.size(), reference.size());
+  for (size_t i = 0; i < reference.size(); ++i) {
+    const DeviceInfo& info = hal_devices[i].info();
+    cl_device_id raw = reference[i];
+    SCOPED_TRACE(info.id);
+    EXPECT_EQ(info.id, "opencl:" + std::to_string(i));
+    EXPECT_EQ(info.name, raw_string(raw, CL_DEVICE_NAME));
+    EXPECT_EQ(info.driver_version, raw_string(raw, CL_DRIVER_VERSION));
+    EXPECT_EQ(info.compute_units, raw_value<cl_uint>(raw, CL_DEVICE_MAX_COMPUTE_UNITS));
+    EXPECT_EQ(info.clock_mhz, raw_value<cl_uint>(raw, CL_DEVICE_MAX_CLOCK_FREQUENCY));
+    EXPECT_EQ(info.memory_total.bytes, raw_value<cl_ulong>(raw, CL_DEVICE_GLOBAL_MEM_SIZE));
+    EXPECT_EQ(info.limits.max_allocation_bytes,
+              raw_value<cl_ulong>(raw, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
+    EXPECT_EQ(info.limits.max_work_group_size,
+              raw_value<size_t>(raw, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+    EXPECT_EQ(info.limits.max_shared_memory_bytes,
+              raw_value<cl_ulong>(raw, CL_DEVICE_LOCAL_MEM_SIZE));
+    const auto type = raw_value<cl_device_type>(raw, CL_DEVICE_TYPE);
+    EXPECT_EQ(info.kind, (type & CL_DEVICE_TYPE_GPU)   ? DeviceKind::gpu
+                         : (type & CL_DEVICE_TYPE_CPU) ? DeviceKind::cpu
+                                                       : DeviceKind::accelerator);
+    const std::string extensions = raw_string(raw, CL_DEVICE_EXTENSIONS);
+    EXPECT_EQ(info.has_feature(feature::kFp64),
+              extensions.find("cl_khr_fp64") != std::string::npos ||
+                  raw_value<cl_device_fp_config>(raw, CL_DEVICE_DOUBLE_FP_CONFIG) != 0);
+    EXPECT_EQ(info.supports(DType::f64), info.has_feature(feature::kFp64));
+    EXPECT_EQ(info.has_feature(feature::kFp16),
+              extensions.find("cl_khr_fp16") != std::string::npos);
+    EXPECT_TRUE(info.has_feature("cl_khr_byte_addressable_store") ||
+                extensions.find("cl_khr_byte_addressable_store") == std::string::npos);
+    EXPECT_TRUE(info.has_feature(feature::kPortableKernels));
+    EXPECT_TRUE(std::is_sorted(info.features.begin(), info.features.end()));
+    EXPECT_EQ(info.uuid.size(), 36u);
+    EXPECT_FALSE(info.vendor.empty());
+    EXPECT_FALSE(info.architecture.empty());
+  }
+}
+
+TEST_F(OpenClTest, CompileFailuresCarryTheBuildLogTheKernelAndTheDevice) {
+  const std::string broken = R"(
+KERNEL void broken(GLOBAL float* x) {
+  x[0] = undeclared_thing + 1.0f;
+}
+)";
+  expect_error(
+      [&] {
+        device.compile({"broken", broken}, {.disk_cache = false});
+      },
+      ErrorCode::CompileFailed,
+      {"portable kernel 'broken'", device.id(), "build log", "undeclared_thing"});
+  // OpenCL C does not get the prelude: KERNEL means nothing there.
+  const std::string portable_only = "KERNEL void k(GLOBAL int* x) { x[0] = 1; }";
+  expect_error(
+      [&] {
+        device.compile({"k", portable_only, KernelLanguage::opencl_c});
+      },
+      ErrorCode::CompileFailed, {"opencl_c kernel 'k'", "build log"});
+  // A failed compile leaves the device usable.
+  expect_scale_works(device, device.compile({"scale", unique_scale_source()}));
+}
+
+TEST_F(OpenClTest, BadCompileRequestsAreRefusedByName) {
+  const std::string source = unique_scale_source();
+  expect_error(
+      [&] {
+        device.compile({"no_such_kernel", source});
+      },
+      ErrorCode::NotFound, {"no kernel 'no_such_kernel'", "it has: scale"});
+  expect_error(
+      [&] {
+        device.compile({"scale", source, KernelLanguage::cuda});
+      },
+      ErrorCode::Unsupported, {device.id(), "CUDA C++"});
+  expect_error([&] { device.compile({"", source}); }, ErrorCode::InvalidArgument, {"no name"});
+  expect_error([&] { device.compile({"scale", ""}); }, ErrorCode::InvalidArgument, {"empty"});
+  expect_error(
+      [&] {
+        device.compile({"scale", source}, {.defines = {"A B"}});
+      },
+      ErrorCode::InvalidArgument, {"define 'A B'"});
+  expect_error(
+      [&] {
+        device.compile({"scale", source}, {.flags = "-no-such-flag"});
+      },
+      ErrorCode::CompileFailed, {"scale", "-no-such-flag"});
+}
+
+TEST_F(OpenClTest, DefinesReachTheCompiler) {
+  const std::string source = R"(
+KERNEL void fill_value(GLOBAL int* x) { x[global_id(0)] = VALUE * 2; }
+)";
+  for (int value : {3, 21}) {
+    Kernel kernel =
+        device.compile({"fill_value", source}, {.defines = {"VALUE=" + std::to_string(value)}});
+    Stream stream = device.create_stream();
+    Buffer buffer = device.allocate(16);
+    int out[4] = {};
+    stream.launch(kernel, LaunchConfig::linear(4), {buffer});
+    stream.copy_to_host(out, buffer, sizeof out);
+    stream.synchronize();
+    for (int v : out) EXPECT_EQ(v, value * 2);
+  }
+}
+
+TEST_F(OpenClTest, TheDiskCacheServesALaterCompile) {
+  ScopedCacheDir cache;
+  const std::string source = unique_scale_source();
+  Kernel cold = device.compile({"scale", source});
+  EXPECT_EQ(cold.origin(), KernelOrigin::compiled);
+  ASSERT_EQ(cache.entries().size(), 1u);
+  device.clear_kernel_cache();  // as a new process would start
+  Kernel warm = device.compile({"scale", source});
+  EXPECT_EQ(warm.origin(), KernelOrigin::disk_cache);
+  expect_scale_works(device, warm);
+  // Another option set is another program.
+  device.clear_kernel_cache();
+  EXPECT_EQ(device.compile({"scale", source}, {.defines = {"X=1"}}).origin(),
+            KernelOrigin::compiled);
+  EXPECT_EQ(cache.entries().size(), 2u);
+}
+
+TEST_F(OpenClTest, DiskCacheCanBeBypassed) {
+  ScopedCacheDir cache;
+  const std::string source = unique_scale_source();
+  EXPECT_EQ(device.compile({"scale", source}, {.disk_cache = false}).origin(),
+            KernelOrigin::compiled);
+  EXPECT_TRUE(cache.entries().empty());
+}
+
+// Damages the only cache entry with `damage`, then expects a rebuild that rewrites a good entry.
+void expect_rebuild_after(const Device& device,
+                          const std::function<void(const fs::path&)>& damage) {
+  ScopedCacheDir cache;
+  const std::string source = unique_scale_source();
+  device.compile({"scale", source});
+  ASSERT_EQ(cache.entries().size(), 1u);
+  damage(cache.entries().front());
+  device.clear_kernel_cache();
+  Kernel rebuilt = device.compile({"scale", source});
+  EXPECT_EQ(rebuilt.origin(), KernelOrigin::compiled);
+  expect_scale_works(device, rebuilt);
+  device.clear_kernel_cache();
+  EXPECT_EQ(device.compile({"scale", source}).origin(), KernelOrigin::disk_cache);
+}
+
+TEST_F(OpenClTest, ACorruptCacheEntryIsRebuiltNeverTrusted) {
+  expect_rebuild_after(device, [](const fs::path& entry) {  // a flipped byte in the binary
+    std::fstream file(entry, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(-1, std::ios::end);
+    char last = 0;
+    file.get(last);
+    file.seekp(-1, std::ios::end);
+    file.put(static_cast<char>(last ^ 0x5a));
+  });
+  expect_rebuild_after(device, [](const fs::path& entry) {  // truncated
+    fs::resize_file(entry, fs::file_size(entry) / 2);
+  });
+  expect_rebuild_after(device, [](const fs::path& entry) {  // not an entry at all
+    std::ofstream(entry, std::ios::trunc) << "garbage";
+  });
+}
+
+TEST_F(OpenClTest, AnEntryForAnotherKeyIsStale) {
+  // An entry whose stored key differs (another driver version wrote it, or the hashes of two
+  // keys collide) is not used for this one.
+  expect_rebuild_after(device, [](const fs::path& entry) {
+    std::fstream file(entry, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(8 + 8 + 5);  // magic, key length, then a few bytes into the key
+    file.put('#');
+  });
+}
+
+TEST_F(OpenClTest, LocalMemoryReductionMatchesTheReference) {
+  // OpenCL C with a __local argument sized at launch.
+  const std::string source = R"(
+__kernel void group_sums(__global const float* in, __global float* out, __local float* scratch) {
+  size_t lid = get_local_id(0);
+  scratch[lid] = in[get_global_id(0)];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (size_t stride = get_local_size(0) / 2; stride > 0; stride /= 2) {
+    if (lid < stride) scratch[lid] += scratch[lid + stride];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) out[get_group_id(0)] = scratch[0];
+}
+)";
+  Kernel kernel = device.compile({"group_sums", source, KernelLanguage::opencl_c});
+  const uint32_t group = 64, groups = 37, n = group * groups;
+  std::vector<float> input(n), sums(groups);
+  std::mt19937 random(3);
+  for (float& v : input) v = static_cast<float>(random() % 100);
+  Stream stream = device.create_stream();
+  Buffer in = device.allocate(n * 4), out = device.allocate(groups * 4);
+  stream.copy_from_host(in, input.data(), n * 4);
+  LaunchConfig config = LaunchConfig::linear(n);
+  config.local = {group, 1, 1};
+  stream.launch(kernel, config, {in, out, KernelArg::local_memory(group * 4)});
+  stream.copy_to_host(sums.data(), out, groups * 4);
+  stream.synchronize();
+  for (uint32_t g = 0; g < groups; ++g) {
+    float expected = 0;
+    for (uint32_t i = 0; i < group; ++i) expected += input[g * group + i];
+    EXPECT_EQ(sums[g], expected) << "group " << g;
+  }
+}
+
+TEST_F(OpenClTest, PortableTiledTransposeMatchesTheReference) {
+  // The portable dialect's SHARED arrays, barrier() and 2-d indices.
+  const std::string source = R"(
+#define TILE 8
+KERNEL void transpose(GLOBAL const float* in, GLOBAL float* out, uint rows, uint cols) {
+  SHARED float tile[TILE][TILE + 1];
+  size_t x = global_id(0), y = global_id(1);
+  if (x < cols && y < rows) tile[local_id(1)][local_id(0)] = in[y * cols + x];
+  barrier();
+  size_t tx = group_id(1) * TILE + local_id(0), ty = group_id(0) * TILE + local_id(1);
+  if (tx < rows && ty < cols) out[ty * rows + tx] = tile[local_id(0)][local_id(1)];
+}
+)";
+  Kernel kernel = device.compile({"transpose", source});
+  const uint32_t rows = 37, cols = 21;
+  std::vector<float> input(rows * cols), output(rows * cols);
+  std::iota(input.begin(), input.end(), 0.0f);
+  Stream stream = device.create_stream();
+  Buffer in = device.allocate(input.size() * 4), out = device.allocate(output.size() * 4);
+  stream.copy_from_host(in, input.data(), input.size() * 4);
+  LaunchConfig config = LaunchConfig::grid(cols, rows);
+  config.local = {8, 8, 1};
+  stream.launch(kernel, config, {in, out, rows, cols});
+  stream.copy_to_host(output.data(), out, output.size() * 4);
+  stream.synchronize();
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t c = 0; c < cols; ++c)
+      ASSERT_EQ(output[c * rows + r], input[r * cols + c]) << r << "," << c;
+}
+
+TEST_F(OpenClTest, BufferViewsAsArgumentsNeedTheDevicesAlignment) {
+  Kernel kernel = device.compile({"scale", unique_scale_source()});
+  Stream stream = device.create_stream();
+  const uint32_t n = 1024;
+  std::vector<float> data(n, 1.0f);
+  Buffer buffer = device.allocate(n * 4);
+  stream.copy_from_host(buffer, data.data(), n * 4);
+  // Scale the second half only, through a view that starts 2 KiB in.
+  stream.launch(kernel, LaunchConfig::linear(n / 2), {KernelArg(buffer, n * 2), 5.0f, n / 2});
+  stream.copy_to_host(data.data(), buffer, n * 4);
+  stream.synchronize();
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(data[i], i < n / 2 ? 1.0f : 5.0f) << i;
+  expect_error(
+      [&] {
+        stream.launch(kernel, LaunchConfig::linear(4), {KernelArg(buffer, 4), 1.0f, 4u});
+      },
+      ErrorCode::InvalidArgument, {"argument 0", "byte 4", "multiple of"});
+  stream.synchronize();  // nothing was enqueued by the refused launch
+}
+
+TEST_F(OpenClTest, ManyThreadsLaunchOneKernel) {
+  // A cl_kernel holds its arguments: hal serialises argument setting and enqueue per kernel.
+  Kernel kernel = device.compile({"scale", unique_scale_source()});
+  constexpr int kThreads = 8, kLaunches = 40;
+  constexpr uint32_t n = 64;
+  std::vector<std::thread> threads;
+  std::vector<std::vector<float>> results(kThreads, std::vector<float>(n));
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      Stream stream = device.create_stream();
+      Buffer buffer = device.allocate(n * 4);
+      stream.fill(buffer, 1.0f, n);
+      for (int i = 0; i < kLaunches; ++i)
+        stream.launch(kernel, LaunchConfig::linear(n),
+                      {buffer, i % 2 ? 1.0f : static_cast<float>(t + 1), n});
+      stream.copy_to_host(results[t].data(), buffer, n * 4);
+      stream.synchronize();
+    });
+  for (auto& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    const float expected = std::pow(static_cast<float>(t + 1), kLaunches / 2);
+    for (float v : results[t]) ASSERT_FLOAT_EQ(v, expected) << "thread " << t;
+  }
+}
+
+TEST_F(OpenClTest, HostVisibleMemoryIsAddressedDirectly) {
+  for (MemoryKind kind : {MemoryKind::pinned_host, MemoryKind::unified}) {
+    if (!device.info().has_feature(feature::kUnifiedMemory) && kind == MemoryKind::unified)
+      continue;
+    Buffer buffer = device.allocate(4096, kind);
+    ASSERT_TRUE(buffer.host_accessible()) << to_string(kind);
+    float* host = buffer.data<float>();
+    for (int i = 0; i < 1024; ++i) host[i] = static_cast<float>(i);
+    Stream stream = device.create_stream();
+    stream.launch(device.compile({"scale", unique_scale_source()}), LaunchConfig::linear(1024),
+                  {buffer, 2.0f, 1024u});
+    stream.synchronize();
+    for (int i = 0; i < 1024; ++i) ASSERT_EQ(host[i], 2.0f * static_cast<float>(i)) << i;
+  }
+}
+
+TEST_F(OpenClTest, ManyBuffersFreedWhileWorkRunsComeBackAfterIt) {
+  // Ownership fences: buffers dropped right after their work was enqueued stay alive until it
+  // has run, and return to the allocator afterwards.
+  Stream stream = device.create_stream();
+  const uint64_t before = device.memory_stats().active_bytes.current;
+  for (int i = 0; i < 500; ++i) {
+    Buffer buffer = device.allocate(4096);
+    stream.fill(buffer, static_cast<uint32_t>(i), 1024);
+  }
+  stream.synchronize();
+  EXPECT_EQ(device.memory_stats().active_bytes.current, before);
+}
+
+}  // namespace
+}  // namespace hal::test
