@@ -55,6 +55,24 @@ class CollectingReporter : public benchmark::ConsoleReporter {
 
 }  // namespace
 
+std::string take_option(int& argc, char** argv, const std::string& name,
+                        const std::string& fallback) {
+  std::string value = fallback;
+  int kept = 0;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == name && i + 1 < argc) {
+      value = argv[++i];
+    } else if (arg.rfind(name + "=", 0) == 0) {
+      value = arg.substr(name.size() + 1);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  return value;
+}
+
 int run_suite(int argc, char** argv, const std::string& suite, const std::string& device,
               const std::vector<Comparison>& comparisons,
               const std::function<std::vector<Figure>()>& measure) {

@@ -27,6 +27,10 @@ struct Figure {
   std::string goal;
 };
 
+// Removes `--name=VALUE` or `--name VALUE` from argv and returns VALUE, or `fallback`.
+std::string take_option(int& argc, char** argv, const std::string& name,
+                        const std::string& fallback);
+
 // Parses --json (and Google Benchmark's own flags), runs the registered benchmarks, and prints
 // the comparisons (times: lower is better), then the figures `measure` returns.
 int run_suite(int argc, char** argv, const std::string& suite, const std::string& device,

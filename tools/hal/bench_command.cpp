@@ -14,7 +14,7 @@
 namespace hal::tool {
 namespace {
 
-const char* const kSuites[] = {"stream", "thread_pool", "memory"};
+const char* const kSuites[] = {"stream", "thread_pool", "memory", "dispatch"};
 
 std::filesystem::path find_suite(const std::string& suite) {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
@@ -27,15 +27,18 @@ std::filesystem::path find_suite(const std::string& suite) {
                                        " nor in ../libexec/hal");
 }
 
-void run(const std::string& suite, bool json, const std::vector<std::string>& extra) {
+void run(const std::string& suite, bool json, const std::string& device,
+         const std::vector<std::string>& extra) {
   bool known = false;
   for (const char* name : kSuites) known = known || suite == name;
   if (!known)
-    throw Error(ErrorCode::InvalidArgument,
-                "no benchmark suite '" + suite + "'; the suites are stream, thread_pool, memory");
+    throw Error(
+        ErrorCode::InvalidArgument,
+        "no benchmark suite '" + suite + "'; the suites are stream, thread_pool, memory, dispatch");
   const std::string path = find_suite(suite).string();
   std::vector<std::string> arguments{path};
   if (json) arguments.emplace_back("--json");
+  if (!device.empty()) arguments.push_back("--device=" + device);
   arguments.insert(arguments.end(), extra.begin(), extra.end());
   std::vector<char*> argv;
   for (std::string& argument : arguments) argv.push_back(argument.data());
@@ -48,15 +51,19 @@ void run(const std::string& suite, bool json, const std::vector<std::string>& ex
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
-  auto* command = app.add_subcommand("bench",
-                                     "Run a benchmark suite (stream, thread_pool, memory); figures "
-                                     "are ratios to same-run baselines");
+  auto* command = app.add_subcommand(
+      "bench",
+      "Run a benchmark suite (stream, thread_pool, memory, dispatch); figures are ratios to "
+      "same-run baselines");
   auto suite = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  command->add_option("suite", *suite, "stream, thread_pool or memory")->required();
+  auto device = std::make_shared<std::string>();
+  command->add_option("suite", *suite, "stream, thread_pool, memory or dispatch")->required();
   command->add_flag("--json", *json, "Print JSON (schema hal.bench/1)");
+  command->add_option("--device", *device, "The device to measure (dispatch: opencl:N)");
   command->allow_extras();  // passed on to Google Benchmark, e.g. --benchmark_filter=hit
-  command->callback([command, suite, json] { run(*suite, *json, command->remaining()); });
+  command->callback(
+      [command, suite, json, device] { run(*suite, *json, *device, command->remaining()); });
 }
 
 }  // namespace hal::tool

@@ -1,0 +1,223 @@
+// `hal bench dispatch --device opencl:N`: what hal adds to a driver. Each figure sets hal
+// beside the same work in the same run: an empty kernel's launch through the raw OpenCL API,
+// copies through the raw API and memcpy. Compile time is reported cold, from the disk cache and
+// from the in-memory cache.
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "bench_report.hpp"
+#include "hal/hal.hpp"
+#include "opencl_baseline.hpp"
+
+namespace hal::bench {
+namespace {
+
+constexpr int kDrainEvery = 1024;
+constexpr size_t kCopyBytes = 64 << 20;
+
+Device g_device;
+std::unique_ptr<RawOpenCl> g_raw;
+
+const Kernel& empty_kernel() {
+  static const Kernel kernel = g_device.compile({"empty", "KERNEL void empty() {}"});
+  return kernel;
+}
+
+void hal_launch_sync(benchmark::State& state) {
+  Stream stream = g_device.create_stream();
+  for (auto _ : state) {
+    stream.launch(empty_kernel(), LaunchConfig::linear(1));
+    stream.synchronize();
+  }
+}
+
+void raw_launch_finish(benchmark::State& state) {
+  for (auto _ : state) {
+    g_raw->enqueue_empty();
+    g_raw->finish();
+  }
+}
+
+void hal_enqueue(benchmark::State& state) {
+  Stream stream = g_device.create_stream();
+  int since_drain = 0;
+  for (auto _ : state) {
+    stream.launch(empty_kernel(), LaunchConfig::linear(1));
+    if (++since_drain == kDrainEvery) {
+      state.PauseTiming();
+      stream.synchronize();
+      since_drain = 0;
+      state.ResumeTiming();
+    }
+  }
+  stream.synchronize();
+}
+
+void raw_enqueue(benchmark::State& state) {
+  int since_drain = 0;
+  for (auto _ : state) {
+    g_raw->enqueue_empty();
+    if (++since_drain == kDrainEvery) {
+      state.PauseTiming();
+      g_raw->finish();
+      since_drain = 0;
+      state.ResumeTiming();
+    }
+  }
+  g_raw->finish();
+}
+
+std::vector<unsigned char>& host_data() {
+  static std::vector<unsigned char> data(kCopyBytes, 7);
+  return data;
+}
+
+void hal_copy_h2d(benchmark::State& state) {
+  Stream stream = g_device.create_stream();
+  Buffer buffer = g_device.allocate(kCopyBytes);
+  for (auto _ : state) {
+    stream.copy_from_host(buffer, host_data().data(), kCopyBytes);
+    stream.synchronize();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
+}
+
+void hal_copy_d2h(benchmark::State& state) {
+  Stream stream = g_device.create_stream();
+  Buffer buffer = g_device.allocate(kCopyBytes);
+  std::vector<unsigned char> out(kCopyBytes);
+  stream.copy_from_host(buffer, host_data().data(), kCopyBytes);
+  for (auto _ : state) {
+    stream.copy_to_host(out.data(), buffer, kCopyBytes);
+    stream.synchronize();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
+}
+
+void raw_copy_h2d(benchmark::State& state) {
+  for (auto _ : state) g_raw->write(host_data().data(), kCopyBytes);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
+}
+
+void raw_copy_d2h(benchmark::State& state) {
+  std::vector<unsigned char> out(kCopyBytes);
+  g_raw->write(host_data().data(), kCopyBytes);
+  for (auto _ : state) g_raw->read(out.data(), kCopyBytes);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
+}
+
+void memcpy_64m(benchmark::State& state) {
+  std::vector<unsigned char> out(kCopyBytes);
+  for (auto _ : state) {
+    std::memcpy(out.data(), host_data().data(), kCopyBytes);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
+}
+
+// Compile times (milliseconds, median of 5): a source no cache has seen, the same source from
+// the disk cache (the in-memory cache cleared, as in a new process), and from memory.
+std::vector<Figure> compile_figures() {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("hal-bench-cache-" + std::to_string(getpid()));
+  ::setenv("HAL_CACHE_DIR", dir.c_str(), 1);
+  const std::string body = R"(
+KERNEL void saxpy(float a, GLOBAL const float* x, GLOBAL float* y, uint n) {
+  size_t i = global_id(0);
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+)";
+  auto time_ms = [](auto&& fn) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<double> cold, disk, memory;
+  for (int round = 0; round < 5; ++round) {
+    // The comment makes the source new to hal's cache and to the driver's own.
+    const KernelSource source{
+        "saxpy", "// " + std::to_string(getpid()) + "." + std::to_string(round) + body};
+    cold.push_back(time_ms([&] { g_device.compile(source); }));
+    g_device.clear_kernel_cache();
+    disk.push_back(time_ms([&] {
+      if (g_device.compile(source).origin() != KernelOrigin::disk_cache)
+        throw std::runtime_error("the disk cache missed");
+    }));
+    memory.push_back(time_ms([&] { g_device.compile(source); }));
+  }
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+  const double cold_ms = median(cold), disk_ms = median(disk), memory_ms = median(memory);
+  return {
+      {"compile_disk_cache_hit", disk_ms, "ms", "compile_cold", cold_ms, disk_ms / cold_ms, "lower",
+       ""},
+      {"compile_memory_cache_hit", memory_ms, "ms", "compile_cold", cold_ms, memory_ms / cold_ms,
+       "lower", ""},
+  };
+}
+
+void register_benchmarks() {
+  auto add = [](const char* name, void (*fn)(benchmark::State&)) {
+    return benchmark::RegisterBenchmark(name, fn)
+        ->Repetitions(5)
+        ->ReportAggregatesOnly(true)
+        ->UseRealTime();
+  };
+  add("hal_launch_sync", hal_launch_sync);
+  add("raw_launch_finish", raw_launch_finish);
+  add("hal_enqueue", hal_enqueue);
+  add("raw_enqueue", raw_enqueue);
+  for (auto* b : {add("hal_copy_h2d_64m", hal_copy_h2d), add("raw_copy_h2d_64m", raw_copy_h2d),
+                  add("hal_copy_d2h_64m", hal_copy_d2h), add("raw_copy_d2h_64m", raw_copy_d2h),
+                  add("memcpy_64m", memcpy_64m)})
+    b->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+}  // namespace hal::bench
+
+int main(int argc, char** argv) {
+  using namespace hal::bench;
+  const std::string id = take_option(argc, argv, "--device", "opencl:0");
+  try {
+    g_device = hal::device(id);
+    if (g_device.info().backend() != "opencl")
+      throw hal::Error(hal::ErrorCode::Unsupported,
+                       "the dispatch suite measures OpenCL devices (its baseline is the raw "
+                       "OpenCL API); " +
+                           id + " is not one. For cpu:0 see `hal bench stream`");
+    g_raw = std::make_unique<RawOpenCl>(std::stoul(id.substr(id.find(':') + 1)));
+    empty_kernel();  // compiled before timing
+  } catch (const std::exception& error) {
+    std::cerr << "hal bench dispatch: " << error.what() << "\n";
+    return 2;
+  }
+  register_benchmarks();
+  const int status =
+      run_suite(argc, argv, "dispatch", id,
+                {
+                    {"launch_empty_sync", "hal_launch_sync", "raw_launch_finish", "ratio <= 1.1"},
+                    {"enqueue_empty", "hal_enqueue", "raw_enqueue", ""},
+                    {"copy_h2d_64m_vs_raw", "hal_copy_h2d_64m", "raw_copy_h2d_64m", ""},
+                    {"copy_h2d_64m_vs_memcpy", "hal_copy_h2d_64m", "memcpy_64m", ""},
+                    {"copy_d2h_64m_vs_raw", "hal_copy_d2h_64m", "raw_copy_d2h_64m", ""},
+                    {"copy_d2h_64m_vs_memcpy", "hal_copy_d2h_64m", "memcpy_64m", ""},
+                },
+                compile_figures);
+  g_raw.reset();
+  return status;
+}
