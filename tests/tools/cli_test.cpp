@@ -70,7 +70,8 @@ TEST(Cli, SelectorNarrowsTheList) {
   const std::string hide_all = "HAL_DEVICES='!cpu:*;!opencl:*'";
   const Result result = run(hide_all, "devices --json");
   ASSERT_EQ(result.status, 0) << result.output;
-  for (const auto& backend : nlohmann::json::parse(result.output)["backends"])
+  const auto listing = nlohmann::json::parse(result.output);
+  for (const auto& backend : listing["backends"])
     EXPECT_EQ(backend["devices"].size(), 0u) << backend["name"];
   const Result text = run(hide_all, "devices");
   EXPECT_NE(text.output.find("no devices are visible"), std::string::npos) << text.output;
@@ -80,13 +81,17 @@ TEST(Cli, OpenClWithoutADriverIsUnavailableWithTheReason) {
   // The ICD loader reads its drivers from OCL_ICD_VENDORS: an empty folder means none.
   const Result result = run("OCL_ICD_VENDORS=/nonexistent-hal-test", "devices --all --json");
   ASSERT_EQ(result.status, 0) << result.output;
-  for (const auto& backend : nlohmann::json::parse(result.output)["backends"]) {
+  const auto listing = nlohmann::json::parse(result.output);
+  bool checked = false;
+  for (const auto& backend : listing["backends"]) {
     if (backend["name"] != "opencl" || !backend["compiled_in"]) continue;
+    checked = true;
     EXPECT_FALSE(backend["available"]);
     EXPECT_NE(backend["reason"].get<std::string>().find("no platform"), std::string::npos)
         << backend["reason"];
     EXPECT_EQ(backend["devices"].size(), 0u);
   }
+  if (!checked) GTEST_SKIP() << "this build of hal has no OpenCL backend (no CL/cl.h was found)";
 }
 
 TEST(Cli, MalformedSelectorFailsQuotingIt) {

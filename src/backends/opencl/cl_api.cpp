@@ -5,8 +5,11 @@
 namespace hal::opencl {
 
 std::shared_ptr<const ClApi> ClApi::load() {
-  void* library = ::dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!library) library = ::dlopen("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
+  // Never unloaded: the loader and its drivers keep threads and exit handlers of their own, and
+  // run-time tools (sanitizers, profilers) need their code mapped until the process ends.
+  constexpr int flags = RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
+  void* library = ::dlopen("libOpenCL.so.1", flags);
+  if (!library) library = ::dlopen("libOpenCL.so", flags);
   if (!library) {
     const char* why = ::dlerror();
     throw Error(ErrorCode::BackendUnavailable,
@@ -16,7 +19,6 @@ std::shared_ptr<const ClApi> ClApi::load() {
                     "pocl-opencl-icd)");
   }
   auto api = std::make_shared<ClApi>();
-  api->library_ = library;
   std::string missing;
 #define HAL_CL_LOAD(name)                                                   \
   api->name = reinterpret_cast<decltype(&::name)>(::dlsym(library, #name)); \
@@ -27,10 +29,6 @@ std::shared_ptr<const ClApi> ClApi::load() {
     throw Error(ErrorCode::BackendUnavailable,
                 "the OpenCL ICD loader lacks OpenCL 1.2 functions: " + missing);
   return api;
-}
-
-ClApi::~ClApi() {
-  if (library_) ::dlclose(library_);
 }
 
 std::string status_name(cl_int status) {

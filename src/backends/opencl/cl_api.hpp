@@ -42,10 +42,6 @@ struct ClApi {
 
   // Opens the ICD loader. Throws BackendUnavailable naming what is missing.
   static std::shared_ptr<const ClApi> load();
-  ~ClApi();
-
- private:
-  void* library_ = nullptr;
 };
 
 // "CL_OUT_OF_RESOURCES", or "CL_<code>" for codes this table lacks.
