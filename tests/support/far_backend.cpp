@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "cpu/cpu_event.hpp"
-#include "host/work_queue.hpp"
 #include "hal/backend.hpp"
 #include "hal/registry.hpp"
+#include "host/work_queue.hpp"
 
 namespace hal::test {
 namespace {

@@ -2,8 +2,8 @@
 #pragma once
 
 #include "hal/backend.hpp"
-#include "thread_pool.hpp"
 #include "host/work_queue.hpp"
+#include "thread_pool.hpp"
 
 namespace hal::cpu {
 

@@ -14,26 +14,22 @@
 
 namespace hal::opencl {
 
-// X(name): every function of the table. All are OpenCL 1.2 core except those marked optional
-// in ClApi::load (OpenCL 2.0+), which may be null.
-#define HAL_CL_FUNCTIONS(X)                                                                       \
-  X(clGetPlatformIDs)                                                                             \
-  X(clGetPlatformInfo)                                                                            \
-  X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext) X(clReleaseContext)                     \
-      X(clCreateCommandQueue) X(clReleaseCommandQueue) X(clCreateBuffer) X(clCreateSubBuffer)     \
-          X(clReleaseMemObject) X(clEnqueueReadBuffer) X(clEnqueueWriteBuffer)                    \
-              X(clEnqueueCopyBuffer) X(clEnqueueFillBuffer) X(clEnqueueMapBuffer)                 \
-                  X(clEnqueueUnmapMemObject) X(clCreateProgramWithSource)                         \
-                      X(clCreateProgramWithBinary) X(clBuildProgram) X(clGetProgramInfo)          \
-                          X(clGetProgramBuildInfo) X(clReleaseProgram) X(clCreateKernel)          \
-                              X(clReleaseKernel) X(clSetKernelArg) X(clGetKernelInfo)             \
-                                  X(clGetKernelWorkGroupInfo) X(clEnqueueNDRangeKernel)           \
-                                      X(clEnqueueMarkerWithWaitList)                              \
-                                          X(clEnqueueBarrierWithWaitList) X(clCreateUserEvent)    \
-                                              X(clSetUserEventStatus) X(clSetEventCallback)       \
-                                                  X(clWaitForEvents) X(clGetEventInfo)            \
-                                                      X(clGetEventProfilingInfo) X(clRetainEvent) \
-                                                          X(clReleaseEvent) X(clFlush) X(clFinish)
+// X(name): every function of the table, all OpenCL 1.2 core: ClApi::load refuses a loader that
+// lacks one.
+// clang-format off
+#define HAL_CL_FUNCTIONS(X) \
+  X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo) \
+  X(clCreateContext) X(clReleaseContext) X(clCreateCommandQueue) X(clReleaseCommandQueue) \
+  X(clCreateBuffer) X(clCreateSubBuffer) X(clReleaseMemObject) X(clEnqueueReadBuffer) \
+  X(clEnqueueWriteBuffer) X(clEnqueueCopyBuffer) X(clEnqueueFillBuffer) X(clEnqueueMapBuffer) \
+  X(clEnqueueUnmapMemObject) X(clCreateProgramWithSource) X(clCreateProgramWithBinary) \
+  X(clBuildProgram) X(clGetProgramInfo) X(clGetProgramBuildInfo) X(clReleaseProgram) \
+  X(clCreateKernel) X(clReleaseKernel) X(clSetKernelArg) X(clGetKernelInfo) \
+  X(clGetKernelWorkGroupInfo) X(clEnqueueNDRangeKernel) X(clEnqueueMarkerWithWaitList) \
+  X(clEnqueueBarrierWithWaitList) X(clCreateUserEvent) X(clSetUserEventStatus) \
+  X(clSetEventCallback) X(clWaitForEvents) X(clGetEventInfo) X(clGetEventProfilingInfo) \
+  X(clRetainEvent) X(clReleaseEvent) X(clFlush) X(clFinish)
+// clang-format on
 
 struct ClApi {
 #define HAL_CL_MEMBER(name) decltype(&::name) name = nullptr;
