@@ -4,6 +4,9 @@
 #ifdef HAL_HAVE_OPENCL
 #include "opencl/opencl_backend.hpp"
 #endif
+#ifdef HAL_HAVE_CUDA
+#include "cuda/cuda_backend.hpp"
+#endif
 
 namespace hal::detail {
 
@@ -15,7 +18,11 @@ std::vector<BuiltinBackend> builtin_backends() {
 #else
       {"opencl", nullptr, "built without the OpenCL headers (Debian: opencl-headers)"},
 #endif
-      {"cuda", nullptr, "the CUDA backend is not written yet (issue #5)"},
+#ifdef HAL_HAVE_CUDA
+      {"cuda", [] { return std::make_shared<cuda::CudaBackend>(); }, ""},
+#else
+      {"cuda", nullptr, "built without the CUDA toolkit's headers (cuda.h, nvrtc.h)"},
+#endif
       {"vulkan", nullptr, "the Vulkan backend is not written yet"},
       {"hip", nullptr, "the HIP backend is not written yet"},
   };

@@ -22,6 +22,10 @@ std::string name_based_uuid(std::string_view name) {
   }
   bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0f) | 0x80);  // version 8
   bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3f) | 0x80);  // RFC variant
+  return format_uuid(bytes);
+}
+
+std::string format_uuid(const unsigned char (&bytes)[16]) {
   char text[37];
   std::snprintf(text, sizeof text,
                 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", bytes[0],

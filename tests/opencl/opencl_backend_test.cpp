@@ -45,39 +45,6 @@ class OpenClTest : public ::testing::Test {
   Device device;
 };
 
-// HAL_CACHE_DIR pointing at a fresh directory for one test.
-class ScopedCacheDir {
- public:
-  ScopedCacheDir()
-      : path_(fs::temp_directory_path() / ("hal-cache-test-" + std::to_string(::getpid()) + "-" +
-                                           std::to_string(std::random_device{}()))) {
-    fs::create_directories(path_);
-    const char* old = std::getenv("HAL_CACHE_DIR");
-    if (old) old_ = old;
-    ::setenv("HAL_CACHE_DIR", path_.c_str(), 1);
-  }
-  ~ScopedCacheDir() {
-    if (old_)
-      ::setenv("HAL_CACHE_DIR", old_->c_str(), 1);
-    else
-      ::unsetenv("HAL_CACHE_DIR");
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  // The cache's entry files.
-  std::vector<fs::path> entries() const {
-    std::vector<fs::path> found;
-    if (fs::exists(path_ / "kernels" / "opencl"))
-      for (const auto& entry : fs::directory_iterator(path_ / "kernels" / "opencl"))
-        if (entry.path().extension() == ".bin") found.push_back(entry.path());
-    return found;
-  }
-
- private:
-  fs::path path_;
-  std::optional<std::string> old_;
-};
-
 // A source no earlier run has compiled, so that the first compile is a true cache miss.
 std::string unique_scale_source() {
   static int counter = 0;
@@ -240,7 +207,7 @@ KERNEL void fill_value(GLOBAL int* x) { x[global_id(0)] = VALUE * 2; }
 }
 
 TEST_F(OpenClTest, TheDiskCacheServesALaterCompile) {
-  ScopedCacheDir cache;
+  ScopedCacheDir cache("opencl");
   const std::string source = unique_scale_source();
   Kernel cold = device.compile({"scale", source});
   EXPECT_EQ(cold.origin(), KernelOrigin::compiled);
@@ -257,7 +224,7 @@ TEST_F(OpenClTest, TheDiskCacheServesALaterCompile) {
 }
 
 TEST_F(OpenClTest, DiskCacheCanBeBypassed) {
-  ScopedCacheDir cache;
+  ScopedCacheDir cache("opencl");
   const std::string source = unique_scale_source();
   EXPECT_EQ(device.compile({"scale", source}, {.disk_cache = false}).origin(),
             KernelOrigin::compiled);
@@ -267,7 +234,7 @@ TEST_F(OpenClTest, DiskCacheCanBeBypassed) {
 // Damages the only cache entry with `damage`, then expects a rebuild that rewrites a good entry.
 void expect_rebuild_after(const Device& device,
                           const std::function<void(const fs::path&)>& damage) {
-  ScopedCacheDir cache;
+  ScopedCacheDir cache("opencl");
   const std::string source = unique_scale_source();
   device.compile({"scale", source});
   ASSERT_EQ(cache.entries().size(), 1u);

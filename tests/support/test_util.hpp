@@ -3,10 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -61,5 +66,42 @@ std::string test_name(const std::string& device_id);
 
 // Host-side bytes that follow a recognisable pattern seeded by `seed`.
 std::vector<unsigned char> pattern_bytes(size_t size, unsigned seed);
+
+// HAL_CACHE_DIR pointing at a fresh directory for one test; entries() lists what `backend`
+// ("opencl", "cuda") stored there.
+class ScopedCacheDir {
+ public:
+  explicit ScopedCacheDir(std::string backend)
+      : backend_(std::move(backend)),
+        path_(std::filesystem::temp_directory_path() /
+              ("hal-cache-test-" + std::to_string(::getpid()) + "-" +
+               std::to_string(std::random_device{}()))) {
+    std::filesystem::create_directories(path_);
+    const char* old = std::getenv("HAL_CACHE_DIR");
+    if (old) old_ = old;
+    ::setenv("HAL_CACHE_DIR", path_.c_str(), 1);
+  }
+  ~ScopedCacheDir() {
+    if (old_)
+      ::setenv("HAL_CACHE_DIR", old_->c_str(), 1);
+    else
+      ::unsetenv("HAL_CACHE_DIR");
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  // The cache's entry files.
+  std::vector<std::filesystem::path> entries() const {
+    std::vector<std::filesystem::path> found;
+    if (std::filesystem::exists(path_ / "kernels" / backend_))
+      for (const auto& entry : std::filesystem::directory_iterator(path_ / "kernels" / backend_))
+        if (entry.path().extension() == ".bin") found.push_back(entry.path());
+    return found;
+  }
+
+ private:
+  std::string backend_;
+  std::filesystem::path path_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace hal::test

@@ -71,15 +71,6 @@ std::string architecture(const ClApi& api, cl_device_id device, const std::strin
   return name;
 }
 
-std::string format_uuid(const unsigned char (&bytes)[16]) {
-  char text[37];
-  std::snprintf(text, sizeof text,
-                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", bytes[0],
-                bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
-                bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
-  return text;
-}
-
 }  // namespace
 
 ClDeviceDescription describe_device(const ClPlatform& platform, cl_device_id device, std::string id,

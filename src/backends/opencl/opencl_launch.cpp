@@ -1,4 +1,5 @@
 // OpenClStream::launch: binding hal's kernel arguments to a cl_kernel and enqueuing it.
+#include "format_sizes.hpp"
 #include "opencl_buffer.hpp"
 #include "opencl_kernel.hpp"
 #include "opencl_stream.hpp"
@@ -21,16 +22,6 @@ class SubBuffers {
   std::vector<cl_mem> mems_;
 };
 
-std::string sizes(const auto& values) {
-  // Appended piecewise: g++ 12 -O3 warns falsely (-Wrestrict) on "{" + std::to_string(...).
-  std::string text = "{";
-  for (int d = 0; d < 3; ++d) {
-    if (d) text += ", ";
-    text += std::to_string(values[d]);
-  }
-  return text + "}";
-}
-
 }  // namespace
 
 void OpenClStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl,
@@ -52,19 +43,19 @@ void OpenClStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl,
     for (cl_uint d = 0; d < 3; ++d) {
       local[d] = config.local[d] == 0 ? 1 : config.local[d];
       if (d >= dims && local[d] != 1)
-        throw Error(ErrorCode::InvalidArgument, what() + ": local size " + sizes(config.local) +
-                                                    " spans dimension " + std::to_string(d) +
-                                                    " of a " + std::to_string(dims) +
-                                                    "-d global size " + sizes(config.global));
+        throw Error(ErrorCode::InvalidArgument,
+                    what() + ": local size " + detail::format_sizes(config.local) +
+                        " spans dimension " + std::to_string(d) + " of a " + std::to_string(dims) +
+                        "-d global size " + detail::format_sizes(config.global));
       items *= local[d];
       global[d] = (global[d] + local[d] - 1) / local[d] * local[d];
     }
     const uint32_t max_items = device_->info().limits.max_work_group_size;
     if (items > max_items)
-      throw Error(ErrorCode::InvalidArgument, what() + ": local size " + sizes(config.local) +
-                                                  " has " + std::to_string(items) +
-                                                  " work items; " + device_->info().id +
-                                                  " allows at most " + std::to_string(max_items));
+      throw Error(ErrorCode::InvalidArgument,
+                  what() + ": local size " + detail::format_sizes(config.local) + " has " +
+                      std::to_string(items) + " work items; " + device_->info().id +
+                      " allows at most " + std::to_string(max_items));
   }
 
   std::vector<Ref> refs;
@@ -120,9 +111,10 @@ void OpenClStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl,
     cl_int status = api_.clEnqueueNDRangeKernel(queue_, kernel.native(), dims, nullptr, global,
                                                 has_local ? local : nullptr, 0, nullptr, nullptr);
     if (status != CL_SUCCESS)
-      throw_status(status, what(),
-                   "clEnqueueNDRangeKernel with global " + sizes(global) + " and local " +
-                       (has_local ? sizes(local) : std::string("chosen by the driver")));
+      throw_status(
+          status, what(),
+          "clEnqueueNDRangeKernel with global " + detail::format_sizes(global) + " and local " +
+              (has_local ? detail::format_sizes(local) : std::string("chosen by the driver")));
   });
 }
 

@@ -1,0 +1,51 @@
+// One CUDA device as a hal device: cuda:N, driven through its primary context (the one the
+// CUDA runtime uses too, so hal shares memory and modules with PyTorch and friends).
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "cuda_device_info.hpp"
+#include "hal/backend.hpp"
+
+namespace hal::cuda {
+
+class Nvrtc;
+
+class CudaDevice final : public DeviceImpl {
+ public:
+  CudaDevice(std::shared_ptr<const CuApi> api, CUdevice device, CuDeviceDescription description);
+  ~CudaDevice() override;
+
+  const DeviceInfo& info() const override { return info_; }
+  MemoryFigure memory_free() const override;
+  BufferPtr allocate(size_t bytes, MemoryKind kind) override;
+  bool supports(MemoryKind kind) const override;
+  std::shared_ptr<StreamImpl> create_stream() override;
+  std::shared_ptr<EventImpl> create_event() override;
+  CompiledKernel compile(const KernelSource& source, const CompileOptions& options) override;
+
+  const CuApi& api() const { return *api_; }
+  const std::shared_ptr<const CuApi>& api_ptr() const { return api_; }
+  CUdevice native() const { return device_; }
+  const CuDeviceTraits& traits() const { return traits_; }
+  // The primary context, retained on first use (it costs the GPU a few hundred MiB).
+  CUcontext context() const;
+  // Makes the primary context current on the calling thread: every driver call needs it.
+  void make_current() const;
+
+ private:
+  std::shared_ptr<const CuApi> api_;
+  CUdevice device_;
+  DeviceInfo info_;
+  CuDeviceTraits traits_;
+  mutable std::once_flag context_once_;
+  mutable CUcontext context_ = nullptr;
+};
+
+// "cuda:0 (NVIDIA H100 80GB HBM3)": how errors name a device.
+inline std::string describe(const CudaDevice& device) {
+  return device.info().id + " (" + device.info().name + ")";
+}
+
+}  // namespace hal::cuda

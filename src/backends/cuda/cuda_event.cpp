@@ -1,0 +1,40 @@
+#include "cuda_event.hpp"
+
+namespace hal::cuda {
+
+CudaFence::CudaFence(std::shared_ptr<CudaDevice> device, bool timing) : device_(std::move(device)) {
+  device_->make_current();
+  device_->api().check(
+      device_->api().cuEventCreate(&event_, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING),
+      describe(*device_), "cuEventCreate");
+}
+
+CudaFence::~CudaFence() { device_->api().cuEventDestroy(event_); }
+
+bool CudaFence::ready() const {
+  // An error other than "not ready" ends the wait; the stream's synchronize reports it.
+  return device_->api().cuEventQuery(event_) != CUDA_ERROR_NOT_READY;
+}
+
+void CudaFence::wait() const { device_->api().cuEventSynchronize(event_); }
+
+std::shared_ptr<CudaFence> CudaEvent::cuda_fence() const {
+  std::lock_guard lock(mutex_);
+  return fence_;
+}
+
+void CudaEvent::set_fence(std::shared_ptr<CudaFence> fence) {
+  std::lock_guard lock(mutex_);
+  fence_ = std::move(fence);
+}
+
+double CudaEvent::elapsed_ms_since(const EventImpl& start) const {
+  auto begin = static_cast<const CudaEvent&>(start).cuda_fence();
+  auto end = cuda_fence();
+  float ms = 0;
+  device_->api().check(device_->api().cuEventElapsedTime(&ms, begin->native(), end->native()),
+                       describe(*device_), "cuEventElapsedTime");
+  return ms;
+}
+
+}  // namespace hal::cuda

@@ -1,0 +1,32 @@
+// A kernel compiled for one CUDA device: its module and function.
+#pragma once
+
+#include <atomic>
+
+#include "cuda_device.hpp"
+
+namespace hal::cuda {
+
+class CudaKernel final : public KernelImpl {
+ public:
+  // Takes over `module`. Holds the driver table, not the device: the device's kernel cache
+  // holds kernels.
+  CudaKernel(std::string name, const CudaDevice& device, CUmodule module, CUfunction function);
+  ~CudaKernel() override;
+
+  CUfunction native() const { return function_; }
+  // Raises the function's dynamic shared memory limit to `bytes` once (above 48 KiB a kernel
+  // must opt in). Thread-safe.
+  CUresult allow_shared_bytes(uint32_t bytes);
+
+ private:
+  std::shared_ptr<const CuApi> api_;
+  CUmodule module_;
+  CUfunction function_;
+  std::atomic<uint32_t> shared_allowed_{48 * 1024};
+};
+
+// The prelude that maps hal's portable kernel dialect onto CUDA C++.
+extern const char* const kPortablePrelude;
+
+}  // namespace hal::cuda

@@ -1,0 +1,263 @@
+#include "cuda_stream.hpp"
+
+#include <cstring>
+#include <future>
+
+#include "cuda_buffer.hpp"
+#include "cuda_event.hpp"
+
+namespace hal::cuda {
+namespace {
+
+// One host callback on its way from the driver's host-function thread to the stream's own.
+struct HostCall {
+  std::function<void()> fn;
+  std::shared_ptr<host::WorkQueue> thread;
+};
+
+void CUDA_CB run_host_call(void* user) {
+  std::unique_ptr<HostCall> call(static_cast<HostCall*>(user));
+  std::promise<void> returned;
+  std::future<void> done = returned.get_future();
+  call->thread->push([&call, &returned] {
+    struct Signal {
+      std::promise<void>& promise;
+      ~Signal() { promise.set_value(); }
+    } signal{returned};
+    call->fn();  // an exception is kept by the work queue for the stream's synchronize
+  });
+  done.wait();  // the stream's later work stays behind the callback
+}
+
+bool overlaps(CUdeviceptr a, CUdeviceptr b, size_t bytes) { return a < b + bytes && b < a + bytes; }
+
+}  // namespace
+
+CudaStream::CudaStream(std::shared_ptr<CudaDevice> device)
+    : device_(std::move(device)), api_(device_->api()) {
+  device_->make_current();
+  api_.check(api_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), describe(*device_),
+             "cuStreamCreate");
+}
+
+CudaStream::~CudaStream() {
+  try {
+    device_->make_current();
+  } catch (const Error&) {
+    return;  // the driver is gone: so are the stream and its events
+  }
+  api_.cuStreamSynchronize(stream_);
+  std::vector<Batch> batches(std::make_move_iterator(in_flight_.begin()),
+                             std::make_move_iterator(in_flight_.end()));
+  release(batches);
+  api_.cuStreamDestroy(stream_);
+  if (callbacks_) callbacks_->wait_all();
+}
+
+std::string CudaStream::where(std::string_view operation) const {
+  return "stream of " + describe(*device_) + ": " + std::string(operation);
+}
+
+void CudaStream::fail(CUresult result, std::string_view operation, std::string_view call,
+                      size_t bytes) const {
+  api_.throw_result(result, where(operation),
+                    std::string(call) + (bytes ? " of " + std::to_string(bytes) + " bytes" : ""));
+}
+
+void CudaStream::enqueued(std::vector<Ref>& refs, std::vector<Batch>& done) {
+  for (Ref& ref : refs) open_refs_.push_back(std::move(ref));
+  ++open_commands_;
+  if (open_refs_.size() >= kRefsPerFence) {
+    fence_open_batch();
+    take_completed(done);
+  }
+}
+
+void CudaStream::fence_open_batch() {
+  CUevent fence = nullptr;
+  CUresult result = api_.cuEventCreate(&fence, CU_EVENT_DISABLE_TIMING);
+  if (result == CUDA_SUCCESS) result = api_.cuEventRecord(fence, stream_);
+  if (result != CUDA_SUCCESS) {
+    if (fence) api_.cuEventDestroy(fence);
+    fail(result, "fence", "cuEventCreate / cuEventRecord");
+  }
+  in_flight_.push_back({fence, std::move(open_refs_)});
+  open_refs_.clear();
+  open_commands_ = 0;
+}
+
+void CudaStream::take_completed(std::vector<Batch>& done) {
+  while (!in_flight_.empty()) {
+    const CUresult result = api_.cuEventQuery(in_flight_.front().fence);
+    if (result == CUDA_ERROR_NOT_READY) return;
+    if (result != CUDA_SUCCESS && failed_ == CUDA_SUCCESS) failed_ = result;
+    done.push_back(std::move(in_flight_.front()));
+    in_flight_.pop_front();
+  }
+}
+
+void CudaStream::release(std::vector<Batch>& batches) {
+  for (Batch& batch : batches) api_.cuEventDestroy(batch.fence);
+  batches.clear();  // drops the references: buffers may go back to their allocator now
+}
+
+void CudaStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
+                                size_t bytes) {
+  const CUdeviceptr to = address_of(*dst, dst_offset);
+  submit({dst}, "copy_from_host", "cuMemcpyHtoDAsync", bytes,
+         [&] { return api_.cuMemcpyHtoDAsync(to, src, bytes, stream_); });
+}
+
+void CudaStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
+  const CUdeviceptr from = address_of(*src, src_offset);
+  submit({src}, "copy_to_host", "cuMemcpyDtoHAsync", bytes,
+         [&] { return api_.cuMemcpyDtoHAsync(dst, from, bytes, stream_); });
+}
+
+bool CudaStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& src,
+                      size_t src_offset, size_t bytes) {
+  auto& dst_device = static_cast<const CudaDevice&>(dst->device());
+  auto& src_device = static_cast<const CudaDevice&>(src->device());
+  const CUdeviceptr to = address_of(*dst, dst_offset);
+  const CUdeviceptr from = address_of(*src, src_offset);
+  if (&dst_device != &src_device) {
+    // Direct over NVLink or PCIe where peer access is possible, staged by the driver otherwise.
+    const CUcontext dst_context = dst_device.context(), src_context = src_device.context();
+    submit({dst, src}, "copy between devices", "cuMemcpyPeerAsync", bytes, [&] {
+      return api_.cuMemcpyPeerAsync(to, dst_context, from, src_context, bytes, stream_);
+    });
+    return true;
+  }
+  if (!overlaps(to, from, bytes)) {
+    submit({dst, src}, "copy", "cuMemcpyDtoDAsync", bytes,
+           [&] { return api_.cuMemcpyDtoDAsync(to, from, bytes, stream_); });
+    return true;
+  }
+  // cuMemcpy leaves overlapping copies undefined: go through scratch memory, freed once both
+  // copies have run (its owner is dropped with their batch).
+  device_->make_current();
+  CUdeviceptr scratch = 0;
+  const CUresult result = api_.cuMemAlloc(&scratch, bytes);
+  if (result != CUDA_SUCCESS) fail(result, "copy", "cuMemAlloc (overlap scratch)", bytes);
+  auto device = device_;
+  Ref owner(reinterpret_cast<const void*>(scratch), [device, scratch](const void*) {
+    try {
+      device->make_current();
+      device->api().cuMemFree(scratch);
+    } catch (const Error&) {
+    }
+  });
+  submit({dst, src, owner}, "copy", "cuMemcpyDtoDAsync", bytes, [&] {
+    CUresult status = api_.cuMemcpyDtoDAsync(scratch, from, bytes, stream_);
+    return status == CUDA_SUCCESS ? api_.cuMemcpyDtoDAsync(to, scratch, bytes, stream_) : status;
+  });
+  return true;
+}
+
+void CudaStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
+                      size_t pattern_size) {
+  const CUdeviceptr to = address_of(*dst, dst_offset);
+  if (pattern_size <= 4 && to % pattern_size == 0) {
+    uint32_t value = 0;
+    std::memcpy(&value, pattern, pattern_size);
+    submit({dst}, "fill", "cuMemsetD*Async", bytes, [&] {
+      switch (pattern_size) {
+        case 1:
+          return api_.cuMemsetD8Async(to, static_cast<unsigned char>(value), bytes, stream_);
+        case 2:
+          return api_.cuMemsetD16Async(to, static_cast<unsigned short>(value), bytes / 2, stream_);
+        default:
+          return api_.cuMemsetD32Async(to, value, bytes / 4, stream_);
+      }
+    });
+    return;
+  }
+  // 8- and 16-byte patterns, and unaligned ones: write the repeated pattern from the host.
+  auto data = std::make_shared<std::vector<unsigned char>>(bytes);
+  for (size_t at = 0; at < bytes; at += pattern_size)
+    std::memcpy(data->data() + at, pattern, pattern_size);
+  submit({dst, data}, "fill", "cuMemcpyHtoDAsync", bytes,
+         [&] { return api_.cuMemcpyHtoDAsync(to, data->data(), bytes, stream_); });
+}
+
+void CudaStream::host_callback(std::function<void()> fn) {
+  std::lock_guard lock(mutex_);
+  device_->make_current();
+  if (!callbacks_) callbacks_ = std::make_shared<host::WorkQueue>();
+  auto call = std::make_unique<HostCall>(HostCall{std::move(fn), callbacks_});
+  const CUresult result = api_.cuLaunchHostFunc(stream_, &run_host_call, call.get());
+  if (result != CUDA_SUCCESS) fail(result, "host_callback", "cuLaunchHostFunc");
+  call.release();  // run_host_call owns it now
+  ++open_commands_;
+}
+
+void CudaStream::record(EventImpl& event) {
+  auto fence = std::make_shared<CudaFence>(device_, true);
+  {
+    std::lock_guard lock(mutex_);
+    device_->make_current();
+    const CUresult result = api_.cuEventRecord(fence->native(), stream_);
+    if (result != CUDA_SUCCESS) fail(result, "record", "cuEventRecord");
+    if (open_commands_ > 0) fence_open_batch();
+  }
+  static_cast<CudaEvent&>(event).set_fence(std::move(fence));
+}
+
+void CudaStream::wait(EventImpl& event) {
+  std::shared_ptr<CudaFence> fence = static_cast<CudaEvent&>(event).cuda_fence();
+  // Events of other CUDA devices too: the driver orders the streams on the device.
+  submit({fence}, "wait", "cuStreamWaitEvent", 0,
+         [&] { return api_.cuStreamWaitEvent(stream_, fence->native(), 0); });
+}
+
+void CudaStream::synchronize() {
+  std::vector<Batch> batches;
+  std::vector<Ref> open;
+  std::shared_ptr<host::WorkQueue> callbacks;
+  {
+    std::lock_guard lock(mutex_);
+    batches.assign(std::make_move_iterator(in_flight_.begin()),
+                   std::make_move_iterator(in_flight_.end()));
+    in_flight_.clear();
+    open.swap(open_refs_);
+    open_commands_ = 0;
+    callbacks = callbacks_;
+  }
+  device_->make_current();
+  CUresult failed = api_.cuStreamSynchronize(stream_);
+  if (callbacks) callbacks->wait_all();
+  for (const Batch& batch : batches) {
+    const CUresult result = api_.cuEventQuery(batch.fence);
+    if (result != CUDA_SUCCESS && failed == CUDA_SUCCESS) failed = result;
+  }
+  release(batches);
+  open.clear();
+  {
+    std::lock_guard lock(mutex_);
+    if (failed == CUDA_SUCCESS) failed = failed_;
+    failed_ = CUDA_SUCCESS;
+  }
+  if (failed != CUDA_SUCCESS)
+    throw Error(ErrorCode::AsyncFailure,
+                "work enqueued on a stream of " + describe(*device_) + " failed: " +
+                    api_.describe(failed) + " (" + std::to_string(static_cast<int>(failed)) + ")",
+                static_cast<int>(failed));
+  if (callbacks)
+    if (std::exception_ptr error = callbacks->take_error()) throw_async_failure(*device_, error);
+}
+
+bool CudaStream::query() {
+  std::vector<Batch> done;
+  bool idle = false;
+  {
+    std::lock_guard lock(mutex_);
+    device_->make_current();
+    if (open_commands_ > 0) fence_open_batch();
+    take_completed(done);
+    idle = in_flight_.empty();
+  }
+  release(done);
+  return idle;
+}
+
+}  // namespace hal::cuda

@@ -1,0 +1,96 @@
+// A stream of a CUDA device: one CUstream of the primary context.
+//
+// Enqueued work keeps what it uses alive until it has run, as in the OpenCL backend: the
+// references of consecutive commands are gathered and closed by an event every kRefsPerFence
+// references, at each record, query and synchronize; a batch is dropped once its event has
+// completed.
+//
+// Host callbacks: the driver's host-function thread may not call CUDA, and a hal callback may
+// (a staged copy, a wait on another stream). The host function therefore hands the callback to
+// the stream's own callback thread and blocks until it has returned, which keeps the stream's
+// later work behind it.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "cuda_device.hpp"
+#include "hal/backend.hpp"
+#include "host/work_queue.hpp"
+
+namespace hal::cuda {
+
+class CudaStream final : public StreamImpl {
+ public:
+  explicit CudaStream(std::shared_ptr<CudaDevice> device);
+  ~CudaStream() override;
+
+  DeviceImpl& device() const override { return *device_; }
+  void copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
+                      size_t bytes) override;
+  void copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) override;
+  bool copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& src, size_t src_offset,
+            size_t bytes) override;
+  void fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
+            size_t pattern_size) override;
+  void host_callback(std::function<void()> fn) override;
+  void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
+              std::span<const KernelArg> args) override;
+  void record(EventImpl& event) override;
+  void wait(EventImpl& event) override;
+  void synchronize() override;
+  bool query() override;
+
+  CUstream native() const { return stream_; }
+
+ private:
+  static constexpr size_t kRefsPerFence = 64;
+  using Ref = std::shared_ptr<const void>;
+  struct Batch {
+    CUevent fence;
+    std::vector<Ref> refs;
+  };
+
+  // Runs `enqueue` (which enqueues one command and returns its CUresult) under mutex_ with the
+  // context current, then keeps `refs` until that command has run. `fail_with(result)` throws
+  // the error of a failed enqueue: its message is built only then.
+  template <class Enqueue, class Fail>
+  void submit(std::vector<Ref> refs, Enqueue&& enqueue, Fail&& fail_with) {
+    std::vector<Batch> done;
+    {
+      std::lock_guard lock(mutex_);
+      device_->make_current();
+      if (const CUresult result = enqueue(); result != CUDA_SUCCESS) [[unlikely]]
+        fail_with(result);
+      enqueued(refs, done);
+    }
+    release(done);
+  }
+  template <class Enqueue>
+  void submit(std::vector<Ref> refs, const char* operation, const char* call, size_t bytes,
+              Enqueue&& enqueue) {
+    submit(std::move(refs), std::forward<Enqueue>(enqueue),
+           [&](CUresult result) { fail(result, operation, call, bytes); });
+  }
+  void enqueued(std::vector<Ref>& refs, std::vector<Batch>& done);
+  void fence_open_batch();
+  void take_completed(std::vector<Batch>& done);
+  void release(std::vector<Batch>& batches);
+  std::string where(std::string_view operation) const;
+  [[noreturn]] void fail(CUresult result, std::string_view operation, std::string_view call,
+                         size_t bytes = 0) const;
+
+  std::shared_ptr<CudaDevice> device_;
+  const CuApi& api_;
+  CUstream stream_ = nullptr;
+  std::mutex mutex_;
+  std::vector<Ref> open_refs_;
+  size_t open_commands_ = 0;
+  std::deque<Batch> in_flight_;
+  CUresult failed_ = CUDA_SUCCESS;              // of the first batch that ended in an error
+  std::shared_ptr<host::WorkQueue> callbacks_;  // made on the first host callback
+};
+
+}  // namespace hal::cuda

@@ -1,0 +1,209 @@
+// CUDA specifics on real GPUs: device facts, NVRTC errors through Device::compile, CUDA C++
+// kernels, dynamic shared memory, the disk cache, peer copies and managed memory. Without an
+// NVIDIA GPU each test skips with the backend's reason. The device suites of tests/core run on
+// CUDA devices as well.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "test_util.hpp"
+
+namespace hal::test {
+namespace {
+
+std::vector<Device> cuda_devices() {
+  std::vector<Device> found;
+  for (const Device& device : devices())
+    if (device.info().backend() == "cuda") found.push_back(device);
+  return found;
+}
+
+std::string cuda_reason() {
+  for (const BackendStatus& backend : Registry::instance().backends())
+    if (backend.name == "cuda") return backend.reason;
+  return "no cuda backend";
+}
+
+class CudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto found = cuda_devices();
+    if (found.empty()) GTEST_SKIP() << "no CUDA device: " << cuda_reason();
+    device = found.front();
+  }
+  Device device;
+};
+
+TEST_F(CudaTest, DevicesReportWhatTheyAre) {
+  for (const Device& gpu : cuda_devices()) {
+    const DeviceInfo& info = gpu.info();
+    EXPECT_EQ(info.vendor, "NVIDIA");
+    EXPECT_EQ(info.kind, DeviceKind::gpu);
+    EXPECT_EQ(info.architecture.rfind("sm_", 0), 0u) << info.architecture;
+    EXPECT_EQ(info.uuid.size(), 36u);
+    EXPECT_GT(info.memory_total.bytes, 0u);
+    EXPECT_GT(info.compute_units, 0u);
+    EXPECT_GE(info.limits.max_work_group_size, 1024u);
+    EXPECT_GE(info.limits.max_shared_memory_bytes, 48u * 1024);
+    EXPECT_TRUE(info.has_feature(feature::kPortableKernels));
+    const MemoryFigure free = gpu.memory_free();
+    EXPECT_EQ(free.provenance, Provenance::measured);
+    EXPECT_LE(free.bytes, info.memory_total.bytes);
+  }
+}
+
+TEST_F(CudaTest, CompileErrorsCarryTheNvrtcLog) {
+  expect_error(
+      [&] {
+        device.compile({"broken", "KERNEL void broken(GLOBAL float* x) {\n  x[0] = nope;\n}\n"});
+      },
+      ErrorCode::CompileFailed, {"broken", device.info().id, "build log", "nope"});
+  expect_error(
+      [&] {
+        device.compile({"k", "__kernel void k() {}", KernelLanguage::opencl_c});
+      },
+      ErrorCode::Unsupported, {"OpenCL C", device.info().id});
+}
+
+TEST_F(CudaTest, CudaCppTemplatesRun) {
+  const Kernel scale = device.compile({"scale<float>", R"(
+template <class T> __global__ void scale(T* x, T a, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
+template __global__ void scale<float>(float*, float, unsigned);
+)",
+                                       KernelLanguage::cuda});
+  const unsigned n = 100'000;
+  std::vector<float> host(n);
+  std::iota(host.begin(), host.end(), 0.0f);
+  Buffer x = device.allocate(n * sizeof(float));
+  Stream stream = device.create_stream();
+  stream.copy_from_host(x, host.data(), n * sizeof(float));
+  stream.launch(scale, LaunchConfig{{n, 1, 1}, {128, 1, 1}}, {x, 3.0f, n});
+  stream.copy_to_host(host.data(), x, n * sizeof(float));
+  stream.synchronize();
+  for (unsigned i = 0; i < n; i += 997) ASSERT_EQ(host[i], 3.0f * static_cast<float>(i)) << i;
+}
+
+TEST_F(CudaTest, DynamicSharedMemoryAboveTheDefaultLimit) {
+  const uint64_t limit = device.info().limits.max_shared_memory_bytes;
+  if (limit <= 48 * 1024) GTEST_SKIP() << device.info().id << " has no opt-in shared memory";
+  // One block reverses `n` floats through shared memory larger than the 48 KiB default.
+  const Kernel reverse = device.compile({"reverse", R"(
+extern "C" __global__ void reverse(float* x, unsigned n) {
+  extern __shared__ float staged[];
+  for (unsigned i = threadIdx.x; i < n; i += blockDim.x) staged[i] = x[i];
+  __syncthreads();
+  for (unsigned i = threadIdx.x; i < n; i += blockDim.x) x[i] = staged[n - 1 - i];
+}
+)",
+                                         KernelLanguage::cuda});
+  const unsigned n = 16 * 1024;  // 64 KiB
+  std::vector<float> host(n);
+  std::iota(host.begin(), host.end(), 0.0f);
+  Buffer x = device.allocate(n * sizeof(float));
+  Stream stream = device.create_stream();
+  stream.copy_from_host(x, host.data(), n * sizeof(float));
+  LaunchConfig config{{256, 1, 1}, {256, 1, 1}};
+  config.shared_bytes = n * sizeof(float);
+  stream.launch(reverse, config, {x, n});
+  stream.copy_to_host(host.data(), x, n * sizeof(float));
+  stream.synchronize();
+  for (unsigned i = 0; i < n; i += 131) ASSERT_EQ(host[i], static_cast<float>(n - 1 - i)) << i;
+
+  config.shared_bytes = static_cast<uint32_t>(limit + 1);
+  expect_error(
+      [&] {
+        stream.launch(reverse, config, {x, n});
+      },
+      ErrorCode::InvalidArgument, {"reverse", "dynamic shared memory", std::to_string(limit)});
+}
+
+TEST_F(CudaTest, BadLaunchesAreRefusedBeforeTheyReachTheDriver) {
+  const Kernel fill = device.compile({"fill_one", R"(
+KERNEL void fill_one(GLOBAL float* x, uint n) {
+  size_t i = global_id(0);
+  if (i < n) x[i] = 1.0f;
+}
+)"});
+  Buffer x = device.allocate(1024);
+  Stream stream = device.create_stream();
+  expect_error(
+      [&] {
+        stream.launch(fill, LaunchConfig{{256, 1, 1}, {2048, 1, 1}}, {x, 256u});
+      },
+      ErrorCode::InvalidArgument, {"fill_one", "2048 threads"});
+  expect_error(
+      [&] {
+        stream.launch(fill, LaunchConfig{{1, 1u << 30, 1}}, {x, 1u});
+      },
+      ErrorCode::InvalidArgument, {"fill_one", "blocks in dimension 1"});
+  expect_error(
+      [&] {
+        stream.launch(fill, LaunchConfig::linear(256), {KernelArg::local_memory(256), 256u});
+      },
+      ErrorCode::InvalidArgument, {"argument 0", "shared_bytes"});
+  stream.launch(fill, LaunchConfig::linear(256), {x, 256u});  // the stream still works
+  std::vector<float> host(256);
+  stream.copy_to_host(host.data(), x, 1024);
+  stream.synchronize();
+  EXPECT_EQ(host[255], 1.0f);
+}
+
+TEST_F(CudaTest, ModulesComeFromTheDiskCacheTheSecondTime) {
+  ScopedCacheDir cache("cuda");
+  const KernelSource source{
+      "cached", "KERNEL void cached(GLOBAL int* x) { x[0] = " + std::to_string(::getpid()) + "; }"};
+  EXPECT_EQ(device.compile(source).origin(), KernelOrigin::compiled);
+  EXPECT_EQ(cache.entries().size(), 1u);
+  device.clear_kernel_cache();
+  const Kernel again = device.compile(source);
+  EXPECT_EQ(again.origin(), KernelOrigin::disk_cache);
+  Buffer x = device.allocate(sizeof(int));
+  Stream stream = device.create_stream();
+  stream.launch(again, LaunchConfig::linear(1), {x});
+  int value = 0;
+  stream.copy_to_host(&value, x, sizeof value);
+  stream.synchronize();
+  EXPECT_EQ(value, ::getpid());
+}
+
+TEST_F(CudaTest, ManagedMemoryIsNeverOversubscribed) {
+  if (!device.info().has_feature(feature::kUnifiedMemory))
+    GTEST_SKIP() << "no managed memory on " << device.info().id;
+  // All of the device's memory: more than is free once a context exists.
+  const uint64_t total = device.info().memory_total.bytes;
+  expect_error([&] { device.allocate(total, MemoryKind::unified); }, ErrorCode::OutOfMemory,
+               {device.info().id, "oversubscribe"});
+  Buffer shared = device.allocate(4096, MemoryKind::unified);
+  ASSERT_NE(shared.host_data(), nullptr);
+  static_cast<int*>(shared.host_data())[0] = 41;
+  Stream stream = device.create_stream();
+  stream.fill(shared, 42, 1);
+  stream.synchronize();
+  EXPECT_EQ(static_cast<int*>(shared.host_data())[0], 42);
+}
+
+TEST(CudaPeers, CopiesRunBetweenEveryPairOfGpus) {
+  const auto gpus = cuda_devices();
+  if (gpus.size() < 2) GTEST_SKIP() << "needs two CUDA devices, found " << gpus.size();
+  const size_t n = 1 << 20;
+  std::vector<uint32_t> host(n);
+  std::iota(host.begin(), host.end(), 7u);
+  for (const Device& from : gpus)
+    for (const Device& to : gpus) {
+      if (from.info().id == to.info().id) continue;
+      Buffer a = from.allocate(n * 4), b = to.allocate(n * 4);
+      Stream stream = from.create_stream();
+      stream.copy_from_host(a, host.data(), n * 4);
+      stream.copy(b, a, n * 4);
+      std::vector<uint32_t> back(n);
+      stream.copy_to_host(back.data(), b, n * 4);
+      stream.synchronize();
+      ASSERT_EQ(back, host) << from.info().id << " -> " << to.info().id;
+    }
+}
+
+}  // namespace
+}  // namespace hal::test

@@ -1,0 +1,139 @@
+// NVRTC and the portable dialect's CUDA prelude: these need the CUDA toolkit, not a GPU, so
+// they run wherever hal was built with CUDA.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "cuda/cuda_kernel.hpp"
+#include "cuda/nvrtc.hpp"
+#include "hal/error.hpp"
+
+namespace hal::cuda {
+namespace {
+
+std::shared_ptr<const Nvrtc> nvrtc_or_skip() {
+  try {
+    return Nvrtc::load();
+  } catch (const Error& error) {
+    return nullptr;
+  }
+}
+
+#define REQUIRE_NVRTC(nvrtc)                                                  \
+  auto nvrtc = nvrtc_or_skip();                                               \
+  if (!nvrtc)                                                                 \
+  GTEST_SKIP() << "NVRTC cannot be opened here (libnvrtc.so.13 or .12); the " \
+                  "CUDA toolkit's NVRTC is needed to compile CUDA kernels"
+
+bool is_elf(const std::string& image) {
+  return image.rfind(
+             "\x7f"
+             "ELF",
+             0) == 0;
+}
+
+// The kernels below are the portable ones the OpenCL tests run, unchanged.
+const char* const kSaxpy = R"(
+KERNEL void saxpy(float a, GLOBAL const float* x, GLOBAL float* y, uint n) {
+  size_t i = global_id(0);
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+)";
+
+const char* const kTiledTranspose = R"(
+#ifndef TILE
+#error TILE must be defined
+#endif
+DEVICE_FN size_t at(size_t row, size_t col, size_t cols) { return row * cols + col; }
+KERNEL void transpose(GLOBAL const float* in, GLOBAL float* out, uint rows, uint cols) {
+  SHARED float tile[TILE][TILE + 1];
+  size_t col = global_id(0), row = global_id(1);
+  if (row < rows && col < cols) tile[local_id(1)][local_id(0)] = in[at(row, col, cols)];
+  barrier();
+  size_t out_col = group_id(1) * TILE + local_id(0), out_row = group_id(0) * TILE + local_id(1);
+  if (out_row < cols && out_col < rows) out[at(out_row, out_col, rows)] = tile[local_id(0)][local_id(1)];
+}
+)";
+
+TEST(Nvrtc, ReportsItsVersionAndArchitectures) {
+  REQUIRE_NVRTC(nvrtc);
+  EXPECT_NE(nvrtc->version(), "0.0");
+  ASSERT_FALSE(nvrtc->archs().empty());
+  EXPECT_TRUE(std::is_sorted(nvrtc->archs().begin(), nvrtc->archs().end()));
+  // Every NVRTC from CUDA 12 on targets Ampere and Hopper.
+  EXPECT_NE(std::find(nvrtc->archs().begin(), nvrtc->archs().end(), 80), nvrtc->archs().end());
+  EXPECT_NE(std::find(nvrtc->archs().begin(), nvrtc->archs().end(), 90), nvrtc->archs().end());
+}
+
+TEST(Nvrtc, PortableKernelsCompileToCubins) {
+  REQUIRE_NVRTC(nvrtc);
+  const NvrtcOutput saxpy = nvrtc->compile(kPortablePrelude + std::string(kSaxpy), "saxpy", 90, {});
+  ASSERT_TRUE(saxpy.ok) << saxpy.log;
+  EXPECT_TRUE(saxpy.is_cubin);
+  EXPECT_TRUE(is_elf(saxpy.image));
+  EXPECT_EQ(saxpy.lowered_name, "saxpy");  // KERNEL is extern "C"
+
+  const NvrtcOutput transpose = nvrtc->compile(kPortablePrelude + std::string(kTiledTranspose),
+                                               "transpose", 80, {"-DTILE=16"});
+  ASSERT_TRUE(transpose.ok) << transpose.log;
+  EXPECT_TRUE(is_elf(transpose.image));
+}
+
+TEST(Nvrtc, DefinesReachTheSource) {
+  REQUIRE_NVRTC(nvrtc);
+  const NvrtcOutput output =
+      nvrtc->compile(kPortablePrelude + std::string(kTiledTranspose), "transpose", 90, {});
+  ASSERT_FALSE(output.ok);
+  EXPECT_NE(output.log.find("TILE must be defined"), std::string::npos) << output.log;
+}
+
+TEST(Nvrtc, ErrorsGiveTheLogWithLinesOfTheUsersSource) {
+  REQUIRE_NVRTC(nvrtc);
+  const std::string source = "KERNEL void broken(GLOBAL float* x) {\n  x[0] = undeclared;\n}\n";
+  const NvrtcOutput output = nvrtc->compile(kPortablePrelude + source, "broken", 90, {});
+  ASSERT_FALSE(output.ok);
+  EXPECT_TRUE(output.image.empty());
+  EXPECT_NE(output.log.find("undeclared"), std::string::npos) << output.log;
+  // The prelude ends with #line 1, so the error is on line 2 of what the user wrote.
+  EXPECT_NE(output.log.find("(2)"), std::string::npos) << output.log;
+  EXPECT_NE(output.log.find("broken.cu"), std::string::npos) << output.log;
+}
+
+TEST(Nvrtc, AMissingKernelIsAnError) {
+  REQUIRE_NVRTC(nvrtc);
+  const NvrtcOutput output =
+      nvrtc->compile(kPortablePrelude + std::string(kSaxpy), "no_such_kernel", 90, {});
+  ASSERT_FALSE(output.ok);
+  EXPECT_NE(output.log.find("no_such_kernel"), std::string::npos) << output.log;
+}
+
+TEST(Nvrtc, CudaTemplatesAreFoundByTheirExpression) {
+  REQUIRE_NVRTC(nvrtc);
+  const std::string source = R"(
+template <class T> __global__ void scale(T* x, T a, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
+template __global__ void scale<float>(float*, float, unsigned);
+)";
+  const NvrtcOutput output = nvrtc->compile(source, "scale<float>", 90, {});
+  ASSERT_TRUE(output.ok) << output.log;
+  EXPECT_EQ(output.lowered_name.rfind("_Z", 0), 0u) << output.lowered_name;  // a C++ symbol
+}
+
+TEST(Nvrtc, NewerArchitecturesGetPtxAndOlderOnesAnError) {
+  REQUIRE_NVRTC(nvrtc);
+  const int newest = nvrtc->archs().back();
+  const NvrtcOutput ptx =
+      nvrtc->compile(kPortablePrelude + std::string(kSaxpy), "saxpy", newest + 1, {});
+  ASSERT_TRUE(ptx.ok) << ptx.log;
+  EXPECT_FALSE(ptx.is_cubin);
+  EXPECT_NE(ptx.image.find(".entry saxpy"), std::string::npos);
+
+  const NvrtcOutput old = nvrtc->compile(kPortablePrelude + std::string(kSaxpy), "saxpy", 20, {});
+  ASSERT_FALSE(old.ok);
+  EXPECT_NE(old.log.find("cannot compile for sm_20"), std::string::npos) << old.log;
+}
+
+}  // namespace
+}  // namespace hal::cuda
