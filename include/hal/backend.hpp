@@ -120,6 +120,14 @@ class HostKernelImpl final : public KernelImpl {
   HostKernelFn fn_;
 };
 
+// A captured graph, ready to replay.
+class GraphImpl {
+ public:
+  virtual ~GraphImpl() = default;
+  virtual DeviceImpl& device() const = 0;
+  virtual size_t node_count() const = 0;
+};
+
 class StreamImpl {
  public:
   virtual ~StreamImpl() = default;  // waits for enqueued work to finish
@@ -139,6 +147,10 @@ class StreamImpl {
   // `args` is valid only during the call: copy what the enqueued work needs.
   virtual void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
                       std::span<const KernelArg> args);
+  // Graphs: the default says the backend has none. `graph` belongs to this stream's device.
+  virtual void begin_capture();
+  virtual std::shared_ptr<GraphImpl> end_capture();
+  virtual void launch_graph(const std::shared_ptr<GraphImpl>& graph);
   // `event` belongs to this stream's device.
   virtual void record(EventImpl& event) = 0;
   // `event` belongs to this backend.

@@ -51,6 +51,8 @@ inline constexpr std::string_view kPinnedHostMemory = "pinned_host_memory";
 inline constexpr std::string_view kHostKernels = "host_kernels";
 // The device compiles kernels written in hal's portable dialect (Device::compile).
 inline constexpr std::string_view kPortableKernels = "portable_kernels";
+// Streams capture their work into replayable graphs (Stream::begin_capture).
+inline constexpr std::string_view kGraphs = "graphs";
 }  // namespace feature
 
 struct DeviceInfo {

@@ -8,6 +8,7 @@
 #include "hal/dtype.hpp"
 #include "hal/error.hpp"
 #include "hal/event.hpp"
+#include "hal/graph.hpp"
 #include "hal/kernel.hpp"
 #include "hal/log.hpp"
 #include "hal/registry.hpp"

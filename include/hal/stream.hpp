@@ -10,6 +10,7 @@
 
 #include "hal/buffer.hpp"
 #include "hal/event.hpp"
+#include "hal/graph.hpp"
 #include "hal/kernel.hpp"
 
 namespace hal {
@@ -60,6 +61,14 @@ class Stream {
               std::initializer_list<KernelArg> args = {}) {
     launch(kernel, config, std::span<const KernelArg>(args.begin(), args.size()));
   }
+
+  // Replays a graph captured on a stream of this device.
+  void launch(const Graph& graph);
+
+  // Captures the work enqueued from now on into a Graph instead of running it (see graph.hpp).
+  // Unsupported on backends without graphs; InvalidState when already capturing.
+  void begin_capture();
+  Graph end_capture();
 
   void record(const Event& event);
   Event record();

@@ -29,6 +29,18 @@ void StreamImpl::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchC
   throw_unsupported(device(), "launching kernel '" + kernel->name() + "'");
 }
 
+void StreamImpl::begin_capture() {
+  throw_unsupported(device(), "capturing streams into graphs (only CUDA devices have graphs)");
+}
+
+std::shared_ptr<GraphImpl> StreamImpl::end_capture() {
+  throw_unsupported(device(), "capturing streams into graphs (only CUDA devices have graphs)");
+}
+
+void StreamImpl::launch_graph(const std::shared_ptr<GraphImpl>&) {
+  throw_unsupported(device(), "replaying graphs");
+}
+
 CompiledKernel DeviceImpl::compile(const KernelSource& source, const CompileOptions&) {
   throw_unsupported(*this, "compiling kernels (" + std::string(to_string(source.language)) +
                                " kernel '" + source.name + "')");

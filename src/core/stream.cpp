@@ -204,6 +204,28 @@ void Stream::wait(const Event& event) {
   stream.host_callback([fence] { fence->wait(); });
 }
 
+void Stream::launch(const Graph& graph) {
+  StreamImpl& stream = checked(impl_);
+  if (!graph) throw Error(ErrorCode::InvalidArgument, where(stream, "launch") + ": empty graph");
+  if (&graph.impl()->device() != &stream.device())
+    throw Error(ErrorCode::InvalidArgument, where(stream, "launch of a graph") +
+                                                ": the graph was captured on " +
+                                                graph.impl()->device().info().id +
+                                                "; capture it on " + stream.device().info().id);
+  stream.launch_graph(graph.impl());
+}
+
+void Stream::begin_capture() { checked(impl_).begin_capture(); }
+
+Graph Stream::end_capture() { return Graph(checked(impl_).end_capture()); }
+
+Device Graph::device() const {
+  if (!impl_) throw Error(ErrorCode::InvalidArgument, "device() of an empty graph");
+  return Device(impl_->device().shared_from_this());
+}
+
+size_t Graph::node_count() const { return impl_ ? impl_->node_count() : 0; }
+
 void Stream::synchronize() { checked(impl_).synchronize(); }
 bool Stream::query() { return checked(impl_).query(); }
 

@@ -102,6 +102,7 @@ CuDeviceDescription describe_device(const CuApi& api, CUdevice device, std::stri
   add_arithmetic(info, traits.arch);
   info.features.emplace_back(feature::kPinnedHostMemory);
   info.features.emplace_back(feature::kPortableKernels);
+  info.features.emplace_back(feature::kGraphs);
   if (traits.managed_memory) info.features.emplace_back(feature::kUnifiedMemory);
   std::sort(info.features.begin(), info.features.end());
   return out;

@@ -5,6 +5,7 @@
 
 #include "cuda_buffer.hpp"
 #include "cuda_event.hpp"
+#include "cuda_graph.hpp"
 
 namespace hal::cuda {
 namespace {
@@ -64,7 +65,17 @@ void CudaStream::fail(CUresult result, std::string_view operation, std::string_v
                     std::string(call) + (bytes ? " of " + std::to_string(bytes) + " bytes" : ""));
 }
 
+void CudaStream::refuse_while_capturing(std::string_view operation) const {
+  if (capture_)
+    throw Error(ErrorCode::InvalidState,
+                where(operation) + ": the stream is capturing a graph; call end_capture() first");
+}
+
 void CudaStream::enqueued(std::vector<Ref>& refs, std::vector<Batch>& done) {
+  if (capture_) {
+    for (Ref& ref : refs) capture_->push_back(std::move(ref));
+    return;
+  }
   for (Ref& ref : refs) open_refs_.push_back(std::move(ref));
   ++open_commands_;
   if (open_refs_.size() >= kRefsPerFence) {
@@ -182,6 +193,7 @@ void CudaStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, con
 
 void CudaStream::host_callback(std::function<void()> fn) {
   std::lock_guard lock(mutex_);
+  refuse_while_capturing("host_callback");
   device_->make_current();
   if (!callbacks_) callbacks_ = std::make_shared<host::WorkQueue>();
   auto call = std::make_unique<HostCall>(HostCall{std::move(fn), callbacks_});
@@ -198,7 +210,7 @@ void CudaStream::record(EventImpl& event) {
     device_->make_current();
     const CUresult result = api_.cuEventRecord(fence->native(), stream_);
     if (result != CUDA_SUCCESS) fail(result, "record", "cuEventRecord");
-    if (open_commands_ > 0) fence_open_batch();
+    if (open_commands_ > 0 && !capture_) fence_open_batch();
   }
   static_cast<CudaEvent&>(event).set_fence(std::move(fence));
 }
@@ -216,6 +228,7 @@ void CudaStream::synchronize() {
   std::shared_ptr<host::WorkQueue> callbacks;
   {
     std::lock_guard lock(mutex_);
+    refuse_while_capturing("synchronize");
     batches.assign(std::make_move_iterator(in_flight_.begin()),
                    std::make_move_iterator(in_flight_.end()));
     in_flight_.clear();
@@ -251,6 +264,7 @@ bool CudaStream::query() {
   bool idle = false;
   {
     std::lock_guard lock(mutex_);
+    refuse_while_capturing("query");
     device_->make_current();
     if (open_commands_ > 0) fence_open_batch();
     take_completed(done);
@@ -258,6 +272,45 @@ bool CudaStream::query() {
   }
   release(done);
   return idle;
+}
+
+void CudaStream::begin_capture() {
+  std::lock_guard lock(mutex_);
+  refuse_while_capturing("begin_capture");
+  device_->make_current();
+  if (open_commands_ > 0) fence_open_batch();  // work before the capture keeps its own fence
+  // Relaxed: the caching allocator may call cuMemAlloc from this thread during the capture.
+  const CUresult result = api_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_RELAXED);
+  if (result != CUDA_SUCCESS) fail(result, "begin_capture", "cuStreamBeginCapture");
+  capture_ = std::make_unique<std::vector<Ref>>();
+}
+
+std::shared_ptr<GraphImpl> CudaStream::end_capture() {
+  std::lock_guard lock(mutex_);
+  if (!capture_)
+    throw Error(ErrorCode::InvalidState,
+                where("end_capture") + ": the stream is not capturing; call begin_capture() first");
+  device_->make_current();
+  std::unique_ptr<std::vector<Ref>> refs = std::move(capture_);
+  CUgraph graph = nullptr;
+  CUresult result = api_.cuStreamEndCapture(stream_, &graph);
+  // A capture the driver invalidated (an operation it cannot capture) ends here with its error.
+  if (result != CUDA_SUCCESS) fail(result, "end_capture", "cuStreamEndCapture");
+  size_t nodes = 0;
+  api_.cuGraphGetNodes(graph, nullptr, &nodes);
+  CUgraphExec exec = nullptr;
+  result = api_.cuGraphInstantiateWithFlags(&exec, graph, 0);
+  if (result != CUDA_SUCCESS) {
+    api_.cuGraphDestroy(graph);
+    fail(result, "end_capture", "cuGraphInstantiateWithFlags");
+  }
+  return std::make_shared<CudaGraph>(device_, graph, exec, nodes, std::move(*refs));
+}
+
+void CudaStream::launch_graph(const std::shared_ptr<GraphImpl>& graph) {
+  CUgraphExec exec = static_cast<const CudaGraph&>(*graph).native();
+  submit({graph}, "launch of a graph", "cuGraphLaunch", 0,
+         [&] { return api_.cuGraphLaunch(exec, stream_); });
 }
 
 }  // namespace hal::cuda

@@ -38,6 +38,9 @@ class CudaStream final : public StreamImpl {
   void host_callback(std::function<void()> fn) override;
   void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
               std::span<const KernelArg> args) override;
+  void begin_capture() override;
+  std::shared_ptr<GraphImpl> end_capture() override;
+  void launch_graph(const std::shared_ptr<GraphImpl>& graph) override;
   void record(EventImpl& event) override;
   void wait(EventImpl& event) override;
   void synchronize() override;
@@ -79,6 +82,8 @@ class CudaStream final : public StreamImpl {
   void take_completed(std::vector<Batch>& done);
   void release(std::vector<Batch>& batches);
   std::string where(std::string_view operation) const;
+  // Under mutex_: throws InvalidState when the stream is capturing.
+  void refuse_while_capturing(std::string_view operation) const;
   [[noreturn]] void fail(CUresult result, std::string_view operation, std::string_view call,
                          size_t bytes = 0) const;
 
@@ -91,6 +96,9 @@ class CudaStream final : public StreamImpl {
   std::deque<Batch> in_flight_;
   CUresult failed_ = CUDA_SUCCESS;              // of the first batch that ended in an error
   std::shared_ptr<host::WorkQueue> callbacks_;  // made on the first host callback
+  // While capturing: what the captured work uses, for the graph to keep (no fences are
+  // recorded then: the work does not run until the graph is replayed).
+  std::unique_ptr<std::vector<Ref>> capture_;
 };
 
 }  // namespace hal::cuda
