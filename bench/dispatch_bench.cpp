@@ -1,7 +1,9 @@
-// `hal bench dispatch --device opencl:N`: what hal adds to a driver. Each figure sets hal
-// beside the same work in the same run: an empty kernel's launch through the raw OpenCL API,
-// copies through the raw API and memcpy. Compile time is reported cold, from the disk cache and
-// from the in-memory cache.
+// `hal bench dispatch --device opencl:N|cuda:N`: what hal adds to a driver. Each figure sets hal
+// beside the same work in the same run: an empty kernel's launch through the raw driver API
+// (clEnqueueNDRangeKernel, cuLaunchKernel), copies through the raw API and memcpy, and on
+// devices with graphs a graph's replay per captured launch. Compile time is reported cold, from
+// the disk cache and from the in-memory cache. On CUDA the host side of copies is pinned memory
+// for hal and the baseline alike, as CUDA programs use for transfers.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -16,7 +18,7 @@
 
 #include "bench_report.hpp"
 #include "hal/hal.hpp"
-#include "opencl_baseline.hpp"
+#include "raw_baseline.hpp"
 
 namespace hal::bench {
 namespace {
@@ -25,7 +27,8 @@ constexpr int kDrainEvery = 1024;
 constexpr size_t kCopyBytes = 64 << 20;
 
 Device g_device;
-std::unique_ptr<RawOpenCl> g_raw;
+std::unique_ptr<RawBaseline> g_raw;
+constexpr int kGraphNodes = 64;
 
 const Kernel& empty_kernel() {
   static const Kernel kernel = g_device.compile({"empty", "KERNEL void empty() {}"});
@@ -76,16 +79,67 @@ void raw_enqueue(benchmark::State& state) {
   g_raw->finish();
 }
 
-std::vector<unsigned char>& host_data() {
-  static std::vector<unsigned char> data(kCopyBytes, 7);
-  return data;
+// Host memory for copies: pageable, or pinned where the device's programs would pin it.
+struct HostMemory {
+  Buffer pinned;
+  std::vector<unsigned char> pageable;
+  unsigned char* data() { return pinned ? pinned.data<unsigned char>() : pageable.data(); }
+};
+HostMemory& host_memory(int which) {
+  static HostMemory memory[2];
+  HostMemory& m = memory[which];
+  if (!m.pinned && m.pageable.empty()) {
+    if (g_device.info().backend() == "cuda")
+      m.pinned = g_device.allocate(kCopyBytes, MemoryKind::pinned_host);
+    else
+      m.pageable.resize(kCopyBytes);
+    std::memset(m.data(), 7, kCopyBytes);
+  }
+  return m;
+}
+unsigned char* host_in() { return host_memory(0).data(); }
+unsigned char* host_out() { return host_memory(1).data(); }
+
+// kGraphNodes raw launches per iteration: what one replay of the graph below replaces.
+void raw_enqueue_x64(benchmark::State& state) {
+  int since_drain = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < kGraphNodes; ++i) g_raw->enqueue_empty();
+    if (++since_drain == kDrainEvery / kGraphNodes) {
+      state.PauseTiming();
+      g_raw->finish();
+      since_drain = 0;
+      state.ResumeTiming();
+    }
+  }
+  g_raw->finish();
+}
+
+// One replay of a graph of kGraphNodes empty launches.
+void hal_graph_replay(benchmark::State& state) {
+  Stream stream = g_device.create_stream();
+  stream.begin_capture();
+  for (int i = 0; i < kGraphNodes; ++i) stream.launch(empty_kernel(), LaunchConfig::linear(1));
+  const Graph graph = stream.end_capture();
+  int since_drain = 0;
+  for (auto _ : state) {
+    stream.launch(graph);
+    if (++since_drain == kDrainEvery / kGraphNodes) {
+      state.PauseTiming();
+      stream.synchronize();
+      since_drain = 0;
+      state.ResumeTiming();
+    }
+  }
+  stream.synchronize();
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kGraphNodes);
 }
 
 void hal_copy_h2d(benchmark::State& state) {
   Stream stream = g_device.create_stream();
   Buffer buffer = g_device.allocate(kCopyBytes);
   for (auto _ : state) {
-    stream.copy_from_host(buffer, host_data().data(), kCopyBytes);
+    stream.copy_from_host(buffer, host_in(), kCopyBytes);
     stream.synchronize();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
@@ -94,31 +148,28 @@ void hal_copy_h2d(benchmark::State& state) {
 void hal_copy_d2h(benchmark::State& state) {
   Stream stream = g_device.create_stream();
   Buffer buffer = g_device.allocate(kCopyBytes);
-  std::vector<unsigned char> out(kCopyBytes);
-  stream.copy_from_host(buffer, host_data().data(), kCopyBytes);
+  stream.copy_from_host(buffer, host_in(), kCopyBytes);
   for (auto _ : state) {
-    stream.copy_to_host(out.data(), buffer, kCopyBytes);
+    stream.copy_to_host(host_out(), buffer, kCopyBytes);
     stream.synchronize();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
 }
 
 void raw_copy_h2d(benchmark::State& state) {
-  for (auto _ : state) g_raw->write(host_data().data(), kCopyBytes);
+  for (auto _ : state) g_raw->write(host_in(), kCopyBytes);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
 }
 
 void raw_copy_d2h(benchmark::State& state) {
-  std::vector<unsigned char> out(kCopyBytes);
-  g_raw->write(host_data().data(), kCopyBytes);
-  for (auto _ : state) g_raw->read(out.data(), kCopyBytes);
+  g_raw->write(host_in(), kCopyBytes);
+  for (auto _ : state) g_raw->read(host_out(), kCopyBytes);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
 }
 
 void memcpy_64m(benchmark::State& state) {
-  std::vector<unsigned char> out(kCopyBytes);
   for (auto _ : state) {
-    std::memcpy(out.data(), host_data().data(), kCopyBytes);
+    std::memcpy(host_out(), host_in(), kCopyBytes);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
@@ -181,6 +232,10 @@ void register_benchmarks() {
   add("raw_launch_finish", raw_launch_finish);
   add("hal_enqueue", hal_enqueue);
   add("raw_enqueue", raw_enqueue);
+  if (g_device.info().has_feature(feature::kGraphs)) {
+    add("hal_graph_replay", hal_graph_replay);
+    add("raw_enqueue_x64", raw_enqueue_x64);
+  }
   for (auto* b : {add("hal_copy_h2d_64m", hal_copy_h2d), add("raw_copy_h2d_64m", raw_copy_h2d),
                   add("hal_copy_d2h_64m", hal_copy_d2h), add("raw_copy_d2h_64m", raw_copy_d2h),
                   add("memcpy_64m", memcpy_64m)})
@@ -195,29 +250,33 @@ int main(int argc, char** argv) {
   const std::string id = take_option(argc, argv, "--device", "opencl:0");
   try {
     g_device = hal::device(id);
-    if (g_device.info().backend() != "opencl")
+    const std::string_view backend = g_device.info().backend();
+    const size_t index = std::stoul(id.substr(id.find(':') + 1));
+    if (backend == "opencl") g_raw = make_opencl_baseline(index);
+    if (backend == "cuda") g_raw = make_cuda_baseline(index);
+    if (!g_raw)
       throw hal::Error(hal::ErrorCode::Unsupported,
-                       "the dispatch suite measures OpenCL devices (its baseline is the raw "
-                       "OpenCL API); " +
-                           id + " is not one. For cpu:0 see `hal bench stream`");
-    g_raw = std::make_unique<RawOpenCl>(std::stoul(id.substr(id.find(':') + 1)));
+                       "the dispatch suite measures OpenCL and CUDA devices against their raw "
+                       "driver API, and this build has no baseline for " +
+                           id + ". For cpu:0 see `hal bench stream`");
     empty_kernel();  // compiled before timing
   } catch (const std::exception& error) {
     std::cerr << "hal bench dispatch: " << error.what() << "\n";
     return 2;
   }
   register_benchmarks();
-  const int status =
-      run_suite(argc, argv, "dispatch", id,
-                {
-                    {"launch_empty_sync", "hal_launch_sync", "raw_launch_finish", "ratio <= 1.1"},
-                    {"enqueue_empty", "hal_enqueue", "raw_enqueue", ""},
-                    {"copy_h2d_64m_vs_raw", "hal_copy_h2d_64m", "raw_copy_h2d_64m", ""},
-                    {"copy_h2d_64m_vs_memcpy", "hal_copy_h2d_64m", "memcpy_64m", ""},
-                    {"copy_d2h_64m_vs_raw", "hal_copy_d2h_64m", "raw_copy_d2h_64m", ""},
-                    {"copy_d2h_64m_vs_memcpy", "hal_copy_d2h_64m", "memcpy_64m", ""},
-                },
-                compile_figures);
+  std::vector<Comparison> figures = {
+      {"launch_empty_sync", "hal_launch_sync", "raw_launch_finish", "ratio <= 1.1"},
+      {"enqueue_empty", "hal_enqueue", "raw_enqueue", ""},
+      {"copy_h2d_64m_vs_raw", "hal_copy_h2d_64m", "raw_copy_h2d_64m", ""},
+      {"copy_h2d_64m_vs_memcpy", "hal_copy_h2d_64m", "memcpy_64m", ""},
+      {"copy_d2h_64m_vs_raw", "hal_copy_d2h_64m", "raw_copy_d2h_64m", ""},
+      {"copy_d2h_64m_vs_memcpy", "hal_copy_d2h_64m", "memcpy_64m", ""},
+  };
+  if (g_device.info().has_feature(hal::feature::kGraphs))
+    figures.push_back(
+        {"graph_replay_64_launches", "hal_graph_replay", "raw_enqueue_x64", "ratio < 1"});
+  const int status = run_suite(argc, argv, "dispatch", id, figures, compile_figures);
   g_raw.reset();
   return status;
 }

@@ -106,4 +106,8 @@ void RawOpenCl::read(void* dst, size_t bytes) {
   finish();
 }
 
+std::unique_ptr<RawBaseline> make_opencl_baseline(size_t index) {
+  return std::make_unique<RawOpenCl>(index);
+}
+
 }  // namespace hal::bench

@@ -2,25 +2,24 @@
 // baseline of the dispatch suite.
 #pragma once
 
-#include <cstddef>
-#include <string>
+#include "raw_baseline.hpp"
 
 namespace hal::bench {
 
-class RawOpenCl {
+class RawOpenCl final : public RawBaseline {
  public:
   // The device hal calls opencl:<index> (same platform and device order, same filter).
   explicit RawOpenCl(size_t index);
-  ~RawOpenCl();
+  ~RawOpenCl() override;
   RawOpenCl(const RawOpenCl&) = delete;
   RawOpenCl& operator=(const RawOpenCl&) = delete;
 
   // clEnqueueNDRangeKernel of an empty kernel over one work item.
-  void enqueue_empty();
-  void finish();
+  void enqueue_empty() override;
+  void finish() override;
   // Blocking-free write and read of `bytes` from/to host memory, then clFinish.
-  void write(const void* src, size_t bytes);
-  void read(void* dst, size_t bytes);
+  void write(const void* src, size_t bytes) override;
+  void read(void* dst, size_t bytes) override;
 
  private:
   struct State;

@@ -1,0 +1,28 @@
+// The dispatch suite's baseline: the same work as a hal backend does, written against the
+// driver's API directly, one implementation per driver.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace hal::bench {
+
+class RawBaseline {
+ public:
+  virtual ~RawBaseline() = default;
+  // Enqueues an empty kernel over one work item.
+  virtual void enqueue_empty() = 0;
+  // Waits for everything enqueued.
+  virtual void finish() = 0;
+  // Copies `bytes` from/to host memory into a device buffer of the baseline's own, then waits.
+  virtual void write(const void* src, size_t bytes) = 0;
+  virtual void read(void* dst, size_t bytes) = 0;
+};
+
+// The device hal calls opencl:<index> (same platform and device order, same filter).
+std::unique_ptr<RawBaseline> make_opencl_baseline(size_t index);
+// The device hal calls cuda:<index>; null where hal was built without CUDA.
+std::unique_ptr<RawBaseline> make_cuda_baseline(size_t index);
+
+}  // namespace hal::bench
