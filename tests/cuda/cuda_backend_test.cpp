@@ -11,31 +11,18 @@
 namespace hal::test {
 namespace {
 
-std::vector<Device> cuda_devices() {
-  std::vector<Device> found;
-  for (const Device& device : devices())
-    if (device.info().backend() == "cuda") found.push_back(device);
-  return found;
-}
-
-std::string cuda_reason() {
-  for (const BackendStatus& backend : Registry::instance().backends())
-    if (backend.name == "cuda") return backend.reason;
-  return "no cuda backend";
-}
-
 class CudaTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto found = cuda_devices();
-    if (found.empty()) GTEST_SKIP() << "no CUDA device: " << cuda_reason();
+    auto found = backend_devices("cuda");
+    if (found.empty()) GTEST_SKIP() << "no CUDA device: " << backend_reason("cuda");
     device = found.front();
   }
   Device device;
 };
 
 TEST_F(CudaTest, DevicesReportWhatTheyAre) {
-  for (const Device& gpu : cuda_devices()) {
+  for (const Device& gpu : backend_devices("cuda")) {
     const DeviceInfo& info = gpu.info();
     EXPECT_EQ(info.vendor, "NVIDIA");
     EXPECT_EQ(info.kind, DeviceKind::gpu);
@@ -186,7 +173,7 @@ TEST_F(CudaTest, ManagedMemoryIsNeverOversubscribed) {
 }
 
 TEST(CudaPeers, CopiesRunBetweenEveryPairOfGpus) {
-  const auto gpus = cuda_devices();
+  const auto gpus = backend_devices("cuda");
   if (gpus.size() < 2) GTEST_SKIP() << "needs two CUDA devices, found " << gpus.size();
   const size_t n = 1 << 20;
   std::vector<uint32_t> host(n);

@@ -22,24 +22,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<Device> opencl_devices() {
-  std::vector<Device> found;
-  for (const Device& device : devices())
-    if (device.info().backend() == "opencl") found.push_back(device);
-  return found;
-}
-
-std::string opencl_reason() {
-  for (const BackendStatus& backend : Registry::instance().backends())
-    if (backend.name == "opencl") return backend.reason;
-  return "no opencl backend";
-}
-
 class OpenClTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto found = opencl_devices();
-    if (found.empty()) GTEST_SKIP() << "no OpenCL device: " << opencl_reason();
+    auto found = backend_devices("opencl");
+    if (found.empty()) GTEST_SKIP() << "no OpenCL device: " << backend_reason("opencl");
     device = found.front();
   }
   Device device;
@@ -101,7 +88,7 @@ TEST_F(OpenClTest, DeviceFactsMatchTheDriver) {
     clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, count, ids.data(), nullptr);
     reference.insert(reference.end(), ids.begin(), ids.end());
   }
-  const auto hal_devices = opencl_devices();
+  const auto hal_devices = backend_devices("opencl");
   ASSERT_EQ(hal_devices.size(), reference.size());
   for (size_t i = 0; i < reference.size(); ++i) {
     const DeviceInfo& info = hal_devices[i].info();

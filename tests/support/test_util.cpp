@@ -32,4 +32,17 @@ std::vector<unsigned char> pattern_bytes(size_t size, unsigned seed) {
   return bytes;
 }
 
+std::vector<Device> backend_devices(std::string_view backend) {
+  std::vector<Device> found;
+  for (const Device& device : devices())
+    if (device.info().backend() == backend) found.push_back(device);
+  return found;
+}
+
+std::string backend_reason(std::string_view backend) {
+  for (const BackendStatus& status : Registry::instance().backends())
+    if (status.name == backend) return status.reason;
+  return "no " + std::string(backend) + " backend";
+}
+
 }  // namespace hal::test

@@ -67,6 +67,11 @@ std::string test_name(const std::string& device_id);
 // Host-side bytes that follow a recognisable pattern seeded by `seed`.
 std::vector<unsigned char> pattern_bytes(size_t size, unsigned seed);
 
+// The visible devices of one backend ("opencl", "cuda"), in id order.
+std::vector<Device> backend_devices(std::string_view backend);
+// Why `backend` is unavailable (its reason as the registry gives it), for skip messages.
+std::string backend_reason(std::string_view backend);
+
 // HAL_CACHE_DIR pointing at a fresh directory for one test; entries() lists what `backend`
 // ("opencl", "cuda") stored there.
 class ScopedCacheDir {
