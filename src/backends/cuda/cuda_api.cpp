@@ -50,8 +50,7 @@ std::shared_ptr<const CuApi> CuApi::load() {
   HAL_CU_FUNCTIONS(HAL_CU_LOAD)
 #undef HAL_CU_LOAD
   if (!missing.empty())
-    unavailable("the NVIDIA driver (CUDA " + std::to_string(driver / 1000) + "." +
-                std::to_string(driver % 1000 / 10) + ") lacks " + missing);
+    unavailable("the NVIDIA driver (" + cuda_version_name(driver) + ") lacks " + missing);
 
   const CUresult init = api->cuInit(0);
   if (init != CUDA_SUCCESS)
@@ -60,6 +59,10 @@ std::shared_ptr<const CuApi> CuApi::load() {
                      ? " (no NVIDIA GPU is visible; see CUDA_VISIBLE_DEVICES)"
                      : ""));
   return api;
+}
+
+std::string cuda_version_name(int version) {
+  return "CUDA " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
 }
 
 std::string CuApi::describe(CUresult result) const {

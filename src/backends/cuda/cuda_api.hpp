@@ -57,6 +57,9 @@ struct CuApi {
   }
 };
 
+// "CUDA 13.0" for the driver version 13000.
+std::string cuda_version_name(int version);
+
 // The hal ErrorCode that a CUresult stands for.
 ErrorCode error_code(CUresult result);
 

@@ -62,8 +62,7 @@ CuDeviceDescription describe_device(const CuApi& api, CUdevice device, std::stri
   traits.cc_minor = attribute(api, device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   traits.arch = traits.cc_major * 10 + traits.cc_minor;
   info.architecture = architecture_name(traits.cc_major, traits.cc_minor);
-  info.driver_version = "CUDA " + std::to_string(api.driver_version / 1000) + "." +
-                        std::to_string(api.driver_version % 1000 / 10);
+  info.driver_version = cuda_version_name(api.driver_version);
 
   size_t total = 0;
   api.check(api.cuDeviceTotalMem(&total, device), where, "cuDeviceTotalMem");
