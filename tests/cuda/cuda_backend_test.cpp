@@ -172,6 +172,29 @@ TEST_F(CudaTest, ManagedMemoryIsNeverOversubscribed) {
   EXPECT_EQ(static_cast<int*>(shared.host_data())[0], 42);
 }
 
+TEST_F(CudaTest, PoolMemoryGoesBackToTheDeviceWhenTheCacheIsEmptied) {
+  if (!device.info().has_feature("memory_pools"))
+    GTEST_SKIP() << device.info().id << " has no memory pools (cuMemAllocAsync)";
+  constexpr size_t kBytes = size_t{512} << 20;
+  device.empty_cache();
+  const uint64_t free_before = device.memory_free().bytes;
+  {
+    Buffer big = device.allocate(kBytes);
+    EXPECT_LE(device.memory_free().bytes + kBytes, free_before + (size_t{64} << 20))
+        << "the segment should be taken from the device at once";
+    Stream stream = device.create_stream();
+    std::vector<uint32_t> host(kBytes / 4), back(kBytes / 4);
+    std::iota(host.begin(), host.end(), 3u);
+    stream.copy_from_host(big, host.data(), kBytes);
+    stream.copy_to_host(back.data(), big, kBytes);
+    stream.synchronize();
+    ASSERT_EQ(back, host);
+  }
+  device.empty_cache();
+  EXPECT_GE(device.memory_free().bytes + (size_t{64} << 20), free_before)
+      << "the pool kept memory after cuMemFreeAsync";
+}
+
 TEST(CudaPeers, CopiesRunBetweenEveryPairOfGpus) {
   const auto gpus = backend_devices("cuda");
   if (gpus.size() < 2) GTEST_SKIP() << "needs two CUDA devices, found " << gpus.size();

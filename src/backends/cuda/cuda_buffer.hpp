@@ -1,6 +1,6 @@
-// CUDA memory: device memory (cuMemAlloc), pinned host memory mapped into the device's address
-// space (cuMemHostAlloc), or managed memory (cuMemAllocManaged). With unified addressing, one
-// CUdeviceptr names each of them on the device.
+// CUDA memory: device memory (from the device's memory pool, or cuMemAlloc), pinned host memory
+// mapped into the device's address space (cuMemHostAlloc), or managed memory (cuMemAllocManaged).
+// With unified addressing, one CUdeviceptr names each of them on the device.
 #pragma once
 
 #include "cuda_device.hpp"

@@ -16,7 +16,10 @@ CudaDevice::CudaDevice(std::shared_ptr<const CuApi> api, CUdevice device,
 
 CudaDevice::~CudaDevice() {
   // At process exit the driver may already be gone; there is nothing to do about an error.
-  if (context_) api_->cuDevicePrimaryCtxRelease(device_);
+  if (!context_) return;
+  if (allocation_stream_ && api_->cuCtxSetCurrent(context_) == CUDA_SUCCESS)
+    api_->cuStreamDestroy(allocation_stream_);
+  api_->cuDevicePrimaryCtxRelease(device_);
 }
 
 CUcontext CudaDevice::context() const {
@@ -34,6 +37,18 @@ void CudaDevice::make_current() const {
   CUcontext current = nullptr;
   if (api_->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == wanted) return;
   api_->check(api_->cuCtxSetCurrent(wanted), describe(*this), "cuCtxSetCurrent");
+}
+
+CUstream CudaDevice::allocation_stream() const {
+  if (!traits_.memory_pools) return nullptr;
+  std::call_once(allocation_stream_once_, [this] {
+    make_current();
+    CUstream stream = nullptr;
+    api_->check(api_->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), describe(*this),
+                "cuStreamCreate (the allocation stream)");
+    allocation_stream_ = stream;
+  });
+  return allocation_stream_;
 }
 
 MemoryFigure CudaDevice::memory_free() const {
@@ -58,7 +73,13 @@ BufferPtr CudaDevice::allocate(size_t bytes, MemoryKind kind) {
   CUresult result = CUDA_SUCCESS;
   switch (kind) {
     case MemoryKind::device:
-      result = api_->cuMemAlloc(&address, bytes);
+      if (CUstream stream = allocation_stream()) {
+        // Synchronised at once, so that every stream may use the memory on return.
+        result = api_->cuMemAllocAsync(&address, bytes, stream);
+        if (result == CUDA_SUCCESS) result = api_->cuStreamSynchronize(stream);
+      } else {
+        result = api_->cuMemAlloc(&address, bytes);
+      }
       break;
     case MemoryKind::pinned_host:
       // Portable: usable from every context; device-mapped: kernels may read it directly.
@@ -100,10 +121,19 @@ CudaBuffer::~CudaBuffer() {
   } catch (const Error&) {
     return;  // the driver is gone (process exit, device lost): its memory went with it
   }
-  if (kind() == MemoryKind::pinned_host)
+  if (kind() == MemoryKind::pinned_host) {
     api.cuMemFreeHost(host_);
-  else
+  } else if (CUstream stream =
+                 kind() == MemoryKind::device ? device_->allocation_stream() : nullptr) {
+    // The caching allocator frees a segment only when no enqueued work holds it, so the free
+    // need not wait for other streams. The synchronisation hands the memory back to the
+    // system at once (the pool's release threshold is 0 unless someone raised it), as
+    // cuMemFree would.
+    api.cuMemFreeAsync(address_, stream);
+    api.cuStreamSynchronize(stream);
+  } else {
     api.cuMemFree(address_);
+  }
 }
 
 std::shared_ptr<StreamImpl> CudaDevice::create_stream() {

@@ -33,6 +33,11 @@ class CudaDevice final : public DeviceImpl {
   CUcontext context() const;
   // Makes the primary context current on the calling thread: every driver call needs it.
   void make_current() const;
+  // Where the device has memory pools, device memory comes from its default pool, allocated
+  // and freed in the order of this stream of hal's own (cuMemAllocAsync/cuMemFreeAsync): a
+  // free then waits for nothing else, where cuMemFree waits for the whole device. Null
+  // without pools.
+  CUstream allocation_stream() const;
 
  private:
   std::shared_ptr<const CuApi> api_;
@@ -41,6 +46,8 @@ class CudaDevice final : public DeviceImpl {
   CuDeviceTraits traits_;
   mutable std::once_flag context_once_;
   mutable CUcontext context_ = nullptr;
+  mutable std::once_flag allocation_stream_once_;
+  mutable CUstream allocation_stream_ = nullptr;
 };
 
 // "cuda:0 (NVIDIA H100 80GB HBM3)": how errors name a device.

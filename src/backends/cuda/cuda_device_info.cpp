@@ -98,11 +98,13 @@ CuDeviceDescription describe_device(const CuApi& api, CUdevice device, std::stri
   traits.managed_memory = attribute(api, device, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY) != 0;
   traits.concurrent_managed_access =
       attribute(api, device, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) != 0;
+  traits.memory_pools = attribute(api, device, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
   add_arithmetic(info, traits.arch);
   info.features.emplace_back(feature::kPinnedHostMemory);
   info.features.emplace_back(feature::kPortableKernels);
   info.features.emplace_back(feature::kGraphs);
   if (traits.managed_memory) info.features.emplace_back(feature::kUnifiedMemory);
+  if (traits.memory_pools) info.features.emplace_back("memory_pools");
   std::sort(info.features.begin(), info.features.end());
   return out;
 }

@@ -16,9 +16,10 @@ struct CuDeviceTraits {
   std::string pci_bus_id;          // "0000:17:00.0"
   bool managed_memory = false;
   bool concurrent_managed_access = false;
-  bool integrated = false;                    // shares the host's memory (Jetson, GH200 ...)
-  uint32_t max_grid[3] = {0, 0, 0};           // blocks per launch, per dimension
-  uint32_t shared_bytes_per_block = 0;        // without opting in
+  bool memory_pools = false;            // cuMemAllocAsync: stream-ordered allocation from a pool
+  bool integrated = false;              // shares the host's memory (Jetson, GH200 ...)
+  uint32_t max_grid[3] = {0, 0, 0};     // blocks per launch, per dimension
+  uint32_t shared_bytes_per_block = 0;  // without opting in
   uint32_t shared_bytes_per_block_optin = 0;  // with cuFuncSetAttribute
 };
 
