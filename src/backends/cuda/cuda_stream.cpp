@@ -51,6 +51,7 @@ CudaStream::~CudaStream() {
   std::vector<Batch> batches(std::make_move_iterator(in_flight_.begin()),
                              std::make_move_iterator(in_flight_.end()));
   release(batches);
+  if (blas_) cublas_->cublasDestroy_v2(blas_);
   api_.cuStreamDestroy(stream_);
   if (callbacks_) callbacks_->wait_all();
 }
@@ -110,6 +111,36 @@ void CudaStream::take_completed(std::vector<Batch>& done) {
 void CudaStream::release(std::vector<Batch>& batches) {
   for (Batch& batch : batches) api_.cuEventDestroy(batch.fence);
   batches.clear();  // drops the references: buffers may go back to their allocator now
+}
+
+void CudaStream::enqueue_blas(std::vector<Ref> refs, std::string_view what, const BlasCall& call) {
+  std::vector<Batch> done;
+  {
+    std::lock_guard lock(mutex_);
+    device_->make_current();
+    if (!blas_) {
+      auto cublas = Cublas::load();
+      // NVIDIA's advice for the workspace: 32 MiB on Hopper and later, 4 MiB before.
+      const size_t workspace_bytes = (device_->traits().arch >= 90 ? 32 : 4) << 20;
+      BufferPtr workspace = device_->allocate(workspace_bytes, MemoryKind::device);
+      cublasHandle_t handle = nullptr;
+      cublas->check(cublas->cublasCreate_v2(&handle), where(what), "cublasCreate");
+      cublasStatus_t status = cublas->cublasSetStream_v2(handle, stream_);
+      if (status == CUBLAS_STATUS_SUCCESS)
+        status = cublas->cublasSetWorkspace_v2(
+            handle, reinterpret_cast<void*>(address_of(*workspace)), workspace_bytes);
+      if (status != CUBLAS_STATUS_SUCCESS) {
+        cublas->cublasDestroy_v2(handle);
+        cublas->throw_status(status, where(what), "cublasSetStream / cublasSetWorkspace");
+      }
+      cublas_ = std::move(cublas);
+      blas_ = handle;
+      blas_workspace_ = std::move(workspace);
+    }
+    cublas_->check(call(*cublas_, blas_), where(what), "cuBLAS");
+    enqueued(refs, done);
+  }
+  release(done);
 }
 
 void CudaStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,

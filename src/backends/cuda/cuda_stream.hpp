@@ -12,10 +12,13 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
+#include "cublas.hpp"
 #include "cuda_device.hpp"
 #include "hal/backend.hpp"
 #include "host/work_queue.hpp"
@@ -24,6 +27,9 @@ namespace hal::cuda {
 
 class CudaStream final : public StreamImpl {
  public:
+  using Ref = std::shared_ptr<const void>;
+  using BlasCall = std::function<cublasStatus_t(const Cublas&, cublasHandle_t)>;
+
   explicit CudaStream(std::shared_ptr<CudaDevice> device);
   ~CudaStream() override;
 
@@ -48,9 +54,14 @@ class CudaStream final : public StreamImpl {
 
   CUstream native() const { return stream_; }
 
+  // Enqueues the work of one cuBLAS call (`call` makes it with the handle it is given) and keeps
+  // `refs` until that work has run. The handle is the stream's own, made on first use, bound
+  // to this stream and given a workspace of hal's, so that calls may be captured in a graph.
+  // Throws the cuBLAS status as a hal::Error naming `what`.
+  void enqueue_blas(std::vector<Ref> refs, std::string_view what, const BlasCall& call);
+
  private:
   static constexpr size_t kRefsPerFence = 64;
-  using Ref = std::shared_ptr<const void>;
   struct Batch {
     CUevent fence;
     std::vector<Ref> refs;
@@ -99,6 +110,10 @@ class CudaStream final : public StreamImpl {
   // While capturing: what the captured work uses, for the graph to keep (no fences are
   // recorded then: the work does not run until the graph is replayed).
   std::unique_ptr<std::vector<Ref>> capture_;
+  // cuBLAS, made on the first enqueue_blas.
+  std::shared_ptr<const Cublas> cublas_;
+  cublasHandle_t blas_ = nullptr;
+  BufferPtr blas_workspace_;
 };
 
 }  // namespace hal::cuda
