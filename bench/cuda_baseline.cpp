@@ -29,7 +29,8 @@ class RawCuda final : public RawBaseline {
   }
   ~RawCuda() override {
     api_->cuCtxSetCurrent(context_);
-    if (buffer_) api_->cuMemFree(buffer_);
+    for (CUdeviceptr buffer : buffers_)
+      if (buffer) api_->cuMemFree(buffer);
     api_->cuModuleUnload(module_);
     api_->cuStreamDestroy(stream_);
     api_->cuDevicePrimaryCtxRelease(device_);
@@ -42,11 +43,19 @@ class RawCuda final : public RawBaseline {
   void finish() override { ok(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize"); }
   void write(const void* src, size_t bytes) override {
     reserve(bytes);
-    ok(api_->cuMemcpyHtoDAsync(buffer_, src, bytes, stream_), "cuMemcpyHtoDAsync");
+    ok(api_->cuMemcpyHtoDAsync(buffers_[0], src, bytes, stream_), "cuMemcpyHtoDAsync");
     finish();
   }
   void read(void* dst, size_t bytes) override {
-    ok(api_->cuMemcpyDtoHAsync(dst, buffer_, bytes, stream_), "cuMemcpyDtoHAsync");
+    reserve(bytes);
+    ok(api_->cuMemcpyDtoHAsync(dst, buffers_[0], bytes, stream_), "cuMemcpyDtoHAsync");
+    finish();
+  }
+  // On the baseline's stream, as hal's copy is on its own: cuMemcpyDtoD would go through the
+  // legacy default stream.
+  void copy_on_device(size_t bytes) override {
+    reserve(bytes);
+    ok(api_->cuMemcpyDtoDAsync(buffers_[1], buffers_[0], bytes, stream_), "cuMemcpyDtoDAsync");
     finish();
   }
 
@@ -58,8 +67,11 @@ class RawCuda final : public RawBaseline {
   }
   void reserve(size_t bytes) {
     if (buffer_size_ >= bytes) return;
-    if (buffer_) api_->cuMemFree(buffer_);
-    ok(api_->cuMemAlloc(&buffer_, bytes), "cuMemAlloc");
+    for (CUdeviceptr& buffer : buffers_) {
+      if (buffer) api_->cuMemFree(buffer);
+      buffer = 0;
+      ok(api_->cuMemAlloc(&buffer, bytes), "cuMemAlloc");
+    }
     buffer_size_ = bytes;
   }
 
@@ -69,7 +81,7 @@ class RawCuda final : public RawBaseline {
   CUstream stream_ = nullptr;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
-  CUdeviceptr buffer_ = 0;
+  CUdeviceptr buffers_[2] = {0, 0};
   size_t buffer_size_ = 0;
 };
 

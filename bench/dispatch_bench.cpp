@@ -1,30 +1,27 @@
-// `hal bench dispatch --device opencl:N|cuda:N`: what hal adds to a driver. Each figure sets hal
-// beside the same work in the same run: an empty kernel's launch through the raw driver API
-// (clEnqueueNDRangeKernel, cuLaunchKernel), copies through the raw API and memcpy, and on
-// devices with graphs a graph's replay per captured launch. Compile time is reported cold, from
-// the disk cache and from the in-memory cache. On CUDA the host side of copies is pinned memory
-// for hal and the baseline alike, as CUDA programs use for transfers.
+// `hal bench dispatch --device opencl:N|cuda:N`: what hal adds to a driver's launches. Each
+// figure sets hal beside the same work in the same run: an empty kernel's launch through the
+// raw driver API (clEnqueueNDRangeKernel, cuLaunchKernel), and on devices with graphs a graph's
+// replay per captured launch. Compile time is reported cold, from the disk cache and from the
+// in-memory cache. Copies are the copy suite's (copy_bench.cpp).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <vector>
 
 #include "bench_report.hpp"
+#include "bench_target.hpp"
 #include "hal/hal.hpp"
-#include "raw_baseline.hpp"
 
 namespace hal::bench {
 namespace {
 
 constexpr int kDrainEvery = 1024;
-constexpr size_t kCopyBytes = 64 << 20;
 
 Device g_device;
 std::unique_ptr<RawBaseline> g_raw;
@@ -79,27 +76,6 @@ void raw_enqueue(benchmark::State& state) {
   g_raw->finish();
 }
 
-// Host memory for copies: pageable, or pinned where the device's programs would pin it.
-struct HostMemory {
-  Buffer pinned;
-  std::vector<unsigned char> pageable;
-  unsigned char* data() { return pinned ? pinned.data<unsigned char>() : pageable.data(); }
-};
-HostMemory& host_memory(int which) {
-  static HostMemory memory[2];
-  HostMemory& m = memory[which];
-  if (!m.pinned && m.pageable.empty()) {
-    if (g_device.info().backend() == "cuda")
-      m.pinned = g_device.allocate(kCopyBytes, MemoryKind::pinned_host);
-    else
-      m.pageable.resize(kCopyBytes);
-    std::memset(m.data(), 7, kCopyBytes);
-  }
-  return m;
-}
-unsigned char* host_in() { return host_memory(0).data(); }
-unsigned char* host_out() { return host_memory(1).data(); }
-
 // kGraphNodes raw launches per iteration: what one replay of the graph below replaces.
 void raw_enqueue_x64(benchmark::State& state) {
   int since_drain = 0;
@@ -133,46 +109,6 @@ void hal_graph_replay(benchmark::State& state) {
   }
   stream.synchronize();
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kGraphNodes);
-}
-
-void hal_copy_h2d(benchmark::State& state) {
-  Stream stream = g_device.create_stream();
-  Buffer buffer = g_device.allocate(kCopyBytes);
-  for (auto _ : state) {
-    stream.copy_from_host(buffer, host_in(), kCopyBytes);
-    stream.synchronize();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
-}
-
-void hal_copy_d2h(benchmark::State& state) {
-  Stream stream = g_device.create_stream();
-  Buffer buffer = g_device.allocate(kCopyBytes);
-  stream.copy_from_host(buffer, host_in(), kCopyBytes);
-  for (auto _ : state) {
-    stream.copy_to_host(host_out(), buffer, kCopyBytes);
-    stream.synchronize();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
-}
-
-void raw_copy_h2d(benchmark::State& state) {
-  for (auto _ : state) g_raw->write(host_in(), kCopyBytes);
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
-}
-
-void raw_copy_d2h(benchmark::State& state) {
-  g_raw->write(host_in(), kCopyBytes);
-  for (auto _ : state) g_raw->read(host_out(), kCopyBytes);
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
-}
-
-void memcpy_64m(benchmark::State& state) {
-  for (auto _ : state) {
-    std::memcpy(host_out(), host_in(), kCopyBytes);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kCopyBytes));
 }
 
 // Compile times (milliseconds, median of 5): a source no cache has seen, the same source from
@@ -236,10 +172,6 @@ void register_benchmarks() {
     add("hal_graph_replay", hal_graph_replay);
     add("raw_enqueue_x64", raw_enqueue_x64);
   }
-  for (auto* b : {add("hal_copy_h2d_64m", hal_copy_h2d), add("raw_copy_h2d_64m", raw_copy_h2d),
-                  add("hal_copy_d2h_64m", hal_copy_d2h), add("raw_copy_d2h_64m", raw_copy_d2h),
-                  add("memcpy_64m", memcpy_64m)})
-    b->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace
@@ -249,16 +181,9 @@ int main(int argc, char** argv) {
   using namespace hal::bench;
   const std::string id = take_option(argc, argv, "--device", "opencl:0");
   try {
-    g_device = hal::device(id);
-    const std::string_view backend = g_device.info().backend();
-    const size_t index = std::stoul(id.substr(id.find(':') + 1));
-    if (backend == "opencl") g_raw = make_opencl_baseline(index);
-    if (backend == "cuda") g_raw = make_cuda_baseline(index);
-    if (!g_raw)
-      throw hal::Error(hal::ErrorCode::Unsupported,
-                       "the dispatch suite measures OpenCL and CUDA devices against their raw "
-                       "driver API, and this build has no baseline for " +
-                           id + ". For cpu:0 see `hal bench stream`");
+    BenchTarget target = open_target(id, "dispatch");
+    g_device = target.device;
+    g_raw = std::move(target.raw);
     empty_kernel();  // compiled before timing
   } catch (const std::exception& error) {
     std::cerr << "hal bench dispatch: " << error.what() << "\n";
@@ -268,10 +193,6 @@ int main(int argc, char** argv) {
   std::vector<Comparison> figures = {
       {"launch_empty_sync", "hal_launch_sync", "raw_launch_finish", "ratio <= 1.1"},
       {"enqueue_empty", "hal_enqueue", "raw_enqueue", ""},
-      {"copy_h2d_64m_vs_raw", "hal_copy_h2d_64m", "raw_copy_h2d_64m", ""},
-      {"copy_h2d_64m_vs_memcpy", "hal_copy_h2d_64m", "memcpy_64m", ""},
-      {"copy_d2h_64m_vs_raw", "hal_copy_d2h_64m", "raw_copy_d2h_64m", ""},
-      {"copy_d2h_64m_vs_memcpy", "hal_copy_d2h_64m", "memcpy_64m", ""},
   };
   if (g_device.info().has_feature(hal::feature::kGraphs))
     figures.push_back(

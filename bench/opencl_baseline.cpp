@@ -59,7 +59,8 @@ class RawOpenCl final : public RawBaseline {
     ok(status, "clCreateKernel");
   }
   ~RawOpenCl() override {
-    if (buffer_) clReleaseMemObject(buffer_);
+    for (cl_mem buffer : buffers_)
+      if (buffer) clReleaseMemObject(buffer);
     clReleaseKernel(kernel_);
     clReleaseProgram(program_);
     clReleaseCommandQueue(queue_);
@@ -76,30 +77,42 @@ class RawOpenCl final : public RawBaseline {
   void finish() override { ok(clFinish(queue_), "clFinish"); }
   // Non-blocking write and read, then clFinish: as hal's stream does them.
   void write(const void* src, size_t bytes) override {
-    if (buffer_size_ < bytes) {
-      if (buffer_) clReleaseMemObject(buffer_);
-      cl_int status = CL_SUCCESS;
-      buffer_ = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &status);
-      ok(status, "clCreateBuffer");
-      buffer_size_ = bytes;
-    }
-    ok(clEnqueueWriteBuffer(queue_, buffer_, CL_FALSE, 0, bytes, src, 0, nullptr, nullptr),
+    reserve(bytes);
+    ok(clEnqueueWriteBuffer(queue_, buffers_[0], CL_FALSE, 0, bytes, src, 0, nullptr, nullptr),
        "clEnqueueWriteBuffer");
     finish();
   }
   void read(void* dst, size_t bytes) override {
-    ok(clEnqueueReadBuffer(queue_, buffer_, CL_FALSE, 0, bytes, dst, 0, nullptr, nullptr),
+    reserve(bytes);
+    ok(clEnqueueReadBuffer(queue_, buffers_[0], CL_FALSE, 0, bytes, dst, 0, nullptr, nullptr),
        "clEnqueueReadBuffer");
+    finish();
+  }
+  void copy_on_device(size_t bytes) override {
+    reserve(bytes);
+    ok(clEnqueueCopyBuffer(queue_, buffers_[0], buffers_[1], 0, 0, bytes, 0, nullptr, nullptr),
+       "clEnqueueCopyBuffer");
     finish();
   }
 
  private:
+  void reserve(size_t bytes) {
+    if (buffer_size_ >= bytes) return;
+    for (cl_mem& buffer : buffers_) {
+      if (buffer) clReleaseMemObject(buffer);
+      cl_int status = CL_SUCCESS;
+      buffer = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &status);
+      ok(status, "clCreateBuffer");
+    }
+    buffer_size_ = bytes;
+  }
+
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
   cl_program program_ = nullptr;
   cl_kernel kernel_ = nullptr;
-  cl_mem buffer_ = nullptr;
+  cl_mem buffers_[2] = {nullptr, nullptr};
   size_t buffer_size_ = 0;
 };
 

@@ -1,5 +1,5 @@
-// The dispatch suite's baseline: the same work as a hal backend does, written against the
-// driver's API directly, one implementation per driver.
+// The baseline of the dispatch and copy suites: the same work as a hal backend does, written
+// against the driver's API directly, one implementation per driver.
 #pragma once
 
 #include <cstddef>
@@ -15,9 +15,12 @@ class RawBaseline {
   virtual void enqueue_empty() = 0;
   // Waits for everything enqueued.
   virtual void finish() = 0;
-  // Copies `bytes` from/to host memory into a device buffer of the baseline's own, then waits.
+  // Copies `bytes` from/to host memory into the first of two device buffers of the
+  // baseline's own (grown to `bytes` when smaller), then waits.
   virtual void write(const void* src, size_t bytes) = 0;
   virtual void read(void* dst, size_t bytes) = 0;
+  // Copies `bytes` from the first device buffer into the second, then waits.
+  virtual void copy_on_device(size_t bytes) = 0;
 };
 
 // The device hal calls opencl:<index> (same platform and device order, same filter).

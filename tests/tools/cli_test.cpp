@@ -5,7 +5,10 @@
 #include <array>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+
+#include "test_util.hpp"
 
 namespace {
 
@@ -176,6 +179,32 @@ TEST(Cli, BenchRunsASuiteAndReportsRatios) {
   const Result unknown = run("", "bench nope");
   EXPECT_EQ(unknown.status, 1);
   EXPECT_NE(unknown.output.find("no benchmark suite 'nope'"), std::string::npos) << unknown.output;
+}
+
+TEST(Cli, BenchCopyComparesEachDirectionWithTheDriver) {
+  const std::string cli = HAL_CLI_PATH;
+  const std::string suite = cli.substr(0, cli.rfind('/')) + "/hal_bench_copy";
+  if (access(suite.c_str(), X_OK) != 0)
+    GTEST_SKIP() << suite << " is not built (this preset builds no benchmarks)";
+  const Result cpu = run("", "bench copy --device cpu:0");
+  EXPECT_EQ(cpu.status, 2);
+  EXPECT_NE(cpu.output.find("no baseline for cpu:0"), std::string::npos) << cpu.output;
+
+  const auto opencl = hal::test::backend_devices("opencl");
+  if (opencl.empty()) GTEST_SKIP() << "no OpenCL device: " << hal::test::backend_reason("opencl");
+  const Result result = run("", "bench copy --device " + opencl.front().info().id +
+                                    " --json --benchmark_filter=/4096 --benchmark_min_time=0.01");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto json = nlohmann::json::parse(result.output.substr(result.output.find('{')));
+  EXPECT_EQ(json["suite"], "copy");
+  std::set<std::string> names;
+  for (const auto& figure : json["results"]) {
+    EXPECT_GT(figure["value"].get<double>(), 0.0);
+    EXPECT_GT(figure["baseline_value"].get<double>(), 0.0);
+    names.insert(figure["name"].get<std::string>());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"copy_h2d_4k", "copy_d2h_4k", "copy_d2d_4k"}))
+      << result.output;
 }
 
 TEST(Cli, UnknownCommandIsAUsageError) {

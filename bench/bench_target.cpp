@@ -1,0 +1,20 @@
+#include "bench_target.hpp"
+
+namespace hal::bench {
+
+BenchTarget open_target(const std::string& id, const std::string& suite) {
+  BenchTarget target{hal::device(id), nullptr};
+  const std::string_view backend = target.device.info().backend();
+  const size_t index = std::stoul(id.substr(id.find(':') + 1));
+  if (backend == "opencl") target.raw = make_opencl_baseline(index);
+  if (backend == "cuda") target.raw = make_cuda_baseline(index);
+  if (!target.raw)
+    throw Error(ErrorCode::Unsupported,
+                "the " + suite +
+                    " suite measures OpenCL and CUDA devices against their raw driver API, and "
+                    "this build has no baseline for " +
+                    id);
+  return target;
+}
+
+}  // namespace hal::bench
