@@ -35,7 +35,7 @@ bool overlaps(CUdeviceptr a, CUdeviceptr b, size_t bytes) { return a < b + bytes
 }  // namespace
 
 CudaStream::CudaStream(std::shared_ptr<CudaDevice> device)
-    : device_(std::move(device)), api_(device_->api()) {
+    : device_(std::move(device)), api_(device_->api()), refs_(CuFences{&api_}) {
   device_->make_current();
   api_.check(api_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), describe(*device_),
              "cuStreamCreate");
@@ -48,9 +48,10 @@ CudaStream::~CudaStream() {
     return;  // the driver is gone: so are the stream and its events
   }
   api_.cuStreamSynchronize(stream_);
-  std::vector<Batch> batches(std::make_move_iterator(in_flight_.begin()),
-                             std::make_move_iterator(in_flight_.end()));
-  release(batches);
+  Batches batches;
+  std::vector<Ref> open;
+  refs_.take_all(batches, open);
+  refs_.release(batches);
   if (blas_) cublas_->cublasDestroy_v2(blas_);
   api_.cuStreamDestroy(stream_);
   if (callbacks_) callbacks_->wait_all();
@@ -72,16 +73,14 @@ void CudaStream::refuse_while_capturing(std::string_view operation) const {
                 where(operation) + ": the stream is capturing a graph; call end_capture() first");
 }
 
-void CudaStream::enqueued(std::vector<Ref>& refs, std::vector<Batch>& done) {
+void CudaStream::enqueued(std::vector<Ref>& refs, Batches& done) {
   if (capture_) {
     for (Ref& ref : refs) capture_->push_back(std::move(ref));
     return;
   }
-  for (Ref& ref : refs) open_refs_.push_back(std::move(ref));
-  ++open_commands_;
-  if (open_refs_.size() >= kRefsPerFence) {
+  if (refs_.add(refs)) {
     fence_open_batch();
-    take_completed(done);
+    refs_.take_completed(done);
   }
 }
 
@@ -93,28 +92,11 @@ void CudaStream::fence_open_batch() {
     if (fence) api_.cuEventDestroy(fence);
     fail(result, "fence", "cuEventCreate / cuEventRecord");
   }
-  in_flight_.push_back({fence, std::move(open_refs_)});
-  open_refs_.clear();
-  open_commands_ = 0;
-}
-
-void CudaStream::take_completed(std::vector<Batch>& done) {
-  while (!in_flight_.empty()) {
-    const CUresult result = api_.cuEventQuery(in_flight_.front().fence);
-    if (result == CUDA_ERROR_NOT_READY) return;
-    if (result != CUDA_SUCCESS && failed_ == CUDA_SUCCESS) failed_ = result;
-    done.push_back(std::move(in_flight_.front()));
-    in_flight_.pop_front();
-  }
-}
-
-void CudaStream::release(std::vector<Batch>& batches) {
-  for (Batch& batch : batches) api_.cuEventDestroy(batch.fence);
-  batches.clear();  // drops the references: buffers may go back to their allocator now
+  refs_.close(fence);
 }
 
 void CudaStream::enqueue_blas(std::vector<Ref> refs, std::string_view what, const BlasCall& call) {
-  std::vector<Batch> done;
+  Batches done;
   {
     std::lock_guard lock(mutex_);
     device_->make_current();
@@ -140,7 +122,7 @@ void CudaStream::enqueue_blas(std::vector<Ref> refs, std::string_view what, cons
     cublas_->check(call(*cublas_, blas_), where(what), "cuBLAS");
     enqueued(refs, done);
   }
-  release(done);
+  refs_.release(done);
 }
 
 void CudaStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
@@ -231,7 +213,7 @@ void CudaStream::host_callback(std::function<void()> fn) {
   const CUresult result = api_.cuLaunchHostFunc(stream_, &run_host_call, call.get());
   if (result != CUDA_SUCCESS) fail(result, "host_callback", "cuLaunchHostFunc");
   call.release();  // run_host_call owns it now
-  ++open_commands_;
+  refs_.add_command();
 }
 
 void CudaStream::record(EventImpl& event) {
@@ -241,7 +223,7 @@ void CudaStream::record(EventImpl& event) {
     device_->make_current();
     const CUresult result = api_.cuEventRecord(fence->native(), stream_);
     if (result != CUDA_SUCCESS) fail(result, "record", "cuEventRecord");
-    if (open_commands_ > 0 && !capture_) fence_open_batch();
+    if (refs_.has_open_commands() && !capture_) fence_open_batch();
   }
   static_cast<CudaEvent&>(event).set_fence(std::move(fence));
 }
@@ -254,32 +236,25 @@ void CudaStream::wait(EventImpl& event) {
 }
 
 void CudaStream::synchronize() {
-  std::vector<Batch> batches;
+  Batches batches;
   std::vector<Ref> open;
   std::shared_ptr<host::WorkQueue> callbacks;
   {
     std::lock_guard lock(mutex_);
     refuse_while_capturing("synchronize");
-    batches.assign(std::make_move_iterator(in_flight_.begin()),
-                   std::make_move_iterator(in_flight_.end()));
-    in_flight_.clear();
-    open.swap(open_refs_);
-    open_commands_ = 0;
+    refs_.take_all(batches, open);
     callbacks = callbacks_;
   }
   device_->make_current();
   CUresult failed = api_.cuStreamSynchronize(stream_);
   if (callbacks) callbacks->wait_all();
-  for (const Batch& batch : batches) {
-    const CUresult result = api_.cuEventQuery(batch.fence);
-    if (result != CUDA_SUCCESS && failed == CUDA_SUCCESS) failed = result;
-  }
-  release(batches);
+  if (failed == CUDA_SUCCESS) failed = refs_.first_failure(batches);
+  refs_.release(batches);
   open.clear();
   {
     std::lock_guard lock(mutex_);
-    if (failed == CUDA_SUCCESS) failed = failed_;
-    failed_ = CUDA_SUCCESS;
+    const CUresult earlier = refs_.take_failure();
+    if (failed == CUDA_SUCCESS) failed = earlier;
   }
   if (failed != CUDA_SUCCESS)
     throw Error(ErrorCode::AsyncFailure,
@@ -291,17 +266,17 @@ void CudaStream::synchronize() {
 }
 
 bool CudaStream::query() {
-  std::vector<Batch> done;
+  Batches done;
   bool idle = false;
   {
     std::lock_guard lock(mutex_);
     refuse_while_capturing("query");
     device_->make_current();
-    if (open_commands_ > 0) fence_open_batch();
-    take_completed(done);
-    idle = in_flight_.empty();
+    if (refs_.has_open_commands()) fence_open_batch();
+    refs_.take_completed(done);
+    idle = refs_.idle();
   }
-  release(done);
+  refs_.release(done);
   return idle;
 }
 
@@ -309,7 +284,7 @@ void CudaStream::begin_capture() {
   std::lock_guard lock(mutex_);
   refuse_while_capturing("begin_capture");
   device_->make_current();
-  if (open_commands_ > 0) fence_open_batch();  // work before the capture keeps its own fence
+  if (refs_.has_open_commands()) fence_open_batch();  // work before the capture keeps its own fence
   // Relaxed: the caching allocator may call cuMemAlloc from this thread during the capture.
   const CUresult result = api_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_RELAXED);
   if (result != CUDA_SUCCESS) fail(result, "begin_capture", "cuStreamBeginCapture");

@@ -1,9 +1,7 @@
 // A stream of a CUDA device: one CUstream of the primary context.
 //
-// Enqueued work keeps what it uses alive until it has run, as in the OpenCL backend: the
-// references of consecutive commands are gathered and closed by an event every kRefsPerFence
-// references, at each record, query and synchronize; a batch is dropped once its event has
-// completed.
+// Enqueued work keeps what it uses alive until it has run, behind CUevents as fences
+// (host::FencedRefs, as in the OpenCL backend).
 //
 // Host callbacks: the driver's host-function thread may not call CUDA, and a hal callback may
 // (a staged copy, a wait on another stream). The host function therefore hands the callback to
@@ -11,16 +9,17 @@
 // later work behind it.
 #pragma once
 
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "cublas.hpp"
 #include "cuda_device.hpp"
 #include "hal/backend.hpp"
+#include "host/fenced_refs.hpp"
 #include "host/work_queue.hpp"
 
 namespace hal::cuda {
@@ -61,18 +60,27 @@ class CudaStream final : public StreamImpl {
   void enqueue_blas(std::vector<Ref> refs, std::string_view what, const BlasCall& call);
 
  private:
-  static constexpr size_t kRefsPerFence = 64;
-  struct Batch {
-    CUevent fence;
-    std::vector<Ref> refs;
+  // CUevents as the fences of FencedRefs.
+  struct CuFences {
+    using Fence = CUevent;
+    using Status = CUresult;
+    static constexpr CUresult kSuccess = CUDA_SUCCESS;
+    const CuApi* api;
+    std::optional<CUresult> poll(CUevent fence) const {
+      const CUresult result = api->cuEventQuery(fence);
+      if (result == CUDA_ERROR_NOT_READY) return std::nullopt;
+      return result;
+    }
+    void destroy(CUevent fence) const { api->cuEventDestroy(fence); }
   };
+  using Batches = host::FencedRefs<CuFences>::Batches;
 
   // Runs `enqueue` (which enqueues one command and returns its CUresult) under mutex_ with the
   // context current, then keeps `refs` until that command has run. `fail_with(result)` throws
   // the error of a failed enqueue: its message is built only then.
   template <class Enqueue, class Fail>
   void submit(std::vector<Ref> refs, Enqueue&& enqueue, Fail&& fail_with) {
-    std::vector<Batch> done;
+    Batches done;
     {
       std::lock_guard lock(mutex_);
       device_->make_current();
@@ -80,7 +88,7 @@ class CudaStream final : public StreamImpl {
         fail_with(result);
       enqueued(refs, done);
     }
-    release(done);
+    refs_.release(done);
   }
   template <class Enqueue>
   void submit(std::vector<Ref> refs, const char* operation, const char* call, size_t bytes,
@@ -88,10 +96,11 @@ class CudaStream final : public StreamImpl {
     submit(std::move(refs), std::forward<Enqueue>(enqueue),
            [&](CUresult result) { fail(result, operation, call, bytes); });
   }
-  void enqueued(std::vector<Ref>& refs, std::vector<Batch>& done);
+  // Under mutex_: keeps the references of the command just enqueued (for the graph while
+  // capturing), fencing the open batch when it is full.
+  void enqueued(std::vector<Ref>& refs, Batches& done);
+  // Under mutex_: records a fence after the open batch's commands and closes it.
   void fence_open_batch();
-  void take_completed(std::vector<Batch>& done);
-  void release(std::vector<Batch>& batches);
   std::string where(std::string_view operation) const;
   // Under mutex_: throws InvalidState when the stream is capturing.
   void refuse_while_capturing(std::string_view operation) const;
@@ -102,10 +111,7 @@ class CudaStream final : public StreamImpl {
   const CuApi& api_;
   CUstream stream_ = nullptr;
   std::mutex mutex_;
-  std::vector<Ref> open_refs_;
-  size_t open_commands_ = 0;
-  std::deque<Batch> in_flight_;
-  CUresult failed_ = CUDA_SUCCESS;              // of the first batch that ended in an error
+  host::FencedRefs<CuFences> refs_;
   std::shared_ptr<host::WorkQueue> callbacks_;  // made on the first host callback
   // While capturing: what the captured work uses, for the graph to keep (no fences are
   // recorded then: the work does not run until the graph is replayed).

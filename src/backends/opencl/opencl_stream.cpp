@@ -57,13 +57,17 @@ bool overlaps(size_t a, size_t b, size_t bytes) { return a < b + bytes && b < a 
 }  // namespace
 
 OpenClStream::OpenClStream(std::shared_ptr<OpenClDevice> device)
-    : device_(std::move(device)), api_(device_->api()), queue_(device_->create_queue()) {}
+    : device_(std::move(device)),
+      api_(device_->api()),
+      queue_(device_->create_queue()),
+      refs_(ClFences{&api_}) {}
 
 OpenClStream::~OpenClStream() {
   api_.clFinish(queue_);
-  std::vector<Batch> batches(std::make_move_iterator(in_flight_.begin()),
-                             std::make_move_iterator(in_flight_.end()));
-  release(batches);
+  Batches batches;
+  std::vector<Ref> open;
+  refs_.take_all(batches, open);
+  refs_.release(batches);
   api_.clReleaseCommandQueue(queue_);
   if (callbacks_) callbacks_->wait_all();
 }
@@ -78,41 +82,13 @@ void OpenClStream::fail(cl_int status, std::string_view operation, std::string_v
                std::string(call) + (bytes ? " of " + std::to_string(bytes) + " bytes" : ""));
 }
 
-void OpenClStream::enqueued(std::vector<Ref>& refs, std::vector<Batch>& done) {
-  for (Ref& ref : refs) open_refs_.push_back(std::move(ref));
-  ++open_commands_;
-  if (open_refs_.size() >= kRefsPerFence) {
-    fence_open_batch(false);
-    take_completed(done);
-  }
-}
-
 cl_event OpenClStream::fence_open_batch(bool keep_event) {
   cl_event marker = nullptr;
   cl_int status = api_.clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &marker);
   if (status != CL_SUCCESS) fail(status, "fence", "clEnqueueMarkerWithWaitList");
   if (keep_event) api_.clRetainEvent(marker);
-  in_flight_.push_back({marker, std::move(open_refs_)});
-  open_refs_.clear();
-  open_commands_ = 0;
+  refs_.close(marker);
   return keep_event ? marker : nullptr;
-}
-
-void OpenClStream::take_completed(std::vector<Batch>& done) {
-  while (!in_flight_.empty()) {
-    cl_int status = CL_QUEUED;
-    api_.clGetEventInfo(in_flight_.front().fence, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
-                        &status, nullptr);
-    if (status > CL_COMPLETE) return;
-    if (status < 0 && failed_status_ == CL_SUCCESS) failed_status_ = status;
-    done.push_back(std::move(in_flight_.front()));
-    in_flight_.pop_front();
-  }
-}
-
-void OpenClStream::release(std::vector<Batch>& batches) {
-  for (Batch& batch : batches) api_.clReleaseEvent(batch.fence);
-  batches.clear();  // drops the references: buffers may go back to their allocator now
 }
 
 void OpenClStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
@@ -212,7 +188,7 @@ void OpenClStream::host_callback(std::function<void()> fn) {
     api_.clReleaseEvent(marker);
     fail(status, "host_callback", "clEnqueueBarrierWithWaitList / clSetEventCallback");
   }
-  ++open_commands_;
+  refs_.add_command();
   api_.clFlush(queue_);  // the marker must reach the device for the callback to ever run
 }
 
@@ -240,33 +216,23 @@ void OpenClStream::wait(EventImpl& event) {
 }
 
 void OpenClStream::synchronize() {
-  std::vector<Batch> batches;
+  Batches batches;
   std::vector<Ref> open;
   std::shared_ptr<host::WorkQueue> callbacks;
   {
     std::lock_guard lock(mutex_);
-    batches.assign(std::make_move_iterator(in_flight_.begin()),
-                   std::make_move_iterator(in_flight_.end()));
-    in_flight_.clear();
-    open.swap(open_refs_);
-    open_commands_ = 0;
+    refs_.take_all(batches, open);
     callbacks = callbacks_;
   }
   const cl_int status = api_.clFinish(queue_);
   if (callbacks) callbacks->wait_all();  // a callback's error is stored after its gate opens
-  cl_int failed = CL_SUCCESS;
-  for (const Batch& batch : batches) {
-    cl_int batch_status = CL_COMPLETE;
-    api_.clGetEventInfo(batch.fence, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof batch_status,
-                        &batch_status, nullptr);
-    if (batch_status < 0 && failed == CL_SUCCESS) failed = batch_status;
-  }
-  release(batches);
+  cl_int failed = refs_.first_failure(batches);
+  refs_.release(batches);
   open.clear();
   {
     std::lock_guard lock(mutex_);
-    if (failed == CL_SUCCESS) failed = failed_status_;
-    failed_status_ = CL_SUCCESS;
+    const cl_int earlier = refs_.take_failure();
+    if (failed == CL_SUCCESS) failed = earlier;
   }
   if (status != CL_SUCCESS) failed = status;
   if (failed != CL_SUCCESS)
@@ -279,16 +245,16 @@ void OpenClStream::synchronize() {
 }
 
 bool OpenClStream::query() {
-  std::vector<Batch> done;
+  Batches done;
   bool idle = false;
   {
     std::lock_guard lock(mutex_);
-    if (open_commands_ > 0) fence_open_batch(false);
+    if (refs_.has_open_commands()) fence_open_batch(false);
     api_.clFlush(queue_);
-    take_completed(done);
-    idle = in_flight_.empty();
+    refs_.take_completed(done);
+    idle = refs_.idle();
   }
-  release(done);
+  refs_.release(done);
   return idle;
 }
 

@@ -1,9 +1,7 @@
 // A stream of an OpenCL device: one in-order command queue.
 //
 // Enqueued work keeps what it uses (buffers, staging memory) alive until it has run, as hal's
-// ownership rule asks. Rather than an event per command, the references of consecutive commands
-// are gathered and closed by a marker event every kRefsPerFence references, at each record,
-// query and synchronize; a batch is dropped once its marker has completed.
+// ownership rule asks, behind marker events as fences (host::FencedRefs).
 //
 // Host callbacks never run on the driver's thread (OpenCL forbids blocking calls there, and a
 // callback may copy through another backend): a marker's completion hands the callback to the
@@ -11,12 +9,13 @@
 // queue's later commands until the callback has returned.
 #pragma once
 
-#include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "hal/backend.hpp"
+#include "host/fenced_refs.hpp"
 #include "host/work_queue.hpp"
 #include "opencl_device.hpp"
 
@@ -48,33 +47,42 @@ class OpenClStream final : public StreamImpl {
   cl_command_queue native() const { return queue_; }
 
  private:
-  static constexpr size_t kRefsPerFence = 64;
   using Ref = std::shared_ptr<const void>;
-  struct Batch {
-    cl_event fence;
-    std::vector<Ref> refs;
+  // Marker events as the fences of FencedRefs.
+  struct ClFences {
+    using Fence = cl_event;
+    using Status = cl_int;
+    static constexpr cl_int kSuccess = CL_SUCCESS;
+    const ClApi* api;
+    std::optional<cl_int> poll(cl_event fence) const {
+      cl_int status = CL_QUEUED;
+      api->clGetEventInfo(fence, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                          nullptr);
+      if (status > CL_COMPLETE) return std::nullopt;
+      return status < 0 ? status : CL_SUCCESS;
+    }
+    void destroy(cl_event fence) const { api->clReleaseEvent(fence); }
   };
+  using Batches = host::FencedRefs<ClFences>::Batches;
 
   // Runs `enqueue` (which enqueues one command) under mutex_, then keeps `refs` until that
   // command has run. Batches found completed are dropped after the lock is released.
   template <class Enqueue>
   void submit(std::vector<Ref> refs, Enqueue&& enqueue) {
-    std::vector<Batch> done;
+    Batches done;
     {
       std::lock_guard lock(mutex_);
       enqueue();
-      enqueued(refs, done);
+      if (refs_.add(refs)) {
+        fence_open_batch(false);
+        refs_.take_completed(done);
+      }
     }
-    release(done);
+    refs_.release(done);
   }
-  // Under mutex_: counts the command just enqueued and takes its references.
-  void enqueued(std::vector<Ref>& refs, std::vector<Batch>& done);
   // Closes the open batch with a marker; returns the marker's event (one reference is the
   // caller's) or null when asked not to keep it.
   cl_event fence_open_batch(bool keep_event);
-  // Moves the batches whose markers have completed into `done`, to be dropped unlocked.
-  void take_completed(std::vector<Batch>& done);
-  void release(std::vector<Batch>& batches);
   std::string where(std::string_view operation) const;
   // Throws the error of a failed enqueue: built only then, since enqueues are the hot path.
   [[noreturn]] void fail(cl_int status, std::string_view operation, std::string_view call,
@@ -84,10 +92,7 @@ class OpenClStream final : public StreamImpl {
   const ClApi& api_;
   cl_command_queue queue_;
   std::mutex mutex_;
-  std::vector<Ref> open_refs_;                  // of commands after the last marker
-  size_t open_commands_ = 0;                    // commands after the last marker
-  std::deque<Batch> in_flight_;                 // closed batches, oldest first
-  cl_int failed_status_ = CL_SUCCESS;           // of the first batch that ended in an error
+  host::FencedRefs<ClFences> refs_;
   std::shared_ptr<host::WorkQueue> callbacks_;  // made on the first host callback
 };
 

@@ -1,0 +1,114 @@
+// What a device stream's enqueued work holds (buffers, kernels, events, graphs), kept until that
+// work has run.
+//
+// The references of consecutive commands gather in an open batch. A fence recorded on the
+// stream after them (an OpenCL marker, a CUevent) closes the batch every kRefsPerFence
+// references and whenever the stream records an event, is queried or is synchronised; a batch
+// is dropped once its fence has completed. One fence per batch rather than an event per
+// command is what keeps an enqueue cheap.
+//
+// `Fences` tells what a fence is:
+//   using Fence = ...;  using Status = ...;  static constexpr Status kSuccess = ...;
+//   std::optional<Status> poll(Fence) const;  // nullopt while pending; else kSuccess or an error
+//   void destroy(Fence) const;
+//
+// Not thread-safe: the stream's mutex guards it. Batches taken out under that lock are released
+// after it (dropping a buffer may call into its allocator, and a fence's destruction into the
+// driver).
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace hal::host {
+
+template <class Fences>
+class FencedRefs {
+ public:
+  using Fence = typename Fences::Fence;
+  using Status = typename Fences::Status;
+  using Ref = std::shared_ptr<const void>;
+  struct Batch {
+    Fence fence;
+    std::vector<Ref> refs;
+  };
+  using Batches = std::vector<Batch>;
+  static constexpr size_t kRefsPerFence = 64;
+
+  explicit FencedRefs(Fences fences) : fences_(fences) {}
+
+  // Takes the references of one command just enqueued. Returns true when the open batch is
+  // full: the stream then records a fence and close()s it.
+  bool add(std::vector<Ref>& refs) {
+    for (Ref& ref : refs) open_refs_.push_back(std::move(ref));
+    ++open_commands_;
+    return open_refs_.size() >= kRefsPerFence;
+  }
+  // A command that holds nothing still counts: query() must fence it to know it has run.
+  void add_command() { ++open_commands_; }
+  bool has_open_commands() const { return open_commands_ > 0; }
+
+  // Closes the open batch behind `fence`, recorded after its commands; the batch owns it.
+  void close(Fence fence) {
+    in_flight_.push_back({fence, std::move(open_refs_)});
+    open_refs_.clear();
+    open_commands_ = 0;
+  }
+
+  // Moves the batches whose fences have completed into `done`, oldest first, and remembers the
+  // first that ended in an error.
+  void take_completed(Batches& done) {
+    while (!in_flight_.empty()) {
+      const std::optional<Status> status = fences_.poll(in_flight_.front().fence);
+      if (!status) return;
+      if (*status != Fences::kSuccess && failure_ == Fences::kSuccess) failure_ = *status;
+      done.push_back(std::move(in_flight_.front()));
+      in_flight_.pop_front();
+    }
+  }
+  bool idle() const { return in_flight_.empty(); }
+
+  // For synchronize: every closed batch, and the open batch's references (whose commands the
+  // synchronisation covers without a fence).
+  void take_all(Batches& batches, std::vector<Ref>& open) {
+    batches.assign(std::make_move_iterator(in_flight_.begin()),
+                   std::make_move_iterator(in_flight_.end()));
+    in_flight_.clear();
+    open.swap(open_refs_);
+    open_refs_.clear();
+    open_commands_ = 0;
+  }
+
+  // The first error among `batches`' fences (once they have run), or kSuccess.
+  Status first_failure(const Batches& batches) const {
+    for (const Batch& batch : batches)
+      if (const std::optional<Status> status = fences_.poll(batch.fence);
+          status && *status != Fences::kSuccess)
+        return *status;
+    return Fences::kSuccess;
+  }
+  // The first error take_completed() found since the last call, or kSuccess.
+  Status take_failure() {
+    const Status failure = failure_;
+    failure_ = Fences::kSuccess;
+    return failure;
+  }
+
+  // Destroys the fences of `batches` and drops their references.
+  void release(Batches& batches) const {
+    for (Batch& batch : batches) fences_.destroy(batch.fence);
+    batches.clear();
+  }
+
+ private:
+  Fences fences_;
+  std::vector<Ref> open_refs_;   // of the commands after the last fence
+  size_t open_commands_ = 0;     // commands after the last fence
+  std::deque<Batch> in_flight_;  // closed batches, oldest first
+  Status failure_ = Fences::kSuccess;
+};
+
+}  // namespace hal::host

@@ -1,0 +1,143 @@
+// host::FencedRefs, the reference keeping of the OpenCL and CUDA streams, against fences whose
+// completion the test decides.
+#include "host/fenced_refs.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+
+namespace hal::host {
+namespace {
+
+// Fences are numbers; `state[f]` is nullopt while f is pending, then its status (0: success).
+struct FakeFences {
+  using Fence = int;
+  using Status = int;
+  static constexpr int kSuccess = 0;
+  std::map<int, std::optional<int>>* state;
+  std::vector<int>* destroyed;
+  std::optional<int> poll(int fence) const { return state->at(fence); }
+  void destroy(int fence) const { destroyed->push_back(fence); }
+};
+
+class FencedRefsTest : public ::testing::Test {
+ protected:
+  using Refs = FencedRefs<FakeFences>;
+  // Adds one command holding a fresh object; returns a watch on it.
+  std::weak_ptr<const void> add_one() {
+    auto object = std::make_shared<int>(0);
+    std::vector<Refs::Ref> held{object};
+    refs.add(held);
+    return object;
+  }
+  void close(int fence) {
+    state[fence] = std::nullopt;
+    refs.close(fence);
+  }
+  std::map<int, std::optional<int>> state;
+  std::vector<int> destroyed;
+  Refs refs{FakeFences{&state, &destroyed}};
+};
+
+TEST_F(FencedRefsTest, ReferencesLastUntilTheirFenceCompletes) {
+  const auto a = add_one(), b = add_one();
+  EXPECT_TRUE(refs.has_open_commands());
+  close(1);
+  EXPECT_FALSE(refs.has_open_commands());
+  Refs::Batches done;
+  refs.take_completed(done);
+  EXPECT_TRUE(done.empty());
+  EXPECT_FALSE(refs.idle());
+  EXPECT_FALSE(a.expired());
+
+  state[1] = 0;
+  refs.take_completed(done);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_TRUE(refs.idle());
+  EXPECT_FALSE(a.expired()) << "held until released, outside the stream's lock";
+  refs.release(done);
+  EXPECT_TRUE(a.expired());
+  EXPECT_TRUE(b.expired());
+  EXPECT_EQ(destroyed, std::vector<int>{1});
+  EXPECT_TRUE(done.empty());
+}
+
+TEST_F(FencedRefsTest, BatchesCompleteOldestFirst) {
+  const auto first = add_one();
+  close(1);
+  const auto second = add_one();
+  close(2);
+  state[2] = 0;  // a later fence done before an earlier one: an in-order stream never does that,
+                 // and nothing may be dropped past a pending fence
+  Refs::Batches done;
+  refs.take_completed(done);
+  EXPECT_TRUE(done.empty());
+  state[1] = 0;
+  refs.take_completed(done);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].fence, 1);
+  EXPECT_EQ(done[1].fence, 2);
+  refs.release(done);
+  EXPECT_TRUE(first.expired() && second.expired());
+}
+
+TEST_F(FencedRefsTest, AFullBatchAsksForAFence) {
+  for (size_t i = 1; i < Refs::kRefsPerFence; ++i) {
+    auto object = std::make_shared<int>(0);
+    std::vector<Refs::Ref> held{object};
+    ASSERT_FALSE(refs.add(held)) << i;
+    EXPECT_TRUE(held.empty() || !held.front()) << "the references are taken";
+  }
+  auto object = std::make_shared<int>(0);
+  std::vector<Refs::Ref> last{object, object};
+  EXPECT_TRUE(refs.add(last));
+}
+
+TEST_F(FencedRefsTest, CommandsWithoutReferencesStillNeedAFence) {
+  EXPECT_FALSE(refs.has_open_commands());
+  refs.add_command();
+  EXPECT_TRUE(refs.has_open_commands());
+  close(7);
+  EXPECT_FALSE(refs.has_open_commands());
+}
+
+TEST_F(FencedRefsTest, TheFirstFailureIsKeptUntilTaken) {
+  add_one();
+  close(1);
+  add_one();
+  close(2);
+  add_one();
+  close(3);
+  state[1] = 0;
+  state[2] = -5;
+  state[3] = -9;
+  Refs::Batches done;
+  refs.take_completed(done);
+  EXPECT_EQ(done.size(), 3u);
+  refs.release(done);
+  EXPECT_EQ(refs.take_failure(), -5);
+  EXPECT_EQ(refs.take_failure(), 0) << "taken once";
+}
+
+TEST_F(FencedRefsTest, SynchronizeTakesEverythingAndFindsFailures) {
+  const auto closed = add_one();
+  close(1);
+  const auto open = add_one();
+  Refs::Batches batches;
+  std::vector<Refs::Ref> open_refs;
+  refs.take_all(batches, open_refs);
+  EXPECT_TRUE(refs.idle());
+  EXPECT_FALSE(refs.has_open_commands());
+  EXPECT_EQ(batches.size(), 1u);
+  EXPECT_EQ(open_refs.size(), 1u);
+  state[1] = -3;  // the stream has been synchronised: every fence has an outcome
+  EXPECT_EQ(refs.first_failure(batches), -3);
+  refs.release(batches);
+  open_refs.clear();
+  EXPECT_TRUE(closed.expired() && open.expired());
+  EXPECT_EQ(destroyed, std::vector<int>{1});
+}
+
+}  // namespace
+}  // namespace hal::host
