@@ -14,4 +14,5 @@
 #include "hal/registry.hpp"
 #include "hal/selector.hpp"
 #include "hal/stream.hpp"
+#include "hal/tensor.hpp"
 #include "hal/version.hpp"

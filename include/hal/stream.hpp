@@ -18,10 +18,11 @@ namespace hal {
 class StreamImpl;
 class Device;
 
-// A value to repeat over a buffer: plain data, not a pointer to it.
+// A value to repeat over a buffer: plain data, not a pointer to it (nor an array, which would
+// otherwise be taken for the value instead of the pattern it points to).
 template <class T>
-concept FillValue =
-    std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> && !std::is_null_pointer_v<T>;
+concept FillValue = std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> &&
+                    !std::is_null_pointer_v<T> && !std::is_array_v<T>;
 
 // Every call enqueues and returns at once; work runs in the order it was enqueued, and the
 // host sees its results after synchronize() or an Event. Host memory handed to a copy must

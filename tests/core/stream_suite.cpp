@@ -86,6 +86,14 @@ TEST_P(StreamSuite, FillsEveryPatternSize) {
   stream.copy_to_host(floats.data(), buffer, 256);
   stream.synchronize();
   for (float value : floats) ASSERT_EQ(value, 2.5f);
+  // A pattern in an array is a pattern, not a 4-byte value repeated 2 times per element.
+  const unsigned char array[4] = {1, 2, 3, 4};
+  stream.fill(buffer, array, sizeof array, 8);
+  unsigned char head[8];
+  stream.copy_to_host(head, buffer, 8);
+  stream.synchronize();
+  EXPECT_EQ(std::vector<unsigned char>(head, head + 8),
+            (std::vector<unsigned char>{1, 2, 3, 4, 1, 2, 3, 4}));
 }
 
 TEST_P(StreamSuite, BadFillsAreRefusedAndEnqueueNothing) {

@@ -1,0 +1,159 @@
+// Tensor: a strided view of elements of one dtype in a Buffer of one device.
+//
+// A tensor is a small value: its dtype, shape, strides and offset (both in elements), and shared
+// storage. Views (reshape, transpose, permute, slice, expand, squeeze, unsqueeze) make new
+// tensors over the same storage and copy nothing. Creation and copies are enqueued on a Stream,
+// like every other piece of work in hal, and the host sees their results after synchronisation;
+// `to_vector` is the one call that waits, since it hands the values to the host.
+//
+// Dimensions may be negative, counted from the end as in NumPy and PyTorch. Errors are
+// hal::Error naming the operation, the shapes and the dimension involved. Thread-safe as values
+// are: a Tensor may be copied and read from many threads; the storage is shared, not locked.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "hal/buffer.hpp"
+#include "hal/device.hpp"
+#include "hal/dtype.hpp"
+#include "hal/stream.hpp"
+
+namespace hal {
+
+using Shape = std::vector<int64_t>;
+
+// "[2, 3, 4]".
+std::string to_string(const Shape& shape);
+// The product of the sizes (1 for a 0-d shape); InvalidArgument for a negative size.
+int64_t numel(const Shape& shape);
+
+// The dtype of a C++ element type, for typed creation and read-back.
+template <class T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>)
+    return DType::f32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::f64;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DType::i8;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::u8;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::i32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::i64;
+  else if constexpr (std::is_same_v<T, bool>)
+    return DType::boolean;
+  else
+    static_assert(sizeof(T) == 0, "no dtype for this type; f16 and bf16 are raw uint16_t");
+}
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined: no storage
+  // A view of `storage`: throws InvalidArgument when the elements it reaches do not lie inside
+  // the buffer, or for negative sizes. Empty `strides` means contiguous (row-major).
+  Tensor(Buffer storage, DType dtype, Shape shape, Shape strides = {}, int64_t offset = 0);
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  const Shape& strides() const { return strides_; }  // in elements; 0 along expanded dims
+  int64_t offset() const { return offset_; }         // in elements, into the storage
+  int64_t dim() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t size(int64_t dim) const;  // of one dimension
+  int64_t numel() const;
+  size_t element_size() const { return size_of(dtype_); }
+  // Bytes of the elements themselves: numel() * element_size().
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  const Buffer& storage() const { return storage_; }
+  Device device() const;
+  bool defined() const { return static_cast<bool>(storage_); }
+  // Row-major with no gaps: element i is at offset() + i.
+  bool is_contiguous() const;
+  // "f32[2, 3] on cpu:0", for messages.
+  std::string describe() const;
+
+  // Views. reshape and view accept one -1 for the size the others leave; they throw
+  // InvalidArgument when the strides cannot express the new shape without a copy.
+  Tensor reshape(const Shape& shape) const;
+  Tensor view(const Shape& shape) const { return reshape(shape); }
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor permute(const std::vector<int64_t>& order) const;
+  // Elements start, start + step, ... before end along `dim`; start and end are clamped to the
+  // dimension and may be negative, as in Python. step >= 1.
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  // Broadcasts size-1 dimensions (and new leading ones) to `shape` with stride 0; -1 keeps a
+  // dimension's size.
+  Tensor expand(const Shape& shape) const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+
+  // A contiguous copy on `device`, enqueued on `stream` (a stream of either device; across
+  // backends hal stages the copy). InvalidArgument for a tensor that is not contiguous.
+  Tensor to(const Device& device, Stream& stream) const;
+  // Enqueues a copy of the elements, in row-major order, into `dst` (nbytes() bytes, valid
+  // until the copy has run). Works for every layout: strided tensors are gathered.
+  void copy_to_host(void* dst, Stream& stream) const;
+  // The elements in row-major order, after waiting for `stream`. T is the dtype's type:
+  // uint16_t holds f16 and bf16 bits, uint8_t holds bool.
+  template <class T>
+  std::vector<T> to_vector(Stream& stream) const {
+    static_assert(!std::is_same_v<T, bool>, "std::vector<bool> has no data(): use uint8_t");
+    if constexpr (std::is_same_v<T, uint16_t>)
+      check_host_type(dtype_ == DType::f16 || dtype_ == DType::bf16, "uint16_t");
+    else if constexpr (std::is_same_v<T, uint8_t>)
+      check_host_type(dtype_ == DType::u8 || dtype_ == DType::boolean, "uint8_t");
+    else
+      check_host_type(dtype_ == dtype_of<T>(), hal::to_string(dtype_of<T>()));
+    std::vector<T> out(static_cast<size_t>(numel()));
+    copy_to_host(out.data(), stream);
+    stream.synchronize();
+    return out;
+  }
+
+ private:
+  void check_host_type(bool matches, std::string_view host_type) const;
+  int64_t wrap_dim(int64_t dim, const char* operation, int64_t extra = 0) const;
+
+  Buffer storage_;
+  DType dtype_ = DType::f32;
+  Shape shape_;
+  Shape strides_;
+  int64_t offset_ = 0;
+};
+
+// Row-major strides of a shape, in elements.
+Shape contiguous_strides(const Shape& shape);
+
+// Creation. Each enqueues its work on `stream` and returns the tensor at once, on the stream's
+// device.
+Tensor empty(const Shape& shape, DType dtype, const Device& device);
+Tensor full(const Shape& shape, double value, DType dtype, Stream& stream);
+inline Tensor zeros(const Shape& shape, DType dtype, Stream& stream) {
+  return full(shape, 0.0, dtype, stream);
+}
+inline Tensor ones(const Shape& shape, DType dtype, Stream& stream) {
+  return full(shape, 1.0, dtype, stream);
+}
+// start, start + step, ... below end (above it for a negative step), as a 1-d tensor.
+Tensor arange(double start, double end, double step, DType dtype, Stream& stream);
+inline Tensor arange(int64_t end, DType dtype, Stream& stream) {
+  return arange(0.0, static_cast<double>(end), 1.0, dtype, stream);
+}
+// InvalidArgument unless `count` elements fill `shape`.
+void check_element_count(size_t count, const Shape& shape);
+// From host elements of `dtype` in row-major order; the data is copied before return, so the
+// caller's memory may go at once.
+Tensor from_host(const void* data, const Shape& shape, DType dtype, Stream& stream);
+template <class T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, Stream& stream) {
+  static_assert(!std::is_same_v<T, bool>, "std::vector<bool> has no data(): use from_host");
+  check_element_count(values.size(), shape);
+  return from_host(values.data(), shape, dtype_of<T>(), stream);
+}
+
+}  // namespace hal

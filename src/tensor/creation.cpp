@@ -1,0 +1,65 @@
+// Creating tensors: empty storage, fills, ranges and host data, enqueued on a stream.
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "element_codec.hpp"
+#include "hal/error.hpp"
+#include "hal/tensor.hpp"
+
+namespace hal {
+namespace {
+
+// Enqueues a copy of `bytes` into `dst`; the host data is moved into the stream's keeping until
+// the copy has run.
+void upload(Stream& stream, const Buffer& dst, std::vector<unsigned char> bytes) {
+  if (bytes.empty()) return;
+  auto held = std::make_shared<std::vector<unsigned char>>(std::move(bytes));
+  stream.copy_from_host(dst, held->data(), held->size());
+  stream.host_callback([held] {});  // releases the data once the copy has run
+}
+
+}  // namespace
+
+Tensor empty(const Shape& shape, DType dtype, const Device& device) {
+  const int64_t count = numel(shape);
+  // A tensor without elements still has storage (of one element), so that it has a device.
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * size_of(dtype);
+  return Tensor(device.allocate(bytes), dtype, shape);
+}
+
+Tensor full(const Shape& shape, double value, DType dtype, Stream& stream) {
+  unsigned char pattern[8];
+  tensor::encode(value, dtype, pattern, "full");
+  Tensor out = empty(shape, dtype, stream.device());
+  if (out.numel() > 0) stream.fill(out.storage(), pattern, size_of(dtype), out.nbytes());
+  return out;
+}
+
+Tensor arange(double start, double end, double step, DType dtype, Stream& stream) {
+  const std::string what = "arange(" + std::to_string(start) + ", " + std::to_string(end) + ", " +
+                           std::to_string(step) + ")";
+  if (step == 0 || !std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
+    throw Error(ErrorCode::InvalidArgument, what +
+                                                ": the bounds and step must be finite and "
+                                                "the step non-zero");
+  const double span = std::ceil((end - start) / step);
+  const auto count = static_cast<int64_t>(std::max(span, 0.0));
+  const size_t element = size_of(dtype);
+  std::vector<unsigned char> bytes(static_cast<size_t>(count) * element);
+  for (int64_t i = 0; i < count; ++i)
+    tensor::encode(start + static_cast<double>(i) * step, dtype,
+                   bytes.data() + static_cast<size_t>(i) * element, "arange");
+  Tensor out = empty({count}, dtype, stream.device());
+  upload(stream, out.storage(), std::move(bytes));
+  return out;
+}
+
+Tensor from_host(const void* data, const Shape& shape, DType dtype, Stream& stream) {
+  Tensor out = empty(shape, dtype, stream.device());
+  const auto* first = static_cast<const unsigned char*>(data);
+  upload(stream, out.storage(), std::vector<unsigned char>(first, first + out.nbytes()));
+  return out;
+}
+
+}  // namespace hal

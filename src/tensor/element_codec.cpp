@@ -1,0 +1,146 @@
+#include "element_codec.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "hal/error.hpp"
+
+namespace hal::tensor {
+namespace {
+
+uint32_t bits_of(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+float float_of(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+template <class T>
+void store(T value, void* out) {
+  std::memcpy(out, &value, sizeof value);
+}
+
+template <class T>
+double load(const void* in) {
+  T value;
+  std::memcpy(&value, in, sizeof value);
+  return static_cast<double>(value);
+}
+
+template <class T>
+void store_integer(double value, DType dtype, void* out, const char* operation) {
+  const bool whole = std::isfinite(value) && std::trunc(value) == value;
+  // The bounds as doubles: exact for every integer type's minimum; the maximum of i64 rounds
+  // up to 2^63, which is itself out of range, hence `<`.
+  const double low = static_cast<double>(std::numeric_limits<T>::min());
+  const double high = static_cast<double>(std::numeric_limits<T>::max());
+  if (!whole || value < low || !(value < high + 1.0))
+    throw Error(ErrorCode::InvalidArgument, std::string(operation) + ": " + std::to_string(value) +
+                                                " is not a value of " +
+                                                std::string(to_string(dtype)));
+  store(static_cast<T>(value), out);
+}
+
+}  // namespace
+
+uint16_t f32_to_f16(float value) {
+  const uint32_t bits = bits_of(value);
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u)  // infinity, or NaN kept quiet
+    return static_cast<uint16_t>(sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u : 0u));
+  if (magnitude >= 0x477ff000u)  // rounds to beyond the largest half (65504)
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (magnitude < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+    // Adding 0.5 aligns the mantissa so that the float addition rounds to nearest even.
+    const float shifted = float_of(magnitude) + 0.5f;
+    return static_cast<uint16_t>(sign | (bits_of(shifted) - 0x3f000000u));
+  }
+  const uint32_t odd = (magnitude >> 13) & 1u;
+  // Rebias the exponent (127 -> 15) and round the 13 dropped bits to nearest even.
+  const uint32_t rounded = magnitude + 0xc8000fffu + odd;
+  return static_cast<uint16_t>(sign | (rounded >> 13));
+}
+
+float f16_to_f32(uint16_t half) {
+  const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
+  const uint32_t exponent = (half >> 10) & 0x1fu;
+  const uint32_t mantissa = half & 0x3ffu;
+  if (exponent == 0x1f) return float_of(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24
+    const float value = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -value : value;
+  }
+  return float_of(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+uint16_t f32_to_bf16(float value) {
+  const uint32_t bits = bits_of(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)  // NaN: keep it a NaN after truncation
+    return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+float bf16_to_f32(uint16_t bits) { return float_of(static_cast<uint32_t>(bits) << 16); }
+
+void encode(double value, DType dtype, void* out, const char* operation) {
+  switch (dtype) {
+    case DType::f32:
+      return store(static_cast<float>(value), out);
+    case DType::f64:
+      return store(value, out);
+    case DType::f16:
+      return store(f32_to_f16(static_cast<float>(value)), out);
+    case DType::bf16:
+      return store(f32_to_bf16(static_cast<float>(value)), out);
+    case DType::i8:
+      return store_integer<int8_t>(value, dtype, out, operation);
+    case DType::u8:
+      return store_integer<uint8_t>(value, dtype, out, operation);
+    case DType::i32:
+      return store_integer<int32_t>(value, dtype, out, operation);
+    case DType::i64:
+      return store_integer<int64_t>(value, dtype, out, operation);
+    case DType::boolean:
+      return store(static_cast<uint8_t>(value != 0.0), out);
+  }
+}
+
+double decode(DType dtype, const void* in) {
+  switch (dtype) {
+    case DType::f32:
+      return load<float>(in);
+    case DType::f64:
+      return load<double>(in);
+    case DType::f16: {
+      uint16_t bits;
+      std::memcpy(&bits, in, 2);
+      return f16_to_f32(bits);
+    }
+    case DType::bf16: {
+      uint16_t bits;
+      std::memcpy(&bits, in, 2);
+      return bf16_to_f32(bits);
+    }
+    case DType::i8:
+      return load<int8_t>(in);
+    case DType::u8:
+    case DType::boolean:
+      return load<uint8_t>(in);
+    case DType::i32:
+      return load<int32_t>(in);
+    case DType::i64:
+      return load<int64_t>(in);
+  }
+  return 0;
+}
+
+}  // namespace hal::tensor

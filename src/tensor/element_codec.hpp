@@ -1,0 +1,23 @@
+// Numbers as the bytes of one element of a dtype, on the host: for fills, arange and
+// read-back checks. f16 and bf16 round to nearest even, as hardware conversions do.
+#pragma once
+
+#include <cstdint>
+
+#include "hal/dtype.hpp"
+
+namespace hal::tensor {
+
+uint16_t f32_to_f16(float value);
+float f16_to_f32(uint16_t bits);
+uint16_t f32_to_bf16(float value);
+float bf16_to_f32(uint16_t bits);
+
+// Writes `value` as one element of `dtype` (size_of(dtype) bytes) to `out`. Throws
+// InvalidArgument naming `operation` for a value an integer dtype cannot hold (out of range,
+// or not a whole number) and for NaN or infinity in one.
+void encode(double value, DType dtype, void* out, const char* operation);
+// Reads one element of `dtype`.
+double decode(DType dtype, const void* in);
+
+}  // namespace hal::tensor

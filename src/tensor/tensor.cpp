@@ -1,0 +1,158 @@
+// Tensor's metadata, checks and copies; views are in views.cpp, creation in creation.cpp.
+#include "hal/tensor.hpp"
+
+#include <cstring>
+#include <memory>
+
+#include "hal/error.hpp"
+
+namespace hal {
+
+std::string to_string(const Shape& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+int64_t numel(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t size : shape) {
+    if (size < 0)
+      throw Error(ErrorCode::InvalidArgument, "shape " + to_string(shape) + " has a negative size");
+    count *= size;
+  }
+  return count;
+}
+
+void check_element_count(size_t count, const Shape& shape) {
+  if (static_cast<int64_t>(count) != numel(shape))
+    throw Error(ErrorCode::InvalidArgument, std::to_string(count) + " elements cannot fill shape " +
+                                                to_string(shape) + " (" +
+                                                std::to_string(numel(shape)) + " elements)");
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= std::max<int64_t>(shape[i], 1);
+  }
+  return strides;
+}
+
+Tensor::Tensor(Buffer storage, DType dtype, Shape shape, Shape strides, int64_t offset)
+    : storage_(std::move(storage)),
+      dtype_(dtype),
+      shape_(std::move(shape)),
+      strides_(strides.empty() ? contiguous_strides(shape_) : std::move(strides)),
+      offset_(offset) {
+  const std::string what = "tensor " + std::string(hal::to_string(dtype_)) + to_string(shape_);
+  if (!storage_) throw Error(ErrorCode::InvalidArgument, what + ": no storage");
+  if (strides_.size() != shape_.size())
+    throw Error(ErrorCode::InvalidArgument, what + ": " + std::to_string(strides_.size()) +
+                                                " strides " + to_string(strides_) + " for " +
+                                                std::to_string(shape_.size()) + " dimensions");
+  const int64_t count = hal::numel(shape_);
+  if (offset_ < 0) throw Error(ErrorCode::InvalidArgument, what + ": negative offset");
+  int64_t last = offset_;  // the furthest element reached
+  for (size_t i = 0; i < shape_.size(); ++i) {
+    if (strides_[i] < 0)
+      throw Error(ErrorCode::InvalidArgument,
+                  what + ": negative stride " + std::to_string(strides_[i]));
+    if (shape_[i] > 0) last += strides_[i] * (shape_[i] - 1);
+  }
+  const auto capacity = static_cast<int64_t>(storage_.size() / element_size());
+  if (count > 0 && last >= capacity)
+    throw Error(ErrorCode::OutOfRange,
+                what + " with strides " + to_string(strides_) + " and offset " +
+                    std::to_string(offset_) + " reaches element " + std::to_string(last) +
+                    ", past the " + std::to_string(capacity) + " elements of its storage");
+}
+
+int64_t Tensor::numel() const { return hal::numel(shape_); }
+
+Device Tensor::device() const { return storage_.device(); }
+
+int64_t Tensor::size(int64_t dim) const {
+  return shape_[static_cast<size_t>(wrap_dim(dim, "size"))];
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] == 1) continue;  // any stride walks a single element
+    if (shape_[i] == 0) return true;
+    if (strides_[i] != expected) return false;
+    expected *= shape_[i];
+  }
+  return true;
+}
+
+std::string Tensor::describe() const {
+  if (!defined()) return "an undefined tensor";
+  return std::string(hal::to_string(dtype_)) + to_string(shape_) + " on " + device().id();
+}
+
+int64_t Tensor::wrap_dim(int64_t dim, const char* operation, int64_t extra) const {
+  const int64_t rank = this->dim() + extra;
+  if (dim < -rank || dim >= rank)
+    throw Error(ErrorCode::InvalidArgument, std::string(operation) + " of " + describe() +
+                                                ": dimension " + std::to_string(dim) +
+                                                " is out of range for " + std::to_string(rank) +
+                                                " dimensions");
+  return dim < 0 ? dim + rank : dim;
+}
+
+void Tensor::check_host_type(bool matches, std::string_view host_type) const {
+  if (!matches)
+    throw Error(ErrorCode::InvalidArgument, "to_vector of " + describe() + ": elements of " +
+                                                std::string(hal::to_string(dtype_)) +
+                                                " cannot be read as " + std::string(host_type));
+}
+
+Tensor Tensor::to(const Device& device, Stream& stream) const {
+  if (!is_contiguous())
+    throw Error(ErrorCode::InvalidArgument, "to(" + device.id() + ") of " + describe() +
+                                                " with strides " + to_string(strides_) +
+                                                ": the tensor is not contiguous; copy it with "
+                                                "contiguous() first");
+  Tensor out = empty(shape_, dtype_, device);
+  if (numel() > 0)
+    stream.copy(out.storage_, storage_, nbytes(), 0, static_cast<size_t>(offset_) * element_size());
+  return out;
+}
+
+void Tensor::copy_to_host(void* dst, Stream& stream) const {
+  if (numel() == 0) return;
+  const size_t element = element_size();
+  if (is_contiguous()) {
+    stream.copy_to_host(dst, storage_, nbytes(), static_cast<size_t>(offset_) * element);
+    return;
+  }
+  // Strided: bring the span of storage the view reaches to the host, then gather from it in
+  // row-major order once the copy has run.
+  int64_t span = 1;
+  for (size_t i = 0; i < shape_.size(); ++i) span += strides_[i] * (shape_[i] - 1);
+  auto staging = std::make_shared<std::vector<unsigned char>>(static_cast<size_t>(span) * element);
+  stream.copy_to_host(staging->data(), storage_, staging->size(),
+                      static_cast<size_t>(offset_) * element);
+  stream.host_callback([staging, dst, shape = shape_, strides = strides_, element] {
+    const size_t rank = shape.size();
+    std::vector<int64_t> index(rank, 0);
+    auto* out = static_cast<unsigned char*>(dst);
+    int64_t at = 0;  // element offset of `index` within the span
+    for (int64_t n = hal::numel(shape); n > 0; --n) {
+      std::memcpy(out, staging->data() + static_cast<size_t>(at) * element, element);
+      out += element;
+      for (size_t d = rank; d-- > 0;) {  // advance the index, last dimension fastest
+        at += strides[d];
+        if (++index[d] < shape[d]) break;
+        at -= strides[d] * shape[d];
+        index[d] = 0;
+      }
+    }
+  });
+}
+
+}  // namespace hal

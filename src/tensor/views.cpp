@@ -1,0 +1,185 @@
+// Views: new shapes and strides over the same storage; nothing is copied.
+#include <algorithm>
+#include <numeric>
+#include <optional>
+
+#include "hal/error.hpp"
+#include "hal/tensor.hpp"
+
+namespace hal {
+namespace {
+
+// Replaces one -1 in `shape` by the size that makes it hold `count` elements.
+Shape infer_size(Shape shape, int64_t count, const std::string& what) {
+  int64_t known = 1;
+  int64_t unknown = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (unknown >= 0) throw Error(ErrorCode::InvalidArgument, what + ": more than one -1");
+      unknown = static_cast<int64_t>(i);
+    } else if (shape[i] < 0) {
+      throw Error(ErrorCode::InvalidArgument, what + ": negative size " + std::to_string(shape[i]));
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (unknown >= 0) {
+    if (known == 0 || count % known != 0)
+      throw Error(ErrorCode::InvalidArgument,
+                  what + ": no size for -1 makes " + std::to_string(count) + " elements");
+    shape[static_cast<size_t>(unknown)] = count / known;
+  } else if (known != count) {
+    throw Error(ErrorCode::InvalidArgument, what + ": " + std::to_string(known) +
+                                                " elements in the new shape, " +
+                                                std::to_string(count) + " in the tensor");
+  }
+  return shape;
+}
+
+// Strides for `to` over the elements of (shape, strides) in the same row-major order, or
+// nothing when the old strides cannot express it: PyTorch's computeStride. Old dimensions are
+// grouped into runs that are contiguous with each other; each run must map onto whole new
+// dimensions.
+std::optional<Shape> view_strides(const Shape& shape, const Shape& strides, const Shape& to) {
+  Shape out(to.size());
+  // No elements, or one (a 0-d tensor): any strides address them.
+  if (shape.empty() || hal::numel(shape) == 0) return contiguous_strides(to);
+  int64_t view_d = static_cast<int64_t>(to.size()) - 1;
+  int64_t chunk_stride = strides.empty() ? 1 : strides.back();
+  int64_t tensor_elements = 1, view_elements = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    tensor_elements *= shape[static_cast<size_t>(d)];
+    // At the start of a run of old dimensions (or the first): take new dimensions until the
+    // run's elements are covered.
+    if (d == 0 || (shape[static_cast<size_t>(d - 1)] != 1 &&
+                   strides[static_cast<size_t>(d - 1)] != tensor_elements * chunk_stride)) {
+      while (view_d >= 0 &&
+             (view_elements < tensor_elements || to[static_cast<size_t>(view_d)] == 1)) {
+        out[static_cast<size_t>(view_d)] = view_elements * chunk_stride;
+        view_elements *= to[static_cast<size_t>(view_d)];
+        --view_d;
+      }
+      if (view_elements != tensor_elements) return std::nullopt;
+      if (d > 0) {
+        chunk_stride = strides[static_cast<size_t>(d - 1)];
+        tensor_elements = 1;
+        view_elements = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  const std::string what = "reshape of " + describe() + " to " + to_string(shape);
+  const Shape to = infer_size(shape, numel(), what);
+  const std::optional<Shape> strides = view_strides(shape_, strides_, to);
+  if (!strides)
+    throw Error(ErrorCode::InvalidArgument,
+                what + ": the strides " + to_string(strides_) +
+                    " cannot express that shape without a copy; call contiguous() first");
+  return Tensor(storage_, dtype_, to, *strides, offset_);
+}
+
+Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
+  std::vector<int64_t> order(shape_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[static_cast<size_t>(wrap_dim(dim0, "transpose"))],
+            order[static_cast<size_t>(wrap_dim(dim1, "transpose"))]);
+  return permute(order);
+}
+
+Tensor Tensor::permute(const std::vector<int64_t>& order) const {
+  std::string what = "permute of " + describe() + " by " + to_string(order);
+  if (order.size() != shape_.size())
+    throw Error(ErrorCode::InvalidArgument, what + ": " + std::to_string(order.size()) +
+                                                " dimensions given for " +
+                                                std::to_string(shape_.size()));
+  Shape shape(order.size()), strides(order.size());
+  std::vector<bool> seen(order.size(), false);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const auto from = static_cast<size_t>(wrap_dim(order[i], "permute"));
+    if (seen[from])
+      throw Error(ErrorCode::InvalidArgument,
+                  what + ": dimension " + std::to_string(from) + " appears twice");
+    seen[from] = true;
+    shape[i] = shape_[from];
+    strides[i] = strides_[from];
+  }
+  return Tensor(storage_, dtype_, std::move(shape), std::move(strides), offset_);
+}
+
+Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
+  const auto d = static_cast<size_t>(wrap_dim(dim, "slice"));
+  if (step < 1)
+    throw Error(ErrorCode::InvalidArgument,
+                "slice of " + describe() + ": step " + std::to_string(step) + " is not positive");
+  const int64_t size = shape_[d];
+  auto clamp = [size](int64_t at) {
+    if (at < 0) at += size;
+    return std::clamp<int64_t>(at, 0, size);
+  };
+  const int64_t first = clamp(start), last = std::max(clamp(end), first);
+  Shape shape = shape_, strides = strides_;
+  shape[d] = (last - first + step - 1) / step;
+  strides[d] = strides_[d] * step;
+  const int64_t offset = shape[d] > 0 ? offset_ + first * strides_[d] : offset_;
+  return Tensor(storage_, dtype_, std::move(shape), std::move(strides), offset);
+}
+
+Tensor Tensor::expand(const Shape& shape) const {
+  const std::string what = "expand of " + describe() + " to " + to_string(shape);
+  if (shape.size() < shape_.size())
+    throw Error(ErrorCode::InvalidArgument, what + ": fewer dimensions than the tensor has");
+  const size_t lead = shape.size() - shape_.size();
+  Shape out_shape(shape.size()), out_strides(shape.size(), 0);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i < lead) {
+      if (shape[i] < 0)
+        throw Error(ErrorCode::InvalidArgument,
+                    what + ": new dimension " + std::to_string(i) + " cannot be -1");
+      out_shape[i] = shape[i];
+      continue;
+    }
+    const int64_t own = shape_[i - lead];
+    const int64_t want = shape[i] == -1 ? own : shape[i];
+    if (want == own) {
+      out_shape[i] = own;
+      out_strides[i] = strides_[i - lead];
+    } else if (own == 1 && want >= 0) {
+      out_shape[i] = want;  // stride 0: every index reads the one element
+    } else {
+      throw Error(ErrorCode::InvalidArgument, what + ": dimension " + std::to_string(i) +
+                                                  " has size " + std::to_string(own) +
+                                                  ", which only a size of 1 may be expanded from");
+    }
+  }
+  return Tensor(storage_, dtype_, std::move(out_shape), std::move(out_strides), offset_);
+}
+
+Tensor Tensor::squeeze(int64_t dim) const {
+  const auto d = static_cast<size_t>(wrap_dim(dim, "squeeze"));
+  if (shape_[d] != 1)
+    throw Error(ErrorCode::InvalidArgument, "squeeze of " + describe() + ": dimension " +
+                                                std::to_string(d) + " has size " +
+                                                std::to_string(shape_[d]) + ", not 1");
+  Shape shape = shape_, strides = strides_;
+  shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(d));
+  strides.erase(strides.begin() + static_cast<std::ptrdiff_t>(d));
+  return Tensor(storage_, dtype_, std::move(shape), std::move(strides), offset_);
+}
+
+Tensor Tensor::unsqueeze(int64_t dim) const {
+  const auto d = static_cast<size_t>(wrap_dim(dim, "unsqueeze", 1));
+  Shape shape = shape_, strides = strides_;
+  const int64_t stride =
+      d < shape_.size() ? strides_[d] * std::max<int64_t>(shape_[d], 1) : int64_t{1};
+  shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(d), 1);
+  strides.insert(strides.begin() + static_cast<std::ptrdiff_t>(d), stride);
+  return Tensor(storage_, dtype_, std::move(shape), std::move(strides), offset_);
+}
+
+}  // namespace hal
