@@ -92,8 +92,13 @@ class Tensor {
   Tensor squeeze(int64_t dim) const;
   Tensor unsqueeze(int64_t dim) const;
 
+  // This tensor if it is contiguous, else a contiguous copy on the same device, enqueued on
+  // `stream` (a stream of that device): a kernel on devices that run them, the host
+  // otherwise.
+  Tensor contiguous(Stream& stream) const;
   // A contiguous copy on `device`, enqueued on `stream` (a stream of either device; across
-  // backends hal stages the copy). InvalidArgument for a tensor that is not contiguous.
+  // backends hal stages the copy). A tensor that is not contiguous is packed first, which
+  // needs a stream of its own device (InvalidArgument otherwise).
   Tensor to(const Device& device, Stream& stream) const;
   // Enqueues a copy of the elements, in row-major order, into `dst` (nbytes() bytes, valid
   // until the copy has run). Works for every layout: strided tensors are gathered.

@@ -112,11 +112,16 @@ void Tensor::check_host_type(bool matches, std::string_view host_type) const {
 }
 
 Tensor Tensor::to(const Device& device, Stream& stream) const {
-  if (!is_contiguous())
-    throw Error(ErrorCode::InvalidArgument, "to(" + device.id() + ") of " + describe() +
-                                                " with strides " + to_string(strides_) +
-                                                ": the tensor is not contiguous; copy it with "
-                                                "contiguous() first");
+  if (!is_contiguous()) {
+    if (!(stream.device() == this->device()))
+      throw Error(ErrorCode::InvalidArgument,
+                  "to(" + device.id() + ") of " + describe() + " with strides " +
+                      to_string(strides_) + " on a stream of " + stream.device().id() +
+                      ": a tensor that is not contiguous is packed on its own device first; "
+                      "use a stream of " +
+                      this->device().id() + ", or call contiguous() first");
+    return contiguous(stream).to(device, stream);
+  }
   Tensor out = empty(shape_, dtype_, device);
   if (numel() > 0)
     stream.copy(out.storage_, storage_, nbytes(), 0, static_cast<size_t>(offset_) * element_size());

@@ -104,8 +104,80 @@ TEST_P(TensorSuite, CopiesToEveryOtherDevice) {
     stream.synchronize();  // the copy was enqueued on this device's stream
     EXPECT_EQ(copy.to_vector<float>(there), want) << id() << " -> " << other.id();
   }
-  hal::test::expect_error([&] { source.transpose(0, 1).to(device(), stream); },
-                          ErrorCode::InvalidArgument, {"not contiguous", "contiguous()"});
+  // A transposed view is packed on its own device, then copied.
+  const Tensor small = from_vector(std::vector<int32_t>{1, 2, 3, 4, 5, 6}, {2, 3}, stream);
+  for (const Device& other : suite_devices()) {
+    const Tensor copy = small.transpose(0, 1).to(other, stream);
+    stream.synchronize();
+    Stream there = other.create_stream();
+    EXPECT_EQ(copy.to_vector<int32_t>(there), (std::vector<int32_t>{1, 4, 2, 5, 3, 6}))
+        << id() << " -> " << other.id();
+    if (other == device()) continue;
+    hal::test::expect_error([&] { small.transpose(0, 1).to(device(), there); },
+                            ErrorCode::InvalidArgument,
+                            {"not contiguous", "use a stream of " + id()});
+  }
+}
+
+// Row-major element order of a view, computed on the host from shape, strides and offset.
+std::vector<int64_t> reference_gather(const Tensor& view) {
+  std::vector<int64_t> out;
+  std::vector<int64_t> index(view.shape().size(), 0);
+  for (int64_t n = view.numel(); n > 0; --n) {
+    int64_t at = view.offset();
+    for (size_t d = 0; d < index.size(); ++d) at += index[d] * view.strides()[d];
+    out.push_back(at);
+    for (size_t d = index.size(); d-- > 0;) {
+      if (++index[d] < view.shape()[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+// The elements of a tensor as numbers, whatever its dtype.
+std::vector<double> values_of(const Tensor& t, Stream& stream) {
+  std::vector<unsigned char> bytes(t.nbytes());
+  t.copy_to_host(bytes.data(), stream);
+  stream.synchronize();
+  std::vector<double> out;
+  for (size_t at = 0; at < bytes.size(); at += t.element_size())
+    out.push_back(tensor::decode(t.dtype(), bytes.data() + at));
+  return out;
+}
+
+TEST_P(TensorSuite, ContiguousGathersEveryElementSize) {
+  for (DType dtype : {DType::u8, DType::f16, DType::i32, DType::i64}) {
+    // Element i holds i, so every gathered value names its source.
+    const Tensor base = arange(0.0, 128.0, 1.0, dtype, stream);
+    const Tensor four_d = base.slice(0, 0, 120).reshape({2, 3, 4, 5});
+    const Tensor seven_d = base.reshape({2, 2, 2, 2, 2, 2, 2}).permute({6, 5, 4, 3, 2, 1, 0});
+    for (const Tensor& view :
+         {four_d.transpose(0, 3), four_d.slice(1, 0, 3, 2).slice(3, 1, 5, 3),
+          four_d.slice(2, 1, 2).expand({2, 3, 6, 5}), four_d.permute({2, 0, 3, 1}), seven_d}) {
+      const std::string what = view.describe() + " with strides " + to_string(view.strides());
+      ASSERT_FALSE(view.is_contiguous()) << what;
+      const Tensor packed = view.contiguous(stream);
+      EXPECT_TRUE(packed.is_contiguous()) << what;
+      EXPECT_EQ(packed.shape(), view.shape()) << what;
+      EXPECT_NE(packed.storage().impl(), view.storage().impl()) << what;
+      const std::vector<int64_t> sources = reference_gather(view);
+      EXPECT_EQ(values_of(packed, stream), std::vector<double>(sources.begin(), sources.end()))
+          << what;
+    }
+  }
+}
+
+TEST_P(TensorSuite, ContiguousOfAContiguousTensorIsItself) {
+  const Tensor t = zeros({4, 4}, DType::f32, stream);
+  EXPECT_EQ(t.contiguous(stream).storage().impl(), t.storage().impl());
+  const Tensor transposed = t.transpose(0, 1);
+  for (const Device& other : suite_devices()) {
+    if (other == device()) continue;
+    Stream elsewhere = other.create_stream();
+    hal::test::expect_error([&] { transposed.contiguous(elsewhere); }, ErrorCode::InvalidArgument,
+                            {"contiguous()", other.id(), id()});
+  }
 }
 
 HAL_DEVICE_SUITE(TensorSuite);

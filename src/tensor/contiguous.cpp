@@ -1,0 +1,123 @@
+// contiguous(): a strided view gathered into new, row-major storage on the same device. The
+// CPU gathers with a host kernel on its thread pool; devices that compile portable kernels
+// run kernels/tensor/strided_copy; any other device is gathered through the host.
+#include <cstring>
+#include <memory>
+
+#include "embedded_kernels.hpp"
+#include "hal/error.hpp"
+#include "hal/tensor.hpp"
+
+namespace hal {
+namespace {
+
+constexpr size_t kMaxKernelDims = 6;
+
+// Dimensions that walk memory as one are merged (outer stride = inner stride * inner size),
+// and size-1 ones dropped: a view of any rank usually fits the kernel's six.
+void merge_dims(Shape& shape, Shape& strides) {
+  Shape sizes, steps;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!sizes.empty() && steps.back() == strides[d] * shape[d]) {
+      sizes.back() *= shape[d];
+      steps.back() = strides[d];
+    } else {
+      sizes.push_back(shape[d]);
+      steps.push_back(strides[d]);
+    }
+  }
+  shape = std::move(sizes);
+  strides = std::move(steps);
+}
+
+const char* unsigned_type(size_t element_size) {
+  switch (element_size) {
+    case 1:
+      return "uchar";
+    case 2:
+      return "ushort";
+    case 4:
+      return "uint";
+    default:
+      return "ulong";
+  }
+}
+
+void gather_with_kernel(const Tensor& in, const Tensor& out, Shape shape, Shape strides,
+                        Stream& stream) {
+  const Device device = in.device();
+  const Kernel kernel =
+      device.compile({"strided_copy", std::string(embedded_kernel("tensor/strided_copy"))},
+                     {.defines = {std::string("ELEMENT=") + unsigned_type(in.element_size())}});
+  // Leading size-1 dimensions pad the view to the kernel's six.
+  shape.insert(shape.begin(), kMaxKernelDims - shape.size(), 1);
+  strides.insert(strides.begin(), kMaxKernelDims - strides.size(), 0);
+  std::vector<KernelArg> args{out.storage(), in.storage(), static_cast<uint64_t>(in.offset()),
+                              static_cast<uint64_t>(in.numel())};
+  for (int64_t size : shape) args.emplace_back(static_cast<uint64_t>(size));
+  for (int64_t stride : strides) args.emplace_back(static_cast<uint64_t>(stride));
+  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(in.numel())), args);
+}
+
+void gather_on_host_threads(const Tensor& in, const Tensor& out, Shape shape, Shape strides,
+                            Stream& stream) {
+  const size_t element = in.element_size();
+  const Kernel kernel = host_kernel(
+      "strided_copy", [shape, strides, element, offset = in.offset()](const KernelChunk& chunk) {
+        const auto* src = chunk.args.ptr<const unsigned char>(1);
+        auto* dst = chunk.args.ptr<unsigned char>(0);
+        const size_t rank = shape.size();
+        // The index of the chunk's first element, then walked like an odometer.
+        std::vector<int64_t> index(rank);
+        auto linear = static_cast<int64_t>(chunk.begin[0]);
+        int64_t at = offset;
+        for (size_t d = rank; d-- > 0;) {
+          index[d] = linear % shape[d];
+          linear /= shape[d];
+          at += index[d] * strides[d];
+        }
+        for (uint64_t i = chunk.begin[0]; i < chunk.end[0]; ++i) {
+          std::memcpy(dst + i * element, src + static_cast<size_t>(at) * element, element);
+          for (size_t d = rank; d-- > 0;) {
+            at += strides[d];
+            if (++index[d] < shape[d]) break;
+            at -= strides[d] * shape[d];
+            index[d] = 0;
+          }
+        }
+      });
+  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(in.numel())),
+                {out.storage(), in.storage()});
+}
+
+void gather_through_host(const Tensor& in, const Tensor& out, Stream& stream) {
+  auto packed = std::make_shared<std::vector<unsigned char>>(in.nbytes());
+  in.copy_to_host(packed->data(), stream);
+  stream.copy_from_host(out.storage(), packed->data(), packed->size());
+  stream.host_callback([packed] {});  // keeps the host copy until the upload has run
+}
+
+}  // namespace
+
+Tensor Tensor::contiguous(Stream& stream) const {
+  if (is_contiguous()) return *this;
+  const Device device = this->device();
+  if (!(stream.device() == device))
+    throw Error(ErrorCode::InvalidArgument, "contiguous() of " + describe() + " on a stream of " +
+                                                stream.device().id() + ": use a stream of " +
+                                                device.id());
+  Tensor out = empty(shape_, dtype_, device);
+  Shape shape = shape_, strides = strides_;
+  merge_dims(shape, strides);
+  const DeviceInfo& info = device.info();
+  if (info.has_feature(feature::kHostKernels))
+    gather_on_host_threads(*this, out, std::move(shape), std::move(strides), stream);
+  else if (info.has_feature(feature::kPortableKernels) && shape.size() <= kMaxKernelDims)
+    gather_with_kernel(*this, out, std::move(shape), std::move(strides), stream);
+  else
+    gather_through_host(*this, out, stream);
+  return out;
+}
+
+}  // namespace hal
