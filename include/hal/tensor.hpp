@@ -151,6 +151,15 @@ inline Tensor arange(int64_t end, DType dtype, Stream& stream) {
 }
 // InvalidArgument unless `count` elements fill `shape`.
 void check_element_count(size_t count, const Shape& shape);
+// Random numbers from Philox4x32-10, a counter-based generator: element i depends only on
+// `seed` and i, so every device makes the same draws for the same seed (uniform values in
+// [0, 1) bit for bit; scaled and normal values to within each device's rounding of the same
+// arithmetic). f32 and f64 (made on the host for devices without f64 arithmetic); other
+// dtypes are Unsupported.
+Tensor uniform(const Shape& shape, DType dtype, uint64_t seed, Stream& stream, double low = 0.0,
+               double high = 1.0);
+Tensor normal(const Shape& shape, DType dtype, uint64_t seed, Stream& stream, double mean = 0.0,
+              double stddev = 1.0);
 // From host elements of `dtype` in row-major order; the data is copied before return, so the
 // caller's memory may go at once.
 Tensor from_host(const void* data, const Shape& shape, DType dtype, Stream& stream);
