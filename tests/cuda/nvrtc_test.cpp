@@ -6,6 +6,7 @@
 
 #include "cuda/cuda_kernel.hpp"
 #include "cuda/nvrtc.hpp"
+#include "embedded_kernels.hpp"
 #include "hal/error.hpp"
 
 namespace hal::cuda {
@@ -77,6 +78,32 @@ TEST(Nvrtc, PortableKernelsCompileToCubins) {
                                                "transpose", 80, {"-DTILE=16"});
   ASSERT_TRUE(transpose.ok) << transpose.log;
   EXPECT_TRUE(is_elf(transpose.image));
+}
+
+// hal's own kernels (kernels/, embedded in the library) compile for CUDA in every variant the
+// library asks for, though no GPU may be here to run them.
+TEST(Nvrtc, TheLibrarysKernelsCompile) {
+  REQUIRE_NVRTC(nvrtc);
+  struct Variant {
+    const char* file;
+    const char* kernel;
+    std::vector<std::string> options;
+  };
+  const Variant variants[] = {
+      {"tensor/strided_copy", "strided_copy", {"-DELEMENT=uchar"}},
+      {"tensor/strided_copy", "strided_copy", {"-DELEMENT=ushort"}},
+      {"tensor/strided_copy", "strided_copy", {"-DELEMENT=uint"}},
+      {"tensor/strided_copy", "strided_copy", {"-DELEMENT=ulong"}},
+      {"tensor/random", "random_uniform", {}},
+      {"tensor/random", "random_normal", {}},
+      {"tensor/random", "random_uniform", {"-DOUT_F64"}},
+      {"tensor/random", "random_normal", {"-DOUT_F64"}},
+  };
+  for (const Variant& v : variants) {
+    const NvrtcOutput output = nvrtc->compile(
+        kPortablePrelude + std::string(embedded_kernel(v.file)), v.kernel, 90, v.options);
+    EXPECT_TRUE(output.ok) << v.file << " " << v.kernel << ": " << output.log;
+  }
 }
 
 TEST(Nvrtc, DefinesReachTheSource) {
