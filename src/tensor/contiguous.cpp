@@ -7,6 +7,7 @@
 #include "embedded_kernels.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
+#include "strided_walk.hpp"
 
 namespace hal {
 namespace {
@@ -64,28 +65,13 @@ void gather_on_host_threads(const Tensor& in, const Tensor& out, Shape shape, Sh
                             Stream& stream) {
   const size_t element = in.element_size();
   const Kernel kernel = host_kernel(
-      "strided_copy", [shape, strides, element, offset = in.offset()](const KernelChunk& chunk) {
+      "strided_copy", [shape = std::move(shape), strides = std::array{std::move(strides)}, element,
+                       offset = in.offset()](const KernelChunk& chunk) {
         const auto* src = chunk.args.ptr<const unsigned char>(1);
         auto* dst = chunk.args.ptr<unsigned char>(0);
-        const size_t rank = shape.size();
-        // The index of the chunk's first element, then walked like an odometer.
-        std::vector<int64_t> index(rank);
-        auto linear = static_cast<int64_t>(chunk.begin[0]);
-        int64_t at = offset;
-        for (size_t d = rank; d-- > 0;) {
-          index[d] = linear % shape[d];
-          linear /= shape[d];
-          at += index[d] * strides[d];
-        }
-        for (uint64_t i = chunk.begin[0]; i < chunk.end[0]; ++i) {
-          std::memcpy(dst + i * element, src + static_cast<size_t>(at) * element, element);
-          for (size_t d = rank; d-- > 0;) {
-            at += strides[d];
-            if (++index[d] < shape[d]) break;
-            at -= strides[d] * shape[d];
-            index[d] = 0;
-          }
-        }
+        tensor::StridedWalk<1> walk(shape, strides, {offset}, static_cast<int64_t>(chunk.begin[0]));
+        for (uint64_t i = chunk.begin[0]; i < chunk.end[0]; ++i, walk.next())
+          std::memcpy(dst + i * element, src + static_cast<size_t>(walk.at(0)) * element, element);
       });
   stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(in.numel())),
                 {out.storage(), in.storage()});

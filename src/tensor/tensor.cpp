@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "hal/error.hpp"
+#include "strided_walk.hpp"
 
 namespace hal {
 
@@ -142,21 +143,11 @@ void Tensor::copy_to_host(void* dst, Stream& stream) const {
   auto staging = std::make_shared<std::vector<unsigned char>>(static_cast<size_t>(span) * element);
   stream.copy_to_host(staging->data(), storage_, staging->size(),
                       static_cast<size_t>(offset_) * element);
-  stream.host_callback([staging, dst, shape = shape_, strides = strides_, element] {
-    const size_t rank = shape.size();
-    std::vector<int64_t> index(rank, 0);
+  stream.host_callback([staging, dst, shape = shape_, strides = std::array{strides_}, element] {
     auto* out = static_cast<unsigned char*>(dst);
-    int64_t at = 0;  // element offset of `index` within the span
-    for (int64_t n = hal::numel(shape); n > 0; --n) {
-      std::memcpy(out, staging->data() + static_cast<size_t>(at) * element, element);
-      out += element;
-      for (size_t d = rank; d-- > 0;) {  // advance the index, last dimension fastest
-        at += strides[d];
-        if (++index[d] < shape[d]) break;
-        at -= strides[d] * shape[d];
-        index[d] = 0;
-      }
-    }
+    tensor::StridedWalk<1> walk(shape, strides, {0}, 0);
+    for (int64_t n = hal::numel(shape); n > 0; --n, walk.next(), out += element)
+      std::memcpy(out, staging->data() + static_cast<size_t>(walk.at(0)) * element, element);
   });
 }
 
