@@ -51,3 +51,4 @@ install: build-release
 
 format:
 	@git ls-files '*.cpp' '*.hpp' '*.h' | xargs clang-format -i
+	@git ls-files '*.kernel' | xargs clang-format -i --assume-filename=kernel.c

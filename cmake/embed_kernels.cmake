@@ -1,8 +1,9 @@
 # Embeds the portable kernels of kernels/ into the library: one generated source holding each
 # file's text, found at run time by its path under kernels/ without the extension
-# ("tensor/strided_copy"). Editing a kernel re-runs the configuration, which regenerates it.
+# ("tensor/strided_copy"). Adding or editing a kernel re-runs the configuration, which
+# regenerates it.
 function(hal_embed_kernels target)
-  file(GLOB_RECURSE kernel_files RELATIVE ${PROJECT_SOURCE_DIR}/kernels
+  file(GLOB_RECURSE kernel_files CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR}/kernels
        ${PROJECT_SOURCE_DIR}/kernels/*.kernel)
   list(SORT kernel_files)
   set(entries "")

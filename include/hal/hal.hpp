@@ -11,6 +11,7 @@
 #include "hal/graph.hpp"
 #include "hal/kernel.hpp"
 #include "hal/log.hpp"
+#include "hal/ops.hpp"
 #include "hal/registry.hpp"
 #include "hal/selector.hpp"
 #include "hal/stream.hpp"

@@ -99,10 +99,33 @@ TEST(Nvrtc, TheLibrarysKernelsCompile) {
       {"tensor/random", "random_uniform", {"-DOUT_F64"}},
       {"tensor/random", "random_normal", {"-DOUT_F64"}},
   };
-  for (const Variant& v : variants) {
+  std::vector<Variant> all(std::begin(variants), std::end(variants));
+  const std::vector<std::vector<std::string>> types = {{"-DVALUE_T=float"},
+                                                       {"-DVALUE_T=double", "-DT_F64"},
+                                                       {"-DVALUE_T=int", "-DT_INTEGER"},
+                                                       {"-DVALUE_T=hal_i64", "-DT_INTEGER"}};
+  for (const char* op : {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM"})
+    for (const auto& type : types) {
+      std::vector<std::string> options = type;
+      options.insert(options.end(), {"-DBINARY", std::string("-DOP_") + op});
+      all.push_back({"ops/elementwise", "binary_strided", options});
+    }
+  for (const char* op :
+       {"NEG", "ABS", "RELU", "EXP", "LOG", "SQRT", "RSQRT", "TANH", "SIGMOID", "GELU", "SILU"})
+    for (const auto& type : types) {
+      const bool integer = type.back() == "-DT_INTEGER";
+      if (integer && std::string(op) != "NEG" && std::string(op) != "ABS" &&
+          std::string(op) != "RELU")
+        continue;
+      std::vector<std::string> options = type;
+      options.insert(options.end(), {"-DUNARY", std::string("-DOP_") + op});
+      all.push_back({"ops/elementwise", "unary_strided", options});
+    }
+  for (const Variant& v : all) {
     const NvrtcOutput output = nvrtc->compile(
         kPortablePrelude + std::string(embedded_kernel(v.file)), v.kernel, 90, v.options);
-    EXPECT_TRUE(output.ok) << v.file << " " << v.kernel << ": " << output.log;
+    EXPECT_TRUE(output.ok) << v.file << " " << v.kernel << " " << v.options.back() << ": "
+                           << output.log;
   }
 }
 

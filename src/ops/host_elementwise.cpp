@@ -1,0 +1,182 @@
+// The CPU's elementwise kernels: host kernels over the output's elements, split across the
+// thread pool. Contiguous operands run a plain loop the compiler vectorises; others walk their
+// strides.
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "elementwise.hpp"
+#include "strided_walk.hpp"
+
+namespace hal::ops {
+namespace {
+
+template <class T>
+T maximum_of(T x, T y) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (std::isnan(x) || std::isnan(y)) return x + y;  // NaN, as the GPUs' kernels give
+  return x > y ? x : y;
+}
+
+template <class T>
+T minimum_of(T x, T y) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (std::isnan(x) || std::isnan(y)) return x + y;
+  return x < y ? x : y;
+}
+
+template <Binary kOp>
+struct BinaryFn {
+  template <class T>
+  T operator()(T x, T y) const {
+    if constexpr (kOp == Binary::add) return x + y;
+    if constexpr (kOp == Binary::sub) return x - y;
+    if constexpr (kOp == Binary::mul) return x * y;
+    if constexpr (kOp == Binary::div) {
+      if constexpr (std::is_integral_v<T>) {
+        // Unspecified by hal, but never a crash of the host: x / 0, and MIN / -1, trap on x86.
+        using U = std::make_unsigned_t<T>;
+        if (y == 0) return T(0);
+        if (y == T(-1)) return static_cast<T>(U(0) - static_cast<U>(x));
+      }
+      return x / y;
+    }
+    if constexpr (kOp == Binary::maximum) return maximum_of(x, y);
+    if constexpr (kOp == Binary::minimum) return minimum_of(x, y);
+  }
+};
+
+template <Unary kOp>
+struct UnaryFn {
+  template <class T>
+  T operator()(T x) const {
+    if constexpr (kOp == Unary::neg) return -x;
+    if constexpr (kOp == Unary::abs) return x < T(0) ? -x : x;
+    if constexpr (kOp == Unary::relu) return x < T(0) ? T(0) : x;
+    if constexpr (kOp == Unary::exp) return std::exp(x);
+    if constexpr (kOp == Unary::log) return std::log(x);
+    if constexpr (kOp == Unary::sqrt) return std::sqrt(x);
+    if constexpr (kOp == Unary::rsqrt) return T(1) / std::sqrt(x);
+    if constexpr (kOp == Unary::tanh) return std::tanh(x);
+    if constexpr (kOp == Unary::sigmoid) return T(1) / (T(1) + std::exp(-x));
+    if constexpr (kOp == Unary::gelu)
+      return x * T(0.5) * (T(1) + std::erf(x * T(0.7071067811865476)));
+    if constexpr (kOp == Unary::silu) return x / (T(1) + std::exp(-x));
+  }
+};
+
+template <class T, class Fn>
+void launch_binary(Fn fn, const Tensor& a, const Tensor& b, const Tensor& out,
+                   const ElementwiseLayout<2>& layout, Stream& stream) {
+  const Kernel kernel = host_kernel("binary", [fn, layout](const KernelChunk& chunk) {
+    T* dst = chunk.args.ptr<T>(0);
+    const T* x = chunk.args.ptr<const T>(1) + layout.offsets[0];
+    const T* y = chunk.args.ptr<const T>(2) + layout.offsets[1];
+    const uint64_t begin = chunk.begin[0], end = chunk.end[0];
+    if (layout.flat) {
+      for (uint64_t i = begin; i < end; ++i) dst[i] = fn(x[i], y[i]);
+      return;
+    }
+    tensor::StridedWalk<2> walk(layout.shape, layout.strides, {0, 0}, static_cast<int64_t>(begin));
+    for (uint64_t i = begin; i < end; ++i, walk.next()) dst[i] = fn(x[walk.at(0)], y[walk.at(1)]);
+  });
+  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.count)),
+                {out.storage(), a.storage(), b.storage()});
+}
+
+template <class T, class Fn>
+void launch_unary(Fn fn, const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
+                  Stream& stream) {
+  const Kernel kernel = host_kernel("unary", [fn, layout](const KernelChunk& chunk) {
+    T* dst = chunk.args.ptr<T>(0);
+    const T* in = chunk.args.ptr<const T>(1) + layout.offsets[0];
+    const uint64_t begin = chunk.begin[0], end = chunk.end[0];
+    if (layout.flat) {
+      for (uint64_t i = begin; i < end; ++i) dst[i] = fn(in[i]);
+      return;
+    }
+    tensor::StridedWalk<1> walk(layout.shape, layout.strides, {0}, static_cast<int64_t>(begin));
+    for (uint64_t i = begin; i < end; ++i, walk.next()) dst[i] = fn(in[walk.at(0)]);
+  });
+  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.count)),
+                {out.storage(), x.storage()});
+}
+
+// Calls body.template operator()<T>() with the C++ type of `dtype`.
+template <class Body>
+void with_type(DType dtype, Body&& body) {
+  switch (dtype) {
+    case DType::f32:
+      return body.template operator()<float>();
+    case DType::f64:
+      return body.template operator()<double>();
+    case DType::i32:
+      return body.template operator()<int32_t>();
+    case DType::i64:
+      return body.template operator()<int64_t>();
+    default:
+      return;  // refused by the op's definition
+  }
+}
+
+template <Binary kOp>
+void binary_of(const Tensor& a, const Tensor& b, const Tensor& out,
+               const ElementwiseLayout<2>& layout, Stream& stream) {
+  with_type(a.dtype(),
+            [&]<class T>() { launch_binary<T>(BinaryFn<kOp>{}, a, b, out, layout, stream); });
+}
+
+template <Unary kOp>
+void unary_of(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
+              Stream& stream) {
+  with_type(x.dtype(), [&]<class T>() {
+    if constexpr (std::is_integral_v<T> &&
+                  !(kOp == Unary::neg || kOp == Unary::abs || kOp == Unary::relu))
+      return;  // refused by the op's definition
+    else
+      launch_unary<T>(UnaryFn<kOp>{}, x, out, layout, stream);
+  });
+}
+
+}  // namespace
+
+void host_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& out,
+                 const ElementwiseLayout<2>& layout, Stream& stream) {
+  switch (op) {
+    case Binary::add:
+      return binary_of<Binary::add>(a, b, out, layout, stream);
+    case Binary::sub:
+      return binary_of<Binary::sub>(a, b, out, layout, stream);
+    case Binary::mul:
+      return binary_of<Binary::mul>(a, b, out, layout, stream);
+    case Binary::div:
+      return binary_of<Binary::div>(a, b, out, layout, stream);
+    case Binary::maximum:
+      return binary_of<Binary::maximum>(a, b, out, layout, stream);
+    case Binary::minimum:
+      return binary_of<Binary::minimum>(a, b, out, layout, stream);
+  }
+}
+
+void host_unary(Unary op, const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
+                Stream& stream) {
+  switch (op) {
+#define HAL_CASE(name) \
+  case Unary::name:    \
+    return unary_of<Unary::name>(x, out, layout, stream);
+    HAL_CASE(neg)
+    HAL_CASE(abs)
+    HAL_CASE(relu)
+    HAL_CASE(exp)
+    HAL_CASE(log)
+    HAL_CASE(sqrt)
+    HAL_CASE(rsqrt)
+    HAL_CASE(tanh)
+    HAL_CASE(sigmoid)
+    HAL_CASE(gelu)
+    HAL_CASE(silu)
+#undef HAL_CASE
+  }
+}
+
+}  // namespace hal::ops

@@ -1,0 +1,67 @@
+// Broadcasting and the layout of an elementwise launch.
+#include <algorithm>
+
+#include "elementwise.hpp"
+#include "hal/error.hpp"
+#include "hal/ops.hpp"
+
+namespace hal {
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    // Aligned from the last dimension; a missing dimension is 1.
+    const int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x != y && x != 1 && y != 1)
+      throw Error(ErrorCode::InvalidArgument, "shapes " + to_string(a) + " and " + to_string(b) +
+                                                  " do not broadcast: dimension " +
+                                                  std::to_string(i) + " of the result has " +
+                                                  std::to_string(x) + " and " + std::to_string(y));
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+namespace ops {
+namespace {
+
+template <size_t kInputs>
+ElementwiseLayout<kInputs> merge(const Shape& shape, const std::array<const Tensor*, kInputs>& in) {
+  ElementwiseLayout<kInputs> layout;
+  layout.count = hal::numel(shape);
+  std::array<Shape, kInputs> broadcast;
+  for (size_t v = 0; v < kInputs; ++v) {
+    broadcast[v] = in[v]->expand(shape).strides();
+    layout.offsets[v] = in[v]->offset();
+  }
+  layout.flat = true;
+  for (size_t v = 0; v < kInputs; ++v)
+    layout.flat = layout.flat && in[v]->shape() == shape && in[v]->is_contiguous();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    bool joins = !layout.shape.empty();
+    for (size_t v = 0; v < kInputs && joins; ++v)
+      joins = layout.strides[v].back() == broadcast[v][d] * shape[d];
+    if (joins) {
+      layout.shape.back() *= shape[d];
+      for (size_t v = 0; v < kInputs; ++v) layout.strides[v].back() = broadcast[v][d];
+    } else {
+      layout.shape.push_back(shape[d]);
+      for (size_t v = 0; v < kInputs; ++v) layout.strides[v].push_back(broadcast[v][d]);
+    }
+  }
+  return layout;
+}
+
+}  // namespace
+
+ElementwiseLayout<2> layout_of(const Tensor& a, const Tensor& b, const Shape& shape) {
+  return merge<2>(shape, {&a, &b});
+}
+
+ElementwiseLayout<1> layout_of(const Tensor& x) { return merge<1>(x.shape(), {&x}); }
+
+}  // namespace ops
+}  // namespace hal
