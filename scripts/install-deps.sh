@@ -7,6 +7,8 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev nlohmann-json3-dev libcli11-dev
+  libopenblas-dev  # the CPU's matrix products
+  libclblast-dev   # OpenCL's matrix products (opened at run time)
   libtbb-dev  # only for the benchmark that compares our thread pool with oneTBB
   # OpenCL: headers to build the backend, the ICD loader it opens at run time, and PoCL, a
   # real OpenCL driver for the CPU, so that the backend is tested on every machine.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "hal/buffer.hpp"
+#include "hal/dtype.hpp"
 #include "hal/device_info.hpp"
 #include "hal/error.hpp"
 #include "hal/kernel.hpp"
@@ -128,6 +129,24 @@ class GraphImpl {
   virtual size_t node_count() const = 0;
 };
 
+// One (batched) matrix product for a backend's BLAS, row-major: for each batch entry,
+// C[m x n] = op(A)[m x k] * op(B)[k x n], where op transposes an operand marked `transposed`
+// (its memory then holds the k x m or n x k matrix). Offsets, leading dimensions and batch
+// strides count elements.
+struct GemmOperand {
+  BufferPtr buffer;
+  uint64_t offset = 0;
+  int64_t ld = 0;
+  int64_t batch_stride = 0;
+  bool transposed = false;
+};
+struct GemmDesc {
+  DType dtype = DType::f32;  // f32 or f64
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1;
+  GemmOperand a, b, c;  // c is never transposed
+};
+
 class StreamImpl {
  public:
   virtual ~StreamImpl() = default;  // waits for enqueued work to finish
@@ -151,6 +170,9 @@ class StreamImpl {
   virtual void begin_capture();
   virtual std::shared_ptr<GraphImpl> end_capture();
   virtual void launch_graph(const std::shared_ptr<GraphImpl>& graph);
+  // A matrix product through the backend's vendor BLAS; the default says there is none. The
+  // buffers belong to this stream's device.
+  virtual void gemm(const GemmDesc& gemm);
   // `event` belongs to this stream's device.
   virtual void record(EventImpl& event) = 0;
   // `event` belongs to this backend.

@@ -41,4 +41,10 @@ Tensor sigmoid(const Tensor& x, Stream& stream);
 Tensor gelu(const Tensor& x, Stream& stream);
 Tensor silu(const Tensor& x, Stream& stream);
 
+// Matrix product through the device's BLAS (OpenBLAS on the CPU, CLBlast on OpenCL, cuBLAS on
+// CUDA), f32 and f64. [..., m, k] @ [..., k, n] -> [..., m, n], batch dimensions broadcast; a
+// 1-d operand is a row (of A) or a column (of B), dropped from the result. Transposed views go
+// to the BLAS as they are; other strided layouts are copied contiguous first.
+Tensor matmul(const Tensor& a, const Tensor& b, Stream& stream);
+
 }  // namespace hal

@@ -41,6 +41,11 @@ void StreamImpl::launch_graph(const std::shared_ptr<GraphImpl>&) {
   throw_unsupported(device(), "replaying graphs");
 }
 
+void StreamImpl::gemm(const GemmDesc& gemm) {
+  throw_unsupported(device(), "matrix products of " + std::string(to_string(gemm.dtype)) +
+                                  " (the backend has no BLAS)");
+}
+
 CompiledKernel DeviceImpl::compile(const KernelSource& source, const CompileOptions&) {
   throw_unsupported(*this, "compiling kernels (" + std::string(to_string(source.language)) +
                                " kernel '" + source.name + "')");

@@ -23,6 +23,7 @@ class CpuStream final : public StreamImpl {
   void host_callback(std::function<void()> fn) override;
   void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
               std::span<const KernelArg> args) override;
+  void gemm(const GemmDesc& gemm) override;  // cpu_blas.cpp
   void record(EventImpl& event) override;
   void wait(EventImpl& event) override;
   void synchronize() override;

@@ -125,6 +125,35 @@ void CudaStream::enqueue_blas(std::vector<Ref> refs, std::string_view what, cons
   refs_.release(done);
 }
 
+void CudaStream::gemm(const GemmDesc& g) {
+  const bool f64 = g.dtype == DType::f64;
+  const size_t element = f64 ? 8 : 4;
+  const cudaDataType type = f64 ? CUDA_R_64F : CUDA_R_32F;
+  const auto pointer = [element](const GemmOperand& operand) {
+    return reinterpret_cast<void*>(address_of(*operand.buffer, operand.offset * element));
+  };
+  void* a = pointer(g.a);
+  void* b = pointer(g.b);
+  void* c = pointer(g.c);
+  const std::string what = "gemm " + std::string(to_string(g.dtype)) + " " + std::to_string(g.m) +
+                           "x" + std::to_string(g.k) + " @ " + std::to_string(g.k) + "x" +
+                           std::to_string(g.n) + " (batch " + std::to_string(g.batch) + ")";
+  // cuBLAS is column-major: the row-major C = A B is, read column-major, C^T = B^T A^T, so
+  // B comes first and the sizes swap.
+  enqueue_blas({g.a.buffer, g.b.buffer, g.c.buffer}, what, [&](const Cublas& blas, auto handle) {
+    const double one = 1.0, zero = 0.0;
+    const float one_f = 1.0f, zero_f = 0.0f;
+    return blas.cublasGemmStridedBatchedEx(
+        handle, g.b.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
+        g.a.transposed ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(g.n), static_cast<int>(g.m),
+        static_cast<int>(g.k), f64 ? static_cast<const void*>(&one) : &one_f, b, type,
+        static_cast<int>(g.b.ld), g.b.batch_stride, a, type, static_cast<int>(g.a.ld),
+        g.a.batch_stride, f64 ? static_cast<const void*>(&zero) : &zero_f, c, type,
+        static_cast<int>(g.c.ld), g.c.batch_stride, static_cast<int>(g.batch),
+        f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  });
+}
+
 void CudaStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
                                 size_t bytes) {
   const CUdeviceptr to = address_of(*dst, dst_offset);

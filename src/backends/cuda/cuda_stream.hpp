@@ -46,6 +46,7 @@ class CudaStream final : public StreamImpl {
   void begin_capture() override;
   std::shared_ptr<GraphImpl> end_capture() override;
   void launch_graph(const std::shared_ptr<GraphImpl>& graph) override;
+  void gemm(const GemmDesc& gemm) override;  // cuBLAS
   void record(EventImpl& event) override;
   void wait(EventImpl& event) override;
   void synchronize() override;

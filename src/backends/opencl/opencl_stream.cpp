@@ -1,5 +1,9 @@
 #include "opencl_stream.hpp"
 
+#ifdef HAL_HAVE_CLBLAST
+#include "clblast.hpp"
+#endif
+
 #include <cstring>
 
 #include "opencl_buffer.hpp"
@@ -90,6 +94,47 @@ cl_event OpenClStream::fence_open_batch(bool keep_event) {
   refs_.close(marker);
   return keep_event ? marker : nullptr;
 }
+
+#ifdef HAL_HAVE_CLBLAST
+void OpenClStream::gemm(const GemmDesc& g) {
+  const Clblast& blas = Clblast::load();
+  const bool f64 = g.dtype == DType::f64;
+  const size_t element = f64 ? 8 : 4;
+  const ClRegion a = region_of(*g.a.buffer, g.a.offset * element);
+  const ClRegion b = region_of(*g.b.buffer, g.b.offset * element);
+  const ClRegion c = region_of(*g.c.buffer, g.c.offset * element);
+  const auto transpose = [](const GemmOperand& operand) {
+    return operand.transposed ? CLBlastTransposeYes : CLBlastTransposeNo;
+  };
+  const auto m = static_cast<size_t>(g.m), n = static_cast<size_t>(g.n),
+             k = static_cast<size_t>(g.k), batch = static_cast<size_t>(g.batch);
+  const auto ld = [](const GemmOperand& operand) { return static_cast<size_t>(operand.ld); };
+  const auto stride = [](const GemmOperand& operand) {
+    return static_cast<size_t>(operand.batch_stride);
+  };
+  submit({g.a.buffer, g.b.buffer, g.c.buffer}, [&] {
+    cl_command_queue queue = queue_;
+    const CLBlastStatusCode status =
+        f64 ? blas.dgemm_strided_batched(CLBlastLayoutRowMajor, transpose(g.a), transpose(g.b), m,
+                                         n, k, 1.0, a.mem, a.offset / element, ld(g.a), stride(g.a),
+                                         b.mem, b.offset / element, ld(g.b), stride(g.b), 0.0,
+                                         c.mem, c.offset / element, ld(g.c), stride(g.c), batch,
+                                         &queue, nullptr)
+            : blas.sgemm_strided_batched(CLBlastLayoutRowMajor, transpose(g.a), transpose(g.b), m,
+                                         n, k, 1.0f, a.mem, a.offset / element, ld(g.a),
+                                         stride(g.a), b.mem, b.offset / element, ld(g.b),
+                                         stride(g.b), 0.0f, c.mem, c.offset / element, ld(g.c),
+                                         stride(g.c), batch, &queue, nullptr);
+    if (status != CLBlastSuccess)
+      throw Error(status == CLBlastNoDoublePrecision ? ErrorCode::Unsupported : ErrorCode::Internal,
+                  where("gemm") + " " + std::string(to_string(g.dtype)) + " " + std::to_string(m) +
+                      "x" + std::to_string(k) + " @ " + std::to_string(k) + "x" +
+                      std::to_string(n) + ": CLBlast failed: " + describe(status),
+                  static_cast<int>(status));
+  });
+}
+
+#endif  // HAL_HAVE_CLBLAST
 
 void OpenClStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
                                   size_t bytes) {

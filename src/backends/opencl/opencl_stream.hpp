@@ -39,6 +39,9 @@ class OpenClStream final : public StreamImpl {
   void host_callback(std::function<void()> fn) override;
   void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
               std::span<const KernelArg> args) override;
+#ifdef HAL_HAVE_CLBLAST
+  void gemm(const GemmDesc& gemm) override;  // CLBlast
+#endif
   void record(EventImpl& event) override;
   void wait(EventImpl& event) override;
   void synchronize() override;

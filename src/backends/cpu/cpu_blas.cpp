@@ -1,0 +1,50 @@
+// Matrix products on the CPU through OpenBLAS's cblas, run in order on the stream as a host
+// kernel of one work item (OpenBLAS spreads each product over its own threads).
+#include <cblas.h>
+
+#include "cpu_stream.hpp"
+#include "hal/kernel.hpp"
+
+namespace hal::cpu {
+namespace {
+
+CBLAS_TRANSPOSE transpose(const GemmOperand& operand) {
+  return operand.transposed ? CblasTrans : CblasNoTrans;
+}
+
+template <class T>
+void run(const GemmDesc& g, const KernelArgs& args) {
+  const T* a = args.ptr<const T>(0) + g.a.offset;
+  const T* b = args.ptr<const T>(1) + g.b.offset;
+  T* c = args.ptr<T>(2) + g.c.offset;
+  for (int64_t i = 0; i < g.batch; ++i) {
+    const auto m = static_cast<blasint>(g.m), n = static_cast<blasint>(g.n),
+               k = static_cast<blasint>(g.k);
+    const T* ai = a + i * g.a.batch_stride;
+    const T* bi = b + i * g.b.batch_stride;
+    T* ci = c + i * g.c.batch_stride;
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, transpose(g.a), transpose(g.b), m, n, k, 1.0f, ai,
+                  static_cast<blasint>(g.a.ld), bi, static_cast<blasint>(g.b.ld), 0.0f, ci,
+                  static_cast<blasint>(g.c.ld));
+    else
+      cblas_dgemm(CblasRowMajor, transpose(g.a), transpose(g.b), m, n, k, 1.0, ai,
+                  static_cast<blasint>(g.a.ld), bi, static_cast<blasint>(g.b.ld), 0.0, ci,
+                  static_cast<blasint>(g.c.ld));
+  }
+}
+
+}  // namespace
+
+void CpuStream::gemm(const GemmDesc& desc) {
+  const Kernel kernel = host_kernel("gemm", [desc](const KernelChunk& chunk) {
+    if (desc.dtype == DType::f64)
+      run<double>(desc, chunk.args);
+    else
+      run<float>(desc, chunk.args);
+  });
+  const KernelArg args[] = {Buffer(desc.a.buffer), Buffer(desc.b.buffer), Buffer(desc.c.buffer)};
+  launch(kernel.impl(), LaunchConfig::linear(1), args);
+}
+
+}  // namespace hal::cpu

@@ -1,0 +1,127 @@
+// matmul: the definition (shapes, batch broadcasting, layouts the BLAS takes) and a GEMM on
+// the stream's backend (StreamImpl::gemm: OpenBLAS, CLBlast, cuBLAS). Operands whose memory a
+// BLAS cannot describe (neither rows nor columns contiguous, or batches not one stride apart)
+// are copied contiguous first.
+#include <limits>
+
+#include "hal/backend.hpp"
+#include "hal/error.hpp"
+#include "hal/ops.hpp"
+
+namespace hal {
+namespace {
+
+// The stride between consecutive batch entries of `t` (row-major over its leading dims), if one
+// stride describes them all.
+std::optional<int64_t> batch_stride(const Tensor& t) {
+  const size_t batch_dims = t.shape().size() - 2;
+  std::optional<int64_t> stride;
+  int64_t span = 0;  // elements one step of the current dim must skip
+  for (size_t d = batch_dims; d-- > 0;) {
+    const int64_t size = t.shape()[d], step = t.strides()[d];
+    if (size == 1) continue;
+    if (!stride) {
+      stride = step;
+      span = step * size;
+    } else if (step == span) {
+      span *= size;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return stride.value_or(0);
+}
+
+// How the BLAS reads `t`'s matrices, copying `t` contiguous first when it cannot.
+GemmOperand operand_of(Tensor& t, Stream& stream) {
+  const size_t rank = t.shape().size();
+  const int64_t rows = t.shape()[rank - 2], cols = t.shape()[rank - 1];
+  const int64_t row_stride = t.strides()[rank - 2], col_stride = t.strides()[rank - 1];
+  std::optional<int64_t> batch = batch_stride(t);
+  GemmOperand out;
+  if (batch && (col_stride == 1 || cols == 1) && (row_stride >= cols || rows == 1)) {
+    out.ld = rows == 1 ? std::max<int64_t>(cols, 1) : row_stride;
+  } else if (batch && (row_stride == 1 || rows == 1) && (col_stride >= rows || cols == 1)) {
+    out.transposed = true;
+    out.ld = cols == 1 ? std::max<int64_t>(rows, 1) : col_stride;
+  } else {
+    t = t.contiguous(stream);
+    batch = batch_stride(t);
+    out.ld = std::max<int64_t>(cols, 1);
+  }
+  out.buffer = t.storage().impl();
+  out.offset = static_cast<uint64_t>(t.offset());
+  out.batch_stride = *batch;
+  return out;
+}
+
+void check_operands(const Tensor& a, const Tensor& b, const Stream& stream) {
+  if (!a.defined() || !b.defined())
+    throw Error(ErrorCode::InvalidArgument, "matmul of an undefined tensor");
+  const std::string both = "matmul of " + a.describe() + " and " + b.describe();
+  if (!(a.device() == b.device()))
+    throw Error(ErrorCode::InvalidArgument, both + ": the tensors are on different devices (" +
+                                                a.device().id() + " and " + b.device().id() +
+                                                "); copy one with to() first");
+  if (a.dtype() != b.dtype())
+    throw Error(ErrorCode::InvalidArgument, both + ": the dtypes differ; cast one first");
+  if (a.dtype() != DType::f32 && a.dtype() != DType::f64)
+    throw Error(ErrorCode::Unsupported, both + " on " + a.device().id() +
+                                            ": matmul takes f32 and f64, not " +
+                                            std::string(to_string(a.dtype())));
+  if (a.dim() == 0 || b.dim() == 0)
+    throw Error(ErrorCode::InvalidArgument, both + ": a 0-d tensor has no matrix");
+  if (!(stream.device() == a.device()))
+    throw Error(ErrorCode::InvalidArgument, both + " on a stream of " + stream.device().id() +
+                                                ": use a stream of " + a.device().id());
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
+  check_operands(a_in, b_in, stream);
+  // Vectors are a row of A or a column of B, squeezed out of the result again.
+  Tensor a = a_in.dim() == 1 ? a_in.unsqueeze(0) : a_in;
+  Tensor b = b_in.dim() == 1 ? b_in.unsqueeze(1) : b_in;
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  if (b.size(-2) != k)
+    throw Error(ErrorCode::InvalidArgument,
+                "matmul of " + a_in.describe() + " and " + b_in.describe() +
+                    ": the inner dimensions differ (" + std::to_string(k) + " and " +
+                    std::to_string(b.size(-2)) + ")");
+  const Shape a_batch(a.shape().begin(), a.shape().end() - 2);
+  const Shape b_batch(b.shape().begin(), b.shape().end() - 2);
+  Shape shape = broadcast_shapes(a_batch, b_batch);
+  const int64_t batch = numel(shape);
+  Shape a_shape = shape, b_shape = shape;
+  a_shape.insert(a_shape.end(), {m, k});
+  b_shape.insert(b_shape.end(), {k, n});
+  shape.insert(shape.end(), {m, n});
+  constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+  if (m > kIntMax || n > kIntMax || k > kIntMax || batch > kIntMax)
+    throw Error(ErrorCode::Unsupported, "matmul of " + a_in.describe() + " and " + b_in.describe() +
+                                            ": a dimension exceeds the BLAS's 32-bit sizes");
+
+  Tensor out = empty(shape, a.dtype(), a.device());
+  if (out.numel() > 0 && k == 0) {
+    stream.fill(out.storage(), uint8_t{0}, out.nbytes());  // an empty sum
+  } else if (out.numel() > 0) {
+    a = a.expand(a_shape);
+    b = b.expand(b_shape);
+    GemmDesc gemm;
+    gemm.dtype = a.dtype();
+    gemm.m = m;
+    gemm.n = n;
+    gemm.k = k;
+    gemm.batch = batch;
+    gemm.a = operand_of(a, stream);
+    gemm.b = operand_of(b, stream);
+    gemm.c = {out.storage().impl(), 0, n, m * n, false};
+    stream.impl()->gemm(gemm);
+  }
+  if (a_in.dim() == 1) out = out.squeeze(-2);
+  if (b_in.dim() == 1) out = out.squeeze(-1);
+  return out;
+}
+
+}  // namespace hal
