@@ -1,51 +1,24 @@
-// The elementwise ops' one definition: argument checks, shape and dtype rules, and the choice of
-// kernel table by what the device runs.
+// The elementwise ops' one definition: argument checks, shape and dtype rules, f16 and bf16
+// computed in f32, and the choice of kernel table by what the device runs.
 #include "elementwise.hpp"
 
+#include "fallback.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
+#include "op_checks.hpp"
 
 namespace hal {
 namespace ops {
 namespace {
 
-bool is_integer(DType dtype) { return dtype == DType::i32 || dtype == DType::i64; }
-bool is_float(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
 bool integer_ok(Unary op) { return op == Unary::neg || op == Unary::abs || op == Unary::relu; }
-
-void check_stream(std::string_view op, const Tensor& x, const Stream& stream) {
-  if (!(stream.device() == x.device()))
-    throw Error(ErrorCode::InvalidArgument, std::string(op) + " of " + x.describe() +
-                                                " on a stream of " + stream.device().id() +
-                                                ": use a stream of " + x.device().id());
-}
-
-[[noreturn]] void unsupported(std::string_view op, DType dtype, const Device& device,
-                              std::string_view takes) {
-  throw Error(ErrorCode::Unsupported, std::string(op) + " has no kernel for " +
-                                          std::string(to_string(dtype)) + " on " + device.id() +
-                                          " (it takes " + std::string(takes) + ")");
-}
-
-// Devices with host kernels run the host table, devices with portable kernels the portable
-// one (f64 only where the device has it); others have no elementwise kernels yet.
-enum class Table { host, portable };
-Table table_for(std::string_view op, DType dtype, const Device& device) {
-  const DeviceInfo& info = device.info();
-  if (info.has_feature(feature::kHostKernels)) return Table::host;
-  if (info.has_feature(feature::kPortableKernels)) {
-    if (dtype == DType::f64 && !info.has_feature(feature::kFp64))
-      unsupported(op, dtype, device, "f64 only on devices with the fp64 feature");
-    return Table::portable;
-  }
-  throw Error(ErrorCode::Unsupported, std::string(op) + " on " + device.id() +
-                                          ": the device runs neither host nor portable kernels");
-}
+bool integer_ok(Binary op) { return op != Binary::pow; }
 
 }  // namespace
 
 std::string_view name(Binary op) {
-  constexpr std::string_view kNames[] = {"add", "sub", "mul", "div", "maximum", "minimum"};
+  constexpr std::string_view kNames[] = {"add", "sub", "mul", "div", "maximum", "minimum", "pow",
+                                         "eq",  "ne",  "lt",  "le",  "gt",      "ge"};
   return kNames[static_cast<size_t>(op)];
 }
 
@@ -57,23 +30,21 @@ std::string_view name(Unary op) {
 
 Tensor binary(Binary op, const Tensor& a, const Tensor& b, Stream& stream) {
   const std::string_view op_name = name(op);
-  if (!a.defined() || !b.defined())
-    throw Error(ErrorCode::InvalidArgument, std::string(op_name) + " of an undefined tensor");
-  if (!(a.device() == b.device()))
-    throw Error(ErrorCode::InvalidArgument,
-                std::string(op_name) + " of " + a.describe() + " and " + b.describe() +
-                    ": the tensors are on different devices (" + a.device().id() + " and " +
-                    b.device().id() + "); copy one with to() first");
-  if (a.dtype() != b.dtype())
-    throw Error(ErrorCode::InvalidArgument, std::string(op_name) + " of " + a.describe() + " and " +
-                                                b.describe() +
-                                                ": the dtypes differ; cast one first");
+  check_defined(op_name, a);
+  check_defined(op_name, b);
+  check_same_device(op_name, a, b);
+  check_same_dtype(op_name, a, b);
   check_stream(op_name, a, stream);
-  if (!is_float(a.dtype()) && !is_integer(a.dtype()))
-    unsupported(op_name, a.dtype(), a.device(), "f32, f64, i32 and i64");
+  if (is_half(a.dtype())) {
+    const Tensor result = binary(op, cast(a, DType::f32, stream), cast(b, DType::f32, stream), stream);
+    return is_comparison(op) ? result : cast(result, a.dtype(), stream);
+  }
+  if (!is_float(a.dtype()) && !(is_integer(a.dtype()) && integer_ok(op)))
+    unsupported(op_name, a.dtype(), a.device(),
+                integer_ok(op) ? "f32, f64, i32, i64, f16 and bf16" : "f32, f64, f16 and bf16");
   const Shape shape = broadcast_shapes(a.shape(), b.shape());
   const Table table = table_for(op_name, a.dtype(), a.device());
-  Tensor out = empty(shape, a.dtype(), a.device());
+  Tensor out = empty(shape, is_comparison(op) ? DType::boolean : a.dtype(), a.device());
   if (out.numel() == 0) return out;
   const ElementwiseLayout<2> layout = layout_of(a, b, shape);
   if (table == Table::host)
@@ -85,12 +56,13 @@ Tensor binary(Binary op, const Tensor& a, const Tensor& b, Stream& stream) {
 
 Tensor unary(Unary op, const Tensor& x, Stream& stream) {
   const std::string_view op_name = name(op);
-  if (!x.defined())
-    throw Error(ErrorCode::InvalidArgument, std::string(op_name) + " of an undefined tensor");
+  check_defined(op_name, x);
   check_stream(op_name, x, stream);
+  if (is_half(x.dtype()))
+    return cast(unary(op, cast(x, DType::f32, stream), stream), x.dtype(), stream);
   if (!is_float(x.dtype()) && !(is_integer(x.dtype()) && integer_ok(op)))
     unsupported(op_name, x.dtype(), x.device(),
-                integer_ok(op) ? "f32, f64, i32 and i64" : "f32 and f64");
+                integer_ok(op) ? "f32, f64, i32, i64, f16 and bf16" : "f32, f64, f16 and bf16");
   const Table table = table_for(op_name, x.dtype(), x.device());
   Tensor out = empty(x.shape(), x.dtype(), x.device());
   if (out.numel() == 0) return out;
@@ -102,11 +74,57 @@ Tensor unary(Unary op, const Tensor& x, Stream& stream) {
   return out;
 }
 
+Tensor where_of(const Tensor& cond, const Tensor& a, const Tensor& b, Stream& stream) {
+  constexpr std::string_view op = "where";
+  check_defined(op, cond);
+  check_defined(op, a);
+  check_defined(op, b);
+  check_same_device(op, cond, a);
+  check_same_device(op, a, b);
+  check_same_dtype(op, a, b);
+  check_stream(op, a, stream);
+  if (cond.dtype() != DType::boolean)
+    throw Error(ErrorCode::InvalidArgument, "where: the condition " + cond.describe() +
+                                                " must be bool (compare, or cast it first)");
+  const Shape shape = broadcast_shapes(cond.shape(), broadcast_shapes(a.shape(), b.shape()));
+  const Table table = table_for(op, a.dtype(), a.device());
+  Tensor out = empty(shape, a.dtype(), a.device());
+  if (out.numel() == 0) return out;
+  const ElementwiseLayout<3> layout = layout_of(cond, a, b, shape);
+  if (table == Table::host)
+    host_where(cond, a, b, out, layout, stream);
+  else
+    portable_where(cond, a, b, out, layout, stream);
+  return out;
+}
+
+Tensor cast_of(const Tensor& x, DType dtype, Stream& stream) {
+  constexpr std::string_view op = "cast";
+  check_defined(op, x);
+  check_stream(op, x, stream);
+  if (x.dtype() == dtype) return x.contiguous(stream);
+  if (x.device().info().has_feature(feature::kPortableKernels) &&
+      !x.device().info().has_feature(feature::kFp64) &&
+      (x.dtype() == DType::f64 || dtype == DType::f64))
+    unsupported(op, DType::f64, x.device(), "f64 only on devices with the fp64 feature");
+  const Table table = table_for(op, x.dtype(), x.device());
+  Tensor out = empty(x.shape(), dtype, x.device());
+  if (out.numel() == 0) return out;
+  const ElementwiseLayout<1> layout = layout_of(x);
+  if (table == Table::host)
+    host_cast(x, out, layout, stream);
+  else
+    portable_cast(x, out, layout, stream);
+  return out;
+}
+
 }  // namespace ops
 
-#define HAL_BINARY(op)                                          \
-  Tensor op(const Tensor& a, const Tensor& b, Stream& stream) { \
-    return ops::binary(ops::Binary::op, a, b, stream);          \
+#define HAL_BINARY(op)                                                                      \
+  Tensor op(const Tensor& a, const Tensor& b, Stream& stream) {                             \
+    return ops::run_op(#op, {a, b}, stream, [](const std::vector<Tensor>& in, Stream& s) { \
+      return ops::binary(ops::Binary::op, in[0], in[1], s);                                 \
+    });                                                                                     \
   }
 HAL_BINARY(add)
 HAL_BINARY(sub)
@@ -114,10 +132,21 @@ HAL_BINARY(mul)
 HAL_BINARY(div)
 HAL_BINARY(maximum)
 HAL_BINARY(minimum)
+HAL_BINARY(pow)
+HAL_BINARY(eq)
+HAL_BINARY(ne)
+HAL_BINARY(lt)
+HAL_BINARY(le)
+HAL_BINARY(gt)
+HAL_BINARY(ge)
 #undef HAL_BINARY
 
-#define HAL_UNARY(op) \
-  Tensor op(const Tensor& x, Stream& stream) { return ops::unary(ops::Unary::op, x, stream); }
+#define HAL_UNARY(op)                                                                    \
+  Tensor op(const Tensor& x, Stream& stream) {                                           \
+    return ops::run_op(#op, {x}, stream, [](const std::vector<Tensor>& in, Stream& s) { \
+      return ops::unary(ops::Unary::op, in[0], s);                                       \
+    });                                                                                  \
+  }
 HAL_UNARY(neg)
 HAL_UNARY(abs)
 HAL_UNARY(relu)
@@ -130,5 +159,17 @@ HAL_UNARY(sigmoid)
 HAL_UNARY(gelu)
 HAL_UNARY(silu)
 #undef HAL_UNARY
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Stream& stream) {
+  return ops::run_op("where", {cond, a, b}, stream, [](const std::vector<Tensor>& in, Stream& s) {
+    return ops::where_of(in[0], in[1], in[2], s);
+  });
+}
+
+Tensor cast(const Tensor& x, DType dtype, Stream& stream) {
+  return ops::run_op("cast", {x}, stream, [dtype](const std::vector<Tensor>& in, Stream& s) {
+    return ops::cast_of(in[0], dtype, s);
+  });
+}
 
 }  // namespace hal

@@ -11,10 +11,12 @@
 
 namespace hal::ops {
 
-enum class Binary : uint8_t { add, sub, mul, div, maximum, minimum };
+// Arithmetic keeps its operands' dtype; comparisons (eq ... ge) give bool.
+enum class Binary : uint8_t { add, sub, mul, div, maximum, minimum, pow, eq, ne, lt, le, gt, ge };
 enum class Unary : uint8_t { neg, abs, relu, exp, log, sqrt, rsqrt, tanh, sigmoid, gelu, silu };
 
 std::string_view name(Binary op);
+inline bool is_comparison(Binary op) { return op >= Binary::eq; }
 std::string_view name(Unary op);
 
 // The operands of one launch, broadcast to the output's shape (stride 0 where an operand is
@@ -32,12 +34,19 @@ struct ElementwiseLayout {
 
 ElementwiseLayout<2> layout_of(const Tensor& a, const Tensor& b, const Shape& shape);
 ElementwiseLayout<1> layout_of(const Tensor& x);
+ElementwiseLayout<3> layout_of(const Tensor& a, const Tensor& b, const Tensor& c,
+                               const Shape& shape);
 
-// Host kernels on the CPU's thread pool. dtype is f32, f64, i32 or i64.
+// Host kernels on the CPU's thread pool. dtype is f32, f64, i32 or i64; `where` moves elements
+// of any dtype, `cast` converts between any two.
 void host_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& out,
                  const ElementwiseLayout<2>& layout, Stream& stream);
 void host_unary(Unary op, const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                 Stream& stream);
+void host_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
+                const ElementwiseLayout<3>& layout, Stream& stream);
+void host_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
+               Stream& stream);
 
 // kernels/ops/elementwise.kernel, compiled for the device. Layouts of at most kMaxDims
 // (merged) dimensions.
@@ -46,5 +55,14 @@ void portable_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& 
                      const ElementwiseLayout<2>& layout, Stream& stream);
 void portable_unary(Unary op, const Tensor& x, const Tensor& out,
                     const ElementwiseLayout<1>& layout, Stream& stream);
+void portable_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
+                    const ElementwiseLayout<3>& layout, Stream& stream);
+// kernels/ops/cast.kernel.
+void portable_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
+                   Stream& stream);
+
+// The ops' entry points inside hal, for ops built from others (softmax, norms).
+Tensor binary(Binary op, const Tensor& a, const Tensor& b, Stream& stream);
+Tensor unary(Unary op, const Tensor& x, Stream& stream);
 
 }  // namespace hal::ops

@@ -28,10 +28,11 @@ T minimum_of(T x, T y) {
 template <Binary kOp>
 struct BinaryFn {
   template <class T>
-  T operator()(T x, T y) const {
-    if constexpr (kOp == Binary::add) return x + y;
-    if constexpr (kOp == Binary::sub) return x - y;
-    if constexpr (kOp == Binary::mul) return x * y;
+  auto operator()(T x, T y) const {
+    // T(...): integer promotion must not widen the result of small types.
+    if constexpr (kOp == Binary::add) return T(x + y);
+    if constexpr (kOp == Binary::sub) return T(x - y);
+    if constexpr (kOp == Binary::mul) return T(x * y);
     if constexpr (kOp == Binary::div) {
       if constexpr (std::is_integral_v<T>) {
         // Unspecified by hal, but never a crash of the host: x / 0, and MIN / -1, trap on x86.
@@ -39,10 +40,17 @@ struct BinaryFn {
         if (y == 0) return T(0);
         if (y == T(-1)) return static_cast<T>(U(0) - static_cast<U>(x));
       }
-      return x / y;
+      return T(x / y);
     }
     if constexpr (kOp == Binary::maximum) return maximum_of(x, y);
     if constexpr (kOp == Binary::minimum) return minimum_of(x, y);
+    if constexpr (kOp == Binary::pow) return std::pow(x, y);
+    if constexpr (kOp == Binary::eq) return uint8_t{x == y};
+    if constexpr (kOp == Binary::ne) return uint8_t{x != y};
+    if constexpr (kOp == Binary::lt) return uint8_t{x < y};
+    if constexpr (kOp == Binary::le) return uint8_t{x <= y};
+    if constexpr (kOp == Binary::gt) return uint8_t{x > y};
+    if constexpr (kOp == Binary::ge) return uint8_t{x >= y};
   }
 };
 
@@ -68,8 +76,9 @@ struct UnaryFn {
 template <class T, class Fn>
 void launch_binary(Fn fn, const Tensor& a, const Tensor& b, const Tensor& out,
                    const ElementwiseLayout<2>& layout, Stream& stream) {
+  using Out = decltype(fn(T{}, T{}));
   const Kernel kernel = host_kernel("binary", [fn, layout](const KernelChunk& chunk) {
-    T* dst = chunk.args.ptr<T>(0);
+    Out* dst = chunk.args.ptr<Out>(0);
     const T* x = chunk.args.ptr<const T>(1) + layout.offsets[0];
     const T* y = chunk.args.ptr<const T>(2) + layout.offsets[1];
     const uint64_t begin = chunk.begin[0], end = chunk.end[0];
@@ -122,8 +131,12 @@ void with_type(DType dtype, Body&& body) {
 template <Binary kOp>
 void binary_of(const Tensor& a, const Tensor& b, const Tensor& out,
                const ElementwiseLayout<2>& layout, Stream& stream) {
-  with_type(a.dtype(),
-            [&]<class T>() { launch_binary<T>(BinaryFn<kOp>{}, a, b, out, layout, stream); });
+  with_type(a.dtype(), [&]<class T>() {
+    if constexpr (std::is_integral_v<T> && kOp == Binary::pow)
+      return;  // refused by the op's definition
+    else
+      launch_binary<T>(BinaryFn<kOp>{}, a, b, out, layout, stream);
+  });
 }
 
 template <Unary kOp>
@@ -143,18 +156,23 @@ void unary_of(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& la
 void host_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& out,
                  const ElementwiseLayout<2>& layout, Stream& stream) {
   switch (op) {
-    case Binary::add:
-      return binary_of<Binary::add>(a, b, out, layout, stream);
-    case Binary::sub:
-      return binary_of<Binary::sub>(a, b, out, layout, stream);
-    case Binary::mul:
-      return binary_of<Binary::mul>(a, b, out, layout, stream);
-    case Binary::div:
-      return binary_of<Binary::div>(a, b, out, layout, stream);
-    case Binary::maximum:
-      return binary_of<Binary::maximum>(a, b, out, layout, stream);
-    case Binary::minimum:
-      return binary_of<Binary::minimum>(a, b, out, layout, stream);
+#define HAL_CASE(name) \
+  case Binary::name:   \
+    return binary_of<Binary::name>(a, b, out, layout, stream);
+    HAL_CASE(add)
+    HAL_CASE(sub)
+    HAL_CASE(mul)
+    HAL_CASE(div)
+    HAL_CASE(maximum)
+    HAL_CASE(minimum)
+    HAL_CASE(pow)
+    HAL_CASE(eq)
+    HAL_CASE(ne)
+    HAL_CASE(lt)
+    HAL_CASE(le)
+    HAL_CASE(gt)
+    HAL_CASE(ge)
+#undef HAL_CASE
   }
 }
 

@@ -63,5 +63,10 @@ ElementwiseLayout<2> layout_of(const Tensor& a, const Tensor& b, const Shape& sh
 
 ElementwiseLayout<1> layout_of(const Tensor& x) { return merge<1>(x.shape(), {&x}); }
 
+ElementwiseLayout<3> layout_of(const Tensor& a, const Tensor& b, const Tensor& c,
+                               const Shape& shape) {
+  return merge<3>(shape, {&a, &b, &c});
+}
+
 }  // namespace ops
 }  // namespace hal

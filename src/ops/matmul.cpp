@@ -7,6 +7,7 @@
 #include "hal/backend.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
+#include "fallback.hpp"
 
 namespace hal {
 namespace {
@@ -76,9 +77,7 @@ void check_operands(const Tensor& a, const Tensor& b, const Stream& stream) {
                                                 ": use a stream of " + a.device().id());
 }
 
-}  // namespace
-
-Tensor matmul(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
+Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
   check_operands(a_in, b_in, stream);
   // Vectors are a row of A or a column of B, squeezed out of the result again.
   Tensor a = a_in.dim() == 1 ? a_in.unsqueeze(0) : a_in;
@@ -122,6 +121,14 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
   if (a_in.dim() == 1) out = out.squeeze(-2);
   if (b_in.dim() == 1) out = out.squeeze(-1);
   return out;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, Stream& stream) {
+  return ops::run_op("matmul", {a, b}, stream, [](const std::vector<Tensor>& in, Stream& s) {
+    return matmul_of(in[0], in[1], s);
+  });
 }
 
 }  // namespace hal

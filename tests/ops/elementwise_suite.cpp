@@ -4,59 +4,11 @@
 // stated per dtype.
 #include <cmath>
 #include <functional>
-#include <random>
 
-#include "device_suite.hpp"
-#include "element_codec.hpp"
+#include "op_values.hpp"
 
 namespace hal::test {
 namespace {
-
-// A tensor made from host numbers, and its numbers back.
-Tensor make(const std::vector<double>& values, const Shape& shape, DType dtype, Stream& stream) {
-  std::vector<unsigned char> bytes(values.size() * size_of(dtype));
-  for (size_t i = 0; i < values.size(); ++i)
-    tensor::encode(values[i], dtype, bytes.data() + i * size_of(dtype), "test");
-  return from_host(bytes.data(), shape, dtype, stream);
-}
-
-std::vector<double> numbers(const Tensor& t, Stream& stream) {
-  std::vector<unsigned char> bytes(t.nbytes());
-  t.copy_to_host(bytes.data(), stream);
-  stream.synchronize();
-  std::vector<double> out;
-  for (size_t at = 0; at < bytes.size(); at += t.element_size())
-    out.push_back(tensor::decode(t.dtype(), bytes.data() + at));
-  return out;
-}
-
-// Inputs: integers in [-20, 20] (no zero for divisors), or reals in [low, high).
-std::vector<double> inputs(size_t n, DType dtype, uint32_t seed, double low = -3.0,
-                           double high = 3.0, bool nonzero = false) {
-  std::mt19937 random(seed);
-  std::vector<double> out(n);
-  for (double& v : out) {
-    if (dtype == DType::i32 || dtype == DType::i64) {
-      do v = std::uniform_int_distribution<int>(-20, 20)(random);
-      while (nonzero && v == 0);
-    } else {
-      v = std::uniform_real_distribution<double>(low, high)(random);
-      if (dtype == DType::f32) v = static_cast<float>(v);
-    }
-  }
-  return out;
-}
-
-double tolerance(DType dtype, double want) {
-  switch (dtype) {
-    case DType::f32:
-      return 1e-5 * std::max(1.0, std::fabs(want));
-    case DType::f64:
-      return 1e-12 * std::max(1.0, std::fabs(want));
-    default:
-      return 0.0;
-  }
-}
 
 // The reference: a plain loop over the broadcast shape, indexing each input by its own shape.
 std::vector<double> broadcast_reference(const std::vector<double>& a, const Shape& a_shape,
@@ -82,18 +34,6 @@ std::vector<double> broadcast_reference(const std::vector<double>& a, const Shap
   return out;
 }
 
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, DType dtype,
-                  const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(want[i])) {
-      ASSERT_TRUE(std::isnan(got[i])) << what << " element " << i;
-      continue;
-    }
-    ASSERT_NEAR(got[i], want[i], tolerance(dtype, want[i])) << what << " element " << i;
-  }
-}
-
 struct BinaryCase {
   const char* name;
   Tensor (*op)(const Tensor&, const Tensor&, Stream&);
@@ -112,20 +52,12 @@ const BinaryCase kBinary[] = {
 class ElementwiseSuite : public DeviceTest {
  protected:
   void SetUp() override {
-    if (!runs_kernels())
+    if (!runs_kernels(device()))
       GTEST_SKIP() << id() << " runs neither host nor portable kernels, so it has no "
                    << "elementwise ops (DevicesWithoutKernels checks that it says so)";
   }
-  bool runs_kernels() const {
-    return device().info().has_feature(feature::kHostKernels) ||
-           device().info().has_feature(feature::kPortableKernels);
-  }
   Stream stream = device().create_stream();
-  std::vector<DType> dtypes() const {
-    std::vector<DType> out{DType::f32, DType::i32, DType::i64};
-    if (device().info().has_feature(feature::kFp64)) out.push_back(DType::f64);
-    return out;
-  }
+  std::vector<DType> dtypes() const { return compute_dtypes(device()); }
 };
 
 TEST_P(ElementwiseSuite, BinaryOpsBroadcastLikeNumpy) {
@@ -211,7 +143,7 @@ TEST_P(ElementwiseSuite, UnaryOpsMatchTheHostsFunctions) {
       const Tensor in = make(x, {7, 11, 13}, dtype, stream);
       if (integer && !c.integers) {
         expect_error([&] { c.op(in, stream); }, ErrorCode::Unsupported,
-                     {c.name, std::string(to_string(dtype)), id(), "f32 and f64"});
+                     {c.name, std::string(to_string(dtype)), id(), "f32, f64, f16 and bf16"});
         continue;
       }
       std::vector<double> want;
@@ -251,7 +183,7 @@ TEST_P(ElementwiseSuite, BadArgumentsAreRefusedByName) {
 class ElementwiseWithoutKernels : public ElementwiseSuite {
  protected:
   void SetUp() override {
-    if (runs_kernels()) GTEST_SKIP() << id() << " runs kernels: see the other elementwise tests";
+    if (runs_kernels(device())) GTEST_SKIP() << id() << " runs kernels: see the other elementwise tests";
   }
 };
 

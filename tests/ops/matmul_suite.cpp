@@ -2,8 +2,7 @@
 // transposed and strided operands, broadcast batches, vectors, empty inner dimensions.
 #include <random>
 
-#include "device_suite.hpp"
-#include "element_codec.hpp"
+#include "op_values.hpp"
 
 namespace hal::test {
 namespace {
@@ -13,23 +12,6 @@ std::vector<double> random_values(size_t n, uint32_t seed) {
   std::uniform_real_distribution<double> value(-1.0, 1.0);
   std::vector<double> out(n);
   for (double& v : out) v = static_cast<float>(value(random));  // exact in f32 too
-  return out;
-}
-
-Tensor make(const std::vector<double>& values, const Shape& shape, DType dtype, Stream& stream) {
-  std::vector<unsigned char> bytes(values.size() * size_of(dtype));
-  for (size_t i = 0; i < values.size(); ++i)
-    tensor::encode(values[i], dtype, bytes.data() + i * size_of(dtype), "test");
-  return from_host(bytes.data(), shape, dtype, stream);
-}
-
-std::vector<double> numbers(const Tensor& t, Stream& stream) {
-  std::vector<unsigned char> bytes(t.nbytes());
-  t.copy_to_host(bytes.data(), stream);
-  stream.synchronize();
-  std::vector<double> out;
-  for (size_t at = 0; at < bytes.size(); at += t.element_size())
-    out.push_back(tensor::decode(t.dtype(), bytes.data() + at));
   return out;
 }
 

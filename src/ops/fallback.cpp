@@ -1,0 +1,78 @@
+#include "fallback.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include "hal/error.hpp"
+#include "hal/log.hpp"
+#include "hal/ops.hpp"
+#include "hal/registry.hpp"
+
+namespace hal {
+namespace {
+
+bool fallback_by_environment() {
+  const char* value = std::getenv("HAL_OPS_FALLBACK");
+  return value != nullptr && std::string_view(value) == "cpu";
+}
+
+bool& thread_allows_fallback() {
+  thread_local bool allowed = fallback_by_environment();
+  return allowed;
+}
+
+thread_local int op_depth = 0;
+
+struct DepthGuard {
+  DepthGuard() { ++op_depth; }
+  ~DepthGuard() { --op_depth; }
+  DepthGuard(const DepthGuard&) = delete;
+  DepthGuard& operator=(const DepthGuard&) = delete;
+};
+
+}  // namespace
+
+CpuFallback::CpuFallback(bool allowed) : previous_(thread_allows_fallback()) {
+  thread_allows_fallback() = allowed;
+}
+
+CpuFallback::~CpuFallback() { thread_allows_fallback() = previous_; }
+
+bool CpuFallback::allowed() { return thread_allows_fallback(); }
+
+namespace ops {
+
+Tensor run_op(std::string_view op, std::vector<Tensor> inputs, Stream& stream, const OpBody& body) {
+  if (op_depth > 0) return body(inputs, stream);
+  DepthGuard outermost;
+  std::string refusal;
+  try {
+    return body(inputs, stream);
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::Unsupported || !CpuFallback::allowed()) throw;
+    refusal = error.what();
+  }
+  const Device here = stream.device();
+  const Device cpu = device("cpu:0");
+  if (here == cpu) throw Error(ErrorCode::Unsupported, refusal);
+  log(LogLevel::warn, std::string(op) + " runs on cpu:0 instead of " + here.id() +
+                          ", with its data copied both ways: " + refusal);
+  // The copies to cpu:0 are enqueued on `stream`; waiting for it is what orders the CPU's
+  // work after them. Fallback is a slow path by nature, so it is synchronous.
+  for (Tensor& input : inputs)
+    if (input.defined()) input = input.to(cpu, stream);
+  stream.synchronize();
+  Stream on_cpu = cpu.create_stream();
+  Tensor result;
+  try {
+    result = body(inputs, on_cpu);
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::Unsupported) throw;
+    throw Error(ErrorCode::Unsupported, refusal + "; nor can cpu:0: " + error.what());
+  }
+  on_cpu.synchronize();
+  return result.to(here, stream);
+}
+
+}  // namespace ops
+}  // namespace hal

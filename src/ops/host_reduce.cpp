@@ -1,0 +1,194 @@
+// The CPU's reductions: each output reduced by one pass over its elements, split across the
+// thread pool by output; when there are few outputs and many elements each, by part of each
+// output too, and the parts combined in order by a second kernel. Sums of floats accumulate in
+// double, of integers in int64.
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "reduce.hpp"
+#include "strided_walk.hpp"
+
+namespace hal::ops {
+namespace {
+
+template <class T>
+bool is_nan(T value) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(value);
+  else
+    return false;
+}
+
+template <Reduce kOp, class T>
+struct Accumulator {
+  static constexpr bool kSums = kOp == Reduce::sum || kOp == Reduce::mean;
+  using Value = std::conditional_t<kSums, std::conditional_t<std::is_floating_point_v<T>, double,
+                                                             int64_t>,
+                                   T>;
+
+  Value value = initial();
+  int64_t index = -1;  // argmax: the position of `value`; -1 before any element
+
+  static Value initial() {
+    if constexpr (kSums) return Value(0);
+    if constexpr (kOp == Reduce::min)
+      return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
+                                                  : std::numeric_limits<T>::max();
+    return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                : std::numeric_limits<T>::lowest();
+  }
+
+  // NaN is larger than everything, and the earlier position wins ties.
+  static bool beats(T x, T y) { return (is_nan(x) && !is_nan(y)) || x > y; }
+
+  void add(T x, int64_t position) {
+    if constexpr (kSums) {
+      value += static_cast<Value>(x);
+    } else if constexpr (kOp == Reduce::argmax) {
+      if (index < 0 || beats(x, value)) {
+        value = x;
+        index = position;
+      }
+    } else if (!is_nan(value)) {
+      if (is_nan(x) || (kOp == Reduce::max ? x > value : x < value)) value = x;
+    }
+  }
+
+  // `later` covers positions after this one's.
+  void combine(const Accumulator& later) {
+    if constexpr (kSums) {
+      value += later.value;
+    } else if constexpr (kOp == Reduce::argmax) {
+      if (later.index >= 0 && (index < 0 || beats(later.value, value))) *this = later;
+    } else {
+      add(later.value, 0);
+    }
+  }
+
+  auto result(int64_t count) const {
+    if constexpr (kOp == Reduce::argmax)
+      return index;
+    else if constexpr (kOp == Reduce::mean)
+      return static_cast<T>(value / static_cast<double>(count));
+    else
+      return static_cast<T>(value);
+  }
+};
+
+// The input offset of output `o`'s first element.
+int64_t kept_offset(const ReduceLayout& layout, int64_t o) {
+  int64_t at = layout.offset;
+  for (size_t d = layout.kept.size(); d-- > 0;) {
+    at += (o % layout.kept[d]) * layout.kept_strides[d];
+    o /= layout.kept[d];
+  }
+  return at;
+}
+
+// Reduces positions [first, last) of the output whose elements start at `base`.
+template <Reduce kOp, class T>
+Accumulator<kOp, T> reduce_range(const T* x, int64_t base, const ReduceLayout& layout,
+                                 int64_t first, int64_t last) {
+  Accumulator<kOp, T> acc;
+  if (first >= last) return acc;
+  if (layout.reduced.size() == 1 && layout.reduced_strides[0] == 1) {
+    const T* row = x + base;
+    for (int64_t r = first; r < last; ++r) acc.add(row[r], r);
+    return acc;
+  }
+  const std::array<Shape, 1> strides{layout.reduced_strides};
+  tensor::StridedWalk<1> walk(layout.reduced, strides, {base}, first);
+  for (int64_t r = first; r < last; ++r, walk.next()) acc.add(x[walk.at(0)], r);
+  return acc;
+}
+
+template <Reduce kOp, class T>
+void launch(const Tensor& x, const Tensor& out, const ReduceLayout& layout, Stream& stream) {
+  using Acc = Accumulator<kOp, T>;
+  using Out = decltype(Acc{}.result(1));
+  // Parts per output: enough work items to spread few outputs over the pool.
+  const int64_t parts =
+      layout.outputs < 64 && layout.count >= (1 << 16)
+          ? std::min<int64_t>(layout.count / (1 << 15), 64)
+          : 1;
+  if (parts == 1) {
+    const Kernel kernel = host_kernel(std::string(name(kOp)), [layout](const KernelChunk& chunk) {
+      Out* dst = chunk.args.ptr<Out>(0);
+      const T* in = chunk.args.ptr<const T>(1);
+      for (uint64_t o = chunk.begin[0]; o < chunk.end[0]; ++o) {
+        const auto out_index = static_cast<int64_t>(o);
+        dst[o] = reduce_range<kOp>(in, kept_offset(layout, out_index), layout, 0, layout.count)
+                     .result(layout.count);
+      }
+    });
+    stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.outputs)),
+                  {out.storage(), x.storage()});
+    return;
+  }
+  auto partials = std::make_shared<std::vector<Acc>>(static_cast<size_t>(layout.outputs * parts));
+  const Kernel part_kernel =
+      host_kernel(std::string(name(kOp)), [layout, parts, partials](const KernelChunk& chunk) {
+        const T* in = chunk.args.ptr<const T>(0);
+        for (uint64_t item = chunk.begin[0]; item < chunk.end[0]; ++item) {
+          const auto o = static_cast<int64_t>(item) / parts, p = static_cast<int64_t>(item) % parts;
+          (*partials)[item] = reduce_range<kOp>(in, kept_offset(layout, o), layout,
+                                                layout.count * p / parts,
+                                                layout.count * (p + 1) / parts);
+        }
+      });
+  stream.launch(part_kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.outputs * parts)),
+                {x.storage()});
+  const Kernel combine_kernel =
+      host_kernel(std::string(name(kOp)), [layout, parts, partials](const KernelChunk& chunk) {
+        Out* dst = chunk.args.ptr<Out>(0);
+        for (uint64_t o = chunk.begin[0]; o < chunk.end[0]; ++o) {
+          Acc acc = (*partials)[o * static_cast<uint64_t>(parts)];
+          for (int64_t p = 1; p < parts; ++p)
+            acc.combine((*partials)[o * static_cast<uint64_t>(parts) + static_cast<uint64_t>(p)]);
+          dst[o] = acc.result(layout.count);
+        }
+      });
+  stream.launch(combine_kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.outputs)),
+                {out.storage()});
+}
+
+template <Reduce kOp>
+void reduce_of(const Tensor& x, const Tensor& out, const ReduceLayout& layout, Stream& stream) {
+  switch (x.dtype()) {
+    case DType::f32:
+      return launch<kOp, float>(x, out, layout, stream);
+    case DType::f64:
+      return launch<kOp, double>(x, out, layout, stream);
+    case DType::i32:
+      if constexpr (kOp != Reduce::mean) return launch<kOp, int32_t>(x, out, layout, stream);
+      return;
+    case DType::i64:
+      if constexpr (kOp != Reduce::mean) return launch<kOp, int64_t>(x, out, layout, stream);
+      return;
+    default:
+      return;  // refused by the op's definition
+  }
+}
+
+}  // namespace
+
+void host_reduce(Reduce op, const Tensor& x, const Tensor& out, const ReduceLayout& layout,
+                 Stream& stream) {
+  switch (op) {
+    case Reduce::sum:
+      return reduce_of<Reduce::sum>(x, out, layout, stream);
+    case Reduce::mean:
+      return reduce_of<Reduce::mean>(x, out, layout, stream);
+    case Reduce::max:
+      return reduce_of<Reduce::max>(x, out, layout, stream);
+    case Reduce::min:
+      return reduce_of<Reduce::min>(x, out, layout, stream);
+    case Reduce::argmax:
+      return reduce_of<Reduce::argmax>(x, out, layout, stream);
+  }
+}
+
+}  // namespace hal::ops

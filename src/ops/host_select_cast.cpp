@@ -1,0 +1,152 @@
+// The CPU's `where` and `cast` kernels. `where` moves elements by their size, so it serves every
+// dtype; `cast` converts through a wide value (double for floating dtypes, int64 for the rest).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "element_codec.hpp"
+#include "elementwise.hpp"
+#include "strided_walk.hpp"
+
+namespace hal::ops {
+namespace {
+
+// Element storage types with their meaning: f16, bf16 and bool need more than their bits.
+struct F16 {
+  uint16_t bits;
+};
+struct BF16 {
+  uint16_t bits;
+};
+struct Bool {
+  uint8_t value;
+};
+
+template <class Body>
+void with_any_type(DType dtype, Body&& body) {
+  switch (dtype) {
+    case DType::f32:
+      return body.template operator()<float>();
+    case DType::f16:
+      return body.template operator()<F16>();
+    case DType::bf16:
+      return body.template operator()<BF16>();
+    case DType::f64:
+      return body.template operator()<double>();
+    case DType::i8:
+      return body.template operator()<int8_t>();
+    case DType::u8:
+      return body.template operator()<uint8_t>();
+    case DType::i32:
+      return body.template operator()<int32_t>();
+    case DType::i64:
+      return body.template operator()<int64_t>();
+    case DType::boolean:
+      return body.template operator()<Bool>();
+  }
+}
+
+// The wide value of an element: double for floating types, int64 for the others.
+template <class In>
+auto widen(In x) {
+  if constexpr (std::is_same_v<In, F16>)
+    return static_cast<double>(tensor::f16_to_f32(x.bits));
+  else if constexpr (std::is_same_v<In, BF16>)
+    return static_cast<double>(tensor::bf16_to_f32(x.bits));
+  else if constexpr (std::is_same_v<In, Bool>)
+    return static_cast<int64_t>(x.value != 0);
+  else if constexpr (std::is_floating_point_v<In>)
+    return static_cast<double>(x);
+  else
+    return static_cast<int64_t>(x);
+}
+
+template <class Out, class Wide>
+Out narrow(Wide v) {
+  if constexpr (std::is_same_v<Out, Bool>)
+    return Bool{static_cast<uint8_t>(v != 0)};
+  else if constexpr (std::is_same_v<Out, F16>)
+    return F16{tensor::f32_to_f16(static_cast<float>(v))};
+  else if constexpr (std::is_same_v<Out, BF16>)
+    return BF16{tensor::f32_to_bf16(static_cast<float>(v))};
+  else if constexpr (std::is_floating_point_v<Out>)
+    return static_cast<Out>(v);
+  else if constexpr (std::is_floating_point_v<Wide>) {
+    // Saturating, NaN to 0: the bounds are powers of two, exact as doubles.
+    constexpr double low = static_cast<double>(std::numeric_limits<Out>::min());
+    constexpr double beyond = static_cast<double>(std::numeric_limits<Out>::max()) + 1.0;
+    if (std::isnan(v)) return Out(0);
+    if (v <= low) return std::numeric_limits<Out>::min();
+    if (v >= beyond) return std::numeric_limits<Out>::max();
+    return static_cast<Out>(v);
+  } else {
+    return static_cast<Out>(v);  // modular, as C++20 defines it
+  }
+}
+
+template <class In, class Out>
+void launch_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
+                 Stream& stream) {
+  const Kernel kernel = host_kernel("cast", [layout](const KernelChunk& chunk) {
+    Out* dst = chunk.args.ptr<Out>(0);
+    const In* in = chunk.args.ptr<const In>(1) + layout.offsets[0];
+    const uint64_t begin = chunk.begin[0], end = chunk.end[0];
+    if (layout.flat) {
+      for (uint64_t i = begin; i < end; ++i) dst[i] = narrow<Out>(widen(in[i]));
+      return;
+    }
+    tensor::StridedWalk<1> walk(layout.shape, layout.strides, {0}, static_cast<int64_t>(begin));
+    for (uint64_t i = begin; i < end; ++i, walk.next()) dst[i] = narrow<Out>(widen(in[walk.at(0)]));
+  });
+  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.count)),
+                {out.storage(), x.storage()});
+}
+
+template <class Element>
+void launch_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
+                  const ElementwiseLayout<3>& layout, Stream& stream) {
+  const Kernel kernel = host_kernel("where", [layout](const KernelChunk& chunk) {
+    Element* dst = chunk.args.ptr<Element>(0);
+    const uint8_t* c = chunk.args.ptr<const uint8_t>(1) + layout.offsets[0];
+    const Element* x = chunk.args.ptr<const Element>(2) + layout.offsets[1];
+    const Element* y = chunk.args.ptr<const Element>(3) + layout.offsets[2];
+    const uint64_t begin = chunk.begin[0], end = chunk.end[0];
+    if (layout.flat) {
+      for (uint64_t i = begin; i < end; ++i) dst[i] = c[i] ? x[i] : y[i];
+      return;
+    }
+    tensor::StridedWalk<3> walk(layout.shape, layout.strides, {0, 0, 0},
+                                static_cast<int64_t>(begin));
+    for (uint64_t i = begin; i < end; ++i, walk.next())
+      dst[i] = c[walk.at(0)] ? x[walk.at(1)] : y[walk.at(2)];
+  });
+  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.count)),
+                {out.storage(), cond.storage(), a.storage(), b.storage()});
+}
+
+}  // namespace
+
+void host_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
+                const ElementwiseLayout<3>& layout, Stream& stream) {
+  switch (a.element_size()) {
+    case 1:
+      return launch_where<uint8_t>(cond, a, b, out, layout, stream);
+    case 2:
+      return launch_where<uint16_t>(cond, a, b, out, layout, stream);
+    case 4:
+      return launch_where<uint32_t>(cond, a, b, out, layout, stream);
+    default:
+      return launch_where<uint64_t>(cond, a, b, out, layout, stream);
+  }
+}
+
+void host_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
+               Stream& stream) {
+  with_any_type(x.dtype(), [&]<class In>() {
+    with_any_type(out.dtype(), [&]<class Out>() { launch_cast<In, Out>(x, out, layout, stream); });
+  });
+}
+
+}  // namespace hal::ops

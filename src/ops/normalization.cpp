@@ -1,0 +1,132 @@
+// softmax, log-softmax, layer norm and RMS norm, built from the reductions and elementwise ops,
+// so they run wherever those do, with their checks. Each subtracts the maximum or the mean
+// first, for stability.
+#include <algorithm>
+
+#include "fallback.hpp"
+#include "hal/error.hpp"
+#include "hal/ops.hpp"
+#include "op_checks.hpp"
+
+namespace hal {
+namespace ops {
+namespace {
+
+void check_floating(std::string_view op, const Tensor& x) {
+  if (!is_float(x.dtype()) && !is_half(x.dtype()))
+    unsupported(op, x.dtype(), x.device(), "f32, f64, f16 and bf16");
+}
+
+Tensor softmax_of(const Tensor& x, int64_t axis, bool logarithm, Stream& stream) {
+  const std::string_view op = logarithm ? "log_softmax" : "softmax";
+  check_defined(op, x);
+  check_stream(op, x, stream);
+  const int64_t dim = wrap_axis(op, x, axis);
+  check_floating(op, x);
+  if (is_half(x.dtype()))
+    return cast(softmax_of(cast(x, DType::f32, stream), dim, logarithm, stream), x.dtype(),
+                stream);
+  if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
+  const Tensor shifted = sub(x, max(x, {dim}, true, stream), stream);
+  const Tensor exps = exp(shifted, stream);
+  const Tensor total = sum(exps, {dim}, true, stream);
+  return logarithm ? sub(shifted, log(total, stream), stream) : div(exps, total, stream);
+}
+
+// The trailing axes that `normalized_shape` names, after checking x, weight and bias against it.
+std::vector<int64_t> normalized_axes(std::string_view op, const Tensor& x,
+                                     const Shape& normalized_shape, const Tensor& weight,
+                                     const Tensor& bias, Stream& stream) {
+  check_defined(op, x);
+  check_stream(op, x, stream);
+  check_floating(op, x);
+  const size_t n = normalized_shape.size(), rank = x.shape().size();
+  if (n == 0 || n > rank || !std::equal(normalized_shape.begin(), normalized_shape.end(),
+                                        x.shape().end() - static_cast<std::ptrdiff_t>(n)))
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(op) + " of " + x.describe() + " over " + to_string(normalized_shape) +
+                    ": the normalised shape must be one or more trailing dimensions of x");
+  for (const Tensor* parameter : {&weight, &bias}) {
+    if (!parameter->defined()) continue;
+    check_same_device(op, x, *parameter);
+    check_same_dtype(op, x, *parameter);
+    if (parameter->shape() != normalized_shape)
+      throw Error(ErrorCode::InvalidArgument,
+                  std::string(op) + ": " + (parameter == &weight ? "weight " : "bias ") +
+                      parameter->describe() + " must have the normalised shape " +
+                      to_string(normalized_shape));
+  }
+  std::vector<int64_t> axes;
+  for (size_t d = rank - n; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
+  return axes;
+}
+
+Tensor as_f32(const Tensor& t, Stream& stream) {
+  return t.defined() ? cast(t, DType::f32, stream) : t;
+}
+
+Tensor scale_and_shift(Tensor y, const Tensor& weight, const Tensor& bias, Stream& stream) {
+  if (weight.defined()) y = mul(y, weight, stream);
+  if (bias.defined()) y = add(y, bias, stream);
+  return y;
+}
+
+Tensor layer_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                     const Tensor& bias, double eps, Stream& stream) {
+  const auto axes = normalized_axes("layer_norm", x, normalized_shape, weight, bias, stream);
+  if (is_half(x.dtype()))
+    return cast(layer_norm_of(as_f32(x, stream), normalized_shape, as_f32(weight, stream),
+                              as_f32(bias, stream), eps, stream),
+                x.dtype(), stream);
+  if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
+  const Tensor centred = sub(x, mean(x, axes, true, stream), stream);
+  const Tensor variance = mean(mul(centred, centred, stream), axes, true, stream);
+  const Tensor scale = rsqrt(add(variance, full({}, eps, x.dtype(), stream), stream), stream);
+  return scale_and_shift(mul(centred, scale, stream), weight, bias, stream);
+}
+
+Tensor rms_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                   double eps, Stream& stream) {
+  const auto axes = normalized_axes("rms_norm", x, normalized_shape, weight, Tensor(), stream);
+  if (is_half(x.dtype()))
+    return cast(
+        rms_norm_of(as_f32(x, stream), normalized_shape, as_f32(weight, stream), eps, stream),
+        x.dtype(), stream);
+  if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
+  const Tensor square_mean = mean(mul(x, x, stream), axes, true, stream);
+  const Tensor scale = rsqrt(add(square_mean, full({}, eps, x.dtype(), stream), stream), stream);
+  return scale_and_shift(mul(x, scale, stream), weight, Tensor(), stream);
+}
+
+}  // namespace
+}  // namespace ops
+
+Tensor softmax(const Tensor& x, int64_t axis, Stream& stream) {
+  return ops::run_op("softmax", {x}, stream, [axis](const std::vector<Tensor>& in, Stream& s) {
+    return ops::softmax_of(in[0], axis, false, s);
+  });
+}
+
+Tensor log_softmax(const Tensor& x, int64_t axis, Stream& stream) {
+  return ops::run_op("log_softmax", {x}, stream, [axis](const std::vector<Tensor>& in, Stream& s) {
+    return ops::softmax_of(in[0], axis, true, s);
+  });
+}
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps, Stream& stream) {
+  return ops::run_op("layer_norm", {x, weight, bias}, stream,
+                     [&normalized_shape, eps](const std::vector<Tensor>& in, Stream& s) {
+                       return ops::layer_norm_of(in[0], normalized_shape, in[1], in[2], eps, s);
+                     });
+}
+
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps,
+                Stream& stream) {
+  return ops::run_op("rms_norm", {x, weight}, stream,
+                     [&normalized_shape, eps](const std::vector<Tensor>& in, Stream& s) {
+                       return ops::rms_norm_of(in[0], normalized_shape, in[1], eps, s);
+                     });
+}
+
+}  // namespace hal
