@@ -1,11 +1,11 @@
 // Reductions on devices that compile portable kernels (OpenCL, CUDA): kernels/ops/reduce.kernel,
 // compiled once per op, dtype and work-group size.
 #include <algorithm>
-#include <cctype>
 
 #include "elementwise.hpp"
 #include "embedded_kernels.hpp"
 #include "hal/error.hpp"
+#include "portable_defines.hpp"
 #include "reduce.hpp"
 
 namespace hal::ops {
@@ -17,29 +17,6 @@ uint32_t group_size(const Device& device) {
   uint32_t size = 256;
   while (size > limit) size /= 2;
   return size;
-}
-
-std::vector<std::string> defines(Reduce op, DType dtype, uint32_t group) {
-  std::string macro = "OP_";
-  for (char c : name(op)) macro += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  std::vector<std::string> out{std::move(macro), "GROUP=" + std::to_string(group)};
-  const bool sums = op == Reduce::sum || op == Reduce::mean;
-  switch (dtype) {
-    case DType::f32:
-      out.insert(out.end(), {"VALUE_T=float", "ACC_T=float"});
-      break;
-    case DType::f64:
-      out.insert(out.end(), {"VALUE_T=double", "ACC_T=double", "T_F64"});
-      break;
-    case DType::i32:
-      out.insert(out.end(),
-                 {"VALUE_T=int", sums ? "ACC_T=hal_i64" : "ACC_T=int", "T_INTEGER", "T_I32"});
-      break;
-    default:
-      out.insert(out.end(), {"VALUE_T=hal_i64", "ACC_T=hal_i64", "T_INTEGER"});
-      break;
-  }
-  return out;
 }
 
 // Sizes then strides, padded at the front to kMaxDims with size 1, stride 0.
@@ -63,7 +40,7 @@ void portable_reduce(Reduce op, const Tensor& x, const Tensor& out, const Reduce
   const uint32_t group = group_size(x.device());
   const Kernel kernel =
       x.device().compile({"reduce", std::string(embedded_kernel("ops/reduce"))},
-                         {.defines = defines(op, x.dtype(), group)});
+                         {.defines = reduce_defines(op, x.dtype(), group)});
   std::vector<KernelArg> args{out.storage(), x.storage(), static_cast<uint64_t>(layout.offset),
                               static_cast<uint64_t>(layout.count)};
   append_dims(layout.kept, layout.kept_strides, args);

@@ -8,6 +8,7 @@
 #include "cuda/nvrtc.hpp"
 #include "embedded_kernels.hpp"
 #include "hal/error.hpp"
+#include "portable_defines.hpp"
 
 namespace hal::cuda {
 namespace {
@@ -100,32 +101,45 @@ TEST(Nvrtc, TheLibrarysKernelsCompile) {
       {"tensor/random", "random_normal", {"-DOUT_F64"}},
   };
   std::vector<Variant> all(std::begin(variants), std::end(variants));
-  const std::vector<std::vector<std::string>> types = {{"-DVALUE_T=float"},
-                                                       {"-DVALUE_T=double", "-DT_F64"},
-                                                       {"-DVALUE_T=int", "-DT_INTEGER"},
-                                                       {"-DVALUE_T=hal_i64", "-DT_INTEGER"}};
-  for (const char* op : {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM"})
-    for (const auto& type : types) {
-      std::vector<std::string> options = type;
-      options.insert(options.end(), {"-DBINARY", std::string("-DOP_") + op});
-      all.push_back({"ops/elementwise", "binary_strided", options});
+  // The op kernels, with the defines the ops themselves use.
+  const DType computed[] = {DType::f32, DType::f64, DType::i32, DType::i64};
+  auto with_dashes = [](std::vector<std::string> defines) {
+    for (std::string& d : defines) d = "-D" + d;
+    return defines;
+  };
+  for (int op = 0; op <= static_cast<int>(ops::Binary::ge); ++op)
+    for (DType dtype : computed) {
+      const auto binary = static_cast<ops::Binary>(op);
+      if (binary == ops::Binary::pow && (dtype == DType::i32 || dtype == DType::i64)) continue;
+      all.push_back({"ops/elementwise", "binary_strided",
+                     with_dashes(ops::binary_defines(binary, dtype))});
     }
-  for (const char* op :
-       {"NEG", "ABS", "RELU", "EXP", "LOG", "SQRT", "RSQRT", "TANH", "SIGMOID", "GELU", "SILU"})
-    for (const auto& type : types) {
-      const bool integer = type.back() == "-DT_INTEGER";
-      if (integer && std::string(op) != "NEG" && std::string(op) != "ABS" &&
-          std::string(op) != "RELU")
-        continue;
-      std::vector<std::string> options = type;
-      options.insert(options.end(), {"-DUNARY", std::string("-DOP_") + op});
-      all.push_back({"ops/elementwise", "unary_strided", options});
+  for (int op = 0; op <= static_cast<int>(ops::Unary::silu); ++op)
+    for (DType dtype : computed) {
+      const auto unary = static_cast<ops::Unary>(op);
+      const bool integer_ok =
+          unary == ops::Unary::neg || unary == ops::Unary::abs || unary == ops::Unary::relu;
+      if (!integer_ok && (dtype == DType::i32 || dtype == DType::i64)) continue;
+      all.push_back(
+          {"ops/elementwise", "unary_strided", with_dashes(ops::unary_defines(unary, dtype))});
+    }
+  for (size_t size : {1, 2, 4, 8})
+    all.push_back({"ops/elementwise", "where_strided", with_dashes(ops::where_defines(size))});
+  for (DType from : kAllDTypes)
+    for (DType to : kAllDTypes)
+      all.push_back({"ops/cast", "cast_strided", with_dashes(ops::cast_defines(from, to))});
+  for (int op = 0; op <= static_cast<int>(ops::Reduce::argmax); ++op)
+    for (DType dtype : computed) {
+      const auto reduce = static_cast<ops::Reduce>(op);
+      if (reduce == ops::Reduce::mean && (dtype == DType::i32 || dtype == DType::i64)) continue;
+      all.push_back({"ops/reduce", "reduce", with_dashes(ops::reduce_defines(reduce, dtype, 256))});
     }
   for (const Variant& v : all) {
     const NvrtcOutput output = nvrtc->compile(
         kPortablePrelude + std::string(embedded_kernel(v.file)), v.kernel, 90, v.options);
-    EXPECT_TRUE(output.ok) << v.file << " " << v.kernel << " " << v.options.back() << ": "
-                           << output.log;
+    std::string options;
+    for (const std::string& option : v.options) options += " " + option;
+    EXPECT_TRUE(output.ok) << v.file << " " << v.kernel << options << ": " << output.log;
   }
 }
 

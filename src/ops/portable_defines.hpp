@@ -1,0 +1,22 @@
+// The defines that pick a variant of hal's portable op kernels (kernels/ops/*.kernel), without
+// the -D: what the ops pass to Device::compile.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "elementwise.hpp"
+#include "reduce.hpp"
+
+namespace hal::ops {
+
+// kernels/ops/elementwise.kernel
+std::vector<std::string> binary_defines(Binary op, DType dtype);
+std::vector<std::string> unary_defines(Unary op, DType dtype);
+std::vector<std::string> where_defines(size_t element_size);  // 1, 2, 4 or 8
+// kernels/ops/cast.kernel
+std::vector<std::string> cast_defines(DType from, DType to);
+// kernels/ops/reduce.kernel; group is the work-group size, a power of two.
+std::vector<std::string> reduce_defines(Reduce op, DType dtype, uint32_t group);
+
+}  // namespace hal::ops
