@@ -45,6 +45,8 @@ bench: build-release
 	# opencl:0 is PoCL here; the dispatch and copy suites say so and stop where there is none.
 	-build/release/bin/hal_bench_dispatch --device=opencl:0
 	-build/release/bin/hal_bench_copy --device=opencl:0
+	build/release/bin/hal_bench_ops --device=cpu:0
+	-build/release/bin/hal_bench_ops --device=opencl:0
 
 install: build-release
 	cmake --install build/release --prefix $(PREFIX)

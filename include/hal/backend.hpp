@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "hal/buffer.hpp"
-#include "hal/dtype.hpp"
 #include "hal/device_info.hpp"
+#include "hal/dtype.hpp"
 #include "hal/error.hpp"
 #include "hal/kernel.hpp"
 

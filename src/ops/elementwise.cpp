@@ -36,7 +36,8 @@ Tensor binary(Binary op, const Tensor& a, const Tensor& b, Stream& stream) {
   check_same_dtype(op_name, a, b);
   check_stream(op_name, a, stream);
   if (is_half(a.dtype())) {
-    const Tensor result = binary(op, cast(a, DType::f32, stream), cast(b, DType::f32, stream), stream);
+    const Tensor result =
+        binary(op, cast(a, DType::f32, stream), cast(b, DType::f32, stream), stream);
     return is_comparison(op) ? result : cast(result, a.dtype(), stream);
   }
   if (!is_float(a.dtype()) && !(is_integer(a.dtype()) && integer_ok(op)))
@@ -120,11 +121,11 @@ Tensor cast_of(const Tensor& x, DType dtype, Stream& stream) {
 
 }  // namespace ops
 
-#define HAL_BINARY(op)                                                                      \
-  Tensor op(const Tensor& a, const Tensor& b, Stream& stream) {                             \
+#define HAL_BINARY(op)                                                                     \
+  Tensor op(const Tensor& a, const Tensor& b, Stream& stream) {                            \
     return ops::run_op(#op, {a, b}, stream, [](const std::vector<Tensor>& in, Stream& s) { \
-      return ops::binary(ops::Binary::op, in[0], in[1], s);                                 \
-    });                                                                                     \
+      return ops::binary(ops::Binary::op, in[0], in[1], s);                                \
+    });                                                                                    \
   }
 HAL_BINARY(add)
 HAL_BINARY(sub)
@@ -141,11 +142,11 @@ HAL_BINARY(gt)
 HAL_BINARY(ge)
 #undef HAL_BINARY
 
-#define HAL_UNARY(op)                                                                    \
-  Tensor op(const Tensor& x, Stream& stream) {                                           \
+#define HAL_UNARY(op)                                                                   \
+  Tensor op(const Tensor& x, Stream& stream) {                                          \
     return ops::run_op(#op, {x}, stream, [](const std::vector<Tensor>& in, Stream& s) { \
-      return ops::unary(ops::Unary::op, in[0], s);                                       \
-    });                                                                                  \
+      return ops::unary(ops::Unary::op, in[0], s);                                      \
+    });                                                                                 \
   }
 HAL_UNARY(neg)
 HAL_UNARY(abs)

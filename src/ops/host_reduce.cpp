@@ -25,9 +25,9 @@ bool is_nan(T value) {
 template <Reduce kOp, class T>
 struct Accumulator {
   static constexpr bool kSums = kOp == Reduce::sum || kOp == Reduce::mean;
-  using Value = std::conditional_t<kSums, std::conditional_t<std::is_floating_point_v<T>, double,
-                                                             int64_t>,
-                                   T>;
+  using Value =
+      std::conditional_t<kSums, std::conditional_t<std::is_floating_point_v<T>, double, int64_t>,
+                         T>;
 
   Value value = initial();
   int64_t index = -1;  // argmax: the position of `value`; -1 before any element
@@ -110,10 +110,9 @@ void launch(const Tensor& x, const Tensor& out, const ReduceLayout& layout, Stre
   using Acc = Accumulator<kOp, T>;
   using Out = decltype(Acc{}.result(1));
   // Parts per output: enough work items to spread few outputs over the pool.
-  const int64_t parts =
-      layout.outputs < 64 && layout.count >= (1 << 16)
-          ? std::min<int64_t>(layout.count / (1 << 15), 64)
-          : 1;
+  const int64_t parts = layout.outputs < 64 && layout.count >= (1 << 16)
+                            ? std::min<int64_t>(layout.count / (1 << 15), 64)
+                            : 1;
   if (parts == 1) {
     const Kernel kernel = host_kernel(std::string(name(kOp)), [layout](const KernelChunk& chunk) {
       Out* dst = chunk.args.ptr<Out>(0);
@@ -134,9 +133,9 @@ void launch(const Tensor& x, const Tensor& out, const ReduceLayout& layout, Stre
         const T* in = chunk.args.ptr<const T>(0);
         for (uint64_t item = chunk.begin[0]; item < chunk.end[0]; ++item) {
           const auto o = static_cast<int64_t>(item) / parts, p = static_cast<int64_t>(item) % parts;
-          (*partials)[item] = reduce_range<kOp>(in, kept_offset(layout, o), layout,
-                                                layout.count * p / parts,
-                                                layout.count * (p + 1) / parts);
+          (*partials)[item] =
+              reduce_range<kOp>(in, kept_offset(layout, o), layout, layout.count * p / parts,
+                                layout.count * (p + 1) / parts);
         }
       });
   stream.launch(part_kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.outputs * parts)),

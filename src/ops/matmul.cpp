@@ -4,10 +4,10 @@
 // are copied contiguous first.
 #include <limits>
 
+#include "fallback.hpp"
 #include "hal/backend.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
-#include "fallback.hpp"
 
 namespace hal {
 namespace {

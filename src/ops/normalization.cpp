@@ -24,8 +24,7 @@ Tensor softmax_of(const Tensor& x, int64_t axis, bool logarithm, Stream& stream)
   const int64_t dim = wrap_axis(op, x, axis);
   check_floating(op, x);
   if (is_half(x.dtype()))
-    return cast(softmax_of(cast(x, DType::f32, stream), dim, logarithm, stream), x.dtype(),
-                stream);
+    return cast(softmax_of(cast(x, DType::f32, stream), dim, logarithm, stream), x.dtype(), stream);
   if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
   const Tensor shifted = sub(x, max(x, {dim}, true, stream), stream);
   const Tensor exps = exp(shifted, stream);
@@ -41,8 +40,9 @@ std::vector<int64_t> normalized_axes(std::string_view op, const Tensor& x,
   check_stream(op, x, stream);
   check_floating(op, x);
   const size_t n = normalized_shape.size(), rank = x.shape().size();
-  if (n == 0 || n > rank || !std::equal(normalized_shape.begin(), normalized_shape.end(),
-                                        x.shape().end() - static_cast<std::ptrdiff_t>(n)))
+  if (n == 0 || n > rank ||
+      !std::equal(normalized_shape.begin(), normalized_shape.end(),
+                  x.shape().end() - static_cast<std::ptrdiff_t>(n)))
     throw Error(ErrorCode::InvalidArgument,
                 std::string(op) + " of " + x.describe() + " over " + to_string(normalized_shape) +
                     ": the normalised shape must be one or more trailing dimensions of x");
@@ -85,8 +85,8 @@ Tensor layer_norm_of(const Tensor& x, const Shape& normalized_shape, const Tenso
   return scale_and_shift(mul(centred, scale, stream), weight, bias, stream);
 }
 
-Tensor rms_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                   double eps, Stream& stream) {
+Tensor rms_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps,
+                   Stream& stream) {
   const auto axes = normalized_axes("rms_norm", x, normalized_shape, weight, Tensor(), stream);
   if (is_half(x.dtype()))
     return cast(

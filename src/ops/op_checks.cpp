@@ -34,9 +34,9 @@ void check_stream(std::string_view op, const Tensor& x, const Stream& stream) {
 int64_t wrap_axis(std::string_view op, const Tensor& x, int64_t axis) {
   const auto rank = static_cast<int64_t>(x.dim());
   if (axis < -rank || axis >= rank)
-    throw Error(ErrorCode::InvalidArgument,
-                std::string(op) + " of " + x.describe() + ": axis " + std::to_string(axis) +
-                    " is out of range for " + std::to_string(rank) + " dimensions");
+    throw Error(ErrorCode::InvalidArgument, std::string(op) + " of " + x.describe() + ": axis " +
+                                                std::to_string(axis) + " is out of range for " +
+                                                std::to_string(rank) + " dimensions");
   return axis < 0 ? axis + rank : axis;
 }
 

@@ -4,8 +4,8 @@
 
 #include "elementwise.hpp"
 #include "embedded_kernels.hpp"
-#include "portable_defines.hpp"
 #include "hal/error.hpp"
+#include "portable_defines.hpp"
 
 namespace hal::ops {
 namespace {

@@ -95,12 +95,12 @@ Tensor reduce(Reduce op, const Tensor& x, const std::vector<int64_t>& axes, bool
 
 }  // namespace ops
 
-#define HAL_REDUCE(op)                                                                      \
+#define HAL_REDUCE(op)                                                                         \
   Tensor op(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim, Stream& stream) { \
-    return ops::run_op(#op, {x}, stream,                                                      \
-                       [&axes, keepdim](const std::vector<Tensor>& in, Stream& s) {           \
-                         return ops::reduce(ops::Reduce::op, in[0], axes, keepdim, s);        \
-                       });                                                                    \
+    return ops::run_op(#op, {x}, stream,                                                       \
+                       [&axes, keepdim](const std::vector<Tensor>& in, Stream& s) {            \
+                         return ops::reduce(ops::Reduce::op, in[0], axes, keepdim, s);         \
+                       });                                                                     \
   }
 HAL_REDUCE(sum)
 HAL_REDUCE(mean)

@@ -111,8 +111,8 @@ TEST(Nvrtc, TheLibrarysKernelsCompile) {
     for (DType dtype : computed) {
       const auto binary = static_cast<ops::Binary>(op);
       if (binary == ops::Binary::pow && (dtype == DType::i32 || dtype == DType::i64)) continue;
-      all.push_back({"ops/elementwise", "binary_strided",
-                     with_dashes(ops::binary_defines(binary, dtype))});
+      all.push_back(
+          {"ops/elementwise", "binary_strided", with_dashes(ops::binary_defines(binary, dtype))});
     }
   for (int op = 0; op <= static_cast<int>(ops::Unary::silu); ++op)
     for (DType dtype : computed) {

@@ -80,8 +80,8 @@ TEST_P(CompareCastSuite, HalfPrecisionComputesInF32AndRoundsBack) {
     const auto a = inputs(24, dtype, 9), b = inputs(24, dtype, 10, 0.5, 2.0);
     const Tensor x = make(a, {4, 6}, dtype, stream), y = make(b, {4, 6}, dtype, stream);
     const std::pair<const char*, Tensor> results[] = {
-        {"add", add(x, y, stream)},      {"div", div(x, y, stream)}, {"exp", exp(x, stream)},
-        {"gelu", gelu(x, stream)},       {"neg", neg(x, stream)},
+        {"add", add(x, y, stream)}, {"div", div(x, y, stream)}, {"exp", exp(x, stream)},
+        {"gelu", gelu(x, stream)},  {"neg", neg(x, stream)},
     };
     const std::function<double(double, double)> references[] = {
         [](double p, double q) { return p + q; },
@@ -94,7 +94,8 @@ TEST_P(CompareCastSuite, HalfPrecisionComputesInF32AndRoundsBack) {
       const std::string what = std::string(results[r].first) + " " + std::string(to_string(dtype));
       EXPECT_EQ(results[r].second.dtype(), dtype) << what;
       std::vector<double> want;
-      for (size_t i = 0; i < a.size(); ++i) want.push_back(rounded(references[r](a[i], b[i]), dtype));
+      for (size_t i = 0; i < a.size(); ++i)
+        want.push_back(rounded(references[r](a[i], b[i]), dtype));
       expect_close(numbers(results[r].second, stream), want, dtype, what);
     }
   }
@@ -102,8 +103,8 @@ TEST_P(CompareCastSuite, HalfPrecisionComputesInF32AndRoundsBack) {
 
 TEST_P(CompareCastSuite, WhereSelectsAnyDtypeWithBroadcasting) {
   const std::vector<double> cond{1, 0, 1};
-  std::vector<DType> dtypes{DType::f32, DType::f16, DType::i64, DType::u8, DType::boolean,
-                            DType::i8};
+  std::vector<DType> dtypes{DType::f32, DType::f16,     DType::i64,
+                            DType::u8,  DType::boolean, DType::i8};
   for (DType dtype : dtypes) {
     const std::vector<double> a = dtype == DType::boolean ? std::vector<double>(12, 1.0)
                                                           : inputs(12, dtype, 11, 0, 9),
@@ -173,9 +174,10 @@ std::vector<double> cast_inputs(DType dtype) {
     case DType::i64:
       return {0, 1, -1, 127, 128, -129, 255, 256, -300, 70000, -70000, 2147483647, -2147483648.0};
     default: {
-      std::vector<double> v{0,     1.5,   -1.5,  -2.75,  100.25, 255.5, 256.0,
-                            300.5, -300.5, 65504, -70000, 3e9,    -3e9,  1e20,
-                            -1e20, inf,   -inf,  std::numeric_limits<double>::quiet_NaN()};
+      std::vector<double> v{
+          0,     1.5,   -1.5,   -2.75, 100.25, 255.5,
+          256.0, 300.5, -300.5, 65504, -70000, 3e9,
+          -3e9,  1e20,  -1e20,  inf,   -inf,   std::numeric_limits<double>::quiet_NaN()};
       for (double& e : v) e = rounded(e, dtype);
       return v;
     }

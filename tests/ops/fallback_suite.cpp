@@ -39,8 +39,7 @@ class FallbackSuite : public DeviceTest {
 };
 
 TEST_P(FallbackSuite, OpsTheDeviceLacksRunOnTheCpuWhenAllowed) {
-  if (runs_kernels(device()))
-    GTEST_SKIP() << id() << " runs kernels, so its ops never fall back";
+  if (runs_kernels(device())) GTEST_SKIP() << id() << " runs kernels, so its ops never fall back";
   ASSERT_FALSE(CpuFallback::allowed());
   const std::vector<double> a{1, 2, 3, 4, 5, 6}, b{10, 20, 30};
   const Tensor x = make(a, {2, 3}, DType::f32, stream), y = make(b, {3}, DType::f32, stream);

@@ -89,8 +89,8 @@ TEST_P(NormalizationSuite, LayerNormAndRmsNorm) {
       const std::string what = std::string(to_string(dtype)) + " over " + to_string(normalized);
       expect_close(numbers(layer_norm(in, normalized, weight, bias, 1e-5, stream), stream),
                    want_layer, dtype, "layer_norm " + what);
-      expect_close(numbers(rms_norm(in, normalized, weight, 1e-5, stream), stream), want_rms,
-                   dtype, "rms_norm " + what);
+      expect_close(numbers(rms_norm(in, normalized, weight, 1e-5, stream), stream), want_rms, dtype,
+                   "rms_norm " + what);
       // Without weight and bias: plain normalisation, mean 0 and variance 1 per group.
       const auto plain = numbers(layer_norm(in, normalized, Tensor(), Tensor(), 0, stream), stream);
       double total = 0;
@@ -109,16 +109,10 @@ TEST_P(NormalizationSuite, BadArgumentsAreRefusedByName) {
                ErrorCode::InvalidArgument, {"layer_norm", "f32[2, 3]", "[2]", "trailing"});
   expect_error([&] { rms_norm(x, {}, Tensor(), 1e-5, stream); }, ErrorCode::InvalidArgument,
                {"rms_norm", "trailing"});
-  expect_error(
-      [&] {
-        layer_norm(x, {3}, zeros({4}, DType::f32, stream), Tensor(), 1e-5, stream);
-      },
-      ErrorCode::InvalidArgument, {"layer_norm", "weight", "f32[4]", "[3]"});
-  expect_error(
-      [&] {
-        rms_norm(x, {3}, zeros({3}, DType::f64, stream), 1e-5, stream);
-      },
-      ErrorCode::InvalidArgument, {"rms_norm", "dtypes differ"});
+  expect_error([&] { layer_norm(x, {3}, zeros({4}, DType::f32, stream), Tensor(), 1e-5, stream); },
+               ErrorCode::InvalidArgument, {"layer_norm", "weight", "f32[4]", "[3]"});
+  expect_error([&] { rms_norm(x, {3}, zeros({3}, DType::f64, stream), 1e-5, stream); },
+               ErrorCode::InvalidArgument, {"rms_norm", "dtypes differ"});
   EXPECT_EQ(softmax(zeros({0, 3}, DType::f32, stream), 0, stream).shape(), (Shape{0, 3}));
 }
 

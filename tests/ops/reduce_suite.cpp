@@ -92,11 +92,14 @@ class ReduceSuite : public DeviceTest {
       return;
     }
     // Sums round once per addition: the tolerance grows with the sum of magnitudes.
-    const auto magnitudes = reduce_reference("sum", [&] {
-      std::vector<double> a = values;
-      for (double& v : a) v = std::fabs(v);
-      return a;
-    }(), x.shape(), axes);
+    const auto magnitudes = reduce_reference(
+        "sum",
+        [&] {
+          std::vector<double> a = values;
+          for (double& v : a) v = std::fabs(v);
+          return a;
+        }(),
+        x.shape(), axes);
     const auto got = numbers(out, stream);
     ASSERT_EQ(got.size(), want.size()) << what;
     for (size_t i = 0; i < got.size(); ++i) {
@@ -114,10 +117,11 @@ class ReduceSuite : public DeviceTest {
 
 TEST_P(ReduceSuite, EveryReductionOverAnyAxes) {
   const std::pair<Shape, std::vector<int64_t>> cases[] = {
-      {{7}, {}},          {{3, 5}, {1}},      {{3, 5}, {0}},       {{3, 5}, {-1}},
-      {{2, 3, 4}, {0, 2}}, {{2, 3, 4}, {}},   {{4, 1, 3}, {1}},    {{2, 3, 4}, {2, 1}},
-      {{1}, {0}},          {{}, {}},          {{3, 0}, {0}},       {{33, 257}, {1}},
-      {{257, 33}, {0}},    {{5, 6, 7}, {0, 1, 2}},
+      {{7}, {}},        {{3, 5}, {1}},          {{3, 5}, {0}},
+      {{3, 5}, {-1}},   {{2, 3, 4}, {0, 2}},    {{2, 3, 4}, {}},
+      {{4, 1, 3}, {1}}, {{2, 3, 4}, {2, 1}},    {{1}, {0}},
+      {{}, {}},         {{3, 0}, {0}},          {{33, 257}, {1}},
+      {{257, 33}, {0}}, {{5, 6, 7}, {0, 1, 2}},
   };
   std::vector<DType> dtypes = compute_dtypes(device());
   dtypes.insert(dtypes.end(), {DType::f16, DType::bf16});
@@ -162,8 +166,7 @@ TEST_P(ReduceSuite, NanWinsAndTiesGoToTheFirst) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::vector<double> values{1, 5, 5, 2, nan, 7, nan, 3};
   const Tensor x = make(values, {2, 4}, DType::f32, stream);
-  EXPECT_EQ(argmax(x, {1}, false, stream).to_vector<int64_t>(stream),
-            (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(argmax(x, {1}, false, stream).to_vector<int64_t>(stream), (std::vector<int64_t>{1, 0}));
   EXPECT_EQ(argmax(x, {}, false, stream).to_vector<int64_t>(stream), (std::vector<int64_t>{4}));
   const auto maxima = max(x, {1}, false, stream).to_vector<float>(stream);
   EXPECT_EQ(maxima[0], 5.0f);
@@ -189,8 +192,11 @@ TEST_P(ReduceSuite, BadAxesAndDtypesAreRefused) {
                {"sum", "f32[2, 3]", "axis 2", "out of range"});
   expect_error([&] { max(x, {-3}, false, stream); }, ErrorCode::InvalidArgument,
                {"max", "axis -3", "out of range"});
-  expect_error([&] { argmax(x, {0, -2}, false, stream); }, ErrorCode::InvalidArgument,
-               {"argmax", "axis -2", "twice"});
+  expect_error(
+      [&] {
+        argmax(x, {0, -2}, false, stream);
+      },
+      ErrorCode::InvalidArgument, {"argmax", "axis -2", "twice"});
   expect_error([&] { mean(zeros({2}, DType::i32, stream), {}, false, stream); },
                ErrorCode::Unsupported, {"mean", "i32", id()});
   expect_error([&] { sum(zeros({2}, DType::u8, stream), {}, false, stream); },

@@ -207,6 +207,30 @@ TEST(Cli, BenchCopyComparesEachDirectionWithTheDriver) {
       << result.output;
 }
 
+TEST(Cli, BenchOpsComparesWithOpenBlasAndAHandWrittenLoop) {
+  const std::string cli = HAL_CLI_PATH;
+  const std::string suite = cli.substr(0, cli.rfind('/')) + "/hal_bench_ops";
+  if (access(suite.c_str(), X_OK) != 0)
+    GTEST_SKIP() << suite << " is not built (this preset builds no benchmarks)";
+  const Result missing = run("", "bench ops --device nosuch:0");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.output.find("nosuch:0"), std::string::npos) << missing.output;
+
+  const Result result = run("",
+                            "bench ops --device cpu:0 --json "
+                            "'--benchmark_filter=tiny|/1024' --benchmark_min_time=0.01");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto json = nlohmann::json::parse(result.output.substr(result.output.find('{')));
+  EXPECT_EQ(json["suite"], "ops");
+  std::set<std::string> names;
+  for (const auto& figure : json["results"]) {
+    EXPECT_GT(figure["value"].get<double>(), 0.0);
+    EXPECT_GT(figure["baseline_value"].get<double>(), 0.0);
+    names.insert(figure["name"].get<std::string>());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"matmul_f32_1024", "add_f32_tiny"})) << result.output;
+}
+
 TEST(Cli, UnknownCommandIsAUsageError) {
   const Result result = run("", "frobnicate");
   EXPECT_EQ(result.status, 2);

@@ -14,7 +14,7 @@
 namespace hal::tool {
 namespace {
 
-const char* const kSuites[] = {"stream", "thread_pool", "memory", "dispatch", "copy"};
+const char* const kSuites[] = {"stream", "thread_pool", "memory", "dispatch", "copy", "ops"};
 
 std::filesystem::path find_suite(const std::string& suite) {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
@@ -34,7 +34,7 @@ void run(const std::string& suite, bool json, const std::string& device,
   if (!known)
     throw Error(ErrorCode::InvalidArgument,
                 "no benchmark suite '" + suite +
-                    "'; the suites are stream, thread_pool, memory, dispatch, copy");
+                    "'; the suites are stream, thread_pool, memory, dispatch, copy, ops");
   const std::string path = find_suite(suite).string();
   std::vector<std::string> arguments{path};
   if (json) arguments.emplace_back("--json");
@@ -51,17 +51,18 @@ void run(const std::string& suite, bool json, const std::string& device,
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
-  auto* command = app.add_subcommand(
-      "bench",
-      "Run a benchmark suite (stream, thread_pool, memory, dispatch, copy); figures are ratios to "
-      "same-run baselines");
+  auto* command = app.add_subcommand("bench",
+                                     "Run a benchmark suite (stream, thread_pool, memory, "
+                                     "dispatch, copy, ops); figures are ratios to "
+                                     "same-run baselines");
   auto suite = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto device = std::make_shared<std::string>();
-  command->add_option("suite", *suite, "stream, thread_pool, memory, dispatch or copy")->required();
+  command->add_option("suite", *suite, "stream, thread_pool, memory, dispatch, copy or ops")
+      ->required();
   command->add_flag("--json", *json, "Print JSON (schema hal.bench/1)");
   command->add_option("--device", *device,
-                      "The device to measure (dispatch, copy: opencl:N or cuda:N)");
+                      "The device to measure (dispatch, copy: opencl:N or cuda:N; ops: any)");
   command->allow_extras();  // passed on to Google Benchmark, e.g. --benchmark_filter=hit
   command->callback(
       [command, suite, json, device] { run(*suite, *json, *device, command->remaining()); });
