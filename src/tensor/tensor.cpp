@@ -48,25 +48,28 @@ Tensor::Tensor(Buffer storage, DType dtype, Shape shape, Shape strides, int64_t 
       shape_(std::move(shape)),
       strides_(strides.empty() ? contiguous_strides(shape_) : std::move(strides)),
       offset_(offset) {
-  const std::string what = "tensor " + std::string(hal::to_string(dtype_)) + to_string(shape_);
-  if (!storage_) throw Error(ErrorCode::InvalidArgument, what + ": no storage");
+  // Built only for an error: tensors are made on every op's hot path.
+  const auto what = [this] {
+    return "tensor " + std::string(hal::to_string(dtype_)) + to_string(shape_);
+  };
+  if (!storage_) throw Error(ErrorCode::InvalidArgument, what() + ": no storage");
   if (strides_.size() != shape_.size())
-    throw Error(ErrorCode::InvalidArgument, what + ": " + std::to_string(strides_.size()) +
+    throw Error(ErrorCode::InvalidArgument, what() + ": " + std::to_string(strides_.size()) +
                                                 " strides " + to_string(strides_) + " for " +
                                                 std::to_string(shape_.size()) + " dimensions");
   const int64_t count = hal::numel(shape_);
-  if (offset_ < 0) throw Error(ErrorCode::InvalidArgument, what + ": negative offset");
+  if (offset_ < 0) throw Error(ErrorCode::InvalidArgument, what() + ": negative offset");
   int64_t last = offset_;  // the furthest element reached
   for (size_t i = 0; i < shape_.size(); ++i) {
     if (strides_[i] < 0)
       throw Error(ErrorCode::InvalidArgument,
-                  what + ": negative stride " + std::to_string(strides_[i]));
+                  what() + ": negative stride " + std::to_string(strides_[i]));
     if (shape_[i] > 0) last += strides_[i] * (shape_[i] - 1);
   }
   const auto capacity = static_cast<int64_t>(storage_.size() / element_size());
   if (count > 0 && last >= capacity)
     throw Error(ErrorCode::OutOfRange,
-                what + " with strides " + to_string(strides_) + " and offset " +
+                what() + " with strides " + to_string(strides_) + " and offset " +
                     std::to_string(offset_) + " reaches element " + std::to_string(last) +
                     ", past the " + std::to_string(capacity) + " elements of its storage");
 }
