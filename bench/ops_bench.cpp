@@ -85,8 +85,8 @@ void cblas_matmul(benchmark::State& state) {
   const auto n = static_cast<int>(state.range(0));
   std::vector<float> a(static_cast<size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
-                n, 0.0f, c.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                0.0f, c.data(), n);
     benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(state.iterations() * 2 * state.range(0) * state.range(0) *
@@ -119,13 +119,15 @@ void register_benchmarks(bool compare_with_cpu) {
   const Device cpu = device("cpu:0");
   configure(benchmark::RegisterBenchmark("hal_add_f32_16m", hal_add_16m, g_device));
   configure(benchmark::RegisterBenchmark("loop_add_f32_16m", loop_add_16m));
-  configure(benchmark::RegisterBenchmark("hal_matmul_f32", hal_matmul, g_device)->Arg(1024)->Arg(2048));
+  configure(
+      benchmark::RegisterBenchmark("hal_matmul_f32", hal_matmul, g_device)->Arg(1024)->Arg(2048));
   configure(benchmark::RegisterBenchmark("cblas_sgemm", cblas_matmul)->Arg(1024)->Arg(2048));
   configure(benchmark::RegisterBenchmark("hal_add_f32_tiny", hal_add_tiny));
   configure(benchmark::RegisterBenchmark("fill_tiny", fill_tiny));
   if (compare_with_cpu) {
     configure(benchmark::RegisterBenchmark("cpu_add_f32_16m", hal_add_16m, cpu));
-    configure(benchmark::RegisterBenchmark("cpu_matmul_f32", hal_matmul, cpu)->Arg(1024)->Arg(2048));
+    configure(
+        benchmark::RegisterBenchmark("cpu_matmul_f32", hal_matmul, cpu)->Arg(1024)->Arg(2048));
   }
 }
 

@@ -37,7 +37,8 @@ Model make_model(const Sizes& s, hal::Stream& stream) {
 }
 
 hal::Tensor forward(const Model& m, const hal::Tensor& x, hal::Stream& stream) {
-  const hal::Tensor hidden = hal::gelu(hal::add(hal::matmul(x, m.w1, stream), m.b1, stream), stream);
+  const hal::Tensor hidden =
+      hal::gelu(hal::add(hal::matmul(x, m.w1, stream), m.b1, stream), stream);
   const hal::Tensor logits = hal::add(hal::matmul(hidden, m.w2, stream), m.b2, stream);
   return hal::softmax(logits, -1, stream);
 }
@@ -74,8 +75,7 @@ int main(int argc, char** argv) {
   const int repeat = static_cast<int>(option(argc, argv, "--repeat", 10));
   std::printf("MLP forward: [%lld x %lld] -> %lld (gelu) -> %lld (softmax), %d passes\n",
               static_cast<long long>(sizes.batch), static_cast<long long>(sizes.input),
-              static_cast<long long>(sizes.hidden), static_cast<long long>(sizes.classes),
-              repeat);
+              static_cast<long long>(sizes.hidden), static_cast<long long>(sizes.classes), repeat);
   try {
     const Run reference = run_on(hal::device("cpu:0"), sizes, repeat);
     std::printf("%-12s %12s %16s\n", "device", "time (ms)", "max |diff| vs cpu");
@@ -90,8 +90,8 @@ int main(int argc, char** argv) {
       }
       double largest = 0;
       for (size_t i = 0; i < run.probabilities.size(); ++i)
-        largest = std::max(largest, double(std::fabs(run.probabilities[i] -
-                                                     reference.probabilities[i])));
+        largest =
+            std::max(largest, double(std::fabs(run.probabilities[i] - reference.probabilities[i])));
       all_close = all_close && largest < 1e-4;
       std::printf("%-12s %12.3f %16.2e\n", device.id().c_str(), run.seconds * 1e3, largest);
     }

@@ -27,13 +27,22 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 namespace ops {
 namespace {
 
+// t's strides when broadcast to `shape` (which broadcast_shapes has checked): 0 where it repeats.
+Shape broadcast_strides(const Tensor& t, const Shape& shape) {
+  Shape out(shape.size(), 0);
+  const size_t lead = shape.size() - t.shape().size();
+  for (size_t d = 0; d < t.shape().size(); ++d)
+    if (t.shape()[d] == shape[lead + d]) out[lead + d] = t.strides()[d];
+  return out;
+}
+
 template <size_t kInputs>
 ElementwiseLayout<kInputs> merge(const Shape& shape, const std::array<const Tensor*, kInputs>& in) {
   ElementwiseLayout<kInputs> layout;
   layout.count = hal::numel(shape);
   std::array<Shape, kInputs> broadcast;
   for (size_t v = 0; v < kInputs; ++v) {
-    broadcast[v] = in[v]->expand(shape).strides();
+    broadcast[v] = broadcast_strides(*in[v], shape);
     layout.offsets[v] = in[v]->offset();
   }
   layout.flat = true;

@@ -59,21 +59,23 @@ GemmOperand operand_of(Tensor& t, Stream& stream) {
 void check_operands(const Tensor& a, const Tensor& b, const Stream& stream) {
   if (!a.defined() || !b.defined())
     throw Error(ErrorCode::InvalidArgument, "matmul of an undefined tensor");
-  const std::string both = "matmul of " + a.describe() + " and " + b.describe();
+  const auto both = [&] {  // built only for an error
+    return "matmul of " + a.describe() + " and " + b.describe();
+  };
   if (!(a.device() == b.device()))
-    throw Error(ErrorCode::InvalidArgument, both + ": the tensors are on different devices (" +
+    throw Error(ErrorCode::InvalidArgument, both() + ": the tensors are on different devices (" +
                                                 a.device().id() + " and " + b.device().id() +
                                                 "); copy one with to() first");
   if (a.dtype() != b.dtype())
-    throw Error(ErrorCode::InvalidArgument, both + ": the dtypes differ; cast one first");
+    throw Error(ErrorCode::InvalidArgument, both() + ": the dtypes differ; cast one first");
   if (a.dtype() != DType::f32 && a.dtype() != DType::f64)
-    throw Error(ErrorCode::Unsupported, both + " on " + a.device().id() +
+    throw Error(ErrorCode::Unsupported, both() + " on " + a.device().id() +
                                             ": matmul takes f32 and f64, not " +
                                             std::string(to_string(a.dtype())));
   if (a.dim() == 0 || b.dim() == 0)
-    throw Error(ErrorCode::InvalidArgument, both + ": a 0-d tensor has no matrix");
+    throw Error(ErrorCode::InvalidArgument, both() + ": a 0-d tensor has no matrix");
   if (!(stream.device() == a.device()))
-    throw Error(ErrorCode::InvalidArgument, both + " on a stream of " + stream.device().id() +
+    throw Error(ErrorCode::InvalidArgument, both() + " on a stream of " + stream.device().id() +
                                                 ": use a stream of " + a.device().id());
 }
 

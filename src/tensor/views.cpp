@@ -1,5 +1,6 @@
 // Views: new shapes and strides over the same storage; nothing is copied.
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <optional>
 
@@ -10,15 +11,16 @@ namespace hal {
 namespace {
 
 // Replaces one -1 in `shape` by the size that makes it hold `count` elements.
-Shape infer_size(Shape shape, int64_t count, const std::string& what) {
+Shape infer_size(Shape shape, int64_t count, const std::function<std::string()>& what) {
   int64_t known = 1;
   int64_t unknown = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      if (unknown >= 0) throw Error(ErrorCode::InvalidArgument, what + ": more than one -1");
+      if (unknown >= 0) throw Error(ErrorCode::InvalidArgument, what() + ": more than one -1");
       unknown = static_cast<int64_t>(i);
     } else if (shape[i] < 0) {
-      throw Error(ErrorCode::InvalidArgument, what + ": negative size " + std::to_string(shape[i]));
+      throw Error(ErrorCode::InvalidArgument,
+                  what() + ": negative size " + std::to_string(shape[i]));
     } else {
       known *= shape[i];
     }
@@ -26,10 +28,10 @@ Shape infer_size(Shape shape, int64_t count, const std::string& what) {
   if (unknown >= 0) {
     if (known == 0 || count % known != 0)
       throw Error(ErrorCode::InvalidArgument,
-                  what + ": no size for -1 makes " + std::to_string(count) + " elements");
+                  what() + ": no size for -1 makes " + std::to_string(count) + " elements");
     shape[static_cast<size_t>(unknown)] = count / known;
   } else if (known != count) {
-    throw Error(ErrorCode::InvalidArgument, what + ": " + std::to_string(known) +
+    throw Error(ErrorCode::InvalidArgument, what() + ": " + std::to_string(known) +
                                                 " elements in the new shape, " +
                                                 std::to_string(count) + " in the tensor");
   }
@@ -74,12 +76,14 @@ std::optional<Shape> view_strides(const Shape& shape, const Shape& strides, cons
 }  // namespace
 
 Tensor Tensor::reshape(const Shape& shape) const {
-  const std::string what = "reshape of " + describe() + " to " + to_string(shape);
+  const auto what = [&] {  // built only for an error
+    return "reshape of " + describe() + " to " + to_string(shape);
+  };
   const Shape to = infer_size(shape, numel(), what);
   const std::optional<Shape> strides = view_strides(shape_, strides_, to);
   if (!strides)
     throw Error(ErrorCode::InvalidArgument,
-                what + ": the strides " + to_string(strides_) +
+                what() + ": the strides " + to_string(strides_) +
                     " cannot express that shape without a copy; call contiguous() first");
   return Tensor(storage_, dtype_, to, *strides, offset_);
 }
@@ -93,9 +97,11 @@ Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
 }
 
 Tensor Tensor::permute(const std::vector<int64_t>& order) const {
-  std::string what = "permute of " + describe() + " by " + to_string(order);
+  const auto what = [&] {  // built only for an error
+    return "permute of " + describe() + " by " + to_string(order);
+  };
   if (order.size() != shape_.size())
-    throw Error(ErrorCode::InvalidArgument, what + ": " + std::to_string(order.size()) +
+    throw Error(ErrorCode::InvalidArgument, what() + ": " + std::to_string(order.size()) +
                                                 " dimensions given for " +
                                                 std::to_string(shape_.size()));
   Shape shape(order.size()), strides(order.size());
@@ -104,7 +110,7 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
     const auto from = static_cast<size_t>(wrap_dim(order[i], "permute"));
     if (seen[from])
       throw Error(ErrorCode::InvalidArgument,
-                  what + ": dimension " + std::to_string(from) + " appears twice");
+                  what() + ": dimension " + std::to_string(from) + " appears twice");
     seen[from] = true;
     shape[i] = shape_[from];
     strides[i] = strides_[from];
@@ -131,16 +137,18 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
-  const std::string what = "expand of " + describe() + " to " + to_string(shape);
+  const auto what = [&] {  // built only for an error
+    return "expand of " + describe() + " to " + to_string(shape);
+  };
   if (shape.size() < shape_.size())
-    throw Error(ErrorCode::InvalidArgument, what + ": fewer dimensions than the tensor has");
+    throw Error(ErrorCode::InvalidArgument, what() + ": fewer dimensions than the tensor has");
   const size_t lead = shape.size() - shape_.size();
   Shape out_shape(shape.size()), out_strides(shape.size(), 0);
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i < lead) {
       if (shape[i] < 0)
         throw Error(ErrorCode::InvalidArgument,
-                    what + ": new dimension " + std::to_string(i) + " cannot be -1");
+                    what() + ": new dimension " + std::to_string(i) + " cannot be -1");
       out_shape[i] = shape[i];
       continue;
     }
@@ -152,7 +160,7 @@ Tensor Tensor::expand(const Shape& shape) const {
     } else if (own == 1 && want >= 0) {
       out_shape[i] = want;  // stride 0: every index reads the one element
     } else {
-      throw Error(ErrorCode::InvalidArgument, what + ": dimension " + std::to_string(i) +
+      throw Error(ErrorCode::InvalidArgument, what() + ": dimension " + std::to_string(i) +
                                                   " has size " + std::to_string(own) +
                                                   ", which only a size of 1 may be expanded from");
     }
