@@ -147,6 +147,27 @@ struct GemmDesc {
   GemmOperand a, b, c;  // c is never transposed
 };
 
+// One op a device runs itself, for devices that offer ops instead of kernels (plugins). Operands
+// are strided views with offsets and strides in elements; `out` is contiguous.
+struct OpOperand {
+  BufferPtr buffer;
+  uint64_t offset = 0;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape, strides;
+};
+enum class BuiltinOpKind : uint8_t { binary, unary, reduce };
+struct BuiltinOp {
+  BuiltinOpKind kind = BuiltinOpKind::binary;
+  // As plugin.h numbers them: add, sub, mul, div, maximum, minimum; neg, abs, relu, exp, log,
+  // sqrt, rsqrt, tanh, sigmoid, gelu, silu; sum, mean, max, min, argmax.
+  int32_t op = 0;
+  OpOperand out;
+  // binary: a and b with out's shape (stride 0 where broadcast); unary: x with out's shape;
+  // reduce: x, whose dimensions with their bit set in `reduced_axes` are folded.
+  std::vector<OpOperand> inputs;
+  uint32_t reduced_axes = 0;
+};
+
 class StreamImpl {
  public:
   virtual ~StreamImpl() = default;  // waits for enqueued work to finish
@@ -173,6 +194,8 @@ class StreamImpl {
   // A matrix product through the backend's vendor BLAS; the default says there is none. The
   // buffers belong to this stream's device.
   virtual void gemm(const GemmDesc& gemm);
+  // A built-in op (devices with the builtin_* features); the default says there is none.
+  virtual void run_builtin_op(const BuiltinOp& op);
   // `event` belongs to this stream's device.
   virtual void record(EventImpl& event) = 0;
   // `event` belongs to this backend.

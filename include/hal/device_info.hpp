@@ -51,6 +51,11 @@ inline constexpr std::string_view kPinnedHostMemory = "pinned_host_memory";
 inline constexpr std::string_view kHostKernels = "host_kernels";
 // The device compiles kernels written in hal's portable dialect (Device::compile).
 inline constexpr std::string_view kPortableKernels = "portable_kernels";
+// The device runs ops itself, without kernels (StreamImpl::run_builtin_op): elementwise binary
+// and unary ops, reductions.
+inline constexpr std::string_view kBuiltinBinary = "builtin_binary";
+inline constexpr std::string_view kBuiltinUnary = "builtin_unary";
+inline constexpr std::string_view kBuiltinReduce = "builtin_reduce";
 // Streams capture their work into replayable graphs (Stream::begin_capture).
 inline constexpr std::string_view kGraphs = "graphs";
 }  // namespace feature

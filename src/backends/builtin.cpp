@@ -1,6 +1,8 @@
 // The backends hal knows by name, in the order they are listed.
 #include "builtin_backends.hpp"
 #include "cpu/cpu_backend.hpp"
+#include "hal/registry.hpp"
+#include "plugin/plugin_backend.hpp"
 #ifdef HAL_HAVE_OPENCL
 #include "opencl/opencl_backend.hpp"
 #endif
@@ -28,4 +30,17 @@ std::vector<BuiltinBackend> builtin_backends() {
   };
 }
 
+std::vector<std::shared_ptr<Backend>> plugin_backends(const std::vector<std::string>& taken) {
+  return plugin::discover_plugins(taken).backends;
+}
+
 }  // namespace hal::detail
+
+namespace hal {
+
+std::vector<PluginInfo> plugins() {
+  Registry::instance();  // discovers the plugins, knowing the other backends' names
+  return plugin::discover_plugins({}).candidates;
+}
+
+}  // namespace hal

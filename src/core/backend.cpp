@@ -46,6 +46,10 @@ void StreamImpl::gemm(const GemmDesc& gemm) {
                                   " (the backend has no BLAS)");
 }
 
+void StreamImpl::run_builtin_op(const BuiltinOp&) {
+  throw_unsupported(device(), "built-in ops (it runs ops as kernels, or not at all)");
+}
+
 CompiledKernel DeviceImpl::compile(const KernelSource& source, const CompileOptions&) {
   throw_unsupported(*this, "compiling kernels (" + std::string(to_string(source.language)) +
                                " kernel '" + source.name + "')");

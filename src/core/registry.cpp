@@ -46,6 +46,14 @@ Registry::Registry() {
       entry->absent_reason = "not compiled in: " + builtin.absent_reason;
     entries_.push_back(std::move(entry));
   }
+  std::vector<std::string> taken;
+  for (const auto& entry : entries_) taken.push_back(entry->name);
+  for (auto& backend : detail::plugin_backends(taken)) {
+    auto entry = std::make_unique<Entry>();
+    entry->name = backend->name();
+    entry->backend = std::move(backend);
+    entries_.push_back(std::move(entry));
+  }
 }
 
 Registry::~Registry() {

@@ -2,6 +2,7 @@
 // computed in f32, and the choice of kernel table by what the device runs.
 #include "elementwise.hpp"
 
+#include "builtin_ops.hpp"
 #include "fallback.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
@@ -44,9 +45,14 @@ Tensor binary(Binary op, const Tensor& a, const Tensor& b, Stream& stream) {
     unsupported(op_name, a.dtype(), a.device(),
                 integer_ok(op) ? "f32, f64, i32, i64, f16 and bf16" : "f32, f64, f16 and bf16");
   const Shape shape = broadcast_shapes(a.shape(), b.shape());
-  const Table table = table_for(op_name, a.dtype(), a.device());
+  const Table table = table_for(op_name, a.dtype(), a.device(),
+                                has_builtin(op) ? feature::kBuiltinBinary : std::string_view());
   Tensor out = empty(shape, is_comparison(op) ? DType::boolean : a.dtype(), a.device());
   if (out.numel() == 0) return out;
+  if (table == Table::builtin) {
+    builtin_binary(op, a, b, out, stream);
+    return out;
+  }
   const ElementwiseLayout<2> layout = layout_of(a, b, shape);
   if (table == Table::host)
     host_binary(op, a, b, out, layout, stream);
@@ -64,9 +70,13 @@ Tensor unary(Unary op, const Tensor& x, Stream& stream) {
   if (!is_float(x.dtype()) && !(is_integer(x.dtype()) && integer_ok(op)))
     unsupported(op_name, x.dtype(), x.device(),
                 integer_ok(op) ? "f32, f64, i32, i64, f16 and bf16" : "f32, f64, f16 and bf16");
-  const Table table = table_for(op_name, x.dtype(), x.device());
+  const Table table = table_for(op_name, x.dtype(), x.device(), feature::kBuiltinUnary);
   Tensor out = empty(x.shape(), x.dtype(), x.device());
   if (out.numel() == 0) return out;
+  if (table == Table::builtin) {
+    builtin_unary(op, x, out, stream);
+    return out;
+  }
   const ElementwiseLayout<1> layout = layout_of(x);
   if (table == Table::host)
     host_unary(op, x, out, layout, stream);

@@ -50,13 +50,17 @@ bool is_integer(DType dtype) { return dtype == DType::i32 || dtype == DType::i64
 bool is_float(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
 bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }
 
-Table table_for(std::string_view op, DType dtype, const Device& device) {
+Table table_for(std::string_view op, DType dtype, const Device& device, std::string_view builtin) {
   const DeviceInfo& info = device.info();
   if (info.has_feature(feature::kHostKernels)) return Table::host;
   if (info.has_feature(feature::kPortableKernels)) {
     if (dtype == DType::f64 && !info.has_feature(feature::kFp64))
       unsupported(op, dtype, device, "f64 only on devices with the fp64 feature");
     return Table::portable;
+  }
+  if (!builtin.empty() && info.has_feature(builtin)) {
+    if (!info.supports(dtype)) unsupported(op, dtype, device, "the dtypes the device lists");
+    return Table::builtin;
   }
   throw Error(ErrorCode::Unsupported, std::string(op) + " on " + device.id() +
                                           ": the device runs neither host nor portable kernels");

@@ -26,8 +26,11 @@ bool is_float(DType dtype);    // f32, f64
 bool is_half(DType dtype);     // f16, bf16: ops compute them in f32
 
 // Devices with host kernels run the host table, devices with portable kernels the portable one
-// (f64 only where the device has it); others throw Unsupported naming the op and device.
-enum class Table { host, portable };
-Table table_for(std::string_view op, DType dtype, const Device& device);
+// (f64 only where the device has it), devices with the feature `builtin` (builtin_binary ...)
+// run the op themselves (StreamImpl::run_builtin_op, if they take the dtype); others throw
+// Unsupported naming the op and device.
+enum class Table { host, portable, builtin };
+Table table_for(std::string_view op, DType dtype, const Device& device,
+                std::string_view builtin = {});
 
 }  // namespace hal::ops

@@ -2,6 +2,7 @@
 // layout of the kept and reduced dimensions.
 #include "reduce.hpp"
 
+#include "builtin_ops.hpp"
 #include "elementwise.hpp"
 #include "fallback.hpp"
 #include "hal/error.hpp"
@@ -83,9 +84,13 @@ Tensor reduce(Reduce op, const Tensor& x, const std::vector<int64_t>& axes, bool
   if (layout.count == 0 && op != Reduce::sum && op != Reduce::mean && layout.outputs > 0)
     throw Error(ErrorCode::InvalidArgument, std::string(op_name) + " of " + x.describe() +
                                                 ": the reduced dimensions hold no elements");
-  const Table table = table_for(op_name, x.dtype(), x.device());
+  const Table table = table_for(op_name, x.dtype(), x.device(), feature::kBuiltinReduce);
   Tensor out = empty(shape, op == Reduce::argmax ? DType::i64 : x.dtype(), x.device());
   if (out.numel() == 0) return out;
+  if (table == Table::builtin) {
+    builtin_reduce(op, x, reduced, out, stream);
+    return out;
+  }
   if (table == Table::host)
     host_reduce(op, x, out, layout, stream);
   else

@@ -106,6 +106,13 @@ inline bool runs_kernels(const Device& device) {
          device.info().has_feature(feature::kPortableKernels);
 }
 
+// Devices that run ops themselves, without kernels (plugins such as sim).
+inline bool has_builtin_ops(const Device& device) {
+  return device.info().has_feature(feature::kBuiltinBinary) ||
+         device.info().has_feature(feature::kBuiltinUnary) ||
+         device.info().has_feature(feature::kBuiltinReduce);
+}
+
 // The dtypes ops compute in on `device`.
 inline std::vector<DType> compute_dtypes(const Device& device) {
   std::vector<DType> out{DType::f32, DType::i32, DType::i64};

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -70,7 +71,7 @@ TEST(Cli, DevicesJsonFollowsTheSchema) {
 }
 
 TEST(Cli, SelectorNarrowsTheList) {
-  const std::string hide_all = "HAL_DEVICES='!cpu:*;!opencl:*'";
+  const std::string hide_all = "HAL_DEVICES='!cpu:*;!opencl:*;!sim:*'";
   const Result result = run(hide_all, "devices --json");
   ASSERT_EQ(result.status, 0) << result.output;
   const auto listing = nlohmann::json::parse(result.output);
@@ -229,6 +230,31 @@ TEST(Cli, BenchOpsComparesWithOpenBlasAndAHandWrittenLoop) {
     names.insert(figure["name"].get<std::string>());
   }
   EXPECT_EQ(names, (std::set<std::string>{"matmul_f32_1024", "add_f32_tiny"})) << result.output;
+}
+
+TEST(Cli, PluginsListsEachCandidateAndWhyItDidNotLoad) {
+  const Result result = run("HAL_PLUGIN_PATH=" HAL_TEST_PLUGINS, "plugins --json");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto listing = nlohmann::json::parse(result.output);
+  EXPECT_EQ(listing["schema"], "hal.plugins/1");
+  std::map<std::string, nlohmann::json> by_file;
+  for (const auto& plugin : listing["plugins"]) {
+    const std::string path = plugin["path"];
+    by_file[path.substr(path.rfind('/') + 1)] = plugin;
+  }
+  ASSERT_TRUE(by_file.count("libhal_plugin_sim.so")) << result.output;
+  EXPECT_TRUE(by_file["libhal_plugin_sim.so"]["loaded"].get<bool>());
+  EXPECT_EQ(by_file["libhal_plugin_sim.so"]["abi_version"], "1.0");
+  ASSERT_TRUE(by_file.count("libbroken_major.so")) << result.output;
+  EXPECT_FALSE(by_file["libbroken_major.so"]["loaded"].get<bool>());
+  EXPECT_NE(by_file["libbroken_major.so"]["reason"].get<std::string>().find("2.0"),
+            std::string::npos);
+  const Result text = run("HAL_PLUGIN_PATH=" HAL_TEST_PLUGINS, "plugins");
+  EXPECT_NE(text.output.find("[sim]"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("(not loaded)"), std::string::npos) << text.output;
+  const Result devices = run("HAL_PLUGIN_PATH=" HAL_TEST_PLUGINS, "devices");
+  EXPECT_EQ(devices.status, 0) << "broken plugins never stop hal: " << devices.output;
+  EXPECT_NE(devices.output.find("[sim:0]"), std::string::npos) << devices.output;
 }
 
 TEST(Cli, UnknownCommandIsAUsageError) {

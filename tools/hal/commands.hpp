@@ -10,5 +10,6 @@ void add_devices_command(CLI::App& app);
 void add_version_command(CLI::App& app);
 void add_memory_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_plugins_command(CLI::App& app);
 
 }  // namespace hal::tool

@@ -1,0 +1,517 @@
+// The simulated accelerator: hal_plugin_init and the table of plugin.h. Devices with private
+// memory, streams that keep simulated time from a performance model, built-in ops, and faults
+// injected on request (HAL_SIM_CONFIG, see sim.hpp).
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <string>
+
+#include "sim.hpp"
+
+// The table's name and size, overridable so that hal's tests can build this plugin as one of an
+// older minor version (a shorter table) under another name.
+#ifndef SIM_BACKEND_NAME
+#define SIM_BACKEND_NAME "sim"
+#endif
+#ifndef SIM_TABLE_SIZE
+#define SIM_TABLE_SIZE sizeof(hal_plugin_api)
+#endif
+
+namespace sim {
+namespace {
+
+thread_local std::string t_last_error;
+
+struct Plugin {
+  Config config;
+  std::string config_error;
+  std::deque<hal_plugin_device_s> devices;  // stable addresses
+};
+
+Plugin& plugin() {
+  static Plugin instance;
+  return instance;
+}
+
+const char* last_error() { return t_last_error.c_str(); }
+
+// The first check of every call naming a device.
+#define SIM_CHECK_DEVICE(device)                                                          \
+  do {                                                                                    \
+    if (!(device)->count_call())                                                          \
+      return fail(HAL_STATUS_DEVICE_LOST,                                                 \
+                  "sim:" + std::to_string((device)->index) + " was lost (injected fault)"); \
+  } while (0)
+
+void copy_string(char* out, size_t size, const std::string& text) {
+  std::snprintf(out, size, "%s", text.c_str());
+}
+
+hal_status device_count(uint32_t* count) {
+  *count = static_cast<uint32_t>(plugin().devices.size());
+  return HAL_STATUS_OK;
+}
+
+hal_status device_get(uint32_t index, hal_plugin_device* device) {
+  if (index >= plugin().devices.size())
+    return fail(HAL_STATUS_NOT_FOUND, "sim: no device " + std::to_string(index));
+  *device = &plugin().devices[index];
+  return HAL_STATUS_OK;
+}
+
+hal_status device_properties(hal_plugin_device device, hal_plugin_device_properties* out) {
+  SIM_CHECK_DEVICE(device);
+  if (out->struct_size < offsetof(hal_plugin_device_properties, launch_latency_us) + sizeof(double))
+    return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: device properties struct too small");
+  const Config& c = device->config;
+  copy_string(out->name, sizeof out->name, "hal simulated accelerator");
+  copy_string(out->vendor, sizeof out->vendor, "hal");
+  copy_string(out->architecture, sizeof out->architecture, "sim1");
+  copy_string(out->driver_version, sizeof out->driver_version, "1.0");
+  // A stable UUID: a prefix, a hash of the backend's name, and the device index.
+  const uint8_t prefix[4] = {0x5a, 0x11, 0x0c, 0xa1};
+  std::memcpy(out->uuid, prefix, sizeof prefix);
+  uint32_t hash = 2166136261u;  // FNV-1a
+  for (const char* c = SIM_BACKEND_NAME; *c; ++c) hash = (hash ^ static_cast<uint8_t>(*c)) * 16777619u;
+  for (int i = 0; i < 4; ++i) out->uuid[4 + i] = static_cast<uint8_t>(hash >> (8 * (3 - i)));
+  for (int i = 0; i < 8; ++i) out->uuid[8 + i] = static_cast<uint8_t>(device->index >> (8 * (7 - i)));
+  out->kind = HAL_PLUGIN_DEVICE_ACCELERATOR;
+  out->compute_units = 64;
+  out->clock_mhz = 1000;
+  out->memory_bytes = c.memory_bytes;
+  out->max_allocation_bytes = c.memory_bytes;
+  out->dtypes = (1u << HAL_PLUGIN_DTYPE_F32) | (1u << HAL_PLUGIN_DTYPE_F64) |
+                (1u << HAL_PLUGIN_DTYPE_I32) | (1u << HAL_PLUGIN_DTYPE_I64);
+  out->ops = HAL_PLUGIN_OPS_BINARY | HAL_PLUGIN_OPS_UNARY | HAL_PLUGIN_OPS_REDUCE |
+             HAL_PLUGIN_OPS_MATMUL;
+  out->peak_f32_gflops = c.gflops;
+  out->peak_bandwidth_gbps = c.bandwidth_gbps;
+  out->launch_latency_us = c.launch_us;
+  return HAL_STATUS_OK;
+}
+
+hal_status device_memory_free(hal_plugin_device device, uint64_t* bytes) {
+  SIM_CHECK_DEVICE(device);
+  std::lock_guard lock(device->mutex);
+  *bytes = device->config.memory_bytes - device->used_bytes;
+  return HAL_STATUS_OK;
+}
+
+hal_status buffer_allocate(hal_plugin_device device, uint64_t bytes, hal_plugin_buffer* out) {
+  SIM_CHECK_DEVICE(device);
+  if (bytes == 0) return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: an allocation of 0 bytes");
+  {
+    std::lock_guard lock(device->mutex);
+    const uint64_t n = ++device->allocations;
+    const bool injected =
+        device->index == device->config.fault_device && n == device->config.fail_alloc_at;
+    const uint64_t free_bytes = device->config.memory_bytes - device->used_bytes;
+    if (injected || bytes > free_bytes)
+      return fail(HAL_STATUS_OUT_OF_MEMORY,
+                  "sim:" + std::to_string(device->index) + ": cannot allocate " +
+                      std::to_string(bytes) + " bytes; " + std::to_string(free_bytes) +
+                      " of " + std::to_string(device->config.memory_bytes) + " are free" +
+                      (injected ? " (injected fault at allocation " + std::to_string(n) + ")"
+                                : ""));
+    device->used_bytes += bytes;
+  }
+  auto* buffer = new hal_plugin_buffer_s;
+  buffer->device = device;
+  buffer->size = bytes;
+  buffer->bytes.reset(new unsigned char[bytes]());
+  *out = buffer;
+  return HAL_STATUS_OK;
+}
+
+hal_status buffer_free(hal_plugin_buffer buffer) {
+  {
+    std::lock_guard lock(buffer->device->mutex);
+    buffer->device->used_bytes -= buffer->size;
+  }
+  delete buffer;
+  return HAL_STATUS_OK;
+}
+
+hal_status stream_create(hal_plugin_device device, hal_plugin_stream* out) {
+  SIM_CHECK_DEVICE(device);
+  *out = new hal_plugin_stream_s(device);
+  return HAL_STATUS_OK;
+}
+
+hal_status stream_destroy(hal_plugin_stream stream) {
+  delete stream;
+  return HAL_STATUS_OK;
+}
+
+hal_status stream_synchronize(hal_plugin_stream stream) {
+  SIM_CHECK_DEVICE(stream->device);
+  stream->wait_idle();
+  return HAL_STATUS_OK;
+}
+
+hal_status stream_query(hal_plugin_stream stream, int32_t* idle) {
+  SIM_CHECK_DEVICE(stream->device);
+  *idle = stream->idle() ? 1 : 0;
+  return HAL_STATUS_OK;
+}
+
+hal_status check_range(const hal_plugin_buffer buffer, uint64_t offset, uint64_t bytes) {
+  if (offset > buffer->size || bytes > buffer->size - offset)
+    return fail(HAL_STATUS_OUT_OF_RANGE, "sim: " + std::to_string(bytes) + " bytes at offset " +
+                                             std::to_string(offset) + " run past a buffer of " +
+                                             std::to_string(buffer->size));
+  return HAL_STATUS_OK;
+}
+
+hal_status copy_to_device(hal_plugin_stream stream, hal_plugin_buffer dst, uint64_t dst_offset,
+                          const void* src, uint64_t bytes) {
+  SIM_CHECK_DEVICE(stream->device);
+  if (hal_status status = check_range(dst, dst_offset, bytes)) return status;
+  stream->enqueue([=] {
+    std::memcpy(dst->bytes.get() + dst_offset, src, bytes);
+    stream->advance(static_cast<double>(bytes), 0);
+  });
+  return HAL_STATUS_OK;
+}
+
+hal_status copy_to_host(hal_plugin_stream stream, void* dst, hal_plugin_buffer src,
+                        uint64_t src_offset, uint64_t bytes) {
+  SIM_CHECK_DEVICE(stream->device);
+  if (hal_status status = check_range(src, src_offset, bytes)) return status;
+  stream->enqueue([=] {
+    std::memcpy(dst, src->bytes.get() + src_offset, bytes);
+    stream->advance(static_cast<double>(bytes), 0);
+  });
+  return HAL_STATUS_OK;
+}
+
+hal_status copy_on_device(hal_plugin_stream stream, hal_plugin_buffer dst, uint64_t dst_offset,
+                          hal_plugin_buffer src, uint64_t src_offset, uint64_t bytes) {
+  SIM_CHECK_DEVICE(stream->device);
+  if (hal_status status = check_range(dst, dst_offset, bytes)) return status;
+  if (hal_status status = check_range(src, src_offset, bytes)) return status;
+  stream->enqueue([=] {
+    std::memmove(dst->bytes.get() + dst_offset, src->bytes.get() + src_offset, bytes);
+    stream->advance(2.0 * static_cast<double>(bytes), 0);
+  });
+  return HAL_STATUS_OK;
+}
+
+hal_status fill(hal_plugin_stream stream, hal_plugin_buffer dst, uint64_t dst_offset,
+                uint64_t bytes, const void* pattern, uint32_t pattern_size) {
+  SIM_CHECK_DEVICE(stream->device);
+  if (hal_status status = check_range(dst, dst_offset, bytes)) return status;
+  if (pattern_size == 0 || bytes % pattern_size != 0)
+    return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: fill of " + std::to_string(bytes) +
+                                                 " bytes with a pattern of " +
+                                                 std::to_string(pattern_size));
+  uint64_t value = 0;  // the pattern is the caller's only during the call
+  std::memcpy(&value, pattern, pattern_size);
+  stream->enqueue([=] {
+    for (uint64_t at = 0; at < bytes; at += pattern_size)
+      std::memcpy(dst->bytes.get() + dst_offset + at, &value, pattern_size);
+    stream->advance(static_cast<double>(bytes), 0);
+  });
+  return HAL_STATUS_OK;
+}
+
+hal_status host_callback(hal_plugin_stream stream, hal_plugin_host_fn fn, void* user_data) {
+  SIM_CHECK_DEVICE(stream->device);
+  stream->enqueue([=] {
+    // The stream is held for as long as the callback runs: the time counts as the stream's.
+    const auto start = std::chrono::steady_clock::now();
+    fn(user_data);
+    const std::chrono::duration<double, std::micro> held = std::chrono::steady_clock::now() - start;
+    stream->clock_us += held.count();
+  });
+  return HAL_STATUS_OK;
+}
+
+hal_status event_create(hal_plugin_device device, hal_plugin_event* out) {
+  SIM_CHECK_DEVICE(device);
+  auto* event = new hal_plugin_event_s;
+  event->device = device;
+  *out = event;
+  return HAL_STATUS_OK;
+}
+
+hal_status event_destroy(hal_plugin_event event) {
+  event->release();
+  return HAL_STATUS_OK;
+}
+
+hal_status event_record(hal_plugin_event event, hal_plugin_stream stream) {
+  SIM_CHECK_DEVICE(stream->device);
+  uint64_t record = 0;
+  {
+    std::lock_guard lock(event->mutex);
+    record = ++event->issued;
+  }
+  event->retain();
+  stream->enqueue([=] {
+    {
+      std::lock_guard lock(event->mutex);
+      event->done = std::max(event->done, record);
+      event->time_us = stream->clock_us;
+      event->changed.notify_all();
+    }
+    event->release();
+  });
+  return HAL_STATUS_OK;
+}
+
+hal_status stream_wait_event(hal_plugin_stream stream, hal_plugin_event event) {
+  SIM_CHECK_DEVICE(stream->device);
+  uint64_t record = 0;
+  {
+    std::lock_guard lock(event->mutex);
+    record = event->issued;  // the latest record at the time of the call
+  }
+  event->retain();
+  stream->enqueue([=] {
+    {
+      std::unique_lock lock(event->mutex);
+      event->changed.wait(lock, [&] { return event->done >= record; });
+      stream->clock_us = std::max(stream->clock_us, event->time_us);
+    }
+    event->release();
+  });
+  return HAL_STATUS_OK;
+}
+
+hal_status event_synchronize(hal_plugin_event event) {
+  SIM_CHECK_DEVICE(event->device);
+  std::unique_lock lock(event->mutex);
+  const uint64_t record = event->issued;
+  event->changed.wait(lock, [&] { return event->done >= record; });
+  return HAL_STATUS_OK;
+}
+
+hal_status event_query(hal_plugin_event event, int32_t* complete) {
+  SIM_CHECK_DEVICE(event->device);
+  std::lock_guard lock(event->mutex);
+  *complete = event->done >= event->issued ? 1 : 0;
+  return HAL_STATUS_OK;
+}
+
+hal_status event_elapsed_ms(hal_plugin_event start, hal_plugin_event end, double* ms) {
+  SIM_CHECK_DEVICE(end->device);
+  // Each read under its own event's lock (start and end may be one event).
+  auto completed = [](hal_plugin_event event, double& time_us) {
+    std::lock_guard lock(event->mutex);
+    time_us = event->time_us;
+    return event->done > 0;
+  };
+  double from = 0, to = 0;
+  if (!completed(start, from) || !completed(end, to))
+    return fail(HAL_STATUS_INVALID_STATE, "sim: elapsed time of an event never recorded");
+  *ms = (to - from) / 1000.0;
+  return HAL_STATUS_OK;
+}
+
+// Counts an op on the stream's device; the injected failure, if this is the one.
+hal_status begin_op(hal_plugin_stream stream) {
+  hal_plugin_device_s* device = stream->device;
+  std::lock_guard lock(device->mutex);
+  const uint64_t n = ++device->ops;
+  if (device->index == device->config.fault_device && n == device->config.fail_op_at)
+    return fail(HAL_STATUS_INTERNAL, "sim:" + std::to_string(device->index) +
+                                         ": op " + std::to_string(n) +
+                                         " failed (injected fault)");
+  return HAL_STATUS_OK;
+}
+
+double bytes_of(const hal_plugin_tensor& t) {
+  double n = 1;
+  for (uint32_t d = 0; d < t.rank; ++d) n *= static_cast<double>(t.shape[d]);
+  const double element = t.dtype == HAL_PLUGIN_DTYPE_F64 || t.dtype == HAL_PLUGIN_DTYPE_I64 ? 8 : 4;
+  return n * element;
+}
+
+// Ops are checked when enqueued, so that what fails is reported by the call, and computed by
+// the stream's worker on copies of the descriptions.
+hal_status op_binary(hal_plugin_stream stream, hal_plugin_op op, const hal_plugin_tensor* out,
+                     const hal_plugin_tensor* a, const hal_plugin_tensor* b) {
+  SIM_CHECK_DEVICE(stream->device);
+  if (hal_status status = check_binary(op, out->dtype)) return status;
+  if (hal_status status = begin_op(stream)) return status;
+  stream->enqueue([stream, op, o = *out, x = *a, y = *b] {
+    binary(op, o, x, y);
+    stream->advance(3 * bytes_of(o), bytes_of(o) / 4);
+  });
+  return HAL_STATUS_OK;
+}
+
+hal_status op_unary(hal_plugin_stream stream, hal_plugin_op op, const hal_plugin_tensor* out,
+                    const hal_plugin_tensor* x) {
+  SIM_CHECK_DEVICE(stream->device);
+  if (hal_status status = check_unary(op, out->dtype)) return status;
+  if (hal_status status = begin_op(stream)) return status;
+  stream->enqueue([stream, op, o = *out, in = *x] {
+    unary(op, o, in);
+    stream->advance(2 * bytes_of(o), bytes_of(o) / 4);
+  });
+  return HAL_STATUS_OK;
+}
+
+hal_status op_reduce(hal_plugin_stream stream, hal_plugin_op op, const hal_plugin_tensor* out,
+                     const hal_plugin_tensor* x, uint32_t axes) {
+  SIM_CHECK_DEVICE(stream->device);
+  if (hal_status status = check_reduce(op, x->dtype)) return status;
+  if (hal_status status = begin_op(stream)) return status;
+  stream->enqueue([stream, op, o = *out, in = *x, axes] {
+    reduce(op, o, in, axes);
+    stream->advance(bytes_of(in) + bytes_of(o), bytes_of(in) / 4);
+  });
+  return HAL_STATUS_OK;
+}
+
+hal_status op_matmul(hal_plugin_stream stream, const hal_plugin_gemm* gemm) {
+  SIM_CHECK_DEVICE(stream->device);
+  if (gemm->struct_size < sizeof(hal_plugin_gemm))
+    return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: gemm struct too small");
+  if (gemm->dtype != HAL_PLUGIN_DTYPE_F32 && gemm->dtype != HAL_PLUGIN_DTYPE_F64)
+    return fail(HAL_STATUS_UNSUPPORTED, "sim: matmul takes f32 and f64");
+  if (hal_status status = begin_op(stream)) return status;
+  stream->enqueue([stream, g = *gemm] {
+    matmul(g);
+    const double element = g.dtype == HAL_PLUGIN_DTYPE_F64 ? 8 : 4;
+    const double m = static_cast<double>(g.m), n = static_cast<double>(g.n),
+                 k = static_cast<double>(g.k), batch = static_cast<double>(g.batch);
+    stream->advance(batch * (m * k + k * n + m * n) * element, 2 * batch * m * n * k);
+  });
+  return HAL_STATUS_OK;
+}
+
+const hal_plugin_api kApi = {
+    SIM_TABLE_SIZE,
+    HAL_PLUGIN_ABI_MAJOR,
+    HAL_PLUGIN_ABI_MINOR,
+    SIM_BACKEND_NAME,
+    "1.0",
+    last_error,
+    device_count,
+    device_get,
+    device_properties,
+    device_memory_free,
+    buffer_allocate,
+    buffer_free,
+    stream_create,
+    stream_destroy,
+    stream_synchronize,
+    stream_query,
+    copy_to_device,
+    copy_to_host,
+    copy_on_device,
+    fill,
+    host_callback,
+    event_create,
+    event_destroy,
+    event_record,
+    stream_wait_event,
+    event_synchronize,
+    event_query,
+    event_elapsed_ms,
+    op_binary,
+    op_unary,
+    op_reduce,
+    op_matmul,
+};
+
+}  // namespace
+
+hal_status fail(hal_status status, std::string message) {
+  t_last_error = std::move(message);
+  return status;
+}
+
+}  // namespace sim
+
+bool hal_plugin_device_s::count_call() {
+  if (lost.load(std::memory_order_acquire)) return false;
+  if (index != config.fault_device || config.lose_device_at == 0) return true;
+  std::lock_guard lock(mutex);
+  if (++calls >= config.lose_device_at) {
+    lost.store(true, std::memory_order_release);
+    return false;
+  }
+  return true;
+}
+
+hal_plugin_stream_s::hal_plugin_stream_s(hal_plugin_device_s* owner)
+    : device(owner), worker_([this] { run(); }) {}
+
+hal_plugin_stream_s::~hal_plugin_stream_s() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  worker_.join();
+}
+
+void hal_plugin_stream_s::enqueue(std::function<void()> work) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(work));
+  }
+  changed_.notify_all();
+}
+
+void hal_plugin_stream_s::wait_idle() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] { return queue_.empty() && !busy_; });
+}
+
+bool hal_plugin_stream_s::idle() {
+  std::lock_guard lock(mutex_);
+  return queue_.empty() && !busy_;
+}
+
+void hal_plugin_stream_s::run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything has run
+    std::function<void()> work = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    work();
+    lock.lock();
+    busy_ = false;
+    changed_.notify_all();
+  }
+}
+
+void hal_plugin_stream_s::advance(double bytes, double flops) {
+  const sim::Config& c = device->config;
+  // bytes / (GB/s) is ns; flops / (GFLOP/s) is ns.
+  clock_us += c.launch_us + std::max(bytes / c.bandwidth_gbps, flops / c.gflops) / 1000.0;
+}
+
+extern "C" __attribute__((visibility("default"))) hal_status hal_plugin_init(
+    const hal_plugin_host_info* host, const hal_plugin_api** api) {
+  using sim::fail;
+  *api = &sim::kApi;  // last_error explains a failure
+  if (host == nullptr || host->abi_major != HAL_PLUGIN_ABI_MAJOR)
+    return fail(HAL_STATUS_ABI_MISMATCH,
+                "sim speaks plugin ABI " + std::to_string(HAL_PLUGIN_ABI_MAJOR) + "." +
+                    std::to_string(HAL_PLUGIN_ABI_MINOR) + ", the host " +
+                    (host ? std::to_string(host->abi_major) + "." + std::to_string(host->abi_minor)
+                          : std::string("gave no version")));
+  sim::Plugin& p = sim::plugin();
+  if (p.devices.empty()) {
+    std::string error;
+    if (!sim::parse_config(std::getenv("HAL_SIM_CONFIG"), p.config, error))
+      return fail(HAL_STATUS_INVALID_ARGUMENT, error);
+    for (uint32_t i = 0; i < p.config.devices; ++i) {
+      hal_plugin_device_s& device = p.devices.emplace_back();
+      device.index = i;
+      device.config = p.config;
+    }
+  }
+  return HAL_STATUS_OK;
+}

@@ -1,0 +1,173 @@
+#include "plugin_device.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "plugin_stream.hpp"
+
+namespace hal::plugin {
+namespace {
+
+std::string text(const char* field, size_t size) { return std::string(field, strnlen(field, size)); }
+
+std::string uuid_text(const uint8_t (&bytes)[16]) {
+  char out[37];
+  std::snprintf(out, sizeof out,
+                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", bytes[0],
+                bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
+                bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
+  return out;
+}
+
+DeviceKind kind_of(int32_t kind) {
+  switch (kind) {
+    case HAL_PLUGIN_DEVICE_GPU:
+      return DeviceKind::gpu;
+    case HAL_PLUGIN_DEVICE_CPU:
+      return DeviceKind::cpu;
+    default:
+      return DeviceKind::accelerator;
+  }
+}
+
+}  // namespace
+
+PluginDevice::PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_t index,
+                           hal_plugin_device handle)
+    : library_(std::move(library)), handle_(handle) {
+  info_.id = library_->name() + ":" + std::to_string(index);
+  hal_plugin_device_properties properties{};
+  properties.struct_size = sizeof properties;
+  check(library_->api->device_properties(handle_, &properties), "device properties");
+  info_.uuid = uuid_text(properties.uuid);
+  info_.name = text(properties.name, sizeof properties.name);
+  info_.vendor = text(properties.vendor, sizeof properties.vendor);
+  info_.architecture = text(properties.architecture, sizeof properties.architecture);
+  info_.driver_version = text(properties.driver_version, sizeof properties.driver_version);
+  info_.kind = kind_of(properties.kind);
+  info_.memory_total = {properties.memory_bytes, Provenance::measured};
+  info_.memory_free = memory_free();
+  info_.compute_units = properties.compute_units;
+  info_.clock_mhz = properties.clock_mhz;
+  info_.limits.max_allocation_bytes = properties.max_allocation_bytes;
+  for (DType dtype : kAllDTypes)
+    if (properties.dtypes & (1u << static_cast<uint32_t>(dtype))) info_.dtypes.push_back(dtype);
+  if (info_.supports(DType::f64)) info_.features.emplace_back(feature::kFp64);
+  if (info_.supports(DType::f16)) info_.features.emplace_back(feature::kFp16);
+  if (info_.supports(DType::bf16)) info_.features.emplace_back(feature::kBf16);
+  const auto offers = [&](uint32_t bit, auto function) {
+    return (properties.ops & bit) != 0 && function != nullptr;
+  };
+  if (offers(HAL_PLUGIN_OPS_BINARY, HAL_PLUGIN_FN(*library_, op_binary)))
+    info_.features.emplace_back(feature::kBuiltinBinary);
+  if (offers(HAL_PLUGIN_OPS_UNARY, HAL_PLUGIN_FN(*library_, op_unary)))
+    info_.features.emplace_back(feature::kBuiltinUnary);
+  if (offers(HAL_PLUGIN_OPS_REDUCE, HAL_PLUGIN_FN(*library_, op_reduce)))
+    info_.features.emplace_back(feature::kBuiltinReduce);
+  if (offers(HAL_PLUGIN_OPS_MATMUL, HAL_PLUGIN_FN(*library_, op_matmul)))
+    info_.features.emplace_back("builtin_matmul");
+  std::sort(info_.features.begin(), info_.features.end());
+}
+
+void PluginDevice::check_not_lost() const {
+  if (!is_lost_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(lost_mutex_);
+  throw Error(ErrorCode::DeviceLost, info_.id + " was lost earlier and stays lost: " + lost_,
+              HAL_STATUS_DEVICE_LOST);
+}
+
+void PluginDevice::check(hal_status status, const std::string& what) const {
+  if (status == HAL_STATUS_DEVICE_LOST) {
+    std::lock_guard lock(lost_mutex_);
+    if (!is_lost_.exchange(true)) lost_ = what + ": " + library_->last_error();
+  }
+  library_->check(status, info_.id + ": " + what);
+}
+
+MemoryFigure PluginDevice::memory_free() const {
+  check_not_lost();
+  uint64_t bytes = 0;
+  check(library_->api->device_memory_free(handle_, &bytes), "free memory");
+  return {bytes, Provenance::measured};
+}
+
+BufferPtr PluginDevice::allocate(size_t bytes, MemoryKind kind) {
+  check_not_lost();
+  if (kind != MemoryKind::device) throw_unsupported(*this, "memory other than device memory");
+  hal_plugin_buffer handle = nullptr;
+  check(library_->api->buffer_allocate(handle_, bytes, &handle),
+        "allocate " + std::to_string(bytes) + " bytes");
+  return std::make_shared<PluginBuffer>(
+      std::static_pointer_cast<PluginDevice>(shared_from_this()), bytes, handle);
+}
+
+std::shared_ptr<StreamImpl> PluginDevice::create_stream() {
+  check_not_lost();
+  hal_plugin_stream handle = nullptr;
+  check(library_->api->stream_create(handle_, &handle), "create a stream");
+  return std::make_shared<PluginStream>(
+      std::static_pointer_cast<PluginDevice>(shared_from_this()), handle);
+}
+
+std::shared_ptr<EventImpl> PluginDevice::create_event() {
+  check_not_lost();
+  hal_plugin_event handle = nullptr;
+  check(library_->api->event_create(handle_, &handle), "create an event");
+  return std::make_shared<PluginEvent>(std::make_shared<EventHandle>(
+      std::static_pointer_cast<PluginDevice>(shared_from_this()), handle));
+}
+
+PluginBuffer::~PluginBuffer() {
+  auto& device = static_cast<PluginDevice&>(this->device());
+  device.library().api->buffer_free(handle_);  // nothing to do about a failure here
+}
+
+NativeRange native(const BufferPtr& buffer, size_t offset) {
+  const auto& storage = static_cast<const PluginBuffer&>(buffer->storage());
+  return {storage.handle(), buffer->storage_offset() + offset};
+}
+
+namespace {
+
+class PluginFence final : public HostFence {
+ public:
+  explicit PluginFence(std::shared_ptr<EventHandle> event) : event_(std::move(event)) {}
+  bool ready() const override {
+    const PluginDevice& device = *event_->device;
+    device.check_not_lost();
+    int32_t complete = 0;
+    device.check(device.library().api->event_query(event_->handle, &complete), "query an event");
+    return complete != 0;
+  }
+  void wait() const override {
+    const PluginDevice& device = *event_->device;
+    device.check_not_lost();
+    device.check(device.library().api->event_synchronize(event_->handle), "wait for an event");
+  }
+
+ private:
+  std::shared_ptr<EventHandle> event_;
+};
+
+}  // namespace
+
+EventHandle::~EventHandle() { device->library().api->event_destroy(handle); }
+
+std::shared_ptr<HostFence> PluginEvent::fence() const {
+  if (!recorded_.load()) return nullptr;
+  // The fence reads the event's latest record, which is the one asked for unless the event is
+  // recorded again before the fence is read: then it waits longer, never shorter.
+  return std::make_shared<PluginFence>(handle_);
+}
+
+double PluginEvent::elapsed_ms_since(const EventImpl& start) const {
+  const PluginDevice& device = *handle_->device;
+  device.check_not_lost();
+  double ms = 0;
+  device.check(device.library().api->event_elapsed_ms(
+                   static_cast<const PluginEvent&>(start).handle(), handle(), &ms),
+               "elapsed time between events");
+  return ms;
+}
+
+}  // namespace hal::plugin

@@ -1,0 +1,89 @@
+// A plugin's device, buffer and event as hal's DeviceImpl, BufferImpl and EventImpl. A device
+// remembers that it was lost: after the plugin first says DEVICE_LOST, hal refuses every call
+// on it without asking the plugin again.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "hal/backend.hpp"
+#include "plugin_library.hpp"
+
+namespace hal::plugin {
+
+class PluginDevice final : public DeviceImpl {
+ public:
+  PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_t index,
+               hal_plugin_device handle);
+
+  const DeviceInfo& info() const override { return info_; }
+  MemoryFigure memory_free() const override;
+  BufferPtr allocate(size_t bytes, MemoryKind kind) override;
+  std::shared_ptr<StreamImpl> create_stream() override;
+  std::shared_ptr<EventImpl> create_event() override;
+
+  const PluginLibrary& library() const { return *library_; }
+  hal_plugin_device handle() const { return handle_; }
+  // Checks a status of a call on this device ("what" names the operation), and that the device
+  // is not lost; throws hal::Error naming the device.
+  void check(hal_status status, const std::string& what) const;
+  void check_not_lost() const;
+
+ private:
+  std::shared_ptr<const PluginLibrary> library_;
+  hal_plugin_device handle_;
+  DeviceInfo info_;
+  mutable std::mutex lost_mutex_;
+  mutable std::string lost_;  // the message of the call that found the device lost
+  mutable std::atomic<bool> is_lost_{false};
+};
+
+class PluginBuffer final : public BufferImpl {
+ public:
+  PluginBuffer(std::shared_ptr<PluginDevice> device, size_t size, hal_plugin_buffer handle)
+      : BufferImpl(device, size, MemoryKind::device), handle_(handle) {}
+  ~PluginBuffer() override;
+  hal_plugin_buffer handle() const { return handle_; }
+
+ private:
+  hal_plugin_buffer handle_;
+};
+
+// The plugin buffer behind a hal buffer (a block of a segment), and where the block starts.
+struct NativeRange {
+  hal_plugin_buffer buffer;
+  uint64_t offset;
+};
+NativeRange native(const BufferPtr& buffer, size_t offset);
+
+// A plugin event's handle, shared by the event and the fences of its records, destroyed with
+// the last of them.
+struct EventHandle {
+  EventHandle(std::shared_ptr<PluginDevice> owner, hal_plugin_event event)
+      : device(std::move(owner)), handle(event) {}
+  ~EventHandle();
+  EventHandle(const EventHandle&) = delete;
+  EventHandle& operator=(const EventHandle&) = delete;
+
+  std::shared_ptr<PluginDevice> device;
+  hal_plugin_event handle;
+};
+
+class PluginEvent final : public EventImpl {
+ public:
+  explicit PluginEvent(std::shared_ptr<EventHandle> handle) : handle_(std::move(handle)) {}
+  DeviceImpl& device() const override { return *handle_->device; }
+  std::shared_ptr<HostFence> fence() const override;
+  double elapsed_ms_since(const EventImpl& start) const override;
+
+  hal_plugin_event handle() const { return handle_->handle; }
+  void mark_recorded() { recorded_ = true; }
+
+ private:
+  std::shared_ptr<EventHandle> handle_;
+  std::atomic<bool> recorded_{false};
+};
+
+}  // namespace hal::plugin

@@ -1,0 +1,40 @@
+// One plugin's shared library, loaded and checked: the table it returned, and how to call it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "hal/error.hpp"
+#include "hal/plugin.h"
+
+namespace hal::plugin {
+
+struct PluginLibrary {
+  std::string path;
+  void* handle = nullptr;  // never closed: the plugin's objects live as long as the process
+  const hal_plugin_api* api = nullptr;
+
+  std::string name() const { return api->name; }
+  std::string abi_version() const {
+    return std::to_string(api->abi_major) + "." + std::to_string(api->abi_minor);
+  }
+  // The plugin's message for the calling thread's last failed call.
+  std::string last_error() const;
+  // Throws hal::Error for a failed status: the code is the status's, the message names
+  // `what` (the device and the operation) and the plugin's own message.
+  void check(hal_status status, const std::string& what) const;
+};
+
+// Loads the plugin at `path` and checks what it returned: the entry point, the ABI's major
+// version (PluginAbiMismatch naming both versions), the table's required functions, the name.
+// Throws hal::Error saying what failed; a failed library is closed again.
+PluginLibrary load_plugin(const std::string& path);
+
+}  // namespace hal::plugin
+
+// The table's entry `field`, or nullptr where the plugin's table ends before it (a plugin of an
+// older minor version) or leaves it out.
+#define HAL_PLUGIN_FN(library, field)                                                         \
+  ((offsetof(hal_plugin_api, field) + sizeof((library).api->field) <= (library).api->struct_size) \
+       ? (library).api->field                                                                 \
+       : nullptr)

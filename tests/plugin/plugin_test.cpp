@@ -1,0 +1,219 @@
+// Plugins through hal: the simulated accelerator (plugins/sim) as a backend like any other, and
+// plugins that fail to load in every way hal must survive. CTest runs this binary with
+// HAL_PLUGIN_PATH naming the folder of test plugins and HAL_SIM_CONFIG set per test group
+// (the fault tests each get their own process and configuration).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "hal/hal.hpp"
+#include "hal/ops.hpp"
+#include "hal/plugins.hpp"
+#include "test_util.hpp"
+
+namespace hal::test {
+namespace {
+
+const PluginInfo* find_plugin(const std::vector<PluginInfo>& all, const std::string& file) {
+  for (const PluginInfo& info : all)
+    if (info.path.ends_with(file)) return &info;
+  return nullptr;
+}
+
+std::vector<float> floats(std::initializer_list<float> values) { return values; }
+
+TEST(Plugins, EveryCandidateIsListedWithWhyItLoadedOrNot) {
+  const auto all = plugins();
+  const PluginInfo* sim = find_plugin(all, "libhal_plugin_sim.so");
+  ASSERT_NE(sim, nullptr) << "the bundled folder next to libhal holds sim";
+  EXPECT_TRUE(sim->loaded) << sim->reason;
+  EXPECT_EQ(sim->name, "sim");
+  EXPECT_EQ(sim->abi_version, "1.0");
+
+  const PluginInfo* major = find_plugin(all, "libbroken_major.so");
+  ASSERT_NE(major, nullptr);
+  EXPECT_FALSE(major->loaded);
+  for (const char* part : {"PluginAbiMismatch", "speaks plugin ABI 2.0", "this hal speaks 1.0"})
+    EXPECT_NE(major->reason.find(part), std::string::npos) << major->reason;
+
+  const PluginInfo* init = find_plugin(all, "libbroken_init.so");
+  ASSERT_NE(init, nullptr);
+  EXPECT_FALSE(init->loaded);
+  for (const char* part : {"hal_plugin_init failed", "BackendUnavailable", "no such hardware"})
+    EXPECT_NE(init->reason.find(part), std::string::npos) << init->reason;
+
+  const PluginInfo* entry = find_plugin(all, "libbroken_no_entry.so");
+  ASSERT_NE(entry, nullptr);
+  EXPECT_FALSE(entry->loaded);
+  EXPECT_NE(entry->reason.find("exports no hal_plugin_init"), std::string::npos) << entry->reason;
+
+  const PluginInfo* garbage = find_plugin(all, "not_a_library.so");
+  ASSERT_NE(garbage, nullptr);
+  EXPECT_FALSE(garbage->loaded);
+  EXPECT_NE(garbage->reason.find("cannot load plugin"), std::string::npos) << garbage->reason;
+
+  // None of them stopped hal or hid another backend.
+  EXPECT_NO_THROW(device("cpu:0"));
+  EXPECT_NO_THROW(device("sim:0"));
+}
+
+TEST(Plugins, SimIsABackendWithDevicesThatReportTheirFacts) {
+  bool listed = false;
+  for (const BackendStatus& backend : Registry::instance().backends())
+    if (backend.name == "sim") {
+      listed = true;
+      EXPECT_TRUE(backend.available) << backend.reason;
+      EXPECT_EQ(backend.device_count, 3u) << "HAL_SIM_CONFIG asks for 3";
+    }
+  EXPECT_TRUE(listed);
+  const DeviceInfo& info = device("sim:1").info();
+  EXPECT_EQ(info.id, "sim:1");
+  EXPECT_EQ(info.kind, DeviceKind::accelerator);
+  EXPECT_EQ(info.vendor, "hal");
+  EXPECT_EQ(info.memory_total.bytes, 64ull << 20);
+  EXPECT_TRUE(info.supports(DType::f64));
+  EXPECT_FALSE(info.supports(DType::f16));
+  for (std::string_view feature : {feature::kBuiltinBinary, feature::kBuiltinUnary,
+                                   feature::kBuiltinReduce, feature::kFp64})
+    EXPECT_TRUE(info.has_feature(feature)) << feature;
+  EXPECT_NE(info.uuid, device("sim:0").info().uuid);
+  EXPECT_EQ(device(info.uuid).id(), "sim:1")
+      << "found by its UUID";
+}
+
+TEST(Plugins, SimMemoryIsPrivateAndCopiesAreReal) {
+  Device sim = device("sim:0");
+  Stream stream = sim.create_stream();
+  Buffer a = sim.allocate(4096), b = device("sim:1").allocate(4096);
+  expect_error([&] { a.host_data(); }, ErrorCode::Unsupported, {"sim:0"});
+  std::vector<unsigned char> in(4096), out(4096, 0);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<unsigned char>(i * 7);
+  stream.copy_from_host(a, in.data(), in.size());
+  stream.copy(b, a, 4096);  // between two devices of the plugin
+  stream.copy_to_host(out.data(), b, out.size());
+  stream.synchronize();
+  EXPECT_EQ(out, in);
+  expect_error([&] { sim.allocate(65ull << 20); }, ErrorCode::OutOfMemory,
+               {"sim:0", "65.0 MiB", "64.0 MiB"});
+}
+
+TEST(Plugins, OpsRunOnSimAsOnTheCpu) {
+  Device sim = device("sim:0"), cpu = device("cpu:0");
+  Stream s = sim.create_stream(), c = cpu.create_stream();
+  const Tensor x = uniform({4, 6}, DType::f32, 3, c, -2, 2), y = uniform({6}, DType::f32, 4, c);
+  const Tensor xs = x.to(sim, c), ys = y.to(sim, c);
+  c.synchronize();
+  auto close = [&](const Tensor& on_sim, const Tensor& on_cpu, const char* what) {
+    ASSERT_EQ(on_sim.device(), sim) << what;
+    const auto got = on_sim.to_vector<float>(s), want = on_cpu.to_vector<float>(c);
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << what << " " << i;
+  };
+  close(add(xs, ys, s), add(x, y, c), "add with broadcasting");
+  close(maximum(xs.transpose(0, 1), xs.transpose(0, 1), s), x.transpose(0, 1).contiguous(c),
+        "maximum of transposed views");
+  close(gelu(xs, s), gelu(x, c), "gelu");
+  close(sum(xs, {0}, false, s), sum(x, {0}, false, c), "sum over axis 0");
+  close(max(xs, {}, true, s), max(x, {}, true, c), "max of all, keepdim");
+  close(softmax(xs, -1, s), softmax(x, -1, c), "softmax, built from the others");
+  close(matmul(xs, xs.transpose(0, 1), s), matmul(x, x.transpose(0, 1), c), "matmul");
+  EXPECT_EQ(argmax(xs, {1}, false, s).to_vector<int64_t>(s),
+            argmax(x, {1}, false, c).to_vector<int64_t>(c));
+}
+
+TEST(Plugins, WhatSimLacksIsUnsupportedUnlessFallbackIsAllowed) {
+  Device sim = device("sim:0");
+  Stream s = sim.create_stream();
+  const Tensor x = from_vector(floats({1, 2, 3}), {3}, s);
+  expect_error([&] { pow(x, x, s); }, ErrorCode::Unsupported, {"pow", "sim:0"});
+  expect_error([&] { cast(x, DType::i32, s); }, ErrorCode::Unsupported, {"cast", "sim:0"});
+  CpuFallback allow;
+  const Tensor squares = pow(x, from_vector(floats({2, 2, 2}), {3}, s), s);
+  EXPECT_EQ(squares.device(), sim);
+  EXPECT_EQ(squares.to_vector<float>(s), floats({1, 4, 9}));
+}
+
+TEST(Plugins, APluginOfAnOlderMinorVersionWorksWithoutItsMissingFunctions) {
+  const auto all = plugins();
+  const PluginInfo* old = find_plugin(all, "libsim_old_minor.so");
+  ASSERT_NE(old, nullptr);
+  ASSERT_TRUE(old->loaded) << old->reason;
+  Device device_old = device("simold:0");
+  EXPECT_FALSE(device_old.info().has_feature(feature::kBuiltinBinary))
+      << "its table ends before the ops";
+  Stream stream = device_old.create_stream();
+  const Tensor x = from_vector(floats({1, 2}), {2}, stream);
+  EXPECT_EQ(x.to_vector<float>(stream), floats({1, 2}));
+  expect_error([&] { add(x, x, stream); }, ErrorCode::Unsupported, {"add", "simold:0"});
+}
+
+TEST(Plugins, EventsTimeWorkByThePerformanceModel) {
+  // HAL_SIM_CONFIG: bandwidth 100 GB/s, 5 us per operation.
+  Device sim = device("sim:2");
+  Stream stream = sim.create_stream();
+  Buffer buffer = sim.allocate(16 << 20);
+  std::vector<unsigned char> host(16 << 20, 1);
+  Event start = stream.record();
+  stream.copy_from_host(buffer, host.data(), host.size());
+  Event end = stream.record();
+  end.synchronize();
+  const double expected_ms = (5.0 + (16 << 20) / 100.0 / 1000.0) / 1000.0;
+  EXPECT_NEAR(Event::elapsed_ms(start, end), expected_ms, expected_ms * 1e-6);
+}
+
+// Fault scenarios, each run by CTest in a process of its own with its HAL_SIM_CONFIG.
+
+TEST(SimFaults, OutOfMemoryAtTheNthAllocationIsRetriedAndLaterWorkIsCorrect) {
+  // HAL_SIM_CONFIG=devices=1,memory=64M,fail_alloc_at=2
+  Device sim = device("sim:0");
+  Stream s = sim.create_stream();
+  const Tensor x = from_vector(floats({1, 2, 3, 4}), {4}, s);  // allocation 1
+  const uint64_t reserved = sim.memory_stats().reserved_bytes.current;
+  // Allocation 2, a segment rounded up past the request, fails; hal asks for the request alone.
+  Buffer big = sim.allocate((8 << 20) + 512);
+  EXPECT_EQ(sim.memory_stats().reserved_bytes.current, reserved + (8 << 20) + 512)
+      << "the rounded segment was refused (injected), the exact one given";
+  std::vector<unsigned char> in(big.size(), 3), out(big.size(), 0);
+  s.copy_from_host(big, in.data(), in.size());
+  s.copy_to_host(out.data(), big, out.size());
+  s.synchronize();
+  EXPECT_EQ(out, in);
+  EXPECT_EQ(add(x, x, s).to_vector<float>(s), floats({2, 4, 6, 8}));
+}
+
+TEST(SimFaults, AFailedOpIsReportedAndTheNextOneRuns) {
+  // HAL_SIM_CONFIG=devices=1,fail_op_at=1
+  Device sim = device("sim:0");
+  Stream s = sim.create_stream();
+  const Tensor x = from_vector(floats({1, -2}), {2}, s);
+  expect_error([&] { relu(x, s); }, ErrorCode::Internal, {"sim:0", "injected"});
+  EXPECT_EQ(relu(x, s).to_vector<float>(s), floats({1, 0}));
+}
+
+TEST(SimFaults, ALostDeviceStaysLostAndOthersWork) {
+  // HAL_SIM_CONFIG=devices=2,lose_device_at=12,fault_device=0
+  Device lost = device("sim:0");
+  bool seen = false;
+  for (int i = 0; i < 50 && !seen; ++i) {
+    try {
+      Stream s = lost.create_stream();
+      Buffer b = lost.allocate(1024);
+      s.fill(b, uint8_t{1}, 1024);
+      s.synchronize();
+    } catch (const Error& error) {
+      ASSERT_EQ(error.code(), ErrorCode::DeviceLost) << error.what();
+      seen = true;
+    }
+  }
+  ASSERT_TRUE(seen) << "the injected loss never came";
+  for (int i = 0; i < 3; ++i)
+    expect_error([&] { lost.create_stream(); }, ErrorCode::DeviceLost, {"sim:0", "lost"});
+  Device other = device("sim:1");
+  Stream s = other.create_stream();
+  EXPECT_EQ(from_vector(floats({5}), {1}, s).to_vector<float>(s), floats({5}));
+}
+
+}  // namespace
+}  // namespace hal::test
