@@ -196,14 +196,13 @@ typedef struct hal_plugin_api {
   hal_status (*stream_query)(hal_plugin_stream stream, int32_t* idle);
   /* Copies, in order with the stream's other work. `src` (to device) and `dst` (to host) are
    * hal's host memory, valid until the copy completes. */
-  hal_status (*copy_to_device)(hal_plugin_stream stream, hal_plugin_buffer dst,
-                               uint64_t dst_offset, const void* src, uint64_t bytes);
+  hal_status (*copy_to_device)(hal_plugin_stream stream, hal_plugin_buffer dst, uint64_t dst_offset,
+                               const void* src, uint64_t bytes);
   hal_status (*copy_to_host)(hal_plugin_stream stream, void* dst, hal_plugin_buffer src,
                              uint64_t src_offset, uint64_t bytes);
   /* Between two buffers of this plugin, possibly of different devices. */
-  hal_status (*copy_on_device)(hal_plugin_stream stream, hal_plugin_buffer dst,
-                               uint64_t dst_offset, hal_plugin_buffer src, uint64_t src_offset,
-                               uint64_t bytes);
+  hal_status (*copy_on_device)(hal_plugin_stream stream, hal_plugin_buffer dst, uint64_t dst_offset,
+                               hal_plugin_buffer src, uint64_t src_offset, uint64_t bytes);
   /* `pattern` (1, 2, 4 or 8 bytes) repeated over `bytes`, a multiple of its size. */
   hal_status (*fill)(hal_plugin_stream stream, hal_plugin_buffer dst, uint64_t dst_offset,
                      uint64_t bytes, const void* pattern, uint32_t pattern_size);

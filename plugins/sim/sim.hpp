@@ -18,9 +18,9 @@ namespace sim {
 
 // HAL_SIM_CONFIG="devices=4,memory=512M,bandwidth_gbps=200,gflops=5000,launch_us=4,
 // fail_alloc_at=3,fail_op_at=0,lose_device_at=0,fault_device=0". Faults count calls on
-// fault_device, from 1; 0 turns a fault off.
+// fault_device, from 1; 0 turns a fault off. Unset: no devices at all.
 struct Config {
-  uint32_t devices = 2;
+  uint32_t devices = 1;
   uint64_t memory_bytes = 1ull << 30;
   double bandwidth_gbps = 100.0;
   double gflops = 1000.0;
@@ -43,11 +43,11 @@ hal_status fail(hal_status status, std::string message);
 struct hal_plugin_device_s {
   uint32_t index = 0;
   sim::Config config;
-  std::mutex mutex;           // guards used_bytes and the counters
+  std::mutex mutex;  // guards used_bytes and the counters
   uint64_t used_bytes = 0;
-  uint64_t allocations = 0;   // calls to buffer_allocate
-  uint64_t ops = 0;           // op calls
-  uint64_t calls = 0;         // every call that names the device
+  uint64_t allocations = 0;  // calls to buffer_allocate
+  uint64_t ops = 0;          // op calls
+  uint64_t calls = 0;        // every call that names the device
   std::atomic<bool> lost{false};
 
   // Counts a call on the device; false once it is lost (this call may be what loses it).

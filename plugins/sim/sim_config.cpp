@@ -12,10 +12,23 @@ bool parse_number(const std::string& text, double& out) {
   out = std::strtod(text.c_str(), &end);
   if (end == text.c_str()) return false;
   switch (*end) {  // memory sizes may carry a binary suffix
-    case 'K': case 'k': out *= 1024.0; ++end; break;
-    case 'M': case 'm': out *= 1024.0 * 1024.0; ++end; break;
-    case 'G': case 'g': out *= 1024.0 * 1024.0 * 1024.0; ++end; break;
-    default: break;
+    case 'K':
+    case 'k':
+      out *= 1024.0;
+      ++end;
+      break;
+    case 'M':
+    case 'm':
+      out *= 1024.0 * 1024.0;
+      ++end;
+      break;
+    case 'G':
+    case 'g':
+      out *= 1024.0 * 1024.0 * 1024.0;
+      ++end;
+      break;
+    default:
+      break;
   }
   return *end == '\0' && out >= 0;
 }
@@ -38,15 +51,24 @@ bool parse_config(const char* text, Config& config, std::string& error) {
       return false;
     }
     const std::string key = entry.substr(0, equals);
-    if (key == "devices") config.devices = static_cast<uint32_t>(value);
-    else if (key == "memory") config.memory_bytes = static_cast<uint64_t>(value);
-    else if (key == "bandwidth_gbps") config.bandwidth_gbps = value;
-    else if (key == "gflops") config.gflops = value;
-    else if (key == "launch_us") config.launch_us = value;
-    else if (key == "fail_alloc_at") config.fail_alloc_at = static_cast<uint64_t>(value);
-    else if (key == "fail_op_at") config.fail_op_at = static_cast<uint64_t>(value);
-    else if (key == "lose_device_at") config.lose_device_at = static_cast<uint64_t>(value);
-    else if (key == "fault_device") config.fault_device = static_cast<uint32_t>(value);
+    if (key == "devices")
+      config.devices = static_cast<uint32_t>(value);
+    else if (key == "memory")
+      config.memory_bytes = static_cast<uint64_t>(value);
+    else if (key == "bandwidth_gbps")
+      config.bandwidth_gbps = value;
+    else if (key == "gflops")
+      config.gflops = value;
+    else if (key == "launch_us")
+      config.launch_us = value;
+    else if (key == "fail_alloc_at")
+      config.fail_alloc_at = static_cast<uint64_t>(value);
+    else if (key == "fail_op_at")
+      config.fail_op_at = static_cast<uint64_t>(value);
+    else if (key == "lose_device_at")
+      config.lose_device_at = static_cast<uint64_t>(value);
+    else if (key == "fault_device")
+      config.fault_device = static_cast<uint32_t>(value);
     else {
       error = "HAL_SIM_CONFIG: unknown key '" + key +
               "' (devices, memory, bandwidth_gbps, gflops, launch_us, fail_alloc_at, "

@@ -55,17 +55,20 @@ bool with_type(hal_plugin_dtype dtype, Body&& body) {
 }
 
 hal_status unsupported_dtype(const char* op, hal_plugin_dtype dtype) {
-  return fail(HAL_STATUS_UNSUPPORTED,
-              std::string("sim: ") + op + " takes f32, f64, i32 and i64, not dtype " +
-                  std::to_string(dtype));
+  return fail(HAL_STATUS_UNSUPPORTED, std::string("sim: ") + op +
+                                          " takes f32, f64, i32 and i64, not dtype " +
+                                          std::to_string(dtype));
 }
 
 template <class T>
 T apply_binary(hal_plugin_op op, T x, T y) {
   switch (op) {
-    case HAL_PLUGIN_BINARY_ADD: return T(x + y);
-    case HAL_PLUGIN_BINARY_SUB: return T(x - y);
-    case HAL_PLUGIN_BINARY_MUL: return T(x * y);
+    case HAL_PLUGIN_BINARY_ADD:
+      return T(x + y);
+    case HAL_PLUGIN_BINARY_SUB:
+      return T(x - y);
+    case HAL_PLUGIN_BINARY_MUL:
+      return T(x * y);
     case HAL_PLUGIN_BINARY_DIV:
       if constexpr (std::is_integral_v<T>) {
         if (y == 0) return T(0);  // as hal's kernels: never a trap
@@ -91,17 +94,28 @@ T apply_unary(hal_plugin_op op, T x) {
     return x < 0 ? T(0) : x;  // relu: the definition admits no other integer op
   } else {
     switch (op) {
-      case HAL_PLUGIN_UNARY_NEG: return -x;
-      case HAL_PLUGIN_UNARY_ABS: return std::fabs(x);
-      case HAL_PLUGIN_UNARY_RELU: return x < 0 ? T(0) : x;
-      case HAL_PLUGIN_UNARY_EXP: return std::exp(x);
-      case HAL_PLUGIN_UNARY_LOG: return std::log(x);
-      case HAL_PLUGIN_UNARY_SQRT: return std::sqrt(x);
-      case HAL_PLUGIN_UNARY_RSQRT: return T(1) / std::sqrt(x);
-      case HAL_PLUGIN_UNARY_TANH: return std::tanh(x);
-      case HAL_PLUGIN_UNARY_SIGMOID: return T(1) / (T(1) + std::exp(-x));
-      case HAL_PLUGIN_UNARY_GELU: return x * T(0.5) * (T(1) + std::erf(x * T(0.7071067811865476)));
-      default: return x / (T(1) + std::exp(-x));  // silu
+      case HAL_PLUGIN_UNARY_NEG:
+        return -x;
+      case HAL_PLUGIN_UNARY_ABS:
+        return std::fabs(x);
+      case HAL_PLUGIN_UNARY_RELU:
+        return x < 0 ? T(0) : x;
+      case HAL_PLUGIN_UNARY_EXP:
+        return std::exp(x);
+      case HAL_PLUGIN_UNARY_LOG:
+        return std::log(x);
+      case HAL_PLUGIN_UNARY_SQRT:
+        return std::sqrt(x);
+      case HAL_PLUGIN_UNARY_RSQRT:
+        return T(1) / std::sqrt(x);
+      case HAL_PLUGIN_UNARY_TANH:
+        return std::tanh(x);
+      case HAL_PLUGIN_UNARY_SIGMOID:
+        return T(1) / (T(1) + std::exp(-x));
+      case HAL_PLUGIN_UNARY_GELU:
+        return x * T(0.5) * (T(1) + std::erf(x * T(0.7071067811865476)));
+      default:
+        return x / (T(1) + std::exp(-x));  // silu
     }
   }
 }
@@ -132,7 +146,8 @@ hal_status check_unary(hal_plugin_op op, hal_plugin_dtype dtype) {
 hal_status check_reduce(hal_plugin_op op, hal_plugin_dtype dtype) {
   if (op < HAL_PLUGIN_REDUCE_SUM || op > HAL_PLUGIN_REDUCE_ARGMAX)
     return fail(HAL_STATUS_UNSUPPORTED, "sim: no reduction " + std::to_string(op));
-  if (op == HAL_PLUGIN_REDUCE_MEAN && dtype != HAL_PLUGIN_DTYPE_F32 && dtype != HAL_PLUGIN_DTYPE_F64)
+  if (op == HAL_PLUGIN_REDUCE_MEAN && dtype != HAL_PLUGIN_DTYPE_F32 &&
+      dtype != HAL_PLUGIN_DTYPE_F64)
     return fail(HAL_STATUS_UNSUPPORTED, "sim: mean takes f32 and f64 only");
   return computed(dtype) ? HAL_STATUS_OK : unsupported_dtype("reductions", dtype);
 }
@@ -158,8 +173,8 @@ hal_status unary(hal_plugin_op op, const hal_plugin_tensor& out, const hal_plugi
     return fail(HAL_STATUS_UNSUPPORTED, "sim: no unary op " + std::to_string(op));
   const bool integer = out.dtype == HAL_PLUGIN_DTYPE_I32 || out.dtype == HAL_PLUGIN_DTYPE_I64;
   if (integer && op > HAL_PLUGIN_UNARY_RELU)
-    return fail(HAL_STATUS_UNSUPPORTED, "sim: unary op " + std::to_string(op) +
-                                            " takes f32 and f64 only");
+    return fail(HAL_STATUS_UNSUPPORTED,
+                "sim: unary op " + std::to_string(op) + " takes f32 and f64 only");
   const bool known = with_type(out.dtype, [&]<class T>() {
     T* dst = data<T>(out);
     const T* in = data<T>(x);
@@ -230,10 +245,10 @@ hal_status reduce(hal_plugin_op op, const hal_plugin_tensor& out, const hal_plug
 hal_status matmul(const hal_plugin_gemm& g) {
   auto run = [&]<class T>() {
     for (int64_t batch = 0; batch < g.batch; ++batch) {
-      const T* a = reinterpret_cast<const T*>(g.a->bytes.get()) + g.a_offset +
-                   batch * g.a_batch_stride;
-      const T* b = reinterpret_cast<const T*>(g.b->bytes.get()) + g.b_offset +
-                   batch * g.b_batch_stride;
+      const T* a =
+          reinterpret_cast<const T*>(g.a->bytes.get()) + g.a_offset + batch * g.a_batch_stride;
+      const T* b =
+          reinterpret_cast<const T*>(g.b->bytes.get()) + g.b_offset + batch * g.b_batch_stride;
       T* c = reinterpret_cast<T*>(g.c->bytes.get()) + g.c_offset + batch * g.c_batch_stride;
       for (int64_t i = 0; i < g.m; ++i)
         for (int64_t j = 0; j < g.n; ++j) {

@@ -38,10 +38,10 @@ Plugin& plugin() {
 const char* last_error() { return t_last_error.c_str(); }
 
 // The first check of every call naming a device.
-#define SIM_CHECK_DEVICE(device)                                                          \
-  do {                                                                                    \
-    if (!(device)->count_call())                                                          \
-      return fail(HAL_STATUS_DEVICE_LOST,                                                 \
+#define SIM_CHECK_DEVICE(device)                                                            \
+  do {                                                                                      \
+    if (!(device)->count_call())                                                            \
+      return fail(HAL_STATUS_DEVICE_LOST,                                                   \
                   "sim:" + std::to_string((device)->index) + " was lost (injected fault)"); \
   } while (0)
 
@@ -74,9 +74,11 @@ hal_status device_properties(hal_plugin_device device, hal_plugin_device_propert
   const uint8_t prefix[4] = {0x5a, 0x11, 0x0c, 0xa1};
   std::memcpy(out->uuid, prefix, sizeof prefix);
   uint32_t hash = 2166136261u;  // FNV-1a
-  for (const char* c = SIM_BACKEND_NAME; *c; ++c) hash = (hash ^ static_cast<uint8_t>(*c)) * 16777619u;
+  for (const char* c = SIM_BACKEND_NAME; *c; ++c)
+    hash = (hash ^ static_cast<uint8_t>(*c)) * 16777619u;
   for (int i = 0; i < 4; ++i) out->uuid[4 + i] = static_cast<uint8_t>(hash >> (8 * (3 - i)));
-  for (int i = 0; i < 8; ++i) out->uuid[8 + i] = static_cast<uint8_t>(device->index >> (8 * (7 - i)));
+  for (int i = 0; i < 8; ++i)
+    out->uuid[8 + i] = static_cast<uint8_t>(device->index >> (8 * (7 - i)));
   out->kind = HAL_PLUGIN_DEVICE_ACCELERATOR;
   out->compute_units = 64;
   out->clock_mhz = 1000;
@@ -84,8 +86,8 @@ hal_status device_properties(hal_plugin_device device, hal_plugin_device_propert
   out->max_allocation_bytes = c.memory_bytes;
   out->dtypes = (1u << HAL_PLUGIN_DTYPE_F32) | (1u << HAL_PLUGIN_DTYPE_F64) |
                 (1u << HAL_PLUGIN_DTYPE_I32) | (1u << HAL_PLUGIN_DTYPE_I64);
-  out->ops = HAL_PLUGIN_OPS_BINARY | HAL_PLUGIN_OPS_UNARY | HAL_PLUGIN_OPS_REDUCE |
-             HAL_PLUGIN_OPS_MATMUL;
+  out->ops =
+      HAL_PLUGIN_OPS_BINARY | HAL_PLUGIN_OPS_UNARY | HAL_PLUGIN_OPS_REDUCE | HAL_PLUGIN_OPS_MATMUL;
   out->peak_f32_gflops = c.gflops;
   out->peak_bandwidth_gbps = c.bandwidth_gbps;
   out->launch_latency_us = c.launch_us;
@@ -109,12 +111,12 @@ hal_status buffer_allocate(hal_plugin_device device, uint64_t bytes, hal_plugin_
         device->index == device->config.fault_device && n == device->config.fail_alloc_at;
     const uint64_t free_bytes = device->config.memory_bytes - device->used_bytes;
     if (injected || bytes > free_bytes)
-      return fail(HAL_STATUS_OUT_OF_MEMORY,
-                  "sim:" + std::to_string(device->index) + ": cannot allocate " +
-                      std::to_string(bytes) + " bytes; " + std::to_string(free_bytes) +
-                      " of " + std::to_string(device->config.memory_bytes) + " are free" +
-                      (injected ? " (injected fault at allocation " + std::to_string(n) + ")"
-                                : ""));
+      return fail(
+          HAL_STATUS_OUT_OF_MEMORY,
+          "sim:" + std::to_string(device->index) + ": cannot allocate " + std::to_string(bytes) +
+              " bytes; " + std::to_string(free_bytes) + " of " +
+              std::to_string(device->config.memory_bytes) + " are free" +
+              (injected ? " (injected fault at allocation " + std::to_string(n) + ")" : ""));
     device->used_bytes += bytes;
   }
   auto* buffer = new hal_plugin_buffer_s;
@@ -317,9 +319,8 @@ hal_status begin_op(hal_plugin_stream stream) {
   std::lock_guard lock(device->mutex);
   const uint64_t n = ++device->ops;
   if (device->index == device->config.fault_device && n == device->config.fail_op_at)
-    return fail(HAL_STATUS_INTERNAL, "sim:" + std::to_string(device->index) +
-                                         ": op " + std::to_string(n) +
-                                         " failed (injected fault)");
+    return fail(HAL_STATUS_INTERNAL, "sim:" + std::to_string(device->index) + ": op " +
+                                         std::to_string(n) + " failed (injected fault)");
   return HAL_STATUS_OK;
 }
 
@@ -504,9 +505,12 @@ extern "C" __attribute__((visibility("default"))) hal_status hal_plugin_init(
                           : std::string("gave no version")));
   sim::Plugin& p = sim::plugin();
   if (p.devices.empty()) {
+    // Without HAL_SIM_CONFIG the plugin loads but shows no devices: simulated ones appear
+    // only where someone asked for them.
+    const char* text = std::getenv("HAL_SIM_CONFIG");
+    if (text == nullptr) p.config.devices = 0;
     std::string error;
-    if (!sim::parse_config(std::getenv("HAL_SIM_CONFIG"), p.config, error))
-      return fail(HAL_STATUS_INVALID_ARGUMENT, error);
+    if (!sim::parse_config(text, p.config, error)) return fail(HAL_STATUS_INVALID_ARGUMENT, error);
     for (uint32_t i = 0; i < p.config.devices; ++i) {
       hal_plugin_device_s& device = p.devices.emplace_back();
       device.index = i;

@@ -75,12 +75,11 @@ TEST(Plugins, SimIsABackendWithDevicesThatReportTheirFacts) {
   EXPECT_EQ(info.memory_total.bytes, 64ull << 20);
   EXPECT_TRUE(info.supports(DType::f64));
   EXPECT_FALSE(info.supports(DType::f16));
-  for (std::string_view feature : {feature::kBuiltinBinary, feature::kBuiltinUnary,
-                                   feature::kBuiltinReduce, feature::kFp64})
+  for (std::string_view feature :
+       {feature::kBuiltinBinary, feature::kBuiltinUnary, feature::kBuiltinReduce, feature::kFp64})
     EXPECT_TRUE(info.has_feature(feature)) << feature;
   EXPECT_NE(info.uuid, device("sim:0").info().uuid);
-  EXPECT_EQ(device(info.uuid).id(), "sim:1")
-      << "found by its UUID";
+  EXPECT_EQ(device(info.uuid).id(), "sim:1") << "found by its UUID";
 }
 
 TEST(Plugins, SimMemoryIsPrivateAndCopiesAreReal) {

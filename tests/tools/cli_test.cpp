@@ -252,7 +252,8 @@ TEST(Cli, PluginsListsEachCandidateAndWhyItDidNotLoad) {
   const Result text = run("HAL_PLUGIN_PATH=" HAL_TEST_PLUGINS, "plugins");
   EXPECT_NE(text.output.find("[sim]"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("(not loaded)"), std::string::npos) << text.output;
-  const Result devices = run("HAL_PLUGIN_PATH=" HAL_TEST_PLUGINS, "devices");
+  const Result devices =
+      run("HAL_SIM_CONFIG=devices=1 HAL_PLUGIN_PATH=" HAL_TEST_PLUGINS, "devices");
   EXPECT_EQ(devices.status, 0) << "broken plugins never stop hal: " << devices.output;
   EXPECT_NE(devices.output.find("[sim:0]"), std::string::npos) << devices.output;
 }

@@ -11,7 +11,8 @@ namespace hal::tool {
 
 void add_plugins_command(CLI::App& app) {
   auto* command = app.add_subcommand(
-      "plugins", "List the plugins found (HAL_PLUGIN_PATH, then hal's plugin folder) and their status");
+      "plugins",
+      "List the plugins found (HAL_PLUGIN_PATH, then hal's plugin folder) and their status");
   auto json = std::make_shared<bool>(false);
   command->add_flag("--json", *json, "Print JSON (schema hal.plugins/1)");
   command->callback([json] {

@@ -8,7 +8,9 @@
 namespace hal::plugin {
 namespace {
 
-std::string text(const char* field, size_t size) { return std::string(field, strnlen(field, size)); }
+std::string text(const char* field, size_t size) {
+  return std::string(field, strnlen(field, size));
+}
 
 std::string uuid_text(const uint8_t (&bytes)[16]) {
   char out[37];
@@ -97,16 +99,16 @@ BufferPtr PluginDevice::allocate(size_t bytes, MemoryKind kind) {
   hal_plugin_buffer handle = nullptr;
   check(library_->api->buffer_allocate(handle_, bytes, &handle),
         "allocate " + std::to_string(bytes) + " bytes");
-  return std::make_shared<PluginBuffer>(
-      std::static_pointer_cast<PluginDevice>(shared_from_this()), bytes, handle);
+  return std::make_shared<PluginBuffer>(std::static_pointer_cast<PluginDevice>(shared_from_this()),
+                                        bytes, handle);
 }
 
 std::shared_ptr<StreamImpl> PluginDevice::create_stream() {
   check_not_lost();
   hal_plugin_stream handle = nullptr;
   check(library_->api->stream_create(handle_, &handle), "create a stream");
-  return std::make_shared<PluginStream>(
-      std::static_pointer_cast<PluginDevice>(shared_from_this()), handle);
+  return std::make_shared<PluginStream>(std::static_pointer_cast<PluginDevice>(shared_from_this()),
+                                        handle);
 }
 
 std::shared_ptr<EventImpl> PluginDevice::create_event() {

@@ -18,8 +18,8 @@ std::string status_name(hal_status status) {
 bool valid_name(const char* name) {
   if (name == nullptr || !std::islower(static_cast<unsigned char>(name[0]))) return false;
   for (const char* c = name; *c; ++c)
-    if (!std::islower(static_cast<unsigned char>(*c)) && !std::isdigit(static_cast<unsigned char>(*c)) &&
-        *c != '_')
+    if (!std::islower(static_cast<unsigned char>(*c)) &&
+        !std::isdigit(static_cast<unsigned char>(*c)) && *c != '_')
       return false;
   return true;
 }
@@ -78,44 +78,43 @@ PluginLibrary load_plugin(const std::string& path) {
                     status_name(status) + ": " + message,
                 status);
   }
-  if (!api)
-    throw Error(ErrorCode::BackendUnavailable, "plugin " + path + " returned no table");
+  if (!api) throw Error(ErrorCode::BackendUnavailable, "plugin " + path + " returned no table");
   if (api->struct_size < offsetof(hal_plugin_api, abi_minor) + sizeof(api->abi_minor) ||
       api->abi_major != HAL_PLUGIN_ABI_MAJOR)
-    throw Error(ErrorCode::PluginAbiMismatch,
-                "plugin " + path + " speaks plugin ABI " + library.abi_version() +
-                    "; this hal speaks " + ours + " and loads plugins of major version " +
-                    std::to_string(HAL_PLUGIN_ABI_MAJOR) + " only");
-  const size_t required = offsetof(hal_plugin_api, event_elapsed_ms) + sizeof(api->event_elapsed_ms);
+    throw Error(ErrorCode::PluginAbiMismatch, "plugin " + path + " speaks plugin ABI " +
+                                                  library.abi_version() + "; this hal speaks " +
+                                                  ours + " and loads plugins of major version " +
+                                                  std::to_string(HAL_PLUGIN_ABI_MAJOR) + " only");
+  const size_t required =
+      offsetof(hal_plugin_api, event_elapsed_ms) + sizeof(api->event_elapsed_ms);
   if (api->struct_size < required)
     throw Error(ErrorCode::PluginAbiMismatch,
                 "plugin " + path + ": its table holds " + std::to_string(api->struct_size) +
                     " bytes, fewer than the " + std::to_string(required) +
                     " that every version of the ABI requires");
-  const void* const required_functions[] = {
-      reinterpret_cast<const void*>(api->last_error),
-      reinterpret_cast<const void*>(api->device_count),
-      reinterpret_cast<const void*>(api->device_get),
-      reinterpret_cast<const void*>(api->device_properties),
-      reinterpret_cast<const void*>(api->device_memory_free),
-      reinterpret_cast<const void*>(api->buffer_allocate),
-      reinterpret_cast<const void*>(api->buffer_free),
-      reinterpret_cast<const void*>(api->stream_create),
-      reinterpret_cast<const void*>(api->stream_destroy),
-      reinterpret_cast<const void*>(api->stream_synchronize),
-      reinterpret_cast<const void*>(api->stream_query),
-      reinterpret_cast<const void*>(api->copy_to_device),
-      reinterpret_cast<const void*>(api->copy_to_host),
-      reinterpret_cast<const void*>(api->copy_on_device),
-      reinterpret_cast<const void*>(api->fill),
-      reinterpret_cast<const void*>(api->host_callback),
-      reinterpret_cast<const void*>(api->event_create),
-      reinterpret_cast<const void*>(api->event_destroy),
-      reinterpret_cast<const void*>(api->event_record),
-      reinterpret_cast<const void*>(api->stream_wait_event),
-      reinterpret_cast<const void*>(api->event_synchronize),
-      reinterpret_cast<const void*>(api->event_query),
-      reinterpret_cast<const void*>(api->event_elapsed_ms)};
+  const void* const required_functions[] = {reinterpret_cast<const void*>(api->last_error),
+                                            reinterpret_cast<const void*>(api->device_count),
+                                            reinterpret_cast<const void*>(api->device_get),
+                                            reinterpret_cast<const void*>(api->device_properties),
+                                            reinterpret_cast<const void*>(api->device_memory_free),
+                                            reinterpret_cast<const void*>(api->buffer_allocate),
+                                            reinterpret_cast<const void*>(api->buffer_free),
+                                            reinterpret_cast<const void*>(api->stream_create),
+                                            reinterpret_cast<const void*>(api->stream_destroy),
+                                            reinterpret_cast<const void*>(api->stream_synchronize),
+                                            reinterpret_cast<const void*>(api->stream_query),
+                                            reinterpret_cast<const void*>(api->copy_to_device),
+                                            reinterpret_cast<const void*>(api->copy_to_host),
+                                            reinterpret_cast<const void*>(api->copy_on_device),
+                                            reinterpret_cast<const void*>(api->fill),
+                                            reinterpret_cast<const void*>(api->host_callback),
+                                            reinterpret_cast<const void*>(api->event_create),
+                                            reinterpret_cast<const void*>(api->event_destroy),
+                                            reinterpret_cast<const void*>(api->event_record),
+                                            reinterpret_cast<const void*>(api->stream_wait_event),
+                                            reinterpret_cast<const void*>(api->event_synchronize),
+                                            reinterpret_cast<const void*>(api->event_query),
+                                            reinterpret_cast<const void*>(api->event_elapsed_ms)};
   for (const void* function : required_functions)
     if (!function)
       throw Error(ErrorCode::BackendUnavailable,

@@ -34,7 +34,7 @@ PluginLibrary load_plugin(const std::string& path);
 
 // The table's entry `field`, or nullptr where the plugin's table ends before it (a plugin of an
 // older minor version) or leaves it out.
-#define HAL_PLUGIN_FN(library, field)                                                         \
+#define HAL_PLUGIN_FN(library, field)                                                             \
   ((offsetof(hal_plugin_api, field) + sizeof((library).api->field) <= (library).api->struct_size) \
-       ? (library).api->field                                                                 \
+       ? (library).api->field                                                                     \
        : nullptr)

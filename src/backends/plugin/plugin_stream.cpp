@@ -72,8 +72,7 @@ void PluginStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const
            "copy " + std::to_string(bytes) + " bytes to the device", {dst});
 }
 
-void PluginStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset,
-                                size_t bytes) {
+void PluginStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
   device_->check_not_lost();
   std::lock_guard lock(mutex_);
   const NativeRange from = native(src, src_offset);
@@ -91,8 +90,8 @@ bool PluginStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr
   return true;
 }
 
-void PluginStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes,
-                        const void* pattern, size_t pattern_size) {
+void PluginStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
+                        size_t pattern_size) {
   device_->check_not_lost();
   std::lock_guard lock(mutex_);
   const NativeRange to = native(dst, dst_offset);
