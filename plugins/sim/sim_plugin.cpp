@@ -74,11 +74,11 @@ hal_status device_properties(hal_plugin_device device, hal_plugin_device_propert
   const uint8_t prefix[4] = {0x5a, 0x11, 0x0c, 0xa1};
   std::memcpy(out->uuid, prefix, sizeof prefix);
   uint32_t hash = 2166136261u;  // FNV-1a
-  for (const char* c = SIM_BACKEND_NAME; *c; ++c)
-    hash = (hash ^ static_cast<uint8_t>(*c)) * 16777619u;
+  for (const char* letter = SIM_BACKEND_NAME; *letter; ++letter)
+    hash = (hash ^ static_cast<uint8_t>(*letter)) * 16777619u;
   for (int i = 0; i < 4; ++i) out->uuid[4 + i] = static_cast<uint8_t>(hash >> (8 * (3 - i)));
   for (int i = 0; i < 8; ++i)
-    out->uuid[8 + i] = static_cast<uint8_t>(device->index >> (8 * (7 - i)));
+    out->uuid[8 + i] = static_cast<uint8_t>(uint64_t{device->index} >> (8 * (7 - i)));
   out->kind = HAL_PLUGIN_DEVICE_ACCELERATOR;
   out->compute_units = 64;
   out->clock_mhz = 1000;
