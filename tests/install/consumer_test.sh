@@ -11,6 +11,10 @@ cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
 test -L "$work/prefix/lib/libhal.so"
 ls "$work"/prefix/lib/libhal.so.[0-9]* >/dev/null
 "$work/prefix/bin/hal" --version
+# The simulated accelerator is installed in lib/hal/plugins, where the installed hal finds it.
+test -f "$work/prefix/lib/hal/plugins/libhal_plugin_sim.so"
+test -f "$work/prefix/include/hal/plugin.h"
+HAL_SIM_CONFIG=devices=1 "$work/prefix/bin/hal" devices | grep -q '^\[sim:0\]'
 if [[ -x "$work/prefix/libexec/hal/hal_bench_memory" ]]; then
   "$work/prefix/bin/hal" bench memory --json --benchmark_filter=alloc_free/4096 \
     --benchmark_min_time=0.01 | grep -q '"schema": "hal.bench/1"'

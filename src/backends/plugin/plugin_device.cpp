@@ -1,24 +1,15 @@
 #include "plugin_device.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "plugin_stream.hpp"
+#include "uuid.hpp"
 
 namespace hal::plugin {
 namespace {
 
 std::string text(const char* field, size_t size) {
   return std::string(field, strnlen(field, size));
-}
-
-std::string uuid_text(const uint8_t (&bytes)[16]) {
-  char out[37];
-  std::snprintf(out, sizeof out,
-                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", bytes[0],
-                bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
-                bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
-  return out;
 }
 
 DeviceKind kind_of(int32_t kind) {
@@ -41,7 +32,7 @@ PluginDevice::PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_
   hal_plugin_device_properties properties{};
   properties.struct_size = sizeof properties;
   check(library_->api->device_properties(handle_, &properties), "device properties");
-  info_.uuid = uuid_text(properties.uuid);
+  info_.uuid = format_uuid(properties.uuid);
   info_.name = text(properties.name, sizeof properties.name);
   info_.vendor = text(properties.vendor, sizeof properties.vendor);
   info_.architecture = text(properties.architecture, sizeof properties.architecture);
