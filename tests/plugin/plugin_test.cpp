@@ -4,8 +4,11 @@
 // (the fault tests each get their own process and configuration).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hal/hal.hpp"
@@ -160,6 +163,64 @@ TEST(Plugins, EventsTimeWorkByThePerformanceModel) {
   end.synchronize();
   const double expected_ms = (5.0 + (16 << 20) / 100.0 / 1000.0) / 1000.0;
   EXPECT_NEAR(Event::elapsed_ms(start, end), expected_ms, expected_ms * 1e-6);
+}
+
+TEST(Plugins, MemoryFreedWhileWorkUsesItComesBackOnlyAfterTheWork) {
+  // 64 MiB on sim:2: a 40 MiB buffer dropped while a blocked stream still uses it keeps its
+  // memory, so a second 40 MiB does not fit until that work is done.
+  Device sim = device("sim:2");
+  sim.empty_cache();
+  Stream blocked = sim.create_stream(), other = sim.create_stream();
+  Gate gate;
+  {
+    Buffer first = sim.allocate(40 << 20);
+    blocked.host_callback(gate.hold());
+    blocked.fill(first, uint8_t{7}, first.size());
+  }  // the handle is gone; the pending fill still holds the memory
+  expect_error([&] { sim.allocate(40 << 20); }, ErrorCode::OutOfMemory, {"sim:2"});
+  gate.open();
+  blocked.synchronize();
+  Buffer second = sim.allocate(40 << 20);  // the same memory, now free
+  other.fill(second, uint8_t{1}, 16);
+  other.synchronize();
+}
+
+TEST(Plugins, DestroyingAStreamWithPendingWorkFinishesItFirst) {
+  Device sim = device("sim:1");
+  Buffer buffer = sim.allocate(1024);
+  std::vector<unsigned char> out(1024, 0);
+  Gate gate;
+  std::thread opener;
+  {
+    Stream stream = sim.create_stream();
+    stream.host_callback(gate.hold());
+    stream.fill(buffer, uint8_t{9}, 1024);
+    stream.copy_to_host(out.data(), buffer, 1024);
+    opener = std::thread([&gate] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      gate.open();
+    });
+  }  // waits for the gate, the fill and the copy
+  opener.join();
+  EXPECT_EQ(out, std::vector<unsigned char>(1024, 9));
+}
+
+TEST(Plugins, ManyThreadsShareSimDevices) {
+  std::vector<std::thread> threads;
+  std::atomic<int> correct{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([t, &correct] {
+      Device sim = device("sim:" + std::to_string(t % 3));
+      Stream stream = sim.create_stream();
+      for (int round = 0; round < 20; ++round) {
+        const float value = static_cast<float>(t * 100 + round);
+        const Tensor x = full({64}, value, DType::f32, stream);
+        const auto total = sum(add(x, x, stream), {}, false, stream).to_vector<float>(stream);
+        if (total[0] == 128 * value) ++correct;
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(correct.load(), 8 * 20);
 }
 
 // Fault scenarios, each run by CTest in a process of its own with its HAL_SIM_CONFIG.
