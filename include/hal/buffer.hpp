@@ -31,8 +31,9 @@ class Buffer {
   Device device() const;
   // True when the host may read and write the memory directly (CPU memory, pinned, unified).
   bool host_accessible() const;
-  // The host address of the memory; throws Unsupported when !host_accessible(). Reading it
-  // while stream work writes the buffer is a race: synchronize first.
+  // The host address of the memory, 256-byte aligned; throws Unsupported when
+  // !host_accessible(). Reading it while stream work writes the buffer is a race: synchronize
+  // first.
   void* host_data() const;
   template <class T>
   T* data() const {

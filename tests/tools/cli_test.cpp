@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -256,6 +257,35 @@ TEST(Cli, PluginsListsEachCandidateAndWhyItDidNotLoad) {
       run("HAL_SIM_CONFIG=devices=1 HAL_PLUGIN_PATH=" HAL_TEST_PLUGINS, "devices");
   EXPECT_EQ(devices.status, 0) << "broken plugins never stop hal: " << devices.output;
   EXPECT_NE(devices.output.find("[sim:0]"), std::string::npos) << devices.output;
+}
+
+TEST(Cli, CtsReportsEveryCaseAsJsonAndJUnit) {
+  const std::string junit = testing::TempDir() + "hal-cts-test.xml";
+  const Result result = run("", "cts --device cpu:0 --json --filter device.uuid --junit " + junit);
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto report = nlohmann::json::parse(result.output);
+  EXPECT_EQ(report["schema"], "hal.cts/1");
+  EXPECT_EQ(report["device"], "cpu:0");
+  EXPECT_EQ(report["failed"], 0);
+  EXPECT_EQ(report["passed"].get<size_t>() + report["not_supported"].get<size_t>(),
+            report["cases"].size());
+  EXPECT_EQ(report["cases"].size(), 3u) << "the three uuid cases";
+  for (const auto& c : report["cases"]) {
+    EXPECT_NE(c["name"].get<std::string>().find("device.uuid"), std::string::npos) << c["name"];
+    EXPECT_TRUE(c["status"] == "pass" || c["status"] == "not-supported") << c;
+  }
+  std::ifstream file(junit);
+  const std::string xml((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(xml.find("<testsuite name=\"hal.cts.cpu:0\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("device.uuid_is_canonical"), std::string::npos) << xml;
+
+  const Result list = run("", "cts --list");
+  size_t cases = 0;
+  for (char c : list.output) cases += c == '\n';
+  EXPECT_GE(cases, 150u) << "the suite has at least 150 cases";
+  const Result missing = run("", "cts");
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.output.find("--device"), std::string::npos) << missing.output;
 }
 
 TEST(Cli, UnknownCommandIsAUsageError) {

@@ -11,5 +11,6 @@ void add_version_command(CLI::App& app);
 void add_memory_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_plugins_command(CLI::App& app);
+void add_cts_command(CLI::App& app);
 
 }  // namespace hal::tool

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   hal::tool::add_memory_command(app);
   hal::tool::add_bench_command(app);
   hal::tool::add_plugins_command(app);
+  hal::tool::add_cts_command(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {

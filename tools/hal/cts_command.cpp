@@ -1,0 +1,58 @@
+// `hal cts --device ID [--json] [--junit FILE] [--filter TEXT]`: runs the conformance suite
+// against one device; exits 1 when any case fails.
+#include <fstream>
+#include <iostream>
+
+#include "commands.hpp"
+#include "cts.hpp"
+#include "hal/error.hpp"
+#include "hal/registry.hpp"
+
+namespace hal::tool {
+
+void add_cts_command(CLI::App& app) {
+  auto* command = app.add_subcommand(
+      "cts", "Run the conformance suite against a device: each case passes, fails or is not "
+             "supported, with the reason");
+  auto id = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto junit = std::make_shared<std::string>();
+  auto filter = std::make_shared<std::string>();
+  auto list = std::make_shared<bool>(false);
+  command->add_option("--device", *id, "The device to certify (cpu:0, opencl:0, sim:0 ...)");
+  command->add_flag("--json", *json, "Print JSON (schema hal.cts/1)");
+  command->add_option("--junit", *junit, "Also write a JUnit XML report to FILE");
+  command->add_option("--filter", *filter, "Run only the cases whose names contain TEXT");
+  command->add_flag("--list", *list, "List the cases' names and stop");
+  command->callback([=] {
+    if (*list) {
+      for (const std::string& name : cts::case_names()) std::cout << name << "\n";
+      return;
+    }
+    if (id->empty()) throw Error(ErrorCode::InvalidArgument, "hal cts: --device ID is required");
+    const cts::Report report = cts::run(device(*id), *filter);
+    if (!junit->empty()) {
+      std::ofstream out(*junit);
+      out << cts::to_junit(report);
+      if (!out) throw Error(ErrorCode::InvalidArgument, "cannot write " + *junit);
+    }
+    if (*json) {
+      std::cout << cts::to_json(report) << "\n";
+    } else {
+      for (const cts::CaseResult& result : report.cases) {
+        std::cout << (result.status == cts::Status::passed   ? "  pass  "
+                      : result.status == cts::Status::failed ? "  FAIL  "
+                                                             : "  n/s   ")
+                  << result.name;
+        if (!result.reason.empty()) std::cout << ": " << result.reason;
+        std::cout << "\n";
+      }
+      std::cout << report.device << ": " << report.count(cts::Status::passed) << " passed, "
+                << report.count(cts::Status::failed) << " failed, "
+                << report.count(cts::Status::not_supported) << " not supported\n";
+    }
+    if (report.count(cts::Status::failed) > 0) std::exit(1);
+  });
+}
+
+}  // namespace hal::tool
