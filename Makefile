@@ -6,12 +6,14 @@
 #   make bench       build and run the benchmarks
 #   make install     install the release build (PREFIX=/usr/local)
 #   make format      clang-format every source file
+#   make fuzz        build the libFuzzer targets with Clang and run each FUZZ_SECONDS
 
 PREFIX ?= /usr/local
+FUZZ_SECONDS ?= 30
 JOBS ?= $(shell nproc)
 
 PRESETS := dev release asan tsan
-.PHONY: demo test test-asan test-tsan bench install format setup dev $(addprefix build-,$(PRESETS))
+.PHONY: demo test test-asan test-tsan bench install format fuzz setup dev $(addprefix build-,$(PRESETS))
 
 setup:
 	@scripts/install-deps.sh
@@ -26,6 +28,7 @@ $(foreach preset,$(PRESETS),$(eval $(call build_preset,$(preset))))
 
 demo: build-release
 	build/release/bin/hal devices --all
+	build/release/bin/mlp
 
 test: build-release
 	ctest --preset release -j $(JOBS)
@@ -47,6 +50,15 @@ bench: build-release
 	-build/release/bin/hal_bench_copy --device=opencl:0
 	build/release/bin/hal_bench_ops --device=cpu:0
 	-build/release/bin/hal_bench_ops --device=opencl:0
+
+# The fuzzers add what they find to a copy of the seed corpus, never to the repository's.
+fuzz: setup
+	@cmake --preset fuzz >/dev/null
+	@cmake --build build/fuzz --target selector_fuzz plugin_table_fuzz -j $(JOBS)
+	@mkdir -p build/fuzz/corpus/selector build/fuzz/corpus/plugin_table
+	@cp fuzz/corpus/selector/* build/fuzz/corpus/selector/
+	build/fuzz/bin/selector_fuzz -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/selector
+	build/fuzz/bin/plugin_table_fuzz -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/plugin_table
 
 install: build-release
 	cmake --install build/release --prefix $(PREFIX)

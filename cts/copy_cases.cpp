@@ -111,21 +111,22 @@ void add_copy_cases(Cases& cases) {
                      throw NotSupported("no other device of backend " + backend);
                    }});
   for (size_t size : {size_t{1}, size_t{2}, size_t{4}, size_t{8}})
-    cases.push_back({"copy.fill_with_a_" + std::to_string(size) + "_byte_pattern", [size](const Device& d) {
-                       Stream stream = d.create_stream();
-                       Buffer buffer = d.allocate(1024);
-                       const unsigned char value[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-                       stream.fill(buffer, uint8_t{0}, 1024);
-                       stream.fill(buffer, value, size, 64 * size, 16 * size);
-                       std::vector<unsigned char> got(1024);
-                       stream.copy_to_host(got.data(), buffer, got.size());
-                       stream.synchronize();
-                       for (size_t i = 0; i < 1024; ++i) {
-                         const bool inside = i >= 16 * size && i < 80 * size;
-                         const unsigned char want = inside ? value[(i - 16 * size) % size] : 0;
-                         check(got[i] == want, "byte " + std::to_string(i));
-                       }
-                     }});
+    cases.push_back(
+        {"copy.fill_with_a_" + std::to_string(size) + "_byte_pattern", [size](const Device& d) {
+           Stream stream = d.create_stream();
+           Buffer buffer = d.allocate(1024);
+           const unsigned char value[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+           stream.fill(buffer, uint8_t{0}, 1024);
+           stream.fill(buffer, value, size, 64 * size, 16 * size);
+           std::vector<unsigned char> got(1024);
+           stream.copy_to_host(got.data(), buffer, got.size());
+           stream.synchronize();
+           for (size_t i = 0; i < 1024; ++i) {
+             const bool inside = i >= 16 * size && i < 80 * size;
+             const unsigned char want = inside ? value[(i - 16 * size) % size] : 0;
+             check(got[i] == want, "byte " + std::to_string(i));
+           }
+         }});
   cases.push_back({"copy.past_the_end_is_out_of_range", [](const Device& d) {
                      Stream stream = d.create_stream();
                      Buffer buffer = d.allocate(100);

@@ -10,7 +10,8 @@ void add_device_cases(Cases& cases) {
   cases.push_back({"device.id_is_backend_and_index", [](const Device& d) {
                      const std::string& id = d.id();
                      const size_t colon = id.find(':');
-                     check(colon != std::string::npos && colon > 0, "id '" + id + "' has no backend");
+                     check(colon != std::string::npos && colon > 0,
+                           "id '" + id + "' has no backend");
                      check(id.find_first_not_of("0123456789", colon + 1) == std::string::npos &&
                                colon + 1 < id.size(),
                            "id '" + id + "' has no index after the colon");
@@ -69,16 +70,17 @@ void add_device_cases(Cases& cases) {
                      const std::set<DType> unique(d.info().dtypes.begin(), d.info().dtypes.end());
                      check(unique.size() == d.info().dtypes.size(), "a dtype is listed twice");
                    }});
-  cases.push_back({"device.features_sorted_and_lower_case", [](const Device& d) {
-                     const auto& features = d.info().features;
-                     check(std::is_sorted(features.begin(), features.end()), "not sorted");
-                     check(std::adjacent_find(features.begin(), features.end()) == features.end(),
-                           "a feature is listed twice");
-                     for (const std::string& f : features)
-                       check(std::none_of(f.begin(), f.end(),
-                                          [](char c) { return std::isupper(static_cast<unsigned char>(c)); }),
-                             "feature '" + f + "' is not lower-case");
-                   }});
+  cases.push_back(
+      {"device.features_sorted_and_lower_case", [](const Device& d) {
+         const auto& features = d.info().features;
+         check(std::is_sorted(features.begin(), features.end()), "not sorted");
+         check(std::adjacent_find(features.begin(), features.end()) == features.end(),
+               "a feature is listed twice");
+         for (const std::string& f : features)
+           check(std::none_of(f.begin(), f.end(),
+                              [](char c) { return std::isupper(static_cast<unsigned char>(c)); }),
+                 "feature '" + f + "' is not lower-case");
+       }});
   cases.push_back({"device.fp64_feature_matches_dtypes", [](const Device& d) {
                      check(d.info().has_feature(feature::kFp64) == d.info().supports(DType::f64),
                            "the fp64 feature and the f64 dtype disagree");

@@ -97,7 +97,8 @@ void add_kernel_cases(Cases& cases) {
                        check(s == 2016.0f, "a group summed to " + std::to_string(s));
                    }});
   cases.push_back({"kernel.portable.defines_reach_the_source", [](const Device& d) {
-                     const Kernel scaled = compile(d, "scaled", kScaled, {.defines = {"SCALE=3.0f"}});
+                     const Kernel scaled =
+                         compile(d, "scaled", kScaled, {.defines = {"SCALE=3.0f"}});
                      Stream stream = d.create_stream();
                      Buffer out = d.allocate(16 * 4);
                      stream.launch(scaled, LaunchConfig::linear(16), {out});
@@ -114,8 +115,9 @@ void add_kernel_cases(Cases& cases) {
                      needs_portable_kernels(d);
                      check_error(
                          [&] {
-                           d.compile({"broken", "KERNEL void broken(GLOBAL float* x) { x[0] = "
-                                                "undeclared_name; }"});
+                           d.compile({"broken",
+                                      "KERNEL void broken(GLOBAL float* x) { x[0] = "
+                                      "undeclared_name; }"});
                          },
                          ErrorCode::CompileFailed, {"broken", "undeclared_name"},
                          "compiling a kernel with an undeclared name");

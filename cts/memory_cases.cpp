@@ -30,12 +30,13 @@ void round_trip(const Device& d, const Buffer& buffer) {
 void add_memory_cases(Cases& cases) {
   for (size_t bytes : {size_t{1}, size_t{3}, size_t{512}, size_t{4096}, size_t{65537},
                        size_t{1} << 20, size_t{16} << 20})
-    cases.push_back({"memory.allocate." + std::to_string(bytes) + "_bytes", [bytes](const Device& d) {
-                       Buffer buffer = d.allocate(bytes);
-                       check(buffer.size() == bytes, "size() is " + std::to_string(buffer.size()));
-                       check(buffer.device() == d, "the buffer is on another device");
-                       round_trip(d, buffer);
-                     }});
+    cases.push_back(
+        {"memory.allocate." + std::to_string(bytes) + "_bytes", [bytes](const Device& d) {
+           Buffer buffer = d.allocate(bytes);
+           check(buffer.size() == bytes, "size() is " + std::to_string(buffer.size()));
+           check(buffer.device() == d, "the buffer is on another device");
+           round_trip(d, buffer);
+         }});
   cases.push_back({"memory.allocate.largest_up_to_256MiB", [](const Device& d) {
                      const size_t bytes = static_cast<size_t>(std::min<uint64_t>(
                          d.info().limits.max_allocation_bytes, uint64_t{256} << 20));
@@ -63,7 +64,8 @@ void add_memory_cases(Cases& cases) {
                    }});
   cases.push_back({"memory.out_of_memory_leaves_the_device_usable", [](const Device& d) {
                      try {
-                       d.allocate(static_cast<size_t>(d.info().memory_total.bytes * 4 + (1ull << 30)));
+                       d.allocate(
+                           static_cast<size_t>(d.info().memory_total.bytes * 4 + (1ull << 30)));
                      } catch (const Error&) {
                      }
                      round_trip(d, d.allocate(4096));
@@ -72,15 +74,16 @@ void add_memory_cases(Cases& cases) {
       {MemoryKind::pinned_host, feature::kPinnedHostMemory},
       {MemoryKind::unified, feature::kUnifiedMemory}};
   for (const auto& [kind, needed] : kinds)
-    cases.push_back({"memory.kind." + std::string(to_string(kind)), [kind, needed](const Device& d) {
-                       if (!d.info().has_feature(needed))
-                         throw NotSupported(d.id() + " lacks the " + std::string(needed) + " feature");
-                       Buffer buffer = d.allocate(8192, kind);
-                       check(buffer.kind() == kind, "wrong kind");
-                       check(buffer.host_accessible(), "not host-accessible");
-                       std::memset(buffer.host_data(), 3, 8192);
-                       round_trip(d, buffer);
-                     }});
+    cases.push_back(
+        {"memory.kind." + std::string(to_string(kind)), [kind, needed](const Device& d) {
+           if (!d.info().has_feature(needed))
+             throw NotSupported(d.id() + " lacks the " + std::string(needed) + " feature");
+           Buffer buffer = d.allocate(8192, kind);
+           check(buffer.kind() == kind, "wrong kind");
+           check(buffer.host_accessible(), "not host-accessible");
+           std::memset(buffer.host_data(), 3, 8192);
+           round_trip(d, buffer);
+         }});
   cases.push_back({"memory.host_data_of_device_only_memory_is_refused", [](const Device& d) {
                      Buffer buffer = d.allocate(64);
                      if (buffer.host_accessible())

@@ -47,8 +47,8 @@ void differential(const Device& d, const std::vector<Input>& inputs, const OpFn&
   const Tensor want = fn(cpu_inputs, on_cpu);
   const Tensor got = unless_unsupported([&] { return fn(device_inputs, here); });
   check(got.device() == d, "the result is on " + got.device().id());
-  check(got.shape() == want.shape(), "shape " + to_string(got.shape()) + ", expected " +
-                                         to_string(want.shape()));
+  check(got.shape() == want.shape(),
+        "shape " + to_string(got.shape()) + ", expected " + to_string(want.shape()));
   check(got.dtype() == want.dtype(), "dtype " + std::string(to_string(got.dtype())));
   const Tensor back = got.to(cpu, here);
   here.synchronize();
@@ -73,19 +73,19 @@ std::string lower(std::string_view name) { return std::string(name); }
 void add_op_cases(Cases& cases) {
   const DType numeric[] = {DType::f32, DType::f64, DType::i32, DType::i64};
   using Binary = Tensor (*)(const Tensor&, const Tensor&, Stream&);
-  const std::pair<const char*, Binary> binaries[] = {{"add", add}, {"sub", sub},
-                                                     {"mul", mul}, {"div", div},
+  const std::pair<const char*, Binary> binaries[] = {{"add", add},         {"sub", sub},
+                                                     {"mul", mul},         {"div", div},
                                                      {"maximum", maximum}, {"minimum", minimum}};
   for (const auto& [name, op] : binaries)
     for (DType dtype : numeric) {
       const bool divides = std::string(name) == "div";
-      cases.push_back({"op.binary." + lower(name) + "." + std::string(to_string(dtype)),
-                       [op, dtype, divides](const Device& d) {
-                         differential(d, {{{4, 5}, dtype, -20, 20}, {{5}, dtype, divides ? 1.0 : -20, 9}},
-                                      [op](const std::vector<Tensor>& in, Stream& s) {
-                                        return op(in[0], in[1], s);
-                                      });
-                       }});
+      cases.push_back(
+          {"op.binary." + lower(name) + "." + std::string(to_string(dtype)),
+           [op, dtype, divides](const Device& d) {
+             differential(
+                 d, {{{4, 5}, dtype, -20, 20}, {{5}, dtype, divides ? 1.0 : -20, 9}},
+                 [op](const std::vector<Tensor>& in, Stream& s) { return op(in[0], in[1], s); });
+           }});
     }
   for (DType dtype : {DType::f32, DType::f64})
     cases.push_back({"op.binary.pow." + std::string(to_string(dtype)), [dtype](const Device& d) {
@@ -103,40 +103,43 @@ void add_op_cases(Cases& cases) {
                                       return op(in[0], in[1], s);
                                     });
                      }});
-  cases.push_back({"op.where.f32", [](const Device& d) {
-                     differential(d, {{{5, 1}, DType::f32, -1, 1}, {{5, 3}, DType::f32, -9, 9},
-                                      {{3}, DType::f32, -9, 9}},
-                                  [](const std::vector<Tensor>& in, Stream& s) {
-                                    const Tensor cond = gt(in[0], zeros({}, DType::f32, s), s);
-                                    return where(cond, in[1], in[2], s);
-                                  });
-                   }});
-  const std::pair<DType, DType> casts[] = {{DType::f32, DType::i32}, {DType::i32, DType::f32},
-                                           {DType::f32, DType::f16}, {DType::f32, DType::bf16},
+  cases.push_back(
+      {"op.where.f32", [](const Device& d) {
+         differential(
+             d,
+             {{{5, 1}, DType::f32, -1, 1}, {{5, 3}, DType::f32, -9, 9}, {{3}, DType::f32, -9, 9}},
+             [](const std::vector<Tensor>& in, Stream& s) {
+               const Tensor cond = gt(in[0], zeros({}, DType::f32, s), s);
+               return where(cond, in[1], in[2], s);
+             });
+       }});
+  const std::pair<DType, DType> casts[] = {{DType::f32, DType::i32},
+                                           {DType::i32, DType::f32},
+                                           {DType::f32, DType::f16},
+                                           {DType::f32, DType::bf16},
                                            {DType::i64, DType::u8}};
   for (const auto& [from, to] : casts)
-    cases.push_back({"op.cast." + std::string(to_string(from)) + "_to_" + std::string(to_string(to)),
-                     [from, to](const Device& d) {
-                       differential(d, {{{64}, from, -300, 300}},
-                                    [to](const std::vector<Tensor>& in, Stream& s) {
-                                      return cast(in[0], to, s);
-                                    });
-                     }});
+    cases.push_back(
+        {"op.cast." + std::string(to_string(from)) + "_to_" + std::string(to_string(to)),
+         [from, to](const Device& d) {
+           differential(
+               d, {{{64}, from, -300, 300}},
+               [to](const std::vector<Tensor>& in, Stream& s) { return cast(in[0], to, s); });
+         }});
   using Unary = Tensor (*)(const Tensor&, Stream&);
   const std::tuple<const char*, Unary, double, double> unaries[] = {
-      {"neg", neg, -3, 3},     {"abs", abs, -3, 3},          {"relu", relu, -3, 3},
-      {"exp", exp, -5, 5},     {"log", log, 0.05, 9},        {"sqrt", sqrt, 0, 9},
-      {"rsqrt", rsqrt, 0.05, 9}, {"tanh", tanh, -4, 4},      {"sigmoid", sigmoid, -6, 6},
-      {"gelu", gelu, -4, 4},   {"silu", silu, -6, 6}};
+      {"neg", neg, -3, 3},       {"abs", abs, -3, 3},   {"relu", relu, -3, 3},
+      {"exp", exp, -5, 5},       {"log", log, 0.05, 9}, {"sqrt", sqrt, 0, 9},
+      {"rsqrt", rsqrt, 0.05, 9}, {"tanh", tanh, -4, 4}, {"sigmoid", sigmoid, -6, 6},
+      {"gelu", gelu, -4, 4},     {"silu", silu, -6, 6}};
   for (const auto& [name, op, low, high] : unaries)
     for (DType dtype : {DType::f32, DType::f64})
-      cases.push_back({"op.unary." + lower(name) + "." + std::string(to_string(dtype)),
-                       [op, low, high, dtype](const Device& d) {
-                         differential(d, {{{7, 9}, dtype, low, high}},
-                                      [op](const std::vector<Tensor>& in, Stream& s) {
-                                        return op(in[0], s);
-                                      });
-                       }});
+      cases.push_back(
+          {"op.unary." + lower(name) + "." + std::string(to_string(dtype)),
+           [op, low, high, dtype](const Device& d) {
+             differential(d, {{{7, 9}, dtype, low, high}},
+                          [op](const std::vector<Tensor>& in, Stream& s) { return op(in[0], s); });
+           }});
   using Reduce = Tensor (*)(const Tensor&, const std::vector<int64_t>&, bool, Stream&);
   const std::pair<const char*, Reduce> reductions[] = {
       {"sum", sum}, {"mean", mean}, {"max", max}, {"min", min}, {"argmax", argmax}};
@@ -161,13 +164,15 @@ void add_op_cases(Cases& cases) {
                                     return log_softmax(in[0], 0, s);
                                   });
                    }});
-  cases.push_back({"op.layer_norm.f32", [](const Device& d) {
-                     differential(d, {{{4, 16}, DType::f32, -3, 3}, {{16}, DType::f32, 0.5, 2},
-                                      {{16}, DType::f32, -1, 1}},
-                                  [](const std::vector<Tensor>& in, Stream& s) {
-                                    return layer_norm(in[0], {16}, in[1], in[2], 1e-5, s);
-                                  });
-                   }});
+  cases.push_back(
+      {"op.layer_norm.f32", [](const Device& d) {
+         differential(
+             d,
+             {{{4, 16}, DType::f32, -3, 3}, {{16}, DType::f32, 0.5, 2}, {{16}, DType::f32, -1, 1}},
+             [](const std::vector<Tensor>& in, Stream& s) {
+               return layer_norm(in[0], {16}, in[1], in[2], 1e-5, s);
+             });
+       }});
   cases.push_back({"op.rms_norm.f32", [](const Device& d) {
                      differential(d, {{{4, 16}, DType::f32, -3, 3}, {{16}, DType::f32, 0.5, 2}},
                                   [](const std::vector<Tensor>& in, Stream& s) {
@@ -182,7 +187,8 @@ void add_op_cases(Cases& cases) {
                                     });
                      }});
   cases.push_back({"op.matmul.batched_and_transposed.f32", [](const Device& d) {
-                     differential(d, {{{3, 8, 5}, DType::f32, -1, 1}, {{3, 6, 5}, DType::f32, -1, 1}},
+                     differential(d,
+                                  {{{3, 8, 5}, DType::f32, -1, 1}, {{3, 6, 5}, DType::f32, -1, 1}},
                                   [](const std::vector<Tensor>& in, Stream& s) {
                                     return matmul(in[0], in[1].transpose(1, 2), s);
                                   });

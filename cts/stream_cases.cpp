@@ -99,19 +99,18 @@ void add_stream_cases(Cases& cases) {
                                  {"deliberate"}, "synchronize after a failing callback");
                      stream.synchronize();  // reported once; the stream works on
                    }});
-  cases.push_back({"stream.destroying_finishes_pending_work", [](const Device& d) {
-                     Buffer buffer = d.allocate(256);
-                     std::vector<unsigned char> out(256, 0);
-                     {
-                       Stream stream = d.create_stream();
-                       stream.host_callback(
-                           [] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); });
-                       stream.fill(buffer, uint8_t{6}, 256);
-                       stream.copy_to_host(out.data(), buffer, 256);
-                     }
-                     check(out == std::vector<unsigned char>(256, 6),
-                           "work was dropped with its stream");
-                   }});
+  cases.push_back(
+      {"stream.destroying_finishes_pending_work", [](const Device& d) {
+         Buffer buffer = d.allocate(256);
+         std::vector<unsigned char> out(256, 0);
+         {
+           Stream stream = d.create_stream();
+           stream.host_callback([] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); });
+           stream.fill(buffer, uint8_t{6}, 256);
+           stream.copy_to_host(out.data(), buffer, 256);
+         }
+         check(out == std::vector<unsigned char>(256, 6), "work was dropped with its stream");
+       }});
   cases.push_back({"stream.buffers_live_until_their_work_is_done", [](const Device& d) {
                      Stream stream = d.create_stream();
                      Gate gate;
@@ -138,7 +137,8 @@ void add_stream_cases(Cases& cases) {
                        streams.back().fill(buffers.back(), i * 3, 1);
                      }
                      for (uint32_t i = 0; i < 16; ++i)
-                       check(read_u32(streams[i], buffers[i]) == i * 3, "stream " + std::to_string(i));
+                       check(read_u32(streams[i], buffers[i]) == i * 3,
+                             "stream " + std::to_string(i));
                    }});
   cases.push_back({"event.record_then_synchronize", [](const Device& d) {
                      Stream stream = d.create_stream();

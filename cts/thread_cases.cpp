@@ -45,7 +45,8 @@ void add_thread_cases(Cases& cases) {
                      on_threads([&](int t) {
                        Stream stream = d.create_stream();
                        Buffer buffer = d.allocate(4096);
-                       std::vector<unsigned char> in(4096, static_cast<unsigned char>(t)), out(4096);
+                       std::vector<unsigned char> in(4096, static_cast<unsigned char>(t)),
+                           out(4096);
                        for (int round = 0; round < 10; ++round) {
                          stream.copy_from_host(buffer, in.data(), in.size());
                          stream.copy_to_host(out.data(), buffer, out.size());
@@ -61,13 +62,15 @@ void add_thread_cases(Cases& cases) {
                        for (int i = 0; i < 100; ++i) stream.host_callback([&ran] { ++ran; });
                      });
                      stream.synchronize();
-                     check(ran.load() == kThreads * 100, std::to_string(ran.load()) + " callbacks ran");
+                     check(ran.load() == kThreads * 100,
+                           std::to_string(ran.load()) + " callbacks ran");
                    }});
   cases.push_back({"threads.ops_on_a_stream_each", [](const Device& d) {
                      {
                        Stream probe = d.create_stream();
                        unless_unsupported([&] {
-                         return add(zeros({1}, DType::f32, probe), zeros({1}, DType::f32, probe), probe);
+                         return add(zeros({1}, DType::f32, probe), zeros({1}, DType::f32, probe),
+                                    probe);
                        });
                        probe.synchronize();
                      }

@@ -10,6 +10,7 @@ packages=(
   libopenblas-dev  # the CPU's matrix products
   libclblast-dev   # OpenCL's matrix products (opened at run time)
   libtbb-dev  # only for the benchmark that compares our thread pool with oneTBB
+  clang libclang-rt-14-dev  # the fuzz targets (libFuzzer), built with Clang
   # OpenCL: headers to build the backend, the ICD loader it opens at run time, and PoCL, a
   # real OpenCL driver for the CPU, so that the backend is tested on every machine.
   opencl-headers ocl-icd-libopencl1 ocl-icd-opencl-dev pocl-opencl-icd

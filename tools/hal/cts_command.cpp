@@ -12,8 +12,9 @@ namespace hal::tool {
 
 void add_cts_command(CLI::App& app) {
   auto* command = app.add_subcommand(
-      "cts", "Run the conformance suite against a device: each case passes, fails or is not "
-             "supported, with the reason");
+      "cts",
+      "Run the conformance suite against a device: each case passes, fails or is not "
+      "supported, with the reason");
   auto id = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto junit = std::make_shared<std::string>();

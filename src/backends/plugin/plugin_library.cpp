@@ -32,6 +32,10 @@ struct LibraryGuard {
   }
 };
 
+std::string version_of(const hal_plugin_api& api) {
+  return std::to_string(api.abi_major) + "." + std::to_string(api.abi_minor);
+}
+
 }  // namespace
 
 std::string PluginLibrary::last_error() const {
@@ -47,43 +51,15 @@ void PluginLibrary::check(hal_status status, const std::string& what) const {
   throw Error(code, what + ": " + last_error(), status);
 }
 
-PluginLibrary load_plugin(const std::string& path) {
-  PluginLibrary library;
-  library.path = path;
-  dlerror();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = dlerror();
-    throw Error(ErrorCode::BackendUnavailable,
-                "cannot load plugin " + path + ": " + (why ? why : "dlopen failed"));
-  }
-  LibraryGuard guard{handle};
-  auto init = reinterpret_cast<hal_plugin_init_fn>(dlsym(handle, HAL_PLUGIN_INIT_SYMBOL));
-  if (!init)
-    throw Error(ErrorCode::BackendUnavailable,
-                "plugin " + path + " exports no " HAL_PLUGIN_INIT_SYMBOL ": not a hal plugin");
-  const hal_plugin_host_info host{sizeof(hal_plugin_host_info), HAL_PLUGIN_ABI_MAJOR,
-                                  HAL_PLUGIN_ABI_MINOR, kVersion.data(), path.c_str()};
-  const hal_plugin_api* api = nullptr;
-  const hal_status status = init(&host, &api);
-  library.api = api;
+void check_plugin_table(const hal_plugin_api* api, const std::string& path) {
   const std::string ours =
       std::to_string(HAL_PLUGIN_ABI_MAJOR) + "." + std::to_string(HAL_PLUGIN_ABI_MINOR);
-  if (status != HAL_STATUS_OK) {
-    const std::string message =
-        api && api->last_error && api->last_error() ? api->last_error() : "no message";
-    throw Error(status == HAL_STATUS_ABI_MISMATCH ? ErrorCode::PluginAbiMismatch
-                                                  : ErrorCode::BackendUnavailable,
-                "plugin " + path + ": " HAL_PLUGIN_INIT_SYMBOL " failed with " +
-                    status_name(status) + ": " + message,
-                status);
-  }
   if (!api) throw Error(ErrorCode::BackendUnavailable, "plugin " + path + " returned no table");
   if (api->struct_size < offsetof(hal_plugin_api, abi_minor) + sizeof(api->abi_minor) ||
       api->abi_major != HAL_PLUGIN_ABI_MAJOR)
     throw Error(ErrorCode::PluginAbiMismatch, "plugin " + path + " speaks plugin ABI " +
-                                                  library.abi_version() + "; this hal speaks " +
-                                                  ours + " and loads plugins of major version " +
+                                                  version_of(*api) + "; this hal speaks " + ours +
+                                                  " and loads plugins of major version " +
                                                   std::to_string(HAL_PLUGIN_ABI_MAJOR) + " only");
   const size_t required =
       offsetof(hal_plugin_api, event_elapsed_ms) + sizeof(api->event_elapsed_ms);
@@ -123,6 +99,38 @@ PluginLibrary load_plugin(const std::string& path) {
     throw Error(ErrorCode::BackendUnavailable,
                 "plugin " + path + " names its backend '" + (api->name ? api->name : "") +
                     "': a name is lower-case letters, digits and '_', starting with a letter");
+}
+
+PluginLibrary load_plugin(const std::string& path) {
+  PluginLibrary library;
+  library.path = path;
+  dlerror();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = dlerror();
+    throw Error(ErrorCode::BackendUnavailable,
+                "cannot load plugin " + path + ": " + (why ? why : "dlopen failed"));
+  }
+  LibraryGuard guard{handle};
+  auto init = reinterpret_cast<hal_plugin_init_fn>(dlsym(handle, HAL_PLUGIN_INIT_SYMBOL));
+  if (!init)
+    throw Error(ErrorCode::BackendUnavailable,
+                "plugin " + path + " exports no " HAL_PLUGIN_INIT_SYMBOL ": not a hal plugin");
+  const hal_plugin_host_info host{sizeof(hal_plugin_host_info), HAL_PLUGIN_ABI_MAJOR,
+                                  HAL_PLUGIN_ABI_MINOR, kVersion.data(), path.c_str()};
+  const hal_plugin_api* api = nullptr;
+  const hal_status status = init(&host, &api);
+  library.api = api;
+  if (status != HAL_STATUS_OK) {
+    const std::string message =
+        api && api->last_error && api->last_error() ? api->last_error() : "no message";
+    throw Error(status == HAL_STATUS_ABI_MISMATCH ? ErrorCode::PluginAbiMismatch
+                                                  : ErrorCode::BackendUnavailable,
+                "plugin " + path + ": " HAL_PLUGIN_INIT_SYMBOL " failed with " +
+                    status_name(status) + ": " + message,
+                status);
+  }
+  check_plugin_table(api, path);
   library.handle = handle;
   guard.handle = nullptr;
   return library;

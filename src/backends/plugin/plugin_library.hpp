@@ -25,6 +25,11 @@ struct PluginLibrary {
   void check(hal_status status, const std::string& what) const;
 };
 
+// Checks the table a plugin's init returned (`path` names the plugin in messages): present,
+// of hal's major version, long enough for every required function, none of them NULL, and a
+// valid name. Throws hal::Error (PluginAbiMismatch, BackendUnavailable) saying what is wrong.
+void check_plugin_table(const hal_plugin_api* api, const std::string& path);
+
 // Loads the plugin at `path` and checks what it returned: the entry point, the ABI's major
 // version (PluginAbiMismatch naming both versions), the table's required functions, the name.
 // Throws hal::Error saying what failed; a failed library is closed again.
