@@ -1,6 +1,8 @@
 // The simulated accelerator: hal_plugin_init and the table of plugin.h. Devices with private
 // memory, streams that keep simulated time from a performance model, built-in ops, and faults
 // injected on request (HAL_SIM_CONFIG, see sim.hpp).
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -22,7 +24,21 @@
 namespace sim {
 namespace {
 
-thread_local std::string t_last_error;
+// Each thread's last error, under a pthread key rather than thread_local: a dlopen'ed library's
+// thread_local lives in dynamic TLS, which LeakSanitizer (GCC 12) misreads and crashes on.
+std::string& thread_error() {
+  static const pthread_key_t key = [] {
+    pthread_key_t made;
+    pthread_key_create(&made, [](void* text) { delete static_cast<std::string*>(text); });
+    return made;
+  }();
+  auto* text = static_cast<std::string*>(pthread_getspecific(key));
+  if (text == nullptr) {
+    text = new std::string;
+    pthread_setspecific(key, text);
+  }
+  return *text;
+}
 
 struct Plugin {
   Config config;
@@ -35,7 +51,7 @@ Plugin& plugin() {
   return instance;
 }
 
-const char* last_error() { return t_last_error.c_str(); }
+const char* last_error() { return thread_error().c_str(); }
 
 // The first check of every call naming a device.
 #define SIM_CHECK_DEVICE(device)                                                            \
@@ -424,7 +440,7 @@ const hal_plugin_api kApi = {
 }  // namespace
 
 hal_status fail(hal_status status, std::string message) {
-  t_last_error = std::move(message);
+  thread_error() = std::move(message);
   return status;
 }
 
