@@ -116,7 +116,8 @@ using HostKernelFn = std::function<void(const KernelChunk&)>;
 //   global_size(d) local_size(d) num_groups(d)
 //   barrier()        synchronises the work group, for shared and global memory
 // Launches may run whole work groups past `global`, so kernels check their bounds.
-enum class KernelLanguage : uint8_t { portable, opencl_c, cuda };
+// native: the device's own format: OpenCL C on OpenCL, CUDA C++ on CUDA, what a plugin documents.
+enum class KernelLanguage : uint8_t { portable, opencl_c, cuda, native };
 std::string_view to_string(KernelLanguage language) noexcept;
 
 struct KernelSource {

@@ -23,6 +23,9 @@
  * call returns. A device lost stays lost: every later call on it returns
  * HAL_STATUS_DEVICE_LOST.
  *
+ * History: 1.0 devices, memory, streams, events, built-in ops; 1.1 kernels (kernel_formats,
+ * kernel_compile, kernel_destroy, kernel_launch).
+ *
  * Optional functions are marked so; a NULL one means the plugin lacks that capability, and
  * hal reports Unsupported (or runs the op on the CPU, if the caller allows it). */
 #ifndef HAL_PLUGIN_H_
@@ -36,7 +39,7 @@ extern "C" {
 #endif
 
 #define HAL_PLUGIN_ABI_MAJOR 1
-#define HAL_PLUGIN_ABI_MINOR 0
+#define HAL_PLUGIN_ABI_MINOR 1
 
 /* The name of the one exported symbol. */
 #define HAL_PLUGIN_INIT_SYMBOL "hal_plugin_init"
@@ -73,6 +76,7 @@ typedef struct hal_plugin_device_s* hal_plugin_device; /* owned by the plugin, n
 typedef struct hal_plugin_buffer_s* hal_plugin_buffer;
 typedef struct hal_plugin_stream_s* hal_plugin_stream;
 typedef struct hal_plugin_event_s* hal_plugin_event;
+typedef struct hal_plugin_kernel_s* hal_plugin_kernel; /* since 1.1 */
 
 /* What hal passes to hal_plugin_init. */
 typedef struct hal_plugin_host_info {
@@ -94,6 +98,11 @@ typedef struct hal_plugin_host_info {
 #define HAL_PLUGIN_OPS_REDUCE (1u << 2)
 #define HAL_PLUGIN_OPS_MATMUL (1u << 3)
 
+/* Kernel formats a device compiles (hal_plugin_device_properties.kernel_formats, since 1.1). */
+#define HAL_PLUGIN_KERNEL_PORTABLE (1u << 0) /* hal's portable dialect, hal's prelude included */
+#define HAL_PLUGIN_KERNEL_OPENCL_C (1u << 1)
+#define HAL_PLUGIN_KERNEL_NATIVE (1u << 2) /* the device's own format, as its vendor documents */
+
 /* A device's facts, filled by device_properties. hal zeroes the struct and sets struct_size;
  * the plugin writes the fields that fit in both its version and struct_size. Strings are
  * NUL-terminated and truncated to fit. */
@@ -114,6 +123,7 @@ typedef struct hal_plugin_device_properties {
   double peak_f32_gflops;        /* stated peaks, 0 when unknown */
   double peak_bandwidth_gbps;
   double launch_latency_us;
+  uint32_t kernel_formats; /* since 1.1: HAL_PLUGIN_KERNEL_* */
 } hal_plugin_device_properties;
 
 /* A strided view of a buffer for the built-in ops: element offset, shape and strides in
@@ -167,6 +177,17 @@ typedef struct hal_plugin_gemm {
 } hal_plugin_gemm;
 
 typedef void (*hal_plugin_host_fn)(void* user_data);
+
+/* One kernel argument (since 1.1): a buffer at a byte offset, or a scalar of `size` bytes. */
+#define HAL_PLUGIN_ARG_BUFFER 0
+#define HAL_PLUGIN_ARG_SCALAR 1
+typedef struct hal_plugin_kernel_arg {
+  int32_t kind;
+  uint32_t size; /* scalar bytes, at most 8 */
+  hal_plugin_buffer buffer;
+  uint64_t offset;
+  uint8_t value[8];
+} hal_plugin_kernel_arg;
 
 /* The plugin's table. Entries up to and including event_elapsed_ms are required. */
 typedef struct hal_plugin_api {
@@ -230,6 +251,19 @@ typedef struct hal_plugin_api {
   hal_status (*op_reduce)(hal_plugin_stream stream, hal_plugin_op op, const hal_plugin_tensor* out,
                           const hal_plugin_tensor* x, uint32_t axes);
   hal_status (*op_matmul)(hal_plugin_stream stream, const hal_plugin_gemm* gemm);
+
+  /* Since 1.1, optional: kernels of the formats a device declares. `options` holds -D defines
+   * and flags, space-separated. A source that does not compile is COMPILE_FAILED, with the
+   * build log as the message. */
+  hal_status (*kernel_compile)(hal_plugin_device device, uint32_t format, const char* source,
+                               size_t source_size, const char* entry, const char* options,
+                               hal_plugin_kernel* kernel);
+  hal_status (*kernel_destroy)(hal_plugin_kernel kernel); /* after the launches that use it */
+  /* `global` counts work-items per dimension; `local` is the work-group (0s: the plugin's
+   * choice). Arguments are read during the call. */
+  hal_status (*kernel_launch)(hal_plugin_stream stream, hal_plugin_kernel kernel,
+                              const uint64_t global[3], const uint32_t local[3],
+                              const hal_plugin_kernel_arg* args, uint32_t arg_count);
 } hal_plugin_api;
 
 /* The entry point. Returns ABI_MISMATCH (with a message) for a host of another major version. */

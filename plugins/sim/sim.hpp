@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "hal/plugin.h"
 
@@ -86,6 +87,11 @@ struct hal_plugin_stream_s {
 
 // Records complete in order: `issued` counts event_record calls, `done` the records that ran.
 // Work that still refers to an event keeps it alive after event_destroy.
+struct hal_plugin_kernel_s {
+  std::string entry;
+  float scale = 1.0f;
+};
+
 struct hal_plugin_event_s {
   void retain() { refs.fetch_add(1, std::memory_order_relaxed); }
   void release() {
@@ -115,5 +121,13 @@ hal_status unary(hal_plugin_op op, const hal_plugin_tensor& out, const hal_plugi
 hal_status reduce(hal_plugin_op op, const hal_plugin_tensor& out, const hal_plugin_tensor& x,
                   uint32_t axes);
 hal_status matmul(const hal_plugin_gemm& gemm);
+
+// Native kernels (sim_kernels.cpp).
+hal_status compile_kernel(uint32_t format, const std::string& source, const std::string& entry,
+                          const std::string& options, hal_plugin_kernel* kernel);
+hal_status check_launch(const hal_plugin_kernel_s& kernel, const hal_plugin_kernel_arg* args,
+                        uint32_t count);
+void run_kernel(const hal_plugin_kernel_s& kernel, uint64_t items,
+                const std::vector<hal_plugin_kernel_arg>& args);
 
 }  // namespace sim

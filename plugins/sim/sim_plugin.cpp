@@ -107,6 +107,8 @@ hal_status device_properties(hal_plugin_device device, hal_plugin_device_propert
   out->peak_f32_gflops = c.gflops;
   out->peak_bandwidth_gbps = c.bandwidth_gbps;
   out->launch_latency_us = c.launch_us;
+  if (out->struct_size >= offsetof(hal_plugin_device_properties, kernel_formats) + sizeof(uint32_t))
+    out->kernel_formats = HAL_PLUGIN_KERNEL_NATIVE;
   return HAL_STATUS_OK;
 }
 
@@ -402,6 +404,35 @@ hal_status op_matmul(hal_plugin_stream stream, const hal_plugin_gemm* gemm) {
   return HAL_STATUS_OK;
 }
 
+hal_status kernel_compile(hal_plugin_device device, uint32_t format, const char* source,
+                          size_t source_size, const char* entry, const char* options,
+                          hal_plugin_kernel* kernel) {
+  SIM_CHECK_DEVICE(device);
+  return compile_kernel(format, std::string(source, source_size), entry, options ? options : "",
+                        kernel);
+}
+
+hal_status kernel_destroy(hal_plugin_kernel kernel) {
+  delete kernel;
+  return HAL_STATUS_OK;
+}
+
+hal_status kernel_launch(hal_plugin_stream stream, hal_plugin_kernel kernel,
+                         const uint64_t global[3], const uint32_t[3],
+                         const hal_plugin_kernel_arg* args, uint32_t arg_count) {
+  SIM_CHECK_DEVICE(stream->device);
+  if (hal_status status = check_launch(*kernel, args, arg_count)) return status;
+  if (hal_status status = begin_op(stream)) return status;  // launch failures are injected here
+  const uint64_t items = global[0] * global[1] * global[2];
+  // A copy of the kernel's description too: hal may destroy the kernel once this returns.
+  stream->enqueue(
+      [stream, k = *kernel, items, a = std::vector<hal_plugin_kernel_arg>(args, args + arg_count)] {
+        run_kernel(k, items, a);
+        stream->advance(8.0 * static_cast<double>(items), 2.0 * static_cast<double>(items));
+      });
+  return HAL_STATUS_OK;
+}
+
 const hal_plugin_api kApi = {
     SIM_TABLE_SIZE,
     HAL_PLUGIN_ABI_MAJOR,
@@ -435,6 +466,9 @@ const hal_plugin_api kApi = {
     op_unary,
     op_reduce,
     op_matmul,
+    kernel_compile,
+    kernel_destroy,
+    kernel_launch,
 };
 
 }  // namespace

@@ -12,6 +12,8 @@ std::string_view to_string(KernelLanguage language) noexcept {
       return "opencl_c";
     case KernelLanguage::cuda:
       return "cuda";
+    case KernelLanguage::native:
+      return "native";
   }
   return "unknown";
 }

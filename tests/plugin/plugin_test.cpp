@@ -33,12 +33,12 @@ TEST(Plugins, EveryCandidateIsListedWithWhyItLoadedOrNot) {
   ASSERT_NE(sim, nullptr) << "the bundled folder next to libhal holds sim";
   EXPECT_TRUE(sim->loaded) << sim->reason;
   EXPECT_EQ(sim->name, "sim");
-  EXPECT_EQ(sim->abi_version, "1.0");
+  EXPECT_EQ(sim->abi_version, "1.1");
 
   const PluginInfo* major = find_plugin(all, "libbroken_major.so");
   ASSERT_NE(major, nullptr);
   EXPECT_FALSE(major->loaded);
-  for (const char* part : {"PluginAbiMismatch", "speaks plugin ABI 2.0", "this hal speaks 1.0"})
+  for (const char* part : {"PluginAbiMismatch", "speaks plugin ABI 2.0", "this hal speaks 1.1"})
     EXPECT_NE(major->reason.find(part), std::string::npos) << major->reason;
 
   const PluginInfo* init = find_plugin(all, "libbroken_init.so");
@@ -135,6 +135,46 @@ TEST(Plugins, WhatSimLacksIsUnsupportedUnlessFallbackIsAllowed) {
   const Tensor squares = pow(x, from_vector(floats({2, 2, 2}), {3}, s), s);
   EXPECT_EQ(squares.device(), sim);
   EXPECT_EQ(squares.to_vector<float>(s), floats({1, 4, 9}));
+}
+
+TEST(Plugins, SimCompilesAndLaunchesItsNativeKernels) {
+  Device sim = device("sim:0");
+  Stream stream = sim.create_stream();
+  const Kernel saxpy =
+      sim.compile({"saxpy", "kernel iota_u32\nkernel saxpy\n", KernelLanguage::native});
+  const Kernel scale = sim.compile({"scale_f32", "kernel scale_f32", KernelLanguage::native},
+                                   {.defines = {"SCALE=2.5"}});
+  const uint32_t n = 100;
+  std::vector<float> x(n), y(n, 1.0f);
+  for (uint32_t i = 0; i < n; ++i) x[i] = float(i);
+  Buffer bx = sim.allocate(n * 4), by = sim.allocate(n * 4);
+  stream.copy_from_host(bx, x.data(), n * 4);
+  stream.copy_from_host(by, y.data(), n * 4);
+  stream.launch(saxpy, LaunchConfig::linear(n), {3.0f, bx, by, n});
+  stream.launch(scale, LaunchConfig::linear(n), {by});
+  stream.copy_to_host(y.data(), by, n * 4);
+  stream.synchronize();
+  for (uint32_t i = 0; i < n; ++i) EXPECT_EQ(y[i], 2.5f * (3.0f * float(i) + 1.0f)) << i;
+
+  expect_error(
+      [&] {
+        sim.compile({"nope", "kernel nope", KernelLanguage::native});
+      },
+      ErrorCode::CompileFailed, {"sim:0", "nope", "line 1", "sim has saxpy"});
+  expect_error(
+      [&] {
+        sim.compile({"saxpy", "KERNEL void saxpy() {}"});
+      },
+      ErrorCode::Unsupported, {"sim:0", "portable"});
+  expect_error([&] { stream.launch(saxpy, LaunchConfig::linear(n), {bx}); },
+               ErrorCode::InvalidArgument, {"saxpy", "takes 4 arguments"});
+  stream.synchronize();
+  const Kernel old_style = sim.compile({"iota_u32", "kernel iota_u32", KernelLanguage::native});
+  expect_error(
+      [&] {
+        device("simold:0").compile({"iota_u32", "kernel iota_u32", KernelLanguage::native});
+      },
+      ErrorCode::Unsupported, {"simold:0"});
 }
 
 TEST(Plugins, APluginOfAnOlderMinorVersionWorksWithoutItsMissingFunctions) {
@@ -250,6 +290,25 @@ TEST(SimFaults, AFailedOpIsReportedAndTheNextOneRuns) {
   const Tensor x = from_vector(floats({1, -2}), {2}, s);
   expect_error([&] { relu(x, s); }, ErrorCode::Internal, {"sim:0", "injected"});
   EXPECT_EQ(relu(x, s).to_vector<float>(s), floats({1, 0}));
+}
+
+TEST(SimFaults, AFailedLaunchIsReportedAndTheNextOneRuns) {
+  // HAL_SIM_CONFIG=devices=1,fail_op_at=2
+  Device sim = device("sim:0");
+  Stream s = sim.create_stream();
+  const Kernel iota = sim.compile({"iota_u32", "kernel iota_u32", KernelLanguage::native});
+  Buffer out = sim.allocate(16);
+  s.launch(iota, LaunchConfig::linear(4), {out, 10u});  // op 1
+  expect_error(
+      [&] {
+        s.launch(iota, LaunchConfig::linear(4), {out, 20u});
+      },
+      ErrorCode::Internal, {"sim:0", "launch of kernel 'iota_u32'", "injected"});
+  s.launch(iota, LaunchConfig::linear(4), {out, 30u});
+  std::vector<uint32_t> got(4);
+  s.copy_to_host(got.data(), out, 16);
+  s.synchronize();
+  EXPECT_EQ(got, (std::vector<uint32_t>{30, 31, 32, 33}));
 }
 
 TEST(SimFaults, ALostDeviceStaysLostAndOthersWork) {

@@ -45,6 +45,13 @@ PluginDevice::PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_
   info_.limits.max_allocation_bytes = properties.max_allocation_bytes;
   for (DType dtype : kAllDTypes)
     if (properties.dtypes & (1u << static_cast<uint32_t>(dtype))) info_.dtypes.push_back(dtype);
+  // Fields a plugin of an older minor version did not know stay 0, as hal zeroed them.
+  kernel_formats_ = properties.kernel_formats;
+  if (HAL_PLUGIN_FN(*library_, kernel_compile) == nullptr ||
+      HAL_PLUGIN_FN(*library_, kernel_launch) == nullptr)
+    kernel_formats_ = 0;
+  if (kernel_formats_ & HAL_PLUGIN_KERNEL_PORTABLE)
+    info_.features.emplace_back(feature::kPortableKernels);
   if (info_.supports(DType::f64)) info_.features.emplace_back(feature::kFp64);
   if (info_.supports(DType::f16)) info_.features.emplace_back(feature::kFp16);
   if (info_.supports(DType::bf16)) info_.features.emplace_back(feature::kBf16);
@@ -108,6 +115,43 @@ std::shared_ptr<EventImpl> PluginDevice::create_event() {
   check(library_->api->event_create(handle_, &handle), "create an event");
   return std::make_shared<PluginEvent>(std::make_shared<EventHandle>(
       std::static_pointer_cast<PluginDevice>(shared_from_this()), handle));
+}
+
+CompiledKernel PluginDevice::compile(const KernelSource& source, const CompileOptions& options) {
+  check_not_lost();
+  uint32_t format = 0;
+  switch (source.language) {
+    case KernelLanguage::portable:
+      format = HAL_PLUGIN_KERNEL_PORTABLE;
+      break;
+    case KernelLanguage::opencl_c:
+      format = HAL_PLUGIN_KERNEL_OPENCL_C;
+      break;
+    case KernelLanguage::native:
+      format = HAL_PLUGIN_KERNEL_NATIVE;
+      break;
+    case KernelLanguage::cuda:
+      break;
+  }
+  if ((kernel_formats_ & format) == 0)
+    throw_unsupported(*this, "compiling " + std::string(to_string(source.language)) +
+                                 " kernels ('" + source.name + "')");
+  std::string flags;
+  for (const std::string& define : options.defines) flags += "-D" + define + " ";
+  flags += options.flags;
+  hal_plugin_kernel handle = nullptr;
+  const hal_status status = HAL_PLUGIN_FN(*library_, kernel_compile)(
+      handle_, format, source.code.data(), source.code.size(), source.name.c_str(), flags.c_str(),
+      &handle);
+  check(status,
+        "compile of " + std::string(to_string(source.language)) + " kernel '" + source.name + "'");
+  return {std::make_shared<PluginKernel>(
+              source.name, std::static_pointer_cast<PluginDevice>(shared_from_this()), handle),
+          false};
+}
+
+PluginKernel::~PluginKernel() {
+  if (auto destroy = HAL_PLUGIN_FN(device_->library(), kernel_destroy)) destroy(handle_);
 }
 
 PluginBuffer::~PluginBuffer() {

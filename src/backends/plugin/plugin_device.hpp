@@ -23,6 +23,8 @@ class PluginDevice final : public DeviceImpl {
   BufferPtr allocate(size_t bytes, MemoryKind kind) override;
   std::shared_ptr<StreamImpl> create_stream() override;
   std::shared_ptr<EventImpl> create_event() override;
+  // Kernels of the formats the device declares (plugin ABI 1.1).
+  CompiledKernel compile(const KernelSource& source, const CompileOptions& options) override;
 
   const PluginLibrary& library() const { return *library_; }
   hal_plugin_device handle() const { return handle_; }
@@ -35,6 +37,7 @@ class PluginDevice final : public DeviceImpl {
   std::shared_ptr<const PluginLibrary> library_;
   hal_plugin_device handle_;
   DeviceInfo info_;
+  uint32_t kernel_formats_ = 0;
   mutable std::mutex lost_mutex_;
   mutable std::string lost_;  // the message of the call that found the device lost
   mutable std::atomic<bool> is_lost_{false};
@@ -57,6 +60,19 @@ struct NativeRange {
   uint64_t offset;
 };
 NativeRange native(const BufferPtr& buffer, size_t offset);
+
+// A kernel the plugin compiled, destroyed with the last Kernel and launch that holds it.
+class PluginKernel final : public KernelImpl {
+ public:
+  PluginKernel(std::string name, std::shared_ptr<PluginDevice> device, hal_plugin_kernel handle)
+      : KernelImpl(std::move(name), device.get()), device_(std::move(device)), handle_(handle) {}
+  ~PluginKernel() override;
+  hal_plugin_kernel handle() const { return handle_; }
+
+ private:
+  std::shared_ptr<PluginDevice> device_;
+  hal_plugin_kernel handle_;
+};
 
 // A plugin event's handle, shared by the event and the fences of its records, destroyed with
 // the last of them.

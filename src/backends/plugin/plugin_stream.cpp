@@ -59,7 +59,10 @@ void PluginStream::enqueued(hal_status status, const std::string& what,
                std::make_move_iterator(buffers.end()));
   if (held_.size() > 1024) {  // let go of what completed work held, now and then
     int32_t idle = 0;
-    if (api().stream_query(handle_, &idle) == HAL_STATUS_OK && idle) held_.clear();
+    if (api().stream_query(handle_, &idle) == HAL_STATUS_OK && idle) {
+      held_.clear();
+      held_kernels_.clear();
+    }
   }
 }
 
@@ -120,6 +123,45 @@ void PluginStream::host_callback(std::function<void()> fn) {
   const hal_status status = api().host_callback(handle_, run_callback, callback.get());
   if (status == HAL_STATUS_OK) callback.release();  // the plugin owns it until it runs
   device_->check(status, "enqueue a host callback");
+}
+
+void PluginStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
+                          std::span<const KernelArg> args) {
+  const auto* compiled = dynamic_cast<const PluginKernel*>(kernel.get());
+  if (!compiled) throw_unsupported(*device_, "launching kernel '" + kernel->name() + "'");
+  device_->check_not_lost();
+  std::vector<hal_plugin_kernel_arg> native_args(args.size());
+  std::vector<BufferPtr> held;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const KernelArg& arg = args[i];
+    hal_plugin_kernel_arg& out = native_args[i];
+    switch (arg.kind()) {
+      case KernelArg::Kind::buffer: {
+        const NativeRange range = native(arg.buffer().impl(), arg.offset());
+        out.kind = HAL_PLUGIN_ARG_BUFFER;
+        out.buffer = range.buffer;
+        out.offset = range.offset;
+        held.push_back(arg.buffer().impl());
+        break;
+      }
+      case KernelArg::Kind::scalar:
+        out.kind = HAL_PLUGIN_ARG_SCALAR;
+        out.size = static_cast<uint32_t>(arg.scalar_size());
+        std::memcpy(out.value, arg.scalar_data(), arg.scalar_size());
+        break;
+      case KernelArg::Kind::local_memory:
+        throw_unsupported(*device_, "local memory arguments (kernel '" + kernel->name() +
+                                        "'): declare SHARED arrays in the kernel");
+    }
+  }
+  const uint64_t global[3] = {config.global[0], config.global[1], config.global[2]};
+  const uint32_t local[3] = {config.local[0], config.local[1], config.local[2]};
+  std::lock_guard lock(mutex_);
+  const hal_status status = HAL_PLUGIN_FN(device_->library(), kernel_launch)(
+      handle_, compiled->handle(), global, local, native_args.data(),
+      static_cast<uint32_t>(native_args.size()));
+  enqueued(status, "launch of kernel '" + kernel->name() + "'", std::move(held));
+  held_kernels_.push_back(kernel);
 }
 
 void PluginStream::gemm(const GemmDesc& g) {
@@ -216,6 +258,7 @@ void PluginStream::synchronize() {
     std::lock_guard lock(mutex_);
     device_->check(api().stream_synchronize(handle_), "synchronize a stream");
     held_.clear();
+    held_kernels_.clear();
   }
   check_failure();
 }
@@ -225,7 +268,10 @@ bool PluginStream::query() {
   std::lock_guard lock(mutex_);
   int32_t idle = 0;
   device_->check(api().stream_query(handle_, &idle), "query a stream");
-  if (idle) held_.clear();
+  if (idle) {
+    held_.clear();
+    held_kernels_.clear();
+  }
   return idle != 0;
 }
 

@@ -27,6 +27,8 @@ class PluginStream final : public StreamImpl {
   void fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
             size_t pattern_size) override;
   void host_callback(std::function<void()> fn) override;
+  void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
+              std::span<const KernelArg> args) override;
   void gemm(const GemmDesc& gemm) override;
   void run_builtin_op(const BuiltinOp& op) override;
   void record(EventImpl& event) override;
@@ -44,6 +46,7 @@ class PluginStream final : public StreamImpl {
   hal_plugin_stream handle_;
   std::mutex mutex_;
   std::vector<BufferPtr> held_;
+  std::vector<std::shared_ptr<KernelImpl>> held_kernels_;
   std::shared_ptr<std::exception_ptr> failure_;  // written by host callbacks
   std::shared_ptr<std::mutex> failure_mutex_ = std::make_shared<std::mutex>();
 };
