@@ -48,8 +48,9 @@ void add_stream_cases(Cases& cases) {
   cases.push_back({"stream.work_runs_in_order", [](const Device& d) {
                      Stream stream = d.create_stream();
                      Buffer buffer = d.allocate(4);
-                     for (uint32_t v : {1u, 2u, 3u}) stream.copy_from_host(buffer, &v, 4);
-                     // The values live on: each copy reads its source when it runs.
+                     // Each copy reads its source when it runs, so the sources outlive them.
+                     static const uint32_t values[] = {1, 2, 3};
+                     for (const uint32_t& value : values) stream.copy_from_host(buffer, &value, 4);
                      check(read_u32(stream, buffer) == 3, "the last copy did not win");
                    }});
   cases.push_back({"stream.host_callbacks_run_in_order", [](const Device& d) {

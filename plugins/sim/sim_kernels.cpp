@@ -17,8 +17,8 @@ struct Signature {
 };
 
 const Signature kKernels[] = {
-    {"saxpy", {HAL_PLUGIN_ARG_SCALAR, HAL_PLUGIN_ARG_BUFFER, HAL_PLUGIN_ARG_BUFFER,
-               HAL_PLUGIN_ARG_SCALAR}},
+    {"saxpy",
+     {HAL_PLUGIN_ARG_SCALAR, HAL_PLUGIN_ARG_BUFFER, HAL_PLUGIN_ARG_BUFFER, HAL_PLUGIN_ARG_SCALAR}},
     {"iota_u32", {HAL_PLUGIN_ARG_BUFFER, HAL_PLUGIN_ARG_SCALAR}},
     {"scale_f32", {HAL_PLUGIN_ARG_BUFFER}},
 };
@@ -55,15 +55,14 @@ hal_status compile_kernel(uint32_t format, const std::string& source, const std:
     std::string keyword, name, rest;
     if (!(words >> keyword)) continue;  // a blank line
     if (keyword != "kernel" || !(words >> name) || (words >> rest))
-      return fail(HAL_STATUS_COMPILE_FAILED,
-                  "line " + std::to_string(number) + ": expected 'kernel NAME', got '" + line + "'");
+      return fail(HAL_STATUS_COMPILE_FAILED, "line " + std::to_string(number) +
+                                                 ": expected 'kernel NAME', got '" + line + "'");
     if (!find(name))
       return fail(HAL_STATUS_COMPILE_FAILED, "line " + std::to_string(number) + ": no kernel '" +
                                                  name + "'; sim has saxpy, iota_u32, scale_f32");
     listed = listed || name == entry;
   }
-  if (!listed)
-    return fail(HAL_STATUS_COMPILE_FAILED, "the source lists no kernel '" + entry + "'");
+  if (!listed) return fail(HAL_STATUS_COMPILE_FAILED, "the source lists no kernel '" + entry + "'");
   float scale = 1.0f;
   const size_t define = options.find("-DSCALE=");
   if (define != std::string::npos) scale = std::strtof(options.c_str() + define + 8, nullptr);
@@ -75,15 +74,15 @@ hal_status check_launch(const hal_plugin_kernel_s& kernel, const hal_plugin_kern
                         uint32_t count) {
   const Signature& signature = *find(kernel.entry);
   if (count != signature.kinds.size())
-    return fail(HAL_STATUS_INVALID_ARGUMENT,
-                "sim: kernel '" + kernel.entry + "' takes " +
-                    std::to_string(signature.kinds.size()) + " arguments, not " +
-                    std::to_string(count));
+    return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: kernel '" + kernel.entry + "' takes " +
+                                                 std::to_string(signature.kinds.size()) +
+                                                 " arguments, not " + std::to_string(count));
   for (uint32_t i = 0; i < count; ++i)
     if (args[i].kind != signature.kinds[i])
       return fail(HAL_STATUS_INVALID_ARGUMENT,
                   "sim: argument " + std::to_string(i) + " of kernel '" + kernel.entry +
-                      "' must be a " + (signature.kinds[i] == HAL_PLUGIN_ARG_BUFFER ? "buffer" : "scalar"));
+                      "' must be a " +
+                      (signature.kinds[i] == HAL_PLUGIN_ARG_BUFFER ? "buffer" : "scalar"));
   return HAL_STATUS_OK;
 }
 

@@ -134,8 +134,8 @@ CompiledKernel PluginDevice::compile(const KernelSource& source, const CompileOp
       break;
   }
   if ((kernel_formats_ & format) == 0)
-    throw_unsupported(*this, "compiling " + std::string(to_string(source.language)) +
-                                 " kernels ('" + source.name + "')");
+    throw_unsupported(*this, "compiling kernels in " + std::string(to_string(source.language)) +
+                                 " ('" + source.name + "')");
   std::string flags;
   for (const std::string& define : options.defines) flags += "-D" + define + " ";
   flags += options.flags;
