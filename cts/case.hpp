@@ -39,6 +39,13 @@ auto unless_unsupported(Fn&& fn) {
   }
 }
 
+// `bytes` bytes that differ from their neighbours and from another seed's, for copies to check.
+inline std::vector<unsigned char> pattern(size_t bytes, unsigned seed) {
+  std::vector<unsigned char> out(bytes);
+  for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<unsigned char>((i * 31 + seed) & 0xff);
+  return out;
+}
+
 // Checks that `fn` throws hal::Error with `code` and a message holding each of `parts`.
 void check_error(const std::function<void()>& fn, ErrorCode code,
                  const std::vector<std::string>& parts, const std::string& what);

@@ -5,12 +5,6 @@
 namespace hal::cts {
 namespace {
 
-std::vector<unsigned char> pattern(size_t bytes, unsigned seed) {
-  std::vector<unsigned char> out(bytes);
-  for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<unsigned char>((i * 7 + seed) & 0xff);
-  return out;
-}
-
 enum class Direction { to_device, to_host, on_device };
 const char* name_of(Direction direction) {
   switch (direction) {

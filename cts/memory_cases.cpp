@@ -8,12 +8,6 @@
 namespace hal::cts {
 namespace {
 
-std::vector<unsigned char> pattern(size_t bytes, unsigned seed) {
-  std::vector<unsigned char> out(bytes);
-  for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<unsigned char>((i * 31 + seed) & 0xff);
-  return out;
-}
-
 // Writes a pattern to the whole buffer and reads it back.
 void round_trip(const Device& d, const Buffer& buffer) {
   Stream stream = d.create_stream();

@@ -17,12 +17,8 @@ void check_rank(std::string_view op, const Tensor& x, size_t rank) {
 
 // `t` as seen through `shape` (which it broadcasts to): stride 0 where it repeats.
 OpOperand operand(const Tensor& t, const Shape& shape) {
-  OpOperand out{t.storage().impl(), static_cast<uint64_t>(t.offset()), t.dtype(), shape,
-                Shape(shape.size(), 0)};
-  const size_t lead = shape.size() - t.shape().size();
-  for (size_t d = 0; d < t.shape().size(); ++d)
-    if (t.shape()[d] == shape[lead + d]) out.strides[lead + d] = t.strides()[d];
-  return out;
+  return {t.storage().impl(), static_cast<uint64_t>(t.offset()), t.dtype(), shape,
+          broadcast_strides(t, shape)};
 }
 
 void run(BuiltinOp op, Stream& stream) { stream.impl()->run_builtin_op(op); }

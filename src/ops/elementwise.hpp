@@ -32,6 +32,9 @@ struct ElementwiseLayout {
   bool flat = false;
 };
 
+// t's strides when broadcast to `shape` (which broadcast_shapes has checked): 0 where it repeats.
+Shape broadcast_strides(const Tensor& t, const Shape& shape);
+
 ElementwiseLayout<2> layout_of(const Tensor& a, const Tensor& b, const Shape& shape);
 ElementwiseLayout<1> layout_of(const Tensor& x);
 ElementwiseLayout<3> layout_of(const Tensor& a, const Tensor& b, const Tensor& c,

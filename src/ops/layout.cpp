@@ -25,9 +25,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 }
 
 namespace ops {
-namespace {
 
-// t's strides when broadcast to `shape` (which broadcast_shapes has checked): 0 where it repeats.
 Shape broadcast_strides(const Tensor& t, const Shape& shape) {
   Shape out(shape.size(), 0);
   const size_t lead = shape.size() - t.shape().size();
@@ -35,6 +33,8 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape) {
     if (t.shape()[d] == shape[lead + d]) out[lead + d] = t.strides()[d];
   return out;
 }
+
+namespace {
 
 template <size_t kInputs>
 ElementwiseLayout<kInputs> merge(const Shape& shape, const std::array<const Tensor*, kInputs>& in) {

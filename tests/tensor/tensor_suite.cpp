@@ -4,6 +4,7 @@
 
 #include "device_suite.hpp"
 #include "element_codec.hpp"
+#include "ops/op_values.hpp"
 
 namespace hal::test {
 namespace {
@@ -135,17 +136,6 @@ std::vector<int64_t> reference_gather(const Tensor& view) {
   return out;
 }
 
-// The elements of a tensor as numbers, whatever its dtype.
-std::vector<double> values_of(const Tensor& t, Stream& stream) {
-  std::vector<unsigned char> bytes(t.nbytes());
-  t.copy_to_host(bytes.data(), stream);
-  stream.synchronize();
-  std::vector<double> out;
-  for (size_t at = 0; at < bytes.size(); at += t.element_size())
-    out.push_back(tensor::decode(t.dtype(), bytes.data() + at));
-  return out;
-}
-
 TEST_P(TensorSuite, ContiguousGathersEveryElementSize) {
   for (DType dtype : {DType::u8, DType::f16, DType::i32, DType::i64}) {
     // Element i holds i, so every gathered value names its source.
@@ -162,7 +152,7 @@ TEST_P(TensorSuite, ContiguousGathersEveryElementSize) {
       EXPECT_EQ(packed.shape(), view.shape()) << what;
       EXPECT_NE(packed.storage().impl(), view.storage().impl()) << what;
       const std::vector<int64_t> sources = reference_gather(view);
-      EXPECT_EQ(values_of(packed, stream), std::vector<double>(sources.begin(), sources.end()))
+      EXPECT_EQ(numbers(packed, stream), std::vector<double>(sources.begin(), sources.end()))
           << what;
     }
   }
