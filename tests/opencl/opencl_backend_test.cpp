@@ -15,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "hal/ops.hpp"
 #include "test_util.hpp"
 
 namespace hal::test {
@@ -397,6 +398,26 @@ TEST_F(OpenClTest, ManyBuffersFreedWhileWorkRunsComeBackAfterIt) {
   }
   stream.synchronize();
   EXPECT_EQ(device.memory_stats().active_bytes.current, before);
+}
+
+// CLBlast 1.5's GemmStridedBatched gave wrong products on PoCL at these sizes (768, 1024,
+// batched or not) while OpenBLAS and CLBlast's Xgemm agreed: every matmul size class that
+// went wrong, against cpu:0's OpenBLAS on the same Philox inputs.
+TEST_F(OpenClTest, LargeMatmulsAgreeWithOpenBlas) {
+  Stream cpu_stream = hal::device("cpu:0").create_stream();
+  Stream stream = device.create_stream();
+  for (const Shape& shape : {Shape{768, 768}, Shape{1024, 1024}, Shape{2, 768, 768}}) {
+    const auto product = [&](Stream& s) {
+      const Tensor a = uniform(shape, DType::f32, 20, s, -1, 1);
+      const Tensor b = uniform(shape, DType::f32, 21, s, -1, 1);
+      return matmul(a, b, s).to_vector<float>(s);
+    };
+    const std::vector<float> want = product(cpu_stream), got = product(stream);
+    ASSERT_EQ(got.size(), want.size());
+    const double tolerance = 1e-5 * static_cast<double>(shape.back());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], tolerance) << to_string(shape) << " element " << i;
+  }
 }
 
 }  // namespace

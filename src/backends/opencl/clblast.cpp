@@ -18,12 +18,10 @@ const Clblast& Clblast::load() {
                            (why ? why : "unknown reason")};
     }
     auto blas = std::make_unique<Clblast>();
-    blas->sgemm_strided_batched = reinterpret_cast<decltype(blas->sgemm_strided_batched)>(
-        ::dlsym(library, "CLBlastSgemmStridedBatched"));
-    blas->dgemm_strided_batched = reinterpret_cast<decltype(blas->dgemm_strided_batched)>(
-        ::dlsym(library, "CLBlastDgemmStridedBatched"));
-    if (!blas->sgemm_strided_batched || !blas->dgemm_strided_batched)
-      return {nullptr, "CLBlast is too old: it lacks CLBlast{S,D}gemmStridedBatched (1.5+)"};
+    blas->sgemm = reinterpret_cast<decltype(blas->sgemm)>(::dlsym(library, "CLBlastSgemm"));
+    blas->dgemm = reinterpret_cast<decltype(blas->dgemm)>(::dlsym(library, "CLBlastDgemm"));
+    if (!blas->sgemm || !blas->dgemm)
+      return {nullptr, "CLBlast (libclblast.so.1) lacks CLBlastSgemm or CLBlastDgemm"};
     return {std::move(blas), ""};
   }();
   if (!loaded.first) throw Error(ErrorCode::Unsupported, loaded.second);

@@ -13,8 +13,8 @@
 namespace hal::opencl {
 
 struct Clblast {
-  decltype(&::CLBlastSgemmStridedBatched) sgemm_strided_batched = nullptr;
-  decltype(&::CLBlastDgemmStridedBatched) dgemm_strided_batched = nullptr;
+  decltype(&::CLBlastSgemm) sgemm = nullptr;
+  decltype(&::CLBlastDgemm) dgemm = nullptr;
 
   // Opened once per process. Throws Unsupported naming the library when it cannot be opened
   // (matrix products are then what OpenCL devices lack, not OpenCL itself).
