@@ -27,8 +27,7 @@ endef
 $(foreach preset,$(PRESETS),$(eval $(call build_preset,$(preset))))
 
 demo: build-release
-	build/release/bin/hal devices --all
-	build/release/bin/mlp
+	build/release/bin/hal demo
 
 test: build-release
 	ctest --preset release -j $(JOBS)
@@ -50,6 +49,7 @@ bench: build-release
 	-build/release/bin/hal_bench_copy --device=opencl:0
 	build/release/bin/hal_bench_ops --device=cpu:0
 	-build/release/bin/hal_bench_ops --device=opencl:0
+	build/release/bin/hal_bench_select
 
 # The fuzzers add what they find to a copy of the seed corpus, never to the repository's.
 fuzz: setup

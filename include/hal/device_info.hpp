@@ -32,6 +32,16 @@ struct CacheInfo {
   uint32_t count = 0;  // instances in the device
 };
 
+// Peak figures worked out from a device's facts (CPU: cores x clock x FMA width; GPU: compute
+// units x clock x FP32 lanes, memory clock x bus width; plugins: as the vendor states them).
+// Upper bounds, never measured: calibration (hal/calibration.hpp) measures what a device
+// reaches. 0 where a figure is unknown.
+struct PeakFigures {
+  double f32_gflops = 0;
+  double bandwidth_gbps = 0;  // device memory, bytes read + written per second / 1e9
+  double launch_latency_us = 0;
+};
+
 struct DeviceLimits {
   uint64_t max_allocation_bytes = 0;
   uint32_t max_work_group_size = 0;
@@ -77,6 +87,7 @@ struct DeviceInfo {
   std::vector<std::string> features;  // sorted
   DeviceLimits limits;
   std::vector<CacheInfo> caches;
+  PeakFigures peak;
 
   bool supports(DType dtype) const {
     return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();

@@ -3,6 +3,8 @@
 
 #include "hal/allocator.hpp"
 #include "hal/buffer.hpp"
+#include "hal/calibration.hpp"
+#include "hal/cost_model.hpp"
 #include "hal/device.hpp"
 #include "hal/device_info.hpp"
 #include "hal/dtype.hpp"
@@ -13,7 +15,9 @@
 #include "hal/log.hpp"
 #include "hal/ops.hpp"
 #include "hal/registry.hpp"
+#include "hal/select.hpp"
 #include "hal/selector.hpp"
 #include "hal/stream.hpp"
+#include "hal/summary.hpp"
 #include "hal/tensor.hpp"
 #include "hal/version.hpp"

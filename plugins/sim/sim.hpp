@@ -18,8 +18,9 @@
 namespace sim {
 
 // HAL_SIM_CONFIG="devices=4,memory=512M,bandwidth_gbps=200,gflops=5000,launch_us=4,
-// fail_alloc_at=3,fail_op_at=0,lose_device_at=0,fault_device=0". Faults count calls on
-// fault_device, from 1; 0 turns a fault off. Unset: no devices at all.
+// fail_alloc_at=3,fail_op_at=0,lose_device_at=0,fault_device=0,mixed=1". Faults count calls on
+// fault_device, from 1; 0 turns a fault off. mixed=1 gives the devices different memory and
+// speeds (config_of_device), for tests of selection. Unset: no devices at all.
 struct Config {
   uint32_t devices = 1;
   uint64_t memory_bytes = 1ull << 30;
@@ -30,7 +31,12 @@ struct Config {
   uint64_t fail_op_at = 0;      // the Nth op fails, once
   uint64_t lose_device_at = 0;  // the Nth call on the device loses it, for good
   uint32_t fault_device = 0;
+  bool mixed = false;
 };
+
+// Device `index`'s configuration. Mixed devices scale memory by ((i % 8) + 1) / 8, gflops by
+// ((5i % 16) + 1) / 16 and bandwidth by ((3i % 8) + 1) / 8 of the configured figures.
+Config config_of_device(const Config& config, uint32_t index);
 
 // Parses the text of HAL_SIM_CONFIG; returns false with `error` set for a bad entry.
 bool parse_config(const char* text, Config& config, std::string& error);

@@ -69,10 +69,12 @@ bool parse_config(const char* text, Config& config, std::string& error) {
       config.lose_device_at = static_cast<uint64_t>(value);
     else if (key == "fault_device")
       config.fault_device = static_cast<uint32_t>(value);
+    else if (key == "mixed")
+      config.mixed = value != 0;
     else {
       error = "HAL_SIM_CONFIG: unknown key '" + key +
               "' (devices, memory, bandwidth_gbps, gflops, launch_us, fail_alloc_at, "
-              "fail_op_at, lose_device_at, fault_device)";
+              "fail_op_at, lose_device_at, fault_device, mixed)";
       return false;
     }
   }
@@ -81,6 +83,15 @@ bool parse_config(const char* text, Config& config, std::string& error) {
     return false;
   }
   return true;
+}
+
+Config config_of_device(const Config& config, uint32_t index) {
+  Config device = config;
+  if (!config.mixed) return device;
+  device.memory_bytes = config.memory_bytes / 8 * ((index % 8) + 1);
+  device.gflops = config.gflops * ((5 * index % 16) + 1) / 16;
+  device.bandwidth_gbps = config.bandwidth_gbps * ((3 * index % 8) + 1) / 8;
+  return device;
 }
 
 }  // namespace sim

@@ -564,7 +564,7 @@ extern "C" __attribute__((visibility("default"))) hal_status hal_plugin_init(
     for (uint32_t i = 0; i < p.config.devices; ++i) {
       hal_plugin_device_s& device = p.devices.emplace_back();
       device.index = i;
-      device.config = p.config;
+      device.config = sim::config_of_device(p.config, i);
     }
   }
   return HAL_STATUS_OK;

@@ -46,12 +46,14 @@ const char* env(const char* name) {
 
 }  // namespace
 
-fs::path cache_root() {
+std::string cache_root_text() {
   if (const char* dir = env("HAL_CACHE_DIR")) return dir;
-  if (const char* xdg = env("XDG_CACHE_HOME")) return fs::path(xdg) / "hal";
-  if (const char* home = env("HOME")) return fs::path(home) / ".cache" / "hal";
+  if (const char* xdg = env("XDG_CACHE_HOME")) return std::string(xdg) + "/hal";
+  if (const char* home = env("HOME")) return std::string(home) + "/.cache/hal";
   return {};
 }
+
+fs::path cache_root() { return cache_root_text(); }
 
 KernelDiskCache::KernelDiskCache(std::string backend)
     : KernelDiskCache(std::move(backend), cache_root()) {}

@@ -25,6 +25,20 @@ std::string format_bytes(uint64_t bytes) {
   return text;
 }
 
+std::string format_seconds(double seconds) {
+  char text[32];
+  if (!(seconds == seconds)) return "unknown";
+  if (seconds >= 1.0)
+    std::snprintf(text, sizeof text, "%.2f s", seconds);
+  else if (seconds >= 1e-3)
+    std::snprintf(text, sizeof text, "%.2f ms", seconds * 1e3);
+  else if (seconds >= 1e-6)
+    std::snprintf(text, sizeof text, "%.1f us", seconds * 1e6);
+  else
+    std::snprintf(text, sizeof text, "%.0f ns", seconds * 1e9);
+  return text;
+}
+
 std::optional<uint64_t> parse_bytes(std::string_view text) noexcept {
   text = detail::trim(text);
   double number = 0;

@@ -4,9 +4,11 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <string>
 
@@ -302,6 +304,172 @@ TEST(Cli, UnknownCommandIsAUsageError) {
   const Result result = run("", "frobnicate");
   EXPECT_EQ(result.status, 2);
   EXPECT_NE(result.output.find("frobnicate"), std::string::npos) << result.output;
+}
+
+// A scratch HAL_CACHE_DIR for one test's runs of the hal command.
+class CacheDir {
+ public:
+  CacheDir()
+      : path_(std::filesystem::temp_directory_path() /
+              ("hal-cli-cache-" + std::to_string(::getpid()) + "-" +
+               std::to_string(std::random_device{}()))) {
+    std::filesystem::create_directories(path_);
+  }
+  ~CacheDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  std::string environment() const { return "HAL_CACHE_DIR=" + path_.string(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+nlohmann::json parse_json(const Result& result) {
+  return nlohmann::json::parse(result.output.substr(result.output.find('{')));
+}
+
+TEST(Cli, SummaryCountsEveryDeviceByBackendVendorAndKind) {
+  const Result result = run("", "summary --json");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto json = nlohmann::json::parse(result.output);
+  EXPECT_EQ(json["schema"], "hal.summary/1");
+  const size_t count = json["device_count"].get<size_t>();
+  EXPECT_EQ(json["devices"].size(), count);
+  EXPECT_GE(count, 1u);
+  for (const char* by : {"by_backend", "by_vendor", "by_kind"}) {
+    size_t total = 0;
+    for (const auto& [name, n] : json[by].items()) total += n.get<size_t>();
+    EXPECT_EQ(total, count) << by;
+  }
+  EXPECT_EQ(json["by_backend"]["cpu"], 1);
+  EXPECT_GT(json["memory_total"].get<uint64_t>(), 0u);
+  EXPECT_LE(json["memory_free"].get<uint64_t>(), json["memory_total"].get<uint64_t>());
+  for (const auto& device : json["devices"]) {
+    EXPECT_FALSE(device["dtypes"].empty()) << device["id"];
+    EXPECT_TRUE(device["features"].is_array());
+  }
+  const Result text = run("", "summary");
+  ASSERT_EQ(text.status, 0) << text.output;
+  EXPECT_NE(text.output.find("backends: cpu 1"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("[cpu:0] "), std::string::npos) << text.output;
+}
+
+TEST(Cli, CalibrateMeasuresOnceAndThenServesTheCache) {
+  CacheDir cache;
+  const Result first = run(cache.environment(), "calibrate --device cpu:0 --quick --json");
+  ASSERT_EQ(first.status, 0) << first.output;
+  const auto json = parse_json(first);
+  EXPECT_EQ(json["schema"], "hal.calibrate/1");
+  ASSERT_EQ(json["devices"].size(), 1u);
+  const auto& figures = json["devices"][0];
+  EXPECT_EQ(figures["device"], "cpu:0");
+  EXPECT_FALSE(figures["from_cache"].get<bool>());
+  EXPECT_GT(figures["matmul"][0]["gflops"].get<double>(), 0.0);
+  EXPECT_TRUE(std::filesystem::exists(cache.path() / "calibration" /
+                                      (figures["uuid"].get<std::string>() + ".json")));
+  const Result second = run(cache.environment(), "calibrate --device cpu:0 --quick");
+  ASSERT_EQ(second.status, 0) << second.output;
+  EXPECT_NE(second.output.find("(cached)"), std::string::npos) << second.output;
+  const Result bad = run(cache.environment(), "calibrate --device cpu:7");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.output.find("cpu:7"), std::string::npos) << bad.output;
+}
+
+TEST(Cli, SelectPrintsTheChoiceAndEveryOtherDevicesReason) {
+  CacheDir cache;
+  const Result result = run(cache.environment(), "select --min-memory 1K --json");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto json = nlohmann::json::parse(result.output);
+  EXPECT_EQ(json["schema"], "hal.select/1");
+  ASSERT_TRUE(json["choice"].is_string());
+  ASSERT_FALSE(json["candidates"].empty());
+  EXPECT_EQ(json["candidates"][0]["id"], json["choice"]);
+  for (const auto& c : json["candidates"]) {
+    EXPECT_TRUE(c["eligible"].get<bool>()) << c;
+    EXPECT_FALSE(c["reason"].get<std::string>().empty()) << c;
+    EXPECT_TRUE(c.contains("predicted_s")) << c;
+  }
+
+  const Result none = run(cache.environment(), "select --min-memory 1024T --json");
+  EXPECT_EQ(none.status, 1) << none.output;
+  const auto refused = nlohmann::json::parse(none.output);
+  EXPECT_TRUE(refused["choice"].is_null());
+  for (const auto& c : refused["candidates"]) {
+    EXPECT_FALSE(c["eligible"].get<bool>());
+    EXPECT_NE(c["reason"].get<std::string>().find("needs 1.0 PiB"), std::string::npos) << c;
+  }
+
+  const Result text = run(cache.environment(), "select --kind cpu --dtype f32");
+  ASSERT_EQ(text.status, 0) << text.output;
+  EXPECT_NE(text.output.find("choice: "), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("chosen"), std::string::npos) << text.output;
+
+  const Result bad_size = run(cache.environment(), "select --min-memory lots");
+  EXPECT_EQ(bad_size.status, 1);
+  EXPECT_NE(bad_size.output.find("--min-memory: 'lots' is not a size"), std::string::npos)
+      << bad_size.output;
+  const Result bad_kind = run(cache.environment(), "select --kind tpu");
+  EXPECT_EQ(bad_kind.status, 1);
+  EXPECT_NE(bad_kind.output.find("no device kind 'tpu'"), std::string::npos) << bad_kind.output;
+}
+
+TEST(Cli, DemoRunsTheReferenceWorkloadsOnEveryDeviceAndAgreesWithCpu) {
+  CacheDir cache;
+  const Result result = run(cache.environment(), "demo --quick --json");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto json = parse_json(result);
+  EXPECT_EQ(json["schema"], "hal.demo/1");
+  const size_t devices = json["summary"]["device_count"].get<size_t>();
+  EXPECT_TRUE(json["choice"]["device"].is_string());
+  EXPECT_EQ(json["choice"]["candidates"].size(), devices);
+  ASSERT_EQ(json["runs"].size(), 2 * devices) << "mlp and matmul on every device";
+  std::set<std::string> workloads;
+  for (const auto& r : json["runs"]) {
+    workloads.insert(r["workload"].get<std::string>());
+    if (r.contains("error")) continue;  // a device without the ops says why
+    EXPECT_TRUE(r["ok"].get<bool>()) << r;
+    EXPECT_GT(r["time_s"].get<double>(), 0.0) << r;
+    EXPECT_GT(r["gflops"].get<double>(), 0.0) << r;
+    EXPECT_LE(r["max_abs_diff"].get<double>(), 1e-2) << r;
+    EXPECT_TRUE(r["predicted_s"].is_number()) << "every device was calibrated: " << r;
+    if (r["device"] == "cpu:0") {
+      EXPECT_EQ(r["speedup_vs_cpu"], 1.0);
+    }
+  }
+  EXPECT_EQ(workloads, (std::set<std::string>{"mlp", "matmul"}));
+}
+
+TEST(Cli, BenchWritesOneDocumentForManySuites) {
+  const std::string cli = HAL_CLI_PATH;
+  const std::string suite = cli.substr(0, cli.rfind('/')) + "/hal_bench_select";
+  if (access(suite.c_str(), X_OK) != 0)
+    GTEST_SKIP() << suite << " is not built (this preset builds no benchmarks)";
+  CacheDir cache;
+  const std::string file = (cache.path() / "bench.json").string();
+  const Result result = run(cache.environment(), "bench memory select --quick --output " + file +
+                                                     " '--benchmark_filter=alloc_free/4096|_1024'");
+  ASSERT_EQ(result.status, 0) << result.output;
+  std::ifstream in(file);
+  const auto json = nlohmann::json::parse(in);
+  EXPECT_EQ(json["schema"], "hal.bench/1");
+  EXPECT_FALSE(json["hal_version"].get<std::string>().empty());
+  EXPECT_GE(json["machine"]["cores"].get<int>(), 1);
+  EXPECT_FALSE(json["devices"].empty());
+  ASSERT_EQ(json["suites"].size(), 2u);
+  std::set<std::string> suites;
+  for (const auto& run : json["suites"]) {
+    EXPECT_EQ(run["status"], 0) << run;
+    suites.insert(run["suite"].get<std::string>());
+  }
+  EXPECT_EQ(suites, (std::set<std::string>{"memory", "select"}));
+  std::set<std::string> figures;
+  for (const auto& figure : json["results"])
+    figures.insert(figure["suite"].get<std::string>() + "/" + figure["name"].get<std::string>());
+  EXPECT_TRUE(figures.count("memory/alloc_free_hit_4k")) << json["results"];
+  EXPECT_TRUE(figures.count("select/select_1024")) << json["results"];
+  EXPECT_TRUE(figures.count("select/select_1024_ms")) << json["results"];
 }
 
 }  // namespace

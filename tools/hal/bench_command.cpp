@@ -1,20 +1,42 @@
-// `hal bench SUITE [--json] [Google Benchmark flags]`: runs one of hal's benchmark suites,
-// which live in their own executables (built on Google Benchmark), next to `hal` in a build
-// tree or under libexec/hal in an install.
+// `hal bench [SUITE...] [--device ID|all] [--quick] [--json] [--output FILE] [Google Benchmark
+// flags]`: runs hal's benchmark suites, which live in their own executables (built on Google
+// Benchmark) next to `hal` in a build tree or under libexec/hal in an install. With --json or
+// --output, the suites' reports become one document (schema hal.bench/1) with the machine, its
+// devices and hal's version: the file to attach to a performance report.
+#include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "hal/error.hpp"
+#include "hal/hal.hpp"
 
 namespace hal::tool {
 namespace {
 
-const char* const kSuites[] = {"stream", "thread_pool", "memory", "dispatch", "copy", "ops"};
+using json = nlohmann::ordered_json;
+
+const std::vector<std::string> kSuites = {"stream", "thread_pool", "memory", "dispatch",
+                                          "copy",   "ops",         "select"};
+
+struct Options {
+  std::vector<std::string> suites;
+  std::string device;  // an id, "all", or "" for each suite's default
+  bool quick = false;
+  bool json = false;
+  std::string output;
+  std::vector<std::string> extra;  // passed on to Google Benchmark
+};
+
+struct Run {
+  std::string suite, device;
+};
 
 std::filesystem::path find_suite(const std::string& suite) {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
@@ -27,45 +49,182 @@ std::filesystem::path find_suite(const std::string& suite) {
                                        " nor in ../libexec/hal");
 }
 
-void run(const std::string& suite, bool json, const std::string& device,
-         const std::vector<std::string>& extra) {
-  bool known = false;
-  for (const char* name : kSuites) known = known || suite == name;
-  if (!known)
-    throw Error(ErrorCode::InvalidArgument,
-                "no benchmark suite '" + suite +
-                    "'; the suites are stream, thread_pool, memory, dispatch, copy, ops");
-  const std::string path = find_suite(suite).string();
+// Which devices a suite measures: dispatch and copy compare with a raw driver, so they take
+// OpenCL and CUDA devices; ops takes any; the others measure the host.
+bool suite_takes(const std::string& suite, const Device& device) {
+  if (suite == "ops") return true;
+  if (suite == "dispatch" || suite == "copy")
+    return device.info().backend() == "opencl" || device.info().backend() == "cuda";
+  return false;
+}
+
+std::vector<Run> plan(const Options& options) {
+  std::vector<std::string> suites = options.suites.empty() ? kSuites : options.suites;
+  for (const std::string& suite : suites)
+    if (std::find(kSuites.begin(), kSuites.end(), suite) == kSuites.end())
+      throw Error(ErrorCode::InvalidArgument,
+                  "no benchmark suite '" + suite +
+                      "'; the suites are stream, thread_pool, memory, dispatch, copy, ops, "
+                      "select");
+  std::vector<Run> runs;
+  for (const std::string& suite : suites) {
+    if (options.device != "all") {
+      runs.push_back({suite, options.device});
+      continue;
+    }
+    bool any = false;
+    for (const Device& device : devices())
+      if (suite_takes(suite, device)) {
+        runs.push_back({suite, device.id()});
+        any = true;
+      }
+    if (!any && suite != "dispatch" && suite != "copy") runs.push_back({suite, ""});
+  }
+  return runs;
+}
+
+// Runs the suite's executable; its stdout is returned when `capture`, else shared with ours.
+std::pair<int, std::string> execute(const Run& run, const Options& options, bool capture) {
+  const std::string path = find_suite(run.suite).string();
   std::vector<std::string> arguments{path};
-  if (json) arguments.emplace_back("--json");
-  if (!device.empty()) arguments.push_back("--device=" + device);
-  arguments.insert(arguments.end(), extra.begin(), extra.end());
+  if (capture) arguments.emplace_back("--json");
+  if (!run.device.empty()) arguments.push_back("--device=" + run.device);
+  if (options.quick) arguments.emplace_back("--benchmark_min_time=0.05");
+  arguments.insert(arguments.end(), options.extra.begin(), options.extra.end());
   std::vector<char*> argv;
   for (std::string& argument : arguments) argv.push_back(argument.data());
   argv.push_back(nullptr);
+
+  int out[2] = {-1, -1};
+  if (capture && ::pipe(out) != 0)
+    throw Error(ErrorCode::Internal, std::string("pipe: ") + std::strerror(errno));
   std::cout.flush();
-  execv(path.c_str(), argv.data());
-  throw Error(ErrorCode::Internal, "could not run " + path + ": " + std::strerror(errno));
+  const pid_t child = ::fork();
+  if (child < 0) throw Error(ErrorCode::Internal, std::string("fork: ") + std::strerror(errno));
+  if (child == 0) {
+    if (capture) {
+      ::dup2(out[1], STDOUT_FILENO);
+      ::close(out[0]);
+      ::close(out[1]);
+    }
+    ::execv(path.c_str(), argv.data());
+    std::fprintf(stderr, "hal: could not run %s: %s\n", path.c_str(), std::strerror(errno));
+    ::_exit(127);
+  }
+  std::string text;
+  if (capture) {
+    ::close(out[1]);
+    char chunk[4096];
+    for (ssize_t n; (n = ::read(out[0], chunk, sizeof chunk)) > 0;) text.append(chunk, n);
+    ::close(out[0]);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), text};
+}
+
+json machine_json() {
+  utsname system{};
+  ::uname(&system);
+  const DeviceInfo& cpu = device("cpu:0").info();
+  return {{"hostname", system.nodename},
+          {"os", std::string(system.sysname) + " " + system.release},
+          {"cpu", cpu.name},
+          {"cores", cpu.compute_units},
+          {"memory", cpu.memory_total.bytes}};
+}
+
+json devices_json() {
+  json list = json::array();
+  for (const Device& device : devices()) {
+    const DeviceInfo& info = device.info();
+    list.push_back({{"id", info.id},
+                    {"name", info.name},
+                    {"vendor", info.vendor},
+                    {"kind", to_string(info.kind)},
+                    {"arch", info.architecture},
+                    {"driver_version", info.driver_version}});
+  }
+  return list;
+}
+
+int run(const Options& options) {
+  const std::vector<Run> runs = plan(options);
+  const bool capture = options.json || !options.output.empty();
+  int worst = 0;
+  if (!capture) {
+    for (const Run& r : runs) {
+      if (runs.size() > 1)
+        std::cout << "== " << r.suite << (r.device.empty() ? "" : " on " + r.device) << " ==\n";
+      worst = std::max(worst, execute(r, options, false).first);
+    }
+    return worst;
+  }
+  json results = json::array(), suites = json::array();
+  for (const Run& r : runs) {
+    const auto [status, text] = execute(r, options, true);
+    worst = std::max(worst, status);
+    json entry{{"suite", r.suite}, {"device", r.device}, {"status", status}};
+    const size_t start = text.find('{');
+    const json report = start == std::string::npos ? json()
+                                                   : json::parse(text.substr(start), nullptr,
+                                                                 /*allow_exceptions=*/false);
+    if (status == 0 && report.is_object() && report.contains("results")) {
+      entry["device"] = report.value("device", r.device);
+      for (json figure : report["results"]) {
+        json tagged{{"suite", r.suite}, {"device", entry["device"]}};
+        tagged.update(figure);
+        results.push_back(std::move(tagged));
+      }
+    } else {
+      entry["error"] = text.empty() ? "exit status " + std::to_string(status) : text;
+    }
+    suites.push_back(std::move(entry));
+  }
+  json document{{"schema", "hal.bench/1"}};
+  if (runs.size() == 1) {  // a single suite's report keeps its own fields at the top
+    document["suite"] = runs.front().suite;
+    document["device"] = suites.front()["device"];
+  }
+  document["hal_version"] = std::string(version());
+  document["machine"] = machine_json();
+  document["devices"] = devices_json();
+  document["suites"] = suites;
+  document["results"] = results;
+  if (!options.output.empty()) {
+    std::ofstream file(options.output);
+    file << document.dump(2) << "\n";
+    if (!file) throw Error(ErrorCode::InvalidArgument, "cannot write " + options.output);
+    std::cerr << "hal bench: " << results.size() << " figures from " << runs.size()
+              << " runs written to " << options.output << "\n";
+  }
+  if (options.json) std::cout << document.dump(2) << "\n";
+  return worst;
 }
 
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
-  auto* command = app.add_subcommand("bench",
-                                     "Run a benchmark suite (stream, thread_pool, memory, "
-                                     "dispatch, copy, ops); figures are ratios to "
-                                     "same-run baselines");
-  auto suite = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
-  auto device = std::make_shared<std::string>();
-  command->add_option("suite", *suite, "stream, thread_pool, memory, dispatch, copy or ops")
-      ->required();
-  command->add_flag("--json", *json, "Print JSON (schema hal.bench/1)");
-  command->add_option("--device", *device,
-                      "The device to measure (dispatch, copy: opencl:N or cuda:N; ops: any)");
+  auto* command = app.add_subcommand(
+      "bench",
+      "Run benchmark suites (stream, thread_pool, memory, dispatch, copy, ops, select; default "
+      "all); "
+      "figures are ratios to same-run baselines");
+  auto options = std::make_shared<Options>();
+  command->add_option("suite", options->suites, "Suites to run (default: all)");
+  command->add_option("--device", options->device,
+                      "The device to measure, or 'all' (dispatch, copy: opencl:N or cuda:N; "
+                      "ops: any)");
+  command->add_flag("--quick", options->quick, "Shorter runs (--benchmark_min_time=0.05)");
+  command->add_flag("--json", options->json, "Print one JSON document (schema hal.bench/1)");
+  command->add_option("--output", options->output,
+                      "Write the JSON document (schema hal.bench/1) to FILE");
   command->allow_extras();  // passed on to Google Benchmark, e.g. --benchmark_filter=hit
-  command->callback(
-      [command, suite, json, device] { run(*suite, *json, *device, command->remaining()); });
+  command->callback([command, options] {
+    options->extra = command->remaining();
+    if (const int status = run(*options); status != 0) throw ExitStatus{status};
+  });
 }
 
 }  // namespace hal::tool

@@ -5,6 +5,12 @@
 
 namespace hal::tool {
 
+// Thrown by a subcommand that finished but must exit with `status` (a failed check, no device
+// fits); main returns it after the stack has unwound.
+struct ExitStatus {
+  int status;
+};
+
 // Each adds its subcommand to `app`; the subcommand's callback does the work and may throw.
 void add_devices_command(CLI::App& app);
 void add_version_command(CLI::App& app);
@@ -12,5 +18,9 @@ void add_memory_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_plugins_command(CLI::App& app);
 void add_cts_command(CLI::App& app);
+void add_summary_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);
+void add_select_command(CLI::App& app);
+void add_demo_command(CLI::App& app);
 
 }  // namespace hal::tool

@@ -52,7 +52,7 @@ void add_cts_command(CLI::App& app) {
                 << report.count(cts::Status::failed) << " failed, "
                 << report.count(cts::Status::not_supported) << " not supported\n";
     }
-    if (report.count(cts::Status::failed) > 0) std::exit(1);
+    if (report.count(cts::Status::failed) > 0) throw ExitStatus{1};
   });
 }
 

@@ -36,6 +36,10 @@ nlohmann::ordered_json to_json(const DeviceInfo& info, const MemoryFigure& memor
         {"max_work_group_size", info.limits.max_work_group_size},
         {"max_work_group_dims", info.limits.max_work_group_dims},
         {"max_shared_memory_bytes", info.limits.max_shared_memory_bytes}}},
+      {"peak",
+       {{"f32_gflops", info.peak.f32_gflops},
+        {"bandwidth_gbps", info.peak.bandwidth_gbps},
+        {"launch_latency_us", info.peak.launch_latency_us}}},
   };
 }
 

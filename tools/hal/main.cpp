@@ -15,12 +15,18 @@ int main(int argc, char** argv) {
   hal::tool::add_bench_command(app);
   hal::tool::add_plugins_command(app);
   hal::tool::add_cts_command(app);
+  hal::tool::add_summary_command(app);
+  hal::tool::add_calibrate_command(app);
+  hal::tool::add_select_command(app);
+  hal::tool::add_demo_command(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {
       std::cerr << app.help();
       return 2;
     }
+  } catch (const hal::tool::ExitStatus& exit) {
+    return exit.status;
   } catch (const CLI::ParseError& error) {
     return app.exit(error) == 0 ? 0 : 2;  // --help and --version are not errors
   } catch (const hal::Error& error) {

@@ -32,6 +32,17 @@ std::string machine_identity() {
   return uname(&name) == 0 ? name.nodename : "unknown-host";
 }
 
+// f32 operations per cycle and core: two FMA pipes of the widest vector unit the OS enables.
+double f32_flops_per_cycle(const std::vector<std::string>& isa) {
+  const auto has = [&](std::string_view name) {
+    return std::find(isa.begin(), isa.end(), name) != isa.end();
+  };
+  if (has("avx512f")) return 2 * 2 * 16;
+  if (has("avx2") && has("fma")) return 2 * 2 * 8;
+  if (has("avx")) return 2 * 8;  // separate add and multiply pipes
+  return 2 * 4;
+}
+
 DeviceInfo describe(const CpuTopology& topology, const HostMemory& memory) {
   DeviceInfo info;
   info.id = "cpu:0";
@@ -58,6 +69,8 @@ DeviceInfo describe(const CpuTopology& topology, const HostMemory& memory) {
   info.limits.max_work_group_size = 4096;
   info.limits.max_work_group_dims = {4096, 4096, 4096};
   info.caches = topology.caches;
+  info.peak.f32_gflops =
+      topology.cores * (topology.clock_mhz / 1e3) * f32_flops_per_cycle(topology.isa);
   return info;
 }
 

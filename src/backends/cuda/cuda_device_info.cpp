@@ -28,6 +28,13 @@ void add_arithmetic(DeviceInfo& info, int cc) {
   if (cc >= 90) info.features.emplace_back("thread_block_clusters");
 }
 
+// FP32 lanes per multiprocessor, from the CUDA programming guide's throughput table: 64 on
+// sm_60, sm_7x and sm_80; 128 on sm_61/62 and from sm_86 on.
+int f32_lanes_per_multiprocessor(int cc) {
+  if (cc == 60 || (cc >= 70 && cc <= 80)) return 64;
+  return cc >= 50 ? 128 : 192;
+}
+
 }  // namespace
 
 std::string architecture_name(int major, int minor) {
@@ -99,6 +106,12 @@ CuDeviceDescription describe_device(const CuApi& api, CUdevice device, std::stri
   traits.concurrent_managed_access =
       attribute(api, device, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) != 0;
   traits.memory_pools = attribute(api, device, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
+  // Peaks: an FMA per lane and cycle; memory moves twice per memory clock (DDR).
+  info.peak.f32_gflops =
+      info.compute_units * (info.clock_mhz / 1e3) * 2 * f32_lanes_per_multiprocessor(traits.arch);
+  const double memory_clock_khz = attribute(api, device, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+  const double bus_bits = attribute(api, device, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+  info.peak.bandwidth_gbps = 2 * memory_clock_khz * 1e3 * (bus_bits / 8) / 1e9;
   add_arithmetic(info, traits.arch);
   info.features.emplace_back(feature::kPinnedHostMemory);
   info.features.emplace_back(feature::kPortableKernels);

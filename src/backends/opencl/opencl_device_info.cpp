@@ -71,6 +71,19 @@ std::string architecture(const ClApi& api, cl_device_id device, const std::strin
   return name;
 }
 
+// f32 FMA lanes per compute unit: the SIMT width of a GPU's multiprocessor (NVIDIA 128 from
+// Pascal on, AMD's 64-wide CUs, Intel's 8-lane EUs), or a CPU device's native vector width.
+// 0 where hal does not know the device's make-up.
+double f32_lanes_per_compute_unit(const ClApi& api, cl_device_id device, const DeviceInfo& info) {
+  if (info.kind == DeviceKind::cpu)
+    return info_value<cl_uint>(api.clGetDeviceInfo, device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT);
+  if (info.kind != DeviceKind::gpu) return 0;
+  if (info.vendor == "NVIDIA") return 128;
+  if (info.vendor == "AMD") return 64;
+  if (info.vendor == "Intel") return 8;
+  return 0;
+}
+
 }  // namespace
 
 ClDeviceDescription describe_device(const ClPlatform& platform, cl_device_id device, std::string id,
@@ -152,6 +165,9 @@ ClDeviceDescription describe_device(const ClPlatform& platform, cl_device_id dev
     info.uuid = name_based_uuid("opencl|" + platform.name + "|" + info.vendor + "|" + info.name +
                                 "|" + version + "|" + std::to_string(index_in_platform));
   info.memory_free = read_free_memory(api, device, traits);
+  // Two operations per lane and cycle (a fused multiply-add).
+  info.peak.f32_gflops = info.compute_units * (info.clock_mhz / 1e3) * 2 *
+                         f32_lanes_per_compute_unit(api, device, info);
   return out;
 }
 

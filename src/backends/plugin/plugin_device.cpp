@@ -43,6 +43,8 @@ PluginDevice::PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_
   info_.compute_units = properties.compute_units;
   info_.clock_mhz = properties.clock_mhz;
   info_.limits.max_allocation_bytes = properties.max_allocation_bytes;
+  info_.peak = {properties.peak_f32_gflops, properties.peak_bandwidth_gbps,
+                properties.launch_latency_us};
   for (DType dtype : kAllDTypes)
     if (properties.dtypes & (1u << static_cast<uint32_t>(dtype))) info_.dtypes.push_back(dtype);
   // Fields a plugin of an older minor version did not know stay 0, as hal zeroed them.

@@ -1,0 +1,157 @@
+// calibrate(): the built-in measurements. Times come from the device's own events (as
+// cudaEventElapsedTime would give them), so a simulated device reports its modelled times.
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <vector>
+
+#include "calibration_store.hpp"
+#include "hal/calibration.hpp"
+#include "hal/error.hpp"
+#include "hal/log.hpp"
+#include "hal/ops.hpp"
+#include "hal/stream.hpp"
+#include "hal/tensor.hpp"
+
+namespace hal {
+namespace {
+
+struct Plan {
+  size_t copy_bytes;
+  int copy_repeats;
+  int64_t matmul_first, matmul_last;  // sizes tried, doubling
+  double matmul_target_seconds;       // grow the size until one product takes this long
+  int matmul_repeats;
+  int launch_chain;
+};
+
+constexpr Plan kQuick{8u << 20, 3, 128, 1024, 0.01, 2, 100};
+constexpr Plan kFull{64u << 20, 5, 256, 2048, 0.05, 3, 500};
+
+// Seconds the work `enqueue` puts on `stream` takes, by the device's events; the host's clock
+// where events give nothing (a backend without timestamps).
+template <class Enqueue>
+double timed(Stream& stream, Enqueue&& enqueue) {
+  const auto host_start = std::chrono::steady_clock::now();
+  const Event start = stream.record();
+  enqueue();
+  const Event end = stream.record();
+  end.synchronize();
+  const double device_ms = Event::elapsed_ms(start, end);
+  if (device_ms > 0) return device_ms / 1e3;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
+}
+
+template <class Enqueue>
+double best_of(int repeats, Stream& stream, Enqueue&& enqueue) {
+  double best = timed(stream, enqueue);  // the first run also warms up
+  for (int i = 1; i < repeats; ++i) best = std::min(best, timed(stream, enqueue));
+  return best;
+}
+
+void measure_copies(const Device& device, const Plan& plan, Calibration& out) {
+  const DeviceInfo& info = device.info();
+  size_t bytes = plan.copy_bytes;
+  if (info.limits.max_allocation_bytes > 0)
+    bytes = std::min<size_t>(bytes, info.limits.max_allocation_bytes / 4);
+  Stream stream = device.create_stream();
+  Buffer a = device.allocate(bytes), b = device.allocate(bytes);
+  // Host memory as a runtime would stage through: pinned where the device has it.
+  Buffer pinned;
+  std::vector<unsigned char> pageable;
+  if (info.has_feature(feature::kPinnedHostMemory))
+    pinned = device.allocate(bytes, MemoryKind::pinned_host);
+  else
+    pageable.assign(bytes, 0);
+  unsigned char* host = pinned ? pinned.data<unsigned char>() : pageable.data();
+  std::fill(host, host + bytes, static_cast<unsigned char>(0x5a));
+
+  const double gb = static_cast<double>(bytes) / 1e9;
+  out.host_to_device_gbps =
+      gb / best_of(plan.copy_repeats, stream, [&] { stream.copy_from_host(a, host, bytes); });
+  out.device_to_host_gbps =
+      gb / best_of(plan.copy_repeats, stream, [&] { stream.copy_to_host(host, a, bytes); });
+  // An on-device copy reads and writes each byte: twice the bytes cross the memory bus.
+  out.device_bandwidth_gbps =
+      2 * gb / best_of(plan.copy_repeats, stream, [&] { stream.copy(b, a, bytes); });
+}
+
+MatmulFigure measure_matmul(const Device& device, DType dtype, const Plan& plan) {
+  Stream stream = device.create_stream();
+  MatmulFigure figure{dtype, 0, 0};
+  for (int64_t n = plan.matmul_first; n <= plan.matmul_last; n *= 2) {
+    const Tensor a = full({n, n}, 0.5, dtype, stream), b = full({n, n}, 0.25, dtype, stream);
+    Tensor c;
+    const double seconds = best_of(plan.matmul_repeats, stream, [&] { c = matmul(a, b, stream); });
+    figure = {dtype, n, 2.0 * n * n * n / seconds / 1e9};
+    if (seconds >= plan.matmul_target_seconds) break;
+  }
+  return figure;
+}
+
+double measure_launch_latency_us(const Device& device, const Plan& plan) {
+  Stream stream = device.create_stream();
+  Tensor x = zeros({1}, DType::f32, stream);
+  const Tensor one = ones({1}, DType::f32, stream);
+  x = add(x, one, stream);  // warm-up: compiles what the op needs
+  stream.synchronize();
+  const double seconds = timed(stream, [&] {
+    for (int i = 0; i < plan.launch_chain; ++i) x = add(x, one, stream);
+  });
+  return seconds / plan.launch_chain * 1e6;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm parts{};
+  gmtime_r(&now, &parts);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+  return text;
+}
+
+// Runs one measurement; a device that cannot do it (Unsupported, say) leaves its figure at 0.
+// A lost device is an error for the caller.
+template <class Measure>
+void attempt(const Device& device, const char* what, Measure&& measure) {
+  try {
+    measure();
+  } catch (const Error& error) {
+    if (error.code() == ErrorCode::DeviceLost) throw;
+    log(LogLevel::info, "calibrating " + device.id() + ": no " + what + " figure: " +
+                            std::string(error.what()));
+  }
+}
+
+}  // namespace
+
+Calibration calibrate(const Device& device, const CalibrationOptions& options) {
+  if (!device) throw Error(ErrorCode::InvalidArgument, "calibrate: no device given");
+  if (options.use_cache)
+    if (std::optional<Calibration> cached = cached_calibration(device))
+      if (options.quick || !cached->quick) return *cached;
+
+  const DeviceInfo& info = device.info();
+  const Plan& plan = options.quick ? kQuick : kFull;
+  const auto start = std::chrono::steady_clock::now();
+  Calibration out;
+  out.device_id = info.id;
+  out.uuid = info.uuid;
+  out.driver_version = info.driver_version;
+  attempt(device, "copy bandwidth", [&] { measure_copies(device, plan, out); });
+  std::vector<DType> dtypes{DType::f32};
+  if (!options.quick)
+    for (DType dtype : {DType::f16, DType::bf16})
+      if (info.supports(dtype)) dtypes.push_back(dtype);
+  for (DType dtype : dtypes)
+    attempt(device, "matmul", [&] { out.matmul.push_back(measure_matmul(device, dtype, plan)); });
+  attempt(device, "launch latency",
+          [&] { out.launch_latency_us = measure_launch_latency_us(device, plan); });
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.measured_at = utc_now();
+  out.quick = options.quick;
+  detail::store_calibration(device, out);
+  return out;
+}
+
+}  // namespace hal

@@ -1,0 +1,188 @@
+// The calibration cache: one JSON file per device under <cache root>/calibration, and a memo
+// in memory so that selection among many devices reads no files after the first lookup.
+#include <unistd.h>
+
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unordered_map>
+
+#include "calibration_store.hpp"
+#include "hal/calibration.hpp"
+#include "hal/log.hpp"
+#include "kernel_disk_cache.hpp"
+
+namespace hal {
+namespace {
+
+constexpr const char* kSchema = "hal.calibration/1";
+
+struct Memo {
+  std::mutex mutex;
+  // By cache file path: what the file held (null for a missing or stale entry).
+  std::unordered_map<std::string, std::shared_ptr<const Calibration>> entries;
+};
+
+// The cache file's path as text: cheaper than std::filesystem::path where selection looks up
+// a thousand devices.
+std::string cache_file_text(const Device& device) {
+  std::string root = detail::cache_root_text();
+  if (root.empty()) return root;
+  return root.append("/calibration/").append(device.info().uuid).append(".json");
+}
+
+Memo& memo() {
+  static Memo instance;
+  return instance;
+}
+
+std::optional<Calibration> parse(const std::string& text, std::string& problem) {
+  const nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
+  if (json.is_discarded() || !json.is_object() || json.value("schema", "") != kSchema) {
+    problem = "not a " + std::string(kSchema) + " document";
+    return std::nullopt;
+  }
+  try {
+    Calibration c;
+    c.device_id = json.at("device").get<std::string>();
+    c.uuid = json.at("uuid").get<std::string>();
+    c.driver_version = json.at("driver_version").get<std::string>();
+    c.host_to_device_gbps = json.at("host_to_device_gbps").get<double>();
+    c.device_to_host_gbps = json.at("device_to_host_gbps").get<double>();
+    c.device_bandwidth_gbps = json.at("device_bandwidth_gbps").get<double>();
+    c.launch_latency_us = json.at("launch_latency_us").get<double>();
+    c.seconds = json.at("seconds").get<double>();
+    c.measured_at = json.at("measured_at").get<std::string>();
+    c.quick = json.value("quick", false);
+    for (const auto& entry : json.at("matmul")) {
+      const std::optional<DType> dtype = parse_dtype(entry.at("dtype").get<std::string>());
+      if (!dtype) throw std::runtime_error("unknown dtype " + entry.at("dtype").dump());
+      c.matmul.push_back(
+          {*dtype, entry.at("size").get<int64_t>(), entry.at("gflops").get<double>()});
+    }
+    return c;
+  } catch (const std::exception& error) {
+    problem = error.what();
+    return std::nullopt;
+  }
+}
+
+std::optional<Calibration> read_entry(const std::filesystem::path& file, const Device& device) {
+  std::ifstream in(file);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string problem;
+  std::optional<Calibration> calibration = parse(text.str(), problem);
+  const DeviceInfo& info = device.info();
+  if (!calibration) {
+    log(LogLevel::warn, "calibration cache " + file.string() + " ignored: " + problem);
+    return std::nullopt;
+  }
+  if (calibration->uuid != info.uuid || calibration->driver_version != info.driver_version) {
+    log(LogLevel::info, "calibration of " + info.id + " is stale (made for " + calibration->uuid +
+                      " with driver " + calibration->driver_version + "; the device is " +
+                      info.uuid + " with driver " + info.driver_version + "): measuring again");
+    return std::nullopt;
+  }
+  calibration->from_cache = true;
+  return calibration;
+}
+
+}  // namespace
+
+double Calibration::matmul_gflops(DType dtype) const {
+  for (const MatmulFigure& figure : matmul)
+    if (figure.dtype == dtype) return figure.gflops;
+  return 0;
+}
+
+std::string to_json(const Calibration& c) {
+  nlohmann::ordered_json matmul = nlohmann::ordered_json::array();
+  for (const MatmulFigure& figure : c.matmul)
+    matmul.push_back(
+        {{"dtype", to_string(figure.dtype)}, {"size", figure.size}, {"gflops", figure.gflops}});
+  return nlohmann::ordered_json{{"schema", kSchema},
+                                {"device", c.device_id},
+                                {"uuid", c.uuid},
+                                {"driver_version", c.driver_version},
+                                {"host_to_device_gbps", c.host_to_device_gbps},
+                                {"device_to_host_gbps", c.device_to_host_gbps},
+                                {"device_bandwidth_gbps", c.device_bandwidth_gbps},
+                                {"matmul", matmul},
+                                {"launch_latency_us", c.launch_latency_us},
+                                {"seconds", c.seconds},
+                                {"measured_at", c.measured_at},
+                                {"quick", c.quick}}
+      .dump(2);
+}
+
+std::filesystem::path calibration_cache_file(const Device& device) {
+  return cache_file_text(device);
+}
+
+std::optional<Calibration> cached_calibration(const Device& device) {
+  const std::shared_ptr<const Calibration> found = detail::find_calibration(device);
+  if (!found) return std::nullopt;
+  Calibration calibration = *found;
+  calibration.device_id = device.info().id;  // ids may change with HAL_DEVICES; UUIDs do not
+  return calibration;
+}
+
+namespace detail {
+
+std::shared_ptr<const Calibration> find_calibration(const Device& device) {
+  const std::string file = cache_file_text(device);
+  if (file.empty()) return nullptr;
+  Memo& m = memo();
+  {
+    std::lock_guard lock(m.mutex);
+    if (auto found = m.entries.find(file); found != m.entries.end()) return found->second;
+  }
+  std::shared_ptr<const Calibration> calibration;
+  if (std::optional<Calibration> read = read_entry(file, device))
+    calibration = std::make_shared<const Calibration>(std::move(*read));
+  std::lock_guard lock(m.mutex);
+  return m.entries.emplace(file, std::move(calibration)).first->second;
+}
+
+}  // namespace detail
+
+void reload_calibrations() {
+  std::lock_guard lock(memo().mutex);
+  memo().entries.clear();
+}
+
+namespace detail {
+
+void store_calibration(const Device& device, const Calibration& calibration) {
+  const std::filesystem::path file = calibration_cache_file(device);
+  if (file.empty()) return;
+  {
+    auto entry = std::make_shared<Calibration>(calibration);
+    entry->from_cache = true;  // as later lookups see it
+    std::lock_guard lock(memo().mutex);
+    memo().entries[file.native()] = std::move(entry);
+  }
+  // Best effort, as the kernel cache: written to a temporary file, renamed into place.
+  std::error_code error;
+  std::filesystem::create_directories(file.parent_path(), error);
+  const std::filesystem::path temporary = file.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary);
+    out << to_json(calibration) << "\n";
+    if (!out) {
+      log(LogLevel::warn, "could not write the calibration cache " + temporary.string());
+      std::filesystem::remove(temporary, error);
+      return;
+    }
+  }
+  std::filesystem::rename(temporary, file, error);
+  if (error)
+    log(LogLevel::warn, "could not write the calibration cache " + file.string() + ": " +
+                      error.message());
+}
+
+}  // namespace detail
+}  // namespace hal

@@ -1,0 +1,95 @@
+#include "hal/cost_model.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "calibration_store.hpp"
+
+namespace hal {
+
+Workload Workload::matmul(int64_t m, int64_t n, int64_t k, DType dtype) {
+  Workload workload;
+  workload.name = "matmul " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                  std::to_string(k) + " " + std::string(to_string(dtype));
+  const double element = static_cast<double>(size_of(dtype));
+  workload.flops = 2.0 * m * n * k;
+  workload.dtype = dtype;
+  workload.bytes = element * (double(m) * k + double(k) * n + double(m) * n);
+  workload.launches = 1;
+  workload.memory_bytes = static_cast<uint64_t>(workload.bytes);
+  return workload;
+}
+
+PerformanceFigures performance_figures(const Device& device, DType dtype) {
+  PerformanceFigures figures;
+  if (const std::shared_ptr<const Calibration> calibration = detail::find_calibration(device)) {
+    figures.gflops = calibration->matmul_gflops(dtype);
+    if (figures.gflops == 0) figures.gflops = calibration->matmul_gflops(DType::f32);
+    figures.bandwidth_gbps = calibration->device_bandwidth_gbps;
+    figures.host_to_device_gbps = calibration->host_to_device_gbps;
+    figures.device_to_host_gbps = calibration->device_to_host_gbps;
+    figures.launch_latency_us = calibration->launch_latency_us;
+    figures.provenance = Provenance::measured;
+    return figures;
+  }
+  const PeakFigures& peak = device.info().peak;
+  figures.gflops = peak.f32_gflops;
+  figures.bandwidth_gbps = peak.bandwidth_gbps;
+  figures.launch_latency_us = peak.launch_latency_us;
+  if (figures.gflops > 0 || figures.bandwidth_gbps > 0 || figures.launch_latency_us > 0)
+    figures.provenance = Provenance::estimated;
+  return figures;
+}
+
+namespace {
+
+// amount / rate, or 0 with `what` noted as unknown when the rate is.
+double term(double amount, double rate, double scale, const char* what, Estimate& out) {
+  if (amount <= 0) return 0;
+  if (rate <= 0) {
+    out.unknown.emplace_back(what);
+    return 0;
+  }
+  return amount / (rate * scale);
+}
+
+}  // namespace
+
+Estimate estimate(const Workload& workload, const PerformanceFigures& figures) {
+  Estimate out;
+  out.provenance = figures.provenance;
+  out.compute_seconds = term(workload.flops, figures.gflops, 1e9, "throughput", out);
+  out.memory_seconds = term(workload.bytes, figures.bandwidth_gbps, 1e9, "bandwidth", out);
+  out.transfer_seconds =
+      term(workload.host_to_device_bytes, figures.host_to_device_gbps, 1e9,
+           "host_to_device_bandwidth", out) +
+      term(workload.device_to_host_bytes, figures.device_to_host_gbps, 1e9,
+           "device_to_host_bandwidth", out);
+  // Launches cost time per launch, not a rate: divide by the launch rate.
+  out.launch_seconds = term(static_cast<double>(workload.launches),
+                            figures.launch_latency_us > 0 ? 1 / figures.launch_latency_us : 0, 1e6,
+                            "latency", out);
+  // Nothing the workload needs is known: no estimate at all.
+  const bool needs_anything = workload.flops > 0 || workload.bytes > 0 ||
+                              workload.host_to_device_bytes > 0 ||
+                              workload.device_to_host_bytes > 0 || workload.launches > 0;
+  const double busy = std::max(out.compute_seconds, out.memory_seconds);
+  out.seconds = out.launch_seconds + out.transfer_seconds + busy;
+  if (needs_anything && out.seconds == 0) {
+    out.seconds = std::numeric_limits<double>::quiet_NaN();
+    out.provenance = Provenance::unknown;
+    return out;
+  }
+  out.bound = out.compute_seconds >= out.memory_seconds ? "compute" : "memory";
+  if (out.transfer_seconds > busy && out.transfer_seconds >= out.launch_seconds)
+    out.bound = "transfer";
+  else if (out.launch_seconds > busy && out.launch_seconds > out.transfer_seconds)
+    out.bound = "launch";
+  return out;
+}
+
+Estimate estimate(const Workload& workload, const Device& device) {
+  return estimate(workload, performance_figures(device, workload.dtype));
+}
+
+}  // namespace hal

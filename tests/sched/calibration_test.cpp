@@ -1,0 +1,174 @@
+// Calibration: what it measures (checked on sim, whose events keep a modelled clock), the cache
+// by UUID and driver version, and what it does with stale or corrupt entries.
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "hal/calibration.hpp"
+#include "hal/cost_model.hpp"
+#include "sim_fleet.hpp"
+#include "test_util.hpp"
+
+namespace hal::test {
+namespace {
+
+std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_text(const std::filesystem::path& file, const std::string& text) {
+  std::ofstream(file) << text;
+}
+
+// Log lines at or above info, while it lives.
+class CapturedLog {
+ public:
+  CapturedLog() : level_(log_level()) {
+    set_log_level(LogLevel::info);
+    set_log_sink([this](LogLevel, std::string_view line) {
+      std::lock_guard lock(mutex_);
+      text_ += std::string(line) + "\n";
+    });
+  }
+  ~CapturedLog() {
+    set_log_sink(nullptr);
+    set_log_level(level_);
+  }
+  std::string text() {
+    std::lock_guard lock(mutex_);
+    return text_;
+  }
+
+ private:
+  LogLevel level_;
+  std::mutex mutex_;
+  std::string text_;
+};
+
+class CalibrationTest : public ::testing::Test {
+ protected:
+  ScopedCacheDir cache{"calibration"};
+};
+
+TEST_F(CalibrationTest, SimCalibrationRecoversTheModelItsDeviceRuns) {
+  const Device sim = hal::device("sim:0");
+  const SimFigures want = sim_figures(0);  // 1 GFLOP/s, 12.5 GB/s, 5 us a launch
+  const Calibration c = calibrate(sim, {.use_cache = true, .quick = true});
+  EXPECT_FALSE(c.from_cache);
+  EXPECT_EQ(c.device_id, "sim:0");
+  EXPECT_EQ(c.uuid, sim.info().uuid);
+  EXPECT_EQ(c.driver_version, sim.info().driver_version);
+  // Each copy also pays one launch: within 2 % of the bandwidth at 8 MiB.
+  EXPECT_NEAR(c.host_to_device_gbps, want.bandwidth_gbps, 0.02 * want.bandwidth_gbps);
+  EXPECT_NEAR(c.device_to_host_gbps, want.bandwidth_gbps, 0.02 * want.bandwidth_gbps);
+  EXPECT_NEAR(c.device_bandwidth_gbps, want.bandwidth_gbps, 0.02 * want.bandwidth_gbps);
+  ASSERT_EQ(c.matmul.size(), 1u) << "quick: f32 only";
+  EXPECT_EQ(c.matmul[0].dtype, DType::f32);
+  EXPECT_NEAR(c.matmul_gflops(DType::f32), want.gflops, 0.02 * want.gflops);
+  EXPECT_EQ(c.matmul_gflops(DType::f16), 0.0);
+  EXPECT_NEAR(c.launch_latency_us, want.launch_us, 0.05 * want.launch_us);
+  EXPECT_GT(c.seconds, 0.0);
+  EXPECT_EQ(c.measured_at.size(), 20u) << c.measured_at;  // 2026-11-23T03:04:05Z
+
+  // The cost model now predicts from the measured figures.
+  const Workload w = Workload::matmul(256, 256, 256);
+  const Estimate e = estimate(w, sim);
+  EXPECT_EQ(e.provenance, Provenance::measured);
+  EXPECT_NEAR(e.seconds, 5e-6 + w.flops / (want.gflops * 1e9), 0.03 * e.seconds);
+}
+
+TEST_F(CalibrationTest, CpuFiguresAreMeasuredCachedAndServedFromTheCache) {
+  const Device cpu = hal::device("cpu:0");
+  ASSERT_FALSE(cached_calibration(cpu));
+  const Calibration first = calibrate(cpu, {.use_cache = true, .quick = true});
+  EXPECT_FALSE(first.from_cache);
+  EXPECT_GT(first.host_to_device_gbps, 0.0);
+  EXPECT_GT(first.device_to_host_gbps, 0.0);
+  EXPECT_GT(first.device_bandwidth_gbps, 0.0);
+  EXPECT_GT(first.matmul_gflops(DType::f32), 0.0);
+  EXPECT_GT(first.launch_latency_us, 0.0);
+
+  const std::filesystem::path file = calibration_cache_file(cpu);
+  ASSERT_TRUE(std::filesystem::exists(file)) << file;
+  EXPECT_EQ(file.filename(), cpu.info().uuid + ".json");
+  const auto json = nlohmann::json::parse(read_text(file));
+  EXPECT_EQ(json["schema"], "hal.calibration/1");
+  EXPECT_EQ(json["uuid"], cpu.info().uuid);
+  EXPECT_EQ(json["driver_version"], cpu.info().driver_version);
+  EXPECT_DOUBLE_EQ(json["matmul"][0]["gflops"].get<double>(), first.matmul_gflops(DType::f32));
+
+  const Calibration again = calibrate(cpu, {.use_cache = true, .quick = true});
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(to_json(again), to_json(first));
+  reload_calibrations();  // as a new process would: from the file
+  const std::optional<Calibration> read = cached_calibration(cpu);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(to_json(*read), to_json(first));
+
+  const Calibration forced = calibrate(cpu, {.use_cache = false, .quick = true});
+  EXPECT_FALSE(forced.from_cache);
+  EXPECT_TRUE(forced.quick);
+  EXPECT_EQ(nlohmann::json::parse(read_text(file))["quick"], true);
+}
+
+TEST_F(CalibrationTest, AFullRequestMeasuresAgainOverAQuickEntry) {
+  const Device sim = hal::device("sim:48");
+  EXPECT_TRUE(calibrate(sim, {.use_cache = true, .quick = true}).quick);
+  EXPECT_TRUE(calibrate(sim, {.use_cache = true, .quick = true}).from_cache);
+  const Calibration full = calibrate(sim, {.use_cache = true, .quick = false});
+  EXPECT_FALSE(full.from_cache);
+  EXPECT_FALSE(full.quick);
+  const Calibration again = calibrate(sim, {.use_cache = true, .quick = true});
+  EXPECT_TRUE(again.from_cache) << "a full entry serves a quick request";
+  EXPECT_FALSE(again.quick);
+}
+
+TEST_F(CalibrationTest, AnotherDriverOrDeviceMakesTheEntryStale) {
+  const Device sim = hal::device("sim:16");
+  calibrate(sim, {.use_cache = true, .quick = true});
+  const std::filesystem::path file = calibration_cache_file(sim);
+  const std::string original = read_text(file);
+  for (const auto& [field, other] :
+       {std::pair<std::string, std::string>{"driver_version", "0.9-older"},
+        std::pair<std::string, std::string>{"uuid", "00000000-0000-0000-0000-000000000000"}}) {
+    auto json = nlohmann::json::parse(original);
+    json[field] = other;
+    write_text(file, json.dump());
+    reload_calibrations();
+    CapturedLog log;
+    EXPECT_FALSE(cached_calibration(sim)) << field;
+    EXPECT_NE(log.text().find("calibration of sim:16 is stale"), std::string::npos) << log.text();
+    EXPECT_NE(log.text().find(other), std::string::npos) << log.text();
+    EXPECT_EQ(performance_figures(sim).provenance, Provenance::estimated);
+    const Calibration fresh = calibrate(sim, {.use_cache = true, .quick = true});
+    EXPECT_FALSE(fresh.from_cache) << "a stale entry is measured again";
+    EXPECT_EQ(nlohmann::json::parse(read_text(file))[field], field == "uuid"
+                                                                 ? sim.info().uuid
+                                                                 : sim.info().driver_version);
+  }
+}
+
+TEST_F(CalibrationTest, ACorruptEntryIsIgnoredWithAWarning) {
+  const Device sim = hal::device("sim:32");
+  std::filesystem::create_directories(calibration_cache_file(sim).parent_path());
+  for (const std::string text : {"{not json", R"({"schema":"hal.calibration/1","uuid":7})",
+                                 R"({"schema":"hal.other/1"})"}) {
+    write_text(calibration_cache_file(sim), text);
+    reload_calibrations();
+    CapturedLog log;
+    EXPECT_FALSE(cached_calibration(sim)) << text;
+    EXPECT_NE(log.text().find("ignored"), std::string::npos) << text << ": " << log.text();
+  }
+  EXPECT_FALSE(calibrate(sim, {.use_cache = true, .quick = true}).from_cache);
+  EXPECT_TRUE(cached_calibration(sim));
+}
+
+TEST_F(CalibrationTest, NoDeviceIsRefused) {
+  expect_error([] { calibrate(Device{}); }, ErrorCode::InvalidArgument, {"calibrate", "no device"});
+}
+
+}  // namespace
+}  // namespace hal::test

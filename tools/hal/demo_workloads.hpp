@@ -1,0 +1,34 @@
+// The demo's reference workloads: an MLP layer (matmul, bias, gelu, matmul, bias, softmax) and
+// a larger matmul, each run on a device and described for the cost model.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hal/hal.hpp"
+
+namespace hal::tool {
+
+struct DemoSizes {
+  int64_t batch, input, hidden, classes;  // the MLP: [batch x input] -> hidden -> classes
+  int64_t matmul;                         // n of the n x n x n matmul
+  int repeat;                             // timed passes, after one warm-up
+};
+
+inline constexpr DemoSizes kQuickDemo{128, 512, 2048, 512, 1024, 3};
+inline constexpr DemoSizes kFullDemo{256, 1024, 4096, 1000, 2048, 5};
+
+// The work of one pass, op by op, as the cost model counts it.
+Workload mlp_workload(const DemoSizes& sizes);
+Workload matmul_workload(const DemoSizes& sizes);
+
+struct WorkloadResult {
+  double seconds = 0;          // per pass, by the device's events
+  std::vector<float> output;   // of the last pass
+};
+
+// Inputs come from fixed Philox seeds, so every device computes on the same numbers.
+WorkloadResult run_mlp(const Device& device, const DemoSizes& sizes);
+WorkloadResult run_matmul(const Device& device, const DemoSizes& sizes);
+
+}  // namespace hal::tool

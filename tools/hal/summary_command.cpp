@@ -1,0 +1,65 @@
+// `hal summary [--json]`: what this machine has, across backends and vendors.
+#include <iostream>
+
+#include "choice_json.hpp"
+#include "commands.hpp"
+#include "hal/units.hpp"
+
+namespace hal::tool {
+namespace {
+
+std::string counts(const std::map<std::string, uint32_t>& by) {
+  std::string text;
+  for (const auto& [name, count] : by)
+    text += (text.empty() ? "" : ", ") + name + " " + std::to_string(count);
+  return text.empty() ? "none" : text;
+}
+
+std::string joined(const std::vector<std::string>& words, size_t most) {
+  std::string text;
+  for (size_t i = 0; i < words.size() && i < most; ++i) text += (i ? " " : "") + words[i];
+  if (words.size() > most) text += " (+" + std::to_string(words.size() - most) + ")";
+  return text;
+}
+
+void print(const Summary& s) {
+  std::cout << s.devices.size() << " device" << (s.devices.size() == 1 ? "" : "s")
+            << " · backends: " << counts(s.by_backend) << " · vendors: " << counts(s.by_vendor)
+            << " · kinds: " << counts(s.by_kind) << "\n";
+  std::cout << "memory: " << format_bytes(s.memory_total_bytes) << " in all, "
+            << format_bytes(s.memory_free_bytes) << " free\n";
+  for (const Device& device : s.devices) {
+    const DeviceInfo& info = device.info();
+    std::vector<std::string> dtypes;
+    for (DType dtype : info.dtypes) dtypes.emplace_back(to_string(dtype));
+    const MemoryFigure free = device.memory_free();
+    std::cout << "[" << info.id << "] " << info.name << " · " << info.vendor << " · "
+              << to_string(info.kind) << " · "
+              << (free.provenance == Provenance::unknown ? "? free"
+                                                         : format_bytes(free.bytes) + " free")
+              << " of " << format_bytes(info.memory_total.bytes) << "\n";
+    std::cout << "    dtypes: " << joined(dtypes, 16) << "\n";
+    std::cout << "    features: " << joined(info.features, 12) << "\n";
+  }
+  for (const BackendStatus& backend : s.backends)
+    if (!backend.available)
+      std::cout << "(" << backend.name << ": unavailable, " << backend.reason << ")\n";
+}
+
+}  // namespace
+
+void add_summary_command(CLI::App& app) {
+  auto* command = app.add_subcommand(
+      "summary", "Summarise every device: counts by backend, vendor and kind; memory; dtypes");
+  auto json = std::make_shared<bool>(false);
+  command->add_flag("--json", *json, "Print JSON (schema hal.summary/1)");
+  command->callback([json] {
+    const Summary s = summary();
+    if (!*json) return print(s);
+    nlohmann::ordered_json out{{"schema", "hal.summary/1"}};
+    out.update(to_json(s));
+    std::cout << out.dump(2) << "\n";
+  });
+}
+
+}  // namespace hal::tool
