@@ -39,7 +39,7 @@ struct CalibrationOptions {
   // Return a valid cached calibration instead of measuring (a quick one only for a quick
   // request: a full request measures again over a quick entry).
   bool use_cache = true;
-  bool quick = false;     // smaller sizes, fewer repetitions, f32 matmul only
+  bool quick = false;  // smaller sizes, fewer repetitions, f32 matmul only
 };
 
 // Measures `device` (or returns its cached figures) and stores the result in the cache.

@@ -30,8 +30,8 @@ struct Workload {
 
 // The figures the model uses for one device and dtype; 0 where unknown.
 struct PerformanceFigures {
-  double gflops = 0;                // matmul throughput in the workload's dtype
-  double bandwidth_gbps = 0;        // device memory, read + written
+  double gflops = 0;          // matmul throughput in the workload's dtype
+  double bandwidth_gbps = 0;  // device memory, read + written
   double host_to_device_gbps = 0;
   double device_to_host_gbps = 0;
   double launch_latency_us = 0;

@@ -124,8 +124,8 @@ void attempt(const Device& device, const char* what, Measure&& measure) {
     measure();
   } catch (const Error& error) {
     if (error.code() == ErrorCode::DeviceLost) throw;
-    log(LogLevel::info, "calibrating " + device.id() + ": no " + what + " figure: " +
-                            std::string(error.what()));
+    log(LogLevel::info,
+        "calibrating " + device.id() + ": no " + what + " figure: " + std::string(error.what()));
   }
 }
 

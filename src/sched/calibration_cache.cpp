@@ -82,8 +82,9 @@ std::optional<Calibration> read_entry(const std::filesystem::path& file, const D
   }
   if (calibration->uuid != info.uuid || calibration->driver_version != info.driver_version) {
     log(LogLevel::info, "calibration of " + info.id + " is stale (made for " + calibration->uuid +
-                      " with driver " + calibration->driver_version + "; the device is " +
-                      info.uuid + " with driver " + info.driver_version + "): measuring again");
+                            " with driver " + calibration->driver_version + "; the device is " +
+                            info.uuid + " with driver " + info.driver_version +
+                            "): measuring again");
     return std::nullopt;
   }
   calibration->from_cache = true;
@@ -180,8 +181,8 @@ void store_calibration(const Device& device, const Calibration& calibration) {
   }
   std::filesystem::rename(temporary, file, error);
   if (error)
-    log(LogLevel::warn, "could not write the calibration cache " + file.string() + ": " +
-                      error.message());
+    log(LogLevel::warn,
+        "could not write the calibration cache " + file.string() + ": " + error.message());
 }
 
 }  // namespace detail

@@ -60,15 +60,14 @@ Estimate estimate(const Workload& workload, const PerformanceFigures& figures) {
   out.provenance = figures.provenance;
   out.compute_seconds = term(workload.flops, figures.gflops, 1e9, "throughput", out);
   out.memory_seconds = term(workload.bytes, figures.bandwidth_gbps, 1e9, "bandwidth", out);
-  out.transfer_seconds =
-      term(workload.host_to_device_bytes, figures.host_to_device_gbps, 1e9,
-           "host_to_device_bandwidth", out) +
-      term(workload.device_to_host_bytes, figures.device_to_host_gbps, 1e9,
-           "device_to_host_bandwidth", out);
+  out.transfer_seconds = term(workload.host_to_device_bytes, figures.host_to_device_gbps, 1e9,
+                              "host_to_device_bandwidth", out) +
+                         term(workload.device_to_host_bytes, figures.device_to_host_gbps, 1e9,
+                              "device_to_host_bandwidth", out);
   // Launches cost time per launch, not a rate: divide by the launch rate.
-  out.launch_seconds = term(static_cast<double>(workload.launches),
-                            figures.launch_latency_us > 0 ? 1 / figures.launch_latency_us : 0, 1e6,
-                            "latency", out);
+  out.launch_seconds =
+      term(static_cast<double>(workload.launches),
+           figures.launch_latency_us > 0 ? 1 / figures.launch_latency_us : 0, 1e6, "latency", out);
   // Nothing the workload needs is known: no estimate at all.
   const bool needs_anything = workload.flops > 0 || workload.bytes > 0 ||
                               workload.host_to_device_bytes > 0 ||

@@ -59,8 +59,7 @@ struct Ranked {
 std::string failed_requirement(const Requirements& r, const Device& device, const Workload& work,
                                double& measured_tflops) {
   const DeviceInfo& info = device.info();
-  if (!r.kinds.empty() &&
-      std::find(r.kinds.begin(), r.kinds.end(), info.kind) == r.kinds.end())
+  if (!r.kinds.empty() && std::find(r.kinds.begin(), r.kinds.end(), info.kind) == r.kinds.end())
     return "kind " + std::string(to_string(info.kind)) + " is not allowed";
   for (DType dtype : r.dtypes)
     if (!info.supports(dtype)) return "lacks dtype " + std::string(to_string(dtype));
@@ -117,8 +116,7 @@ std::string lost_because(const Ranked& loser, const Ranked& choice, const Requir
   if (loser.vendor != choice.vendor)
     return "vendor " + loser.candidate.device.info().vendor +
            (loser.vendor == kUnlisted ? " is not among the preferred vendors"
-                                      : " is preferred less than " +
-                                            r.vendors[choice.vendor]);
+                                      : " is preferred less than " + r.vendors[choice.vendor]);
   const Candidate& l = loser.candidate;
   const Candidate& c = choice.candidate;
   const bool l_known = l.predicted_seconds == l.predicted_seconds;
@@ -131,8 +129,8 @@ std::string lost_because(const Ranked& loser, const Ranked& choice, const Requir
     return prediction_words(l) + ", " + ratio + " " + choice_time;
   }
   if (loser.priority != choice.priority)
-    return std::string(kind_words(loser.priority)) + " ranks below " +
-           kind_words(choice.priority) + " when times do not decide";
+    return std::string(kind_words(loser.priority)) + " ranks below " + kind_words(choice.priority) +
+           " when times do not decide";
   return "ties with " + c.device.id() + ", which comes first";
 }
 
@@ -210,8 +208,7 @@ std::string Selection::to_string() const {
   for (const Candidate& c : candidates) width = std::max(width, c.device.id().size());
   std::string out;
   char line[64];
-  std::snprintf(line, sizeof line, "%-*s  %-12s  ", static_cast<int>(width), "device",
-                "predicted");
+  std::snprintf(line, sizeof line, "%-*s  %-12s  ", static_cast<int>(width), "device", "predicted");
   out += std::string(line) + "reason\n";
   for (const Candidate& c : candidates) {
     std::snprintf(line, sizeof line, "%-*s  %-12s  ", static_cast<int>(width),

@@ -1,39 +1,10 @@
 // CPU fallback: ops a device cannot run are refused, unless the caller allows fallback, when they
 // run on cpu:0 with their data copied both ways and a warning says so.
-#include <mutex>
-
 #include "hal/log.hpp"
 #include "op_values.hpp"
 
 namespace hal::test {
 namespace {
-
-// Collects the log's lines while alive.
-class LogCapture {
- public:
-  LogCapture() : level_(log_level()) {
-    set_log_level(LogLevel::warn);
-    set_log_sink([this](LogLevel level, std::string_view line) {
-      std::lock_guard lock(mutex_);
-      if (level != LogLevel::warn) return;
-      lines_ += '\n';
-      lines_ += line;
-    });
-  }
-  ~LogCapture() {
-    set_log_sink(nullptr);
-    set_log_level(level_);
-  }
-  std::string lines() {
-    std::lock_guard lock(mutex_);
-    return lines_;
-  }
-
- private:
-  LogLevel level_;
-  std::mutex mutex_;
-  std::string lines_;
-};
 
 class FallbackSuite : public DeviceTest {
  protected:

@@ -23,31 +23,6 @@ void write_text(const std::filesystem::path& file, const std::string& text) {
   std::ofstream(file) << text;
 }
 
-// Log lines at or above info, while it lives.
-class CapturedLog {
- public:
-  CapturedLog() : level_(log_level()) {
-    set_log_level(LogLevel::info);
-    set_log_sink([this](LogLevel, std::string_view line) {
-      std::lock_guard lock(mutex_);
-      text_ += std::string(line) + "\n";
-    });
-  }
-  ~CapturedLog() {
-    set_log_sink(nullptr);
-    set_log_level(level_);
-  }
-  std::string text() {
-    std::lock_guard lock(mutex_);
-    return text_;
-  }
-
- private:
-  LogLevel level_;
-  std::mutex mutex_;
-  std::string text_;
-};
-
 class CalibrationTest : public ::testing::Test {
  protected:
   ScopedCacheDir cache{"calibration"};
@@ -141,29 +116,28 @@ TEST_F(CalibrationTest, AnotherDriverOrDeviceMakesTheEntryStale) {
     json[field] = other;
     write_text(file, json.dump());
     reload_calibrations();
-    CapturedLog log;
+    LogCapture log(LogLevel::info);
     EXPECT_FALSE(cached_calibration(sim)) << field;
-    EXPECT_NE(log.text().find("calibration of sim:16 is stale"), std::string::npos) << log.text();
-    EXPECT_NE(log.text().find(other), std::string::npos) << log.text();
+    EXPECT_NE(log.lines().find("calibration of sim:16 is stale"), std::string::npos) << log.lines();
+    EXPECT_NE(log.lines().find(other), std::string::npos) << log.lines();
     EXPECT_EQ(performance_figures(sim).provenance, Provenance::estimated);
     const Calibration fresh = calibrate(sim, {.use_cache = true, .quick = true});
     EXPECT_FALSE(fresh.from_cache) << "a stale entry is measured again";
-    EXPECT_EQ(nlohmann::json::parse(read_text(file))[field], field == "uuid"
-                                                                 ? sim.info().uuid
-                                                                 : sim.info().driver_version);
+    EXPECT_EQ(nlohmann::json::parse(read_text(file))[field],
+              field == "uuid" ? sim.info().uuid : sim.info().driver_version);
   }
 }
 
 TEST_F(CalibrationTest, ACorruptEntryIsIgnoredWithAWarning) {
   const Device sim = hal::device("sim:32");
   std::filesystem::create_directories(calibration_cache_file(sim).parent_path());
-  for (const std::string text : {"{not json", R"({"schema":"hal.calibration/1","uuid":7})",
-                                 R"({"schema":"hal.other/1"})"}) {
+  for (const std::string text :
+       {"{not json", R"({"schema":"hal.calibration/1","uuid":7})", R"({"schema":"hal.other/1"})"}) {
     write_text(calibration_cache_file(sim), text);
     reload_calibrations();
-    CapturedLog log;
+    LogCapture log(LogLevel::info);
     EXPECT_FALSE(cached_calibration(sim)) << text;
-    EXPECT_NE(log.text().find("ignored"), std::string::npos) << text << ": " << log.text();
+    EXPECT_NE(log.lines().find("ignored"), std::string::npos) << text << ": " << log.lines();
   }
   EXPECT_FALSE(calibrate(sim, {.use_cache = true, .quick = true}).from_cache);
   EXPECT_TRUE(cached_calibration(sim));

@@ -20,9 +20,9 @@ TEST(CostModel, MatmulWorkloadCountsFlopsAndBytes) {
 
 TEST(CostModel, EachTermAndTheBoundFollowTheRoofline) {
   PerformanceFigures f;
-  f.gflops = 100;               // 1e11 flop/s
-  f.bandwidth_gbps = 50;        // 5e10 B/s
-  f.host_to_device_gbps = 10;   // 1e10 B/s
+  f.gflops = 100;              // 1e11 flop/s
+  f.bandwidth_gbps = 50;       // 5e10 B/s
+  f.host_to_device_gbps = 10;  // 1e10 B/s
   f.device_to_host_gbps = 20;
   f.launch_latency_us = 4;
   f.provenance = Provenance::measured;

@@ -61,6 +61,35 @@ class Gate {
   std::once_flag once_;
 };
 
+// Collects the log's lines at `level` and more severe while alive (and logs at `level`).
+class LogCapture {
+ public:
+  explicit LogCapture(LogLevel level = LogLevel::warn) : level_(log_level()) {
+    set_log_level(level);
+    set_log_sink([this, level](LogLevel line_level, std::string_view line) {
+      if (line_level > level) return;
+      std::lock_guard lock(mutex_);
+      lines_ += '\n';
+      lines_ += line;
+    });
+  }
+  ~LogCapture() {
+    set_log_sink(nullptr);
+    set_log_level(level_);
+  }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  std::string lines() {
+    std::lock_guard lock(mutex_);
+    return lines_;
+  }
+
+ private:
+  LogLevel level_;
+  std::mutex mutex_;
+  std::string lines_;
+};
+
 // "cpu:0" -> "cpu_0", for parameterised test names.
 std::string test_name(const std::string& device_id);
 

@@ -7,7 +7,7 @@
 
 namespace hal::tool {
 
-nlohmann::ordered_json to_json(const Summary& summary);              // hal.summary/1's body
+nlohmann::ordered_json to_json(const Summary& summary);               // hal.summary/1's body
 nlohmann::ordered_json calibration_json(const Calibration& figures);  // hal.calibration/1
 nlohmann::ordered_json candidates_json(const Selection& selection);
 // A time for JSON: null where it is unknown (NaN).

@@ -82,8 +82,8 @@ void print_table(const std::vector<RunRecord>& runs) {
       continue;
     }
     std::printf("%-10s %-22s %10s %9.1f %8.2f %7.2fx %11s %7s %10.2e %s\n", r.device.c_str(),
-                r.workload.c_str(), format_seconds(r.seconds).c_str(), r.gflops, r.gbps,
-                r.speedup, format_seconds(r.predicted).c_str(),
+                r.workload.c_str(), format_seconds(r.seconds).c_str(), r.gflops, r.gbps, r.speedup,
+                format_seconds(r.predicted).c_str(),
                 percent((r.predicted - r.seconds) / r.seconds).c_str(), r.max_abs_diff,
                 r.ok ? "ok" : "MISMATCH");
   }
@@ -111,9 +111,8 @@ int run(bool quick, bool json_mode) {
   say(json_mode, "hal demo: " + std::to_string(machine.devices.size()) + " devices, " +
                      format_bytes(machine.memory_total_bytes) + " of memory in all\n");
   for (const Device& device : machine.devices)
-    say(json_mode, "  [" + device.id() + "] " + device.info().name + " (" +
-                       device.info().vendor + ", " + std::string(to_string(device.info().kind)) +
-                       ")\n");
+    say(json_mode, "  [" + device.id() + "] " + device.info().name + " (" + device.info().vendor +
+                       ", " + std::string(to_string(device.info().kind)) + ")\n");
 
   say(json_mode, "\ncalibrating (cached per device and driver under HAL_CACHE_DIR):\n");
   for (const Device& device : machine.devices) {
@@ -174,10 +173,11 @@ int run(bool quick, bool json_mode) {
               << "\n";
   } else {
     print_table(runs);
-    std::printf("\npredicted: the roofline cost model from each device's calibration; error = "
-                "(predicted - measured) / measured.\nmax|diff|: largest difference from cpu:0's "
-                "result. %s in %.1f s.\n",
-                all_ok ? "All results agree" : "SOME RESULTS DISAGREE", took);
+    std::printf(
+        "\npredicted: the roofline cost model from each device's calibration; error = "
+        "(predicted - measured) / measured.\nmax|diff|: largest difference from cpu:0's "
+        "result. %s in %.1f s.\n",
+        all_ok ? "All results agree" : "SOME RESULTS DISAGREE", took);
   }
   return all_ok ? 0 : 1;
 }

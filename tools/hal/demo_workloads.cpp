@@ -46,7 +46,8 @@ Workload mlp_workload(const DemoSizes& s) {
   add_op(w, b * c, 2 * b * c);
   add_op(w, b * c, b * c + b);
   add_op(w, b * c, 2 * b * c + b);
-  w.memory_bytes = static_cast<uint64_t>(4 * (b * in + in * h + h + h * c + c + 2 * b * h + 3 * b * c));
+  w.memory_bytes =
+      static_cast<uint64_t>(4 * (b * in + in * h + h + h * c + c + 2 * b * h + 3 * b * c));
   return w;
 }
 

@@ -23,8 +23,8 @@ Workload mlp_workload(const DemoSizes& sizes);
 Workload matmul_workload(const DemoSizes& sizes);
 
 struct WorkloadResult {
-  double seconds = 0;          // per pass, by the device's events
-  std::vector<float> output;   // of the last pass
+  double seconds = 0;         // per pass, by the device's events
+  std::vector<float> output;  // of the last pass
 };
 
 // Inputs come from fixed Philox seeds, so every device computes on the same numbers.

@@ -67,10 +67,10 @@ int run(const Options& options) {
   const Selection selection = rank_devices(requirements, devices);
   if (options.json) {
     std::cout << nlohmann::ordered_json{{"schema", "hal.select/1"},
-                                        {"choice", selection.device
-                                                       ? nlohmann::ordered_json(
-                                                             selection.device.id())
-                                                       : nlohmann::ordered_json(nullptr)},
+                                        {"choice",
+                                         selection.device
+                                             ? nlohmann::ordered_json(selection.device.id())
+                                             : nlohmann::ordered_json(nullptr)},
                                         {"workload", requirements.workload
                                                          ? requirements.workload->name
                                                          : reference_workload().name},
