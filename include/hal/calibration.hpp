@@ -25,14 +25,21 @@ struct Calibration {
   double host_to_device_gbps = 0;
   double device_to_host_gbps = 0;
   double device_bandwidth_gbps = 0;  // an on-device copy: bytes read + written per second
-  std::vector<MatmulFigure> matmul;  // f32, then f16 and bf16 where the device has them
-  double launch_latency_us = 0;      // per op of a chain of dependent one-element ops
-  double seconds = 0;                // what measuring took
-  std::string measured_at;           // UTC, ISO 8601
-  bool quick = false;                // measured with CalibrationOptions::quick
+  // Each size timed (they double until one product takes long enough): f32, then f16 and
+  // bf16 where the device multiplies them. Small products reach less than large ones.
+  std::vector<MatmulFigure> matmul;
+  double launch_latency_us = 0;  // per op of a chain of dependent one-element ops
+  double seconds = 0;            // what measuring took
+  std::string measured_at;       // UTC, ISO 8601
+  bool quick = false;            // measured with CalibrationOptions::quick
   bool from_cache = false;
 
-  double matmul_gflops(DType dtype) const;  // 0 when not measured
+  // The best throughput measured in `dtype`; 0 when not measured.
+  double matmul_gflops(DType dtype) const;
+  // The throughput of products of `flops_each` operations: interpolated between the measured
+  // sizes (linear in log n, for n^3 = flops_each / 2), clamped at the smallest and largest,
+  // and never below a smaller size's figure.
+  double matmul_gflops(DType dtype, double flops_each) const;
 };
 
 struct CalibrationOptions {

@@ -40,7 +40,10 @@ struct PerformanceFigures {
 };
 
 // The device's cached calibration where there is one, else its peaks. Never measures.
-PerformanceFigures performance_figures(const Device& device, DType dtype = DType::f32);
+// `flops_each` (the flops of one launch, when known) picks the throughput of products that
+// size from the calibrated curve; 0 takes the best measured.
+PerformanceFigures performance_figures(const Device& device, DType dtype = DType::f32,
+                                       double flops_each = 0);
 
 struct Estimate {
   double seconds = 0;  // launch + transfer + max(compute, memory); NaN when nothing is known
@@ -55,6 +58,7 @@ struct Estimate {
 };
 
 Estimate estimate(const Workload& workload, const PerformanceFigures& figures);
+// With the device's figures for the workload's dtype and its flops per launch.
 Estimate estimate(const Workload& workload, const Device& device);
 
 }  // namespace hal

@@ -76,17 +76,18 @@ void measure_copies(const Device& device, const Plan& plan, Calibration& out) {
       2 * gb / best_of(plan.copy_repeats, stream, [&] { stream.copy(b, a, bytes); });
 }
 
-MatmulFigure measure_matmul(const Device& device, DType dtype, const Plan& plan) {
+// Products of doubling sizes until one takes the plan's target time: the throughput curve.
+std::vector<MatmulFigure> measure_matmul(const Device& device, DType dtype, const Plan& plan) {
   Stream stream = device.create_stream();
-  MatmulFigure figure{dtype, 0, 0};
+  std::vector<MatmulFigure> curve;
   for (int64_t n = plan.matmul_first; n <= plan.matmul_last; n *= 2) {
     const Tensor a = full({n, n}, 0.5, dtype, stream), b = full({n, n}, 0.25, dtype, stream);
     Tensor c;
     const double seconds = best_of(plan.matmul_repeats, stream, [&] { c = matmul(a, b, stream); });
-    figure = {dtype, n, 2.0 * n * n * n / seconds / 1e9};
+    curve.push_back({dtype, n, 2.0 * n * n * n / seconds / 1e9});
     if (seconds >= plan.matmul_target_seconds) break;
   }
-  return figure;
+  return curve;
 }
 
 // What one launch costs a chain of dependent one-element ops: the host's enqueue or the
@@ -150,7 +151,10 @@ Calibration calibrate(const Device& device, const CalibrationOptions& options) {
     for (DType dtype : {DType::f16, DType::bf16})
       if (info.supports(dtype)) dtypes.push_back(dtype);
   for (DType dtype : dtypes)
-    attempt(device, "matmul", [&] { out.matmul.push_back(measure_matmul(device, dtype, plan)); });
+    attempt(device, "matmul", [&] {
+      for (const MatmulFigure& figure : measure_matmul(device, dtype, plan))
+        out.matmul.push_back(figure);
+    });
   attempt(device, "launch latency",
           [&] { out.launch_latency_us = measure_launch_latency_us(device, plan); });
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

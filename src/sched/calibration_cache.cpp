@@ -2,6 +2,8 @@
 // in memory so that selection among many devices reads no files after the first lookup.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -94,9 +96,33 @@ std::optional<Calibration> read_entry(const std::filesystem::path& file, const D
 }  // namespace
 
 double Calibration::matmul_gflops(DType dtype) const {
+  double best = 0;
   for (const MatmulFigure& figure : matmul)
-    if (figure.dtype == dtype) return figure.gflops;
-  return 0;
+    if (figure.dtype == dtype) best = std::max(best, figure.gflops);
+  return best;
+}
+
+double Calibration::matmul_gflops(DType dtype, double flops_each) const {
+  std::vector<MatmulFigure> curve;
+  for (const MatmulFigure& figure : matmul)
+    if (figure.dtype == dtype && figure.size > 0) curve.push_back(figure);
+  if (curve.empty()) return 0;
+  std::sort(curve.begin(), curve.end(),
+            [](const MatmulFigure& a, const MatmulFigure& b) { return a.size < b.size; });
+  // A larger product reaches at least a smaller one's throughput: a dip is a disturbed
+  // measurement (another process, a frequency change), not the device.
+  for (size_t i = 1; i < curve.size(); ++i)
+    curve[i].gflops = std::max(curve[i].gflops, curve[i - 1].gflops);
+  const double n = std::cbrt(flops_each / 2);
+  if (!(n > double(curve.front().size))) return curve.front().gflops;
+  for (size_t i = 1; i < curve.size(); ++i)
+    if (n <= double(curve[i].size)) {
+      const double low = std::log(double(curve[i - 1].size)),
+                   high = std::log(double(curve[i].size));
+      const double t = (std::log(n) - low) / (high - low);
+      return curve[i - 1].gflops + t * (curve[i].gflops - curve[i - 1].gflops);
+    }
+  return curve.back().gflops;
 }
 
 std::string to_json(const Calibration& c) {

@@ -20,11 +20,15 @@ Workload Workload::matmul(int64_t m, int64_t n, int64_t k, DType dtype) {
   return workload;
 }
 
-PerformanceFigures performance_figures(const Device& device, DType dtype) {
+PerformanceFigures performance_figures(const Device& device, DType dtype, double flops_each) {
   PerformanceFigures figures;
   if (const std::shared_ptr<const Calibration> calibration = detail::find_calibration(device)) {
-    figures.gflops = calibration->matmul_gflops(dtype);
-    if (figures.gflops == 0) figures.gflops = calibration->matmul_gflops(DType::f32);
+    const auto gflops = [&](DType of) {
+      return flops_each > 0 ? calibration->matmul_gflops(of, flops_each)
+                            : calibration->matmul_gflops(of);
+    };
+    figures.gflops = gflops(dtype);
+    if (figures.gflops == 0) figures.gflops = gflops(DType::f32);
     figures.bandwidth_gbps = calibration->device_bandwidth_gbps;
     figures.host_to_device_gbps = calibration->host_to_device_gbps;
     figures.device_to_host_gbps = calibration->device_to_host_gbps;
@@ -88,7 +92,8 @@ Estimate estimate(const Workload& workload, const PerformanceFigures& figures) {
 }
 
 Estimate estimate(const Workload& workload, const Device& device) {
-  return estimate(workload, performance_figures(device, workload.dtype));
+  const double flops_each = workload.launches > 0 ? workload.flops / workload.launches : 0;
+  return estimate(workload, performance_figures(device, workload.dtype, flops_each));
 }
 
 }  // namespace hal

@@ -40,8 +40,11 @@ TEST_F(CalibrationTest, SimCalibrationRecoversTheModelItsDeviceRuns) {
   EXPECT_NEAR(c.host_to_device_gbps, want.bandwidth_gbps, 0.02 * want.bandwidth_gbps);
   EXPECT_NEAR(c.device_to_host_gbps, want.bandwidth_gbps, 0.02 * want.bandwidth_gbps);
   EXPECT_NEAR(c.device_bandwidth_gbps, want.bandwidth_gbps, 0.02 * want.bandwidth_gbps);
-  ASSERT_EQ(c.matmul.size(), 1u) << "quick: f32 only";
+  // Sizes double from 128 until a product takes 10 ms: 128 (4 ms modelled), 256 (34 ms).
+  ASSERT_EQ(c.matmul.size(), 2u) << "quick: f32 only";
   EXPECT_EQ(c.matmul[0].dtype, DType::f32);
+  EXPECT_EQ(c.matmul[0].size, 128);
+  EXPECT_EQ(c.matmul[1].size, 256);
   EXPECT_NEAR(c.matmul_gflops(DType::f32), want.gflops, 0.02 * want.gflops);
   EXPECT_EQ(c.matmul_gflops(DType::f16), 0.0);
   // The model's 5 us a launch is the floor; the host's enqueue may cost more (sanitizers).
@@ -76,7 +79,11 @@ TEST_F(CalibrationTest, CpuFiguresAreMeasuredCachedAndServedFromTheCache) {
   EXPECT_EQ(json["schema"], "hal.calibration/1");
   EXPECT_EQ(json["uuid"], cpu.info().uuid);
   EXPECT_EQ(json["driver_version"], cpu.info().driver_version);
-  EXPECT_DOUBLE_EQ(json["matmul"][0]["gflops"].get<double>(), first.matmul_gflops(DType::f32));
+  ASSERT_EQ(json["matmul"].size(), first.matmul.size());
+  for (size_t i = 0; i < first.matmul.size(); ++i) {
+    EXPECT_EQ(json["matmul"][i]["size"].get<int64_t>(), first.matmul[i].size);
+    EXPECT_DOUBLE_EQ(json["matmul"][i]["gflops"].get<double>(), first.matmul[i].gflops);
+  }
 
   const Calibration again = calibrate(cpu, {.use_cache = true, .quick = true});
   EXPECT_TRUE(again.from_cache);
@@ -141,6 +148,25 @@ TEST_F(CalibrationTest, ACorruptEntryIsIgnoredWithAWarning) {
   }
   EXPECT_FALSE(calibrate(sim, {.use_cache = true, .quick = true}).from_cache);
   EXPECT_TRUE(cached_calibration(sim));
+}
+
+TEST(Calibration, ThroughputFollowsTheMeasuredCurveBySize) {
+  Calibration c;
+  c.matmul = {{DType::f32, 256, 50},
+              {DType::f32, 1024, 200},
+              {DType::f32, 512, 100},
+              {DType::f16, 512, 400}};
+  const auto flops = [](double n) { return 2 * n * n * n; };
+  EXPECT_DOUBLE_EQ(c.matmul_gflops(DType::f32), 200);  // the best measured
+  EXPECT_DOUBLE_EQ(c.matmul_gflops(DType::f32, flops(256)), 50);
+  EXPECT_NEAR(c.matmul_gflops(DType::f32, flops(512)), 100, 1e-9);
+  EXPECT_NEAR(c.matmul_gflops(DType::f32, flops(724.0773)), 150, 1e-3);  // halfway in log n
+  EXPECT_DOUBLE_EQ(c.matmul_gflops(DType::f32, flops(64)), 50);          // clamped below
+  EXPECT_DOUBLE_EQ(c.matmul_gflops(DType::f32, flops(8192)), 200);       // and above
+  EXPECT_DOUBLE_EQ(c.matmul_gflops(DType::f16, flops(4096)), 400);
+  EXPECT_EQ(c.matmul_gflops(DType::bf16, flops(512)), 0.0);
+  c.matmul.push_back({DType::f32, 2048, 20});  // a disturbed run: below the smaller sizes
+  EXPECT_DOUBLE_EQ(c.matmul_gflops(DType::f32, flops(2048)), 200);
 }
 
 TEST_F(CalibrationTest, NoDeviceIsRefused) {

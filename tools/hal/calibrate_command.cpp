@@ -9,14 +9,16 @@
 namespace hal::tool {
 namespace {
 
+// The best throughput of each dtype measured: "f32 182.3, f16 40.1".
 std::string gflops_text(const Calibration& c) {
   std::string text;
-  for (const MatmulFigure& figure : c.matmul) {
-    char part[48];
-    std::snprintf(part, sizeof part, "%s%s %.1f", text.empty() ? "" : ", ",
-                  std::string(to_string(figure.dtype)).c_str(), figure.gflops);
-    text += part;
-  }
+  for (DType dtype : kAllDTypes)
+    if (const double gflops = c.matmul_gflops(dtype); gflops > 0) {
+      char part[48];
+      std::snprintf(part, sizeof part, "%s%s %.1f", text.empty() ? "" : ", ",
+                    std::string(to_string(dtype)).c_str(), gflops);
+      text += part;
+    }
   return text.empty() ? "-" : text;
 }
 
