@@ -135,15 +135,15 @@ std::string lost_because(const Ranked& loser, const Ranked& choice, const Requir
 }
 
 std::string chosen_because(const Ranked& choice, const Requirements& r, size_t eligible) {
-  std::string reason = "chosen";
-  if (!r.vendors.empty() && choice.vendor != kUnlisted)
-    reason += ": vendor " + choice.candidate.device.info().vendor + " preferred";
   const Candidate& c = choice.candidate;
-  if (c.predicted_seconds == c.predicted_seconds)
-    reason += (reason.size() > 6 ? ", " : ": ") + prediction_words(c);
-  else
-    reason += std::string(reason.size() > 6 ? ", " : ": ") + kind_words(choice.priority) +
-              " (no performance figures)";
+  std::vector<std::string> grounds;
+  if (!r.vendors.empty() && choice.vendor != kUnlisted)
+    grounds.push_back("vendor " + c.device.info().vendor + " preferred");
+  grounds.push_back(c.predicted_seconds == c.predicted_seconds
+                        ? prediction_words(c)
+                        : std::string(kind_words(choice.priority)) + " (no performance figures)");
+  std::string reason = "chosen: " + grounds.front();
+  for (size_t i = 1; i < grounds.size(); ++i) reason += ", " + grounds[i];
   if (eligible == 1) reason += "; the only device that meets the requirements";
   return reason;
 }
