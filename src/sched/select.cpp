@@ -52,12 +52,10 @@ struct Ranked {
   size_t vendor = 0;
   int priority = 0;
   size_t order = 0;
-  double figure_tflops = 0;
 };
 
 // The requirement the device fails, or "" when it meets them all.
-std::string failed_requirement(const Requirements& r, const Device& device, const Workload& work,
-                               double& measured_tflops) {
+std::string failed_requirement(const Requirements& r, const Device& device, const Workload& work) {
   const DeviceInfo& info = device.info();
   if (!r.kinds.empty() && std::find(r.kinds.begin(), r.kinds.end(), info.kind) == r.kinds.end())
     return "kind " + std::string(to_string(info.kind)) + " is not allowed";
@@ -83,7 +81,7 @@ std::string failed_requirement(const Requirements& r, const Device& device, cons
              "`)";
     double gflops = calibration->matmul_gflops(work.dtype);
     if (gflops == 0) gflops = calibration->matmul_gflops(DType::f32);
-    measured_tflops = gflops / 1e3;
+    const double measured_tflops = gflops / 1e3;
     if (measured_tflops < r.min_tflops) {
       char text[96];
       std::snprintf(text, sizeof text, "measured %.3g TFLOP/s, needs %.3g", measured_tflops,
@@ -170,7 +168,7 @@ Selection rank_devices(const Requirements& requirements, const std::vector<Devic
     const Estimate estimate = hal::estimate(work, devices[i]);
     ranked.candidate.predicted_seconds = estimate.seconds;
     ranked.candidate.figures = estimate.provenance;
-    std::string failed = failed_requirement(requirements, devices[i], work, ranked.figure_tflops);
+    std::string failed = failed_requirement(requirements, devices[i], work);
     ranked.candidate.eligible = failed.empty();
     ranked.candidate.reason = std::move(failed);
     (ranked.candidate.eligible ? eligible : ineligible).push_back(std::move(ranked));

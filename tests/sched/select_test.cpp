@@ -3,6 +3,7 @@
 #include <cmath>
 #include <thread>
 
+#include "hal/calibration.hpp"
 #include "hal/select.hpp"
 #include "sim_fleet.hpp"
 #include "test_util.hpp"
@@ -113,6 +114,14 @@ TEST_F(SelectTest, EachRequirementSaysWhyADeviceFailedIt) {
   EXPECT_FALSE(eligible);
   EXPECT_NE(reason.find("not calibrated: run `hal calibrate --device sim:3`"), std::string::npos)
       << reason;
+
+  calibrate(sims[3], {.use_cache = true, .quick = true});  // 16 GFLOP/s by the fleet's model
+  EXPECT_TRUE(reason_of(fast, "sim:3").first) << reason_of(fast, "sim:3").second;
+  Requirements faster;
+  faster.min_tflops = 1;
+  const auto [fast_enough, why] = reason_of(faster, "sim:3");
+  EXPECT_FALSE(fast_enough);
+  EXPECT_NE(why.find("measured 0.016 TFLOP/s, needs 1"), std::string::npos) << why;
 }
 
 TEST_F(SelectTest, PreferredVendorsRankBeforeTime) {
