@@ -3,6 +3,7 @@
 // or, where it has none, its stated peaks (DeviceInfo::peak), marked as such.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -54,7 +55,7 @@ struct Estimate {
   // terms count as 0, so an estimate with gaps is a lower bound.
   std::vector<std::string> unknown;
 
-  bool known() const { return seconds == seconds; }  // not NaN
+  bool known() const { return !std::isnan(seconds); }
 };
 
 Estimate estimate(const Workload& workload, const PerformanceFigures& figures);

@@ -88,4 +88,10 @@ class Stream {
   std::shared_ptr<StreamImpl> impl_;
 };
 
+// Seconds the work that `enqueue` puts on `stream` takes, between events recorded around it:
+// the device's own clock, as cudaEventElapsedTime gives it (a simulated device's modelled
+// one). Where the events measure nothing, the host's clock from before the first event to the
+// end of the work. Waits for the work.
+double timed_on_device(Stream& stream, const std::function<void()>& enqueue);
+
 }  // namespace hal

@@ -12,12 +12,13 @@
 namespace hal {
 
 struct Summary {
-  std::vector<Device> devices;  // visible ones (HAL_DEVICES applies)
+  std::vector<Device> devices;            // visible ones (HAL_DEVICES applies)
+  std::vector<MemoryFigure> memory_free;  // what each of `devices` reported, in their order
   std::vector<BackendStatus> backends;
   std::map<std::string, uint32_t> by_backend, by_vendor, by_kind;
   // Device memory, summed; devices of kind cpu share the host's memory, so only the largest
-  // of them counts, and the host's free memory counts once. Free memory is read now; a device
-  // that cannot tell adds nothing.
+  // of them counts, and the host's free memory counts once (the first CPU-kind device that
+  // can tell). A device that cannot tell its free memory adds nothing to the free sum.
   uint64_t memory_total_bytes = 0;
   uint64_t memory_free_bytes = 0;
 };

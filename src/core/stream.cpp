@@ -1,6 +1,7 @@
 // Stream: argument checks and routing; the backend's StreamImpl does the work.
 #include "hal/stream.hpp"
 
+#include <chrono>
 #include <limits>
 
 #include "hal/backend.hpp"
@@ -228,5 +229,16 @@ size_t Graph::node_count() const { return impl_ ? impl_->node_count() : 0; }
 
 void Stream::synchronize() { checked(impl_).synchronize(); }
 bool Stream::query() { return checked(impl_).query(); }
+
+double timed_on_device(Stream& stream, const std::function<void()>& enqueue) {
+  const auto host_start = std::chrono::steady_clock::now();
+  const Event start = stream.record();
+  enqueue();
+  const Event end = stream.record();
+  end.synchronize();
+  const double device_ms = Event::elapsed_ms(start, end);
+  if (device_ms > 0) return device_ms / 1e3;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
+}
 
 }  // namespace hal

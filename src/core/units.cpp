@@ -27,7 +27,7 @@ std::string format_bytes(uint64_t bytes) {
 
 std::string format_seconds(double seconds) {
   char text[32];
-  if (!(seconds == seconds)) return "unknown";
+  if (std::isnan(seconds)) return "unknown";
   if (seconds >= 1.0)
     std::snprintf(text, sizeof text, "%.2f s", seconds);
   else if (seconds >= 1e-3)

@@ -1,8 +1,8 @@
-// calibrate(): the built-in measurements. Times come from the device's own events (as
-// cudaEventElapsedTime would give them), so a simulated device reports its modelled times.
+// calibrate(): the built-in measurements.
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <functional>
 #include <vector>
 
 #include "calibration_store.hpp"
@@ -28,24 +28,10 @@ struct Plan {
 constexpr Plan kQuick{8u << 20, 3, 128, 1024, 0.01, 2, 100};
 constexpr Plan kFull{64u << 20, 5, 256, 2048, 0.05, 3, 500};
 
-// Seconds the work `enqueue` puts on `stream` takes, by the device's events; the host's clock
-// where events give nothing (a backend without timestamps).
-template <class Enqueue>
-double timed(Stream& stream, Enqueue&& enqueue) {
-  const auto host_start = std::chrono::steady_clock::now();
-  const Event start = stream.record();
-  enqueue();
-  const Event end = stream.record();
-  end.synchronize();
-  const double device_ms = Event::elapsed_ms(start, end);
-  if (device_ms > 0) return device_ms / 1e3;
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
-}
-
-template <class Enqueue>
-double best_of(int repeats, Stream& stream, Enqueue&& enqueue) {
-  double best = timed(stream, enqueue);  // the first run also warms up
-  for (int i = 1; i < repeats; ++i) best = std::min(best, timed(stream, enqueue));
+// Times are the device's own (timed_on_device), so a simulated device reports its model's.
+double best_of(int repeats, Stream& stream, const std::function<void()>& enqueue) {
+  double best = timed_on_device(stream, enqueue);  // the first run also warms up
+  for (int i = 1; i < repeats; ++i) best = std::min(best, timed_on_device(stream, enqueue));
   return best;
 }
 
@@ -100,7 +86,7 @@ double measure_launch_latency_us(const Device& device, const Plan& plan) {
   x = add(x, one, stream);  // warm-up: compiles what the op needs
   stream.synchronize();
   const auto host_start = std::chrono::steady_clock::now();
-  const double device_seconds = timed(stream, [&] {
+  const double device_seconds = timed_on_device(stream, [&] {
     for (int i = 0; i < plan.launch_chain; ++i) x = add(x, one, stream);
   });
   const double host_seconds =

@@ -47,14 +47,16 @@ PerformanceFigures performance_figures(const Device& device, DType dtype, double
 
 namespace {
 
-// amount / rate, or 0 with `what` noted as unknown when the rate is.
-double term(double amount, double rate, double scale, const char* what, Estimate& out) {
+// amount x seconds_each, or 0 with `what` noted as unknown when seconds_each is (0).
+double term(double amount, double seconds_each, const char* what, Estimate& out) {
   if (amount <= 0) return 0;
-  if (rate <= 0) {
-    out.unknown.emplace_back(what);
-    return 0;
-  }
-  return amount / (rate * scale);
+  if (seconds_each <= 0) out.unknown.emplace_back(what);
+  return amount * seconds_each;
+}
+
+// Seconds per unit at `giga_per_second` (GFLOP/s, GB/s); 0 when the rate is unknown.
+double per_giga(double giga_per_second) {
+  return giga_per_second > 0 ? 1 / (giga_per_second * 1e9) : 0;
 }
 
 }  // namespace
@@ -62,16 +64,14 @@ double term(double amount, double rate, double scale, const char* what, Estimate
 Estimate estimate(const Workload& workload, const PerformanceFigures& figures) {
   Estimate out;
   out.provenance = figures.provenance;
-  out.compute_seconds = term(workload.flops, figures.gflops, 1e9, "throughput", out);
-  out.memory_seconds = term(workload.bytes, figures.bandwidth_gbps, 1e9, "bandwidth", out);
-  out.transfer_seconds = term(workload.host_to_device_bytes, figures.host_to_device_gbps, 1e9,
+  out.compute_seconds = term(workload.flops, per_giga(figures.gflops), "throughput", out);
+  out.memory_seconds = term(workload.bytes, per_giga(figures.bandwidth_gbps), "bandwidth", out);
+  out.transfer_seconds = term(workload.host_to_device_bytes, per_giga(figures.host_to_device_gbps),
                               "host_to_device_bandwidth", out) +
-                         term(workload.device_to_host_bytes, figures.device_to_host_gbps, 1e9,
+                         term(workload.device_to_host_bytes, per_giga(figures.device_to_host_gbps),
                               "device_to_host_bandwidth", out);
-  // Launches cost time per launch, not a rate: divide by the launch rate.
-  out.launch_seconds =
-      term(static_cast<double>(workload.launches),
-           figures.launch_latency_us > 0 ? 1 / figures.launch_latency_us : 0, 1e6, "latency", out);
+  out.launch_seconds = term(static_cast<double>(workload.launches),
+                            figures.launch_latency_us * 1e-6, "latency", out);
   // Nothing the workload needs is known: no estimate at all.
   const bool needs_anything = workload.flops > 0 || workload.bytes > 0 ||
                               workload.host_to_device_bytes > 0 ||

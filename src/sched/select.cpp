@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
 
 #include "calibration_store.hpp"
 #include "hal/error.hpp"
@@ -16,12 +15,12 @@ namespace {
 
 constexpr size_t kUnlisted = static_cast<size_t>(-1);
 
-// Position of the device's vendor among the preferred ones; kUnlisted when absent.
+// Position of the device's vendor among the preferred ones (lower case); kUnlisted when absent.
 size_t vendor_rank(const std::vector<std::string>& preferred, const std::string& vendor) {
   if (preferred.empty()) return 0;
   const std::string name = detail::to_lower(vendor);
   for (size_t i = 0; i < preferred.size(); ++i) {
-    const std::string wanted = detail::to_lower(preferred[i]);
+    const std::string& wanted = preferred[i];
     if (name.find(wanted) != std::string::npos) return i;
     if (wanted == "amd" && name.find("advanced micro devices") != std::string::npos) return i;
   }
@@ -94,8 +93,8 @@ std::string failed_requirement(const Requirements& r, const Device& device, cons
 
 bool ranks_before(const Ranked& a, const Ranked& b) {
   if (a.vendor != b.vendor) return a.vendor < b.vendor;
-  const bool a_known = a.candidate.predicted_seconds == a.candidate.predicted_seconds;
-  const bool b_known = b.candidate.predicted_seconds == b.candidate.predicted_seconds;
+  const bool a_known = !std::isnan(a.candidate.predicted_seconds);
+  const bool b_known = !std::isnan(b.candidate.predicted_seconds);
   if (a_known != b_known) return a_known;
   if (a_known && a.candidate.predicted_seconds != b.candidate.predicted_seconds)
     return a.candidate.predicted_seconds < b.candidate.predicted_seconds;
@@ -117,8 +116,8 @@ std::string lost_because(const Ranked& loser, const Ranked& choice, const Requir
                                       : " is preferred less than " + r.vendors[choice.vendor]);
   const Candidate& l = loser.candidate;
   const Candidate& c = choice.candidate;
-  const bool l_known = l.predicted_seconds == l.predicted_seconds;
-  const bool c_known = c.predicted_seconds == c.predicted_seconds;
+  const bool l_known = !std::isnan(l.predicted_seconds);
+  const bool c_known = !std::isnan(c.predicted_seconds);
   if (!l_known && c_known)
     return "no performance figures (not calibrated, no stated peaks): run `hal calibrate`";
   if (l_known && c_known && l.predicted_seconds != c.predicted_seconds) {
@@ -137,7 +136,7 @@ std::string chosen_because(const Ranked& choice, const Requirements& r, size_t e
   std::vector<std::string> grounds;
   if (!r.vendors.empty() && choice.vendor != kUnlisted)
     grounds.push_back("vendor " + c.device.info().vendor + " preferred");
-  grounds.push_back(c.predicted_seconds == c.predicted_seconds
+  grounds.push_back(!std::isnan(c.predicted_seconds)
                         ? prediction_words(c)
                         : std::string(kind_words(choice.priority)) + " (no performance figures)");
   std::string reason = "chosen: " + grounds.front();
@@ -157,6 +156,9 @@ Workload reference_workload() {
 
 Selection rank_devices(const Requirements& requirements, const std::vector<Device>& devices) {
   const Workload work = requirements.workload ? *requirements.workload : reference_workload();
+  std::vector<std::string> vendors;
+  for (const std::string& vendor : requirements.vendors)
+    vendors.push_back(detail::to_lower(vendor));
   std::vector<Ranked> eligible, ineligible;
   for (size_t i = 0; i < devices.size(); ++i) {
     Ranked ranked;
@@ -164,7 +166,7 @@ Selection rank_devices(const Requirements& requirements, const std::vector<Devic
     ranked.order = i;
     const DeviceInfo& info = devices[i].info();
     ranked.priority = kind_priority(info);
-    ranked.vendor = vendor_rank(requirements.vendors, info.vendor);
+    ranked.vendor = vendor_rank(vendors, info.vendor);
     const Estimate estimate = hal::estimate(work, devices[i]);
     ranked.candidate.predicted_seconds = estimate.seconds;
     ranked.candidate.figures = estimate.provenance;

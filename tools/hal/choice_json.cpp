@@ -1,18 +1,21 @@
 #include "choice_json.hpp"
 
+#include <cmath>
+
 namespace hal::tool {
 
 nlohmann::ordered_json seconds_json(double seconds) {
-  return seconds == seconds ? nlohmann::ordered_json(seconds) : nlohmann::ordered_json(nullptr);
+  return std::isnan(seconds) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(seconds);
 }
 
 nlohmann::ordered_json to_json(const Summary& summary) {
   nlohmann::ordered_json devices = nlohmann::ordered_json::array();
-  for (const Device& device : summary.devices) {
+  for (size_t i = 0; i < summary.devices.size(); ++i) {
+    const Device& device = summary.devices[i];
     const DeviceInfo& info = device.info();
     nlohmann::ordered_json dtypes = nlohmann::ordered_json::array();
     for (DType dtype : info.dtypes) dtypes.push_back(to_string(dtype));
-    const MemoryFigure free = device.memory_free();
+    const MemoryFigure& free = summary.memory_free[i];
     devices.push_back({{"id", info.id},
                        {"name", info.name},
                        {"vendor", info.vendor},

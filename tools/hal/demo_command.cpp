@@ -73,7 +73,7 @@ Device reference_cpu() {
 void say(bool json_mode, const std::string& line) { (json_mode ? std::cerr : std::cout) << line; }
 
 std::string percent(double error) {
-  if (!(error == error)) return "-";
+  if (std::isnan(error)) return "-";
   char text[32];
   std::snprintf(text, sizeof text, "%+.0f%%", error * 100);
   return text;

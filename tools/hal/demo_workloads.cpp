@@ -1,6 +1,5 @@
 #include "demo_workloads.hpp"
 
-#include <chrono>
 #include <cmath>
 
 namespace hal::tool {
@@ -17,14 +16,9 @@ template <class Pass>
 WorkloadResult timed_passes(Stream& stream, int repeat, Pass&& pass) {
   Tensor out = pass();  // warm-up: compiles kernels, fills the allocator's cache
   stream.synchronize();
-  const auto host_start = std::chrono::steady_clock::now();
-  const Event start = stream.record();
-  for (int i = 0; i < repeat; ++i) out = pass();
-  const Event end = stream.record();
-  end.synchronize();
-  double seconds = Event::elapsed_ms(start, end) / 1e3;
-  if (!(seconds > 0))
-    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
+  const double seconds = timed_on_device(stream, [&] {
+    for (int i = 0; i < repeat; ++i) out = pass();
+  });
   return {seconds / repeat, out.to_vector<float>(stream)};
 }
 

@@ -28,11 +28,11 @@ void print(const Summary& s) {
             << " · kinds: " << counts(s.by_kind) << "\n";
   std::cout << "memory: " << format_bytes(s.memory_total_bytes) << " in all, "
             << format_bytes(s.memory_free_bytes) << " free\n";
-  for (const Device& device : s.devices) {
-    const DeviceInfo& info = device.info();
+  for (size_t i = 0; i < s.devices.size(); ++i) {
+    const DeviceInfo& info = s.devices[i].info();
     std::vector<std::string> dtypes;
     for (DType dtype : info.dtypes) dtypes.emplace_back(to_string(dtype));
-    const MemoryFigure free = device.memory_free();
+    const MemoryFigure& free = s.memory_free[i];
     std::cout << "[" << info.id << "] " << info.name << " · " << info.vendor << " · "
               << to_string(info.kind) << " · "
               << (free.provenance == Provenance::unknown ? "? free"
