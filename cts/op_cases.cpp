@@ -1,6 +1,7 @@
 // op.*: the tensor ops of include/hal/ops.hpp on the device, compared with the same ops on
 // cpu:0 on the same inputs (cpu:0's ops are themselves checked against plain loops by hal's
-// tests). An op the device cannot run is not supported, with hal's reason.
+// tests). Every op of the op table in every dtype: what `hal ops` lists must run, what it does
+// not list must refuse (Unsupported, reported as not supported with hal's reason).
 #include <cmath>
 #include <functional>
 
@@ -24,6 +25,10 @@ double tolerance(DType dtype) {
       return 2e-5;
     case DType::f64:
       return 1e-12;
+    case DType::f16:  // computed in f32 on both sides, where a last bit may round either way
+      return 1e-3;
+    case DType::bf16:
+      return 8e-3;
     default:
       return 0;
   }
@@ -31,13 +36,16 @@ double tolerance(DType dtype) {
 
 // Makes the inputs on cpu:0 (integers: reals truncated), runs `fn` there and on `d` on copies,
 // and compares the results element by element.
-void differential(const Device& d, const std::vector<Input>& inputs, const OpFn& fn) {
+// `must_run`: the op table says the device runs it, so Unsupported is a failure.
+void differential(const Device& d, const std::vector<Input>& inputs, const OpFn& fn,
+                  bool must_run = false) {
   Device cpu = device("cpu:0");
   Stream on_cpu = cpu.create_stream(), here = d.create_stream();
   std::vector<Tensor> cpu_inputs, device_inputs;
   uint64_t seed = 1;
   for (const Input& in : inputs) {
     const bool real = in.dtype == DType::f32 || in.dtype == DType::f64;
+    // Integers: reals truncated; bool: reals not 0 (half of them, for ranges around 0).
     Tensor t = uniform(in.shape, real ? in.dtype : DType::f32, seed++, on_cpu, in.low, in.high);
     if (!real) t = cast(t, in.dtype, on_cpu);
     cpu_inputs.push_back(t);
@@ -45,7 +53,15 @@ void differential(const Device& d, const std::vector<Input>& inputs, const OpFn&
   on_cpu.synchronize();
   for (const Tensor& t : cpu_inputs) device_inputs.push_back(t.to(d, here));
   const Tensor want = fn(cpu_inputs, on_cpu);
-  const Tensor got = unless_unsupported([&] { return fn(device_inputs, here); });
+  const Tensor got = [&] {
+    if (!must_run) return unless_unsupported([&] { return fn(device_inputs, here); });
+    try {
+      return fn(device_inputs, here);
+    } catch (const Error& error) {
+      if (error.code() != ErrorCode::Unsupported) throw;
+      throw Failure("hal ops lists it for " + d.id() + ", which refused: " + error.message());
+    }
+  }();
   check(got.device() == d, "the result is on " + got.device().id());
   check(got.shape() == want.shape(),
         "shape " + to_string(got.shape()) + ", expected " + to_string(want.shape()));
@@ -66,53 +82,91 @@ void differential(const Device& d, const std::vector<Input>& inputs, const OpFn&
   }
 }
 
-std::string lower(std::string_view name) { return std::string(name); }
+// The inputs every op of the table is checked on, by family, for inputs of `dtype`: ranges
+// that keep functions defined (log of positives, division by non-zero integers).
+std::vector<Input> table_inputs(const std::string& op, DType dtype) {
+  const bool floating = dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 ||
+                        dtype == DType::bf16;
+  if (op == "pow") return {{{3, 4}, dtype, 0.5, 3}, {{4}, dtype, -2, 2}};
+  if (op == "div") return {{{4, 5}, dtype, -20, 20}, {{5}, dtype, 1, 9}};
+  if (op == "log" || op == "sqrt" || op == "rsqrt") return {{{7, 9}, dtype, 1, 9}};
+  if (op == "where")
+    return {{{5, 1}, DType::f32, -1, 1}, {{5, 3}, dtype, -9, 9}, {{3}, dtype, -9, 9}};
+  if (op == "matmul") return {{{17, 33}, dtype, -1, 1}, {{33, 9}, dtype, -1, 1}};
+  if (op == "layer_norm")
+    return {{{4, 16}, dtype, -3, 3}, {{16}, dtype, 0.5, 2}, {{16}, dtype, -1, 1}};
+  if (op == "rms_norm") return {{{4, 16}, dtype, -3, 3}, {{16}, dtype, 0.5, 2}};
+  if (op == "softmax" || op == "log_softmax") return {{{8, 10}, dtype, -5, 5}};
+  if (op == "sum" || op == "mean" || op == "max" || op == "min" || op == "argmax")
+    return {{{6, 33, 5}, dtype, -4, 4}};
+  const double low = dtype == DType::u8 ? 0 : floating ? -5 : -20;
+  if (op == "cast" || op == "neg" || op == "abs" || op == "relu" || op == "exp" ||
+      op == "tanh" || op == "sigmoid" || op == "gelu" || op == "silu")
+    return {{{7, 9}, dtype, low, floating ? 5.0 : 20.0}};
+  return {{{4, 5}, dtype, low, 20}, {{5}, dtype, low, 9}};  // binary arithmetic, comparisons
+}
+
+// The op named `op` on `in`, with the attributes the table's cases use.
+Tensor run_table_op(const std::string& op, const std::vector<Tensor>& in, Stream& s) {
+  using Binary = Tensor (*)(const Tensor&, const Tensor&, Stream&);
+  using Unary = Tensor (*)(const Tensor&, Stream&);
+  using Reduce = Tensor (*)(const Tensor&, const std::vector<int64_t>&, bool, Stream&);
+  static const std::pair<const char*, Binary> binaries[] = {
+      {"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}, {"maximum", maximum},
+      {"minimum", minimum}, {"pow", pow}, {"eq", eq}, {"ne", ne}, {"lt", lt},
+      {"le", le}, {"gt", gt}, {"ge", ge}, {"matmul", matmul}};
+  static const std::pair<const char*, Unary> unaries[] = {
+      {"neg", neg}, {"abs", abs}, {"relu", relu}, {"exp", exp}, {"log", log}, {"sqrt", sqrt},
+      {"rsqrt", rsqrt}, {"tanh", tanh}, {"sigmoid", sigmoid}, {"gelu", gelu}, {"silu", silu}};
+  static const std::pair<const char*, Reduce> reductions[] = {
+      {"sum", sum}, {"mean", mean}, {"max", max}, {"min", min}, {"argmax", argmax}};
+  for (const auto& [name, fn] : binaries)
+    if (op == name) return fn(in[0], in[1], s);
+  for (const auto& [name, fn] : unaries)
+    if (op == name) return fn(in[0], s);
+  for (const auto& [name, fn] : reductions)
+    if (op == name) return fn(in[0], {0, 2}, false, s);
+  if (op == "where") return where(gt(in[0], zeros({}, DType::f32, s), s), in[1], in[2], s);
+  if (op == "cast") return cast(in[0], in[0].dtype() == DType::f32 ? DType::f64 : DType::f32, s);
+  if (op == "softmax") return softmax(in[0], -1, s);
+  if (op == "log_softmax") return log_softmax(in[0], 0, s);
+  if (op == "layer_norm") return layer_norm(in[0], {16}, in[1], in[2], 1e-5, s);
+  if (op == "rms_norm") return rms_norm(in[0], {16}, in[1], 1e-5, s);
+  throw Failure("the conformance suite has no inputs for op " + op);
+}
+
+// op.table.<op>.<dtype>: every op of the table in every dtype. Where `hal ops` says the device
+// runs it, it must, and agree with cpu:0; where it says not, the op must refuse with
+// Unsupported (reported as not supported, with hal's reason). CPU fallback is off.
+void table_case(const Device& d, const std::string& op, DType dtype) {
+  CpuFallback no_fallback(false);
+  if (!supports_op(device("cpu:0"), op, dtype))
+    throw NotSupported("cpu:0, the reference, does not run " + op + " in " +
+                       std::string(to_string(dtype)) + " either");
+  const std::vector<Input> inputs = table_inputs(op, dtype);
+  const OpFn fn = [op](const std::vector<Tensor>& in, Stream& s) {
+    return run_table_op(op, in, s);
+  };
+  if (supports_op(d, op, dtype)) return differential(d, inputs, fn, true);
+  try {
+    differential(d, inputs, fn);
+  } catch (const NotSupported&) {
+    throw;  // refused, as the table says
+  }
+  throw Failure("hal ops says " + d.id() + " does not run it, yet it ran");
+}
+
+void add_op_table_cases(Cases& cases) {
+  for (const OpSupport& op : supported_ops(device("cpu:0")))
+    for (DType dtype : kAllDTypes)
+      cases.push_back({"op.table." + op.name + "." + std::string(to_string(dtype)),
+                       [name = op.name, dtype](const Device& d) { table_case(d, name, dtype); }});
+}
 
 }  // namespace
 
 void add_op_cases(Cases& cases) {
-  const DType numeric[] = {DType::f32, DType::f64, DType::i32, DType::i64};
-  using Binary = Tensor (*)(const Tensor&, const Tensor&, Stream&);
-  const std::pair<const char*, Binary> binaries[] = {{"add", add},         {"sub", sub},
-                                                     {"mul", mul},         {"div", div},
-                                                     {"maximum", maximum}, {"minimum", minimum}};
-  for (const auto& [name, op] : binaries)
-    for (DType dtype : numeric) {
-      const bool divides = std::string(name) == "div";
-      cases.push_back(
-          {"op.binary." + lower(name) + "." + std::string(to_string(dtype)),
-           [op, dtype, divides](const Device& d) {
-             differential(
-                 d, {{{4, 5}, dtype, -20, 20}, {{5}, dtype, divides ? 1.0 : -20, 9}},
-                 [op](const std::vector<Tensor>& in, Stream& s) { return op(in[0], in[1], s); });
-           }});
-    }
-  for (DType dtype : {DType::f32, DType::f64})
-    cases.push_back({"op.binary.pow." + std::string(to_string(dtype)), [dtype](const Device& d) {
-                       differential(d, {{{3, 4}, dtype, 0.5, 3}, {{4}, dtype, -2, 2}},
-                                    [](const std::vector<Tensor>& in, Stream& s) {
-                                      return pow(in[0], in[1], s);
-                                    });
-                     }});
-  const std::pair<const char*, Binary> comparisons[] = {{"eq", eq}, {"ne", ne}, {"lt", lt},
-                                                        {"le", le}, {"gt", gt}, {"ge", ge}};
-  for (const auto& [name, op] : comparisons)
-    cases.push_back({"op.compare." + lower(name) + ".i32", [op](const Device& d) {
-                       differential(d, {{{6, 7}, DType::i32, -3, 3}, {{7}, DType::i32, -3, 3}},
-                                    [op](const std::vector<Tensor>& in, Stream& s) {
-                                      return op(in[0], in[1], s);
-                                    });
-                     }});
-  cases.push_back(
-      {"op.where.f32", [](const Device& d) {
-         differential(
-             d,
-             {{{5, 1}, DType::f32, -1, 1}, {{5, 3}, DType::f32, -9, 9}, {{3}, DType::f32, -9, 9}},
-             [](const std::vector<Tensor>& in, Stream& s) {
-               const Tensor cond = gt(in[0], zeros({}, DType::f32, s), s);
-               return where(cond, in[1], in[2], s);
-             });
-       }});
+  add_op_table_cases(cases);
   const std::pair<DType, DType> casts[] = {{DType::f32, DType::i32},
                                            {DType::i32, DType::f32},
                                            {DType::f32, DType::f16},
@@ -126,66 +180,6 @@ void add_op_cases(Cases& cases) {
                d, {{{64}, from, -300, 300}},
                [to](const std::vector<Tensor>& in, Stream& s) { return cast(in[0], to, s); });
          }});
-  using Unary = Tensor (*)(const Tensor&, Stream&);
-  const std::tuple<const char*, Unary, double, double> unaries[] = {
-      {"neg", neg, -3, 3},       {"abs", abs, -3, 3},   {"relu", relu, -3, 3},
-      {"exp", exp, -5, 5},       {"log", log, 0.05, 9}, {"sqrt", sqrt, 0, 9},
-      {"rsqrt", rsqrt, 0.05, 9}, {"tanh", tanh, -4, 4}, {"sigmoid", sigmoid, -6, 6},
-      {"gelu", gelu, -4, 4},     {"silu", silu, -6, 6}};
-  for (const auto& [name, op, low, high] : unaries)
-    for (DType dtype : {DType::f32, DType::f64})
-      cases.push_back(
-          {"op.unary." + lower(name) + "." + std::string(to_string(dtype)),
-           [op, low, high, dtype](const Device& d) {
-             differential(d, {{{7, 9}, dtype, low, high}},
-                          [op](const std::vector<Tensor>& in, Stream& s) { return op(in[0], s); });
-           }});
-  using Reduce = Tensor (*)(const Tensor&, const std::vector<int64_t>&, bool, Stream&);
-  const std::pair<const char*, Reduce> reductions[] = {
-      {"sum", sum}, {"mean", mean}, {"max", max}, {"min", min}, {"argmax", argmax}};
-  for (const auto& [name, op] : reductions)
-    for (DType dtype : {DType::f32, DType::f64})
-      cases.push_back({"op.reduce." + lower(name) + "." + std::string(to_string(dtype)),
-                       [op, dtype](const Device& d) {
-                         differential(d, {{{6, 33, 5}, dtype, -4, 4}},
-                                      [op](const std::vector<Tensor>& in, Stream& s) {
-                                        return op(in[0], {0, 2}, false, s);
-                                      });
-                       }});
-  cases.push_back({"op.softmax.f32", [](const Device& d) {
-                     differential(d, {{{8, 10}, DType::f32, -50, 50}},
-                                  [](const std::vector<Tensor>& in, Stream& s) {
-                                    return softmax(in[0], -1, s);
-                                  });
-                   }});
-  cases.push_back({"op.log_softmax.f32", [](const Device& d) {
-                     differential(d, {{{8, 10}, DType::f32, -5, 5}},
-                                  [](const std::vector<Tensor>& in, Stream& s) {
-                                    return log_softmax(in[0], 0, s);
-                                  });
-                   }});
-  cases.push_back(
-      {"op.layer_norm.f32", [](const Device& d) {
-         differential(
-             d,
-             {{{4, 16}, DType::f32, -3, 3}, {{16}, DType::f32, 0.5, 2}, {{16}, DType::f32, -1, 1}},
-             [](const std::vector<Tensor>& in, Stream& s) {
-               return layer_norm(in[0], {16}, in[1], in[2], 1e-5, s);
-             });
-       }});
-  cases.push_back({"op.rms_norm.f32", [](const Device& d) {
-                     differential(d, {{{4, 16}, DType::f32, -3, 3}, {{16}, DType::f32, 0.5, 2}},
-                                  [](const std::vector<Tensor>& in, Stream& s) {
-                                    return rms_norm(in[0], {16}, in[1], 1e-5, s);
-                                  });
-                   }});
-  for (DType dtype : {DType::f32, DType::f64})
-    cases.push_back({"op.matmul." + std::string(to_string(dtype)), [dtype](const Device& d) {
-                       differential(d, {{{17, 33}, dtype, -1, 1}, {{33, 9}, dtype, -1, 1}},
-                                    [](const std::vector<Tensor>& in, Stream& s) {
-                                      return matmul(in[0], in[1], s);
-                                    });
-                     }});
   cases.push_back({"op.matmul.batched_and_transposed.f32", [](const Device& d) {
                      differential(d,
                                   {{{3, 8, 5}, DType::f32, -1, 1}, {{3, 6, 5}, DType::f32, -1, 1}},
@@ -199,11 +193,19 @@ void add_op_cases(Cases& cases) {
                      check_error([&] { add(a, b, s); }, ErrorCode::InvalidArgument,
                                  {"[2, 3]", "[4]", "broadcast"}, "add of [2, 3] and [4]");
                    }});
-  cases.push_back({"op.errors.dtypes_that_differ", [](const Device& d) {
+  cases.push_back({"op.promotion.mixed_dtypes", [](const Device& d) {
+                     // f32 x i32 is f32, as in PyTorch and NumPy.
                      Stream s = d.create_stream();
-                     const Tensor a = zeros({2}, DType::f32, s), b = zeros({2}, DType::f64, s);
-                     check_error([&] { mul(a, b, s); }, ErrorCode::InvalidArgument,
-                                 {"f32", "f64", "dtypes differ"}, "mul of f32 and f64");
+                     Stream c = device("cpu:0").create_stream();
+                     const Tensor a_cpu = full({2}, 1.5, DType::f32, c);
+                     const Tensor b_cpu = full({2}, 3.0, DType::i32, c);
+                     c.synchronize();
+                     const Tensor a = a_cpu.to(d, s), b = b_cpu.to(d, s);
+                     const Tensor product = unless_unsupported([&] { return mul(a, b, s); });
+                     check(product.dtype() == DType::f32,
+                           "mul of f32 and i32 gives " + std::string(to_string(product.dtype())));
+                     check(product.to_vector<float>(s) == std::vector<float>{4.5f, 4.5f},
+                           "mul of f32 and i32 computes 1.5 x 3");
                    }});
   cases.push_back({"op.errors.tensors_on_two_devices", [](const Device& d) {
                      Device cpu = device("cpu:0");

@@ -66,6 +66,7 @@ inline constexpr std::string_view kPortableKernels = "portable_kernels";
 inline constexpr std::string_view kBuiltinBinary = "builtin_binary";
 inline constexpr std::string_view kBuiltinUnary = "builtin_unary";
 inline constexpr std::string_view kBuiltinReduce = "builtin_reduce";
+inline constexpr std::string_view kBuiltinMatmul = "builtin_matmul";
 // Streams capture their work into replayable graphs (Stream::begin_capture).
 inline constexpr std::string_view kGraphs = "graphs";
 }  // namespace feature

@@ -3,15 +3,18 @@
 // kernels, the portable kernels of OpenCL and CUDA devices. Inputs may be any view.
 //
 // Errors, all thrown before anything is enqueued: InvalidArgument for shapes that do not
-// broadcast, dtypes that differ (there is no implicit promotion), tensors on different devices
-// (no implicit transfer; the message names both), a stream of another device, or an axis out
-// of range; Unsupported, naming the op, dtype and device, for what the device has no kernel
-// for — unless the caller allows CPU fallback (CpuFallback below).
+// broadcast, tensors on different devices (no implicit transfer; the message names both), a
+// stream of another device, or an axis out of range; Unsupported, naming the op, the operands'
+// dtypes and shapes, the device and why, for what the device has no kernel for — unless the
+// caller allows CPU fallback (CpuFallback below).
 //
-// f16 and bf16 are computed in f32 (converted on the device, the result rounded back); f64
-// needs a device with the fp64 feature.
+// Which device runs which op in which dtype is one table (docs/ops.md; `hal ops` prints it):
+// supported_ops() below reads it. Operands of two dtypes are promoted to one (promote_types);
+// f16 and bf16 are computed in f32 where a device has no kernel for them (converted on the
+// device, the result rounded back once); f64 needs a device with the fp64 feature.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -19,12 +22,33 @@
 
 namespace hal {
 
+// The dtype operands of dtypes a and b are promoted to, PyTorch's rules (NumPy's agree here):
+// bool < integers < floating dtypes, the higher category winning whole (i64 with f16 is f16);
+// within a category the wider (f16 with bf16 is f32); i8 with u8 is i32, where NumPy and PyTorch
+// give i16, which hal has not.
+DType promote_types(DType a, DType b);
+
+// One op as a device runs it, from the op table: the input dtypes it takes there, and for each
+// who computes it ("host kernels", "OpenBLAS", "portable kernels in f32", "built from max, sub,
+// exp, sum, div").
+struct OpSupport {
+  std::string name;
+  std::vector<DType> dtypes;
+  std::vector<std::string> kernels;  // one per dtype
+};
+// Every op of this header, in its order, with the dtypes `device` runs it in (possibly none).
+std::vector<OpSupport> supported_ops(const Device& device);
+// Whether `device` runs `op` (a name of this header) for inputs of `dtype`; NotFound for an
+// unknown op name.
+bool supports_op(const Device& device, std::string_view op, DType dtype);
+
 // The shape two shapes broadcast to (NumPy's rule: align from the last dimension; sizes must
 // be equal or 1). Throws InvalidArgument naming both shapes and the dimension.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
 
-// Elementwise arithmetic with broadcasting: f32, f64, i32, i64, f16, bf16 (pow: not the
-// integers). Integer division truncates toward zero; dividing an integer by zero gives 0.
+// Elementwise arithmetic with broadcasting and type promotion: f32, f64, f16, bf16, i8, u8, i32,
+// i64 (pow: the floating dtypes). Integer arithmetic wraps; integer division truncates toward
+// zero, and dividing an integer by zero gives 0.
 Tensor add(const Tensor& a, const Tensor& b, Stream& stream);
 Tensor sub(const Tensor& a, const Tensor& b, Stream& stream);
 Tensor mul(const Tensor& a, const Tensor& b, Stream& stream);
@@ -33,8 +57,8 @@ Tensor maximum(const Tensor& a, const Tensor& b, Stream& stream);  // NaN if eit
 Tensor minimum(const Tensor& a, const Tensor& b, Stream& stream);
 Tensor pow(const Tensor& a, const Tensor& b, Stream& stream);
 
-// Comparisons with broadcasting, giving bool; the same dtypes as add. NaN compares unequal to
-// everything.
+// Comparisons with broadcasting and type promotion, giving bool; every dtype. NaN compares
+// unequal to everything.
 Tensor eq(const Tensor& a, const Tensor& b, Stream& stream);
 Tensor ne(const Tensor& a, const Tensor& b, Stream& stream);
 Tensor lt(const Tensor& a, const Tensor& b, Stream& stream);
@@ -43,7 +67,7 @@ Tensor gt(const Tensor& a, const Tensor& b, Stream& stream);
 Tensor ge(const Tensor& a, const Tensor& b, Stream& stream);
 
 // Elements of `a` where `cond` (bool) holds, else of `b`, all three broadcast; a and b of any
-// one dtype.
+// dtypes, promoted to one.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Stream& stream);
 
 // Converts between any two dtypes. Floats to integers truncate toward zero and saturate at the
@@ -52,7 +76,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Stream& strea
 // (contiguous) without a copy.
 Tensor cast(const Tensor& x, DType dtype, Stream& stream);
 
-// Elementwise functions. neg, abs and relu also take i32 and i64.
+// Elementwise functions. neg, abs and relu take every numeric dtype and keep it (neg wraps);
+// the others take any dtype and give f32 for bool and integers (as PyTorch's exp(int) does).
 // gelu is the exact form, x * (1 + erf(x / sqrt(2))) / 2.
 Tensor neg(const Tensor& x, Stream& stream);
 Tensor abs(const Tensor& x, Stream& stream);
@@ -67,9 +92,11 @@ Tensor gelu(const Tensor& x, Stream& stream);
 Tensor silu(const Tensor& x, Stream& stream);
 
 // Reductions over `axes` (every axis when empty; negative axes count from the end; each at
-// most once), the reduced dimensions dropped unless `keepdim`. sum, max and min take f32, f64,
-// i32, i64, f16 and bf16 and keep the dtype (integer sums wrap); mean takes the floating
-// dtypes. max, min and argmax of no elements are InvalidArgument; NaN wins max and min.
+// most once), the reduced dimensions dropped unless `keepdim`. sum of bool and integers counts
+// exactly in i64 (wrapping past its range) and gives i64, of floating dtypes keeps the dtype;
+// mean of bool and integers is the exact i64 sum divided in f32, giving f32; max and min take
+// the numeric dtypes and keep them. max, min and argmax of no elements are InvalidArgument; NaN
+// wins max and min.
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim, Stream& stream);
 Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim, Stream& stream);
 Tensor max(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim, Stream& stream);
@@ -91,7 +118,7 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
                 Stream& stream);
 
 // Matrix product through the device's BLAS (OpenBLAS on the CPU, CLBlast on OpenCL, cuBLAS on
-// CUDA), f32 and f64. [..., m, k] @ [..., k, n] -> [..., m, n], batch dimensions broadcast; a
+// CUDA), f32 and f64 (f16 and bf16 computed in f32). [..., m, k] @ [..., k, n] -> [..., m, n], batch dimensions broadcast; a
 // 1-d operand is a row (of A) or a column (of B), dropped from the result. Transposed views go
 // to the BLAS as they are; other strided layouts are copied contiguous first.
 Tensor matmul(const Tensor& a, const Tensor& b, Stream& stream);

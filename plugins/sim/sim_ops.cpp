@@ -209,13 +209,19 @@ hal_status reduce(hal_plugin_op op, const hal_plugin_tensor& out, const hal_plug
     const T* in = data<T>(x);
     for (int64_t o = 0; o < outputs; ++o) {
       const T* base = in + offset_of(o, kept, kept_strides, kept_rank);
+      // Integers sum exactly, wrapping in two's complement as hal's other backends do; floats
+      // in double.
       double total = 0;
+      uint64_t integer_total = 0;
       T best = T(0);
       int64_t best_at = -1;
       for (int64_t r = 0; r < per_output; ++r) {
         const T v = base[offset_of(r, reduced, reduced_strides, reduced_rank)];
         const bool v_nan = std::isnan(static_cast<double>(v));
-        total += static_cast<double>(v);
+        if constexpr (std::is_integral_v<T>)
+          integer_total += static_cast<uint64_t>(v);
+        else
+          total += static_cast<double>(v);
         bool take = best_at < 0;
         if (!take && !std::isnan(static_cast<double>(best))) {
           if (op == HAL_PLUGIN_REDUCE_MIN)
@@ -231,7 +237,10 @@ hal_status reduce(hal_plugin_op op, const hal_plugin_tensor& out, const hal_plug
       if (op == HAL_PLUGIN_REDUCE_ARGMAX) {
         data<int64_t>(out)[o] = best_at;
       } else if (op == HAL_PLUGIN_REDUCE_SUM) {
-        data<T>(out)[o] = static_cast<T>(total);
+        if constexpr (std::is_integral_v<T>)
+          data<T>(out)[o] = static_cast<T>(integer_total);
+        else
+          data<T>(out)[o] = static_cast<T>(total);
       } else if (op == HAL_PLUGIN_REDUCE_MEAN) {
         data<T>(out)[o] = static_cast<T>(total / static_cast<double>(per_output));
       } else {

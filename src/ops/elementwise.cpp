@@ -1,131 +1,101 @@
-// The elementwise ops' one definition: argument checks, shape and dtype rules, f16 and bf16
-// computed in f32, and the choice of kernel table by what the device runs.
+// The elementwise ops' one definition: argument checks, shapes, type promotion, and the kernel
+// the op table plans for the device (converting to the dtype it computes in where it must).
 #include "elementwise.hpp"
 
-#include "builtin_ops.hpp"
-#include "fallback.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
-#include "op_checks.hpp"
+#include "ops/fallback.hpp"
+#include "ops/op_checks.hpp"
+#include "ops/op_table.hpp"
 
 namespace hal {
 namespace ops {
 namespace {
 
-bool integer_ok(Unary op) { return op == Unary::neg || op == Unary::abs || op == Unary::relu; }
-bool integer_ok(Binary op) { return op != Binary::pow; }
+// `x` in `dtype`, cast on `stream` when it is not already.
+Tensor in_dtype(const Tensor& x, DType dtype, Stream& stream) {
+  return x.dtype() == dtype ? x : cast_of(x, dtype, stream);
+}
+
+// The op's result in the plan's result dtype (f16 computed in f32 goes back to f16).
+Tensor as_result(Tensor out, const OpPlan& plan, Stream& stream) {
+  return out.dtype() == plan.result ? out : cast_of(out, plan.result, stream);
+}
 
 }  // namespace
 
-std::string_view name(Binary op) {
-  constexpr std::string_view kNames[] = {"add", "sub", "mul", "div", "maximum", "minimum", "pow",
-                                         "eq",  "ne",  "lt",  "le",  "gt",      "ge"};
-  return kNames[static_cast<size_t>(op)];
+std::string_view name(Binary op) { return descriptor(op).name; }
+std::string_view name(Unary op) { return descriptor(op).name; }
+
+Tensor binary(Binary op, const Tensor& a_in, const Tensor& b_in, Stream& stream) {
+  const OpDescriptor& desc = descriptor(op);
+  check_defined(desc.name, a_in);
+  check_defined(desc.name, b_in);
+  check_same_device(desc.name, a_in, b_in);
+  check_stream(desc.name, a_in, stream);
+  const Shape shape = broadcast_operands(desc.name, a_in, b_in);
+  const OpPlan plan = plan_or_throw(desc, promote_types(a_in.dtype(), b_in.dtype()), {&a_in, &b_in});
+  const Tensor a = in_dtype(a_in, plan.compute, stream), b = in_dtype(b_in, plan.compute, stream);
+  Tensor out = empty(shape, result_dtype(desc, plan.compute), a.device());
+  if (out.numel() > 0)
+    std::get<BinaryKernel>(plan.implementation->kernel)(op, a, b, out, layout_of(a, b, shape),
+                                                        stream);
+  return as_result(std::move(out), plan, stream);
 }
 
-std::string_view name(Unary op) {
-  constexpr std::string_view kNames[] = {"neg",   "abs",  "relu",    "exp",  "log", "sqrt",
-                                         "rsqrt", "tanh", "sigmoid", "gelu", "silu"};
-  return kNames[static_cast<size_t>(op)];
+Tensor unary(Unary op, const Tensor& x_in, Stream& stream) {
+  const OpDescriptor& desc = descriptor(op);
+  check_defined(desc.name, x_in);
+  check_stream(desc.name, x_in, stream);
+  const OpPlan plan = plan_or_throw(desc, x_in.dtype(), {&x_in});
+  const Tensor x = in_dtype(x_in, plan.compute, stream);
+  Tensor out = empty(x.shape(), result_dtype(desc, plan.compute), x.device());
+  if (out.numel() > 0)
+    std::get<UnaryKernel>(plan.implementation->kernel)(op, x, out, layout_of(x), stream);
+  return as_result(std::move(out), plan, stream);
 }
 
-Tensor binary(Binary op, const Tensor& a, const Tensor& b, Stream& stream) {
-  const std::string_view op_name = name(op);
-  check_defined(op_name, a);
-  check_defined(op_name, b);
-  check_same_device(op_name, a, b);
-  check_same_dtype(op_name, a, b);
-  check_stream(op_name, a, stream);
-  if (is_half(a.dtype())) {
-    const Tensor result =
-        binary(op, cast(a, DType::f32, stream), cast(b, DType::f32, stream), stream);
-    return is_comparison(op) ? result : cast(result, a.dtype(), stream);
-  }
-  if (!is_float(a.dtype()) && !(is_integer(a.dtype()) && integer_ok(op)))
-    unsupported(op_name, a.dtype(), a.device(),
-                integer_ok(op) ? "f32, f64, i32, i64, f16 and bf16" : "f32, f64, f16 and bf16");
-  const Shape shape = broadcast_shapes(a.shape(), b.shape());
-  const Table table = table_for(op_name, a.dtype(), a.device(),
-                                has_builtin(op) ? feature::kBuiltinBinary : std::string_view());
-  Tensor out = empty(shape, is_comparison(op) ? DType::boolean : a.dtype(), a.device());
-  if (out.numel() == 0) return out;
-  if (table == Table::builtin) {
-    builtin_binary(op, a, b, out, stream);
-    return out;
-  }
-  const ElementwiseLayout<2> layout = layout_of(a, b, shape);
-  if (table == Table::host)
-    host_binary(op, a, b, out, layout, stream);
-  else
-    portable_binary(op, a, b, out, layout, stream);
-  return out;
-}
-
-Tensor unary(Unary op, const Tensor& x, Stream& stream) {
-  const std::string_view op_name = name(op);
-  check_defined(op_name, x);
-  check_stream(op_name, x, stream);
-  if (is_half(x.dtype()))
-    return cast(unary(op, cast(x, DType::f32, stream), stream), x.dtype(), stream);
-  if (!is_float(x.dtype()) && !(is_integer(x.dtype()) && integer_ok(op)))
-    unsupported(op_name, x.dtype(), x.device(),
-                integer_ok(op) ? "f32, f64, i32, i64, f16 and bf16" : "f32, f64, f16 and bf16");
-  const Table table = table_for(op_name, x.dtype(), x.device(), feature::kBuiltinUnary);
-  Tensor out = empty(x.shape(), x.dtype(), x.device());
-  if (out.numel() == 0) return out;
-  if (table == Table::builtin) {
-    builtin_unary(op, x, out, stream);
-    return out;
-  }
-  const ElementwiseLayout<1> layout = layout_of(x);
-  if (table == Table::host)
-    host_unary(op, x, out, layout, stream);
-  else
-    portable_unary(op, x, out, layout, stream);
-  return out;
-}
-
-Tensor where_of(const Tensor& cond, const Tensor& a, const Tensor& b, Stream& stream) {
-  constexpr std::string_view op = "where";
-  check_defined(op, cond);
-  check_defined(op, a);
-  check_defined(op, b);
-  check_same_device(op, cond, a);
-  check_same_device(op, a, b);
-  check_same_dtype(op, a, b);
-  check_stream(op, a, stream);
+Tensor where_of(const Tensor& cond, const Tensor& a_in, const Tensor& b_in, Stream& stream) {
+  const OpDescriptor& desc = where_descriptor();
+  check_defined(desc.name, cond);
+  check_defined(desc.name, a_in);
+  check_defined(desc.name, b_in);
+  check_same_device(desc.name, cond, a_in);
+  check_same_device(desc.name, a_in, b_in);
+  check_stream(desc.name, a_in, stream);
   if (cond.dtype() != DType::boolean)
     throw Error(ErrorCode::InvalidArgument, "where: the condition " + cond.describe() +
                                                 " must be bool (compare, or cast it first)");
-  const Shape shape = broadcast_shapes(cond.shape(), broadcast_shapes(a.shape(), b.shape()));
-  const Table table = table_for(op, a.dtype(), a.device());
-  Tensor out = empty(shape, a.dtype(), a.device());
-  if (out.numel() == 0) return out;
-  const ElementwiseLayout<3> layout = layout_of(cond, a, b, shape);
-  if (table == Table::host)
-    host_where(cond, a, b, out, layout, stream);
-  else
-    portable_where(cond, a, b, out, layout, stream);
+  const Shape shape = broadcast_shapes(cond.shape(), broadcast_operands(desc.name, a_in, b_in));
+  const OpPlan plan = plan_or_throw(desc, promote_types(a_in.dtype(), b_in.dtype()),
+                                    {&cond, &a_in, &b_in});
+  const Tensor a = in_dtype(a_in, plan.compute, stream), b = in_dtype(b_in, plan.compute, stream);
+  Tensor out = empty(shape, plan.compute, a.device());
+  if (out.numel() > 0)
+    std::get<WhereKernel>(plan.implementation->kernel)(cond, a, b, out,
+                                                       layout_of(cond, a, b, shape), stream);
   return out;
 }
 
 Tensor cast_of(const Tensor& x, DType dtype, Stream& stream) {
-  constexpr std::string_view op = "cast";
-  check_defined(op, x);
-  check_stream(op, x, stream);
+  const OpDescriptor& desc = cast_descriptor();
+  check_defined(desc.name, x);
+  check_stream(desc.name, x, stream);
+  check_dtype(desc.name, dtype);
   if (x.dtype() == dtype) return x.contiguous(stream);
-  if (x.device().info().has_feature(feature::kPortableKernels) &&
-      !x.device().info().has_feature(feature::kFp64) &&
-      (x.dtype() == DType::f64 || dtype == DType::f64))
-    unsupported(op, DType::f64, x.device(), "f64 only on devices with the fp64 feature");
-  const Table table = table_for(op, x.dtype(), x.device());
+  // One kernel converts both ways: it must take the source and the target dtype.
+  const OpPlan from = plan_or_throw(desc, x.dtype(), {&x});
+  const OpImplementation& kernel = *from.implementation;
+  if (!kernel.dtypes.has(dtype) || (kernel.takes && !kernel.takes(dtype, x.device().info())))
+    throw Error(ErrorCode::Unsupported, "cast of " + x.describe() + " to " +
+                                            std::string(to_string(dtype)) + ": no kernel for " +
+                                            std::string(to_string(dtype)) + " on " +
+                                            x.device().id() + " (its " +
+                                            std::string(kernel.provider) + " convert between " +
+                                            kernel.dtypes.describe() + ")");
   Tensor out = empty(x.shape(), dtype, x.device());
-  if (out.numel() == 0) return out;
-  const ElementwiseLayout<1> layout = layout_of(x);
-  if (table == Table::host)
-    host_cast(x, out, layout, stream);
-  else
-    portable_cast(x, out, layout, stream);
+  if (out.numel() > 0)
+    std::get<CastKernel>(kernel.kernel)(x, out, layout_of(x), stream);
   return out;
 }
 

@@ -1,7 +1,7 @@
-// Elementwise ops inside hal: their names, which dtypes they take, how their operands are laid
-// out for a launch, and the two kernel tables (host kernels for the CPU, portable kernels for
-// OpenCL and CUDA). One definition, ops/elementwise.cpp, checks the arguments and picks the
-// table by what the device runs.
+// Elementwise ops inside hal: their names, how their operands are laid out for a launch, and
+// the kernels of the CPU (host kernels) and of OpenCL and CUDA (portable kernels), which the op
+// table (op_table.hpp) registers. One definition, ops/elementwise.cpp, checks the arguments and
+// runs the kernel the table plans for the device.
 #pragma once
 
 #include <array>
@@ -40,8 +40,8 @@ ElementwiseLayout<1> layout_of(const Tensor& x);
 ElementwiseLayout<3> layout_of(const Tensor& a, const Tensor& b, const Tensor& c,
                                const Shape& shape);
 
-// Host kernels on the CPU's thread pool. dtype is f32, f64, i32 or i64; `where` moves elements
-// of any dtype, `cast` converts between any two.
+// Host kernels on the CPU's thread pool. dtype is f32, f64, i8, u8, i32 or i64 (comparisons:
+// bool too); `where` moves elements of any dtype, `cast` converts between any two.
 void host_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& out,
                  const ElementwiseLayout<2>& layout, Stream& stream);
 void host_unary(Unary op, const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
@@ -64,8 +64,11 @@ void portable_where(const Tensor& cond, const Tensor& a, const Tensor& b, const 
 void portable_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                    Stream& stream);
 
-// The ops' entry points inside hal, for ops built from others (softmax, norms).
+// The ops' entry points inside hal, for ops built from others (softmax, norms) and for the
+// conversions of an op's plan.
 Tensor binary(Binary op, const Tensor& a, const Tensor& b, Stream& stream);
 Tensor unary(Unary op, const Tensor& x, Stream& stream);
+Tensor where_of(const Tensor& cond, const Tensor& a, const Tensor& b, Stream& stream);
+Tensor cast_of(const Tensor& x, DType dtype, Stream& stream);
 
 }  // namespace hal::ops

@@ -25,20 +25,31 @@ T minimum_of(T x, T y) {
   return x < y ? x : y;
 }
 
+// Integer arithmetic wraps (two's complement), as on the GPUs: computed unsigned, where C++
+// defines overflow. Small types promote to int, whose products of two bytes cannot overflow.
+template <class T, class Fn>
+T wrapping(T x, T y, Fn fn) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(fn(static_cast<U>(x), static_cast<U>(y))));
+  } else {
+    return fn(x, y);
+  }
+}
+
 template <Binary kOp>
 struct BinaryFn {
   template <class T>
   auto operator()(T x, T y) const {
-    // T(...): integer promotion must not widen the result of small types.
-    if constexpr (kOp == Binary::add) return T(x + y);
-    if constexpr (kOp == Binary::sub) return T(x - y);
-    if constexpr (kOp == Binary::mul) return T(x * y);
+    if constexpr (kOp == Binary::add) return wrapping(x, y, [](auto p, auto q) { return p + q; });
+    if constexpr (kOp == Binary::sub) return wrapping(x, y, [](auto p, auto q) { return p - q; });
+    if constexpr (kOp == Binary::mul) return wrapping(x, y, [](auto p, auto q) { return p * q; });
     if constexpr (kOp == Binary::div) {
       if constexpr (std::is_integral_v<T>) {
-        // Unspecified by hal, but never a crash of the host: x / 0, and MIN / -1, trap on x86.
-        using U = std::make_unsigned_t<T>;
+        // x / 0 is 0 and MIN / -1 wraps: both trap on x86, and a host never crashes on data.
         if (y == 0) return T(0);
-        if (y == T(-1)) return static_cast<T>(U(0) - static_cast<U>(x));
+        if constexpr (std::is_signed_v<T>)
+          if (y == T(-1)) return wrapping(T(0), x, [](auto p, auto q) { return p - q; });
       }
       return T(x / y);
     }
@@ -58,8 +69,14 @@ template <Unary kOp>
 struct UnaryFn {
   template <class T>
   T operator()(T x) const {
-    if constexpr (kOp == Unary::neg) return -x;
-    if constexpr (kOp == Unary::abs) return x < T(0) ? -x : x;
+    const auto negate = [](T v) -> T {
+      if constexpr (std::is_integral_v<T>)
+        return wrapping(T(0), v, [](auto p, auto q) { return p - q; });
+      else
+        return -v;  // -0.0 for 0.0, which 0 - v is not
+    };
+    if constexpr (kOp == Unary::neg) return negate(x);
+    if constexpr (kOp == Unary::abs) return x < T(0) ? negate(x) : x;
     if constexpr (kOp == Unary::relu) return x < T(0) ? T(0) : x;
     if constexpr (kOp == Unary::exp) return std::exp(x);
     if constexpr (kOp == Unary::log) return std::log(x);
@@ -123,8 +140,13 @@ void with_type(DType dtype, Body&& body) {
       return body.template operator()<int32_t>();
     case DType::i64:
       return body.template operator()<int64_t>();
+    case DType::i8:
+      return body.template operator()<int8_t>();
+    case DType::u8:
+    case DType::boolean:  // comparisons only (the op table)
+      return body.template operator()<uint8_t>();
     default:
-      return;  // refused by the op's definition
+      return;  // the op table registers no host kernel for the others
   }
 }
 
@@ -133,7 +155,7 @@ void binary_of(const Tensor& a, const Tensor& b, const Tensor& out,
                const ElementwiseLayout<2>& layout, Stream& stream) {
   with_type(a.dtype(), [&]<class T>() {
     if constexpr (std::is_integral_v<T> && kOp == Binary::pow)
-      return;  // refused by the op's definition
+      return;  // the op table registers none
     else
       launch_binary<T>(BinaryFn<kOp>{}, a, b, out, layout, stream);
   });
@@ -145,7 +167,7 @@ void unary_of(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& la
   with_type(x.dtype(), [&]<class T>() {
     if constexpr (std::is_integral_v<T> &&
                   !(kOp == Unary::neg || kOp == Unary::abs || kOp == Unary::relu))
-      return;  // refused by the op's definition
+      return;  // the op table registers none
     else
       launch_unary<T>(UnaryFn<kOp>{}, x, out, layout, stream);
   });

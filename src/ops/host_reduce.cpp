@@ -1,7 +1,7 @@
 // The CPU's reductions: each output reduced by one pass over its elements, split across the
 // thread pool by output; when there are few outputs and many elements each, by part of each
 // output too, and the parts combined in order by a second kernel. Sums of floats accumulate in
-// double, of integers in int64.
+// double, of integers in 64 bits that wrap (two's complement, as the result does).
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -26,7 +26,7 @@ template <Reduce kOp, class T>
 struct Accumulator {
   static constexpr bool kSums = kOp == Reduce::sum || kOp == Reduce::mean;
   using Value =
-      std::conditional_t<kSums, std::conditional_t<std::is_floating_point_v<T>, double, int64_t>,
+      std::conditional_t<kSums, std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>,
                          T>;
 
   Value value = initial();
@@ -161,6 +161,12 @@ void reduce_of(const Tensor& x, const Tensor& out, const ReduceLayout& layout, S
       return launch<kOp, float>(x, out, layout, stream);
     case DType::f64:
       return launch<kOp, double>(x, out, layout, stream);
+    case DType::i8:
+      if constexpr (kOp != Reduce::mean) return launch<kOp, int8_t>(x, out, layout, stream);
+      return;
+    case DType::u8:
+      if constexpr (kOp != Reduce::mean) return launch<kOp, uint8_t>(x, out, layout, stream);
+      return;
     case DType::i32:
       if constexpr (kOp != Reduce::mean) return launch<kOp, int32_t>(x, out, layout, stream);
       return;

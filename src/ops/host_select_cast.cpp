@@ -67,10 +67,14 @@ template <class Out, class Wide>
 Out narrow(Wide v) {
   if constexpr (std::is_same_v<Out, Bool>)
     return Bool{static_cast<uint8_t>(v != 0)};
+  else if constexpr (std::is_same_v<Out, F16> && std::is_floating_point_v<Wide>)
+    return F16{tensor::f64_to_f16(v)};  // one rounding, not two through float
   else if constexpr (std::is_same_v<Out, F16>)
-    return F16{tensor::f32_to_f16(static_cast<float>(v))};
+    return F16{tensor::i64_to_f16(v)};
+  else if constexpr (std::is_same_v<Out, BF16> && std::is_floating_point_v<Wide>)
+    return BF16{tensor::f64_to_bf16(v)};
   else if constexpr (std::is_same_v<Out, BF16>)
-    return BF16{tensor::f32_to_bf16(static_cast<float>(v))};
+    return BF16{tensor::i64_to_bf16(v)};
   else if constexpr (std::is_floating_point_v<Out>)
     return static_cast<Out>(v);
   else if constexpr (std::is_floating_point_v<Wide>) {

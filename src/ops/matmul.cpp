@@ -1,13 +1,14 @@
-// matmul: the definition (shapes, batch broadcasting, layouts the BLAS takes) and a GEMM on
-// the stream's backend (StreamImpl::gemm: OpenBLAS, CLBlast, cuBLAS). Operands whose memory a
+// matmul: the definition (shapes, batch broadcasting, layouts the BLAS takes) and the GEMM the
+// op table plans (the stream's backend's BLAS: OpenBLAS, CLBlast, cuBLAS; f16 and bf16 in f32). Operands whose memory a
 // BLAS cannot describe (neither rows nor columns contiguous, or batches not one stride apart)
 // are copied contiguous first.
 #include <limits>
 
-#include "fallback.hpp"
 #include "hal/backend.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
+#include "ops/fallback.hpp"
+#include "ops/op_table.hpp"
 
 namespace hal {
 namespace {
@@ -66,12 +67,6 @@ void check_operands(const Tensor& a, const Tensor& b, const Stream& stream) {
     throw Error(ErrorCode::InvalidArgument, both() + ": the tensors are on different devices (" +
                                                 a.device().id() + " and " + b.device().id() +
                                                 "); copy one with to() first");
-  if (a.dtype() != b.dtype())
-    throw Error(ErrorCode::InvalidArgument, both() + ": the dtypes differ; cast one first");
-  if (a.dtype() != DType::f32 && a.dtype() != DType::f64)
-    throw Error(ErrorCode::Unsupported, both() + " on " + a.device().id() +
-                                            ": matmul takes f32 and f64, not " +
-                                            std::string(to_string(a.dtype())));
   if (a.dim() == 0 || b.dim() == 0)
     throw Error(ErrorCode::InvalidArgument, both() + ": a 0-d tensor has no matrix");
   if (!(stream.device() == a.device()))
@@ -81,9 +76,14 @@ void check_operands(const Tensor& a, const Tensor& b, const Stream& stream) {
 
 Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
   check_operands(a_in, b_in, stream);
+  const ops::OpPlan plan = ops::plan_or_throw(ops::matmul_descriptor(),
+                                              promote_types(a_in.dtype(), b_in.dtype()),
+                                              {&a_in, &b_in});
   // Vectors are a row of A or a column of B, squeezed out of the result again.
   Tensor a = a_in.dim() == 1 ? a_in.unsqueeze(0) : a_in;
   Tensor b = b_in.dim() == 1 ? b_in.unsqueeze(1) : b_in;
+  if (a.dtype() != plan.compute) a = ops::cast_of(a, plan.compute, stream);
+  if (b.dtype() != plan.compute) b = ops::cast_of(b, plan.compute, stream);
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   if (b.size(-2) != k)
     throw Error(ErrorCode::InvalidArgument,
@@ -118,11 +118,11 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
     gemm.a = operand_of(a, stream);
     gemm.b = operand_of(b, stream);
     gemm.c = {out.storage().impl(), 0, n, m * n, false};
-    stream.impl()->gemm(gemm);
+    std::get<ops::GemmKernel>(plan.implementation->kernel)(gemm, stream);
   }
   if (a_in.dim() == 1) out = out.squeeze(-2);
   if (b_in.dim() == 1) out = out.squeeze(-1);
-  return out;
+  return out.dtype() == plan.result ? out : ops::cast_of(out, plan.result, stream);
 }
 
 }  // namespace

@@ -2,19 +2,29 @@
 // so they run wherever those do, with their checks. Each subtracts the maximum or the mean
 // first, for stability.
 #include <algorithm>
+#include <cmath>
 
-#include "fallback.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
-#include "op_checks.hpp"
+#include "ops/fallback.hpp"
+#include "ops/op_checks.hpp"
+#include "ops/op_table.hpp"
 
 namespace hal {
 namespace ops {
 namespace {
 
-void check_floating(std::string_view op, const Tensor& x) {
-  if (!is_float(x.dtype()) && !is_half(x.dtype()))
-    unsupported(op, x.dtype(), x.device(), "f32, f64, f16 and bf16");
+// The dtype the op table plans for x (f32 for f16 and bf16 where the device's parts lack them),
+// or Unsupported naming the op.
+DType compute_dtype(std::string_view op, const Tensor& x) {
+  return plan_or_throw(descriptor(op), x.dtype(), {&x}).compute;
+}
+
+void check_eps(std::string_view op, const Tensor& x, double eps) {
+  if (!(eps >= 0) || !std::isfinite(eps))
+    throw Error(ErrorCode::InvalidArgument, std::string(op) + " of " + x.describe() + ": eps " +
+                                                std::to_string(eps) +
+                                                " must be finite and not negative");
 }
 
 Tensor softmax_of(const Tensor& x, int64_t axis, bool logarithm, Stream& stream) {
@@ -22,9 +32,9 @@ Tensor softmax_of(const Tensor& x, int64_t axis, bool logarithm, Stream& stream)
   check_defined(op, x);
   check_stream(op, x, stream);
   const int64_t dim = wrap_axis(op, x, axis);
-  check_floating(op, x);
-  if (is_half(x.dtype()))
-    return cast(softmax_of(cast(x, DType::f32, stream), dim, logarithm, stream), x.dtype(), stream);
+  const DType compute = compute_dtype(op, x);
+  if (compute != x.dtype())
+    return cast(softmax_of(cast(x, compute, stream), dim, logarithm, stream), x.dtype(), stream);
   if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
   const Tensor shifted = sub(x, max(x, {dim}, true, stream), stream);
   const Tensor exps = exp(shifted, stream);
@@ -35,10 +45,10 @@ Tensor softmax_of(const Tensor& x, int64_t axis, bool logarithm, Stream& stream)
 // The trailing axes that `normalized_shape` names, after checking x, weight and bias against it.
 std::vector<int64_t> normalized_axes(std::string_view op, const Tensor& x,
                                      const Shape& normalized_shape, const Tensor& weight,
-                                     const Tensor& bias, Stream& stream) {
+                                     const Tensor& bias, double eps, Stream& stream) {
   check_defined(op, x);
   check_stream(op, x, stream);
-  check_floating(op, x);
+  check_eps(op, x, eps);
   const size_t n = normalized_shape.size(), rank = x.shape().size();
   if (n == 0 || n > rank ||
       !std::equal(normalized_shape.begin(), normalized_shape.end(),
@@ -73,8 +83,9 @@ Tensor scale_and_shift(Tensor y, const Tensor& weight, const Tensor& bias, Strea
 
 Tensor layer_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                      const Tensor& bias, double eps, Stream& stream) {
-  const auto axes = normalized_axes("layer_norm", x, normalized_shape, weight, bias, stream);
-  if (is_half(x.dtype()))
+  const auto axes = normalized_axes("layer_norm", x, normalized_shape, weight, bias, eps, stream);
+  const DType compute = compute_dtype("layer_norm", x);
+  if (compute != x.dtype())
     return cast(layer_norm_of(as_f32(x, stream), normalized_shape, as_f32(weight, stream),
                               as_f32(bias, stream), eps, stream),
                 x.dtype(), stream);
@@ -87,8 +98,8 @@ Tensor layer_norm_of(const Tensor& x, const Shape& normalized_shape, const Tenso
 
 Tensor rms_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps,
                    Stream& stream) {
-  const auto axes = normalized_axes("rms_norm", x, normalized_shape, weight, Tensor(), stream);
-  if (is_half(x.dtype()))
+  const auto axes = normalized_axes("rms_norm", x, normalized_shape, weight, Tensor(), eps, stream);
+  if (compute_dtype("rms_norm", x) != x.dtype())
     return cast(
         rms_norm_of(as_f32(x, stream), normalized_shape, as_f32(weight, stream), eps, stream),
         x.dtype(), stream);

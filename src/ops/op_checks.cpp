@@ -1,6 +1,7 @@
 #include "op_checks.hpp"
 
 #include "hal/error.hpp"
+#include "hal/ops.hpp"
 
 namespace hal::ops {
 
@@ -40,30 +41,23 @@ int64_t wrap_axis(std::string_view op, const Tensor& x, int64_t axis) {
   return axis < 0 ? axis + rank : axis;
 }
 
-void unsupported(std::string_view op, DType dtype, const Device& device, std::string_view takes) {
-  throw Error(ErrorCode::Unsupported, std::string(op) + " has no kernel for " +
-                                          std::string(to_string(dtype)) + " on " + device.id() +
-                                          " (it takes " + std::string(takes) + ")");
+Shape broadcast_operands(std::string_view op, const Tensor& a, const Tensor& b) {
+  try {
+    return broadcast_shapes(a.shape(), b.shape());
+  } catch (const Error& error) {
+    throw Error(error.code(), std::string(op) + " of " + a.describe() + " and " + b.describe() +
+                                  ": " + error.message());
+  }
 }
 
-bool is_integer(DType dtype) { return dtype == DType::i32 || dtype == DType::i64; }
-bool is_float(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
+void check_dtype(std::string_view op, DType dtype) {
+  for (DType known : kAllDTypes)
+    if (dtype == known) return;
+  throw Error(ErrorCode::InvalidArgument,
+              std::string(op) + " to dtype " + std::to_string(static_cast<int>(dtype)) +
+                  ": not a dtype (f32, f16, bf16, f64, i8, u8, i32, i64 or bool)");
+}
+
 bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }
-
-Table table_for(std::string_view op, DType dtype, const Device& device, std::string_view builtin) {
-  const DeviceInfo& info = device.info();
-  if (info.has_feature(feature::kHostKernels)) return Table::host;
-  if (info.has_feature(feature::kPortableKernels)) {
-    if (dtype == DType::f64 && !info.has_feature(feature::kFp64))
-      unsupported(op, dtype, device, "f64 only on devices with the fp64 feature");
-    return Table::portable;
-  }
-  if (!builtin.empty() && info.has_feature(builtin)) {
-    if (!info.supports(dtype)) unsupported(op, dtype, device, "the dtypes the device lists");
-    return Table::builtin;
-  }
-  throw Error(ErrorCode::Unsupported, std::string(op) + " on " + device.id() +
-                                          ": the device runs neither host nor portable kernels");
-}
 
 }  // namespace hal::ops

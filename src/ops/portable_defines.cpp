@@ -39,7 +39,10 @@ std::vector<std::string> op_defines(DType dtype, std::string_view kind, std::str
   std::vector<std::string> out{std::string(kind), "VALUE_T=" + std::string(kernel_type(dtype))};
   out.push_back("OP_" + upper(op));
   if (dtype == DType::f64) out.emplace_back("T_F64");
-  if (dtype == DType::i32 || dtype == DType::i64) out.emplace_back("T_INTEGER");
+  if (dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i32 || dtype == DType::i64 ||
+      dtype == DType::boolean)
+    out.emplace_back("T_INTEGER");
+  if (dtype == DType::i8 || dtype == DType::i32 || dtype == DType::i64) out.emplace_back("T_SIGNED");
   return out;
 }
 
@@ -90,6 +93,8 @@ std::vector<std::string> cast_defines(DType from, DType to) {
   std::vector<std::string> out{"IN_T=" + std::string(kernel_type(from)),
                                "OUT_T=" + std::string(kernel_type(to))};
   if (from == DType::f16) out.emplace_back("IN_F16");
+  if (from == DType::f64) out.emplace_back("IN_F64");
+  if (from == DType::i32 || from == DType::i64) out.emplace_back("IN_WIDE_INTEGER");
   if (from == DType::bf16) out.emplace_back("IN_BF16");
   if (from == DType::f32 || from == DType::f64 || from == DType::f16 || from == DType::bf16)
     out.emplace_back("IN_FLOATING");
@@ -111,6 +116,12 @@ std::vector<std::string> reduce_defines(Reduce op, DType dtype, uint32_t group) 
       break;
     case DType::f64:
       out.insert(out.end(), {"VALUE_T=double", "ACC_T=double", "T_F64"});
+      break;
+    case DType::i8:
+      out.insert(out.end(), {"VALUE_T=hal_i8", "ACC_T=int", "T_INTEGER", "T_I8"});
+      break;
+    case DType::u8:
+      out.insert(out.end(), {"VALUE_T=uchar", "ACC_T=int", "T_INTEGER", "T_U8"});
       break;
     case DType::i32:
       out.insert(out.end(),

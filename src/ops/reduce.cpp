@@ -1,13 +1,14 @@
-// The reductions' one definition: axes, result shape, dtype rules (f16 and bf16 in f32), and the
-// layout of the kept and reduced dimensions.
+// The reductions' one definition: axes, result shape, the dtype the op table plans (integer sums
+// in i64, f16 and bf16 in f32 where the device has no kernel for them), and the layout of the
+// kept and reduced dimensions.
 #include "reduce.hpp"
 
-#include "builtin_ops.hpp"
-#include "elementwise.hpp"
-#include "fallback.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
-#include "op_checks.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/fallback.hpp"
+#include "ops/op_checks.hpp"
+#include "ops/op_table.hpp"
 
 namespace hal {
 namespace ops {
@@ -28,10 +29,7 @@ void append_merged(Shape& shape, Shape& strides, int64_t size, int64_t stride) {
 
 }  // namespace
 
-std::string_view name(Reduce op) {
-  constexpr std::string_view kNames[] = {"sum", "mean", "max", "min", "argmax"};
-  return kNames[static_cast<size_t>(op)];
-}
+std::string_view name(Reduce op) { return descriptor(op).name; }
 
 ReduceLayout reduce_layout(const Tensor& x, const std::vector<bool>& reduced_axes) {
   ReduceLayout layout;
@@ -51,28 +49,32 @@ ReduceLayout reduce_layout(const Tensor& x, const std::vector<bool>& reduced_axe
   return layout;
 }
 
-Tensor reduce(Reduce op, const Tensor& x, const std::vector<int64_t>& axes, bool keepdim,
+Tensor reduce(Reduce op, const Tensor& x_in, const std::vector<int64_t>& axes, bool keepdim,
               Stream& stream) {
-  const std::string_view op_name = name(op);
-  check_defined(op_name, x);
-  check_stream(op_name, x, stream);
-  std::vector<bool> reduced(x.shape().size(), axes.empty());
+  const OpDescriptor& desc = descriptor(op);
+  const std::string_view op_name = desc.name;
+  check_defined(op_name, x_in);
+  check_stream(op_name, x_in, stream);
+  std::vector<bool> reduced(x_in.shape().size(), axes.empty());
   for (int64_t axis : axes) {
-    const auto d = static_cast<size_t>(wrap_axis(op_name, x, axis));
+    const auto d = static_cast<size_t>(wrap_axis(op_name, x_in, axis));
     if (reduced[d])
-      throw Error(ErrorCode::InvalidArgument, std::string(op_name) + " of " + x.describe() +
+      throw Error(ErrorCode::InvalidArgument, std::string(op_name) + " of " + x_in.describe() +
                                                   ": axis " + std::to_string(axis) +
                                                   " is given twice");
     reduced[d] = true;
   }
-  if (is_half(x.dtype())) {
-    const Tensor result = reduce(op, cast(x, DType::f32, stream), axes, keepdim, stream);
-    return op == Reduce::argmax ? result : cast(result, x.dtype(), stream);
+  const OpPlan plan = plan_or_throw(desc, x_in.dtype(), {&x_in});
+  if (op == Reduce::mean && plan.compute == DType::i64) {
+    // An exact integer sum, then one division in f32.
+    int64_t count = 1;
+    for (size_t d = 0; d < reduced.size(); ++d)
+      if (reduced[d]) count *= x_in.shape()[d];
+    const Tensor total = cast_of(reduce(Reduce::sum, x_in, axes, keepdim, stream), DType::f32, stream);
+    return binary(Binary::div, total, full({}, static_cast<double>(count), DType::f32, stream),
+                  stream);
   }
-  const bool floating_only = op == Reduce::mean;
-  if (!is_float(x.dtype()) && !(is_integer(x.dtype()) && !floating_only))
-    unsupported(op_name, x.dtype(), x.device(),
-                floating_only ? "f32, f64, f16 and bf16" : "f32, f64, i32, i64, f16 and bf16");
+  const Tensor x = x_in.dtype() == plan.compute ? x_in : cast_of(x_in, plan.compute, stream);
   Shape shape;
   for (size_t d = 0; d < reduced.size(); ++d) {
     if (!reduced[d])
@@ -82,20 +84,12 @@ Tensor reduce(Reduce op, const Tensor& x, const std::vector<int64_t>& axes, bool
   }
   const ReduceLayout layout = reduce_layout(x, reduced);
   if (layout.count == 0 && op != Reduce::sum && op != Reduce::mean && layout.outputs > 0)
-    throw Error(ErrorCode::InvalidArgument, std::string(op_name) + " of " + x.describe() +
+    throw Error(ErrorCode::InvalidArgument, std::string(op_name) + " of " + x_in.describe() +
                                                 ": the reduced dimensions hold no elements");
-  const Table table = table_for(op_name, x.dtype(), x.device(), feature::kBuiltinReduce);
-  Tensor out = empty(shape, op == Reduce::argmax ? DType::i64 : x.dtype(), x.device());
-  if (out.numel() == 0) return out;
-  if (table == Table::builtin) {
-    builtin_reduce(op, x, reduced, out, stream);
-    return out;
-  }
-  if (table == Table::host)
-    host_reduce(op, x, out, layout, stream);
-  else
-    portable_reduce(op, x, out, layout, stream);
-  return out;
+  Tensor out = empty(shape, result_dtype(desc, plan.compute), x.device());
+  if (out.numel() > 0)
+    std::get<ReduceKernel>(plan.implementation->kernel)(op, x, out, layout, reduced, stream);
+  return out.dtype() == plan.result ? out : cast_of(out, plan.result, stream);
 }
 
 }  // namespace ops

@@ -1,5 +1,6 @@
 #include "element_codec.hpp"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -98,9 +99,9 @@ void encode(double value, DType dtype, void* out, const char* operation) {
     case DType::f64:
       return store(value, out);
     case DType::f16:
-      return store(f32_to_f16(static_cast<float>(value)), out);
+      return store(f64_to_f16(value), out);
     case DType::bf16:
-      return store(f32_to_bf16(static_cast<float>(value)), out);
+      return store(f64_to_bf16(value), out);
     case DType::i8:
       return store_integer<int8_t>(value, dtype, out, operation);
     case DType::u8:
@@ -142,5 +143,43 @@ double decode(DType dtype, const void* in) {
   }
   return 0;
 }
+
+}  // namespace hal::tensor
+
+namespace hal::tensor {
+namespace {
+
+// Truncated toward zero with the last bit set when anything was dropped ("round to odd").
+float f64_to_f32_odd(double value) {
+  float f = static_cast<float>(value);
+  if (static_cast<double>(f) == value || !std::isfinite(value) || !std::isfinite(f)) {
+    if (std::isfinite(value) && !std::isfinite(f)) {
+      // Beyond float's range: the largest float, odd, still rounds to infinity in f16 and bf16.
+      return std::copysign(std::numeric_limits<float>::max(), static_cast<float>(value));
+    }
+    return f;
+  }
+  uint32_t bits = std::bit_cast<uint32_t>(f);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(value)) --bits;  // magnitudes order as bits
+  return std::bit_cast<float>(bits | 1u);
+}
+
+float i64_to_f32_odd(int64_t value) {
+  const uint64_t magnitude =
+      value < 0 ? uint64_t{0} - static_cast<uint64_t>(value) : static_cast<uint64_t>(value);
+  unsigned shift = 0;
+  while ((magnitude >> shift) >= (uint64_t{1} << 24)) ++shift;
+  uint64_t kept = magnitude >> shift;
+  if (shift > 0 && (magnitude & ((uint64_t{1} << shift) - 1)) != 0) kept |= 1;
+  const float f = std::ldexp(static_cast<float>(kept), static_cast<int>(shift));  // exact
+  return value < 0 ? -f : f;
+}
+
+}  // namespace
+
+uint16_t f64_to_f16(double value) { return f32_to_f16(f64_to_f32_odd(value)); }
+uint16_t f64_to_bf16(double value) { return f32_to_bf16(f64_to_f32_odd(value)); }
+uint16_t i64_to_f16(int64_t value) { return f32_to_f16(i64_to_f32_odd(value)); }
+uint16_t i64_to_bf16(int64_t value) { return f32_to_bf16(i64_to_f32_odd(value)); }
 
 }  // namespace hal::tensor

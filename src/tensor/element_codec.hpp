@@ -12,6 +12,12 @@ uint16_t f32_to_f16(float value);
 float f16_to_f32(uint16_t bits);
 uint16_t f32_to_bf16(float value);
 float bf16_to_f32(uint16_t bits);
+// From wider sources, rounded once: through a float rounded to odd, which the half types' far
+// fewer bits then round correctly (rounding to nearest twice can be off by one ulp).
+uint16_t f64_to_f16(double value);
+uint16_t f64_to_bf16(double value);
+uint16_t i64_to_f16(int64_t value);
+uint16_t i64_to_bf16(int64_t value);
 
 // Writes `value` as one element of `dtype` (size_of(dtype) bytes) to `out`. Throws
 // InvalidArgument naming `operation` for a value an integer dtype cannot hold (out of range,

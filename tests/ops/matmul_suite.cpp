@@ -151,12 +151,7 @@ TEST_P(MatmulSuite, BadArgumentsAreRefusedByName) {
       ErrorCode::InvalidArgument, {"matmul", "[2, 3]", "[4, 2]", "inner dimensions"});
   expect_error(
       [&] { matmul(zeros({2}, DType::i32, stream), zeros({2}, DType::i32, stream), stream); },
-      ErrorCode::Unsupported, {"matmul", "i32", id()});
-  expect_error(
-      [&] {
-        matmul(a, zeros({3, 2}, DType::f64, stream), stream);
-      },
-      ErrorCode::InvalidArgument, {"dtypes differ"});
+      ErrorCode::Unsupported, {"matmul of i32[2] on " + id(), "no kernel for i32", "matmul takes"});
   expect_error(
       [&] {
         matmul(zeros({2, 3, 4}, DType::f32, stream), zeros({3, 4, 5}, DType::f32, stream), stream);

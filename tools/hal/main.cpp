@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   hal::tool::add_calibrate_command(app);
   hal::tool::add_select_command(app);
   hal::tool::add_demo_command(app);
+  hal::tool::add_ops_command(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {

@@ -67,7 +67,7 @@ PluginDevice::PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_
   if (offers(HAL_PLUGIN_OPS_REDUCE, HAL_PLUGIN_FN(*library_, op_reduce)))
     info_.features.emplace_back(feature::kBuiltinReduce);
   if (offers(HAL_PLUGIN_OPS_MATMUL, HAL_PLUGIN_FN(*library_, op_matmul)))
-    info_.features.emplace_back("builtin_matmul");
+    info_.features.emplace_back(feature::kBuiltinMatmul);
   std::sort(info_.features.begin(), info_.features.end());
 }
 

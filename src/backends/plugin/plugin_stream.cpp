@@ -166,7 +166,7 @@ void PluginStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
 
 void PluginStream::gemm(const GemmDesc& g) {
   const auto op_matmul = HAL_PLUGIN_FN(device_->library(), op_matmul);
-  if (!op_matmul || !device_->info().has_feature("builtin_matmul"))
+  if (!op_matmul || !device_->info().has_feature(feature::kBuiltinMatmul))
     throw_unsupported(*device_, "matrix products (the plugin offers no matmul)");
   device_->check_not_lost();
   std::lock_guard lock(mutex_);

@@ -1,0 +1,120 @@
+// The descriptor of every op of ops.hpp: the one place that says what an op takes and gives.
+#include <array>
+
+#include "hal/error.hpp"
+#include "ops/op_table.hpp"
+
+namespace hal::ops {
+namespace {
+
+using namespace dtypes;
+using enum OpFamily;
+using enum ResultRule;
+
+constexpr uint8_t code(Binary op) { return static_cast<uint8_t>(op); }
+constexpr uint8_t code(Unary op) { return static_cast<uint8_t>(op); }
+constexpr uint8_t code(Reduce op) { return static_cast<uint8_t>(op); }
+
+constexpr std::array<std::string_view, 5> kSoftmaxParts{"max", "sub", "exp", "sum", "div"};
+constexpr std::array<std::string_view, 6> kLogSoftmaxParts{"max", "sub", "exp",
+                                                           "sum", "log", "div"};
+constexpr std::array<std::string_view, 5> kLayerNormParts{"mean", "sub", "mul", "add", "rsqrt"};
+constexpr std::array<std::string_view, 4> kRmsNormParts{"mean", "mul", "add", "rsqrt"};
+
+// Element functions of integers compute in f32, as PyTorch's exp(int) does.
+constexpr DTypeSet kFunctionInputs = kAll;
+constexpr DTypeSet kComparable = kAll;
+
+const std::array kDescriptors{
+    OpDescriptor{"add", binary, code(Binary::add), 2, "", kNumeric, same, {}},
+    OpDescriptor{"sub", binary, code(Binary::sub), 2, "", kNumeric, same, {}},
+    OpDescriptor{"mul", binary, code(Binary::mul), 2, "", kNumeric, same, {}},
+    OpDescriptor{"div", binary, code(Binary::div), 2, "", kNumeric, same, {}},
+    OpDescriptor{"maximum", binary, code(Binary::maximum), 2, "", kNumeric, same, {}},
+    OpDescriptor{"minimum", binary, code(Binary::minimum), 2, "", kNumeric, same, {}},
+    OpDescriptor{"pow", binary, code(Binary::pow), 2, "", kFloating, same, {}},
+    OpDescriptor{"eq", binary, code(Binary::eq), 2, "", kComparable, boolean, {}},
+    OpDescriptor{"ne", binary, code(Binary::ne), 2, "", kComparable, boolean, {}},
+    OpDescriptor{"lt", binary, code(Binary::lt), 2, "", kComparable, boolean, {}},
+    OpDescriptor{"le", binary, code(Binary::le), 2, "", kComparable, boolean, {}},
+    OpDescriptor{"gt", binary, code(Binary::gt), 2, "", kComparable, boolean, {}},
+    OpDescriptor{"ge", binary, code(Binary::ge), 2, "", kComparable, boolean, {}},
+    OpDescriptor{"where", where, 0, 3, "", kAll, same, {}},
+    OpDescriptor{"cast", cast, 0, 1, "dtype", kAll, given, {}},
+    OpDescriptor{"neg", unary, code(Unary::neg), 1, "", kNumeric, same, {}},
+    OpDescriptor{"abs", unary, code(Unary::abs), 1, "", kNumeric, same, {}},
+    OpDescriptor{"relu", unary, code(Unary::relu), 1, "", kNumeric, same, {}},
+    OpDescriptor{"exp", unary, code(Unary::exp), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"log", unary, code(Unary::log), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"sqrt", unary, code(Unary::sqrt), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"rsqrt", unary, code(Unary::rsqrt), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"tanh", unary, code(Unary::tanh), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"sigmoid", unary, code(Unary::sigmoid), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"gelu", unary, code(Unary::gelu), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"silu", unary, code(Unary::silu), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"sum", reduce, code(Reduce::sum), 1, "axes, keepdim", kAll, counting, {}},
+    OpDescriptor{"mean", reduce, code(Reduce::mean), 1, "axes, keepdim", kAll, floating, {}},
+    OpDescriptor{"max", reduce, code(Reduce::max), 1, "axes, keepdim", kNumeric, same, {}},
+    OpDescriptor{"min", reduce, code(Reduce::min), 1, "axes, keepdim", kNumeric, same, {}},
+    OpDescriptor{"argmax", reduce, code(Reduce::argmax), 1, "axes, keepdim", kNumeric, index, {}},
+    OpDescriptor{"softmax", composite, 0, 1, "axis", kFloating, same, kSoftmaxParts},
+    OpDescriptor{"log_softmax", composite, 0, 1, "axis", kFloating, same, kLogSoftmaxParts},
+    OpDescriptor{"layer_norm", composite, 0, 3, "normalized_shape, eps", kFloating, same,
+                 kLayerNormParts},
+    OpDescriptor{"rms_norm", composite, 0, 2, "normalized_shape, eps", kFloating, same,
+                 kRmsNormParts},
+    OpDescriptor{"matmul", matmul, 0, 2, "", kFloating, same, {}},
+};
+
+// Where each family's ops start in kDescriptors, in their enums' order.
+constexpr size_t kFirstBinary = 0, kWhere = 13, kCast = 14, kFirstUnary = 15, kFirstReduce = 26,
+                 kMatmul = kDescriptors.size() - 1;
+
+}  // namespace
+
+std::span<const OpDescriptor> op_descriptors() { return kDescriptors; }
+
+const OpDescriptor& descriptor(std::string_view name) {
+  for (const OpDescriptor& op : kDescriptors)
+    if (op.name == name) return op;
+  throw Error(ErrorCode::NotFound, "there is no op named '" + std::string(name) + "'");
+}
+
+const OpDescriptor& descriptor(Binary op) { return kDescriptors[kFirstBinary + code(op)]; }
+const OpDescriptor& descriptor(Unary op) { return kDescriptors[kFirstUnary + code(op)]; }
+const OpDescriptor& descriptor(Reduce op) { return kDescriptors[kFirstReduce + code(op)]; }
+const OpDescriptor& where_descriptor() { return kDescriptors[kWhere]; }
+const OpDescriptor& cast_descriptor() { return kDescriptors[kCast]; }
+const OpDescriptor& matmul_descriptor() { return kDescriptors[kMatmul]; }
+
+DType result_dtype(const OpDescriptor& op, DType input) {
+  switch (op.result) {
+    case same:
+    case given:
+      return input;
+    case boolean:
+      return DType::boolean;
+    case index:
+      return DType::i64;
+    case counting:
+      return kFloating.has(input) ? input : DType::i64;
+    case floating:
+      return kFloating.has(input) ? input : DType::f32;
+  }
+  return input;
+}
+
+std::string DTypeSet::describe() const {
+  std::string out;
+  size_t left = 0;
+  for (DType dtype : kAllDTypes) left += has(dtype);
+  for (DType dtype : kAllDTypes) {
+    if (!has(dtype)) continue;
+    out += to_string(dtype);
+    --left;
+    out += left > 1 ? ", " : left == 1 ? " and " : "";
+  }
+  return out.empty() ? "no dtype" : out;
+}
+
+}  // namespace hal::ops

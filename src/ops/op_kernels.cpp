@@ -1,0 +1,165 @@
+// Who implements which op: every kernel of hal's ops registered per device kind x op x dtype.
+// The defaults are the CPU's host kernels, the portable kernels that OpenCL and CUDA compile,
+// and a plugin's built-in ops; a backend's vendor library outranks them for the ops it does
+// better (matrix products: OpenBLAS, CLBlast, cuBLAS). Adding a kernel is one entry here.
+#include <array>
+#include <vector>
+
+#include "ops/builtin_ops.hpp"
+#include "ops/op_kernels.hpp"
+
+namespace hal::ops {
+namespace {
+
+using namespace dtypes;
+
+bool host_device(const DeviceInfo& device) { return device.has_feature(feature::kHostKernels); }
+bool portable_device(const DeviceInfo& device) {
+  return device.has_feature(feature::kPortableKernels);
+}
+bool builtin_binary_device(const DeviceInfo& device) {
+  return device.has_feature(feature::kBuiltinBinary);
+}
+bool builtin_unary_device(const DeviceInfo& device) {
+  return device.has_feature(feature::kBuiltinUnary);
+}
+bool builtin_reduce_device(const DeviceInfo& device) {
+  return device.has_feature(feature::kBuiltinReduce);
+}
+bool builtin_matmul_device(const DeviceInfo& device) {
+  return device.has_feature(feature::kBuiltinMatmul);
+}
+bool cpu_backend(const DeviceInfo& device) { return device.backend() == "cpu"; }
+bool opencl_backend(const DeviceInfo& device) { return device.backend() == "opencl"; }
+bool cuda_backend(const DeviceInfo& device) { return device.backend() == "cuda"; }
+
+// f64 only where the device has it.
+bool fp64_if_listed(DType dtype, const DeviceInfo& device) {
+  return dtype != DType::f64 || device.has_feature(feature::kFp64);
+}
+// A plugin's built-in ops take the dtypes its device lists.
+bool listed(DType dtype, const DeviceInfo& device) { return device.supports(dtype); }
+// Plugins' built-in means divide in floating point (plugin.h).
+bool listed_floating(DType dtype, const DeviceInfo& device) {
+  return kFloat.has(dtype) && device.supports(dtype);
+}
+
+// The family's kernels, adapted to one signature where the family's own takes fewer arguments.
+void host_reduce_kernel(Reduce op, const Tensor& x, const Tensor& out, const ReduceLayout& layout,
+                        const std::vector<bool>&, Stream& stream) {
+  host_reduce(op, x, out, layout, stream);
+}
+void portable_reduce_kernel(Reduce op, const Tensor& x, const Tensor& out,
+                            const ReduceLayout& layout, const std::vector<bool>&,
+                            Stream& stream) {
+  portable_reduce(op, x, out, layout, stream);
+}
+void builtin_binary_kernel(Binary op, const Tensor& a, const Tensor& b, const Tensor& out,
+                           const ElementwiseLayout<2>&, Stream& stream) {
+  builtin_binary(op, a, b, out, stream);
+}
+void builtin_unary_kernel(Unary op, const Tensor& x, const Tensor& out,
+                          const ElementwiseLayout<1>&, Stream& stream) {
+  builtin_unary(op, x, out, stream);
+}
+void builtin_reduce_kernel(Reduce op, const Tensor& x, const Tensor& out, const ReduceLayout&,
+                           const std::vector<bool>& reduced_axes, Stream& stream) {
+  builtin_reduce(op, x, reduced_axes, out, stream);
+}
+// The stream's backend multiplies (StreamImpl::gemm).
+void backend_gemm(const GemmDesc& gemm, Stream& stream) { stream.impl()->gemm(gemm); }
+
+constexpr DTypeSet kKernelArithmetic = kFloat | kInteger;
+constexpr DTypeSet kKernelComparable = kFloat | kInteger | DTypeSet{DType::boolean};
+constexpr int kVendorLibrary = 10;
+
+constexpr std::array<std::string_view, 6> kArithmetic{"add", "sub", "mul", "div", "maximum",
+                                                      "minimum"};
+constexpr std::array<std::string_view, 6> kComparisons{"eq", "ne", "lt", "le", "gt", "ge"};
+constexpr std::array<std::string_view, 3> kSignedFunctions{"neg", "abs", "relu"};
+constexpr std::array<std::string_view, 8> kFloatFunctions{"exp",  "log",     "sqrt", "rsqrt",
+                                                          "tanh", "sigmoid", "gelu", "silu"};
+constexpr std::array<std::string_view, 3> kExtremes{"max", "min", "argmax"};
+
+class Registry {
+ public:
+  Registry() : by_op_(op_descriptors().size()) {
+    // The CPU's host kernels.
+    add(kArithmetic, {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_binary});
+    add(kComparisons, {"host kernels", host_device, kKernelComparable, nullptr, 0, &host_binary});
+    add({"pow"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_binary});
+    add(kSignedFunctions, {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_unary});
+    add(kFloatFunctions, {"host kernels", host_device, kFloat, nullptr, 0, &host_unary});
+    add({"where"}, {"host kernels", host_device, kAll, nullptr, 0, &host_where});
+    add({"cast"}, {"host kernels", host_device, kAll, nullptr, 0, &host_cast});
+    add({"sum"}, {"host kernels", host_device, kFloat | DTypeSet{DType::i64}, nullptr, 0,
+                  &host_reduce_kernel});
+    add({"mean"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_reduce_kernel});
+    add(kExtremes, {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_reduce_kernel});
+
+    // Portable kernels, compiled by OpenCL and CUDA devices.
+    add(kArithmetic, {"portable kernels", portable_device, kKernelArithmetic, fp64_if_listed, 0,
+                      &portable_binary});
+    add(kComparisons, {"portable kernels", portable_device, kKernelComparable, fp64_if_listed, 0,
+                       &portable_binary});
+    add({"pow"}, {"portable kernels", portable_device, kFloat, fp64_if_listed, 0, &portable_binary});
+    add(kSignedFunctions, {"portable kernels", portable_device, kKernelArithmetic, fp64_if_listed,
+                           0, &portable_unary});
+    add(kFloatFunctions, {"portable kernels", portable_device, kFloat, fp64_if_listed, 0,
+                          &portable_unary});
+    add({"where"}, {"portable kernels", portable_device, kAll, fp64_if_listed, 0, &portable_where});
+    add({"cast"}, {"portable kernels", portable_device, kAll, fp64_if_listed, 0, &portable_cast});
+    add({"sum"}, {"portable kernels", portable_device, kFloat | DTypeSet{DType::i64},
+                  fp64_if_listed, 0, &portable_reduce_kernel});
+    add({"mean"}, {"portable kernels", portable_device, kFloat, fp64_if_listed, 0,
+                   &portable_reduce_kernel});
+    add(kExtremes, {"portable kernels", portable_device, kKernelArithmetic, fp64_if_listed, 0,
+                    &portable_reduce_kernel});
+
+    // A plugin's built-in ops (plugin.h): arithmetic but pow, unary functions, reductions.
+    add(kArithmetic, {"plugin built-in", builtin_binary_device, kAll, listed, 0,
+                      &builtin_binary_kernel});
+    add(kSignedFunctions, {"plugin built-in", builtin_unary_device, kAll, listed, 0,
+                           &builtin_unary_kernel});
+    add(kFloatFunctions, {"plugin built-in", builtin_unary_device, kFloating, listed, 0,
+                          &builtin_unary_kernel});
+    add({"sum"}, {"plugin built-in", builtin_reduce_device, kFloating | DTypeSet{DType::i64},
+                  listed, 0, &builtin_reduce_kernel});
+    add({"mean"}, {"plugin built-in", builtin_reduce_device, kFloat, listed_floating, 0,
+                   &builtin_reduce_kernel});
+    add(kExtremes, {"plugin built-in", builtin_reduce_device, kNumeric, listed, 0,
+                    &builtin_reduce_kernel});
+
+    // Matrix products: each backend's BLAS.
+    add({"matmul"}, {"OpenBLAS", cpu_backend, kFloat, nullptr, kVendorLibrary, &backend_gemm});
+    add({"matmul"},
+        {"CLBlast", opencl_backend, kFloat, fp64_if_listed, kVendorLibrary, &backend_gemm});
+    add({"matmul"}, {"cuBLAS", cuda_backend, kFloat, fp64_if_listed, kVendorLibrary, &backend_gemm});
+    add({"matmul"}, {"plugin built-in", builtin_matmul_device, kFloat, listed, 0, &backend_gemm});
+  }
+
+  std::span<const OpImplementation> of(const OpDescriptor& op) const {
+    return by_op_[static_cast<size_t>(&op - op_descriptors().data())];
+  }
+
+ private:
+  void add(std::span<const std::string_view> ops, const OpImplementation& implementation) {
+    for (std::string_view op : ops)
+      by_op_[static_cast<size_t>(&descriptor(op) - op_descriptors().data())].push_back(
+          implementation);
+  }
+  void add(std::initializer_list<std::string_view> ops, const OpImplementation& implementation) {
+    add(std::span<const std::string_view>(ops.begin(), ops.size()), implementation);
+  }
+
+  std::vector<std::vector<OpImplementation>> by_op_;
+};
+
+}  // namespace
+
+std::span<const OpImplementation> implementations_of(const OpDescriptor& op) {
+  static const Registry registry;
+  return registry.of(op);
+}
+
+}  // namespace hal::ops
