@@ -85,8 +85,8 @@ void differential(const Device& d, const std::vector<Input>& inputs, const OpFn&
 // The inputs every op of the table is checked on, by family, for inputs of `dtype`: ranges
 // that keep functions defined (log of positives, division by non-zero integers).
 std::vector<Input> table_inputs(const std::string& op, DType dtype) {
-  const bool floating = dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 ||
-                        dtype == DType::bf16;
+  const bool floating =
+      dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
   if (op == "pow") return {{{3, 4}, dtype, 0.5, 3}, {{4}, dtype, -2, 2}};
   if (op == "div") return {{{4, 5}, dtype, -20, 20}, {{5}, dtype, 1, 9}};
   if (op == "log" || op == "sqrt" || op == "rsqrt") return {{{7, 9}, dtype, 1, 9}};
@@ -100,8 +100,8 @@ std::vector<Input> table_inputs(const std::string& op, DType dtype) {
   if (op == "sum" || op == "mean" || op == "max" || op == "min" || op == "argmax")
     return {{{6, 33, 5}, dtype, -4, 4}};
   const double low = dtype == DType::u8 ? 0 : floating ? -5 : -20;
-  if (op == "cast" || op == "neg" || op == "abs" || op == "relu" || op == "exp" ||
-      op == "tanh" || op == "sigmoid" || op == "gelu" || op == "silu")
+  if (op == "cast" || op == "neg" || op == "abs" || op == "relu" || op == "exp" || op == "tanh" ||
+      op == "sigmoid" || op == "gelu" || op == "silu")
     return {{{7, 9}, dtype, low, floating ? 5.0 : 20.0}};
   return {{{4, 5}, dtype, low, 20}, {{5}, dtype, low, 9}};  // binary arithmetic, comparisons
 }
@@ -112,12 +112,13 @@ Tensor run_table_op(const std::string& op, const std::vector<Tensor>& in, Stream
   using Unary = Tensor (*)(const Tensor&, Stream&);
   using Reduce = Tensor (*)(const Tensor&, const std::vector<int64_t>&, bool, Stream&);
   static const std::pair<const char*, Binary> binaries[] = {
-      {"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}, {"maximum", maximum},
-      {"minimum", minimum}, {"pow", pow}, {"eq", eq}, {"ne", ne}, {"lt", lt},
-      {"le", le}, {"gt", gt}, {"ge", ge}, {"matmul", matmul}};
+      {"add", add},         {"sub", sub}, {"mul", mul}, {"div", div},      {"maximum", maximum},
+      {"minimum", minimum}, {"pow", pow}, {"eq", eq},   {"ne", ne},        {"lt", lt},
+      {"le", le},           {"gt", gt},   {"ge", ge},   {"matmul", matmul}};
   static const std::pair<const char*, Unary> unaries[] = {
-      {"neg", neg}, {"abs", abs}, {"relu", relu}, {"exp", exp}, {"log", log}, {"sqrt", sqrt},
-      {"rsqrt", rsqrt}, {"tanh", tanh}, {"sigmoid", sigmoid}, {"gelu", gelu}, {"silu", silu}};
+      {"neg", neg},         {"abs", abs},   {"relu", relu},   {"exp", exp},
+      {"log", log},         {"sqrt", sqrt}, {"rsqrt", rsqrt}, {"tanh", tanh},
+      {"sigmoid", sigmoid}, {"gelu", gelu}, {"silu", silu}};
   static const std::pair<const char*, Reduce> reductions[] = {
       {"sum", sum}, {"mean", mean}, {"max", max}, {"min", min}, {"argmax", argmax}};
   for (const auto& [name, fn] : binaries)

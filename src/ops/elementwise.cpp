@@ -34,7 +34,8 @@ Tensor binary(Binary op, const Tensor& a_in, const Tensor& b_in, Stream& stream)
   check_same_device(desc.name, a_in, b_in);
   check_stream(desc.name, a_in, stream);
   const Shape shape = broadcast_operands(desc.name, a_in, b_in);
-  const OpPlan plan = plan_or_throw(desc, promote_types(a_in.dtype(), b_in.dtype()), {&a_in, &b_in});
+  const OpPlan plan =
+      plan_or_throw(desc, promote_types(a_in.dtype(), b_in.dtype()), {&a_in, &b_in});
   const Tensor a = in_dtype(a_in, plan.compute, stream), b = in_dtype(b_in, plan.compute, stream);
   Tensor out = empty(shape, result_dtype(desc, plan.compute), a.device());
   if (out.numel() > 0)
@@ -67,8 +68,8 @@ Tensor where_of(const Tensor& cond, const Tensor& a_in, const Tensor& b_in, Stre
     throw Error(ErrorCode::InvalidArgument, "where: the condition " + cond.describe() +
                                                 " must be bool (compare, or cast it first)");
   const Shape shape = broadcast_shapes(cond.shape(), broadcast_operands(desc.name, a_in, b_in));
-  const OpPlan plan = plan_or_throw(desc, promote_types(a_in.dtype(), b_in.dtype()),
-                                    {&cond, &a_in, &b_in});
+  const OpPlan plan =
+      plan_or_throw(desc, promote_types(a_in.dtype(), b_in.dtype()), {&cond, &a_in, &b_in});
   const Tensor a = in_dtype(a_in, plan.compute, stream), b = in_dtype(b_in, plan.compute, stream);
   Tensor out = empty(shape, plan.compute, a.device());
   if (out.numel() > 0)
@@ -87,15 +88,13 @@ Tensor cast_of(const Tensor& x, DType dtype, Stream& stream) {
   const OpPlan from = plan_or_throw(desc, x.dtype(), {&x});
   const OpImplementation& kernel = *from.implementation;
   if (!kernel.dtypes.has(dtype) || (kernel.takes && !kernel.takes(dtype, x.device().info())))
-    throw Error(ErrorCode::Unsupported, "cast of " + x.describe() + " to " +
-                                            std::string(to_string(dtype)) + ": no kernel for " +
-                                            std::string(to_string(dtype)) + " on " +
-                                            x.device().id() + " (its " +
-                                            std::string(kernel.provider) + " convert between " +
-                                            kernel.dtypes.describe() + ")");
+    throw Error(ErrorCode::Unsupported,
+                "cast of " + x.describe() + " to " + std::string(to_string(dtype)) +
+                    ": no kernel for " + std::string(to_string(dtype)) + " on " + x.device().id() +
+                    " (its " + std::string(kernel.provider) + " convert between " +
+                    kernel.dtypes.describe() + ")");
   Tensor out = empty(x.shape(), dtype, x.device());
-  if (out.numel() > 0)
-    std::get<CastKernel>(kernel.kernel)(x, out, layout_of(x), stream);
+  if (out.numel() > 0) std::get<CastKernel>(kernel.kernel)(x, out, layout_of(x), stream);
   return out;
 }
 

@@ -1,7 +1,7 @@
 // matmul: the definition (shapes, batch broadcasting, layouts the BLAS takes) and the GEMM the
-// op table plans (the stream's backend's BLAS: OpenBLAS, CLBlast, cuBLAS; f16 and bf16 in f32). Operands whose memory a
-// BLAS cannot describe (neither rows nor columns contiguous, or batches not one stride apart)
-// are copied contiguous first.
+// op table plans (the stream's backend's BLAS: OpenBLAS, CLBlast, cuBLAS; f16 and bf16 in f32).
+// Operands whose memory a BLAS cannot describe (neither rows nor columns contiguous, or batches not
+// one stride apart) are copied contiguous first.
 #include <limits>
 
 #include "hal/backend.hpp"
@@ -76,9 +76,8 @@ void check_operands(const Tensor& a, const Tensor& b, const Stream& stream) {
 
 Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
   check_operands(a_in, b_in, stream);
-  const ops::OpPlan plan = ops::plan_or_throw(ops::matmul_descriptor(),
-                                              promote_types(a_in.dtype(), b_in.dtype()),
-                                              {&a_in, &b_in});
+  const ops::OpPlan plan = ops::plan_or_throw(
+      ops::matmul_descriptor(), promote_types(a_in.dtype(), b_in.dtype()), {&a_in, &b_in});
   // Vectors are a row of A or a column of B, squeezed out of the result again.
   Tensor a = a_in.dim() == 1 ? a_in.unsqueeze(0) : a_in;
   Tensor b = b_in.dim() == 1 ? b_in.unsqueeze(1) : b_in;

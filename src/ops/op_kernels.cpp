@@ -50,16 +50,15 @@ void host_reduce_kernel(Reduce op, const Tensor& x, const Tensor& out, const Red
   host_reduce(op, x, out, layout, stream);
 }
 void portable_reduce_kernel(Reduce op, const Tensor& x, const Tensor& out,
-                            const ReduceLayout& layout, const std::vector<bool>&,
-                            Stream& stream) {
+                            const ReduceLayout& layout, const std::vector<bool>&, Stream& stream) {
   portable_reduce(op, x, out, layout, stream);
 }
 void builtin_binary_kernel(Binary op, const Tensor& a, const Tensor& b, const Tensor& out,
                            const ElementwiseLayout<2>&, Stream& stream) {
   builtin_binary(op, a, b, out, stream);
 }
-void builtin_unary_kernel(Unary op, const Tensor& x, const Tensor& out,
-                          const ElementwiseLayout<1>&, Stream& stream) {
+void builtin_unary_kernel(Unary op, const Tensor& x, const Tensor& out, const ElementwiseLayout<1>&,
+                          Stream& stream) {
   builtin_unary(op, x, out, stream);
 }
 void builtin_reduce_kernel(Reduce op, const Tensor& x, const Tensor& out, const ReduceLayout&,
@@ -73,8 +72,8 @@ constexpr DTypeSet kKernelArithmetic = kFloat | kInteger;
 constexpr DTypeSet kKernelComparable = kFloat | kInteger | DTypeSet{DType::boolean};
 constexpr int kVendorLibrary = 10;
 
-constexpr std::array<std::string_view, 6> kArithmetic{"add", "sub", "mul", "div", "maximum",
-                                                      "minimum"};
+constexpr std::array<std::string_view, 6> kArithmetic{"add", "sub",     "mul",
+                                                      "div", "maximum", "minimum"};
 constexpr std::array<std::string_view, 6> kComparisons{"eq", "ne", "lt", "le", "gt", "ge"};
 constexpr std::array<std::string_view, 3> kSignedFunctions{"neg", "abs", "relu"};
 constexpr std::array<std::string_view, 8> kFloatFunctions{"exp",  "log",     "sqrt", "rsqrt",
@@ -88,53 +87,57 @@ class Registry {
     add(kArithmetic, {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_binary});
     add(kComparisons, {"host kernels", host_device, kKernelComparable, nullptr, 0, &host_binary});
     add({"pow"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_binary});
-    add(kSignedFunctions, {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_unary});
+    add(kSignedFunctions,
+        {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_unary});
     add(kFloatFunctions, {"host kernels", host_device, kFloat, nullptr, 0, &host_unary});
     add({"where"}, {"host kernels", host_device, kAll, nullptr, 0, &host_where});
     add({"cast"}, {"host kernels", host_device, kAll, nullptr, 0, &host_cast});
     add({"sum"}, {"host kernels", host_device, kFloat | DTypeSet{DType::i64}, nullptr, 0,
                   &host_reduce_kernel});
     add({"mean"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_reduce_kernel});
-    add(kExtremes, {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_reduce_kernel});
+    add(kExtremes,
+        {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_reduce_kernel});
 
     // Portable kernels, compiled by OpenCL and CUDA devices.
     add(kArithmetic, {"portable kernels", portable_device, kKernelArithmetic, fp64_if_listed, 0,
                       &portable_binary});
     add(kComparisons, {"portable kernels", portable_device, kKernelComparable, fp64_if_listed, 0,
                        &portable_binary});
-    add({"pow"}, {"portable kernels", portable_device, kFloat, fp64_if_listed, 0, &portable_binary});
+    add({"pow"},
+        {"portable kernels", portable_device, kFloat, fp64_if_listed, 0, &portable_binary});
     add(kSignedFunctions, {"portable kernels", portable_device, kKernelArithmetic, fp64_if_listed,
                            0, &portable_unary});
-    add(kFloatFunctions, {"portable kernels", portable_device, kFloat, fp64_if_listed, 0,
-                          &portable_unary});
+    add(kFloatFunctions,
+        {"portable kernels", portable_device, kFloat, fp64_if_listed, 0, &portable_unary});
     add({"where"}, {"portable kernels", portable_device, kAll, fp64_if_listed, 0, &portable_where});
     add({"cast"}, {"portable kernels", portable_device, kAll, fp64_if_listed, 0, &portable_cast});
     add({"sum"}, {"portable kernels", portable_device, kFloat | DTypeSet{DType::i64},
                   fp64_if_listed, 0, &portable_reduce_kernel});
-    add({"mean"}, {"portable kernels", portable_device, kFloat, fp64_if_listed, 0,
-                   &portable_reduce_kernel});
+    add({"mean"},
+        {"portable kernels", portable_device, kFloat, fp64_if_listed, 0, &portable_reduce_kernel});
     add(kExtremes, {"portable kernels", portable_device, kKernelArithmetic, fp64_if_listed, 0,
                     &portable_reduce_kernel});
 
     // A plugin's built-in ops (plugin.h): arithmetic but pow, unary functions, reductions.
-    add(kArithmetic, {"plugin built-in", builtin_binary_device, kAll, listed, 0,
-                      &builtin_binary_kernel});
-    add(kSignedFunctions, {"plugin built-in", builtin_unary_device, kAll, listed, 0,
-                           &builtin_unary_kernel});
-    add(kFloatFunctions, {"plugin built-in", builtin_unary_device, kFloating, listed, 0,
-                          &builtin_unary_kernel});
+    add(kArithmetic,
+        {"plugin built-in", builtin_binary_device, kAll, listed, 0, &builtin_binary_kernel});
+    add(kSignedFunctions,
+        {"plugin built-in", builtin_unary_device, kAll, listed, 0, &builtin_unary_kernel});
+    add(kFloatFunctions,
+        {"plugin built-in", builtin_unary_device, kFloating, listed, 0, &builtin_unary_kernel});
     add({"sum"}, {"plugin built-in", builtin_reduce_device, kFloating | DTypeSet{DType::i64},
                   listed, 0, &builtin_reduce_kernel});
     add({"mean"}, {"plugin built-in", builtin_reduce_device, kFloat, listed_floating, 0,
                    &builtin_reduce_kernel});
-    add(kExtremes, {"plugin built-in", builtin_reduce_device, kNumeric, listed, 0,
-                    &builtin_reduce_kernel});
+    add(kExtremes,
+        {"plugin built-in", builtin_reduce_device, kNumeric, listed, 0, &builtin_reduce_kernel});
 
     // Matrix products: each backend's BLAS.
     add({"matmul"}, {"OpenBLAS", cpu_backend, kFloat, nullptr, kVendorLibrary, &backend_gemm});
     add({"matmul"},
         {"CLBlast", opencl_backend, kFloat, fp64_if_listed, kVendorLibrary, &backend_gemm});
-    add({"matmul"}, {"cuBLAS", cuda_backend, kFloat, fp64_if_listed, kVendorLibrary, &backend_gemm});
+    add({"matmul"},
+        {"cuBLAS", cuda_backend, kFloat, fp64_if_listed, kVendorLibrary, &backend_gemm});
     add({"matmul"}, {"plugin built-in", builtin_matmul_device, kFloat, listed, 0, &backend_gemm});
   }
 

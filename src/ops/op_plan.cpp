@@ -39,7 +39,8 @@ DType required_compute(const OpDescriptor& op, DType input) {
 std::string what_runs(const OpDescriptor& op, const DeviceInfo& device) {
   if (op.family == OpFamily::composite) {
     std::string parts;
-    for (std::string_view part : op.built_from) parts += (parts.empty() ? "" : ", ") + std::string(part);
+    for (std::string_view part : op.built_from)
+      parts += (parts.empty() ? "" : ", ") + std::string(part);
     return "it is built from " + parts + ", which " + device.id + " does not all run in that dtype";
   }
   DTypeSet runs;
@@ -98,7 +99,8 @@ OpPlan plan(const OpDescriptor& op, DType input, const DeviceInfo& device) {
       return out;
     }
     out.compute = compute;
-    if (op.family != OpFamily::composite) out.implementation = find_implementation(op, compute, device);
+    if (op.family != OpFamily::composite)
+      out.implementation = find_implementation(op, compute, device);
     return out;
   }
   out.compute = required;
@@ -113,8 +115,7 @@ OpPlan plan_or_throw(const OpDescriptor& op, DType input,
   if (!out.runs()) {
     std::string described;
     for (const Tensor* operand : operands)
-      if (operand->defined())
-        described += (described.empty() ? "" : " and ") + operand->describe();
+      if (operand->defined()) described += (described.empty() ? "" : " and ") + operand->describe();
     throw Error(ErrorCode::Unsupported, std::string(op.name) + " of " + described +
                                             ": no kernel for " + std::string(to_string(input)) +
                                             " on " + device.id() + " (" + out.refusal + ")");

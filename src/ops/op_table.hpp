@@ -63,8 +63,7 @@ using BinaryKernel = void (*)(Binary op, const Tensor& a, const Tensor& b, const
 using UnaryKernel = void (*)(Unary op, const Tensor& x, const Tensor& out,
                              const ElementwiseLayout<1>& layout, Stream& stream);
 using WhereKernel = void (*)(const Tensor& cond, const Tensor& a, const Tensor& b,
-                             const Tensor& out, const ElementwiseLayout<3>& layout,
-                             Stream& stream);
+                             const Tensor& out, const ElementwiseLayout<3>& layout, Stream& stream);
 using CastKernel = void (*)(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                             Stream& stream);
 using ReduceKernel = void (*)(Reduce op, const Tensor& x, const Tensor& out,

@@ -42,7 +42,8 @@ std::vector<std::string> op_defines(DType dtype, std::string_view kind, std::str
   if (dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i32 || dtype == DType::i64 ||
       dtype == DType::boolean)
     out.emplace_back("T_INTEGER");
-  if (dtype == DType::i8 || dtype == DType::i32 || dtype == DType::i64) out.emplace_back("T_SIGNED");
+  if (dtype == DType::i8 || dtype == DType::i32 || dtype == DType::i64)
+    out.emplace_back("T_SIGNED");
   return out;
 }
 

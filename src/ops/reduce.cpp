@@ -70,7 +70,8 @@ Tensor reduce(Reduce op, const Tensor& x_in, const std::vector<int64_t>& axes, b
     int64_t count = 1;
     for (size_t d = 0; d < reduced.size(); ++d)
       if (reduced[d]) count *= x_in.shape()[d];
-    const Tensor total = cast_of(reduce(Reduce::sum, x_in, axes, keepdim, stream), DType::f32, stream);
+    const Tensor total =
+        cast_of(reduce(Reduce::sum, x_in, axes, keepdim, stream), DType::f32, stream);
     return binary(Binary::div, total, full({}, static_cast<double>(count), DType::f32, stream),
                   stream);
   }
