@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -33,17 +34,43 @@ std::string_view to_string(ErrorCode code) noexcept;
 class Error : public std::runtime_error {
  public:
   // `native_code` is the backend's own status (a CUresult, a cl_int), 0 where there is none.
+  // Constructing one reports it to the error handler (set_error_handler).
   Error(ErrorCode code, std::string message, int64_t native_code = 0);
 
   ErrorCode code() const noexcept { return code_; }
   int64_t native_code() const noexcept { return native_code_; }
   // The message without the "hal: <Code>: " prefix that what() carries.
   const std::string& message() const noexcept { return message_; }
+  // Where it arose, where hal knew: the device's id and the op or call ("add", "allocate",
+  // "synchronize"); empty otherwise.
+  const std::string& device() const noexcept { return device_; }
+  const std::string& op() const noexcept { return op_; }
 
  private:
   ErrorCode code_;
   int64_t native_code_;
   std::string message_;
+  std::string device_;
+  std::string op_;
 };
+
+// One error, as the error handler sees it; the views live as long as the call.
+struct ErrorReport {
+  ErrorCode code;
+  std::string_view message;
+  std::string_view device;  // "" where hal knew none
+  std::string_view op;      // "" where hal knew none
+};
+using ErrorHandler = std::function<void(const ErrorReport&)>;
+
+// Installs `handler`, which hal calls for every error it raises or observes: an op or call
+// refused, an allocation that failed, work that failed on a stream's worker and again (as
+// AsyncFailure) where synchronize finds it, a device found lost. Errors hal handles itself are
+// not reported (a retry after emptying the cache, a CPU fallback that succeeds, a backend
+// absent at discovery). It runs on the thread that meets the error, from any thread at once,
+// possibly while hal holds internal locks: it must not call into hal, but record, count or hand
+// the report to the application's own code (to mark a device unhealthy, say). What it throws
+// is swallowed. Returns the previous handler; an empty one removes it.
+ErrorHandler set_error_handler(ErrorHandler handler);
 
 }  // namespace hal

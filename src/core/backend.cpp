@@ -1,6 +1,8 @@
 // Default methods of the backend interfaces (backend.hpp).
 #include "hal/backend.hpp"
 
+#include "core/error_context.hpp"
+
 #include "caching_allocator.hpp"
 
 namespace hal {
@@ -11,6 +13,7 @@ void throw_unsupported(const DeviceImpl& device, std::string_view what) {
 
 void throw_async_failure(const DeviceImpl& device, std::exception_ptr failure) {
   const std::string where = "work enqueued on a stream of " + device.info().id;
+  const detail::ErrorContext context(device.info().id, "synchronize");
   try {
     std::rethrow_exception(failure);
   } catch (const std::exception& error) {

@@ -1,4 +1,5 @@
 #include "hal/device.hpp"
+#include "core/error_context.hpp"
 
 #include <limits>
 
@@ -43,6 +44,7 @@ MemoryFigure Device::memory_free() const { return checked(impl_).memory_free(); 
 Buffer Device::allocate(size_t bytes, MemoryKind kind, AllocationMode mode) const {
   DeviceImpl& device = checked(impl_);
   const std::string& id = device.info().id;
+  const detail::ErrorContext context(id, "allocate");
   if (bytes == 0)
     throw Error(ErrorCode::InvalidArgument,
                 "allocate on " + id + ": size is 0 bytes; ask for at least 1");
@@ -124,11 +126,16 @@ void Device::remove_memory_pressure_callback(uint64_t id, MemoryKind kind) const
   checked(impl_).caching_allocator(kind).remove_pressure_callback(id);
 }
 
-Stream Device::create_stream() const { return Stream(checked(impl_).create_stream()); }
+Stream Device::create_stream() const {
+  DeviceImpl& device = checked(impl_);
+  const detail::ErrorContext context(device.info().id, "create_stream");
+  return Stream(device.create_stream());
+}
 Event Device::create_event() const { return Event(checked(impl_).create_event()); }
 
 Kernel Device::compile(const KernelSource& source, const CompileOptions& options) const {
   DeviceImpl& device = checked(impl_);
+  const detail::ErrorContext context(device.info().id, "compile");
   const std::string where = "compile of " + std::string(to_string(source.language)) + " kernel '" +
                             source.name + "' for " + device.info().id;
   if (source.name.empty())

@@ -1,5 +1,7 @@
 #include "hal/registry.hpp"
 
+#include "core/error_context.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -69,6 +71,9 @@ Registry::Entry& Registry::probed(Entry& entry) {
     return entry;
   }
   try {
+    // A backend that fails here is reported as unavailable, with the reason: handled, so not
+    // an error for the handler.
+    detail::ErrorReportsMuted handled;
     BackendProbe probe = entry.backend->probe();
     entry.available = probe.available;
     entry.reason = probe.available ? "" : probe.reason;

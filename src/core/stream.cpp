@@ -1,5 +1,6 @@
 // Stream: argument checks and routing; the backend's StreamImpl does the work.
 #include "hal/stream.hpp"
+#include "core/error_context.hpp"
 
 #include <chrono>
 #include <limits>
@@ -57,6 +58,7 @@ Device Stream::device() const { return Device(checked(impl_).device().shared_fro
 
 void Stream::copy_from_host(const Buffer& dst, const void* src, size_t bytes, size_t dst_offset) {
   StreamImpl& stream = checked(impl_);
+  const detail::ErrorContext context(stream.device().info().id, "copy_from_host");
   const BufferPtr& target = checked_buffer(stream, "copy_from_host", dst, "destination");
   check_host_pointer(stream, "copy_from_host", src, bytes);
   check_range(stream, "copy_from_host", *target, "destination", dst_offset, bytes);
@@ -72,6 +74,7 @@ void Stream::copy_from_host(const Buffer& dst, const void* src, size_t bytes, si
 
 void Stream::copy_to_host(void* dst, const Buffer& src, size_t bytes, size_t src_offset) {
   StreamImpl& stream = checked(impl_);
+  const detail::ErrorContext context(stream.device().info().id, "copy_to_host");
   const BufferPtr& source = checked_buffer(stream, "copy_to_host", src, "source");
   check_host_pointer(stream, "copy_to_host", dst, bytes);
   check_range(stream, "copy_to_host", *source, "source", src_offset, bytes);
@@ -87,6 +90,7 @@ void Stream::copy_to_host(void* dst, const Buffer& src, size_t bytes, size_t src
 void Stream::copy(const Buffer& dst, const Buffer& src, size_t bytes, size_t dst_offset,
                   size_t src_offset) {
   StreamImpl& stream = checked(impl_);
+  const detail::ErrorContext context(stream.device().info().id, "copy");
   const BufferPtr& target = checked_buffer(stream, "copy", dst, "destination");
   const BufferPtr& source = checked_buffer(stream, "copy", src, "source");
   check_range(stream, "copy", *target, "destination", dst_offset, bytes);
@@ -102,6 +106,7 @@ void Stream::copy(const Buffer& dst, const Buffer& src, size_t bytes, size_t dst
 void Stream::fill(const Buffer& dst, const void* pattern, size_t pattern_size, size_t bytes,
                   size_t dst_offset) {
   StreamImpl& stream = checked(impl_);
+  const detail::ErrorContext context(stream.device().info().id, "fill");
   const BufferPtr& target = checked_buffer(stream, "fill", dst, "destination");
   if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8 &&
       pattern_size != 16)
@@ -123,6 +128,7 @@ void Stream::fill(const Buffer& dst, const void* pattern, size_t pattern_size, s
 
 void Stream::host_callback(std::function<void()> fn) {
   StreamImpl& stream = checked(impl_);
+  const detail::ErrorContext context(stream.device().info().id, "host_callback");
   if (!fn)
     throw Error(ErrorCode::InvalidArgument, where(stream, "host_callback") + ": empty function");
   stream.host_callback(std::move(fn));
@@ -131,6 +137,7 @@ void Stream::host_callback(std::function<void()> fn) {
 void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
                     std::span<const KernelArg> args) {
   StreamImpl& stream = checked(impl_);
+  const detail::ErrorContext context(stream.device().info().id, "launch");
   if (!kernel) throw Error(ErrorCode::InvalidArgument, where(stream, "launch") + ": empty kernel");
   const DeviceInfo& info = stream.device().info();
   // Messages are built only on failure: launch is on the hot path.
@@ -175,6 +182,7 @@ void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
 
 void Stream::record(const Event& event) {
   StreamImpl& stream = checked(impl_);
+  const detail::ErrorContext context(stream.device().info().id, "record");
   if (!event) throw Error(ErrorCode::InvalidArgument, where(stream, "record") + ": empty event");
   if (&event.impl()->device() != &stream.device())
     throw Error(ErrorCode::InvalidArgument, where(stream, "record") + ": the event belongs to " +
@@ -190,6 +198,7 @@ Event Stream::record() {
 
 void Stream::wait(const Event& event) {
   StreamImpl& stream = checked(impl_);
+  const detail::ErrorContext context(stream.device().info().id, "wait");
   if (!event) throw Error(ErrorCode::InvalidArgument, where(stream, "wait") + ": empty event");
   EventImpl& target = *event.impl();
   auto fence = target.fence();
@@ -227,7 +236,11 @@ Device Graph::device() const {
 
 size_t Graph::node_count() const { return impl_ ? impl_->node_count() : 0; }
 
-void Stream::synchronize() { checked(impl_).synchronize(); }
+void Stream::synchronize() {
+  StreamImpl& stream = checked(impl_);
+  const detail::ErrorContext context(stream.device().info().id, "synchronize");
+  stream.synchronize();
+}
 bool Stream::query() { return checked(impl_).query(); }
 
 double timed_on_device(Stream& stream, const std::function<void()>& enqueue) {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/error_context.hpp"
 #include "hal/error.hpp"
 #include "hal/log.hpp"
 #include "hal/ops.hpp"
@@ -45,12 +46,19 @@ namespace ops {
 Tensor run_op(std::string_view op, std::vector<Tensor> inputs, Stream& stream, const OpBody& body) {
   if (op_depth > 0) return body(inputs, stream);
   DepthGuard outermost;
+  const detail::ErrorContext context(stream.device().id(), op);
+  if (!CpuFallback::allowed()) return body(inputs, stream);
   std::string refusal;
   try {
+    // A refusal here is handled by the fallback below; any other error is the caller's.
+    const detail::ErrorReportsMuted handled;
     return body(inputs, stream);
   } catch (const Error& error) {
-    if (error.code() != ErrorCode::Unsupported || !CpuFallback::allowed()) throw;
-    refusal = error.what();
+    if (error.code() != ErrorCode::Unsupported) {
+      detail::report(error);
+      throw;
+    }
+    refusal = error.message();
   }
   const Device here = stream.device();
   const Device cpu = device("cpu:0");
@@ -68,7 +76,7 @@ Tensor run_op(std::string_view op, std::vector<Tensor> inputs, Stream& stream, c
     result = body(inputs, on_cpu);
   } catch (const Error& error) {
     if (error.code() != ErrorCode::Unsupported) throw;
-    throw Error(ErrorCode::Unsupported, refusal + "; nor can cpu:0: " + error.what());
+    throw Error(ErrorCode::Unsupported, refusal + "; nor can cpu:0: " + error.message());
   }
   on_cpu.synchronize();
   return result.to(here, stream);

@@ -1,5 +1,6 @@
 #include "op_checks.hpp"
 
+#include "core/error_context.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 
@@ -43,6 +44,7 @@ int64_t wrap_axis(std::string_view op, const Tensor& x, int64_t axis) {
 
 Shape broadcast_operands(std::string_view op, const Tensor& a, const Tensor& b) {
   try {
+    const detail::ErrorReportsMuted rewrapped;  // reported below, with the op and operands
     return broadcast_shapes(a.shape(), b.shape());
   } catch (const Error& error) {
     throw Error(error.code(), std::string(op) + " of " + a.describe() + " and " + b.describe() +
