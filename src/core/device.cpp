@@ -1,5 +1,7 @@
 #include "hal/device.hpp"
 #include "core/error_context.hpp"
+#include "core/program_kernels.hpp"
+#include "embedded_kernels.hpp"
 
 #include <limits>
 
@@ -154,6 +156,31 @@ Kernel Device::compile(const KernelSource& source, const CompileOptions& options
   return Kernel(std::move(compiled.kernel),
                 compiled.from_disk_cache ? KernelOrigin::disk_cache : KernelOrigin::compiled);
 }
+
+namespace detail {
+
+Kernel compile_program(const Device& device, std::string_view program, std::string_view entry,
+                       const std::vector<std::string>& defines) {
+  DeviceImpl& impl = checked(device.impl());
+  // '\2' starts no memory_key (which starts with a language's name): the two never collide.
+  std::string key;
+  key.reserve(program.size() + entry.size() + 16 * defines.size() + 4);
+  key += '\2';
+  key += program;
+  key += '\0';
+  key += entry;
+  for (const std::string& define : defines) {
+    key += '\1';
+    key += define;
+  }
+  if (auto kernel = impl.cached_kernel(key)) return Kernel(kernel, KernelOrigin::memory_cache);
+  Kernel kernel = device.compile({std::string(entry), std::string(embedded_kernel(program))},
+                                 {.defines = defines});
+  impl.cache_kernel(key, kernel.impl());
+  return kernel;
+}
+
+}  // namespace detail
 
 void Device::clear_kernel_cache() const { checked(impl_).clear_kernel_cache(); }
 

@@ -90,8 +90,9 @@ namespace detail {
 
 ErrorContext::ErrorContext(std::string_view device, std::string_view op)
     : previous_device_(context_device), previous_op_(context_op) {
-  if (!device.empty()) context_device = device;
-  if (!op.empty()) context_op = op;
+  // The outermost call names the error: the op the user called, not the launch inside it.
+  if (context_device.empty()) context_device = device;
+  if (context_op.empty()) context_op = op;
 }
 
 ErrorContext::~ErrorContext() {

@@ -10,8 +10,8 @@
 
 namespace hal::detail {
 
-// While alive, errors raised on this thread name `device` and `op` unless an inner context
-// names its own. Nests.
+// While alive, errors raised on this thread name `device` and `op`, unless an outer context
+// named them first (the API call the user made wins over the calls inside it). Nests.
 class ErrorContext {
  public:
   ErrorContext(std::string_view device, std::string_view op);

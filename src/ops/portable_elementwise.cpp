@@ -2,8 +2,8 @@
 // kernels/ops/elementwise.kernel, compiled once per op and dtype (the device's kernel caches keep
 // them), flat where every operand is contiguous and strided otherwise.
 
+#include "core/program_kernels.hpp"
 #include "elementwise.hpp"
-#include "embedded_kernels.hpp"
 #include "hal/error.hpp"
 #include "portable_defines.hpp"
 
@@ -12,8 +12,7 @@ namespace {
 
 Kernel compile(const Device& device, std::string_view entry, std::vector<std::string> defines,
                std::string_view file = "ops/elementwise") {
-  return device.compile({std::string(entry), std::string(embedded_kernel(file))},
-                        {.defines = std::move(defines)});
+  return detail::compile_program(device, file, entry, defines);
 }
 
 // The layout's sizes and then each operand's strides, padded to kMaxDims at the front.

@@ -2,8 +2,8 @@
 // compiled once per op, dtype and work-group size.
 #include <algorithm>
 
+#include "core/program_kernels.hpp"
 #include "elementwise.hpp"
-#include "embedded_kernels.hpp"
 #include "hal/error.hpp"
 #include "portable_defines.hpp"
 #include "reduce.hpp"
@@ -38,8 +38,8 @@ void portable_reduce(Reduce op, const Tensor& x, const Tensor& out, const Reduce
                     ": more than the portable kernels' " + std::to_string(kMaxDims) +
                     " separate kept or reduced dimensions; call contiguous() first");
   const uint32_t group = group_size(x.device());
-  const Kernel kernel = x.device().compile({"reduce", std::string(embedded_kernel("ops/reduce"))},
-                                           {.defines = reduce_defines(op, x.dtype(), group)});
+  const Kernel kernel = detail::compile_program(x.device(), "ops/reduce", "reduce",
+                                                reduce_defines(op, x.dtype(), group));
   std::vector<KernelArg> args{out.storage(), x.storage(), static_cast<uint64_t>(layout.offset),
                               static_cast<uint64_t>(layout.count)};
   append_dims(layout.kept, layout.kept_strides, args);

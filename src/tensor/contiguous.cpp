@@ -4,7 +4,7 @@
 #include <cstring>
 #include <memory>
 
-#include "embedded_kernels.hpp"
+#include "core/program_kernels.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
 #include "strided_walk.hpp"
@@ -49,8 +49,8 @@ void gather_with_kernel(const Tensor& in, const Tensor& out, Shape shape, Shape 
                         Stream& stream) {
   const Device device = in.device();
   const Kernel kernel =
-      device.compile({"strided_copy", std::string(embedded_kernel("tensor/strided_copy"))},
-                     {.defines = {std::string("ELEMENT=") + unsigned_type(in.element_size())}});
+      detail::compile_program(device, "tensor/strided_copy", "strided_copy",
+                              {std::string("ELEMENT=") + unsigned_type(in.element_size())});
   // Leading size-1 dimensions pad the view to the kernel's six.
   shape.insert(shape.begin(), kMaxKernelDims - shape.size(), 1);
   strides.insert(strides.begin(), kMaxKernelDims - strides.size(), 0);

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <memory>
 
-#include "embedded_kernels.hpp"
+#include "core/program_kernels.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
 #include "philox.hpp"
@@ -64,12 +64,10 @@ void on_host_threads(Distribution distribution, uint64_t seed, T a, T b, const T
 template <class T>
 void with_kernel(Distribution distribution, uint64_t seed, T a, T b, const Tensor& out,
                  uint64_t blocks, Stream& stream) {
-  CompileOptions options;
-  if constexpr (std::is_same_v<T, double>) options.defines.emplace_back("OUT_F64");
-  const std::string name =
-      distribution == Distribution::uniform ? "random_uniform" : "random_normal";
-  const Kernel kernel =
-      out.device().compile({name, std::string(embedded_kernel("tensor/random"))}, options);
+  std::vector<std::string> defines;
+  if constexpr (std::is_same_v<T, double>) defines.emplace_back("OUT_F64");
+  const char* name = distribution == Distribution::uniform ? "random_uniform" : "random_normal";
+  const Kernel kernel = detail::compile_program(out.device(), "tensor/random", name, defines);
   stream.launch(kernel, LaunchConfig::linear(blocks),
                 {out.storage(), static_cast<uint64_t>(out.numel()), static_cast<uint32_t>(seed),
                  static_cast<uint32_t>(seed >> 32), a, b});

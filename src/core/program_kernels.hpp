@@ -1,0 +1,19 @@
+// hal's own programs (kernels/**.kernel, embedded in the library) compiled for a device. The
+// device keeps each by (program, entry, defines): a key of a few dozen bytes, where
+// Device::compile's key for any source holds the whole source text, which the ops would copy
+// and hash on every call.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hal/device.hpp"
+
+namespace hal::detail {
+
+// `program` is a name embedded_kernel knows ("ops/elementwise").
+Kernel compile_program(const Device& device, std::string_view program, std::string_view entry,
+                       const std::vector<std::string>& defines);
+
+}  // namespace hal::detail
