@@ -2,6 +2,7 @@
 // so they run wherever those do, with their checks. Each subtracts the maximum or the mean
 // first, for stability.
 #include <algorithm>
+#include <cmath>
 
 #include "fallback.hpp"
 #include "hal/error.hpp"
@@ -61,6 +62,14 @@ std::vector<int64_t> normalized_axes(std::string_view op, const Tensor& x,
   return axes;
 }
 
+// eps keeps the square root's argument above 0: a negative, NaN or infinite one turns finite
+// input into NaN or zeros.
+void check_eps(std::string_view op, const Tensor& x, double eps) {
+  if (!(eps >= 0 && std::isfinite(eps)))
+    throw Error(ErrorCode::InvalidArgument, std::string(op) + " of " + x.describe() + ": eps " +
+                                                std::to_string(eps) + " is not finite and >= 0");
+}
+
 Tensor as_f32(const Tensor& t, Stream& stream) {
   return t.defined() ? cast(t, DType::f32, stream) : t;
 }
@@ -74,6 +83,7 @@ Tensor scale_and_shift(Tensor y, const Tensor& weight, const Tensor& bias, Strea
 Tensor layer_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                      const Tensor& bias, double eps, Stream& stream) {
   const auto axes = normalized_axes("layer_norm", x, normalized_shape, weight, bias, stream);
+  check_eps("layer_norm", x, eps);
   if (is_half(x.dtype()))
     return cast(layer_norm_of(as_f32(x, stream), normalized_shape, as_f32(weight, stream),
                               as_f32(bias, stream), eps, stream),
@@ -88,6 +98,7 @@ Tensor layer_norm_of(const Tensor& x, const Shape& normalized_shape, const Tenso
 Tensor rms_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps,
                    Stream& stream) {
   const auto axes = normalized_axes("rms_norm", x, normalized_shape, weight, Tensor(), stream);
+  check_eps("rms_norm", x, eps);
   if (is_half(x.dtype()))
     return cast(
         rms_norm_of(as_f32(x, stream), normalized_shape, as_f32(weight, stream), eps, stream),
