@@ -104,10 +104,12 @@ int64_t Tensor::size(int64_t dim) const {
 }
 
 bool Tensor::is_contiguous() const {
+  // No elements: nothing to gather, whatever the strides (which no bounds check limited, so
+  // arithmetic on them could overflow).
+  if (std::find(shape_.begin(), shape_.end(), 0) != shape_.end()) return true;
   int64_t expected = 1;
   for (size_t i = shape_.size(); i-- > 0;) {
     if (shape_[i] == 1) continue;  // any stride walks a single element
-    if (shape_[i] == 0) return true;
     if (strides_[i] != expected) return false;
     expected *= shape_[i];
   }

@@ -84,6 +84,17 @@ std::optional<Shape> view_strides(const Shape& shape, const Shape& strides, cons
   return out;
 }
 
+// `make`'s result, with `what` (the operation and its operands) before the message of any
+// error it throws: the checks of a new shape and its strides name only those.
+template <class Make>
+auto naming(const std::function<std::string()>& what, const Make& make) {
+  try {
+    return make();
+  } catch (const Error& error) {
+    throw Error(error.code(), what() + ": " + error.message());
+  }
+}
+
 }  // namespace
 
 Tensor Tensor::reshape(const Shape& shape) const {
@@ -91,7 +102,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
     return "reshape of " + describe() + " to " + to_string(shape);
   };
   const Shape to = infer_size(shape, numel(), what);
-  const std::optional<Shape> strides = view_strides(shape_, strides_, to);
+  const std::optional<Shape> strides =
+      naming(what, [&] { return view_strides(shape_, strides_, to); });
   if (!strides)
     throw Error(ErrorCode::InvalidArgument,
                 what() + ": the strides " + to_string(strides_) +
@@ -143,15 +155,10 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   Shape shape = shape_, strides = strides_;
   // Rounded up without adding step - 1 first, which overflows for a step near INT64_MAX.
   shape[d] = last > first ? (last - first - 1) / step + 1 : 0;
-  // One element or none: any stride addresses it, and stride * step may not fit in int64.
-  if (shape[d] > 1) {
-    const auto stride = detail::checked_mul(strides_[d], step);
-    if (!stride)
-      throw Error(ErrorCode::InvalidArgument, "slice of " + describe() + " with step " +
-                                                  std::to_string(step) +
-                                                  ": the new stride overflows int64");
-    strides[d] = *stride;
-  }
+  // With two elements or more along d, step < size, so stride * step lies within the extent the
+  // view reaches already; it can overflow only where the view has no elements, and for those,
+  // as for one element along d, any stride will do.
+  if (shape[d] > 1) strides[d] = detail::checked_mul(strides_[d], step).value_or(strides_[d]);
   // A view with elements lies inside the storage, so its offset fits; an empty one keeps its own.
   const int64_t offset = hal::numel(shape) > 0 ? offset_ + first * strides_[d] : offset_;
   return Tensor(storage_, dtype_, std::move(shape), std::move(strides), offset);
@@ -186,7 +193,10 @@ Tensor Tensor::expand(const Shape& shape) const {
                                                   ", which only a size of 1 may be expanded from");
     }
   }
-  return Tensor(storage_, dtype_, std::move(out_shape), std::move(out_strides), offset_);
+  // Too many elements, or bytes, to count is refused by the constructor.
+  return naming(what, [&] {
+    return Tensor(storage_, dtype_, std::move(out_shape), std::move(out_strides), offset_);
+  });
 }
 
 Tensor Tensor::squeeze(int64_t dim) const {

@@ -31,7 +31,8 @@ TEST(TensorLimits, ElementCountsPastInt64AreRefused) {
         one.expand({int64_t{1} << 31, int64_t{1} << 31, int64_t{1} << 31});
       },
       ErrorCode::InvalidArgument,
-      {"shape [2147483648, 2147483648, 2147483648]", "more elements than int64"});
+      {"expand of f32[1] on cpu:0", "shape [2147483648, 2147483648, 2147483648]",
+       "more elements than int64"});
   expect_error(
       [&] {
         numel({kMax, 2});
@@ -53,7 +54,8 @@ TEST(TensorLimits, ByteCountsPastInt64AreRefusedBeforeAllocating) {
       [&] {
         one.expand({int64_t{1} << 31, int64_t{1} << 31});
       },
-      ErrorCode::InvalidArgument, {"f32[2147483648, 2147483648]", "more bytes"});
+      ErrorCode::InvalidArgument,
+      {"expand of f32[1]", "f32[2147483648, 2147483648]", "more bytes"});
 }
 
 TEST(TensorLimits, RowMajorStridesPastInt64AreRefused) {
@@ -63,6 +65,12 @@ TEST(TensorLimits, RowMajorStridesPastInt64AreRefused) {
       },
       ErrorCode::InvalidArgument,
       {"shape [0, 4611686018427387904, 4611686018427387904]", "strides overflow int64"});
+  const Tensor none = empty({0}, DType::f32, cpu());
+  expect_error(
+      [&] {
+        none.reshape({0, int64_t{1} << 62, int64_t{1} << 62});
+      },
+      ErrorCode::InvalidArgument, {"reshape of f32[0] on cpu:0", "strides overflow int64"});
 }
 
 TEST(TensorLimits, AFurthestElementPastInt64IsRefused) {
@@ -77,6 +85,15 @@ TEST(TensorLimits, AFurthestElementPastInt64IsRefused) {
   // Within int64 but past the buffer: as before, OutOfRange.
   expect_error([&] { Tensor(buffer, DType::f32, {2}, {int64_t{1} << 40}); }, ErrorCode::OutOfRange,
                {"reaches element 1099511627776", "16 elements"});
+}
+
+TEST(TensorLimits, AViewWithoutElementsIsContiguousWhateverItsStrides) {
+  const Buffer buffer = cpu().allocate(64);
+  const Tensor none(buffer, DType::f32, {0, 2}, {5, int64_t{1} << 62});
+  EXPECT_TRUE(none.is_contiguous());
+  Stream stream = cpu().create_stream();
+  EXPECT_EQ(none.contiguous(stream).storage().impl(), buffer.impl());  // nothing to gather
+  EXPECT_TRUE(none.to_vector<float>(stream).empty());
 }
 
 TEST(TensorLimits, ArangeCountsPastInt64AreRefused) {
@@ -98,6 +115,9 @@ TEST(TensorLimits, SliceWithExtremeBoundsAndStepCountsLikePython) {
   EXPECT_EQ(last.offset(), 21);
   EXPECT_EQ(t.slice(0, 3, kMin, 2).shape(), (Shape{0, 3}));
   EXPECT_EQ(t.slice(0, 1, 8, 4).shape(), (Shape{2, 3}));  // rows 1 and 5
+  // Without elements, strides are unchecked: one times the step may overflow, and does no harm.
+  const Tensor none(cpu().allocate(64), DType::f32, {0, 8}, {1, int64_t{1} << 62});
+  EXPECT_EQ(none.slice(1, 0, 8, 2).shape(), (Shape{0, 4}));
 }
 
 TEST(TensorLimits, DTypesThatAreNotHalsAreRefused) {
