@@ -71,7 +71,10 @@ struct MemoryPressureEvent {
   uint64_t limit_bytes = 0;  // the limit, or the device's total memory when none is set
 };
 
-// Called outside the allocator's lock, on the thread whose allocation crossed the threshold.
+// Called outside the allocator's lock, on the thread whose allocation crossed the threshold,
+// once that allocation is complete. A callback may allocate, free, or remove itself or others; a
+// removed callback is not called again, even for a second threshold the same allocation crossed.
+// What it throws is caught and logged at error level: the allocation stands.
 using MemoryPressureCallback = std::function<void(const MemoryPressureEvent&)>;
 
 struct AllocatorConfig {

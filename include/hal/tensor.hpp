@@ -28,7 +28,8 @@ using Shape = std::vector<int64_t>;
 
 // "[2, 3, 4]".
 std::string to_string(const Shape& shape);
-// The product of the sizes (1 for a 0-d shape); InvalidArgument for a negative size.
+// The product of the sizes (1 for a 0-d shape); InvalidArgument for a negative size or a
+// product past INT64_MAX.
 int64_t numel(const Shape& shape);
 
 // The dtype of a C++ element type, for typed creation and read-back.
@@ -55,8 +56,10 @@ constexpr DType dtype_of() {
 class Tensor {
  public:
   Tensor() = default;  // undefined: no storage
-  // A view of `storage`: throws InvalidArgument when the elements it reaches do not lie inside
-  // the buffer, or for negative sizes. Empty `strides` means contiguous (row-major).
+  // A view of `storage`. Throws OutOfRange when the elements it reaches do not lie inside the
+  // buffer, and InvalidArgument for a dtype that is not one of hal's, negative sizes, strides or
+  // offset, or when its element count, its bytes or its furthest element overflow int64.
+  // Empty `strides` means contiguous (row-major).
   Tensor(Buffer storage, DType dtype, Shape shape, Shape strides = {}, int64_t offset = 0);
 
   DType dtype() const { return dtype_; }
@@ -67,7 +70,8 @@ class Tensor {
   int64_t size(int64_t dim) const;  // of one dimension
   int64_t numel() const;
   size_t element_size() const { return size_of(dtype_); }
-  // Bytes of the elements themselves: numel() * element_size().
+  // Bytes of the elements themselves: numel() * element_size(), which the constructor checked
+  // fits in int64.
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
   const Buffer& storage() const { return storage_; }
   Device device() const;

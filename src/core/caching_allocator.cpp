@@ -38,11 +38,10 @@ class CachingAllocator::PooledBuffer final : public BufferImpl {
   Block* block_;
 };
 
+// Pressure events to deliver once the lock is released, by callback id: a callback removed
+// meanwhile (by an earlier call of the same batch, say) is skipped.
 struct CachingAllocator::Pending {
-  std::vector<std::pair<MemoryPressureCallback, MemoryPressureEvent>> calls;
-  void run() {
-    for (auto& [callback, event] : calls) callback(event);
-  }
+  std::vector<std::pair<uint64_t, MemoryPressureEvent>> calls;
 };
 
 bool CachingAllocator::BlockOrder::operator()(const Block* a, const Block* b) const {
@@ -124,13 +123,42 @@ BufferPtr CachingAllocator::allocate_once(size_t bytes) {
     add(stats_.requested_bytes, bytes);
     update_pressure(pending);
   }
-  pending.run();
+  BufferPtr buffer;
   try {
-    return std::make_shared<PooledBuffer>(shared_from_this(), block, bytes);
+    buffer = std::make_shared<PooledBuffer>(shared_from_this(), block, bytes);
   } catch (...) {
     release(block);
     throw;
   }
+  // Only now that the buffer owns its block: a callback that throws cannot leak it.
+  notify(pending);
+  return buffer;
+}
+
+void CachingAllocator::notify(const Pending& pending) {
+  for (const auto& [id, event] : pending.calls) {
+    std::shared_ptr<const MemoryPressureCallback> callback;
+    {
+      std::lock_guard lock(mutex_);
+      auto found = callbacks_.find(id);
+      if (found == callbacks_.end()) continue;
+      callback = found->second;
+    }
+    // The allocation has succeeded; a failing observer must not turn it into an error.
+    try {
+      (*callback)(event);
+    } catch (const std::exception& error) {
+      log_callback_failure(id, error.what());
+    } catch (...) {
+      log_callback_failure(id, "an exception that is not a std::exception");
+    }
+  }
+}
+
+void CachingAllocator::log_callback_failure(uint64_t id, std::string_view what) const {
+  log(LogLevel::error, "memory pressure callback " + std::to_string(id) + " on " +
+                           device_.info().id + " (" + std::string(to_string(kind_)) +
+                           " memory) threw, and the allocation went ahead: " + std::string(what));
 }
 
 CachingAllocator::Block* CachingAllocator::take_free_block(FreeBlocks& pool, size_t size) {
@@ -231,7 +259,6 @@ CachingAllocator::Block* CachingAllocator::split(Block* block, size_t size, Free
 }
 
 void CachingAllocator::release(Block* block) {
-  Pending pending;
   {
     std::lock_guard lock(mutex_);
     ++stats_.num_frees;
@@ -310,7 +337,7 @@ void CachingAllocator::update_pressure(Pending& pending) {
     MemoryPressureEvent event{device_.info().id, kind_,
                               crossed == 2 ? MemoryPressure::critical : MemoryPressure::warning,
                               stats_.reserved_bytes.current, pressure_limit()};
-    for (auto& [id, callback] : callbacks_) pending.calls.emplace_back(callback, event);
+    for (const auto& [id, callback] : callbacks_) pending.calls.emplace_back(id, event);
   }
   pressure_level_ = level;
 }
@@ -401,7 +428,8 @@ void CachingAllocator::configure(const AllocatorConfig& config) {
 uint64_t CachingAllocator::add_pressure_callback(MemoryPressureCallback callback) {
   if (!callback) throw Error(ErrorCode::InvalidArgument, "memory pressure callback is empty");
   std::lock_guard lock(mutex_);
-  callbacks_.emplace(next_callback_id_, std::move(callback));
+  callbacks_.emplace(next_callback_id_,
+                     std::make_shared<const MemoryPressureCallback>(std::move(callback)));
   return next_callback_id_++;
 }
 

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <vector>
 
 #include "hal/allocator.hpp"
@@ -96,6 +97,9 @@ class CachingAllocator final : public Allocator,
   size_t release_cached();    // returns bytes released; lock held
   size_t release_segments();  // the same without touching the device
   void update_pressure(Pending& pending);
+  // Calls the pending callbacks still registered, without the lock; logs what they throw.
+  void notify(const Pending& pending);
+  void log_callback_failure(uint64_t id, std::string_view what) const;
   uint64_t pressure_limit() const;     // the limit, or the device's memory when none is set
   int current_pressure_level() const;  // 0 below warning, 1 from warning, 2 from critical
   [[noreturn]] void throw_out_of_memory(size_t bytes, size_t segment_bytes, const std::string& why);
@@ -113,7 +117,8 @@ class CachingAllocator final : public Allocator,
   size_t last_large_segment_ = 0;
   bool initial_reserve_made_ = false;  // re-armed when the configured reserve changes
   int pressure_level_ = 0;             // 0 none, 1 warning, 2 critical: each fires once per rise
-  std::map<uint64_t, MemoryPressureCallback> callbacks_;
+  // Shared, so that a call runs outside the lock while the callback may be removed.
+  std::map<uint64_t, std::shared_ptr<const MemoryPressureCallback>> callbacks_;
   std::vector<Hold> holds_;
   std::atomic<size_t> hold_count_{0};  // holds_.size(), read without the lock
   uint64_t next_callback_id_ = 1;

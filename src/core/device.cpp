@@ -18,6 +18,20 @@ DeviceImpl& checked(const std::shared_ptr<DeviceImpl>& impl) {
   return *impl;
 }
 
+// The allocator for `kind`; a MemoryKind cast from any other number would index past them.
+detail::CachingAllocator& allocator_of(DeviceImpl& device, MemoryKind kind, const char* operation) {
+  switch (kind) {
+    case MemoryKind::device:
+    case MemoryKind::pinned_host:
+    case MemoryKind::unified:
+      return device.caching_allocator(kind);
+  }
+  throw Error(ErrorCode::InvalidArgument,
+              std::string(operation) + " on " + device.info().id + ": memory kind " +
+                  std::to_string(static_cast<int>(kind)) +
+                  " is not one of hal's (device, pinned_host, unified)");
+}
+
 // Everything that changes the compiled result, separated by characters no part contains.
 std::string memory_key(const KernelSource& source, const CompileOptions& options) {
   std::string key;
@@ -50,6 +64,7 @@ Buffer Device::allocate(size_t bytes, MemoryKind kind, AllocationMode mode) cons
   if (bytes == 0)
     throw Error(ErrorCode::InvalidArgument,
                 "allocate on " + id + ": size is 0 bytes; ask for at least 1");
+  detail::CachingAllocator& allocator = allocator_of(device, kind, "allocate");
   if (!device.supports(kind))
     throw Error(ErrorCode::InvalidArgument, "allocate on " + id + ": the device has no " +
                                                 std::string(to_string(kind)) + " memory");
@@ -63,29 +78,34 @@ Buffer Device::allocate(size_t bytes, MemoryKind kind, AllocationMode mode) cons
                     format_bytes(device.info().memory_total.bytes) + ", free " +
                     format_bytes(free.bytes));
   }
+  if (mode != AllocationMode::cached && mode != AllocationMode::direct)
+    throw Error(ErrorCode::InvalidArgument, "allocate on " + id + ": allocation mode " +
+                                                std::to_string(static_cast<int>(mode)) +
+                                                " is neither cached nor direct");
   if (mode == AllocationMode::direct) return Buffer(device.allocate(bytes, kind));
-  return device.caching_allocator(kind).allocate(bytes);
+  return allocator.allocate(bytes);
 }
 
 Allocator& Device::allocator(MemoryKind kind) const {
   DeviceImpl& device = checked(impl_);
+  detail::CachingAllocator& allocator = allocator_of(device, kind, "allocator");
   if (!device.supports(kind))
     throw Error(ErrorCode::InvalidArgument, "allocator of " + device.info().id +
                                                 ": the device has no " +
                                                 std::string(to_string(kind)) + " memory");
-  return device.caching_allocator(kind);
+  return allocator;
 }
 
 MemoryStats Device::memory_stats(MemoryKind kind) const {
-  return checked(impl_).caching_allocator(kind).stats();
+  return allocator_of(checked(impl_), kind, "memory_stats").stats();
 }
 
 void Device::reset_peak_memory_stats(MemoryKind kind) const {
-  checked(impl_).caching_allocator(kind).reset_peak_stats();
+  allocator_of(checked(impl_), kind, "reset_peak_memory_stats").reset_peak_stats();
 }
 
 MemorySnapshot Device::memory_snapshot(MemoryKind kind) const {
-  return checked(impl_).caching_allocator(kind).snapshot();
+  return allocator_of(checked(impl_), kind, "memory_snapshot").snapshot();
 }
 
 void Device::set_memory_limit(uint64_t bytes) const {
@@ -106,11 +126,11 @@ void Device::set_memory_limit_fraction(double fraction) const {
 }
 
 AllocatorConfig Device::allocator_config(MemoryKind kind) const {
-  return checked(impl_).caching_allocator(kind).config();
+  return allocator_of(checked(impl_), kind, "allocator_config").config();
 }
 
 void Device::configure_allocator(const AllocatorConfig& config, MemoryKind kind) const {
-  checked(impl_).caching_allocator(kind).configure(config);
+  allocator_of(checked(impl_), kind, "configure_allocator").configure(config);
 }
 
 void Device::empty_cache() const {
@@ -121,11 +141,13 @@ void Device::empty_cache() const {
 
 uint64_t Device::add_memory_pressure_callback(MemoryPressureCallback callback,
                                               MemoryKind kind) const {
-  return checked(impl_).caching_allocator(kind).add_pressure_callback(std::move(callback));
+  return allocator_of(checked(impl_), kind, "add_memory_pressure_callback")
+      .add_pressure_callback(std::move(callback));
 }
 
 void Device::remove_memory_pressure_callback(uint64_t id, MemoryKind kind) const {
-  checked(impl_).caching_allocator(kind).remove_pressure_callback(id);
+  allocator_of(checked(impl_), kind, "remove_memory_pressure_callback")
+      .remove_pressure_callback(id);
 }
 
 Stream Device::create_stream() const {

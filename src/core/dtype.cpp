@@ -32,6 +32,12 @@ std::optional<DType> parse_dtype(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+bool is_valid(DType dtype) noexcept {
+  for (DType known : kAllDTypes)
+    if (dtype == known) return true;
+  return false;
+}
+
 size_t size_of(DType dtype) noexcept {
   switch (dtype) {
     case DType::f64:

@@ -82,7 +82,7 @@ Tensor cast_of(const Tensor& x, DType dtype, Stream& stream) {
   const OpDescriptor& desc = cast_descriptor();
   check_defined(desc.name, x);
   check_stream(desc.name, x, stream);
-  check_dtype(desc.name, dtype);
+  check_dtype(desc.name, x, dtype);
   if (x.dtype() == dtype) return x.contiguous(stream);
   // One kernel converts both ways: it must take the source and the target dtype.
   const OpPlan from = plan_or_throw(desc, x.dtype(), {&x});

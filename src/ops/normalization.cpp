@@ -20,11 +20,12 @@ DType compute_dtype(std::string_view op, const Tensor& x) {
   return plan_or_throw(descriptor(op), x.dtype(), {&x}).compute;
 }
 
+// eps keeps the square root's argument above 0: a negative, NaN or infinite one turns finite
+// input into NaN or zeros.
 void check_eps(std::string_view op, const Tensor& x, double eps) {
-  if (!(eps >= 0) || !std::isfinite(eps))
+  if (!(eps >= 0 && std::isfinite(eps)))
     throw Error(ErrorCode::InvalidArgument, std::string(op) + " of " + x.describe() + ": eps " +
-                                                std::to_string(eps) +
-                                                " must be finite and not negative");
+                                                std::to_string(eps) + " is not finite and >= 0");
 }
 
 Tensor softmax_of(const Tensor& x, int64_t axis, bool logarithm, Stream& stream) {

@@ -52,12 +52,12 @@ Shape broadcast_operands(std::string_view op, const Tensor& a, const Tensor& b) 
   }
 }
 
-void check_dtype(std::string_view op, DType dtype) {
-  for (DType known : kAllDTypes)
-    if (dtype == known) return;
+void check_dtype(std::string_view op, const Tensor& x, DType dtype) {
+  if (is_valid(dtype)) return;
   throw Error(ErrorCode::InvalidArgument,
-              std::string(op) + " to dtype " + std::to_string(static_cast<int>(dtype)) +
-                  ": not a dtype (f32, f16, bf16, f64, i8, u8, i32, i64 or bool)");
+              std::string(op) + " of " + x.describe() + ": dtype " +
+                  std::to_string(static_cast<int>(dtype)) +
+                  " is not one of hal's dtypes (f32, f16, bf16, f64, i8, u8, i32, i64, bool)");
 }
 
 bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }

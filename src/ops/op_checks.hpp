@@ -20,7 +20,7 @@ int64_t wrap_axis(std::string_view op, const Tensor& x, int64_t axis);
 // The shape a and b broadcast to; InvalidArgument naming the op and both operands otherwise.
 Shape broadcast_operands(std::string_view op, const Tensor& a, const Tensor& b);
 // InvalidArgument for a value outside DType's enumerators.
-void check_dtype(std::string_view op, DType dtype);
+void check_dtype(std::string_view op, const Tensor& x, DType dtype);
 
 bool is_half(DType dtype);  // f16, bf16: ops without kernels for them compute them in f32
 

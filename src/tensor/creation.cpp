@@ -2,8 +2,10 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <sstream>
 
 #include "element_codec.hpp"
+#include "extent.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
 
@@ -22,13 +24,15 @@ void upload(Stream& stream, const Buffer& dst, std::vector<unsigned char> bytes)
 }  // namespace
 
 Tensor empty(const Shape& shape, DType dtype, const Device& device) {
-  const int64_t count = numel(shape);
+  tensor::check_dtype(dtype, "empty of " + to_string(shape));
   // A tensor without elements still has storage (of one element), so that it has a device.
-  const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * size_of(dtype);
-  return Tensor(device.allocate(bytes), dtype, shape);
+  const auto bytes =
+      std::max<int64_t>(tensor::byte_count(shape, dtype), static_cast<int64_t>(size_of(dtype)));
+  return Tensor(device.allocate(static_cast<size_t>(bytes)), dtype, shape);
 }
 
 Tensor full(const Shape& shape, double value, DType dtype, Stream& stream) {
+  tensor::check_dtype(dtype, "full of " + to_string(shape));
   unsigned char pattern[8];
   tensor::encode(value, dtype, pattern, "full");
   Tensor out = empty(shape, dtype, stream.device());
@@ -43,14 +47,23 @@ Tensor arange(double start, double end, double step, DType dtype, Stream& stream
     throw Error(ErrorCode::InvalidArgument, what +
                                                 ": the bounds and step must be finite and "
                                                 "the step non-zero");
+  tensor::check_dtype(dtype, what);
   const double span = std::ceil((end - start) / step);
+  // A larger count (or an infinite one, from a finite but tiny step) is no int64.
+  if (!(span < 0x1p63)) {
+    std::ostringstream elements;
+    elements << span;
+    throw Error(ErrorCode::InvalidArgument,
+                what + ": its " + elements.str() + " elements are more than int64 can count");
+  }
   const auto count = static_cast<int64_t>(std::max(span, 0.0));
+  // Made first: its checks and allocation come before the host copy of that size.
+  Tensor out = empty({count}, dtype, stream.device());
   const size_t element = size_of(dtype);
-  std::vector<unsigned char> bytes(static_cast<size_t>(count) * element);
+  std::vector<unsigned char> bytes(out.nbytes());
   for (int64_t i = 0; i < count; ++i)
     tensor::encode(start + static_cast<double>(i) * step, dtype,
                    bytes.data() + static_cast<size_t>(i) * element, "arange");
-  Tensor out = empty({count}, dtype, stream.device());
   upload(stream, out.storage(), std::move(bytes));
   return out;
 }

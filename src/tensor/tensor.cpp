@@ -1,9 +1,12 @@
 // Tensor's metadata, checks and copies; views are in views.cpp, creation in creation.cpp.
 #include "hal/tensor.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
+#include "checked_math.hpp"
+#include "extent.hpp"
 #include "hal/error.hpp"
 #include "strided_walk.hpp"
 
@@ -16,11 +19,18 @@ std::string to_string(const Shape& shape) {
 }
 
 int64_t numel(const Shape& shape) {
-  int64_t count = 1;
-  for (int64_t size : shape) {
+  for (int64_t size : shape)
     if (size < 0)
       throw Error(ErrorCode::InvalidArgument, "shape " + to_string(shape) + " has a negative size");
-    count *= size;
+  // No elements, however large the other sizes are.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
+  int64_t count = 1;
+  for (int64_t size : shape) {
+    const auto product = detail::checked_mul(count, size);
+    if (!product)
+      throw Error(ErrorCode::InvalidArgument,
+                  "shape " + to_string(shape) + " has more elements than int64 can count");
+    count = *product;
   }
   return count;
 }
@@ -37,7 +47,12 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t stride = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= std::max<int64_t>(shape[i], 1);
+    if (i == 0) break;  // the outermost size multiplies no stride
+    const auto next = detail::checked_mul(stride, std::max<int64_t>(shape[i], 1));
+    if (!next)
+      throw Error(ErrorCode::InvalidArgument,
+                  "shape " + to_string(shape) + ": its row-major strides overflow int64");
+    stride = *next;
   }
   return strides;
 }
@@ -57,21 +72,27 @@ Tensor::Tensor(Buffer storage, DType dtype, Shape shape, Shape strides, int64_t 
     throw Error(ErrorCode::InvalidArgument, what() + ": " + std::to_string(strides_.size()) +
                                                 " strides " + to_string(strides_) + " for " +
                                                 std::to_string(shape_.size()) + " dimensions");
-  const int64_t count = hal::numel(shape_);
+  tensor::check_dtype(dtype_, what());
   if (offset_ < 0) throw Error(ErrorCode::InvalidArgument, what() + ": negative offset");
-  int64_t last = offset_;  // the furthest element reached
-  for (size_t i = 0; i < shape_.size(); ++i) {
-    if (strides_[i] < 0)
+  for (int64_t stride : strides_)
+    if (stride < 0)
       throw Error(ErrorCode::InvalidArgument,
-                  what() + ": negative stride " + std::to_string(strides_[i]));
-    if (shape_[i] > 0) last += strides_[i] * (shape_[i] - 1);
-  }
+                  what() + ": negative stride " + std::to_string(stride));
+  // Also checks that the elements, and their bytes (nbytes()), can be counted.
+  if (tensor::byte_count(shape_, dtype_) == 0) return;  // no element is reached
+  const int64_t last = tensor::furthest_element(shape_, strides_, offset_);
+  const auto where = [&] {
+    return what() + " with strides " + to_string(strides_) + " and offset " +
+           std::to_string(offset_);
+  };
+  if (last < 0)
+    throw Error(ErrorCode::InvalidArgument,
+                where() + ": the index of its furthest element overflows int64");
   const auto capacity = static_cast<int64_t>(storage_.size() / element_size());
-  if (count > 0 && last >= capacity)
-    throw Error(ErrorCode::OutOfRange,
-                what() + " with strides " + to_string(strides_) + " and offset " +
-                    std::to_string(offset_) + " reaches element " + std::to_string(last) +
-                    ", past the " + std::to_string(capacity) + " elements of its storage");
+  if (last >= capacity)
+    throw Error(ErrorCode::OutOfRange, where() + " reaches element " + std::to_string(last) +
+                                           ", past the " + std::to_string(capacity) +
+                                           " elements of its storage");
 }
 
 int64_t Tensor::numel() const { return hal::numel(shape_); }
@@ -83,10 +104,12 @@ int64_t Tensor::size(int64_t dim) const {
 }
 
 bool Tensor::is_contiguous() const {
+  // No elements: nothing to gather, whatever the strides (which no bounds check limited, so
+  // arithmetic on them could overflow).
+  if (std::find(shape_.begin(), shape_.end(), 0) != shape_.end()) return true;
   int64_t expected = 1;
   for (size_t i = shape_.size(); i-- > 0;) {
     if (shape_[i] == 1) continue;  // any stride walks a single element
-    if (shape_[i] == 0) return true;
     if (strides_[i] != expected) return false;
     expected *= shape_[i];
   }
@@ -141,8 +164,8 @@ void Tensor::copy_to_host(void* dst, Stream& stream) const {
   }
   // Strided: bring the span of storage the view reaches to the host, then gather from it in
   // row-major order once the copy has run.
-  int64_t span = 1;
-  for (size_t i = 0; i < shape_.size(); ++i) span += strides_[i] * (shape_[i] - 1);
+  // The constructor checked that this extent fits in the storage.
+  const int64_t span = tensor::furthest_element(shape_, strides_, offset_) - offset_ + 1;
   auto staging = std::make_shared<std::vector<unsigned char>>(static_cast<size_t>(span) * element);
   stream.copy_to_host(staging->data(), storage_, staging->size(),
                       static_cast<size_t>(offset_) * element);

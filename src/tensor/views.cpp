@@ -4,6 +4,7 @@
 #include <numeric>
 #include <optional>
 
+#include "checked_math.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
 
@@ -22,7 +23,12 @@ Shape infer_size(Shape shape, int64_t count, const std::function<std::string()>&
       throw Error(ErrorCode::InvalidArgument,
                   what() + ": negative size " + std::to_string(shape[i]));
     } else {
-      known *= shape[i];
+      const auto product = detail::checked_mul(known, shape[i]);
+      if (!product)
+        throw Error(ErrorCode::InvalidArgument, what() +
+                                                    ": the new shape has more elements "
+                                                    "than int64 can count");
+      known = *product;
     }
   }
   if (unknown >= 0) {
@@ -49,15 +55,20 @@ std::optional<Shape> view_strides(const Shape& shape, const Shape& strides, cons
   int64_t view_d = static_cast<int64_t>(to.size()) - 1;
   int64_t chunk_stride = strides.empty() ? 1 : strides.back();
   int64_t tensor_elements = 1, view_elements = 1;
+  // The element counts are products of sizes, at most numel(); only their products with a
+  // stride may overflow, and a stride that overflows int64 is one no view can have.
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
     tensor_elements *= shape[static_cast<size_t>(d)];
     // At the start of a run of old dimensions (or the first): take new dimensions until the
     // run's elements are covered.
     if (d == 0 || (shape[static_cast<size_t>(d - 1)] != 1 &&
-                   strides[static_cast<size_t>(d - 1)] != tensor_elements * chunk_stride)) {
+                   strides[static_cast<size_t>(d - 1)] !=
+                       detail::checked_mul(tensor_elements, chunk_stride))) {
       while (view_d >= 0 &&
              (view_elements < tensor_elements || to[static_cast<size_t>(view_d)] == 1)) {
-        out[static_cast<size_t>(view_d)] = view_elements * chunk_stride;
+        const auto stride = detail::checked_mul(view_elements, chunk_stride);
+        if (!stride) return std::nullopt;
+        out[static_cast<size_t>(view_d)] = *stride;
         view_elements *= to[static_cast<size_t>(view_d)];
         --view_d;
       }
@@ -73,6 +84,17 @@ std::optional<Shape> view_strides(const Shape& shape, const Shape& strides, cons
   return out;
 }
 
+// `make`'s result, with `what` (the operation and its operands) before the message of any
+// error it throws: the checks of a new shape and its strides name only those.
+template <class Make>
+auto naming(const std::function<std::string()>& what, const Make& make) {
+  try {
+    return make();
+  } catch (const Error& error) {
+    throw Error(error.code(), what() + ": " + error.message());
+  }
+}
+
 }  // namespace
 
 Tensor Tensor::reshape(const Shape& shape) const {
@@ -80,7 +102,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
     return "reshape of " + describe() + " to " + to_string(shape);
   };
   const Shape to = infer_size(shape, numel(), what);
-  const std::optional<Shape> strides = view_strides(shape_, strides_, to);
+  const std::optional<Shape> strides =
+      naming(what, [&] { return view_strides(shape_, strides_, to); });
   if (!strides)
     throw Error(ErrorCode::InvalidArgument,
                 what() + ": the strides " + to_string(strides_) +
@@ -130,9 +153,14 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   };
   const int64_t first = clamp(start), last = std::max(clamp(end), first);
   Shape shape = shape_, strides = strides_;
-  shape[d] = (last - first + step - 1) / step;
-  strides[d] = strides_[d] * step;
-  const int64_t offset = shape[d] > 0 ? offset_ + first * strides_[d] : offset_;
+  // Rounded up without adding step - 1 first, which overflows for a step near INT64_MAX.
+  shape[d] = last > first ? (last - first - 1) / step + 1 : 0;
+  // With two elements or more along d, step < size, so stride * step lies within the extent the
+  // view reaches already; it can overflow only where the view has no elements, and for those,
+  // as for one element along d, any stride will do.
+  if (shape[d] > 1) strides[d] = detail::checked_mul(strides_[d], step).value_or(strides_[d]);
+  // A view with elements lies inside the storage, so its offset fits; an empty one keeps its own.
+  const int64_t offset = hal::numel(shape) > 0 ? offset_ + first * strides_[d] : offset_;
   return Tensor(storage_, dtype_, std::move(shape), std::move(strides), offset);
 }
 
@@ -165,7 +193,10 @@ Tensor Tensor::expand(const Shape& shape) const {
                                                   ", which only a size of 1 may be expanded from");
     }
   }
-  return Tensor(storage_, dtype_, std::move(out_shape), std::move(out_strides), offset_);
+  // Too many elements, or bytes, to count is refused by the constructor.
+  return naming(what, [&] {
+    return Tensor(storage_, dtype_, std::move(out_shape), std::move(out_strides), offset_);
+  });
 }
 
 Tensor Tensor::squeeze(int64_t dim) const {
@@ -183,8 +214,12 @@ Tensor Tensor::squeeze(int64_t dim) const {
 Tensor Tensor::unsqueeze(int64_t dim) const {
   const auto d = static_cast<size_t>(wrap_dim(dim, "unsqueeze", 1));
   Shape shape = shape_, strides = strides_;
+  // Any stride addresses a dimension of size 1; the one a contiguous tensor would have is
+  // chosen where it fits in int64, so that contiguity is kept.
   const int64_t stride =
-      d < shape_.size() ? strides_[d] * std::max<int64_t>(shape_[d], 1) : int64_t{1};
+      d < shape_.size()
+          ? detail::checked_mul(strides_[d], std::max<int64_t>(shape_[d], 1)).value_or(strides_[d])
+          : int64_t{1};
   shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(d), 1);
   strides.insert(strides.begin() + static_cast<std::ptrdiff_t>(d), stride);
   return Tensor(storage_, dtype_, std::move(shape), std::move(strides), offset_);

@@ -218,6 +218,24 @@ TEST_P(AllocatorSuite, EachSupportedKindHasItsOwnAllocator) {
   }
 }
 
+TEST_P(AllocatorSuite, MemoryKindsThatAreNotHalsAreRefused) {
+  const auto bad = static_cast<MemoryKind>(77);
+  for (AllocationMode mode : {AllocationMode::cached, AllocationMode::direct})
+    expect_error([&] { device().allocate(16, bad, mode); }, ErrorCode::InvalidArgument,
+                 {"allocate on " + id(), "memory kind 77 is not one of hal's"});
+  expect_error([&] { device().memory_stats(static_cast<MemoryKind>(3)); },
+               ErrorCode::InvalidArgument, {"memory_stats on " + id(), "memory kind 3"});
+  expect_error([&] { device().allocator(bad); }, ErrorCode::InvalidArgument, {"memory kind 77"});
+  expect_error([&] { device().memory_snapshot(bad); }, ErrorCode::InvalidArgument,
+               {"memory kind 77"});
+  expect_error([&] { device().add_memory_pressure_callback([](auto&) {}, bad); },
+               ErrorCode::InvalidArgument, {"memory kind 77"});
+  MemoryScope scope(device());
+  expect_error([&] { scope.allocate(16, bad); }, ErrorCode::InvalidArgument, {"memory kind 77"});
+  expect_error([&] { device().allocate(16, MemoryKind::device, static_cast<AllocationMode>(9)); },
+               ErrorCode::InvalidArgument, {"allocation mode 9 is neither cached nor direct"});
+}
+
 TEST_P(AllocatorSuite, DirectAllocationsBypassTheCache) {
   Buffer direct = device().allocate(4096, MemoryKind::device, AllocationMode::direct);
   EXPECT_EQ(direct.size(), 4096u);

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <stdexcept>
+#include <vector>
 
 #include "test_util.hpp"
 
@@ -95,6 +97,55 @@ TEST(CachingAllocator, OutOfMemoryAfterTheRetrySaysWhy) {
   EXPECT_EQ(allocator->stats().num_ooms, 1u);
   held = Buffer();
   EXPECT_NO_THROW(allocator->allocate(12 * kMiB));  // usable after
+}
+
+// A 1 MiB request takes a 2 MiB small segment: all of a 2 MiB device, past both thresholds.
+TEST(CachingAllocator, AThrowingPressureCallbackNeitherFailsNorLeaksTheAllocation) {
+  auto device = std::make_shared<CountingDevice>(2 * kMiB);
+  auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
+  int calls = 0;
+  const uint64_t id = allocator->add_pressure_callback([&](const MemoryPressureEvent&) {
+    ++calls;
+    EXPECT_EQ(allocator->stats().allocated_bytes.current, kMiB);  // the allocation is complete
+    throw std::runtime_error("the observer failed");
+  });
+  test::LogCapture log(LogLevel::error);
+  {
+    Buffer buffer;
+    EXPECT_NO_THROW(buffer = allocator->allocate(kMiB));
+    EXPECT_TRUE(buffer);
+    EXPECT_EQ(calls, 2);  // warning and critical, each caught
+  }
+  allocator->empty_cache();
+  EXPECT_EQ(allocator->stats().allocated_bytes.current, 0u);
+  EXPECT_EQ(allocator->stats().reserved_bytes.current, 0u);
+  EXPECT_EQ(device->live(), 0u);
+  const std::string lines = log.lines();
+  EXPECT_NE(lines.find("memory pressure callback " + std::to_string(id) + " on counting:0"),
+            std::string::npos)
+      << lines;
+  EXPECT_NE(lines.find("the observer failed"), std::string::npos) << lines;
+}
+
+TEST(CachingAllocator, ACallbackThatRemovesItselfIsNotCalledAgain) {
+  auto device = std::make_shared<CountingDevice>(2 * kMiB);
+  auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
+  std::vector<MemoryPressure> seen, seen_by_other;
+  uint64_t id = 0;
+  id = allocator->add_pressure_callback([&](const MemoryPressureEvent& event) {
+    seen.push_back(event.level);
+    allocator->remove_pressure_callback(id);
+  });
+  allocator->add_pressure_callback(
+      [&](const MemoryPressureEvent& event) { seen_by_other.push_back(event.level); });
+  test::LogCapture log(LogLevel::error);
+  Buffer buffer = allocator->allocate(kMiB);  // crosses warning and critical at once
+  EXPECT_EQ(seen, std::vector<MemoryPressure>{MemoryPressure::warning});
+  EXPECT_EQ(seen_by_other,
+            (std::vector<MemoryPressure>{MemoryPressure::warning, MemoryPressure::critical}));
+  EXPECT_EQ(log.lines(), "");  // no callback threw
+  test::expect_error([&] { allocator->remove_pressure_callback(id); }, ErrorCode::NotFound,
+                     {std::to_string(id)});
 }
 
 TEST(CachingAllocator, RoundsSizes) {

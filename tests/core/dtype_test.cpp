@@ -24,5 +24,13 @@ TEST(DType, SizesMatchTheCTypes) {
   EXPECT_EQ(size_of(DType::boolean), sizeof(bool));
 }
 
+TEST(DType, OnlyTheListedValuesAreValid) {
+  for (DType dtype : kAllDTypes) EXPECT_TRUE(is_valid(dtype));
+  for (int value : {9, 99, 255}) {
+    EXPECT_FALSE(is_valid(static_cast<DType>(value)));
+    EXPECT_EQ(size_of(static_cast<DType>(value)), 0u);
+  }
+}
+
 }  // namespace
 }  // namespace hal

@@ -116,6 +116,22 @@ TEST_P(NormalizationSuite, BadArgumentsAreRefusedByName) {
   EXPECT_EQ(softmax(zeros({0, 3}, DType::f32, stream), 0, stream).shape(), (Shape{0, 3}));
 }
 
+TEST_P(NormalizationSuite, EpsMustBeFiniteAndNotNegative) {
+  const Tensor x = ones({2, 3}, DType::f32, stream);
+  for (double eps : {-1.0, std::nan(""), HUGE_VAL}) {
+    expect_error([&] { rms_norm(x, {3}, Tensor(), eps, stream); }, ErrorCode::InvalidArgument,
+                 {"rms_norm of f32[2, 3]", "eps", "is not finite and >= 0"});
+    expect_error([&] { layer_norm(x, {3}, Tensor(), Tensor(), eps, stream); },
+                 ErrorCode::InvalidArgument, {"layer_norm of f32[2, 3]", "eps"});
+  }
+  // f16 is normalised in f32: the check comes first all the same.
+  expect_error(
+      [&] {
+        rms_norm(ones({2, 3}, DType::f16, stream), {3}, Tensor(), -1e-5, stream);
+      },
+      ErrorCode::InvalidArgument, {"rms_norm of f16[2, 3]", "eps -0.000010"});
+}
+
 HAL_DEVICE_SUITE(NormalizationSuite);
 
 }  // namespace

@@ -1,0 +1,22 @@
+// The checked arithmetic of a tensor's extent: its element count, its bytes and the furthest
+// element a view reaches. Each overflow is InvalidArgument naming the shape, since a wrapped
+// count or extent would pass the bounds check and let a view reach outside its buffer.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "hal/tensor.hpp"
+
+namespace hal::tensor {
+
+// InvalidArgument naming `operation` unless `dtype` is one of hal's dtypes.
+void check_dtype(DType dtype, std::string_view operation);
+// The bytes of numel(shape) elements of `dtype` (a valid one); InvalidArgument naming the
+// dtype and shape when they do not fit in int64.
+int64_t byte_count(const Shape& shape, DType dtype);
+// offset + sum of stride * (size - 1): the furthest element a view with at least one element
+// reaches, or -1 when the sum overflows int64. Sizes, strides and the offset are not negative.
+int64_t furthest_element(const Shape& shape, const Shape& strides, int64_t offset);
+
+}  // namespace hal::tensor
