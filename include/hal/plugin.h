@@ -7,7 +7,8 @@
  * refuses a plugin of another major version (and a plugin should refuse a host of another).
  * Minor versions only add: new tables and structs grow at the end, never in the middle, and
  * every struct starts with its struct_size, so each side reads only what the other filled in.
- * A plugin built against an older minor works with a newer hal: what it lacks is NULL to hal.
+ * A plugin built against an older minor works with a newer hal: what it lacks is NULL to hal,
+ * and hal passes it the structs of the header it was built with (see 1.2 below).
  *
  * Calls. Every function returns a hal_status; on failure, last_error() gives a message for the
  * calling thread's most recent failed call (valid until that thread's next call). Handles are
@@ -21,10 +22,18 @@
  *
  * Streams run their work in order, asynchronously or not: a plugin may complete work before the
  * call returns. A device lost stays lost: every later call on it returns
- * HAL_STATUS_DEVICE_LOST.
+ * HAL_STATUS_DEVICE_LOST. Work its streams had not started is dropped, except host callbacks,
+ * which still run (what they hold is released); stream_synchronize and stream_destroy return
+ * only once no work of the stream runs any more, lost device or not, because hal frees the host
+ * memory that work used as soon as they return.
  *
  * History: 1.0 devices, memory, streams, events, built-in ops; 1.1 kernels (kernel_formats,
- * kernel_compile, kernel_destroy, kernel_launch).
+ * kernel_compile, kernel_destroy, kernel_launch); 1.2 struct_size first in hal_plugin_tensor and
+ * hal_plugin_kernel_arg (the two structs that lacked it; hal hands plugins of 1.0 and 1.1 the
+ * layouts of their own header), local-memory kernel arguments (local_memory_bytes,
+ * HAL_PLUGIN_ARG_LOCAL_MEMORY), pinned host memory (host_buffer_allocate), copies between
+ * devices (copy_peer; copy_on_device keeps to one device), and what a lost device's streams do
+ * with their pending work (below).
  *
  * Optional functions are marked so; a NULL one means the plugin lacks that capability, and
  * hal reports Unsupported (or runs the op on the CPU, if the caller allows it). */
@@ -39,7 +48,7 @@ extern "C" {
 #endif
 
 #define HAL_PLUGIN_ABI_MAJOR 1
-#define HAL_PLUGIN_ABI_MINOR 1
+#define HAL_PLUGIN_ABI_MINOR 2
 
 /* The name of the one exported symbol. */
 #define HAL_PLUGIN_INIT_SYMBOL "hal_plugin_init"
@@ -124,12 +133,17 @@ typedef struct hal_plugin_device_properties {
   double peak_bandwidth_gbps;
   double launch_latency_us;
   uint32_t kernel_formats; /* since 1.1: HAL_PLUGIN_KERNEL_* */
+  /* Since 1.2: bytes of local (work-group shared) memory a launch may ask for through
+   * HAL_PLUGIN_ARG_LOCAL_MEMORY arguments, all of them together; 0: none. */
+  uint64_t local_memory_bytes;
 } hal_plugin_device_properties;
 
 /* A strided view of a buffer for the built-in ops: element offset, shape and strides in
- * elements, rank <= HAL_PLUGIN_MAX_RANK. Strides are 0 where an operand is broadcast. */
+ * elements, rank <= HAL_PLUGIN_MAX_RANK. Strides are 0 where an operand is broadcast.
+ * struct_size since 1.2 (plugins of 1.0 and 1.1 get their header's struct, which lacks it). */
 #define HAL_PLUGIN_MAX_RANK 8
 typedef struct hal_plugin_tensor {
+  size_t struct_size;
   hal_plugin_buffer buffer;
   uint64_t offset;
   hal_plugin_dtype dtype;
@@ -178,16 +192,27 @@ typedef struct hal_plugin_gemm {
 
 typedef void (*hal_plugin_host_fn)(void* user_data);
 
-/* One kernel argument (since 1.1): a buffer at a byte offset, or a scalar of `size` bytes. */
+/* One kernel argument (since 1.1): a buffer at a byte offset, a scalar of `size` bytes, or
+ * (since 1.2, on devices with local_memory_bytes) `size` bytes of local memory that the
+ * launch's work-groups each get, uninitialised. struct_size since 1.2 (plugins of 1.1 get
+ * their header's struct, which lacks it). In an array, an element is struct_size bytes after
+ * the one before: step with hal_plugin_kernel_arg_at. */
 #define HAL_PLUGIN_ARG_BUFFER 0
 #define HAL_PLUGIN_ARG_SCALAR 1
+#define HAL_PLUGIN_ARG_LOCAL_MEMORY 2
 typedef struct hal_plugin_kernel_arg {
+  size_t struct_size;
   int32_t kind;
-  uint32_t size; /* scalar bytes, at most 8 */
+  uint32_t size; /* scalar bytes, at most 8; local memory bytes */
   hal_plugin_buffer buffer;
   uint64_t offset;
   uint8_t value[8];
 } hal_plugin_kernel_arg;
+
+static inline const hal_plugin_kernel_arg* hal_plugin_kernel_arg_at(
+    const hal_plugin_kernel_arg* args, uint32_t index) {
+  return (const hal_plugin_kernel_arg*)((const char*)args + (size_t)index * args->struct_size);
+}
 
 /* The plugin's table. Entries up to and including event_elapsed_ms are required. */
 typedef struct hal_plugin_api {
@@ -221,7 +246,8 @@ typedef struct hal_plugin_api {
                                const void* src, uint64_t bytes);
   hal_status (*copy_to_host)(hal_plugin_stream stream, void* dst, hal_plugin_buffer src,
                              uint64_t src_offset, uint64_t bytes);
-  /* Between two buffers of this plugin, possibly of different devices. */
+  /* Between two buffers of the stream's device. (Before 1.2, possibly of two devices: hal
+   * still passes such pairs to plugins of 1.0 and 1.1, and uses copy_peer for later ones.) */
   hal_status (*copy_on_device)(hal_plugin_stream stream, hal_plugin_buffer dst, uint64_t dst_offset,
                                hal_plugin_buffer src, uint64_t src_offset, uint64_t bytes);
   /* `pattern` (1, 2, 4 or 8 bytes) repeated over `bytes`, a multiple of its size. */
@@ -264,6 +290,19 @@ typedef struct hal_plugin_api {
   hal_status (*kernel_launch)(hal_plugin_stream stream, hal_plugin_kernel kernel,
                               const uint64_t global[3], const uint32_t local[3],
                               const hal_plugin_kernel_arg* args, uint32_t arg_count);
+
+  /* Since 1.2, optional: pinned host memory. A buffer like buffer_allocate's, freed with
+   * buffer_free and used in copies, ops and launches of the device's streams, whose bytes the
+   * host also reads and writes at `host` (after synchronising with the work that uses them).
+   * It is host memory: it does not count against device_memory_free. */
+  hal_status (*host_buffer_allocate)(hal_plugin_device device, uint64_t bytes,
+                                     hal_plugin_buffer* buffer, void** host);
+  /* Since 1.2, optional: a copy between buffers of two different devices of this plugin, one
+   * of them the stream's, without the host, in order with the stream's work. UNSUPPORTED for
+   * a pair of devices that cannot reach each other: hal then stages through host memory.
+   * Ordering with the other device's work is hal's (with events). */
+  hal_status (*copy_peer)(hal_plugin_stream stream, hal_plugin_buffer dst, uint64_t dst_offset,
+                          hal_plugin_buffer src, uint64_t src_offset, uint64_t bytes);
 } hal_plugin_api;
 
 /* The entry point. Returns ABI_MISMATCH (with a message) for a host of another major version. */

@@ -15,6 +15,9 @@
 
 #include "hal/plugin.h"
 
+// HAL_SIM_ABI_1_1: built against plugin.h 1.1 (tests/plugin/abi_1_1) for hal's tests of plugins
+// of an older minor version: without what 1.2 added.
+
 namespace sim {
 
 // HAL_SIM_CONFIG="devices=4,memory=512M,bandwidth_gbps=200,gflops=5000,launch_us=4,
@@ -56,36 +59,60 @@ struct hal_plugin_device_s {
   uint64_t ops = 0;          // op calls
   uint64_t calls = 0;        // every call that names the device
   std::atomic<bool> lost{false};
+  std::mutex streams_mutex;  // guards streams
+  // Shared with quiesce, which waits for them unlocked: a host callback it waits for may call
+  // into the plugin, which would take the lock again.
+  std::vector<std::shared_ptr<hal_plugin_stream_s>> streams;
 
   // Counts a call on the device; false once it is lost (this call may be what loses it).
   bool count_call();
+  // Once lost: returns when no stream of the device runs work any more (their device work is
+  // dropped, their host callbacks run), as plugin.h asks before DEVICE_LOST is returned.
+  void quiesce();
 };
+
+// Arena memory, 256-byte aligned as hal's host_data promises for pinned memory.
+struct ArenaDelete {
+  void operator()(unsigned char* bytes) const;
+};
+using Arena = std::unique_ptr<unsigned char[], ArenaDelete>;
+Arena make_arena(uint64_t bytes);  // zeroed
 
 struct hal_plugin_buffer_s {
   hal_plugin_device_s* device = nullptr;
   uint64_t size = 0;
-  std::unique_ptr<unsigned char[]> bytes;  // the private arena: the host never sees it
+  Arena bytes;          // device memory: the host never sees it; pinned: the host's too
+  bool pinned = false;  // host memory: not counted in the device's used_bytes
 };
 
 // A stream runs its work in order on a thread of its own, as a device's queue would, and keeps
 // the simulated time at which its work completes, from the device's performance model.
+// Work on a lost device: device work is dropped; the rest (host callbacks, event records and
+// waits) still runs, so that what it holds is let go of and waiters wake.
+enum class Work { device, always };
+
 struct hal_plugin_stream_s {
   explicit hal_plugin_stream_s(hal_plugin_device_s* owner);
   ~hal_plugin_stream_s();  // finishes the work enqueued
 
-  void enqueue(std::function<void()> work);
+  void enqueue(std::function<void()> work, Work kind = Work::device);
   void wait_idle();
   bool idle();
+  bool on_worker() const;                    // whether the calling thread is the worker
   void advance(double bytes, double flops);  // on the worker: the model's time for the work
 
   hal_plugin_device_s* device;
   double clock_us = 0;  // the worker's alone
 
  private:
+  struct Item {
+    std::function<void()> work;
+    Work kind;
+  };
   void run();
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<std::function<void()>> queue_;
+  std::deque<Item> queue_;
   bool busy_ = false;
   bool stopping_ = false;
   std::thread worker_;
@@ -131,9 +158,18 @@ hal_status matmul(const hal_plugin_gemm& gemm);
 // Native kernels (sim_kernels.cpp).
 hal_status compile_kernel(uint32_t format, const std::string& source, const std::string& entry,
                           const std::string& options, hal_plugin_kernel* kernel);
-hal_status check_launch(const hal_plugin_kernel_s& kernel, const hal_plugin_kernel_arg* args,
-                        uint32_t count);
-void run_kernel(const hal_plugin_kernel_s& kernel, uint64_t items,
+// A launch's arguments, copied out of hal's array (whose elements are struct_size apart).
+hal_status read_args(const hal_plugin_kernel_arg* args, uint32_t count,
+                     std::vector<hal_plugin_kernel_arg>& out);
+// `group`: the work-group size a launch uses, local[0] or the default.
+hal_status check_launch(const hal_plugin_kernel_s& kernel,
+                        const std::vector<hal_plugin_kernel_arg>& args, uint64_t group);
+void run_kernel(const hal_plugin_kernel_s& kernel, uint64_t items, uint64_t group,
                 const std::vector<hal_plugin_kernel_arg>& args);
+
+// Local memory a launch may take (device_properties' local_memory_bytes), and the work-group
+// size when hal leaves it to the plugin.
+inline constexpr uint64_t kLocalMemoryBytes = 48 * 1024;
+inline constexpr uint64_t kDefaultGroup = 64;
 
 }  // namespace sim

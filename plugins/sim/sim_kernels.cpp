@@ -3,6 +3,10 @@
 //   saxpy(float a, buffer x, buffer y, uint n)   y[i] = a * x[i] + y[i], i < n
 //   iota_u32(buffer out, uint start)             out[i] = start + i over the global size
 //   scale_f32(buffer data)                       data[i] *= SCALE
+//   group_sum_f32(buffer in, buffer out, local scratch, uint n)   (plugin.h 1.2)
+//       out[g] = the sum of in[i], i < n, over work-group g's items, added up in `scratch`
+//       (local memory of at least 4 bytes per item of a group)
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -21,7 +25,40 @@ const Signature kKernels[] = {
      {HAL_PLUGIN_ARG_SCALAR, HAL_PLUGIN_ARG_BUFFER, HAL_PLUGIN_ARG_BUFFER, HAL_PLUGIN_ARG_SCALAR}},
     {"iota_u32", {HAL_PLUGIN_ARG_BUFFER, HAL_PLUGIN_ARG_SCALAR}},
     {"scale_f32", {HAL_PLUGIN_ARG_BUFFER}},
+#ifndef HAL_SIM_ABI_1_1
+    {"group_sum_f32",
+     {HAL_PLUGIN_ARG_BUFFER, HAL_PLUGIN_ARG_BUFFER, HAL_PLUGIN_ARG_LOCAL_MEMORY,
+      HAL_PLUGIN_ARG_SCALAR}},
+#endif
 };
+
+const char* kind_name(int32_t kind) {
+  switch (kind) {
+    case HAL_PLUGIN_ARG_BUFFER:
+      return "buffer";
+    case HAL_PLUGIN_ARG_SCALAR:
+      return "scalar";
+    default:
+      return "local memory";
+  }
+}
+
+// Each work-group adds its items up in local memory, halving the active items each step.
+void group_sum(const float* in, float* out, uint64_t n, uint64_t items, uint64_t group,
+               uint64_t local_bytes) {
+  std::vector<unsigned char> local(local_bytes);  // one group's at a time
+  auto* scratch = reinterpret_cast<float*>(local.data());
+  for (uint64_t g = 0; g * group < items; ++g) {
+    for (uint64_t i = 0; i < group; ++i) {
+      const uint64_t at = g * group + i;
+      scratch[i] = at < n ? in[at] : 0.0f;
+    }
+    for (uint64_t half = (group + 1) / 2, active = group; active > 1;
+         active = half, half = (half + 1) / 2)
+      for (uint64_t i = 0; i + half < active; ++i) scratch[i] += scratch[i + half];
+    out[g] = scratch[0];
+  }
+}
 
 const Signature* find(const std::string& name) {
   for (const Signature& signature : kKernels)
@@ -57,9 +94,13 @@ hal_status compile_kernel(uint32_t format, const std::string& source, const std:
     if (keyword != "kernel" || !(words >> name) || (words >> rest))
       return fail(HAL_STATUS_COMPILE_FAILED, "line " + std::to_string(number) +
                                                  ": expected 'kernel NAME', got '" + line + "'");
-    if (!find(name))
+    if (!find(name)) {
+      std::string names;
+      for (const Signature& signature : kKernels)
+        names += (names.empty() ? "" : ", ") + std::string(signature.name);
       return fail(HAL_STATUS_COMPILE_FAILED, "line " + std::to_string(number) + ": no kernel '" +
-                                                 name + "'; sim has saxpy, iota_u32, scale_f32");
+                                                 name + "'; sim has " + names);
+    }
     listed = listed || name == entry;
   }
   if (!listed) return fail(HAL_STATUS_COMPILE_FAILED, "the source lists no kernel '" + entry + "'");
@@ -70,23 +111,48 @@ hal_status compile_kernel(uint32_t format, const std::string& source, const std:
   return HAL_STATUS_OK;
 }
 
-hal_status check_launch(const hal_plugin_kernel_s& kernel, const hal_plugin_kernel_arg* args,
-                        uint32_t count) {
+hal_status read_args(const hal_plugin_kernel_arg* args, uint32_t count,
+                     std::vector<hal_plugin_kernel_arg>& out) {
+  out.clear();
+  for (uint32_t i = 0; i < count; ++i) {
+#ifdef HAL_SIM_ABI_1_1
+    out.push_back(args[i]);
+#else
+    if (args->struct_size < sizeof(hal_plugin_kernel_arg))
+      return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: kernel arguments of " +
+                                                   std::to_string(args->struct_size) +
+                                                   " bytes, fewer than plugin.h 1.2's");
+    out.push_back(*hal_plugin_kernel_arg_at(args, i));
+#endif
+  }
+  return HAL_STATUS_OK;
+}
+
+hal_status check_launch(const hal_plugin_kernel_s& kernel,
+                        const std::vector<hal_plugin_kernel_arg>& args, uint64_t group) {
   const Signature& signature = *find(kernel.entry);
+  const size_t count = args.size();
   if (count != signature.kinds.size())
     return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: kernel '" + kernel.entry + "' takes " +
                                                  std::to_string(signature.kinds.size()) +
                                                  " arguments, not " + std::to_string(count));
-  for (uint32_t i = 0; i < count; ++i)
+  uint64_t local_bytes = 0;
+  for (size_t i = 0; i < count; ++i) {
     if (args[i].kind != signature.kinds[i])
-      return fail(HAL_STATUS_INVALID_ARGUMENT,
-                  "sim: argument " + std::to_string(i) + " of kernel '" + kernel.entry +
-                      "' must be a " +
-                      (signature.kinds[i] == HAL_PLUGIN_ARG_BUFFER ? "buffer" : "scalar"));
+      return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: argument " + std::to_string(i) +
+                                                   " of kernel '" + kernel.entry + "' must be " +
+                                                   kind_name(signature.kinds[i]));
+    if (args[i].kind != HAL_PLUGIN_ARG_BUFFER && args[i].kind != HAL_PLUGIN_ARG_SCALAR)
+      local_bytes += args[i].size;
+  }
+  if (local_bytes > 0 && local_bytes < 4 * group)
+    return fail(HAL_STATUS_INVALID_ARGUMENT,
+                "sim: kernel '" + kernel.entry + "' needs 4 bytes of local memory per item of a " +
+                    std::to_string(group) + "-item work-group, not " + std::to_string(local_bytes));
   return HAL_STATUS_OK;
 }
 
-void run_kernel(const hal_plugin_kernel_s& kernel, uint64_t items,
+void run_kernel(const hal_plugin_kernel_s& kernel, uint64_t items, uint64_t group,
                 const std::vector<hal_plugin_kernel_arg>& args) {
   if (kernel.entry == "saxpy") {
     const float a = scalar<float>(args[0]);
@@ -98,6 +164,9 @@ void run_kernel(const hal_plugin_kernel_s& kernel, uint64_t items,
     uint32_t* out = pointer<uint32_t>(args[0]);
     const uint32_t start = scalar<uint32_t>(args[1]);
     for (uint64_t i = 0; i < items; ++i) out[i] = start + static_cast<uint32_t>(i);
+  } else if (kernel.entry == "group_sum_f32") {
+    group_sum(pointer<float>(args[0]), pointer<float>(args[1]), scalar<uint32_t>(args[3]), items,
+              group, args[2].size);
   } else {
     float* data = pointer<float>(args[0]);
     for (uint64_t i = 0; i < items; ++i) data[i] *= kernel.scale;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <new>
 #include <string>
 
 #include "sim.hpp"
@@ -53,13 +54,31 @@ Plugin& plugin() {
 
 const char* last_error() { return thread_error().c_str(); }
 
-// The first check of every call naming a device.
+// The first check of every call naming a device. DEVICE_LOST only once the device's streams
+// run nothing more: hal may free the host memory their work used when it sees the status.
 #define SIM_CHECK_DEVICE(device)                                                            \
   do {                                                                                      \
-    if (!(device)->count_call())                                                            \
+    if (!(device)->count_call()) {                                                          \
+      (device)->quiesce();                                                                  \
       return fail(HAL_STATUS_DEVICE_LOST,                                                   \
                   "sim:" + std::to_string((device)->index) + " was lost (injected fault)"); \
+    }                                                                                       \
   } while (0)
+
+#ifndef HAL_SIM_ABI_1_1
+// Tensors of plugin.h 1.2 carry their size: one smaller is a host's mistake.
+#define SIM_CHECK_TENSOR(tensor)                                                           \
+  do {                                                                                     \
+    if ((tensor)->struct_size < sizeof(hal_plugin_tensor))                                 \
+      return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: a tensor of " +                       \
+                                                   std::to_string((tensor)->struct_size) + \
+                                                   " bytes, fewer than plugin.h 1.2's");   \
+  } while (0)
+#else
+#define SIM_CHECK_TENSOR(tensor) \
+  do {                           \
+  } while (0)
+#endif
 
 void copy_string(char* out, size_t size, const std::string& text) {
   std::snprintf(out, size, "%s", text.c_str());
@@ -109,6 +128,11 @@ hal_status device_properties(hal_plugin_device device, hal_plugin_device_propert
   out->launch_latency_us = c.launch_us;
   if (out->struct_size >= offsetof(hal_plugin_device_properties, kernel_formats) + sizeof(uint32_t))
     out->kernel_formats = HAL_PLUGIN_KERNEL_NATIVE;
+#ifndef HAL_SIM_ABI_1_1
+  if (out->struct_size >=
+      offsetof(hal_plugin_device_properties, local_memory_bytes) + sizeof(uint64_t))
+    out->local_memory_bytes = kLocalMemoryBytes;
+#endif
   return HAL_STATUS_OK;
 }
 
@@ -137,16 +161,25 @@ hal_status buffer_allocate(hal_plugin_device device, uint64_t bytes, hal_plugin_
               (injected ? " (injected fault at allocation " + std::to_string(n) + ")" : ""));
     device->used_bytes += bytes;
   }
-  auto* buffer = new hal_plugin_buffer_s;
-  buffer->device = device;
-  buffer->size = bytes;
-  buffer->bytes.reset(new unsigned char[bytes]());
-  *out = buffer;
+  *out = new hal_plugin_buffer_s{device, bytes, make_arena(bytes), false};
   return HAL_STATUS_OK;
 }
 
+#ifndef HAL_SIM_ABI_1_1
+// Pinned memory is the host's: the device's memory figures leave it out.
+hal_status host_buffer_allocate(hal_plugin_device device, uint64_t bytes, hal_plugin_buffer* out,
+                                void** host) {
+  SIM_CHECK_DEVICE(device);
+  if (bytes == 0) return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: an allocation of 0 bytes");
+  auto* buffer = new hal_plugin_buffer_s{device, bytes, make_arena(bytes), true};
+  *host = buffer->bytes.get();
+  *out = buffer;
+  return HAL_STATUS_OK;
+}
+#endif
+
 hal_status buffer_free(hal_plugin_buffer buffer) {
-  {
+  if (!buffer->pinned) {
     std::lock_guard lock(buffer->device->mutex);
     buffer->device->used_bytes -= buffer->size;
   }
@@ -156,12 +189,21 @@ hal_status buffer_free(hal_plugin_buffer buffer) {
 
 hal_status stream_create(hal_plugin_device device, hal_plugin_stream* out) {
   SIM_CHECK_DEVICE(device);
-  *out = new hal_plugin_stream_s(device);
+  auto stream = std::make_shared<hal_plugin_stream_s>(device);
+  std::lock_guard lock(device->streams_mutex);
+  device->streams.push_back(stream);
+  *out = stream.get();
   return HAL_STATUS_OK;
 }
 
 hal_status stream_destroy(hal_plugin_stream stream) {
-  delete stream;
+  std::shared_ptr<hal_plugin_stream_s> last;  // destroyed unlocked: it runs what is left
+  std::lock_guard lock(stream->device->streams_mutex);
+  auto& streams = stream->device->streams;
+  const auto found = std::find_if(streams.begin(), streams.end(),
+                                  [&](const auto& entry) { return entry.get() == stream; });
+  last = std::move(*found);
+  streams.erase(found);
   return HAL_STATUS_OK;
 }
 
@@ -219,6 +261,31 @@ hal_status copy_on_device(hal_plugin_stream stream, hal_plugin_buffer dst, uint6
   return HAL_STATUS_OK;
 }
 
+#ifndef HAL_SIM_ABI_1_1
+// Between two devices: one pass over the bytes at the stream's device's bandwidth, as a DMA
+// engine on the link would (copy_on_device reads and writes one device's memory: two).
+hal_status copy_peer(hal_plugin_stream stream, hal_plugin_buffer dst, uint64_t dst_offset,
+                     hal_plugin_buffer src, uint64_t src_offset, uint64_t bytes) {
+  SIM_CHECK_DEVICE(stream->device);
+  if (dst->device == src->device ||
+      (dst->device != stream->device && src->device != stream->device))
+    return fail(HAL_STATUS_INVALID_ARGUMENT,
+                "sim: copy_peer takes buffers of two devices, one of them the stream's");
+  hal_plugin_device_s* other = dst->device == stream->device ? src->device : dst->device;
+  SIM_CHECK_DEVICE(other);
+  if (dst->pinned || src->pinned)
+    return fail(HAL_STATUS_UNSUPPORTED, "sim: copy_peer is between device memory");
+  if (hal_status status = check_range(dst, dst_offset, bytes)) return status;
+  if (hal_status status = check_range(src, src_offset, bytes)) return status;
+  stream->enqueue([=] {
+    if (other->lost.load(std::memory_order_acquire)) return;  // the far side's memory is gone
+    std::memmove(dst->bytes.get() + dst_offset, src->bytes.get() + src_offset, bytes);
+    stream->advance(static_cast<double>(bytes), 0);
+  });
+  return HAL_STATUS_OK;
+}
+#endif
+
 hal_status fill(hal_plugin_stream stream, hal_plugin_buffer dst, uint64_t dst_offset,
                 uint64_t bytes, const void* pattern, uint32_t pattern_size) {
   SIM_CHECK_DEVICE(stream->device);
@@ -239,13 +306,16 @@ hal_status fill(hal_plugin_stream stream, hal_plugin_buffer dst, uint64_t dst_of
 
 hal_status host_callback(hal_plugin_stream stream, hal_plugin_host_fn fn, void* user_data) {
   SIM_CHECK_DEVICE(stream->device);
-  stream->enqueue([=] {
-    // The stream is held for as long as the callback runs: the time counts as the stream's.
-    const auto start = std::chrono::steady_clock::now();
-    fn(user_data);
-    const std::chrono::duration<double, std::micro> held = std::chrono::steady_clock::now() - start;
-    stream->clock_us += held.count();
-  });
+  stream->enqueue(
+      [=] {
+        // The stream is held for as long as the callback runs: the time counts as the stream's.
+        const auto start = std::chrono::steady_clock::now();
+        fn(user_data);
+        const std::chrono::duration<double, std::micro> held =
+            std::chrono::steady_clock::now() - start;
+        stream->clock_us += held.count();
+      },
+      Work::always);
   return HAL_STATUS_OK;
 }
 
@@ -270,15 +340,17 @@ hal_status event_record(hal_plugin_event event, hal_plugin_stream stream) {
     record = ++event->issued;
   }
   event->retain();
-  stream->enqueue([=] {
-    {
-      std::lock_guard lock(event->mutex);
-      event->done = std::max(event->done, record);
-      event->time_us = stream->clock_us;
-      event->changed.notify_all();
-    }
-    event->release();
-  });
+  stream->enqueue(
+      [=] {
+        {
+          std::lock_guard lock(event->mutex);
+          event->done = std::max(event->done, record);
+          event->time_us = stream->clock_us;
+          event->changed.notify_all();
+        }
+        event->release();
+      },
+      Work::always);
   return HAL_STATUS_OK;
 }
 
@@ -290,14 +362,16 @@ hal_status stream_wait_event(hal_plugin_stream stream, hal_plugin_event event) {
     record = event->issued;  // the latest record at the time of the call
   }
   event->retain();
-  stream->enqueue([=] {
-    {
-      std::unique_lock lock(event->mutex);
-      event->changed.wait(lock, [&] { return event->done >= record; });
-      stream->clock_us = std::max(stream->clock_us, event->time_us);
-    }
-    event->release();
-  });
+  stream->enqueue(
+      [=] {
+        {
+          std::unique_lock lock(event->mutex);
+          event->changed.wait(lock, [&] { return event->done >= record; });
+          stream->clock_us = std::max(stream->clock_us, event->time_us);
+        }
+        event->release();
+      },
+      Work::always);
   return HAL_STATUS_OK;
 }
 
@@ -354,6 +428,9 @@ double bytes_of(const hal_plugin_tensor& t) {
 hal_status op_binary(hal_plugin_stream stream, hal_plugin_op op, const hal_plugin_tensor* out,
                      const hal_plugin_tensor* a, const hal_plugin_tensor* b) {
   SIM_CHECK_DEVICE(stream->device);
+  SIM_CHECK_TENSOR(out);
+  SIM_CHECK_TENSOR(a);
+  SIM_CHECK_TENSOR(b);
   if (hal_status status = check_binary(op, out->dtype)) return status;
   if (hal_status status = begin_op(stream)) return status;
   stream->enqueue([stream, op, o = *out, x = *a, y = *b] {
@@ -366,6 +443,8 @@ hal_status op_binary(hal_plugin_stream stream, hal_plugin_op op, const hal_plugi
 hal_status op_unary(hal_plugin_stream stream, hal_plugin_op op, const hal_plugin_tensor* out,
                     const hal_plugin_tensor* x) {
   SIM_CHECK_DEVICE(stream->device);
+  SIM_CHECK_TENSOR(out);
+  SIM_CHECK_TENSOR(x);
   if (hal_status status = check_unary(op, out->dtype)) return status;
   if (hal_status status = begin_op(stream)) return status;
   stream->enqueue([stream, op, o = *out, in = *x] {
@@ -378,6 +457,8 @@ hal_status op_unary(hal_plugin_stream stream, hal_plugin_op op, const hal_plugin
 hal_status op_reduce(hal_plugin_stream stream, hal_plugin_op op, const hal_plugin_tensor* out,
                      const hal_plugin_tensor* x, uint32_t axes) {
   SIM_CHECK_DEVICE(stream->device);
+  SIM_CHECK_TENSOR(out);
+  SIM_CHECK_TENSOR(x);
   if (hal_status status = check_reduce(op, x->dtype)) return status;
   if (hal_status status = begin_op(stream)) return status;
   stream->enqueue([stream, op, o = *out, in = *x, axes] {
@@ -418,18 +499,20 @@ hal_status kernel_destroy(hal_plugin_kernel kernel) {
 }
 
 hal_status kernel_launch(hal_plugin_stream stream, hal_plugin_kernel kernel,
-                         const uint64_t global[3], const uint32_t[3],
+                         const uint64_t global[3], const uint32_t local[3],
                          const hal_plugin_kernel_arg* args, uint32_t arg_count) {
   SIM_CHECK_DEVICE(stream->device);
-  if (hal_status status = check_launch(*kernel, args, arg_count)) return status;
+  std::vector<hal_plugin_kernel_arg> copied;  // arguments are hal's only during the call
+  if (hal_status status = read_args(args, arg_count, copied)) return status;
+  const uint64_t group = local[0] != 0 ? local[0] : kDefaultGroup;
+  if (hal_status status = check_launch(*kernel, copied, group)) return status;
   if (hal_status status = begin_op(stream)) return status;  // launch failures are injected here
   const uint64_t items = global[0] * global[1] * global[2];
   // A copy of the kernel's description too: hal may destroy the kernel once this returns.
-  stream->enqueue(
-      [stream, k = *kernel, items, a = std::vector<hal_plugin_kernel_arg>(args, args + arg_count)] {
-        run_kernel(k, items, a);
-        stream->advance(8.0 * static_cast<double>(items), 2.0 * static_cast<double>(items));
-      });
+  stream->enqueue([stream, k = *kernel, items, group, a = std::move(copied)] {
+    run_kernel(k, items, group, a);
+    stream->advance(8.0 * static_cast<double>(items), 2.0 * static_cast<double>(items));
+  });
   return HAL_STATUS_OK;
 }
 
@@ -469,6 +552,10 @@ const hal_plugin_api kApi = {
     kernel_compile,
     kernel_destroy,
     kernel_launch,
+#ifndef HAL_SIM_ABI_1_1
+    host_buffer_allocate,
+    copy_peer,
+#endif
 };
 
 }  // namespace
@@ -491,6 +578,26 @@ bool hal_plugin_device_s::count_call() {
   return true;
 }
 
+void hal_plugin_device_s::quiesce() {
+  std::vector<std::shared_ptr<hal_plugin_stream_s>> all;
+  {
+    std::lock_guard lock(streams_mutex);
+    all = streams;
+  }
+  for (const auto& stream : all)
+    if (!stream->on_worker()) stream->wait_idle();  // a host callback may be what calls
+}
+
+void ArenaDelete::operator()(unsigned char* bytes) const {
+  ::operator delete[](bytes, std::align_val_t{256});
+}
+
+Arena make_arena(uint64_t bytes) {
+  Arena arena(static_cast<unsigned char*>(::operator new[](bytes, std::align_val_t{256})));
+  std::memset(arena.get(), 0, bytes);
+  return arena;
+}
+
 hal_plugin_stream_s::hal_plugin_stream_s(hal_plugin_device_s* owner)
     : device(owner), worker_([this] { run(); }) {}
 
@@ -503,10 +610,10 @@ hal_plugin_stream_s::~hal_plugin_stream_s() {
   worker_.join();
 }
 
-void hal_plugin_stream_s::enqueue(std::function<void()> work) {
+void hal_plugin_stream_s::enqueue(std::function<void()> work, Work kind) {
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back(std::move(work));
+    queue_.push_back({std::move(work), kind});
   }
   changed_.notify_all();
 }
@@ -514,6 +621,10 @@ void hal_plugin_stream_s::enqueue(std::function<void()> work) {
 void hal_plugin_stream_s::wait_idle() {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [this] { return queue_.empty() && !busy_; });
+}
+
+bool hal_plugin_stream_s::on_worker() const {
+  return worker_.get_id() == std::this_thread::get_id();
 }
 
 bool hal_plugin_stream_s::idle() {
@@ -526,11 +637,11 @@ void hal_plugin_stream_s::run() {
   for (;;) {
     changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and everything has run
-    std::function<void()> work = std::move(queue_.front());
+    Item item = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
-    work();
+    if (item.kind == Work::always || !device->lost.load(std::memory_order_acquire)) item.work();
     lock.lock();
     busy_ = false;
     changed_.notify_all();

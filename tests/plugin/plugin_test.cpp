@@ -33,12 +33,12 @@ TEST(Plugins, EveryCandidateIsListedWithWhyItLoadedOrNot) {
   ASSERT_NE(sim, nullptr) << "the bundled folder next to libhal holds sim";
   EXPECT_TRUE(sim->loaded) << sim->reason;
   EXPECT_EQ(sim->name, "sim");
-  EXPECT_EQ(sim->abi_version, "1.1");
+  EXPECT_EQ(sim->abi_version, "1.2");
 
   const PluginInfo* major = find_plugin(all, "libbroken_major.so");
   ASSERT_NE(major, nullptr);
   EXPECT_FALSE(major->loaded);
-  for (const char* part : {"PluginAbiMismatch", "speaks plugin ABI 2.0", "this hal speaks 1.1"})
+  for (const char* part : {"PluginAbiMismatch", "speaks plugin ABI 2.0", "this hal speaks 1.2"})
     EXPECT_NE(major->reason.find(part), std::string::npos) << major->reason;
 
   const PluginInfo* init = find_plugin(all, "libbroken_init.so");
@@ -332,6 +332,60 @@ TEST(SimFaults, ALostDeviceStaysLostAndOthersWork) {
   Device other = device("sim:1");
   Stream s = other.create_stream();
   EXPECT_EQ(from_vector(floats({5}), {1}, s).to_vector<float>(s), floats({5}));
+}
+
+TEST(SimFaults, LosingADeviceStopsItsStreamsBeforeAnyCallSaysSo) {
+  // HAL_SIM_CONFIG=devices=1,lose_device_at=20. A copy into host memory waits behind a gate
+  // when the device is lost; once hal reports the loss, the caller frees that memory (as
+  // unwinding would), so nothing of the stream may run after the report.
+  Device sim = device("sim:0");
+  Stream stream = sim.create_stream();
+  Buffer buffer = sim.allocate(1024);
+  std::vector<unsigned char> host(1024, 0);
+  Gate gate;
+  std::atomic<bool> reported{false}, ran_after_report{false};
+  stream.host_callback(gate.hold());
+  stream.copy_to_host(host.data(), buffer, host.size());
+  stream.host_callback([&] {
+    if (reported) ran_after_report = true;
+  });
+  std::thread opener([&gate] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    gate.open();
+  });
+  bool lost = false;
+  for (int i = 0; i < 50 && !lost; ++i) {
+    try {
+      stream.fill(buffer, uint8_t{1}, 1024);
+    } catch (const Error& error) {
+      EXPECT_EQ(error.code(), ErrorCode::DeviceLost) << error.what();
+      lost = true;
+      reported = true;
+    }
+  }
+  opener.join();
+  ASSERT_TRUE(lost) << "the injected loss never came";
+  EXPECT_FALSE(ran_after_report) << "the stream ran work after hal reported the device lost";
+  expect_error([&] { stream.synchronize(); }, ErrorCode::DeviceLost, {"sim:0", "lost"});
+}
+
+TEST(SimFaults, ADeviceLostWhileListedFailsAlone) {
+  // HAL_SIM_CONFIG=devices=3,lose_device_at=1,fault_device=1: sim:1 is lost on the first call
+  // hal makes, reading its properties.
+  for (const BackendStatus& backend : Registry::instance().backends())
+    if (backend.name == "sim") {
+      EXPECT_TRUE(backend.available) << backend.reason;
+      EXPECT_EQ(backend.device_count, 3u);
+    }
+  Device lost = device("sim:1");
+  EXPECT_NE(lost.info().name.find("lost"), std::string::npos) << lost.info().name;
+  EXPECT_EQ(lost.memory_free().bytes, 0u);
+  expect_error([&] { lost.create_stream(); }, ErrorCode::DeviceLost, {"sim:1", "lost"});
+  expect_error([&] { lost.allocate(64); }, ErrorCode::DeviceLost, {"sim:1", "lost"});
+  for (const char* id : {"sim:0", "sim:2"}) {
+    Stream s = device(id).create_stream();
+    EXPECT_EQ(from_vector(floats({7}), {1}, s).to_vector<float>(s), floats({7})) << id;
+  }
 }
 
 }  // namespace

@@ -21,6 +21,30 @@ bool looks_like_library(const fs::path& path) {
   return name.size() > 3 && (name.ends_with(".so") || name.find(".so.") != std::string::npos);
 }
 
+// Why `path` is no candidate for dlopen, empty when it is one: only regular files (links
+// followed) are, since dlopen of a FIFO, say, blocks for ever.
+std::string why_skipped(const std::string& path) {
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  switch (status.type()) {
+    case fs::file_type::regular:
+      return "";
+    case fs::file_type::not_found:
+      return fs::is_symlink(fs::symlink_status(path, error)) ? "a link to nothing" : "no such file";
+    case fs::file_type::directory:
+      return "a directory, not a file";
+    case fs::file_type::fifo:
+      return "a FIFO, not a regular file";
+    case fs::file_type::socket:
+      return "a socket, not a regular file";
+    case fs::file_type::block:
+    case fs::file_type::character:
+      return "a device file, not a regular file";
+    default:
+      return "not a regular file" + (error ? " (" + error.message() + ")" : std::string());
+  }
+}
+
 // The shared libraries in `entry`: the file itself, or a directory's, sorted by name.
 void add_candidates(const fs::path& entry, std::vector<std::string>& out) {
   std::error_code error;
@@ -31,7 +55,7 @@ void add_candidates(const fs::path& entry, std::vector<std::string>& out) {
     std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
   } else {
-    out.push_back(entry.string());  // a file, or a path that does not exist: say so
+    out.push_back(entry.string());  // a file, or a path that is none: plugins() says so
   }
 }
 
@@ -72,10 +96,18 @@ BackendProbe PluginBackend::probe() {
   uint32_t count = 0;
   library_->check(library_->api->device_count(&count), name() + ": device count");
   for (uint32_t i = 0; i < count; ++i) {
-    hal_plugin_device handle = nullptr;
-    library_->check(library_->api->device_get(i, &handle),
-                    name() + ":" + std::to_string(i) + ": get the device");
-    probe.devices.push_back(std::make_shared<PluginDevice>(library_, i, handle));
+    // A device lost while hal reads its facts fails alone: it is listed as lost, under its own
+    // id, and the others stay usable.
+    try {
+      hal_plugin_device handle = nullptr;
+      library_->check(library_->api->device_get(i, &handle),
+                      name() + ":" + std::to_string(i) + ": get the device");
+      probe.devices.push_back(std::make_shared<PluginDevice>(library_, i, handle));
+    } catch (const Error& error) {
+      if (error.code() != ErrorCode::DeviceLost) throw;
+      log(LogLevel::warn, error.what());
+      probe.devices.push_back(std::make_shared<PluginDevice>(library_, i, error));
+    }
   }
   probe.available = true;
   return probe;
@@ -89,6 +121,12 @@ const Discovery& discover_plugins(const std::vector<std::string>& taken) {
     for (const std::string& path : candidate_paths()) {
       PluginInfo info;
       info.path = path;
+      if (std::string why = why_skipped(path); !why.empty()) {
+        info.reason = "skipped: " + why;
+        log(LogLevel::warn, "plugin " + path + " " + info.reason);
+        discovery.candidates.push_back(std::move(info));
+        continue;
+      }
       try {
         auto library = std::make_shared<PluginLibrary>(load_plugin(path));
         info.name = library->name();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "plugin_abi_1_1.hpp"
+#include "plugin_enums.hpp"
 #include "plugin_stream.hpp"
 #include "uuid.hpp"
 
@@ -46,9 +48,12 @@ PluginDevice::PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_
   info_.peak = {properties.peak_f32_gflops, properties.peak_bandwidth_gbps,
                 properties.launch_latency_us};
   for (DType dtype : kAllDTypes)
-    if (properties.dtypes & (1u << static_cast<uint32_t>(dtype))) info_.dtypes.push_back(dtype);
+    if (properties.dtypes & (1u << to_plugin(dtype))) info_.dtypes.push_back(dtype);
   // Fields a plugin of an older minor version did not know stay 0, as hal zeroed them.
   kernel_formats_ = properties.kernel_formats;
+  sized_structs_ = library_->api->abi_minor >= abi_1_1::kSizedStructsSince;
+  if (sized_structs_) info_.limits.max_shared_memory_bytes = properties.local_memory_bytes;
+  if (supports(MemoryKind::pinned_host)) info_.features.emplace_back(feature::kPinnedHostMemory);
   if (HAL_PLUGIN_FN(*library_, kernel_compile) == nullptr ||
       HAL_PLUGIN_FN(*library_, kernel_launch) == nullptr)
     kernel_formats_ = 0;
@@ -71,6 +76,16 @@ PluginDevice::PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_
   std::sort(info_.features.begin(), info_.features.end());
 }
 
+PluginDevice::PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_t index,
+                           const Error& error)
+    : library_(std::move(library)), handle_(nullptr) {
+  info_.id = library_->name() + ":" + std::to_string(index);
+  info_.name = "(lost: " + error.message() + ")";
+  info_.kind = DeviceKind::accelerator;
+  lost_ = error.message();
+  is_lost_ = true;
+}
+
 void PluginDevice::check_not_lost() const {
   if (!is_lost_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(lost_mutex_);
@@ -87,16 +102,28 @@ void PluginDevice::check(hal_status status, const std::string& what) const {
 }
 
 MemoryFigure PluginDevice::memory_free() const {
-  check_not_lost();
+  if (is_lost()) return {0, Provenance::unknown};
   uint64_t bytes = 0;
   check(library_->api->device_memory_free(handle_, &bytes), "free memory");
   return {bytes, Provenance::measured};
 }
 
+bool PluginDevice::supports(MemoryKind kind) const {
+  return kind == MemoryKind::device ||
+         (kind == MemoryKind::pinned_host && HAL_PLUGIN_FN(*library_, host_buffer_allocate));
+}
+
 BufferPtr PluginDevice::allocate(size_t bytes, MemoryKind kind) {
   check_not_lost();
-  if (kind != MemoryKind::device) throw_unsupported(*this, "memory other than device memory");
+  if (!supports(kind)) throw_unsupported(*this, std::string(to_string(kind)) + " memory");
   hal_plugin_buffer handle = nullptr;
+  if (kind == MemoryKind::pinned_host) {
+    void* host = nullptr;
+    check(HAL_PLUGIN_FN(*library_, host_buffer_allocate)(handle_, bytes, &handle, &host),
+          "allocate " + std::to_string(bytes) + " bytes of pinned host memory");
+    return std::make_shared<PluginBuffer>(
+        std::static_pointer_cast<PluginDevice>(shared_from_this()), bytes, handle, host);
+  }
   check(library_->api->buffer_allocate(handle_, bytes, &handle),
         "allocate " + std::to_string(bytes) + " bytes");
   return std::make_shared<PluginBuffer>(std::static_pointer_cast<PluginDevice>(shared_from_this()),

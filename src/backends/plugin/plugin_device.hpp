@@ -1,6 +1,7 @@
 // A plugin's device, buffer and event as hal's DeviceImpl, BufferImpl and EventImpl. A device
 // remembers that it was lost: after the plugin first says DEVICE_LOST, hal refuses every call
-// on it without asking the plugin again.
+// on it without asking the plugin again. A device lost before hal could read its properties is
+// still listed (ids stay name:index), named as lost, and refuses every call.
 #pragma once
 
 #include <atomic>
@@ -17,27 +18,38 @@ class PluginDevice final : public DeviceImpl {
  public:
   PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_t index,
                hal_plugin_device handle);
+  // A device that failed while hal read its facts: `error` says how.
+  PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_t index, const Error& error);
 
   const DeviceInfo& info() const override { return info_; }
+  // A lost device has none: 0, of unknown provenance, rather than an error, so that listings of
+  // devices still show the others.
   MemoryFigure memory_free() const override;
   BufferPtr allocate(size_t bytes, MemoryKind kind) override;
+  // Device memory, and pinned host memory where the plugin has host_buffer_allocate (1.2).
+  bool supports(MemoryKind kind) const override;
   std::shared_ptr<StreamImpl> create_stream() override;
   std::shared_ptr<EventImpl> create_event() override;
   // Kernels of the formats the device declares (plugin ABI 1.1).
   CompiledKernel compile(const KernelSource& source, const CompileOptions& options) override;
 
   const PluginLibrary& library() const { return *library_; }
+  // Whether the plugin reads hal_plugin_tensor and hal_plugin_kernel_arg with struct_size.
+  bool sized_structs() const { return sized_structs_; }
+  uint64_t local_memory_bytes() const { return info_.limits.max_shared_memory_bytes; }
   hal_plugin_device handle() const { return handle_; }
   // Checks a status of a call on this device ("what" names the operation), and that the device
   // is not lost; throws hal::Error naming the device.
   void check(hal_status status, const std::string& what) const;
   void check_not_lost() const;
+  bool is_lost() const { return is_lost_.load(std::memory_order_acquire); }
 
  private:
   std::shared_ptr<const PluginLibrary> library_;
   hal_plugin_device handle_;
   DeviceInfo info_;
   uint32_t kernel_formats_ = 0;
+  bool sized_structs_ = false;
   mutable std::mutex lost_mutex_;
   mutable std::string lost_;  // the message of the call that found the device lost
   mutable std::atomic<bool> is_lost_{false};
@@ -47,11 +59,17 @@ class PluginBuffer final : public BufferImpl {
  public:
   PluginBuffer(std::shared_ptr<PluginDevice> device, size_t size, hal_plugin_buffer handle)
       : BufferImpl(device, size, MemoryKind::device), handle_(handle) {}
+  // Pinned host memory: the plugin's buffer, which the host reaches at `host`.
+  PluginBuffer(std::shared_ptr<PluginDevice> device, size_t size, hal_plugin_buffer handle,
+               void* host)
+      : BufferImpl(device, size, MemoryKind::pinned_host), handle_(handle), host_(host) {}
   ~PluginBuffer() override;
   hal_plugin_buffer handle() const { return handle_; }
+  void* host_pointer() const noexcept override { return host_; }
 
  private:
   hal_plugin_buffer handle_;
+  void* host_ = nullptr;
 };
 
 // The plugin buffer behind a hal buffer (a block of a segment), and where the block starts.

@@ -1,6 +1,10 @@
 #include "plugin_stream.hpp"
 
 #include <cstring>
+#include <limits>
+
+#include "plugin_abi_1_1.hpp"
+#include "plugin_enums.hpp"
 
 namespace hal::plugin {
 namespace {
@@ -25,12 +29,13 @@ void run_callback(void* data) {
 
 hal_plugin_tensor tensor_of(const OpOperand& operand) {
   hal_plugin_tensor out{};
+  out.struct_size = sizeof out;
   const NativeRange range = native(operand.buffer, 0);
   out.buffer = range.buffer;
   // The block's byte offset in its segment, in elements of the operand's dtype: blocks are
   // aligned to 512 bytes, a multiple of every element size.
   out.offset = range.offset / size_of(operand.dtype) + operand.offset;
-  out.dtype = static_cast<hal_plugin_dtype>(operand.dtype);
+  out.dtype = to_plugin(operand.dtype);
   out.rank = static_cast<uint32_t>(operand.shape.size());
   for (size_t d = 0; d < operand.shape.size(); ++d) {
     out.shape[d] = operand.shape[d];
@@ -39,45 +44,84 @@ hal_plugin_tensor tensor_of(const OpOperand& operand) {
   return out;
 }
 
+// Structs in the layout the plugin reads: its own header's, which before 1.2 lacked
+// struct_size. The pointers stay valid while this lives.
+template <class Current, class Legacy>
+class PluginLayout {
+ public:
+  PluginLayout(bool sized, std::vector<Current> items) : sized_(sized), items_(std::move(items)) {
+    if (!sized_)
+      for (const Current& item : items_) legacy_.push_back(abi_1_1::to_1_1(item));
+  }
+  // The plugin never sees hal's type, only the bytes: a pointer of the type its table names.
+  const Current* at(size_t i) const {
+    return sized_ ? &items_[i] : reinterpret_cast<const Current*>(&legacy_[i]);
+  }
+  const Current* data() const { return items_.empty() ? nullptr : at(0); }
+
+ private:
+  bool sized_;
+  std::vector<Current> items_;
+  std::vector<Legacy> legacy_;
+};
+
+// The op's number in plugin.h, for the kind of op it is.
+std::optional<hal_plugin_op> plugin_op_of(const BuiltinOp& op) {
+  switch (op.kind) {
+    case BuiltinOpKind::binary:
+      return plugin_op(static_cast<ops::Binary>(op.op));
+    case BuiltinOpKind::unary:
+      return plugin_op(static_cast<ops::Unary>(op.op));
+    case BuiltinOpKind::reduce:
+      return plugin_op(static_cast<ops::Reduce>(op.op));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 PluginStream::PluginStream(std::shared_ptr<PluginDevice> device, hal_plugin_stream handle)
     : device_(std::move(device)),
       handle_(handle),
+      holds_(device_),
       failure_(std::make_shared<std::exception_ptr>()) {}
 
 PluginStream::~PluginStream() {
   std::lock_guard lock(mutex_);
-  api().stream_synchronize(handle_);  // a lost device fails here too; nothing is left to wait for
+  // A lost device fails here too, once none of the stream's work runs any more (plugin.h).
+  api().stream_synchronize(handle_);
+  holds_.release_all();
   api().stream_destroy(handle_);
 }
 
-void PluginStream::enqueued(hal_status status, const std::string& what,
-                            std::vector<BufferPtr> buffers) {
+void PluginStream::check(hal_status status, const std::string& what) {
+  if (status == HAL_STATUS_DEVICE_LOST) holds_.release_all();
   device_->check(status, what);
-  held_.insert(held_.end(), std::make_move_iterator(buffers.begin()),
-               std::make_move_iterator(buffers.end()));
-  if (held_.size() > 1024) {  // let go of what completed work held, now and then
-    int32_t idle = 0;
-    if (api().stream_query(handle_, &idle) == HAL_STATUS_OK && idle) {
-      held_.clear();
-      held_kernels_.clear();
-    }
-  }
+}
+
+void PluginStream::check_not_lost() {
+  if (device_->is_lost()) holds_.release_all();
+  device_->check_not_lost();
+}
+
+void PluginStream::enqueued(hal_status status, const std::string& what,
+                            std::vector<WorkHolds::Hold> holds) {
+  check(status, what);
+  check(holds_.add(handle_, std::move(holds)), what);
 }
 
 void PluginStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
                                   size_t bytes) {
-  device_->check_not_lost();
   std::lock_guard lock(mutex_);
+  check_not_lost();
   const NativeRange to = native(dst, dst_offset);
   enqueued(api().copy_to_device(handle_, to.buffer, to.offset, src, bytes),
            "copy " + std::to_string(bytes) + " bytes to the device", {dst});
 }
 
 void PluginStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
-  device_->check_not_lost();
   std::lock_guard lock(mutex_);
+  check_not_lost();
   const NativeRange from = native(src, src_offset);
   enqueued(api().copy_to_host(handle_, dst, from.buffer, from.offset, bytes),
            "copy " + std::to_string(bytes) + " bytes to the host", {src});
@@ -85,18 +129,32 @@ void PluginStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offs
 
 bool PluginStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& src,
                         size_t src_offset, size_t bytes) {
-  device_->check_not_lost();
   std::lock_guard lock(mutex_);
+  check_not_lost();
   const NativeRange to = native(dst, dst_offset), from = native(src, src_offset);
-  enqueued(api().copy_on_device(handle_, to.buffer, to.offset, from.buffer, from.offset, bytes),
-           "copy " + std::to_string(bytes) + " bytes on the device", {dst, src});
+  const std::string what = "copy " + std::to_string(bytes) + " bytes";
+  const bool here = &dst->device() == device_.get() && &src->device() == device_.get();
+  // Before 1.2, copy_on_device took buffers of two devices; since, copy_peer does.
+  if (here || device_->library().api->abi_minor < 2) {
+    enqueued(api().copy_on_device(handle_, to.buffer, to.offset, from.buffer, from.offset, bytes),
+             what + " on the device", {dst, src});
+    return true;
+  }
+  const auto copy_peer = HAL_PLUGIN_FN(device_->library(), copy_peer);
+  if (!copy_peer || (&dst->device() != device_.get() && &src->device() != device_.get()))
+    return false;  // hal stages through host memory
+  const hal_status status =
+      copy_peer(handle_, to.buffer, to.offset, from.buffer, from.offset, bytes);
+  if (status == HAL_STATUS_UNSUPPORTED) return false;  // these two devices cannot reach each other
+  enqueued(status, what + " from " + src->device().info().id + " to " + dst->device().info().id,
+           {dst, src});
   return true;
 }
 
 void PluginStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
                         size_t pattern_size) {
-  device_->check_not_lost();
   std::lock_guard lock(mutex_);
+  check_not_lost();
   const NativeRange to = native(dst, dst_offset);
   if (pattern_size == 1 || pattern_size == 2 || pattern_size == 4 || pattern_size == 8) {
     enqueued(api().fill(handle_, to.buffer, to.offset, bytes, pattern,
@@ -109,39 +167,36 @@ void PluginStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, c
   for (size_t at = 0; at < bytes; at += pattern_size)
     std::memcpy(staged->data() + at, pattern, std::min(pattern_size, bytes - at));
   enqueued(api().copy_to_device(handle_, to.buffer, to.offset, staged->data(), bytes),
-           "fill " + std::to_string(bytes) + " bytes", {dst});
-  auto* keep = new Callback{[staged] {}, failure_, failure_mutex_};
-  const hal_status status = api().host_callback(handle_, run_callback, keep);
-  if (status != HAL_STATUS_OK) delete keep;
-  device_->check(status, "fill");
+           "fill " + std::to_string(bytes) + " bytes", {dst, staged});
 }
 
 void PluginStream::host_callback(std::function<void()> fn) {
-  device_->check_not_lost();
   std::lock_guard lock(mutex_);
+  check_not_lost();
   auto callback = std::make_unique<Callback>(Callback{std::move(fn), failure_, failure_mutex_});
   const hal_status status = api().host_callback(handle_, run_callback, callback.get());
   if (status == HAL_STATUS_OK) callback.release();  // the plugin owns it until it runs
-  device_->check(status, "enqueue a host callback");
+  check(status, "enqueue a host callback");
 }
 
 void PluginStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
                           std::span<const KernelArg> args) {
   const auto* compiled = dynamic_cast<const PluginKernel*>(kernel.get());
   if (!compiled) throw_unsupported(*device_, "launching kernel '" + kernel->name() + "'");
-  device_->check_not_lost();
   std::vector<hal_plugin_kernel_arg> native_args(args.size());
-  std::vector<BufferPtr> held;
+  std::vector<WorkHolds::Hold> holds{kernel};
+  uint64_t local_bytes = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelArg& arg = args[i];
     hal_plugin_kernel_arg& out = native_args[i];
+    out.struct_size = sizeof out;
     switch (arg.kind()) {
       case KernelArg::Kind::buffer: {
         const NativeRange range = native(arg.buffer().impl(), arg.offset());
         out.kind = HAL_PLUGIN_ARG_BUFFER;
         out.buffer = range.buffer;
         out.offset = range.offset;
-        held.push_back(arg.buffer().impl());
+        holds.push_back(arg.buffer().impl());
         break;
       }
       case KernelArg::Kind::scalar:
@@ -150,31 +205,45 @@ void PluginStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
         std::memcpy(out.value, arg.scalar_data(), arg.scalar_size());
         break;
       case KernelArg::Kind::local_memory:
-        throw_unsupported(*device_, "local memory arguments (kernel '" + kernel->name() +
-                                        "'): declare SHARED arrays in the kernel");
+        if (device_->local_memory_bytes() == 0)
+          throw_unsupported(*device_, "local memory arguments (kernel '" + kernel->name() +
+                                          "'): declare SHARED arrays in the kernel");
+        local_bytes += arg.offset();
+        if (local_bytes > device_->local_memory_bytes() ||
+            arg.offset() > std::numeric_limits<uint32_t>::max())
+          throw Error(ErrorCode::InvalidArgument,
+                      "launch of kernel '" + kernel->name() + "' on " + device_->info().id +
+                          ": its local memory arguments ask for " + std::to_string(local_bytes) +
+                          " bytes; the device gives a launch " +
+                          std::to_string(device_->local_memory_bytes()));
+        out.kind = HAL_PLUGIN_ARG_LOCAL_MEMORY;
+        out.size = static_cast<uint32_t>(arg.offset());
+        break;
     }
   }
+  const PluginLayout<hal_plugin_kernel_arg, abi_1_1::KernelArg> laid_out(device_->sized_structs(),
+                                                                         std::move(native_args));
   const uint64_t global[3] = {config.global[0], config.global[1], config.global[2]};
   const uint32_t local[3] = {config.local[0], config.local[1], config.local[2]};
   std::lock_guard lock(mutex_);
+  check_not_lost();
   const hal_status status = HAL_PLUGIN_FN(device_->library(), kernel_launch)(
-      handle_, compiled->handle(), global, local, native_args.data(),
-      static_cast<uint32_t>(native_args.size()));
-  enqueued(status, "launch of kernel '" + kernel->name() + "'", std::move(held));
-  held_kernels_.push_back(kernel);
+      handle_, compiled->handle(), global, local, laid_out.data(),
+      static_cast<uint32_t>(args.size()));
+  enqueued(status, "launch of kernel '" + kernel->name() + "'", std::move(holds));
 }
 
 void PluginStream::gemm(const GemmDesc& g) {
   const auto op_matmul = HAL_PLUGIN_FN(device_->library(), op_matmul);
   if (!op_matmul || !device_->info().has_feature(feature::kBuiltinMatmul))
     throw_unsupported(*device_, "matrix products (the plugin offers no matmul)");
-  device_->check_not_lost();
   std::lock_guard lock(mutex_);
+  check_not_lost();
   const size_t element = size_of(g.dtype);
   const NativeRange a = native(g.a.buffer, 0), b = native(g.b.buffer, 0), c = native(g.c.buffer, 0);
   hal_plugin_gemm desc{};
   desc.struct_size = sizeof desc;
-  desc.dtype = static_cast<hal_plugin_dtype>(g.dtype);
+  desc.dtype = to_plugin(g.dtype);
   desc.m = g.m;
   desc.n = g.n;
   desc.k = g.k;
@@ -198,49 +267,53 @@ void PluginStream::gemm(const GemmDesc& g) {
 
 void PluginStream::run_builtin_op(const BuiltinOp& op) {
   const PluginLibrary& library = device_->library();
-  device_->check_not_lost();
-  std::lock_guard lock(mutex_);
-  const hal_plugin_tensor out = tensor_of(op.out);
-  std::vector<hal_plugin_tensor> inputs;
-  std::vector<BufferPtr> held{op.out.buffer};
+  const std::optional<hal_plugin_op> number = plugin_op_of(op);
+  if (!number)
+    throw_unsupported(*device_, "built-in op " + std::to_string(op.op) + " (plugins lack it)");
+  std::vector<hal_plugin_tensor> tensors{tensor_of(op.out)};
+  std::vector<WorkHolds::Hold> holds{op.out.buffer};
   for (const OpOperand& input : op.inputs) {
-    inputs.push_back(tensor_of(input));
-    held.push_back(input.buffer);
+    tensors.push_back(tensor_of(input));
+    holds.push_back(input.buffer);
   }
-  hal_status status = HAL_STATUS_UNSUPPORTED;
+  const PluginLayout<hal_plugin_tensor, abi_1_1::Tensor> t(device_->sized_structs(),
+                                                           std::move(tensors));
   const auto op_binary = HAL_PLUGIN_FN(library, op_binary);
   const auto op_unary = HAL_PLUGIN_FN(library, op_unary);
   const auto op_reduce = HAL_PLUGIN_FN(library, op_reduce);
+  std::lock_guard lock(mutex_);
+  check_not_lost();
+  hal_status status = HAL_STATUS_UNSUPPORTED;
   switch (op.kind) {
     case BuiltinOpKind::binary:
       if (!op_binary) throw_unsupported(*device_, "binary ops");
-      status = op_binary(handle_, op.op, &out, &inputs[0], &inputs[1]);
+      status = op_binary(handle_, *number, t.at(0), t.at(1), t.at(2));
       break;
     case BuiltinOpKind::unary:
       if (!op_unary) throw_unsupported(*device_, "unary ops");
-      status = op_unary(handle_, op.op, &out, &inputs[0]);
+      status = op_unary(handle_, *number, t.at(0), t.at(1));
       break;
     case BuiltinOpKind::reduce:
       if (!op_reduce) throw_unsupported(*device_, "reductions");
-      status = op_reduce(handle_, op.op, &out, &inputs[0], op.reduced_axes);
+      status = op_reduce(handle_, *number, t.at(0), t.at(1), op.reduced_axes);
       break;
   }
-  enqueued(status, "op " + std::to_string(op.op), std::move(held));
+  enqueued(status, "op " + std::to_string(*number), std::move(holds));
 }
 
 void PluginStream::record(EventImpl& event) {
-  device_->check_not_lost();
   std::lock_guard lock(mutex_);
+  check_not_lost();
   auto& plugin_event = static_cast<PluginEvent&>(event);
-  device_->check(api().event_record(plugin_event.handle(), handle_), "record an event");
+  check(api().event_record(plugin_event.handle(), handle_), "record an event");
   plugin_event.mark_recorded();
 }
 
 void PluginStream::wait(EventImpl& event) {
-  device_->check_not_lost();
   std::lock_guard lock(mutex_);
-  device_->check(api().stream_wait_event(handle_, static_cast<PluginEvent&>(event).handle()),
-                 "wait for an event");
+  check_not_lost();
+  check(api().stream_wait_event(handle_, static_cast<PluginEvent&>(event).handle()),
+        "wait for an event");
 }
 
 void PluginStream::check_failure() {
@@ -253,25 +326,24 @@ void PluginStream::check_failure() {
 }
 
 void PluginStream::synchronize() {
-  device_->check_not_lost();
   {
     std::lock_guard lock(mutex_);
-    device_->check(api().stream_synchronize(handle_), "synchronize a stream");
-    held_.clear();
-    held_kernels_.clear();
+    check_not_lost();
+    check(api().stream_synchronize(handle_), "synchronize a stream");
+    holds_.release_all();
   }
   check_failure();
 }
 
 bool PluginStream::query() {
-  device_->check_not_lost();
   std::lock_guard lock(mutex_);
+  check_not_lost();
   int32_t idle = 0;
-  device_->check(api().stream_query(handle_, &idle), "query a stream");
-  if (idle) {
-    held_.clear();
-    held_kernels_.clear();
-  }
+  check(api().stream_query(handle_, &idle), "query a stream");
+  if (idle)
+    holds_.release_all();
+  else
+    holds_.release_completed();
   return idle != 0;
 }
 

@@ -1,6 +1,6 @@
 // A plugin's stream as hal's StreamImpl. Calls into the plugin are serialised per stream, as
-// plugin.h promises plugins. Buffers that enqueued work uses are held until the stream is seen
-// idle (synchronize, or a query that finds it so), since a plugin may run work after its call
+// plugin.h promises plugins. What enqueued work uses (buffers, kernels) is held until the
+// plugin says that work completed (WorkHolds), since a plugin may run work after its call
 // returns.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "plugin_device.hpp"
+#include "plugin_work_holds.hpp"
 
 namespace hal::plugin {
 
@@ -38,15 +39,18 @@ class PluginStream final : public StreamImpl {
 
  private:
   const hal_plugin_api& api() const { return *device_->library().api; }
-  // Checks a status (lock held) and holds `buffers` for the enqueued work.
-  void enqueued(hal_status status, const std::string& what, std::vector<BufferPtr> buffers);
-  void check_failure();  // rethrows a host callback's exception as AsyncFailure
+  // Checks a status (lock held) and holds `holds` for the enqueued work.
+  void enqueued(hal_status status, const std::string& what, std::vector<WorkHolds::Hold> holds);
+  // Checks a status (lock held); on DEVICE_LOST, lets go of what the work held first (the
+  // plugin runs none of it any more once it says so).
+  void check(hal_status status, const std::string& what);
+  void check_not_lost();  // lock held
+  void check_failure();   // rethrows a host callback's exception as AsyncFailure
 
   std::shared_ptr<PluginDevice> device_;
   hal_plugin_stream handle_;
   std::mutex mutex_;
-  std::vector<BufferPtr> held_;
-  std::vector<std::shared_ptr<KernelImpl>> held_kernels_;
+  WorkHolds holds_;
   std::shared_ptr<std::exception_ptr> failure_;  // written by host callbacks
   std::shared_ptr<std::mutex> failure_mutex_ = std::make_shared<std::mutex>();
 };
