@@ -52,6 +52,22 @@ bool same_backend(const DeviceImpl& a, const DeviceImpl& b) {
   return a.info().backend() == b.info().backend();
 }
 
+// The streams whose host callbacks run on this thread now (callbacks of one stream may call
+// into another's: the innermost is enough to catch waiting for oneself).
+class RunningCallback {
+ public:
+  explicit RunningCallback(const StreamImpl* stream) : previous_(current_) { current_ = stream; }
+  ~RunningCallback() { current_ = previous_; }
+  RunningCallback(const RunningCallback&) = delete;
+  RunningCallback& operator=(const RunningCallback&) = delete;
+  static bool of(const StreamImpl* stream) { return current_ == stream; }
+
+ private:
+  static thread_local const StreamImpl* current_;
+  const StreamImpl* previous_;
+};
+thread_local const StreamImpl* RunningCallback::current_ = nullptr;
+
 }  // namespace
 
 Device Stream::device() const { return Device(checked(impl_).device().shared_from_this()); }
@@ -131,7 +147,12 @@ void Stream::host_callback(std::function<void()> fn) {
   const detail::ErrorContext context(stream.device().info().id, "host_callback");
   if (!fn)
     throw Error(ErrorCode::InvalidArgument, where(stream, "host_callback") + ": empty function");
-  stream.host_callback(std::move(fn));
+  // The callback runs marked as this stream's, so that a synchronize of the same stream from
+  // inside it, which would wait for itself forever, is refused instead.
+  stream.host_callback([fn = std::move(fn), self = &stream] {
+    const RunningCallback running(self);
+    fn();
+  });
 }
 
 void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
@@ -160,6 +181,15 @@ void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
       throw Error(ErrorCode::InvalidArgument, what() + ": global size overflows 64 bits");
     total *= extent;
   }
+  uint64_t local_bytes = 0;
+  for (const KernelArg& arg : args)
+    if (arg.kind() == KernelArg::Kind::local_memory) local_bytes += arg.offset();
+  if (local_bytes > 0 && info.limits.max_shared_memory_bytes > 0 &&
+      local_bytes > info.limits.max_shared_memory_bytes)
+    throw Error(ErrorCode::InvalidArgument,
+                what() + ": " + std::to_string(local_bytes) + " bytes of local memory, more than " +
+                    info.id + "'s work-groups hold (" +
+                    std::to_string(info.limits.max_shared_memory_bytes) + ")");
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelArg& arg = args[i];
     if (arg.kind() != KernelArg::Kind::buffer) continue;
@@ -239,6 +269,11 @@ size_t Graph::node_count() const { return impl_ ? impl_->node_count() : 0; }
 void Stream::synchronize() {
   StreamImpl& stream = checked(impl_);
   const detail::ErrorContext context(stream.device().info().id, "synchronize");
+  if (RunningCallback::of(&stream))
+    throw Error(ErrorCode::InvalidState,
+                where(stream, "synchronize") +
+                    " from one of the stream's own host callbacks: it would wait for itself; "
+                    "record an event and wait for it elsewhere");
   stream.synchronize();
 }
 bool Stream::query() { return checked(impl_).query(); }

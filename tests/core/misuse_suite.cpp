@@ -1,0 +1,76 @@
+// Calls that would deadlock or ask the driver for the impossible are refused by hal, with the
+// stream left usable: synchronize from the stream's own host callback, local memory past the
+// device's limit.
+#include <atomic>
+
+#include "device_suite.hpp"
+#include "test_util.hpp"
+
+namespace hal::test {
+namespace {
+
+class MisuseSuite : public DeviceTest {
+ protected:
+  Stream stream = device().create_stream();
+};
+
+TEST_P(MisuseSuite, SynchronizeFromTheStreamsOwnCallbackIsRefused) {
+  std::atomic<int> code{-1};
+  std::string message;
+  stream.host_callback([&] {
+    try {
+      stream.synchronize();
+      code = static_cast<int>(ErrorCode::Ok);
+    } catch (const Error& error) {
+      message = error.message();
+      code = static_cast<int>(error.code());
+    }
+  });
+  stream.synchronize();  // returns: the callback did not wait for itself
+  EXPECT_EQ(code.load(), static_cast<int>(ErrorCode::InvalidState)) << message;
+  EXPECT_NE(message.find("own host callbacks"), std::string::npos) << message;
+  EXPECT_NE(message.find(id()), std::string::npos) << message;
+  // Another stream may be synchronized from a callback, and this one works on.
+  Stream other = device().create_stream();
+  bool other_done = false;
+  stream.host_callback([&] {
+    other.synchronize();
+    other_done = true;
+  });
+  stream.synchronize();
+  EXPECT_TRUE(other_done);
+}
+
+TEST_P(MisuseSuite, LocalMemoryPastTheDevicesLimitIsRefused) {
+  const uint64_t limit = device().info().limits.max_shared_memory_bytes;
+  if (limit == 0) GTEST_SKIP() << id() << " states no local-memory limit";
+  // OpenCL C, whose __local pointer parameters take local-memory arguments (CUDA's dynamic
+  // shared memory and sim's have their own tests).
+  if (device().info().backend() != "opencl")
+    GTEST_SKIP() << id() << ": the OpenCL devices' test; CUDA and sim test their own";
+  const Kernel kernel = device().compile({"uses_local", R"(
+    __kernel void uses_local(__global float* out, __local float* scratch) {
+      scratch[get_local_id(0)] = 1.0f;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      out[get_global_id(0)] = scratch[0];
+    })",
+                                          KernelLanguage::opencl_c});
+  Buffer out = device().allocate(64 * sizeof(float));
+  expect_error(
+      [&] {
+        stream.launch(kernel, LaunchConfig{{64, 1, 1}, {64, 1, 1}},
+                      {out, KernelArg::local_memory(size_t{1} << 40)});
+      },
+      ErrorCode::InvalidArgument, {"uses_local", id(), "1099511627776 bytes of local memory"});
+  stream.launch(kernel, LaunchConfig{{64, 1, 1}, {64, 1, 1}},
+                {out, KernelArg::local_memory(64 * sizeof(float))});
+  std::vector<float> got(64);
+  stream.copy_to_host(got.data(), out, got.size() * sizeof(float));
+  stream.synchronize();
+  EXPECT_EQ(got, std::vector<float>(64, 1.0f));
+}
+
+HAL_DEVICE_SUITE(MisuseSuite);
+
+}  // namespace
+}  // namespace hal::test
