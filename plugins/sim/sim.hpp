@@ -1,5 +1,6 @@
-// The simulated accelerator's objects. Built against hal/plugin.h only, as a vendor's plugin
-// would be: nothing here includes hal's C++ headers.
+// The simulated accelerator's objects. Built against hal/plugin.h, as a vendor's plugin would
+// be: nothing here includes hal's C++ headers but hal/units.hpp, whose number parser
+// sim_config.cpp reads HAL_SIM_CONFIG with (compiled in; no link to libhal).
 #pragma once
 
 #include <atomic>

@@ -472,4 +472,47 @@ TEST(Cli, BenchWritesOneDocumentForManySuites) {
   EXPECT_TRUE(figures.count("select/select_1024_ms")) << json["results"];
 }
 
+// Why the sim plugin did not load under HAL_SIM_CONFIG=`config` ("" when it loaded).
+std::string sim_refusal(const std::string& config) {
+  const Result result = run("HAL_SIM_CONFIG='" + config + "'", "plugins --json");
+  EXPECT_EQ(result.status, 0) << result.output;
+  const auto listing = parse_json(result);
+  for (const auto& plugin : listing["plugins"])
+    if (plugin["path"].get<std::string>().find("libhal_plugin_sim.so") != std::string::npos)
+      return plugin["loaded"].get<bool>() ? "" : plugin["reason"].get<std::string>();
+  ADD_FAILURE() << "no sim plugin listed: " << result.output;
+  return "";
+}
+
+TEST(Cli, SimConfigNumbersAreRangeCheckedNeverWrapped) {
+  const std::map<std::string, std::string> refused{
+      {"devices=4294967298", "HAL_SIM_CONFIG: devices: '4294967298' is out of range (0 to 65536)"},
+      {"memory=inf", "HAL_SIM_CONFIG: memory: 'inf' is not a finite size"},
+      {"memory=1e30", "HAL_SIM_CONFIG: memory: '1e30' is out of range (0 B to 64.0 TiB)"},
+      {"devices=2,fault_device=4294967296",
+       "HAL_SIM_CONFIG: fault_device: '4294967296' is out of range (0 to 65535)"},
+      {"devices=2,fault_device=2", "HAL_SIM_CONFIG: fault_device=2 names no device (devices=2"},
+      {"gflops=nan", "HAL_SIM_CONFIG: gflops: 'nan' is not a finite number"},
+      {"fail_op_at=-1", "HAL_SIM_CONFIG: fail_op_at: '-1' is out of range"},
+      {"mixed=2", "HAL_SIM_CONFIG: mixed: '2' is out of range (0 to 1)"},
+      {"devices", "HAL_SIM_CONFIG: 'devices' is not key=value"},
+  };
+  for (const auto& [config, reason] : refused)
+    EXPECT_NE(sim_refusal(config).find(reason), std::string::npos)
+        << config << " gave: " << sim_refusal(config);
+
+  EXPECT_EQ(sim_refusal("devices=2;memory=1.5GiB,fault_device=1,launch_us=0"), "");
+  const Result listing = run("HAL_SIM_CONFIG='devices=2,memory=1.5GiB'", "devices --json");
+  ASSERT_EQ(listing.status, 0) << listing.output;
+  const auto json = parse_json(listing);
+  size_t sims = 0;
+  for (const auto& backend : json["backends"])
+    for (const auto& device : backend["devices"])
+      if (backend["name"] == "sim") {
+        ++sims;
+        EXPECT_EQ(device["memory_total"].get<uint64_t>(), uint64_t{3} << 29) << device;
+      }
+  EXPECT_EQ(sims, 2u) << listing.output;
+}
+
 }  // namespace
