@@ -515,4 +515,43 @@ TEST(Cli, SimConfigNumbersAreRangeCheckedNeverWrapped) {
   EXPECT_EQ(sims, 2u) << listing.output;
 }
 
+TEST(Cli, SelectRefusesNumbersItCannotHonourNamingTheOption) {
+  CacheDir cache;
+  const std::map<std::string, std::string> refused{
+      {"--matmul 99999999999999999999",
+       "--matmul: '99999999999999999999' is out of range (1 to 1048576)"},
+      {"--matmul 0", "--matmul: '0' is out of range (1 to 1048576)"},
+      {"--matmul 1.5", "--matmul: '1.5' is not a whole number"},
+      {"--min-tflops nan", "--min-tflops: 'nan' is not a finite number"},
+      {"--min-tflops -1", "--min-tflops: '-1' is out of range"},
+      {"--min-memory 18446744073709551616", "--min-memory: '18446744073709551616' is out of range"},
+      {"--feature ''", "--feature: an empty name"},
+      {"--vendor ''", "--vendor: an empty name"},
+      {"--vendor amd,,intel", "--vendor: an empty name"},
+  };
+  for (const auto& [arguments, message] : refused) {
+    const Result result = run(cache.environment(), "select " + arguments);
+    EXPECT_EQ(result.status, 1) << arguments << ": " << result.output;
+    EXPECT_NE(result.output.find("hal: error: " + message), std::string::npos)
+        << arguments << ": " << result.output;
+    EXPECT_NE(result.output.find("[InvalidArgument]"), std::string::npos) << result.output;
+  }
+
+  // 10^19 bytes is a size (under 2^64): no device has it, and the reasons say how much it is.
+  const Result huge = run(cache.environment(), "select --min-memory 10000000000000000000 --json");
+  EXPECT_EQ(huge.status, 1) << huge.output;
+  const auto refusals = parse_json(huge);
+  for (const auto& c : refusals["candidates"])
+    EXPECT_NE(c["reason"].get<std::string>().find("needs 8.7 EiB"), std::string::npos) << c;
+
+  // The largest matmul allowed (12 TiB of operands: nothing fits) still prints its predicted
+  // times with a unit.
+  const Result largest = run(cache.environment(), "select --matmul 1048576");
+  EXPECT_EQ(largest.status, 1) << largest.output;
+  EXPECT_NE(largest.output.find("matmul 1048576x1048576x1048576"), std::string::npos)
+      << largest.output;
+  EXPECT_EQ(largest.output.find("0000000000"), std::string::npos) << largest.output;
+  EXPECT_NE(largest.output.find("e+"), std::string::npos) << largest.output;
+}
+
 }  // namespace
