@@ -42,6 +42,11 @@ Result run(const std::string& environment, const std::string& arguments) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
+// stdout alone, as a script reading the command's JSON sees it.
+Result run_stdout(const std::string& environment, const std::string& arguments) {
+  return run(environment, arguments + " 2>/dev/null; exit $?; :");
+}
+
 TEST(Cli, DevicesPrintsOneLinePerDevice) {
   const Result result = run("", "devices");
   ASSERT_EQ(result.status, 0) << result.output;
@@ -552,6 +557,53 @@ TEST(Cli, SelectRefusesNumbersItCannotHonourNamingTheOption) {
       << largest.output;
   EXPECT_EQ(largest.output.find("0000000000"), std::string::npos) << largest.output;
   EXPECT_NE(largest.output.find("e+"), std::string::npos) << largest.output;
+}
+
+TEST(Cli, UnderJsonEveryCommandReportsAnErrorAsJsonOnStdout) {
+  struct Case {
+    std::string environment, arguments;
+    int status;
+    std::string code, message;
+  };
+  const std::string bad_selector = "HAL_DEVICES='cuda:zz'";
+  const std::vector<Case> cases{
+      {"", "memory --device cpu:9 --json", 1, "NotFound", "no device 'cpu:9'"},
+      {"", "calibrate --device cpu:7 --json", 1, "NotFound", "no device 'cpu:7'"},
+      {"", "select --matmul 0 --json", 1, "InvalidArgument", "--matmul: '0' is out of range"},
+      {"", "bench nope --json", 1, "InvalidArgument", "no benchmark suite 'nope'"},
+      {"", "devices --json --bogus", 2, "UsageError", "--bogus"},
+      {"", "version --json --bogus", 2, "UsageError", "--bogus"},
+      {"", "plugins --json --bogus", 2, "UsageError", "--bogus"},
+      {bad_selector, "devices --json", 1, "InvalidArgument", "'cuda:zz'"},
+      {bad_selector, "summary --json", 1, "InvalidArgument", "'cuda:zz'"},
+      {bad_selector, "demo --quick --json", 1, "InvalidArgument", "'cuda:zz'"},
+      {bad_selector, "select --json", 1, "InvalidArgument", "'cuda:zz'"},
+      {bad_selector, "memory --json", 1, "InvalidArgument", "'cuda:zz'"},
+      {bad_selector, "cts --device cpu:0 --json", 1, "InvalidArgument", "'cuda:zz'"},
+  };
+  for (const Case& c : cases) {
+    const Result result = run_stdout(c.environment, c.arguments);
+    EXPECT_EQ(result.status, c.status) << c.arguments << ": " << result.output;
+    const auto error = nlohmann::json::parse(result.output, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(error.is_object()) << c.arguments << " printed: '" << result.output << "'";
+    EXPECT_EQ(error["schema"], "hal.error/1") << c.arguments;
+    EXPECT_EQ(error["code"], c.code) << c.arguments;
+    EXPECT_NE(error["message"].get<std::string>().find(c.message), std::string::npos)
+        << c.arguments << ": " << error;
+  }
+  // Without --json the error stays a line on stderr, and stdout is empty.
+  const Result text = run_stdout("", "memory --device cpu:9");
+  EXPECT_EQ(text.status, 1);
+  EXPECT_EQ(text.output, "");
+}
+
+TEST(Cli, VersionFlagPrintsJsonUnderJson) {
+  const Result flag = run_stdout("", "--version --json");
+  ASSERT_EQ(flag.status, 0) << flag.output;
+  const auto version = nlohmann::json::parse(flag.output);
+  EXPECT_EQ(version["schema"], "hal.version/1");
+  const auto command = nlohmann::json::parse(run_stdout("", "version --json").output);
+  EXPECT_EQ(version, command);
 }
 
 }  // namespace
