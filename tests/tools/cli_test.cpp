@@ -301,8 +301,29 @@ TEST(Cli, CtsReportsEveryCaseAsJsonAndJUnit) {
   for (char c : list.output) cases += c == '\n';
   EXPECT_GE(cases, 150u) << "the suite has at least 150 cases";
   const Result missing = run("", "cts");
-  EXPECT_EQ(missing.status, 1);
+  EXPECT_EQ(missing.status, 2) << "a usage error: " << missing.output;
   EXPECT_NE(missing.output.find("--device"), std::string::npos) << missing.output;
+}
+
+TEST(Cli, CtsFailsWhenTheJUnitReportCannotBeWritten) {
+  // /dev/full takes the open and fails the write: only a check after the flush sees it.
+  const Result result = run("", "cts --device cpu:0 --filter device.uuid --junit /dev/full");
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_NE(result.output.find("hal: error: cannot write the JUnit report to /dev/full"),
+            std::string::npos)
+      << result.output;
+}
+
+TEST(Cli, CtsListsItsCasesAsJson) {
+  const Result text = run("", "cts --list");
+  ASSERT_EQ(text.status, 0) << text.output;
+  const Result result = run_stdout("", "cts --list --json");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto list = nlohmann::json::parse(result.output);
+  EXPECT_EQ(list["schema"], "hal.cts.list/1");
+  std::string names;
+  for (const auto& name : list["cases"]) names += name.get<std::string>() + "\n";
+  EXPECT_EQ(names, text.output);
 }
 
 TEST(Cli, UnknownCommandIsAUsageError) {
@@ -571,6 +592,7 @@ TEST(Cli, UnderJsonEveryCommandReportsAnErrorAsJsonOnStdout) {
       {"", "calibrate --device cpu:7 --json", 1, "NotFound", "no device 'cpu:7'"},
       {"", "select --matmul 0 --json", 1, "InvalidArgument", "--matmul: '0' is out of range"},
       {"", "bench nope --json", 1, "InvalidArgument", "no benchmark suite 'nope'"},
+      {"", "cts --json", 2, "UsageError", "--device"},
       {"", "devices --json --bogus", 2, "UsageError", "--bogus"},
       {"", "version --json --bogus", 2, "UsageError", "--bogus"},
       {"", "plugins --json --bogus", 2, "UsageError", "--bogus"},
