@@ -628,4 +628,46 @@ TEST(Cli, VersionFlagPrintsJsonUnderJson) {
   EXPECT_EQ(version, command);
 }
 
+// Whether `hal_bench_<suite>` was built next to hal (presets without benchmarks build none).
+bool suite_built(const std::string& suite) {
+  const std::string cli = HAL_CLI_PATH;
+  return access((cli.substr(0, cli.rfind('/')) + "/hal_bench_" + suite).c_str(), X_OK) == 0;
+}
+
+TEST(Cli, BenchReportsAFailingBenchmarkAndGoesOn) {
+  if (!suite_built("ops")) GTEST_SKIP() << "hal_bench_ops is not built";
+  // The warm-up runs ops 1 and 2 on sim:0; op 3 is the first benchmark's (hal_add_f32_16m).
+  const Result result =
+      run_stdout("HAL_SIM_CONFIG=devices=1,fail_op_at=3",
+                 "bench ops --device sim:0 --json "
+                 "'--benchmark_filter=add_f32_16m|tiny' --benchmark_min_time=0.01");
+  EXPECT_EQ(result.status, 1) << result.output;
+  const auto json = nlohmann::json::parse(result.output);
+  ASSERT_EQ(json["suites"].size(), 1u) << json;
+  const auto& errors = json["suites"][0]["errors"];
+  ASSERT_EQ(errors.size(), 1u) << json["suites"];
+  EXPECT_EQ(errors[0]["benchmark"], "hal_add_f32_16m");
+  EXPECT_NE(errors[0]["message"].get<std::string>().find("op 3 failed (injected fault)"),
+            std::string::npos)
+      << errors;
+  std::set<std::string> figures;
+  for (const auto& figure : json["results"]) figures.insert(figure["name"].get<std::string>());
+  EXPECT_EQ(figures, std::set<std::string>{"add_f32_tiny"}) << "the suite went on";
+}
+
+TEST(Cli, BenchHostSuitesTakeTheHostAsTheirDevice) {
+  for (const std::string suite : {"memory", "stream", "thread_pool", "select"}) {
+    if (!suite_built(suite)) continue;
+    const Result result =
+        run("", "bench " + suite + " --device cpu:0 --benchmark_filter=no_such_benchmark");
+    EXPECT_EQ(result.status, 0) << suite << ": " << result.output;
+  }
+  if (!suite_built("memory")) GTEST_SKIP() << "hal_bench_memory is not built";
+  const Result elsewhere = run("", "bench memory --device opencl:0");
+  EXPECT_EQ(elsewhere.status, 2) << elsewhere.output;
+  EXPECT_NE(elsewhere.output.find("runs on cpu:0; --device opencl:0 does not apply"),
+            std::string::npos)
+      << elsewhere.output;
+}
+
 }  // namespace
