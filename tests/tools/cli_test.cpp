@@ -670,4 +670,31 @@ TEST(Cli, BenchHostSuitesTakeTheHostAsTheirDevice) {
       << elsewhere.output;
 }
 
+TEST(Cli, DemoReportsEveryRunAndFailsNamingTheDeviceThatFailed) {
+  // Both devices calibrated beforehand, so that each fault lands in the demo's own work.
+  CacheDir cache;
+  const std::string devices = cache.environment() + " HAL_DEVICES='sim:*;cpu:*' ";
+  ASSERT_EQ(run(devices + "HAL_SIM_CONFIG=devices=1", "calibrate --quick").status, 0);
+  // Lost during discovery (call 3), lost mid-demo (call 40), one op failing (the first).
+  for (const std::string config :
+       {"devices=1,lose_device_at=3", "devices=1,lose_device_at=40", "devices=1,fail_op_at=1"}) {
+    const Result result = run_stdout(devices + "HAL_SIM_CONFIG=" + config, "demo --quick --json");
+    EXPECT_EQ(result.status, 1) << config << ": " << result.output;
+    const auto json = nlohmann::json::parse(result.output, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(json.is_object()) << config << " printed: " << result.output;
+    EXPECT_FALSE(json["ok"].get<bool>()) << config;
+    ASSERT_EQ(json["runs"].size(), 4u) << config << ": mlp and matmul on cpu:0 and sim:0";
+    for (const auto& r : json["runs"]) {
+      if (r["device"] == "cpu:0") EXPECT_EQ(r["status"], "ok") << config << ": " << r;
+    }
+    ASSERT_FALSE(json["failures"].empty()) << config;
+    for (const auto& failure : json["failures"])
+      EXPECT_EQ(failure["device"], "sim:0") << config << ": " << failure;
+  }
+  const Result text = run(devices + "HAL_SIM_CONFIG=devices=1,lose_device_at=40", "demo --quick");
+  EXPECT_EQ(text.status, 1) << text.output;
+  EXPECT_NE(text.output.find("FAILED on sim:0:"), std::string::npos) << text.output;
+  EXPECT_EQ(text.output.find("All results agree"), std::string::npos) << text.output;
+}
+
 }  // namespace
