@@ -685,7 +685,9 @@ TEST(Cli, DemoReportsEveryRunAndFailsNamingTheDeviceThatFailed) {
     EXPECT_FALSE(json["ok"].get<bool>()) << config;
     ASSERT_EQ(json["runs"].size(), 4u) << config << ": mlp and matmul on cpu:0 and sim:0";
     for (const auto& r : json["runs"]) {
-      if (r["device"] == "cpu:0") EXPECT_EQ(r["status"], "ok") << config << ": " << r;
+      if (r["device"] == "cpu:0") {
+        EXPECT_EQ(r["status"], "ok") << config << ": " << r;
+      }
     }
     ASSERT_FALSE(json["failures"].empty()) << config;
     for (const auto& failure : json["failures"])
@@ -695,6 +697,31 @@ TEST(Cli, DemoReportsEveryRunAndFailsNamingTheDeviceThatFailed) {
   EXPECT_EQ(text.status, 1) << text.output;
   EXPECT_NE(text.output.find("FAILED on sim:0:"), std::string::npos) << text.output;
   EXPECT_EQ(text.output.find("All results agree"), std::string::npos) << text.output;
+}
+
+TEST(Cli, FreeMemoryADeviceCannotTellIsUnknownNotZero) {
+  const auto listing = nlohmann::json::parse(run_stdout("", "devices --json").output);
+  std::vector<std::string> unknown;
+  for (const auto& backend : listing["backends"])
+    for (const auto& device : backend["devices"])
+      if (device["memory_provenance"]["free"] == "unknown") {
+        unknown.push_back(device["id"].get<std::string>());
+        EXPECT_TRUE(device["memory_free"].is_null()) << device;
+      } else {
+        EXPECT_TRUE(device["memory_free"].is_number()) << device;
+      }
+  if (unknown.empty()) GTEST_SKIP() << "every device here can tell its free memory (PoCL cannot)";
+  const Result text = run("", "summary");
+  ASSERT_EQ(text.status, 0) << text.output;
+  for (const std::string& id : unknown) {
+    const size_t line = text.output.find("[" + id + "] ");
+    ASSERT_NE(line, std::string::npos) << text.output;
+    const std::string device_line = text.output.substr(line, text.output.find('\n', line) - line);
+    EXPECT_NE(device_line.find("free unknown"), std::string::npos) << device_line;
+    EXPECT_EQ(device_line.find("0 B free"), std::string::npos) << device_line;
+  }
+  EXPECT_NE(text.output.find("(free unknown on " + unknown.front()), std::string::npos)
+      << text.output;
 }
 
 }  // namespace
