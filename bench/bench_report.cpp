@@ -23,7 +23,9 @@ class CollectingReporter : public benchmark::ConsoleReporter {
       const auto& id = run.run_name;
       const std::string name =
           id.args.empty() ? id.function_name : id.function_name + "/" + id.args;
-      if (run.run_type == Run::RT_Aggregate) {
+      if (run.error_occurred) {
+        record_failure(name, run.error_message);  // a suite's own SkipWithError
+      } else if (run.run_type == Run::RT_Aggregate) {
         if (run.aggregate_name == "median") medians_[name] = ns;
       } else if (!medians_.count(name) || singles_.count(name)) {
         singles_[name] = ns;
@@ -53,7 +55,30 @@ class CollectingReporter : public benchmark::ConsoleReporter {
   std::map<std::string, double> singles_;
 };
 
+// (benchmark, message) of each failed benchmark, in the order they failed.
+std::vector<std::pair<std::string, std::string>>& failures() {
+  static std::vector<std::pair<std::string, std::string>> list;
+  return list;
+}
+
+// A --device left for run_suite: only the host may be named (see run_suite).
+bool host_device_accepted(int& argc, char** argv, const std::string& suite) {
+  const std::string device = take_option(argc, argv, "--device", "cpu:0");
+  if (device == "cpu:0") return true;
+  std::fprintf(stderr,
+               "hal bench %s: this suite measures hal on the host and runs on cpu:0; --device %s "
+               "does not apply\n",
+               suite.c_str(), device.c_str());
+  return false;
+}
+
 }  // namespace
+
+void record_failure(const std::string& name, const std::string& message) {
+  for (const auto& [failed, _] : failures())
+    if (failed == name) return;  // the first message is the one that explains
+  failures().emplace_back(name, message);
+}
 
 std::string take_option(int& argc, char** argv, const std::string& name,
                         const std::string& fallback) {
@@ -76,6 +101,7 @@ std::string take_option(int& argc, char** argv, const std::string& name,
 int run_suite(int argc, char** argv, const std::string& suite, const std::string& device,
               const std::vector<Comparison>& comparisons,
               const std::function<std::vector<Figure>()>& measure) {
+  if (!host_device_accepted(argc, argv, suite)) return 2;
   bool json = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
@@ -100,8 +126,13 @@ int run_suite(int argc, char** argv, const std::string& suite, const std::string
     figures.push_back({c.name, ours->second, "ns", c.baseline, base->second,
                        ours->second / base->second, "lower", c.goal});
   }
-  if (measure)
-    for (Figure& figure : measure()) figures.push_back(std::move(figure));
+  try {
+    if (measure)
+      for (Figure& figure : measure()) figures.push_back(std::move(figure));
+  } catch (const std::exception& error) {
+    record_failure("(figures measured after the benchmarks)", error.what());
+  }
+  const std::vector<std::pair<std::string, std::string>>& errors = failures();
 
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   if (!json)
@@ -124,14 +155,20 @@ int run_suite(int argc, char** argv, const std::string& suite, const std::string
                   f.baseline_value, f.unit.c_str(), f.ratio, f.goal.c_str());
     }
   }
+  nlohmann::ordered_json failures = nlohmann::ordered_json::array();
+  for (const auto& [benchmark, message] : errors) {
+    failures.push_back({{"benchmark", benchmark}, {"message", message}});
+    if (!json) std::printf("FAILED %s: %s\n", benchmark.c_str(), message.c_str());
+  }
   if (json)
-    std::printf(
-        "%s\n",
-        nlohmann::ordered_json{
-            {"schema", "hal.bench/1"}, {"suite", suite}, {"device", device}, {"results", results}}
-            .dump(2)
-            .c_str());
-  return 0;
+    std::printf("%s\n", nlohmann::ordered_json{{"schema", "hal.bench/1"},
+                                               {"suite", suite},
+                                               {"device", device},
+                                               {"results", results},
+                                               {"errors", failures}}
+                            .dump(2)
+                            .c_str());
+  return errors.empty() ? 0 : 1;
 }
 
 }  // namespace hal::bench

@@ -120,13 +120,12 @@ void register_benchmarks() {
       {"hal_h2d", hal_h2d}, {"raw_h2d", raw_h2d}, {"hal_d2h", hal_d2h},   {"raw_d2h", raw_d2h},
       {"hal_d2d", hal_d2d}, {"raw_d2d", raw_d2d}, {"memcpy", host_memcpy}};
   for (const auto& [name, fn] : suite)
-    benchmark::RegisterBenchmark(name, fn)
-        ->Arg(kSmall)
-        ->Arg(kLarge)
-        ->Repetitions(5)
-        ->ReportAggregatesOnly(true)
-        ->UseRealTime()
-        ->Unit(benchmark::kMicrosecond);
+    for (size_t bytes : {kSmall, kLarge})
+      register_guarded_arg(name, static_cast<int64_t>(bytes), fn)
+          ->Repetitions(5)
+          ->ReportAggregatesOnly(true)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
 }
 
 std::vector<Comparison> comparisons() {

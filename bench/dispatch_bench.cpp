@@ -159,10 +159,7 @@ KERNEL void saxpy(float a, GLOBAL const float* x, GLOBAL float* y, uint n) {
 
 void register_benchmarks() {
   auto add = [](const char* name, void (*fn)(benchmark::State&)) {
-    return benchmark::RegisterBenchmark(name, fn)
-        ->Repetitions(5)
-        ->ReportAggregatesOnly(true)
-        ->UseRealTime();
+    return register_guarded(name, fn)->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime();
   };
   add("hal_launch_sync", hal_launch_sync);
   add("raw_launch_finish", raw_launch_finish);

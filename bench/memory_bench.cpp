@@ -70,12 +70,15 @@ void malloc_touch_free(benchmark::State& state) {
   }
 }
 
-#define HAL_BENCH(fn) BENCHMARK(fn)->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime()
-HAL_BENCH(hal_alloc_free)->Arg(4096)->Arg(1 << 20);
-HAL_BENCH(malloc_free)->Arg(4096)->Arg(1 << 20);
-HAL_BENCH(hal_alloc_touch_free)->Arg(16 << 20)->Unit(benchmark::kMicrosecond);
-HAL_BENCH(malloc_touch_free)->Arg(16 << 20)->Unit(benchmark::kMicrosecond);
-HAL_BENCH(direct_alloc_touch_free)->Arg(16 << 20)->Unit(benchmark::kMicrosecond);
+#define HAL_BENCH(fn, bytes) \
+  HAL_GUARDED_BENCHMARK_ARG(fn, bytes)->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime()
+HAL_BENCH(hal_alloc_free, 4096);
+HAL_BENCH(hal_alloc_free, 1 << 20);
+HAL_BENCH(malloc_free, 4096);
+HAL_BENCH(malloc_free, 1 << 20);
+HAL_BENCH(hal_alloc_touch_free, 16 << 20)->Unit(benchmark::kMicrosecond);
+HAL_BENCH(malloc_touch_free, 16 << 20)->Unit(benchmark::kMicrosecond);
+HAL_BENCH(direct_alloc_touch_free, 16 << 20)->Unit(benchmark::kMicrosecond);
 
 // A transformer training loop with a batch size that changes every step: weights that stay,
 // activations kept for the backward pass, gradients, and short-lived temporaries. Replayed

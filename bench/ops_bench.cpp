@@ -117,17 +117,17 @@ void register_benchmarks(bool compare_with_cpu) {
     b->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime()->Unit(benchmark::kMillisecond);
   };
   const Device cpu = device("cpu:0");
-  configure(benchmark::RegisterBenchmark("hal_add_f32_16m", hal_add_16m, g_device));
-  configure(benchmark::RegisterBenchmark("loop_add_f32_16m", loop_add_16m));
-  configure(
-      benchmark::RegisterBenchmark("hal_matmul_f32", hal_matmul, g_device)->Arg(1024)->Arg(2048));
-  configure(benchmark::RegisterBenchmark("cblas_sgemm", cblas_matmul)->Arg(1024)->Arg(2048));
-  configure(benchmark::RegisterBenchmark("hal_add_f32_tiny", hal_add_tiny));
-  configure(benchmark::RegisterBenchmark("fill_tiny", fill_tiny));
+  configure(register_guarded("hal_add_f32_16m", hal_add_16m, g_device));
+  configure(register_guarded("loop_add_f32_16m", loop_add_16m));
+  for (int64_t n : {1024, 2048})
+    configure(register_guarded_arg("hal_matmul_f32", n, hal_matmul, g_device));
+  for (int64_t n : {1024, 2048}) configure(register_guarded_arg("cblas_sgemm", n, cblas_matmul));
+  configure(register_guarded("hal_add_f32_tiny", hal_add_tiny));
+  configure(register_guarded("fill_tiny", fill_tiny));
   if (compare_with_cpu) {
-    configure(benchmark::RegisterBenchmark("cpu_add_f32_16m", hal_add_16m, cpu));
-    configure(
-        benchmark::RegisterBenchmark("cpu_matmul_f32", hal_matmul, cpu)->Arg(1024)->Arg(2048));
+    configure(register_guarded("cpu_add_f32_16m", hal_add_16m, cpu));
+    for (int64_t n : {1024, 2048})
+      configure(register_guarded_arg("cpu_matmul_f32", n, hal_matmul, cpu));
   }
 }
 

@@ -33,7 +33,7 @@ void hal_select_1024(benchmark::State& state) {
   const Requirements r = needs();
   for (auto _ : state) benchmark::DoNotOptimize(rank_devices(r, fleet()));
 }
-BENCHMARK(hal_select_1024)->Unit(benchmark::kMicrosecond);
+HAL_GUARDED_BENCHMARK(hal_select_1024)->Unit(benchmark::kMicrosecond);
 
 void peak_loop_1024(benchmark::State& state) {
   for (auto _ : state) {
@@ -43,7 +43,7 @@ void peak_loop_1024(benchmark::State& state) {
     benchmark::DoNotOptimize(best);
   }
 }
-BENCHMARK(peak_loop_1024)->Unit(benchmark::kMicrosecond);
+HAL_GUARDED_BENCHMARK(peak_loop_1024)->Unit(benchmark::kMicrosecond);
 
 // The absolute figure the issue sets a goal for.
 std::vector<Figure> absolute_time() {

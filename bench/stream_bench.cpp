@@ -149,7 +149,8 @@ void handoff_chain_owning(benchmark::State& state) {
     state.SkipWithError("wrong count");
 }
 
-#define HAL_BENCH(fn) BENCHMARK(fn)->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime()
+#define HAL_BENCH(fn) \
+  HAL_GUARDED_BENCHMARK(fn)->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime()
 HAL_BENCH(direct_call);
 HAL_BENCH(enqueue_empty_kernel);
 HAL_BENCH(handoff_enqueue);

@@ -66,7 +66,8 @@ void tbb_stream(benchmark::State& state) {
   }
 }
 
-#define HAL_BENCH(fn) BENCHMARK(fn)->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime()
+#define HAL_BENCH(fn) \
+  HAL_GUARDED_BENCHMARK(fn)->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime()
 HAL_BENCH(pool_dispatch);
 HAL_BENCH(tbb_dispatch);
 HAL_BENCH(pool_stream)->Unit(benchmark::kMicrosecond);

@@ -1,5 +1,6 @@
-// The simulated accelerator's objects. Built against hal/plugin.h only, as a vendor's plugin
-// would be: nothing here includes hal's C++ headers.
+// The simulated accelerator's objects. Built against hal/plugin.h, as a vendor's plugin would
+// be: nothing here includes hal's C++ headers but hal/units.hpp, whose number parser
+// sim_config.cpp reads HAL_SIM_CONFIG with (compiled in; no link to libhal).
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,9 @@
 
 // HAL_SIM_ABI_1_1: built against plugin.h 1.1 (tests/plugin/abi_1_1) for hal's tests of plugins
 // of an older minor version: without what 1.2 added.
+#ifdef HAL_SIM_ABI_1_1
+static_assert(HAL_PLUGIN_ABI_MINOR == 1, "sim's 1.1 build must find the 1.1 plugin.h first");
+#endif
 
 namespace sim {
 

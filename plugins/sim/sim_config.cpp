@@ -1,36 +1,54 @@
-// HAL_SIM_CONFIG: comma- or semicolon-separated key=value pairs.
-#include <cstdlib>
+// HAL_SIM_CONFIG: comma- or semicolon-separated key=value pairs, read with hal's strict number
+// parser (hal/units.hpp, compiled into the plugin): a value that is malformed, not finite or
+// out of range is an error that names the key, never a number wrapped to fit.
 #include <sstream>
 
+#include "hal/units.hpp"
 #include "sim.hpp"
 
 namespace sim {
 namespace {
 
-bool parse_number(const std::string& text, double& out) {
-  char* end = nullptr;
-  out = std::strtod(text.c_str(), &end);
-  if (end == text.c_str()) return false;
-  switch (*end) {  // memory sizes may carry a binary suffix
-    case 'K':
-    case 'k':
-      out *= 1024.0;
-      ++end;
-      break;
-    case 'M':
-    case 'm':
-      out *= 1024.0 * 1024.0;
-      ++end;
-      break;
-    case 'G':
-    case 'g':
-      out *= 1024.0 * 1024.0 * 1024.0;
-      ++end;
-      break;
-    default:
-      break;
-  }
-  return *end == '\0' && out >= 0;
+constexpr uint32_t kMaxDevices = 65536;
+// 64 TiB a device, so that the memory of 65536 devices still sums within 64 bits.
+constexpr uint64_t kMaxMemory = uint64_t{1} << 46;
+// Speeds (GB/s, GFLOP/s) from a byte a millisecond to far past any device; launches up to a day.
+constexpr double kMinRate = 1e-6, kMaxRate = 1e12, kMaxLaunchUs = 86400e6;
+
+// Each reads `text` into `field`; false with `error` set when the text is refused.
+template <class Field>
+bool set(const hal::Parsed<uint64_t>& parsed, Field& field, std::string& error) {
+  if (!parsed.value) error = "HAL_SIM_CONFIG: " + parsed.error;
+  if (parsed.value) field = static_cast<Field>(*parsed.value);
+  return parsed.value.has_value();
+}
+
+bool set(const hal::Parsed<double>& parsed, double& field, std::string& error) {
+  if (!parsed.value) error = "HAL_SIM_CONFIG: " + parsed.error;
+  if (parsed.value) field = *parsed.value;
+  return parsed.value.has_value();
+}
+
+bool apply(const std::string& key, const std::string& text, Config& c, std::string& error) {
+  using hal::parse_count, hal::parse_real, hal::parse_size;
+  if (key == "devices") return set(parse_count(key, text, 0, kMaxDevices), c.devices, error);
+  if (key == "memory") return set(parse_size(key, text, 0, kMaxMemory), c.memory_bytes, error);
+  if (key == "bandwidth_gbps")
+    return set(parse_real(key, text, kMinRate, kMaxRate), c.bandwidth_gbps, error);
+  if (key == "gflops") return set(parse_real(key, text, kMinRate, kMaxRate), c.gflops, error);
+  if (key == "launch_us") return set(parse_real(key, text, 0, kMaxLaunchUs), c.launch_us, error);
+  if (key == "fail_alloc_at")
+    return set(parse_count(key, text, 0, UINT64_MAX), c.fail_alloc_at, error);
+  if (key == "fail_op_at") return set(parse_count(key, text, 0, UINT64_MAX), c.fail_op_at, error);
+  if (key == "lose_device_at")
+    return set(parse_count(key, text, 0, UINT64_MAX), c.lose_device_at, error);
+  if (key == "fault_device")
+    return set(parse_count(key, text, 0, kMaxDevices - 1), c.fault_device, error);
+  if (key == "mixed") return set(parse_count(key, text, 0, 1), c.mixed, error);
+  error = "HAL_SIM_CONFIG: unknown key '" + key +
+          "' (devices, memory, bandwidth_gbps, gflops, launch_us, fail_alloc_at, fail_op_at, "
+          "lose_device_at, fault_device, mixed)";
+  return false;
 }
 
 }  // namespace
@@ -45,41 +63,17 @@ bool parse_config(const char* text, Config& config, std::string& error) {
   while (std::getline(stream, entry, ',')) {
     if (entry.empty()) continue;
     const size_t equals = entry.find('=');
-    double value = 0;
-    if (equals == std::string::npos || !parse_number(entry.substr(equals + 1), value)) {
-      error = "HAL_SIM_CONFIG: '" + entry + "' is not key=number";
+    if (equals == std::string::npos) {
+      error = "HAL_SIM_CONFIG: '" + entry + "' is not key=value";
       return false;
     }
-    const std::string key = entry.substr(0, equals);
-    if (key == "devices")
-      config.devices = static_cast<uint32_t>(value);
-    else if (key == "memory")
-      config.memory_bytes = static_cast<uint64_t>(value);
-    else if (key == "bandwidth_gbps")
-      config.bandwidth_gbps = value;
-    else if (key == "gflops")
-      config.gflops = value;
-    else if (key == "launch_us")
-      config.launch_us = value;
-    else if (key == "fail_alloc_at")
-      config.fail_alloc_at = static_cast<uint64_t>(value);
-    else if (key == "fail_op_at")
-      config.fail_op_at = static_cast<uint64_t>(value);
-    else if (key == "lose_device_at")
-      config.lose_device_at = static_cast<uint64_t>(value);
-    else if (key == "fault_device")
-      config.fault_device = static_cast<uint32_t>(value);
-    else if (key == "mixed")
-      config.mixed = value != 0;
-    else {
-      error = "HAL_SIM_CONFIG: unknown key '" + key +
-              "' (devices, memory, bandwidth_gbps, gflops, launch_us, fail_alloc_at, "
-              "fail_op_at, lose_device_at, fault_device, mixed)";
-      return false;
-    }
+    if (!apply(entry.substr(0, equals), entry.substr(equals + 1), config, error)) return false;
   }
-  if (config.devices > 65536 || config.bandwidth_gbps <= 0 || config.gflops <= 0) {
-    error = "HAL_SIM_CONFIG: devices must be at most 65536, bandwidth and gflops positive";
+  // A fault aimed at a device that does not exist would silently never fire.
+  if (config.devices > 0 && config.fault_device >= config.devices) {
+    error = "HAL_SIM_CONFIG: fault_device=" + std::to_string(config.fault_device) +
+            " names no device (devices=" + std::to_string(config.devices) + ": 0 to " +
+            std::to_string(config.devices - 1) + ")";
     return false;
   }
   return true;

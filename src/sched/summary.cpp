@@ -2,7 +2,23 @@
 
 #include <algorithm>
 
+#include "hal/error.hpp"
+
 namespace hal {
+
+namespace {
+
+// What the device says it has free; a device that cannot answer (lost, say) cannot tell, and
+// the summary still lists every device.
+MemoryFigure free_memory(const Device& device) {
+  try {
+    return device.memory_free();
+  } catch (const Error&) {
+    return {};
+  }
+}
+
+}  // namespace
 
 Summary summary() {
   Summary out;
@@ -16,7 +32,7 @@ Summary summary() {
     ++out.by_backend[std::string(info.backend())];
     ++out.by_vendor[info.vendor];
     ++out.by_kind[std::string(to_string(info.kind))];
-    const MemoryFigure free = out.memory_free.emplace_back(device.memory_free());
+    const MemoryFigure free = out.memory_free.emplace_back(free_memory(device));
     const bool host_memory = info.kind == DeviceKind::cpu;
     if (host_memory)
       largest_host = std::max(largest_host, info.memory_total.bytes);

@@ -42,6 +42,11 @@ Result run(const std::string& environment, const std::string& arguments) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
+// stdout alone, as a script reading the command's JSON sees it.
+Result run_stdout(const std::string& environment, const std::string& arguments) {
+  return run(environment, arguments + " 2>/dev/null; exit $?; :");
+}
+
 TEST(Cli, DevicesPrintsOneLinePerDevice) {
   const Result result = run("", "devices");
   ASSERT_EQ(result.status, 0) << result.output;
@@ -296,8 +301,29 @@ TEST(Cli, CtsReportsEveryCaseAsJsonAndJUnit) {
   for (char c : list.output) cases += c == '\n';
   EXPECT_GE(cases, 150u) << "the suite has at least 150 cases";
   const Result missing = run("", "cts");
-  EXPECT_EQ(missing.status, 1);
+  EXPECT_EQ(missing.status, 2) << "a usage error: " << missing.output;
   EXPECT_NE(missing.output.find("--device"), std::string::npos) << missing.output;
+}
+
+TEST(Cli, CtsFailsWhenTheJUnitReportCannotBeWritten) {
+  // /dev/full takes the open and fails the write: only a check after the flush sees it.
+  const Result result = run("", "cts --device cpu:0 --filter device.uuid --junit /dev/full");
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_NE(result.output.find("hal: error: cannot write the JUnit report to /dev/full"),
+            std::string::npos)
+      << result.output;
+}
+
+TEST(Cli, CtsListsItsCasesAsJson) {
+  const Result text = run("", "cts --list");
+  ASSERT_EQ(text.status, 0) << text.output;
+  const Result result = run_stdout("", "cts --list --json");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto list = nlohmann::json::parse(result.output);
+  EXPECT_EQ(list["schema"], "hal.cts.list/1");
+  std::string names;
+  for (const auto& name : list["cases"]) names += name.get<std::string>() + "\n";
+  EXPECT_EQ(names, text.output);
 }
 
 TEST(Cli, UnknownCommandIsAUsageError) {
@@ -470,6 +496,232 @@ TEST(Cli, BenchWritesOneDocumentForManySuites) {
   EXPECT_TRUE(figures.count("memory/alloc_free_hit_4k")) << json["results"];
   EXPECT_TRUE(figures.count("select/select_1024")) << json["results"];
   EXPECT_TRUE(figures.count("select/select_1024_ms")) << json["results"];
+}
+
+// Why the sim plugin did not load under HAL_SIM_CONFIG=`config` ("" when it loaded).
+std::string sim_refusal(const std::string& config) {
+  const Result result = run("HAL_SIM_CONFIG='" + config + "'", "plugins --json");
+  EXPECT_EQ(result.status, 0) << result.output;
+  const auto listing = parse_json(result);
+  for (const auto& plugin : listing["plugins"])
+    if (plugin["path"].get<std::string>().find("libhal_plugin_sim.so") != std::string::npos)
+      return plugin["loaded"].get<bool>() ? "" : plugin["reason"].get<std::string>();
+  ADD_FAILURE() << "no sim plugin listed: " << result.output;
+  return "";
+}
+
+TEST(Cli, SimConfigNumbersAreRangeCheckedNeverWrapped) {
+  const std::map<std::string, std::string> refused{
+      {"devices=4294967298", "HAL_SIM_CONFIG: devices: '4294967298' is out of range (0 to 65536)"},
+      {"memory=inf", "HAL_SIM_CONFIG: memory: 'inf' is not a finite size"},
+      {"memory=1e30", "HAL_SIM_CONFIG: memory: '1e30' is out of range (0 B to 64.0 TiB)"},
+      {"devices=2,fault_device=4294967296",
+       "HAL_SIM_CONFIG: fault_device: '4294967296' is out of range (0 to 65535)"},
+      {"devices=2,fault_device=2", "HAL_SIM_CONFIG: fault_device=2 names no device (devices=2"},
+      {"gflops=nan", "HAL_SIM_CONFIG: gflops: 'nan' is not a finite number"},
+      {"fail_op_at=-1", "HAL_SIM_CONFIG: fail_op_at: '-1' is out of range"},
+      {"mixed=2", "HAL_SIM_CONFIG: mixed: '2' is out of range (0 to 1)"},
+      {"devices", "HAL_SIM_CONFIG: 'devices' is not key=value"},
+  };
+  for (const auto& [config, reason] : refused)
+    EXPECT_NE(sim_refusal(config).find(reason), std::string::npos)
+        << config << " gave: " << sim_refusal(config);
+
+  EXPECT_EQ(sim_refusal("devices=2;memory=1.5GiB,fault_device=1,launch_us=0"), "");
+  const Result listing = run("HAL_SIM_CONFIG='devices=2,memory=1.5GiB'", "devices --json");
+  ASSERT_EQ(listing.status, 0) << listing.output;
+  const auto json = parse_json(listing);
+  size_t sims = 0;
+  for (const auto& backend : json["backends"])
+    for (const auto& device : backend["devices"])
+      if (backend["name"] == "sim") {
+        ++sims;
+        EXPECT_EQ(device["memory_total"].get<uint64_t>(), uint64_t{3} << 29) << device;
+      }
+  EXPECT_EQ(sims, 2u) << listing.output;
+}
+
+TEST(Cli, SelectRefusesNumbersItCannotHonourNamingTheOption) {
+  CacheDir cache;
+  const std::map<std::string, std::string> refused{
+      {"--matmul 99999999999999999999",
+       "--matmul: '99999999999999999999' is out of range (1 to 1048576)"},
+      {"--matmul 0", "--matmul: '0' is out of range (1 to 1048576)"},
+      {"--matmul 1.5", "--matmul: '1.5' is not a whole number"},
+      {"--min-tflops nan", "--min-tflops: 'nan' is not a finite number"},
+      {"--min-tflops -1", "--min-tflops: '-1' is out of range"},
+      {"--min-memory 18446744073709551616", "--min-memory: '18446744073709551616' is out of range"},
+      {"--feature ''", "--feature: an empty name"},
+      {"--vendor ''", "--vendor: an empty name"},
+      {"--vendor amd,,intel", "--vendor: an empty name"},
+  };
+  for (const auto& [arguments, message] : refused) {
+    const Result result = run(cache.environment(), "select " + arguments);
+    EXPECT_EQ(result.status, 1) << arguments << ": " << result.output;
+    EXPECT_NE(result.output.find("hal: error: " + message), std::string::npos)
+        << arguments << ": " << result.output;
+    EXPECT_NE(result.output.find("[InvalidArgument]"), std::string::npos) << result.output;
+  }
+
+  // 10^19 bytes is a size (under 2^64): no device has it, and the reasons say how much it is.
+  const Result huge = run(cache.environment(), "select --min-memory 10000000000000000000 --json");
+  EXPECT_EQ(huge.status, 1) << huge.output;
+  const auto refusals = parse_json(huge);
+  for (const auto& c : refusals["candidates"])
+    EXPECT_NE(c["reason"].get<std::string>().find("needs 8.7 EiB"), std::string::npos) << c;
+
+  // The largest matmul allowed (12 TiB of operands: nothing fits) still prints its predicted
+  // times with a unit.
+  const Result largest = run(cache.environment(), "select --matmul 1048576");
+  EXPECT_EQ(largest.status, 1) << largest.output;
+  EXPECT_NE(largest.output.find("matmul 1048576x1048576x1048576"), std::string::npos)
+      << largest.output;
+  EXPECT_EQ(largest.output.find("0000000000"), std::string::npos) << largest.output;
+  EXPECT_NE(largest.output.find("e+"), std::string::npos) << largest.output;
+}
+
+TEST(Cli, UnderJsonEveryCommandReportsAnErrorAsJsonOnStdout) {
+  struct Case {
+    std::string environment, arguments;
+    int status;
+    std::string code, message;
+  };
+  const std::string bad_selector = "HAL_DEVICES='cuda:zz'";
+  const std::vector<Case> cases{
+      {"", "memory --device cpu:9 --json", 1, "NotFound", "no device 'cpu:9'"},
+      {"", "calibrate --device cpu:7 --json", 1, "NotFound", "no device 'cpu:7'"},
+      {"", "select --matmul 0 --json", 1, "InvalidArgument", "--matmul: '0' is out of range"},
+      {"", "bench nope --json", 1, "InvalidArgument", "no benchmark suite 'nope'"},
+      {"", "cts --json", 2, "UsageError", "--device"},
+      {"", "devices --json --bogus", 2, "UsageError", "--bogus"},
+      {"", "version --json --bogus", 2, "UsageError", "--bogus"},
+      {"", "plugins --json --bogus", 2, "UsageError", "--bogus"},
+      {bad_selector, "devices --json", 1, "InvalidArgument", "'cuda:zz'"},
+      {bad_selector, "summary --json", 1, "InvalidArgument", "'cuda:zz'"},
+      {bad_selector, "demo --quick --json", 1, "InvalidArgument", "'cuda:zz'"},
+      {bad_selector, "select --json", 1, "InvalidArgument", "'cuda:zz'"},
+      {bad_selector, "memory --json", 1, "InvalidArgument", "'cuda:zz'"},
+      {bad_selector, "cts --device cpu:0 --json", 1, "InvalidArgument", "'cuda:zz'"},
+  };
+  for (const Case& c : cases) {
+    const Result result = run_stdout(c.environment, c.arguments);
+    EXPECT_EQ(result.status, c.status) << c.arguments << ": " << result.output;
+    const auto error = nlohmann::json::parse(result.output, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(error.is_object()) << c.arguments << " printed: '" << result.output << "'";
+    EXPECT_EQ(error["schema"], "hal.error/1") << c.arguments;
+    EXPECT_EQ(error["code"], c.code) << c.arguments;
+    EXPECT_NE(error["message"].get<std::string>().find(c.message), std::string::npos)
+        << c.arguments << ": " << error;
+  }
+  // Without --json the error stays a line on stderr, and stdout is empty.
+  const Result text = run_stdout("", "memory --device cpu:9");
+  EXPECT_EQ(text.status, 1);
+  EXPECT_EQ(text.output, "");
+}
+
+TEST(Cli, VersionFlagPrintsJsonUnderJson) {
+  const Result flag = run_stdout("", "--version --json");
+  ASSERT_EQ(flag.status, 0) << flag.output;
+  const auto version = nlohmann::json::parse(flag.output);
+  EXPECT_EQ(version["schema"], "hal.version/1");
+  const auto command = nlohmann::json::parse(run_stdout("", "version --json").output);
+  EXPECT_EQ(version, command);
+}
+
+// Whether `hal_bench_<suite>` was built next to hal (presets without benchmarks build none).
+bool suite_built(const std::string& suite) {
+  const std::string cli = HAL_CLI_PATH;
+  return access((cli.substr(0, cli.rfind('/')) + "/hal_bench_" + suite).c_str(), X_OK) == 0;
+}
+
+TEST(Cli, BenchReportsAFailingBenchmarkAndGoesOn) {
+  if (!suite_built("ops")) GTEST_SKIP() << "hal_bench_ops is not built";
+  // The warm-up runs ops 1 and 2 on sim:0; op 3 is the first benchmark's (hal_add_f32_16m).
+  const Result result =
+      run_stdout("HAL_SIM_CONFIG=devices=1,fail_op_at=3",
+                 "bench ops --device sim:0 --json "
+                 "'--benchmark_filter=add_f32_16m|tiny' --benchmark_min_time=0.01");
+  EXPECT_EQ(result.status, 1) << result.output;
+  const auto json = nlohmann::json::parse(result.output);
+  ASSERT_EQ(json["suites"].size(), 1u) << json;
+  const auto& errors = json["suites"][0]["errors"];
+  ASSERT_EQ(errors.size(), 1u) << json["suites"];
+  EXPECT_EQ(errors[0]["benchmark"], "hal_add_f32_16m");
+  EXPECT_NE(errors[0]["message"].get<std::string>().find("op 3 failed (injected fault)"),
+            std::string::npos)
+      << errors;
+  std::set<std::string> figures;
+  for (const auto& figure : json["results"]) figures.insert(figure["name"].get<std::string>());
+  EXPECT_EQ(figures, std::set<std::string>{"add_f32_tiny"}) << "the suite went on";
+}
+
+TEST(Cli, BenchHostSuitesTakeTheHostAsTheirDevice) {
+  for (const std::string suite : {"memory", "stream", "thread_pool", "select"}) {
+    if (!suite_built(suite)) continue;
+    const Result result =
+        run("", "bench " + suite + " --device cpu:0 --benchmark_filter=no_such_benchmark");
+    EXPECT_EQ(result.status, 0) << suite << ": " << result.output;
+  }
+  if (!suite_built("memory")) GTEST_SKIP() << "hal_bench_memory is not built";
+  const Result elsewhere = run("", "bench memory --device opencl:0");
+  EXPECT_EQ(elsewhere.status, 2) << elsewhere.output;
+  EXPECT_NE(elsewhere.output.find("runs on cpu:0; --device opencl:0 does not apply"),
+            std::string::npos)
+      << elsewhere.output;
+}
+
+TEST(Cli, DemoReportsEveryRunAndFailsNamingTheDeviceThatFailed) {
+  // Both devices calibrated beforehand, so that each fault lands in the demo's own work.
+  CacheDir cache;
+  const std::string devices = cache.environment() + " HAL_DEVICES='sim:*;cpu:*' ";
+  ASSERT_EQ(run(devices + "HAL_SIM_CONFIG=devices=1", "calibrate --quick").status, 0);
+  // Lost during discovery (call 3), lost mid-demo (call 40), one op failing (the first).
+  for (const std::string config :
+       {"devices=1,lose_device_at=3", "devices=1,lose_device_at=40", "devices=1,fail_op_at=1"}) {
+    const Result result = run_stdout(devices + "HAL_SIM_CONFIG=" + config, "demo --quick --json");
+    EXPECT_EQ(result.status, 1) << config << ": " << result.output;
+    const auto json = nlohmann::json::parse(result.output, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(json.is_object()) << config << " printed: " << result.output;
+    EXPECT_FALSE(json["ok"].get<bool>()) << config;
+    ASSERT_EQ(json["runs"].size(), 4u) << config << ": mlp and matmul on cpu:0 and sim:0";
+    for (const auto& r : json["runs"]) {
+      if (r["device"] == "cpu:0") {
+        EXPECT_EQ(r["status"], "ok") << config << ": " << r;
+      }
+    }
+    ASSERT_FALSE(json["failures"].empty()) << config;
+    for (const auto& failure : json["failures"])
+      EXPECT_EQ(failure["device"], "sim:0") << config << ": " << failure;
+  }
+  const Result text = run(devices + "HAL_SIM_CONFIG=devices=1,lose_device_at=40", "demo --quick");
+  EXPECT_EQ(text.status, 1) << text.output;
+  EXPECT_NE(text.output.find("FAILED on sim:0:"), std::string::npos) << text.output;
+  EXPECT_EQ(text.output.find("All results agree"), std::string::npos) << text.output;
+}
+
+TEST(Cli, FreeMemoryADeviceCannotTellIsUnknownNotZero) {
+  const auto listing = nlohmann::json::parse(run_stdout("", "devices --json").output);
+  std::vector<std::string> unknown;
+  for (const auto& backend : listing["backends"])
+    for (const auto& device : backend["devices"])
+      if (device["memory_provenance"]["free"] == "unknown") {
+        unknown.push_back(device["id"].get<std::string>());
+        EXPECT_TRUE(device["memory_free"].is_null()) << device;
+      } else {
+        EXPECT_TRUE(device["memory_free"].is_number()) << device;
+      }
+  if (unknown.empty()) GTEST_SKIP() << "every device here can tell its free memory (PoCL cannot)";
+  const Result text = run("", "summary");
+  ASSERT_EQ(text.status, 0) << text.output;
+  for (const std::string& id : unknown) {
+    const size_t line = text.output.find("[" + id + "] ");
+    ASSERT_NE(line, std::string::npos) << text.output;
+    const std::string device_line = text.output.substr(line, text.output.find('\n', line) - line);
+    EXPECT_NE(device_line.find("free unknown"), std::string::npos) << device_line;
+    EXPECT_EQ(device_line.find("0 B free"), std::string::npos) << device_line;
+  }
+  EXPECT_NE(text.output.find("(free unknown on " + unknown.front()), std::string::npos)
+      << text.output;
 }
 
 }  // namespace

@@ -170,16 +170,20 @@ int run(const Options& options) {
     const json report = start == std::string::npos ? json()
                                                    : json::parse(text.substr(start), nullptr,
                                                                  /*allow_exceptions=*/false);
-    if (status == 0 && report.is_object() && report.contains("results")) {
+    // A suite whose benchmarks partly failed still reports the rest, and lists the failures.
+    const bool reported = report.is_object() && report.contains("results");
+    if (reported) {
       entry["device"] = report.value("device", r.device);
       for (json figure : report["results"]) {
         json tagged{{"suite", r.suite}, {"device", entry["device"]}};
         tagged.update(figure);
         results.push_back(std::move(tagged));
       }
-    } else {
-      entry["error"] = text.empty() ? "exit status " + std::to_string(status) : text;
+      if (report.contains("errors") && !report["errors"].empty())
+        entry["errors"] = report["errors"];
     }
+    if (status != 0 && !entry.contains("errors"))
+      entry["error"] = text.empty() || reported ? "exit status " + std::to_string(status) : text;
     suites.push_back(std::move(entry));
   }
   json document{{"schema", "hal.bench/1"}};

@@ -11,6 +11,9 @@ struct ExitStatus {
   int status;
 };
 
+// hal's version and compiled-in backends, as `hal version` and `hal --version --json` print it.
+void print_version(bool json);
+
 // Each adds its subcommand to `app`; the subcommand's callback does the work and may throw.
 void add_devices_command(CLI::App& app);
 void add_version_command(CLI::App& app);

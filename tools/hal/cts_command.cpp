@@ -1,7 +1,8 @@
 // `hal cts --device ID [--json] [--junit FILE] [--filter TEXT]`: runs the conformance suite
-// against one device; exits 1 when any case fails.
+// against one device; exits 1 when any case fails. `hal cts --list [--json]` names the cases.
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "cts.hpp"
@@ -9,6 +10,27 @@
 #include "hal/registry.hpp"
 
 namespace hal::tool {
+namespace {
+
+void list_cases(bool json) {
+  if (!json) {
+    for (const std::string& name : cts::case_names()) std::cout << name << "\n";
+    return;
+  }
+  std::cout
+      << nlohmann::ordered_json{{"schema", "hal.cts.list/1"}, {"cases", cts::case_names()}}.dump(2)
+      << "\n";
+}
+
+// A full disk or a closed pipe shows only when the buffered text is flushed: check after it.
+void write_junit(const std::string& path, const cts::Report& report) {
+  std::ofstream out(path);
+  out << cts::to_junit(report);
+  out.close();
+  if (!out) throw Error(ErrorCode::InvalidArgument, "cannot write the JUnit report to " + path);
+}
+
+}  // namespace
 
 void add_cts_command(CLI::App& app) {
   auto* command = app.add_subcommand(
@@ -24,19 +46,13 @@ void add_cts_command(CLI::App& app) {
   command->add_flag("--json", *json, "Print JSON (schema hal.cts/1)");
   command->add_option("--junit", *junit, "Also write a JUnit XML report to FILE");
   command->add_option("--filter", *filter, "Run only the cases whose names contain TEXT");
-  command->add_flag("--list", *list, "List the cases' names and stop");
+  command->add_flag("--list", *list,
+                    "List the cases' names and stop (with --json: hal.cts.list/1)");
   command->callback([=] {
-    if (*list) {
-      for (const std::string& name : cts::case_names()) std::cout << name << "\n";
-      return;
-    }
-    if (id->empty()) throw Error(ErrorCode::InvalidArgument, "hal cts: --device ID is required");
+    if (*list) return list_cases(*json);
+    if (id->empty()) throw CLI::RequiredError("--device ID (or --list)");
     const cts::Report report = cts::run(device(*id), *filter);
-    if (!junit->empty()) {
-      std::ofstream out(*junit);
-      out << cts::to_junit(report);
-      if (!out) throw Error(ErrorCode::InvalidArgument, "cannot write " + *junit);
-    }
+    if (!junit->empty()) write_junit(*junit, report);
     if (*json) {
       std::cout << cts::to_json(report) << "\n";
     } else {

@@ -1,6 +1,7 @@
 // `hal demo [--quick] [--json]`, the main job: what this machine has, which device should run
 // a stated workload and why, and how each device does on reference workloads, checked against
-// cpu:0 and against the cost model's prediction.
+// cpu:0 and against the cost model's prediction. A device that fails at any stage is reported
+// and the demo goes on with the others; any failure makes the exit status 1.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 
 #include "choice_json.hpp"
 #include "commands.hpp"
+#include "demo_report.hpp"
 #include "demo_workloads.hpp"
 #include "hal/units.hpp"
 
@@ -15,14 +17,6 @@ namespace hal::tool {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-struct RunRecord {
-  std::string device, workload;
-  double seconds = NAN, gflops = NAN, gbps = NAN, speedup = NAN, predicted = NAN;
-  double max_abs_diff = NAN;
-  bool ok = false;
-  std::string error;  // why the device could not run it
-};
 
 struct Reference {
   const char* name;
@@ -43,11 +37,13 @@ RunRecord measure(const Device& device, const Reference& reference, const DemoSi
   RunRecord record;
   record.device = device.id();
   record.workload = reference.name;
-  record.predicted = estimate(reference.cost, device).seconds;
   WorkloadResult result;
   try {
+    record.predicted = estimate(reference.cost, device).seconds;
     result = device == cpu ? on_cpu : reference.run(device, sizes);
   } catch (const Error& error) {
+    record.status =
+        error.code() == ErrorCode::Unsupported ? RunStatus::unsupported : RunStatus::failed;
     record.error = error.what();
     return record;
   }
@@ -59,7 +55,9 @@ RunRecord measure(const Device& device, const Reference& reference, const DemoSi
   for (size_t i = 0; diff != INFINITY && i < result.output.size(); ++i)
     diff = std::max(diff, double(std::fabs(result.output[i] - on_cpu.output[i])));
   record.max_abs_diff = diff;
-  record.ok = diff <= reference.tolerance * std::max(1.0, largest_magnitude(on_cpu.output));
+  record.status = diff <= reference.tolerance * std::max(1.0, largest_magnitude(on_cpu.output))
+                      ? RunStatus::ok
+                      : RunStatus::mismatch;
   return record;
 }
 
@@ -72,43 +70,87 @@ Device reference_cpu() {
 
 void say(bool json_mode, const std::string& line) { (json_mode ? std::cerr : std::cout) << line; }
 
-std::string percent(double error) {
-  if (std::isnan(error)) return "-";
-  char text[32];
-  std::snprintf(text, sizeof text, "%+.0f%%", error * 100);
-  return text;
+bool has_failed(const std::vector<StageFailure>& failures, const Device& device) {
+  for (const StageFailure& failure : failures)
+    if (failure.device == device.id()) return true;
+  return false;
 }
 
-void print_table(const std::vector<RunRecord>& runs) {
-  std::printf("\n%-10s %-22s %10s %9s %8s %8s %11s %7s %10s %s\n", "device", "workload", "time",
-              "GFLOP/s", "GB/s", "vs cpu", "predicted", "error", "max|diff|", "");
-  for (const RunRecord& r : runs) {
-    if (!r.error.empty()) {
-      std::printf("%-10s %-22s skipped: %s\n", r.device.c_str(), r.workload.c_str(),
-                  r.error.c_str());
-      continue;
+void calibrate_all(const std::vector<Device>& devices, bool quick, bool json_mode,
+                   std::vector<StageFailure>& failures) {
+  say(json_mode, "\ncalibrating (cached per device and driver under HAL_CACHE_DIR):\n");
+  for (const Device& device : devices) {
+    try {
+      const Calibration c = calibrate(device, {.use_cache = true, .quick = quick});
+      char line[160];
+      std::snprintf(line, sizeof line,
+                    "  %-10s matmul %.1f GFLOP/s, on-device %.1f GB/s, launch %.1f us%s\n",
+                    device.id().c_str(), c.matmul_gflops(DType::f32), c.device_bandwidth_gbps,
+                    c.launch_latency_us, c.from_cache ? " (cached)" : "");
+      say(json_mode, line);
+    } catch (const Error& error) {
+      say(json_mode, "  " + device.id() + ": not calibrated: " + error.what() + "\n");
+      failures.push_back({device.id(), "calibration", error.what()});
     }
-    std::printf("%-10s %-22s %10s %9.1f %8.2f %7.2fx %11s %7s %10.2e %s\n", r.device.c_str(),
-                r.workload.c_str(), format_seconds(r.seconds).c_str(), r.gflops, r.gbps, r.speedup,
-                format_seconds(r.predicted).c_str(),
-                percent((r.predicted - r.seconds) / r.seconds).c_str(), r.max_abs_diff,
-                r.ok ? "ok" : "MISMATCH");
   }
 }
 
-json run_json(const RunRecord& r) {
-  json out{{"device", r.device},
-           {"workload", r.workload},
-           {"time_s", seconds_json(r.seconds)},
-           {"gflops", seconds_json(r.gflops)},
-           {"gbps", seconds_json(r.gbps)},
-           {"speedup_vs_cpu", seconds_json(r.speedup)},
-           {"predicted_s", seconds_json(r.predicted)},
-           {"prediction_error", seconds_json((r.predicted - r.seconds) / r.seconds)},
-           {"max_abs_diff", seconds_json(r.max_abs_diff)},
-           {"ok", r.ok}};
-  if (!r.error.empty()) out["error"] = r.error;
-  return out;
+// The choice among the devices that have not failed so far. Ranking reads each device's free
+// memory, so a device that cannot answer (lost) is reported and left out; if ranking fails
+// still, there is no choice, and that is a failure too.
+Selection choose(const Requirements& needs, const std::vector<Device>& devices, bool json_mode,
+                 std::vector<StageFailure>& failures) {
+  std::vector<Device> healthy;
+  for (const Device& device : devices) {
+    if (has_failed(failures, device)) continue;
+    try {
+      device.memory_free();
+      healthy.push_back(device);
+    } catch (const Error& error) {
+      failures.push_back({device.id(), "choice", error.what()});
+    }
+  }
+  Selection choice;
+  try {
+    choice = rank_devices(needs, healthy);
+  } catch (const Error& error) {
+    failures.push_back({"", "choice", error.what()});
+  }
+  say(json_mode, "\nbest device for " + needs.workload->name + ": " +
+                     (choice.device ? choice.device.id() : std::string("none")) + "\n" +
+                     choice.to_string());
+  return choice;
+}
+
+// Every reference workload on every device; each run is recorded, whatever became of others.
+std::vector<RunRecord> run_references(const std::vector<Reference>& references,
+                                      const std::vector<Device>& devices, const DemoSizes& sizes,
+                                      bool json_mode) {
+  std::vector<RunRecord> runs;
+  const Device cpu = reference_cpu();
+  for (const Reference& reference : references) {
+    say(json_mode, "running " + std::string(reference.name) + " (" + reference.cost.name +
+                       ") on every device ...\n");
+    WorkloadResult on_cpu;
+    std::string reference_error;
+    try {
+      on_cpu = reference.run(cpu, sizes);
+    } catch (const Error& error) {
+      reference_error = std::string("cpu:0's reference run failed: ") + error.what();
+    }
+    for (const Device& device : devices) {
+      if (reference_error.empty()) {
+        runs.push_back(measure(device, reference, sizes, cpu, on_cpu));
+        continue;
+      }
+      RunRecord unchecked;
+      unchecked.device = device.id();
+      unchecked.workload = reference.name;
+      unchecked.error = reference_error;
+      runs.push_back(std::move(unchecked));
+    }
+  }
+  return runs;
 }
 
 int run(bool quick, bool json_mode) {
@@ -121,70 +163,39 @@ int run(bool quick, bool json_mode) {
     say(json_mode, "  [" + device.id() + "] " + device.info().name + " (" + device.info().vendor +
                        ", " + std::string(to_string(device.info().kind)) + ")\n");
 
-  say(json_mode, "\ncalibrating (cached per device and driver under HAL_CACHE_DIR):\n");
-  for (const Device& device : machine.devices) {
-    try {
-      const Calibration c = calibrate(device, {.use_cache = true, .quick = quick});
-      char line[160];
-      std::snprintf(line, sizeof line,
-                    "  %-10s matmul %.1f GFLOP/s, on-device %.1f GB/s, launch %.1f us%s\n",
-                    device.id().c_str(), c.matmul_gflops(DType::f32), c.device_bandwidth_gbps,
-                    c.launch_latency_us, c.from_cache ? " (cached)" : "");
-      say(json_mode, line);
-    } catch (const Error& error) {
-      say(json_mode, "  " + device.id() + ": not calibrated: " + error.what() + "\n");
-    }
-  }
-
+  std::vector<StageFailure> failures;
+  calibrate_all(machine.devices, quick, json_mode, failures);
   const std::vector<Reference> references{
       {"mlp", mlp_workload(sizes), run_mlp, 1e-4},
       {"matmul", matmul_workload(sizes), run_matmul, 1e-4},
   };
   Requirements needs;
   needs.workload = references.front().cost;
-  const Selection choice = rank_devices(needs, machine.devices);
-  say(json_mode, "\nbest device for " + needs.workload->name + ": " +
-                     (choice.device ? choice.device.id() : std::string("none")) + "\n" +
-                     choice.to_string());
-
-  std::vector<RunRecord> runs;
-  bool all_ok = true;
-  const Device cpu = reference_cpu();
-  for (const Reference& reference : references) {
-    say(json_mode, "running " + std::string(reference.name) + " (" + reference.cost.name +
-                       ") on every device ...\n");
-    const WorkloadResult on_cpu = reference.run(cpu, sizes);
-    for (const Device& device : machine.devices) {
-      RunRecord record = measure(device, reference, sizes, cpu, on_cpu);
-      all_ok = all_ok && (record.ok || !record.error.empty());
-      runs.push_back(std::move(record));
-    }
-  }
+  const Selection choice = choose(needs, machine.devices, json_mode, failures);
+  const std::vector<RunRecord> runs = run_references(references, machine.devices, sizes, json_mode);
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const bool all_ok = failed_devices(runs, failures).empty() &&
+                      std::all_of(runs.begin(), runs.end(), [](const RunRecord& r) {
+                        return r.status == RunStatus::ok || r.status == RunStatus::unsupported;
+                      });
   if (json_mode) {
-    json summary_json = to_json(machine);
-    json candidates = candidates_json(choice);
-    json list = json::array();
-    for (const RunRecord& r : runs) list.push_back(run_json(r));
     std::cout << json{{"schema", "hal.demo/1"},
                       {"quick", quick},
-                      {"summary", summary_json},
+                      {"ok", all_ok},
+                      {"summary", to_json(machine)},
                       {"choice",
                        {{"workload", needs.workload->name},
                         {"device", choice.device ? json(choice.device.id()) : json(nullptr)},
-                        {"candidates", candidates}}},
-                      {"runs", list},
+                        {"candidates", candidates_json(choice)}}},
+                      {"runs", runs_json(runs)},
+                      {"failures", failures_json(runs, failures)},
                       {"seconds", took}}
                      .dump(2)
               << "\n";
   } else {
     print_table(runs);
-    std::printf(
-        "\npredicted: the roofline cost model from each device's calibration; error = "
-        "(predicted - measured) / measured.\nmax|diff|: largest difference from cpu:0's "
-        "result. %s in %.1f s.\n",
-        all_ok ? "All results agree" : "SOME RESULTS DISAGREE", took);
+    print_verdict(runs, failures, took);
   }
   return all_ok ? 0 : 1;
 }

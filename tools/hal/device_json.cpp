@@ -21,7 +21,9 @@ nlohmann::ordered_json to_json(const DeviceInfo& info, const MemoryFigure& memor
       {"arch", info.architecture},
       {"driver_version", info.driver_version},
       {"memory_total", info.memory_total.bytes},
-      {"memory_free", memory_free.bytes},
+      {"memory_free", memory_free.provenance == Provenance::unknown  // not 0: "full"
+                          ? nlohmann::ordered_json(nullptr)
+                          : nlohmann::ordered_json(memory_free.bytes)},
       {"memory_provenance",
        {{"total", to_string(info.memory_total.provenance)},
         {"free", to_string(memory_free.provenance)}}},

@@ -5,16 +5,19 @@
 
 #include "choice_json.hpp"
 #include "commands.hpp"
-#include "hal/units.hpp"
+#include "option_values.hpp"
 
 namespace hal::tool {
 namespace {
 
-struct Options {
-  std::string min_memory;
-  double min_tflops = 0;
-  std::vector<std::string> vendors, kinds, dtypes, features;
-  int64_t matmul = 0;
+// A 2^20-square f32 matrix is 4 TiB, past any device; larger sizes only overflow the figures.
+constexpr uint64_t kMaxMatmul = uint64_t{1} << 20;
+// TFLOP/s: far past any device, and short of where a requirement stops being a number.
+constexpr double kMaxTflops = 1e9;
+
+struct Options {  // numbers as given: hal's strict parser reads them (option_values.hpp)
+  std::string min_memory, min_tflops, matmul;
+  std::vector<std::string> vendors, kinds, dtypes, features;  // comma-separated lists
   bool calibrate = false;
   bool json = false;
 };
@@ -28,28 +31,23 @@ DeviceKind parse_kind(const std::string& name) {
 
 Requirements requirements_of(const Options& o) {
   Requirements r;
-  if (!o.min_memory.empty()) {
-    const std::optional<uint64_t> bytes = parse_bytes(o.min_memory);
-    if (!bytes)
-      throw Error(ErrorCode::InvalidArgument,
-                  "--min-memory: '" + o.min_memory + "' is not a size (say 512M or 8G)");
-    r.min_free_memory = *bytes;
-  }
-  if (o.min_tflops < 0)
-    throw Error(ErrorCode::InvalidArgument, "--min-tflops must not be negative");
-  r.min_tflops = o.min_tflops;
-  r.vendors = o.vendors;
-  for (const std::string& kind : o.kinds) r.kinds.push_back(parse_kind(kind));
-  for (const std::string& name : o.dtypes) {
+  if (!o.min_memory.empty())
+    r.min_free_memory = size_option("--min-memory", o.min_memory, 0, UINT64_MAX);
+  if (!o.min_tflops.empty())
+    r.min_tflops = real_option("--min-tflops", o.min_tflops, 0, kMaxTflops);
+  r.vendors = names_option("--vendor", o.vendors);
+  for (const std::string& kind : names_option("--kind", o.kinds))
+    r.kinds.push_back(parse_kind(kind));
+  for (const std::string& name : names_option("--dtype", o.dtypes)) {
     const std::optional<DType> dtype = parse_dtype(name);
     if (!dtype) throw Error(ErrorCode::InvalidArgument, "--dtype: no dtype '" + name + "'");
     r.dtypes.push_back(*dtype);
   }
-  r.features = o.features;
-  if (o.matmul < 0) throw Error(ErrorCode::InvalidArgument, "--matmul must be positive");
-  if (o.matmul > 0) {
+  r.features = names_option("--feature", o.features);
+  if (!o.matmul.empty()) {
+    const auto n = static_cast<int64_t>(count_option("--matmul", o.matmul, 1, kMaxMatmul));
     const DType dtype = r.dtypes.empty() ? DType::f32 : r.dtypes.front();
-    r.workload = Workload::matmul(o.matmul, o.matmul, o.matmul, dtype);
+    r.workload = Workload::matmul(n, n, n, dtype);
   }
   return r;
 }
@@ -100,16 +98,13 @@ void add_select_command(CLI::App& app) {
   command->add_option("--min-memory", options->min_memory, "Free device memory needed (8G)");
   command->add_option("--min-tflops", options->min_tflops,
                       "Measured matmul TFLOP/s needed (calibrates devices that are not yet)");
-  command->add_option("--vendor", options->vendors, "Preferred vendors, best first")
-      ->delimiter(',');
-  command->add_option("--kind", options->kinds, "Allowed kinds: cpu, gpu, accelerator")
-      ->delimiter(',');
-  command->add_option("--dtype", options->dtypes, "Required dtypes (f16, bf16, ...)")
-      ->delimiter(',');
-  command->add_option("--feature", options->features, "Required features")->delimiter(',');
+  command->add_option("--vendor", options->vendors, "Preferred vendors, best first (a,b)");
+  command->add_option("--kind", options->kinds, "Allowed kinds: cpu, gpu, accelerator (a,b)");
+  command->add_option("--dtype", options->dtypes, "Required dtypes: f16, bf16, ... (a,b)");
+  command->add_option("--feature", options->features, "Required features (a,b)");
   command->add_option("--matmul", options->matmul,
-                      "Rank by an N x N x N matmul (in the first --dtype) instead of the "
-                      "reference 2048^3 f32");
+                      "Rank by an N x N x N matmul, N from 1 to 1048576 (in the first "
+                      "--dtype), instead of the reference 2048^3 f32");
   command->add_flag("--calibrate", options->calibrate, "Calibrate uncalibrated devices first");
   command->add_flag("--json", options->json, "Print JSON (schema hal.select/1)");
   command->callback([options] {

@@ -26,8 +26,18 @@ void print(const Summary& s) {
   std::cout << s.devices.size() << " device" << (s.devices.size() == 1 ? "" : "s")
             << " · backends: " << counts(s.by_backend) << " · vendors: " << counts(s.by_vendor)
             << " · kinds: " << counts(s.by_kind) << "\n";
-  std::cout << "memory: " << format_bytes(s.memory_total_bytes) << " in all, "
-            << format_bytes(s.memory_free_bytes) << " free\n";
+  std::vector<std::string> cannot_tell;
+  for (size_t i = 0; i < s.devices.size(); ++i)
+    if (s.memory_free[i].provenance == Provenance::unknown)
+      cannot_tell.push_back(s.devices[i].id());
+  std::cout << "memory: " << format_bytes(s.memory_total_bytes) << " in all, ";
+  if (cannot_tell.size() == s.devices.size())
+    std::cout << "free unknown\n";
+  else if (cannot_tell.empty())
+    std::cout << format_bytes(s.memory_free_bytes) << " free\n";
+  else  // the sum leaves out what these devices have free
+    std::cout << format_bytes(s.memory_free_bytes) << " free (free unknown on "
+              << joined(cannot_tell, 4) << ")\n";
   for (size_t i = 0; i < s.devices.size(); ++i) {
     const DeviceInfo& info = s.devices[i].info();
     std::vector<std::string> dtypes;
@@ -35,9 +45,10 @@ void print(const Summary& s) {
     const MemoryFigure& free = s.memory_free[i];
     std::cout << "[" << info.id << "] " << info.name << " · " << info.vendor << " · "
               << to_string(info.kind) << " · "
-              << (free.provenance == Provenance::unknown ? "? free"
-                                                         : format_bytes(free.bytes) + " free")
-              << " of " << format_bytes(info.memory_total.bytes) << "\n";
+              << (free.provenance == Provenance::unknown
+                      ? format_bytes(info.memory_total.bytes) + ", free unknown"
+                      : format_memory(free) + " free of " + format_bytes(info.memory_total.bytes))
+              << "\n";
     std::cout << "    dtypes: " << joined(dtypes, 16) << "\n";
     std::cout << "    features: " << joined(info.features, 12) << "\n";
   }
