@@ -76,7 +76,7 @@ Buffer Device::allocate(size_t bytes, MemoryKind kind, AllocationMode mode) cons
                     format_bytes(bytes) + ") exceeds the device's largest allocation of " +
                     std::to_string(limit) + " bytes (" + format_bytes(limit) + "); total " +
                     format_bytes(device.info().memory_total.bytes) + ", free " +
-                    format_bytes(free.bytes));
+                    format_memory(free));
   }
   if (mode != AllocationMode::cached && mode != AllocationMode::direct)
     throw Error(ErrorCode::InvalidArgument, "allocate on " + id + ": allocation mode " +

@@ -95,7 +95,7 @@ BufferPtr CpuDevice::allocate(size_t bytes, MemoryKind kind) {
                 "allocate on " + info_.id + ": the system refused " + std::to_string(bytes) +
                     " bytes (" + format_bytes(bytes) + ") of " + std::string(to_string(kind)) +
                     " memory; total " + format_bytes(info_.memory_total.bytes) + ", free " +
-                    format_bytes(free.bytes) + "; free some buffers or ask for less");
+                    format_memory(free) + "; free some buffers or ask for less");
   }
   return std::make_shared<CpuBuffer>(shared_from_this(), bytes, kind, data);
 }
