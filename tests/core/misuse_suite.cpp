@@ -2,6 +2,7 @@
 // stream left usable: synchronize from the stream's own host callback, local memory past the
 // device's limit.
 #include <atomic>
+#include <limits>
 
 #include "device_suite.hpp"
 #include "test_util.hpp"
@@ -68,6 +69,15 @@ TEST_P(MisuseSuite, LocalMemoryPastTheDevicesLimitIsRefused) {
   stream.copy_to_host(got.data(), out, got.size() * sizeof(float));
   stream.synchronize();
   EXPECT_EQ(got, std::vector<float>(64, 1.0f));
+}
+
+TEST_P(MisuseSuite, OutOfMemoryMessagesSayUnknownForFreeMemoryTheDeviceCannotTell) {
+  const uint64_t largest = device().info().limits.max_allocation_bytes;
+  if (largest == 0 || largest == std::numeric_limits<uint64_t>::max())
+    GTEST_SKIP() << id() << " states no largest allocation";
+  const bool unknown = device().memory_free().provenance == Provenance::unknown;
+  expect_error([&] { device().allocate(largest + 1); }, ErrorCode::OutOfMemory,
+               {id(), "largest allocation", unknown ? "free unknown" : "free "});
 }
 
 HAL_DEVICE_SUITE(MisuseSuite);
