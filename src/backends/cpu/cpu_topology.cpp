@@ -43,7 +43,8 @@ void read_vendor_and_model(CpuTopology& topology) {
     const std::string id = vendor;
     topology.vendor = id == "GenuineIntel" ? "Intel" : id == "AuthenticAMD" ? "AMD" : id;
   }
-  if (__get_cpuid_max(0x80000000, nullptr) >= 0x80000004) {
+  // unsigned in GCC's cpuid.h, int in Clang's.
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000, nullptr)) >= 0x80000004u) {
     unsigned brand[12] = {};
     for (unsigned i = 0; i < 3; ++i)
       __get_cpuid(0x80000002 + i, &brand[4 * i], &brand[4 * i + 1], &brand[4 * i + 2],
