@@ -118,9 +118,10 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
                 Stream& stream);
 
 // Matrix product through the device's BLAS (OpenBLAS on the CPU, CLBlast on OpenCL, cuBLAS on
-// CUDA), f32 and f64 (f16 and bf16 computed in f32). [..., m, k] @ [..., k, n] -> [..., m, n], batch dimensions broadcast; a
-// 1-d operand is a row (of A) or a column (of B), dropped from the result. Transposed views go
-// to the BLAS as they are; other strided layouts are copied contiguous first.
+// CUDA), f32 and f64 (f16 and bf16 computed in f32). [..., m, k] @ [..., k, n] -> [..., m, n],
+// batch dimensions broadcast; a 1-d operand is a row (of A) or a column (of B), dropped from the
+// result. Transposed views go to the BLAS as they are; other strided layouts are copied contiguous
+// first.
 Tensor matmul(const Tensor& a, const Tensor& b, Stream& stream);
 
 // While one is alive on a thread, ops that the stream's device cannot run (Unsupported) run on

@@ -353,9 +353,8 @@ void CachingAllocator::throw_out_of_memory(size_t bytes, size_t segment_bytes,
                         format_bytes(bytes) + ")";
   if (segment_bytes > bytes) message += " in a new segment of " + format_bytes(segment_bytes);
   message += ", and " + why + ". The device has " + format_bytes(info.memory_total.bytes) +
-             " total and " + format_memory(free) + " free; hal has " +
-             format_bytes(allocated) + " allocated and " + format_bytes(cached) +
-             " reserved but unallocated";
+             " total and " + format_memory(free) + " free; hal has " + format_bytes(allocated) +
+             " allocated and " + format_bytes(cached) + " reserved but unallocated";
   message +=
       config_.limit_bytes ? "; limit " + format_bytes(config_.limit_bytes) : "; no limit set";
   message +=

@@ -165,8 +165,11 @@ TEST_P(ElementwiseSuite, BadArgumentsAreRefusedByName) {
       },
       ErrorCode::InvalidArgument,
       {"add of f32[2, 3]", "[2, 3]", "[2, 4]", id(), "do not broadcast", "dimension 1"});
-  expect_error([&] { pow(a, zeros({4, 3}, DType::f32, stream), stream); },
-               ErrorCode::InvalidArgument, {"pow of f32[2, 3]", "f32[4, 3]", "do not broadcast"});
+  expect_error(
+      [&] {
+        pow(a, zeros({4, 3}, DType::f32, stream), stream);
+      },
+      ErrorCode::InvalidArgument, {"pow of f32[2, 3]", "f32[4, 3]", "do not broadcast"});
   expect_error([&] { exp(Tensor(), stream); }, ErrorCode::InvalidArgument, {"exp", "undefined"});
   for (const Device& other : suite_devices()) {
     if (other == device()) continue;

@@ -37,8 +37,9 @@ TEST_P(FallbackSuite, OpsTheDeviceLacksRunOnTheCpuWhenAllowed) {
     }
     EXPECT_TRUE(CpuFallback::allowed()) << "the inner scope restores the outer setting";
     // What the CPU cannot run either is still refused, by the CPU.
-    expect_error([&] { pow(zeros({2}, DType::i32, stream), zeros({2}, DType::i32, stream), stream); },
-                 ErrorCode::Unsupported, {"pow of i32[2] on " + id(), "nor can cpu:0"});
+    expect_error(
+        [&] { pow(zeros({2}, DType::i32, stream), zeros({2}, DType::i32, stream), stream); },
+        ErrorCode::Unsupported, {"pow of i32[2] on " + id(), "nor can cpu:0"});
   }
   EXPECT_FALSE(CpuFallback::allowed());
   const std::string lines = log.lines();

@@ -7,6 +7,7 @@
 
 #include "hal/hal.hpp"
 #include "hal/ops.hpp"
+#include "test_util.hpp"
 
 namespace hal {
 namespace {
@@ -46,19 +47,9 @@ TEST(SimErrorHandler, ALostDeviceIsReported) {
   std::vector<std::string> lines;
   std::mutex mutex;
   record_into(lines, mutex);
-  bool seen = false;
-  for (int i = 0; i < 50 && !seen; ++i) {
-    try {
-      Stream s = lost.create_stream();
-      Buffer b = lost.allocate(1024);
-      s.fill(b, uint8_t{1}, 1024);
-      s.synchronize();
-    } catch (const Error& error) {
-      seen = error.code() == ErrorCode::DeviceLost;
-    }
-  }
+  const ErrorCode first = test::work_until_a_failure(lost);
   set_error_handler(nullptr);
-  ASSERT_TRUE(seen) << "the injected loss never came";
+  ASSERT_EQ(first, ErrorCode::DeviceLost) << "the injected loss never came";
   bool reported = false;
   for (const std::string& line : lines) reported |= line.rfind("DeviceLost sim:0", 0) == 0;
   EXPECT_TRUE(reported) << "reports: " << (lines.empty() ? "" : lines.front());

@@ -15,6 +15,20 @@ void expect_error(const std::function<void()>& fn, ErrorCode code,
   }
 }
 
+ErrorCode work_until_a_failure(const Device& device) {
+  for (int i = 0; i < 50; ++i) {
+    try {
+      Stream s = device.create_stream();
+      Buffer b = device.allocate(1024);
+      s.fill(b, uint8_t{1}, 1024);
+      s.synchronize();
+    } catch (const Error& error) {
+      return error.code();
+    }
+  }
+  return ErrorCode::Ok;
+}
+
 std::string test_name(const std::string& device_id) {
   std::string name = device_id;
   for (char& c : name)

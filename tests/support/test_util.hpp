@@ -25,6 +25,10 @@ inline void PrintTo(ErrorCode code, std::ostream* out) { *out << to_string(code)
 namespace hal::test {
 
 // Expects `fn` to throw hal::Error with `code` and a message containing every one of `parts`.
+// Allocates, fills and synchronizes on `device` up to 50 times, until a call fails (sim's
+// injected loss, lose_device_at=N); the first failure's code, or Ok when none came.
+ErrorCode work_until_a_failure(const Device& device);
+
 void expect_error(const std::function<void()>& fn, ErrorCode code,
                   const std::vector<std::string>& parts);
 
