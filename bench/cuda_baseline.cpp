@@ -3,8 +3,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "cuda/cuda_api.hpp"
-#include "cuda/nvrtc.hpp"
+#include "backends/cuda/cuda_api.hpp"
+#include "backends/cuda/nvrtc.hpp"
 #include "raw_baseline.hpp"
 
 namespace hal::bench {

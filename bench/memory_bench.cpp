@@ -86,7 +86,7 @@ HAL_BENCH(direct_alloc_touch_free, 16 << 20)->Unit(benchmark::kMicrosecond);
 Figure trace_reserved_over_requested() {
   const Device device = cpu();
   device.empty_cache();
-  device.reset_peak_memory_stats();
+  device.allocator().reset_peak_stats();
   constexpr size_t kLayers = 6, kSeq = 128, kHidden = 256, kHeads = 4, kF32 = 4;
   std::mt19937 random(20261122);
   std::uniform_int_distribution<size_t> batch_of(4, 32);
@@ -117,9 +117,9 @@ Figure trace_reserved_over_requested() {
         gradients.push_back(device.allocate(size * kF32));
       saved.resize(saved.size() - 5);  // this layer's activations are no longer needed
     }
-    peak_requested = std::max(peak_requested, device.memory_stats().requested_bytes.peak);
+    peak_requested = std::max(peak_requested, device.allocator().stats().requested_bytes.peak);
   }
-  const MemoryStats stats = device.memory_stats();
+  const MemoryStats stats = device.allocator().stats();
   const double ratio =
       static_cast<double>(stats.reserved_bytes.peak) / static_cast<double>(peak_requested);
   weights.clear();

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cpu/thread_pool.hpp"
 #include "bench_report.hpp"
-#include "thread_pool.hpp"
 
 namespace hal::bench {
 namespace {

@@ -88,19 +88,19 @@ void add_memory_cases(Cases& cases) {
   cases.push_back({"memory.stats_follow_allocations", [](const Device& d) {
                      Stream stream = d.create_stream();
                      stream.synchronize();
-                     const uint64_t before = d.memory_stats().allocated_bytes.current;
+                     const uint64_t before = d.allocator().stats().allocated_bytes.current;
                      {
                        Buffer buffer = d.allocate(1 << 20);
-                       check(d.memory_stats().allocated_bytes.current >= before + (1 << 20),
+                       check(d.allocator().stats().allocated_bytes.current >= before + (1 << 20),
                              "allocated_bytes did not grow by the allocation");
                      }
-                     check(d.memory_stats().allocated_bytes.current == before,
+                     check(d.allocator().stats().allocated_bytes.current == before,
                            "allocated_bytes did not return after the buffer was dropped");
                    }});
   cases.push_back({"memory.empty_cache_returns_unused_segments", [](const Device& d) {
                      { Buffer buffer = d.allocate(4 << 20); }
                      d.empty_cache();
-                     for (const auto& segment : d.memory_snapshot().segments)
+                     for (const auto& segment : d.allocator().snapshot().segments)
                        check(std::any_of(segment.blocks.begin(), segment.blocks.end(),
                                          [](const MemoryBlockInfo& b) { return b.allocated; }),
                              "segment " + std::to_string(segment.id) +
@@ -108,16 +108,16 @@ void add_memory_cases(Cases& cases) {
                    }});
   cases.push_back({"memory.limit_is_enforced_and_removable", [](const Device& d) {
                      d.empty_cache();
-                     const uint64_t reserved = d.memory_stats().reserved_bytes.current;
-                     d.set_memory_limit(reserved + (4 << 20));
+                     const uint64_t reserved = d.allocator().stats().reserved_bytes.current;
+                     d.allocator().set_limit(reserved + (4 << 20));
                      try {
                        check_error([&] { d.allocate(64 << 20); }, ErrorCode::OutOfMemory,
                                    {d.id(), "limit"}, "allocating past the limit");
                      } catch (...) {
-                       d.set_memory_limit(0);
+                       d.allocator().set_limit(0);
                        throw;
                      }
-                     d.set_memory_limit(0);
+                     d.allocator().set_limit(0);
                      Buffer after = d.allocate(8 << 20);
                      check(after.size() == (8u << 20), "allocation after removing the limit");
                    }});

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "backends/plugin/plugin_library.hpp"
 #include "hal/error.hpp"
-#include "plugin/plugin_library.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "hal/error.hpp"
-#include "hal/selector.hpp"
+#include "hal/visible_devices.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

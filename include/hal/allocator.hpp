@@ -108,6 +108,10 @@ class Allocator {
   // Throws InvalidArgument for a growth factor outside [1, 64], thresholds that do not satisfy
   // 0 < warning <= critical <= 1, or a maximum segment under 2 MiB.
   virtual void configure(const AllocatorConfig& config) = 0;
+  // Sets config().limit_bytes alone: a hard limit on the bytes reserved; 0 removes it.
+  virtual void set_limit(uint64_t bytes) = 0;
+  // The same as a fraction (0, 1] of the device's total memory; throws InvalidArgument outside.
+  virtual void set_limit_fraction(double fraction) = 0;
   // Returns an id for remove_pressure_callback.
   virtual uint64_t add_pressure_callback(MemoryPressureCallback callback) = 0;
   virtual void remove_pressure_callback(uint64_t id) = 0;

@@ -35,25 +35,12 @@ class Device {
   Buffer allocate(size_t bytes, MemoryKind kind = MemoryKind::device,
                   AllocationMode mode = AllocationMode::cached) const;
 
-  // The caching allocator of a memory kind the device has (allocator.hpp); the methods below
-  // are shorthands for it.
+  // The caching allocator of a memory kind the device has (allocator.hpp): statistics,
+  // snapshots, limits, configuration and pressure callbacks. Throws InvalidArgument for a kind
+  // the device lacks.
   Allocator& allocator(MemoryKind kind = MemoryKind::device) const;
-  MemoryStats memory_stats(MemoryKind kind = MemoryKind::device) const;
-  void reset_peak_memory_stats(MemoryKind kind = MemoryKind::device) const;
-  MemorySnapshot memory_snapshot(MemoryKind kind = MemoryKind::device) const;
-  // Hard limit on the bytes the allocator reserves for device memory; 0 removes it.
-  void set_memory_limit(uint64_t bytes) const;
-  // The same as a fraction (0, 1] of the device's total memory.
-  void set_memory_limit_fraction(double fraction) const;
-  AllocatorConfig allocator_config(MemoryKind kind = MemoryKind::device) const;
-  void configure_allocator(const AllocatorConfig& config,
-                           MemoryKind kind = MemoryKind::device) const;
-  // Returns cached, unused segments of every kind to the backend.
+  // Returns cached, unused segments of every memory kind the device has to the backend.
   void empty_cache() const;
-  // Returns an id for remove_memory_pressure_callback.
-  uint64_t add_memory_pressure_callback(MemoryPressureCallback callback,
-                                        MemoryKind kind = MemoryKind::device) const;
-  void remove_memory_pressure_callback(uint64_t id, MemoryKind kind = MemoryKind::device) const;
   Stream create_stream() const;
   Event create_event() const;
 

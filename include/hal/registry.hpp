@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "hal/device.hpp"
-#include "hal/selector.hpp"
+#include "hal/visible_devices.hpp"
 
 namespace hal {
 
@@ -24,7 +24,7 @@ struct BackendStatus {
 };
 
 // Backends are probed lazily, once each, on the first call that needs their devices. The
-// HAL_DEVICES selector (selector.hpp) decides which devices are visible; a malformed one is
+// HAL_DEVICES selector (visible_devices.hpp) decides which devices are visible; a malformed one is
 // an InvalidArgument error from every call that lists or finds devices. Thread-safe.
 class Registry {
  public:

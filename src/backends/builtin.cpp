@@ -1,13 +1,13 @@
 // The backends hal knows by name, in the order they are listed.
-#include "builtin_backends.hpp"
-#include "cpu/cpu_backend.hpp"
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/plugin/plugin_backend.hpp"
+#include "core/builtin_backends.hpp"
 #include "hal/registry.hpp"
-#include "plugin/plugin_backend.hpp"
 #ifdef HAL_HAVE_OPENCL
-#include "opencl/opencl_backend.hpp"
+#include "backends/opencl/opencl_backend.hpp"
 #endif
 #ifdef HAL_HAVE_CUDA
-#include "cuda/cuda_backend.hpp"
+#include "backends/cuda/cuda_backend.hpp"
 #endif
 
 namespace hal::detail {

@@ -3,7 +3,7 @@
 
 #include "core/error_context.hpp"
 
-#include "caching_allocator.hpp"
+#include "core/caching_allocator.hpp"
 
 namespace hal {
 

@@ -18,7 +18,8 @@ struct BuiltinBackend {
 };
 
 std::vector<BuiltinBackend> builtin_backends();
-// The backends of the plugins that load (see hal/plugins.hpp), whose names are not in `taken`.
+// The backends of the plugins that load (see hal/plugin_discovery.hpp), whose names are not in
+// `taken`.
 std::vector<std::shared_ptr<Backend>> plugin_backends(const std::vector<std::string>& taken);
 
 }  // namespace hal::detail

@@ -1,4 +1,4 @@
-#include "caching_allocator.hpp"
+#include "core/caching_allocator.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -222,7 +222,7 @@ CachingAllocator::Block* CachingAllocator::new_segment(bool small, size_t size) 
       }
     } else {
       why = "it would pass the limit of " + format_bytes(config_.limit_bytes) +
-            " set with set_memory_limit";
+            " set with allocator().set_limit";
     }
     // Release what the cache holds and try once more, as PyTorch does.
     if (attempt == 0 && release_cached() > 0) {
@@ -360,7 +360,7 @@ void CachingAllocator::throw_out_of_memory(size_t bytes, size_t segment_bytes,
   message +=
       ". Try: release buffers you no longer need, use smaller or fewer buffers, "
       "empty_cache() if other programs share the device";
-  if (config_.limit_bytes) message += ", or raise the limit with set_memory_limit";
+  if (config_.limit_bytes) message += ", or raise the limit with allocator().set_limit";
   message += ".";
   log(LogLevel::warn, message);
   throw Error(ErrorCode::OutOfMemory, message);
@@ -422,6 +422,20 @@ void CachingAllocator::configure(const AllocatorConfig& config) {
   config_ = config;
   // Under a new, lower limit, give back what the cache holds beyond it.
   if (config_.limit_bytes && stats_.reserved_bytes.current > config_.limit_bytes) release_cached();
+}
+
+void CachingAllocator::set_limit(uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  config_.limit_bytes = bytes;
+  if (bytes && stats_.reserved_bytes.current > bytes) release_cached();
+}
+
+void CachingAllocator::set_limit_fraction(double fraction) {
+  const DeviceInfo& info = device_.info();
+  if (!(fraction > 0.0 && fraction <= 1.0))
+    throw Error(ErrorCode::InvalidArgument, "allocator of " + info.id + ": limit fraction " +
+                                                std::to_string(fraction) + " is not in (0, 1]");
+  set_limit(static_cast<uint64_t>(fraction * static_cast<double>(info.memory_total.bytes)));
 }
 
 uint64_t CachingAllocator::add_pressure_callback(MemoryPressureCallback callback) {

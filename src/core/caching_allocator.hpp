@@ -51,6 +51,8 @@ class CachingAllocator final : public Allocator,
 
   AllocatorConfig config() const override;
   void configure(const AllocatorConfig& config) override;
+  void set_limit(uint64_t bytes) override;
+  void set_limit_fraction(double fraction) override;
   uint64_t add_pressure_callback(MemoryPressureCallback callback) override;
   void remove_pressure_callback(uint64_t id) override;
 

@@ -1,11 +1,11 @@
 #include "hal/device.hpp"
+#include "core/embedded_kernels.hpp"
 #include "core/error_context.hpp"
 #include "core/program_kernels.hpp"
-#include "embedded_kernels.hpp"
 
 #include <limits>
 
-#include "caching_allocator.hpp"
+#include "core/caching_allocator.hpp"
 #include "hal/backend.hpp"
 #include "hal/units.hpp"
 
@@ -96,58 +96,10 @@ Allocator& Device::allocator(MemoryKind kind) const {
   return allocator;
 }
 
-MemoryStats Device::memory_stats(MemoryKind kind) const {
-  return allocator_of(checked(impl_), kind, "memory_stats").stats();
-}
-
-void Device::reset_peak_memory_stats(MemoryKind kind) const {
-  allocator_of(checked(impl_), kind, "reset_peak_memory_stats").reset_peak_stats();
-}
-
-MemorySnapshot Device::memory_snapshot(MemoryKind kind) const {
-  return allocator_of(checked(impl_), kind, "memory_snapshot").snapshot();
-}
-
-void Device::set_memory_limit(uint64_t bytes) const {
-  auto& allocator = checked(impl_).caching_allocator(MemoryKind::device);
-  AllocatorConfig config = allocator.config();
-  config.limit_bytes = bytes;
-  allocator.configure(config);
-}
-
-void Device::set_memory_limit_fraction(double fraction) const {
-  DeviceImpl& device = checked(impl_);
-  if (!(fraction > 0.0 && fraction <= 1.0))
-    throw Error(ErrorCode::InvalidArgument, "set_memory_limit_fraction on " + device.info().id +
-                                                ": " + std::to_string(fraction) +
-                                                " is not in (0, 1]");
-  set_memory_limit(
-      static_cast<uint64_t>(fraction * static_cast<double>(device.info().memory_total.bytes)));
-}
-
-AllocatorConfig Device::allocator_config(MemoryKind kind) const {
-  return allocator_of(checked(impl_), kind, "allocator_config").config();
-}
-
-void Device::configure_allocator(const AllocatorConfig& config, MemoryKind kind) const {
-  allocator_of(checked(impl_), kind, "configure_allocator").configure(config);
-}
-
 void Device::empty_cache() const {
   DeviceImpl& device = checked(impl_);
   for (MemoryKind kind : {MemoryKind::device, MemoryKind::pinned_host, MemoryKind::unified})
     if (device.supports(kind)) device.caching_allocator(kind).empty_cache();
-}
-
-uint64_t Device::add_memory_pressure_callback(MemoryPressureCallback callback,
-                                              MemoryKind kind) const {
-  return allocator_of(checked(impl_), kind, "add_memory_pressure_callback")
-      .add_pressure_callback(std::move(callback));
-}
-
-void Device::remove_memory_pressure_callback(uint64_t id, MemoryKind kind) const {
-  allocator_of(checked(impl_), kind, "remove_memory_pressure_callback")
-      .remove_pressure_callback(id);
 }
 
 Stream Device::create_stream() const {

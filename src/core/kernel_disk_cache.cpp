@@ -1,4 +1,4 @@
-#include "kernel_disk_cache.hpp"
+#include "core/kernel_disk_cache.hpp"
 
 #include <unistd.h>
 
@@ -9,8 +9,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/hash.hpp"
 #include "hal/log.hpp"
-#include "hash.hpp"
 
 namespace hal::detail {
 namespace {

@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/text.hpp"
 #include "hal/units.hpp"
-#include "text.hpp"
 
 namespace hal {
 namespace {

@@ -1,4 +1,4 @@
-#include "caching_allocator.hpp"
+#include "core/caching_allocator.hpp"
 #include "hal/allocator.hpp"
 #include "hal/stream.hpp"
 

@@ -6,10 +6,10 @@
 #include <cctype>
 #include <cstdlib>
 
-#include "builtin_backends.hpp"
+#include "core/builtin_backends.hpp"
+#include "core/text.hpp"
 #include "hal/backend.hpp"
 #include "hal/log.hpp"
-#include "text.hpp"
 
 namespace hal {
 

@@ -1,10 +1,10 @@
-#include "hal/selector.hpp"
+#include "hal/visible_devices.hpp"
 
 #include <algorithm>
 #include <cctype>
 
+#include "core/text.hpp"
 #include "hal/error.hpp"
-#include "text.hpp"
 
 namespace hal {
 namespace {

@@ -1,6 +1,6 @@
-#include "staged_copy.hpp"
+#include "core/staged_copy.hpp"
 
-#include "caching_allocator.hpp"
+#include "core/caching_allocator.hpp"
 
 #include <cstring>
 #include <memory>

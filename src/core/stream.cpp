@@ -5,9 +5,9 @@
 #include <chrono>
 #include <limits>
 
+#include "core/staged_copy.hpp"
 #include "hal/backend.hpp"
 #include "hal/device.hpp"
-#include "staged_copy.hpp"
 
 namespace hal {
 namespace {

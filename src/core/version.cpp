@@ -1,6 +1,6 @@
 #include "hal/version.hpp"
 
-#include "builtin_backends.hpp"
+#include "core/builtin_backends.hpp"
 
 namespace hal {
 

@@ -1,4 +1,4 @@
-#include "builtin_ops.hpp"
+#include "ops/builtin_ops.hpp"
 
 #include "hal/backend.hpp"
 #include "hal/error.hpp"

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "elementwise.hpp"
-#include "reduce.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/reduce.hpp"
 
 namespace hal::ops {
 

@@ -1,6 +1,6 @@
 // The elementwise ops' one definition: argument checks, shapes, type promotion, and the kernel
 // the op table plans for the device (converting to the dtype it computes in where it must).
-#include "elementwise.hpp"
+#include "ops/elementwise.hpp"
 
 #include "hal/error.hpp"
 #include "hal/ops.hpp"

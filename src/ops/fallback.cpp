@@ -1,4 +1,4 @@
-#include "fallback.hpp"
+#include "ops/fallback.hpp"
 
 #include <cstdlib>
 #include <string>

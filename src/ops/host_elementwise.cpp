@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "elementwise.hpp"
-#include "strided_walk.hpp"
+#include "ops/elementwise.hpp"
+#include "tensor/strided_walk.hpp"
 
 namespace hal::ops {
 namespace {

@@ -8,8 +8,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "reduce.hpp"
-#include "strided_walk.hpp"
+#include "ops/reduce.hpp"
+#include "tensor/strided_walk.hpp"
 
 namespace hal::ops {
 namespace {

@@ -6,9 +6,9 @@
 #include <limits>
 #include <type_traits>
 
-#include "element_codec.hpp"
-#include "elementwise.hpp"
-#include "strided_walk.hpp"
+#include "ops/elementwise.hpp"
+#include "tensor/element_codec.hpp"
+#include "tensor/strided_walk.hpp"
 
 namespace hal::ops {
 namespace {

@@ -1,9 +1,9 @@
 // Broadcasting and the layout of an elementwise launch.
 #include <algorithm>
 
-#include "elementwise.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
+#include "ops/elementwise.hpp"
 
 namespace hal {
 

@@ -1,4 +1,4 @@
-#include "op_checks.hpp"
+#include "ops/op_checks.hpp"
 
 #include "core/error_context.hpp"
 #include "hal/error.hpp"

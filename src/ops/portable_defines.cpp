@@ -1,6 +1,6 @@
 // The defines that pick a variant of hal's portable op kernels, one function per kernel file;
 // shared by the ops and by the test that compiles every variant with NVRTC.
-#include "portable_defines.hpp"
+#include "ops/portable_defines.hpp"
 
 #include <cctype>
 

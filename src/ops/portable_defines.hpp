@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "elementwise.hpp"
-#include "reduce.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/reduce.hpp"
 
 namespace hal::ops {
 

@@ -3,9 +3,9 @@
 // them), flat where every operand is contiguous and strided otherwise.
 
 #include "core/program_kernels.hpp"
-#include "elementwise.hpp"
 #include "hal/error.hpp"
-#include "portable_defines.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/portable_defines.hpp"
 
 namespace hal::ops {
 namespace {

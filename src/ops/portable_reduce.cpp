@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "core/program_kernels.hpp"
-#include "elementwise.hpp"
 #include "hal/error.hpp"
-#include "portable_defines.hpp"
-#include "reduce.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/portable_defines.hpp"
+#include "ops/reduce.hpp"
 
 namespace hal::ops {
 namespace {

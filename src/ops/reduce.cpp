@@ -1,7 +1,7 @@
 // The reductions' one definition: axes, result shape, the dtype the op table plans (integer sums
 // in i64, f16 and bf16 in f32 where the device has no kernel for them), and the layout of the
 // kept and reduced dimensions.
-#include "reduce.hpp"
+#include "ops/reduce.hpp"
 
 #include "hal/error.hpp"
 #include "hal/ops.hpp"

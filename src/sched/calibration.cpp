@@ -5,13 +5,13 @@
 #include <functional>
 #include <vector>
 
-#include "calibration_store.hpp"
 #include "hal/calibration.hpp"
 #include "hal/error.hpp"
 #include "hal/log.hpp"
 #include "hal/ops.hpp"
 #include "hal/stream.hpp"
 #include "hal/tensor.hpp"
+#include "sched/calibration_store.hpp"
 
 namespace hal {
 namespace {

@@ -10,10 +10,10 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "calibration_store.hpp"
+#include "core/kernel_disk_cache.hpp"
 #include "hal/calibration.hpp"
 #include "hal/log.hpp"
-#include "kernel_disk_cache.hpp"
+#include "sched/calibration_store.hpp"
 
 namespace hal {
 namespace {

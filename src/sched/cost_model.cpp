@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "calibration_store.hpp"
+#include "sched/calibration_store.hpp"
 
 namespace hal {
 

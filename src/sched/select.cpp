@@ -3,12 +3,12 @@
 #include <cmath>
 #include <cstdio>
 
-#include "calibration_store.hpp"
+#include "core/text.hpp"
 #include "hal/error.hpp"
 #include "hal/registry.hpp"
 #include "hal/select.hpp"
 #include "hal/units.hpp"
-#include "text.hpp"
+#include "sched/calibration_store.hpp"
 
 namespace hal {
 namespace {

@@ -7,7 +7,7 @@
 #include "core/program_kernels.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
-#include "strided_walk.hpp"
+#include "tensor/strided_walk.hpp"
 
 namespace hal {
 namespace {

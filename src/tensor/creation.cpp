@@ -4,10 +4,10 @@
 #include <memory>
 #include <sstream>
 
-#include "element_codec.hpp"
-#include "extent.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
+#include "tensor/element_codec.hpp"
+#include "tensor/extent.hpp"
 
 namespace hal {
 namespace {

@@ -1,4 +1,4 @@
-#include "element_codec.hpp"
+#include "tensor/element_codec.hpp"
 
 #include <bit>
 #include <cmath>

@@ -1,8 +1,8 @@
-#include "extent.hpp"
+#include "tensor/extent.hpp"
 
 #include <string>
 
-#include "checked_math.hpp"
+#include "core/checked_math.hpp"
 #include "hal/error.hpp"
 
 namespace hal::tensor {

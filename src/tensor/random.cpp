@@ -5,10 +5,10 @@
 #include <memory>
 
 #include "core/program_kernels.hpp"
-#include "extent.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
-#include "philox.hpp"
+#include "tensor/extent.hpp"
+#include "tensor/philox.hpp"
 
 namespace hal {
 namespace {

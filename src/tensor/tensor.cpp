@@ -5,10 +5,10 @@
 #include <cstring>
 #include <memory>
 
-#include "checked_math.hpp"
-#include "extent.hpp"
+#include "core/checked_math.hpp"
 #include "hal/error.hpp"
-#include "strided_walk.hpp"
+#include "tensor/extent.hpp"
+#include "tensor/strided_walk.hpp"
 
 namespace hal {
 

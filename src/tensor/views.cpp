@@ -4,7 +4,7 @@
 #include <numeric>
 #include <optional>
 
-#include "checked_math.hpp"
+#include "core/checked_math.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
 

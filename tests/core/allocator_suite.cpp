@@ -15,15 +15,15 @@ class AllocatorSuite : public DeviceTest {
  protected:
   // Each test starts from an empty cache and leaves no limit behind.
   void SetUp() override {
-    device().set_memory_limit(0);
+    device().allocator().set_limit(0);
     device().empty_cache();
     ASSERT_EQ(stats().reserved_bytes.current, 0u) << "a buffer of an earlier test is still alive";
   }
   void TearDown() override {
-    device().configure_allocator(AllocatorConfig{});
+    device().allocator().configure(AllocatorConfig{});
     device().empty_cache();
   }
-  MemoryStats stats() const { return device().memory_stats(); }
+  MemoryStats stats() const { return device().allocator().stats(); }
 };
 
 TEST_P(AllocatorSuite, FreedBlocksAreReused) {
@@ -50,7 +50,7 @@ TEST_P(AllocatorSuite, SmallRequestsAreRoundedAndSplitFromSmallSegments) {
   EXPECT_EQ(s.allocated_bytes.current, 1024u);  // multiples of 512 bytes
   EXPECT_EQ(s.reserved_bytes.current, 2 * kMiB);
   EXPECT_EQ(s.num_splits, splits + 1);
-  const MemorySnapshot snapshot = device().memory_snapshot();
+  const MemorySnapshot snapshot = device().allocator().snapshot();
   ASSERT_EQ(snapshot.segments.size(), 1u);
   EXPECT_TRUE(snapshot.segments[0].small_pool);
   ASSERT_EQ(snapshot.segments[0].blocks.size(), 2u);
@@ -65,10 +65,10 @@ TEST_P(AllocatorSuite, FreeNeighboursCoalesce) {
   {
     Buffer a = device().allocate(4096), b = device().allocate(4096), c = device().allocate(4096);
     b = Buffer();
-    a = Buffer();                                                         // merges with b's block
-    EXPECT_EQ(device().memory_snapshot().segments[0].blocks.size(), 3u);  // a+b, c, rest
+    a = Buffer();  // merges with b's block
+    EXPECT_EQ(device().allocator().snapshot().segments[0].blocks.size(), 3u);  // a+b, c, rest
   }  // c merges with both sides
-  const MemorySnapshot snapshot = device().memory_snapshot();
+  const MemorySnapshot snapshot = device().allocator().snapshot();
   ASSERT_EQ(snapshot.segments.size(), 1u);
   ASSERT_EQ(snapshot.segments[0].blocks.size(), 1u);
   EXPECT_EQ(snapshot.segments[0].blocks[0].size, 2 * kMiB);
@@ -85,7 +85,7 @@ TEST_P(AllocatorSuite, LargeRequestsUseLargeSegments) {
   EXPECT_EQ(stats().reserved_bytes.current, 20 * kMiB + 20 * kMiB);
   Buffer huge = device().allocate(17 * kMiB + 1);  // >= 10 MiB: its own, rounded to 2 MiB
   EXPECT_EQ(stats().reserved_bytes.current, 40 * kMiB + 18 * kMiB);
-  const MemorySnapshot snapshot = device().memory_snapshot();
+  const MemorySnapshot snapshot = device().allocator().snapshot();
   for (const auto& segment : snapshot.segments) EXPECT_FALSE(segment.small_pool);
 }
 
@@ -103,14 +103,14 @@ TEST_P(AllocatorSuite, EmptyCacheReturnsUnusedSegmentsOnly) {
 }
 
 TEST_P(AllocatorSuite, LimitGivesAnExactOutOfMemoryAndTheDeviceWorksAfter) {
-  device().set_memory_limit(4 * kMiB);
+  device().allocator().set_limit(4 * kMiB);
   Buffer held = device().allocate(3 * kMiB);  // a 20 MiB segment would pass the limit: exact
   EXPECT_EQ(stats().reserved_bytes.current, 3 * kMiB);
   const uint64_t ooms = stats().num_ooms;
-  expect_error(
-      [&] { device().allocate(2 * kMiB); }, ErrorCode::OutOfMemory,
-      {"out of memory on " + id(), "tried to allocate 2097152 bytes", "limit 4.0 MiB",
-       "3.0 MiB allocated", "0 B reserved but unallocated", "total", "free", "set_memory_limit"});
+  expect_error([&] { device().allocate(2 * kMiB); }, ErrorCode::OutOfMemory,
+               {"out of memory on " + id(), "tried to allocate 2097152 bytes", "limit 4.0 MiB",
+                "3.0 MiB allocated", "0 B reserved but unallocated", "total", "free",
+                "allocator().set_limit"});
   EXPECT_EQ(stats().num_ooms, ooms + 1);
   // Freeing makes room: the cached segment is released and the allocation retried.
   held = Buffer();
@@ -130,7 +130,7 @@ TEST_P(AllocatorSuite, LimitGivesAnExactOutOfMemoryAndTheDeviceWorksAfter) {
 TEST_P(AllocatorSuite, InitialReserveIsOneSegmentAtTheFirstAllocation) {
   AllocatorConfig config;
   config.initial_reserve_bytes = 30 * kMiB;
-  device().configure_allocator(config);
+  device().allocator().configure(config);
   Buffer first = device().allocate(3 * kMiB);
   EXPECT_EQ(stats().reserved_bytes.current, 30 * kMiB);
   Buffer second = device().allocate(20 * kMiB);  // fits in what was reserved
@@ -141,7 +141,7 @@ TEST_P(AllocatorSuite, LargeSegmentsGrowByTheGrowthFactor) {
   AllocatorConfig config;
   config.growth_factor = 2.0;
   config.max_segment_bytes = 64 * kMiB;
-  device().configure_allocator(config);
+  device().allocator().configure(config);
   std::vector<Buffer> held;
   for (int i = 0; i < 3; ++i) held.push_back(device().allocate(9 * kMiB));
   // 20 MiB holds two; the third needs a new segment, twice the last.
@@ -150,33 +150,33 @@ TEST_P(AllocatorSuite, LargeSegmentsGrowByTheGrowthFactor) {
 
 TEST_P(AllocatorSuite, LimitFractionIsChecked) {
   for (double bad : {0.0, -0.5, 1.5, std::nan("")})
-    expect_error([&] { device().set_memory_limit_fraction(bad); }, ErrorCode::InvalidArgument,
+    expect_error([&] { device().allocator().set_limit_fraction(bad); }, ErrorCode::InvalidArgument,
                  {id(), "not in (0, 1]"});
-  device().set_memory_limit_fraction(0.5);
-  EXPECT_EQ(device().allocator_config().limit_bytes, device().info().memory_total.bytes / 2);
+  device().allocator().set_limit_fraction(0.5);
+  EXPECT_EQ(device().allocator().config().limit_bytes, device().info().memory_total.bytes / 2);
 }
 
 TEST_P(AllocatorSuite, BadConfigurationsAreRefused) {
   AllocatorConfig config;
   config.growth_factor = 0.5;
-  expect_error([&] { device().configure_allocator(config); }, ErrorCode::InvalidArgument,
+  expect_error([&] { device().allocator().configure(config); }, ErrorCode::InvalidArgument,
                {"growth factor"});
   config = AllocatorConfig{};
   config.warning_fraction = 0.99;
   config.critical_fraction = 0.9;
-  expect_error([&] { device().configure_allocator(config); }, ErrorCode::InvalidArgument,
+  expect_error([&] { device().allocator().configure(config); }, ErrorCode::InvalidArgument,
                {"warning <= critical"});
-  expect_error([&] { device().add_memory_pressure_callback(nullptr); }, ErrorCode::InvalidArgument,
-               {"empty"});
-  expect_error([&] { device().remove_memory_pressure_callback(987654); }, ErrorCode::NotFound,
+  expect_error([&] { device().allocator().add_pressure_callback(nullptr); },
+               ErrorCode::InvalidArgument, {"empty"});
+  expect_error([&] { device().allocator().remove_pressure_callback(987654); }, ErrorCode::NotFound,
                {"987654", id()});
 }
 
 TEST_P(AllocatorSuite, PressureCallbacksFireOncePerRise) {
-  device().set_memory_limit(40 * kMiB);
+  device().allocator().set_limit(40 * kMiB);
   std::vector<MemoryPressure> seen;
   const uint64_t callback =
-      device().add_memory_pressure_callback([&](const MemoryPressureEvent& e) {
+      device().allocator().add_pressure_callback([&](const MemoryPressureEvent& e) {
         EXPECT_EQ(e.device, id());
         EXPECT_EQ(e.limit_bytes, 40 * kMiB);
         seen.push_back(e.level);
@@ -199,7 +199,7 @@ TEST_P(AllocatorSuite, PressureCallbacksFireOncePerRise) {
   for (int i = 0; i < 3; ++i) again.push_back(device().allocate(10 * kMiB));
   again.push_back(device().allocate(6 * kMiB));
   EXPECT_EQ(seen.size(), 3u);
-  device().remove_memory_pressure_callback(callback);
+  device().allocator().remove_pressure_callback(callback);
 }
 
 TEST_P(AllocatorSuite, EachSupportedKindHasItsOwnAllocator) {
@@ -223,13 +223,9 @@ TEST_P(AllocatorSuite, MemoryKindsThatAreNotHalsAreRefused) {
   for (AllocationMode mode : {AllocationMode::cached, AllocationMode::direct})
     expect_error([&] { device().allocate(16, bad, mode); }, ErrorCode::InvalidArgument,
                  {"allocate on " + id(), "memory kind 77 is not one of hal's"});
-  expect_error([&] { device().memory_stats(static_cast<MemoryKind>(3)); },
-               ErrorCode::InvalidArgument, {"memory_stats on " + id(), "memory kind 3"});
+  expect_error([&] { device().allocator(static_cast<MemoryKind>(3)); }, ErrorCode::InvalidArgument,
+               {"allocator on " + id(), "memory kind 3"});
   expect_error([&] { device().allocator(bad); }, ErrorCode::InvalidArgument, {"memory kind 77"});
-  expect_error([&] { device().memory_snapshot(bad); }, ErrorCode::InvalidArgument,
-               {"memory kind 77"});
-  expect_error([&] { device().add_memory_pressure_callback([](auto&) {}, bad); },
-               ErrorCode::InvalidArgument, {"memory kind 77"});
   MemoryScope scope(device());
   expect_error([&] { scope.allocate(16, bad); }, ErrorCode::InvalidArgument, {"memory kind 77"});
   expect_error([&] { device().allocate(16, MemoryKind::device, static_cast<AllocationMode>(9)); },
@@ -240,7 +236,7 @@ TEST_P(AllocatorSuite, DirectAllocationsBypassTheCache) {
   Buffer direct = device().allocate(4096, MemoryKind::device, AllocationMode::direct);
   EXPECT_EQ(direct.size(), 4096u);
   EXPECT_EQ(stats().reserved_bytes.current, 0u);
-  EXPECT_EQ(stats().num_allocs, device().memory_stats().num_allocs);
+  EXPECT_EQ(stats().num_allocs, device().allocator().stats().num_allocs);
 }
 
 TEST_P(AllocatorSuite, MemoryScopeReturnsWhatItAllocated) {
@@ -256,11 +252,11 @@ TEST_P(AllocatorSuite, MemoryScopeReturnsWhatItAllocated) {
 }
 
 TEST_P(AllocatorSuite, PeaksAndReset) {
-  device().reset_peak_memory_stats();
+  device().allocator().reset_peak_stats();
   { Buffer big = device().allocate(3 * kMiB); }
   EXPECT_EQ(stats().allocated_bytes.peak, 3 * kMiB);
   EXPECT_EQ(stats().allocated_bytes.current, 0u);
-  device().reset_peak_memory_stats();
+  device().allocator().reset_peak_stats();
   EXPECT_EQ(stats().allocated_bytes.peak, 0u);
   EXPECT_EQ(stats().reserved_bytes.peak, stats().reserved_bytes.current);
 }
@@ -323,7 +319,7 @@ TEST_P(AllocatorSuite, RecordStreamHoldsMemoryUntilTheStreamsWorkIsDone) {
 }
 
 TEST_P(AllocatorSuite, OutOfMemoryWaitsForHeldMemoryBeforeGivingUp) {
-  device().set_memory_limit(24 * kMiB);
+  device().allocator().set_limit(24 * kMiB);
   Stream stream = device().create_stream();
   Gate gate;
   stream.host_callback(gate.hold());

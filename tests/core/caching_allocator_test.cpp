@@ -1,6 +1,6 @@
 // The caching allocator over a device that counts what it hands out and refuses past a
 // capacity: nothing leaks, and a backend's refusal releases the cache and retries once.
-#include "caching_allocator.hpp"
+#include "core/caching_allocator.hpp"
 
 #include <gtest/gtest.h>
 

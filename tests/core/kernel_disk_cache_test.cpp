@@ -1,5 +1,5 @@
 // The on-disk kernel cache on its own: round trips, and every kind of damaged entry refused.
-#include "kernel_disk_cache.hpp"
+#include "core/kernel_disk_cache.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "hal/selector.hpp"
+#include "hal/visible_devices.hpp"
 
 #include <gtest/gtest.h>
 

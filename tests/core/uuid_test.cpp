@@ -1,4 +1,4 @@
-#include "uuid.hpp"
+#include "core/uuid.hpp"
 
 #include <gtest/gtest.h>
 

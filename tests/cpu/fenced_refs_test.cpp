@@ -1,13 +1,13 @@
-// host::FencedRefs, the reference keeping of the OpenCL and CUDA streams, against fences whose
+// async::FencedRefs, the reference keeping of the OpenCL and CUDA streams, against fences whose
 // completion the test decides.
-#include "host/fenced_refs.hpp"
+#include "backends/async/fenced_refs.hpp"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <optional>
 
-namespace hal::host {
+namespace hal::async {
 namespace {
 
 // Fences are numbers; `state[f]` is nullopt while f is pending, then its status (0: success).
@@ -140,4 +140,4 @@ TEST_F(FencedRefsTest, SynchronizeTakesEverythingAndFindsFailures) {
 }
 
 }  // namespace
-}  // namespace hal::host
+}  // namespace hal::async

@@ -1,4 +1,4 @@
-#include "thread_pool.hpp"
+#include "backends/cpu/thread_pool.hpp"
 
 #include <gtest/gtest.h>
 

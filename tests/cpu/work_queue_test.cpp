@@ -1,11 +1,11 @@
-#include "host/work_queue.hpp"
+#include "backends/async/work_queue.hpp"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
-namespace hal::host {
+namespace hal::async {
 namespace {
 
 TEST(WorkQueue, RunsTasksInPushOrderOnOneThread) {
@@ -88,4 +88,4 @@ TEST(WorkQueue, DestructorRunsWhatIsQueued) {
 }
 
 }  // namespace
-}  // namespace hal::host
+}  // namespace hal::async

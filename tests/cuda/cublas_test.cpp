@@ -5,9 +5,9 @@
 
 #include <cmath>
 
-#include "cuda/cublas.hpp"
-#include "cuda/cuda_buffer.hpp"
-#include "cuda/cuda_stream.hpp"
+#include "backends/cuda/cublas.hpp"
+#include "backends/cuda/cuda_buffer.hpp"
+#include "backends/cuda/cuda_stream.hpp"
 #include "test_util.hpp"
 
 namespace hal::cuda {

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 
-#include "cuda/cuda_kernel.hpp"
-#include "cuda/nvrtc.hpp"
-#include "embedded_kernels.hpp"
+#include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/nvrtc.hpp"
+#include "core/embedded_kernels.hpp"
 #include "hal/error.hpp"
-#include "portable_defines.hpp"
+#include "ops/portable_defines.hpp"
 
 namespace hal::cuda {
 namespace {

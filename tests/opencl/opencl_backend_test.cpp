@@ -391,13 +391,13 @@ TEST_F(OpenClTest, ManyBuffersFreedWhileWorkRunsComeBackAfterIt) {
   // Ownership fences: buffers dropped right after their work was enqueued stay alive until it
   // has run, and return to the allocator afterwards.
   Stream stream = device.create_stream();
-  const uint64_t before = device.memory_stats().active_bytes.current;
+  const uint64_t before = device.allocator().stats().active_bytes.current;
   for (int i = 0; i < 500; ++i) {
     Buffer buffer = device.allocate(4096);
     stream.fill(buffer, static_cast<uint32_t>(i), 1024);
   }
   stream.synchronize();
-  EXPECT_EQ(device.memory_stats().active_bytes.current, before);
+  EXPECT_EQ(device.allocator().stats().active_bytes.current, before);
 }
 
 // CLBlast 1.5's GemmStridedBatched gave wrong products on PoCL at these sizes (768, 1024,

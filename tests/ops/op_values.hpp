@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "device_suite.hpp"
-#include "element_codec.hpp"
+#include "tensor/element_codec.hpp"
 
 namespace hal::test {
 

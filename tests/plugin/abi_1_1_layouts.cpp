@@ -5,7 +5,7 @@
 // The 1.1 header first: plugin_abi_1_1.hpp's own include of hal/plugin.h is then skipped.
 #include <cstddef>
 
-#include "plugin/plugin_abi_1_1.hpp"
+#include "backends/plugin/plugin_abi_1_1.hpp"
 
 namespace {
 

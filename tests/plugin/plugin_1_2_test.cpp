@@ -11,7 +11,7 @@
 
 #include "hal/hal.hpp"
 #include "hal/ops.hpp"
-#include "hal/plugins.hpp"
+#include "hal/plugin_discovery.hpp"
 #include "test_util.hpp"
 
 namespace hal::test {
@@ -149,14 +149,14 @@ TEST(Plugins, WorkLetsGoOfItsBuffersOnceItCompletesWithoutASynchronize) {
   Device sim = device("sim:1");
   Stream stream = sim.create_stream();
   stream.synchronize();
-  const uint64_t before = sim.memory_stats().allocated_bytes.current;
+  const uint64_t before = sim.allocator().stats().allocated_bytes.current;
   for (int i = 0; i < 200; ++i) {
     {
       Buffer scratch = sim.allocate(1 << 20);
       stream.fill(scratch, uint8_t{1}, scratch.size());
     }  // only the pending fill holds the buffer now
     stream.record().synchronize();
-    ASSERT_LE(sim.memory_stats().allocated_bytes.current, before + (2 << 20))
+    ASSERT_LE(sim.allocator().stats().allocated_bytes.current, before + (2 << 20))
         << "after " << i + 1 << " fills: completed work still holds its buffers";
   }
 }

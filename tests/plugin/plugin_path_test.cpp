@@ -11,7 +11,7 @@
 #include <string>
 
 #include "hal/hal.hpp"
-#include "hal/plugins.hpp"
+#include "hal/plugin_discovery.hpp"
 
 namespace hal::test {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "hal/hal.hpp"
 #include "hal/ops.hpp"
-#include "hal/plugins.hpp"
+#include "hal/plugin_discovery.hpp"
 #include "test_util.hpp"
 
 namespace hal::test {
@@ -270,10 +270,10 @@ TEST(SimFaults, OutOfMemoryAtTheNthAllocationIsRetriedAndLaterWorkIsCorrect) {
   Device sim = device("sim:0");
   Stream s = sim.create_stream();
   const Tensor x = from_vector(floats({1, 2, 3, 4}), {4}, s);  // allocation 1
-  const uint64_t reserved = sim.memory_stats().reserved_bytes.current;
+  const uint64_t reserved = sim.allocator().stats().reserved_bytes.current;
   // Allocation 2, a segment rounded up past the request, fails; hal asks for the request alone.
   Buffer big = sim.allocate((8 << 20) + 512);
-  EXPECT_EQ(sim.memory_stats().reserved_bytes.current, reserved + (8 << 20) + 512)
+  EXPECT_EQ(sim.allocator().stats().reserved_bytes.current, reserved + (8 << 20) + 512)
       << "the rounded segment was refused (injected), the exact one given";
   std::vector<unsigned char> in(big.size(), 3), out(big.size(), 0);
   s.copy_from_host(big, in.data(), in.size());

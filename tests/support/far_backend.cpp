@@ -4,10 +4,10 @@
 #include <mutex>
 #include <vector>
 
-#include "cpu/cpu_event.hpp"
+#include "backends/async/work_queue.hpp"
+#include "backends/cpu/cpu_event.hpp"
 #include "hal/backend.hpp"
 #include "hal/registry.hpp"
-#include "host/work_queue.hpp"
 
 namespace hal::test {
 namespace {
@@ -72,7 +72,7 @@ class FarStream final : public StreamImpl {
 
  private:
   std::shared_ptr<DeviceImpl> device_;
-  host::WorkQueue queue_;
+  async::WorkQueue queue_;
 };
 
 class FarDevice final : public DeviceImpl {

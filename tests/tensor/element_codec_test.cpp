@@ -1,5 +1,5 @@
 // Numbers as element bytes: f16 and bf16 rounding, and integers that a dtype cannot hold.
-#include "element_codec.hpp"
+#include "tensor/element_codec.hpp"
 
 #include <gtest/gtest.h>
 

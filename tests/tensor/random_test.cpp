@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "device_suite.hpp"
-#include "philox.hpp"
+#include "tensor/philox.hpp"
 
 namespace hal::test {
 namespace {

@@ -3,8 +3,8 @@
 #include <numeric>
 
 #include "device_suite.hpp"
-#include "element_codec.hpp"
 #include "ops/op_values.hpp"
+#include "tensor/element_codec.hpp"
 
 namespace hal::test {
 namespace {

@@ -93,10 +93,10 @@ void print_text(const Device& device, const MemoryStats& s, const MemorySnapshot
 void run(const std::string& id, bool json_output) {
   const Device device = hal::device(id);
   device.empty_cache();
-  device.reset_peak_memory_stats();
+  device.allocator().reset_peak_stats();
   const std::vector<Buffer> alive = run_workload(device);
-  const MemoryStats stats = device.memory_stats();
-  const MemorySnapshot snapshot = device.memory_snapshot();
+  const MemoryStats stats = device.allocator().stats();
+  const MemorySnapshot snapshot = device.allocator().snapshot();
   if (json_output) {
     std::cout << json{{"schema", "hal.memory/1"},
                       {"device", device.id()},

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "hal/plugins.hpp"
+#include "hal/plugin_discovery.hpp"
 
 namespace hal::tool {
 

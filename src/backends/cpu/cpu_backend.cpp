@@ -1,6 +1,6 @@
-#include "cpu_backend.hpp"
+#include "backends/cpu/cpu_backend.hpp"
 
-#include "cpu_device.hpp"
+#include "backends/cpu/cpu_device.hpp"
 
 namespace hal::cpu {
 

@@ -2,7 +2,7 @@
 // kernel of one work item (OpenBLAS spreads each product over its own threads).
 #include <cblas.h>
 
-#include "cpu_stream.hpp"
+#include "backends/cpu/cpu_stream.hpp"
 #include "hal/kernel.hpp"
 
 namespace hal::cpu {

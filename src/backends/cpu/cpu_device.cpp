@@ -1,4 +1,4 @@
-#include "cpu_device.hpp"
+#include "backends/cpu/cpu_device.hpp"
 
 #include <sys/utsname.h>
 
@@ -7,12 +7,12 @@
 #include <limits>
 #include <thread>
 
-#include "cpu_buffer.hpp"
-#include "cpu_event.hpp"
-#include "cpu_stream.hpp"
-#include "cpu_topology.hpp"
+#include "backends/cpu/cpu_buffer.hpp"
+#include "backends/cpu/cpu_event.hpp"
+#include "backends/cpu/cpu_stream.hpp"
+#include "backends/cpu/cpu_topology.hpp"
+#include "core/uuid.hpp"
 #include "hal/units.hpp"
-#include "uuid.hpp"
 
 namespace hal::cpu {
 namespace {

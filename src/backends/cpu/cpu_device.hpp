@@ -1,8 +1,8 @@
 // The host processor as a hal device: cpu:0.
 #pragma once
 
+#include "backends/cpu/thread_pool.hpp"
 #include "hal/backend.hpp"
-#include "thread_pool.hpp"
 
 namespace hal::cpu {
 

@@ -1,4 +1,4 @@
-#include "cpu_event.hpp"
+#include "backends/cpu/cpu_event.hpp"
 
 namespace hal::cpu {
 

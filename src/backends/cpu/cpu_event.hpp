@@ -5,8 +5,8 @@
 #include <chrono>
 #include <mutex>
 
+#include "backends/async/wait_point.hpp"
 #include "hal/backend.hpp"
-#include "host/wait_point.hpp"
 
 namespace hal::cpu {
 
@@ -23,7 +23,7 @@ class CpuFence final : public HostFence {
  private:
   std::chrono::steady_clock::time_point signaled_at_;
   std::atomic<bool> done_{false};
-  host::WaitPoint signaled_;
+  async::WaitPoint signaled_;
 };
 
 class CpuEvent final : public EventImpl {

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu_topology.hpp"
+#include "backends/cpu/cpu_topology.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

@@ -1,6 +1,6 @@
 // Running host kernels: small ranges inline on the stream's thread, large ones in chunks
 // across the pool.
-#include "cpu_stream.hpp"
+#include "backends/cpu/cpu_stream.hpp"
 
 namespace hal::cpu {
 namespace {

@@ -1,9 +1,9 @@
-#include "cpu_stream.hpp"
+#include "backends/cpu/cpu_stream.hpp"
 
 #include <cstring>
 
-#include "cpu_event.hpp"
-#include "kernel_arg_list.hpp"
+#include "backends/cpu/cpu_event.hpp"
+#include "backends/cpu/kernel_arg_list.hpp"
 
 namespace hal::cpu {
 namespace {
@@ -61,7 +61,7 @@ void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchCo
   // `this` outlives the task: the destructor drains the queue before the members go.
   auto task = [this, host = std::static_pointer_cast<HostKernelImpl>(kernel), config,
                held = KernelArgList(args)] { run_host_kernel(*pool_, *host, config, held.view()); };
-  static_assert(host::InlineTask::kFitsInline<decltype(task)>, "a launch should not allocate");
+  static_assert(async::InlineTask::kFitsInline<decltype(task)>, "a launch should not allocate");
   queue_.push(std::move(task));
 }
 

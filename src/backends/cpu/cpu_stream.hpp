@@ -1,9 +1,9 @@
 // A CPU stream: its work runs in order on its own thread; kernels spread over the device's pool.
 #pragma once
 
+#include "backends/async/work_queue.hpp"
+#include "backends/cpu/thread_pool.hpp"
 #include "hal/backend.hpp"
-#include "host/work_queue.hpp"
-#include "thread_pool.hpp"
 
 namespace hal::cpu {
 
@@ -32,7 +32,7 @@ class CpuStream final : public StreamImpl {
  private:
   std::shared_ptr<DeviceImpl> device_;
   std::shared_ptr<ThreadPool> pool_;
-  host::WorkQueue queue_;  // last: its destructor drains work that uses the members above
+  async::WorkQueue queue_;  // last: its destructor drains work that uses the members above
 };
 
 // Runs a host kernel over its whole range, in parallel on `pool` when the range is large.

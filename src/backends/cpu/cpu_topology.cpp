@@ -1,5 +1,5 @@
 // Cores, caches and NUMA nodes from hwloc; vendor and model from cpuid; memory from /proc.
-#include "cpu_topology.hpp"
+#include "backends/cpu/cpu_topology.hpp"
 
 #include <hwloc.h>
 

@@ -1,4 +1,4 @@
-#include "thread_pool.hpp"
+#include "backends/cpu/thread_pool.hpp"
 
 namespace hal::cpu {
 
@@ -7,7 +7,7 @@ struct ThreadPool::Job {
   size_t count;
   std::atomic<size_t> next{0};
   std::atomic<size_t> finished{0};
-  host::WaitPoint done;  // the owner waits for finished == count
+  async::WaitPoint done;  // the owner waits for finished == count
   std::mutex error_mutex;
   std::exception_ptr error;  // the first, under error_mutex
 };

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "host/spin_lock.hpp"
-#include "host/wait_point.hpp"
+#include "backends/async/spin_lock.hpp"
+#include "backends/async/wait_point.hpp"
 
 namespace hal::cpu {
 
@@ -41,10 +41,10 @@ class ThreadPool {
 
   std::shared_ptr<Job> next_job();
 
-  host::SpinLock jobs_lock_;  // guards jobs_: held for a few instructions at a time
+  async::SpinLock jobs_lock_;  // guards jobs_: held for a few instructions at a time
   std::deque<std::shared_ptr<Job>> jobs_;
   std::atomic<size_t> pending_jobs_{0};
-  host::WaitPoint work_ready_;  // workers wait for pending_jobs_ > 0, or stopping_
+  async::WaitPoint work_ready_;  // workers wait for pending_jobs_ > 0, or stopping_
   std::atomic<bool> stopping_{false};
   std::vector<std::thread> workers_;
 };

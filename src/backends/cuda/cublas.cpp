@@ -1,4 +1,4 @@
-#include "cublas.hpp"
+#include "backends/cuda/cublas.hpp"
 
 #include <dlfcn.h>
 

@@ -1,4 +1,4 @@
-#include "cuda_api.hpp"
+#include "backends/cuda/cuda_api.hpp"
 
 #include <dlfcn.h>
 

@@ -1,8 +1,8 @@
-#include "cuda_backend.hpp"
+#include "backends/cuda/cuda_backend.hpp"
 
 #include <cstdlib>
 
-#include "cuda_device.hpp"
+#include "backends/cuda/cuda_device.hpp"
 
 namespace hal::cuda {
 

@@ -3,7 +3,7 @@
 // With unified addressing, one CUdeviceptr names each of them on the device.
 #pragma once
 
-#include "cuda_device.hpp"
+#include "backends/cuda/cuda_device.hpp"
 
 namespace hal::cuda {
 

@@ -1,8 +1,8 @@
-#include "cuda_device.hpp"
+#include "backends/cuda/cuda_device.hpp"
 
-#include "cuda_buffer.hpp"
-#include "cuda_event.hpp"
-#include "cuda_stream.hpp"
+#include "backends/cuda/cuda_buffer.hpp"
+#include "backends/cuda/cuda_event.hpp"
+#include "backends/cuda/cuda_stream.hpp"
 #include "hal/units.hpp"
 
 namespace hal::cuda {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <mutex>
 
-#include "cuda_device_info.hpp"
+#include "backends/cuda/cuda_device_info.hpp"
 #include "hal/backend.hpp"
 
 namespace hal::cuda {

@@ -1,8 +1,8 @@
-#include "cuda_device_info.hpp"
+#include "backends/cuda/cuda_device_info.hpp"
 
 #include <algorithm>
 
-#include "uuid.hpp"
+#include "core/uuid.hpp"
 
 namespace hal::cuda {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "cuda_api.hpp"
+#include "backends/cuda/cuda_api.hpp"
 #include "hal/device_info.hpp"
 
 namespace hal::cuda {

@@ -1,4 +1,4 @@
-#include "cuda_event.hpp"
+#include "backends/cuda/cuda_event.hpp"
 
 namespace hal::cuda {
 

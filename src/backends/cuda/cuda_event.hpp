@@ -4,7 +4,7 @@
 #include <memory>
 #include <mutex>
 
-#include "cuda_device.hpp"
+#include "backends/cuda/cuda_device.hpp"
 
 namespace hal::cuda {
 

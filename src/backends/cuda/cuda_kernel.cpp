@@ -1,11 +1,11 @@
 // Compiling portable-dialect and CUDA C++ kernels with NVRTC, through the on-disk kernel cache.
-#include "cuda_kernel.hpp"
+#include "backends/cuda/cuda_kernel.hpp"
 
 #include <sstream>
 
+#include "backends/cuda/nvrtc.hpp"
+#include "core/kernel_disk_cache.hpp"
 #include "hal/log.hpp"
-#include "kernel_disk_cache.hpp"
-#include "nvrtc.hpp"
 
 namespace hal::cuda {
 

@@ -3,7 +3,7 @@
 
 #include <atomic>
 
-#include "cuda_device.hpp"
+#include "backends/cuda/cuda_device.hpp"
 
 namespace hal::cuda {
 

@@ -1,10 +1,10 @@
 // CudaStream::launch: hal's launch geometry and arguments onto cuLaunchKernel.
 #include <array>
 
-#include "cuda_buffer.hpp"
-#include "cuda_kernel.hpp"
-#include "cuda_stream.hpp"
-#include "format_sizes.hpp"
+#include "backends/cuda/cuda_buffer.hpp"
+#include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/cuda_stream.hpp"
+#include "core/format_sizes.hpp"
 
 namespace hal::cuda {
 namespace {

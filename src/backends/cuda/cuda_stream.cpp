@@ -1,11 +1,11 @@
-#include "cuda_stream.hpp"
+#include "backends/cuda/cuda_stream.hpp"
 
 #include <cstring>
 #include <future>
 
-#include "cuda_buffer.hpp"
-#include "cuda_event.hpp"
-#include "cuda_graph.hpp"
+#include "backends/cuda/cuda_buffer.hpp"
+#include "backends/cuda/cuda_event.hpp"
+#include "backends/cuda/cuda_graph.hpp"
 
 namespace hal::cuda {
 namespace {
@@ -13,7 +13,7 @@ namespace {
 // One host callback on its way from the driver's host-function thread to the stream's own.
 struct HostCall {
   std::function<void()> fn;
-  std::shared_ptr<host::WorkQueue> thread;
+  std::shared_ptr<async::WorkQueue> thread;
 };
 
 void CUDA_CB run_host_call(void* user) {
@@ -237,7 +237,7 @@ void CudaStream::host_callback(std::function<void()> fn) {
   std::lock_guard lock(mutex_);
   refuse_while_capturing("host_callback");
   device_->make_current();
-  if (!callbacks_) callbacks_ = std::make_shared<host::WorkQueue>();
+  if (!callbacks_) callbacks_ = std::make_shared<async::WorkQueue>();
   auto call = std::make_unique<HostCall>(HostCall{std::move(fn), callbacks_});
   const CUresult result = api_.cuLaunchHostFunc(stream_, &run_host_call, call.get());
   if (result != CUDA_SUCCESS) fail(result, "host_callback", "cuLaunchHostFunc");
@@ -267,7 +267,7 @@ void CudaStream::wait(EventImpl& event) {
 void CudaStream::synchronize() {
   Batches batches;
   std::vector<Ref> open;
-  std::shared_ptr<host::WorkQueue> callbacks;
+  std::shared_ptr<async::WorkQueue> callbacks;
   {
     std::lock_guard lock(mutex_);
     refuse_while_capturing("synchronize");

@@ -1,7 +1,7 @@
 // A stream of a CUDA device: one CUstream of the primary context.
 //
 // Enqueued work keeps what it uses alive until it has run, behind CUevents as fences
-// (host::FencedRefs, as in the OpenCL backend).
+// (async::FencedRefs, as in the OpenCL backend).
 //
 // Host callbacks: the driver's host-function thread may not call CUDA, and a hal callback may
 // (a staged copy, a wait on another stream). The host function therefore hands the callback to
@@ -16,11 +16,11 @@
 #include <string_view>
 #include <vector>
 
-#include "cublas.hpp"
-#include "cuda_device.hpp"
+#include "backends/async/fenced_refs.hpp"
+#include "backends/async/work_queue.hpp"
+#include "backends/cuda/cublas.hpp"
+#include "backends/cuda/cuda_device.hpp"
 #include "hal/backend.hpp"
-#include "host/fenced_refs.hpp"
-#include "host/work_queue.hpp"
 
 namespace hal::cuda {
 
@@ -74,7 +74,7 @@ class CudaStream final : public StreamImpl {
     }
     void destroy(CUevent fence) const { api->cuEventDestroy(fence); }
   };
-  using Batches = host::FencedRefs<CuFences>::Batches;
+  using Batches = async::FencedRefs<CuFences>::Batches;
 
   // Runs `enqueue` (which enqueues one command and returns its CUresult) under mutex_ with the
   // context current, then keeps `refs` until that command has run. `fail_with(result)` throws
@@ -112,8 +112,8 @@ class CudaStream final : public StreamImpl {
   const CuApi& api_;
   CUstream stream_ = nullptr;
   std::mutex mutex_;
-  host::FencedRefs<CuFences> refs_;
-  std::shared_ptr<host::WorkQueue> callbacks_;  // made on the first host callback
+  async::FencedRefs<CuFences> refs_;
+  std::shared_ptr<async::WorkQueue> callbacks_;  // made on the first host callback
   // While capturing: what the captured work uses, for the graph to keep (no fences are
   // recorded then: the work does not run until the graph is replayed).
   std::unique_ptr<std::vector<Ref>> capture_;

@@ -1,4 +1,4 @@
-#include "nvrtc.hpp"
+#include "backends/cuda/nvrtc.hpp"
 
 #include <dlfcn.h>
 

@@ -1,4 +1,4 @@
-#include "cl_api.hpp"
+#include "backends/opencl/cl_api.hpp"
 
 #include <dlfcn.h>
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cl_api.hpp"
+#include "backends/opencl/cl_api.hpp"
 
 namespace hal::opencl {
 

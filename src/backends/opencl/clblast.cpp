@@ -1,4 +1,4 @@
-#include "clblast.hpp"
+#include "backends/opencl/clblast.hpp"
 
 #include <dlfcn.h>
 

@@ -3,7 +3,7 @@
 // linking it would make hal need OpenCL to load.
 #pragma once
 
-#include "cl_api.hpp"  // the OpenCL version hal targets, before clblast_c.h includes CL/cl.h
+#include "backends/opencl/cl_api.hpp"  // the OpenCL version hal targets, before clblast_c.h includes CL/cl.h
 
 #include <clblast_c.h>
 

@@ -1,7 +1,7 @@
-#include "opencl_backend.hpp"
+#include "backends/opencl/opencl_backend.hpp"
 
+#include "backends/opencl/opencl_device.hpp"
 #include "hal/log.hpp"
-#include "opencl_device.hpp"
 
 namespace hal::opencl {
 namespace {

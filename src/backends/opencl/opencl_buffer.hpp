@@ -3,7 +3,7 @@
 // host addresses them directly while the device reaches them through the same cl_mem.
 #pragma once
 
-#include "opencl_device.hpp"
+#include "backends/opencl/opencl_device.hpp"
 
 namespace hal::opencl {
 

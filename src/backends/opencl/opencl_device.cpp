@@ -1,9 +1,9 @@
-#include "opencl_device.hpp"
+#include "backends/opencl/opencl_device.hpp"
 
+#include "backends/opencl/opencl_buffer.hpp"
+#include "backends/opencl/opencl_event.hpp"
+#include "backends/opencl/opencl_stream.hpp"
 #include "hal/units.hpp"
-#include "opencl_buffer.hpp"
-#include "opencl_event.hpp"
-#include "opencl_stream.hpp"
 
 namespace hal::opencl {
 

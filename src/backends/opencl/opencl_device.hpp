@@ -4,8 +4,8 @@
 #include <memory>
 #include <mutex>
 
+#include "backends/opencl/opencl_device_info.hpp"
 #include "hal/backend.hpp"
-#include "opencl_device_info.hpp"
 
 namespace hal::opencl {
 

@@ -1,10 +1,10 @@
-#include "opencl_device_info.hpp"
+#include "backends/opencl/opencl_device_info.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
-#include "uuid.hpp"
+#include "core/uuid.hpp"
 
 namespace hal::opencl {
 namespace {

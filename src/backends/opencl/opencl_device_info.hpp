@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "cl_platform.hpp"
+#include "backends/opencl/cl_platform.hpp"
 #include "hal/device_info.hpp"
 
 namespace hal::opencl {

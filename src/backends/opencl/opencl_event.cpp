@@ -1,4 +1,4 @@
-#include "opencl_event.hpp"
+#include "backends/opencl/opencl_event.hpp"
 
 namespace hal::opencl {
 

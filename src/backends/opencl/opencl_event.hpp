@@ -4,7 +4,7 @@
 #include <memory>
 #include <mutex>
 
-#include "opencl_device.hpp"
+#include "backends/opencl/opencl_device.hpp"
 
 namespace hal::opencl {
 

@@ -1,10 +1,10 @@
 // Compiling OpenCL C and portable-dialect kernels, through the on-disk kernel cache.
-#include "opencl_kernel.hpp"
+#include "backends/opencl/opencl_kernel.hpp"
 
 #include <utility>
 
+#include "core/kernel_disk_cache.hpp"
 #include "hal/log.hpp"
-#include "kernel_disk_cache.hpp"
 
 namespace hal::opencl {
 

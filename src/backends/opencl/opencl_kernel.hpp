@@ -3,7 +3,7 @@
 
 #include <mutex>
 
-#include "opencl_device.hpp"
+#include "backends/opencl/opencl_device.hpp"
 
 namespace hal::opencl {
 

@@ -1,8 +1,8 @@
 // OpenClStream::launch: binding hal's kernel arguments to a cl_kernel and enqueuing it.
-#include "format_sizes.hpp"
-#include "opencl_buffer.hpp"
-#include "opencl_kernel.hpp"
-#include "opencl_stream.hpp"
+#include "backends/opencl/opencl_buffer.hpp"
+#include "backends/opencl/opencl_kernel.hpp"
+#include "backends/opencl/opencl_stream.hpp"
+#include "core/format_sizes.hpp"
 
 namespace hal::opencl {
 namespace {

@@ -1,13 +1,13 @@
-#include "opencl_stream.hpp"
+#include "backends/opencl/opencl_stream.hpp"
 
 #ifdef HAL_HAVE_CLBLAST
-#include "clblast.hpp"
+#include "backends/opencl/clblast.hpp"
 #endif
 
 #include <cstring>
 
-#include "opencl_buffer.hpp"
-#include "opencl_event.hpp"
+#include "backends/opencl/opencl_buffer.hpp"
+#include "backends/opencl/opencl_event.hpp"
 
 namespace hal::opencl {
 namespace {
@@ -16,7 +16,7 @@ namespace {
 // gate, a user event, holds the queue's later commands until the callback has run.
 struct PendingCallback {
   PendingCallback(std::shared_ptr<OpenClDevice> device_, std::function<void()> fn_, cl_event gate_,
-                  std::shared_ptr<host::WorkQueue> thread_)
+                  std::shared_ptr<async::WorkQueue> thread_)
       : device(std::move(device_)), fn(std::move(fn_)), gate(gate_), thread(std::move(thread_)) {}
   ~PendingCallback() { open_gate(); }
 
@@ -30,7 +30,7 @@ struct PendingCallback {
   std::shared_ptr<OpenClDevice> device;
   std::function<void()> fn;
   cl_event gate;
-  std::shared_ptr<host::WorkQueue> thread;
+  std::shared_ptr<async::WorkQueue> thread;
 };
 
 // Runs on the driver's thread: only hands the callback over.
@@ -38,7 +38,7 @@ void CL_CALLBACK on_marker_complete(cl_event marker, cl_int status, void* user) 
   std::shared_ptr<PendingCallback> pending(static_cast<PendingCallback*>(user));
   pending->device->api().clReleaseEvent(marker);
   // The task must not own the queue that runs it: its last owner would join its own thread.
-  std::shared_ptr<host::WorkQueue> thread = std::move(pending->thread);
+  std::shared_ptr<async::WorkQueue> thread = std::move(pending->thread);
   thread->push([pending = std::move(pending), status] {
     if (status != CL_COMPLETE) {
       pending->open_gate();
@@ -218,7 +218,7 @@ void OpenClStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, c
 
 void OpenClStream::host_callback(std::function<void()> fn) {
   std::lock_guard lock(mutex_);
-  if (!callbacks_) callbacks_ = std::make_shared<host::WorkQueue>();
+  if (!callbacks_) callbacks_ = std::make_shared<async::WorkQueue>();
   cl_event marker = nullptr;
   cl_int status = api_.clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &marker);
   if (status != CL_SUCCESS) fail(status, "host_callback", "clEnqueueMarkerWithWaitList");
@@ -267,7 +267,7 @@ void OpenClStream::wait(EventImpl& event) {
 void OpenClStream::synchronize() {
   Batches batches;
   std::vector<Ref> open;
-  std::shared_ptr<host::WorkQueue> callbacks;
+  std::shared_ptr<async::WorkQueue> callbacks;
   {
     std::lock_guard lock(mutex_);
     refs_.take_all(batches, open);

@@ -1,7 +1,7 @@
 // A stream of an OpenCL device: one in-order command queue.
 //
 // Enqueued work keeps what it uses (buffers, staging memory) alive until it has run, as hal's
-// ownership rule asks, behind marker events as fences (host::FencedRefs).
+// ownership rule asks, behind marker events as fences (async::FencedRefs).
 //
 // Host callbacks never run on the driver's thread (OpenCL forbids blocking calls there, and a
 // callback may copy through another backend): a marker's completion hands the callback to the
@@ -14,10 +14,10 @@
 #include <optional>
 #include <vector>
 
+#include "backends/async/fenced_refs.hpp"
+#include "backends/async/work_queue.hpp"
+#include "backends/opencl/opencl_device.hpp"
 #include "hal/backend.hpp"
-#include "host/fenced_refs.hpp"
-#include "host/work_queue.hpp"
-#include "opencl_device.hpp"
 
 namespace hal::opencl {
 
@@ -66,7 +66,7 @@ class OpenClStream final : public StreamImpl {
     }
     void destroy(cl_event fence) const { api->clReleaseEvent(fence); }
   };
-  using Batches = host::FencedRefs<ClFences>::Batches;
+  using Batches = async::FencedRefs<ClFences>::Batches;
 
   // Runs `enqueue` (which enqueues one command) under mutex_, then keeps `refs` until that
   // command has run. Batches found completed are dropped after the lock is released.
@@ -95,8 +95,8 @@ class OpenClStream final : public StreamImpl {
   const ClApi& api_;
   cl_command_queue queue_;
   std::mutex mutex_;
-  host::FencedRefs<ClFences> refs_;
-  std::shared_ptr<host::WorkQueue> callbacks_;  // made on the first host callback
+  async::FencedRefs<ClFences> refs_;
+  std::shared_ptr<async::WorkQueue> callbacks_;  // made on the first host callback
 };
 
 }  // namespace hal::opencl

@@ -1,4 +1,4 @@
-#include "plugin_backend.hpp"
+#include "backends/plugin/plugin_backend.hpp"
 
 #include <dlfcn.h>
 
@@ -8,8 +8,8 @@
 #include <mutex>
 #include <sstream>
 
+#include "backends/plugin/plugin_device.hpp"
 #include "hal/log.hpp"
-#include "plugin_device.hpp"
 
 namespace hal::plugin {
 namespace {

@@ -5,9 +5,9 @@
 #include <memory>
 #include <vector>
 
+#include "backends/plugin/plugin_library.hpp"
 #include "hal/backend.hpp"
-#include "hal/plugins.hpp"
-#include "plugin_library.hpp"
+#include "hal/plugin_discovery.hpp"
 
 namespace hal::plugin {
 

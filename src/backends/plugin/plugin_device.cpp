@@ -1,11 +1,11 @@
-#include "plugin_device.hpp"
+#include "backends/plugin/plugin_device.hpp"
 
 #include <algorithm>
 
-#include "plugin_abi_1_1.hpp"
-#include "plugin_enums.hpp"
-#include "plugin_stream.hpp"
-#include "uuid.hpp"
+#include "backends/plugin/plugin_abi_1_1.hpp"
+#include "backends/plugin/plugin_enums.hpp"
+#include "backends/plugin/plugin_stream.hpp"
+#include "core/uuid.hpp"
 
 namespace hal::plugin {
 namespace {

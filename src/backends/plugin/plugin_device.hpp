@@ -9,8 +9,8 @@
 #include <mutex>
 #include <string>
 
+#include "backends/plugin/plugin_library.hpp"
 #include "hal/backend.hpp"
-#include "plugin_library.hpp"
 
 namespace hal::plugin {
 

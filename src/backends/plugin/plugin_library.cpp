@@ -1,11 +1,11 @@
-#include "plugin_library.hpp"
+#include "backends/plugin/plugin_library.hpp"
 
 #include <dlfcn.h>
 
 #include <cctype>
 
+#include "backends/plugin/plugin_enums.hpp"
 #include "hal/version.hpp"
-#include "plugin_enums.hpp"
 
 namespace hal::plugin {
 namespace {

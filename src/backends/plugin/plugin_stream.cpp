@@ -1,10 +1,10 @@
-#include "plugin_stream.hpp"
+#include "backends/plugin/plugin_stream.hpp"
 
 #include <cstring>
 #include <limits>
 
-#include "plugin_abi_1_1.hpp"
-#include "plugin_enums.hpp"
+#include "backends/plugin/plugin_abi_1_1.hpp"
+#include "backends/plugin/plugin_enums.hpp"
 
 namespace hal::plugin {
 namespace {

@@ -9,8 +9,8 @@
 #include <mutex>
 #include <vector>
 
-#include "plugin_device.hpp"
-#include "plugin_work_holds.hpp"
+#include "backends/plugin/plugin_device.hpp"
+#include "backends/plugin/plugin_work_holds.hpp"
 
 namespace hal::plugin {
 

@@ -1,4 +1,4 @@
-#include "plugin_work_holds.hpp"
+#include "backends/plugin/plugin_work_holds.hpp"
 
 namespace hal::plugin {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "plugin_device.hpp"
+#include "backends/plugin/plugin_device.hpp"
 
 namespace hal::plugin {
 

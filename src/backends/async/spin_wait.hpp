@@ -9,7 +9,7 @@
 #include <immintrin.h>
 #endif
 
-namespace hal::host {
+namespace hal::async {
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -37,4 +37,4 @@ bool spin_until(Predicate done, std::chrono::microseconds budget = kSpinBudget) 
   }
 }
 
-}  // namespace hal::host
+}  // namespace hal::async

@@ -1,8 +1,8 @@
-#include "work_queue.hpp"
+#include "backends/async/work_queue.hpp"
 
 #include <utility>
 
-namespace hal::host {
+namespace hal::async {
 
 WorkQueue::WorkQueue() : thread_([this] { run(); }) {}
 
@@ -59,4 +59,4 @@ void WorkQueue::run() {
   }
 }
 
-}  // namespace hal::host
+}  // namespace hal::async

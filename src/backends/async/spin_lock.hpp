@@ -4,9 +4,9 @@
 
 #include <atomic>
 
-#include "spin_wait.hpp"
+#include "backends/async/spin_wait.hpp"
 
-namespace hal::host {
+namespace hal::async {
 
 class SpinLock {
  public:
@@ -26,4 +26,4 @@ class SpinLock {
   std::atomic<bool> locked_{false};
 };
 
-}  // namespace hal::host
+}  // namespace hal::async

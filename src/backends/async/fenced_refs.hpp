@@ -23,7 +23,7 @@
 #include <optional>
 #include <vector>
 
-namespace hal::host {
+namespace hal::async {
 
 template <class Fences>
 class FencedRefs {
@@ -111,4 +111,4 @@ class FencedRefs {
   Status failure_ = Fences::kSuccess;
 };
 
-}  // namespace hal::host
+}  // namespace hal::async

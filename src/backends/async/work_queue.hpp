@@ -8,11 +8,11 @@
 #include <thread>
 #include <vector>
 
-#include "inline_task.hpp"
-#include "spin_lock.hpp"
-#include "wait_point.hpp"
+#include "backends/async/inline_task.hpp"
+#include "backends/async/spin_lock.hpp"
+#include "backends/async/wait_point.hpp"
 
-namespace hal::host {
+namespace hal::async {
 
 // Tasks run one after another in push order. A task that throws does not stop the queue: the
 // first exception is kept for take_error(). Thread-safe.
@@ -51,4 +51,4 @@ class WorkQueue {
   std::thread thread_;  // last: starts after every other member exists
 };
 
-}  // namespace hal::host
+}  // namespace hal::async

@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace hal::host {
+namespace hal::async {
 
 template <class F, class Self>
 concept TaskCallable =
@@ -84,4 +84,4 @@ class InlineTask {
   const Ops* ops_ = nullptr;
 };
 
-}  // namespace hal::host
+}  // namespace hal::async

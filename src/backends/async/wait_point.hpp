@@ -11,9 +11,9 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "spin_wait.hpp"
+#include "backends/async/spin_wait.hpp"
 
-namespace hal::host {
+namespace hal::async {
 
 class WaitPoint {
  public:
@@ -39,4 +39,4 @@ class WaitPoint {
   mutable std::atomic<int> sleepers_{0};
 };
 
-}  // namespace hal::host
+}  // namespace hal::async
