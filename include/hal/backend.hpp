@@ -6,14 +6,11 @@
 // so that a backend can be brought up one capability at a time.
 #pragma once
 
-#include <array>
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "hal/buffer.hpp"
@@ -25,9 +22,6 @@
 namespace hal {
 
 class DeviceImpl;
-namespace detail {
-class CachingAllocator;
-}
 
 // Throws Unsupported: "<device> does not support <what>".
 [[noreturn]] void throw_unsupported(const DeviceImpl& device, std::string_view what);
@@ -204,10 +198,12 @@ class StreamImpl {
   virtual bool query() = 0;
 };
 
+// A device as its backend drives it: a pure interface. What hal keeps per device (the caching
+// allocators, the kernels compiled in this process, the stream for staged copies) lives in
+// hal's core, not here. Devices are owned by shared_ptr (make them with std::make_shared).
 class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
  public:
-  DeviceImpl();
-  virtual ~DeviceImpl();
+  virtual ~DeviceImpl() = default;
   virtual const DeviceInfo& info() const = 0;
   virtual MemoryFigure memory_free() const { return info().memory_free; }
   // `bytes` > 0 and `kind` is one the device supports (see supports()).
@@ -218,28 +214,6 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   // Compiles `source` (name and code not empty). Throws CompileFailed with the build log, or
   // Unsupported for a language the backend does not compile.
   virtual CompiledKernel compile(const KernelSource& source, const CompileOptions& options);
-
-  // A stream of this device that hal uses for staged copies between backends.
-  std::shared_ptr<StreamImpl> transfer_stream();
-  // The caching allocator for memory of `kind`.
-  detail::CachingAllocator& caching_allocator(MemoryKind kind) {
-    return *allocators_[static_cast<size_t>(kind)];
-  }
-  // Returns cached memory to the backend and drops the transfer stream: the registry calls it
-  // at exit, since both hold the device and would otherwise keep it alive forever.
-  void shutdown();
-
-  // Kernels compiled earlier in this process, by source and options (Device::compile).
-  std::shared_ptr<KernelImpl> cached_kernel(const std::string& key) const;
-  void cache_kernel(const std::string& key, std::shared_ptr<KernelImpl> kernel);
-  void clear_kernel_cache();
-
- private:
-  mutable std::mutex kernels_mutex_;
-  std::unordered_map<std::string, std::shared_ptr<KernelImpl>> kernels_;
-  std::once_flag transfer_once_;
-  std::shared_ptr<StreamImpl> transfer_stream_;
-  std::array<std::shared_ptr<detail::CachingAllocator>, 3> allocators_;  // made by the constructor
 };
 
 struct BackendProbe {

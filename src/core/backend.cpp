@@ -3,8 +3,6 @@
 
 #include "core/error_context.hpp"
 
-#include "core/caching_allocator.hpp"
-
 namespace hal {
 
 void throw_unsupported(const DeviceImpl& device, std::string_view what) {
@@ -56,45 +54,6 @@ void StreamImpl::run_builtin_op(const BuiltinOp&) {
 CompiledKernel DeviceImpl::compile(const KernelSource& source, const CompileOptions&) {
   throw_unsupported(*this, "compiling kernels (" + std::string(to_string(source.language)) +
                                " kernel '" + source.name + "')");
-}
-
-std::shared_ptr<KernelImpl> DeviceImpl::cached_kernel(const std::string& key) const {
-  std::lock_guard lock(kernels_mutex_);
-  auto found = kernels_.find(key);
-  return found == kernels_.end() ? nullptr : found->second;
-}
-
-void DeviceImpl::cache_kernel(const std::string& key, std::shared_ptr<KernelImpl> kernel) {
-  std::lock_guard lock(kernels_mutex_);
-  kernels_.emplace(key, std::move(kernel));
-}
-
-void DeviceImpl::clear_kernel_cache() {
-  std::lock_guard lock(kernels_mutex_);
-  kernels_.clear();
-}
-
-std::shared_ptr<StreamImpl> DeviceImpl::transfer_stream() {
-  std::call_once(transfer_once_, [this] { transfer_stream_ = create_stream(); });
-  return transfer_stream_;
-}
-
-// The allocators only keep a reference to the device: constructing them calls nothing on it.
-DeviceImpl::DeviceImpl() {
-  for (MemoryKind kind : {MemoryKind::device, MemoryKind::pinned_host, MemoryKind::unified})
-    allocators_[static_cast<size_t>(kind)] =
-        std::make_shared<detail::CachingAllocator>(*this, kind);
-}
-
-DeviceImpl::~DeviceImpl() = default;
-
-void DeviceImpl::shutdown() {
-  for (auto& allocator : allocators_) {
-    allocator->drop_holds(true);
-    allocator->empty_cache();
-  }
-  transfer_stream_.reset();
-  clear_kernel_cache();
 }
 
 }  // namespace hal

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/caching_allocator.hpp"
+#include "core/device_core.hpp"
 #include "hal/backend.hpp"
 #include "hal/units.hpp"
 
@@ -24,7 +25,7 @@ detail::CachingAllocator& allocator_of(DeviceImpl& device, MemoryKind kind, cons
     case MemoryKind::device:
     case MemoryKind::pinned_host:
     case MemoryKind::unified:
-      return device.caching_allocator(kind);
+      return detail::core_of(device).allocator(kind);
   }
   throw Error(ErrorCode::InvalidArgument,
               std::string(operation) + " on " + device.info().id + ": memory kind " +
@@ -99,7 +100,7 @@ Allocator& Device::allocator(MemoryKind kind) const {
 void Device::empty_cache() const {
   DeviceImpl& device = checked(impl_);
   for (MemoryKind kind : {MemoryKind::device, MemoryKind::pinned_host, MemoryKind::unified})
-    if (device.supports(kind)) device.caching_allocator(kind).empty_cache();
+    if (device.supports(kind)) detail::core_of(device).allocator(kind).empty_cache();
 }
 
 Stream Device::create_stream() const {
@@ -124,9 +125,10 @@ Kernel Device::compile(const KernelSource& source, const CompileOptions& options
                   where + ": define '" + define + "' is not NAME or NAME=VALUE without spaces");
 
   const std::string key = memory_key(source, options);
-  if (auto kernel = device.cached_kernel(key)) return Kernel(kernel, KernelOrigin::memory_cache);
+  detail::DeviceCore& core = detail::core_of(device);
+  if (auto kernel = core.cached_kernel(key)) return Kernel(kernel, KernelOrigin::memory_cache);
   CompiledKernel compiled = device.compile(source, options);
-  device.cache_kernel(key, compiled.kernel);
+  core.cache_kernel(key, compiled.kernel);
   return Kernel(std::move(compiled.kernel),
                 compiled.from_disk_cache ? KernelOrigin::disk_cache : KernelOrigin::compiled);
 }
@@ -147,15 +149,16 @@ Kernel compile_program(const Device& device, std::string_view program, std::stri
     key += '\1';
     key += define;
   }
-  if (auto kernel = impl.cached_kernel(key)) return Kernel(kernel, KernelOrigin::memory_cache);
+  DeviceCore& core = core_of(impl);
+  if (auto kernel = core.cached_kernel(key)) return Kernel(kernel, KernelOrigin::memory_cache);
   Kernel kernel = device.compile({std::string(entry), std::string(embedded_kernel(program))},
                                  {.defines = defines});
-  impl.cache_kernel(key, kernel.impl());
+  core.cache_kernel(key, kernel.impl());
   return kernel;
 }
 
 }  // namespace detail
 
-void Device::clear_kernel_cache() const { checked(impl_).clear_kernel_cache(); }
+void Device::clear_kernel_cache() const { detail::core_of(checked(impl_)).clear_kernel_cache(); }
 
 }  // namespace hal

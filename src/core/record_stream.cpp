@@ -1,4 +1,5 @@
 #include "core/caching_allocator.hpp"
+#include "core/device_core.hpp"
 #include "hal/allocator.hpp"
 #include "hal/stream.hpp"
 
@@ -11,7 +12,7 @@ void record_stream(const Buffer& buffer, const Stream& stream) {
   Stream target = stream;
   Event done = target.record();
   DeviceImpl& device = buffer.impl()->device();
-  device.caching_allocator(buffer.kind()).hold_until(buffer.impl(), done.impl()->fence());
+  detail::core_of(device).allocator(buffer.kind()).hold_until(buffer.impl(), done.impl()->fence());
 }
 
 }  // namespace hal

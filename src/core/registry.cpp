@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "core/builtin_backends.hpp"
+#include "core/device_core.hpp"
 #include "core/text.hpp"
 #include "hal/backend.hpp"
 #include "hal/log.hpp"
@@ -59,8 +60,9 @@ Registry::Registry() {
 }
 
 Registry::~Registry() {
-  for (auto& entry : entries_)
-    for (const Device& device : entry->devices) device.impl()->shutdown();
+  // Cached memory, transfer streams and kernels hold their devices: let go of them while the
+  // backends are still here.
+  detail::shutdown_device_cores();
 }
 
 Registry::Entry& Registry::probed(Entry& entry) {

@@ -1,6 +1,7 @@
 #include "core/staged_copy.hpp"
 
 #include "core/caching_allocator.hpp"
+#include "core/device_core.hpp"
 
 #include <cstring>
 #include <memory>
@@ -14,7 +15,7 @@ class Staging {
  public:
   Staging(DeviceImpl& device, size_t bytes) {
     if (device.supports(MemoryKind::pinned_host)) {
-      pinned_ = device.caching_allocator(MemoryKind::pinned_host).allocate_block(bytes);
+      pinned_ = core_of(device).allocator(MemoryKind::pinned_host).allocate_block(bytes);
       data_ = static_cast<char*>(pinned_->host_pointer());
     }
     if (!data_) {
@@ -42,7 +43,7 @@ void read_now(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) 
     std::memcpy(dst, host, bytes);
     return;
   }
-  auto stream = src->device().transfer_stream();
+  auto stream = core_of(src->device()).transfer_stream();
   stream->copy_to_host(dst, src, src_offset, bytes);
   stream->synchronize();
 }
@@ -52,7 +53,7 @@ void write_now(const BufferPtr& dst, size_t dst_offset, const void* src, size_t 
     std::memcpy(host, src, bytes);
     return;
   }
-  auto stream = dst->device().transfer_stream();
+  auto stream = core_of(dst->device()).transfer_stream();
   stream->copy_from_host(dst, dst_offset, src, bytes);
   stream->synchronize();
 }

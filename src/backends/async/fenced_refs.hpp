@@ -2,10 +2,16 @@
 // work has run.
 //
 // The references of consecutive commands gather in an open batch. A fence recorded on the
-// stream after them (an OpenCL marker, a CUevent) closes the batch every kRefsPerFence
-// references and whenever the stream records an event, is queried or is synchronised; a batch
-// is dropped once its fence has completed. One fence per batch rather than an event per
-// command is what keeps an enqueue cheap.
+// stream after them (an OpenCL marker, a CUevent, a plugin's event) closes the batch every
+// `refs_per_fence` references (kRefsPerFence unless the stream says otherwise) and whenever the
+// stream records an event, is queried or is synchronised; a batch is dropped once its fence has
+// completed. One fence per batch rather than an event per command is what keeps an enqueue
+// cheap; a stream whose device has little memory fences more often, so that memory comes back
+// sooner.
+//
+// Every backend whose driver runs work after the enqueuing call returns keeps its references
+// here (OpenCL, CUDA, plugins). The CPU backend needs none: its queued work items own the
+// arguments they run with.
 //
 // `Fences` tells what a fence is:
 //   using Fence = ...;  using Status = ...;  static constexpr Status kSuccess = ...;
@@ -38,14 +44,15 @@ class FencedRefs {
   using Batches = std::vector<Batch>;
   static constexpr size_t kRefsPerFence = 64;
 
-  explicit FencedRefs(Fences fences) : fences_(fences) {}
+  explicit FencedRefs(Fences fences, size_t refs_per_fence = kRefsPerFence)
+      : fences_(fences), refs_per_fence_(refs_per_fence) {}
 
   // Takes the references of one command just enqueued. Returns true when the open batch is
   // full: the stream then records a fence and close()s it.
   bool add(std::vector<Ref>& refs) {
     for (Ref& ref : refs) open_refs_.push_back(std::move(ref));
     ++open_commands_;
-    return open_refs_.size() >= kRefsPerFence;
+    return open_refs_.size() >= refs_per_fence_;
   }
   // A command that holds nothing still counts: query() must fence it to know it has run.
   void add_command() { ++open_commands_; }
@@ -105,6 +112,7 @@ class FencedRefs {
 
  private:
   Fences fences_;
+  size_t refs_per_fence_;
   std::vector<Ref> open_refs_;   // of the commands after the last fence
   size_t open_commands_ = 0;     // commands after the last fence
   std::deque<Batch> in_flight_;  // closed batches, oldest first

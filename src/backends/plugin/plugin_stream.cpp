@@ -83,31 +83,55 @@ std::optional<hal_plugin_op> plugin_op_of(const BuiltinOp& op) {
 PluginStream::PluginStream(std::shared_ptr<PluginDevice> device, hal_plugin_stream handle)
     : device_(std::move(device)),
       handle_(handle),
-      holds_(device_),
+      refs_(PluginFences{device_->library().api}, 1),
       failure_(std::make_shared<std::exception_ptr>()) {}
 
 PluginStream::~PluginStream() {
   std::lock_guard lock(mutex_);
   // A lost device fails here too, once none of the stream's work runs any more (plugin.h).
   api().stream_synchronize(handle_);
-  holds_.release_all();
+  release_all();
   api().stream_destroy(handle_);
 }
 
 void PluginStream::check(hal_status status, const std::string& what) {
-  if (status == HAL_STATUS_DEVICE_LOST) holds_.release_all();
+  if (status == HAL_STATUS_DEVICE_LOST) release_all();
   device_->check(status, what);
 }
 
 void PluginStream::check_not_lost() {
-  if (device_->is_lost()) holds_.release_all();
+  if (device_->is_lost()) release_all();
   device_->check_not_lost();
 }
 
-void PluginStream::enqueued(hal_status status, const std::string& what,
-                            std::vector<WorkHolds::Hold> holds) {
+void PluginStream::enqueued(hal_status status, const std::string& what, std::vector<Ref> refs) {
   check(status, what);
-  check(holds_.add(handle_, std::move(holds)), what);
+  // A command that holds nothing needs no fence: query() asks the plugin whether it is idle.
+  if (!refs.empty() && refs_.add(refs)) check(fence_open_batch(), what);
+}
+
+hal_status PluginStream::fence_open_batch() {
+  hal_plugin_event event = nullptr;
+  hal_status status = api().event_create(device_->handle(), &event);
+  if (status == HAL_STATUS_OK) status = api().event_record(event, handle_);
+  if (status != HAL_STATUS_OK) {
+    if (event) api().event_destroy(event);
+    return status;
+  }
+  refs_.close(event);
+  Batches done;
+  refs_.take_completed(done);
+  refs_.take_failure();  // a failed fence is a lost device, which the next call reports
+  refs_.release(done);
+  return HAL_STATUS_OK;
+}
+
+void PluginStream::release_all() {
+  Batches batches;
+  std::vector<Ref> open;
+  refs_.take_all(batches, open);
+  refs_.take_failure();
+  refs_.release(batches);
 }
 
 void PluginStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
@@ -184,7 +208,7 @@ void PluginStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
   const auto* compiled = dynamic_cast<const PluginKernel*>(kernel.get());
   if (!compiled) throw_unsupported(*device_, "launching kernel '" + kernel->name() + "'");
   std::vector<hal_plugin_kernel_arg> native_args(args.size());
-  std::vector<WorkHolds::Hold> holds{kernel};
+  std::vector<Ref> holds{kernel};
   uint64_t local_bytes = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelArg& arg = args[i];
@@ -271,7 +295,7 @@ void PluginStream::run_builtin_op(const BuiltinOp& op) {
   if (!number)
     throw_unsupported(*device_, "built-in op " + std::to_string(op.op) + " (plugins lack it)");
   std::vector<hal_plugin_tensor> tensors{tensor_of(op.out)};
-  std::vector<WorkHolds::Hold> holds{op.out.buffer};
+  std::vector<Ref> holds{op.out.buffer};
   for (const OpOperand& input : op.inputs) {
     tensors.push_back(tensor_of(input));
     holds.push_back(input.buffer);
@@ -330,7 +354,7 @@ void PluginStream::synchronize() {
     std::lock_guard lock(mutex_);
     check_not_lost();
     check(api().stream_synchronize(handle_), "synchronize a stream");
-    holds_.release_all();
+    release_all();
   }
   check_failure();
 }
@@ -340,10 +364,14 @@ bool PluginStream::query() {
   check_not_lost();
   int32_t idle = 0;
   check(api().stream_query(handle_, &idle), "query a stream");
-  if (idle)
-    holds_.release_all();
-  else
-    holds_.release_completed();
+  if (idle) {
+    release_all();
+  } else {
+    Batches done;
+    refs_.take_completed(done);
+    refs_.take_failure();
+    refs_.release(done);
+  }
   return idle != 0;
 }
 

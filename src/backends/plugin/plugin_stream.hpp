@@ -1,16 +1,19 @@
 // A plugin's stream as hal's StreamImpl. Calls into the plugin are serialised per stream, as
 // plugin.h promises plugins. What enqueued work uses (buffers, kernels) is held until the
-// plugin says that work completed (WorkHolds), since a plugin may run work after its call
-// returns.
+// plugin says that work completed, since a plugin may run work after its call returns: behind
+// the plugin's events as fences (async::FencedRefs, as in the OpenCL and CUDA backends), one
+// per command that holds anything, because an accelerator's memory may be small and each
+// buffer should come back as soon as its work is done.
 #pragma once
 
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
+#include "backends/async/fenced_refs.hpp"
 #include "backends/plugin/plugin_device.hpp"
-#include "backends/plugin/plugin_work_holds.hpp"
 
 namespace hal::plugin {
 
@@ -38,9 +41,33 @@ class PluginStream final : public StreamImpl {
   bool query() override;
 
  private:
+  using Ref = std::shared_ptr<const void>;
+  // The plugin's events as the fences of FencedRefs.
+  struct PluginFences {
+    using Fence = hal_plugin_event;
+    using Status = hal_status;
+    static constexpr hal_status kSuccess = HAL_STATUS_OK;
+    const hal_plugin_api* api;
+    std::optional<hal_status> poll(hal_plugin_event fence) const {
+      int32_t complete = 0;
+      const hal_status status = api->event_query(fence, &complete);
+      if (status != HAL_STATUS_OK) return status;  // a lost device runs none of the work
+      if (!complete) return std::nullopt;
+      return HAL_STATUS_OK;
+    }
+    void destroy(hal_plugin_event fence) const { api->event_destroy(fence); }
+  };
+  using Batches = async::FencedRefs<PluginFences>::Batches;
+
   const hal_plugin_api& api() const { return *device_->library().api; }
-  // Checks a status (lock held) and holds `holds` for the enqueued work.
-  void enqueued(hal_status status, const std::string& what, std::vector<WorkHolds::Hold> holds);
+  // Checks a status (lock held) and keeps `refs` until the enqueued command has run.
+  void enqueued(hal_status status, const std::string& what, std::vector<Ref> refs);
+  // Records an event behind the open batch and closes the batch with it, then lets go of
+  // what completed work held (lock held). Returns the plugin's status; on a failure the batch
+  // stays open, its references kept until the stream is synchronised.
+  hal_status fence_open_batch();
+  // Lets go of everything held (lock held): the stream is idle, or its device is lost.
+  void release_all();
   // Checks a status (lock held); on DEVICE_LOST, lets go of what the work held first (the
   // plugin runs none of it any more once it says so).
   void check(hal_status status, const std::string& what);
@@ -50,7 +77,7 @@ class PluginStream final : public StreamImpl {
   std::shared_ptr<PluginDevice> device_;
   hal_plugin_stream handle_;
   std::mutex mutex_;
-  WorkHolds holds_;
+  async::FencedRefs<PluginFences> refs_;
   std::shared_ptr<std::exception_ptr> failure_;  // written by host callbacks
   std::shared_ptr<std::mutex> failure_mutex_ = std::make_shared<std::mutex>();
 };

@@ -1,0 +1,159 @@
+#include "core/device_core.hpp"
+
+#include <atomic>
+#include <vector>
+
+#include "core/caching_allocator.hpp"
+
+namespace hal::detail {
+
+DeviceCore::DeviceCore(std::shared_ptr<DeviceImpl> device) : device_(std::move(device)) {
+  // The allocators only keep a reference to the device: constructing them calls nothing on it.
+  for (MemoryKind kind : {MemoryKind::device, MemoryKind::pinned_host, MemoryKind::unified})
+    allocators_[static_cast<size_t>(kind)] = std::make_shared<CachingAllocator>(*device_, kind);
+}
+
+DeviceCore::~DeviceCore() = default;
+
+std::shared_ptr<StreamImpl> DeviceCore::transfer_stream() {
+  std::lock_guard lock(mutex_);
+  if (!transfer_stream_) transfer_stream_ = device_->create_stream();
+  return transfer_stream_;
+}
+
+std::shared_ptr<KernelImpl> DeviceCore::cached_kernel(const std::string& key) const {
+  std::lock_guard lock(mutex_);
+  auto found = kernels_.find(key);
+  return found == kernels_.end() ? nullptr : found->second;
+}
+
+void DeviceCore::cache_kernel(const std::string& key, std::shared_ptr<KernelImpl> kernel) {
+  std::lock_guard lock(mutex_);
+  kernels_.emplace(key, std::move(kernel));
+}
+
+void DeviceCore::clear_kernel_cache() {
+  std::unordered_map<std::string, std::shared_ptr<KernelImpl>> kernels;
+  std::lock_guard lock(mutex_);
+  kernels.swap(kernels_);
+}
+
+void DeviceCore::shutdown() {
+  for (auto& allocator : allocators_) {
+    allocator->drop_holds(true);
+    allocator->empty_cache();
+  }
+  std::shared_ptr<StreamImpl> stream;
+  std::unordered_map<std::string, std::shared_ptr<KernelImpl>> kernels;
+  {
+    std::lock_guard lock(mutex_);
+    stream.swap(transfer_stream_);
+    kernels.swap(kernels_);
+  }
+  // Both are released here, outside the lock: a stream's destruction waits for its work.
+}
+
+namespace {
+
+// Cores by device address: an open-addressing table that readers search without a lock. A key
+// is published (release) after its core is stored; a full table is copied into one twice its
+// size and published whole. Tables replaced are kept until exit, since a reader may still be
+// searching one.
+class CoreTable {
+ public:
+  DeviceCore* find(const DeviceImpl* device) const {
+    const Slots* slots = current_.load(std::memory_order_acquire);
+    return slots ? slots->find(device) : nullptr;
+  }
+
+  DeviceCore& find_or_make(DeviceImpl& device) {
+    std::lock_guard lock(mutex_);
+    if (DeviceCore* core = find(&device)) return *core;
+    auto core = std::make_unique<DeviceCore>(device.shared_from_this());
+    DeviceCore* made = core.get();
+    cores_.push_back(std::move(core));
+    Slots* slots = writable();
+    slots->insert(&device, made);
+    return *made;
+  }
+
+  void shutdown() {
+    std::vector<std::unique_ptr<DeviceCore>> cores;
+    {
+      std::lock_guard lock(mutex_);
+      cores.swap(cores_);
+      retire_current();
+    }
+    for (auto& core : cores) core->shutdown();
+  }
+
+ private:
+  struct Slots {
+    explicit Slots(size_t capacity)
+        : mask(capacity - 1),
+          keys(std::make_unique<std::atomic<const DeviceImpl*>[]>(capacity)),
+          cores(std::make_unique<DeviceCore*[]>(capacity)) {}
+    size_t start(const DeviceImpl* device) const {
+      return (reinterpret_cast<uintptr_t>(device) >> 4) * 0x9E3779B97F4A7C15ull & mask;
+    }
+    DeviceCore* find(const DeviceImpl* device) const {
+      for (size_t i = start(device);; i = (i + 1) & mask) {
+        const DeviceImpl* key = keys[i].load(std::memory_order_acquire);
+        if (key == device) return cores[i];
+        if (key == nullptr) return nullptr;
+      }
+    }
+    void insert(const DeviceImpl* device, DeviceCore* core) {
+      size_t i = start(device);
+      while (keys[i].load(std::memory_order_relaxed) != nullptr) i = (i + 1) & mask;
+      cores[i] = core;
+      keys[i].store(device, std::memory_order_release);
+      ++size;
+    }
+    size_t mask;
+    std::unique_ptr<std::atomic<const DeviceImpl*>[]> keys;
+    std::unique_ptr<DeviceCore*[]> cores;
+    size_t size = 0;  // written under the table's mutex
+  };
+
+  // The current table, or a copy twice its size when it is half full (lock held).
+  Slots* writable() {
+    Slots* slots = current_.load(std::memory_order_relaxed);
+    if (slots && 2 * (slots->size + 1) <= slots->mask + 1) return slots;
+    const size_t capacity = slots ? 2 * (slots->mask + 1) : 64;
+    auto grown = std::make_unique<Slots>(capacity);
+    if (slots)
+      for (size_t i = 0; i <= slots->mask; ++i)
+        if (const DeviceImpl* key = slots->keys[i].load(std::memory_order_relaxed))
+          grown->insert(key, slots->cores[i]);
+    Slots* published = grown.get();
+    tables_.push_back(std::move(grown));
+    current_.store(published, std::memory_order_release);
+    return published;
+  }
+
+  void retire_current() { current_.store(nullptr, std::memory_order_release); }
+
+  std::atomic<Slots*> current_{nullptr};
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<DeviceCore>> cores_;
+  std::vector<std::unique_ptr<Slots>> tables_;  // every table published, the current one last
+};
+
+// Never destroyed: a buffer or stream released during static destruction may still need its
+// device's core after every other object is gone.
+CoreTable& table() {
+  static auto* table = new CoreTable;
+  return *table;
+}
+
+}  // namespace
+
+DeviceCore& core_of(DeviceImpl& device) {
+  if (DeviceCore* core = table().find(&device)) return *core;
+  return table().find_or_make(device);
+}
+
+void shutdown_device_cores() { table().shutdown(); }
+
+}  // namespace hal::detail
