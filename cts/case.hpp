@@ -57,6 +57,9 @@ void add_stream_cases(Cases& cases);
 void add_copy_cases(Cases& cases);
 void add_kernel_cases(Cases& cases);
 void add_op_cases(Cases& cases);
+void add_op_reference_cases(Cases& cases);
+void add_op_reduce_cases(Cases& cases);
+void add_tensor_cases(Cases& cases);
 void add_thread_cases(Cases& cases);
 
 }  // namespace hal::cts

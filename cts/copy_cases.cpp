@@ -104,23 +104,47 @@ void add_copy_cases(Cases& cases) {
                      }
                      throw NotSupported("no other device of backend " + backend);
                    }});
-  for (size_t size : {size_t{1}, size_t{2}, size_t{4}, size_t{8}})
+  for (size_t size : {size_t{1}, size_t{2}, size_t{4}, size_t{8}, size_t{16}})
     cases.push_back(
         {"copy.fill_with_a_" + std::to_string(size) + "_byte_pattern", [size](const Device& d) {
            Stream stream = d.create_stream();
-           Buffer buffer = d.allocate(1024);
-           const unsigned char value[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-           stream.fill(buffer, uint8_t{0}, 1024);
+           Buffer buffer = d.allocate(2048);
+           const unsigned char value[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+           stream.fill(buffer, uint8_t{0}, 2048);
            stream.fill(buffer, value, size, 64 * size, 16 * size);
-           std::vector<unsigned char> got(1024);
+           std::vector<unsigned char> got(2048);
            stream.copy_to_host(got.data(), buffer, got.size());
            stream.synchronize();
-           for (size_t i = 0; i < 1024; ++i) {
+           for (size_t i = 0; i < 2048; ++i) {
              const bool inside = i >= 16 * size && i < 80 * size;
              const unsigned char want = inside ? value[(i - 16 * size) % size] : 0;
              check(got[i] == want, "byte " + std::to_string(i));
            }
          }});
+  cases.push_back({"copy.fill_with_a_float", [](const Device& d) {
+                     Stream stream = d.create_stream();
+                     Buffer buffer = d.allocate(256);
+                     stream.fill(buffer, 2.5f, 64);
+                     std::vector<float> got(64);
+                     stream.copy_to_host(got.data(), buffer, 256);
+                     stream.synchronize();
+                     check(got == std::vector<float>(64, 2.5f), "the floats read back differ");
+                   }});
+  // Overlapping ranges of one buffer copy as memmove does.
+  cases.push_back({"copy.within_one_buffer_may_overlap", [](const Device& d) {
+                     std::vector<uint32_t> values(64);
+                     for (uint32_t i = 0; i < 64; ++i) values[i] = i;
+                     Stream stream = d.create_stream();
+                     Buffer buffer = d.allocate(values.size() * 4);
+                     stream.copy_from_host(buffer, values.data(), values.size() * 4);
+                     stream.copy(buffer, buffer, 32 * 4, /*dst_offset=*/8 * 4, /*src_offset=*/0);
+                     std::vector<uint32_t> out(64);
+                     stream.copy_to_host(out.data(), buffer, out.size() * 4);
+                     stream.synchronize();
+                     for (uint32_t i = 0; i < 64; ++i)
+                       check(out[i] == ((i >= 8 && i < 40) ? i - 8 : i),
+                             "element " + std::to_string(i) + " is " + std::to_string(out[i]));
+                   }});
   cases.push_back({"copy.past_the_end_is_out_of_range", [](const Device& d) {
                      Stream stream = d.create_stream();
                      Buffer buffer = d.allocate(100);
@@ -137,7 +161,12 @@ void add_copy_cases(Cases& cases) {
                      unsigned char host[16] = {};
                      stream.copy_from_host(buffer, host, 0);
                      stream.copy_to_host(host, buffer, 0);
+                     // Nothing to copy: no pointer is read, an offset at the end is in range.
+                     stream.copy_from_host(buffer, nullptr, 0);
+                     stream.copy_to_host(nullptr, buffer, 0, 16);
+                     stream.copy(buffer, buffer, 0);
                      stream.synchronize();
+                     check(stream.query(), "a synchronized stream is not idle");
                    }});
 }
 

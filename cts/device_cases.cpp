@@ -15,6 +15,9 @@ void add_device_cases(Cases& cases) {
                      check(id.find_first_not_of("0123456789", colon + 1) == std::string::npos &&
                                colon + 1 < id.size(),
                            "id '" + id + "' has no index after the colon");
+                     check(id.substr(0, colon) == d.info().backend(),
+                           "id '" + id + "' does not begin with its backend, " +
+                               std::string(d.info().backend()));
                      check(device(id) == d, "hal::device(\"" + id + "\") finds another device");
                    }});
   cases.push_back({"device.listed_among_devices", [](const Device& d) {

@@ -35,6 +35,15 @@ KERNEL void group_sums(GLOBAL const float* in, GLOBAL float* out) {
 const char* const kScaled = R"(
 KERNEL void scaled(GLOBAL float* out) { out[global_id(0)] = SCALE * (float)global_id(0); })";
 
+Kernel host_saxpy() {
+  return host_kernel("saxpy", [](Index3 i, const KernelArgs& args) {
+    const float a = args.scalar<float>(0);
+    const float* x = args.ptr<float>(1);
+    float* y = args.ptr<float>(2);
+    y[i[0]] = a * x[i[0]] + y[i[0]];
+  });
+}
+
 void needs_portable_kernels(const Device& d) {
   if (!d.info().has_feature(feature::kPortableKernels))
     throw NotSupported(d.id() + " does not compile portable kernels");
@@ -68,6 +77,43 @@ void add_kernel_cases(Cases& cases) {
                      const auto got = read_floats(stream, by, n);
                      for (uint32_t i = 0; i < n; ++i)
                        check(got[i] == 2.0f * float(i) + 1.0f, "y[" + std::to_string(i) + "]");
+                   }});
+  // saxpy as the device runs kernels: on the host where it runs host kernels (with a scalar
+  // argument), else compiled.
+  for (uint32_t n : {1u, 1000u, 1u << 20})
+    cases.push_back({"kernel.saxpy." + std::to_string(n) + "_items", [n](const Device& d) {
+                       const Kernel saxpy = d.info().has_feature(feature::kHostKernels)
+                                                ? host_saxpy()
+                                                : compile(d, "saxpy", kSaxpy);
+                       Stream stream = d.create_stream();
+                       std::vector<float> x(n), y(n, 1.0f);
+                       for (uint32_t i = 0; i < n; ++i) x[i] = float(i);
+                       Buffer bx = d.allocate(n * 4), by = d.allocate(n * 4);
+                       stream.copy_from_host(bx, x.data(), n * 4);
+                       stream.copy_from_host(by, y.data(), n * 4);
+                       stream.launch(saxpy, LaunchConfig::linear(n), {2.0f, bx, by, n});
+                       const auto got = read_floats(stream, by, n);
+                       for (uint32_t i = 0; i < n; ++i)
+                         check(got[i] == 2.0f * x[i] + 1.0f, "y[" + std::to_string(i) + "]");
+                     }});
+  // 1000 items in groups of 64: the last group runs past the end, and the kernel's bound check
+  // keeps it inside the buffer.
+  cases.push_back({"kernel.portable.last_group_past_the_global_size", [](const Device& d) {
+                     const Kernel saxpy = compile(d, "saxpy", kSaxpy);
+                     if (d.info().limits.max_work_group_size < 64)
+                       throw NotSupported("work-groups of 64 items do not fit");
+                     const uint32_t n = 1000;
+                     std::vector<float> x(n, 1.0f);
+                     Stream stream = d.create_stream();
+                     Buffer bx = d.allocate(n * 4), by = d.allocate(n * 4);
+                     stream.copy_from_host(bx, x.data(), n * 4);
+                     stream.fill(by, 0.5f, n);
+                     LaunchConfig config = LaunchConfig::linear(n);
+                     config.local = {64, 1, 1};
+                     stream.launch(saxpy, config, {4.0f, bx, by, n});
+                     const auto got = read_floats(stream, by, n);
+                     for (uint32_t i = 0; i < n; ++i)
+                       check(got[i] == 4.5f, "y[" + std::to_string(i) + "]");
                    }});
   cases.push_back({"kernel.portable.two_dimensional_grid", [](const Device& d) {
                      const Kernel grid = compile(d, "grid", kGrid);
@@ -106,10 +152,17 @@ void add_kernel_cases(Cases& cases) {
                      for (size_t i = 0; i < 16; ++i) check(got[i] == 3.0f * float(i), "element");
                    }});
   cases.push_back({"kernel.portable.second_compile_is_cached", [](const Device& d) {
-                     compile(d, "saxpy", kSaxpy);
+                     const Kernel first = compile(d, "saxpy", kSaxpy);
                      const Kernel again = compile(d, "saxpy", kSaxpy);
                      check(again.origin() == KernelOrigin::memory_cache,
                            "origin " + std::string(to_string(again.origin())));
+                     check(again.impl() == first.impl(), "the cached kernel is another");
+                     // Other options are another kernel, even when the source ignores them.
+                     const Kernel other =
+                         compile(d, "saxpy", kSaxpy, {.defines = {"CTS_UNUSED_DEFINE=1"}});
+                     check(other.origin() != KernelOrigin::memory_cache,
+                           "other options came from the memory cache");
+                     check(other.impl() != first.impl(), "other options gave the same kernel");
                    }});
   cases.push_back({"kernel.portable.compile_error_gives_the_log", [](const Device& d) {
                      needs_portable_kernels(d);
@@ -157,7 +210,8 @@ void add_kernel_cases(Cases& cases) {
                      Buffer out = d.allocate(64 * 4);
                      if (!d.info().has_feature(feature::kHostKernels)) {
                        check_error([&] { stream.launch(fill, LaunchConfig::linear(64), {out}); },
-                                   ErrorCode::Unsupported, {d.id()}, "a host kernel");
+                                   ErrorCode::Unsupported, {"fill", d.id(), "host (C++) kernel"},
+                                   "a host kernel");
                        throw NotSupported(d.id() + " runs no host kernels (and says so)");
                      }
                      stream.launch(fill, LaunchConfig::linear(64), {out});

@@ -43,13 +43,14 @@ void add_memory_cases(Cases& cases) {
                        Buffer buffer = d.allocate(bytes);
                        if (!buffer.host_accessible())
                          throw NotSupported(d.id() + "'s device memory is not host-visible");
+                       check(buffer.host_data() != nullptr, "host_data() is null");
                        check(reinterpret_cast<uintptr_t>(buffer.host_data()) % 256 == 0,
                              "a buffer of " + std::to_string(bytes) + " bytes is not 256-aligned");
                      }
                    }});
   cases.push_back({"memory.zero_bytes_is_invalid_argument", [](const Device& d) {
-                     check_error([&] { d.allocate(0); }, ErrorCode::InvalidArgument, {d.id()},
-                                 "allocate(0)");
+                     check_error([&] { d.allocate(0); }, ErrorCode::InvalidArgument,
+                                 {d.id(), "0 bytes"}, "allocate(0)");
                    }});
   cases.push_back({"memory.beyond_total_is_out_of_memory", [](const Device& d) {
                      const uint64_t too_much = d.info().memory_total.bytes * 4 + (1ull << 30);
@@ -82,8 +83,9 @@ void add_memory_cases(Cases& cases) {
                      Buffer buffer = d.allocate(64);
                      if (buffer.host_accessible())
                        throw NotSupported(d.id() + "'s device memory is host-visible");
-                     check_error([&] { buffer.host_data(); }, ErrorCode::Unsupported, {d.id()},
-                                 "host_data");
+                     // The message points to the call that works instead.
+                     check_error([&] { buffer.host_data(); }, ErrorCode::Unsupported,
+                                 {d.id(), "copy_to_host"}, "host_data");
                    }});
   cases.push_back({"memory.stats_follow_allocations", [](const Device& d) {
                      Stream stream = d.create_stream();

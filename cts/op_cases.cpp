@@ -207,6 +207,9 @@ void add_op_cases(Cases& cases) {
                            "mul of f32 and i32 gives " + std::string(to_string(product.dtype())));
                      check(product.to_vector<float>(s) == std::vector<float>{4.5f, 4.5f},
                            "mul of f32 and i32 computes 1.5 x 3");
+                     const Tensor less = unless_unsupported([&] { return lt(b, a, s); });
+                     check(less.dtype() == DType::boolean,
+                           "lt of i32 and f32 gives " + std::string(to_string(less.dtype())));
                    }});
   cases.push_back({"op.errors.tensors_on_two_devices", [](const Device& d) {
                      Device cpu = device("cpu:0");

@@ -16,7 +16,10 @@ const Cases& all_cases() {
     add_stream_cases(out);
     add_copy_cases(out);
     add_kernel_cases(out);
+    add_tensor_cases(out);
     add_op_cases(out);
+    add_op_reference_cases(out);
+    add_op_reduce_cases(out);
     add_thread_cases(out);
     return out;
   }();

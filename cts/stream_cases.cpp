@@ -57,14 +57,14 @@ void add_stream_cases(Cases& cases) {
                      Stream stream = d.create_stream();
                      std::vector<int> order;
                      std::mutex mutex;
-                     for (int i = 0; i < 16; ++i)
+                     for (int i = 0; i < 1000; ++i)
                        stream.host_callback([&, i] {
                          std::lock_guard lock(mutex);
                          order.push_back(i);
                        });
                      stream.synchronize();
-                     std::vector<int> want(16);
-                     for (int i = 0; i < 16; ++i) want[i] = i;
+                     std::vector<int> want(1000);
+                     for (int i = 0; i < 1000; ++i) want[i] = i;
                      check(order == want, "callbacks ran out of order");
                    }});
   cases.push_back({"stream.enqueue_returns_before_the_work_runs", [](const Device& d) {
@@ -81,6 +81,7 @@ void add_stream_cases(Cases& cases) {
                      gate.open();
                      stream.synchronize();
                      check(out == 42, "the copies did not run after the gate opened");
+                     check(stream.query(), "a synchronized stream is not idle");
                    }});
   cases.push_back({"stream.independent_streams_do_not_wait", [](const Device& d) {
                      Stream blocked = d.create_stream(), free_stream = d.create_stream();
@@ -90,15 +91,23 @@ void add_stream_cases(Cases& cases) {
                      free_stream.host_callback([&ran] { ran = true; });
                      free_stream.synchronize();
                      check(ran.load(), "the free stream waited for the blocked one");
+                     check(!blocked.query(), "a blocked stream says it is idle");
                      gate.open();
                      blocked.synchronize();
                    }});
   cases.push_back({"stream.failure_surfaces_at_synchronize_once", [](const Device& d) {
                      Stream stream = d.create_stream();
+                     std::atomic<bool> later_ran{false};
                      stream.host_callback([] { throw std::runtime_error("cts: deliberate"); });
+                     stream.host_callback([&later_ran] { later_ran = true; });
                      check_error([&] { stream.synchronize(); }, ErrorCode::AsyncFailure,
-                                 {"deliberate"}, "synchronize after a failing callback");
+                                 {d.id(), "deliberate"}, "synchronize after a failing callback");
+                     check(later_ran.load(), "the work after the failure did not run");
                      stream.synchronize();  // reported once; the stream works on
+                     Buffer buffer = d.allocate(4);
+                     const uint32_t value = 5;
+                     stream.copy_from_host(buffer, &value, 4);
+                     check(read_u32(stream, buffer) == 5, "the stream failed to copy afterwards");
                    }});
   cases.push_back(
       {"stream.destroying_finishes_pending_work", [](const Device& d) {
@@ -148,6 +157,37 @@ void add_stream_cases(Cases& cases) {
                      check(event.query(), "a synchronized event is not complete");
                      check(event.device() == d, "the event is on another device");
                    }});
+  cases.push_back({"event.synchronize_waits_for_the_recorded_work", [](const Device& d) {
+                     Stream stream = d.create_stream();
+                     std::atomic<bool> done{false};
+                     stream.host_callback([&done] {
+                       std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                       done = true;
+                     });
+                     Event event = d.create_event();
+                     check(!event.recorded(), "a new event says it was recorded");
+                     stream.record(event);
+                     check(event.recorded(), "a recorded event says it was not");
+                     event.synchronize();
+                     check(done.load(), "synchronize returned before the work was done");
+                     check(event.query(), "a synchronized event is not complete");
+                   }});
+  cases.push_back({"event.recording_again_leaves_earlier_waits_in_place", [](const Device& d) {
+                     Stream first = d.create_stream(), second = d.create_stream();
+                     Event event = first.record();
+                     event.synchronize();
+                     Gate gate;
+                     second.wait(event);  // the completed record: does not block
+                     first.host_callback(gate.hold());
+                     first.record(event);  // now pending
+                     std::atomic<bool> ran{false};
+                     second.host_callback([&ran] { ran = true; });
+                     second.synchronize();
+                     check(ran.load(), "an earlier wait moved with the event's new record");
+                     check(!event.query(), "the event recorded again is complete too early");
+                     gate.open();
+                     event.synchronize();
+                   }});
   cases.push_back({"event.query_follows_the_work", [](const Device& d) {
                      Stream stream = d.create_stream();
                      Gate gate;
@@ -165,12 +205,16 @@ void add_stream_cases(Cases& cases) {
                      producer.fill(buffer, 0u, 1);
                      producer.host_callback(gate.hold());
                      producer.fill(buffer, 77u, 1);
-                     consumer.wait(producer.record());
+                     Event written = producer.record();
+                     consumer.wait(written);
                      uint32_t out = 0;
                      consumer.copy_to_host(&out, buffer, 4);
+                     check(!written.query(), "an event behind blocked work is complete");
+                     check(!consumer.query(), "a stream waiting on blocked work is idle");
                      gate.open();
                      consumer.synchronize();
                      check(out == 77, "the consumer read before the producer wrote");
+                     check(written.query(), "the event waited on did not complete");
                    }});
   cases.push_back({"event.elapsed_time_is_measured", [](const Device& d) {
                      Stream stream = d.create_stream();
@@ -181,6 +225,7 @@ void add_stream_cases(Cases& cases) {
                      end.synchronize();
                      const double ms = Event::elapsed_ms(start, end);
                      check(ms >= 10.0 - 1e-3, "10 ms of work measured as " + std::to_string(ms));
+                     check(Event::elapsed_ms(start, start) >= 0.0, "an event to itself");
                    }});
   cases.push_back({"event.never_recorded_is_an_invalid_state", [](const Device& d) {
                      Event never = d.create_event();
@@ -196,7 +241,7 @@ void add_stream_cases(Cases& cases) {
                        Event foreign = other.create_event();
                        Stream stream = d.create_stream();
                        check_error([&] { stream.record(foreign); }, ErrorCode::InvalidArgument,
-                                   {other.id()}, "recording an event of " + other.id());
+                                   {d.id(), other.id()}, "recording an event of " + other.id());
                        return;
                      }
                      throw NotSupported("no other device to take an event from");

@@ -32,6 +32,7 @@ TEST_P(Conformance, Stream) { run_group("stream"); }
 TEST_P(Conformance, Event) { run_group("event"); }
 TEST_P(Conformance, Copy) { run_group("copy"); }
 TEST_P(Conformance, Kernel) { run_group("kernel"); }
+TEST_P(Conformance, Tensor) { run_group("tensor"); }
 TEST_P(Conformance, Op) { run_group("op"); }
 TEST_P(Conformance, Threads) { run_group("threads"); }
 
@@ -39,8 +40,8 @@ HAL_DEVICE_SUITE(Conformance);
 
 // Every case belongs to one of the groups above, so none is left out of the runs.
 TEST(ConformanceCases, EachBelongsToARunGroup) {
-  const std::vector<std::string> groups{"device.", "memory.", "stream.", "event.",
-                                        "copy.",   "kernel.", "op.",     "threads."};
+  const std::vector<std::string> groups{"device.", "memory.", "stream.", "event.",  "copy.",
+                                        "kernel.", "tensor.", "op.",     "threads."};
   const std::vector<std::string> names = cts::case_names();
   EXPECT_GE(names.size(), 300u);
   for (const std::string& name : names) {
