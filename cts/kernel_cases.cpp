@@ -61,40 +61,34 @@ std::vector<float> read_floats(Stream& stream, const Buffer& buffer, size_t coun
   return out;
 }
 
+// y = 2x + 1 over `n` items with `saxpy`, checked element by element.
+void check_saxpy(const Device& d, const Kernel& saxpy, uint32_t n) {
+  Stream stream = d.create_stream();
+  std::vector<float> x(n), y(n, 1.0f);
+  for (uint32_t i = 0; i < n; ++i) x[i] = float(i);
+  Buffer bx = d.allocate(n * 4), by = d.allocate(n * 4);
+  stream.copy_from_host(bx, x.data(), n * 4);
+  stream.copy_from_host(by, y.data(), n * 4);
+  stream.launch(saxpy, LaunchConfig::linear(n), {2.0f, bx, by, n});
+  const auto got = read_floats(stream, by, n);
+  for (uint32_t i = 0; i < n; ++i)
+    check(got[i] == 2.0f * x[i] + 1.0f, "y[" + std::to_string(i) + "]");
+}
+
 }  // namespace
 
 void add_kernel_cases(Cases& cases) {
-  cases.push_back({"kernel.portable.saxpy", [](const Device& d) {
-                     const Kernel saxpy = compile(d, "saxpy", kSaxpy);
-                     Stream stream = d.create_stream();
-                     const uint32_t n = 1000;
-                     std::vector<float> x(n), y(n);
-                     for (uint32_t i = 0; i < n; ++i) x[i] = float(i), y[i] = 1.0f;
-                     Buffer bx = d.allocate(n * 4), by = d.allocate(n * 4);
-                     stream.copy_from_host(bx, x.data(), n * 4);
-                     stream.copy_from_host(by, y.data(), n * 4);
-                     stream.launch(saxpy, LaunchConfig::linear(n), {2.0f, bx, by, n});
-                     const auto got = read_floats(stream, by, n);
-                     for (uint32_t i = 0; i < n; ++i)
-                       check(got[i] == 2.0f * float(i) + 1.0f, "y[" + std::to_string(i) + "]");
-                   }});
+  cases.push_back({"kernel.portable.saxpy",
+                   [](const Device& d) { check_saxpy(d, compile(d, "saxpy", kSaxpy), 1000); }});
   // saxpy as the device runs kernels: on the host where it runs host kernels (with a scalar
   // argument), else compiled.
   for (uint32_t n : {1u, 1000u, 1u << 20})
     cases.push_back({"kernel.saxpy." + std::to_string(n) + "_items", [n](const Device& d) {
-                       const Kernel saxpy = d.info().has_feature(feature::kHostKernels)
-                                                ? host_saxpy()
-                                                : compile(d, "saxpy", kSaxpy);
-                       Stream stream = d.create_stream();
-                       std::vector<float> x(n), y(n, 1.0f);
-                       for (uint32_t i = 0; i < n; ++i) x[i] = float(i);
-                       Buffer bx = d.allocate(n * 4), by = d.allocate(n * 4);
-                       stream.copy_from_host(bx, x.data(), n * 4);
-                       stream.copy_from_host(by, y.data(), n * 4);
-                       stream.launch(saxpy, LaunchConfig::linear(n), {2.0f, bx, by, n});
-                       const auto got = read_floats(stream, by, n);
-                       for (uint32_t i = 0; i < n; ++i)
-                         check(got[i] == 2.0f * x[i] + 1.0f, "y[" + std::to_string(i) + "]");
+                       check_saxpy(d,
+                                   d.info().has_feature(feature::kHostKernels)
+                                       ? host_saxpy()
+                                       : compile(d, "saxpy", kSaxpy),
+                                   n);
                      }});
   // 1000 items in groups of 64: the last group runs past the end, and the kernel's bound check
   // keeps it inside the buffer.

@@ -1,32 +1,17 @@
-// Tensors from host numbers and their numbers back, for the op suites: each element held as a
-// double, converted with the library's own element codec (f16 and bf16 round to nearest even).
-// The conformance cases that check values have their own (cts/values.hpp).
+// What the op suites share: tensors from host numbers and back (the conformance suite's own,
+// cts/values.hpp), and which devices run which kinds of ops.
 #pragma once
 
 #include <vector>
 
 #include "device_suite.hpp"
-#include "tensor/element_codec.hpp"
+#include "values.hpp"
 
 namespace hal::test {
 
-inline Tensor make(const std::vector<double>& values, const Shape& shape, DType dtype,
-                   Stream& stream) {
-  std::vector<unsigned char> bytes(values.size() * size_of(dtype));
-  for (size_t i = 0; i < values.size(); ++i)
-    tensor::encode(values[i], dtype, bytes.data() + i * size_of(dtype), "test");
-  return from_host(bytes.data(), shape, dtype, stream);
-}
-
-inline std::vector<double> numbers(const Tensor& t, Stream& stream) {
-  std::vector<unsigned char> bytes(t.nbytes());
-  t.copy_to_host(bytes.data(), stream);
-  stream.synchronize();
-  std::vector<double> out;
-  for (size_t at = 0; at < bytes.size(); at += t.element_size())
-    out.push_back(tensor::decode(t.dtype(), bytes.data() + at));
-  return out;
-}
+// The conformance suite's conversions (cts/values.hpp), shared rather than written twice.
+using cts::make;
+using cts::numbers;
 
 // The devices' kernels: suites of ops skip devices without them.
 inline bool runs_kernels(const Device& device) {
