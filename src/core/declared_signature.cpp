@@ -22,7 +22,7 @@ using Words = std::vector<std::string_view>;
 // What a dialect's parameter lists are made of.
 struct Dialect {
   Words entry_markers;   // words that start a kernel's definition
-  Words attributes;      // words with a parenthesised argument allowed before `void`
+  Words attributes;      // words with a parenthesised argument allowed around `void`
   Words buffer_spaces;   // address-space qualifiers of buffer pointers
   Words local_spaces;    // of local-memory pointers
   Words private_spaces;  // of scalars (OpenCL's __private)
@@ -30,21 +30,20 @@ struct Dialect {
   bool bare_pointers_are_buffers = false;  // CUDA: every pointer parameter is device memory
 };
 
-const Dialect kPortable{{"KERNEL"}, {}, {"GLOBAL"},
-                        {"SHARED"}, {}, {"const", "volatile", "restrict", "RESTRICT"}};
-const Dialect kOpenClC{{"__kernel", "kernel"},
-                       {"__attribute__"},
-                       {"__global", "global", "__constant", "constant"},
-                       {"__local", "local"},
-                       {"__private", "private"},
-                       {"const", "volatile", "restrict"}};
-const Dialect kCuda{{"__global__"},
-                    {"__launch_bounds__"},
-                    {},
-                    {},
-                    {},
-                    {"const", "volatile", "__restrict__", "__restrict"},
-                    true};
+const Dialect kPortable{.entry_markers = {"KERNEL"},
+                        .buffer_spaces = {"GLOBAL"},
+                        .local_spaces = {"SHARED"},
+                        .qualifiers = {"const", "volatile", "restrict", "RESTRICT"}};
+const Dialect kOpenClC{.entry_markers = {"__kernel", "kernel"},
+                       .attributes = {"__attribute__"},
+                       .buffer_spaces = {"__global", "global", "__constant", "constant"},
+                       .local_spaces = {"__local", "local"},
+                       .private_spaces = {"__private", "private"},
+                       .qualifiers = {"const", "volatile", "restrict"}};
+const Dialect kCuda{.entry_markers = {"__global__"},
+                    .attributes = {"__launch_bounds__"},
+                    .qualifiers = {"const", "volatile", "__restrict__", "__restrict"},
+                    .bare_pointers_are_buffers = true};
 
 const Dialect* dialect_of(KernelLanguage language) {
   switch (language) {
@@ -247,6 +246,11 @@ Typedefs read_typedefs(const std::vector<Token>& tokens) {
   return typedefs;
 }
 
+// More words than any real parameter has: macros that expand into themselves.
+constexpr size_t kMaxParameterWords = 64;
+// More typedefs than any real scalar parameter goes through.
+constexpr int kMaxTypedefSteps = 64;
+
 class SignatureReader {
  public:
   SignatureReader(const Dialect& dialect, const Macros& macros, const Typedefs& typedefs)
@@ -296,6 +300,8 @@ class SignatureReader {
           if (token.kind != Token::Kind::word && token.text != "*") return std::nullopt;
           out.push_back(token.text);
         }
+        // A macro that names itself grows on every pass (the preprocessor would stop).
+        if (out.size() > kMaxParameterWords) return std::nullopt;
         changed = true;
       }
       words = std::move(out);
@@ -349,7 +355,8 @@ class SignatureReader {
         param.name = before_star.back();
         before_star.pop_back();
       }
-      std::optional<size_t> bytes = scalar_bytes(before_star, 0);
+      int budget = kMaxTypedefSteps;
+      std::optional<size_t> bytes = scalar_bytes(before_star, budget);
       if (!bytes) return std::nullopt;
       param.scalar_bytes = *bytes;
     }
@@ -359,10 +366,12 @@ class SignatureReader {
   }
 
   // The size of a scalar type: built-in, or a typedef whose every definition is one; 0 when
-  // those definitions differ in size (typedef float real; / typedef double real;).
-  std::optional<size_t> scalar_bytes(const Words& type, int depth) const {
+  // those definitions differ in size (typedef float real; / typedef double real;). `budget`
+  // bounds the typedefs followed (cycles, definitions in many #if branches).
+  std::optional<size_t> scalar_bytes(const Words& type, int& budget) const {
     if (std::optional<size_t> bytes = builtin_scalar_bytes(type)) return bytes;
-    if (type.size() != 1 || depth > 8 || typedefs_.untrusted.contains(type[0])) return std::nullopt;
+    if (type.size() != 1 || --budget < 0 || typedefs_.untrusted.contains(type[0]))
+      return std::nullopt;
     const auto found = typedefs_.simple.find(type[0]);
     if (found == typedefs_.simple.end()) return std::nullopt;
     std::optional<size_t> common;
@@ -374,7 +383,7 @@ class SignatureReader {
       for (std::string_view word : target) tokens.push_back({Token::Kind::word, word});
       std::optional<Words> words = expanded(tokens);
       if (!words) return std::nullopt;
-      std::optional<size_t> bytes = scalar_bytes(*words, depth + 1);
+      std::optional<size_t> bytes = scalar_bytes(*words, budget);
       if (!bytes) return std::nullopt;
       common = common && *common != *bytes ? 0 : *bytes;
     }
@@ -399,6 +408,7 @@ bool merge(std::vector<KernelParam>& into, const std::vector<KernelParam>& other
 }
 
 // The first token at or after `at` past attributes: __attribute__((...)), __launch_bounds__(...).
+// tokens.size() when an attribute's parentheses do not close.
 size_t skip_attributes(const std::vector<Token>& tokens, size_t at, const Dialect& dialect) {
   while (at + 1 < tokens.size() && contains(dialect.attributes, tokens[at].text) &&
          tokens[at + 1].text == "(") {
@@ -407,6 +417,7 @@ size_t skip_attributes(const std::vector<Token>& tokens, size_t at, const Dialec
       if (tokens[at].text == "(") ++depth;
       if (tokens[at].text == ")" && --depth == 0) break;
     }
+    if (at == tokens.size()) return at;
     ++at;
   }
   return at;
@@ -433,8 +444,10 @@ std::optional<std::vector<KernelParam>> declared_params(const KernelSource& sour
       continue;
     // marker [attributes] void [attributes] name (
     size_t at = skip_attributes(tokens, i + 1, *dialect);
-    if (at >= tokens.size() || tokens[at].text != "void") continue;
+    if (at >= tokens.size()) return std::nullopt;  // unbalanced: nothing to read
+    if (tokens[at].text != "void") continue;
     at = skip_attributes(tokens, at + 1, *dialect);
+    if (at >= tokens.size()) return std::nullopt;
     if (at + 1 >= tokens.size() || tokens[at].text != source.name || tokens[at + 1].text != "(")
       continue;
     const size_t open = at + 1;

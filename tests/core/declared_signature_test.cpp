@@ -186,6 +186,14 @@ TEST(DeclaredSignature, TypedefsOfScalarsAreFollowed) {
             "buffer dst, scalar0 low");
 }
 
+TEST(DeclaredSignature, MacrosAndTypedefsThatNameThemselvesGiveNone) {
+  EXPECT_EQ(summary(read("#define T T T\nKERNEL void f(T a) {}", "f")), "nullopt");
+  EXPECT_EQ(summary(read("typedef b a;\ntypedef a b;\nKERNEL void f(a n) {}", "f")), "nullopt");
+  EXPECT_EQ(
+      summary(read("__kernel __attribute__((x) void f(int n) {}", "f", KernelLanguage::opencl_c)),
+      "nullopt");  // an attribute's parentheses that never close
+}
+
 TEST(DeclaredSignature, TypedefsThatHidePointersOrStructsGiveNone) {
   EXPECT_EQ(summary(read("typedef GLOBAL float* ptr;\nKERNEL void f(ptr x) {}", "f")), "nullopt");
   EXPECT_EQ(summary(read("typedef struct { float a; } pair;\nKERNEL void f(pair p) {}", "f")),
