@@ -92,10 +92,16 @@ class KernelImpl {
   virtual ~KernelImpl() = default;
   const std::string& name() const { return name_; }
   const DeviceImpl* device() const { return device_; }
+  // The signature launches are checked against (Kernel::params). A backend that reflects it
+  // sets it in compile; hal fills in the declared one where the backend left none. Set only
+  // before the kernel is shared: it is read without a lock.
+  const std::optional<std::vector<KernelParam>>& params() const { return params_; }
+  void set_params(std::optional<std::vector<KernelParam>> params) { params_ = std::move(params); }
 
  private:
   std::string name_;
   const DeviceImpl* device_;
+  std::optional<std::vector<KernelParam>> params_;
 };
 
 // What DeviceImpl::compile returns: the kernel and whether the disk cache supplied it.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -71,6 +72,29 @@ class KernelArg {
   std::array<unsigned char, 8> scalar_{};
   size_t offset_ = 0;
   Buffer buffer_;
+};
+
+// One parameter of a kernel's signature: what Stream::launch checks the argument against.
+// The kind must match; a scalar must also have `scalar_bytes` bytes, unless that is 0 (a size the
+// signature does not fix: size_t, a typedef hal cannot resolve). `name` and `type` ("__global
+// const float*", "uint") are for messages and may be empty.
+struct KernelParam {
+  KernelArg::Kind kind = KernelArg::Kind::scalar;
+  size_t scalar_bytes = 0;
+  std::string name{};
+  std::string type{};
+
+  static KernelParam buffer(std::string name = {}) {
+    return {KernelArg::Kind::buffer, 0, std::move(name)};
+  }
+  template <Arithmetic T>
+  static KernelParam scalar(std::string name = {}) {
+    return {KernelArg::Kind::scalar, sizeof(T), std::move(name)};
+  }
+  static KernelParam local_memory(std::string name = {}) {
+    return {KernelArg::Kind::local_memory, 0, std::move(name)};
+  }
+  friend bool operator==(const KernelParam&, const KernelParam&) = default;
 };
 
 // Typed access to the arguments inside a host kernel.
@@ -146,6 +170,13 @@ class Kernel {
       : impl_(std::move(impl)), origin_(origin) {}
 
   const std::string& name() const;
+  // The kernel's parameters, which every launch's arguments are checked against (count, kinds,
+  // scalar sizes), failing with InvalidArgument before anything is enqueued. Where they come
+  // from: OpenCL reflects them from the driver (clGetKernelArgInfo); otherwise hal reads the
+  // entry point's declaration in portable, OpenCL C or CUDA source; host kernels have those
+  // given to host_kernel. nullopt when none of these tells (native plugin kernels, source hal
+  // cannot read unambiguously): the launch is then checked only by the backend.
+  const std::optional<std::vector<KernelParam>>& params() const;
   KernelOrigin origin() const { return origin_; }
   explicit operator bool() const { return impl_ != nullptr; }
   const std::shared_ptr<KernelImpl>& impl() const { return impl_; }
@@ -155,24 +186,42 @@ class Kernel {
   KernelOrigin origin_ = KernelOrigin::host;
 };
 
-Kernel make_host_kernel(std::string name, HostKernelFn fn);
+Kernel make_host_kernel(std::string name, HostKernelFn fn,
+                        std::optional<std::vector<KernelParam>> params = std::nullopt);
+
+namespace detail {
+// A host kernel's callable as the chunk function hal calls.
+template <class F>
+HostKernelFn chunk_function(F fn) {
+  if constexpr (std::is_invocable_v<F&, const KernelChunk&>) {
+    return HostKernelFn(std::move(fn));
+  } else {
+    static_assert(std::is_invocable_v<F&, Index3, const KernelArgs&>,
+                  "host_kernel needs fn(const KernelChunk&) or fn(Index3, const KernelArgs&)");
+    return [fn = std::move(fn)](const KernelChunk& c) {
+      for (uint64_t z = c.begin[2]; z < c.end[2]; ++z)
+        for (uint64_t y = c.begin[1]; y < c.end[1]; ++y)
+          for (uint64_t x = c.begin[0]; x < c.end[0]; ++x) fn(Index3{x, y, z}, c.args);
+    };
+  }
+}
+}  // namespace detail
 
 // A kernel from a C++ callable, run on devices with the "host_kernels" feature (the CPU).
 // `fn` is either called per chunk, as fn(const KernelChunk&), or per work item, as
 // fn(Index3 item, const KernelArgs&); per-item calls are inlined into the chunk loop.
+// Without declared `params`, a KernelArgs accessor that reads an argument as the wrong kind
+// fails the running kernel, and synchronize reports it (AsyncFailure); with them, launches are
+// checked first (see Kernel::params):
+//   host_kernel("scale", {KernelParam::buffer("x"), KernelParam::scalar<float>("a")}, fn)
 template <class F>
 Kernel host_kernel(std::string name, F fn) {
-  if constexpr (std::is_invocable_v<F&, const KernelChunk&>) {
-    return make_host_kernel(std::move(name), HostKernelFn(std::move(fn)));
-  } else {
-    static_assert(std::is_invocable_v<F&, Index3, const KernelArgs&>,
-                  "host_kernel needs fn(const KernelChunk&) or fn(Index3, const KernelArgs&)");
-    return make_host_kernel(std::move(name), [fn = std::move(fn)](const KernelChunk& c) {
-      for (uint64_t z = c.begin[2]; z < c.end[2]; ++z)
-        for (uint64_t y = c.begin[1]; y < c.end[1]; ++y)
-          for (uint64_t x = c.begin[0]; x < c.end[0]; ++x) fn(Index3{x, y, z}, c.args);
-    });
-  }
+  return make_host_kernel(std::move(name), detail::chunk_function(std::move(fn)));
+}
+template <class F>
+Kernel host_kernel(std::string name, std::vector<KernelParam> params, F fn) {
+  return make_host_kernel(std::move(name), detail::chunk_function(std::move(fn)),
+                          std::move(params));
 }
 
 }  // namespace hal

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/caching_allocator.hpp"
+#include "core/declared_signature.hpp"
 #include "core/device_core.hpp"
 #include "hal/backend.hpp"
 #include "hal/units.hpp"
@@ -128,6 +129,10 @@ Kernel Device::compile(const KernelSource& source, const CompileOptions& options
   detail::DeviceCore& core = detail::core_of(device);
   if (auto kernel = core.cached_kernel(key)) return Kernel(kernel, KernelOrigin::memory_cache);
   CompiledKernel compiled = device.compile(source, options);
+  // Where the backend reflected no signature, the one the source declares (before the kernel
+  // is shared through the cache).
+  if (!compiled.kernel->params())
+    compiled.kernel->set_params(detail::declared_params(source, options));
   core.cache_kernel(key, compiled.kernel);
   return Kernel(std::move(compiled.kernel),
                 compiled.from_disk_cache ? KernelOrigin::disk_cache : KernelOrigin::compiled);

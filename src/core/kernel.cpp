@@ -38,9 +38,18 @@ const std::string& Kernel::name() const {
   return impl_->name();
 }
 
-Kernel make_host_kernel(std::string name, HostKernelFn fn) {
+const std::optional<std::vector<KernelParam>>& Kernel::params() const {
+  if (!impl_)
+    throw Error(ErrorCode::InvalidArgument, "use of an empty (default-constructed) Kernel");
+  return impl_->params();
+}
+
+Kernel make_host_kernel(std::string name, HostKernelFn fn,
+                        std::optional<std::vector<KernelParam>> params) {
   if (!fn) throw Error(ErrorCode::InvalidArgument, "host_kernel '" + name + "': empty function");
-  return Kernel(std::make_shared<HostKernelImpl>(std::move(name), std::move(fn)));
+  auto kernel = std::make_shared<HostKernelImpl>(std::move(name), std::move(fn));
+  kernel->set_params(std::move(params));
+  return Kernel(std::move(kernel));
 }
 
 void* KernelArgs::buffer_data(size_t i) const {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <limits>
 
+#include "core/kernel_arg_check.hpp"
 #include "core/staged_copy.hpp"
 #include "hal/backend.hpp"
 #include "hal/device.hpp"
@@ -181,6 +182,9 @@ void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
       throw Error(ErrorCode::InvalidArgument, what() + ": global size overflows 64 bits");
     total *= extent;
   }
+  if (const auto& params = kernel.impl()->params())
+    if (auto mismatch = detail::argument_mismatch(*params, args)) [[unlikely]]
+      throw Error(ErrorCode::InvalidArgument, what() + ": " + *mismatch);
   uint64_t local_bytes = 0;
   for (const KernelArg& arg : args)
     if (arg.kind() == KernelArg::Kind::local_memory) local_bytes += arg.offset();

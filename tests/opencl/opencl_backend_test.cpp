@@ -211,6 +211,20 @@ TEST_F(OpenClTest, TheDiskCacheServesALaterCompile) {
   EXPECT_EQ(cache.entries().size(), 2u);
 }
 
+TEST_F(OpenClTest, KernelsFromTheDiskCacheKeepTheirReflectedSignature) {
+  ScopedCacheDir cache("opencl");
+  const std::string source = unique_scale_source();
+  Kernel cold = device.compile({"scale", source});
+  device.clear_kernel_cache();
+  Kernel warm = device.compile({"scale", source});
+  ASSERT_EQ(warm.origin(), KernelOrigin::disk_cache);
+  ASSERT_TRUE(cold.params() && warm.params());
+  EXPECT_EQ(*warm.params(), *cold.params());
+  // Reflected, not read from the source: the driver spells the address space its own way.
+  EXPECT_EQ((*warm.params())[0], (KernelParam{KernelArg::Kind::buffer, 0, "x", "__global float*"}));
+  EXPECT_EQ((*warm.params())[1], (KernelParam{KernelArg::Kind::scalar, 4, "a", "float"}));
+}
+
 TEST_F(OpenClTest, DiskCacheCanBeBypassed) {
   ScopedCacheDir cache("opencl");
   const std::string source = unique_scale_source();

@@ -25,10 +25,10 @@ namespace hal::opencl {
   X(clEnqueueUnmapMemObject) X(clCreateProgramWithSource) X(clCreateProgramWithBinary) \
   X(clBuildProgram) X(clGetProgramInfo) X(clGetProgramBuildInfo) X(clReleaseProgram) \
   X(clCreateKernel) X(clReleaseKernel) X(clSetKernelArg) X(clGetKernelInfo) \
-  X(clGetKernelWorkGroupInfo) X(clEnqueueNDRangeKernel) X(clEnqueueMarkerWithWaitList) \
-  X(clEnqueueBarrierWithWaitList) X(clCreateUserEvent) X(clSetUserEventStatus) \
-  X(clSetEventCallback) X(clWaitForEvents) X(clGetEventInfo) X(clGetEventProfilingInfo) \
-  X(clRetainEvent) X(clReleaseEvent) X(clFlush) X(clFinish)
+  X(clGetKernelArgInfo) X(clGetKernelWorkGroupInfo) X(clEnqueueNDRangeKernel) \
+  X(clEnqueueMarkerWithWaitList) X(clEnqueueBarrierWithWaitList) X(clCreateUserEvent) \
+  X(clSetUserEventStatus) X(clSetEventCallback) X(clWaitForEvents) X(clGetEventInfo) \
+  X(clGetEventProfilingInfo) X(clRetainEvent) X(clReleaseEvent) X(clFlush) X(clFinish)
 // clang-format on
 
 struct ClApi {

@@ -1,5 +1,6 @@
 // Compiling OpenCL C and portable-dialect kernels, through the on-disk kernel cache.
 #include "backends/opencl/opencl_kernel.hpp"
+#include "backends/opencl/opencl_kernel_params.hpp"
 
 #include <utility>
 
@@ -40,8 +41,9 @@ OpenClKernel::~OpenClKernel() {
 
 namespace {
 
+// Argument information always: launches are checked against it (Kernel::params).
 std::string build_options(const CompileOptions& options) {
-  std::string text;
+  std::string text = std::string(kKernelArgInfoOption) + " ";
   for (const std::string& define : options.defines) text += "-D" + define + " ";
   text += options.flags;
   return text;
@@ -148,7 +150,9 @@ std::shared_ptr<KernelImpl> make_kernel(const OpenClDevice& device, cl_program p
                 status);
   }
   check(status, where, "clCreateKernel");
-  return std::make_shared<OpenClKernel>(name, device, owner.release(), kernel);
+  auto made = std::make_shared<OpenClKernel>(name, device, owner.release(), kernel);
+  made->set_params(reflected_params(api, kernel, made->num_args()));
+  return made;
 }
 
 }  // namespace
