@@ -21,12 +21,12 @@ using Words = std::vector<std::string_view>;
 
 // What a dialect's parameter lists are made of.
 struct Dialect {
-  Words entry_markers;   // words that start a kernel's definition
-  Words attributes;      // words with a parenthesised argument allowed around `void`
-  Words buffer_spaces;   // address-space qualifiers of buffer pointers
-  Words local_spaces;    // of local-memory pointers
-  Words private_spaces;  // of scalars (OpenCL's __private)
-  Words qualifiers;      // ignored for the kind: const, restrict ...
+  Words entry_markers{};   // words that start a kernel's definition
+  Words attributes{};      // words with a parenthesised argument allowed around `void`
+  Words buffer_spaces{};   // address-space qualifiers of buffer pointers
+  Words local_spaces{};    // of local-memory pointers
+  Words private_spaces{};  // of scalars (OpenCL's __private)
+  Words qualifiers{};      // ignored for the kind: const, restrict ...
   bool bare_pointers_are_buffers = false;  // CUDA: every pointer parameter is device memory
 };
 
