@@ -57,14 +57,17 @@ bench: build-release
 	build/release/bin/hal_bench_select
 
 # The fuzzers add what they find to a copy of the seed corpus, never to the repository's.
+# libFuzzer targets (fuzz/), each run for FUZZ_SECONDS from its seed corpus (fuzz/corpus/NAME).
+FUZZERS := selector plugin_table tensor_view kernel_signature
 fuzz: setup
 	@cmake --preset fuzz >/dev/null
-	@cmake --build build/fuzz --target selector_fuzz plugin_table_fuzz tensor_view_fuzz -j $(JOBS)
-	@mkdir -p build/fuzz/corpus/selector build/fuzz/corpus/plugin_table build/fuzz/corpus/tensor_view
-	@cp fuzz/corpus/selector/* build/fuzz/corpus/selector/
-	build/fuzz/bin/selector_fuzz -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/selector
-	build/fuzz/bin/plugin_table_fuzz -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/plugin_table
-	build/fuzz/bin/tensor_view_fuzz -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/tensor_view
+	@cmake --build build/fuzz --target $(FUZZERS:%=%_fuzz) -j $(JOBS)
+	@for name in $(FUZZERS); do \
+	  mkdir -p build/fuzz/corpus/$$name; \
+	  if [ -d fuzz/corpus/$$name ]; then cp fuzz/corpus/$$name/* build/fuzz/corpus/$$name/; fi; \
+	  echo "build/fuzz/bin/$${name}_fuzz -max_total_time=$(FUZZ_SECONDS)"; \
+	  build/fuzz/bin/$${name}_fuzz -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/$$name || exit 1; \
+	done
 
 install: build-release
 	cmake --install build/release --prefix $(PREFIX)
