@@ -59,12 +59,14 @@ bench: build-release
 # The fuzzers add what they find to a copy of the seed corpus, never to the repository's.
 fuzz: setup
 	@cmake --preset fuzz >/dev/null
-	@cmake --build build/fuzz --target selector_fuzz plugin_table_fuzz tensor_view_fuzz -j $(JOBS)
-	@mkdir -p build/fuzz/corpus/selector build/fuzz/corpus/plugin_table build/fuzz/corpus/tensor_view
+	@cmake --build build/fuzz --target selector_fuzz plugin_table_fuzz tensor_view_fuzz cli_args_fuzz -j $(JOBS)
+	@mkdir -p build/fuzz/corpus/selector build/fuzz/corpus/plugin_table build/fuzz/corpus/tensor_view build/fuzz/corpus/cli_args
 	@cp fuzz/corpus/selector/* build/fuzz/corpus/selector/
+	@cp fuzz/corpus/cli_args/* build/fuzz/corpus/cli_args/
 	build/fuzz/bin/selector_fuzz -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/selector
 	build/fuzz/bin/plugin_table_fuzz -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/plugin_table
 	build/fuzz/bin/tensor_view_fuzz -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/tensor_view
+	build/fuzz/bin/cli_args_fuzz -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/cli_args
 
 install: build-release
 	cmake --install build/release --prefix $(PREFIX)

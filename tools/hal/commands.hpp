@@ -14,7 +14,9 @@ struct ExitStatus {
 // hal's version and compiled-in backends, as `hal version` and `hal --version --json` print it.
 void print_version(bool json);
 
-// Each adds its subcommand to `app`; the subcommand's callback does the work and may throw.
+// Each adds its subcommand to `app`. Values the command cannot honour are refused as the
+// command line is parsed (a parse-complete callback); the work, which may throw, is the
+// subcommand's final callback (command_line.hpp).
 void add_devices_command(CLI::App& app);
 void add_version_command(CLI::App& app);
 void add_memory_command(CLI::App& app);
