@@ -39,8 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (std::string& argument : arguments) argv.push_back(argument.data());
   argv.push_back(nullptr);
 
+  hal::tool::leave_out_work();
   const std::unique_ptr<CLI::App> app = hal::tool::make_command_line();
-  hal::tool::leave_out_work(*app);
   try {
     app->parse(static_cast<int>(arguments.size()), argv.data());
   } catch (const CLI::ParseError&) {

@@ -1,6 +1,5 @@
 // Kernels: compiling what is not a kernel, and launching with the wrong arguments, buffers of
 // other devices, absurd local memory or geometry.
-#include <array>
 #include <stdexcept>
 
 #include "case_helpers.hpp"

@@ -1,5 +1,6 @@
 #include "command_line.hpp"
 
+#include <atomic>
 #include <iostream>
 
 #include "commands.hpp"
@@ -28,9 +29,17 @@ std::unique_ptr<CLI::App> make_command_line() {
   return app;
 }
 
-void leave_out_work(CLI::App& app) {
-  for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; }))
-    command->final_callback({});
+namespace {
+std::atomic<bool> work_left_out{false};
+}  // namespace
+
+void leave_out_work() { work_left_out = true; }
+
+void set_work(CLI::App& command, std::function<void()> work) {
+  // Wrapped rather than dropped when work is left out: the callback owns the options' storage.
+  command.final_callback([work = std::move(work)] {
+    if (!work_left_out) work();
+  });
 }
 
 int run_command_line(CLI::App& app, int argc, char** argv) {

@@ -13,8 +13,9 @@ namespace hal::tool {
 // value is hal::Error(InvalidArgument)) and does its work in its final callback.
 std::unique_ptr<CLI::App> make_command_line();
 
-// Drops every subcommand's work: parsing then reads and checks the options, and runs nothing.
-void leave_out_work(CLI::App& app);
+// From now on in this process, commands parse and check their options and do no work (their
+// final callbacks return at once): the fuzzer's setting.
+void leave_out_work();
 
 // Parses `argv` and runs the chosen command. Returns the exit status: 0, 1 for a hal::Error
 // or a failed command, 2 for a command line that does not parse; the error is reported on

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace hal::tool {
 
@@ -10,6 +11,10 @@ namespace hal::tool {
 struct ExitStatus {
   int status;
 };
+
+// Sets `command`'s work, as its final callback: what the command does once its options are
+// parsed and checked. `work` owns the options' storage, which the parse writes.
+void set_work(CLI::App& command, std::function<void()> work);
 
 // hal's version and compiled-in backends, as `hal version` and `hal --version --json` print it.
 void print_version(bool json);

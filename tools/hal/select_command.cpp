@@ -109,7 +109,7 @@ void add_select_command(CLI::App& app) {
   command->add_flag("--json", options->json, "Print JSON (schema hal.select/1)");
   // The numbers and names are checked as the command line is parsed; run() reads them again.
   command->parse_complete_callback([options] { (void)requirements_of(*options); });
-  command->callback([options] {
+  set_work(*command, [options] {
     if (const int status = run(*options); status != 0) throw ExitStatus{status};
   });
 }
