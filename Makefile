@@ -56,9 +56,9 @@ bench: build-release
 	-build/release/bin/hal_bench_ops --device=opencl:0
 	build/release/bin/hal_bench_select
 
-# The fuzzers add what they find to a copy of the seed corpus, never to the repository's.
 # libFuzzer targets (fuzz/), each run for FUZZ_SECONDS from its seed corpus (fuzz/corpus/NAME).
-FUZZERS := selector plugin_table tensor_view kernel_signature
+# They add what they find to a copy of the seed corpus, never to the repository's.
+FUZZERS := selector plugin_table tensor_view kernel_signature cli_args
 fuzz: setup
 	@cmake --preset fuzz >/dev/null
 	@cmake --build build/fuzz --target $(FUZZERS:%=%_fuzz) -j $(JOBS)

@@ -68,7 +68,10 @@ void add_memory_cases(Cases& cases) {
   const std::pair<MemoryKind, std::string_view> kinds[] = {
       {MemoryKind::pinned_host, feature::kPinnedHostMemory},
       {MemoryKind::unified, feature::kUnifiedMemory}};
-  for (const auto& [kind, needed] : kinds)
+  // Named copies: Clang before 16 captures no structured bindings (the fuzz preset's Clang 14).
+  for (const auto& entry : kinds) {
+    const MemoryKind kind = entry.first;
+    const std::string_view needed = entry.second;
     cases.push_back(
         {"memory.kind." + std::string(to_string(kind)), [kind, needed](const Device& d) {
            if (!d.info().has_feature(needed))
@@ -79,6 +82,7 @@ void add_memory_cases(Cases& cases) {
            std::memset(buffer.host_data(), 3, 8192);
            round_trip(d, buffer);
          }});
+  }
   cases.push_back({"memory.host_data_of_device_only_memory_is_refused", [](const Device& d) {
                      Buffer buffer = d.allocate(64);
                      if (buffer.host_accessible())

@@ -173,7 +173,9 @@ void add_op_cases(Cases& cases) {
                                            {DType::f32, DType::f16},
                                            {DType::f32, DType::bf16},
                                            {DType::i64, DType::u8}};
-  for (const auto& [from, to] : casts)
+  // Named copies: Clang before 16 captures no structured bindings (the fuzz preset's Clang 14).
+  for (const auto& pair : casts) {
+    const DType from = pair.first, to = pair.second;
     cases.push_back(
         {"op.cast." + std::string(to_string(from)) + "_to_" + std::string(to_string(to)),
          [from, to](const Device& d) {
@@ -181,6 +183,7 @@ void add_op_cases(Cases& cases) {
                d, {{{64}, from, -300, 300}},
                [to](const std::vector<Tensor>& in, Stream& s) { return cast(in[0], to, s); });
          }});
+  }
   cases.push_back({"op.matmul.batched_and_transposed.f32", [](const Device& d) {
                      differential(d,
                                   {{{3, 8, 5}, DType::f32, -1, 1}, {{3, 6, 5}, DType::f32, -1, 1}},

@@ -116,6 +116,10 @@ Kernel Device::compile(const KernelSource& source, const CompileOptions& options
   const detail::ErrorContext context(device.info().id, "compile");
   const std::string where = "compile of " + std::string(to_string(source.language)) + " kernel '" +
                             source.name + "' for " + device.info().id;
+  if (source.language > KernelLanguage::native)
+    throw Error(ErrorCode::InvalidArgument,
+                where + ": kernel language " + std::to_string(static_cast<int>(source.language)) +
+                    " is not one of hal's (portable, opencl_c, cuda, native)");
   if (source.name.empty())
     throw Error(ErrorCode::InvalidArgument, where + ": the kernel has no name (entry point)");
   if (source.code.empty()) throw Error(ErrorCode::InvalidArgument, where + ": the source is empty");

@@ -70,6 +70,10 @@ Tensor arange(double start, double end, double step, DType dtype, Stream& stream
 
 Tensor from_host(const void* data, const Shape& shape, DType dtype, Stream& stream) {
   Tensor out = empty(shape, dtype, stream.device());
+  if (!data && out.nbytes() > 0)
+    throw Error(ErrorCode::InvalidArgument, "from_host of " + out.describe() +
+                                                ": the host pointer is null for " +
+                                                std::to_string(out.nbytes()) + " bytes");
   const auto* first = static_cast<const unsigned char*>(data);
   upload(stream, out.storage(), std::vector<unsigned char>(first, first + out.nbytes()));
   return out;

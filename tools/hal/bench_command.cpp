@@ -225,7 +225,7 @@ void add_bench_command(CLI::App& app) {
   command->add_option("--output", options->output,
                       "Write the JSON document (schema hal.bench/1) to FILE");
   command->allow_extras();  // passed on to Google Benchmark, e.g. --benchmark_filter=hit
-  command->callback([command, options] {
+  set_work(*command, [command, options] {
     options->extra = command->remaining();
     if (const int status = run(*options); status != 0) throw ExitStatus{status};
   });

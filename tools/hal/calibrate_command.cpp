@@ -61,7 +61,7 @@ void add_calibrate_command(CLI::App& app) {
   command->add_flag("--quick", *quick, "Smaller sizes, fewer repetitions, f32 only");
   command->add_flag("--force", *force, "Measure again even where the cache holds figures");
   command->add_flag("--json", *json, "Print JSON (schema hal.calibrate/1)");
-  command->callback([=] { run(*id, *quick, *force, *json); });
+  set_work(*command, [=] { run(*id, *quick, *force, *json); });
 }
 
 }  // namespace hal::tool

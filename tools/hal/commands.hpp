@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace hal::tool {
 
@@ -11,10 +12,16 @@ struct ExitStatus {
   int status;
 };
 
+// Sets `command`'s work, as its final callback: what the command does once its options are
+// parsed and checked. `work` owns the options' storage, which the parse writes.
+void set_work(CLI::App& command, std::function<void()> work);
+
 // hal's version and compiled-in backends, as `hal version` and `hal --version --json` print it.
 void print_version(bool json);
 
-// Each adds its subcommand to `app`; the subcommand's callback does the work and may throw.
+// Each adds its subcommand to `app`. Values the command cannot honour are refused as the
+// command line is parsed (a parse-complete callback); the work, which may throw, is the
+// subcommand's final callback (command_line.hpp).
 void add_devices_command(CLI::App& app);
 void add_version_command(CLI::App& app);
 void add_memory_command(CLI::App& app);

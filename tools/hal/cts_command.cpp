@@ -48,7 +48,7 @@ void add_cts_command(CLI::App& app) {
   command->add_option("--filter", *filter, "Run only the cases whose names contain TEXT");
   command->add_flag("--list", *list,
                     "List the cases' names and stop (with --json: hal.cts.list/1)");
-  command->callback([=] {
+  set_work(*command, [=] {
     if (*list) return list_cases(*json);
     if (id->empty()) throw CLI::RequiredError("--device ID (or --list)");
     const cts::Report report = cts::run(device(*id), *filter);

@@ -209,7 +209,7 @@ void add_demo_command(CLI::App& app) {
   auto json_mode = std::make_shared<bool>(false);
   command->add_flag("--quick", *quick, "Smaller workloads and a quick calibration");
   command->add_flag("--json", *json_mode, "Print JSON (schema hal.demo/1)");
-  command->callback([quick, json_mode] {
+  set_work(*command, [quick, json_mode] {
     if (const int status = run(*quick, *json_mode); status != 0) throw ExitStatus{status};
   });
 }

@@ -58,7 +58,7 @@ void add_devices_command(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   command->add_flag("--all", *all, "Also list backends that are not available, with the reason");
   command->add_flag("--json", *json, "Print JSON (schema hal.devices/1)");
-  command->callback([all, json] { run(*all, *json); });
+  set_work(*command, [all, json] { run(*all, *json); });
 }
 
 }  // namespace hal::tool

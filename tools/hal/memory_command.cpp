@@ -118,7 +118,7 @@ void add_memory_command(CLI::App& app) {
   auto json_output = std::make_shared<bool>(false);
   command->add_option("--device", *id, "Device id or UUID prefix (default cpu:0)");
   command->add_flag("--json", *json_output, "Print JSON (schema hal.memory/1)");
-  command->callback([id, json_output] { run(*id, *json_output); });
+  set_work(*command, [id, json_output] { run(*id, *json_output); });
 }
 
 }  // namespace hal::tool

@@ -50,7 +50,7 @@ void add_ops_command(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   command->add_option("--device", *id, "Only this device (e.g. cpu:0)");
   command->add_flag("--json", *json, "Print JSON (schema hal.ops/1)");
-  command->callback([id, json] {
+  set_work(*command, [id, json] {
     const std::vector<Device> chosen = id->empty() ? devices() : std::vector<Device>{device(*id)};
     if (*json) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();

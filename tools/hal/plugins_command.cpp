@@ -15,7 +15,7 @@ void add_plugins_command(CLI::App& app) {
       "List the plugins found (HAL_PLUGIN_PATH, then hal's plugin folder) and their status");
   auto json = std::make_shared<bool>(false);
   command->add_flag("--json", *json, "Print JSON (schema hal.plugins/1)");
-  command->callback([json] {
+  set_work(*command, [json] {
     const std::vector<PluginInfo> found = plugins();
     if (*json) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();

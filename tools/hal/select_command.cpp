@@ -107,7 +107,9 @@ void add_select_command(CLI::App& app) {
                       "--dtype), instead of the reference 2048^3 f32");
   command->add_flag("--calibrate", options->calibrate, "Calibrate uncalibrated devices first");
   command->add_flag("--json", options->json, "Print JSON (schema hal.select/1)");
-  command->callback([options] {
+  // The numbers and names are checked as the command line is parsed; run() reads them again.
+  command->parse_complete_callback([options] { (void)requirements_of(*options); });
+  set_work(*command, [options] {
     if (const int status = run(*options); status != 0) throw ExitStatus{status};
   });
 }

@@ -64,7 +64,7 @@ void add_summary_command(CLI::App& app) {
       "summary", "Summarise every device: counts by backend, vendor and kind; memory; dtypes");
   auto json = std::make_shared<bool>(false);
   command->add_flag("--json", *json, "Print JSON (schema hal.summary/1)");
-  command->callback([json] {
+  set_work(*command, [json] {
     const Summary s = summary();
     if (!*json) return print(s);
     nlohmann::ordered_json out{{"schema", "hal.summary/1"}};

@@ -26,7 +26,7 @@ void add_version_command(CLI::App& app) {
   auto* command = app.add_subcommand("version", "Print hal's version and compiled-in backends");
   auto json = std::make_shared<bool>(false);
   command->add_flag("--json", *json, "Print JSON (schema hal.version/1)");
-  command->callback([json] { print_version(*json); });
+  set_work(*command, [json] { print_version(*json); });
 }
 
 }  // namespace hal::tool
