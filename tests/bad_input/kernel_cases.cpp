@@ -76,7 +76,9 @@ Area kernel_cases() {
              const Buffer x = d.allocate(64), y = d.allocate(64);
              launch_saxpy(d, s, {2.0f, x, y, 16u, KernelArg::local_memory(size_t{1} << 40)});
            },
-           InvalidArgument, "1099511627776 bytes of local memory",
+           // Refused either way: by the kernel's signature where it is known (saxpy takes four
+           // arguments), else by the device's local-memory limit.
+           InvalidArgument, "launch of 'saxpy'",
            [](const Device& d) { return d.info().limits.max_shared_memory_bytes > 0; }},
           {"launch_with_a_buffer_offset_past_its_end",
            [](const Device& d, Stream& s) {
@@ -153,8 +155,14 @@ Area kernel_cases() {
              launch_saxpy(d, s, {x, x, y, 16u});
            },
            InvalidArgument, "argument 0", runs_compiled_kernels},
-          // Not an 8-byte scalar: OpenCL (PoCL) takes it for a cl_mem and crashes (left to the
-          // kernel-argument signature checks).
+          // An 8-byte scalar is what PoCL took for a cl_mem (and crashed on); the launch checks
+          // it against the kernel's signature now, before any driver sees it.
+          {"launch_with_an_8_byte_scalar_where_a_buffer_goes",
+           [](const Device& d, Stream& s) {
+             const Buffer y = d.allocate(64);
+             launch_saxpy(d, s, {2.0f, uint64_t{12345678}, y, 16u});
+           },
+           InvalidArgument, "argument 1", runs_compiled_kernels},
           {"launch_with_a_4_byte_scalar_where_a_buffer_goes",
            [](const Device& d, Stream& s) {
              const Buffer y = d.allocate(64);
