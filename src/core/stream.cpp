@@ -185,7 +185,9 @@ void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
   if (const auto& params = kernel.impl()->params())
     if (auto mismatch = detail::argument_mismatch(*params, args)) [[unlikely]]
       throw Error(ErrorCode::InvalidArgument, what() + ": " + *mismatch);
-  uint64_t local_bytes = 0;
+  // Work-group memory in all: the dynamic shared memory of the launch and the local-memory
+  // arguments.
+  uint64_t local_bytes = config.shared_bytes;
   for (const KernelArg& arg : args)
     if (arg.kind() == KernelArg::Kind::local_memory) local_bytes += arg.offset();
   if (local_bytes > 0 && info.limits.max_shared_memory_bytes > 0 &&

@@ -71,6 +71,29 @@ TEST_P(MisuseSuite, LocalMemoryPastTheDevicesLimitIsRefused) {
   EXPECT_EQ(got, std::vector<float>(64, 1.0f));
 }
 
+// LaunchConfig::shared_bytes counts against the same limit as local-memory arguments, on every
+// backend, before any driver sees it.
+TEST_P(MisuseSuite, DynamicSharedMemoryPastTheDevicesLimitIsRefused) {
+  const uint64_t limit = device().info().limits.max_shared_memory_bytes;
+  if (limit == 0 || limit >= std::numeric_limits<uint32_t>::max())
+    GTEST_SKIP() << id() << " states no local-memory limit a launch can pass";
+  if (!device().info().has_feature(feature::kPortableKernels))
+    GTEST_SKIP() << id() << " compiles no portable kernels";
+  const Kernel kernel = device().compile(
+      {"touch", "KERNEL void touch(GLOBAL float* out) { out[global_id(0)] = 1.0f; }"});
+  Buffer out = device().allocate(64 * sizeof(float));
+  LaunchConfig config = LaunchConfig::linear(64);
+  config.shared_bytes = static_cast<uint32_t>(limit + 1);
+  expect_error([&] { stream.launch(kernel, config, {out}); }, ErrorCode::InvalidArgument,
+               {"touch", id(), std::to_string(limit + 1) + " bytes of local memory"});
+  config.shared_bytes = 0;
+  stream.launch(kernel, config, {out});
+  std::vector<float> got(64);
+  stream.copy_to_host(got.data(), out, got.size() * sizeof(float));
+  stream.synchronize();
+  EXPECT_EQ(got, std::vector<float>(64, 1.0f));
+}
+
 TEST_P(MisuseSuite, OutOfMemoryMessagesSayUnknownForFreeMemoryTheDeviceCannotTell) {
   const uint64_t largest = device().info().limits.max_allocation_bytes;
   if (largest == 0 || largest == std::numeric_limits<uint64_t>::max())
