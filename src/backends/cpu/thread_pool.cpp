@@ -1,5 +1,7 @@
 #include "backends/cpu/thread_pool.hpp"
 
+#include <utility>
+
 namespace hal::cpu {
 
 struct ThreadPool::Job {
@@ -70,8 +72,15 @@ void ThreadPool::parallel_for(size_t count, const std::function<void(size_t)>& f
   // Workers drop the job from the list once its chunks are all handed out.
   run_chunks(*job);
   job->done.wait([&] { return job->finished.load() == count; });
-  std::lock_guard lock(job->error_mutex);
-  if (job->error) std::rethrow_exception(job->error);
+  // The caller takes the only reference to the error: a worker may drop the job last, and the
+  // exception must not die there while the caller still reads it (an exception_ptr's count lives
+  // in the uninstrumented C++ runtime, so ThreadSanitizer could not see that release order).
+  std::exception_ptr error;
+  {
+    std::lock_guard lock(job->error_mutex);
+    error = std::exchange(job->error, nullptr);
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace hal::cpu
