@@ -33,5 +33,6 @@ void add_calibrate_command(CLI::App& app);
 void add_select_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
 void add_ops_command(CLI::App& app);
+void add_onnx_tests_command(CLI::App& app);
 
 }  // namespace hal::tool

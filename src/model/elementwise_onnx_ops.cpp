@@ -1,0 +1,306 @@
+// ONNX's elementwise math, logic and activation ops, from hal's elementwise ops. Constants take
+// the input's dtype so that an f16 activation stays f16.
+#include <limits>
+
+#include "hal/ops.hpp"
+#include "model/onnx_dtype.hpp"
+#include "model/onnx_ops.hpp"
+
+namespace hal::model {
+namespace {
+
+using Inputs = std::vector<Tensor>;
+using Outputs = std::vector<Tensor>;
+
+Tensor logical_and_of(const Tensor& a, const Tensor& b, Stream& s) {
+  return where(a, b, full({}, 0, DType::boolean, s), s);
+}
+
+Tensor constant(double value, DType dtype, const OpContext& ctx) {
+  return full({}, value, dtype, ctx.stream());
+}
+Tensor constant(double value, const Tensor& like, const OpContext& ctx) {
+  return constant(value, like.dtype(), ctx);
+}
+// ONNX gives the first input's dtype where hal would promote (Pow's exponent, Clip's bounds).
+Tensor keep_dtype(const Tensor& result, DType dtype, const OpContext& ctx) {
+  return result.dtype() == dtype ? result : cast(result, dtype, ctx.stream());
+}
+
+using Binary = Tensor (*)(const Tensor&, const Tensor&, Stream&);
+using Unary = Tensor (*)(const Tensor&, Stream&);
+
+// Before opset 7, `broadcast=1` with `axis` aligns B's dimensions with A's from that axis
+// (trailing ones are added); without `axis` it aligns them from the end, as NumPy does.
+Tensor legacy_broadcast(const OpContext& ctx, const Tensor& a, const Tensor& b) {
+  if (ctx.opset() >= 7 || ctx.attr_int("broadcast", 0) == 0 || !ctx.has("axis")) return b;
+  int64_t axis = ctx.attr_int("axis", 0);
+  if (axis < 0) axis += a.dim();
+  const int64_t trailing = a.dim() - axis - b.dim();
+  if (axis < 0 || trailing < 0)
+    ctx.invalid("B " + to_string(b.shape()) + " does not fit A " + to_string(a.shape()) +
+                " from axis " + std::to_string(ctx.attr_int("axis", 0)));
+  Shape shape = b.shape();
+  shape.insert(shape.end(), static_cast<size_t>(trailing), 1);
+  return b.contiguous(ctx.stream()).reshape(shape);
+}
+
+template <Binary op>
+Outputs binary(const OpContext& ctx, const Inputs& in) {
+  return {op(in.at(0), legacy_broadcast(ctx, in.at(0), in.at(1)), ctx.stream())};
+}
+template <Unary op>
+Outputs unary(const OpContext& ctx, const Inputs& in) {
+  return {op(in.at(0), ctx.stream())};
+}
+
+// Max, Min, Sum: any number of inputs, broadcast together.
+template <Binary op>
+Outputs variadic(const OpContext& ctx, const Inputs& in) {
+  if (in.empty()) ctx.invalid("needs at least one input");
+  Tensor result = in[0];
+  for (size_t i = 1; i < in.size(); ++i) result = op(result, in[i], ctx.stream());
+  return {in.size() == 1 ? result.contiguous(ctx.stream()) : result};
+}
+
+Outputs mean_of(const OpContext& ctx, const Inputs& in) {
+  Tensor total = variadic<add>(ctx, in)[0];
+  return {div(total, constant(static_cast<double>(in.size()), total, ctx), ctx.stream())};
+}
+
+Outputs pow_of(const OpContext& ctx, const Inputs& in) {
+  const Tensor exponent = legacy_broadcast(ctx, in.at(0), in.at(1));
+  return {keep_dtype(pow(in[0], exponent, ctx.stream()), in[0].dtype(), ctx)};
+}
+
+Outputs reciprocal(const OpContext& ctx, const Inputs& in) {
+  return {div(constant(1, in.at(0), ctx), in[0], ctx.stream())};
+}
+
+Outputs sign(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  Stream& s = ctx.stream();
+  const Tensor zero = constant(0, x, ctx);
+  return {sub(cast(gt(x, zero, s), x.dtype(), s), cast(lt(x, zero, s), x.dtype(), s), s)};
+}
+
+// x where x >= 0, else `negative(x)`: the shape of every leaky activation.
+template <class Negative>
+Tensor piecewise(const OpContext& ctx, const Tensor& x, Negative negative) {
+  Stream& s = ctx.stream();
+  return where(lt(x, constant(0, x, ctx), s), negative(x), x, s);
+}
+
+Outputs leaky_relu(const OpContext& ctx, const Inputs& in) {
+  const double alpha = ctx.attr_float("alpha", 0.01f);
+  return {piecewise(ctx, in.at(0), [&](const Tensor& x) {
+    return mul(x, constant(alpha, x, ctx), ctx.stream());
+  })};
+}
+
+Outputs prelu(const OpContext& ctx, const Inputs& in) {
+  Tensor slope = in.at(1);
+  const Tensor& input = in.at(0);
+  // Before opset 7 a 1-d slope holds one value per channel (dimension 1).
+  if (ctx.opset() < 7 && slope.dim() == 1 && input.dim() > 2 && slope.size(0) == input.size(1)) {
+    Shape shape{slope.size(0)};
+    shape.resize(static_cast<size_t>(input.dim() - 1), 1);
+    slope = slope.contiguous(ctx.stream()).reshape(shape);
+  }
+  return {keep_dtype(
+      piecewise(ctx, in.at(0), [&](const Tensor& x) { return mul(x, slope, ctx.stream()); }),
+      in[0].dtype(), ctx)};
+}
+
+Tensor elu_of(const OpContext& ctx, const Tensor& x, double alpha) {
+  Stream& s = ctx.stream();
+  return piecewise(ctx, x, [&](const Tensor& v) {
+    return mul(sub(exp(v, s), constant(1, v, ctx), s), constant(alpha, v, ctx), s);
+  });
+}
+
+Outputs elu(const OpContext& ctx, const Inputs& in) {
+  return {elu_of(ctx, in.at(0), ctx.attr_float("alpha", 1.0f))};
+}
+
+Outputs selu(const OpContext& ctx, const Inputs& in) {
+  const double alpha = ctx.attr_float("alpha", 1.67326319217681884765625f);
+  const double gamma = ctx.attr_float("gamma", 1.05070102214813232421875f);
+  const Tensor& x = in.at(0);
+  Stream& s = ctx.stream();
+  const Tensor negative =
+      sub(mul(exp(x, s), constant(alpha, x, ctx), s), constant(alpha, x, ctx), s);
+  const Tensor inner = where(le(x, constant(0, x, ctx), s), negative, x, s);
+  return {mul(inner, constant(gamma, x, ctx), s)};
+}
+
+Tensor hard_sigmoid_of(const OpContext& ctx, const Tensor& x, double alpha, double beta) {
+  Stream& s = ctx.stream();
+  const Tensor linear = add(mul(x, constant(alpha, x, ctx), s), constant(beta, x, ctx), s);
+  return maximum(constant(0, x, ctx), minimum(constant(1, x, ctx), linear, s), s);
+}
+
+Outputs hard_sigmoid(const OpContext& ctx, const Inputs& in) {
+  return {
+      hard_sigmoid_of(ctx, in.at(0), ctx.attr_float("alpha", 0.2f), ctx.attr_float("beta", 0.5f))};
+}
+
+Outputs softplus(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  Stream& s = ctx.stream();
+  return {log(add(exp(x, s), constant(1, x, ctx), s), s)};
+}
+
+Outputs softsign(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  Stream& s = ctx.stream();
+  return {div(x, add(constant(1, x, ctx), abs(x, s), s), s)};
+}
+
+Outputs thresholded_relu(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  Stream& s = ctx.stream();
+  const double alpha = ctx.attr_float("alpha", 1.0f);
+  return {where(gt(x, constant(alpha, x, ctx), s), x, constant(0, x, ctx), s)};
+}
+
+Outputs shrink(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  Stream& s = ctx.stream();
+  const double bias = ctx.attr_float("bias", 0.0f);
+  const double lambd = ctx.attr_float("lambd", 0.5f);
+  const Tensor above = where(gt(x, constant(lambd, x, ctx), s), sub(x, constant(bias, x, ctx), s),
+                             constant(0, x, ctx), s);
+  return {keep_dtype(
+      where(lt(x, constant(-lambd, x, ctx), s), add(x, constant(bias, x, ctx), s), above, s),
+      x.dtype(), ctx)};
+}
+
+Outputs clip(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  Stream& s = ctx.stream();
+  Tensor low, high;
+  if (ctx.opset() < 11) {
+    if (ctx.has("min")) low = constant(ctx.attr_float("min", 0), x, ctx);
+    if (ctx.has("max")) high = constant(ctx.attr_float("max", 0), x, ctx);
+  } else {
+    if (in.size() > 1 && in[1].defined()) low = in[1];
+    if (in.size() > 2 && in[2].defined()) high = in[2];
+  }
+  Tensor result = x;
+  if (low.defined()) result = keep_dtype(maximum(result, low, s), x.dtype(), ctx);
+  if (high.defined()) result = keep_dtype(minimum(result, high, s), x.dtype(), ctx);
+  return {result.contiguous(s)};
+}
+
+// Mod: integers take the divisor's sign (Python's %), fmod=1 the dividend's (C's fmod), from
+// truncating division: r = a - trunc(a / b) * b, moved by b where the signs disagree.
+Outputs mod(const OpContext& ctx, const Inputs& in) {
+  Stream& s = ctx.stream();
+  const Tensor& a = in.at(0);
+  const Tensor& b = in.at(1);
+  const bool floating = a.dtype() == DType::f32 || a.dtype() == DType::f64 ||
+                        a.dtype() == DType::f16 || a.dtype() == DType::bf16;
+  const bool fmod = ctx.attr_int("fmod", 0) != 0;
+  if (floating && !fmod) ctx.invalid("fmod must be 1 for floating-point inputs");
+  Tensor quotient = div(a, b, s);
+  if (floating) quotient = cast(cast(quotient, DType::i64, s), a.dtype(), s);
+  const Tensor r = sub(a, mul(quotient, b, s), s);
+  if (fmod) return {r};
+  const Tensor zero = constant(0, r, ctx);
+  const Tensor disagree = ne(lt(r, zero, s), lt(b, zero, s), s);
+  return {where(logical_and_of(ne(r, zero, s), disagree, s), add(r, b, s), r, s)};
+}
+
+Outputs logical_not(const OpContext& ctx, const Inputs& in) {
+  return {eq(in.at(0), constant(0, DType::boolean, ctx), ctx.stream())};
+}
+Outputs logical_and(const OpContext& ctx, const Inputs& in) {
+  const Tensor b = legacy_broadcast(ctx, in.at(0), in.at(1));
+  return {where(in[0], b, constant(0, DType::boolean, ctx), ctx.stream())};
+}
+Outputs logical_or(const OpContext& ctx, const Inputs& in) {
+  const Tensor b = legacy_broadcast(ctx, in.at(0), in.at(1));
+  return {where(in[0], constant(1, DType::boolean, ctx), b, ctx.stream())};
+}
+
+Outputs cast_to(const OpContext& ctx, const Inputs& in) {
+  const int64_t to = ctx.attr_int("to", 0);
+  const auto dtype = dtype_from_onnx(static_cast<int32_t>(to));
+  if (!dtype) ctx.unsupported("cast to ONNX type " + std::to_string(to) + ", which hal has not");
+  return {cast(in.at(0), *dtype, ctx.stream())};
+}
+
+Outputs cast_like(const OpContext& ctx, const Inputs& in) {
+  return {cast(in.at(0), in.at(1).dtype(), ctx.stream())};
+}
+
+Outputs where_of(const OpContext& ctx, const Inputs& in) {
+  return {where(in.at(0), in.at(1), in.at(2), ctx.stream())};
+}
+
+Outputs identity(const OpContext& ctx, const Inputs& in) {
+  return {in.at(0).contiguous(ctx.stream())};
+}
+
+// Inference: the input unchanged, and a mask of ones where one is asked for.
+Outputs dropout(const OpContext& ctx, const Inputs& in) {
+  if (in.size() > 2 && in[2].defined() && ctx.read_scalar(in[2]) != 0.0)
+    ctx.unsupported("training_mode: dropout runs as in inference only");
+  Tensor x = in.at(0).contiguous(ctx.stream());
+  if (ctx.node().outputs.size() < 2 || ctx.node().outputs[1].empty()) return {x};
+  return {x, full(x.shape(), 1, DType::boolean, ctx.stream())};
+}
+
+}  // namespace
+
+std::vector<OnnxOp> elementwise_onnx_ops() {
+  return {
+      {"Add", 1, binary<add>},
+      {"Sub", 1, binary<sub>},
+      {"Mul", 1, binary<mul>},
+      {"Div", 1, binary<div>},
+      {"Pow", 1, pow_of},
+      {"Max", 1, variadic<maximum>},
+      {"Min", 1, variadic<minimum>},
+      {"Sum", 1, variadic<add>},
+      {"Mean", 1, mean_of},
+      {"Equal", 1, binary<eq>},
+      {"Less", 1, binary<lt>},
+      {"LessOrEqual", 12, binary<le>},
+      {"Greater", 1, binary<gt>},
+      {"GreaterOrEqual", 12, binary<ge>},
+      {"Not", 1, logical_not},
+      {"And", 1, logical_and},
+      {"Or", 1, logical_or},
+      {"Xor", 1, binary<ne>},
+      {"Where", 9, where_of},
+      {"Neg", 1, unary<neg>},
+      {"Abs", 1, unary<abs>},
+      {"Relu", 1, unary<relu>},
+      {"Exp", 1, unary<exp>},
+      {"Log", 1, unary<log>},
+      {"Sqrt", 1, unary<sqrt>},
+      {"Tanh", 1, unary<tanh>},
+      {"Sigmoid", 1, unary<sigmoid>},
+      {"Reciprocal", 1, reciprocal},
+      {"Sign", 9, sign},
+      {"LeakyRelu", 1, leaky_relu},
+      {"PRelu", 1, prelu},
+      {"Elu", 1, elu},
+      {"Selu", 1, selu},
+      {"HardSigmoid", 1, hard_sigmoid},
+      {"Softplus", 1, softplus},
+      {"Softsign", 1, softsign},
+      {"ThresholdedRelu", 10, thresholded_relu},
+      {"Shrink", 9, shrink},
+      {"Clip", 1, clip},
+      {"Mod", 10, mod},
+      {"Cast", 6, cast_to},
+      {"CastLike", 15, cast_like},
+      {"Identity", 1, identity},
+      {"Dropout", 1, dropout},
+  };
+}
+
+}  // namespace hal::model

@@ -1,0 +1,64 @@
+// A loaded model as hal runs it: nodes in an order where every input is defined before use,
+// attributes decoded, constants as host tensors. Built from ONNX's protobuf classes by
+// onnx_import.cpp and free of them, so the executor and the planner never see protobuf.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "hal/dtype.hpp"
+#include "hal/model.hpp"
+#include "hal/tensor.hpp"
+
+namespace hal::model {
+
+// A tensor held on the host: an initializer, a Constant's value, a test's input.
+struct HostTensor {
+  DType dtype = DType::f32;
+  Shape shape;
+  std::vector<std::byte> bytes;  // numel * size_of(dtype), row-major
+
+  int64_t numel() const { return hal::numel(shape); }
+  template <class T>
+  const T* data() const {
+    return reinterpret_cast<const T*>(bytes.data());
+  }
+};
+
+struct ModelGraph;
+
+using AttributeValue =
+    std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>,
+                 std::vector<std::string>, HostTensor, std::shared_ptr<const ModelGraph>>;
+
+struct Node {
+  std::string name;  // the node's name, or "<op_type> #<index>" where the model gives none
+  std::string op_type;
+  std::string domain;               // "" for the default domain
+  int64_t opset = 0;                // of the node's domain, as the model imports it
+  std::vector<std::string> inputs;  // "" for an optional input left out
+  std::vector<std::string> outputs;
+  std::map<std::string, AttributeValue, std::less<>> attributes;
+
+  // "node 'conv1' (Conv, opset 13)": how errors name a node.
+  std::string describe() const;
+};
+
+struct ModelGraph {
+  std::string name;  // the file, or the name given to load_onnx_bytes
+  int64_t opset = 0;
+  std::vector<Node> nodes;  // topologically sorted
+  std::map<std::string, HostTensor, std::less<>> initializers;
+  std::vector<ModelValue> inputs;  // without the initializers
+  std::vector<ModelValue> outputs;
+  // For each value, the index of the last node that reads it (graph outputs: nodes.size()),
+  // so the executor frees intermediates as soon as it can.
+  std::map<std::string, size_t, std::less<>> last_use;
+};
+
+}  // namespace hal::model

@@ -1,0 +1,138 @@
+// ONNX's matrix products and normalisations, from hal's matmul (the device's BLAS), layer_norm
+// and elementwise ops.
+#include "hal/ops.hpp"
+#include "model/onnx_ops.hpp"
+
+namespace hal::model {
+namespace {
+
+using Inputs = std::vector<Tensor>;
+using Outputs = std::vector<Tensor>;
+
+bool given(const Inputs& in, size_t index) { return in.size() > index && in[index].defined(); }
+
+Tensor constant(double value, const Tensor& like, const OpContext& ctx) {
+  return full({}, value, like.dtype(), ctx.stream());
+}
+
+Outputs matmul_of(const OpContext& ctx, const Inputs& in) {
+  return {matmul(in.at(0), in.at(1), ctx.stream())};
+}
+
+// alpha * A' B' + beta * C, A' and B' transposed where asked: transposed views go to the BLAS
+// as they are.
+Outputs gemm(const OpContext& ctx, const Inputs& in) {
+  Stream& s = ctx.stream();
+  Tensor a = in.at(0), b = in.at(1);
+  if (a.dim() != 2 || b.dim() != 2)
+    ctx.invalid("A and B must be 2-d, got " + to_string(a.shape()) + " and " +
+                to_string(b.shape()));
+  if (ctx.attr_int("transA", 0)) a = a.transpose(0, 1);
+  if (ctx.attr_int("transB", 0)) b = b.transpose(0, 1);
+  const double alpha = ctx.attr_float("alpha", 1.0f);
+  const double beta = ctx.attr_float("beta", 1.0f);
+  Tensor y = matmul(a, b, s);
+  if (alpha != 1.0) y = mul(y, constant(alpha, y, ctx), s);
+  if (given(in, 2) && beta != 0.0) {
+    const Tensor c = beta == 1.0 ? in[2] : mul(in[2], constant(beta, in[2], ctx), s);
+    y = add(y, c, s);
+  }
+  return {y};
+}
+
+// Per-channel parameters [C] seen as [C, 1, ...] against an [N, C, ...] input.
+Tensor per_channel(const Tensor& p, int64_t rank) {
+  Shape shape{p.numel()};
+  shape.resize(static_cast<size_t>(std::max<int64_t>(rank - 1, 1)), 1);
+  return p.reshape(shape);
+}
+
+// Inference: (x - mean) / sqrt(var + eps) * scale + bias, with the running statistics.
+Outputs batch_norm(const OpContext& ctx, const Inputs& in) {
+  if (ctx.attr_int("training_mode", 0) != 0 || ctx.node().outputs.size() > 1)
+    ctx.unsupported("training mode (running statistics as outputs)");
+  if (ctx.opset() < 9 && ctx.attr_int("spatial", 1) == 0)
+    ctx.unsupported("spatial=0 (statistics per element, not per channel)");
+  Stream& s = ctx.stream();
+  const Tensor& x = in.at(0);
+  const double eps = ctx.attr_float("epsilon", 1e-5f);
+  const int64_t rank = x.dim();
+  const Tensor scale = per_channel(in.at(1), rank), bias = per_channel(in.at(2), rank);
+  const Tensor mean = per_channel(in.at(3), rank), var = per_channel(in.at(4), rank);
+  const Tensor inv_std = rsqrt(add(var, constant(eps, var, ctx), s), s);
+  return {add(mul(mul(sub(x, mean, s), inv_std, s), scale, s), bias, s)};
+}
+
+std::vector<int64_t> spatial_axes(const Tensor& x) {
+  std::vector<int64_t> axes;
+  for (int64_t d = 2; d < x.dim(); ++d) axes.push_back(d);
+  return axes;
+}
+
+Outputs instance_norm(const OpContext& ctx, const Inputs& in) {
+  Stream& s = ctx.stream();
+  const Tensor& x = in.at(0);
+  if (x.dim() < 3) ctx.invalid("expects [N, C, D1, ...], got " + to_string(x.shape()));
+  const double eps = ctx.attr_float("epsilon", 1e-5f);
+  const auto axes = spatial_axes(x);
+  const Tensor centred = sub(x, mean(x, axes, true, s), s);
+  const Tensor var = mean(mul(centred, centred, s), axes, true, s);
+  const Tensor normalized = mul(centred, rsqrt(add(var, constant(eps, var, ctx), s), s), s);
+  return {
+      add(mul(normalized, per_channel(in.at(1), x.dim()), s), per_channel(in.at(2), x.dim()), s)};
+}
+
+// Opset 17: over the dimensions from `axis` on; the optional outputs are the mean and
+// 1 / sqrt(var + eps), computed in f32 (stash_type 1) with the reduced dimensions kept.
+Outputs layer_norm_of(const OpContext& ctx, const Inputs& in) {
+  Stream& s = ctx.stream();
+  const Tensor& x = in.at(0);
+  int64_t axis = ctx.attr_int("axis", -1);
+  if (axis < 0) axis += x.dim();
+  if (axis < 0 || axis >= x.dim()) ctx.invalid("axis out of range for " + to_string(x.shape()));
+  const double eps = ctx.attr_float("epsilon", 1e-5f);
+  const Shape normalized(x.shape().begin() + axis, x.shape().end());
+  auto as_normalized = [&](const Tensor& p) {
+    return p.shape() == normalized ? p : p.expand(normalized).contiguous(s);
+  };
+  const Tensor scale = as_normalized(in.at(1));
+  const Tensor bias = given(in, 2) ? as_normalized(in[2]) : Tensor();
+  Outputs out{layer_norm(x, normalized, scale, bias, eps, s)};
+  const auto& outputs = ctx.node().outputs;
+  const bool wants_stats =
+      (outputs.size() > 1 && !outputs[1].empty()) || (outputs.size() > 2 && !outputs[2].empty());
+  if (wants_stats) {
+    std::vector<int64_t> axes;
+    for (int64_t d = axis; d < x.dim(); ++d) axes.push_back(d);
+    const Tensor x32 = x.dtype() == DType::f32 ? x : cast(x, DType::f32, s);
+    const Tensor mu = mean(x32, axes, true, s);
+    const Tensor centred = sub(x32, mu, s);
+    const Tensor var = mean(mul(centred, centred, s), axes, true, s);
+    out.push_back(mu);
+    out.push_back(rsqrt(add(var, full({}, eps, DType::f32, s), s), s));
+  }
+  return out;
+}
+
+Outputs global_average_pool(const OpContext& ctx, const Inputs& in) {
+  return {mean(in.at(0), spatial_axes(in[0]), true, ctx.stream())};
+}
+Outputs global_max_pool(const OpContext& ctx, const Inputs& in) {
+  return {max(in.at(0), spatial_axes(in[0]), true, ctx.stream())};
+}
+
+}  // namespace
+
+std::vector<OnnxOp> nn_onnx_ops() {
+  return {
+      {"MatMul", 1, matmul_of},
+      {"Gemm", 1, gemm},
+      {"BatchNormalization", 1, batch_norm},
+      {"InstanceNormalization", 1, instance_norm},
+      {"LayerNormalization", 17, layer_norm_of},
+      {"GlobalAveragePool", 1, global_average_pool},
+      {"GlobalMaxPool", 1, global_max_pool},
+  };
+}
+
+}  // namespace hal::model

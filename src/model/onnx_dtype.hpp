@@ -1,0 +1,19 @@
+// ONNX element types (TensorProto::DataType numbers) and hal's dtypes, without protobuf's
+// headers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "hal/dtype.hpp"
+
+namespace hal::model {
+
+// The hal dtype of an ONNX element type; nullopt for those hal has not (strings, complex, 16-
+// and 32-bit unsigned ...).
+std::optional<DType> dtype_from_onnx(int32_t elem_type);
+// "FLOAT", "STRING", ...; "type 42" for a number ONNX does not define.
+std::string onnx_type_name(int32_t elem_type);
+
+}  // namespace hal::model

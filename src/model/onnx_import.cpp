@@ -1,0 +1,395 @@
+// ModelProto -> ModelGraph: parse with ONNX's protobuf classes, validate with ONNX's checker,
+// decode attributes and initializers, and expand the ops hal does not run natively into the
+// functions their ONNX schemas (or the model itself) define them as.
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+
+#include "hal/error.hpp"
+#include "model/model_graph.hpp"
+#include "model/onnx_ops.hpp"
+#include "model/onnx_tensor.hpp"
+
+namespace hal {
+namespace model {
+namespace {
+
+constexpr int64_t kMinOpset = 1;
+constexpr int64_t kMaxOpset = 17;
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw Error(ErrorCode::InvalidArgument, message);
+}
+[[noreturn]] void unsupported(const std::string& message) {
+  throw Error(ErrorCode::Unsupported, message);
+}
+
+bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+ModelValue value_from_onnx(const onnx::ValueInfoProto& info, const std::string& model) {
+  if (!info.type().has_tensor_type())
+    unsupported(model + ": graph value '" + info.name() +
+                "' is not a tensor (sequences, maps and optionals are not supported)");
+  const auto& tensor = info.type().tensor_type();
+  const auto dtype = dtype_from_onnx(tensor.elem_type());
+  if (!dtype)
+    unsupported(model + ": graph value '" + info.name() + "' has element type " +
+                onnx_type_name(tensor.elem_type()));
+  ModelValue value{info.name(), *dtype, {}, tensor.has_shape()};
+  for (const auto& dim : tensor.shape().dim()) {
+    ModelDim out;
+    if (dim.has_dim_value())
+      out.size = dim.dim_value();
+    else if (dim.has_dim_param())
+      out.symbol = dim.dim_param();
+    value.shape.push_back(out);
+  }
+  return value;
+}
+
+// The functions a model defines itself, by domain and name.
+using LocalFunctions = std::map<std::pair<std::string, std::string>, const onnx::FunctionProto*>;
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& proto, std::string name, std::filesystem::path directory)
+      : proto_(proto), name_(std::move(name)), directory_(std::move(directory)) {
+    for (const auto& opset : proto.opset_import()) opsets_[opset.domain()] = opset.version();
+    for (const auto& function : proto.functions())
+      functions_[{function.domain(), function.name()}] = &function;
+  }
+
+  ModelGraph run() {
+    ModelGraph graph;
+    graph.name = name_;
+    graph.opset = default_opset();
+    const auto& g = proto_.graph();
+    for (const auto& init : g.initializer())
+      graph.initializers[init.name()] =
+          tensor_from_onnx(init, directory_, "initializer '" + init.name() + "' of " + name_);
+    if (g.sparse_initializer_size() > 0) unsupported(name_ + ": sparse initializers");
+    for (const auto& input : g.input())
+      if (!graph.initializers.contains(input.name()))
+        graph.inputs.push_back(value_from_onnx(input, name_));
+    for (const auto& output : g.output()) graph.outputs.push_back(value_from_onnx(output, name_));
+    for (int i = 0; i < g.node_size(); ++i) add_node(g.node(i), {}, graph, 0, 0);
+    check_order(graph);
+    return graph;
+  }
+
+ private:
+  int64_t default_opset() const {
+    int64_t opset = 0;
+    for (const auto& [domain, version] : opsets_)
+      if (is_default_domain(domain)) opset = version;
+    if (opset == 0) return 0;  // only other domains' ops, which the nodes will name
+    if (opset < kMinOpset || opset > kMaxOpset)
+      unsupported(name_ + ": imports opset " + std::to_string(opset) +
+                  " of the default domain; hal runs opsets " + std::to_string(kMinOpset) + " to " +
+                  std::to_string(kMaxOpset));
+    return opset;
+  }
+
+  // `opset`: the default domain's opset the node speaks (a function body's own), 0 for the
+  // model's.
+  Node decode(const onnx::NodeProto& proto, size_t index, int64_t opset) const {
+    Node node;
+    node.op_type = proto.op_type();
+    node.domain = is_default_domain(proto.domain()) ? "" : proto.domain();
+    if (node.domain.empty() && opset > 0) {
+      node.opset = opset;
+    } else {
+      const auto imported = opsets_.find(node.domain);
+      node.opset = imported != opsets_.end() ? imported->second : default_opset_or_zero();
+    }
+    node.name = proto.name().empty() ? node.op_type + " #" + std::to_string(index) : proto.name();
+    node.inputs.assign(proto.input().begin(), proto.input().end());
+    node.outputs.assign(proto.output().begin(), proto.output().end());
+    for (const auto& attribute : proto.attribute())
+      node.attributes[attribute.name()] = decode(attribute, node);
+    return node;
+  }
+
+  int64_t default_opset_or_zero() const {
+    for (const auto& [domain, version] : opsets_)
+      if (is_default_domain(domain)) return version;
+    return 0;
+  }
+
+  AttributeValue decode(const onnx::AttributeProto& a, const Node& node) const {
+    using A = onnx::AttributeProto;
+    const std::string where = node.describe() + ", attribute '" + a.name() + "'";
+    switch (a.type()) {
+      case A::INT:
+        return a.i();
+      case A::FLOAT:
+        return a.f();
+      case A::STRING:
+        return a.s();
+      case A::INTS:
+        return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+      case A::FLOATS:
+        return std::vector<float>(a.floats().begin(), a.floats().end());
+      case A::STRINGS:
+        return std::vector<std::string>(a.strings().begin(), a.strings().end());
+      case A::TENSOR:
+        return tensor_from_onnx(a.t(), directory_, where);
+      case A::GRAPH:
+      case A::GRAPHS:
+        unsupported(where + ": subgraphs (If, Loop, Scan) are not supported yet");
+      default:
+        unsupported(where + ": attribute type " + A::AttributeType_Name(a.type()));
+    }
+  }
+
+  // Adds `proto` (a node of the graph, or of a function being expanded, whose values are
+  // renamed by `rename`) to the graph: as itself where hal runs its op, else as its function.
+  void add_node(const onnx::NodeProto& proto, const std::map<std::string, std::string>& rename,
+                ModelGraph& graph, int depth, int64_t opset) {
+    onnx::NodeProto node_proto = proto;
+    for (auto& input : *node_proto.mutable_input())
+      if (auto found = rename.find(input); found != rename.end()) input = found->second;
+    for (auto& output : *node_proto.mutable_output())
+      if (auto found = rename.find(output); found != rename.end()) output = found->second;
+    Node node = decode(node_proto, graph.nodes.size(), opset);
+    if (node.domain.empty() && find_onnx_op(node.op_type, node.opset)) {
+      record_types(node, graph);
+      graph.nodes.push_back(std::move(node));
+      return;
+    }
+    if (depth > 8) unsupported(node.describe() + ": functions nested deeper than 8");
+    if (const onnx::FunctionProto* function = local_function(node_proto)) {
+      return expand(node_proto, *function, graph, depth, nullptr);
+    }
+    if (node.domain.empty()) {
+      const auto* schema =
+          onnx::OpSchemaRegistry::Schema(node.op_type, static_cast<int>(node.opset), "");
+      if (!schema)
+        unsupported(node.describe() + ": no such op in ONNX's opset " + std::to_string(node.opset));
+      onnx::FunctionProto body;
+      if (schema->HasFunction() && schema->GetFunction()) {
+        body = *schema->GetFunction();
+      } else if (schema->HasContextDependentFunction()) {
+        std::vector<onnx::TypeProto> types;  // the functions that need input types get them
+        for (const auto& input : node_proto.input()) types.push_back(type_of(input, graph));
+        onnx::FunctionBodyBuildContextImpl context(node_proto, types);
+        if (!schema->BuildContextDependentFunction(context, body))
+          unsupported(node.describe() +
+                      ": hal has no kernel for it and its function body "
+                      "does not build for these inputs");
+      } else {
+        unsupported(node.describe() + ": hal has no kernel for this op");
+      }
+      return expand(node_proto, body, graph, depth, schema);
+    }
+    unsupported(node.describe() + ": ops of domain '" + node.domain + "' are not supported");
+  }
+
+  const onnx::FunctionProto* local_function(const onnx::NodeProto& node) const {
+    const auto found = functions_.find({node.domain(), node.op_type()});
+    return found == functions_.end() ? nullptr : found->second;
+  }
+
+  // The element type of a value known so far, for the function bodies that depend on their
+  // inputs' types (SoftmaxCrossEntropyLoss casts constants to them). Values the graph declares
+  // have theirs; a node's outputs are guessed from its op (record_types), which is enough for a
+  // body's constants: its results are checked like any other node's.
+  onnx::TypeProto type_of(const std::string& value, const ModelGraph& graph) const {
+    onnx::TypeProto type;
+    for (const auto& input : proto_.graph().input())
+      if (input.name() == value) return input.type();
+    for (const auto& info : proto_.graph().value_info())
+      if (info.name() == value) return info.type();
+    int32_t elem = 0;
+    if (auto init = graph.initializers.find(value); init != graph.initializers.end())
+      elem = onnx_elem(init->second.dtype);
+    else if (auto known = produced_types_.find(value); known != produced_types_.end())
+      elem = known->second;
+    if (elem != 0) type.mutable_tensor_type()->set_elem_type(elem);
+    return type;
+  }
+
+  static int32_t onnx_elem(DType dtype) {
+    for (int32_t elem = 1; elem <= 16; ++elem)
+      if (dtype_from_onnx(elem) == dtype) return elem;
+    return 0;
+  }
+
+  void record_types(const Node& node, const ModelGraph& graph) {
+    int32_t elem = 0;
+    static const std::set<std::string> boolean{
+        "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor"};
+    static const std::set<std::string> index{"Shape", "Size", "ArgMax", "ArgMin"};
+    if (boolean.contains(node.op_type)) {
+      elem = onnx::TensorProto::BOOL;
+    } else if (index.contains(node.op_type)) {
+      elem = onnx::TensorProto::INT64;
+    } else if (node.op_type == "Cast") {
+      const auto to = node.attributes.find("to");
+      if (to != node.attributes.end())
+        if (const auto* number = std::get_if<int64_t>(&to->second))
+          elem = static_cast<int32_t>(*number);
+    } else if (!node.inputs.empty()) {
+      elem = type_of(node.inputs[0], graph).tensor_type().elem_type();
+    }
+    if (elem != 0)
+      for (const auto& output : node.outputs) produced_types_[output] = elem;
+  }
+
+  // Inlines a function: its inputs and outputs become the node's, its intermediate values get
+  // names unique in the graph, and attribute references take the node's values.
+  void expand(const onnx::NodeProto& node, const onnx::FunctionProto& function, ModelGraph& graph,
+              int depth, const onnx::OpSchema* schema) {
+    std::map<std::string, std::string> rename;
+    for (int i = 0; i < function.input_size(); ++i)
+      rename[function.input(i)] = i < node.input_size() ? node.input(i) : "";
+    for (int i = 0; i < function.output_size(); ++i)
+      rename[function.output(i)] = i < node.output_size() ? node.output(i) : "";
+    const std::string prefix = (node.name().empty() ? node.op_type() : node.name()) + "/" +
+                               std::to_string(expansions_++) + "/";
+    int64_t opset = 0;  // the body's own import of the default domain, where it has one
+    for (const auto& import : function.opset_import())
+      if (is_default_domain(import.domain())) opset = import.version();
+    std::map<std::string, const onnx::AttributeProto*> node_attributes;
+    // The node's attributes over the schema's defaults (MeanVarianceNormalization's axes).
+    if (schema)
+      for (const auto& [name, attribute] : schema->attributes())
+        if (attribute.default_value.type() != onnx::AttributeProto::UNDEFINED)
+          node_attributes[name] = &attribute.default_value;
+    for (const auto& a : node.attribute()) node_attributes[a.name()] = &a;
+    for (const auto& inner : function.node()) {
+      onnx::NodeProto copy = inner;
+      for (const auto& output : inner.output())
+        if (!rename.contains(output)) rename[output] = output.empty() ? "" : prefix + output;
+      // Attributes that refer to the calling node's: take its value, or drop (default).
+      auto* attributes = copy.mutable_attribute();
+      for (int a = attributes->size() - 1; a >= 0; --a) {
+        auto& attribute = (*attributes)[a];
+        if (attribute.ref_attr_name().empty()) continue;
+        const auto given = node_attributes.find(attribute.ref_attr_name());
+        if (given == node_attributes.end()) {
+          attributes->DeleteSubrange(a, 1);
+        } else {
+          const std::string name = attribute.name();
+          attribute = *given->second;
+          attribute.set_name(name);
+        }
+      }
+      if (copy.name().empty())
+        copy.set_name(prefix + inner.op_type());
+      else
+        copy.set_name(prefix + copy.name());
+      if (copy.domain().empty() || copy.domain() == "ai.onnx") {
+        // The body speaks the function's opset of the default domain.
+        copy.set_domain("");
+      }
+      add_node(copy, rename, graph, depth + 1, opset);
+    }
+  }
+
+  // Every input defined before its node reads it: by the graph, an initializer or an earlier
+  // node. ONNX requires the order; the checker's message is harder to read than this one.
+  static void check_order(ModelGraph& graph) {
+    std::set<std::string, std::less<>> defined;
+    for (const auto& input : graph.inputs) defined.insert(input.name);
+    for (const auto& [name, tensor] : graph.initializers) defined.insert(name);
+    std::map<std::string, size_t, std::less<>> produced_by;
+    for (size_t i = 0; i < graph.nodes.size(); ++i)
+      for (const auto& output : graph.nodes[i].outputs) produced_by.emplace(output, i);
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      const Node& node = graph.nodes[i];
+      for (const auto& input : node.inputs) {
+        if (input.empty() || defined.contains(input)) {
+          if (!input.empty()) graph.last_use[input] = i;
+          continue;
+        }
+        const auto later = produced_by.find(input);
+        if (later != produced_by.end())
+          invalid(graph.name + ": " + node.describe() + " reads '" + input + "', which " +
+                  graph.nodes[later->second].describe() +
+                  " produces later: the graph has a cycle or is not in topological order");
+        invalid(graph.name + ": " + node.describe() + " reads '" + input +
+                "', which no node, initializer or graph input defines");
+      }
+      for (const auto& output : node.outputs)
+        if (!output.empty()) defined.insert(output);
+    }
+    for (const auto& output : graph.outputs) {
+      if (!defined.contains(output.name))
+        invalid(graph.name + ": graph output '" + output.name + "' is defined by nothing");
+      graph.last_use[output.name] = graph.nodes.size();
+    }
+  }
+
+  const onnx::ModelProto& proto_;
+  std::string name_;
+  std::filesystem::path directory_;
+  std::map<std::string, int64_t> opsets_;
+  LocalFunctions functions_;
+  size_t expansions_ = 0;
+  std::map<std::string, int32_t> produced_types_;
+};
+
+// External data read into the initializers themselves (with hal's checks of where it may come
+// from): ONNX's checker looks for the files relative to the working directory otherwise.
+void inline_external_data(onnx::ModelProto& proto, const std::string& name,
+                          const std::filesystem::path& directory) {
+  for (auto& init : *proto.mutable_graph()->mutable_initializer()) {
+    if (init.data_location() != onnx::TensorProto::EXTERNAL) continue;
+    const HostTensor tensor =
+        tensor_from_onnx(init, directory, "initializer '" + init.name() + "' of " + name);
+    init.clear_external_data();
+    init.set_data_location(onnx::TensorProto::DEFAULT);
+    init.set_raw_data(tensor.bytes.data(), tensor.bytes.size());
+  }
+}
+
+Model import(onnx::ModelProto& proto, const std::string& name,
+             const std::filesystem::path& directory) {
+  inline_external_data(proto, name, directory);
+  try {
+    onnx::checker::check_model(proto);
+  } catch (const std::exception& error) {
+    invalid(name + ": not a valid ONNX model: " + error.what());
+  }
+  return Model(std::make_shared<const ModelGraph>(Importer(proto, name, directory).run()));
+}
+
+}  // namespace
+
+std::string Node::describe() const {
+  return "node '" + name + "' (" + (domain.empty() ? "" : domain + ".") + op_type + ", opset " +
+         std::to_string(opset) + ")";
+}
+
+}  // namespace model
+
+Model load_onnx_bytes(std::string_view bytes, std::string_view name,
+                      const std::filesystem::path& directory) {
+  onnx::ModelProto proto;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX))
+    throw Error(ErrorCode::Unsupported,
+                std::string(name) + ": models over 2 GiB must keep their weights in external data");
+  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(name) +
+                    ": not an ONNX model (the protobuf does not parse: truncated "
+                    "or another kind of file)");
+  return model::import(proto, std::string(name), directory);
+}
+
+Model load_onnx(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw Error(ErrorCode::InvalidArgument, "cannot open model file " + path.string());
+  std::stringstream contents;
+  contents << file.rdbuf();
+  const std::string bytes = std::move(contents).str();
+  return load_onnx_bytes(bytes, path.string(),
+                         path.parent_path().empty() ? "." : path.parent_path());
+}
+
+}  // namespace hal

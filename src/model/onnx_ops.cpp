@@ -1,0 +1,129 @@
+#include "model/onnx_ops.hpp"
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include "hal/error.hpp"
+#include "hal/ops.hpp"
+#include "tensor/element_codec.hpp"
+
+namespace hal::model {
+namespace {
+
+struct OpTable {
+  std::vector<OnnxOp> ops;  // by op type, then `since` descending
+  OpTable() {
+    for (auto family :
+         {elementwise_onnx_ops, shape_onnx_ops, reduce_onnx_ops, nn_onnx_ops, conv_onnx_ops})
+      for (const OnnxOp& op : family()) ops.push_back(op);
+    std::sort(ops.begin(), ops.end(), [](const OnnxOp& a, const OnnxOp& b) {
+      return a.op_type != b.op_type ? a.op_type < b.op_type : a.since > b.since;
+    });
+  }
+};
+
+const OpTable& table() {
+  static const OpTable instance;
+  return instance;
+}
+
+template <class T>
+const char* type_name() {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return "an int";
+  else if constexpr (std::is_same_v<T, float>)
+    return "a float";
+  else if constexpr (std::is_same_v<T, std::string>)
+    return "a string";
+  else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+    return "ints";
+  else if constexpr (std::is_same_v<T, std::vector<float>>)
+    return "floats";
+  else
+    return "a tensor";
+}
+
+}  // namespace
+
+const OnnxOp* find_onnx_op(std::string_view op_type, int64_t opset) {
+  for (const OnnxOp& op : table().ops)
+    if (op.op_type == op_type && op.since <= opset) return &op;
+  return nullptr;
+}
+
+std::vector<std::string> onnx_op_types() {
+  std::set<std::string> types;
+  for (const OnnxOp& op : table().ops) types.emplace(op.op_type);
+  return {types.begin(), types.end()};
+}
+
+const AttributeValue* OpContext::find(std::string_view name) const {
+  const auto found = node_.attributes.find(name);
+  return found == node_.attributes.end() ? nullptr : &found->second;
+}
+
+bool OpContext::has(std::string_view attribute) const { return find(attribute) != nullptr; }
+
+namespace {
+template <class T>
+T get(const OpContext& ctx, const AttributeValue* value, std::string_view name, T fallback) {
+  if (!value) return fallback;
+  if (const T* typed = std::get_if<T>(value)) return *typed;
+  ctx.invalid("attribute '" + std::string(name) + "' is not " + type_name<T>());
+}
+}  // namespace
+
+int64_t OpContext::attr_int(std::string_view name, int64_t fallback) const {
+  return get(*this, find(name), name, fallback);
+}
+float OpContext::attr_float(std::string_view name, float fallback) const {
+  return get(*this, find(name), name, fallback);
+}
+std::string OpContext::attr_string(std::string_view name, std::string fallback) const {
+  return get(*this, find(name), name, std::move(fallback));
+}
+std::vector<int64_t> OpContext::attr_ints(std::string_view name,
+                                          std::vector<int64_t> fallback) const {
+  return get(*this, find(name), name, std::move(fallback));
+}
+std::vector<float> OpContext::attr_floats(std::string_view name) const {
+  return get(*this, find(name), name, std::vector<float>{});
+}
+const HostTensor* OpContext::attr_tensor(std::string_view name) const {
+  const AttributeValue* value = find(name);
+  if (!value) return nullptr;
+  if (const auto* tensor = std::get_if<HostTensor>(value)) return tensor;
+  invalid("attribute '" + std::string(name) + "' is not a tensor");
+}
+
+std::vector<int64_t> OpContext::read_ints(const Tensor& tensor) const {
+  if (tensor.dtype() == DType::i64) return tensor.to_vector<int64_t>(stream_);
+  if (tensor.dtype() == DType::i32) {
+    const auto values = tensor.to_vector<int32_t>(stream_);
+    return {values.begin(), values.end()};
+  }
+  invalid("expects an int64 tensor, got " + tensor.describe());
+}
+
+double OpContext::read_scalar(const Tensor& tensor) const {
+  if (tensor.numel() != 1) invalid("expects a scalar, got " + tensor.describe());
+  std::array<std::byte, 8> element{};
+  tensor.copy_to_host(element.data(), stream_);
+  stream_.synchronize();
+  return tensor::decode(tensor.dtype(), element.data());
+}
+
+void OpContext::unsupported(const std::string& what) const {
+  throw Error(ErrorCode::Unsupported, node_.describe() + ": " + what);
+}
+
+void OpContext::invalid(const std::string& what) const {
+  throw Error(ErrorCode::InvalidArgument, node_.describe() + ": " + what);
+}
+
+Tensor upload(const HostTensor& tensor, Stream& stream) {
+  return from_host(tensor.bytes.data(), tensor.shape, tensor.dtype, stream);
+}
+
+}  // namespace hal::model

@@ -1,0 +1,84 @@
+// The ONNX ops hal runs, each written with hal's ops and views so that it runs on every device
+// those run on. One table maps an op type to its implementation; an op missing here but defined
+// by its ONNX schema as a function is expanded into that function at load (onnx_import.cpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hal/stream.hpp"
+#include "hal/tensor.hpp"
+#include "model/model_graph.hpp"
+
+namespace hal::model {
+
+// What an op implementation sees: its node (attributes, opset) and the stream it runs on.
+class OpContext {
+ public:
+  OpContext(const Node& node, Stream& stream) : node_(node), stream_(stream) {}
+
+  const Node& node() const { return node_; }
+  int64_t opset() const { return node_.opset; }
+  Stream& stream() const { return stream_; }
+
+  bool has(std::string_view attribute) const;
+  // An attribute's value, or `fallback` where the node has none; InvalidArgument naming the
+  // node and attribute when it holds another type.
+  int64_t attr_int(std::string_view name, int64_t fallback) const;
+  float attr_float(std::string_view name, float fallback) const;
+  std::string attr_string(std::string_view name, std::string fallback) const;
+  std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> fallback = {}) const;
+  std::vector<float> attr_floats(std::string_view name) const;
+  const HostTensor* attr_tensor(std::string_view name) const;
+
+  // The values of a small integer tensor (shapes, axes, pads), read back to the host; waits
+  // for the stream.
+  std::vector<int64_t> read_ints(const Tensor& tensor) const;
+  // The value of a one-element tensor, as double.
+  double read_scalar(const Tensor& tensor) const;
+
+  [[noreturn]] void unsupported(const std::string& what) const;  // Unsupported, naming the node
+  [[noreturn]] void invalid(const std::string& what) const;      // InvalidArgument, likewise
+
+ private:
+  const AttributeValue* find(std::string_view name) const;
+  const Node& node_;
+  Stream& stream_;
+};
+
+// `inputs` holds one tensor per node input, undefined (Tensor()) for an omitted optional one;
+// returns one tensor per node output (undefined ones for outputs the op does not give).
+using OpFunction = std::vector<Tensor> (*)(const OpContext& ctx, const std::vector<Tensor>& inputs);
+
+struct OnnxOp {
+  std::string_view op_type;
+  int64_t since;  // the first opset of the default domain whose semantics it implements
+  OpFunction run;
+};
+
+// The implementation of `op_type` at `opset`, or null.
+const OnnxOp* find_onnx_op(std::string_view op_type, int64_t opset);
+// Every op type hal runs natively, sorted.
+std::vector<std::string> onnx_op_types();
+
+// The families of ops, one file each; find_onnx_op reads them all.
+std::vector<OnnxOp> elementwise_onnx_ops();
+std::vector<OnnxOp> shape_onnx_ops();
+std::vector<OnnxOp> reduce_onnx_ops();
+std::vector<OnnxOp> nn_onnx_ops();
+std::vector<OnnxOp> conv_onnx_ops();
+
+// Building blocks the op families share (shape_onnx_ops.cpp). concat: the parts joined along
+// `axis`; pad_constant: `before`/`after` elements of `value` around each dimension (negative
+// counts crop).
+Tensor concat(const OpContext& ctx, const std::vector<Tensor>& parts, int64_t axis);
+Tensor pad_constant(const OpContext& ctx, Tensor x, const std::vector<int64_t>& before,
+                    const std::vector<int64_t>& after, double value);
+
+// A host tensor made a device tensor, enqueued on `stream`.
+Tensor upload(const HostTensor& tensor, Stream& stream);
+
+}  // namespace hal::model

@@ -1,0 +1,23 @@
+// ONNX's TensorProto to a host tensor and back: typed fields, raw_data, and external data files
+// (read only from inside the model's directory).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include <onnx/onnx_pb.h>
+
+#include "model/model_graph.hpp"
+#include "model/onnx_dtype.hpp"
+
+namespace hal::model {
+
+// `where` names the tensor in errors ("initializer 'w' of model.onnx"). Unsupported for an
+// element type hal has not; InvalidArgument for data that does not match the dims, a negative
+// dim, or an external file that is missing, too short or outside `directory`.
+HostTensor tensor_from_onnx(const onnx::TensorProto& proto, const std::filesystem::path& directory,
+                            std::string_view where);
+
+}  // namespace hal::model

@@ -1,0 +1,492 @@
+// ONNX's shape and layout ops, from hal's views: a view costs nothing, and the one copy that
+// makes the result contiguous runs on the device (strided copy).
+#include <algorithm>
+#include <numeric>
+
+#include "hal/ops.hpp"
+#include "model/onnx_dtype.hpp"
+#include "model/onnx_ops.hpp"
+
+namespace hal::model {
+namespace {
+
+using Inputs = std::vector<Tensor>;
+using Outputs = std::vector<Tensor>;
+
+int64_t wrap_axis(const OpContext& ctx, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    ctx.invalid("axis " + std::to_string(axis) + " is out of range for rank " +
+                std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+Tensor ints_tensor(const std::vector<int64_t>& values, const OpContext& ctx) {
+  return from_host(values.data(), {static_cast<int64_t>(values.size())}, DType::i64, ctx.stream());
+}
+
+// Axes from the attribute before `input_since`, from the optional input `index` after.
+std::vector<int64_t> axes_of(const OpContext& ctx, const Inputs& in, size_t index,
+                             int64_t input_since) {
+  if (ctx.opset() < input_since) return ctx.attr_ints("axes");
+  if (in.size() > index && in[index].defined()) return ctx.read_ints(in[index]);
+  return {};
+}
+
+Outputs reshape(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  std::vector<int64_t> shape = ctx.opset() < 5 ? ctx.attr_ints("shape") : ctx.read_ints(in.at(1));
+  const bool allow_zero = ctx.attr_int("allowzero", 0) != 0;
+  int64_t known = 1;
+  int64_t infer = -1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0 && !allow_zero) {
+      if (static_cast<int64_t>(d) >= x.dim())
+        ctx.invalid("shape " + to_string(shape) + " copies dimension " + std::to_string(d) +
+                    " of " + to_string(x.shape()) + ", which has none");
+      shape[d] = x.size(static_cast<int64_t>(d));
+    }
+    if (shape[d] == -1) {
+      if (infer >= 0) ctx.invalid("shape " + to_string(shape) + " has more than one -1");
+      infer = static_cast<int64_t>(d);
+    } else if (shape[d] < 0) {
+      ctx.invalid("shape " + to_string(shape) + " has a negative size");
+    } else {
+      known *= shape[d];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || x.numel() % known != 0)
+      ctx.invalid("cannot infer the -1 of " + to_string(shape) + " for " + to_string(x.shape()));
+    shape[static_cast<size_t>(infer)] = x.numel() / known;
+  }
+  return {x.contiguous(ctx.stream()).reshape(shape)};
+}
+
+Outputs flatten(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  int64_t axis = ctx.attr_int("axis", 1);
+  if (axis < 0) axis += x.dim();
+  if (axis < 0 || axis > x.dim()) ctx.invalid("axis out of range for " + to_string(x.shape()));
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.size(d);
+  const int64_t inner = outer == 0 ? 0 : x.numel() / std::max<int64_t>(outer, 1);
+  return {x.contiguous(ctx.stream()).reshape({outer, outer == 0 ? 1 : inner})};
+}
+
+Outputs transpose(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  std::vector<int64_t> perm = ctx.attr_ints("perm");
+  if (perm.empty()) {
+    perm.resize(static_cast<size_t>(x.dim()));
+    std::iota(perm.rbegin(), perm.rend(), 0);
+  }
+  return {x.permute(perm).contiguous(ctx.stream())};
+}
+
+Outputs squeeze(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  std::vector<int64_t> axes = axes_of(ctx, in, 1, 13);
+  std::vector<bool> drop(static_cast<size_t>(x.dim()), false);
+  if (axes.empty()) {
+    for (int64_t d = 0; d < x.dim(); ++d) drop[static_cast<size_t>(d)] = x.size(d) == 1;
+  }
+  for (int64_t axis : axes) {
+    const int64_t d = wrap_axis(ctx, axis, x.dim());
+    if (x.size(d) != 1)
+      ctx.invalid("cannot squeeze dimension " + std::to_string(d) + " of " + to_string(x.shape()) +
+                  ": its size is not 1");
+    drop[static_cast<size_t>(d)] = true;
+  }
+  Shape shape;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (!drop[static_cast<size_t>(d)]) shape.push_back(x.size(d));
+  return {x.contiguous(ctx.stream()).reshape(shape)};
+}
+
+Outputs unsqueeze(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  const std::vector<int64_t> axes = axes_of(ctx, in, 1, 13);
+  const int64_t rank = x.dim() + static_cast<int64_t>(axes.size());
+  std::vector<bool> inserted(static_cast<size_t>(rank), false);
+  for (int64_t axis : axes) {
+    const int64_t d = wrap_axis(ctx, axis, rank);
+    if (inserted[static_cast<size_t>(d)]) ctx.invalid("axis " + std::to_string(axis) + " repeats");
+    inserted[static_cast<size_t>(d)] = true;
+  }
+  Shape shape;
+  int64_t next = 0;
+  for (int64_t d = 0; d < rank; ++d)
+    shape.push_back(inserted[static_cast<size_t>(d)] ? 1 : x.size(next++));
+  return {x.contiguous(ctx.stream()).reshape(shape)};
+}
+
+Outputs expand(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  const Shape target = broadcast_shapes(x.shape(), ctx.read_ints(in.at(1)));
+  return {x.expand(target).contiguous(ctx.stream())};
+}
+
+// Tile: each dimension d repeated r times is [r, d] broadcast and merged, a view and one copy.
+Outputs tile(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  const std::vector<int64_t> repeats = ctx.read_ints(in.at(1));
+  if (static_cast<int64_t>(repeats.size()) != x.dim())
+    ctx.invalid("repeats " + to_string(repeats) + " do not match the rank of " +
+                to_string(x.shape()));
+  Shape split, expanded, merged;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const int64_t r = repeats[static_cast<size_t>(d)];
+    if (r < 0) ctx.invalid("repeats " + to_string(repeats) + " has a negative count");
+    split.insert(split.end(), {1, x.size(d)});
+    expanded.insert(expanded.end(), {r, x.size(d)});
+    merged.push_back(r * x.size(d));
+  }
+  Stream& s = ctx.stream();
+  return {x.contiguous(s).reshape(split).expand(expanded).contiguous(s).reshape(merged)};
+}
+
+Outputs slice(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (ctx.opset() < 10) {
+    starts = ctx.attr_ints("starts");
+    ends = ctx.attr_ints("ends");
+    axes = ctx.attr_ints("axes");
+  } else {
+    starts = ctx.read_ints(in.at(1));
+    ends = ctx.read_ints(in.at(2));
+    if (in.size() > 3 && in[3].defined()) axes = ctx.read_ints(in[3]);
+    if (in.size() > 4 && in[4].defined()) steps = ctx.read_ints(in[4]);
+  }
+  if (ends.size() != starts.size()) ctx.invalid("starts and ends differ in length");
+  if (axes.empty()) {
+    axes.resize(starts.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size())
+    ctx.invalid("starts, ends, axes and steps differ in length");
+  Tensor view = x;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t axis = wrap_axis(ctx, axes[i], x.dim());
+    const int64_t size = x.size(axis);
+    if (steps[i] <= 0) {
+      if (steps[i] == 0) ctx.invalid("a step of 0");
+      ctx.unsupported("negative steps (reversing slices)");
+    }
+    auto clamp = [&](int64_t index) {
+      if (index < 0) index += size;
+      return std::clamp<int64_t>(index, 0, size);
+    };
+    const int64_t start = clamp(starts[i]);
+    const int64_t end = std::max(start, clamp(ends[i]));
+    view = view.slice(axis, start, end, steps[i]);
+  }
+  return {view.contiguous(ctx.stream())};
+}
+
+Outputs shape_of(const OpContext& ctx, const Inputs& in) {
+  const Shape& shape = in.at(0).shape();
+  const auto rank = static_cast<int64_t>(shape.size());
+  auto bound = [&](int64_t index) {
+    return std::clamp<int64_t>(index < 0 ? index + rank : index, 0, rank);
+  };
+  const int64_t start = bound(ctx.attr_int("start", 0));
+  const int64_t end = std::max(start, bound(ctx.attr_int("end", rank)));
+  return {ints_tensor({shape.begin() + start, shape.begin() + end}, ctx)};
+}
+
+Outputs size_of_tensor(const OpContext& ctx, const Inputs& in) {
+  const int64_t count = in.at(0).numel();
+  return {from_host(&count, {}, DType::i64, ctx.stream())};
+}
+
+Outputs constant(const OpContext& ctx, const Inputs&) {
+  Stream& s = ctx.stream();
+  if (const HostTensor* value = ctx.attr_tensor("value")) return {upload(*value, s)};
+  if (ctx.has("value_float")) return {full({}, ctx.attr_float("value_float", 0), DType::f32, s)};
+  if (ctx.has("value_int")) {
+    const int64_t value = ctx.attr_int("value_int", 0);
+    return {from_host(&value, {}, DType::i64, s)};
+  }
+  if (ctx.has("value_ints")) return {ints_tensor(ctx.attr_ints("value_ints"), ctx)};
+  if (ctx.has("value_floats")) {
+    const std::vector<float> values = ctx.attr_floats("value_floats");
+    return {from_host(values.data(), {static_cast<int64_t>(values.size())}, DType::f32, s)};
+  }
+  ctx.unsupported("a constant that is not a tensor, float(s) or int(s) (strings, sparse)");
+}
+
+Outputs constant_of_shape(const OpContext& ctx, const Inputs& in) {
+  const Shape shape = ctx.read_ints(in.at(0));
+  const HostTensor* value = ctx.attr_tensor("value");
+  if (!value) return {full(shape, 0, DType::f32, ctx.stream())};
+  if (value->numel() != 1) ctx.invalid("value must hold one element");
+  return {upload(*value, ctx.stream()).reshape({}).expand(shape).contiguous(ctx.stream())};
+}
+
+Outputs range(const OpContext& ctx, const Inputs& in) {
+  const double start = ctx.read_scalar(in.at(0));
+  const double limit = ctx.read_scalar(in.at(1));
+  const double delta = ctx.read_scalar(in.at(2));
+  if (delta == 0) ctx.invalid("delta is 0");
+  return {arange(start, limit, delta, in[0].dtype(), ctx.stream())};
+}
+
+// DepthToSpace and SpaceToDepth: a reshape, a permutation and a reshape.
+Outputs depth_to_space(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  if (x.dim() != 4) ctx.invalid("expects a 4-d input, got " + to_string(x.shape()));
+  const int64_t bs = ctx.attr_int("blocksize", 0);
+  const int64_t b = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+  if (bs <= 0 || c % (bs * bs) != 0)
+    ctx.invalid("blocksize " + std::to_string(bs) + " does not divide the channels of " +
+                to_string(x.shape()));
+  const bool crd = ctx.attr_string("mode", "DCR") == "CRD";
+  Stream& s = ctx.stream();
+  const Tensor split = crd ? x.contiguous(s).reshape({b, c / (bs * bs), bs, bs, h, w})
+                           : x.contiguous(s).reshape({b, bs, bs, c / (bs * bs), h, w});
+  const Tensor moved = crd ? split.permute({0, 1, 4, 2, 5, 3}) : split.permute({0, 3, 4, 1, 5, 2});
+  return {moved.contiguous(s).reshape({b, c / (bs * bs), h * bs, w * bs})};
+}
+
+Outputs space_to_depth(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  if (x.dim() != 4) ctx.invalid("expects a 4-d input, got " + to_string(x.shape()));
+  const int64_t bs = ctx.attr_int("blocksize", 0);
+  const int64_t b = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+  if (bs <= 0 || h % bs != 0 || w % bs != 0)
+    ctx.invalid("blocksize " + std::to_string(bs) + " does not divide the spatial size of " +
+                to_string(x.shape()));
+  Stream& s = ctx.stream();
+  const Tensor split = x.contiguous(s).reshape({b, c, h / bs, bs, w / bs, bs});
+  return {
+      split.permute({0, 3, 5, 1, 2, 4}).contiguous(s).reshape({b, c * bs * bs, h / bs, w / bs})};
+}
+
+// The order that moves `axis` to the front, and its inverse.
+std::vector<int64_t> axis_first(int64_t axis, int64_t rank) {
+  std::vector<int64_t> order{axis};
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis) order.push_back(d);
+  return order;
+}
+std::vector<int64_t> inverse(const std::vector<int64_t>& order) {
+  std::vector<int64_t> back(order.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+  return back;
+}
+
+Outputs concat_op(const OpContext& ctx, const Inputs& in) {
+  std::vector<Tensor> parts;
+  for (const Tensor& t : in)
+    if (t.defined()) parts.push_back(t);
+  return {concat(ctx, parts, ctx.attr_int("axis", ctx.opset() < 4 ? 1 : 0))};
+}
+
+Outputs split(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  const int64_t axis = wrap_axis(ctx, ctx.attr_int("axis", 0), x.dim());
+  std::vector<int64_t> sizes;
+  if (ctx.opset() >= 13) {
+    if (in.size() > 1 && in[1].defined()) sizes = ctx.read_ints(in[1]);
+  } else {
+    sizes = ctx.attr_ints("split");
+  }
+  const auto outputs = static_cast<int64_t>(ctx.node().outputs.size());
+  if (sizes.empty()) {
+    if (outputs == 0 || x.size(axis) % outputs != 0)
+      ctx.invalid("cannot split " + std::to_string(x.size(axis)) + " into " +
+                  std::to_string(outputs) + " equal parts");
+    sizes.assign(static_cast<size_t>(outputs), x.size(axis) / outputs);
+  }
+  int64_t total = 0;
+  for (int64_t size : sizes) total += size;
+  if (total != x.size(axis) || static_cast<int64_t>(sizes.size()) != outputs)
+    ctx.invalid("split " + to_string(sizes) + " does not divide dimension " + std::to_string(axis) +
+                " of " + to_string(x.shape()) + " into " + std::to_string(outputs) + " outputs");
+  Outputs out;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    out.push_back(x.slice(axis, start, start + size).contiguous(ctx.stream()));
+    start += size;
+  }
+  return out;
+}
+
+}  // namespace
+
+// Concatenation without a kernel of its own: with the axis moved to the front each part is one
+// contiguous block of the result, placed by a device copy; the result is moved back. Along
+// axis 0 that is the copies alone.
+Tensor concat(const OpContext& ctx, const std::vector<Tensor>& parts, int64_t axis_attribute) {
+  Stream& s = ctx.stream();
+  if (parts.empty()) ctx.invalid("needs at least one input");
+  const Tensor& first = parts[0];
+  const int64_t axis = wrap_axis(ctx, axis_attribute, first.dim());
+  Shape shape = first.shape();
+  shape[static_cast<size_t>(axis)] = 0;
+  for (const Tensor& part : parts) {
+    if (part.dtype() != first.dtype() || part.dim() != first.dim())
+      ctx.invalid("inputs " + first.describe() + " and " + part.describe() +
+                  " differ in dtype or rank");
+    for (int64_t d = 0; d < first.dim(); ++d)
+      if (d != axis && part.size(d) != first.size(d))
+        ctx.invalid("inputs " + to_string(first.shape()) + " and " + to_string(part.shape()) +
+                    " differ off the axis " + std::to_string(axis));
+    shape[static_cast<size_t>(axis)] += part.size(axis);
+  }
+  const std::vector<int64_t> order = axis_first(axis, first.dim());
+  Shape moved_shape;
+  for (int64_t d : order) moved_shape.push_back(shape[static_cast<size_t>(d)]);
+  const Tensor moved = empty(moved_shape, first.dtype(), s.device());
+  size_t offset = 0;
+  for (const Tensor& part : parts) {
+    const Tensor block = part.permute(order).contiguous(s);
+    if (block.nbytes() > 0)
+      s.copy(moved.storage(), block.storage(), block.nbytes(), offset,
+             static_cast<size_t>(block.offset()) * block.element_size());
+    offset += block.nbytes();
+  }
+  return moved.permute(inverse(order)).contiguous(s);
+}
+
+Tensor pad_constant(const OpContext& ctx, Tensor x, const std::vector<int64_t>& before,
+                    const std::vector<int64_t>& after, double value) {
+  Stream& s = ctx.stream();
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const int64_t head = before[static_cast<size_t>(d)];
+    const int64_t tail = after[static_cast<size_t>(d)];
+    if (head < 0 || tail < 0) {
+      const int64_t start = std::max<int64_t>(-head, 0);
+      const int64_t end = x.size(d) - std::max<int64_t>(-tail, 0);
+      if (end < start)
+        ctx.invalid("padding crops more than dimension " + std::to_string(d) + " of " +
+                    to_string(x.shape()) + " holds");
+      x = x.slice(d, start, end);
+    }
+    std::vector<Tensor> parts;
+    auto block = [&](int64_t count) {
+      Shape shape = x.shape();
+      shape[static_cast<size_t>(d)] = count;
+      parts.push_back(full(shape, value, x.dtype(), s));
+    };
+    if (head > 0) block(head);
+    parts.push_back(x);
+    if (tail > 0) block(tail);
+    if (parts.size() > 1) x = concat(ctx, parts, d);
+  }
+  return x.contiguous(s);
+}
+
+namespace {
+
+// Constant padding as concatenation with blocks of the value; negative pads crop.
+Outputs pad(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  const std::string mode = ctx.attr_string("mode", "constant");
+  if (mode != "constant") ctx.unsupported("mode '" + mode + "' (constant padding only)");
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (ctx.opset() < 11) {
+    pads = ctx.attr_ints(ctx.opset() < 2 ? "paddings" : "pads");
+    value = ctx.attr_float("value", 0.0f);
+  } else {
+    pads = ctx.read_ints(in.at(1));
+    if (in.size() > 2 && in[2].defined()) value = ctx.read_scalar(in[2]);
+    if (in.size() > 3 && in[3].defined()) ctx.unsupported("the axes input");
+  }
+  if (static_cast<int64_t>(pads.size()) != 2 * x.dim())
+    ctx.invalid("pads " + to_string(pads) + " need two numbers per dimension of " +
+                to_string(x.shape()));
+  const std::vector<int64_t> before(pads.begin(), pads.begin() + x.dim());
+  const std::vector<int64_t> after(pads.begin() + x.dim(), pads.end());
+  return {pad_constant(ctx, x, before, after, value)};
+}
+
+// Trilu: the elements on and above (upper) or below (lower) diagonal k of the last two
+// dimensions, from a mask of column - row.
+Outputs trilu(const OpContext& ctx, const Inputs& in) {
+  Stream& s = ctx.stream();
+  const Tensor& x = in.at(0);
+  if (x.dim() < 2) ctx.invalid("expects at least 2 dimensions, got " + to_string(x.shape()));
+  const int64_t k =
+      in.size() > 1 && in[1].defined() ? static_cast<int64_t>(ctx.read_scalar(in[1])) : 0;
+  const int64_t rows = x.size(x.dim() - 2), cols = x.size(x.dim() - 1);
+  const Tensor row = arange(rows, DType::i64, s).reshape({rows, 1});
+  const Tensor col = arange(cols, DType::i64, s).reshape({1, cols});
+  const Tensor diagonal = sub(col, row, s);
+  const Tensor bound = full({}, static_cast<double>(k), DType::i64, s);
+  const Tensor keep = ctx.attr_int("upper", 1) ? ge(diagonal, bound, s) : le(diagonal, bound, s);
+  return {where(keep, x, full({}, 0, x.dtype(), s), s)};
+}
+
+// Gather along `axis`: with the axis moved to the front each index picks one contiguous block,
+// placed by a device copy; the indices are read to the host (they are small: token ids,
+// positions).
+Outputs gather(const OpContext& ctx, const Inputs& in) {
+  Stream& s = ctx.stream();
+  const Tensor& data = in.at(0);
+  const Tensor& indices = in.at(1);
+  const int64_t axis = wrap_axis(ctx, ctx.attr_int("axis", 0), data.dim());
+  std::vector<int64_t> picks = ctx.read_ints(indices);
+  const int64_t extent = data.size(axis);
+  for (int64_t& pick : picks) {
+    if (pick < -extent || pick >= extent)
+      ctx.invalid("index " + std::to_string(pick) + " is out of range for dimension " +
+                  std::to_string(axis) + " of " + to_string(data.shape()));
+    if (pick < 0) pick += extent;
+  }
+  const std::vector<int64_t> order = axis_first(axis, data.dim());
+  const Tensor moved = data.permute(order).contiguous(s);
+  Shape gathered_shape{static_cast<int64_t>(picks.size())};
+  for (size_t d = 1; d < order.size(); ++d)
+    gathered_shape.push_back(moved.size(static_cast<int64_t>(d)));
+  const Tensor gathered = empty(gathered_shape, data.dtype(), s.device());
+  const size_t block =
+      static_cast<size_t>(extent == 0 ? 0 : moved.numel() / extent) * data.element_size();
+  const size_t base = static_cast<size_t>(moved.offset()) * data.element_size();
+  for (size_t i = 0; i < picks.size() && block > 0; ++i)
+    s.copy(gathered.storage(), moved.storage(), block, i * block,
+           base + static_cast<size_t>(picks[i]) * block);
+  // [indices..., data before axis, data after axis] -> [before, indices..., after]
+  Shape unfolded = indices.shape();
+  for (int64_t d = 0; d < data.dim(); ++d)
+    if (d != axis) unfolded.push_back(data.size(d));
+  const auto q = static_cast<int64_t>(indices.dim());
+  std::vector<int64_t> back;
+  for (int64_t d = 0; d < axis; ++d) back.push_back(q + d);
+  for (int64_t d = 0; d < q; ++d) back.push_back(d);
+  for (int64_t d = q + axis; d < static_cast<int64_t>(unfolded.size()); ++d) back.push_back(d);
+  return {gathered.reshape(unfolded).permute(back).contiguous(s)};
+}
+
+}  // namespace
+
+std::vector<OnnxOp> shape_onnx_ops() {
+  return {
+      {"Reshape", 1, reshape},
+      {"Flatten", 1, flatten},
+      {"Transpose", 1, transpose},
+      {"Squeeze", 1, squeeze},
+      {"Unsqueeze", 1, unsqueeze},
+      {"Expand", 8, expand},
+      {"Tile", 6, tile},
+      {"Slice", 1, slice},
+      {"Shape", 1, shape_of},
+      {"Size", 1, size_of_tensor},
+      {"Constant", 1, constant},
+      {"ConstantOfShape", 9, constant_of_shape},
+      {"Range", 11, range},
+      {"DepthToSpace", 1, depth_to_space},
+      {"SpaceToDepth", 1, space_to_depth},
+      {"Concat", 1, concat_op},
+      {"Split", 1, split},
+      {"Pad", 1, pad},
+      {"Trilu", 14, trilu},
+      {"Gather", 1, gather},
+  };
+}
+
+}  // namespace hal::model

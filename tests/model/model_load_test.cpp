@@ -1,0 +1,211 @@
+// Loading ONNX models and the errors for bad ones: every error names the file, node, op,
+// opset, input or value that was wrong, and nothing crashes.
+#include <filesystem>
+#include <fstream>
+
+#include "hal/model.hpp"
+#include "model_builder.hpp"
+#include "test_util.hpp"
+
+namespace hal::test {
+namespace {
+
+using onnx::TensorProto;
+
+// y = x + w, with w an initializer.
+ModelBuilder add_model(int64_t opset = 13) {
+  ModelBuilder builder(opset);
+  builder.input("x", TensorProto::FLOAT, {"N", "2"}).output("y", TensorProto::FLOAT, {"N", "2"});
+  builder.initializer("w", {2}, {10, 20});
+  builder.node("Add", {"x", "w"}, {"y"}, "plus");
+  return builder;
+}
+
+std::filesystem::path scratch(const std::string& name) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("hal_model_test_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  return dir / name;
+}
+
+void write(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+TEST(ModelLoad, DescribesItsInputsOutputsAndOps) {
+  const Model model = load_onnx_bytes(add_model().bytes(), "add");
+  ASSERT_EQ(model.inputs().size(), 1u);  // the initializer is not an input
+  EXPECT_EQ(model.inputs()[0].name, "x");
+  EXPECT_EQ(to_string(model.inputs()[0].shape), "[N, 2]");
+  EXPECT_EQ(model.outputs()[0].name, "y");
+  EXPECT_EQ(model.opset(), 13);
+  EXPECT_EQ(model.op_types(), std::vector<std::string>{"Add"});
+}
+
+TEST(ModelLoad, LoadsAFileAndItsExternalData) {
+  ModelBuilder builder = add_model();
+  auto& w = builder.proto().mutable_graph()->mutable_initializer()->at(0);
+  w.clear_float_data();
+  w.set_data_location(TensorProto::EXTERNAL);
+  auto* location = w.add_external_data();
+  location->set_key("location");
+  location->set_value("weights.bin");
+  const float values[] = {1.5f, -2.0f};
+  std::ofstream(scratch("weights.bin"), std::ios::binary)
+      .write(reinterpret_cast<const char*>(values), sizeof values);
+  write(scratch("add.onnx"), builder.bytes());
+  const Model model = load_onnx(scratch("add.onnx"));
+  Stream stream = device("cpu:0").create_stream();
+  const auto y = model.run({{"x", from_vector<float>({1, 1}, {1, 2}, stream)}}, stream).at("y");
+  EXPECT_EQ(y.to_vector<float>(stream), (std::vector<float>{2.5f, -1.0f}));
+
+  location->set_value("../../etc/passwd");
+  expect_error([&] { load_onnx_bytes(builder.bytes(), "escape", scratch("").parent_path()); },
+               ErrorCode::InvalidArgument, {"initializer 'w'", "leaves the model's directory"});
+  location->set_value("missing.bin");
+  expect_error([&] { load_onnx_bytes(builder.bytes(), "missing", scratch("").parent_path()); },
+               ErrorCode::InvalidArgument, {"cannot open external data file", "missing.bin"});
+  expect_error([&] { load_onnx_bytes(builder.bytes(), "in memory"); }, ErrorCode::InvalidArgument,
+               {"not loaded from a file"});
+}
+
+TEST(ModelLoad, AMissingTruncatedOrForeignFileIsRefusedNamingIt) {
+  expect_error([] { load_onnx("/nonexistent/model.onnx"); }, ErrorCode::InvalidArgument,
+               {"cannot open model file", "/nonexistent/model.onnx"});
+  const std::string bytes = add_model().bytes();
+  for (size_t cut : {bytes.size() / 2, bytes.size() - 3})
+    expect_error([&] { load_onnx_bytes(bytes.substr(0, cut), "cut.onnx"); },
+                 ErrorCode::InvalidArgument, {"cut.onnx"});
+  expect_error([] { load_onnx_bytes("this is text, not a model\n", "notes.txt"); },
+               ErrorCode::InvalidArgument, {"notes.txt"});
+  expect_error([] { load_onnx_bytes("", "empty.onnx"); }, ErrorCode::InvalidArgument,
+               {"empty.onnx", "not a valid ONNX model"});
+}
+
+TEST(ModelLoad, OpsOpsetsAndDomainsHalCannotRunAreUnsupportedNamingThem) {
+  expect_error([] { load_onnx_bytes(add_model(18).bytes(), "new.onnx"); }, ErrorCode::Unsupported,
+               {"new.onnx", "opset 18", "opsets 1 to 17"});
+  ModelBuilder builder = add_model();
+  auto* import = builder.proto().add_opset_import();
+  import->set_domain("com.example");
+  import->set_version(1);
+  builder.node("Frobnicate", {"y"}, {"z"}, "frob").set_domain("com.example");
+  builder.output("z", TensorProto::FLOAT, {"N", "2"});
+  expect_error([&] { load_onnx_bytes(builder.bytes(), "vendor.onnx"); }, ErrorCode::Unsupported,
+               {"node 'frob'", "com.example.Frobnicate", "domain 'com.example'"});
+  ModelBuilder lstm(13);
+  lstm.input("x", TensorProto::FLOAT, {"1", "1", "2"}).output("y", TensorProto::FLOAT, {"1"});
+  lstm.initializer("w", {1, 4, 2}, std::vector<float>(8, 0))
+      .initializer("r", {1, 4, 1}, std::vector<float>(4, 0));
+  ModelBuilder::set_int(lstm.node("LSTM", {"x", "w", "r"}, {"y"}, "recurrent"), "hidden_size", 1);
+  expect_error([&] { load_onnx_bytes(lstm.bytes(), "lstm.onnx"); }, ErrorCode::Unsupported,
+               {"node 'recurrent' (LSTM, opset 13)", "no kernel"});
+}
+
+TEST(ModelLoad, CyclesAndUndefinedValuesAreRefusedNamingTheNode) {
+  ModelBuilder cycle;
+  cycle.input("x", TensorProto::FLOAT, {"2"}).output("b", TensorProto::FLOAT, {"2"});
+  cycle.node("Relu", {"b"}, {"a"}, "first");
+  cycle.node("Relu", {"a"}, {"b"}, "second");
+  expect_error([&] { load_onnx_bytes(cycle.bytes(), "cycle.onnx"); }, ErrorCode::InvalidArgument,
+               {"cycle.onnx"});
+  ModelBuilder dangling;
+  dangling.input("x", TensorProto::FLOAT, {"2"}).output("y", TensorProto::FLOAT, {"2"});
+  dangling.node("Add", {"x", "ghost"}, {"y"}, "haunted");
+  expect_error([&] { load_onnx_bytes(dangling.bytes(), "dangling.onnx"); },
+               ErrorCode::InvalidArgument, {"dangling.onnx", "ghost"});
+}
+
+TEST(ModelRun, WrongInputsAreRefusedNamingTheInput) {
+  const Model model = load_onnx_bytes(add_model().bytes(), "add");
+  Stream stream = device("cpu:0").create_stream();
+  const Tensor good = from_vector<float>({1, 2}, {1, 2}, stream);
+  expect_error([&] { model.run({}, stream); }, ErrorCode::InvalidArgument,
+               {"input 'x'", "is missing"});
+  expect_error(
+      [&] {
+        model.run({{"x", good}, {"extra", good}}, stream);
+      },
+      ErrorCode::InvalidArgument, {"no input 'extra'", "its inputs: x"});
+  expect_error(
+      [&] {
+        model.run({{"x", from_vector<int32_t>({1, 2}, {1, 2}, stream)}}, stream);
+      },
+      ErrorCode::InvalidArgument, {"input 'x'", "i32", "declares f32"});
+  expect_error(
+      [&] {
+        model.run({{"x", from_vector<float>({1, 2, 3}, {1, 3}, stream)}}, stream);
+      },
+      ErrorCode::InvalidArgument, {"input 'x'", "[1, 3]", "[N, 2]"});
+  expect_error(
+      [&] {
+        model.run({{"x", from_vector<float>({1, 2}, {2}, stream)}}, stream);
+      },
+      ErrorCode::InvalidArgument, {"input 'x'", "[2]", "[N, 2]"});
+  // The model is intact after every refusal.
+  const auto y = model.run({{"x", good}}, stream).at("y");
+  EXPECT_EQ(y.to_vector<float>(stream), (std::vector<float>{11, 22}));
+  expect_error([] { (void)Model().inputs(); }, ErrorCode::InvalidState, {"empty"});
+}
+
+TEST(ModelRun, ASymbolicDimensionTakesOneSizePerRun) {
+  ModelBuilder builder;
+  builder.input("a", TensorProto::FLOAT, {"N"}).input("b", TensorProto::FLOAT, {"N"});
+  builder.output("y", TensorProto::FLOAT, {"N"});
+  builder.node("Mul", {"a", "b"}, {"y"});
+  const Model model = load_onnx_bytes(builder.bytes(), "mul");
+  Stream stream = device("cpu:0").create_stream();
+  expect_error(
+      [&] {
+        model.run({{"a", from_vector<float>({1, 2}, {2}, stream)},
+                   {"b", from_vector<float>({1, 2, 3}, {3}, stream)}},
+                  stream);
+      },
+      ErrorCode::InvalidArgument, {"'N'", "size 3", "gave it 2"});
+}
+
+TEST(ModelRun, AnOpsErrorNamesTheNode) {
+  ModelBuilder builder;
+  builder.input("x", TensorProto::FLOAT, {"6"}).output("y", TensorProto::FLOAT, {"4"});
+  auto& shape = builder.raw_initializer("shape");
+  shape.set_data_type(TensorProto::INT64);
+  shape.add_dims(1);
+  shape.add_int64_data(4);
+  builder.node("Reshape", {"x", "shape"}, {"y"}, "squash");
+  const Model model = load_onnx_bytes(builder.bytes(), "reshape");
+  Stream stream = device("cpu:0").create_stream();
+  expect_error(
+      [&] {
+        model.run({{"x", from_vector<float>({1, 2, 3, 4, 5, 6}, {6}, stream)}}, stream);
+      },
+      ErrorCode::InvalidArgument, {"node 'squash' (Reshape, opset 13)"});
+}
+
+TEST(ModelData, ReadsOnnxTensorFilesAndRefusesOthers) {
+  TensorProto proto;
+  proto.set_name("input_0");
+  proto.set_data_type(TensorProto::INT32);
+  proto.add_dims(3);
+  for (int v : {4, -5, 6}) proto.add_int32_data(v);
+  write(scratch("input_0.pb"), proto.SerializeAsString());
+  Stream stream = device("cpu:0").create_stream();
+  std::string name;
+  const Tensor t = read_onnx_tensor(scratch("input_0.pb"), stream, &name);
+  EXPECT_EQ(name, "input_0");
+  EXPECT_EQ(t.to_vector<int32_t>(stream), (std::vector<int32_t>{4, -5, 6}));
+
+  proto.add_int32_data(7);  // 4 values for 3 elements
+  write(scratch("bad.pb"), proto.SerializeAsString());
+  expect_error([&] { read_onnx_tensor(scratch("bad.pb"), stream); }, ErrorCode::InvalidArgument,
+               {"bad.pb", "4 values for 3 elements"});
+  proto.set_data_type(TensorProto::STRING);
+  write(scratch("strings.pb"), proto.SerializeAsString());
+  expect_error([&] { read_onnx_tensor(scratch("strings.pb"), stream); }, ErrorCode::Unsupported,
+               {"strings.pb", "STRING"});
+  write(scratch("junk.pb"), std::string("\xff\xff\xff\xff", 4));
+  expect_error([&] { read_onnx_tensor(scratch("junk.pb"), stream); }, ErrorCode::InvalidArgument,
+               {"junk.pb", "not an ONNX TensorProto"});
+}
+
+}  // namespace
+}  // namespace hal::test
