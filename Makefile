@@ -58,7 +58,7 @@ bench: build-release
 
 # libFuzzer targets (fuzz/), each run for FUZZ_SECONDS from its seed corpus (fuzz/corpus/NAME).
 # They add what they find to a copy of the seed corpus, never to the repository's.
-FUZZERS := selector plugin_table tensor_view kernel_signature cli_args
+FUZZERS := selector plugin_table tensor_view kernel_signature cli_args model_bytes
 fuzz: setup
 	@cmake --preset fuzz >/dev/null
 	@cmake --build build/fuzz --target $(FUZZERS:%=%_fuzz) -j $(JOBS)

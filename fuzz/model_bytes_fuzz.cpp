@@ -1,0 +1,53 @@
+// libFuzzer target: ONNX model bytes. Any bytes either load (and then run on cpu:0 with zero
+// inputs of the declared shapes, when those are small and fixed) or are refused with
+// InvalidArgument or Unsupported; a crash, a hang or any other error is a finding.
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "hal/error.hpp"
+#include "hal/model.hpp"
+#include "hal/registry.hpp"
+
+namespace {
+
+bool expected(const hal::Error& error) {
+  return error.code() == hal::ErrorCode::InvalidArgument ||
+         error.code() == hal::ErrorCode::Unsupported || error.code() == hal::ErrorCode::OutOfRange;
+}
+
+// Zero inputs of the declared shapes, where every dimension is fixed and the whole is small.
+bool zero_inputs(const hal::Model& model, hal::Stream& stream,
+                 std::map<std::string, hal::Tensor>& inputs) {
+  for (const hal::ModelValue& value : model.inputs()) {
+    hal::Shape shape;
+    int64_t count = 1;
+    for (const hal::ModelDim& dim : value.shape) {
+      if (dim.size < 0 || dim.size > 64) return false;
+      shape.push_back(dim.size);
+      count *= dim.size;
+    }
+    if (!value.ranked || count > 4096) return false;
+    inputs[value.name] = hal::zeros(shape, value.dtype, stream);
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  try {
+    const hal::Model model = hal::load_onnx_bytes(bytes, "fuzzed.onnx");
+    hal::Stream stream = hal::device("cpu:0").create_stream();
+    std::map<std::string, hal::Tensor> inputs;
+    if (model.node_count() <= 64 && zero_inputs(model, stream, inputs)) {
+      (void)model.run(inputs, stream);
+      stream.synchronize();
+    }
+  } catch (const hal::Error& error) {
+    if (!expected(error)) std::abort();
+  }
+  return 0;
+}
