@@ -1,0 +1,134 @@
+// `hal run MODEL.onnx --input NAME=FILE.npy ... [--output DIR] [--device ID|auto] [--repeat N]
+// [--json]`: runs an ONNX model on one device with inputs from NumPy files, prints each output's
+// name, dtype and shape and the latency over the repeats, and writes each output to
+// DIR/<name>.npy.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "hal/error.hpp"
+#include "hal/model.hpp"
+#include "hal/npy.hpp"
+#include "hal/registry.hpp"
+#include "hal/select.hpp"
+#include "option_values.hpp"
+
+namespace hal::tool {
+namespace {
+
+struct Options {
+  std::string model;
+  std::vector<std::string> inputs;  // NAME=FILE
+  std::string output_dir;
+  std::string device_id = "cpu:0";
+  std::string repeat_text = "1";
+  int repeat = 1;
+  bool json = false;
+};
+
+// An output's file name: its name with path separators and other odd characters replaced.
+std::string file_name(const std::string& name) {
+  std::string out;
+  for (char c : name)
+    out +=
+        std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ? c : '_';
+  if (out.empty() || out == "." || out == "..") out = "output";
+  return out + ".npy";
+}
+
+double percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  const auto index = static_cast<size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
+  return values[std::min(index, values.size() - 1)];
+}
+
+void run_model(const Options& options) {
+  const Device target = options.device_id == "auto" ? default_device() : device(options.device_id);
+  const Model model = load_onnx(options.model);
+  Stream stream = target.create_stream();
+  std::map<std::string, Tensor> inputs;
+  for (const std::string& spec : options.inputs) {
+    const size_t equals = spec.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == spec.size())
+      throw Error(ErrorCode::InvalidArgument, "--input '" + spec + "': expected NAME=FILE.npy");
+    const std::string name = spec.substr(0, equals);
+    if (inputs.contains(name))
+      throw Error(ErrorCode::InvalidArgument, "--input: '" + name + "' given twice");
+    inputs[name] = read_npy(spec.substr(equals + 1), stream);
+  }
+  std::map<std::string, Tensor> outputs;
+  std::vector<double> latencies_ms;
+  for (int i = 0; i < options.repeat; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    outputs = model.run(inputs, stream);
+    stream.synchronize();
+    latencies_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  nlohmann::ordered_json written = nlohmann::ordered_json::array();
+  if (!options.output_dir.empty()) std::filesystem::create_directories(options.output_dir);
+  for (const ModelValue& declared : model.outputs()) {
+    const Tensor& tensor = outputs.at(declared.name);
+    std::string path;
+    if (!options.output_dir.empty()) {
+      path = (std::filesystem::path(options.output_dir) / file_name(declared.name)).string();
+      write_npy(path, tensor, stream);
+    }
+    written.push_back(
+        {{"name", declared.name},
+         {"dtype", hal::to_string(tensor.dtype())},
+         {"shape", tensor.shape()},
+         {"file", path.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(path)}});
+  }
+  const double min = *std::min_element(latencies_ms.begin(), latencies_ms.end());
+  const double median = percentile(latencies_ms, 0.5), p90 = percentile(latencies_ms, 0.9);
+  if (options.json) {
+    std::cout
+        << nlohmann::ordered_json{{"schema", "hal.run/1"},
+                                  {"model", options.model},
+                                  {"device", target.id()},
+                                  {"nodes", model.node_count()},
+                                  {"repeat", options.repeat},
+                                  {"latency_ms", {{"min", min}, {"median", median}, {"p90", p90}}},
+                                  {"outputs", written}}
+               .dump(2)
+        << "\n";
+    return;
+  }
+  std::cout << options.model << " on " << target.id() << " (" << model.node_count() << " nodes)\n";
+  for (const auto& output : written) {
+    std::cout << "  " << output["name"].get<std::string>() << ": "
+              << output["dtype"].get<std::string>() << " "
+              << hal::to_string(output["shape"].get<Shape>());
+    if (!output["file"].is_null()) std::cout << " -> " << output["file"].get<std::string>();
+    std::cout << "\n";
+  }
+  std::cout << "latency over " << options.repeat << " run(s): min " << min << " ms, median "
+            << median << " ms, p90 " << p90 << " ms\n";
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto* command = app.add_subcommand(
+      "run",
+      "Run an ONNX model on a device with inputs from .npy files; write its outputs as .npy");
+  auto options = std::make_shared<Options>();
+  command->add_option("model", options->model, "The model (.onnx)")->required();
+  command->add_option("--input", options->inputs, "An input: NAME=FILE.npy (repeat per input)");
+  command->add_option("--output", options->output_dir, "Write each output to DIR/<name>.npy");
+  command->add_option("--device", options->device_id,
+                      "The device (cpu:0, opencl:0 ...; auto: the fastest by the cost model)");
+  command->add_option("--repeat", options->repeat_text, "Runs to time (1 to 100000)");
+  command->add_flag("--json", options->json, "Print JSON (schema hal.run/1)");
+  command->parse_complete_callback([options] {
+    options->repeat = static_cast<int>(count_option("--repeat", options->repeat_text, 1, 100000));
+  });
+  set_work(*command, [options] { run_model(*options); });
+}
+
+}  // namespace hal::tool
