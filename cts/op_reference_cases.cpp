@@ -102,6 +102,21 @@ const UnaryCase kUnary[] = {
     {"gelu", gelu, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, false, -5,
      5},
     {"silu", silu, [](double x) { return x / (1 + std::exp(-x)); }, false, -8, 8},
+    {"erf", erf, [](double x) { return std::erf(x); }, false, -3, 3},
+    {"floor", floor, [](double x) { return std::floor(x); }, false, -5, 5},
+    {"ceil", ceil, [](double x) { return std::ceil(x); }, false, -5, 5},
+    {"round", round, [](double x) { return std::nearbyint(x); }, false, -5, 5},
+    {"sin", sin, [](double x) { return std::sin(x); }, false, -5, 5},
+    {"cos", cos, [](double x) { return std::cos(x); }, false, -5, 5},
+    {"tan", tan, [](double x) { return std::tan(x); }, false, -1.4, 1.4},
+    {"asin", asin, [](double x) { return std::asin(x); }, false, -0.99, 0.99},
+    {"acos", acos, [](double x) { return std::acos(x); }, false, -0.99, 0.99},
+    {"atan", atan, [](double x) { return std::atan(x); }, false, -5, 5},
+    {"sinh", sinh, [](double x) { return std::sinh(x); }, false, -5, 5},
+    {"cosh", cosh, [](double x) { return std::cosh(x); }, false, -5, 5},
+    {"asinh", asinh, [](double x) { return std::asinh(x); }, false, -5, 5},
+    {"acosh", acosh, [](double x) { return std::acosh(x); }, false, 1, 10},
+    {"atanh", atanh, [](double x) { return std::atanh(x); }, false, -0.99, 0.99},
 };
 
 // op.unary.<op>: the host's functions on 1001 inputs in each dtype.

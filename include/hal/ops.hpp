@@ -90,6 +90,23 @@ Tensor tanh(const Tensor& x, Stream& stream);
 Tensor sigmoid(const Tensor& x, Stream& stream);
 Tensor gelu(const Tensor& x, Stream& stream);
 Tensor silu(const Tensor& x, Stream& stream);
+// ONNX's elementwise functions: erf; floor, ceil and round (half to even, as rint); the
+// trigonometric and hyperbolic functions and their inverses. Floating results, like exp.
+Tensor erf(const Tensor& x, Stream& stream);
+Tensor floor(const Tensor& x, Stream& stream);
+Tensor ceil(const Tensor& x, Stream& stream);
+Tensor round(const Tensor& x, Stream& stream);
+Tensor sin(const Tensor& x, Stream& stream);
+Tensor cos(const Tensor& x, Stream& stream);
+Tensor tan(const Tensor& x, Stream& stream);
+Tensor asin(const Tensor& x, Stream& stream);
+Tensor acos(const Tensor& x, Stream& stream);
+Tensor atan(const Tensor& x, Stream& stream);
+Tensor sinh(const Tensor& x, Stream& stream);
+Tensor cosh(const Tensor& x, Stream& stream);
+Tensor asinh(const Tensor& x, Stream& stream);
+Tensor acosh(const Tensor& x, Stream& stream);
+Tensor atanh(const Tensor& x, Stream& stream);
 
 // Reductions over `axes` (every axis when empty; negative axes count from the end; each at
 // most once), the reduced dimensions dropped unless `keepdim`. sum of bool and integers counts

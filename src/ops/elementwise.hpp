@@ -13,7 +13,34 @@ namespace hal::ops {
 
 // Arithmetic keeps its operands' dtype; comparisons (eq ... ge) give bool.
 enum class Binary : uint8_t { add, sub, mul, div, maximum, minimum, pow, eq, ne, lt, le, gt, ge };
-enum class Unary : uint8_t { neg, abs, relu, exp, log, sqrt, rsqrt, tanh, sigmoid, gelu, silu };
+enum class Unary : uint8_t {
+  neg,
+  abs,
+  relu,
+  exp,
+  log,
+  sqrt,
+  rsqrt,
+  tanh,
+  sigmoid,
+  gelu,
+  silu,
+  erf,
+  floor,
+  ceil,
+  round,
+  sin,
+  cos,
+  tan,
+  asin,
+  acos,
+  atan,
+  sinh,
+  cosh,
+  asinh,
+  acosh,
+  atanh
+};
 
 std::string_view name(Binary op);
 inline bool is_comparison(Binary op) { return op >= Binary::eq; }

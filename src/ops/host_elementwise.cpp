@@ -87,6 +87,21 @@ struct UnaryFn {
     if constexpr (kOp == Unary::gelu)
       return x * T(0.5) * (T(1) + std::erf(x * T(0.7071067811865476)));
     if constexpr (kOp == Unary::silu) return x / (T(1) + std::exp(-x));
+    if constexpr (kOp == Unary::erf) return std::erf(x);
+    if constexpr (kOp == Unary::floor) return std::floor(x);
+    if constexpr (kOp == Unary::ceil) return std::ceil(x);
+    if constexpr (kOp == Unary::round) return std::nearbyint(x);
+    if constexpr (kOp == Unary::sin) return std::sin(x);
+    if constexpr (kOp == Unary::cos) return std::cos(x);
+    if constexpr (kOp == Unary::tan) return std::tan(x);
+    if constexpr (kOp == Unary::asin) return std::asin(x);
+    if constexpr (kOp == Unary::acos) return std::acos(x);
+    if constexpr (kOp == Unary::atan) return std::atan(x);
+    if constexpr (kOp == Unary::sinh) return std::sinh(x);
+    if constexpr (kOp == Unary::cosh) return std::cosh(x);
+    if constexpr (kOp == Unary::asinh) return std::asinh(x);
+    if constexpr (kOp == Unary::acosh) return std::acosh(x);
+    if constexpr (kOp == Unary::atanh) return std::atanh(x);
   }
 };
 
@@ -215,6 +230,21 @@ void host_unary(Unary op, const Tensor& x, const Tensor& out, const ElementwiseL
     HAL_CASE(sigmoid)
     HAL_CASE(gelu)
     HAL_CASE(silu)
+    HAL_CASE(erf)
+    HAL_CASE(floor)
+    HAL_CASE(ceil)
+    HAL_CASE(round)
+    HAL_CASE(sin)
+    HAL_CASE(cos)
+    HAL_CASE(tan)
+    HAL_CASE(asin)
+    HAL_CASE(acos)
+    HAL_CASE(atan)
+    HAL_CASE(sinh)
+    HAL_CASE(cosh)
+    HAL_CASE(asinh)
+    HAL_CASE(acosh)
+    HAL_CASE(atanh)
 #undef HAL_CASE
   }
 }

@@ -52,6 +52,21 @@ const std::array kDescriptors{
     OpDescriptor{"sigmoid", unary, code(Unary::sigmoid), 1, "", kFunctionInputs, floating, {}},
     OpDescriptor{"gelu", unary, code(Unary::gelu), 1, "", kFunctionInputs, floating, {}},
     OpDescriptor{"silu", unary, code(Unary::silu), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"erf", unary, code(Unary::erf), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"floor", unary, code(Unary::floor), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"ceil", unary, code(Unary::ceil), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"round", unary, code(Unary::round), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"sin", unary, code(Unary::sin), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"cos", unary, code(Unary::cos), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"tan", unary, code(Unary::tan), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"asin", unary, code(Unary::asin), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"acos", unary, code(Unary::acos), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"atan", unary, code(Unary::atan), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"sinh", unary, code(Unary::sinh), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"cosh", unary, code(Unary::cosh), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"asinh", unary, code(Unary::asinh), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"acosh", unary, code(Unary::acosh), 1, "", kFunctionInputs, floating, {}},
+    OpDescriptor{"atanh", unary, code(Unary::atanh), 1, "", kFunctionInputs, floating, {}},
     OpDescriptor{"sum", reduce, code(Reduce::sum), 1, "axes, keepdim", kAll, counting, {}},
     OpDescriptor{"mean", reduce, code(Reduce::mean), 1, "axes, keepdim", kAll, floating, {}},
     OpDescriptor{"max", reduce, code(Reduce::max), 1, "axes, keepdim", kNumeric, same, {}},
@@ -66,8 +81,10 @@ const std::array kDescriptors{
     OpDescriptor{"matmul", matmul, 0, 2, "", kFloating, same, {}},
 };
 
-// Where each family's ops start in kDescriptors, in their enums' order.
-constexpr size_t kFirstBinary = 0, kWhere = 13, kCast = 14, kFirstUnary = 15, kFirstReduce = 26,
+// Where each family's ops start in kDescriptors, in their enums' order: the reductions follow
+// the last unary op.
+constexpr size_t kFirstBinary = 0, kWhere = 13, kCast = 14, kFirstUnary = 15,
+                 kFirstReduce = kFirstUnary + code(Unary::atanh) + 1,
                  kMatmul = kDescriptors.size() - 1;
 
 }  // namespace

@@ -76,8 +76,13 @@ constexpr std::array<std::string_view, 6> kArithmetic{"add", "sub",     "mul",
                                                       "div", "maximum", "minimum"};
 constexpr std::array<std::string_view, 6> kComparisons{"eq", "ne", "lt", "le", "gt", "ge"};
 constexpr std::array<std::string_view, 3> kSignedFunctions{"neg", "abs", "relu"};
+// The functions plugin.h numbers (a plugin may run them as built-in ops), and the ones only
+// host and portable kernels run.
 constexpr std::array<std::string_view, 8> kFloatFunctions{"exp",  "log",     "sqrt", "rsqrt",
                                                           "tanh", "sigmoid", "gelu", "silu"};
+constexpr std::array<std::string_view, 15> kKernelFloatFunctions{
+    "erf",  "floor", "ceil", "round", "sin",   "cos",   "tan",  "asin",
+    "acos", "atan",  "sinh", "cosh",  "asinh", "acosh", "atanh"};
 constexpr std::array<std::string_view, 3> kExtremes{"max", "min", "argmax"};
 
 class Registry {
@@ -90,6 +95,7 @@ class Registry {
     add(kSignedFunctions,
         {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_unary});
     add(kFloatFunctions, {"host kernels", host_device, kFloat, nullptr, 0, &host_unary});
+    add(kKernelFloatFunctions, {"host kernels", host_device, kFloat, nullptr, 0, &host_unary});
     add({"where"}, {"host kernels", host_device, kAll, nullptr, 0, &host_where});
     add({"cast"}, {"host kernels", host_device, kAll, nullptr, 0, &host_cast});
     add({"sum"}, {"host kernels", host_device, kFloat | DTypeSet{DType::i64}, nullptr, 0,
@@ -108,6 +114,8 @@ class Registry {
     add(kSignedFunctions, {"portable kernels", portable_device, kKernelArithmetic, fp64_if_listed,
                            0, &portable_unary});
     add(kFloatFunctions,
+        {"portable kernels", portable_device, kFloat, fp64_if_listed, 0, &portable_unary});
+    add(kKernelFloatFunctions,
         {"portable kernels", portable_device, kFloat, fp64_if_listed, 0, &portable_unary});
     add({"where"}, {"portable kernels", portable_device, kAll, fp64_if_listed, 0, &portable_where});
     add({"cast"}, {"portable kernels", portable_device, kAll, fp64_if_listed, 0, &portable_cast});

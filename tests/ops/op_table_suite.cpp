@@ -4,6 +4,7 @@
 // special values through every unary op) are conformance cases (cts/op_reference_cases.cpp,
 // cts/op_reduce_cases.cpp), as is each op running in each dtype the table lists (op.table.*).
 #include "op_values.hpp"
+#include "ops/op_table.hpp"
 #include "test_util.hpp"
 
 namespace hal::test {
@@ -41,13 +42,37 @@ TEST(TypePromotion, FollowsPyTorchWithinHalsDtypes) {
   }
 }
 
+// Each family's enum finds its own descriptor: the table's positions follow the enums.
+TEST(OpDescriptors, EveryEnumValueFindsItsOwnDescriptor) {
+  for (uint8_t code = 0; code <= static_cast<uint8_t>(ops::Unary::atanh); ++code) {
+    const ops::OpDescriptor& d = ops::descriptor(static_cast<ops::Unary>(code));
+    EXPECT_EQ(d.family, ops::OpFamily::unary) << d.name;
+    EXPECT_EQ(d.code, code) << d.name;
+  }
+  for (uint8_t code = 0; code <= static_cast<uint8_t>(ops::Binary::ge); ++code) {
+    const ops::OpDescriptor& d = ops::descriptor(static_cast<ops::Binary>(code));
+    EXPECT_EQ(d.family, ops::OpFamily::binary) << d.name;
+    EXPECT_EQ(d.code, code) << d.name;
+  }
+  for (uint8_t code = 0; code <= static_cast<uint8_t>(ops::Reduce::argmax); ++code) {
+    const ops::OpDescriptor& d = ops::descriptor(static_cast<ops::Reduce>(code));
+    EXPECT_EQ(d.family, ops::OpFamily::reduce) << d.name;
+    EXPECT_EQ(d.code, code) << d.name;
+  }
+  EXPECT_EQ(ops::where_descriptor().name, "where");
+  EXPECT_EQ(ops::cast_descriptor().name, "cast");
+  EXPECT_EQ(ops::matmul_descriptor().name, "matmul");
+}
+
 TEST_P(OpTableSuite, ListsEveryOpOfTheHeader) {
   const std::vector<std::string> header_ops{
-      "add",         "sub",        "mul",      "div",   "maximum", "minimum", "pow",    "eq",
-      "ne",          "lt",         "le",       "gt",    "ge",      "where",   "cast",   "neg",
-      "abs",         "relu",       "exp",      "log",   "sqrt",    "rsqrt",   "tanh",   "sigmoid",
-      "gelu",        "silu",       "sum",      "mean",  "max",     "min",     "argmax", "softmax",
-      "log_softmax", "layer_norm", "rms_norm", "matmul"};
+      "add",        "sub",      "mul",   "div",   "maximum", "minimum", "pow",     "eq",
+      "ne",         "lt",       "le",    "gt",    "ge",      "where",   "cast",    "neg",
+      "abs",        "relu",     "exp",   "log",   "sqrt",    "rsqrt",   "tanh",    "sigmoid",
+      "gelu",       "silu",     "erf",   "floor", "ceil",    "round",   "sin",     "cos",
+      "tan",        "asin",     "acos",  "atan",  "sinh",    "cosh",    "asinh",   "acosh",
+      "atanh",      "sum",      "mean",  "max",   "min",     "argmax",  "softmax", "log_softmax",
+      "layer_norm", "rms_norm", "matmul"};
   const std::vector<OpSupport> table = supported_ops(device());
   ASSERT_EQ(table.size(), header_ops.size());
   for (size_t i = 0; i < table.size(); ++i) {

@@ -158,6 +158,22 @@ constexpr std::optional<hal_plugin_op> plugin_op(ops::Unary op) {
       return HAL_PLUGIN_UNARY_GELU;
     case ops::Unary::silu:
       return HAL_PLUGIN_UNARY_SILU;
+    case ops::Unary::erf:
+    case ops::Unary::floor:
+    case ops::Unary::ceil:
+    case ops::Unary::round:
+    case ops::Unary::sin:
+    case ops::Unary::cos:
+    case ops::Unary::tan:
+    case ops::Unary::asin:
+    case ops::Unary::acos:
+    case ops::Unary::atan:
+    case ops::Unary::sinh:
+    case ops::Unary::cosh:
+    case ops::Unary::asinh:
+    case ops::Unary::acosh:
+    case ops::Unary::atanh:
+      return std::nullopt;  // not in plugin.h: plugins run them as portable kernels
   }
   return std::nullopt;
 }
