@@ -30,8 +30,8 @@ std::vector<int64_t> or_ones(std::vector<int64_t> values, size_t count) {
 // ONNX's rules for auto_pad, explicit pads and ceil_mode; `kernel` from the weights or the
 // attribute.
 Window window_of(const OpContext& ctx, const Tensor& x, std::vector<int64_t> kernel, bool pooling) {
-  const auto spatial = static_cast<size_t>(x.dim() - 2);
   if (x.dim() < 3) ctx.invalid("expects [N, C, D1, ...], got " + to_string(x.shape()));
+  const auto spatial = static_cast<size_t>(x.dim() - 2);
   if (kernel.size() != spatial)
     ctx.invalid("kernel_shape " + to_string(kernel) + " does not match input " +
                 to_string(x.shape()));
@@ -44,6 +44,18 @@ Window window_of(const OpContext& ctx, const Tensor& x, std::vector<int64_t> ker
   if (w.strides.size() != spatial || w.dilations.size() != spatial || pads.size() != 2 * spatial)
     ctx.invalid("strides, dilations or pads do not match " + std::to_string(spatial) +
                 " spatial dimensions");
+  // Sizes a window can have: positive, and small enough that no product of them overflows.
+  constexpr int64_t kLimit = int64_t{1} << 24;
+  auto check = [&](const std::vector<int64_t>& values, const char* name, int64_t low) {
+    for (int64_t v : values)
+      if (v < low || v > kLimit)
+        ctx.invalid(std::string(name) + " " + to_string(values) + " must lie in [" +
+                    std::to_string(low) + ", " + std::to_string(kLimit) + "]");
+  };
+  check(w.kernel, "kernel_shape", 1);
+  check(w.strides, "strides", 1);
+  check(w.dilations, "dilations", 1);
+  check(pads, "pads", 0);
   const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
   const bool ceil_mode = pooling && ctx.attr_int("ceil_mode", 0) != 0;
   for (size_t i = 0; i < spatial; ++i) {
@@ -109,6 +121,7 @@ Outputs conv(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   const Tensor& x = in.at(0);
   const Tensor& weight = in.at(1);
+  if (x.dim() < 3) ctx.invalid("expects [N, C, D1, ...], got " + to_string(x.shape()));
   if (weight.dim() != x.dim())
     ctx.invalid("weights " + to_string(weight.shape()) + " do not match input " +
                 to_string(x.shape()));

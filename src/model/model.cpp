@@ -125,6 +125,11 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
       out = op->run(model::OpContext(node, stream), in);
     } catch (const Error& error) {
       rethrow_for(node, error);
+    } catch (const std::bad_alloc&) {
+      throw Error(ErrorCode::OutOfMemory, node.describe() + ": out of host memory");
+    } catch (const std::exception& error) {
+      // A defect of the op's implementation: reported as hal's, naming the node.
+      throw Error(ErrorCode::Internal, node.describe() + ": " + error.what());
     }
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       if (node.outputs[o].empty()) continue;

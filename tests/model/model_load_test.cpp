@@ -209,3 +209,38 @@ TEST(ModelData, ReadsOnnxTensorFilesAndRefusesOthers) {
 
 }  // namespace
 }  // namespace hal::test
+
+namespace hal::test {
+namespace {
+
+// What model_bytes_fuzz found: a stride of 0 divided by zero, a 1-d input made the kernel's
+// shape from past the end of the weights' shape.
+TEST(ModelRun, ConvolutionAttributesAndShapesAreCheckedNamingThem) {
+  Stream stream = device("cpu:0").create_stream();
+  auto conv_model = [](std::vector<std::string> x_dims, std::vector<int64_t> w_dims,
+                       std::vector<int64_t> strides) {
+    ModelBuilder builder;
+    builder.input("x", TensorProto::FLOAT, x_dims).output("y", TensorProto::FLOAT, {});
+    int64_t count = 1;
+    for (int64_t d : w_dims) count *= d;
+    builder.initializer("w", w_dims, std::vector<float>(static_cast<size_t>(count), 1.0f));
+    auto& conv = builder.node("Conv", {"x", "w"}, {"y"}, "conv");
+    if (!strides.empty()) ModelBuilder::set_ints(conv, "strides", strides);
+    return load_onnx_bytes(builder.bytes(), "conv.onnx");
+  };
+  const Model zero_stride = conv_model({"1", "1", "4", "4"}, {1, 1, 2, 2}, {0, 1});
+  expect_error(
+      [&] {
+        zero_stride.run({{"x", zeros({1, 1, 4, 4}, DType::f32, stream)}}, stream);
+      },
+      ErrorCode::InvalidArgument, {"node 'conv' (Conv", "strides [0, 1]"});
+  const Model flat = conv_model({"4"}, {4}, {});
+  expect_error(
+      [&] {
+        flat.run({{"x", zeros({4}, DType::f32, stream)}}, stream);
+      },
+      ErrorCode::InvalidArgument, {"node 'conv' (Conv", "expects [N, C, D1, ...]"});
+}
+
+}  // namespace
+}  // namespace hal::test
