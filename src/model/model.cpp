@@ -110,6 +110,9 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
     if (const auto found = values.find(name); found != values.end()) return found->second;
     // Initializers go to the device when first read in a run.
     const auto init = graph.initializers.find(name);
+    if (init == graph.initializers.end())
+      throw Error(ErrorCode::Internal,
+                  graph.name + ": value '" + name + "' read after it was dropped");
     return values.emplace(name, model::upload(init->second, stream)).first->second;
   };
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
