@@ -454,7 +454,7 @@ TEST(Cli, DemoRunsTheReferenceWorkloadsOnEveryDeviceAndAgreesWithCpu) {
   const size_t devices = json["summary"]["device_count"].get<size_t>();
   EXPECT_TRUE(json["choice"]["device"].is_string());
   EXPECT_EQ(json["choice"]["candidates"].size(), devices);
-  ASSERT_EQ(json["runs"].size(), 2 * devices) << "mlp and matmul on every device";
+  ASSERT_EQ(json["runs"].size(), 3 * devices) << "mlp, matmul and the transformer on every device";
   std::set<std::string> workloads;
   for (const auto& r : json["runs"]) {
     workloads.insert(r["workload"].get<std::string>());
@@ -468,7 +468,12 @@ TEST(Cli, DemoRunsTheReferenceWorkloadsOnEveryDeviceAndAgreesWithCpu) {
       EXPECT_EQ(r["speedup_vs_cpu"], 1.0);
     }
   }
-  EXPECT_EQ(workloads, (std::set<std::string>{"mlp", "matmul"}));
+  bool transformer_on_cpu = false;
+  for (const auto& r : json["runs"])
+    if (r["workload"] == "transformer" && r["device"] == "cpu:0")
+      transformer_on_cpu = r["status"] == "ok";
+  EXPECT_TRUE(transformer_on_cpu) << "the ONNX transformer agrees with PyTorch's output on cpu:0";
+  EXPECT_EQ(workloads, (std::set<std::string>{"mlp", "matmul", "transformer"}));
 }
 
 TEST(Cli, BenchWritesOneDocumentForManySuites) {
@@ -687,7 +692,8 @@ TEST(Cli, DemoReportsEveryRunAndFailsNamingTheDeviceThatFailed) {
     const auto json = nlohmann::json::parse(result.output, nullptr, /*allow_exceptions=*/false);
     ASSERT_TRUE(json.is_object()) << config << " printed: " << result.output;
     EXPECT_FALSE(json["ok"].get<bool>()) << config;
-    ASSERT_EQ(json["runs"].size(), 4u) << config << ": mlp and matmul on cpu:0 and sim:0";
+    ASSERT_EQ(json["runs"].size(), 6u)
+        << config << ": mlp, matmul and the transformer on cpu:0 and sim:0";
     for (const auto& r : json["runs"]) {
       if (r["device"] == "cpu:0") {
         EXPECT_EQ(r["status"], "ok") << config << ": " << r;

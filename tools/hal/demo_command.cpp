@@ -168,6 +168,7 @@ int run(bool quick, bool json_mode) {
   const std::vector<Reference> references{
       {"mlp", mlp_workload(sizes), run_mlp, 1e-4},
       {"matmul", matmul_workload(sizes), run_matmul, 1e-4},
+      {"transformer", transformer_workload(), run_transformer, 1e-4},
   };
   Requirements needs;
   needs.workload = references.front().cost;

@@ -1,6 +1,10 @@
 #include "demo_workloads.hpp"
 
 #include <cmath>
+#include <cstdlib>
+
+#include "hal/model.hpp"
+#include "hal/npy.hpp"
 
 namespace hal::tool {
 namespace {
@@ -68,6 +72,65 @@ WorkloadResult run_matmul(const Device& device, const DemoSizes& s) {
   const Tensor a = uniform({s.matmul, s.matmul}, DType::f32, 20, stream, -1, 1);
   const Tensor b = uniform({s.matmul, s.matmul}, DType::f32, 21, stream, -1, 1);
   return timed_passes(stream, s.repeat, [&] { return matmul(a, b, stream); });
+}
+
+namespace {
+
+constexpr const char* kTransformer = "transformer_encoder";
+constexpr int64_t kLayers = 2, kModel = 64, kHeads = 4, kSequence = 16, kBatch = 2, kClasses = 10;
+
+}  // namespace
+
+std::filesystem::path demo_models_dir() {
+  if (const char* dir = std::getenv("HAL_MODELS_DIR"); dir && *dir) return dir;
+  if (std::filesystem::exists(std::filesystem::path(HAL_SOURCE_MODELS_DIR) /
+                              "transformer_encoder.onnx"))
+    return HAL_SOURCE_MODELS_DIR;
+  std::error_code error;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+  return self.parent_path().parent_path() / "share" / "hal" / "models";
+}
+
+Workload transformer_workload() {
+  const double tokens = kBatch * kSequence, d = kModel, ff = 2 * kModel;
+  Workload w;
+  w.name = "transformer encoder (ONNX from PyTorch) " + std::to_string(kLayers) + " layers, d " +
+           std::to_string(kModel) + ", " + std::to_string(kBatch) + "x" + std::to_string(kSequence);
+  for (int64_t layer = 0; layer < kLayers; ++layer) {
+    add_op(w, 2 * tokens * d * 3 * d, tokens * d + 3 * d * d + 3 * tokens * d);  // q, k, v
+    add_op(w, 2 * 2 * kBatch * kSequence * kSequence * d,
+           3 * tokens * d + 2 * kBatch * kHeads * kSequence * kSequence);  // scores, mix
+    add_op(w, 2 * tokens * d * d, 2 * tokens * d + d * d);                 // out projection
+    add_op(w, 2 * 2 * tokens * d * ff, 2 * tokens * d + 2 * d * ff + 2 * tokens * ff);  // ff
+    add_op(w, 20 * tokens * d, 8 * tokens * d);  // norms, residuals, GELU, softmax
+  }
+  add_op(w, 2 * tokens * d * kClasses, tokens * d + d * kClasses + tokens * kClasses);
+  w.launches = 240;  // the exported graph's nodes
+  w.memory_bytes =
+      static_cast<uint64_t>(4 * (kLayers * (4 * d * d + 2 * d * ff) + 8 * tokens * ff));
+  return w;
+}
+
+WorkloadResult run_transformer(const Device& device, const DemoSizes& s) {
+  const std::filesystem::path dir = demo_models_dir();
+  const Model model = load_onnx(dir / (std::string(kTransformer) + ".onnx"));
+  Stream stream = device.create_stream();
+  const Tensor tokens = read_npy(dir / (std::string(kTransformer) + ".input.npy"), stream);
+  WorkloadResult result = timed_passes(stream, s.repeat, [&] {
+    return model.run({{"tokens", tokens}}, stream).at("probabilities");
+  });
+  Stream cpu_stream = device.create_stream();
+  const auto expected = read_npy(dir / (std::string(kTransformer) + ".expected.npy"), cpu_stream)
+                            .to_vector<float>(cpu_stream);
+  double worst = expected.size() == result.output.size() ? 0 : INFINITY;
+  for (size_t i = 0; worst != INFINITY && i < expected.size(); ++i)
+    worst = std::max(worst, double(std::fabs(result.output[i] - expected[i])));
+  if (!(worst <= 1e-4))
+    throw Error(ErrorCode::Internal, device.id() +
+                                         ": the transformer's output differs from "
+                                         "PyTorch's by " +
+                                         std::to_string(worst));
+  return result;
 }
 
 }  // namespace hal::tool

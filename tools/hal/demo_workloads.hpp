@@ -2,6 +2,7 @@
 // a larger matmul, each run on a device and described for the cost model.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,15 @@ struct WorkloadResult {
 // Inputs come from fixed Philox seeds, so every device computes on the same numbers.
 WorkloadResult run_mlp(const Device& device, const DemoSizes& sizes);
 WorkloadResult run_matmul(const Device& device, const DemoSizes& sizes);
+
+// A real model: models/transformer_encoder.onnx, exported by PyTorch
+// (scripts/export_demo_model.py: 2 layers, d_model 64, 4 heads, GELU, sequence 16, batch 2),
+// run through hal_model on the device from the stored input; a result that differs from
+// PyTorch's stored output by more than 1e-4 is an error naming both.
+Workload transformer_workload();
+WorkloadResult run_transformer(const Device& device, const DemoSizes& sizes);
+// Where the demo's model files are: HAL_MODELS_DIR, else the source tree's models/ where the
+// command was built, else <prefix>/share/hal/models beside the installed command.
+std::filesystem::path demo_models_dir();
 
 }  // namespace hal::tool
