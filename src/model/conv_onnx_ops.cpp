@@ -117,26 +117,12 @@ void for_each_offset(const Tensor& input, const Window& w, Fn fn) {
   }
 }
 
-Outputs conv(const OpContext& ctx, const Inputs& in) {
+// The convolution itself, for a window already worked out: im2col from the padded input's
+// strided views, then one matrix product per group.
+Tensor convolve(const OpContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                const Window& w, int64_t groups) {
   Stream& s = ctx.stream();
-  const Tensor& x = in.at(0);
-  const Tensor& weight = in.at(1);
-  if (x.dim() < 3) ctx.invalid("expects [N, C, D1, ...], got " + to_string(x.shape()));
-  if (weight.dim() != x.dim())
-    ctx.invalid("weights " + to_string(weight.shape()) + " do not match input " +
-                to_string(x.shape()));
-  const Shape kernel(weight.shape().begin() + 2, weight.shape().end());
-  const std::vector<int64_t> declared = ctx.attr_ints("kernel_shape");
-  if (!declared.empty() && declared != kernel)
-    ctx.invalid("kernel_shape " + to_string(declared) + " differs from the weights' " +
-                to_string(kernel));
-  const Window w = window_of(ctx, x, kernel, false);
-  const int64_t groups = ctx.attr_int("group", 1);
   const int64_t batch = x.size(0), channels = x.size(1), features = weight.size(0);
-  if (groups <= 0 || channels % groups != 0 || features % groups != 0 ||
-      weight.size(1) != channels / groups)
-    ctx.invalid("group " + std::to_string(groups) + " does not fit input " + to_string(x.shape()) +
-                " and weights " + to_string(weight.shape()));
   const Tensor input = padded(ctx, x, w, 0.0);
   std::vector<Tensor> columns;
   for_each_offset(input, w, [&](const Tensor& view) { columns.push_back(view.unsqueeze(2)); });
@@ -155,10 +141,134 @@ Outputs conv(const OpContext& ctx, const Inputs& in) {
     results.push_back(matmul(w_g, p_g, s));  // [N, M/g, positions]
   }
   Tensor y = groups == 1 ? results[0] : concat(ctx, results, 1);
-  if (in.size() > 2 && in[2].defined()) y = add(y, in[2].reshape({features, 1}), s);
+  if (bias.defined()) y = add(y, bias.reshape({features, 1}), s);
   Shape shape{batch, features};
   shape.insert(shape.end(), w.out.begin(), w.out.end());
-  return {y.reshape(shape)};
+  return y.reshape(shape);
+}
+
+Outputs conv(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  const Tensor& weight = in.at(1);
+  if (x.dim() < 3) ctx.invalid("expects [N, C, D1, ...], got " + to_string(x.shape()));
+  if (weight.dim() != x.dim())
+    ctx.invalid("weights " + to_string(weight.shape()) + " do not match input " +
+                to_string(x.shape()));
+  const Shape kernel(weight.shape().begin() + 2, weight.shape().end());
+  const std::vector<int64_t> declared = ctx.attr_ints("kernel_shape");
+  if (!declared.empty() && declared != kernel)
+    ctx.invalid("kernel_shape " + to_string(declared) + " differs from the weights' " +
+                to_string(kernel));
+  const Window w = window_of(ctx, x, kernel, false);
+  const int64_t groups = ctx.attr_int("group", 1);
+  const int64_t channels = x.size(1), features = weight.size(0);
+  if (groups <= 0 || channels % groups != 0 || features % groups != 0 ||
+      weight.size(1) != channels / groups)
+    ctx.invalid("group " + std::to_string(groups) + " does not fit input " + to_string(x.shape()) +
+                " and weights " + to_string(weight.shape()));
+  const Tensor bias = in.size() > 2 && in[2].defined() ? in[2] : Tensor();
+  return {convolve(ctx, x, weight, bias, w, groups)};
+}
+
+// x with s - 1 zeros between its elements along dimension d: each element and its zeros side
+// by side in a new dimension, merged, the trailing zeros cut.
+Tensor dilate(const OpContext& ctx, const Tensor& x, int64_t d, int64_t stride) {
+  if (stride == 1 || x.size(d) == 0) return x;
+  Shape zeros_shape = x.shape();
+  zeros_shape.insert(zeros_shape.begin() + d + 1, stride - 1);
+  const Tensor spread =
+      concat(ctx, {x.unsqueeze(d + 1), full(zeros_shape, 0, x.dtype(), ctx.stream())}, d + 1);
+  Shape merged = x.shape();
+  merged[static_cast<size_t>(d)] *= stride;
+  return spread.reshape(merged).slice(d, 0, (x.size(d) - 1) * stride + 1);
+}
+
+// ConvTranspose as the convolution it is the transpose of: the input dilated by the strides, the
+// kernel flipped and its in/out channels swapped per group, padded by the span less the pads.
+Outputs conv_transpose(const OpContext& ctx, const Inputs& in) {
+  Stream& s = ctx.stream();
+  const Tensor& x = in.at(0);
+  const Tensor& weight = in.at(1);
+  if (x.dim() < 3) ctx.invalid("expects [N, C, D1, ...], got " + to_string(x.shape()));
+  if (weight.dim() != x.dim() || weight.size(0) != x.size(1))
+    ctx.invalid("weights " + to_string(weight.shape()) + " do not match input " +
+                to_string(x.shape()));
+  const auto spatial = static_cast<size_t>(x.dim() - 2);
+  const int64_t groups = ctx.attr_int("group", 1);
+  if (groups <= 0 || x.size(1) % groups != 0)
+    ctx.invalid("group " + std::to_string(groups) + " does not divide " +
+                std::to_string(x.size(1)) + " channels");
+  constexpr int64_t kLimit = int64_t{1} << 24;
+  auto attr = [&](const char* name, int64_t fallback, int64_t low) {
+    std::vector<int64_t> values = ctx.attr_ints(name);
+    if (values.empty()) values.assign(spatial, fallback);
+    if (values.size() != spatial)
+      ctx.invalid(std::string(name) + " does not match the input's rank");
+    for (int64_t v : values)
+      if (v < low || v > kLimit)
+        ctx.invalid(std::string(name) + " " + to_string(values) + " is out of range");
+    return values;
+  };
+  const auto strides = attr("strides", 1, 1), dilations = attr("dilations", 1, 1);
+  const auto output_padding = attr("output_padding", 0, 0);
+  const Shape kernel(weight.shape().begin() + 2, weight.shape().end());
+  std::vector<int64_t> pads = ctx.attr_ints("pads");
+  if (pads.empty()) pads.assign(2 * spatial, 0);
+  if (pads.size() != 2 * spatial) ctx.invalid("pads do not match the input's rank");
+  const std::vector<int64_t> output_shape = ctx.attr_ints("output_shape");
+  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t i = 0; i < spatial; ++i) {
+      const int64_t size = x.size(static_cast<int64_t>(i) + 2);
+      const int64_t wanted = output_shape.empty() ? size * strides[i]
+                                                  : output_shape[output_shape.size() - spatial + i];
+      const int64_t total =
+          strides[i] * (size - 1) + output_padding[i] + (kernel[i] - 1) * dilations[i] + 1 - wanted;
+      // ONNX's rule in Python's floor division: a negative total (an output larger than the
+      // strides give) extends the end, or the start under SAME_UPPER.
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      const bool upper = auto_pad == "SAME_UPPER";
+      pads[i] = upper ? half : total - half;
+      pads[i + spatial] = total - pads[i];
+    }
+  } else if (auto_pad == "VALID") {
+    std::fill(pads.begin(), pads.end(), 0);
+  }
+  Tensor input = x;
+  for (size_t i = 0; i < spatial; ++i)
+    input = dilate(ctx, input, static_cast<int64_t>(i) + 2, strides[i]);
+  // [C_in, C_out/g, K...] flipped -> [g, C_in/g, C_out/g, K...] -> [C_out, C_in/g, K...]
+  Tensor flipped = weight;
+  for (size_t i = 0; i < spatial; ++i) {
+    std::vector<int64_t> reversed;
+    for (int64_t k = kernel[i] - 1; k >= 0; --k) reversed.push_back(k);
+    flipped = take(ctx, flipped, static_cast<int64_t>(i) + 2, reversed);
+  }
+  const int64_t in_per_group = x.size(1) / groups, out_per_group = weight.size(1);
+  Shape grouped{groups, in_per_group, out_per_group};
+  grouped.insert(grouped.end(), kernel.begin(), kernel.end());
+  std::vector<int64_t> swap{0, 2, 1};
+  for (size_t i = 0; i < spatial; ++i) swap.push_back(static_cast<int64_t>(i) + 3);
+  Shape conv_shape{groups * out_per_group, in_per_group};
+  conv_shape.insert(conv_shape.end(), kernel.begin(), kernel.end());
+  const Tensor conv_weight =
+      flipped.contiguous(s).reshape(grouped).permute(swap).contiguous(s).reshape(conv_shape);
+  Window w;
+  w.kernel = kernel;
+  w.strides.assign(spatial, 1);
+  w.dilations = dilations;
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t span = dilations[i] * (kernel[i] - 1);
+    w.pad_before.push_back(span - pads[i]);
+    w.pad_after.push_back(span - pads[i + spatial] + output_padding[i]);
+    const int64_t out =
+        input.size(static_cast<int64_t>(i) + 2) + w.pad_before[i] + w.pad_after[i] - span;
+    if (out <= 0)
+      ctx.invalid("the output would have no elements along spatial dimension " + std::to_string(i));
+    w.out.push_back(out);
+  }
+  const Tensor bias = in.size() > 2 && in[2].defined() ? in[2] : Tensor();
+  return {convolve(ctx, input, conv_weight, bias, w, groups)};
 }
 
 Outputs max_pool(const OpContext& ctx, const Inputs& in) {
@@ -218,6 +328,7 @@ Outputs average_pool(const OpContext& ctx, const Inputs& in) {
 std::vector<OnnxOp> conv_onnx_ops() {
   return {
       {"Conv", 1, conv},
+      {"ConvTranspose", 1, conv_transpose},
       {"MaxPool", 1, max_pool},
       {"AveragePool", 1, average_pool},
   };

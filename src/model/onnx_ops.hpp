@@ -75,6 +75,9 @@ std::vector<OnnxOp> conv_onnx_ops();
 // `axis`; pad_constant: `before`/`after` elements of `value` around each dimension (negative
 // counts crop).
 Tensor concat(const OpContext& ctx, const std::vector<Tensor>& parts, int64_t axis);
+// take: the slices of `data` at `picks` (each in range) along `axis`, in that order.
+Tensor take(const OpContext& ctx, const Tensor& data, int64_t axis,
+            const std::vector<int64_t>& picks);
 Tensor pad_constant(const OpContext& ctx, Tensor x, const std::vector<int64_t>& before,
                     const std::vector<int64_t>& after, double value);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "hal/error.hpp"
 #include "hal/ops.hpp"
 #include "model/onnx_dtype.hpp"
 #include "model/onnx_ops.hpp"
@@ -352,6 +353,31 @@ Tensor concat(const OpContext& ctx, const std::vector<Tensor>& parts, int64_t ax
   return moved.permute(inverse(order)).contiguous(s);
 }
 
+// With the axis moved to the front each pick is one contiguous block, placed by a device copy.
+Tensor take(const OpContext& ctx, const Tensor& data, int64_t axis,
+            const std::vector<int64_t>& picks) {
+  Stream& s = ctx.stream();
+  const std::vector<int64_t> order = axis_first(axis, data.dim());
+  const Tensor moved = data.permute(order).contiguous(s);
+  Shape gathered_shape{static_cast<int64_t>(picks.size())};
+  for (size_t d = 1; d < order.size(); ++d)
+    gathered_shape.push_back(moved.size(static_cast<int64_t>(d)));
+  const Tensor gathered = empty(gathered_shape, data.dtype(), s.device());
+  const int64_t extent = data.size(axis);
+  const size_t block =
+      static_cast<size_t>(extent == 0 ? 0 : moved.numel() / extent) * data.element_size();
+  const size_t base = static_cast<size_t>(moved.offset()) * data.element_size();
+  for (size_t i = 0; i < picks.size() && block > 0; ++i) {
+    if (picks[i] < 0 || picks[i] >= extent)
+      throw Error(ErrorCode::Internal, ctx.node().describe() + ": take() given index " +
+                                           std::to_string(picks[i]) + " of " +
+                                           std::to_string(extent));
+    s.copy(gathered.storage(), moved.storage(), block, i * block,
+           base + static_cast<size_t>(picks[i]) * block);
+  }
+  return gathered.permute(inverse(order)).contiguous(s);
+}
+
 Tensor pad_constant(const OpContext& ctx, Tensor x, const std::vector<int64_t>& before,
                     const std::vector<int64_t>& after, double value) {
   Stream& s = ctx.stream();
@@ -386,7 +412,8 @@ namespace {
 Outputs pad(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
   const std::string mode = ctx.attr_string("mode", "constant");
-  if (mode != "constant") ctx.unsupported("mode '" + mode + "' (constant padding only)");
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    ctx.invalid("mode '" + mode + "' (constant, edge or reflect)");
   std::vector<int64_t> pads;
   double value = 0;
   if (ctx.opset() < 11) {
@@ -402,7 +429,24 @@ Outputs pad(const OpContext& ctx, const Inputs& in) {
                 to_string(x.shape()));
   const std::vector<int64_t> before(pads.begin(), pads.begin() + x.dim());
   const std::vector<int64_t> after(pads.begin() + x.dim(), pads.end());
-  return {pad_constant(ctx, x, before, after, value)};
+  if (mode == "constant") return {pad_constant(ctx, x, before, after, value)};
+  // edge repeats the border element, reflect mirrors around it: both pick rows of x itself.
+  Tensor result = x;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const int64_t size = x.size(d), head = before[static_cast<size_t>(d)],
+                  tail = after[static_cast<size_t>(d)];
+    if (head < 0 || tail < 0) ctx.unsupported("negative pads with mode '" + mode + "'");
+    if (head == 0 && tail == 0) continue;
+    if (size == 0 || (mode == "reflect" && (head >= size || tail >= size)))
+      ctx.invalid("cannot " + mode + "-pad dimension " + std::to_string(d) + " of size " +
+                  std::to_string(size) + " by " + std::to_string(std::max(head, tail)));
+    std::vector<int64_t> picks;
+    for (int64_t i = head; i > 0; --i) picks.push_back(mode == "edge" ? 0 : i);
+    for (int64_t i = 0; i < size; ++i) picks.push_back(i);
+    for (int64_t i = 1; i <= tail; ++i) picks.push_back(mode == "edge" ? size - 1 : size - 1 - i);
+    result = take(ctx, result, d, picks);
+  }
+  return {result};
 }
 
 // Trilu: the elements on and above (upper) or below (lower) diagonal k of the last two
@@ -422,11 +466,9 @@ Outputs trilu(const OpContext& ctx, const Inputs& in) {
   return {where(keep, x, full({}, 0, x.dtype(), s), s)};
 }
 
-// Gather along `axis`: with the axis moved to the front each index picks one contiguous block,
-// placed by a device copy; the indices are read to the host (they are small: token ids,
-// positions).
+// Gather along `axis`: the indices read to the host (they are small: token ids, positions),
+// then take().
 Outputs gather(const OpContext& ctx, const Inputs& in) {
-  Stream& s = ctx.stream();
   const Tensor& data = in.at(0);
   const Tensor& indices = in.at(1);
   const int64_t axis = wrap_axis(ctx, ctx.attr_int("axis", 0), data.dim());
@@ -438,28 +480,12 @@ Outputs gather(const OpContext& ctx, const Inputs& in) {
                   std::to_string(axis) + " of " + to_string(data.shape()));
     if (pick < 0) pick += extent;
   }
-  const std::vector<int64_t> order = axis_first(axis, data.dim());
-  const Tensor moved = data.permute(order).contiguous(s);
-  Shape gathered_shape{static_cast<int64_t>(picks.size())};
-  for (size_t d = 1; d < order.size(); ++d)
-    gathered_shape.push_back(moved.size(static_cast<int64_t>(d)));
-  const Tensor gathered = empty(gathered_shape, data.dtype(), s.device());
-  const size_t block =
-      static_cast<size_t>(extent == 0 ? 0 : moved.numel() / extent) * data.element_size();
-  const size_t base = static_cast<size_t>(moved.offset()) * data.element_size();
-  for (size_t i = 0; i < picks.size() && block > 0; ++i)
-    s.copy(gathered.storage(), moved.storage(), block, i * block,
-           base + static_cast<size_t>(picks[i]) * block);
-  // [indices..., data before axis, data after axis] -> [before, indices..., after]
-  Shape unfolded = indices.shape();
-  for (int64_t d = 0; d < data.dim(); ++d)
-    if (d != axis) unfolded.push_back(data.size(d));
-  const auto q = static_cast<int64_t>(indices.dim());
-  std::vector<int64_t> back;
-  for (int64_t d = 0; d < axis; ++d) back.push_back(q + d);
-  for (int64_t d = 0; d < q; ++d) back.push_back(d);
-  for (int64_t d = q + axis; d < static_cast<int64_t>(unfolded.size()); ++d) back.push_back(d);
-  return {gathered.reshape(unfolded).permute(back).contiguous(s)};
+  const Tensor taken = take(ctx, data, axis, picks);  // [before, picks, after]
+  // The picks' dimension becomes the indices' shape.
+  Shape shape(data.shape().begin(), data.shape().begin() + axis);
+  shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
+  shape.insert(shape.end(), data.shape().begin() + axis + 1, data.shape().end());
+  return {taken.reshape(shape)};
 }
 
 }  // namespace
