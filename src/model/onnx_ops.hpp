@@ -70,6 +70,7 @@ std::vector<OnnxOp> shape_onnx_ops();
 std::vector<OnnxOp> reduce_onnx_ops();
 std::vector<OnnxOp> nn_onnx_ops();
 std::vector<OnnxOp> conv_onnx_ops();
+std::vector<OnnxOp> index_onnx_ops();
 
 // Building blocks the op families share (shape_onnx_ops.cpp). concat: the parts joined along
 // `axis`; pad_constant: `before`/`after` elements of `value` around each dimension (negative

@@ -80,26 +80,6 @@ Outputs reduce_log_sum_exp(const OpContext& ctx, const Inputs& in) {
   return {keep_dtype(result, x.dtype(), s)};
 }
 
-Tensor arg_reduce(const OpContext& ctx, const Tensor& x) {
-  if (ctx.attr_int("select_last_index", 0) != 0)
-    ctx.unsupported("select_last_index=1 (the last of equal extremes)");
-  const int64_t axis = ctx.attr_int("axis", 0);
-  const bool keepdims = ctx.attr_int("keepdims", 1) != 0;
-  return argmax(x, {axis}, keepdims, ctx.stream());
-}
-
-Outputs arg_max(const OpContext& ctx, const Inputs& in) { return {arg_reduce(ctx, in.at(0))}; }
-
-// The smallest is the largest of the negated: exact for floating dtypes and signed integers
-// (but their minimum), and u8 is widened first.
-Outputs arg_min(const OpContext& ctx, const Inputs& in) {
-  Stream& s = ctx.stream();
-  Tensor x = in.at(0);
-  if (x.dtype() == DType::u8) x = cast(x, DType::i32, s);
-  if (x.dtype() == DType::boolean) ctx.unsupported("bool inputs");
-  return {arg_reduce(ctx, neg(x, s))};
-}
-
 // Before opset 13 the input is seen as 2-d, [prod(dims before axis), prod(the rest)], with the
 // op over the second; from 13 it is over one axis.
 template <Tensor (*op)(const Tensor&, int64_t, Stream&)>
@@ -179,8 +159,6 @@ std::vector<OnnxOp> reduce_onnx_ops() {
       {"ReduceSumSquare", 1, reduce_sum_square},
       {"ReduceLogSum", 1, reduce_log_sum},
       {"ReduceLogSumExp", 1, reduce_log_sum_exp},
-      {"ArgMax", 1, arg_max},
-      {"ArgMin", 1, arg_min},
       {"Softmax", 1, softmax_family<softmax>},
       {"LogSoftmax", 1, softmax_family<log_softmax>},
       {"Hardmax", 1, softmax_family<hardmax_of>},
