@@ -157,7 +157,7 @@ HostTensor tensor_from_onnx(const TensorProto& proto, const std::filesystem::pat
                          to_string(tensor.shape) + " of " + std::string(to_string(*dtype)) +
                          " need " + std::to_string(*bytes));
     tensor.bytes.resize(raw.size());
-    std::memcpy(tensor.bytes.data(), raw.data(), raw.size());
+    if (!raw.empty()) std::memcpy(tensor.bytes.data(), raw.data(), raw.size());  // no null source
   } else {
     tensor.bytes = typed_fields(proto, *dtype, count, where);
   }
