@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hal/device.hpp"
@@ -34,7 +35,11 @@ Report run(const Device& device, const std::string& filter = "");
 
 // {"schema":"hal.cts/1","device",...,"passed","failed","not_supported","cases":[...]}
 std::string to_json(const Report& report);
-// JUnit XML: one testsuite, a testcase per case, <failure> and <skipped> with the reasons.
-std::string to_junit(const Report& report);
+// JUnit XML: one testsuite ("<suite>.<device>"), a testcase per case, <failure> and <skipped>
+// with the reasons. Other suites of cases (hal onnx-tests) report through it too.
+std::string to_junit(const Report& report, std::string_view suite = "hal.cts");
+// Writes to_junit to `path`; InvalidArgument naming the path when it cannot be written (a full
+// disk or a closed pipe shows only when the buffered text is flushed: checked after it).
+void write_junit(const std::string& path, const Report& report, std::string_view suite = "hal.cts");
 
 }  // namespace hal::cts

@@ -1,5 +1,6 @@
 // Running the cases, and their reports.
 #include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "case.hpp"
@@ -135,12 +136,12 @@ std::string to_json(const Report& report) {
       .dump(2);
 }
 
-std::string to_junit(const Report& report) {
+std::string to_junit(const Report& report, std::string_view suite) {
   double total = 0;
   for (const CaseResult& result : report.cases) total += result.seconds;
   std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  xml += "<testsuite name=\"hal.cts." + xml_escaped(report.device) + "\" tests=\"" +
-         std::to_string(report.cases.size()) + "\" failures=\"" +
+  xml += "<testsuite name=\"" + xml_escaped(std::string(suite)) + "." + xml_escaped(report.device) +
+         "\" tests=\"" + std::to_string(report.cases.size()) + "\" failures=\"" +
          std::to_string(report.count(Status::failed)) + "\" skipped=\"" +
          std::to_string(report.count(Status::not_supported)) + "\" time=\"" +
          std::to_string(total) + "\">\n";
@@ -160,6 +161,13 @@ std::string to_junit(const Report& report) {
   }
   xml += "</testsuite>\n";
   return xml;
+}
+
+void write_junit(const std::string& path, const Report& report, std::string_view suite) {
+  std::ofstream out(path);
+  out << to_junit(report, suite);
+  out.close();
+  if (!out) throw Error(ErrorCode::InvalidArgument, "cannot write the JUnit report to " + path);
 }
 
 }  // namespace hal::cts

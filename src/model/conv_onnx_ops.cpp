@@ -166,7 +166,7 @@ Outputs conv(const OpContext& ctx, const Inputs& in) {
       weight.size(1) != channels / groups)
     ctx.invalid("group " + std::to_string(groups) + " does not fit input " + to_string(x.shape()) +
                 " and weights " + to_string(weight.shape()));
-  const Tensor bias = in.size() > 2 && in[2].defined() ? in[2] : Tensor();
+  const Tensor bias = given(in, 2) ? in[2] : Tensor();
   return {convolve(ctx, x, weight, bias, w, groups)};
 }
 
@@ -267,7 +267,7 @@ Outputs conv_transpose(const OpContext& ctx, const Inputs& in) {
       ctx.invalid("the output would have no elements along spatial dimension " + std::to_string(i));
     w.out.push_back(out);
   }
-  const Tensor bias = in.size() > 2 && in[2].defined() ? in[2] : Tensor();
+  const Tensor bias = given(in, 2) ? in[2] : Tensor();
   return {convolve(ctx, input, conv_weight, bias, w, groups)};
 }
 

@@ -22,10 +22,6 @@ Tensor constant(double value, DType dtype, const OpContext& ctx) {
 Tensor constant(double value, const Tensor& like, const OpContext& ctx) {
   return constant(value, like.dtype(), ctx);
 }
-// ONNX gives the first input's dtype where hal would promote (Pow's exponent, Clip's bounds).
-Tensor keep_dtype(const Tensor& result, DType dtype, const OpContext& ctx) {
-  return result.dtype() == dtype ? result : cast(result, dtype, ctx.stream());
-}
 
 using Binary = Tensor (*)(const Tensor&, const Tensor&, Stream&);
 using Unary = Tensor (*)(const Tensor&, Stream&);
@@ -70,7 +66,7 @@ Outputs mean_of(const OpContext& ctx, const Inputs& in) {
 
 Outputs pow_of(const OpContext& ctx, const Inputs& in) {
   const Tensor exponent = legacy_broadcast(ctx, in.at(0), in.at(1));
-  return {keep_dtype(pow(in[0], exponent, ctx.stream()), in[0].dtype(), ctx)};
+  return {as_dtype(pow(in[0], exponent, ctx.stream()), in[0].dtype(), ctx.stream())};
 }
 
 Outputs reciprocal(const OpContext& ctx, const Inputs& in) {
@@ -107,9 +103,9 @@ Outputs prelu(const OpContext& ctx, const Inputs& in) {
     shape.resize(static_cast<size_t>(input.dim() - 1), 1);
     slope = slope.contiguous(ctx.stream()).reshape(shape);
   }
-  return {keep_dtype(
+  return {as_dtype(
       piecewise(ctx, in.at(0), [&](const Tensor& x) { return mul(x, slope, ctx.stream()); }),
-      in[0].dtype(), ctx)};
+      in[0].dtype(), ctx.stream())};
 }
 
 Tensor elu_of(const OpContext& ctx, const Tensor& x, double alpha) {
@@ -171,9 +167,9 @@ Outputs shrink(const OpContext& ctx, const Inputs& in) {
   const double lambd = ctx.attr_float("lambd", 0.5f);
   const Tensor above = where(gt(x, constant(lambd, x, ctx), s), sub(x, constant(bias, x, ctx), s),
                              constant(0, x, ctx), s);
-  return {keep_dtype(
+  return {as_dtype(
       where(lt(x, constant(-lambd, x, ctx), s), add(x, constant(bias, x, ctx), s), above, s),
-      x.dtype(), ctx)};
+      x.dtype(), ctx.stream())};
 }
 
 Outputs clip(const OpContext& ctx, const Inputs& in) {
@@ -184,12 +180,12 @@ Outputs clip(const OpContext& ctx, const Inputs& in) {
     if (ctx.has("min")) low = constant(ctx.attr_float("min", 0), x, ctx);
     if (ctx.has("max")) high = constant(ctx.attr_float("max", 0), x, ctx);
   } else {
-    if (in.size() > 1 && in[1].defined()) low = in[1];
-    if (in.size() > 2 && in[2].defined()) high = in[2];
+    if (given(in, 1)) low = in[1];
+    if (given(in, 2)) high = in[2];
   }
   Tensor result = x;
-  if (low.defined()) result = keep_dtype(maximum(result, low, s), x.dtype(), ctx);
-  if (high.defined()) result = keep_dtype(minimum(result, high, s), x.dtype(), ctx);
+  if (low.defined()) result = as_dtype(maximum(result, low, s), x.dtype(), ctx.stream());
+  if (high.defined()) result = as_dtype(minimum(result, high, s), x.dtype(), ctx.stream());
   return {result.contiguous(s)};
 }
 
@@ -245,7 +241,7 @@ Outputs identity(const OpContext& ctx, const Inputs& in) {
 
 // Inference: the input unchanged, and a mask of ones where one is asked for.
 Outputs dropout(const OpContext& ctx, const Inputs& in) {
-  if (in.size() > 2 && in[2].defined() && ctx.read_scalar(in[2]) != 0.0)
+  if (given(in, 2) && ctx.read_scalar(in[2]) != 0.0)
     ctx.unsupported("training_mode: dropout runs as in inference only");
   Tensor x = in.at(0).contiguous(ctx.stream());
   if (ctx.node().outputs.size() < 2 || ctx.node().outputs[1].empty()) return {x};

@@ -15,13 +15,6 @@ namespace {
 using Inputs = std::vector<Tensor>;
 using Outputs = std::vector<Tensor>;
 
-int64_t axis_of(const OpContext& ctx, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank)
-    ctx.invalid("axis " + std::to_string(axis) + " is out of range for rank " +
-                std::to_string(rank));
-  return axis < 0 ? axis + rank : axis;
-}
-
 std::vector<int64_t> reversed(int64_t extent) {
   std::vector<int64_t> picks;
   for (int64_t i = extent - 1; i >= 0; --i) picks.push_back(i);
@@ -43,7 +36,7 @@ std::vector<double> host_values(const OpContext& ctx, const Tensor& x) {
 // the last of the original's.
 Tensor arg_extreme(const OpContext& ctx, const Tensor& x, bool smallest) {
   Stream& s = ctx.stream();
-  const int64_t axis = axis_of(ctx, ctx.attr_int("axis", 0), x.dim());
+  const int64_t axis = ctx.axis(ctx.attr_int("axis", 0), x.dim());
   const bool keepdims = ctx.attr_int("keepdims", 1) != 0;
   const bool last = ctx.attr_int("select_last_index", 0) != 0;
   Tensor values = x;
@@ -74,7 +67,7 @@ Outputs reduce_prod(const OpContext& ctx, const Inputs& in) {
   if (axes.empty())
     for (int64_t d = 0; d < x.dim(); ++d) axes.push_back(d);
   std::vector<bool> reduced(static_cast<size_t>(x.dim()), false);
-  for (int64_t axis : axes) reduced[static_cast<size_t>(axis_of(ctx, axis, x.dim()))] = true;
+  for (int64_t axis : axes) reduced[static_cast<size_t>(ctx.axis(axis, x.dim()))] = true;
   Tensor product = x;
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (!reduced[static_cast<size_t>(d)]) continue;
@@ -102,7 +95,7 @@ Outputs reduce_prod(const OpContext& ctx, const Inputs& in) {
 Outputs cum_sum(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   Tensor x = in.at(0);
-  const int64_t axis = axis_of(ctx, static_cast<int64_t>(ctx.read_scalar(in.at(1))), x.dim());
+  const int64_t axis = ctx.axis(static_cast<int64_t>(ctx.read_scalar(in.at(1))), x.dim());
   const bool exclusive = ctx.attr_int("exclusive", 0) != 0;
   const bool reverse = ctx.attr_int("reverse", 0) != 0;
   const int64_t extent = x.size(axis);
@@ -167,7 +160,7 @@ Outputs one_hot(const OpContext& ctx, const Inputs& in) {
   if (depth <= 0) ctx.invalid("depth " + std::to_string(depth) + " is not positive");
   if (values.numel() != 2) ctx.invalid("values must hold [off, on]");
   const int64_t rank = indices.dim() + 1;
-  const int64_t axis = axis_of(ctx, ctx.attr_int("axis", -1), rank);
+  const int64_t axis = ctx.axis(ctx.attr_int("axis", -1), rank);
   indices = cast(indices, DType::i64, s);
   const Tensor d = full({}, static_cast<double>(depth), DType::i64, s);
   indices = where(lt(indices, full({}, 0, DType::i64, s), s), add(indices, d, s), indices, s);
@@ -207,7 +200,7 @@ Outputs compress(const OpContext& ctx, const Inputs& in) {
   Tensor x = in.at(0);
   const std::vector<double> condition = host_values(ctx, in.at(1));
   if (!ctx.has("axis")) x = x.contiguous(ctx.stream()).reshape({x.numel()});
-  const int64_t axis = axis_of(ctx, ctx.attr_int("axis", 0), x.dim());
+  const int64_t axis = ctx.axis(ctx.attr_int("axis", 0), x.dim());
   if (static_cast<int64_t>(condition.size()) > x.size(axis))
     ctx.invalid("the condition is longer than dimension " + std::to_string(axis));
   std::vector<int64_t> picks;

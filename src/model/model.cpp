@@ -117,15 +117,14 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
   };
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = graph.nodes[i];
-    const model::OnnxOp* op = model::find_onnx_op(node.op_type, node.opset);
-    if (!op)
+    if (!node.op)
       throw Error(ErrorCode::Internal, node.describe() + ": loaded without an implementation");
     std::vector<Tensor> in;
     for (const std::string& name : node.inputs)
       in.push_back(name.empty() ? Tensor() : lookup(name));
     std::vector<Tensor> out;
     try {
-      out = op->run(model::OpContext(node, stream), in);
+      out = node.op->run(model::OpContext(node, stream), in);
     } catch (const Error& error) {
       rethrow_for(node, error);
     } catch (const std::bad_alloc&) {

@@ -31,6 +31,7 @@ struct HostTensor {
 };
 
 struct ModelGraph;
+struct OnnxOp;
 
 using AttributeValue =
     std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>,
@@ -44,6 +45,7 @@ struct Node {
   std::vector<std::string> inputs;  // "" for an optional input left out
   std::vector<std::string> outputs;
   std::map<std::string, AttributeValue, std::less<>> attributes;
+  const OnnxOp* op = nullptr;  // its implementation, found once at load
 
   // "node 'conv1' (Conv, opset 13)": how errors name a node.
   std::string describe() const;

@@ -9,8 +9,6 @@ namespace {
 using Inputs = std::vector<Tensor>;
 using Outputs = std::vector<Tensor>;
 
-bool given(const Inputs& in, size_t index) { return in.size() > index && in[index].defined(); }
-
 Tensor constant(double value, const Tensor& like, const OpContext& ctx) {
   return full({}, value, like.dtype(), ctx.stream());
 }
@@ -87,9 +85,7 @@ Outputs instance_norm(const OpContext& ctx, const Inputs& in) {
 Outputs layer_norm_of(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   const Tensor& x = in.at(0);
-  int64_t axis = ctx.attr_int("axis", -1);
-  if (axis < 0) axis += x.dim();
-  if (axis < 0 || axis >= x.dim()) ctx.invalid("axis out of range for " + to_string(x.shape()));
+  const int64_t axis = ctx.axis(ctx.attr_int("axis", -1), x.dim());
   const double eps = ctx.attr_float("epsilon", 1e-5f);
   const Shape normalized(x.shape().begin() + axis, x.shape().end());
   auto as_normalized = [&](const Tensor& p) {

@@ -156,7 +156,8 @@ class Importer {
     for (auto& output : *node_proto.mutable_output())
       if (auto found = rename.find(output); found != rename.end()) output = found->second;
     Node node = decode(node_proto, graph.nodes.size(), opset);
-    if (node.domain.empty() && find_onnx_op(node.op_type, node.opset)) {
+    if (node.domain.empty()) node.op = find_onnx_op(node.op_type, node.opset);
+    if (node.op) {
       record_types(node, graph);
       graph.nodes.push_back(std::move(node));
       return;

@@ -114,12 +114,31 @@ double OpContext::read_scalar(const Tensor& tensor) const {
   return tensor::decode(tensor.dtype(), element.data());
 }
 
+int64_t OpContext::axis(int64_t axis, int64_t rank) const {
+  if (axis < -rank || axis >= rank)
+    invalid("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
 void OpContext::unsupported(const std::string& what) const {
   throw Error(ErrorCode::Unsupported, node_.describe() + ": " + what);
 }
 
 void OpContext::invalid(const std::string& what) const {
   throw Error(ErrorCode::InvalidArgument, node_.describe() + ": " + what);
+}
+
+Tensor as_dtype(const Tensor& result, DType dtype, Stream& stream) {
+  return result.dtype() == dtype ? result : cast(result, dtype, stream);
+}
+
+Shape as_2d(const OpContext& ctx, const Tensor& x, int64_t axis) {
+  if (axis < -x.dim() || axis > x.dim())
+    ctx.invalid("axis " + std::to_string(axis) + " is out of range for " + to_string(x.shape()));
+  if (axis < 0) axis += x.dim();
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < x.dim(); ++d) (d < axis ? outer : inner) *= x.size(d);
+  return {outer, inner};
 }
 
 Tensor upload(const HostTensor& tensor, Stream& stream) {

@@ -34,6 +34,8 @@ class OpContext {
   std::vector<float> attr_floats(std::string_view name) const;
   const HostTensor* attr_tensor(std::string_view name) const;
 
+  // `axis` in [-rank, rank) counted from 0; InvalidArgument naming it and the rank otherwise.
+  int64_t axis(int64_t axis, int64_t rank) const;
   // The values of a small integer tensor (shapes, axes, pads), read back to the host; waits
   // for the stream.
   std::vector<int64_t> read_ints(const Tensor& tensor) const;
@@ -71,6 +73,17 @@ std::vector<OnnxOp> reduce_onnx_ops();
 std::vector<OnnxOp> nn_onnx_ops();
 std::vector<OnnxOp> conv_onnx_ops();
 std::vector<OnnxOp> index_onnx_ops();
+
+// Whether the optional input `index` was given.
+inline bool given(const std::vector<Tensor>& in, size_t index) {
+  return in.size() > index && in[index].defined();
+}
+// `result` in `dtype`: ONNX keeps the input's dtype where hal promotes (Pow's exponent, Clip's
+// bounds) or widens (sums of integers).
+Tensor as_dtype(const Tensor& result, DType dtype, Stream& stream);
+// x seen as 2-d, [product of the dimensions before `axis`, product of the rest], `axis` in
+// [-rank, rank] (Flatten, and Softmax before opset 13).
+Shape as_2d(const OpContext& ctx, const Tensor& x, int64_t axis);
 
 // Building blocks the op families share (shape_onnx_ops.cpp). concat: the parts joined along
 // `axis`; pad_constant: `before`/`after` elements of `value` around each dimension (negative

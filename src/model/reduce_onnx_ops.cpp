@@ -10,10 +10,6 @@ using Inputs = std::vector<Tensor>;
 using Outputs = std::vector<Tensor>;
 using Reduction = Tensor (*)(const Tensor&, const std::vector<int64_t>&, bool, Stream&);
 
-Tensor keep_dtype(const Tensor& result, DType dtype, Stream& stream) {
-  return result.dtype() == dtype ? result : cast(result, dtype, stream);
-}
-
 struct ReduceArgs {
   std::vector<int64_t> axes;
   bool keepdims = true;
@@ -25,7 +21,7 @@ ReduceArgs reduce_args(const OpContext& ctx, const Inputs& in, int64_t axes_inpu
   ReduceArgs args;
   args.keepdims = ctx.attr_int("keepdims", 1) != 0;
   if (ctx.opset() >= axes_input_since) {
-    if (in.size() > 1 && in[1].defined()) args.axes = ctx.read_ints(in[1]);
+    if (given(in, 1)) args.axes = ctx.read_ints(in[1]);
     args.identity = args.axes.empty() && ctx.attr_int("noop_with_empty_axes", 0) != 0;
   } else {
     args.axes = ctx.attr_ints("axes");
@@ -44,7 +40,7 @@ Outputs reduce(const OpContext& ctx, const Inputs& in, Tensor (*before)(const Te
   const Tensor mapped = before ? before(x, s) : x;
   Tensor result = reduction(mapped, args.axes, args.keepdims, s);
   if (after) result = after(result, s);
-  return {keep_dtype(result, x.dtype(), s)};
+  return {as_dtype(result, x.dtype(), s)};
 }
 
 Tensor square(const Tensor& x, Stream& s) { return mul(x, x, s); }
@@ -77,7 +73,7 @@ Outputs reduce_log_sum_exp(const OpContext& ctx, const Inputs& in) {
     const Tensor dropped = sum(x, args.axes, false, s);  // the shape without the axes
     result = result.reshape(dropped.shape());
   }
-  return {keep_dtype(result, x.dtype(), s)};
+  return {as_dtype(result, x.dtype(), s)};
 }
 
 // Before opset 13 the input is seen as 2-d, [prod(dims before axis), prod(the rest)], with the
@@ -87,13 +83,8 @@ Outputs softmax_family(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
   Stream& s = ctx.stream();
   if (ctx.opset() >= 13) return {op(x, ctx.attr_int("axis", -1), s)};
-  int64_t axis = ctx.attr_int("axis", 1);
-  if (axis < 0) axis += x.dim();
-  if (axis < 0 || axis > x.dim()) ctx.invalid("axis out of range for " + to_string(x.shape()));
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.size(d);
-  const int64_t inner = outer == 0 ? 0 : x.numel() / outer;
-  return {op(x.contiguous(s).reshape({outer, inner}), 1, s).reshape(x.shape())};
+  const Shape flat = as_2d(ctx, x, ctx.attr_int("axis", 1));
+  return {op(x.contiguous(s).reshape(flat), 1, s).reshape(x.shape())};
 }
 
 // Hardmax: 1 at the first largest element along the axis, 0 elsewhere (opsets before 13 see the
@@ -116,9 +107,7 @@ Outputs gather_elements(const OpContext& ctx, const Inputs& in) {
   if (index.dim() != data.dim())
     ctx.invalid("indices " + to_string(index.shape()) + " and data " + to_string(data.shape()) +
                 " differ in rank");
-  int64_t axis = ctx.attr_int("axis", 0);
-  if (axis < -data.dim() || axis >= data.dim()) ctx.invalid("axis out of range");
-  if (axis < 0) axis += data.dim();
+  const int64_t axis = ctx.axis(ctx.attr_int("axis", 0), data.dim());
   const int64_t extent = data.size(axis);
   if (index.dtype() != DType::i64) index = cast(index, DType::i64, s);
   const Tensor zero = full({}, 0, DType::i64, s);
@@ -143,7 +132,7 @@ Outputs gather_elements(const OpContext& ctx, const Inputs& in) {
   const Tensor mask =
       eq(index.unsqueeze(data.dim()), arange(extent, DType::i64, s).reshape(positions), s);
   const Tensor picked = where(mask, values, full({}, 0, data.dtype(), s), s);
-  return {keep_dtype(sum(picked, {data.dim()}, false, s), data.dtype(), s)};
+  return {as_dtype(sum(picked, {data.dim()}, false, s), data.dtype(), s)};
 }
 
 }  // namespace

@@ -14,13 +14,6 @@ namespace {
 using Inputs = std::vector<Tensor>;
 using Outputs = std::vector<Tensor>;
 
-int64_t wrap_axis(const OpContext& ctx, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank)
-    ctx.invalid("axis " + std::to_string(axis) + " is out of range for rank " +
-                std::to_string(rank));
-  return axis < 0 ? axis + rank : axis;
-}
-
 Tensor ints_tensor(const std::vector<int64_t>& values, const OpContext& ctx) {
   return from_host(values.data(), {static_cast<int64_t>(values.size())}, DType::i64, ctx.stream());
 }
@@ -65,13 +58,7 @@ Outputs reshape(const OpContext& ctx, const Inputs& in) {
 
 Outputs flatten(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
-  int64_t axis = ctx.attr_int("axis", 1);
-  if (axis < 0) axis += x.dim();
-  if (axis < 0 || axis > x.dim()) ctx.invalid("axis out of range for " + to_string(x.shape()));
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.size(d);
-  const int64_t inner = outer == 0 ? 0 : x.numel() / std::max<int64_t>(outer, 1);
-  return {x.contiguous(ctx.stream()).reshape({outer, outer == 0 ? 1 : inner})};
+  return {x.contiguous(ctx.stream()).reshape(as_2d(ctx, x, ctx.attr_int("axis", 1)))};
 }
 
 Outputs transpose(const OpContext& ctx, const Inputs& in) {
@@ -92,7 +79,7 @@ Outputs squeeze(const OpContext& ctx, const Inputs& in) {
     for (int64_t d = 0; d < x.dim(); ++d) drop[static_cast<size_t>(d)] = x.size(d) == 1;
   }
   for (int64_t axis : axes) {
-    const int64_t d = wrap_axis(ctx, axis, x.dim());
+    const int64_t d = ctx.axis(axis, x.dim());
     if (x.size(d) != 1)
       ctx.invalid("cannot squeeze dimension " + std::to_string(d) + " of " + to_string(x.shape()) +
                   ": its size is not 1");
@@ -110,7 +97,7 @@ Outputs unsqueeze(const OpContext& ctx, const Inputs& in) {
   const int64_t rank = x.dim() + static_cast<int64_t>(axes.size());
   std::vector<bool> inserted(static_cast<size_t>(rank), false);
   for (int64_t axis : axes) {
-    const int64_t d = wrap_axis(ctx, axis, rank);
+    const int64_t d = ctx.axis(axis, rank);
     if (inserted[static_cast<size_t>(d)]) ctx.invalid("axis " + std::to_string(axis) + " repeats");
     inserted[static_cast<size_t>(d)] = true;
   }
@@ -156,8 +143,8 @@ Outputs slice(const OpContext& ctx, const Inputs& in) {
   } else {
     starts = ctx.read_ints(in.at(1));
     ends = ctx.read_ints(in.at(2));
-    if (in.size() > 3 && in[3].defined()) axes = ctx.read_ints(in[3]);
-    if (in.size() > 4 && in[4].defined()) steps = ctx.read_ints(in[4]);
+    if (given(in, 3)) axes = ctx.read_ints(in[3]);
+    if (given(in, 4)) steps = ctx.read_ints(in[4]);
   }
   if (ends.size() != starts.size()) ctx.invalid("starts and ends differ in length");
   if (axes.empty()) {
@@ -169,7 +156,7 @@ Outputs slice(const OpContext& ctx, const Inputs& in) {
     ctx.invalid("starts, ends, axes and steps differ in length");
   Tensor view = x;
   for (size_t i = 0; i < starts.size(); ++i) {
-    const int64_t axis = wrap_axis(ctx, axes[i], x.dim());
+    const int64_t axis = ctx.axis(axes[i], x.dim());
     const int64_t size = x.size(axis);
     if (steps[i] <= 0) {
       if (steps[i] == 0) ctx.invalid("a step of 0");
@@ -288,10 +275,10 @@ Outputs concat_op(const OpContext& ctx, const Inputs& in) {
 
 Outputs split(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
-  const int64_t axis = wrap_axis(ctx, ctx.attr_int("axis", 0), x.dim());
+  const int64_t axis = ctx.axis(ctx.attr_int("axis", 0), x.dim());
   std::vector<int64_t> sizes;
   if (ctx.opset() >= 13) {
-    if (in.size() > 1 && in[1].defined()) sizes = ctx.read_ints(in[1]);
+    if (given(in, 1)) sizes = ctx.read_ints(in[1]);
   } else {
     sizes = ctx.attr_ints("split");
   }
@@ -325,7 +312,7 @@ Tensor concat(const OpContext& ctx, const std::vector<Tensor>& parts, int64_t ax
   Stream& s = ctx.stream();
   if (parts.empty()) ctx.invalid("needs at least one input");
   const Tensor& first = parts[0];
-  const int64_t axis = wrap_axis(ctx, axis_attribute, first.dim());
+  const int64_t axis = ctx.axis(axis_attribute, first.dim());
   Shape shape = first.shape();
   shape[static_cast<size_t>(axis)] = 0;
   for (const Tensor& part : parts) {
@@ -421,8 +408,8 @@ Outputs pad(const OpContext& ctx, const Inputs& in) {
     value = ctx.attr_float("value", 0.0f);
   } else {
     pads = ctx.read_ints(in.at(1));
-    if (in.size() > 2 && in[2].defined()) value = ctx.read_scalar(in[2]);
-    if (in.size() > 3 && in[3].defined()) ctx.unsupported("the axes input");
+    if (given(in, 2)) value = ctx.read_scalar(in[2]);
+    if (given(in, 3)) ctx.unsupported("the axes input");
   }
   if (static_cast<int64_t>(pads.size()) != 2 * x.dim())
     ctx.invalid("pads " + to_string(pads) + " need two numbers per dimension of " +
@@ -455,8 +442,7 @@ Outputs trilu(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   const Tensor& x = in.at(0);
   if (x.dim() < 2) ctx.invalid("expects at least 2 dimensions, got " + to_string(x.shape()));
-  const int64_t k =
-      in.size() > 1 && in[1].defined() ? static_cast<int64_t>(ctx.read_scalar(in[1])) : 0;
+  const int64_t k = given(in, 1) ? static_cast<int64_t>(ctx.read_scalar(in[1])) : 0;
   const int64_t rows = x.size(x.dim() - 2), cols = x.size(x.dim() - 1);
   const Tensor row = arange(rows, DType::i64, s).reshape({rows, 1});
   const Tensor col = arange(cols, DType::i64, s).reshape({1, cols});
@@ -471,7 +457,7 @@ Outputs trilu(const OpContext& ctx, const Inputs& in) {
 Outputs gather(const OpContext& ctx, const Inputs& in) {
   const Tensor& data = in.at(0);
   const Tensor& indices = in.at(1);
-  const int64_t axis = wrap_axis(ctx, ctx.attr_int("axis", 0), data.dim());
+  const int64_t axis = ctx.axis(ctx.attr_int("axis", 0), data.dim());
   std::vector<int64_t> picks = ctx.read_ints(indices);
   const int64_t extent = data.size(axis);
   for (int64_t& pick : picks) {

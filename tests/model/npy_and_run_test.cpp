@@ -1,9 +1,6 @@
 // .npy files (hal/npy.hpp) against NumPy itself, their errors, and `hal run` end to end on one
 // of ONNX's test models: inputs from .npy, outputs written as .npy and checked against ONNX's
 // expected output.
-#include <sys/wait.h>
-
-#include <array>
 #include <filesystem>
 #include <fstream>
 
@@ -22,28 +19,9 @@ fs::path scratch_dir() {
   return dir;
 }
 
-struct Result {
-  int status;
-  std::string output;
-};
+const std::string& kCliSanitizer = child_sanitizer_options();
 
-Result shell(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> chunk;
-  while (size_t n = fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-#if defined(__SANITIZE_ADDRESS__)
-const std::string kCliSanitizer = "ASAN_OPTIONS=$ASAN_OPTIONS:intercept_tls_get_addr=0 ";
-#else
-const std::string kCliSanitizer;
-#endif
-
-bool have_numpy() { return shell("/usr/bin/python3 -c 'import numpy'").status == 0; }
+bool have_numpy() { return run_shell("/usr/bin/python3 -c 'import numpy'").status == 0; }
 
 TEST(Npy, EveryDtypeRoundTrips) {
   Stream stream = device("cpu:0").create_stream();
@@ -71,12 +49,12 @@ TEST(Npy, NumPyReadsWhatHalWritesAndTheOtherWayRound) {
   const fs::path dir = scratch_dir();
   write_npy(dir / "from_hal.npy", from_vector<int32_t>({1, -2, 3, 4, 5, -6}, {2, 3}, stream),
             stream);
-  const Result check = shell("/usr/bin/python3 -c \"import numpy as np; a = np.load('" +
-                             (dir / "from_hal.npy").string() +
-                             "'); assert a.dtype == np.int32 and a.shape == (2, 3) and a.tolist() "
-                             "== [[1, -2, 3], [4, 5, -6]], a\"");
+  const ShellResult check = run_shell(
+      "/usr/bin/python3 -c \"import numpy as np; a = np.load('" + (dir / "from_hal.npy").string() +
+      "'); assert a.dtype == np.int32 and a.shape == (2, 3) and a.tolist() "
+      "== [[1, -2, 3], [4, 5, -6]], a\"");
   EXPECT_EQ(check.status, 0) << check.output;
-  const Result make = shell(
+  const ShellResult make = run_shell(
       "/usr/bin/python3 -c \"import numpy as np; "
       "np.save('" +
       (dir / "c.npy").string() +
@@ -144,9 +122,9 @@ TEST(HalRun, RunsAnOnnxTestModelFromNpyFilesAndWritesItsOutputs) {
     write_npy(dir / (name + ".npy"), input, stream);
     args += " --input " + name + "=" + (dir / (name + ".npy")).string();
   }
-  const Result run =
-      shell(kCliSanitizer + HAL_CLI_PATH " run " + (model_dir / "model.onnx").string() + args +
-            " --output " + (dir / "out").string() + " --repeat 3");
+  const ShellResult run =
+      run_shell(kCliSanitizer + HAL_CLI_PATH " run " + (model_dir / "model.onnx").string() + args +
+                " --output " + (dir / "out").string() + " --repeat 3");
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("latency over 3 run(s)"), std::string::npos) << run.output;
   const Tensor expected = read_onnx_tensor(model_dir / "test_data_set_0" / "output_0.pb", stream);
@@ -155,13 +133,13 @@ TEST(HalRun, RunsAnOnnxTestModelFromNpyFilesAndWritesItsOutputs) {
   const auto a = actual.to_vector<float>(stream), e = expected.to_vector<float>(stream);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], e[i], 1e-4 + 1e-4 * std::abs(e[i])) << i;
 
-  const Result wrong =
-      shell(kCliSanitizer + HAL_CLI_PATH " run " + (model_dir / "model.onnx").string() + args +
-            " --input nope=" + (dir / "x.npy").string());
+  const ShellResult wrong =
+      run_shell(kCliSanitizer + HAL_CLI_PATH " run " + (model_dir / "model.onnx").string() + args +
+                " --input nope=" + (dir / "x.npy").string());
   EXPECT_EQ(wrong.status, 1);
   EXPECT_NE(wrong.output.find("no input 'nope'"), std::string::npos) << wrong.output;
-  const Result malformed = shell(kCliSanitizer + HAL_CLI_PATH " run " +
-                                 (model_dir / "model.onnx").string() + " --input x");
+  const ShellResult malformed = run_shell(kCliSanitizer + HAL_CLI_PATH " run " +
+                                          (model_dir / "model.onnx").string() + " --input x");
   EXPECT_EQ(malformed.status, 1);
   EXPECT_NE(malformed.output.find("expected NAME=FILE.npy"), std::string::npos) << malformed.output;
 }

@@ -1,6 +1,30 @@
 #include "test_util.hpp"
 
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+
 namespace hal::test {
+
+ShellResult run_shell(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string output;
+  std::array<char, 4096> chunk;
+  while (size_t n = fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+const std::string& child_sanitizer_options() {
+#if defined(__SANITIZE_ADDRESS__)
+  static const std::string options = "ASAN_OPTIONS=$ASAN_OPTIONS:intercept_tls_get_addr=0 ";
+#else
+  static const std::string options;
+#endif
+  return options;
+}
 
 void expect_error(const std::function<void()>& fn, ErrorCode code,
                   const std::vector<std::string>& parts) {

@@ -94,6 +94,16 @@ class LogCapture {
   std::string lines_;
 };
 
+// A shell command's exit status and its stdout and stderr together (-1 when it did not exit).
+struct ShellResult {
+  int status;
+  std::string output;
+};
+ShellResult run_shell(const std::string& command);
+// What goes before a hal process a test starts: under ASan, leak checking stays on for it, with
+// GCC 12's dynamic-TLS interception off (google/sanitizers#1409; tests/tools/cli_test.cpp).
+const std::string& child_sanitizer_options();
+
 // "cpu:0" -> "cpu_0", for parameterised test names.
 std::string test_name(const std::string& device_id);
 

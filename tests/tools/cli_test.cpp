@@ -16,34 +16,18 @@
 
 namespace {
 
-struct Result {
-  int status;
-  std::string output;  // stdout and stderr together
-};
+using Result = hal::test::ShellResult;
 
-#if defined(__SANITIZE_ADDRESS__)
-// Leak checking stays on for the hal command. GCC 12's sanitizer runtime (before LLVM's fix of
-// April 2023, "Fix tls_get_addr handling for glibc >=2.25") takes a dynamic TLS block that
-// glibc 2.36 malloc'ed 16 bytes past a page boundary for a glibc 2.19 block and reads its size
-// from the bytes before it; LeakSanitizer then scans that range at exit and crashes ("Tracer
-// caught signal 11"), now and then, as the plugins and the OpenCL loader lay out the heap.
-// Those blocks are ordinary heap blocks since glibc 2.25, found through the DTV, so the
-// runtime's tracking of them can go.
-const std::string kCliSanitizer = "ASAN_OPTIONS=$ASAN_OPTIONS:intercept_tls_get_addr=0 ";
-#else
-const std::string kCliSanitizer;
-#endif
-
+// Leak checking stays on for the hal command (hal::test::child_sanitizer_options). GCC 12's
+// sanitizer runtime (before LLVM's fix of April 2023, "Fix tls_get_addr handling for glibc
+// >=2.25") takes a dynamic TLS block that glibc 2.36 malloc'ed 16 bytes past a page boundary for
+// a glibc 2.19 block and reads its size from the bytes before it; LeakSanitizer then scans that
+// range at exit and crashes ("Tracer caught signal 11"), now and then, as the plugins and the
+// OpenCL loader lay out the heap. Those blocks are ordinary heap blocks since glibc 2.25, found
+// through the DTV, so the runtime's tracking of them can go.
 Result run(const std::string& environment, const std::string& arguments) {
-  const std::string command =
-      kCliSanitizer + environment + " " HAL_CLI_PATH " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> chunk;
-  while (size_t n = fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+  return hal::test::run_shell(hal::test::child_sanitizer_options() + environment +
+                              " " HAL_CLI_PATH " " + arguments);
 }
 
 // stdout alone, as a script reading the command's JSON sees it.

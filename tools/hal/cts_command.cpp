@@ -22,14 +22,6 @@ void list_cases(bool json) {
       << "\n";
 }
 
-// A full disk or a closed pipe shows only when the buffered text is flushed: check after it.
-void write_junit(const std::string& path, const cts::Report& report) {
-  std::ofstream out(path);
-  out << cts::to_junit(report);
-  out.close();
-  if (!out) throw Error(ErrorCode::InvalidArgument, "cannot write the JUnit report to " + path);
-}
-
 }  // namespace
 
 void add_cts_command(CLI::App& app) {
@@ -52,7 +44,7 @@ void add_cts_command(CLI::App& app) {
     if (*list) return list_cases(*json);
     if (id->empty()) throw CLI::RequiredError("--device ID (or --list)");
     const cts::Report report = cts::run(device(*id), *filter);
-    if (!junit->empty()) write_junit(*junit, report);
+    if (!junit->empty()) cts::write_junit(*junit, report);
     if (*json) {
       std::cout << cts::to_json(report) << "\n";
     } else {

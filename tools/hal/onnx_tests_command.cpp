@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "cts.hpp"
 #include "hal/error.hpp"
 #include "hal/model.hpp"
 #include "hal/ops.hpp"
@@ -182,49 +183,17 @@ size_t count(const std::vector<CaseResult>& results, Status status) {
       results.begin(), results.end(), [&](const CaseResult& r) { return r.status == status; }));
 }
 
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
+// JUnit through the conformance suite's writer: a case per SUITE/NAME, unsupported as skipped.
 void write_junit(const std::string& path, const std::string& device_id,
                  const std::vector<CaseResult>& results) {
-  std::ofstream out(path);
-  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"onnx-tests "
-      << xml_escape(device_id) << "\" tests=\"" << results.size() << "\" failures=\""
-      << count(results, Status::failed) << "\" skipped=\"" << count(results, Status::unsupported)
-      << "\">\n";
-  for (const CaseResult& r : results) {
-    out << "  <testcase classname=\"" << xml_escape(r.suite) << "\" name=\"" << xml_escape(r.name)
-        << "\" time=\"" << r.seconds << "\"";
-    if (r.status == Status::passed) {
-      out << "/>\n";
-      continue;
-    }
-    out << ">" << (r.status == Status::failed ? "<failure message=\"" : "<skipped message=\"")
-        << xml_escape(r.reason) << "\"/></testcase>\n";
-  }
-  out << "</testsuite>\n";
-  out.close();
-  if (!out) throw Error(ErrorCode::InvalidArgument, "cannot write the JUnit report to " + path);
+  cts::Report report{device_id, {}};
+  for (const CaseResult& r : results)
+    report.cases.push_back({r.suite + "/" + r.name,
+                            r.status == Status::passed   ? cts::Status::passed
+                            : r.status == Status::failed ? cts::Status::failed
+                                                         : cts::Status::not_supported,
+                            r.reason, r.seconds});
+  cts::write_junit(path, report, "hal.onnx_tests");
 }
 
 void run_all(const Options& options) {
