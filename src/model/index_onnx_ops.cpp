@@ -7,7 +7,6 @@
 #include "hal/ops.hpp"
 #include "model/onnx_dtype.hpp"
 #include "model/onnx_ops.hpp"
-#include "tensor/element_codec.hpp"
 
 namespace hal::model {
 namespace {
@@ -19,17 +18,6 @@ std::vector<int64_t> reversed(int64_t extent) {
   std::vector<int64_t> picks;
   for (int64_t i = extent - 1; i >= 0; --i) picks.push_back(i);
   return picks;
-}
-
-// Each element of `x` as a double, on the host (for the value-dependent ops).
-std::vector<double> host_values(const OpContext& ctx, const Tensor& x) {
-  std::vector<std::byte> bytes(x.nbytes());
-  x.copy_to_host(bytes.data(), ctx.stream());
-  ctx.stream().synchronize();
-  std::vector<double> values(static_cast<size_t>(x.numel()));
-  for (size_t i = 0; i < values.size(); ++i)
-    values[i] = tensor::decode(x.dtype(), bytes.data() + i * x.element_size());
-  return values;
 }
 
 // ArgMax/ArgMin with select_last_index: over the axis reversed, the first of equal extremes is
@@ -175,7 +163,7 @@ Outputs one_hot(const OpContext& ctx, const Inputs& in) {
 // NonZero: [rank, count] positions of the non-zero elements, row-major, from the host.
 Outputs non_zero(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
-  const std::vector<double> values = host_values(ctx, x);
+  const std::vector<double> values = ctx.read_values(x);
   const Shape& shape = x.shape();
   std::vector<int64_t> found;  // flat indices
   for (size_t i = 0; i < values.size(); ++i)
@@ -198,7 +186,7 @@ Outputs non_zero(const OpContext& ctx, const Inputs& in) {
 // holds.
 Outputs compress(const OpContext& ctx, const Inputs& in) {
   Tensor x = in.at(0);
-  const std::vector<double> condition = host_values(ctx, in.at(1));
+  const std::vector<double> condition = ctx.read_values(in.at(1));
   if (!ctx.has("axis")) x = x.contiguous(ctx.stream()).reshape({x.numel()});
   const int64_t axis = ctx.axis(ctx.attr_int("axis", 0), x.dim());
   if (static_cast<int64_t>(condition.size()) > x.size(axis))

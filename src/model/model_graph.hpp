@@ -61,6 +61,9 @@ struct ModelGraph {
   // For each value, the index of the last node that reads it (graph outputs: nodes.size()),
   // so the executor frees intermediates as soon as it can.
   std::map<std::string, size_t, std::less<>> last_use;
+  // The graph as ONNX again, with functions expanded and only the small initializers (those
+  // shape computations read) kept: serialized, for the planner's shape inference.
+  std::string inference_model;
 };
 
 }  // namespace hal::model

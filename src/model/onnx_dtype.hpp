@@ -13,6 +13,8 @@ namespace hal::model {
 // The hal dtype of an ONNX element type; nullopt for those hal has not (strings, complex, 16-
 // and 32-bit unsigned ...).
 std::optional<DType> dtype_from_onnx(int32_t elem_type);
+// The ONNX element type of a hal dtype.
+int32_t onnx_elem_type(DType dtype);
 // "FLOAT", "STRING", ...; "type 42" for a number ONNX does not define.
 std::string onnx_type_name(int32_t elem_type);
 

@@ -1,6 +1,7 @@
 // ModelProto -> ModelGraph: parse with ONNX's protobuf classes, validate with ONNX's checker,
 // decode attributes and initializers, and expand the ops hal does not run natively into the
 // functions their ONNX schemas (or the model itself) define them as.
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "hal/error.hpp"
+#include "model/constant_folding.hpp"
 #include "model/model_graph.hpp"
 #include "model/onnx_ops.hpp"
 #include "model/onnx_tensor.hpp"
@@ -78,6 +80,12 @@ class Importer {
     for (const auto& output : g.output()) graph.outputs.push_back(value_from_onnx(output, name_));
     for (int i = 0; i < g.node_size(); ++i) add_node(g.node(i), {}, graph, 0, 0);
     check_order(graph);
+    const std::vector<bool> kept = fold_constants(graph);
+    std::vector<onnx::NodeProto> remaining;
+    for (size_t i = 0; i < kept.size(); ++i)
+      if (kept[i]) remaining.push_back(std::move(expanded_[i]));
+    expanded_ = std::move(remaining);
+    graph.inference_model = inference_model(graph);
     return graph;
   }
 
@@ -160,6 +168,8 @@ class Importer {
     if (node.op) {
       record_types(node, graph);
       graph.nodes.push_back(std::move(node));
+      node_proto.set_domain("");
+      expanded_.push_back(std::move(node_proto));
       return;
     }
     if (depth > 8) unsupported(node.describe() + ": functions nested deeper than 8");
@@ -207,17 +217,11 @@ class Importer {
       if (info.name() == value) return info.type();
     int32_t elem = 0;
     if (auto init = graph.initializers.find(value); init != graph.initializers.end())
-      elem = onnx_elem(init->second.dtype);
+      elem = onnx_elem_type(init->second.dtype);
     else if (auto known = produced_types_.find(value); known != produced_types_.end())
       elem = known->second;
     if (elem != 0) type.mutable_tensor_type()->set_elem_type(elem);
     return type;
-  }
-
-  static int32_t onnx_elem(DType dtype) {
-    for (int32_t elem = 1; elem <= 16; ++elem)
-      if (dtype_from_onnx(elem) == dtype) return elem;
-    return 0;
   }
 
   void record_types(const Node& node, const ModelGraph& graph) {
@@ -239,6 +243,36 @@ class Importer {
     }
     if (elem != 0)
       for (const auto& output : node.outputs) produced_types_[output] = elem;
+  }
+
+  // The model as hal runs it (functions expanded, constants folded), for shape inference:
+  // initializers over kMaxInferenceElements elements become typed graph inputs, since no
+  // shape depends on their values.
+  std::string inference_model(const ModelGraph& folded) const {
+    constexpr int64_t kMaxInferenceElements = 64;
+    onnx::ModelProto model;
+    model.set_ir_version(proto_.ir_version());
+    *model.mutable_opset_import() = proto_.opset_import();
+    onnx::GraphProto& graph = *model.mutable_graph();
+    const onnx::GraphProto& original = proto_.graph();
+    graph.set_name(original.name());
+    for (const auto& input : original.input())
+      if (!folded.initializers.contains(input.name())) *graph.add_input() = input;
+    *graph.mutable_output() = original.output();
+    *graph.mutable_value_info() = original.value_info();
+    for (const auto& [name, tensor] : folded.initializers) {
+      if (tensor.numel() <= kMaxInferenceElements) {
+        *graph.add_initializer() = tensor_to_onnx(tensor, name);
+        continue;
+      }
+      auto* input = graph.add_input();
+      input->set_name(name);
+      auto* type = input->mutable_type()->mutable_tensor_type();
+      type->set_elem_type(onnx_elem_type(tensor.dtype));
+      for (int64_t d : tensor.shape) type->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    for (const auto& node : expanded_) *graph.add_node() = node;
+    return model.SerializeAsString();
   }
 
   // Inlines a function: its inputs and outputs become the node's, its intermediate values get
@@ -333,6 +367,7 @@ class Importer {
   LocalFunctions functions_;
   size_t expansions_ = 0;
   std::map<std::string, int32_t> produced_types_;
+  std::vector<onnx::NodeProto> expanded_;  // the nodes hal runs, as ONNX nodes
 };
 
 // External data read into the initializers themselves (with hal's checks of where it may come

@@ -14,8 +14,9 @@ namespace {
 struct OpTable {
   std::vector<OnnxOp> ops;  // by op type, then `since` descending
   OpTable() {
-    for (auto family : {elementwise_onnx_ops, shape_onnx_ops, reduce_onnx_ops, nn_onnx_ops,
-                        conv_onnx_ops, index_onnx_ops})
+    for (auto family :
+         {elementwise_onnx_ops, shape_onnx_ops, reduce_onnx_ops, nn_onnx_ops, conv_onnx_ops,
+          index_onnx_ops, resize_onnx_ops, recurrent_onnx_ops, scatter_onnx_ops, quantize_onnx_ops})
       for (const OnnxOp& op : family()) ops.push_back(op);
     std::sort(ops.begin(), ops.end(), [](const OnnxOp& a, const OnnxOp& b) {
       return a.op_type != b.op_type ? a.op_type < b.op_type : a.since > b.since;
@@ -40,6 +41,8 @@ const char* type_name() {
     return "ints";
   else if constexpr (std::is_same_v<T, std::vector<float>>)
     return "floats";
+  else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+    return "strings";
   else
     return "a tensor";
 }
@@ -90,6 +93,9 @@ std::vector<int64_t> OpContext::attr_ints(std::string_view name,
 std::vector<float> OpContext::attr_floats(std::string_view name) const {
   return get(*this, find(name), name, std::vector<float>{});
 }
+std::vector<std::string> OpContext::attr_strings(std::string_view name) const {
+  return get(*this, find(name), name, std::vector<std::string>{});
+}
 const HostTensor* OpContext::attr_tensor(std::string_view name) const {
   const AttributeValue* value = find(name);
   if (!value) return nullptr;
@@ -104,6 +110,16 @@ std::vector<int64_t> OpContext::read_ints(const Tensor& tensor) const {
     return {values.begin(), values.end()};
   }
   invalid("expects an int64 tensor, got " + tensor.describe());
+}
+
+std::vector<double> OpContext::read_values(const Tensor& tensor) const {
+  std::vector<std::byte> bytes(tensor.nbytes());
+  tensor.copy_to_host(bytes.data(), stream_);
+  stream_.synchronize();
+  std::vector<double> values(static_cast<size_t>(tensor.numel()));
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = tensor::decode(tensor.dtype(), bytes.data() + i * tensor.element_size());
+  return values;
 }
 
 double OpContext::read_scalar(const Tensor& tensor) const {
@@ -139,6 +155,13 @@ Shape as_2d(const OpContext& ctx, const Tensor& x, int64_t axis) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < x.dim(); ++d) (d < axis ? outer : inner) *= x.size(d);
   return {outer, inner};
+}
+
+std::vector<int64_t> axis_first(int64_t axis, int64_t rank) {
+  std::vector<int64_t> order{axis};
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis) order.push_back(d);
+  return order;
 }
 
 Tensor upload(const HostTensor& tensor, Stream& stream) {

@@ -32,6 +32,7 @@ class OpContext {
   std::string attr_string(std::string_view name, std::string fallback) const;
   std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> fallback = {}) const;
   std::vector<float> attr_floats(std::string_view name) const;
+  std::vector<std::string> attr_strings(std::string_view name) const;
   const HostTensor* attr_tensor(std::string_view name) const;
 
   // `axis` in [-rank, rank) counted from 0; InvalidArgument naming it and the rank otherwise.
@@ -39,6 +40,9 @@ class OpContext {
   // The values of a small integer tensor (shapes, axes, pads), read back to the host; waits
   // for the stream.
   std::vector<int64_t> read_ints(const Tensor& tensor) const;
+  // Every element of a tensor as double, read back to the host (for the ops whose result
+  // depends on the values); waits for the stream.
+  std::vector<double> read_values(const Tensor& tensor) const;
   // The value of a one-element tensor, as double.
   double read_scalar(const Tensor& tensor) const;
 
@@ -73,6 +77,10 @@ std::vector<OnnxOp> reduce_onnx_ops();
 std::vector<OnnxOp> nn_onnx_ops();
 std::vector<OnnxOp> conv_onnx_ops();
 std::vector<OnnxOp> index_onnx_ops();
+std::vector<OnnxOp> resize_onnx_ops();
+std::vector<OnnxOp> recurrent_onnx_ops();
+std::vector<OnnxOp> scatter_onnx_ops();
+std::vector<OnnxOp> quantize_onnx_ops();
 
 // Whether the optional input `index` was given.
 inline bool given(const std::vector<Tensor>& in, size_t index) {
@@ -94,6 +102,9 @@ Tensor take(const OpContext& ctx, const Tensor& data, int64_t axis,
             const std::vector<int64_t>& picks);
 Tensor pad_constant(const OpContext& ctx, Tensor x, const std::vector<int64_t>& before,
                     const std::vector<int64_t>& after, double value);
+
+// The order of dimensions that moves `axis` to the front.
+std::vector<int64_t> axis_first(int64_t axis, int64_t rank);
 
 // A host tensor made a device tensor, enqueued on `stream`.
 Tensor upload(const HostTensor& tensor, Stream& stream);

@@ -99,6 +99,21 @@ std::vector<std::byte> typed_fields(const TensorProto& proto, DType dtype, size_
 
 }  // namespace
 
+int32_t onnx_elem_type(DType dtype) {
+  for (int32_t elem = 1; elem <= onnx::TensorProto::DataType_MAX; ++elem)
+    if (dtype_from_onnx(elem) == dtype) return elem;
+  throw Error(ErrorCode::Internal, "no ONNX element type for " + std::string(to_string(dtype)));
+}
+
+onnx::TensorProto tensor_to_onnx(const HostTensor& tensor, const std::string& name) {
+  onnx::TensorProto proto;
+  proto.set_name(name);
+  proto.set_data_type(onnx_elem_type(tensor.dtype));
+  for (int64_t d : tensor.shape) proto.add_dims(d);
+  proto.set_raw_data(tensor.bytes.data(), tensor.bytes.size());
+  return proto;
+}
+
 std::optional<DType> dtype_from_onnx(int32_t elem_type) {
   switch (elem_type) {
     case TensorProto::FLOAT:

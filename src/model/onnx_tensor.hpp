@@ -19,5 +19,7 @@ namespace hal::model {
 // dim, or an external file that is missing, too short or outside `directory`.
 HostTensor tensor_from_onnx(const onnx::TensorProto& proto, const std::filesystem::path& directory,
                             std::string_view where);
+// The tensor as an ONNX TensorProto named `name`, its elements in raw_data.
+onnx::TensorProto tensor_to_onnx(const HostTensor& tensor, const std::string& name);
 
 }  // namespace hal::model

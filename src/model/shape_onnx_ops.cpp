@@ -252,13 +252,7 @@ Outputs space_to_depth(const OpContext& ctx, const Inputs& in) {
       split.permute({0, 3, 5, 1, 2, 4}).contiguous(s).reshape({b, c * bs * bs, h / bs, w / bs})};
 }
 
-// The order that moves `axis` to the front, and its inverse.
-std::vector<int64_t> axis_first(int64_t axis, int64_t rank) {
-  std::vector<int64_t> order{axis};
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != axis) order.push_back(d);
-  return order;
-}
+// The inverse of a permutation.
 std::vector<int64_t> inverse(const std::vector<int64_t>& order) {
   std::vector<int64_t> back(order.size());
   for (size_t i = 0; i < order.size(); ++i)

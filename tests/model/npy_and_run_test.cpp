@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "hal/model.hpp"
 #include "hal/npy.hpp"
 #include "test_util.hpp"
@@ -142,6 +144,53 @@ TEST(HalRun, RunsAnOnnxTestModelFromNpyFilesAndWritesItsOutputs) {
                                           (model_dir / "model.onnx").string() + " --input x");
   EXPECT_EQ(malformed.status, 1);
   EXPECT_NE(malformed.output.find("expected NAME=FILE.npy"), std::string::npos) << malformed.output;
+}
+
+TEST(HalRun, PlansWithoutRunningAndRunsThroughThePlan) {
+  const fs::path model_dir = "/usr/share/libonnx-testdata/data/node/test_conv_with_strides_padding";
+  if (!fs::exists(model_dir / "model.onnx"))
+    GTEST_SKIP() << "no ONNX test data (Debian: libonnx-testdata)";
+  const std::string model = (model_dir / "model.onnx").string();
+  const ShellResult planned =
+      run_shell(kCliSanitizer + HAL_CLI_PATH " run " + model + " --plan --json --device cpu:0");
+  ASSERT_EQ(planned.status, 0) << planned.output;
+  const auto plan = nlohmann::json::parse(planned.output);
+  EXPECT_EQ(plan["schema"], "hal.plan/1");
+  ASSERT_EQ(plan["nodes"].size(), 1u);
+  EXPECT_EQ(plan["nodes"][0]["op"], "Conv");
+  EXPECT_EQ(plan["nodes"][0]["device"], "cpu:0");
+  EXPECT_EQ(plan["nodes"][0]["reason"], "pinned");
+  // x [1,1,7,5], W [1,1,3,3], y [1,1,4,3] in f32, each rounded up to 256 bytes: all alive at
+  // the convolution.
+  EXPECT_EQ(plan["lower_bound_bytes"], 3 * 256);
+  EXPECT_EQ(plan["peak_bytes"], 3 * 256);
+  EXPECT_TRUE(plan["unknown_shapes"].empty());
+
+  Stream stream = device("cpu:0").create_stream();
+  const fs::path dir = scratch_dir() / "planned";
+  fs::create_directories(dir);
+  std::string args;
+  for (int i = 0; i < 2; ++i) {
+    std::string name;
+    const Tensor input = read_onnx_tensor(
+        model_dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb"), stream, &name);
+    write_npy(dir / (name + ".npy"), input, stream);
+    args += " --input " + name + "=" + (dir / (name + ".npy")).string();
+  }
+  const ShellResult run =
+      run_shell(kCliSanitizer + HAL_CLI_PATH " run " + model + args + " --device auto --plan " +
+                "--json --output " + (dir / "out").string());
+  ASSERT_EQ(run.status, 0) << run.output;
+  const auto report = nlohmann::json::parse(run.output);
+  EXPECT_EQ(report["schema"], "hal.run/1");
+  EXPECT_EQ(report["device"], "auto");
+  EXPECT_EQ(report["plan"]["schema"], "hal.plan/1");
+  EXPECT_TRUE(report["fallbacks"].is_array());
+  const Tensor expected = read_onnx_tensor(model_dir / "test_data_set_0" / "output_0.pb", stream);
+  const Tensor actual = read_npy(dir / "out" / "y.npy", stream);
+  ASSERT_EQ(actual.shape(), expected.shape());
+  const auto a = actual.to_vector<float>(stream), e = expected.to_vector<float>(stream);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], e[i], 1e-4 + 1e-4 * std::abs(e[i])) << i;
 }
 
 }  // namespace

@@ -2,16 +2,20 @@
 // a stated workload and why, and how each device does on reference workloads, checked against
 // cpu:0 and against the cost model's prediction. A device that fails at any stage is reported
 // and the demo goes on with the others; any failure makes the exit status 1.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include "choice_json.hpp"
 #include "commands.hpp"
 #include "demo_report.hpp"
 #include "demo_workloads.hpp"
 #include "hal/units.hpp"
+#include "plan_json.hpp"
 
 namespace hal::tool {
 namespace {
@@ -153,6 +157,60 @@ std::vector<RunRecord> run_references(const std::vector<Reference>& references,
   return runs;
 }
 
+std::string scientific(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2e", value);
+  return text;
+}
+
+// The transformer through its plan over the devices that ran everything so far: where each
+// node went and how it ran.
+std::optional<PlannedTransformer> plan_transformer(const std::vector<Device>& all,
+                                                   const std::vector<RunRecord>& runs,
+                                                   bool json_mode,
+                                                   std::vector<StageFailure>& failures) {
+  const std::vector<std::string> failed = failed_devices(runs, failures);
+  std::vector<std::string> healthy;
+  for (const Device& device : all)
+    if (std::find(failed.begin(), failed.end(), device.id()) == failed.end())
+      healthy.push_back(device.id());
+  try {
+    PlannedTransformer planned = run_planned_transformer(healthy);
+    std::map<std::string, size_t> per_device;
+    for (const PlannedNode& node : planned.plan.nodes) ++per_device[node.device];
+    std::string placement;
+    for (const auto& [device, count] : per_device)
+      placement += (placement.empty() ? "" : ", ") + std::to_string(count) + " on " + device;
+    say(json_mode,
+        "\ntransformer through its plan over the devices that agreed: " +
+            std::to_string(planned.plan.nodes.size()) + " nodes: " + placement + "; " +
+            std::to_string(planned.plan.transfers.size()) + " transfers; memory planned " +
+            format_bytes(static_cast<uint64_t>(planned.plan.peak_bytes)) + " (at least " +
+            format_bytes(static_cast<uint64_t>(planned.plan.lower_bound_bytes)) +
+            " alive at once)\n  ran in " + format_seconds(planned.seconds) + " (predicted " +
+            format_seconds(planned.plan.predicted_us * 1e-6) +
+            "), largest difference from PyTorch " + scientific(planned.max_abs_diff) + "\n");
+    for (const PlannedNode& node : planned.fallbacks)
+      say(json_mode,
+          "  fell back: " + node.name + " to " + node.device + ": " + node.reason + "\n");
+    return planned;
+  } catch (const Error& error) {
+    failures.push_back({"", "planned transformer", error.message()});
+    say(json_mode, "\ntransformer through its plan: failed: " + error.message() + "\n");
+    return std::nullopt;
+  }
+}
+
+json planned_json(const PlannedTransformer& planned) {
+  json fallbacks = json::array();
+  for (const PlannedNode& node : planned.fallbacks)
+    fallbacks.push_back({{"name", node.name}, {"device", node.device}, {"reason", node.reason}});
+  return {{"plan", plan_json(planned.plan, "auto")},
+          {"seconds", planned.seconds},
+          {"max_abs_diff", planned.max_abs_diff},
+          {"fallbacks", fallbacks}};
+}
+
 int run(bool quick, bool json_mode) {
   const auto start = std::chrono::steady_clock::now();
   const DemoSizes& sizes = quick ? kQuickDemo : kFullDemo;
@@ -174,9 +232,11 @@ int run(bool quick, bool json_mode) {
   needs.workload = references.front().cost;
   const Selection choice = choose(needs, machine.devices, json_mode, failures);
   const std::vector<RunRecord> runs = run_references(references, machine.devices, sizes, json_mode);
+  const std::optional<PlannedTransformer> planned =
+      plan_transformer(machine.devices, runs, json_mode, failures);
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const bool all_ok = failed_devices(runs, failures).empty() &&
+  const bool all_ok = planned && failed_devices(runs, failures).empty() &&
                       std::all_of(runs.begin(), runs.end(), [](const RunRecord& r) {
                         return r.status == RunStatus::ok || r.status == RunStatus::unsupported;
                       });
@@ -190,6 +250,7 @@ int run(bool quick, bool json_mode) {
                         {"device", choice.device ? json(choice.device.id()) : json(nullptr)},
                         {"candidates", candidates_json(choice)}}},
                       {"runs", runs_json(runs)},
+                      {"planned_transformer", planned ? planned_json(*planned) : json(nullptr)},
                       {"failures", failures_json(runs, failures)},
                       {"seconds", took}}
                      .dump(2)

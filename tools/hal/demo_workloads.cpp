@@ -1,5 +1,6 @@
 #include "demo_workloads.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 
@@ -91,6 +92,17 @@ std::filesystem::path demo_models_dir() {
   return self.parent_path().parent_path() / "share" / "hal" / "models";
 }
 
+// The largest difference from PyTorch's stored output (infinity for a wrong size).
+double worst_difference(const std::filesystem::path& dir, const std::vector<float>& output) {
+  Stream cpu = device("cpu:0").create_stream();
+  const auto expected =
+      read_npy(dir / (std::string(kTransformer) + ".expected.npy"), cpu).to_vector<float>(cpu);
+  double worst = expected.size() == output.size() ? 0 : INFINITY;
+  for (size_t i = 0; worst != INFINITY && i < expected.size(); ++i)
+    worst = std::max(worst, double(std::fabs(output[i] - expected[i])));
+  return worst;
+}
+
 Workload transformer_workload() {
   const double tokens = kBatch * kSequence, d = kModel, ff = 2 * kModel;
   Workload w;
@@ -119,18 +131,37 @@ WorkloadResult run_transformer(const Device& device, const DemoSizes& s) {
   WorkloadResult result = timed_passes(stream, s.repeat, [&] {
     return model.run({{"tokens", tokens}}, stream).at("probabilities");
   });
-  Stream cpu_stream = device.create_stream();
-  const auto expected = read_npy(dir / (std::string(kTransformer) + ".expected.npy"), cpu_stream)
-                            .to_vector<float>(cpu_stream);
-  double worst = expected.size() == result.output.size() ? 0 : INFINITY;
-  for (size_t i = 0; worst != INFINITY && i < expected.size(); ++i)
-    worst = std::max(worst, double(std::fabs(result.output[i] - expected[i])));
+  const double worst = worst_difference(dir, result.output);
   if (!(worst <= 1e-4))
     throw Error(ErrorCode::Internal, device.id() +
                                          ": the transformer's output differs from "
                                          "PyTorch's by " +
                                          std::to_string(worst));
   return result;
+}
+
+PlannedTransformer run_planned_transformer(const std::vector<std::string>& devices) {
+  const std::filesystem::path dir = demo_models_dir();
+  const Model model = load_onnx(dir / (std::string(kTransformer) + ".onnx"));
+  Stream cpu = device("cpu:0").create_stream();
+  const Tensor tokens = read_npy(dir / (std::string(kTransformer) + ".input.npy"), cpu);
+  PlannedTransformer planned;
+  PlanOptions options;
+  options.devices = devices;
+  options.input_shapes = {{"tokens", tokens.shape()}};
+  planned.plan = plan_model(model, options);
+  run_planned(model, planned.plan, {{"tokens", tokens}});  // warm-up: kernels compiled
+  const auto start = std::chrono::steady_clock::now();
+  PlannedRun run = run_planned(model, planned.plan, {{"tokens", tokens}});
+  planned.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  planned.fallbacks = std::move(run.fallbacks);
+  const Tensor& probabilities = run.outputs.at("probabilities");
+  Stream out = probabilities.device().create_stream();
+  planned.max_abs_diff = worst_difference(dir, probabilities.to_vector<float>(out));
+  if (!(planned.max_abs_diff <= 1e-4))
+    throw Error(ErrorCode::Internal, "the planned transformer's output differs from PyTorch's by " +
+                                         std::to_string(planned.max_abs_diff));
+  return planned;
 }
 
 }  // namespace hal::tool

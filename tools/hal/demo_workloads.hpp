@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "hal/execution_plan.hpp"
 #include "hal/hal.hpp"
 
 namespace hal::tool {
@@ -38,6 +39,15 @@ WorkloadResult run_matmul(const Device& device, const DemoSizes& sizes);
 // PyTorch's stored output by more than 1e-4 is an error naming both.
 Workload transformer_workload();
 WorkloadResult run_transformer(const Device& device, const DemoSizes& sizes);
+// The same model through its execution plan over `devices` (IDs): the plan,
+// the planned run's wall-clock seconds (after a warm-up run) and its worst difference from
+// PyTorch's output; more than 1e-4 is an error.
+struct PlannedTransformer {
+  ExecutionPlan plan;
+  std::vector<PlannedNode> fallbacks;
+  double seconds = 0, max_abs_diff = 0;
+};
+PlannedTransformer run_planned_transformer(const std::vector<std::string>& devices);
 // Where the demo's model files are: HAL_MODELS_DIR, else the source tree's models/ where the
 // command was built, else <prefix>/share/hal/models beside the installed command.
 std::filesystem::path demo_models_dir();

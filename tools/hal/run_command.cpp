@@ -1,7 +1,8 @@
-// `hal run MODEL.onnx --input NAME=FILE.npy ... [--output DIR] [--device ID|auto] [--repeat N]
-// [--json]`: runs an ONNX model on one device with inputs from NumPy files, prints each output's
-// name, dtype and shape and the latency over the repeats, and writes each output to
-// DIR/<name>.npy.
+// `hal run MODEL.onnx --input NAME=FILE.npy ... [--output DIR] [--device ID|auto] [--plan]
+// [--repeat N] [--json]`: runs an ONNX model with inputs from NumPy files, on one device or
+// through its execution plan, prints each output's name, dtype and shape and the latency over
+// the repeats, and writes each output to DIR/<name>.npy. `--plan` without inputs prints the
+// plan for the declared shapes and runs nothing.
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -10,11 +11,12 @@
 
 #include "commands.hpp"
 #include "hal/error.hpp"
+#include "hal/execution_plan.hpp"
 #include "hal/model.hpp"
 #include "hal/npy.hpp"
 #include "hal/registry.hpp"
-#include "hal/select.hpp"
 #include "option_values.hpp"
+#include "plan_json.hpp"
 
 namespace hal::tool {
 namespace {
@@ -26,6 +28,7 @@ struct Options {
   std::string device_id = "cpu:0";
   std::string repeat_text = "1";
   int repeat = 1;
+  bool plan = false;
   bool json = false;
 };
 
@@ -45,10 +48,7 @@ double percentile(std::vector<double> values, double p) {
   return values[std::min(index, values.size() - 1)];
 }
 
-void run_model(const Options& options) {
-  const Device target = options.device_id == "auto" ? default_device() : device(options.device_id);
-  const Model model = load_onnx(options.model);
-  Stream stream = target.create_stream();
+std::map<std::string, Tensor> read_inputs(const Options& options, Stream& stream) {
   std::map<std::string, Tensor> inputs;
   for (const std::string& spec : options.inputs) {
     const size_t equals = spec.find('=');
@@ -59,16 +59,58 @@ void run_model(const Options& options) {
       throw Error(ErrorCode::InvalidArgument, "--input: '" + name + "' given twice");
     inputs[name] = read_npy(spec.substr(equals + 1), stream);
   }
-  std::map<std::string, Tensor> outputs;
+  return inputs;
+}
+
+// The runs, timed: each waits for its devices before the clock stops.
+template <class RunOnce>
+std::vector<double> timed_runs(int repeat, RunOnce&& run_once) {
   std::vector<double> latencies_ms;
-  for (int i = 0; i < options.repeat; ++i) {
+  for (int i = 0; i < repeat; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    outputs = model.run(inputs, stream);
-    stream.synchronize();
+    run_once();
     latencies_ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
   }
+  return latencies_ms;
+}
+
+void run_model(const Options& options) {
+  const Model model = load_onnx(options.model);
+  // auto and --plan run through the plan (each node on its device); a device ID alone runs
+  // every node on one stream of it.
+  const bool planned = options.plan || options.device_id == "auto";
+  const Device input_device = planned ? device("cpu:0") : device(options.device_id);
+  Stream stream = input_device.create_stream();
+  const std::map<std::string, Tensor> inputs = read_inputs(options, stream);
+  stream.synchronize();
+  ExecutionPlan plan;
+  if (planned) {
+    PlanOptions plan_options;
+    plan_options.device = options.device_id;
+    for (const auto& [name, tensor] : inputs) plan_options.input_shapes[name] = tensor.shape();
+    plan = plan_model(model, plan_options);
+    if (inputs.empty() && options.plan) {  // plan only: nothing to run it on
+      if (options.json)
+        std::cout << plan_json(plan, options.device_id).dump(2) << "\n";
+      else
+        print_plan(std::cout, plan);
+      return;
+    }
+  }
+  std::map<std::string, Tensor> outputs;
+  std::vector<PlannedNode> fallbacks;
+  const std::vector<double> latencies_ms = timed_runs(options.repeat, [&] {
+    if (planned) {
+      PlannedRun run = run_planned(model, plan, inputs);
+      outputs = std::move(run.outputs);
+      fallbacks = std::move(run.fallbacks);
+    } else {
+      outputs = model.run(inputs, stream);
+      stream.synchronize();
+    }
+  });
   nlohmann::ordered_json written = nlohmann::ordered_json::array();
   if (!options.output_dir.empty()) std::filesystem::create_directories(options.output_dir);
   for (const ModelValue& declared : model.outputs()) {
@@ -76,7 +118,8 @@ void run_model(const Options& options) {
     std::string path;
     if (!options.output_dir.empty()) {
       path = (std::filesystem::path(options.output_dir) / file_name(declared.name)).string();
-      write_npy(path, tensor, stream);
+      Stream output_stream = tensor.device().create_stream();
+      write_npy(path, tensor, output_stream);
     }
     written.push_back(
         {{"name", declared.name},
@@ -87,19 +130,32 @@ void run_model(const Options& options) {
   const double min = *std::min_element(latencies_ms.begin(), latencies_ms.end());
   const double median = percentile(latencies_ms, 0.5), p90 = percentile(latencies_ms, 0.9);
   if (options.json) {
-    std::cout
-        << nlohmann::ordered_json{{"schema", "hal.run/1"},
+    nlohmann::ordered_json report{{"schema", "hal.run/1"},
                                   {"model", options.model},
-                                  {"device", target.id()},
+                                  {"device", planned ? options.device_id : input_device.id()},
                                   {"nodes", model.node_count()},
                                   {"repeat", options.repeat},
                                   {"latency_ms", {{"min", min}, {"median", median}, {"p90", p90}}},
-                                  {"outputs", written}}
-               .dump(2)
-        << "\n";
+                                  {"outputs", written}};
+    if (planned) {
+      report["plan"] = plan_json(plan, options.device_id);
+      nlohmann::ordered_json moved = nlohmann::ordered_json::array();
+      for (const PlannedNode& node : fallbacks)
+        moved.push_back({{"name", node.name},
+                         {"op", node.op},
+                         {"device", node.device},
+                         {"reason", node.reason}});
+      report["fallbacks"] = moved;
+    }
+    std::cout << report.dump(2) << "\n";
     return;
   }
-  std::cout << options.model << " on " << target.id() << " (" << model.node_count() << " nodes)\n";
+  if (planned && options.plan) print_plan(std::cout, plan);
+  std::cout << options.model << " on " << (planned ? "the plan's devices" : input_device.id())
+            << " (" << model.node_count() << " nodes)\n";
+  for (const PlannedNode& node : fallbacks)
+    std::cout << "  fell back: " << node.name << " (" << node.op << ") on " << node.device << ": "
+              << node.reason << "\n";
   for (const auto& output : written) {
     std::cout << "  " << output["name"].get<std::string>() << ": "
               << output["dtype"].get<std::string>() << " "
@@ -122,9 +178,13 @@ void add_run_command(CLI::App& app) {
   command->add_option("--input", options->inputs, "An input: NAME=FILE.npy (repeat per input)");
   command->add_option("--output", options->output_dir, "Write each output to DIR/<name>.npy");
   command->add_option("--device", options->device_id,
-                      "The device (cpu:0, opencl:0 ...; auto: the fastest by the cost model)");
+                      "The device (cpu:0, opencl:0 ...; auto: each node where the plan puts it)");
   command->add_option("--repeat", options->repeat_text, "Runs to time (1 to 100000)");
-  command->add_flag("--json", options->json, "Print JSON (schema hal.run/1)");
+  command->add_flag("--plan", options->plan,
+                    "Print the execution plan (without --input: plan for the declared shapes, "
+                    "run nothing)");
+  command->add_flag("--json", options->json,
+                    "Print JSON (schema hal.run/1; hal.plan/1 for a plan)");
   command->parse_complete_callback([options] {
     options->repeat = static_cast<int>(count_option("--repeat", options->repeat_text, 1, 100000));
   });

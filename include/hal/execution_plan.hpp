@@ -1,0 +1,90 @@
+// The execution plan of a model: which device runs each node, what moves between devices, and
+// how much memory the values need at once. Made from ONNX's shape inference on the model's
+// declared shapes (or the shapes of given inputs), the op table and the cost model, before
+// anything runs; the plan is data, printed by `hal run MODEL --plan --json` (hal.plan/1).
+//
+//   hal::ExecutionPlan plan = hal::plan_model(model, {.device = "auto"});
+//   auto outputs = hal::run_planned(model, plan, inputs);   // each node on its planned device
+//
+// Placement, node by node in order: each candidate device that runs the node's kernels in its
+// dtype and has memory left is priced by the cost model (the node's arithmetic and bytes, plus
+// copying in the inputs that live elsewhere); the cheapest wins. A node no candidate can run
+// goes to cpu:0, and a node that fails as unsupported when run falls back to cpu:0 there; both
+// record the reason.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hal/model.hpp"
+
+namespace hal {
+
+struct PlanOptions {
+  // "auto": every visible device is a candidate; a device ID pins every node to it (nodes it
+  // cannot run still fall back to cpu:0).
+  std::string device = "auto";
+  // The candidates of "auto" by ID; empty: every visible device.
+  std::vector<std::string> devices;
+  // Shapes of the inputs to plan for; others take their declared shapes, with each symbolic
+  // dimension bound to `symbol_size`.
+  std::map<std::string, Shape> input_shapes;
+  int64_t symbol_size = 1;
+};
+
+struct PlannedNode {
+  std::string name, op;
+  std::string device;
+  double predicted_us = 0;  // the node's own time on it (NaN where the cost model knows none)
+  std::string reason;       // why this device
+};
+
+struct PlannedTransfer {
+  std::string value;  // the tensor that moves
+  std::string from, to;
+  int64_t bytes = 0;
+  double predicted_us = 0;
+};
+
+// Memory of one device's values over the run, in bytes.
+struct PlannedMemory {
+  std::string device;
+  // Every value placed at an offset of one arena, two values sharing bytes only when their
+  // lifetimes do not overlap (greedy by size): the arena's size.
+  int64_t peak_bytes = 0;
+  // The most bytes live at any one node: no placement can need less.
+  int64_t lower_bound_bytes = 0;
+};
+
+struct ExecutionPlan {
+  std::string model;
+  std::vector<PlannedNode> nodes;  // in the order they run
+  std::vector<PlannedTransfer> transfers;
+  std::vector<PlannedMemory> memory;  // per device used
+  int64_t peak_bytes = 0;             // summed over the devices
+  int64_t lower_bound_bytes = 0;
+  double predicted_us = 0;  // nodes and transfers, one after another
+  // Values whose size shape inference could not give (counted as 0 bytes in the memory plan).
+  std::vector<std::string> unknown_shapes;
+  std::map<std::string, int64_t> bindings;  // symbolic dimension -> the size planned for
+};
+
+// Plans `model` (InvalidArgument for an unknown input name in `input_shapes`, a device ID that
+// is not there, or a shape of the wrong rank; NotFound for an unknown device).
+ExecutionPlan plan_model(const Model& model, const PlanOptions& options = {});
+
+// The nodes that ran somewhere else than planned, and why (a device that turned out unable
+// to run a node's kernels).
+struct PlannedRun {
+  std::map<std::string, Tensor> outputs;  // on the device of the node that made each
+  std::vector<PlannedNode> fallbacks;
+};
+
+// Runs `model` with each node on its planned device: inputs may live on any device and move
+// where their readers run; outputs stay where they were made. Waits for every device used.
+PlannedRun run_planned(const Model& model, const ExecutionPlan& plan,
+                       const std::map<std::string, Tensor>& inputs);
+
+}  // namespace hal

@@ -1,0 +1,163 @@
+#include "model/node_cost.hpp"
+
+#include <map>
+#include <set>
+#include <string>
+
+namespace hal::model {
+namespace {
+
+using Kernels = std::vector<std::string_view>;
+
+// The ops whose implementation runs kernels; the rest are views, takes and copies.
+const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
+  static const std::map<std::string_view, Kernels, std::less<>> table{
+      {"Abs", {"abs"}},
+      {"Acos", {"acos"}},
+      {"Acosh", {"acosh"}},
+      {"Add", {"add"}},
+      {"And", {"mul"}},
+      {"ArgMax", {"argmax"}},
+      {"ArgMin", {"argmax", "neg"}},
+      {"Asin", {"asin"}},
+      {"Asinh", {"asinh"}},
+      {"Atan", {"atan"}},
+      {"Atanh", {"atanh"}},
+      {"AveragePool", {"mean"}},
+      {"BatchNormalization", {"mul", "add", "rsqrt"}},
+      {"Cast", {"cast"}},
+      {"CastLike", {"cast"}},
+      {"Ceil", {"ceil"}},
+      {"Clip", {"maximum", "minimum"}},
+      {"Conv", {"matmul", "add"}},
+      {"ConvTranspose", {"matmul", "add"}},
+      {"Cos", {"cos"}},
+      {"Cosh", {"cosh"}},
+      {"CumSum", {"add"}},
+      {"Div", {"div"}},
+      {"Elu", {"exp", "where"}},
+      {"Equal", {"eq"}},
+      {"Erf", {"erf"}},
+      {"Exp", {"exp"}},
+      {"Floor", {"floor"}},
+      {"GRU", {"matmul", "sigmoid", "tanh"}},
+      {"Gemm", {"matmul", "add"}},
+      {"GlobalAveragePool", {"mean"}},
+      {"GlobalMaxPool", {"max"}},
+      {"Greater", {"gt"}},
+      {"GreaterOrEqual", {"ge"}},
+      {"InstanceNormalization", {"mean", "rsqrt"}},
+      {"LSTM", {"matmul", "sigmoid", "tanh"}},
+      {"LayerNormalization", {"layer_norm"}},
+      {"LeakyRelu", {"where", "mul"}},
+      {"Less", {"lt"}},
+      {"LessOrEqual", {"le"}},
+      {"Log", {"log"}},
+      {"LogSoftmax", {"log_softmax"}},
+      {"MatMul", {"matmul"}},
+      {"Max", {"maximum"}},
+      {"MaxPool", {"max"}},
+      {"Mean", {"add", "div"}},
+      {"Min", {"minimum"}},
+      {"Mul", {"mul"}},
+      {"Neg", {"neg"}},
+      {"Not", {"eq"}},
+      {"Or", {"maximum"}},
+      {"PRelu", {"where", "mul"}},
+      {"Pow", {"pow"}},
+      {"RNN", {"matmul", "tanh"}},
+      {"Reciprocal", {"div"}},
+      {"ReduceL1", {"sum", "abs"}},
+      {"ReduceL2", {"sum", "sqrt"}},
+      {"ReduceLogSumExp", {"sum", "exp", "log"}},
+      {"ReduceMax", {"max"}},
+      {"ReduceMean", {"mean"}},
+      {"ReduceMin", {"min"}},
+      {"ReduceSum", {"sum"}},
+      {"ReduceSumSquare", {"sum", "mul"}},
+      {"Relu", {"relu"}},
+      {"Round", {"round"}},
+      {"Sigmoid", {"sigmoid"}},
+      {"Sin", {"sin"}},
+      {"Sinh", {"sinh"}},
+      {"Softmax", {"softmax"}},
+      {"Sqrt", {"sqrt"}},
+      {"Sub", {"sub"}},
+      {"Sum", {"add"}},
+      {"Tan", {"tan"}},
+      {"Tanh", {"tanh"}},
+      {"Where", {"where"}},
+  };
+  return table;
+}
+
+const ValueType* type_of(const std::string& name, const ValueTypes& types) {
+  if (name.empty()) return nullptr;
+  const auto found = types.find(name);
+  return found != types.end() && found->second.known ? &found->second : nullptr;
+}
+
+double elements(const ValueType* type) {
+  return type ? static_cast<double>(numel(type->shape)) : 0;
+}
+
+// 2 x (multiply-adds): MatMul/Gemm from A's rows and B's columns, convolutions from the output
+// and the weight's per-output fan-in, recurrences from their weight matrices per step.
+double matmul_like_flops(const Node& node, const ValueTypes& types) {
+  const ValueType* a = type_of(node.inputs.at(0), types);
+  const ValueType* b = node.inputs.size() > 1 ? type_of(node.inputs[1], types) : nullptr;
+  const ValueType* out = type_of(node.outputs.at(0), types);
+  if (!a || !b || !out || a->shape.empty() || b->shape.empty()) return elements(out);
+  const std::string& op = node.op_type;
+  if (op == "MatMul" || op == "Gemm") {
+    const bool trans_a = op == "Gemm" && node.attributes.contains("transA") &&
+                         std::get<int64_t>(node.attributes.at("transA")) != 0;
+    const int64_t k = trans_a ? a->shape.front() : a->shape.back();
+    return 2.0 * elements(out) * static_cast<double>(k);
+  }
+  if (op == "Conv") return 2.0 * elements(out) * elements(b) / static_cast<double>(b->shape[0]);
+  if (op == "ConvTranspose")
+    return 2.0 * elements(a) * elements(b) / static_cast<double>(b->shape[0]);
+  // RNN/GRU/LSTM: X [seq, batch, input], W [dirs, gates*hidden, input], R likewise for hidden.
+  const ValueType* r = node.inputs.size() > 2 ? type_of(node.inputs[2], types) : nullptr;
+  if (a->shape.size() != 3 || !r) return elements(out);
+  const double steps_by_batch = static_cast<double>(a->shape[0] * a->shape[1]);
+  return 2.0 * steps_by_batch * (elements(b) + elements(r));
+}
+
+}  // namespace
+
+std::vector<std::string_view> node_kernels(const Node& node) {
+  const auto found = kernel_table().find(node.op_type);
+  return found == kernel_table().end() ? Kernels{} : found->second;
+}
+
+DType node_dtype(const Node& node, const ValueTypes& types) {
+  for (const std::string& input : node.inputs)
+    if (!input.empty())
+      if (const auto found = types.find(input); found != types.end()) return found->second.dtype;
+  return DType::f32;
+}
+
+Workload node_workload(const Node& node, const ValueTypes& types) {
+  static const std::set<std::string_view> matmul_like{"MatMul", "Gemm", "Conv", "ConvTranspose",
+                                                      "RNN",    "GRU",  "LSTM"};
+  Workload work;
+  work.name = node.name;
+  work.dtype = node_dtype(node, types);
+  work.launches = 1;
+  for (const std::string& input : node.inputs)
+    if (const ValueType* type = type_of(input, types))
+      work.bytes += static_cast<double>(type->bytes());
+  for (const std::string& output : node.outputs)
+    if (const ValueType* type = type_of(output, types))
+      work.bytes += static_cast<double>(type->bytes());
+  const bool has_output = !node.outputs.empty();
+  work.flops = matmul_like.contains(node.op_type) && !node.inputs.empty() && has_output
+                   ? matmul_like_flops(node, types)
+               : has_output ? elements(type_of(node.outputs[0], types))
+                            : 0;
+  return work;
+}
+
+}  // namespace hal::model

@@ -1,0 +1,256 @@
+// The planner: value types from ONNX's shape inference, then node by node the cheapest device
+// that can run the node by the cost model (its own time plus moving in the inputs made
+// elsewhere), then each device's memory planned from the values' lifetimes there.
+#include <cmath>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "hal/error.hpp"
+#include "hal/execution_plan.hpp"
+#include "hal/ops.hpp"
+#include "hal/registry.hpp"
+#include "model/executor.hpp"
+#include "model/memory_plan.hpp"
+#include "model/node_cost.hpp"
+#include "model/value_types.hpp"
+
+namespace hal {
+namespace {
+
+using model::ModelGraph;
+using model::Node;
+using model::ValueTypes;
+
+constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
+
+std::string us(double seconds) {
+  std::ostringstream out;
+  out.precision(3);
+  out << seconds * 1e6 << " us";
+  return out.str();
+}
+
+// Seconds to move `bytes` from one device to another through the host, a copy launched on
+// each side that is not the cpu's.
+double transfer_seconds(double bytes, const Device& from, const Device& to) {
+  double seconds = 0;
+  if (from.info().kind != DeviceKind::cpu) {
+    Workload copy_out;
+    copy_out.device_to_host_bytes = bytes;
+    copy_out.launches = 1;
+    const Estimate out = estimate(copy_out, from);
+    if (out.known()) seconds += out.seconds;
+  }
+  if (to.info().kind != DeviceKind::cpu) {
+    Workload copy_in;
+    copy_in.host_to_device_bytes = bytes;
+    copy_in.launches = 1;
+    const Estimate in = estimate(copy_in, to);
+    if (in.known()) seconds += in.seconds;
+  }
+  return seconds;
+}
+
+// Why `device` cannot run `node`, or empty.
+std::string cannot_run(const Device& device, const Node& node, DType dtype) {
+  for (std::string_view kernel : model::node_kernels(node))
+    if (!supports_op(device, kernel, dtype))
+      return device.id() + " has no " + std::string(to_string(dtype)) + " " + std::string(kernel);
+  return {};
+}
+
+std::vector<Device> candidates(const PlanOptions& options) {
+  if (options.device != "auto") return {device(options.device)};
+  if (!options.devices.empty()) {
+    std::vector<Device> chosen;
+    for (const std::string& id : options.devices) chosen.push_back(device(id));
+    return chosen;
+  }
+  std::vector<Device> all = devices();
+  if (all.empty()) throw Error(ErrorCode::NotFound, "no devices to plan for");
+  return all;
+}
+
+class Planner {
+ public:
+  Planner(const ModelGraph& graph, const PlanOptions& options)
+      : graph_(graph), options_(options), candidates_(candidates(options)) {
+    plan_.model = graph.name;
+    types_ =
+        model::infer_value_types(graph, options.input_shapes, options.symbol_size, plan_.bindings);
+    for (const ModelValue& input : graph.inputs) location_[input.name] = cpu_.id();
+  }
+
+  ExecutionPlan run() {
+    for (size_t i = 0; i < graph_.nodes.size(); ++i) place(i);
+    plan_memory();
+    for (const auto& [name, type] : types_)
+      if (!type.known && used(name)) plan_.unknown_shapes.push_back(name);
+    return std::move(plan_);
+  }
+
+ private:
+  bool used(const std::string& name) const { return graph_.last_use.contains(name); }
+
+  int64_t bytes_of(const std::string& name) const {
+    const auto found = types_.find(name);
+    return found == types_.end() ? 0 : found->second.bytes();
+  }
+
+  // The inputs `node` would have to move to `device`: made elsewhere (initializers are
+  // uploaded where they are read).
+  double moving_in(const Node& node, const Device& device) const {
+    double seconds = 0;
+    for (const std::string& input : node.inputs) {
+      const auto made = location_.find(input);
+      if (input.empty() || made == location_.end() || made->second == device.id()) continue;
+      seconds +=
+          transfer_seconds(static_cast<double>(bytes_of(input)), hal::device(made->second), device);
+    }
+    return seconds;
+  }
+
+  void place(size_t index) {
+    const Node& node = graph_.nodes[index];
+    const DType dtype = model::node_dtype(node, types_);
+    const Workload work = model::node_workload(node, types_);
+    const Device* best = nullptr;
+    double best_total = std::numeric_limits<double>::infinity(), best_node = kUnknown;
+    std::string refused;  // why candidates could not take it
+    std::string priced;   // the candidates' prices, for the reason
+    for (const Device& device : candidates_) {
+      if (std::string why = cannot_run(device, node, dtype); !why.empty()) {
+        refused += (refused.empty() ? "" : "; ") + why;
+        continue;
+      }
+      const Estimate own = estimate(work, device);
+      const double moving = moving_in(node, device);
+      const double total = own.known() ? own.seconds + moving : kUnknown;
+      priced += (priced.empty() ? "" : ", ") + device.id() + " " +
+                (own.known() ? us(total) : std::string("?"));
+      // A device the cost model knows nothing of is taken only when no other can run it.
+      if (!best || (!std::isnan(total) && (std::isnan(best_total) || total < best_total))) {
+        best = &device;
+        best_total = total;
+        best_node = own.known() ? own.seconds : kUnknown;
+      }
+    }
+    PlannedNode planned{node.name, node.op_type, "", kUnknown, ""};
+    Device chosen = cpu_;
+    if (!best) {
+      planned.reason = refused + "; cpu:0 runs it";
+      planned.predicted_us = predicted_us(estimate(work, cpu_));
+    } else {
+      chosen = *best;
+      planned.predicted_us = std::isnan(best_node) ? kUnknown : best_node * 1e6;
+      planned.reason = options_.device != "auto" ? "pinned"
+                       : candidates_.size() == 1 ? "the only device"
+                                                 : "cheapest, with its inputs moved in: " + priced;
+      if (!refused.empty()) planned.reason += " (" + refused + ")";
+    }
+    planned.device = chosen.id();
+    record_transfers(node, chosen);
+    for (const std::string& output : node.outputs)
+      if (!output.empty()) location_[output] = chosen.id();
+    placement_.push_back(chosen);
+    plan_.predicted_us += std::isnan(planned.predicted_us) ? 0 : planned.predicted_us;
+    plan_.nodes.push_back(std::move(planned));
+  }
+
+  static double predicted_us(const Estimate& estimate) {
+    return estimate.known() ? estimate.seconds * 1e6 : kUnknown;
+  }
+
+  void record_transfers(const Node& node, const Device& to) {
+    std::set<std::string> moved;
+    for (const std::string& input : node.inputs) {
+      const auto made = location_.find(input);
+      if (input.empty() || made == location_.end() || made->second == to.id()) continue;
+      if (!moved.insert(input).second || !copied_[input].insert(to.id()).second) continue;
+      const int64_t bytes = bytes_of(input);
+      const double seconds = transfer_seconds(static_cast<double>(bytes), device(made->second), to);
+      plan_.transfers.push_back({input, made->second, to.id(), bytes, seconds * 1e6});
+      plan_.predicted_us += seconds * 1e6;
+    }
+  }
+
+  // Per device, a lifetime for each value held there: from the step it is made or first
+  // moved in (graph inputs: step 0) to its last reader there (graph outputs: the end).
+  void plan_memory() {
+    struct Held {
+      int64_t bytes;
+      size_t first, last;
+    };
+    std::map<std::string, std::map<std::string, Held>> held;  // device -> value -> lifetime
+    const size_t end = graph_.nodes.size();
+    auto hold = [&](const std::string& device, const std::string& value, size_t step) {
+      auto [it, inserted] = held[device].try_emplace(value, Held{bytes_of(value), step, step});
+      it->second.last = std::max(it->second.last, step);
+    };
+    for (const ModelValue& input : graph_.inputs) hold(cpu_.id(), input.name, 0);
+    for (size_t i = 0; i < end; ++i) {
+      const Node& node = graph_.nodes[i];
+      const std::string where = placement_[i].id();
+      for (const std::string& input : node.inputs)
+        if (!input.empty()) hold(where, input, i);
+      for (const std::string& output : node.outputs)
+        if (!output.empty() && used(output)) hold(where, output, i);
+    }
+    for (const ModelValue& output : graph_.outputs)
+      for (auto& [device, values] : held)
+        if (auto found = values.find(output.name);
+            found != values.end() && location_[output.name] == device)
+          found->second.last = end;
+    for (const auto& [device, values] : held) {
+      std::vector<model::Lifetime> lifetimes;
+      for (const auto& [name, h] : values) lifetimes.push_back({h.bytes, h.first, h.last});
+      const model::MemoryPlan memory = model::plan_memory(lifetimes);
+      plan_.memory.push_back({device, memory.peak_bytes, memory.lower_bound_bytes});
+      plan_.peak_bytes += memory.peak_bytes;
+      plan_.lower_bound_bytes += memory.lower_bound_bytes;
+    }
+  }
+
+  const ModelGraph& graph_;
+  const PlanOptions& options_;
+  const Device cpu_ = device("cpu:0");
+  std::vector<Device> candidates_;
+  ValueTypes types_;
+  ExecutionPlan plan_;
+  std::vector<Device> placement_;
+  std::map<std::string, std::string> location_;          // value -> the device that makes it
+  std::map<std::string, std::set<std::string>> copied_;  // value -> devices it was moved to
+};
+
+}  // namespace
+
+ExecutionPlan plan_model(const Model& model, const PlanOptions& options) {
+  if (!model) throw Error(ErrorCode::InvalidState, "the model is empty (default-constructed)");
+  if (options.symbol_size < 1)
+    throw Error(ErrorCode::InvalidArgument,
+                "symbol_size " + std::to_string(options.symbol_size) + " is not positive");
+  return Planner(*model.graph(), options).run();
+}
+
+PlannedRun run_planned(const Model& model, const ExecutionPlan& plan,
+                       const std::map<std::string, Tensor>& inputs) {
+  if (!model) throw Error(ErrorCode::InvalidState, "the model is empty (default-constructed)");
+  const ModelGraph& graph = *model.graph();
+  if (plan.model != graph.name || plan.nodes.size() != graph.nodes.size())
+    throw Error(ErrorCode::InvalidArgument, "the plan (of " + plan.model + ", " +
+                                                std::to_string(plan.nodes.size()) +
+                                                " nodes) is not this model's (" + graph.name +
+                                                ", " + std::to_string(graph.nodes.size()) + ")");
+  model::check_inputs(graph, inputs, nullptr);
+  std::vector<Device> placement;
+  for (const PlannedNode& node : plan.nodes) placement.push_back(device(node.device));
+  model::RunStreams streams;
+  PlannedRun run;
+  run.outputs = model::execute(graph, inputs, streams, device("cpu:0"),
+                               {.placement = &placement, .fallbacks = &run.fallbacks});
+  streams.synchronize_all();
+  return run;
+}
+
+}  // namespace hal

@@ -1,0 +1,257 @@
+// The execution plan: memory planning against a brute-force check, placement pinned and
+// automatic (a node a device cannot run goes to cpu:0, saying why), constants folded at load
+// and shapes resolved while planning, planned runs checked against a run on cpu:0, and the
+// errors for plans that do not fit.
+#include <cstdlib>
+#include <random>
+
+#include "hal/execution_plan.hpp"
+#include "hal/model.hpp"
+#include "hal/ops.hpp"
+#include "model/memory_plan.hpp"
+#include "model_builder.hpp"
+#include "test_util.hpp"
+
+namespace hal::test {
+namespace {
+
+using model::Lifetime;
+using onnx::TensorProto;
+
+PlanOptions options(const std::string& device, std::map<std::string, Shape> input_shapes = {},
+                    int64_t symbol_size = 1, std::vector<std::string> candidates = {}) {
+  PlanOptions options;
+  options.device = device;
+  options.devices = std::move(candidates);
+  options.input_shapes = std::move(input_shapes);
+  options.symbol_size = symbol_size;
+  return options;
+}
+
+TEST(MemoryPlan, BuffersAliveTogetherNeverShareBytesAndThePeakIsNearTheBound) {
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<Lifetime> lifetimes;
+    for (int i = 0; i < 40; ++i) {
+      const size_t first = random() % 30;
+      lifetimes.push_back(
+          {static_cast<int64_t>(1 + random() % 100000), first, first + random() % 6});
+    }
+    const model::MemoryPlan plan = model::plan_memory(lifetimes, 256);
+    auto size = [](const Lifetime& l) { return (l.bytes + 255) / 256 * 256; };
+    int64_t most = 0;
+    for (size_t step = 0; step < 40; ++step) {
+      int64_t alive = 0;
+      for (const Lifetime& l : lifetimes)
+        if (l.first <= step && step <= l.last) alive += size(l);
+      most = std::max(most, alive);
+    }
+    EXPECT_EQ(plan.lower_bound_bytes, most);
+    EXPECT_GE(plan.peak_bytes, plan.lower_bound_bytes);
+    for (size_t a = 0; a < lifetimes.size(); ++a) {
+      EXPECT_LE(plan.offsets[a] + size(lifetimes[a]), plan.peak_bytes);
+      for (size_t b = a + 1; b < lifetimes.size(); ++b) {
+        const bool together =
+            lifetimes[a].first <= lifetimes[b].last && lifetimes[b].first <= lifetimes[a].last;
+        const bool share = plan.offsets[a] < plan.offsets[b] + size(lifetimes[b]) &&
+                           plan.offsets[b] < plan.offsets[a] + size(lifetimes[a]);
+        EXPECT_FALSE(together && share) << "buffers " << a << " and " << b << ", trial " << trial;
+      }
+    }
+  }
+}
+
+TEST(MemoryPlan, AChainReusesTheBuffersItFrees) {
+  // x0 -> x1 -> x2 -> x3, each 1 KiB and read only by the next step: two alive at a time.
+  const std::vector<Lifetime> chain{{1024, 0, 1}, {1024, 1, 2}, {1024, 2, 3}, {1024, 3, 4}};
+  const model::MemoryPlan plan = model::plan_memory(chain, 256);
+  EXPECT_EQ(plan.lower_bound_bytes, 2048);
+  EXPECT_EQ(plan.peak_bytes, 2048);
+}
+
+// y = relu(x W1 + b1) W2 + b2 over a symbolic batch, then erf (which the simulator lacks).
+ModelBuilder mlp(bool with_erf) {
+  ModelBuilder builder(13);
+  builder.input("x", TensorProto::FLOAT, {"batch", "4"});
+  builder.output("y", TensorProto::FLOAT, {"batch", "3"});
+  std::vector<float> w1(4 * 8), w2(8 * 3);
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = 0.05f * static_cast<float>(i % 5) - 0.1f;
+  builder.initializer("w1", {4, 8}, w1).initializer("b1", {8}, std::vector<float>(8, 0.1f));
+  builder.initializer("w2", {8, 3}, w2).initializer("b2", {3}, {0.5f, -0.5f, 0});
+  builder.node("MatMul", {"x", "w1"}, {"h"}, "fc1");
+  builder.node("Add", {"h", "b1"}, {"hb"}, "bias1");
+  builder.node("Relu", {"hb"}, {"r"}, "relu");
+  builder.node("MatMul", {"r", "w2"}, {"o"}, "fc2");
+  builder.node("Add", {"o", "b2"}, {with_erf ? "z" : "y"}, "bias2");
+  if (with_erf) builder.node("Erf", {"z"}, {"y"}, "erf");
+  return builder;
+}
+
+Tensor batch_of(int64_t rows, Stream& stream) {
+  std::vector<float> values(static_cast<size_t>(rows * 4));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 9) * 0.25f - 1;
+  return from_vector<float>(values, {rows, 4}, stream);
+}
+
+TEST(Plan, PinnedToCpuEveryNodeRunsThereWithItsMemoryPlanned) {
+  const Model model = load_onnx_bytes(mlp(false).bytes(), "mlp");
+  const ExecutionPlan plan = plan_model(model, options("cpu:0", {{"x", {16, 4}}}));
+  ASSERT_EQ(plan.nodes.size(), 5u);
+  for (const PlannedNode& node : plan.nodes) {
+    EXPECT_EQ(node.device, "cpu:0") << node.name;
+    EXPECT_EQ(node.reason, "pinned") << node.name;
+  }
+  EXPECT_EQ(plan.nodes[0].name, "fc1");
+  EXPECT_EQ(plan.nodes[0].op, "MatMul");
+  EXPECT_EQ(plan.bindings.at("batch"), 16);
+  EXPECT_TRUE(plan.unknown_shapes.empty());
+  EXPECT_TRUE(plan.transfers.empty());
+  // x [16,4], h/hb/r [16,8], o/y [16,3] in f32, the weights: all known, so the bound is real.
+  EXPECT_GE(plan.lower_bound_bytes, 16 * 8 * 4 * 2);
+  EXPECT_GE(plan.peak_bytes, plan.lower_bound_bytes);
+  EXPECT_LE(static_cast<double>(plan.peak_bytes),
+            1.2 * static_cast<double>(plan.lower_bound_bytes));
+}
+
+TEST(Plan, SymbolsTakeTheSizeAskedForWhenNoInputGivesThem) {
+  const Model model = load_onnx_bytes(mlp(false).bytes(), "mlp");
+  const ExecutionPlan one = plan_model(model, options("cpu:0"));
+  const ExecutionPlan many = plan_model(model, options("cpu:0", {}, 64));
+  EXPECT_EQ(one.bindings.at("batch"), 1);
+  EXPECT_EQ(many.bindings.at("batch"), 64);
+  EXPECT_GT(many.lower_bound_bytes, one.lower_bound_bytes);
+}
+
+TEST(Plan, ANodeTheDeviceCannotRunGoesToCpuWithTheReason) {
+  const auto sims = backend_devices("sim");
+  if (sims.empty()) GTEST_SKIP() << backend_reason("sim");
+  const Device sim = sims[0];
+  if (supports_op(sim, "erf", DType::f32)) GTEST_SKIP() << sim.id() << " runs erf";
+  const Model model = load_onnx_bytes(mlp(true).bytes(), "mlp");
+  const ExecutionPlan plan = plan_model(model, options(sim.id(), {{"x", {5, 4}}}));
+  ASSERT_EQ(plan.nodes.size(), 6u);
+  EXPECT_EQ(plan.nodes[0].device, sim.id());
+  const PlannedNode& erf = plan.nodes.back();
+  EXPECT_EQ(erf.device, "cpu:0");
+  EXPECT_NE(erf.reason.find(sim.id() + " has no f32 erf"), std::string::npos) << erf.reason;
+  // z moves from the simulator to the host for the erf.
+  ASSERT_EQ(plan.transfers.size(), 2u);  // x in, z out
+  EXPECT_EQ(plan.transfers[1].value, "z");
+  EXPECT_EQ(plan.transfers[1].from, sim.id());
+  EXPECT_EQ(plan.transfers[1].to, "cpu:0");
+  EXPECT_EQ(plan.transfers[1].bytes, 5 * 3 * 4);
+
+  // The planned run moves the values and matches a run on cpu:0.
+  Stream cpu = device("cpu:0").create_stream();
+  const Tensor x = batch_of(5, cpu);
+  const auto expected = model.run({{"x", x}}, cpu).at("y").to_vector<float>(cpu);
+  const PlannedRun run = run_planned(model, plan, {{"x", x}});
+  EXPECT_TRUE(run.fallbacks.empty());
+  const Tensor& y = run.outputs.at("y");
+  EXPECT_EQ(y.device().id(), "cpu:0");
+  const auto actual = y.to_vector<float>(cpu);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) EXPECT_NEAR(actual[i], expected[i], 1e-5) << i;
+}
+
+TEST(Plan, AutomaticPlacementRunsAndMatchesCpu) {
+  const Model model = load_onnx_bytes(mlp(true).bytes(), "mlp");
+  const ExecutionPlan plan = plan_model(model, options("auto", {{"x", {3, 4}}}));
+  ASSERT_EQ(plan.nodes.size(), 6u);
+  for (const PlannedNode& node : plan.nodes) EXPECT_FALSE(node.reason.empty()) << node.name;
+  Stream cpu = device("cpu:0").create_stream();
+  const Tensor x = batch_of(3, cpu);
+  const auto expected = model.run({{"x", x}}, cpu).at("y").to_vector<float>(cpu);
+  const PlannedRun run = run_planned(model, plan, {{"x", x}});
+  const Tensor& y = run.outputs.at("y");
+  Stream out = y.device().create_stream();
+  const auto actual = y.to_vector<float>(out);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) EXPECT_NEAR(actual[i], expected[i], 1e-4) << i;
+
+  // Candidates named: only those are considered.
+  const ExecutionPlan only_cpu = plan_model(model, options("auto", {}, 1, {"cpu:0"}));
+  for (const PlannedNode& node : only_cpu.nodes) {
+    EXPECT_EQ(node.device, "cpu:0") << node.name;
+    EXPECT_EQ(node.reason, "the only device") << node.name;
+  }
+}
+
+TEST(Plan, ConstantsFoldAtLoadAndShapeComputationsWhilePlanning) {
+  // y = reshape(x, [shape(x)[0], -1]) + transpose(w): the transpose of an initializer folds at
+  // load; the shape arithmetic (Shape, Gather, Unsqueeze, Concat) folds once x's shape is known.
+  ModelBuilder builder(13);
+  builder.input("x", TensorProto::FLOAT, {"n", "2", "3"});
+  builder.output("y", TensorProto::FLOAT, {"n", "6"});
+  builder.initializer("w", {6, 1}, {1, 2, 3, 4, 5, 6});
+  auto& zero = builder.raw_initializer("zero");
+  zero.set_data_type(TensorProto::INT64);
+  zero.add_int64_data(0);
+  auto& minus_one = builder.raw_initializer("minus_one");
+  minus_one.set_data_type(TensorProto::INT64);
+  minus_one.add_dims(1);
+  minus_one.add_int64_data(-1);
+  builder.node("Transpose", {"w"}, {"wt"}, "transpose_w");
+  builder.node("Shape", {"x"}, {"shape"}, "shape");
+  builder.node("Gather", {"shape", "zero"}, {"rows"}, "rows");
+  auto& axes = builder.raw_initializer("axes");
+  axes.set_data_type(TensorProto::INT64);
+  axes.add_dims(1);
+  axes.add_int64_data(0);
+  builder.node("Unsqueeze", {"rows", "axes"}, {"rows1"}, "unsqueeze");
+  ModelBuilder::set_int(builder.node("Concat", {"rows1", "minus_one"}, {"target"}, "concat"),
+                        "axis", 0);
+  builder.node("Reshape", {"x", "target"}, {"flat"}, "reshape");
+  builder.node("Add", {"flat", "wt"}, {"y"}, "add");
+  const Model model = load_onnx_bytes(builder.bytes(), "folding");
+  EXPECT_EQ(model.node_count(), 6u);  // the transpose folded
+  const ExecutionPlan plan = plan_model(model, options("cpu:0", {{"x", {4, 2, 3}}}));
+  EXPECT_TRUE(plan.unknown_shapes.empty()) << plan.unknown_shapes.front();
+  Stream cpu = device("cpu:0").create_stream();
+  std::vector<float> values(24);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  const auto y = model.run({{"x", from_vector<float>(values, {4, 2, 3}, cpu)}}, cpu).at("y");
+  ASSERT_EQ(y.shape(), (Shape{4, 6}));
+  const auto got = y.to_vector<float>(cpu);
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(got[i], values[i] + static_cast<float>(i % 6 + 1)) << i;
+}
+
+TEST(Plan, PlansThatDoNotFitAreRefusedNamingWhy) {
+  const Model model = load_onnx_bytes(mlp(false).bytes(), "mlp");
+  expect_error(
+      [&] {
+        plan_model(model, options("auto", {{"nope", {1, 4}}}));
+      },
+      ErrorCode::InvalidArgument, {"mlp", "no input 'nope'"});
+  expect_error(
+      [&] {
+        plan_model(model, options("auto", {{"x", {2, 5}}}));
+      },
+      ErrorCode::InvalidArgument, {"input 'x'", "[2, 5]", "[batch, 4]"});
+  expect_error([&] { plan_model(model, options("nosuch:0")); }, ErrorCode::NotFound, {"nosuch:0"});
+  expect_error([&] { plan_model(model, options("auto", {}, 0)); }, ErrorCode::InvalidArgument,
+               {"symbol_size 0"});
+  const Model other = load_onnx_bytes(mlp(true).bytes(), "other");
+  const ExecutionPlan plan = plan_model(other, options("cpu:0"));
+  Stream cpu = device("cpu:0").create_stream();
+  expect_error(
+      [&] {
+        run_planned(model, plan, {{"x", batch_of(1, cpu)}});
+      },
+      ErrorCode::InvalidArgument, {"the plan (of other, 6 nodes)", "mlp"});
+  expect_error([&] { run_planned(other, plan, {}); }, ErrorCode::InvalidArgument,
+               {"input 'x'", "missing"});
+}
+
+}  // namespace
+}  // namespace hal::test
+
+int main(int argc, char** argv) {
+  // A simulated device besides the host's, so that placement has a choice; set before hal
+  // loads its plugins.
+  setenv("HAL_SIM_CONFIG", "devices=1", /*overwrite=*/0);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
