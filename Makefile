@@ -54,6 +54,7 @@ bench: build-release
 	-build/release/bin/hal_bench_copy --device=opencl:0
 	build/release/bin/hal_bench_ops --device=cpu:0
 	-build/release/bin/hal_bench_ops --device=opencl:0
+	-build/release/bin/hal_bench_models
 	build/release/bin/hal_bench_select
 
 # libFuzzer targets (fuzz/), each run for FUZZ_SECONDS from its seed corpus (fuzz/corpus/NAME).

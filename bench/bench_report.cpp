@@ -114,7 +114,8 @@ int run_suite(int argc, char** argv, const std::string& suite, const std::string
   benchmark::Initialize(&count, args.data());
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 2;
   CollectingReporter reporter(json);
-  benchmark::RunSpecifiedBenchmarks(&reporter);
+  // A suite of figures only (models) registers no benchmark, and Google Benchmark would say so.
+  if (!comparisons.empty()) benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
 
   const auto& medians = reporter.medians();

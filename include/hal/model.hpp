@@ -29,7 +29,8 @@ namespace hal {
 
 namespace model {
 struct ModelGraph;
-}
+class ResidentWeights;
+}  // namespace model
 
 // One dimension of a declared graph input or output: a size, or a name bound at run time
 // ("batch"), or unknown (neither).
@@ -51,7 +52,7 @@ std::string to_string(const std::vector<ModelDim>& shape);
 class Model {
  public:
   Model() = default;
-  explicit Model(std::shared_ptr<const model::ModelGraph> graph) : graph_(std::move(graph)) {}
+  explicit Model(std::shared_ptr<const model::ModelGraph> graph);
 
   // The graph's inputs the caller must give (initializers with the same name excluded), and its
   // outputs, in the model's order.
@@ -70,11 +71,15 @@ class Model {
                                     Stream& stream) const;
 
   const std::shared_ptr<const model::ModelGraph>& graph() const { return graph_; }
+  // Its initializers on the devices that ran it: uploaded by the first run on a device, kept
+  // until the last copy of this Model goes.
+  const std::shared_ptr<model::ResidentWeights>& resident_weights() const { return weights_; }
   explicit operator bool() const { return graph_ != nullptr; }
 
  private:
   const model::ModelGraph& checked_graph() const;
   std::shared_ptr<const model::ModelGraph> graph_;
+  std::shared_ptr<model::ResidentWeights> weights_;
 };
 
 // Loads an ONNX model file; external data files are read from the model's directory.

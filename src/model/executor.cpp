@@ -6,6 +6,7 @@
 #include "hal/error.hpp"
 #include "hal/registry.hpp"
 #include "model/onnx_ops.hpp"
+#include "model/resident_weights.hpp"
 
 namespace hal::model {
 namespace {
@@ -39,7 +40,8 @@ std::vector<Tensor> run_node(const Node& node, const std::vector<Tensor>& in, St
 // The run's values, each on the devices it has been needed on so far.
 class Values {
  public:
-  Values(const ModelGraph& graph, RunStreams& streams) : graph_(graph), streams_(streams) {}
+  Values(const ModelGraph& graph, RunStreams& streams, ResidentWeights* weights)
+      : graph_(graph), streams_(streams), weights_(weights) {}
 
   void define(const std::string& name, const Tensor& tensor) {
     copies_[name][tensor.device().id()] = tensor;
@@ -52,7 +54,9 @@ class Values {
       if (init == graph_.initializers.end())
         throw Error(ErrorCode::Internal,
                     graph_.name + ": value '" + name + "' read after it was dropped");
-      const Tensor uploaded = upload(init->second, streams_.of(device));
+      Stream& stream = streams_.of(device);
+      const Tensor uploaded =
+          weights_ ? weights_->on(name, init->second, stream) : upload(init->second, stream);
       copies_[name][device.id()] = uploaded;
       return uploaded;
     }
@@ -75,6 +79,7 @@ class Values {
  private:
   const ModelGraph& graph_;
   RunStreams& streams_;
+  ResidentWeights* weights_;
   std::map<std::string, std::map<std::string, Tensor>> copies_;
 };
 
@@ -145,7 +150,7 @@ std::map<std::string, Tensor> execute(const ModelGraph& graph,
                                       const std::map<std::string, Tensor>& inputs,
                                       RunStreams& streams, const Device& default_device,
                                       const Execution& execution) {
-  Values values(graph, streams);
+  Values values(graph, streams, execution.weights);
   for (const auto& [name, tensor] : inputs) values.define(name, tensor);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = graph.nodes[i];

@@ -32,12 +32,16 @@ class RunStreams {
   Stream* first_;
 };
 
+class ResidentWeights;
+
 struct Execution {
   // Node index -> its device; null: every node on `streams`' first stream's device.
   const std::vector<Device>* placement = nullptr;
   // Where given, a node that is unsupported on its device runs on cpu:0 instead and is
   // recorded here (reason: the error); else the error propagates.
   std::vector<PlannedNode>* fallbacks = nullptr;
+  // Where initializers stay between runs; null: uploaded for this run only.
+  ResidentWeights* weights = nullptr;
 };
 
 std::map<std::string, Tensor> execute(const ModelGraph& graph,

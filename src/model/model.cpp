@@ -6,6 +6,7 @@
 #include "hal/error.hpp"
 #include "model/executor.hpp"
 #include "model/model_graph.hpp"
+#include "model/resident_weights.hpp"
 
 namespace hal {
 
@@ -19,6 +20,9 @@ std::string to_string(const std::vector<ModelDim>& shape) {
   }
   return out + "]";
 }
+
+Model::Model(std::shared_ptr<const model::ModelGraph> graph)
+    : graph_(std::move(graph)), weights_(std::make_shared<model::ResidentWeights>()) {}
 
 const model::ModelGraph& Model::checked_graph() const {
   if (!graph_) throw Error(ErrorCode::InvalidState, "the model is empty (default-constructed)");
@@ -42,7 +46,9 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
   const Device device = stream.device();
   model::check_inputs(graph, inputs, &device);
   model::RunStreams streams(&stream);
-  return model::execute(graph, inputs, streams, device, {});
+  model::Execution execution;
+  execution.weights = weights_.get();
+  return model::execute(graph, inputs, streams, device, execution);
 }
 
 }  // namespace hal

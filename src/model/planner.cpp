@@ -176,7 +176,8 @@ class Planner {
   }
 
   // Per device, a lifetime for each value held there: from the step it is made or first
-  // moved in (graph inputs: step 0) to its last reader there (graph outputs: the end).
+  // moved in (graph inputs: step 0) to its last reader there (graph outputs: the end);
+  // initializers for the whole run, as the executor keeps them resident.
   void plan_memory() {
     struct Held {
       int64_t bytes;
@@ -184,8 +185,11 @@ class Planner {
     };
     std::map<std::string, std::map<std::string, Held>> held;  // device -> value -> lifetime
     const size_t end = graph_.nodes.size();
+    // Initializers stay on each device that reads them for the model's lifetime.
     auto hold = [&](const std::string& device, const std::string& value, size_t step) {
-      auto [it, inserted] = held[device].try_emplace(value, Held{bytes_of(value), step, step});
+      const bool resident = graph_.initializers.contains(value);
+      auto [it, inserted] = held[device].try_emplace(
+          value, Held{bytes_of(value), resident ? 0 : step, resident ? end : step});
       it->second.last = std::max(it->second.last, step);
     };
     for (const ModelValue& input : graph_.inputs) hold(cpu_.id(), input.name, 0);
@@ -248,7 +252,9 @@ PlannedRun run_planned(const Model& model, const ExecutionPlan& plan,
   model::RunStreams streams;
   PlannedRun run;
   run.outputs = model::execute(graph, inputs, streams, device("cpu:0"),
-                               {.placement = &placement, .fallbacks = &run.fallbacks});
+                               {.placement = &placement,
+                                .fallbacks = &run.fallbacks,
+                                .weights = model.resident_weights().get()});
   streams.synchronize_all();
   return run;
 }

@@ -31,7 +31,9 @@ std::map<std::string, int64_t> bind_symbols(const ModelGraph& graph,
                                             const std::map<std::string, Shape>& input_shapes,
                                             int64_t symbol_size) {
   std::map<std::string, int64_t> bindings;
-  for (const auto& [name, shape] : input_shapes) {
+  for (const auto& given : input_shapes) {
+    const std::string& name = given.first;
+    const Shape& shape = given.second;
     const auto declared = std::find_if(graph.inputs.begin(), graph.inputs.end(),
                                        [&](const ModelValue& v) { return v.name == name; });
     if (declared == graph.inputs.end())

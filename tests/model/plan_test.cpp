@@ -218,6 +218,28 @@ TEST(Plan, ConstantsFoldAtLoadAndShapeComputationsWhilePlanning) {
     EXPECT_EQ(got[i], values[i] + static_cast<float>(i % 6 + 1)) << i;
 }
 
+TEST(Plan, WeightsStayOnTheDeviceBetweenRunsAndGoWithTheModel) {
+  const Device cpu = device("cpu:0");
+  Stream stream = cpu.create_stream();
+  const Tensor x = batch_of(2, stream);
+  stream.synchronize();
+  const uint64_t before = cpu.allocator().stats().allocated_bytes.current;
+  {
+    const Model model = load_onnx_bytes(mlp(false).bytes(), "mlp");
+    const auto first = model.run({{"x", x}}, stream).at("y").to_vector<float>(stream);
+    const uint64_t after_first = cpu.allocator().stats().allocated_bytes.current;
+    // w1, b1, w2, b2 (f32): resident now, each in at least its own bytes.
+    EXPECT_GE(after_first - before, (4 * 8 + 8 + 8 * 3 + 3) * sizeof(float));
+    const uint64_t allocations = cpu.allocator().stats().num_allocs;
+    const auto second = model.run({{"x", x}}, stream).at("y").to_vector<float>(stream);
+    EXPECT_EQ(second, first);
+    EXPECT_EQ(cpu.allocator().stats().allocated_bytes.current, after_first);
+    // The second run allocates its activations only: 5 values, no weight.
+    EXPECT_EQ(cpu.allocator().stats().num_allocs - allocations, 5u);
+  }
+  EXPECT_EQ(cpu.allocator().stats().allocated_bytes.current, before);
+}
+
 TEST(Plan, PlansThatDoNotFitAreRefusedNamingWhy) {
   const Model model = load_onnx_bytes(mlp(false).bytes(), "mlp");
   expect_error(

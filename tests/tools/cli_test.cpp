@@ -188,6 +188,19 @@ TEST(Cli, BenchRunsASuiteAndReportsRatios) {
   EXPECT_NE(unknown.output.find("no benchmark suite 'nope'"), std::string::npos) << unknown.output;
 }
 
+TEST(Cli, BenchModelsWithoutItsModelsSaysHowToMakeThem) {
+  const std::string cli = HAL_CLI_PATH;
+  const std::string suite = cli.substr(0, cli.rfind('/')) + "/hal_bench_models";
+  if (access(suite.c_str(), X_OK) != 0)
+    GTEST_SKIP() << suite << " is not built (this preset builds no benchmarks)";
+  const Result result = run("", "bench models --models=/nonexistent/models");
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_NE(result.output.find("no benchmark models in /nonexistent/models"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("scripts/setup-bench-models.sh"), std::string::npos)
+      << result.output;
+}
+
 TEST(Cli, BenchCopyComparesEachDirectionWithTheDriver) {
   const std::string cli = HAL_CLI_PATH;
   const std::string suite = cli.substr(0, cli.rfind('/')) + "/hal_bench_copy";

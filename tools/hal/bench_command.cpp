@@ -24,6 +24,9 @@ using json = nlohmann::ordered_json;
 
 const std::vector<std::string> kSuites = {"stream", "thread_pool", "memory", "dispatch",
                                           "copy",   "ops",         "select"};
+// Suites run only when named: models needs PyTorch and the exported models
+// (scripts/setup-bench-models.sh).
+const std::vector<std::string> kNamedSuites = {"models"};
 
 struct Options {
   std::vector<std::string> suites;
@@ -61,11 +64,12 @@ bool suite_takes(const std::string& suite, const Device& device) {
 std::vector<Run> plan(const Options& options) {
   std::vector<std::string> suites = options.suites.empty() ? kSuites : options.suites;
   for (const std::string& suite : suites)
-    if (std::find(kSuites.begin(), kSuites.end(), suite) == kSuites.end())
+    if (std::find(kSuites.begin(), kSuites.end(), suite) == kSuites.end() &&
+        std::find(kNamedSuites.begin(), kNamedSuites.end(), suite) == kNamedSuites.end())
       throw Error(ErrorCode::InvalidArgument,
                   "no benchmark suite '" + suite +
                       "'; the suites are stream, thread_pool, memory, dispatch, copy, ops, "
-                      "select");
+                      "select, and models when named");
   std::vector<Run> runs;
   for (const std::string& suite : suites) {
     if (options.device != "all") {
