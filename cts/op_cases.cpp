@@ -95,6 +95,8 @@ std::vector<Input> table_inputs(const std::string& op, DType dtype) {
   if (op == "where")
     return {{{5, 1}, DType::f32, -1, 1}, {{5, 3}, dtype, -9, 9}, {{3}, dtype, -9, 9}};
   if (op == "matmul") return {{{17, 33}, dtype, -1, 1}, {{33, 9}, dtype, -1, 1}};
+  if (op == "conv")
+    return {{{2, 4, 7, 6}, dtype, -1, 1}, {{6, 2, 3, 3}, dtype, -1, 1}, {{6}, dtype, -1, 1}};
   if (op == "layer_norm")
     return {{{4, 16}, dtype, -3, 3}, {{16}, dtype, 0.5, 2}, {{16}, dtype, -1, 1}};
   if (op == "rms_norm") return {{{4, 16}, dtype, -3, 3}, {{16}, dtype, 0.5, 2}};
@@ -142,6 +144,7 @@ Tensor run_table_op(const std::string& op, const std::vector<Tensor>& in, Stream
   if (op == "log_softmax") return log_softmax(in[0], 0, s);
   if (op == "layer_norm") return layer_norm(in[0], {16}, in[1], in[2], 1e-5, s);
   if (op == "rms_norm") return rms_norm(in[0], {16}, in[1], 1e-5, s);
+  if (op == "conv") return conv(in[0], in[1], in[2], {{1, 2}, {}, {1, 0}, {1, 1}, 2}, s);
   throw Failure("the conformance suite has no inputs for op " + op);
 }
 

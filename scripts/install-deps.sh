@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev nlohmann-json3-dev libcli11-dev
   libopenblas-dev  # the CPU's matrix products
+  libdnnl-dev      # the CPU's convolutions (oneDNN)
   libclblast-dev   # OpenCL's matrix products (opened at run time)
   libtbb-dev  # only for the benchmark that compares our thread pool with oneTBB
   libonnx-dev libprotobuf-dev  # ONNX models: ONNX's protobuf classes, checker and op schemas

@@ -147,6 +147,22 @@ struct GemmDesc {
   GemmOperand a, b, c;  // c is never transposed
 };
 
+// One convolution (1 to 3 spatial dimensions) for a backend's DNN library (oneDNN on the CPU),
+// cross-correlation as ONNX and PyTorch define it: y[N, M, O...] = x[N, C, D...] (*) w[M, C/groups,
+// K...] + bias[M]. Operands are contiguous row-major, offsets count elements; `bias` may be null.
+struct ConvDesc {
+  DType dtype = DType::f32;
+  BufferPtr x, w, bias, y;
+  uint64_t x_offset = 0, w_offset = 0, bias_offset = 0, y_offset = 0;
+  std::vector<int64_t> x_shape, w_shape, y_shape;
+  int64_t groups = 1;
+  std::vector<int64_t> strides, dilations, pads_before, pads_after;  // per spatial dimension
+  // The caller promises w's contents stay as they are while its buffer lives (a model's
+  // weights): the backend may keep them in its own layout between calls.
+  bool constant_weights = false;
+  bool relu = false;  // max(y, 0) applied to the result (a fused activation)
+};
+
 // One op a device runs itself, for devices that offer ops instead of kernels (plugins). Operands
 // are strided views with offsets and strides in elements; `out` is contiguous.
 struct OpOperand {
@@ -194,6 +210,8 @@ class StreamImpl {
   // A matrix product through the backend's vendor BLAS; the default says there is none. The
   // buffers belong to this stream's device.
   virtual void gemm(const GemmDesc& gemm);
+  // A convolution through the backend's DNN library; the default says there is none.
+  virtual void convolution(const ConvDesc& conv);
   // A built-in op (devices with the builtin_* features); the default says there is none.
   virtual void run_builtin_op(const BuiltinOp& op);
   // `event` belongs to this stream's device.

@@ -141,6 +141,23 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
 // first.
 Tensor matmul(const Tensor& a, const Tensor& b, Stream& stream);
 
+// Convolution over 1 to 3 spatial dimensions through the device's DNN library (oneDNN on the
+// CPU), cross-correlation as ONNX and PyTorch define it: x [N, C, D...] with weight [M, C/groups,
+// K...] and bias [M] (or undefined) gives [N, M, O...], O = (D + before + after - dilation *
+// (K - 1) - 1) / stride + 1. f32 (f16 and bf16 computed in f32). Devices without such a library
+// refuse (Unsupported); hal_model's Conv then builds it from views and matmul.
+struct ConvOptions {
+  std::vector<int64_t> strides, dilations;       // per spatial dimension; empty: all 1
+  std::vector<int64_t> pads_before, pads_after;  // likewise; empty: all 0
+  int64_t groups = 1;
+  bool relu = false;  // max(result, 0), fused into the convolution
+  // The weights' contents do not change while their buffer lives (a model's weights): the
+  // device may keep them in its own layout between calls.
+  bool constant_weights = false;
+};
+Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options,
+            Stream& stream);
+
 // While one is alive on a thread, ops that the stream's device cannot run (Unsupported) run on
 // cpu:0 instead: the inputs are copied there, the op runs, and the result is copied back to
 // the device, synchronously, with a warning logged naming the op and device. Nested scopes

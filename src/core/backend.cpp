@@ -47,6 +47,11 @@ void StreamImpl::gemm(const GemmDesc& gemm) {
                                   " (the backend has no BLAS)");
 }
 
+void StreamImpl::convolution(const ConvDesc& conv) {
+  throw_unsupported(device(), "convolutions of " + std::string(to_string(conv.dtype)) +
+                                  " (the backend has no DNN library)");
+}
+
 void StreamImpl::run_builtin_op(const BuiltinOp&) {
   throw_unsupported(device(), "built-in ops (it runs ops as kernels, or not at all)");
 }

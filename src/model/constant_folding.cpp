@@ -1,5 +1,7 @@
 #include "model/constant_folding.hpp"
 
+#include "model/fusion.hpp"
+
 #include <set>
 
 #include "hal/error.hpp"
@@ -76,11 +78,7 @@ std::vector<bool> fold_constants(ModelGraph& graph) {
   }
   graph.nodes = std::move(remaining);
   // Readers' positions moved up; initializers nobody reads any more are dropped.
-  graph.last_use.clear();
-  for (size_t i = 0; i < graph.nodes.size(); ++i)
-    for (const std::string& name : graph.nodes[i].inputs)
-      if (!name.empty()) graph.last_use[name] = i;
-  for (const ModelValue& output : graph.outputs) graph.last_use[output.name] = graph.nodes.size();
+  index_last_uses(graph);
   std::erase_if(graph.initializers,
                 [&](const auto& entry) { return !graph.last_use.contains(entry.first); });
   return kept;

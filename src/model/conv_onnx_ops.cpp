@@ -1,6 +1,7 @@
 // Convolution and pooling from views: each kernel offset is one strided slice of the padded
-// input. Conv stacks the slices (im2col) and multiplies by the weights through the device's BLAS;
-// MaxPool and AveragePool reduce over the slices elementwise. Any number of spatial dimensions.
+// input. Conv stacks the slices (im2col) and multiplies by the weights through the device's BLAS,
+// unless the device has a convolution of its own (hal::conv: oneDNN on the CPU); MaxPool and
+// AveragePool reduce over the slices elementwise. Any number of spatial dimensions.
 #include <limits>
 
 #include "hal/ops.hpp"
@@ -167,7 +168,16 @@ Outputs conv(const OpContext& ctx, const Inputs& in) {
     ctx.invalid("group " + std::to_string(groups) + " does not fit input " + to_string(x.shape()) +
                 " and weights " + to_string(weight.shape()));
   const Tensor bias = given(in, 2) ? in[2] : Tensor();
-  return {convolve(ctx, x, weight, bias, w, groups)};
+  const bool relu = ctx.node().fused == "Relu";  // a Relu fused in at load (fusion.hpp)
+  if (x.dim() <= 5 && supports_op(x.device(), "conv", promote_types(x.dtype(), weight.dtype()))) {
+    // The device's own convolution (oneDNN on the CPU) where it has one.
+    ConvOptions options{w.strides, w.dilations, w.pad_before, w.pad_after, groups};
+    options.constant_weights = ctx.constant_input(1);
+    options.relu = relu;
+    return {hal::conv(x, weight, bias, options, ctx.stream())};
+  }
+  const Tensor y = convolve(ctx, x, weight, bias, w, groups);
+  return {relu ? hal::relu(y, ctx.stream()) : y};
 }
 
 // x with s - 1 zeros between its elements along dimension d: each element and its zeros side

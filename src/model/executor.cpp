@@ -22,11 +22,12 @@ namespace {
   throw Error(error.code(), prefix + ": " + error.message(), error.native_code());
 }
 
-std::vector<Tensor> run_node(const Node& node, const std::vector<Tensor>& in, Stream& stream) {
+std::vector<Tensor> run_node(const ModelGraph& graph, const Node& node,
+                             const std::vector<Tensor>& in, Stream& stream) {
   if (!node.op)
     throw Error(ErrorCode::Internal, node.describe() + ": loaded without an implementation");
   try {
-    return node.op->run(OpContext(node, stream), in);
+    return node.op->run(OpContext(node, stream, &graph), in);
   } catch (const Error& error) {
     rethrow_for(node, error);
   } catch (const std::bad_alloc&) {
@@ -163,14 +164,14 @@ std::map<std::string, Tensor> execute(const ModelGraph& graph,
     };
     std::vector<Tensor> out;
     try {
-      out = run_node(node, inputs_on(where), streams.of(where));
+      out = run_node(graph, node, inputs_on(where), streams.of(where));
     } catch (const Error& error) {
       const Device cpu = device("cpu:0");
       if (!execution.fallbacks || error.code() != ErrorCode::Unsupported || where == cpu) throw;
       execution.fallbacks->push_back({node.name, node.op_type, cpu.id(), 0,
                                       where.id() + " could not run it: " + error.message()});
       where = cpu;
-      out = run_node(node, inputs_on(where), streams.of(where));
+      out = run_node(graph, node, inputs_on(where), streams.of(where));
     }
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       if (node.outputs[o].empty()) continue;

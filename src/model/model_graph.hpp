@@ -46,6 +46,9 @@ struct Node {
   std::vector<std::string> outputs;
   std::map<std::string, AttributeValue, std::less<>> attributes;
   const OnnxOp* op = nullptr;  // its implementation, found once at load
+  // An activation folded into this node at load ("Relu" after a Conv: fusion.hpp), applied to
+  // its output; the node then has the activation's output name.
+  std::string fused;
 
   // "node 'conv1' (Conv, opset 13)": how errors name a node.
   std::string describe() const;

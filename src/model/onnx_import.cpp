@@ -12,6 +12,7 @@
 
 #include "hal/error.hpp"
 #include "model/constant_folding.hpp"
+#include "model/fusion.hpp"
 #include "model/model_graph.hpp"
 #include "model/onnx_ops.hpp"
 #include "model/onnx_tensor.hpp"
@@ -80,11 +81,8 @@ class Importer {
     for (const auto& output : g.output()) graph.outputs.push_back(value_from_onnx(output, name_));
     for (int i = 0; i < g.node_size(); ++i) add_node(g.node(i), {}, graph, 0, 0);
     check_order(graph);
-    const std::vector<bool> kept = fold_constants(graph);
-    std::vector<onnx::NodeProto> remaining;
-    for (size_t i = 0; i < kept.size(); ++i)
-      if (kept[i]) remaining.push_back(std::move(expanded_[i]));
-    expanded_ = std::move(remaining);
+    keep_expanded(fold_constants(graph));
+    fuse(graph);
     graph.inference_model = inference_model(graph);
     return graph;
   }
@@ -324,6 +322,23 @@ class Importer {
       }
       add_node(copy, rename, graph, depth + 1, opset);
     }
+  }
+
+  // Activations folded into the node before them (fusion.hpp), in the nodes kept for shape
+  // inference too: the fused node makes the activation's output.
+  void fuse(ModelGraph& graph) {
+    const std::vector<Fusion> fusions = find_fusions(graph);
+    for (const Fusion& fusion : fusions)
+      expanded_[fusion.node].set_output(0, graph.nodes[fusion.activation].outputs[0]);
+    keep_expanded(apply_fusions(graph, fusions));
+  }
+
+  // The expanded nodes that the graph's nodes still are, after folding or fusion removed some.
+  void keep_expanded(const std::vector<bool>& kept) {
+    std::vector<onnx::NodeProto> remaining;
+    for (size_t i = 0; i < kept.size(); ++i)
+      if (kept[i]) remaining.push_back(std::move(expanded_[i]));
+    expanded_ = std::move(remaining);
   }
 
   // Every input defined before its node reads it: by the graph, an initializer or an earlier

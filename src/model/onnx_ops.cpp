@@ -68,6 +68,11 @@ const AttributeValue* OpContext::find(std::string_view name) const {
 
 bool OpContext::has(std::string_view attribute) const { return find(attribute) != nullptr; }
 
+bool OpContext::constant_input(size_t index) const {
+  return graph_ && index < node_.inputs.size() &&
+         graph_->initializers.contains(node_.inputs[index]);
+}
+
 namespace {
 template <class T>
 T get(const OpContext& ctx, const AttributeValue* value, std::string_view name, T fallback) {

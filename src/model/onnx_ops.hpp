@@ -18,11 +18,16 @@ namespace hal::model {
 // What an op implementation sees: its node (attributes, opset) and the stream it runs on.
 class OpContext {
  public:
-  OpContext(const Node& node, Stream& stream) : node_(node), stream_(stream) {}
+  // `graph`, where given, tells which inputs are initializers (constant_input).
+  OpContext(const Node& node, Stream& stream, const ModelGraph* graph = nullptr)
+      : node_(node), stream_(stream), graph_(graph) {}
 
   const Node& node() const { return node_; }
   int64_t opset() const { return node_.opset; }
   Stream& stream() const { return stream_; }
+  // Whether input `index` is one of the model's initializers, whose contents never change while
+  // the model lives (a device may keep them in a layout of its own).
+  bool constant_input(size_t index) const;
 
   bool has(std::string_view attribute) const;
   // An attribute's value, or `fallback` where the node has none; InvalidArgument naming the
@@ -53,6 +58,7 @@ class OpContext {
   const AttributeValue* find(std::string_view name) const;
   const Node& node_;
   Stream& stream_;
+  const ModelGraph* graph_;
 };
 
 // `inputs` holds one tensor per node input, undefined (Tensor()) for an omitted optional one;

@@ -79,13 +79,14 @@ const std::array kDescriptors{
     OpDescriptor{"rms_norm", composite, 0, 2, "normalized_shape, eps", kFloating, same,
                  kRmsNormParts},
     OpDescriptor{"matmul", matmul, 0, 2, "", kFloating, same, {}},
+    OpDescriptor{"conv", conv, 0, 3, "strides, dilations, pads, groups, relu", kFloating, same, {}},
 };
 
 // Where each family's ops start in kDescriptors, in their enums' order: the reductions follow
 // the last unary op.
 constexpr size_t kFirstBinary = 0, kWhere = 13, kCast = 14, kFirstUnary = 15,
                  kFirstReduce = kFirstUnary + code(Unary::atanh) + 1,
-                 kMatmul = kDescriptors.size() - 1;
+                 kMatmul = kDescriptors.size() - 2, kConv = kDescriptors.size() - 1;
 
 }  // namespace
 
@@ -103,6 +104,7 @@ const OpDescriptor& descriptor(Reduce op) { return kDescriptors[kFirstReduce + c
 const OpDescriptor& where_descriptor() { return kDescriptors[kWhere]; }
 const OpDescriptor& cast_descriptor() { return kDescriptors[kCast]; }
 const OpDescriptor& matmul_descriptor() { return kDescriptors[kMatmul]; }
+const OpDescriptor& conv_descriptor() { return kDescriptors[kConv]; }
 
 DType result_dtype(const OpDescriptor& op, DType input) {
   switch (op.result) {

@@ -67,6 +67,14 @@ void builtin_reduce_kernel(Reduce op, const Tensor& x, const Tensor& out, const 
 }
 // The stream's backend multiplies (StreamImpl::gemm).
 void backend_gemm(const GemmDesc& gemm, Stream& stream) { stream.impl()->gemm(gemm); }
+// The stream's backend convolves (StreamImpl::convolution).
+void backend_conv(const ConvDesc& conv, Stream& stream) { stream.impl()->convolution(conv); }
+#if HAL_HAVE_ONEDNN
+constexpr bool kOneDnn = true;
+#else
+constexpr bool kOneDnn = false;
+#endif
+bool onednn_device(const DeviceInfo& device) { return kOneDnn && cpu_backend(device); }
 
 constexpr DTypeSet kKernelArithmetic = kFloat | kInteger;
 constexpr DTypeSet kKernelComparable = kFloat | kInteger | DTypeSet{DType::boolean};
@@ -147,6 +155,10 @@ class Registry {
     add({"matmul"},
         {"cuBLAS", cuda_backend, kFloat, fp64_if_listed, kVendorLibrary, &backend_gemm});
     add({"matmul"}, {"plugin built-in", builtin_matmul_device, kFloat, listed, 0, &backend_gemm});
+
+    // Convolutions: oneDNN on the CPU.
+    add({"conv"},
+        {"oneDNN", onednn_device, DTypeSet{DType::f32}, nullptr, kVendorLibrary, &backend_conv});
   }
 
   std::span<const OpImplementation> of(const OpDescriptor& op) const {

@@ -22,7 +22,7 @@
 
 namespace hal::ops {
 
-enum class OpFamily : uint8_t { binary, unary, where, cast, reduce, matmul, composite };
+enum class OpFamily : uint8_t { binary, unary, where, cast, reduce, matmul, conv, composite };
 
 // How an op's result dtype follows from the dtype its inputs are promoted to (promote_types).
 enum class ResultRule : uint8_t {
@@ -54,6 +54,7 @@ const OpDescriptor& descriptor(Reduce op);
 const OpDescriptor& cast_descriptor();
 const OpDescriptor& where_descriptor();
 const OpDescriptor& matmul_descriptor();
+const OpDescriptor& conv_descriptor();
 
 DType result_dtype(const OpDescriptor& op, DType input);
 
@@ -70,8 +71,9 @@ using ReduceKernel = void (*)(Reduce op, const Tensor& x, const Tensor& out,
                               const ReduceLayout& layout, const std::vector<bool>& reduced_axes,
                               Stream& stream);
 using GemmKernel = void (*)(const GemmDesc& gemm, Stream& stream);
-using OpKernel =
-    std::variant<BinaryKernel, UnaryKernel, WhereKernel, CastKernel, ReduceKernel, GemmKernel>;
+using ConvKernel = void (*)(const ConvDesc& conv, Stream& stream);
+using OpKernel = std::variant<BinaryKernel, UnaryKernel, WhereKernel, CastKernel, ReduceKernel,
+                              GemmKernel, ConvKernel>;
 
 struct OpImplementation {
   std::string_view provider;  // "host kernels", "portable kernels", "OpenBLAS", ...

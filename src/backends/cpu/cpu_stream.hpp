@@ -23,7 +23,8 @@ class CpuStream final : public StreamImpl {
   void host_callback(std::function<void()> fn) override;
   void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
               std::span<const KernelArg> args) override;
-  void gemm(const GemmDesc& gemm) override;  // cpu_blas.cpp
+  void gemm(const GemmDesc& gemm) override;         // cpu_blas.cpp
+  void convolution(const ConvDesc& conv) override;  // cpu_conv.cpp (oneDNN)
   void record(EventImpl& event) override;
   void wait(EventImpl& event) override;
   void synchronize() override;

@@ -1,0 +1,232 @@
+// Convolutions on the CPU through oneDNN, run in order on the stream as a host kernel of one
+// work item (oneDNN spreads each convolution over its own threads).
+//
+// oneDNN is fastest on its blocked layouts (nChw16c and the like), so the operands are declared
+// with format `any` and reordered from and to hal's row-major layout around the convolution.
+// The primitive for each shape is made once and kept (making one generates code); weights the
+// caller declares constant are reordered once per buffer and kept while the buffer lives.
+#include "backends/cpu/cpu_stream.hpp"
+#include "hal/error.hpp"
+#include "hal/kernel.hpp"
+
+#if HAL_HAVE_ONEDNN
+#include <dnnl.hpp>
+
+#include <map>
+#include <mutex>
+#include <optional>
+
+namespace hal::cpu {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+const dnnl::engine& engine() {
+  static const dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
+  return cpu;
+}
+
+// What a convolution's primitive depends on: every size and attribute, flattened.
+std::vector<int64_t> key_of(const ConvDesc& c) {
+  std::vector<int64_t> key{static_cast<int64_t>(c.x_shape.size()), c.groups, c.bias != nullptr,
+                           c.relu};
+  for (const auto* part : {&c.x_shape, &c.w_shape, &c.y_shape, &c.strides, &c.dilations,
+                           &c.pads_before, &c.pads_after})
+    key.insert(key.end(), part->begin(), part->end());
+  return key;
+}
+
+Tag plain_activation(size_t rank) {
+  return rank == 3 ? Tag::ncw : rank == 4 ? Tag::nchw : Tag::ncdhw;
+}
+Tag plain_weights(size_t rank, bool grouped) {
+  if (grouped) return rank == 3 ? Tag::goiw : rank == 4 ? Tag::goihw : Tag::goidhw;
+  return rank == 3 ? Tag::oiw : rank == 4 ? Tag::oihw : Tag::oidhw;
+}
+
+// A convolution's primitive with the reorders between hal's layout and the one it chose.
+struct Prepared {
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward primitive;
+  memory::desc x_plain, w_plain, y_plain, bias;
+  std::optional<dnnl::reorder> x_in, w_in, y_out;
+};
+
+std::optional<dnnl::reorder> reorder_between(const memory::desc& from, const memory::desc& to) {
+  if (from == to) return std::nullopt;
+  return dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to));
+}
+
+std::shared_ptr<const Prepared> make_prepared(const ConvDesc& c) {
+  const size_t rank = c.x_shape.size();
+  const auto f32 = memory::data_type::f32;
+  const bool grouped = c.groups > 1;
+  memory::dims w_dims(c.w_shape.begin(), c.w_shape.end());
+  if (grouped) {  // [G, M/G, C/G, K...]
+    w_dims[0] /= c.groups;
+    w_dims.insert(w_dims.begin(), c.groups);
+  }
+  const memory::dims x_dims(c.x_shape.begin(), c.x_shape.end());
+  const memory::dims y_dims(c.y_shape.begin(), c.y_shape.end());
+  memory::dims dilations;  // oneDNN counts the gaps: 0 is a dense kernel
+  for (int64_t d : c.dilations) dilations.push_back(d - 1);
+
+  auto prepared = std::make_shared<Prepared>();
+  prepared->x_plain = memory::desc(x_dims, f32, plain_activation(rank));
+  prepared->y_plain = memory::desc(y_dims, f32, plain_activation(rank));
+  prepared->w_plain = memory::desc(w_dims, f32, plain_weights(rank, grouped));
+  if (c.bias) prepared->bias = memory::desc({c.w_shape[0]}, f32, Tag::a);
+
+  const dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto,
+      memory::desc(x_dims, f32, Tag::any), memory::desc(w_dims, f32, Tag::any), prepared->bias,
+      memory::desc(y_dims, f32, Tag::any), memory::dims(c.strides.begin(), c.strides.end()),
+      dilations, memory::dims(c.pads_before.begin(), c.pads_before.end()),
+      memory::dims(c.pads_after.begin(), c.pads_after.end()));
+  dnnl::primitive_attr attr;
+  // The caller's scratchpad, so that two streams may run one primitive at once.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (c.relu) {
+    dnnl::post_ops post;
+    post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(post);
+  }
+  prepared->pd = dnnl::convolution_forward::primitive_desc(desc, attr, engine());
+  prepared->primitive = dnnl::convolution_forward(prepared->pd);
+  prepared->x_in = reorder_between(prepared->x_plain, prepared->pd.src_desc());
+  prepared->w_in = reorder_between(prepared->w_plain, prepared->pd.weights_desc());
+  prepared->y_out = reorder_between(prepared->pd.dst_desc(), prepared->y_plain);
+  return prepared;
+}
+
+// Primitives by shape. Models have a few dozen shapes; the bound only stops a stream of
+// distinct shapes from growing it without end.
+class PrimitiveCache {
+ public:
+  std::shared_ptr<const Prepared> get(const ConvDesc& c) {
+    std::vector<int64_t> key = key_of(c);
+    {
+      std::lock_guard lock(mutex_);
+      if (const auto found = entries_.find(key); found != entries_.end()) return found->second;
+    }
+    std::shared_ptr<const Prepared> made = make_prepared(c);  // outside the lock: slow
+    std::lock_guard lock(mutex_);
+    if (entries_.size() >= kCapacity) entries_.clear();
+    return entries_.emplace(std::move(key), std::move(made)).first->second;
+  }
+
+ private:
+  static constexpr size_t kCapacity = 512;
+  std::mutex mutex_;
+  std::map<std::vector<int64_t>, std::shared_ptr<const Prepared>> entries_;
+};
+
+// Constant weights in a primitive's layout, by buffer, offset and primitive; an entry whose
+// buffer has gone (or whose address another buffer now has) is made again.
+class PackedWeights {
+ public:
+  memory get(const ConvDesc& c, const std::shared_ptr<const Prepared>& p, memory& plain) {
+    const Key key{c.w.get(), c.w_offset, p.get()};
+    std::lock_guard lock(mutex_);
+    if (const auto found = entries_.find(key); found != entries_.end()) {
+      const Entry& entry = found->second;
+      const bool same_buffer = !entry.buffer.owner_before(c.w) && !c.w.owner_before(entry.buffer) &&
+                               !entry.buffer.expired();
+      if (same_buffer) return entry.packed;
+      entries_.erase(found);
+    }
+    std::erase_if(entries_, [](const auto& entry) { return entry.second.buffer.expired(); });
+    memory packed(p->pd.weights_desc(), engine());
+    dnnl::stream stream(engine());
+    p->w_in->execute(stream, plain, packed);
+    stream.wait();
+    entries_.emplace(key, Entry{c.w, p, packed});
+    return packed;
+  }
+
+ private:
+  struct Key {
+    const BufferImpl* buffer;
+    uint64_t offset;
+    const Prepared* prepared;
+    auto operator<=>(const Key&) const = default;
+  };
+  struct Entry {
+    std::weak_ptr<BufferImpl> buffer;
+    std::shared_ptr<const Prepared> prepared;  // keeps `Key::prepared` from being reused
+    memory packed;
+  };
+  std::mutex mutex_;
+  std::map<Key, Entry> entries_;
+};
+
+PrimitiveCache& primitives() {
+  static PrimitiveCache cache;
+  return cache;
+}
+PackedWeights& packed_weights() {
+  static PackedWeights cache;
+  return cache;
+}
+
+void run(const ConvDesc& c, const std::shared_ptr<const Prepared>& p, const KernelArgs& args) {
+  const dnnl::engine& eng = engine();
+  dnnl::stream stream(eng);
+  memory x_plain(p->x_plain, eng, args.ptr<float>(0) + c.x_offset);
+  memory w_plain(p->w_plain, eng, args.ptr<float>(1) + c.w_offset);
+  memory y_plain(p->y_plain, eng, args.ptr<float>(2) + c.y_offset);
+
+  memory x = x_plain;
+  if (p->x_in) {
+    x = memory(p->pd.src_desc(), eng);
+    p->x_in->execute(stream, x_plain, x);
+  }
+  memory w = w_plain;
+  if (p->w_in && c.constant_weights) {
+    w = packed_weights().get(c, p, w_plain);
+  } else if (p->w_in) {
+    w = memory(p->pd.weights_desc(), eng);
+    p->w_in->execute(stream, w_plain, w);
+  }
+  memory y = p->y_out ? memory(p->pd.dst_desc(), eng) : y_plain;
+  std::unordered_map<int, memory> operands{
+      {DNNL_ARG_SRC, x},
+      {DNNL_ARG_WEIGHTS, w},
+      {DNNL_ARG_DST, y},
+      {DNNL_ARG_SCRATCHPAD, memory(p->pd.scratchpad_desc(), eng)}};
+  if (c.bias) operands[DNNL_ARG_BIAS] = memory(p->bias, eng, args.ptr<float>(3) + c.bias_offset);
+  p->primitive.execute(stream, operands);
+  if (p->y_out) p->y_out->execute(stream, y, y_plain);
+  stream.wait();
+}
+
+}  // namespace
+
+void CpuStream::convolution(const ConvDesc& desc) {
+  if (desc.dtype != DType::f32) return StreamImpl::convolution(desc);
+  // The primitive is made here, so that a shape oneDNN refuses is an error of this call.
+  std::shared_ptr<const Prepared> prepared;
+  try {
+    prepared = primitives().get(desc);
+  } catch (const dnnl::error& error) {
+    throw Error(ErrorCode::Unsupported,
+                std::string("oneDNN has no convolution for these shapes: ") + error.what());
+  }
+  const Kernel kernel = host_kernel("convolution", [desc, prepared](const KernelChunk& chunk) {
+    run(desc, prepared, chunk.args);
+  });
+  std::vector<KernelArg> args{Buffer(desc.x), Buffer(desc.w), Buffer(desc.y)};
+  if (desc.bias) args.emplace_back(Buffer(desc.bias));
+  launch(kernel.impl(), LaunchConfig::linear(1), args);
+}
+
+}  // namespace hal::cpu
+
+#else  // built without oneDNN: the CPU has no convolution of its own
+
+namespace hal::cpu {
+void CpuStream::convolution(const ConvDesc& desc) { StreamImpl::convolution(desc); }
+}  // namespace hal::cpu
+
+#endif

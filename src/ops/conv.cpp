@@ -1,0 +1,121 @@
+// conv: the definition (shapes, groups, window arithmetic) and the convolution the op table
+// plans (the stream's backend's DNN library: oneDNN on the CPU; f16 and bf16 in f32).
+#include "hal/backend.hpp"
+#include "hal/error.hpp"
+#include "hal/ops.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/fallback.hpp"
+#include "ops/op_table.hpp"
+
+namespace hal {
+namespace {
+
+[[noreturn]] void invalid(const Tensor& x, const Tensor& w, const std::string& why) {
+  throw Error(ErrorCode::InvalidArgument,
+              "conv of " + x.describe() + " with weights " + w.describe() + ": " + why);
+}
+
+// `values` for each of `spatial` dimensions: `fallback` where none are given, each at least `low`.
+std::vector<int64_t> per_dimension(const Tensor& x, const Tensor& w, std::vector<int64_t> values,
+                                   size_t spatial, int64_t fallback, int64_t low,
+                                   const char* name) {
+  if (values.empty()) values.assign(spatial, fallback);
+  if (values.size() != spatial)
+    invalid(x, w,
+            std::string(name) + " " + to_string(values) + " has " + std::to_string(values.size()) +
+                " values for " + std::to_string(spatial) + " spatial dimensions");
+  constexpr int64_t kLimit = int64_t{1} << 24;
+  for (int64_t v : values)
+    if (v < low || v > kLimit)
+      invalid(x, w,
+              std::string(name) + " " + to_string(values) + " must lie in [" + std::to_string(low) +
+                  ", " + std::to_string(kLimit) + "]");
+  return values;
+}
+
+void check_operands(const Tensor& x, const Tensor& w, const Tensor& bias, const Stream& stream) {
+  if (!x.defined() || !w.defined())
+    throw Error(ErrorCode::InvalidArgument, "conv of an undefined tensor");
+  for (const Tensor* t : {&w, &bias})
+    if (t->defined() && !(t->device() == x.device()))
+      invalid(x, w,
+              "the tensors are on different devices (" + x.device().id() + " and " +
+                  t->device().id() + "); copy one with to() first");
+  if (!(stream.device() == x.device()))
+    invalid(x, w,
+            "on a stream of " + stream.device().id() + ": use a stream of " + x.device().id());
+  if (x.dim() < 3 || x.dim() > 5) invalid(x, w, "expects x of [N, C, D1] to [N, C, D1, D2, D3]");
+  if (w.dim() != x.dim()) invalid(x, w, "the weights' rank differs from x's");
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != w.size(0)))
+    invalid(x, w, "bias " + bias.describe() + " is not [" + std::to_string(w.size(0)) + "]");
+}
+
+Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
+               const ConvOptions& options, Stream& stream) {
+  check_operands(x_in, w_in, bias_in, stream);
+  DType dtype = promote_types(x_in.dtype(), w_in.dtype());
+  if (bias_in.defined()) dtype = promote_types(dtype, bias_in.dtype());
+  const ops::OpPlan plan = ops::plan_or_throw(ops::conv_descriptor(), dtype, {&x_in, &w_in});
+  const auto spatial = static_cast<size_t>(x_in.dim() - 2);
+  const int64_t batch = x_in.size(0), channels = x_in.size(1), features = w_in.size(0);
+  const int64_t groups = options.groups;
+  if (groups <= 0 || channels % groups != 0 || features % groups != 0 ||
+      w_in.size(1) != channels / groups)
+    invalid(x_in, w_in, "groups " + std::to_string(groups) + " does not fit the channels");
+  ConvDesc desc;
+  desc.dtype = plan.compute;
+  desc.groups = groups;
+  desc.strides = per_dimension(x_in, w_in, options.strides, spatial, 1, 1, "strides");
+  desc.dilations = per_dimension(x_in, w_in, options.dilations, spatial, 1, 1, "dilations");
+  desc.pads_before = per_dimension(x_in, w_in, options.pads_before, spatial, 0, 0, "pads_before");
+  desc.pads_after = per_dimension(x_in, w_in, options.pads_after, spatial, 0, 0, "pads_after");
+  Shape out_shape{batch, features};
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t size = x_in.size(static_cast<int64_t>(i) + 2);
+    const int64_t kernel = w_in.size(static_cast<int64_t>(i) + 2);
+    const int64_t room =
+        size + desc.pads_before[i] + desc.pads_after[i] - desc.dilations[i] * (kernel - 1) - 1;
+    if (kernel <= 0 || room < 0) invalid(x_in, w_in, "the window is larger than the padded input");
+    out_shape.push_back(room / desc.strides[i] + 1);
+  }
+  Tensor out = empty(out_shape, plan.compute, x_in.device());
+  if (out.numel() == 0)
+    return out.dtype() == plan.result ? out : ops::cast_of(out, plan.result, stream);
+  const auto prepared = [&](const Tensor& t) {
+    const Tensor typed = t.dtype() == plan.compute ? t : ops::cast_of(t, plan.compute, stream);
+    return typed.contiguous(stream);
+  };
+  const Tensor x = prepared(x_in), w = prepared(w_in);
+  const Tensor bias = bias_in.defined() ? prepared(bias_in) : Tensor();
+  desc.x = x.storage().impl();
+  desc.x_offset = static_cast<uint64_t>(x.offset());
+  desc.w = w.storage().impl();
+  desc.w_offset = static_cast<uint64_t>(w.offset());
+  if (bias.defined()) {
+    desc.bias = bias.storage().impl();
+    desc.bias_offset = static_cast<uint64_t>(bias.offset());
+  }
+  desc.y = out.storage().impl();
+  desc.x_shape = x.shape();
+  desc.w_shape = w.shape();
+  desc.y_shape = out_shape;
+  // A converted or copied w is this call's own: nothing to keep.
+  desc.constant_weights = options.constant_weights && w.storage().impl() == w_in.storage().impl();
+  desc.relu = options.relu;
+  std::get<ops::ConvKernel>(plan.implementation->kernel)(desc, stream);
+  return out.dtype() == plan.result ? out : ops::cast_of(out, plan.result, stream);
+}
+
+}  // namespace
+
+Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options,
+            Stream& stream) {
+  std::vector<Tensor> in{x, weight};
+  if (bias.defined()) in.push_back(bias);
+  return ops::run_op("conv", std::move(in), stream,
+                     [options](const std::vector<Tensor>& in, Stream& s) {
+                       return conv_of(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), options, s);
+                     });
+}
+
+}  // namespace hal
