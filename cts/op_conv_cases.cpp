@@ -173,16 +173,22 @@ void conv_errors(const Device& d) {
                          const std::string& what) {
       check_error([&] { conv(xx, ww, bias, o, stream); }, ErrorCode::InvalidArgument, parts, what);
     };
-    bad(x, zeros({6, 3, 3, 3}, dtype, stream), {}, {}, {"conv", "groups 1"}, "channels differ");
-    bad(x, w, {}, {.groups = 3}, {"groups 3"}, "groups that do not divide");
-    bad(x, w, {}, {.strides = {0, 1}}, {"strides", "[1, 16777216]"}, "a zero stride");
-    bad(x, w, {}, {.strides = {1}}, {"strides", "2 spatial"}, "one stride for two dimensions");
-    bad(x, w, {}, {.pads_before = {-1, 0}}, {"pads_before"}, "a negative pad");
-    bad(x, zeros({6, 4, 7, 7}, dtype, stream), {}, {}, {"larger than the padded input"},
+    const ConvOptions plain;
+    ConvOptions three_groups, zero_stride, one_stride, negative_pad;
+    three_groups.groups = 3;
+    zero_stride.strides = {0, 1};
+    one_stride.strides = {1};
+    negative_pad.pads_before = {-1, 0};
+    bad(x, zeros({6, 3, 3, 3}, dtype, stream), {}, plain, {"conv", "groups 1"}, "channels differ");
+    bad(x, w, {}, three_groups, {"groups 3"}, "groups that do not divide");
+    bad(x, w, {}, zero_stride, {"strides", "[1, 16777216]"}, "a zero stride");
+    bad(x, w, {}, one_stride, {"strides", "2 spatial"}, "one stride for two dimensions");
+    bad(x, w, {}, negative_pad, {"pads_before"}, "a negative pad");
+    bad(x, zeros({6, 4, 7, 7}, dtype, stream), {}, plain, {"larger than the padded input"},
         "a window larger than the input");
-    bad(x, w, zeros({5}, dtype, stream), {}, {"bias", "[6]"}, "a bias of the wrong size");
-    bad(zeros({4, 5}, dtype, stream), w, {}, {}, {"[N, C, D1]"}, "a 2-d input");
-    bad(x, zeros({6, 4, 3}, dtype, stream), {}, {}, {"rank"}, "weights of another rank");
+    bad(x, w, zeros({5}, dtype, stream), plain, {"bias", "[6]"}, "a bias of the wrong size");
+    bad(zeros({4, 5}, dtype, stream), w, {}, plain, {"[N, C, D1]"}, "a 2-d input");
+    bad(x, zeros({6, 4, 3}, dtype, stream), {}, plain, {"rank"}, "weights of another rank");
   });
 }
 

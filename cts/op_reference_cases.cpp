@@ -195,6 +195,19 @@ void views_as_operands(const Device& d) {
     std::vector<double> minus = numbers(transposed, stream);
     for (double& v : minus) v = -v;
     check_close(numbers(negated, stream), minus, DType::f32, "neg of a transposed view");
+
+    // A column broadcast along rows ([3, 1] with [3, 4]), and one element in shapes of size 1
+    // that are not the same shape (the layout has no dimension left to merge).
+    const Tensor column = base.slice(1, 0, 1).slice(2, 0, 1).reshape({3, 1});
+    const Tensor grid = base.slice(2, 0, 4).slice(1, 0, 1).reshape({3, 4});
+    const std::vector<double> c = numbers(column, stream), g = numbers(grid, stream);
+    std::vector<double> shifted(g.size());
+    for (size_t i = 0; i < g.size(); ++i) shifted[i] = static_cast<float>(c[i / 4] + g[i]);
+    check_close(numbers(add(column, grid, stream), stream), shifted, DType::f32, "column + rows");
+    const Tensor one = base.slice(0, 2, 3).slice(1, 3, 4).slice(2, 4, 5);  // [1, 1, 1]
+    const double v = numbers(one, stream)[0];
+    check_close(numbers(mul(one, one.reshape({1}), stream), stream), {static_cast<float>(v * v)},
+                DType::f32, "[1, 1, 1] * [1]");
   });
 }
 

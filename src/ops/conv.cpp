@@ -113,8 +113,10 @@ Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const Con
   std::vector<Tensor> in{x, weight};
   if (bias.defined()) in.push_back(bias);
   return ops::run_op("conv", std::move(in), stream,
-                     [options](const std::vector<Tensor>& in, Stream& s) {
-                       return conv_of(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), options, s);
+                     [options](const std::vector<Tensor>& operands, Stream& s) {
+                       const Tensor none;
+                       return conv_of(operands[0], operands[1],
+                                      operands.size() > 2 ? operands[2] : none, options, s);
                      });
 }
 

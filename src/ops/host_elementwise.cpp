@@ -1,6 +1,7 @@
 // The CPU's elementwise kernels: host kernels over the output's elements, split across the
 // thread pool. Contiguous operands run a plain loop the compiler vectorises; others walk their
 // strides.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -118,8 +119,29 @@ void launch_binary(Fn fn, const Tensor& a, const Tensor& b, const Tensor& out,
       for (uint64_t i = begin; i < end; ++i) dst[i] = fn(x[i], y[i]);
       return;
     }
+    // A row of the innermost dimension at a time: the loops over contiguous or broadcast rows
+    // (a bias added to every row) are plain and vectorise.
     tensor::StridedWalk<2> walk(layout.shape, layout.strides, {0, 0}, static_cast<int64_t>(begin));
-    for (uint64_t i = begin; i < end; ++i, walk.next()) dst[i] = fn(x[walk.at(0)], y[walk.at(1)]);
+    const int64_t sx = layout.strides[0].back(), sy = layout.strides[1].back();
+    for (uint64_t i = begin; i < end;) {
+      const int64_t n = std::min<int64_t>(walk.inner_left(), static_cast<int64_t>(end - i));
+      const T* xr = x + walk.at(0);
+      const T* yr = y + walk.at(1);
+      Out* row = dst + i;
+      if (sx == 1 && sy == 1) {
+        for (int64_t k = 0; k < n; ++k) row[k] = fn(xr[k], yr[k]);
+      } else if (sx == 1 && sy == 0) {
+        const T right = *yr;
+        for (int64_t k = 0; k < n; ++k) row[k] = fn(xr[k], right);
+      } else if (sx == 0 && sy == 1) {
+        const T left = *xr;
+        for (int64_t k = 0; k < n; ++k) row[k] = fn(left, yr[k]);
+      } else {
+        for (int64_t k = 0; k < n; ++k) row[k] = fn(xr[k * sx], yr[k * sy]);
+      }
+      i += static_cast<uint64_t>(n);
+      walk.advance_inner(n);
+    }
   });
   stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.count)),
                 {out.storage(), a.storage(), b.storage()});
@@ -137,7 +159,14 @@ void launch_unary(Fn fn, const Tensor& x, const Tensor& out, const ElementwiseLa
       return;
     }
     tensor::StridedWalk<1> walk(layout.shape, layout.strides, {0}, static_cast<int64_t>(begin));
-    for (uint64_t i = begin; i < end; ++i, walk.next()) dst[i] = fn(in[walk.at(0)]);
+    const int64_t step = layout.strides[0].back();
+    for (uint64_t i = begin; i < end;) {
+      const int64_t n = std::min<int64_t>(walk.inner_left(), static_cast<int64_t>(end - i));
+      const T* row = in + walk.at(0);
+      for (int64_t k = 0; k < n; ++k) dst[i + static_cast<uint64_t>(k)] = fn(row[k * step]);
+      i += static_cast<uint64_t>(n);
+      walk.advance_inner(n);
+    }
   });
   stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.count)),
                 {out.storage(), x.storage()});

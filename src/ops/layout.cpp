@@ -61,6 +61,10 @@ ElementwiseLayout<kInputs> merge(const Shape& shape, const std::array<const Tens
       for (size_t v = 0; v < kInputs; ++v) layout.strides[v].push_back(broadcast[v][d]);
     }
   }
+  if (layout.shape.empty()) {  // one element: one dimension still, for kernels that walk rows
+    layout.shape.push_back(1);
+    for (size_t v = 0; v < kInputs; ++v) layout.strides[v].push_back(0);
+  }
   return layout;
 }
 

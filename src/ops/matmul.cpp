@@ -83,6 +83,14 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
   Tensor b = b_in.dim() == 1 ? b_in.unsqueeze(1) : b_in;
   if (a.dtype() != plan.compute) a = ops::cast_of(a, plan.compute, stream);
   if (b.dtype() != plan.compute) b = ops::cast_of(b, plan.compute, stream);
+  // A batch of A's against one B is one product with the batches' rows stacked: a single GEMM
+  // instead of a call per batch entry (a sequence of [1, k] rows times a weight matrix).
+  if (a.dim() > 2 && b.dim() == 2 && a.is_contiguous() && a.size(-1) == b.size(0) &&
+      a.numel() > 0) {
+    Shape shape = a.shape();
+    shape.back() = b.size(1);
+    return matmul_of(a.reshape({a.numel() / a.size(-1), a.size(-1)}), b, stream).reshape(shape);
+  }
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   if (b.size(-2) != k)
     throw Error(ErrorCode::InvalidArgument,

@@ -1,6 +1,7 @@
 // softmax, log-softmax, layer norm and RMS norm, built from the reductions and elementwise ops,
-// so they run wherever those do, with their checks. Each subtracts the maximum or the mean
-// first, for stability.
+// so they run wherever those do, with their checks; a device with a fused kernel of its own for
+// one (the CPU: host_rowwise.cpp) runs that instead when the op's axes are x's last. Each
+// subtracts the maximum or the mean first, for stability.
 #include <algorithm>
 #include <cmath>
 
@@ -20,6 +21,25 @@ DType compute_dtype(std::string_view op, const Tensor& x) {
   return plan_or_throw(descriptor(op), x.dtype(), {&x}).compute;
 }
 
+// The op's fused kernel on x's device, if the op table has one for x's dtype there.
+RowwiseKernel fused_kernel(std::string_view op, const Tensor& x) {
+  const OpPlan plan = plan_or_throw(descriptor(op), x.dtype(), {&x});
+  if (!plan.implementation || plan.compute != x.dtype()) return nullptr;
+  const auto* kernel = std::get_if<RowwiseKernel>(&plan.implementation->kernel);
+  return kernel ? *kernel : nullptr;
+}
+
+// Runs `kernel` over the rows of x's last `cols` elements.
+Tensor run_rows(RowwiseKernel kernel, std::string_view op, const Tensor& x, int64_t cols,
+                const Tensor& weight, const Tensor& bias, double eps, Stream& stream) {
+  const Tensor input = x.contiguous(stream);
+  const Tensor w = weight.defined() ? weight.contiguous(stream) : weight;
+  const Tensor b = bias.defined() ? bias.contiguous(stream) : bias;
+  const Tensor out = empty(x.shape(), x.dtype(), x.device());
+  kernel(descriptor(op), {input, w, b, out, x.numel() / cols, cols, eps}, stream);
+  return out;
+}
+
 // eps keeps the square root's argument above 0: a negative, NaN or infinite one turns finite
 // input into NaN or zeros.
 void check_eps(std::string_view op, const Tensor& x, double eps) {
@@ -37,6 +57,8 @@ Tensor softmax_of(const Tensor& x, int64_t axis, bool logarithm, Stream& stream)
   if (compute != x.dtype())
     return cast(softmax_of(cast(x, compute, stream), dim, logarithm, stream), x.dtype(), stream);
   if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
+  if (const RowwiseKernel kernel = fused_kernel(op, x); kernel && dim == x.dim() - 1)
+    return run_rows(kernel, op, x, x.size(dim), Tensor(), Tensor(), 0, stream);
   const Tensor shifted = sub(x, max(x, {dim}, true, stream), stream);
   const Tensor exps = exp(shifted, stream);
   const Tensor total = sum(exps, {dim}, true, stream);
@@ -91,6 +113,8 @@ Tensor layer_norm_of(const Tensor& x, const Shape& normalized_shape, const Tenso
                               as_f32(bias, stream), eps, stream),
                 x.dtype(), stream);
   if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
+  if (const RowwiseKernel kernel = fused_kernel("layer_norm", x))
+    return run_rows(kernel, "layer_norm", x, numel(normalized_shape), weight, bias, eps, stream);
   const Tensor centred = sub(x, mean(x, axes, true, stream), stream);
   const Tensor variance = mean(mul(centred, centred, stream), axes, true, stream);
   const Tensor scale = rsqrt(add(variance, full({}, eps, x.dtype(), stream), stream), stream);
@@ -105,6 +129,8 @@ Tensor rms_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor&
         rms_norm_of(as_f32(x, stream), normalized_shape, as_f32(weight, stream), eps, stream),
         x.dtype(), stream);
   if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
+  if (const RowwiseKernel kernel = fused_kernel("rms_norm", x))
+    return run_rows(kernel, "rms_norm", x, numel(normalized_shape), weight, Tensor(), eps, stream);
   const Tensor square_mean = mean(mul(x, x, stream), axes, true, stream);
   const Tensor scale = rsqrt(add(square_mean, full({}, eps, x.dtype(), stream), stream), stream);
   return scale_and_shift(mul(x, scale, stream), weight, Tensor(), stream);

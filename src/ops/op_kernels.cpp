@@ -77,6 +77,9 @@ constexpr bool kOneDnn = false;
 bool onednn_device(const DeviceInfo& device) { return kOneDnn && cpu_backend(device); }
 
 constexpr DTypeSet kKernelArithmetic = kFloat | kInteger;
+// Composite ops the CPU computes with one fused kernel each (host_rowwise.cpp).
+constexpr std::array<std::string_view, 4> kRowwise{"softmax", "log_softmax", "layer_norm",
+                                                   "rms_norm"};
 constexpr DTypeSet kKernelComparable = kFloat | kInteger | DTypeSet{DType::boolean};
 constexpr int kVendorLibrary = 10;
 
@@ -111,6 +114,8 @@ class Registry {
     add({"mean"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_reduce_kernel});
     add(kExtremes,
         {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_reduce_kernel});
+
+    add(kRowwise, {"host kernels", host_device, kFloat, nullptr, 0, &host_rowwise});
 
     // Portable kernels, compiled by OpenCL and CUDA devices.
     add(kArithmetic, {"portable kernels", portable_device, kKernelArithmetic, fp64_if_listed, 0,

@@ -18,8 +18,8 @@ bool parts_run(const OpDescriptor& op, DType dtype, const DeviceInfo& device) {
 }
 
 bool implemented(const OpDescriptor& op, DType dtype, const DeviceInfo& device) {
-  if (op.family == OpFamily::composite) return parts_run(op, dtype, device);
-  return find_implementation(op, dtype, device) != nullptr;
+  if (find_implementation(op, dtype, device) != nullptr) return true;
+  return op.family == OpFamily::composite && parts_run(op, dtype, device);
 }
 
 bool casts(DType from, DType to, const DeviceInfo& device) {
@@ -99,8 +99,7 @@ OpPlan plan(const OpDescriptor& op, DType input, const DeviceInfo& device) {
       return out;
     }
     out.compute = compute;
-    if (op.family != OpFamily::composite)
-      out.implementation = find_implementation(op, compute, device);
+    out.implementation = find_implementation(op, compute, device);  // composites: maybe none
     return out;
   }
   out.compute = required;

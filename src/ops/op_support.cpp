@@ -12,7 +12,7 @@ std::vector<OpSupport> supported_ops(const Device& device) {
       const ops::OpPlan plan = ops::plan(op, dtype, device.info());
       if (!plan.runs()) continue;
       std::string kernel;
-      if (op.family == ops::OpFamily::composite) {
+      if (!plan.implementation) {  // a composite op run as its parts
         kernel = "built from ";
         for (size_t i = 0; i < op.built_from.size(); ++i)
           kernel += (i ? ", " : "") + std::string(op.built_from[i]);

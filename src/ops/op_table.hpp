@@ -72,8 +72,21 @@ using ReduceKernel = void (*)(Reduce op, const Tensor& x, const Tensor& out,
                               Stream& stream);
 using GemmKernel = void (*)(const GemmDesc& gemm, Stream& stream);
 using ConvKernel = void (*)(const ConvDesc& conv, Stream& stream);
+// A composite op computed by one kernel of its own, over the rows of a contiguous x (the last
+// `cols` elements: softmax's axis, a norm's trailing dimensions); weight and bias may be
+// undefined; `out` is contiguous like x.
+struct RowwiseArgs {
+  const Tensor& x;
+  const Tensor& weight;
+  const Tensor& bias;
+  const Tensor& out;
+  int64_t rows = 0, cols = 0;
+  double eps = 0;
+};
+using RowwiseKernel = void (*)(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);
+void host_rowwise(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);  // the CPU's
 using OpKernel = std::variant<BinaryKernel, UnaryKernel, WhereKernel, CastKernel, ReduceKernel,
-                              GemmKernel, ConvKernel>;
+                              GemmKernel, ConvKernel, RowwiseKernel>;
 
 struct OpImplementation {
   std::string_view provider;  // "host kernels", "portable kernels", "OpenBLAS", ...
@@ -94,7 +107,8 @@ const OpImplementation* find_implementation(const OpDescriptor& op, DType dtype,
 // How an op runs for one input dtype on one device: in `compute` (the input's dtype, or the
 // one it is converted to first: f32 for f16/bf16 where the device has no kernel for them, i64
 // for integer sums, f32 for floating functions of integers), by `implementation` (null for
-// composite ops, which run their parts). `refusal` says why not when it cannot run.
+// composite ops that run their parts; a composite op may have a fused kernel of its own). `refusal`
+// says why not when it cannot run.
 struct OpPlan {
   const OpDescriptor* op = nullptr;
   DType input{};

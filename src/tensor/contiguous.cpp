@@ -1,6 +1,7 @@
 // contiguous(): a strided view gathered into new, row-major storage on the same device. The
 // CPU gathers with a host kernel on its thread pool; devices that compile portable kernels
 // run kernels/tensor/strided_copy; any other device is gathered through the host.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -27,6 +28,10 @@ void merge_dims(Shape& shape, Shape& strides) {
       sizes.push_back(shape[d]);
       steps.push_back(strides[d]);
     }
+  }
+  if (sizes.empty()) {  // one element: one dimension still, for the kernels that walk rows
+    sizes.push_back(1);
+    steps.push_back(0);
   }
   shape = std::move(sizes);
   strides = std::move(steps);
@@ -61,6 +66,16 @@ void gather_with_kernel(const Tensor& in, const Tensor& out, Shape shape, Shape 
   stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(in.numel())), args);
 }
 
+// n elements of type T, `step` apart in `from`, packed into `to` (either may be unaligned).
+template <class T>
+void copy_elements(unsigned char* to, const unsigned char* from, int64_t n, int64_t step) {
+  for (int64_t k = 0; k < n; ++k) {
+    T value;
+    std::memcpy(&value, from + k * step * static_cast<int64_t>(sizeof(T)), sizeof(T));
+    std::memcpy(to + k * static_cast<int64_t>(sizeof(T)), &value, sizeof(T));
+  }
+}
+
 void gather_on_host_threads(const Tensor& in, const Tensor& out, Shape shape, Shape strides,
                             Stream& stream) {
   const size_t element = in.element_size();
@@ -69,9 +84,28 @@ void gather_on_host_threads(const Tensor& in, const Tensor& out, Shape shape, Sh
                        offset = in.offset()](const KernelChunk& chunk) {
         const auto* src = chunk.args.ptr<const unsigned char>(1);
         auto* dst = chunk.args.ptr<unsigned char>(0);
+        // A row of the innermost dimension at a time: one memcpy where it is contiguous.
         tensor::StridedWalk<1> walk(shape, strides, {offset}, static_cast<int64_t>(chunk.begin[0]));
-        for (uint64_t i = chunk.begin[0]; i < chunk.end[0]; ++i, walk.next())
-          std::memcpy(dst + i * element, src + static_cast<size_t>(walk.at(0)) * element, element);
+        const int64_t step = strides[0].back();
+        for (uint64_t i = chunk.begin[0]; i < chunk.end[0];) {
+          const int64_t n =
+              std::min<int64_t>(walk.inner_left(), static_cast<int64_t>(chunk.end[0] - i));
+          unsigned char* to = dst + i * element;
+          const unsigned char* from = src + static_cast<size_t>(walk.at(0)) * element;
+          if (step == 1) {
+            std::memcpy(to, from, static_cast<size_t>(n) * element);
+          } else if (element == 4) {
+            copy_elements<uint32_t>(to, from, n, step);
+          } else if (element == 8) {
+            copy_elements<uint64_t>(to, from, n, step);
+          } else {
+            for (int64_t k = 0; k < n; ++k)
+              std::memcpy(to + static_cast<size_t>(k) * element,
+                          from + k * step * static_cast<int64_t>(element), element);
+          }
+          i += static_cast<uint64_t>(n);
+          walk.advance_inner(n);
+        }
       });
   stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(in.numel())),
                 {out.storage(), in.storage()});

@@ -28,8 +28,28 @@ class StridedWalk {
   // View v's element offset at the current element.
   int64_t at(size_t v) const { return at_[v]; }
 
-  void next() {
-    for (size_t d = shape_.size(); d-- > 0;) {
+  void next() { carry_from(shape_.size()); }
+
+  // The elements left in the innermost dimension from the current one (shape not empty).
+  int64_t inner_left() const { return shape_.back() - index_.back(); }
+  // Moves `n` elements along the innermost dimension, n at most inner_left(): a row at a time
+  // for kernels whose inner loop runs along it.
+  void advance_inner(int64_t n) {
+    const size_t last = shape_.size() - 1;
+    if (index_[last] + n < shape_[last]) {
+      for (size_t v = 0; v < kViews; ++v) at_[v] += strides_[v][last] * n;
+      index_[last] += n;
+      return;
+    }
+    for (size_t v = 0; v < kViews; ++v) at_[v] -= strides_[v][last] * index_[last];
+    index_[last] = 0;
+    carry_from(last);
+  }
+
+ private:
+  // One step in dimension `end - 1`, carrying into the outer ones.
+  void carry_from(size_t end) {
+    for (size_t d = end; d-- > 0;) {
       for (size_t v = 0; v < kViews; ++v) at_[v] += strides_[v][d];
       if (++index_[d] < shape_[d]) return;
       for (size_t v = 0; v < kViews; ++v) at_[v] -= strides_[v][d] * shape_[d];
@@ -37,7 +57,6 @@ class StridedWalk {
     }
   }
 
- private:
   const std::vector<int64_t>& shape_;
   const std::array<std::vector<int64_t>, kViews>& strides_;
   std::array<int64_t, kViews> at_;

@@ -66,13 +66,13 @@ TEST(OpDescriptors, EveryEnumValueFindsItsOwnDescriptor) {
 
 TEST_P(OpTableSuite, ListsEveryOpOfTheHeader) {
   const std::vector<std::string> header_ops{
-      "add",        "sub",      "mul",   "div",   "maximum", "minimum", "pow",     "eq",
-      "ne",         "lt",       "le",    "gt",    "ge",      "where",   "cast",    "neg",
-      "abs",        "relu",     "exp",   "log",   "sqrt",    "rsqrt",   "tanh",    "sigmoid",
-      "gelu",       "silu",     "erf",   "floor", "ceil",    "round",   "sin",     "cos",
-      "tan",        "asin",     "acos",  "atan",  "sinh",    "cosh",    "asinh",   "acosh",
-      "atanh",      "sum",      "mean",  "max",   "min",     "argmax",  "softmax", "log_softmax",
-      "layer_norm", "rms_norm", "matmul"};
+      "add",        "sub",      "mul",    "div",   "maximum", "minimum", "pow",     "eq",
+      "ne",         "lt",       "le",     "gt",    "ge",      "where",   "cast",    "neg",
+      "abs",        "relu",     "exp",    "log",   "sqrt",    "rsqrt",   "tanh",    "sigmoid",
+      "gelu",       "silu",     "erf",    "floor", "ceil",    "round",   "sin",     "cos",
+      "tan",        "asin",     "acos",   "atan",  "sinh",    "cosh",    "asinh",   "acosh",
+      "atanh",      "sum",      "mean",   "max",   "min",     "argmax",  "softmax", "log_softmax",
+      "layer_norm", "rms_norm", "matmul", "conv"};
   const std::vector<OpSupport> table = supported_ops(device());
   ASSERT_EQ(table.size(), header_ops.size());
   for (size_t i = 0; i < table.size(); ++i) {
