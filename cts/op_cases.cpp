@@ -144,7 +144,14 @@ Tensor run_table_op(const std::string& op, const std::vector<Tensor>& in, Stream
   if (op == "log_softmax") return log_softmax(in[0], 0, s);
   if (op == "layer_norm") return layer_norm(in[0], {16}, in[1], in[2], 1e-5, s);
   if (op == "rms_norm") return rms_norm(in[0], {16}, in[1], 1e-5, s);
-  if (op == "conv") return conv(in[0], in[1], in[2], {{1, 2}, {}, {1, 0}, {1, 1}, 2}, s);
+  if (op == "conv") {
+    ConvOptions options;
+    options.strides = {1, 2};
+    options.pads_before = {1, 0};
+    options.pads_after = {1, 1};
+    options.groups = 2;
+    return conv(in[0], in[1], in[2], options, s);
+  }
   throw Failure("the conformance suite has no inputs for op " + op);
 }
 

@@ -9,6 +9,17 @@
 namespace hal::cts {
 namespace {
 
+ConvOptions options_of(std::vector<int64_t> strides, std::vector<int64_t> dilations,
+                       std::vector<int64_t> before, std::vector<int64_t> after, int64_t groups) {
+  ConvOptions options;
+  options.strides = std::move(strides);
+  options.dilations = std::move(dilations);
+  options.pads_before = std::move(before);
+  options.pads_after = std::move(after);
+  options.groups = groups;
+  return options;
+}
+
 struct ConvCase {
   const char* name;
   Shape x, w;  // [N, C, D...], [M, C/groups, K...]
@@ -18,13 +29,21 @@ struct ConvCase {
 
 const ConvCase kConvCases[] = {
     {"1d", {2, 3, 11}, {4, 3, 3}, {}, true},
-    {"1d_strided_dilated", {1, 2, 17}, {3, 2, 4}, {{2}, {3}, {1}, {2}, 1}, false},
-    {"2d", {1, 3, 8, 9}, {5, 3, 3, 3}, {{1, 1}, {}, {1, 1}, {1, 1}, 1}, true},
-    {"2d_asymmetric_pads", {2, 4, 7, 6}, {6, 4, 2, 3}, {{2, 1}, {1, 2}, {0, 2}, {1, 0}, 1}, true},
-    {"2d_groups", {1, 6, 9, 9}, {4, 3, 3, 3}, {{2, 2}, {}, {1, 1}, {1, 1}, 2}, true},
-    {"2d_depthwise", {2, 8, 6, 6}, {8, 1, 3, 3}, {{1, 1}, {}, {1, 1}, {1, 1}, 8}, false},
+    {"1d_strided_dilated", {1, 2, 17}, {3, 2, 4}, options_of({2}, {3}, {1}, {2}, 1), false},
+    {"2d", {1, 3, 8, 9}, {5, 3, 3, 3}, options_of({1, 1}, {}, {1, 1}, {1, 1}, 1), true},
+    {"2d_asymmetric_pads",
+     {2, 4, 7, 6},
+     {6, 4, 2, 3},
+     options_of({2, 1}, {1, 2}, {0, 2}, {1, 0}, 1),
+     true},
+    {"2d_groups", {1, 6, 9, 9}, {4, 3, 3, 3}, options_of({2, 2}, {}, {1, 1}, {1, 1}, 2), true},
+    {"2d_depthwise", {2, 8, 6, 6}, {8, 1, 3, 3}, options_of({1, 1}, {}, {1, 1}, {1, 1}, 8), false},
     {"2d_pointwise_many_channels", {1, 64, 5, 5}, {32, 64, 1, 1}, {}, true},
-    {"3d", {1, 2, 5, 6, 4}, {3, 2, 2, 3, 2}, {{1, 2, 1}, {}, {1, 0, 1}, {0, 1, 1}, 1}, true},
+    {"3d",
+     {1, 2, 5, 6, 4},
+     {3, 2, 2, 3, 2},
+     options_of({1, 2, 1}, {}, {1, 0, 1}, {0, 1, 1}, 1),
+     true},
 };
 
 // y[n, m, o...] = bias[m] + sum over c in m's group and k... of x[n, c, o*s + k*d - pad] w[m, c,
@@ -117,6 +136,41 @@ void check_conv(const ConvCase& c, bool relu, const Device& d) {
   });
 }
 
+// op.conv.residual: relu(conv(x) + r), the sum and the ReLU fused, r a strided view too.
+void conv_residual(const Device& d) {
+  Stream stream = d.create_stream();
+  for_listed(d, {"conv"}, {DType::f32}, [&](DType dtype) {
+    const ConvCase& c = kConvCases[2];  // 2d, padded to keep its size
+    const Shape ys = output_shape(c.x, c.w, c.options);
+    const auto x = inputs(static_cast<size_t>(numel(c.x)), dtype, 11);
+    const auto w = inputs(static_cast<size_t>(numel(c.w)), dtype, 12);
+    const auto b = inputs(static_cast<size_t>(c.w[0]), dtype, 13);
+    const auto r = inputs(static_cast<size_t>(numel(ys)), dtype, 14);
+    ConvOptions options = c.options;
+    options.relu = true;
+    Shape swapped = ys;
+    std::swap(swapped[2], swapped[3]);
+    std::vector<double> r_swapped(r.size());  // stored with the spatial axes swapped
+    for (int64_t m = 0; m < ys[1]; ++m)
+      for (int64_t i = 0; i < ys[2]; ++i)
+        for (int64_t j = 0; j < ys[3]; ++j)
+          r_swapped[static_cast<size_t>((m * ys[3] + j) * ys[2] + i)] =
+              r[static_cast<size_t>((m * ys[2] + i) * ys[3] + j)];
+    options.residual = make(r_swapped, swapped, dtype, stream).transpose(2, 3);
+    const Tensor y = conv(make(x, c.x, dtype, stream), make(w, c.w, dtype, stream),
+                          make(b, {c.w[0]}, dtype, stream), options, stream);
+    ConvOptions plain = c.options;
+    std::vector<double> want = conv_reference(x, c.x, w, c.w, b, plain, ys);
+    for (size_t i = 0; i < want.size(); ++i) want[i] = std::max(want[i] + r[i], 0.0);
+    const std::vector<double> got = numbers(y, stream);
+    check(got.size() == want.size(), "residual: element count");
+    for (size_t i = 0; i < got.size(); ++i)
+      check(std::fabs(got[i] - want[i]) <= 1e-5 * 9 * 28,
+            "residual element " + std::to_string(i) + " is " + std::to_string(got[i]) +
+                ", expected " + std::to_string(want[i]));
+  });
+}
+
 // op.conv.views: x as a transposed view and w as every other filter of a larger tensor give the
 // same result as their contiguous copies.
 void conv_views(const Device& d) {
@@ -126,7 +180,7 @@ void conv_views(const Device& d) {
     const auto w = inputs(8 * 3 * 3 * 3, dtype, 5);
     const Tensor xt = make(x, {2, 3, 5, 6}, dtype, stream).transpose(2, 3);  // [2, 3, 6, 5]
     const Tensor wv = make(w, {8, 3, 3, 3}, dtype, stream).slice(0, 0, 8, 2);
-    const ConvOptions options{{1, 1}, {}, {1, 1}, {1, 1}, 1};
+    const ConvOptions options = options_of({1, 1}, {}, {1, 1}, {1, 1}, 1);
     const auto got = numbers(conv(xt, wv, Tensor(), options, stream), stream);
     const auto want = numbers(
         conv(xt.contiguous(stream), wv.contiguous(stream), Tensor(), options, stream), stream);
@@ -141,7 +195,7 @@ void conv_constant_weights(const Device& d) {
   Stream stream = d.create_stream();
   for_listed(d, {"conv"}, {DType::f32}, [&](DType dtype) {
     const Shape xs{1, 16, 6, 6}, ws{16, 16, 3, 3};
-    ConvOptions options{{1, 1}, {}, {1, 1}, {1, 1}, 1};
+    ConvOptions options = options_of({1, 1}, {}, {1, 1}, {1, 1}, 1);
     options.constant_weights = true;
     const auto x = inputs(static_cast<size_t>(numel(xs)), dtype, 6);
     const Tensor xt = make(x, xs, dtype, stream);
@@ -189,6 +243,9 @@ void conv_errors(const Device& d) {
     bad(x, w, zeros({5}, dtype, stream), plain, {"bias", "[6]"}, "a bias of the wrong size");
     bad(zeros({4, 5}, dtype, stream), w, {}, plain, {"[N, C, D1]"}, "a 2-d input");
     bad(x, zeros({6, 4, 3}, dtype, stream), {}, plain, {"rank"}, "weights of another rank");
+    ConvOptions small_residual;
+    small_residual.residual = zeros({1, 6, 2, 2}, dtype, stream);
+    bad(x, w, {}, small_residual, {"residual", "[1, 6, 3, 3]"}, "a residual of another shape");
   });
 }
 
@@ -200,6 +257,7 @@ void add_op_conv_cases(Cases& cases) {
         {std::string("op.conv.") + c.name, [&c](const Device& d) { check_conv(c, false, d); }});
   }
   cases.push_back({"op.conv.relu", [](const Device& d) { check_conv(kConvCases[3], true, d); }});
+  cases.push_back({"op.conv.residual", conv_residual});
   cases.push_back({"op.conv.views", conv_views});
   cases.push_back({"op.conv.constant_weights", conv_constant_weights});
   cases.push_back({"op.conv.errors", conv_errors});

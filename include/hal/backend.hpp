@@ -160,7 +160,10 @@ struct ConvDesc {
   // The caller promises w's contents stay as they are while its buffer lives (a model's
   // weights): the backend may keep them in its own layout between calls.
   bool constant_weights = false;
-  bool relu = false;  // max(y, 0) applied to the result (a fused activation)
+  // `sum` (y's shape, may be null) added to the result, then max(y, 0) where `relu`: fused.
+  BufferPtr sum;
+  uint64_t sum_offset = 0;
+  bool relu = false;
 };
 
 // One op a device runs itself, for devices that offer ops instead of kernels (plugins). Operands

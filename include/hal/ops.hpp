@@ -151,6 +151,9 @@ struct ConvOptions {
   std::vector<int64_t> pads_before, pads_after;  // likewise; empty: all 0
   int64_t groups = 1;
   bool relu = false;  // max(result, 0), fused into the convolution
+  // Added to the result before the ReLU (a residual block's skip connection), fused too; of
+  // the result's shape and x's dtype, on x's device. Undefined: none.
+  Tensor residual;
   // The weights' contents do not change while their buffer lives (a model's weights): the
   // device may keep them in its own layout between calls.
   bool constant_weights = false;

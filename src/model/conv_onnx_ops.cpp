@@ -168,16 +168,35 @@ Outputs conv(const OpContext& ctx, const Inputs& in) {
     ctx.invalid("group " + std::to_string(groups) + " does not fit input " + to_string(x.shape()) +
                 " and weights " + to_string(weight.shape()));
   const Tensor bias = given(in, 2) ? in[2] : Tensor();
-  const bool relu = ctx.node().fused == "Relu";  // a Relu fused in at load (fusion.hpp)
+  // Nodes fused in at load (fusion.hpp): a residual Add (input 3) and a Relu after it.
+  const std::string& fused = ctx.node().fused;
+  const bool relu = fused == "Relu" || fused == "Add+Relu";
+  const Tensor residual = given(in, 3) ? in[3] : Tensor();
+  Stream& s = ctx.stream();
+  const auto finish = [&](Tensor y) {  // what the device's convolution did not apply
+    if (residual.defined()) y = add(y, residual, s);
+    return relu ? hal::relu(y, s) : y;
+  };
   if (x.dim() <= 5 && supports_op(x.device(), "conv", promote_types(x.dtype(), weight.dtype()))) {
     // The device's own convolution (oneDNN on the CPU) where it has one.
-    ConvOptions options{w.strides, w.dilations, w.pad_before, w.pad_after, groups};
+    ConvOptions options;
+    options.strides = w.strides;
+    options.dilations = w.dilations;
+    options.pads_before = w.pad_before;
+    options.pads_after = w.pad_after;
+    options.groups = groups;
     options.constant_weights = ctx.constant_input(1);
-    options.relu = relu;
-    return {hal::conv(x, weight, bias, options, ctx.stream())};
+    Shape shape{x.size(0), features};
+    shape.insert(shape.end(), w.out.begin(), w.out.end());
+    // An Add that broadcasts the result to another shape runs as its own op.
+    if (!residual.defined() || (residual.shape() == shape && residual.dtype() == x.dtype())) {
+      options.relu = relu;
+      options.residual = residual;
+      return {hal::conv(x, weight, bias, options, s)};
+    }
+    return {finish(hal::conv(x, weight, bias, options, s))};
   }
-  const Tensor y = convolve(ctx, x, weight, bias, w, groups);
-  return {relu ? hal::relu(y, ctx.stream()) : y};
+  return {finish(convolve(ctx, x, weight, bias, w, groups))};
 }
 
 // x with s - 1 zeros between its elements along dimension d: each element and its zeros side

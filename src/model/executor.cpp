@@ -1,5 +1,8 @@
 #include "model/executor.hpp"
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include "hal/device.hpp"
@@ -163,6 +166,41 @@ std::map<std::string, Tensor> execute(const ModelGraph& graph,
       return in;
     };
     std::vector<Tensor> out;
+    static const bool prof = std::getenv("HAL_PROF") != nullptr;
+    static std::map<std::string, std::pair<double, int>> acc;
+    static int runs = 0;
+    if (prof && i == 0) {
+      streams.synchronize_all();
+      if (++runs % 20 == 0) {
+        for (auto& [k, v] : acc)
+          std::fprintf(stderr, "%-28s %8.1f us %5d\n", k.c_str(), v.first / runs, v.second / runs);
+      }
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    std::string key;
+    if (prof && (node.op_type == "MatMul" || node.op_type == "Gemm"))
+      for (auto& nm : node.inputs) {
+        try {
+          auto t = values.on(nm, where);
+          key += " " + to_string(t.shape()) + (t.is_contiguous() ? "" : "nc");
+        } catch (...) {
+        }
+      }
+    struct Guard {
+      const std::string& key;
+      bool on;
+      std::chrono::steady_clock::time_point t0;
+      const Node& n;
+      RunStreams& st;
+      ~Guard() {
+        if (!on) return;
+        st.synchronize_all();
+        auto& a = acc[n.op_type + (n.fused.empty() ? "" : "+" + n.fused) + key];
+        a.first += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                       .count();
+        a.second++;
+      }
+    } guard{key, prof, t0, node, streams};
     try {
       out = run_node(graph, node, inputs_on(where), streams.of(where));
     } catch (const Error& error) {

@@ -1,6 +1,7 @@
 #include "model/fusion.hpp"
 
 #include <map>
+#include <optional>
 #include <set>
 
 namespace hal::model {
@@ -10,28 +11,76 @@ bool is(const Node& node, std::string_view op_type) {
   return node.domain.empty() && node.op_type == op_type;
 }
 
+// Who reads each value, who makes it, and which values the graph gives out.
+class Uses {
+ public:
+  explicit Uses(const ModelGraph& graph) {
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      for (const std::string& name : graph.nodes[i].inputs)
+        if (!name.empty()) readers_[name].push_back(i);
+      for (const std::string& name : graph.nodes[i].outputs)
+        if (!name.empty()) makers_[name] = i;
+    }
+    for (const ModelValue& output : graph.outputs) outputs_.insert(output.name);
+  }
+
+  // The one node that reads `value`, where nothing else (the graph's outputs included) does.
+  std::optional<size_t> only_reader(const std::string& value) const {
+    const auto found = readers_.find(value);
+    if (value.empty() || outputs_.contains(value) || found == readers_.end() ||
+        found->second.size() != 1)
+      return std::nullopt;
+    return found->second[0];
+  }
+  // Whether `value` is ready before node `index` runs (a graph input, an initializer, or made
+  // by an earlier node).
+  bool ready_before(const std::string& value, size_t index) const {
+    const auto maker = makers_.find(value);
+    return maker == makers_.end() || maker->second < index;
+  }
+
+ private:
+  std::map<std::string, std::vector<size_t>, std::less<>> readers_;
+  std::map<std::string, size_t, std::less<>> makers_;
+  std::set<std::string, std::less<>> outputs_;
+};
+
+// The Relu that alone reads `node`'s single output, if any.
+std::optional<size_t> relu_after(const ModelGraph& graph, const Uses& uses, size_t node) {
+  const Node& n = graph.nodes[node];
+  if (n.outputs.size() != 1) return std::nullopt;
+  const auto reader = uses.only_reader(n.outputs[0]);
+  if (!reader) return std::nullopt;
+  const Node& r = graph.nodes[*reader];
+  if (!is(r, "Relu") || r.inputs.size() != 1 || r.outputs.size() != 1) return std::nullopt;
+  return reader;
+}
+
 }  // namespace
 
 std::vector<Fusion> find_fusions(const ModelGraph& graph) {
-  std::map<std::string, std::vector<size_t>, std::less<>> readers;
-  for (size_t i = 0; i < graph.nodes.size(); ++i)
-    for (const std::string& name : graph.nodes[i].inputs)
-      if (!name.empty()) readers[name].push_back(i);
-  std::set<std::string, std::less<>> outputs;
-  for (const ModelValue& output : graph.outputs) outputs.insert(output.name);
-
+  const Uses uses(graph);
   std::vector<Fusion> fusions;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = graph.nodes[i];
-    if (!is(node, "Conv") || !node.fused.empty() || node.outputs.size() != 1) continue;
-    const std::string& value = node.outputs[0];
-    const auto found = readers.find(value);
-    if (value.empty() || outputs.contains(value) || found == readers.end() ||
-        found->second.size() != 1)
+    if (!is(node, "Conv") || !node.fused.empty() || node.outputs.size() != 1 ||
+        node.inputs.size() > 3)
       continue;
-    const Node& reader = graph.nodes[found->second[0]];
-    if (is(reader, "Relu") && reader.inputs.size() == 1 && reader.outputs.size() == 1)
-      fusions.push_back({i, found->second[0]});
+    const auto reader = uses.only_reader(node.outputs[0]);
+    if (!reader) continue;
+    const Node& next = graph.nodes[*reader];
+    if (is(next, "Relu") && next.inputs.size() == 1 && next.outputs.size() == 1) {
+      fusions.push_back({i, {*reader}, "Relu", ""});
+      continue;
+    }
+    if (!is(next, "Add") || next.inputs.size() != 2 || next.outputs.size() != 1) continue;
+    const std::string& other = next.inputs[0] == node.outputs[0] ? next.inputs[1] : next.inputs[0];
+    // The residual must be ready when the Conv runs, which moves the Add up to it.
+    if (other.empty() || other == node.outputs[0] || !uses.ready_before(other, i)) continue;
+    if (const auto relu = relu_after(graph, uses, *reader))
+      fusions.push_back({i, {*reader, *relu}, "Add+Relu", other});
+    else
+      fusions.push_back({i, {*reader}, "Add", other});
   }
   return fusions;
 }
@@ -40,10 +89,13 @@ std::vector<bool> apply_fusions(ModelGraph& graph, const std::vector<Fusion>& fu
   std::vector<bool> kept(graph.nodes.size(), true);
   for (const Fusion& fusion : fusions) {
     Node& node = graph.nodes[fusion.node];
-    const Node& activation = graph.nodes[fusion.activation];
-    node.fused = activation.op_type;
-    node.outputs[0] = activation.outputs[0];
-    kept[fusion.activation] = false;
+    node.fused = fusion.fused;
+    node.outputs[0] = graph.nodes[fusion.absorbed.back()].outputs[0];
+    if (!fusion.residual.empty()) {
+      node.inputs.resize(3);  // an omitted bias stays omitted
+      node.inputs.push_back(fusion.residual);
+    }
+    for (size_t absorbed : fusion.absorbed) kept[absorbed] = false;
   }
   std::vector<Node> remaining;
   for (size_t i = 0; i < graph.nodes.size(); ++i)

@@ -324,12 +324,13 @@ class Importer {
     }
   }
 
-  // Activations folded into the node before them (fusion.hpp), in the nodes kept for shape
-  // inference too: the fused node makes the activation's output.
+  // Nodes folded into the Conv before them (fusion.hpp), in the nodes kept for shape inference
+  // too: there the Conv makes the last absorbed node's output (the same shape: an Add that
+  // would broadcast the Conv's result is run as its own op by the Conv) and reads no residual.
   void fuse(ModelGraph& graph) {
     const std::vector<Fusion> fusions = find_fusions(graph);
     for (const Fusion& fusion : fusions)
-      expanded_[fusion.node].set_output(0, graph.nodes[fusion.activation].outputs[0]);
+      expanded_[fusion.node].set_output(0, graph.nodes[fusion.absorbed.back()].outputs[0]);
     keep_expanded(apply_fusions(graph, fusions));
   }
 

@@ -78,6 +78,11 @@ Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
     if (kernel <= 0 || room < 0) invalid(x_in, w_in, "the window is larger than the padded input");
     out_shape.push_back(room / desc.strides[i] + 1);
   }
+  const Tensor& r = options.residual;
+  if (r.defined() && (!(r.device() == x_in.device()) || r.shape() != out_shape))
+    invalid(x_in, w_in,
+            "the residual " + r.describe() + " is not the result's " + to_string(out_shape) +
+                " on " + x_in.device().id());
   Tensor out = empty(out_shape, plan.compute, x_in.device());
   if (out.numel() == 0)
     return out.dtype() == plan.result ? out : ops::cast_of(out, plan.result, stream);
@@ -102,6 +107,11 @@ Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
   // A converted or copied w is this call's own: nothing to keep.
   desc.constant_weights = options.constant_weights && w.storage().impl() == w_in.storage().impl();
   desc.relu = options.relu;
+  if (r.defined()) {
+    const Tensor sum = prepared(r);
+    desc.sum = sum.storage().impl();
+    desc.sum_offset = static_cast<uint64_t>(sum.offset());
+  }
   std::get<ops::ConvKernel>(plan.implementation->kernel)(desc, stream);
   return out.dtype() == plan.result ? out : ops::cast_of(out, plan.result, stream);
 }

@@ -127,6 +127,61 @@ TEST_P(ModelSuite, AGroupedStridedConvolutionAndMaxPoolMatchAPlainLoop) {
   expect_close(y.to_vector<float>(stream), expected);
 }
 
+// A residual block: conv -> relu -> conv -> add(x) -> relu, with 3x3 kernels padded by 1. Both
+// convolutions take what follows them in at load (fusion.hpp): two nodes run, each checked
+// against a plain loop; where the first conv's result is also a graph output nothing fuses.
+std::vector<float> conv3x3(const std::vector<float>& x, const std::vector<float>& w, int64_t c,
+                           int64_t size) {
+  std::vector<float> y(static_cast<size_t>(c * size * size), 0.0f);
+  for (int64_t f = 0; f < c; ++f)
+    for (int64_t i = 0; i < size; ++i)
+      for (int64_t j = 0; j < size; ++j) {
+        float sum = 0;
+        for (int64_t ci = 0; ci < c; ++ci)
+          for (int64_t ki = 0; ki < 3; ++ki)
+            for (int64_t kj = 0; kj < 3; ++kj) {
+              const int64_t yi = i + ki - 1, xj = j + kj - 1;
+              if (yi < 0 || yi >= size || xj < 0 || xj >= size) continue;
+              sum += x[(ci * size + yi) * size + xj] * w[((f * c + ci) * 3 + ki) * 3 + kj];
+            }
+        y[(f * size + i) * size + j] = sum;
+      }
+  return y;
+}
+
+TEST_P(ModelSuite, AResidualBlockFusedAtLoadMatchesAPlainLoop) {
+  if (auto why = missing({"matmul", "add", "relu"}); !why.empty()) GTEST_SKIP() << why;
+  constexpr int64_t c = 3, size = 5;
+  const auto w1 = ramp(c * c * 9, 0.1f, 0.6f), w2 = ramp(c * c * 9, 0.15f, 0.9f);
+  for (bool expose_first : {false, true}) {
+    ModelBuilder builder;
+    builder.input("x", TensorProto::FLOAT, {"1", "3", "5", "5"});
+    builder.output("y", TensorProto::FLOAT, {"1", "3", "5", "5"});
+    if (expose_first) builder.output("first", TensorProto::FLOAT, {"1", "3", "5", "5"});
+    builder.initializer("w1", {c, c, 3, 3}, w1).initializer("w2", {c, c, 3, 3}, w2);
+    ModelBuilder::set_ints(builder.node("Conv", {"x", "w1"}, {"first"}, "conv1"), "pads",
+                           {1, 1, 1, 1});
+    builder.node("Relu", {"first"}, {"a"});
+    ModelBuilder::set_ints(builder.node("Conv", {"a", "w2"}, {"second"}, "conv2"), "pads",
+                           {1, 1, 1, 1});
+    builder.node("Add", {"x", "second"}, {"sum"});
+    builder.node("Relu", {"sum"}, {"y"});
+    const Model model = load_onnx_bytes(builder.bytes(), "block");
+    EXPECT_EQ(model.node_count(), expose_first ? 3u : 2u);
+
+    const auto x = ramp(c * size * size, 0.2f, 1.2f);
+    auto first = conv3x3(x, w1, c, size);
+    auto a = first;
+    for (float& v : a) v = std::max(v, 0.0f);
+    auto y = conv3x3(a, w2, c, size);
+    for (size_t i = 0; i < y.size(); ++i) y[i] = std::max(y[i] + x[i], 0.0f);
+    Stream stream = device().create_stream();
+    const auto outputs = model.run({{"x", from_vector(x, {1, c, size, size}, stream)}}, stream);
+    expect_close(outputs.at("y").to_vector<float>(stream), y);
+    if (expose_first) expect_close(outputs.at("first").to_vector<float>(stream), first);
+  }
+}
+
 TEST_P(ModelSuite, ConcatGatherSlicePadAndSplitMoveTheRightElements) {
   ModelBuilder builder;
   builder.input("a", TensorProto::FLOAT, {"2", "3"}).input("b", TensorProto::FLOAT, {"2", "2"});

@@ -12,6 +12,7 @@
 #if HAL_HAVE_ONEDNN
 #include <dnnl.hpp>
 
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -30,7 +31,7 @@ const dnnl::engine& engine() {
 // What a convolution's primitive depends on: every size and attribute, flattened.
 std::vector<int64_t> key_of(const ConvDesc& c) {
   std::vector<int64_t> key{static_cast<int64_t>(c.x_shape.size()), c.groups, c.bias != nullptr,
-                           c.relu};
+                           c.sum != nullptr, c.relu};
   for (const auto* part : {&c.x_shape, &c.w_shape, &c.y_shape, &c.strides, &c.dilations,
                            &c.pads_before, &c.pads_after})
     key.insert(key.end(), part->begin(), part->end());
@@ -50,7 +51,7 @@ struct Prepared {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward primitive;
   memory::desc x_plain, w_plain, y_plain, bias;
-  std::optional<dnnl::reorder> x_in, w_in, y_out;
+  std::optional<dnnl::reorder> x_in, w_in, y_out, sum_in;  // sum_in: a residual into y's layout
 };
 
 std::optional<dnnl::reorder> reorder_between(const memory::desc& from, const memory::desc& to) {
@@ -87,16 +88,16 @@ std::shared_ptr<const Prepared> make_prepared(const ConvDesc& c) {
   dnnl::primitive_attr attr;
   // The caller's scratchpad, so that two streams may run one primitive at once.
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (c.relu) {
-    dnnl::post_ops post;
-    post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    attr.set_post_ops(post);
-  }
+  dnnl::post_ops post;
+  if (c.sum) post.append_sum(1.0f);  // y = conv + y, y holding the residual beforehand
+  if (c.relu) post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  attr.set_post_ops(post);
   prepared->pd = dnnl::convolution_forward::primitive_desc(desc, attr, engine());
   prepared->primitive = dnnl::convolution_forward(prepared->pd);
   prepared->x_in = reorder_between(prepared->x_plain, prepared->pd.src_desc());
   prepared->w_in = reorder_between(prepared->w_plain, prepared->pd.weights_desc());
   prepared->y_out = reorder_between(prepared->pd.dst_desc(), prepared->y_plain);
+  if (c.sum) prepared->sum_in = reorder_between(prepared->y_plain, prepared->pd.dst_desc());
   return prepared;
 }
 
@@ -190,6 +191,14 @@ void run(const ConvDesc& c, const std::shared_ptr<const Prepared>& p, const Kern
     p->w_in->execute(stream, w_plain, w);
   }
   memory y = p->y_out ? memory(p->pd.dst_desc(), eng) : y_plain;
+  if (c.sum) {  // the residual where the sum post-op reads it: y itself
+    const size_t sum_arg = c.bias ? 4 : 3;
+    memory sum(p->y_plain, eng, args.ptr<float>(sum_arg) + c.sum_offset);
+    if (p->sum_in)
+      p->sum_in->execute(stream, sum, y);
+    else
+      std::memcpy(y.get_data_handle(), sum.get_data_handle(), p->y_plain.get_size());
+  }
   std::unordered_map<int, memory> operands{
       {DNNL_ARG_SRC, x},
       {DNNL_ARG_WEIGHTS, w},
@@ -218,6 +227,7 @@ void CpuStream::convolution(const ConvDesc& desc) {
   });
   std::vector<KernelArg> args{Buffer(desc.x), Buffer(desc.w), Buffer(desc.y)};
   if (desc.bias) args.emplace_back(Buffer(desc.bias));
+  if (desc.sum) args.emplace_back(Buffer(desc.sum));
   launch(kernel.impl(), LaunchConfig::linear(1), args);
 }
 
