@@ -24,7 +24,8 @@ HostTensor to_host(const Tensor& tensor, Stream& stream) {
 
 std::optional<std::vector<HostTensor>> evaluate_on_host(
     const Node& node, const std::vector<const HostTensor*>& inputs) {
-  if (!node.op) return std::nullopt;
+  // Value ops (sequences, subgraphs, which may read more than the node's inputs) are not folded.
+  if (!node.op || !node.op->run) return std::nullopt;
   Stream stream = device("cpu:0").create_stream();
   try {
     std::vector<Tensor> in;
@@ -77,9 +78,11 @@ std::vector<bool> fold_constants(ModelGraph& graph) {
   graph.nodes = std::move(remaining);
   // Readers' positions moved up; initializers nobody reads any more are dropped.
   graph.last_use.clear();
-  for (size_t i = 0; i < graph.nodes.size(); ++i)
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
     for (const std::string& name : graph.nodes[i].inputs)
       if (!name.empty()) graph.last_use[name] = i;
+    for (const std::string& name : graph.nodes[i].captured) graph.last_use[name] = i;
+  }
   for (const ModelValue& output : graph.outputs) graph.last_use[output.name] = graph.nodes.size();
   std::erase_if(graph.initializers,
                 [&](const auto& entry) { return !graph.last_use.contains(entry.first); });
