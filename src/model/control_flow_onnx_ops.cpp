@@ -76,7 +76,7 @@ Values loop_op(const OpContext& ctx, const Values& in) {
   const size_t scans = body.outputs.size() - 1 - carried;
   Stream& s = ctx.stream();
   const bool bounded = given(in, 0);
-  const int64_t trips = bounded ? static_cast<int64_t>(ctx.read_scalar(ctx.tensor(in, 0))) : 0;
+  const int64_t trips = bounded ? ctx.read_int(ctx.tensor(in, 0)) : 0;
   bool cond = !given(in, 1) || ctx.read_scalar(ctx.tensor(in, 1)) != 0;
   Values state(in.begin() + std::min<std::ptrdiff_t>(2, std::ssize(in)), in.end());
   std::vector<std::vector<Tensor>> scanned(scans);

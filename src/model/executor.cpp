@@ -48,9 +48,13 @@ class Values {
   void define(const std::string& name, const Tensor& tensor) {
     copies_[name][tensor.device().id()] = tensor;
   }
+  // An undefined tensor is an empty optional.
   void define(const std::string& name, const Value& value) {
     if (const Tensor* tensor = std::get_if<Tensor>(&value)) {
-      if (tensor->defined()) define(name, *tensor);
+      if (tensor->defined())
+        define(name, *tensor);
+      else
+        nones_.insert(name);
     } else {
       sequences_[name] = std::get<TensorSequence>(value);
     }
@@ -62,7 +66,9 @@ class Values {
       const auto init = graph_.initializers.find(name);
       if (init == graph_.initializers.end()) {
         if (sequences_.contains(name))
-          invalid(graph_.name + ": value '" + name + "' is a sequence; a tensor was expected");
+          throw Error(ErrorCode::Unsupported,
+                      "input '" + name + "' is a sequence; hal runs this op on tensors only");
+        if (nones_.contains(name)) invalid("input '" + name + "' is an empty optional");
         if (outer_) return outer_->on(name, device);
         throw Error(ErrorCode::Internal,
                     graph_.name + ": value '" + name + "' read after it was dropped");
@@ -86,6 +92,7 @@ class Values {
   Value value_on(const std::string& name, const Device& device) {
     const auto sequence = sequences_.find(name);
     if (sequence == sequences_.end()) {
+      if (nones_.contains(name)) return Tensor();
       if (outer_ && !copies_.contains(name) && !graph_.initializers.contains(name))
         return outer_->value_on(name, device);
       return on(name, device);
@@ -105,12 +112,14 @@ class Values {
   Value made(const std::string& name, const Device& device) {
     if (const auto sequence = sequences_.find(name); sequence != sequences_.end())
       return sequence->second;
+    if (nones_.contains(name)) return Tensor();
     const auto found = copies_.find(name);
     return found == copies_.end() ? on(name, device) : found->second.begin()->second;
   }
   void drop(const std::string& name) {
     copies_.erase(name);
     sequences_.erase(name);
+    nones_.erase(name);
   }
 
  private:
@@ -120,6 +129,7 @@ class Values {
   Values* outer_;
   std::map<std::string, std::map<std::string, Tensor>> copies_;
   std::map<std::string, TensorSequence> sequences_;
+  std::set<std::string> nones_;  // empty optionals
 };
 
 void run_nodes(const ModelGraph& graph, Values& values, RunStreams& streams,
@@ -182,10 +192,10 @@ void run_value_node(const Node& node, Device where, Values& values, RunStreams& 
                                     where.id() + " could not run it: " + error.message()});
     out = attempt(cpu);
   }
+  // An undefined tensor among the outputs is an empty optional (Optional, If and Loop pass them).
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     if (node.outputs[o].empty()) continue;
-    const Tensor* tensor = o < out.size() ? std::get_if<Tensor>(&out[o]) : nullptr;
-    if (o >= out.size() || (tensor && !tensor->defined()))
+    if (o >= out.size())
       throw Error(ErrorCode::Unsupported, node.describe() + ": output " + std::to_string(o) +
                                               " ('" + node.outputs[o] + "') is not computed");
     if (graph.last_use.contains(node.outputs[o])) values.define(node.outputs[o], out[o]);
@@ -202,8 +212,12 @@ void run_nodes(const ModelGraph& graph, Values& values, RunStreams& streams,
     } else {
       auto inputs_on = [&](const Device& device) {
         std::vector<Tensor> in;
-        for (const std::string& name : node.inputs)
-          in.push_back(name.empty() ? Tensor() : values.on(name, device));
+        try {
+          for (const std::string& name : node.inputs)
+            in.push_back(name.empty() ? Tensor() : values.on(name, device));
+        } catch (const Error& error) {
+          rethrow_for(node, error);  // a sequence or an empty optional where a tensor goes
+        }
         return in;
       };
       std::vector<Tensor> out;
@@ -247,11 +261,15 @@ void check_inputs(const ModelGraph& graph, const std::map<std::string, TensorOrS
   for (const ModelValue& value : graph.inputs) {
     declared.insert(value.name);
     const auto given = inputs.find(value.name);
-    const std::string kind = value.sequence ? "sequence of " : "";
+    const std::string kind =
+        std::string(value.optional ? "optional " : "") + (value.sequence ? "sequence of " : "");
     if (given == inputs.end())
       invalid(graph.name + ": input '" + value.name + "' (" + kind +
               std::string(to_string(value.dtype)) + " " + to_string(value.shape) + ") is missing");
     const std::string where = graph.name + ": input '" + value.name + "'";
+    if (const auto* none = std::get_if<Tensor>(&given->second);
+        value.optional && none && !none->defined())
+      continue;
     if (value.sequence) {
       const auto* sequence = std::get_if<TensorSequence>(&given->second);
       if (!sequence) invalid(where + " is a tensor; the model declares a sequence");

@@ -32,38 +32,39 @@ constexpr int64_t kMaxOpset = 17;
 
 bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
-// "a map", "an optional", ...: a value's type where hal has no value of it.
+// "a map", "a sparse tensor", ...: a value's type where hal has no value of it.
 std::string type_kind(const onnx::TypeProto& type) {
   if (type.has_sequence_type()) return "a sequence of non-tensors";
   if (type.has_map_type()) return "a map";
-  if (type.has_optional_type()) return "an optional";
+  if (type.has_optional_type()) return "an optional of neither a tensor nor a sequence";
   if (type.has_sparse_tensor_type()) return "a sparse tensor";
   return "of no type";
 }
 
-// A graph's input or output: a tensor, or a sequence of tensors. A subgraph's may leave its
-// type to inference: then any dtype and rank go (only a Scan or Loop with no iteration reads
-// it, for an empty output's dtype).
+// A graph's input or output: a tensor, or a sequence of tensors, or an optional of either. A
+// subgraph's may leave its type to inference: then any dtype and rank go (only a Scan or Loop
+// with no iteration reads it, for an empty output's dtype).
 ModelValue value_from_onnx(const onnx::ValueInfoProto& info, const std::string& model,
                            bool subgraph = false) {
-  const onnx::TypeProto& type = info.type();
+  const bool optional = info.type().has_optional_type();
+  const onnx::TypeProto& type = optional ? info.type().optional_type().elem_type() : info.type();
   const bool sequence =
       type.has_sequence_type() && type.sequence_type().elem_type().has_tensor_type();
   if (!type.has_tensor_type() && !sequence) {
     if (subgraph && type.value_case() == onnx::TypeProto::VALUE_NOT_SET)
-      return ModelValue{info.name(), DType::f32, {}, false, false};
-    unsupported(model + ": graph value '" + info.name() + "' is " + type_kind(type) +
-                " (hal's values are tensors and sequences of tensors)");
+      return ModelValue{info.name(), DType::f32, {}, false, false, optional};
+    unsupported(model + ": graph value '" + info.name() + "' is " + type_kind(info.type()) +
+                " (hal's values are tensors, sequences of tensors and optionals of those)");
   }
   const auto& tensor =
       sequence ? type.sequence_type().elem_type().tensor_type() : type.tensor_type();
   if (subgraph && tensor.elem_type() == onnx::TensorProto::UNDEFINED)
-    return ModelValue{info.name(), DType::f32, {}, false, sequence};
+    return ModelValue{info.name(), DType::f32, {}, false, sequence, optional};
   const auto dtype = dtype_from_onnx(tensor.elem_type());
   if (!dtype)
     unsupported(model + ": graph value '" + info.name() + "' has element type " +
                 onnx_type_name(tensor.elem_type()));
-  ModelValue value{info.name(), *dtype, {}, tensor.has_shape(), sequence};
+  ModelValue value{info.name(), *dtype, {}, tensor.has_shape(), sequence, optional};
   for (const auto& dim : tensor.shape().dim()) {
     ModelDim out;
     if (dim.has_dim_value())
@@ -179,6 +180,8 @@ class Importer {
     node.outputs.assign(proto.output().begin(), proto.output().end());
     std::set<std::string> captured;
     for (const auto& attribute : proto.attribute()) {
+      // A type (Optional's `type`) only declares what the values themselves carry: not kept.
+      if (attribute.type() == onnx::AttributeProto::TYPE_PROTO) continue;
       if (attribute.type() != onnx::AttributeProto::GRAPH) {
         node.attributes[attribute.name()] = decode(attribute, node);
         continue;

@@ -131,6 +131,11 @@ double OpContext::read_scalar(const Tensor& tensor) const {
   return tensor::decode(tensor.dtype(), element.data());
 }
 
+int64_t OpContext::read_int(const Tensor& tensor) const {
+  if (tensor.numel() != 1) invalid("expects a scalar, got " + tensor.describe());
+  return read_ints(tensor).at(0);
+}
+
 int64_t OpContext::axis(int64_t axis, int64_t rank) const {
   if (axis < -rank || axis >= rank)
     invalid("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));

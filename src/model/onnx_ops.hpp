@@ -58,6 +58,8 @@ class OpContext {
   std::vector<double> read_values(const Tensor& tensor) const;
   // The value of a one-element tensor, as double.
   double read_scalar(const Tensor& tensor) const;
+  // The value of a one-element integer tensor, exactly (a trip count of INT64_MAX included).
+  int64_t read_int(const Tensor& tensor) const;
 
   // The node's subgraph attribute `name`; InvalidArgument where it has none.
   const ModelGraph& subgraph(std::string_view name) const;

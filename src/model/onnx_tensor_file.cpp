@@ -1,5 +1,5 @@
-// read_onnx_tensor, read_onnx_sequence: a TensorProto or SequenceProto file (ONNX's backend test
-// data) as a tensor or a sequence on a device.
+// read_onnx_tensor, read_onnx_value: a TensorProto, SequenceProto or OptionalProto file (ONNX's
+// backend test data) as a tensor, a sequence or an optional on a device.
 #include <fstream>
 #include <sstream>
 
@@ -41,18 +41,19 @@ Tensor read_onnx_tensor(const std::filesystem::path& path, Stream& stream, std::
   return model::upload(model::tensor_from_onnx(proto, directory_of(path), path.string()), stream);
 }
 
-TensorSequence read_onnx_sequence(const std::filesystem::path& path, Stream& stream,
-                                  std::string* name) {
-  const auto proto = parse_file<onnx::SequenceProto>(path, "SequenceProto");
-  if (name) *name = proto.name();
+namespace {
+
+// An empty sequence takes the declared dtype; one with tensors, theirs (run_values compares it
+// with the model's).
+TensorSequence sequence_from_onnx(const onnx::SequenceProto& proto,
+                                  const std::filesystem::path& path, DType declared,
+                                  Stream& stream) {
+  TensorSequence sequence{declared, {}};
+  if (proto.tensor_values_size() == 0) return sequence;
   if (proto.elem_type() != onnx::SequenceProto::TENSOR)
-    throw Error(ErrorCode::Unsupported,
-                path.string() + ": a sequence of " +
-                    (proto.elem_type() == onnx::SequenceProto::UNDEFINED
-                         ? std::string("undefined elements")
-                         : "element kind " + std::to_string(proto.elem_type())) +
-                    " (hal reads sequences of tensors)");
-  TensorSequence sequence;
+    throw Error(ErrorCode::Unsupported, path.string() + ": a sequence of element kind " +
+                                            std::to_string(proto.elem_type()) +
+                                            " (hal reads sequences of tensors)");
   for (int i = 0; i < proto.tensor_values_size(); ++i) {
     const std::string where = path.string() + ", tensor " + std::to_string(i);
     const model::HostTensor host =
@@ -65,6 +66,31 @@ TensorSequence read_onnx_sequence(const std::filesystem::path& path, Stream& str
     sequence.tensors.push_back(model::upload(host, stream));
   }
   return sequence;
+}
+
+}  // namespace
+
+TensorOrSequence read_onnx_value(const std::filesystem::path& path, const ModelValue& declared,
+                                 Stream& stream, std::string* name) {
+  if (declared.optional) {
+    const auto proto = parse_file<onnx::OptionalProto>(path, "OptionalProto");
+    if (name) *name = proto.name();
+    if (proto.has_tensor_value())
+      return model::upload(
+          model::tensor_from_onnx(proto.tensor_value(), directory_of(path), path.string()), stream);
+    if (proto.has_sequence_value())
+      return sequence_from_onnx(proto.sequence_value(), path, declared.dtype, stream);
+    if (proto.elem_type() == onnx::OptionalProto::UNDEFINED ||
+        proto.elem_type() == onnx::OptionalProto::TENSOR ||
+        proto.elem_type() == onnx::OptionalProto::SEQUENCE)
+      return Tensor();  // none
+    throw Error(ErrorCode::Unsupported, path.string() + ": an optional of element kind " +
+                                            std::to_string(proto.elem_type()));
+  }
+  if (!declared.sequence) return read_onnx_tensor(path, stream, name);
+  const auto proto = parse_file<onnx::SequenceProto>(path, "SequenceProto");
+  if (name) *name = proto.name();
+  return sequence_from_onnx(proto, path, declared.dtype, stream);
 }
 
 }  // namespace hal

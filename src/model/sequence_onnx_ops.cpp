@@ -1,6 +1,7 @@
-// ONNX's sequence ops: a sequence is a list of tensors (hal::TensorSequence), so these ops only
-// rearrange handles; SplitToSequence and ConcatFromSequence move data with the views and
-// concat() the tensor ops use.
+// ONNX's sequence and optional ops: a sequence is a list of tensors (hal::TensorSequence), an
+// optional its value or none (an undefined tensor), so these ops only rearrange handles;
+// SplitToSequence and ConcatFromSequence move data with the views and concat() the tensor ops
+// use.
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 #include "model/onnx_dtype.hpp"
@@ -15,7 +16,7 @@ using Values = std::vector<Value>;
 // counted from 0.
 size_t position(const OpContext& ctx, const Tensor& at, size_t size, bool may_be_end) {
   const auto n = static_cast<int64_t>(size);
-  const auto value = static_cast<int64_t>(ctx.read_scalar(at));
+  const int64_t value = ctx.read_int(at);
   const int64_t last = may_be_end ? n : n - 1;
   if (value < -n || value > last)
     ctx.invalid("position " + std::to_string(value) + " is out of range for a sequence of " +
@@ -27,6 +28,11 @@ void check_element(const OpContext& ctx, const TensorSequence& sequence, const T
   if (tensor.dtype() != sequence.dtype)
     ctx.invalid("a " + std::string(to_string(tensor.dtype())) + " tensor in a sequence of " +
                 std::string(to_string(sequence.dtype)) + " tensors");
+}
+
+Tensor scalar_bool(bool value, Stream& stream) {
+  const uint8_t byte = value ? 1 : 0;
+  return from_host(&byte, {}, DType::boolean, stream);
 }
 
 Values sequence_empty(const OpContext& ctx, const Values&) {
@@ -88,7 +94,7 @@ Values split_to_sequence(const OpContext& ctx, const Values& in) {
   if (!given(in, 1)) {
     sizes.assign(static_cast<size_t>(length), 1);
   } else if (const Tensor& split = ctx.tensor(in, 1); split.dim() == 0) {
-    const auto chunk = static_cast<int64_t>(ctx.read_scalar(split));
+    const int64_t chunk = ctx.read_int(split);
     if (chunk <= 0) ctx.invalid("split " + std::to_string(chunk) + " is not positive");
     for (int64_t start = 0; start < length; start += chunk)
       sizes.push_back(std::min(chunk, length - start));
@@ -128,11 +134,28 @@ Values concat_from_sequence(const OpContext& ctx, const Values& in) {
   return {concat(ctx, parts, axis)};
 }
 
+// Optional: its input, or none where it has none (the `type` attribute only types it).
+Values optional(const OpContext&, const Values& in) {
+  return {in.empty() ? Value(Tensor()) : in[0]};
+}
+
+Values optional_has_element(const OpContext& ctx, const Values& in) {
+  return {scalar_bool(given(in, 0), ctx.stream())};
+}
+
+Values optional_get_element(const OpContext& ctx, const Values& in) {
+  if (!given(in, 0)) ctx.invalid("the optional is empty");
+  return {in[0]};
+}
+
 }  // namespace
 
 std::vector<OnnxOp> sequence_onnx_ops() {
   return {
       {"ConcatFromSequence", 11, nullptr, concat_from_sequence},
+      {"Optional", 15, nullptr, optional},
+      {"OptionalGetElement", 15, nullptr, optional_get_element},
+      {"OptionalHasElement", 15, nullptr, optional_has_element},
       {"SequenceAt", 11, nullptr, sequence_at},
       {"SequenceConstruct", 11, nullptr, sequence_construct},
       {"SequenceEmpty", 11, nullptr, sequence_empty},

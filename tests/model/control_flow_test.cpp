@@ -1,6 +1,9 @@
 // If, Loop and Scan (subgraphs reading the enclosing graph's values) and the sequence ops,
 // against values worked out by hand here; and the errors for bodies, positions and names that
 // do not fit.
+#include <limits>
+
+#include "hal/execution_plan.hpp"
 #include "hal/model.hpp"
 #include "model_builder.hpp"
 #include "test_util.hpp"
@@ -104,7 +107,8 @@ TEST(ControlFlow, IfRunsTheBranchItsConditionPicksReadingOuterValues) {
 }
 
 // sum += step each iteration while i < 1 (the body's condition, computed with the step), at
-// most M = 5 times: 2 iterations; the scan output holds each iteration's sum.
+// most M = INT64_MAX times (a while loop as PyTorch exports it): 2 iterations; the scan output
+// holds each iteration's sum.
 TEST(ControlFlow, LoopCarriesValuesStopsOnItsConditionAndStacksScanOutputs) {
   Graph body("body");
   body.input("i", TensorProto::INT64, {}).input("cond_in", TensorProto::BOOL, {});
@@ -117,7 +121,7 @@ TEST(ControlFlow, LoopCarriesValuesStopsOnItsConditionAndStacksScanOutputs) {
   ModelBuilder builder(13);
   builder.input("step", TensorProto::FLOAT, {"2"}).input("sum0", TensorProto::FLOAT, {"2"});
   builder.output("sum", TensorProto::FLOAT, {"2"}).output("sums", TensorProto::FLOAT, {"2", "2"});
-  add_i64_initializer(builder, "M", {5}, {});
+  add_i64_initializer(builder, "M", {std::numeric_limits<int64_t>::max()}, {});
   add_i64_initializer(builder, "limit", {1}, {});
   auto& node = builder.node("Loop", {"M", "", "sum0"}, {"sum", "sums"}, "loop");
   set_graph(node, "body", body);
@@ -130,6 +134,36 @@ TEST(ControlFlow, LoopCarriesValuesStopsOnItsConditionAndStacksScanOutputs) {
   expect_values(out.at("sum"), stream, {2, 120});
   EXPECT_EQ(out.at("sums").shape(), (Shape{2, 2}));
   expect_values(out.at("sums"), stream, {1, 110, 2, 120});
+}
+
+// The planner places the Loop where its inputs are and runs it there, the body's nodes on the
+// same device; nothing is folded away although M and the limit are constants.
+TEST(ControlFlow, ALoopIsPlannedAndRunsFromItsPlan) {
+  Graph body("body");
+  body.input("i", TensorProto::INT64, {}).input("cond_in", TensorProto::BOOL, {});
+  body.input("sum_in", TensorProto::FLOAT, {2});
+  body.output("cond_out", TensorProto::BOOL, {}).output("sum_out", TensorProto::FLOAT, {2});
+  body.node("Identity", {"cond_in"}, {"cond_out"});
+  body.node("Add", {"sum_in", "step"}, {"sum_out"});
+  ModelBuilder builder(13);
+  builder.input("sum0", TensorProto::FLOAT, {"2"});
+  builder.output("sum", TensorProto::FLOAT, {"2"});
+  builder.initializer("step", {2}, {1, 2});
+  add_i64_initializer(builder, "M", {3}, {});
+  auto& node = builder.node("Loop", {"M", "", "sum0"}, {"sum"}, "loop");
+  set_graph(node, "body", body);
+  const Model model = load_onnx_bytes(builder.bytes(), "planned_loop");
+  ASSERT_EQ(model.node_count(), 1u);
+  PlanOptions options;
+  options.device = "cpu:0";
+  const ExecutionPlan plan = plan_model(model, options);
+  ASSERT_EQ(plan.nodes.size(), 1u);
+  EXPECT_EQ(plan.nodes[0].device, "cpu:0");
+  Stream stream = device("cpu:0").create_stream();
+  const Tensor sum0 = from_vector(std::vector<float>{0, 10}, {2}, stream);
+  stream.synchronize();  // run_planned reads its inputs on streams of its own
+  const PlannedRun run = run_planned(model, plan, {{"sum0", sum0}});
+  expect_values(run.outputs.at("sum"), stream, {3, 16});
 }
 
 TEST(ControlFlow, LoopWithZeroTripsGivesTheInitialValuesAndEmptyScans) {
@@ -271,6 +305,55 @@ TEST(Sequences, RunRefusesASequenceOutput) {
       ErrorCode::Unsupported, {"output 'seq'", "run_values"});
   EXPECT_EQ(std::get<TensorSequence>(model.run_values({{"x", x}}, stream).at("seq")).tensors.size(),
             2u);
+}
+
+// Optional(x) has an element, Optional() none; OptionalGetElement passes the element on.
+TEST(Sequences, OptionalsHoldAValueOrNone) {
+  ModelBuilder builder(16);
+  builder.input("x", TensorProto::FLOAT, {"2"});
+  builder.output("has", TensorProto::BOOL, {}).output("has_not", TensorProto::BOOL, {});
+  builder.output("y", TensorProto::FLOAT, {"2"});
+  builder.node("Optional", {"x"}, {"some"});
+  auto& none = builder.node("Optional", {}, {"none"});
+  auto* type = none.add_attribute();
+  type->set_name("type");
+  type->set_type(onnx::AttributeProto::TYPE_PROTO);
+  type->mutable_tp()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  builder.node("OptionalHasElement", {"some"}, {"has"});
+  builder.node("OptionalHasElement", {"none"}, {"has_not"});
+  builder.node("OptionalGetElement", {"some"}, {"y"});
+  const Model model = load_onnx_bytes(builder.bytes(), "optionals");
+  Stream stream = device("cpu:0").create_stream();
+  const auto out = model.run({{"x", from_vector(std::vector<float>{1, 2}, {2}, stream)}}, stream);
+  EXPECT_EQ(out.at("has").to_vector<uint8_t>(stream), std::vector<uint8_t>{1});
+  EXPECT_EQ(out.at("has_not").to_vector<uint8_t>(stream), std::vector<uint8_t>{0});
+  expect_values(out.at("y"), stream, {1, 2});
+}
+
+// Identity passes a sequence on; Neg, a tensor op, refuses one as unsupported, naming itself.
+TEST(Sequences, IdentityPassesASequenceAndATensorOpRefusesOne) {
+  ModelBuilder builder(16);
+  builder.input("x", TensorProto::FLOAT, {"2"});
+  set_sequence_output(builder, "same", TensorProto::FLOAT);
+  builder.node("SequenceConstruct", {"x"}, {"seq"});
+  builder.node("Identity", {"seq"}, {"same"});
+  const Model model = load_onnx_bytes(builder.bytes(), "identity");
+  Stream stream = device("cpu:0").create_stream();
+  const Tensor x = from_vector(std::vector<float>{1, 2}, {2}, stream);
+  const auto out = model.run_values({{"x", x}}, stream);
+  ASSERT_EQ(std::get<TensorSequence>(out.at("same")).tensors.size(), 1u);
+
+  ModelBuilder wrong(16);
+  wrong.input("x", TensorProto::FLOAT, {"2"}).output("y", TensorProto::FLOAT, {"2"});
+  wrong.node("SequenceConstruct", {"x"}, {"seq"});
+  wrong.node("Neg", {"seq"}, {"y"}, "negate");
+  // ONNX's checker does not check types; hal says what it cannot do when it runs.
+  const Model refused = load_onnx_bytes(wrong.bytes(), "neg_of_sequence");
+  expect_error(
+      [&] {
+        refused.run({{"x", x}}, stream);
+      },
+      ErrorCode::Unsupported, {"node 'negate' (Neg", "input 'seq' is a sequence"});
 }
 
 TEST(ControlFlowErrors, SequenceAtOutOfRangeNamesTheNodeAndThePosition) {

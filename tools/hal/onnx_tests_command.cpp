@@ -111,11 +111,21 @@ std::string compare(const std::string& name, const Tensor& actual, const Tensor&
   return out.str();
 }
 
-// A value's mismatch: a sequence's length, then each tensor as compare() does.
+// A value's mismatch: an optional's presence, a sequence's length, then each tensor as
+// compare() does.
 std::string compare(const std::string& name, const TensorOrSequence& actual,
                     const TensorOrSequence& expected, Stream& stream, Stream& cpu_stream) {
   const auto* want = std::get_if<TensorSequence>(&expected);
   const auto* got = std::get_if<TensorSequence>(&actual);
+  auto none = [](const TensorOrSequence& value) {
+    const auto* tensor = std::get_if<Tensor>(&value);
+    return tensor && !tensor->defined();
+  };
+  if (none(actual) || none(expected))
+    return none(actual) == none(expected)
+               ? ""
+               : "output '" + name + "' is " + (none(actual) ? "none" : "a value") + ", expected " +
+                     (none(expected) ? "none" : "a value");
   if (!want && !got)
     return compare(name, std::get<Tensor>(actual), std::get<Tensor>(expected), stream, cpu_stream);
   if (!want || !got)
@@ -132,14 +142,11 @@ std::string compare(const std::string& name, const TensorOrSequence& actual,
   return {};
 }
 
-// Test data file `path` as the value `declared` says it holds: a TensorProto, or a
-// SequenceProto (an empty one of the declared dtype).
+// Test data file `path` as the value `declared` says it holds (a tensor where unknown).
 TensorOrSequence read_value(const fs::path& path, const ModelValue* declared, Stream& stream,
                             std::string* name) {
-  if (!declared || !declared->sequence) return read_onnx_tensor(path, stream, name);
-  TensorSequence sequence = read_onnx_sequence(path, stream, name);
-  if (sequence.tensors.empty()) sequence.dtype = declared->dtype;
-  return sequence;
+  if (!declared) return read_onnx_tensor(path, stream, name);
+  return read_onnx_value(path, *declared, stream, name);
 }
 
 CaseResult run_case(const fs::path& dir, const std::string& suite, const Device& target) {
