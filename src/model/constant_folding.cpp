@@ -26,7 +26,8 @@ HostTensor to_host(const Tensor& tensor, Stream& stream) {
 
 std::optional<std::vector<HostTensor>> evaluate_on_host(
     const Node& node, const std::vector<const HostTensor*>& inputs) {
-  if (!node.op) return std::nullopt;
+  // Value ops (sequences, subgraphs, which may read more than the node's inputs) are not folded.
+  if (!node.op || !node.op->run) return std::nullopt;
   Stream stream = device("cpu:0").create_stream();
   try {
     std::vector<Tensor> in;

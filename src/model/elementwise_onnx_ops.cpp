@@ -239,6 +239,15 @@ Outputs identity(const OpContext& ctx, const Inputs& in) {
   return {in.at(0).contiguous(ctx.stream())};
 }
 
+// Identity of any value (sequences from opset 14, optionals from 16) passes it on: it takes the
+// executor's value path, where a tensor goes as above.
+std::vector<Value> identity_of_values(const OpContext& ctx, const std::vector<Value>& in) {
+  const Value& x = in.at(0);
+  if (const Tensor* tensor = std::get_if<Tensor>(&x); tensor && tensor->defined())
+    return {tensor->contiguous(ctx.stream())};
+  return {x};
+}
+
 // Inference: the input unchanged, and a mask of ones where one is asked for.
 Outputs dropout(const OpContext& ctx, const Inputs& in) {
   if (given(in, 2) && ctx.read_scalar(in[2]) != 0.0)
@@ -309,7 +318,7 @@ std::vector<OnnxOp> elementwise_onnx_ops() {
       {"Mod", 10, mod},
       {"Cast", 6, cast_to},
       {"CastLike", 15, cast_like},
-      {"Identity", 1, identity},
+      {"Identity", 1, identity, identity_of_values},
       {"Dropout", 1, dropout},
   };
 }

@@ -1,8 +1,5 @@
 #include "model/executor.hpp"
 
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <set>
 
 #include "hal/device.hpp"
@@ -41,23 +38,42 @@ std::vector<Tensor> run_node(const ModelGraph& graph, const Node& node,
   }
 }
 
-// The run's values, each on the devices it has been needed on so far.
+// The run's values, each on the devices it has been needed on so far; a subgraph's run reads
+// the enclosing run's values (`outer`) that it does not define itself.
 class Values {
  public:
-  Values(const ModelGraph& graph, RunStreams& streams, ResidentWeights* weights)
-      : graph_(graph), streams_(streams), weights_(weights) {}
+  Values(const ModelGraph& graph, RunStreams& streams, ResidentWeights* weights,
+         Values* outer = nullptr)
+      : graph_(graph), streams_(streams), weights_(weights), outer_(outer) {}
 
   void define(const std::string& name, const Tensor& tensor) {
     copies_[name][tensor.device().id()] = tensor;
+  }
+  // An undefined tensor is an empty optional.
+  void define(const std::string& name, const Value& value) {
+    if (const Tensor* tensor = std::get_if<Tensor>(&value)) {
+      if (tensor->defined())
+        define(name, *tensor);
+      else
+        nones_.insert(name);
+    } else {
+      sequences_[name] = std::get<TensorSequence>(value);
+    }
   }
   // `name` on `device`: moved there (once) from where it was made, an initializer uploaded.
   Tensor on(const std::string& name, const Device& device) {
     auto found = copies_.find(name);
     if (found == copies_.end()) {
       const auto init = graph_.initializers.find(name);
-      if (init == graph_.initializers.end())
+      if (init == graph_.initializers.end()) {
+        if (sequences_.contains(name))
+          throw Error(ErrorCode::Unsupported,
+                      "input '" + name + "' is a sequence; hal runs this op on tensors only");
+        if (nones_.contains(name)) invalid("input '" + name + "' is an empty optional");
+        if (outer_) return outer_->on(name, device);
         throw Error(ErrorCode::Internal,
                     graph_.name + ": value '" + name + "' read after it was dropped");
+      }
       Stream& stream = streams_.of(device);
       const Tensor uploaded =
           weights_ ? weights_->on(name, init->second, stream) : upload(init->second, stream);
@@ -73,36 +89,208 @@ class Values {
     copies[device.id()] = moved;
     return moved;
   }
+  // `name`, a tensor or a sequence, on `device` (a sequence's tensors moved there).
+  Value value_on(const std::string& name, const Device& device) {
+    const auto sequence = sequences_.find(name);
+    if (sequence == sequences_.end()) {
+      if (nones_.contains(name)) return Tensor();
+      if (outer_ && !copies_.contains(name) && !graph_.initializers.contains(name))
+        return outer_->value_on(name, device);
+      return on(name, device);
+    }
+    TensorSequence moved{sequence->second.dtype, {}};
+    for (const Tensor& tensor : sequence->second.tensors) {
+      if (tensor.device() == device) {
+        moved.tensors.push_back(tensor);
+        continue;
+      }
+      streams_.of(tensor.device()).synchronize();
+      moved.tensors.push_back(tensor.to(device, streams_.of(device)));
+    }
+    return moved;
+  }
   // The value where it was made (an initializer: uploaded to `device`).
-  Tensor made(const std::string& name, const Device& device) {
+  Value made(const std::string& name, const Device& device) {
+    if (const auto sequence = sequences_.find(name); sequence != sequences_.end())
+      return sequence->second;
+    if (nones_.contains(name)) return Tensor();
     const auto found = copies_.find(name);
     return found == copies_.end() ? on(name, device) : found->second.begin()->second;
   }
-  void drop(const std::string& name) { copies_.erase(name); }
+  void drop(const std::string& name) {
+    copies_.erase(name);
+    sequences_.erase(name);
+    nones_.erase(name);
+  }
 
  private:
   const ModelGraph& graph_;
   RunStreams& streams_;
   ResidentWeights* weights_;
+  Values* outer_;
   std::map<std::string, std::map<std::string, Tensor>> copies_;
+  std::map<std::string, TensorSequence> sequences_;
+  std::set<std::string> nones_;  // empty optionals
 };
+
+void run_nodes(const ModelGraph& graph, Values& values, RunStreams& streams,
+               const Device& default_device, const Execution& execution);
+
+// Runs a value op's subgraphs on its device, its run's values in scope; the subgraph's nodes
+// fall back to cpu:0 as the graph's do, and its initializers are uploaded for the run.
+class Subgraphs final : public SubgraphRunner {
+ public:
+  Subgraphs(Values& outer, RunStreams& streams, const Device& device, const Execution& execution)
+      : outer_(outer), streams_(streams), device_(device), execution_(execution) {}
+
+  std::vector<Value> run(const ModelGraph& graph, const std::vector<Value>& inputs) const override {
+    Values values(graph, streams_, nullptr, &outer_);
+    for (size_t i = 0; i < inputs.size(); ++i) values.define(graph.inputs.at(i).name, inputs[i]);
+    run_nodes(graph, values, streams_, device_, {.fallbacks = execution_.fallbacks});
+    std::vector<Value> outputs;
+    for (const ModelValue& output : graph.outputs)
+      outputs.push_back(values.value_on(output.name, device_));
+    return outputs;
+  }
+
+ private:
+  Values& outer_;
+  RunStreams& streams_;
+  Device device_;
+  const Execution& execution_;
+};
+
+std::vector<Value> run_value_node(const Node& node, const std::vector<Value>& in, Stream& stream,
+                                  const SubgraphRunner& subgraphs) {
+  try {
+    return node.op->run_values(OpContext(node, stream, nullptr, &subgraphs), in);
+  } catch (const Error& error) {
+    rethrow_for(node, error);
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::OutOfMemory, node.describe() + ": out of host memory");
+  } catch (const std::exception& error) {
+    throw Error(ErrorCode::Internal, node.describe() + ": " + error.what());
+  }
+}
+
+// A sequence or control-flow node: the slower path, values as variants.
+void run_value_node(const Node& node, Device where, Values& values, RunStreams& streams,
+                    const ModelGraph& graph, const Execution& execution) {
+  auto attempt = [&](const Device& device) {
+    std::vector<Value> in;
+    for (const std::string& name : node.inputs)
+      in.push_back(name.empty() ? Value(Tensor()) : values.value_on(name, device));
+    const Subgraphs subgraphs(values, streams, device, execution);
+    return run_value_node(node, in, streams.of(device), subgraphs);
+  };
+  std::vector<Value> out;
+  try {
+    out = attempt(where);
+  } catch (const Error& error) {
+    const Device cpu = device("cpu:0");
+    if (!execution.fallbacks || error.code() != ErrorCode::Unsupported || where == cpu) throw;
+    execution.fallbacks->push_back({node.name, node.op_type, cpu.id(), 0,
+                                    where.id() + " could not run it: " + error.message()});
+    out = attempt(cpu);
+  }
+  // An undefined tensor among the outputs is an empty optional (Optional, If and Loop pass them).
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    if (node.outputs[o].empty()) continue;
+    if (o >= out.size())
+      throw Error(ErrorCode::Unsupported, node.describe() + ": output " + std::to_string(o) +
+                                              " ('" + node.outputs[o] + "') is not computed");
+    if (graph.last_use.contains(node.outputs[o])) values.define(node.outputs[o], out[o]);
+  }
+}
+
+void run_nodes(const ModelGraph& graph, Values& values, RunStreams& streams,
+               const Device& default_device, const Execution& execution) {
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    Device where = execution.placement ? execution.placement->at(i) : default_device;
+    if (node.op && node.op->run_values) {
+      run_value_node(node, where, values, streams, graph, execution);
+    } else {
+      auto inputs_on = [&](const Device& device) {
+        std::vector<Tensor> in;
+        try {
+          for (const std::string& name : node.inputs)
+            in.push_back(name.empty() ? Tensor() : values.on(name, device));
+        } catch (const Error& error) {
+          rethrow_for(node, error);  // a sequence or an empty optional where a tensor goes
+        }
+        return in;
+      };
+      std::vector<Tensor> out;
+      try {
+        out = run_node(graph, node, inputs_on(where), streams.of(where));
+      } catch (const Error& error) {
+        const Device cpu = device("cpu:0");
+        if (!execution.fallbacks || error.code() != ErrorCode::Unsupported || where == cpu) throw;
+        execution.fallbacks->push_back({node.name, node.op_type, cpu.id(), 0,
+                                        where.id() + " could not run it: " + error.message()});
+        where = cpu;
+        out = run_node(graph, node, inputs_on(where), streams.of(where));
+      }
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        if (node.outputs[o].empty()) continue;
+        if (o >= out.size() || !out[o].defined())
+          throw Error(ErrorCode::Unsupported, node.describe() + ": output " + std::to_string(o) +
+                                                  " ('" + node.outputs[o] + "') is not computed");
+        // A value nothing reads (Dropout's mask, say) is dropped at once.
+        if (graph.last_use.contains(node.outputs[o])) values.define(node.outputs[o], out[o]);
+      }
+    }
+    // Values nobody reads again go back to the allocator.
+    for (const auto* names : {&node.inputs, &node.captured})
+      for (const std::string& name : *names) {
+        const auto last = graph.last_use.find(name);
+        if (last != graph.last_use.end() && last->second == i) values.drop(name);
+      }
+  }
+}
 
 }  // namespace
 
 // Each given input against its declaration: present, known, on the stream's device, of the
-// declared dtype and rank, fixed sizes equal and a symbol the same size wherever it appears.
-void check_inputs(const ModelGraph& graph, const std::map<std::string, Tensor>& inputs,
+// declared dtype and rank, fixed sizes equal and a symbol the same size wherever it appears; a
+// sequence's tensors of its dtype, on the device.
+void check_inputs(const ModelGraph& graph, const std::map<std::string, TensorOrSequence>& inputs,
                   const Device* device) {
   std::set<std::string, std::less<>> declared;
   std::map<std::string, int64_t> symbols;
   for (const ModelValue& value : graph.inputs) {
     declared.insert(value.name);
     const auto given = inputs.find(value.name);
+    const std::string kind =
+        std::string(value.optional ? "optional " : "") + (value.sequence ? "sequence of " : "");
     if (given == inputs.end())
-      invalid(graph.name + ": input '" + value.name + "' (" + std::string(to_string(value.dtype)) +
-              " " + to_string(value.shape) + ") is missing");
-    const Tensor& tensor = given->second;
+      invalid(graph.name + ": input '" + value.name + "' (" + kind +
+              std::string(to_string(value.dtype)) + " " + to_string(value.shape) + ") is missing");
     const std::string where = graph.name + ": input '" + value.name + "'";
+    if (const auto* none = std::get_if<Tensor>(&given->second);
+        value.optional && none && !none->defined())
+      continue;
+    if (value.sequence) {
+      const auto* sequence = std::get_if<TensorSequence>(&given->second);
+      if (!sequence) invalid(where + " is a tensor; the model declares a sequence");
+      if (sequence->dtype != value.dtype)
+        invalid(where + " is a sequence of " + std::string(to_string(sequence->dtype)) +
+                "; the model declares " + std::string(to_string(value.dtype)));
+      for (const Tensor& tensor : sequence->tensors) {
+        if (!tensor.defined() || tensor.dtype() != sequence->dtype)
+          invalid(where + " holds " +
+                  (tensor.defined() ? tensor.describe() : "an undefined tensor") +
+                  " in a sequence of " + std::string(to_string(sequence->dtype)));
+        if (device && !(tensor.device() == *device))
+          invalid(where + " holds a tensor on " + tensor.device().id() + ", the stream on " +
+                  device->id());
+      }
+      continue;
+    }
+    const auto* given_tensor = std::get_if<Tensor>(&given->second);
+    if (!given_tensor) invalid(where + " is a sequence; the model declares a tensor");
+    const Tensor& tensor = *given_tensor;
     if (!tensor.defined()) invalid(where + " is an undefined tensor");
     if (device && !(tensor.device() == *device))
       invalid(where + " is on " + tensor.device().id() + ", the stream on " + device->id());
@@ -150,87 +338,36 @@ void RunStreams::synchronize_all() {
   for (auto& [id, stream] : owned_) stream.synchronize();
 }
 
-std::map<std::string, Tensor> execute(const ModelGraph& graph,
-                                      const std::map<std::string, Tensor>& inputs,
-                                      RunStreams& streams, const Device& default_device,
-                                      const Execution& execution) {
+std::map<std::string, TensorOrSequence> execute(
+    const ModelGraph& graph, const std::map<std::string, TensorOrSequence>& inputs,
+    RunStreams& streams, const Device& default_device, const Execution& execution) {
   Values values(graph, streams, execution.weights);
-  for (const auto& [name, tensor] : inputs) values.define(name, tensor);
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const Node& node = graph.nodes[i];
-    Device where = execution.placement ? execution.placement->at(i) : default_device;
-    auto inputs_on = [&](const Device& device) {
-      std::vector<Tensor> in;
-      for (const std::string& name : node.inputs)
-        in.push_back(name.empty() ? Tensor() : values.on(name, device));
-      return in;
-    };
-    std::vector<Tensor> out;
-    static const bool prof = std::getenv("HAL_PROF") != nullptr;
-    static std::map<std::string, std::pair<double, int>> acc;
-    static int runs = 0;
-    if (prof && i == 0) {
-      streams.synchronize_all();
-      if (++runs % 20 == 0) {
-        for (auto& [k, v] : acc)
-          std::fprintf(stderr, "%-28s %8.1f us %5d\n", k.c_str(), v.first / runs, v.second / runs);
-      }
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    std::string key;
-    if (prof && (node.op_type == "MatMul" || node.op_type == "Gemm"))
-      for (auto& nm : node.inputs) {
-        try {
-          auto t = values.on(nm, where);
-          key += " " + to_string(t.shape()) + (t.is_contiguous() ? "" : "nc");
-        } catch (...) {
-        }
-      }
-    struct Guard {
-      const std::string& key;
-      bool on;
-      std::chrono::steady_clock::time_point t0;
-      const Node& n;
-      RunStreams& st;
-      ~Guard() {
-        if (!on) return;
-        st.synchronize_all();
-        auto& a = acc[n.op_type + (n.fused.empty() ? "" : "+" + n.fused) + key];
-        a.first += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                       .count();
-        a.second++;
-      }
-    } guard{key, prof, t0, node, streams};
-    try {
-      out = run_node(graph, node, inputs_on(where), streams.of(where));
-    } catch (const Error& error) {
-      const Device cpu = device("cpu:0");
-      if (!execution.fallbacks || error.code() != ErrorCode::Unsupported || where == cpu) throw;
-      execution.fallbacks->push_back({node.name, node.op_type, cpu.id(), 0,
-                                      where.id() + " could not run it: " + error.message()});
-      where = cpu;
-      out = run_node(graph, node, inputs_on(where), streams.of(where));
-    }
-    for (size_t o = 0; o < node.outputs.size(); ++o) {
-      if (node.outputs[o].empty()) continue;
-      if (o >= out.size() || !out[o].defined())
-        throw Error(ErrorCode::Unsupported, node.describe() + ": output " + std::to_string(o) +
-                                                " ('" + node.outputs[o] + "') is not computed");
-      // A value nothing reads (Dropout's mask, say) is dropped at once.
-      if (graph.last_use.contains(node.outputs[o])) values.define(node.outputs[o], out[o]);
-    }
-    // Values nobody reads again go back to the allocator.
-    for (const std::string& name : node.inputs) {
-      const auto last = graph.last_use.find(name);
-      if (last != graph.last_use.end() && last->second == i) values.drop(name);
-    }
-  }
-  std::map<std::string, Tensor> outputs;
+  for (const auto& [name, value] : inputs) values.define(name, value);
+  run_nodes(graph, values, streams, default_device, execution);
+  std::map<std::string, TensorOrSequence> outputs;
   for (const ModelValue& output : graph.outputs) {
     outputs[output.name] = execution.placement ? values.made(output.name, default_device)
-                                               : values.on(output.name, default_device);
+                                               : values.value_on(output.name, default_device);
   }
   return outputs;
+}
+
+std::map<std::string, TensorOrSequence> as_values(const std::map<std::string, Tensor>& tensors) {
+  return {tensors.begin(), tensors.end()};
+}
+
+std::map<std::string, Tensor> as_tensors(const ModelGraph& graph,
+                                         std::map<std::string, TensorOrSequence> values) {
+  std::map<std::string, Tensor> tensors;
+  for (auto& [name, value] : values) {
+    Tensor* tensor = std::get_if<Tensor>(&value);
+    if (!tensor)
+      throw Error(ErrorCode::Unsupported, graph.name + ": output '" + name +
+                                              "' is a sequence of tensors (Model::run_values "
+                                              "gives it)");
+    tensors.emplace(name, std::move(*tensor));
+  }
+  return tensors;
 }
 
 }  // namespace hal::model

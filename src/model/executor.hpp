@@ -1,6 +1,8 @@
 // The executor: runs a graph's nodes in order, each on a stream of the device its placement
 // gives (one stream per device), moving a value to another device where a reader runs there
 // and dropping each value after its last reader, so the caching allocator reuses its memory.
+// Subgraphs (If, Loop, Scan) run the same way on their node's device, reading the enclosing
+// graphs' values where they are.
 #pragma once
 
 #include <functional>
@@ -17,7 +19,7 @@ namespace hal::model {
 
 // Each given input against its declaration: present, known, of the declared dtype, rank and
 // sizes, a symbol the same size wherever it appears; on `device` where one is given.
-void check_inputs(const ModelGraph& graph, const std::map<std::string, Tensor>& inputs,
+void check_inputs(const ModelGraph& graph, const std::map<std::string, TensorOrSequence>& inputs,
                   const Device* device);
 
 // The streams a run uses, one per device, made on first use (`first` is the caller's).
@@ -44,9 +46,14 @@ struct Execution {
   ResidentWeights* weights = nullptr;
 };
 
-std::map<std::string, Tensor> execute(const ModelGraph& graph,
-                                      const std::map<std::string, Tensor>& inputs,
-                                      RunStreams& streams, const Device& default_device,
-                                      const Execution& execution);
+std::map<std::string, TensorOrSequence> execute(
+    const ModelGraph& graph, const std::map<std::string, TensorOrSequence>& inputs,
+    RunStreams& streams, const Device& default_device, const Execution& execution);
+
+// Tensors as values and back (run() and run_planned(), whose callers deal in tensors only):
+// Unsupported naming the output where one is a sequence.
+std::map<std::string, TensorOrSequence> as_values(const std::map<std::string, Tensor>& tensors);
+std::map<std::string, Tensor> as_tensors(const ModelGraph& graph,
+                                         std::map<std::string, TensorOrSequence> values);
 
 }  // namespace hal::model

@@ -18,6 +18,8 @@ class Uses {
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       for (const std::string& name : graph.nodes[i].inputs)
         if (!name.empty()) readers_[name].push_back(i);
+      for (const std::string& name : graph.nodes[i].captured)  // read inside a subgraph
+        readers_[name].push_back(i);
       for (const std::string& name : graph.nodes[i].outputs)
         if (!name.empty()) makers_[name] = i;
     }
@@ -107,9 +109,11 @@ std::vector<bool> apply_fusions(ModelGraph& graph, const std::vector<Fusion>& fu
 
 void index_last_uses(ModelGraph& graph) {
   graph.last_use.clear();
-  for (size_t i = 0; i < graph.nodes.size(); ++i)
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
     for (const std::string& name : graph.nodes[i].inputs)
       if (!name.empty()) graph.last_use[name] = i;
+    for (const std::string& name : graph.nodes[i].captured) graph.last_use[name] = i;
+  }
   for (const ModelValue& output : graph.outputs) graph.last_use[output.name] = graph.nodes.size();
 }
 

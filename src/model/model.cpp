@@ -42,6 +42,11 @@ std::vector<std::string> Model::op_types() const {
 
 std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs,
                                          Stream& stream) const {
+  return model::as_tensors(checked_graph(), run_values(model::as_values(inputs), stream));
+}
+
+std::map<std::string, TensorOrSequence> Model::run_values(
+    const std::map<std::string, TensorOrSequence>& inputs, Stream& stream) const {
   const model::ModelGraph& graph = checked_graph();
   const Device device = stream.device();
   model::check_inputs(graph, inputs, &device);

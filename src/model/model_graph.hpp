@@ -49,13 +49,18 @@ struct Node {
   // An activation folded into this node at load ("Relu" after a Conv: fusion.hpp), applied to
   // its output; the node then has the activation's output name.
   std::string fused;
+  // The enclosing graphs' values its subgraphs read (If, Loop, Scan): kept alive until this
+  // node has run, as its inputs are.
+  std::vector<std::string> captured;
 
   // "node 'conv1' (Conv, opset 13)": how errors name a node.
   std::string describe() const;
 };
 
+// A model's graph, or a subgraph (an attribute of If, Loop, Scan), whose nodes may also read
+// the enclosing graphs' values.
 struct ModelGraph {
-  std::string name;  // the file, or the name given to load_onnx_bytes
+  std::string name;  // the file, or the name given to load_onnx_bytes; a subgraph: where it is
   int64_t opset = 0;
   std::vector<Node> nodes;  // topologically sorted
   std::map<std::string, HostTensor, std::less<>> initializers;
@@ -65,7 +70,8 @@ struct ModelGraph {
   // so the executor frees intermediates as soon as it can.
   std::map<std::string, size_t, std::less<>> last_use;
   // The graph as ONNX again, with functions expanded and only the small initializers (those
-  // shape computations read) kept: serialized, for the planner's shape inference.
+  // shape computations read) kept: serialized, for the planner's shape inference (empty for a
+  // subgraph).
   std::string inference_model;
 };
 

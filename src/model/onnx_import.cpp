@@ -33,16 +33,39 @@ constexpr int64_t kMaxOpset = 17;
 
 bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
-ModelValue value_from_onnx(const onnx::ValueInfoProto& info, const std::string& model) {
-  if (!info.type().has_tensor_type())
-    unsupported(model + ": graph value '" + info.name() +
-                "' is not a tensor (sequences, maps and optionals are not supported)");
-  const auto& tensor = info.type().tensor_type();
+// "a map", "a sparse tensor", ...: a value's type where hal has no value of it.
+std::string type_kind(const onnx::TypeProto& type) {
+  if (type.has_sequence_type()) return "a sequence of non-tensors";
+  if (type.has_map_type()) return "a map";
+  if (type.has_optional_type()) return "an optional of neither a tensor nor a sequence";
+  if (type.has_sparse_tensor_type()) return "a sparse tensor";
+  return "of no type";
+}
+
+// A graph's input or output: a tensor, or a sequence of tensors, or an optional of either. A
+// subgraph's may leave its type to inference: then any dtype and rank go (only a Scan or Loop
+// with no iteration reads it, for an empty output's dtype).
+ModelValue value_from_onnx(const onnx::ValueInfoProto& info, const std::string& model,
+                           bool subgraph = false) {
+  const bool optional = info.type().has_optional_type();
+  const onnx::TypeProto& type = optional ? info.type().optional_type().elem_type() : info.type();
+  const bool sequence =
+      type.has_sequence_type() && type.sequence_type().elem_type().has_tensor_type();
+  if (!type.has_tensor_type() && !sequence) {
+    if (subgraph && type.value_case() == onnx::TypeProto::VALUE_NOT_SET)
+      return ModelValue{info.name(), DType::f32, {}, false, false, optional};
+    unsupported(model + ": graph value '" + info.name() + "' is " + type_kind(info.type()) +
+                " (hal's values are tensors, sequences of tensors and optionals of those)");
+  }
+  const auto& tensor =
+      sequence ? type.sequence_type().elem_type().tensor_type() : type.tensor_type();
+  if (subgraph && tensor.elem_type() == onnx::TensorProto::UNDEFINED)
+    return ModelValue{info.name(), DType::f32, {}, false, sequence, optional};
   const auto dtype = dtype_from_onnx(tensor.elem_type());
   if (!dtype)
     unsupported(model + ": graph value '" + info.name() + "' has element type " +
                 onnx_type_name(tensor.elem_type()));
-  ModelValue value{info.name(), *dtype, {}, tensor.has_shape()};
+  ModelValue value{info.name(), *dtype, {}, tensor.has_shape(), sequence, optional};
   for (const auto& dim : tensor.shape().dim()) {
     ModelDim out;
     if (dim.has_dim_value())
@@ -52,6 +75,44 @@ ModelValue value_from_onnx(const onnx::ValueInfoProto& info, const std::string& 
     value.shape.push_back(out);
   }
   return value;
+}
+
+// Renames what a subgraph of a function's node reads of the function's own values (their
+// names in the expanded graph), leaving alone the names the subgraph defines.
+void rename_captured(onnx::GraphProto& graph, const std::map<std::string, std::string>& rename,
+                     std::set<std::string> defined) {
+  for (const auto& input : graph.input()) defined.insert(input.name());
+  for (const auto& init : graph.initializer()) defined.insert(init.name());
+  auto renamed = [&](std::string& name) {
+    if (defined.contains(name)) return;
+    if (const auto found = rename.find(name); found != rename.end()) name = found->second;
+  };
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& input : *node.mutable_input()) renamed(input);
+    for (auto& attribute : *node.mutable_attribute()) {
+      if (attribute.has_g()) rename_captured(*attribute.mutable_g(), rename, defined);
+      for (auto& sub : *attribute.mutable_graphs()) rename_captured(sub, rename, defined);
+    }
+    for (const auto& output : node.output()) defined.insert(output);
+  }
+  for (auto& output : *graph.mutable_output()) renamed(*output.mutable_name());
+}
+
+// What `graph`'s nodes (and their subgraphs) read that it does not define: the enclosing
+// graphs' values.
+std::set<std::string> free_names(const ModelGraph& graph) {
+  std::set<std::string> defined, free;
+  for (const ModelValue& input : graph.inputs) defined.insert(input.name);
+  for (const auto& [name, tensor] : graph.initializers) defined.insert(name);
+  for (const Node& node : graph.nodes) {
+    for (const auto* names : {&node.inputs, &node.captured})
+      for (const std::string& name : *names)
+        if (!name.empty() && !defined.contains(name)) free.insert(name);
+    for (const std::string& output : node.outputs) defined.insert(output);
+  }
+  for (const ModelValue& output : graph.outputs)
+    if (!defined.contains(output.name)) free.insert(output.name);
+  return free;
 }
 
 // The functions a model defines itself, by domain and name.
@@ -80,7 +141,7 @@ class Importer {
         graph.inputs.push_back(value_from_onnx(input, name_));
     for (const auto& output : g.output()) graph.outputs.push_back(value_from_onnx(output, name_));
     for (int i = 0; i < g.node_size(); ++i) add_node(g.node(i), {}, graph, 0, 0);
-    check_order(graph);
+    check_order(graph, {});
     keep_expanded(fold_constants(graph));
     fuse(graph);
     graph.inference_model = inference_model(graph);
@@ -101,8 +162,8 @@ class Importer {
   }
 
   // `opset`: the default domain's opset the node speaks (a function body's own), 0 for the
-  // model's.
-  Node decode(const onnx::NodeProto& proto, size_t index, int64_t opset) const {
+  // model's; `graph`: the graph it goes into, whose values its subgraphs may read.
+  Node decode(const onnx::NodeProto& proto, size_t index, int64_t opset, const ModelGraph& graph) {
     Node node;
     node.op_type = proto.op_type();
     node.domain = is_default_domain(proto.domain()) ? "" : proto.domain();
@@ -115,9 +176,61 @@ class Importer {
     node.name = proto.name().empty() ? node.op_type + " #" + std::to_string(index) : proto.name();
     node.inputs.assign(proto.input().begin(), proto.input().end());
     node.outputs.assign(proto.output().begin(), proto.output().end());
-    for (const auto& attribute : proto.attribute())
-      node.attributes[attribute.name()] = decode(attribute, node);
+    std::set<std::string> captured;
+    for (const auto& attribute : proto.attribute()) {
+      // A type (Optional's `type`) only declares what the values themselves carry: not kept.
+      if (attribute.type() == onnx::AttributeProto::TYPE_PROTO) continue;
+      if (attribute.type() != onnx::AttributeProto::GRAPH) {
+        node.attributes[attribute.name()] = decode(attribute, node);
+        continue;
+      }
+      auto body = import_subgraph(attribute.g(), node, attribute.name(), graph);
+      captured.merge(free_names(*body));
+      node.attributes[attribute.name()] = std::move(body);
+    }
+    node.captured.assign(captured.begin(), captured.end());
     return node;
+  }
+
+  // A subgraph attribute of `node`, which goes into `parent`: its nodes resolved and functions
+  // expanded like the graph's, its order checked with the names `parent` and the graphs around
+  // it define so far in scope, its constants folded.
+  std::shared_ptr<const ModelGraph> import_subgraph(const onnx::GraphProto& g, const Node& node,
+                                                    const std::string& attribute,
+                                                    const ModelGraph& parent) {
+    auto graph = std::make_shared<ModelGraph>();
+    graph->name = parent.name + ": " + node.describe() + ", attribute '" + attribute + "'";
+    graph->opset = parent.opset;
+    for (const auto& init : g.initializer())
+      graph->initializers[init.name()] =
+          tensor_from_onnx(init, directory_, "initializer '" + init.name() + "' of " + graph->name);
+    if (g.sparse_initializer_size() > 0) unsupported(graph->name + ": sparse initializers");
+    for (const auto& input : g.input())
+      if (!graph->initializers.contains(input.name()))
+        graph->inputs.push_back(value_from_onnx(input, graph->name, true));
+    for (const auto& output : g.output())
+      graph->outputs.push_back(value_from_onnx(output, graph->name, true));
+    std::set<std::string, std::less<>> outer = scopes_.empty() ? decltype(outer){} : scopes_.back();
+    for (const ModelValue& input : parent.inputs) outer.insert(input.name);
+    for (const auto& [name, tensor] : parent.initializers) outer.insert(name);
+    for (const Node& earlier : parent.nodes)
+      for (const std::string& output : earlier.outputs) outer.insert(output);
+    scopes_.push_back(outer);
+    std::vector<onnx::NodeProto> expanded;  // the parent's, kept aside
+    std::swap(expanded, expanded_);
+    const int64_t opset = node.domain.empty() ? node.opset : 0;
+    try {
+      for (int i = 0; i < g.node_size(); ++i) add_node(g.node(i), {}, *graph, 0, opset);
+    } catch (...) {
+      std::swap(expanded, expanded_);
+      scopes_.pop_back();
+      throw;
+    }
+    std::swap(expanded, expanded_);
+    scopes_.pop_back();
+    check_order(*graph, outer);
+    fold_constants(*graph);
+    return graph;
   }
 
   int64_t default_opset_or_zero() const {
@@ -144,9 +257,8 @@ class Importer {
         return std::vector<std::string>(a.strings().begin(), a.strings().end());
       case A::TENSOR:
         return tensor_from_onnx(a.t(), directory_, where);
-      case A::GRAPH:
       case A::GRAPHS:
-        unsupported(where + ": subgraphs (If, Loop, Scan) are not supported yet");
+        unsupported(where + ": lists of subgraphs");
       default:
         unsupported(where + ": attribute type " + A::AttributeType_Name(a.type()));
     }
@@ -161,7 +273,10 @@ class Importer {
       if (auto found = rename.find(input); found != rename.end()) input = found->second;
     for (auto& output : *node_proto.mutable_output())
       if (auto found = rename.find(output); found != rename.end()) output = found->second;
-    Node node = decode(node_proto, graph.nodes.size(), opset);
+    if (!rename.empty())
+      for (auto& attribute : *node_proto.mutable_attribute())
+        if (attribute.has_g()) rename_captured(*attribute.mutable_g(), rename, {});
+    Node node = decode(node_proto, graph.nodes.size(), opset, graph);
     if (node.domain.empty()) node.op = find_onnx_op(node.op_type, node.opset);
     if (node.op) {
       record_types(node, graph);
@@ -342,10 +457,11 @@ class Importer {
     expanded_ = std::move(remaining);
   }
 
-  // Every input defined before its node reads it: by the graph, an initializer or an earlier
-  // node. ONNX requires the order; the checker's message is harder to read than this one.
-  static void check_order(ModelGraph& graph) {
-    std::set<std::string, std::less<>> defined;
+  // Every input defined before its node reads it: by the graph, an initializer, an earlier
+  // node or (a subgraph's) the enclosing graphs, `outer`. ONNX requires the order; the
+  // checker's message is harder to read than this one.
+  static void check_order(ModelGraph& graph, const std::set<std::string, std::less<>>& outer) {
+    std::set<std::string, std::less<>> defined = outer;
     for (const auto& input : graph.inputs) defined.insert(input.name);
     for (const auto& [name, tensor] : graph.initializers) defined.insert(name);
     std::map<std::string, size_t, std::less<>> produced_by;
@@ -353,7 +469,9 @@ class Importer {
       for (const auto& output : graph.nodes[i].outputs) produced_by.emplace(output, i);
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       const Node& node = graph.nodes[i];
-      for (const auto& input : node.inputs) {
+      std::vector<std::string> reads = node.inputs;
+      reads.insert(reads.end(), node.captured.begin(), node.captured.end());
+      for (const auto& input : reads) {
         if (input.empty() || defined.contains(input)) {
           if (!input.empty()) graph.last_use[input] = i;
           continue;
@@ -384,6 +502,8 @@ class Importer {
   size_t expansions_ = 0;
   std::map<std::string, int32_t> produced_types_;
   std::vector<onnx::NodeProto> expanded_;  // the nodes hal runs, as ONNX nodes
+  // Per subgraph being imported, the names the graphs around it define before its node.
+  std::vector<std::set<std::string, std::less<>>> scopes_;
 };
 
 // External data read into the initializers themselves (with hal's checks of where it may come

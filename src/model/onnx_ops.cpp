@@ -16,7 +16,8 @@ struct OpTable {
   OpTable() {
     for (auto family :
          {elementwise_onnx_ops, shape_onnx_ops, reduce_onnx_ops, nn_onnx_ops, conv_onnx_ops,
-          index_onnx_ops, resize_onnx_ops, recurrent_onnx_ops, scatter_onnx_ops, quantize_onnx_ops})
+          index_onnx_ops, resize_onnx_ops, recurrent_onnx_ops, scatter_onnx_ops, quantize_onnx_ops,
+          sequence_onnx_ops, control_flow_onnx_ops})
       for (const OnnxOp& op : family()) ops.push_back(op);
     std::sort(ops.begin(), ops.end(), [](const OnnxOp& a, const OnnxOp& b) {
       return a.op_type != b.op_type ? a.op_type < b.op_type : a.since > b.since;
@@ -135,10 +136,59 @@ double OpContext::read_scalar(const Tensor& tensor) const {
   return tensor::decode(tensor.dtype(), element.data());
 }
 
+int64_t OpContext::read_int(const Tensor& tensor) const {
+  if (tensor.numel() != 1) invalid("expects a scalar, got " + tensor.describe());
+  return read_ints(tensor).at(0);
+}
+
 int64_t OpContext::axis(int64_t axis, int64_t rank) const {
   if (axis < -rank || axis >= rank)
     invalid("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
+}
+
+const ModelGraph& OpContext::subgraph(std::string_view name) const {
+  const AttributeValue* value = find(name);
+  if (!value) invalid("has no attribute '" + std::string(name) + "'");
+  const auto* graph = std::get_if<std::shared_ptr<const ModelGraph>>(value);
+  if (!graph || !*graph) invalid("attribute '" + std::string(name) + "' is not a graph");
+  return **graph;
+}
+
+std::vector<Value> OpContext::run_subgraph(const ModelGraph& graph,
+                                           const std::vector<Value>& inputs) const {
+  if (!subgraphs_) unsupported("runs subgraphs, which only the executor does");
+  if (inputs.size() != graph.inputs.size())
+    invalid("gives " + graph.name + " " + std::to_string(inputs.size()) + " inputs; it takes " +
+            std::to_string(graph.inputs.size()));
+  return subgraphs_->run(graph, inputs);
+}
+
+namespace {
+std::string input_name(const Node& node, size_t index) {
+  return "input " + std::to_string(index) +
+         (index < node.inputs.size() ? " ('" + node.inputs[index] + "')" : "");
+}
+}  // namespace
+
+const Tensor& OpContext::tensor(const std::vector<Value>& in, size_t index) const {
+  if (index >= in.size()) invalid("has no " + input_name(node_, index));
+  const Tensor* tensor = std::get_if<Tensor>(&in[index]);
+  if (!tensor) invalid(input_name(node_, index) + " is a sequence; a tensor was expected");
+  return *tensor;
+}
+
+const TensorSequence& OpContext::sequence(const std::vector<Value>& in, size_t index) const {
+  if (index >= in.size()) invalid("has no " + input_name(node_, index));
+  const TensorSequence* sequence = std::get_if<TensorSequence>(&in[index]);
+  if (!sequence) invalid(input_name(node_, index) + " is a tensor; a sequence was expected");
+  return *sequence;
+}
+
+const Tensor& OpContext::value_tensor(const Value& value, const std::string& what) const {
+  const Tensor* tensor = std::get_if<Tensor>(&value);
+  if (!tensor || !tensor->defined()) invalid(what + " is not a tensor");
+  return *tensor;
 }
 
 void OpContext::unsupported(const std::string& what) const {

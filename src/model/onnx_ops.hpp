@@ -15,12 +15,26 @@
 
 namespace hal::model {
 
+// A value of a run: a tensor, or a sequence of tensors.
+using Value = TensorOrSequence;
+
+// Runs a subgraph (If's branches, Loop's and Scan's bodies) for the node that holds it, the
+// enclosing graphs' values in scope: its inputs in order give its outputs in order.
+class SubgraphRunner {
+ public:
+  virtual ~SubgraphRunner() = default;
+  virtual std::vector<Value> run(const ModelGraph& graph,
+                                 const std::vector<Value>& inputs) const = 0;
+};
+
 // What an op implementation sees: its node (attributes, opset) and the stream it runs on.
 class OpContext {
  public:
-  // `graph`, where given, tells which inputs are initializers (constant_input).
-  OpContext(const Node& node, Stream& stream, const ModelGraph* graph = nullptr)
-      : node_(node), stream_(stream), graph_(graph) {}
+  // `graph`, where given, tells which inputs are initializers (constant_input); `subgraphs`
+  // runs the node's subgraphs (If, Loop, Scan).
+  OpContext(const Node& node, Stream& stream, const ModelGraph* graph = nullptr,
+            const SubgraphRunner* subgraphs = nullptr)
+      : node_(node), stream_(stream), graph_(graph), subgraphs_(subgraphs) {}
 
   const Node& node() const { return node_; }
   int64_t opset() const { return node_.opset; }
@@ -50,6 +64,21 @@ class OpContext {
   std::vector<double> read_values(const Tensor& tensor) const;
   // The value of a one-element tensor, as double.
   double read_scalar(const Tensor& tensor) const;
+  // The value of a one-element integer tensor, exactly (a trip count of INT64_MAX included).
+  int64_t read_int(const Tensor& tensor) const;
+
+  // The node's subgraph attribute `name`; InvalidArgument where it has none.
+  const ModelGraph& subgraph(std::string_view name) const;
+  // Runs `graph` (one of the node's subgraphs); Unsupported where nothing runs subgraphs
+  // (constant folding).
+  std::vector<Value> run_subgraph(const ModelGraph& graph, const std::vector<Value>& inputs) const;
+
+  // Input `index` of a value op as a tensor or as a sequence; InvalidArgument naming the input
+  // where it is the other kind. An omitted input is an undefined tensor.
+  const Tensor& tensor(const std::vector<Value>& in, size_t index) const;
+  const TensorSequence& sequence(const std::vector<Value>& in, size_t index) const;
+  // `value` (a subgraph's output, `what` in errors) as a tensor.
+  const Tensor& value_tensor(const Value& value, const std::string& what) const;
 
   [[noreturn]] void unsupported(const std::string& what) const;  // Unsupported, naming the node
   [[noreturn]] void invalid(const std::string& what) const;      // InvalidArgument, likewise
@@ -59,16 +88,22 @@ class OpContext {
   const Node& node_;
   Stream& stream_;
   const ModelGraph* graph_;
+  const SubgraphRunner* subgraphs_;
 };
 
 // `inputs` holds one tensor per node input, undefined (Tensor()) for an omitted optional one;
 // returns one tensor per node output (undefined ones for outputs the op does not give).
 using OpFunction = std::vector<Tensor> (*)(const OpContext& ctx, const std::vector<Tensor>& inputs);
+// The same with values that may be sequences: the sequence and control-flow ops, which the
+// executor runs on a path of their own so that tensor ops never pay for the variant.
+using ValueOpFunction = std::vector<Value> (*)(const OpContext& ctx,
+                                               const std::vector<Value>& inputs);
 
 struct OnnxOp {
   std::string_view op_type;
-  int64_t since;  // the first opset of the default domain whose semantics it implements
-  OpFunction run;
+  int64_t since;   // the first opset of the default domain whose semantics it implements
+  OpFunction run;  // null for a value op
+  ValueOpFunction run_values = nullptr;  // set for a value op
 };
 
 // The implementation of `op_type` at `opset`, or null.
@@ -87,10 +122,17 @@ std::vector<OnnxOp> resize_onnx_ops();
 std::vector<OnnxOp> recurrent_onnx_ops();
 std::vector<OnnxOp> scatter_onnx_ops();
 std::vector<OnnxOp> quantize_onnx_ops();
+std::vector<OnnxOp> sequence_onnx_ops();
+std::vector<OnnxOp> control_flow_onnx_ops();
 
 // Whether the optional input `index` was given.
 inline bool given(const std::vector<Tensor>& in, size_t index) {
   return in.size() > index && in[index].defined();
+}
+inline bool given(const std::vector<Value>& in, size_t index) {
+  if (in.size() <= index) return false;
+  const Tensor* tensor = std::get_if<Tensor>(&in[index]);
+  return !tensor || tensor->defined();
 }
 // `result` in `dtype`: ONNX keeps the input's dtype where hal promotes (Pow's exponent, Clip's
 // bounds) or widens (sums of integers).

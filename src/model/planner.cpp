@@ -13,6 +13,7 @@
 #include "model/executor.hpp"
 #include "model/memory_plan.hpp"
 #include "model/node_cost.hpp"
+#include "model/onnx_ops.hpp"
 #include "model/value_types.hpp"
 
 namespace hal {
@@ -111,8 +112,36 @@ class Planner {
     return seconds;
   }
 
+  // Sequence and control-flow ops (their subgraphs' work unknown before they run) go where
+  // their first input is made, where that is a candidate, else to cpu:0 or the first candidate.
+  Device value_op_device(const Node& node) const {
+    auto candidate = [&](const std::string& id) {
+      for (const Device& device : candidates_)
+        if (device.id() == id) return true;
+      return false;
+    };
+    for (const std::string& input : node.inputs) {
+      const auto made = location_.find(input);
+      if (input.empty() || made == location_.end()) continue;
+      if (candidate(made->second)) return device(made->second);
+      break;
+    }
+    return candidate(cpu_.id()) ? cpu_ : candidates_.front();
+  }
+
   void place(size_t index) {
     const Node& node = graph_.nodes[index];
+    if (node.op && node.op->run_values) {
+      const Device chosen = value_op_device(node);
+      record_transfers(node, chosen);
+      for (const std::string& output : node.outputs)
+        if (!output.empty()) location_[output] = chosen.id();
+      placement_.push_back(chosen);
+      plan_.nodes.push_back({node.name, node.op_type, chosen.id(), kUnknown,
+                             "where its first input is (sequence and control-flow ops have no "
+                             "cost estimate)"});
+      return;
+    }
     const DType dtype = model::node_dtype(node, types_);
     const Workload work = model::node_workload(node, types_);
     const Device* best = nullptr;
@@ -198,6 +227,7 @@ class Planner {
       const std::string where = placement_[i].id();
       for (const std::string& input : node.inputs)
         if (!input.empty()) hold(where, input, i);
+      for (const std::string& input : node.captured) hold(where, input, i);
       for (const std::string& output : node.outputs)
         if (!output.empty() && used(output)) hold(where, output, i);
     }
@@ -246,15 +276,17 @@ PlannedRun run_planned(const Model& model, const ExecutionPlan& plan,
                                                 std::to_string(plan.nodes.size()) +
                                                 " nodes) is not this model's (" + graph.name +
                                                 ", " + std::to_string(graph.nodes.size()) + ")");
-  model::check_inputs(graph, inputs, nullptr);
+  const auto values = model::as_values(inputs);
+  model::check_inputs(graph, values, nullptr);
   std::vector<Device> placement;
   for (const PlannedNode& node : plan.nodes) placement.push_back(device(node.device));
   model::RunStreams streams;
   PlannedRun run;
-  run.outputs = model::execute(graph, inputs, streams, device("cpu:0"),
-                               {.placement = &placement,
-                                .fallbacks = &run.fallbacks,
-                                .weights = model.resident_weights().get()});
+  run.outputs =
+      model::as_tensors(graph, model::execute(graph, values, streams, device("cpu:0"),
+                                              {.placement = &placement,
+                                               .fallbacks = &run.fallbacks,
+                                               .weights = model.resident_weights().get()}));
   streams.synchronize_all();
   return run;
 }

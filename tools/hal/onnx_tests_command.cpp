@@ -111,6 +111,44 @@ std::string compare(const std::string& name, const Tensor& actual, const Tensor&
   return out.str();
 }
 
+// A value's mismatch: an optional's presence, a sequence's length, then each tensor as
+// compare() does.
+std::string compare(const std::string& name, const TensorOrSequence& actual,
+                    const TensorOrSequence& expected, Stream& stream, Stream& cpu_stream) {
+  const auto* want = std::get_if<TensorSequence>(&expected);
+  const auto* got = std::get_if<TensorSequence>(&actual);
+  auto none = [](const TensorOrSequence& value) {
+    const auto* tensor = std::get_if<Tensor>(&value);
+    return tensor && !tensor->defined();
+  };
+  if (none(actual) || none(expected))
+    return none(actual) == none(expected)
+               ? ""
+               : "output '" + name + "' is " + (none(actual) ? "none" : "a value") + ", expected " +
+                     (none(expected) ? "none" : "a value");
+  if (!want && !got)
+    return compare(name, std::get<Tensor>(actual), std::get<Tensor>(expected), stream, cpu_stream);
+  if (!want || !got)
+    return "output '" + name + "' is a " + (got ? "sequence" : "tensor") + ", expected a " +
+           (want ? "sequence" : "tensor");
+  if (got->tensors.size() != want->tensors.size())
+    return "output '" + name + "' is a sequence of " + std::to_string(got->tensors.size()) +
+           " tensors, expected " + std::to_string(want->tensors.size());
+  for (size_t i = 0; i < want->tensors.size(); ++i) {
+    std::string difference = compare(name + "[" + std::to_string(i) + "]", got->tensors[i],
+                                     want->tensors[i], stream, cpu_stream);
+    if (!difference.empty()) return difference;
+  }
+  return {};
+}
+
+// Test data file `path` as the value `declared` says it holds (a tensor where unknown).
+TensorOrSequence read_value(const fs::path& path, const ModelValue* declared, Stream& stream,
+                            std::string* name) {
+  if (!declared) return read_onnx_tensor(path, stream, name);
+  return read_onnx_value(path, *declared, stream, name);
+}
+
 CaseResult run_case(const fs::path& dir, const std::string& suite, const Device& target) {
   CaseResult result;
   result.suite = suite;
@@ -123,11 +161,13 @@ CaseResult run_case(const fs::path& dir, const std::string& suite, const Device&
     const auto data_sets = sorted_entries(dir, "test_data_set_");
     if (data_sets.empty()) throw Error(ErrorCode::InvalidArgument, "no test_data_set_* directory");
     for (const fs::path& data : data_sets) {
-      std::map<std::string, Tensor> inputs;
+      std::map<std::string, TensorOrSequence> inputs;
       const auto input_files = sorted_entries(data, "input_");
       for (size_t i = 0; i < input_files.size(); ++i) {
         std::string name;
-        Tensor tensor = read_onnx_tensor(input_files[i], stream, &name);
+        // The files follow the model's inputs in order, which says how to read each.
+        const ModelValue* in_order = i < model.inputs().size() ? &model.inputs()[i] : nullptr;
+        TensorOrSequence value = read_value(input_files[i], in_order, stream, &name);
         const bool declared = std::any_of(model.inputs().begin(), model.inputs().end(),
                                           [&](const ModelValue& v) { return v.name == name; });
         if (!declared) {
@@ -136,9 +176,9 @@ CaseResult run_case(const fs::path& dir, const std::string& suite, const Device&
                         input_files[i].string() + " has no model input");
           name = model.inputs()[i].name;
         }
-        inputs[name] = tensor;
+        inputs[name] = std::move(value);
       }
-      const auto outputs = model.run(inputs, stream);
+      const auto outputs = model.run_values(inputs, stream);
       const auto output_files = sorted_entries(data, "output_");
       if (output_files.size() != model.outputs().size())
         throw Error(ErrorCode::InvalidArgument,
@@ -147,7 +187,8 @@ CaseResult run_case(const fs::path& dir, const std::string& suite, const Device&
                         " model outputs");
       for (size_t o = 0; o < output_files.size(); ++o) {
         const std::string& name = model.outputs()[o].name;
-        const Tensor expected = read_onnx_tensor(output_files[o], stream);
+        const TensorOrSequence expected =
+            read_value(output_files[o], &model.outputs()[o], stream, nullptr);
         std::string difference = compare(name, outputs.at(name), expected, stream, cpu_stream);
         if (!difference.empty()) {
           result.status = Status::failed;
