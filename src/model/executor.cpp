@@ -22,12 +22,11 @@ namespace {
   throw Error(error.code(), prefix + ": " + error.message(), error.native_code());
 }
 
-std::vector<Tensor> run_node(const ModelGraph& graph, const Node& node,
-                             const std::vector<Tensor>& in, Stream& stream) {
-  if (!node.op)
-    throw Error(ErrorCode::Internal, node.describe() + ": loaded without an implementation");
+// Runs `body`, the node's op, with its errors as the caller sees them: naming the node.
+template <class Body>
+auto reported_for(const Node& node, Body body) -> decltype(body()) {
   try {
-    return node.op->run(OpContext(node, stream, &graph), in);
+    return body();
   } catch (const Error& error) {
     rethrow_for(node, error);
   } catch (const std::bad_alloc&) {
@@ -36,6 +35,13 @@ std::vector<Tensor> run_node(const ModelGraph& graph, const Node& node,
     // A defect of the op's implementation: reported as hal's, naming the node.
     throw Error(ErrorCode::Internal, node.describe() + ": " + error.what());
   }
+}
+
+std::vector<Tensor> run_node(const ModelGraph& graph, const Node& node,
+                             const std::vector<Tensor>& in, Stream& stream) {
+  if (!node.op)
+    throw Error(ErrorCode::Internal, node.describe() + ": loaded without an implementation");
+  return reported_for(node, [&] { return node.op->run(OpContext(node, stream, &graph), in); });
 }
 
 // The run's values, each on the devices it has been needed on so far; a subgraph's run reads
@@ -162,15 +168,8 @@ class Subgraphs final : public SubgraphRunner {
 
 std::vector<Value> run_value_node(const Node& node, const std::vector<Value>& in, Stream& stream,
                                   const SubgraphRunner& subgraphs) {
-  try {
-    return node.op->run_values(OpContext(node, stream, nullptr, &subgraphs), in);
-  } catch (const Error& error) {
-    rethrow_for(node, error);
-  } catch (const std::bad_alloc&) {
-    throw Error(ErrorCode::OutOfMemory, node.describe() + ": out of host memory");
-  } catch (const std::exception& error) {
-    throw Error(ErrorCode::Internal, node.describe() + ": " + error.what());
-  }
+  return reported_for(
+      node, [&] { return node.op->run_values(OpContext(node, stream, nullptr, &subgraphs), in); });
 }
 
 // A sequence or control-flow node: the slower path, values as variants.

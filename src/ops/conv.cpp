@@ -120,13 +120,17 @@ Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
 
 Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options,
             Stream& stream) {
+  // The residual travels with the operands, so that CPU fallback moves it too.
   std::vector<Tensor> in{x, weight};
   if (bias.defined()) in.push_back(bias);
+  if (options.residual.defined()) in.push_back(options.residual);
+  const bool has_bias = bias.defined();
   return ops::run_op("conv", std::move(in), stream,
-                     [options](const std::vector<Tensor>& operands, Stream& s) {
-                       const Tensor none;
-                       return conv_of(operands[0], operands[1],
-                                      operands.size() > 2 ? operands[2] : none, options, s);
+                     [options, has_bias](const std::vector<Tensor>& operands, Stream& s) {
+                       ConvOptions moved = options;
+                       if (moved.residual.defined()) moved.residual = operands.back();
+                       return conv_of(operands[0], operands[1], has_bias ? operands[2] : Tensor(),
+                                      moved, s);
                      });
 }
 

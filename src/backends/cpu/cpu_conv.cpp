@@ -130,14 +130,14 @@ class PackedWeights {
   memory get(const ConvDesc& c, const std::shared_ptr<const Prepared>& p, memory& plain) {
     const Key key{c.w.get(), c.w_offset, p.get()};
     std::lock_guard lock(mutex_);
+    // Weights whose buffers have gone (a model unloaded) are let go at the next call.
+    std::erase_if(entries_, [](const auto& entry) { return entry.second.buffer.expired(); });
     if (const auto found = entries_.find(key); found != entries_.end()) {
       const Entry& entry = found->second;
-      const bool same_buffer = !entry.buffer.owner_before(c.w) && !c.w.owner_before(entry.buffer) &&
-                               !entry.buffer.expired();
+      const bool same_buffer = !entry.buffer.owner_before(c.w) && !c.w.owner_before(entry.buffer);
       if (same_buffer) return entry.packed;
       entries_.erase(found);
     }
-    std::erase_if(entries_, [](const auto& entry) { return entry.second.buffer.expired(); });
     memory packed(p->pd.weights_desc(), engine());
     dnnl::stream stream(engine());
     p->w_in->execute(stream, plain, packed);
