@@ -21,7 +21,8 @@ bool expected(const hal::Error& error) {
 }
 
 // ONNX lets a Loop run without end (no trip count, a condition that stays true) or for 2^63
-// rounds, which a fuzzer finds at once: such models are loaded, not run.
+// rounds, which a fuzzer finds at once: such models (a Loop anywhere, in a subgraph too) are
+// loaded, not run.
 bool may_run_forever(const hal::Model& model) {
   for (const std::string& op : model.op_types())
     if (op == "Loop") return true;

@@ -78,7 +78,7 @@ class Model {
   // The default domain's opset the model imports, and its nodes once functions are expanded.
   int64_t opset() const;
   size_t node_count() const;
-  // The ops it uses, each once, sorted.
+  // The ops it uses, each once, sorted, its subgraphs' (If, Loop, Scan) included.
   std::vector<std::string> op_types() const;
 
   // Runs the graph on `stream`'s device: every input by name (tensors on that device, of the

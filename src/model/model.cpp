@@ -34,9 +34,21 @@ const std::vector<ModelValue>& Model::outputs() const { return checked_graph().o
 int64_t Model::opset() const { return checked_graph().opset; }
 size_t Model::node_count() const { return checked_graph().nodes.size(); }
 
+namespace {
+// The op types of `graph`'s nodes and of the subgraphs they hold (If's branches, Loop's body).
+void collect_op_types(const model::ModelGraph& graph, std::set<std::string>& types) {
+  for (const model::Node& node : graph.nodes) {
+    types.insert(node.op_type);
+    for (const auto& [name, value] : node.attributes)
+      if (const auto* subgraph = std::get_if<std::shared_ptr<const model::ModelGraph>>(&value))
+        collect_op_types(**subgraph, types);
+  }
+}
+}  // namespace
+
 std::vector<std::string> Model::op_types() const {
   std::set<std::string> types;
-  for (const model::Node& node : checked_graph().nodes) types.insert(node.op_type);
+  collect_op_types(checked_graph(), types);
   return {types.begin(), types.end()};
 }
 

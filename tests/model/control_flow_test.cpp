@@ -98,6 +98,7 @@ TEST(ControlFlow, IfRunsTheBranchItsConditionPicksReadingOuterValues) {
   set_graph(node, "then_branch", then_branch);
   set_graph(node, "else_branch", else_branch);
   const Model model = load_onnx_bytes(builder.bytes(), "if");
+  EXPECT_EQ(model.op_types(), (std::vector<std::string>{"Add", "If", "Neg"}));  // branches too
   Stream stream = device("cpu:0").create_stream();
   const Tensor x = from_vector(std::vector<float>{1, -2, 3}, {3}, stream);
   expect_values(model.run({{"cond", scalar_bool(true, stream)}, {"x", x}}, stream).at("y"), stream,
