@@ -15,16 +15,15 @@ namespace hal {
 namespace ops {
 namespace {
 
-// The dtype the op table plans for x (f32 for f16 and bf16 where the device's parts lack them),
-// or Unsupported naming the op.
-DType compute_dtype(std::string_view op, const Tensor& x) {
-  return plan_or_throw(descriptor(op), x.dtype(), {&x}).compute;
+// The op table's plan for x: the dtype to compute in (f32 for f16 and bf16 where the device's
+// parts lack them) and a fused kernel where the device has one; Unsupported naming the op.
+OpPlan plan_for(std::string_view op, const Tensor& x) {
+  return plan_or_throw(descriptor(op), x.dtype(), {&x});
 }
 
-// The op's fused kernel on x's device, if the op table has one for x's dtype there.
-RowwiseKernel fused_kernel(std::string_view op, const Tensor& x) {
-  const OpPlan plan = plan_or_throw(descriptor(op), x.dtype(), {&x});
-  if (!plan.implementation || plan.compute != x.dtype()) return nullptr;
+// The fused kernel the plan names, if it has one that computes in x's own dtype.
+RowwiseKernel fused_kernel(const OpPlan& plan) {
+  if (!plan.implementation || plan.compute != plan.input) return nullptr;
   const auto* kernel = std::get_if<RowwiseKernel>(&plan.implementation->kernel);
   return kernel ? *kernel : nullptr;
 }
@@ -53,11 +52,12 @@ Tensor softmax_of(const Tensor& x, int64_t axis, bool logarithm, Stream& stream)
   check_defined(op, x);
   check_stream(op, x, stream);
   const int64_t dim = wrap_axis(op, x, axis);
-  const DType compute = compute_dtype(op, x);
+  const OpPlan plan = plan_for(op, x);
+  const DType compute = plan.compute;
   if (compute != x.dtype())
     return cast(softmax_of(cast(x, compute, stream), dim, logarithm, stream), x.dtype(), stream);
   if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
-  if (const RowwiseKernel kernel = fused_kernel(op, x); kernel && dim == x.dim() - 1)
+  if (const RowwiseKernel kernel = fused_kernel(plan); kernel && dim == x.dim() - 1)
     return run_rows(kernel, op, x, x.size(dim), Tensor(), Tensor(), 0, stream);
   const Tensor shifted = sub(x, max(x, {dim}, true, stream), stream);
   const Tensor exps = exp(shifted, stream);
@@ -107,13 +107,14 @@ Tensor scale_and_shift(Tensor y, const Tensor& weight, const Tensor& bias, Strea
 Tensor layer_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                      const Tensor& bias, double eps, Stream& stream) {
   const auto axes = normalized_axes("layer_norm", x, normalized_shape, weight, bias, eps, stream);
-  const DType compute = compute_dtype("layer_norm", x);
+  const OpPlan plan = plan_for("layer_norm", x);
+  const DType compute = plan.compute;
   if (compute != x.dtype())
     return cast(layer_norm_of(as_f32(x, stream), normalized_shape, as_f32(weight, stream),
                               as_f32(bias, stream), eps, stream),
                 x.dtype(), stream);
   if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
-  if (const RowwiseKernel kernel = fused_kernel("layer_norm", x))
+  if (const RowwiseKernel kernel = fused_kernel(plan))
     return run_rows(kernel, "layer_norm", x, numel(normalized_shape), weight, bias, eps, stream);
   const Tensor centred = sub(x, mean(x, axes, true, stream), stream);
   const Tensor variance = mean(mul(centred, centred, stream), axes, true, stream);
@@ -124,12 +125,13 @@ Tensor layer_norm_of(const Tensor& x, const Shape& normalized_shape, const Tenso
 Tensor rms_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps,
                    Stream& stream) {
   const auto axes = normalized_axes("rms_norm", x, normalized_shape, weight, Tensor(), eps, stream);
-  if (compute_dtype("rms_norm", x) != x.dtype())
+  const OpPlan plan = plan_for("rms_norm", x);
+  if (plan.compute != x.dtype())
     return cast(
         rms_norm_of(as_f32(x, stream), normalized_shape, as_f32(weight, stream), eps, stream),
         x.dtype(), stream);
   if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
-  if (const RowwiseKernel kernel = fused_kernel("rms_norm", x))
+  if (const RowwiseKernel kernel = fused_kernel(plan))
     return run_rows(kernel, "rms_norm", x, numel(normalized_shape), weight, Tensor(), eps, stream);
   const Tensor square_mean = mean(mul(x, x, stream), axes, true, stream);
   const Tensor scale = rsqrt(add(square_mean, full({}, eps, x.dtype(), stream), stream), stream);
