@@ -101,6 +101,8 @@ std::vector<Input> table_inputs(const std::string& op, DType dtype) {
     return {{{4, 16}, dtype, -3, 3}, {{16}, dtype, 0.5, 2}, {{16}, dtype, -1, 1}};
   if (op == "rms_norm") return {{{4, 16}, dtype, -3, 3}, {{16}, dtype, 0.5, 2}};
   if (op == "softmax" || op == "log_softmax") return {{{8, 10}, dtype, -5, 5}};
+  if (op == "fused_elementwise")
+    return {{{4, 5}, dtype, -3, 3}, {{5}, dtype, -3, 3}, {{4, 1}, dtype, 0.5, 2}};
   if (op == "sum" || op == "mean" || op == "max" || op == "min" || op == "argmax")
     return {{{6, 33, 5}, dtype, -4, 4}};
   const double low = dtype == DType::u8 ? 0 : floating ? -5 : -20;
@@ -141,6 +143,12 @@ Tensor run_table_op(const std::string& op, const std::vector<Tensor>& in, Stream
   if (op == "where") return where(gt(in[0], zeros({}, DType::f32, s), s), in[1], in[2], s);
   if (op == "cast") return cast(in[0], in[0].dtype() == DType::f32 ? DType::f64 : DType::f32, s);
   if (op == "softmax") return softmax(in[0], -1, s);
+  if (op == "fused_elementwise") {
+    // (tanh(a + b) * a) / c, c broadcast along the rows.
+    const ElementwiseProgram program{
+        {{"add", {0, 1}}, {"tanh", {3}}, {"mul", {4, 0}}, {"div", {5, 2}}}};
+    return fused_elementwise(program, in, s);
+  }
   if (op == "log_softmax") return log_softmax(in[0], 0, s);
   if (op == "layer_norm") return layer_norm(in[0], {16}, in[1], in[2], 1e-5, s);
   if (op == "rms_norm") return rms_norm(in[0], {16}, in[1], 1e-5, s);

@@ -161,6 +161,27 @@ struct ConvOptions {
 Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options,
             Stream& stream);
 
+// A chain of elementwise ops computed in one pass over the result (what a model's Add -> Relu
+// or Mul -> Add -> Tanh becomes at load): no intermediate tensor is written, each input is
+// read once. Step j applies `op` (an arithmetic op or element function of this header: "add",
+// "mul", "relu", "tanh" ...; not a comparison) to its operands, each an input (0 .. inputs - 1)
+// or an earlier step's result (inputs + j); the last step's result is returned.
+struct ElementwiseProgram {
+  struct Step {
+    std::string op;
+    std::vector<int> operands;  // one for a function, two for arithmetic
+  };
+  std::vector<Step> steps;
+};
+// The inputs broadcast together (each step's operands broadcast as the single op would), are
+// promoted to one floating dtype and computed in it throughout: f16 and bf16 in f32, rounded
+// once at the end. At most kMaxFusedElementwiseInputs inputs. InvalidArgument naming the step
+// for a malformed program; Unsupported where the device has no fused kernel (`hal ops` lists
+// fused_elementwise where one runs): run the steps as separate ops there.
+inline constexpr size_t kMaxFusedElementwiseInputs = 8;
+Tensor fused_elementwise(const ElementwiseProgram& program, const std::vector<Tensor>& inputs,
+                         Stream& stream);
+
 // While one is alive on a thread, ops that the stream's device cannot run (Unsupported) run on
 // cpu:0 instead: the inputs are copied there, the op runs, and the result is copied back to
 // the device, synchronously, with a warning logged naming the op and device. Nested scopes

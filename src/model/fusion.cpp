@@ -1,8 +1,8 @@
 #include "model/fusion.hpp"
 
-#include <map>
 #include <optional>
-#include <set>
+
+#include "model/graph_uses.hpp"
 
 namespace hal::model {
 namespace {
@@ -10,42 +10,6 @@ namespace {
 bool is(const Node& node, std::string_view op_type) {
   return node.domain.empty() && node.op_type == op_type;
 }
-
-// Who reads each value, who makes it, and which values the graph gives out.
-class Uses {
- public:
-  explicit Uses(const ModelGraph& graph) {
-    for (size_t i = 0; i < graph.nodes.size(); ++i) {
-      for (const std::string& name : graph.nodes[i].inputs)
-        if (!name.empty()) readers_[name].push_back(i);
-      for (const std::string& name : graph.nodes[i].captured)  // read inside a subgraph
-        readers_[name].push_back(i);
-      for (const std::string& name : graph.nodes[i].outputs)
-        if (!name.empty()) makers_[name] = i;
-    }
-    for (const ModelValue& output : graph.outputs) outputs_.insert(output.name);
-  }
-
-  // The one node that reads `value`, where nothing else (the graph's outputs included) does.
-  std::optional<size_t> only_reader(const std::string& value) const {
-    const auto found = readers_.find(value);
-    if (value.empty() || outputs_.contains(value) || found == readers_.end() ||
-        found->second.size() != 1)
-      return std::nullopt;
-    return found->second[0];
-  }
-  // Whether `value` is ready before node `index` runs (a graph input, an initializer, or made
-  // by an earlier node).
-  bool ready_before(const std::string& value, size_t index) const {
-    const auto maker = makers_.find(value);
-    return maker == makers_.end() || maker->second < index;
-  }
-
- private:
-  std::map<std::string, std::vector<size_t>, std::less<>> readers_;
-  std::map<std::string, size_t, std::less<>> makers_;
-  std::set<std::string, std::less<>> outputs_;
-};
 
 // The Relu that alone reads `node`'s single output, if any.
 std::optional<size_t> relu_after(const ModelGraph& graph, const Uses& uses, size_t node) {

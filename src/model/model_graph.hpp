@@ -13,6 +13,7 @@
 
 #include "hal/dtype.hpp"
 #include "hal/model.hpp"
+#include "hal/ops.hpp"
 #include "hal/tensor.hpp"
 
 namespace hal::model {
@@ -32,6 +33,7 @@ struct HostTensor {
 
 struct ModelGraph;
 struct OnnxOp;
+struct ElementwiseChain;
 
 using AttributeValue =
     std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>,
@@ -49,12 +51,22 @@ struct Node {
   // An activation folded into this node at load ("Relu" after a Conv: fusion.hpp), applied to
   // its output; the node then has the activation's output name.
   std::string fused;
+  // A chain of elementwise nodes merged into this one at load (elementwise_fusion.hpp).
+  std::shared_ptr<const ElementwiseChain> chain;
   // The enclosing graphs' values its subgraphs read (If, Loop, Scan): kept alive until this
   // node has run, as its inputs are.
   std::vector<std::string> captured;
 
   // "node 'conv1' (Conv, opset 13)": how errors name a node.
   std::string describe() const;
+};
+
+// What a FusedElementwise node computes (elementwise_fusion.hpp): its nodes as the model had
+// them, in order, reading the fused node's inputs and each other, the last one making its
+// output; and the same as one program of fused_elementwise, whose inputs are the fused node's.
+struct ElementwiseChain {
+  std::vector<Node> nodes;
+  ElementwiseProgram program;
 };
 
 // A model's graph, or a subgraph (an attribute of If, Loop, Scan), whose nodes may also read

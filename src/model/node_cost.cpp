@@ -1,5 +1,6 @@
 #include "model/node_cost.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -128,6 +129,13 @@ double matmul_like_flops(const Node& node, const ValueTypes& types) {
 }  // namespace
 
 std::vector<std::string_view> node_kernels(const Node& node) {
+  if (node.chain) {  // a device without the fused kernel runs the chain's nodes
+    Kernels out;
+    for (const Node& step : node.chain->nodes)
+      for (std::string_view kernel : node_kernels(step))
+        if (std::find(out.begin(), out.end(), kernel) == out.end()) out.push_back(kernel);
+    return out;
+  }
   const auto found = kernel_table().find(node.op_type);
   return found == kernel_table().end() ? Kernels{} : found->second;
 }
@@ -157,6 +165,7 @@ Workload node_workload(const Node& node, const ValueTypes& types) {
                    ? matmul_like_flops(node, types)
                : has_output ? elements(type_of(node.outputs[0], types))
                             : 0;
+  if (node.chain) work.flops *= static_cast<double>(node.chain->nodes.size());
   return work;
 }
 

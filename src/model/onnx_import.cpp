@@ -12,6 +12,7 @@
 
 #include "hal/error.hpp"
 #include "model/constant_folding.hpp"
+#include "model/elementwise_fusion.hpp"
 #include "model/fusion.hpp"
 #include "model/model_graph.hpp"
 #include "model/onnx_ops.hpp"
@@ -447,6 +448,21 @@ class Importer {
     for (const Fusion& fusion : fusions)
       expanded_[fusion.node].set_output(0, graph.nodes[fusion.absorbed.back()].outputs[0]);
     keep_expanded(apply_fusions(graph, fusions));
+    // Then elementwise chains, each standing in the kept model as a Sum of its inputs: the
+    // same broadcast shape and element type (elementwise_fusion.hpp).
+    const std::vector<ElementwiseFusion> chains = find_elementwise_fusions(
+        graph,
+        [&](const std::string& value) { return type_of(value, graph).tensor_type().elem_type(); });
+    for (const ElementwiseFusion& chain : chains) {
+      onnx::NodeProto& proto = expanded_[chain.nodes.back()];
+      const std::string output = proto.output(0);
+      proto.Clear();
+      proto.set_op_type("Sum");
+      proto.set_name("hal fused elementwise " + output);
+      for (const std::string& input : chain.inputs) proto.add_input(input);
+      proto.add_output(output);
+    }
+    keep_expanded(apply_elementwise_fusions(graph, chains));
   }
 
   // The expanded nodes that the graph's nodes still are, after folding or fusion removed some.
@@ -534,8 +550,8 @@ Model import(onnx::ModelProto& proto, const std::string& name,
 }  // namespace
 
 std::string Node::describe() const {
-  return "node '" + name + "' (" + (domain.empty() ? "" : domain + ".") + op_type + ", opset " +
-         std::to_string(opset) + ")";
+  return "node '" + name + "' (" + (domain.empty() ? "" : domain + ".") + op_type +
+         (chain ? " of " + fused : "") + ", opset " + std::to_string(opset) + ")";
 }
 
 }  // namespace model

@@ -125,6 +125,10 @@ std::vector<OnnxOp> quantize_onnx_ops();
 std::vector<OnnxOp> sequence_onnx_ops();
 std::vector<OnnxOp> control_flow_onnx_ops();
 
+// The op of the nodes that elementwise chains become at load (elementwise_fusion.hpp); not in
+// the table, which maps the models' own op types.
+const OnnxOp& fused_elementwise_onnx_op();
+
 // Whether the optional input `index` was given.
 inline bool given(const std::vector<Tensor>& in, size_t index) {
   return in.size() > index && in[index].defined();

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <string_view>
+#include <vector>
 
 #include "hal/tensor.hpp"
 
@@ -43,7 +44,7 @@ enum class Unary : uint8_t {
 };
 
 std::string_view name(Binary op);
-inline bool is_comparison(Binary op) { return op >= Binary::eq; }
+constexpr bool is_comparison(Binary op) { return op >= Binary::eq; }
 std::string_view name(Unary op);
 
 // The operands of one launch, broadcast to the output's shape (stride 0 where an operand is
@@ -67,6 +68,22 @@ ElementwiseLayout<1> layout_of(const Tensor& x);
 ElementwiseLayout<3> layout_of(const Tensor& a, const Tensor& b, const Tensor& c,
                                const Shape& shape);
 
+// A chain of elementwise ops fused into one pass (fused_elementwise): registers 0 .. inputs - 1
+// hold the inputs, register inputs + j the result of step j; the last step's is the output.
+// Every register has the compute dtype: no comparisons (they give bool).
+inline constexpr size_t kMaxFusedInputs = 8;
+struct FusedStep {
+  bool binary = false;
+  uint8_t code = 0;       // a Binary or a Unary
+  uint16_t a = 0, b = 0;  // registers (b: binary steps only)
+};
+struct FusedProgram {
+  size_t inputs = 0;
+  std::vector<FusedStep> steps;
+};
+using FusedLayout = ElementwiseLayout<kMaxFusedInputs>;  // the operands past `inputs` unused
+FusedLayout layout_of(const std::vector<Tensor>& inputs, const Shape& shape);
+
 // Host kernels on the CPU's thread pool. dtype is f32, f64, i8, u8, i32 or i64 (comparisons:
 // bool too); `where` moves elements of any dtype, `cast` converts between any two.
 void host_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& out,
@@ -77,6 +94,9 @@ void host_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tens
                 const ElementwiseLayout<3>& layout, Stream& stream);
 void host_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                Stream& stream);
+// f32 and f64.
+void host_fused(const FusedProgram& program, const std::vector<Tensor>& inputs, const Tensor& out,
+                const FusedLayout& layout, Stream& stream);
 
 // kernels/ops/elementwise.kernel, compiled for the device. Layouts of at most kMaxDims
 // (merged) dimensions.

@@ -1,5 +1,7 @@
 // Broadcasting and the layout of an elementwise launch.
 #include <algorithm>
+#include <span>
+#include <vector>
 
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
@@ -36,18 +38,19 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape) {
 
 namespace {
 
+// `in` (at most kInputs tensors; the layout's further operands stay unused, stride 0) broadcast
+// to `shape`, with the dimensions every operand walks as one merged.
 template <size_t kInputs>
-ElementwiseLayout<kInputs> merge(const Shape& shape, const std::array<const Tensor*, kInputs>& in) {
+ElementwiseLayout<kInputs> merge(const Shape& shape, std::span<const Tensor* const> in) {
   ElementwiseLayout<kInputs> layout;
   layout.count = hal::numel(shape);
   std::array<Shape, kInputs> broadcast;
   for (size_t v = 0; v < kInputs; ++v) {
-    broadcast[v] = broadcast_strides(*in[v], shape);
-    layout.offsets[v] = in[v]->offset();
+    broadcast[v] = v < in.size() ? broadcast_strides(*in[v], shape) : Shape(shape.size(), 0);
+    layout.offsets[v] = v < in.size() ? in[v]->offset() : 0;
   }
   layout.flat = true;
-  for (size_t v = 0; v < kInputs; ++v)
-    layout.flat = layout.flat && in[v]->shape() == shape && in[v]->is_contiguous();
+  for (const Tensor* t : in) layout.flat = layout.flat && t->shape() == shape && t->is_contiguous();
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
     bool joins = !layout.shape.empty();
@@ -68,6 +71,11 @@ ElementwiseLayout<kInputs> merge(const Shape& shape, const std::array<const Tens
   return layout;
 }
 
+template <size_t kInputs>
+ElementwiseLayout<kInputs> merge(const Shape& shape, const std::array<const Tensor*, kInputs>& in) {
+  return merge<kInputs>(shape, std::span<const Tensor* const>(in));
+}
+
 }  // namespace
 
 ElementwiseLayout<2> layout_of(const Tensor& a, const Tensor& b, const Shape& shape) {
@@ -79,6 +87,12 @@ ElementwiseLayout<1> layout_of(const Tensor& x) { return merge<1>(x.shape(), {&x
 ElementwiseLayout<3> layout_of(const Tensor& a, const Tensor& b, const Tensor& c,
                                const Shape& shape) {
   return merge<3>(shape, {&a, &b, &c});
+}
+
+FusedLayout layout_of(const std::vector<Tensor>& inputs, const Shape& shape) {
+  std::vector<const Tensor*> pointers;
+  for (const Tensor& t : inputs) pointers.push_back(&t);
+  return merge<kMaxFusedInputs>(shape, pointers);
 }
 
 }  // namespace ops

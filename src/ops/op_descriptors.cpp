@@ -80,13 +80,15 @@ const std::array kDescriptors{
                  kRmsNormParts},
     OpDescriptor{"matmul", matmul, 0, 2, "", kFloating, same, {}},
     OpDescriptor{"conv", conv, 0, 3, "strides, dilations, pads, groups, relu", kFloating, same, {}},
+    OpDescriptor{"fused_elementwise", fused, 0, 0, "program", kFloating, same, {}},
 };
 
 // Where each family's ops start in kDescriptors, in their enums' order: the reductions follow
 // the last unary op.
 constexpr size_t kFirstBinary = 0, kWhere = 13, kCast = 14, kFirstUnary = 15,
                  kFirstReduce = kFirstUnary + code(Unary::atanh) + 1,
-                 kMatmul = kDescriptors.size() - 2, kConv = kDescriptors.size() - 1;
+                 kMatmul = kDescriptors.size() - 3, kConv = kDescriptors.size() - 2,
+                 kFused = kDescriptors.size() - 1;
 
 }  // namespace
 
@@ -105,6 +107,7 @@ const OpDescriptor& where_descriptor() { return kDescriptors[kWhere]; }
 const OpDescriptor& cast_descriptor() { return kDescriptors[kCast]; }
 const OpDescriptor& matmul_descriptor() { return kDescriptors[kMatmul]; }
 const OpDescriptor& conv_descriptor() { return kDescriptors[kConv]; }
+const OpDescriptor& fused_descriptor() { return kDescriptors[kFused]; }
 
 DType result_dtype(const OpDescriptor& op, DType input) {
   switch (op.result) {

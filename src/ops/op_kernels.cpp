@@ -116,6 +116,7 @@ class Registry {
         {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_reduce_kernel});
 
     add(kRowwise, {"host kernels", host_device, kFloat, nullptr, 0, &host_rowwise});
+    add({"fused_elementwise"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_fused});
 
     // Portable kernels, compiled by OpenCL and CUDA devices.
     add(kArithmetic, {"portable kernels", portable_device, kKernelArithmetic, fp64_if_listed, 0,

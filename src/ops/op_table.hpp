@@ -22,7 +22,17 @@
 
 namespace hal::ops {
 
-enum class OpFamily : uint8_t { binary, unary, where, cast, reduce, matmul, conv, composite };
+enum class OpFamily : uint8_t {
+  binary,
+  unary,
+  where,
+  cast,
+  reduce,
+  matmul,
+  conv,
+  composite,
+  fused  // fused_elementwise: a chain of binary and unary ops in one kernel
+};
 
 // How an op's result dtype follows from the dtype its inputs are promoted to (promote_types).
 enum class ResultRule : uint8_t {
@@ -55,6 +65,7 @@ const OpDescriptor& cast_descriptor();
 const OpDescriptor& where_descriptor();
 const OpDescriptor& matmul_descriptor();
 const OpDescriptor& conv_descriptor();
+const OpDescriptor& fused_descriptor();
 
 DType result_dtype(const OpDescriptor& op, DType input);
 
@@ -85,8 +96,10 @@ struct RowwiseArgs {
 };
 using RowwiseKernel = void (*)(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);
 void host_rowwise(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);  // the CPU's
+using FusedKernel = void (*)(const FusedProgram& program, const std::vector<Tensor>& inputs,
+                             const Tensor& out, const FusedLayout& layout, Stream& stream);
 using OpKernel = std::variant<BinaryKernel, UnaryKernel, WhereKernel, CastKernel, ReduceKernel,
-                              GemmKernel, ConvKernel, RowwiseKernel>;
+                              GemmKernel, ConvKernel, RowwiseKernel, FusedKernel>;
 
 struct OpImplementation {
   std::string_view provider;  // "host kernels", "portable kernels", "OpenBLAS", ...

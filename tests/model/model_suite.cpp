@@ -182,6 +182,45 @@ TEST_P(ModelSuite, AResidualBlockFusedAtLoadMatchesAPlainLoop) {
   }
 }
 
+TEST_P(ModelSuite, AnElementwiseChainFusedAtLoadMatchesAPlainLoop) {
+  if (auto why = missing({"add", "mul", "tanh", "sigmoid", "neg"}); !why.empty())
+    GTEST_SKIP() << why;
+  // y = tanh((x + b)^2) + sigmoid(x): Add, Mul, Tanh and the last Add fuse (the Mul reads its
+  // operand twice); the Sigmoid stays its own node, since the graph gives it out as well. The
+  // integer chain m = -(n + n) stays two nodes: the fused kernel computes in floating dtypes.
+  ModelBuilder builder;
+  builder.input("x", TensorProto::FLOAT, {"2", "6"}).input("n", TensorProto::INT32, {"3"});
+  builder.output("y", TensorProto::FLOAT, {"2", "6"})
+      .output("side", TensorProto::FLOAT, {"2", "6"});
+  builder.output("m", TensorProto::INT32, {"3"});
+  const auto b = ramp(6, 0.1f, 0.4f);
+  builder.initializer("b", {6}, b);
+  builder.node("Add", {"x", "b"}, {"t"}, "bias");
+  builder.node("Mul", {"t", "t"}, {"u"}, "square");
+  builder.node("Tanh", {"u"}, {"v"}, "tanh");
+  builder.node("Sigmoid", {"x"}, {"side"}, "sigmoid");
+  builder.node("Add", {"v", "side"}, {"y"}, "sum");
+  builder.node("Add", {"n", "n"}, {"twice"}, "twice");
+  builder.node("Neg", {"twice"}, {"m"}, "negate");
+  const Model model = load_onnx_bytes(builder.bytes(), "chain");
+  EXPECT_EQ(model.node_count(), 4u);  // sigmoid, bias + square + tanh + sum, twice, negate
+
+  const auto x = ramp(12, 0.25f, 1.5f);
+  std::vector<float> y(12), side(12);
+  for (size_t i = 0; i < 12; ++i) {
+    side[i] = 1.0f / (1.0f + std::exp(-x[i]));
+    const float t = x[i] + b[i % 6];
+    y[i] = std::tanh(t * t) + side[i];
+  }
+  Stream stream = device().create_stream();
+  const auto outputs = model.run(
+      {{"x", from_vector(x, {2, 6}, stream)}, {"n", from_vector<int32_t>({1, -2, 7}, {3}, stream)}},
+      stream);
+  expect_close(outputs.at("y").to_vector<float>(stream), y);
+  expect_close(outputs.at("side").to_vector<float>(stream), side);
+  EXPECT_EQ(outputs.at("m").to_vector<int32_t>(stream), (std::vector<int32_t>{-2, 4, -14}));
+}
+
 TEST_P(ModelSuite, ConcatGatherSlicePadAndSplitMoveTheRightElements) {
   ModelBuilder builder;
   builder.input("a", TensorProto::FLOAT, {"2", "3"}).input("b", TensorProto::FLOAT, {"2", "2"});

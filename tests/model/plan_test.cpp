@@ -69,7 +69,8 @@ TEST(MemoryPlan, AChainReusesTheBuffersItFrees) {
   EXPECT_EQ(plan.peak_bytes, 2048);
 }
 
-// y = relu(x W1 + b1) W2 + b2 over a symbolic batch, then erf (which the simulator lacks).
+// y = relu(x W1 + b1) W2 + b2 over a symbolic batch, then erf (which the simulator lacks). The
+// Add -> Relu and Add -> Erf chains fuse at load: fc1, bias1 + relu, fc2, bias2 [+ erf].
 ModelBuilder mlp(bool with_erf) {
   ModelBuilder builder(13);
   builder.input("x", TensorProto::FLOAT, {"batch", "4"});
@@ -97,7 +98,9 @@ Tensor batch_of(int64_t rows, Stream& stream) {
 TEST(Plan, PinnedToCpuEveryNodeRunsThereWithItsMemoryPlanned) {
   const Model model = load_onnx_bytes(mlp(false).bytes(), "mlp");
   const ExecutionPlan plan = plan_model(model, options("cpu:0", {{"x", {16, 4}}}));
-  ASSERT_EQ(plan.nodes.size(), 5u);
+  ASSERT_EQ(plan.nodes.size(), 4u);
+  EXPECT_EQ(plan.nodes[1].name, "bias1 + relu");
+  EXPECT_EQ(plan.nodes[1].op, "FusedElementwise");
   for (const PlannedNode& node : plan.nodes) {
     EXPECT_EQ(node.device, "cpu:0") << node.name;
     EXPECT_EQ(node.reason, "pinned") << node.name;
@@ -130,14 +133,14 @@ TEST(Plan, ANodeTheDeviceCannotRunGoesToCpuWithTheReason) {
   if (supports_op(sim, "erf", DType::f32)) GTEST_SKIP() << sim.id() << " runs erf";
   const Model model = load_onnx_bytes(mlp(true).bytes(), "mlp");
   const ExecutionPlan plan = plan_model(model, options(sim.id(), {{"x", {5, 4}}}));
-  ASSERT_EQ(plan.nodes.size(), 6u);
+  ASSERT_EQ(plan.nodes.size(), 4u);
   EXPECT_EQ(plan.nodes[0].device, sim.id());
-  const PlannedNode& erf = plan.nodes.back();
+  const PlannedNode& erf = plan.nodes.back();  // bias2 + erf
   EXPECT_EQ(erf.device, "cpu:0");
   EXPECT_NE(erf.reason.find(sim.id() + " has no f32 erf"), std::string::npos) << erf.reason;
-  // z moves from the simulator to the host for the erf.
-  ASSERT_EQ(plan.transfers.size(), 2u);  // x in, z out
-  EXPECT_EQ(plan.transfers[1].value, "z");
+  // o moves from the simulator to the host for the fused bias and erf.
+  ASSERT_EQ(plan.transfers.size(), 2u);  // x in, o out
+  EXPECT_EQ(plan.transfers[1].value, "o");
   EXPECT_EQ(plan.transfers[1].from, sim.id());
   EXPECT_EQ(plan.transfers[1].to, "cpu:0");
   EXPECT_EQ(plan.transfers[1].bytes, 5 * 3 * 4);
@@ -158,7 +161,7 @@ TEST(Plan, ANodeTheDeviceCannotRunGoesToCpuWithTheReason) {
 TEST(Plan, AutomaticPlacementRunsAndMatchesCpu) {
   const Model model = load_onnx_bytes(mlp(true).bytes(), "mlp");
   const ExecutionPlan plan = plan_model(model, options("auto", {{"x", {3, 4}}}));
-  ASSERT_EQ(plan.nodes.size(), 6u);
+  ASSERT_EQ(plan.nodes.size(), 4u);
   for (const PlannedNode& node : plan.nodes) EXPECT_FALSE(node.reason.empty()) << node.name;
   Stream cpu = device("cpu:0").create_stream();
   const Tensor x = batch_of(3, cpu);
@@ -234,8 +237,9 @@ TEST(Plan, WeightsStayOnTheDeviceBetweenRunsAndGoWithTheModel) {
     const auto second = model.run({{"x", x}}, stream).at("y").to_vector<float>(stream);
     EXPECT_EQ(second, first);
     EXPECT_EQ(cpu.allocator().stats().allocated_bytes.current, after_first);
-    // The second run allocates its activations only: 5 values, no weight.
-    EXPECT_EQ(cpu.allocator().stats().num_allocs - allocations, 5u);
+    // The second run allocates its activations only: h, r (bias1 + relu fused), o, y; no
+    // weight.
+    EXPECT_EQ(cpu.allocator().stats().num_allocs - allocations, 4u);
   }
   EXPECT_EQ(cpu.allocator().stats().allocated_bytes.current, before);
 }
@@ -262,7 +266,7 @@ TEST(Plan, PlansThatDoNotFitAreRefusedNamingWhy) {
       [&] {
         run_planned(model, plan, {{"x", batch_of(1, cpu)}});
       },
-      ErrorCode::InvalidArgument, {"the plan (of other, 6 nodes)", "mlp"});
+      ErrorCode::InvalidArgument, {"the plan (of other, 4 nodes)", "mlp"});
   expect_error([&] { run_planned(other, plan, {}); }, ErrorCode::InvalidArgument,
                {"input 'x'", "missing"});
 }
