@@ -145,11 +145,11 @@ Kernel Device::compile(const KernelSource& source, const CompileOptions& options
 namespace detail {
 
 Kernel compile_program(const Device& device, std::string_view program, std::string_view entry,
-                       const std::vector<std::string>& defines) {
+                       const std::vector<std::string>& defines, std::string_view generated) {
   DeviceImpl& impl = checked(device.impl());
   // '\2' starts no memory_key (which starts with a language's name): the two never collide.
   std::string key;
-  key.reserve(program.size() + entry.size() + 16 * defines.size() + 4);
+  key.reserve(program.size() + entry.size() + 16 * defines.size() + generated.size() + 5);
   key += '\2';
   key += program;
   key += '\0';
@@ -158,10 +158,13 @@ Kernel compile_program(const Device& device, std::string_view program, std::stri
     key += '\1';
     key += define;
   }
+  key += '\3';
+  key += generated;
   DeviceCore& core = core_of(impl);
   if (auto kernel = core.cached_kernel(key)) return Kernel(kernel, KernelOrigin::memory_cache);
-  Kernel kernel = device.compile({std::string(entry), std::string(embedded_kernel(program))},
-                                 {.defines = defines});
+  std::string source(embedded_kernel(program));
+  if (!generated.empty()) source.append("\n").append(generated);
+  Kernel kernel = device.compile({std::string(entry), std::move(source)}, {.defines = defines});
   core.cache_kernel(key, kernel.impl());
   return kernel;
 }

@@ -12,8 +12,9 @@
 
 namespace hal::detail {
 
-// `program` is a name embedded_kernel knows ("ops/elementwise").
+// `program` is a name embedded_kernel knows ("ops/elementwise"); `generated`, code appended to
+// it (a fused chain's kernel: portable_fused.cpp), is part of the key.
 Kernel compile_program(const Device& device, std::string_view program, std::string_view entry,
-                       const std::vector<std::string>& defines);
+                       const std::vector<std::string>& defines, std::string_view generated = {});
 
 }  // namespace hal::detail

@@ -105,6 +105,9 @@ void portable_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& 
                      const ElementwiseLayout<2>& layout, Stream& stream);
 void portable_unary(Unary op, const Tensor& x, const Tensor& out,
                     const ElementwiseLayout<1>& layout, Stream& stream);
+// A kernel generated for the chain (portable_fused.cpp); f32 and f64.
+void portable_fused(const FusedProgram& program, const std::vector<Tensor>& inputs,
+                    const Tensor& out, const FusedLayout& layout, Stream& stream);
 void portable_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
                     const ElementwiseLayout<3>& layout, Stream& stream);
 // kernels/ops/cast.kernel.

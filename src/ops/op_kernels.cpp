@@ -132,6 +132,8 @@ class Registry {
     add(kKernelFloatFunctions,
         {"portable kernels", portable_device, kFloat, fp64_if_listed, 0, &portable_unary});
     add({"where"}, {"portable kernels", portable_device, kAll, fp64_if_listed, 0, &portable_where});
+    add({"fused_elementwise"},
+        {"portable kernels", portable_device, kFloat, fp64_if_listed, 0, &portable_fused});
     add({"cast"}, {"portable kernels", portable_device, kAll, fp64_if_listed, 0, &portable_cast});
     add({"sum"}, {"portable kernels", portable_device, kFloat | DTypeSet{DType::i64},
                   fp64_if_listed, 0, &portable_reduce_kernel});

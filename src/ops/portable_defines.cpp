@@ -37,7 +37,7 @@ std::string_view kernel_type(DType dtype) {
 
 std::vector<std::string> op_defines(DType dtype, std::string_view kind, std::string_view op) {
   std::vector<std::string> out{std::string(kind), "VALUE_T=" + std::string(kernel_type(dtype))};
-  out.push_back("OP_" + upper(op));
+  out.push_back("OP_FN=hal_" + std::string(op));
   if (dtype == DType::f64) out.emplace_back("T_F64");
   if (dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i32 || dtype == DType::i64 ||
       dtype == DType::boolean)
