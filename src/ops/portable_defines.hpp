@@ -14,6 +14,10 @@ namespace hal::ops {
 std::vector<std::string> binary_defines(Binary op, DType dtype);
 std::vector<std::string> unary_defines(Unary op, DType dtype);
 std::vector<std::string> where_defines(size_t element_size);  // 1, 2, 4 or 8
+// A fused chain: elementwise.kernel's functions in `dtype` (f32 or f64), and the kernel "fused"
+// generated for the program and the layout's rank, appended to them (portable_fused.cpp).
+std::vector<std::string> fused_defines(DType dtype);
+std::string fused_kernel_source(const FusedProgram& program, size_t rank);
 // kernels/ops/cast.kernel
 std::vector<std::string> cast_defines(DType from, DType to);
 // kernels/ops/reduce.kernel; group is the work-group size, a power of two.

@@ -9,14 +9,17 @@
 #include "hal/error.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/op_table.hpp"
+#include "ops/portable_defines.hpp"
 
 namespace hal::ops {
 namespace {
 
 std::string reg(size_t r) { return "r" + std::to_string(r); }
 
+}  // namespace
+
 // fused(out, in0 .. in<k-1>, n, size0 .. size<rank-1>, then per input its offset and strides).
-std::string generate(const FusedProgram& program, size_t rank) {
+std::string fused_kernel_source(const FusedProgram& program, size_t rank) {
   const size_t inputs = program.inputs;
   std::string code = "KERNEL void fused(GLOBAL value_t* out";
   for (size_t v = 0; v < inputs; ++v) code += ", GLOBAL const value_t* in" + std::to_string(v);
@@ -53,7 +56,10 @@ std::string generate(const FusedProgram& program, size_t rank) {
   return code;
 }
 
-}  // namespace
+std::vector<std::string> fused_defines(DType dtype) {
+  if (dtype == DType::f64) return {"FUSED", "VALUE_T=double", "T_F64"};
+  return {"FUSED", "VALUE_T=float"};
+}
 
 void portable_fused(const FusedProgram& program, const std::vector<Tensor>& inputs,
                     const Tensor& out, const FusedLayout& layout, Stream& stream) {
@@ -63,11 +69,9 @@ void portable_fused(const FusedProgram& program, const std::vector<Tensor>& inpu
                 "fused_elementwise of " + out.describe() + ": the operands walk " +
                     std::to_string(rank) + " separate dimensions, more than the " +
                     std::to_string(kMaxDims) + " the portable kernels take");
-  std::vector<std::string> defines{"FUSED",
-                                   out.dtype() == DType::f64 ? "VALUE_T=double" : "VALUE_T=float"};
-  if (out.dtype() == DType::f64) defines.emplace_back("T_F64");
-  const Kernel kernel = detail::compile_program(out.device(), "ops/elementwise", "fused", defines,
-                                                generate(program, rank));
+  const Kernel kernel =
+      detail::compile_program(out.device(), "ops/elementwise", "fused", fused_defines(out.dtype()),
+                              fused_kernel_source(program, rank));
   std::vector<KernelArg> args{out.storage()};
   for (const Tensor& input : inputs) args.emplace_back(input.storage());
   args.emplace_back(static_cast<uint64_t>(layout.count));

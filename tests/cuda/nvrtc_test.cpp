@@ -143,6 +143,32 @@ TEST(Nvrtc, TheLibrarysKernelsCompile) {
   }
 }
 
+// The kernels generated for fused chains: every arithmetic op and element function in one
+// chain, in f32 and f64, at ranks 1 and 6.
+TEST(Nvrtc, FusedChainKernelsCompile) {
+  REQUIRE_NVRTC(nvrtc);
+  ops::FusedProgram program;
+  program.inputs = 2;
+  for (int op = 0; op <= static_cast<int>(ops::Binary::pow); ++op) {
+    const auto last = static_cast<uint16_t>(program.inputs + program.steps.size() - 1);
+    program.steps.push_back({true, static_cast<uint8_t>(op), last, 0});
+  }
+  for (int op = 0; op <= static_cast<int>(ops::Unary::atanh); ++op) {
+    const auto last = static_cast<uint16_t>(program.inputs + program.steps.size() - 1);
+    program.steps.push_back({false, static_cast<uint8_t>(op), last, 0});
+  }
+  for (DType dtype : {DType::f32, DType::f64})
+    for (size_t rank : {1, 6}) {
+      std::vector<std::string> options;
+      for (const std::string& define : ops::fused_defines(dtype)) options.push_back("-D" + define);
+      const std::string source = kPortablePrelude +
+                                 std::string(embedded_kernel("ops/elementwise")) + "\n" +
+                                 ops::fused_kernel_source(program, rank);
+      const NvrtcOutput output = nvrtc->compile(source, "fused", 90, options);
+      EXPECT_TRUE(output.ok) << to_string(dtype) << " rank " << rank << ": " << output.log;
+    }
+}
+
 TEST(Nvrtc, DefinesReachTheSource) {
   REQUIRE_NVRTC(nvrtc);
   const NvrtcOutput output =
