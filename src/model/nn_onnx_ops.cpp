@@ -45,10 +45,49 @@ Tensor per_channel(const Tensor& p, int64_t rank) {
   return p.reshape(shape);
 }
 
+// Training mode (opset 14 on, training_mode=1): the batch's own statistics per channel, over
+// every axis but the channel's (an [N] input is one channel), the variance the population's
+// (divided by N, as the spec and ONNX's reference say), computed in f32 for f16 and bf16.
+// Outputs Y and, where asked, the running statistics moved towards the batch's by `momentum`:
+// running = input * momentum + batch * (1 - momentum).
+Outputs batch_norm_training(const OpContext& ctx, const Inputs& in) {
+  Stream& s = ctx.stream();
+  const Tensor& x = in.at(0);
+  const double eps = ctx.attr_float("epsilon", 1e-5f);
+  const double momentum = ctx.attr_float("momentum", 0.9f);
+  const int64_t rank = x.dim();
+  std::vector<int64_t> axes;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != 1) axes.push_back(d);
+  const bool narrow = x.dtype() == DType::f16 || x.dtype() == DType::bf16;
+  const Tensor xf = narrow ? cast(x, DType::f32, s) : x;
+  const Tensor batch_mean = mean(xf, axes, true, s);
+  const Tensor centred = sub(xf, batch_mean, s);
+  const Tensor batch_var = mean(mul(centred, centred, s), axes, true, s);
+  const Tensor inv_std = rsqrt(add(batch_var, constant(eps, batch_var, ctx), s), s);
+  const Tensor scale = per_channel(in.at(1), rank), bias = per_channel(in.at(2), rank);
+  Outputs out{as_dtype(add(mul(mul(centred, inv_std, s), scale, s), bias, s), x.dtype(), s)};
+  // In the running statistics' dtype (T2, which may differ from x's).
+  auto running = [&](const Tensor& input, const Tensor& batch) {
+    const Tensor per_channel_batch = as_dtype(batch.reshape({input.numel()}), input.dtype(), s);
+    return add(mul(input, constant(momentum, input, ctx), s),
+               mul(per_channel_batch, constant(1.0 - momentum, input, ctx), s), s);
+  };
+  const auto& outputs = ctx.node().outputs;
+  if (outputs.size() > 1) out.push_back(running(in.at(3), batch_mean));
+  if (outputs.size() > 2) out.push_back(running(in.at(4), batch_var));
+  return out;
+}
+
 // Inference: (x - mean) / sqrt(var + eps) * scale + bias, with the running statistics.
 Outputs batch_norm(const OpContext& ctx, const Inputs& in) {
-  if (ctx.attr_int("training_mode", 0) != 0 || ctx.node().outputs.size() > 1)
-    ctx.unsupported("training mode (running statistics as outputs)");
+  const size_t outputs = ctx.node().outputs.size();
+  if (ctx.opset() < 14 && outputs > 1)
+    ctx.unsupported(
+        "the statistics outputs of opsets before 14 (mean, var, saved_mean, saved_var)");
+  if (ctx.opset() >= 14 && ctx.attr_int("training_mode", 0) != 0)
+    return batch_norm_training(ctx, in);
+  if (outputs > 1) ctx.invalid("gives running statistics only in training mode");
   if (ctx.opset() < 9 && ctx.attr_int("spatial", 1) == 0)
     ctx.unsupported("spatial=0 (statistics per element, not per channel)");
   Stream& s = ctx.stream();

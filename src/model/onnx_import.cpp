@@ -14,6 +14,7 @@
 #include "model/constant_folding.hpp"
 #include "model/elementwise_fusion.hpp"
 #include "model/fusion.hpp"
+#include "model/gradient_graph.hpp"
 #include "model/model_graph.hpp"
 #include "model/onnx_ops.hpp"
 #include "model/onnx_tensor.hpp"
@@ -142,6 +143,7 @@ class Importer {
         graph.inputs.push_back(value_from_onnx(input, name_));
     for (const auto& output : g.output()) graph.outputs.push_back(value_from_onnx(output, name_));
     for (int i = 0; i < g.node_size(); ++i) add_node(g.node(i), {}, graph, 0, 0);
+    link_gradients(graph, {});
     check_order(graph, {});
     keep_expanded(fold_constants(graph));
     fuse(graph);
@@ -229,6 +231,7 @@ class Importer {
     }
     std::swap(expanded, expanded_);
     scopes_.pop_back();
+    link_gradients(*graph, outer);
     check_order(*graph, outer);
     fold_constants(*graph);
     return graph;
@@ -278,11 +281,11 @@ class Importer {
       for (auto& attribute : *node_proto.mutable_attribute())
         if (attribute.has_g()) rename_captured(*attribute.mutable_g(), rename, {});
     Node node = decode(node_proto, graph.nodes.size(), opset, graph);
-    if (node.domain.empty()) node.op = find_onnx_op(node.op_type, node.opset);
+    node.op = find_onnx_op(node.domain, node.op_type, node.opset);
     if (node.op) {
       record_types(node, graph);
+      if (node.domain.empty()) node_proto.set_domain("");
       graph.nodes.push_back(std::move(node));
-      node_proto.set_domain("");
       expanded_.push_back(std::move(node_proto));
       return;
     }
@@ -311,6 +314,10 @@ class Importer {
       }
       return expand(node_proto, body, graph, depth, schema);
     }
+    if (node.domain == kTrainingDomain)
+      unsupported(node.describe() + ": of domain '" + node.domain +
+                  "' hal runs Gradient, Adagrad, Adam and Momentum at opset 1, not " +
+                  node.op_type + " at opset " + std::to_string(node.opset));
     unsupported(node.describe() + ": ops of domain '" + node.domain + "' are not supported");
   }
 

@@ -17,7 +17,7 @@ struct OpTable {
     for (auto family :
          {elementwise_onnx_ops, shape_onnx_ops, reduce_onnx_ops, nn_onnx_ops, conv_onnx_ops,
           index_onnx_ops, resize_onnx_ops, recurrent_onnx_ops, scatter_onnx_ops, quantize_onnx_ops,
-          sequence_onnx_ops, control_flow_onnx_ops})
+          sequence_onnx_ops, control_flow_onnx_ops, optimizer_onnx_ops, gradient_onnx_ops})
       for (const OnnxOp& op : family()) ops.push_back(op);
     std::sort(ops.begin(), ops.end(), [](const OnnxOp& a, const OnnxOp& b) {
       return a.op_type != b.op_type ? a.op_type < b.op_type : a.since > b.since;
@@ -51,14 +51,20 @@ const char* type_name() {
 }  // namespace
 
 const OnnxOp* find_onnx_op(std::string_view op_type, int64_t opset) {
+  return find_onnx_op("", op_type, opset);
+}
+
+const OnnxOp* find_onnx_op(std::string_view domain, std::string_view op_type, int64_t opset) {
   for (const OnnxOp& op : table().ops)
-    if (op.op_type == op_type && op.since <= opset) return &op;
+    if (op.op_type == op_type && op.domain == domain && op.since <= opset) return &op;
   return nullptr;
 }
 
 std::vector<std::string> onnx_op_types() {
   std::set<std::string> types;
-  for (const OnnxOp& op : table().ops) types.emplace(op.op_type);
+  for (const OnnxOp& op : table().ops)
+    types.emplace(op.domain.empty() ? std::string(op.op_type)
+                                    : std::string(op.domain) + "." + std::string(op.op_type));
   return {types.begin(), types.end()};
 }
 

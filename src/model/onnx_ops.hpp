@@ -99,15 +99,21 @@ using OpFunction = std::vector<Tensor> (*)(const OpContext& ctx, const std::vect
 using ValueOpFunction = std::vector<Value> (*)(const OpContext& ctx,
                                                const std::vector<Value>& inputs);
 
+// The domain of ONNX's training ops (Gradient and the optimizers), which hal runs at opset 1.
+inline constexpr std::string_view kTrainingDomain = "ai.onnx.preview.training";
+
 struct OnnxOp {
   std::string_view op_type;
-  int64_t since;   // the first opset of the default domain whose semantics it implements
+  int64_t since;   // the first opset of its domain whose semantics it implements
   OpFunction run;  // null for a value op
   ValueOpFunction run_values = nullptr;  // set for a value op
+  std::string_view domain = {};          // empty: the default domain
 };
 
-// The implementation of `op_type` at `opset`, or null.
+// The implementation of `op_type` of the default domain at `opset`, or null.
 const OnnxOp* find_onnx_op(std::string_view op_type, int64_t opset);
+// The same for an op of `domain` ("" for the default one).
+const OnnxOp* find_onnx_op(std::string_view domain, std::string_view op_type, int64_t opset);
 // Every op type hal runs natively, sorted.
 std::vector<std::string> onnx_op_types();
 
@@ -124,6 +130,8 @@ std::vector<OnnxOp> scatter_onnx_ops();
 std::vector<OnnxOp> quantize_onnx_ops();
 std::vector<OnnxOp> sequence_onnx_ops();
 std::vector<OnnxOp> control_flow_onnx_ops();
+std::vector<OnnxOp> optimizer_onnx_ops();  // Adagrad, Adam, Momentum (kTrainingDomain)
+std::vector<OnnxOp> gradient_onnx_ops();   // Gradient (kTrainingDomain)
 
 // The op of the nodes that elementwise chains become at load (elementwise_fusion.hpp); not in
 // the table, which maps the models' own op types.
