@@ -350,6 +350,44 @@ TEST(StringValues, InitializersAndConstantsHoldStrings) {
   EXPECT_EQ(as_strings(out, "v"), strings({3}, {"x", "y", "z"}));
 }
 
+// If's branches read the enclosing graph's strings and give strings back.
+TEST(StringValues, FlowThroughIfBranches) {
+  Stream stream = device("cpu:0").create_stream();
+  ModelBuilder builder(13);
+  builder.input("x", TensorProto::STRING, {"N"})
+      .input("upper", TensorProto::BOOL, {})
+      .output("y", TensorProto::STRING, {"K"});
+  auto branch = [](const std::string& name, const std::string& op) {
+    onnx::GraphProto graph;
+    graph.set_name(name);
+    auto* node = graph.add_node();
+    node->set_op_type(op);
+    node->add_input("x");
+    node->add_output(name + "_out");
+    if (op == "StringNormalizer") ModelBuilder::set_string(*node, "case_change_action", "UPPER");
+    auto* output = graph.add_output();
+    output->set_name(name + "_out");
+    output->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::STRING);
+    return graph;
+  };
+  auto& node = builder.node("If", {"upper"}, {"y"});
+  for (const auto& [attribute, graph] :
+       {std::pair{"then_branch", branch("then", "StringNormalizer")},
+        std::pair{"else_branch", branch("else", "Identity")}}) {
+    auto* a = node.add_attribute();
+    a->set_name(attribute);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = graph;
+  }
+  const Model model = load(builder);
+  const StringTensor x = strings({2}, {"ab", "Cd"});
+  for (const uint8_t upper : {uint8_t{1}, uint8_t{0}}) {
+    const auto out = model.run_values(
+        {{"x", x}, {"upper", from_host(&upper, {}, DType::boolean, stream)}}, stream);
+    EXPECT_EQ(as_strings(out, "y"), upper ? strings({2}, {"AB", "CD"}) : x);
+  }
+}
+
 // x (strings) -> Cast -> + y -> z: the string node runs on the host, the Add where it goes.
 TEST(StringValues, StringNodesArePlannedOnTheHostAndRunOnEveryDevice) {
   ModelBuilder builder(13);
