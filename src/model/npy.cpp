@@ -296,6 +296,10 @@ StringTensor read_npy_strings(const std::filesystem::path& path) {
   if (!type) bad(path, "NumPy dtype '" + header.descr + "' is not strings ('<U<n>' or '|S<n>')");
   check_size(path, contents, type->item_size(), "'" + header.descr + "'");
   StringTensor tensor{header.shape, {}};
+  // Strings of no characters need no data, so the data does not bound their number.
+  if (type->width == 0 && tensor.numel() > (int64_t{1} << 24))
+    bad(path, "shape " + to_string(header.shape) + " of '" + header.descr +
+                  "' holds more empty strings than hal reads");
   const auto count = static_cast<size_t>(tensor.numel());
   tensor.data.reserve(count);
   for (size_t i = 0; i < count; ++i) {

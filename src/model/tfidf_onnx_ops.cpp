@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/checked_math.hpp"
 #include "hal/ops.hpp"
 #include "model/onnx_ops.hpp"
 
@@ -138,7 +139,11 @@ Tensor vectorize(const OpContext& ctx, const std::vector<Item>& items, const Sha
     ctx.invalid("takes a [B, C] input with B > 0, not " + to_string(shape));
   const int64_t rows = batched ? shape[0] : 1;
   const int64_t width = shape.empty() ? 1 : shape.back();
-  std::vector<int64_t> frequencies(static_cast<size_t>(rows * a.output_size));
+  const auto size = detail::checked_mul(rows, a.output_size);
+  if (!size || *size > (int64_t{1} << 40))
+    ctx.invalid(std::to_string(rows) + " rows of " + std::to_string(a.output_size) +
+                " coordinates (ngram_indexes) are more than memory holds");
+  std::vector<int64_t> frequencies(static_cast<size_t>(*size));
   const NgramTrie<Item> trie = build_trie(ctx, pool, a);
   if (!trie.empty())
     for (int64_t r = 0; r < rows; ++r) {
