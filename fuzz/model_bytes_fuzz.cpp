@@ -29,9 +29,10 @@ bool may_run_forever(const hal::Model& model) {
   return false;
 }
 
-// Zero inputs of the declared shapes, where every dimension is fixed and the whole is small.
+// Zero inputs (empty strings for string inputs) of the declared shapes, where every dimension
+// is fixed and the whole is small.
 bool zero_inputs(const hal::Model& model, hal::Stream& stream,
-                 std::map<std::string, hal::Tensor>& inputs) {
+                 std::map<std::string, hal::RunValue>& inputs) {
   for (const hal::ModelValue& value : model.inputs()) {
     hal::Shape shape;
     int64_t count = 1;
@@ -40,8 +41,12 @@ bool zero_inputs(const hal::Model& model, hal::Stream& stream,
       shape.push_back(dim.size);
       count *= dim.size;
     }
-    if (!value.ranked || count > 4096) return false;
-    inputs[value.name] = hal::zeros(shape, value.dtype, stream);
+    if (!value.ranked || count > 4096 || value.sequence) return false;
+    if (value.strings)
+      inputs[value.name] =
+          hal::StringTensor{shape, std::vector<std::string>(static_cast<size_t>(count))};
+    else
+      inputs[value.name] = hal::zeros(shape, value.dtype, stream);
   }
   return true;
 }
@@ -53,9 +58,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const hal::Model model = hal::load_onnx_bytes(bytes, "fuzzed.onnx");
     hal::Stream stream = hal::device("cpu:0").create_stream();
-    std::map<std::string, hal::Tensor> inputs;
+    std::map<std::string, hal::RunValue> inputs;
     if (model.node_count() <= 64 && !may_run_forever(model) && zero_inputs(model, stream, inputs)) {
-      (void)model.run(inputs, stream);
+      (void)model.run_values(inputs, stream);
       stream.synchronize();
     }
   } catch (const hal::Error& error) {

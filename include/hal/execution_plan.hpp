@@ -87,4 +87,14 @@ struct PlannedRun {
 PlannedRun run_planned(const Model& model, const ExecutionPlan& plan,
                        const std::map<std::string, Tensor>& inputs);
 
+// The same for models with sequence or string inputs or outputs (run_planned refuses an output
+// that is not a tensor), values as Model::run_values takes and gives them. Nodes that read or
+// make strings are planned on cpu:0, where string tensors live.
+struct PlannedValuesRun {
+  std::map<std::string, RunValue> outputs;
+  std::vector<PlannedNode> fallbacks;
+};
+PlannedValuesRun run_planned_values(const Model& model, const ExecutionPlan& plan,
+                                    const std::map<std::string, RunValue>& inputs);
+
 }  // namespace hal

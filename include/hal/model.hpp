@@ -8,7 +8,8 @@
 // An op hal does not run natively but whose ONNX schema defines it as a function of other ops
 // (HardSwish, Celu, LayerNormalization-17, ...) is expanded into that function when loaded.
 // If, Loop and Scan run their subgraphs node by node like the graph itself; values may be
-// sequences of tensors or optionals (Model::run_values).
+// sequences of tensors, optionals or string tensors (Model::run_values); string tensors live on
+// the host and the ops on them run there (hal/string_tensor.hpp).
 //
 // Errors (hal::Error): a file that is missing, truncated or not a model (InvalidArgument, naming
 // the file); an op, attribute, dtype or opset hal cannot run (Unsupported, naming the node, the
@@ -26,6 +27,7 @@
 #include <variant>
 #include <vector>
 
+#include "hal/string_tensor.hpp"
 #include "hal/tensor.hpp"
 
 namespace hal {
@@ -44,14 +46,19 @@ struct ModelDim {
 
 struct ModelValue {
   std::string name;
-  DType dtype = DType::f32;
+  DType dtype = DType::f32;  // unused where `strings`
   std::vector<ModelDim> shape;
   bool ranked = true;  // false where the model leaves the shape out (any rank goes)
   // ONNX's sequence type: a list of tensors, each of `dtype` (`shape` then is the elements').
   bool sequence = false;
   // ONNX's optional type (of a tensor or a sequence): the value, or none, an undefined tensor.
   bool optional = false;
+  // ONNX's STRING element type: the value is a StringTensor, on the host.
+  bool strings = false;
 };
+
+// "f32", or "string" for a value of strings.
+std::string element_type(const ModelValue& value);
 
 // A value of ONNX's sequence type: tensors of one dtype, their shapes free to differ.
 struct TensorSequence {
@@ -59,9 +66,10 @@ struct TensorSequence {
   std::vector<Tensor> tensors;
 };
 
-// What a graph input or output holds: a tensor, or (ModelValue::sequence) a sequence; an
-// empty optional (ModelValue::optional) is an undefined tensor.
-using TensorOrSequence = std::variant<Tensor, TensorSequence>;
+// What a graph input or output holds in a run: a tensor, or (ModelValue::sequence) a sequence,
+// or (ModelValue::strings) a string tensor on the host; an empty optional (ModelValue::optional)
+// is an undefined tensor.
+using RunValue = std::variant<Tensor, TensorSequence, StringTensor>;
 
 // "[batch, 3, 224, 224]"; "?" for an unknown dimension.
 std::string to_string(const std::vector<ModelDim>& shape);
@@ -86,10 +94,11 @@ class Model {
   // appears). Returns every graph output by name, on the device, enqueued on `stream`.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs,
                                     Stream& stream) const;
-  // The same for models with sequence inputs or outputs (run() refuses a sequence output):
-  // each sequence's tensors on the stream's device, of its declared dtype.
-  std::map<std::string, TensorOrSequence> run_values(
-      const std::map<std::string, TensorOrSequence>& inputs, Stream& stream) const;
+  // The same for models with sequence or string inputs or outputs (run() refuses an output that
+  // is not a tensor): each sequence's tensors on the stream's device, of its declared dtype; a
+  // string tensor of the declared shape (its strings as many as the shape's elements).
+  std::map<std::string, RunValue> run_values(const std::map<std::string, RunValue>& inputs,
+                                             Stream& stream) const;
 
   const std::shared_ptr<const model::ModelGraph>& graph() const { return graph_; }
   // Its initializers on the devices that ran it: uploaded by the first run on a device, kept
@@ -115,10 +124,10 @@ Model load_onnx_bytes(std::string_view bytes, std::string_view name,
 // the file.
 Tensor read_onnx_tensor(const std::filesystem::path& path, Stream& stream,
                         std::string* name = nullptr);
-// The same for a value of any kind hal holds, read as `declared` says: a TensorProto, a
-// SequenceProto of tensors (an empty one of the declared dtype), an OptionalProto (none: an
-// undefined tensor). Unsupported for other element kinds.
-TensorOrSequence read_onnx_value(const std::filesystem::path& path, const ModelValue& declared,
-                                 Stream& stream, std::string* name = nullptr);
+// The same for a value of any kind hal holds, read as `declared` says: a TensorProto (of
+// STRING elements: a string tensor), a SequenceProto of tensors (an empty one of the declared
+// dtype), an OptionalProto (none: an undefined tensor). Unsupported for other element kinds.
+RunValue read_onnx_value(const std::filesystem::path& path, const ModelValue& declared,
+                         Stream& stream, std::string* name = nullptr);
 
 }  // namespace hal

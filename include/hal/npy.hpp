@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "hal/string_tensor.hpp"
 #include "hal/tensor.hpp"
 
 namespace hal {
@@ -11,11 +12,23 @@ namespace hal {
 // Reads an array of f32, f64, f16, i8, u8, i32, i64 or bool (little-endian; Fortran order is
 // transposed to row-major) into a tensor on `stream`'s device. InvalidArgument naming the file
 // for a missing file, a header that is not NumPy's, or data of the wrong size; Unsupported for a
-// dtype hal has not (naming NumPy's descr, e.g. '<c8') or big-endian data.
+// dtype hal has not (naming NumPy's descr, e.g. '<c8'; strings: read_npy_strings) or big-endian
+// data.
 Tensor read_npy(const std::filesystem::path& path, Stream& stream);
 
 // Writes `tensor` as a version 1.0 .npy file (bf16, which NumPy has not, as f32). Waits for
 // `stream`. InvalidArgument naming the file when it cannot be written.
 void write_npy(const std::filesystem::path& path, const Tensor& tensor, Stream& stream);
+
+// Reads an array of NumPy strings, '<U<n>' (n UTF-32 code points each; '>U<n>' big-endian) or
+// '|S<n>' (n bytes each), as a string tensor: UTF-8 text (bytes as they are), the trailing NULs
+// NumPy pads with dropped. InvalidArgument naming the file as for read_npy, and for an array of
+// numbers or a code point that is not Unicode.
+StringTensor read_npy_strings(const std::filesystem::path& path);
+
+// Writes `tensor` as '<U<n>', n the most code points of any element (at least 1).
+// InvalidArgument naming the file (and the element) for a string that is not UTF-8, strings
+// not as many as the shape's elements, or a file that cannot be written.
+void write_npy(const std::filesystem::path& path, const StringTensor& tensor);
 
 }  // namespace hal

@@ -316,8 +316,8 @@ std::vector<OnnxOp> elementwise_onnx_ops() {
       {"Shrink", 9, shrink},
       {"Clip", 1, clip},
       {"Mod", 10, mod},
-      {"Cast", 6, cast_to},
-      {"CastLike", 15, cast_like},
+      {"Cast", 6, cast_to, nullptr, cast_strings},
+      {"CastLike", 15, cast_like, nullptr, cast_like_strings},
       {"Identity", 1, identity, identity_of_values},
       {"Dropout", 1, dropout},
   };

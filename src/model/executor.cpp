@@ -50,7 +50,11 @@ class Values {
  public:
   Values(const ModelGraph& graph, RunStreams& streams, ResidentWeights* weights,
          Values* outer = nullptr)
-      : graph_(graph), streams_(streams), weights_(weights), outer_(outer) {}
+      : graph_(graph),
+        streams_(streams),
+        weights_(weights),
+        outer_(outer),
+        strings_(graph.string_initializers.begin(), graph.string_initializers.end()) {}
 
   void define(const std::string& name, const Tensor& tensor) {
     copies_[name][tensor.device().id()] = tensor;
@@ -62,9 +66,19 @@ class Values {
         define(name, *tensor);
       else
         nones_.insert(name);
+    } else if (const auto* strings = std::get_if<StringTensor>(&value)) {
+      strings_[name] = *strings;
     } else {
       sequences_[name] = std::get<TensorSequence>(value);
     }
+  }
+  // Whether `name` is a string tensor (here or, where this run does not define it, outside).
+  bool holds_strings(const std::string& name) const {
+    if (strings_.contains(name)) return true;
+    if (copies_.contains(name) || sequences_.contains(name) || nones_.contains(name) ||
+        graph_.initializers.contains(name))
+      return false;
+    return outer_ && outer_->holds_strings(name);
   }
   // `name` on `device`: moved there (once) from where it was made, an initializer uploaded.
   Tensor on(const std::string& name, const Device& device) {
@@ -75,6 +89,10 @@ class Values {
         if (sequences_.contains(name))
           throw Error(ErrorCode::Unsupported,
                       "input '" + name + "' is a sequence; hal runs this op on tensors only");
+        if (strings_.contains(name))
+          throw Error(ErrorCode::Unsupported, "input '" + name +
+                                                  "' is a string tensor; hal runs this op on "
+                                                  "numeric tensors only");
         if (nones_.contains(name)) invalid("input '" + name + "' is an empty optional");
         if (outer_) return outer_->on(name, device);
         throw Error(ErrorCode::Internal,
@@ -95,8 +113,10 @@ class Values {
     copies[device.id()] = moved;
     return moved;
   }
-  // `name`, a tensor or a sequence, on `device` (a sequence's tensors moved there).
+  // `name`, a tensor or a sequence, on `device` (a sequence's tensors moved there); strings
+  // stay on the host.
   Value value_on(const std::string& name, const Device& device) {
+    if (const auto strings = strings_.find(name); strings != strings_.end()) return strings->second;
     const auto sequence = sequences_.find(name);
     if (sequence == sequences_.end()) {
       if (nones_.contains(name)) return Tensor();
@@ -119,6 +139,7 @@ class Values {
   Value made(const std::string& name, const Device& device) {
     if (const auto sequence = sequences_.find(name); sequence != sequences_.end())
       return sequence->second;
+    if (const auto strings = strings_.find(name); strings != strings_.end()) return strings->second;
     if (nones_.contains(name)) return Tensor();
     const auto found = copies_.find(name);
     return found == copies_.end() ? on(name, device) : found->second.begin()->second;
@@ -126,6 +147,7 @@ class Values {
   void drop(const std::string& name) {
     copies_.erase(name);
     sequences_.erase(name);
+    strings_.erase(name);
     nones_.erase(name);
   }
 
@@ -136,7 +158,8 @@ class Values {
   Values* outer_;
   std::map<std::string, std::map<std::string, Tensor>> copies_;
   std::map<std::string, TensorSequence> sequences_;
-  std::set<std::string> nones_;  // empty optionals
+  std::map<std::string, StringTensor, std::less<>> strings_;  // on the host, whatever the device
+  std::set<std::string> nones_;                               // empty optionals
 };
 
 void run_nodes(const ModelGraph& graph, Values& values, RunStreams& streams,
@@ -166,21 +189,33 @@ class Subgraphs final : public SubgraphRunner {
   const Execution& execution_;
 };
 
-std::vector<Value> run_value_node(const Node& node, const std::vector<Value>& in, Stream& stream,
+std::vector<Value> run_value_node(const Node& node, ValueOpFunction run,
+                                  const std::vector<Value>& in, Stream& stream,
                                   const SubgraphRunner& subgraphs) {
-  return reported_for(
-      node, [&] { return node.op->run_values(OpContext(node, stream, nullptr, &subgraphs), in); });
+  return reported_for(node, [&] { return run(OpContext(node, stream, nullptr, &subgraphs), in); });
 }
 
-// A sequence or control-flow node: the slower path, values as variants.
-void run_value_node(const Node& node, Device where, Values& values, RunStreams& streams,
-                    const ModelGraph& graph, const Execution& execution) {
+// The value op `node` runs as (a sequence, control-flow or string op), or null for a tensor op:
+// a tensor op that reads or makes strings runs its string form.
+ValueOpFunction value_function(const Node& node, const Values& values) {
+  if (!node.op) return nullptr;
+  if (node.op->run_values) return node.op->run_values;
+  if (!node.op->run_strings) return nullptr;
+  if (makes_strings(node)) return node.op->run_strings;
+  for (const std::string& name : node.inputs)
+    if (!name.empty() && values.holds_strings(name)) return node.op->run_strings;
+  return nullptr;
+}
+
+// A sequence, control-flow or string node: the slower path, values as variants.
+void run_value_node(const Node& node, ValueOpFunction run, Device where, Values& values,
+                    RunStreams& streams, const ModelGraph& graph, const Execution& execution) {
   auto attempt = [&](const Device& device) {
     std::vector<Value> in;
     for (const std::string& name : node.inputs)
       in.push_back(name.empty() ? Value(Tensor()) : values.value_on(name, device));
     const Subgraphs subgraphs(values, streams, device, execution);
-    return run_value_node(node, in, streams.of(device), subgraphs);
+    return run_value_node(node, run, in, streams.of(device), subgraphs);
   };
   std::vector<Value> out;
   try {
@@ -207,8 +242,8 @@ void run_nodes(const ModelGraph& graph, Values& values, RunStreams& streams,
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = graph.nodes[i];
     Device where = execution.placement ? execution.placement->at(i) : default_device;
-    if (node.op && node.op->run_values) {
-      run_value_node(node, where, values, streams, graph, execution);
+    if (const ValueOpFunction run = value_function(node, values)) {
+      run_value_node(node, run, where, values, streams, graph, execution);
     } else {
       auto inputs_on = [&](const Device& device) {
         std::vector<Tensor> in;
@@ -252,9 +287,10 @@ void run_nodes(const ModelGraph& graph, Values& values, RunStreams& streams,
 }  // namespace
 
 // Each given input against its declaration: present, known, on the stream's device, of the
-// declared dtype and rank, fixed sizes equal and a symbol the same size wherever it appears; a
-// sequence's tensors of its dtype, on the device.
-void check_inputs(const ModelGraph& graph, const std::map<std::string, TensorOrSequence>& inputs,
+// declared dtype (strings: a string tensor with as many strings as its shape has elements) and
+// rank, fixed sizes equal and a symbol the same size wherever it appears; a sequence's tensors
+// of its dtype, on the device.
+void check_inputs(const ModelGraph& graph, const std::map<std::string, RunValue>& inputs,
                   const Device* device) {
   std::set<std::string, std::less<>> declared;
   std::map<std::string, int64_t> symbols;
@@ -264,15 +300,16 @@ void check_inputs(const ModelGraph& graph, const std::map<std::string, TensorOrS
     const std::string kind =
         std::string(value.optional ? "optional " : "") + (value.sequence ? "sequence of " : "");
     if (given == inputs.end())
-      invalid(graph.name + ": input '" + value.name + "' (" + kind +
-              std::string(to_string(value.dtype)) + " " + to_string(value.shape) + ") is missing");
+      invalid(graph.name + ": input '" + value.name + "' (" + kind + element_type(value) + " " +
+              to_string(value.shape) + ") is missing");
     const std::string where = graph.name + ": input '" + value.name + "'";
     if (const auto* none = std::get_if<Tensor>(&given->second);
         value.optional && none && !none->defined())
       continue;
     if (value.sequence) {
       const auto* sequence = std::get_if<TensorSequence>(&given->second);
-      if (!sequence) invalid(where + " is a tensor; the model declares a sequence");
+      if (!sequence)
+        invalid(where + " is " + describe_value(given->second) + "; the model declares a sequence");
       if (sequence->dtype != value.dtype)
         invalid(where + " is a sequence of " + std::string(to_string(sequence->dtype)) +
                 "; the model declares " + std::string(to_string(value.dtype)));
@@ -287,24 +324,38 @@ void check_inputs(const ModelGraph& graph, const std::map<std::string, TensorOrS
       }
       continue;
     }
-    const auto* given_tensor = std::get_if<Tensor>(&given->second);
-    if (!given_tensor) invalid(where + " is a sequence; the model declares a tensor");
-    const Tensor& tensor = *given_tensor;
-    if (!tensor.defined()) invalid(where + " is an undefined tensor");
-    if (device && !(tensor.device() == *device))
-      invalid(where + " is on " + tensor.device().id() + ", the stream on " + device->id());
-    if (tensor.dtype() != value.dtype)
-      invalid(where + " is " + std::string(to_string(tensor.dtype())) + "; the model declares " +
-              std::string(to_string(value.dtype)));
+    const Shape* shape = nullptr;
+    if (value.strings) {
+      const auto* strings = std::get_if<StringTensor>(&given->second);
+      if (!strings)
+        invalid(where + " is " + describe_value(given->second) +
+                "; the model declares a string tensor");
+      if (numel(strings->shape) != static_cast<int64_t>(strings->data.size()))
+        invalid(where + " holds " + std::to_string(strings->data.size()) + " strings for shape " +
+                to_string(strings->shape));
+      shape = &strings->shape;
+    } else {
+      const auto* given_tensor = std::get_if<Tensor>(&given->second);
+      if (!given_tensor)
+        invalid(where + " is " + describe_value(given->second) + "; the model declares a tensor");
+      const Tensor& tensor = *given_tensor;
+      if (!tensor.defined()) invalid(where + " is an undefined tensor");
+      if (device && !(tensor.device() == *device))
+        invalid(where + " is on " + tensor.device().id() + ", the stream on " + device->id());
+      if (tensor.dtype() != value.dtype)
+        invalid(where + " is " + std::string(to_string(tensor.dtype())) + "; the model declares " +
+                std::string(to_string(value.dtype)));
+      shape = &tensor.shape();
+    }
     if (!value.ranked) continue;  // the model leaves the shape out: any shape goes
-    if (static_cast<size_t>(tensor.dim()) != value.shape.size())
-      invalid(where + " has shape " + to_string(tensor.shape()) + "; the model declares " +
+    if (shape->size() != value.shape.size())
+      invalid(where + " has shape " + to_string(*shape) + "; the model declares " +
               to_string(value.shape));
     for (size_t d = 0; d < value.shape.size(); ++d) {
       const ModelDim& dim = value.shape[d];
-      const int64_t size = tensor.shape()[d];
+      const int64_t size = (*shape)[d];
       if (dim.size >= 0 && dim.size != size)
-        invalid(where + " has shape " + to_string(tensor.shape()) + "; the model declares " +
+        invalid(where + " has shape " + to_string(*shape) + "; the model declares " +
                 to_string(value.shape));
       if (!dim.symbol.empty()) {
         const auto [bound, inserted] = symbols.emplace(dim.symbol, size);
@@ -337,13 +388,14 @@ void RunStreams::synchronize_all() {
   for (auto& [id, stream] : owned_) stream.synchronize();
 }
 
-std::map<std::string, TensorOrSequence> execute(
-    const ModelGraph& graph, const std::map<std::string, TensorOrSequence>& inputs,
-    RunStreams& streams, const Device& default_device, const Execution& execution) {
+std::map<std::string, RunValue> execute(const ModelGraph& graph,
+                                        const std::map<std::string, RunValue>& inputs,
+                                        RunStreams& streams, const Device& default_device,
+                                        const Execution& execution) {
   Values values(graph, streams, execution.weights);
   for (const auto& [name, value] : inputs) values.define(name, value);
   run_nodes(graph, values, streams, default_device, execution);
-  std::map<std::string, TensorOrSequence> outputs;
+  std::map<std::string, RunValue> outputs;
   for (const ModelValue& output : graph.outputs) {
     outputs[output.name] = execution.placement ? values.made(output.name, default_device)
                                                : values.value_on(output.name, default_device);
@@ -351,19 +403,21 @@ std::map<std::string, TensorOrSequence> execute(
   return outputs;
 }
 
-std::map<std::string, TensorOrSequence> as_values(const std::map<std::string, Tensor>& tensors) {
+std::map<std::string, RunValue> as_values(const std::map<std::string, Tensor>& tensors) {
   return {tensors.begin(), tensors.end()};
 }
 
 std::map<std::string, Tensor> as_tensors(const ModelGraph& graph,
-                                         std::map<std::string, TensorOrSequence> values) {
+                                         std::map<std::string, RunValue> values) {
   std::map<std::string, Tensor> tensors;
   for (auto& [name, value] : values) {
     Tensor* tensor = std::get_if<Tensor>(&value);
     if (!tensor)
-      throw Error(ErrorCode::Unsupported, graph.name + ": output '" + name +
-                                              "' is a sequence of tensors (Model::run_values "
-                                              "gives it)");
+      throw Error(ErrorCode::Unsupported,
+                  graph.name + ": output '" + name + "' is " +
+                      (std::holds_alternative<StringTensor>(value) ? "a string tensor"
+                                                                   : "a sequence of tensors") +
+                      " (Model::run_values gives it)");
     tensors.emplace(name, std::move(*tensor));
   }
   return tensors;

@@ -19,7 +19,7 @@ namespace hal::model {
 
 // Each given input against its declaration: present, known, of the declared dtype, rank and
 // sizes, a symbol the same size wherever it appears; on `device` where one is given.
-void check_inputs(const ModelGraph& graph, const std::map<std::string, TensorOrSequence>& inputs,
+void check_inputs(const ModelGraph& graph, const std::map<std::string, RunValue>& inputs,
                   const Device* device);
 
 // The streams a run uses, one per device, made on first use (`first` is the caller's).
@@ -46,14 +46,15 @@ struct Execution {
   ResidentWeights* weights = nullptr;
 };
 
-std::map<std::string, TensorOrSequence> execute(
-    const ModelGraph& graph, const std::map<std::string, TensorOrSequence>& inputs,
-    RunStreams& streams, const Device& default_device, const Execution& execution);
+std::map<std::string, RunValue> execute(const ModelGraph& graph,
+                                        const std::map<std::string, RunValue>& inputs,
+                                        RunStreams& streams, const Device& default_device,
+                                        const Execution& execution);
 
 // Tensors as values and back (run() and run_planned(), whose callers deal in tensors only):
-// Unsupported naming the output where one is a sequence.
-std::map<std::string, TensorOrSequence> as_values(const std::map<std::string, Tensor>& tensors);
+// Unsupported naming the output where one is a sequence or a string tensor.
+std::map<std::string, RunValue> as_values(const std::map<std::string, Tensor>& tensors);
 std::map<std::string, Tensor> as_tensors(const ModelGraph& graph,
-                                         std::map<std::string, TensorOrSequence> values);
+                                         std::map<std::string, RunValue> values);
 
 }  // namespace hal::model

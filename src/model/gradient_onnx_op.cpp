@@ -136,7 +136,7 @@ Outputs gradient(const OpContext& ctx, const Inputs& in) {
 }  // namespace
 
 std::vector<OnnxOp> gradient_onnx_ops() {
-  return {{"Gradient", 1, gradient, nullptr, kTrainingDomain}};
+  return {{.op_type = "Gradient", .since = 1, .run = gradient, .domain = kTrainingDomain}};
 }
 
 }  // namespace hal::model

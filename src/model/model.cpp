@@ -21,6 +21,14 @@ std::string to_string(const std::vector<ModelDim>& shape) {
   return out + "]";
 }
 
+std::string element_type(const ModelValue& value) {
+  return value.strings ? "string" : std::string(to_string(value.dtype));
+}
+
+std::string describe(const StringTensor& tensor) {
+  return "string" + to_string(tensor.shape) + " on the host";
+}
+
 Model::Model(std::shared_ptr<const model::ModelGraph> graph)
     : graph_(std::move(graph)), weights_(std::make_shared<model::ResidentWeights>()) {}
 
@@ -57,8 +65,8 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
   return model::as_tensors(checked_graph(), run_values(model::as_values(inputs), stream));
 }
 
-std::map<std::string, TensorOrSequence> Model::run_values(
-    const std::map<std::string, TensorOrSequence>& inputs, Stream& stream) const {
+std::map<std::string, RunValue> Model::run_values(const std::map<std::string, RunValue>& inputs,
+                                                  Stream& stream) const {
   const model::ModelGraph& graph = checked_graph();
   const Device device = stream.device();
   model::check_inputs(graph, inputs, &device);

@@ -35,9 +35,10 @@ struct ModelGraph;
 struct OnnxOp;
 struct ElementwiseChain;
 
-using AttributeValue =
-    std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>,
-                 std::vector<std::string>, HostTensor, std::shared_ptr<const ModelGraph>>;
+// A tensor attribute of STRING elements (a Constant's value) is a StringTensor.
+using AttributeValue = std::variant<int64_t, float, std::string, std::vector<int64_t>,
+                                    std::vector<float>, std::vector<std::string>, HostTensor,
+                                    std::shared_ptr<const ModelGraph>, StringTensor>;
 
 struct Node {
   std::string name;  // the node's name, or "<op_type> #<index>" where the model gives none
@@ -76,6 +77,8 @@ struct ModelGraph {
   int64_t opset = 0;
   std::vector<Node> nodes;  // topologically sorted
   std::map<std::string, HostTensor, std::less<>> initializers;
+  // Initializers and Constants of STRING elements, which stay on the host (never uploaded).
+  std::map<std::string, StringTensor, std::less<>> string_initializers;
   std::vector<ModelValue> inputs;  // without the initializers
   std::vector<ModelValue> outputs;
   // For each value, the index of the last node that reads it (graph outputs: nodes.size()),

@@ -3,15 +3,19 @@
 // (numpy.lib.format); this reads exactly that dict and refuses anything else by name.
 #include "hal/npy.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
+#include "core/checked_math.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
+#include "model/utf8.hpp"
 
 namespace hal {
 namespace {
@@ -130,10 +134,34 @@ const std::map<std::string, DType, std::less<>>& type_codes() {
   return codes;
 }
 
+// NumPy's fixed-width strings: 'U<n>' (n UTF-32 code points) or 'S<n>' (n bytes).
+struct StringType {
+  bool unicode = true;
+  bool big_endian = false;
+  size_t width = 0;  // code points or bytes per element
+  size_t item_size() const { return unicode ? 4 * width : width; }
+};
+
+std::optional<StringType> string_type(const std::string& descr) {
+  if (descr.size() < 3 || (descr[1] != 'U' && descr[1] != 'S')) return std::nullopt;
+  if (descr[0] != '<' && descr[0] != '|' && descr[0] != '=' && descr[0] != '>') return std::nullopt;
+  StringType type{descr[1] == 'U', descr[0] == '>', 0};
+  for (size_t i = 2; i < descr.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(descr[i])) || type.width > 1'000'000)
+      return std::nullopt;
+    type.width = type.width * 10 + static_cast<size_t>(descr[i] - '0');
+  }
+  return type;
+}
+
 DType dtype_of_descr(const std::string& descr, const std::filesystem::path& path) {
   if (descr.size() < 2) bad(path, "descr '" + descr + "' is not a NumPy type");
   const char order = descr[0];
   const auto code = type_codes().find(descr.substr(1));
+  if (string_type(descr))
+    throw Error(ErrorCode::Unsupported, path.string() + ": NumPy dtype '" + descr +
+                                            "' holds strings, not numbers (read_npy_strings "
+                                            "reads them)");
   if (code == type_codes().end() || (order != '<' && order != '|' && order != '=' && order != '>'))
     throw Error(ErrorCode::Unsupported, path.string() + ": NumPy dtype '" + descr +
                                             "' (hal reads f4, f8, f2, i1, u1, i4, i8 and b1)");
@@ -148,14 +176,25 @@ uint32_t little_endian(const unsigned char* bytes, size_t count) {
   return value;
 }
 
-}  // namespace
+// A whole .npy file: its header, and where its elements start.
+struct Contents {
+  std::string bytes;
+  Header header;
+  size_t data_start = 0;
+  const unsigned char* data() const {
+    return reinterpret_cast<const unsigned char*>(bytes.data()) + data_start;
+  }
+  size_t data_size() const { return bytes.size() - data_start; }
+};
 
-Tensor read_npy(const std::filesystem::path& path, Stream& stream) {
+Contents read_contents(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) bad(path, "cannot open the file");
-  std::stringstream contents;
-  contents << file.rdbuf();
-  const std::string bytes = std::move(contents).str();
+  std::stringstream stream;
+  stream << file.rdbuf();
+  Contents contents;
+  contents.bytes = std::move(stream).str();
+  const std::string& bytes = contents.bytes;
   const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
   if (bytes.size() < kMagicSize + 4 || bytes.compare(0, kMagicSize, kMagic) != 0)
     bad(path, "not a NumPy .npy file (no \\x93NUMPY magic)");
@@ -167,15 +206,70 @@ Tensor read_npy(const std::filesystem::path& path, Stream& stream) {
   if (bytes.size() < header_start) bad(path, "the file ends inside its header");
   const size_t header_length = little_endian(data + kMagicSize + 2, length_size);
   if (bytes.size() < header_start + header_length) bad(path, "the file ends inside its header");
-  const Header header =
+  contents.header =
       HeaderParser(std::string_view(bytes).substr(header_start, header_length), path).parse();
+  contents.data_start = header_start + header_length;
+  return contents;
+}
+
+// That the data holds numel(shape) elements of `item_size` bytes each.
+void check_size(const std::filesystem::path& path, const Contents& contents, size_t item_size,
+                const std::string& what) {
+  const auto expected =
+      detail::checked_mul(static_cast<size_t>(numel(contents.header.shape)), item_size);
+  if (!expected || contents.data_size() != *expected)
+    bad(path, "holds " + std::to_string(contents.data_size()) + " bytes of data; shape " +
+                  to_string(contents.header.shape) + " of " + what + " needs " +
+                  (expected ? std::to_string(*expected) : std::string("more than memory holds")));
+}
+
+// Row-major position -> the element's position in a Fortran-order (column-major) file.
+size_t column_major(size_t index, const Shape& shape) {
+  size_t offset = 0, stride = 1;
+  std::vector<size_t> digits(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    digits[d] = index % static_cast<size_t>(shape[d]);
+    index /= static_cast<size_t>(shape[d]);
+  }
+  for (size_t d = 0; d < shape.size(); ++d) {
+    offset += digits[d] * stride;
+    stride *= static_cast<size_t>(shape[d]);
+  }
+  return offset;
+}
+
+void write_file(const std::filesystem::path& path, const std::string& descr, const Shape& shape,
+                const void* elements, size_t size) {
+  std::string dims = "(";
+  for (int64_t extent : shape) dims += std::to_string(extent) + ", ";
+  if (shape.size() > 1) dims.resize(dims.size() - 2);
+  if (shape.size() == 1) dims.pop_back();  // "(3,)"
+  dims += ")";
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + dims + ", }";
+  // Padded with spaces and a newline so that the data starts 64-byte aligned, as NumPy does.
+  const size_t unpadded = kMagicSize + 4 + header.size() + 1;
+  header.append((64 - unpadded % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  const unsigned char prefix[] = {1, 0, static_cast<unsigned char>(header.size() & 0xff),
+                                  static_cast<unsigned char>(header.size() >> 8)};
+  out.write(kMagic, kMagicSize);
+  out.write(reinterpret_cast<const char*>(prefix), sizeof prefix);
+  out << header;
+  out.write(static_cast<const char*>(elements), static_cast<std::streamsize>(size));
+  out.close();
+  if (!out) bad(path, "cannot write the file");
+}
+
+}  // namespace
+
+Tensor read_npy(const std::filesystem::path& path, Stream& stream) {
+  const Contents contents = read_contents(path);
+  const Header& header = contents.header;
   const DType dtype = dtype_of_descr(header.descr, path);
-  const size_t expected = static_cast<size_t>(numel(header.shape)) * size_of(dtype);
-  const size_t held = bytes.size() - header_start - header_length;
-  if (held != expected)
-    bad(path, "holds " + std::to_string(held) + " bytes of data; shape " + to_string(header.shape) +
-                  " of " + std::string(to_string(dtype)) + " needs " + std::to_string(expected));
-  const void* elements = data + header_start + header_length;
+  check_size(path, contents, size_of(dtype), std::string(to_string(dtype)));
+  const void* elements = contents.data();
   if (!header.fortran_order) return from_host(elements, header.shape, dtype, stream);
   // Column-major: the reversed shape row-major, then its dimensions reversed.
   Shape reversed(header.shape.rbegin(), header.shape.rend());
@@ -189,30 +283,70 @@ void write_npy(const std::filesystem::path& path, const Tensor& tensor, Stream& 
   std::string descr;
   for (const auto& [code, dtype] : type_codes())
     if (dtype == values.dtype()) descr = (size_of(dtype) == 1 ? "|" : "<") + code;
-  std::string shape = "(";
-  for (int64_t size : values.shape()) shape += std::to_string(size) + ", ";
-  if (values.dim() > 1) shape.resize(shape.size() - 2);
-  if (values.dim() == 1) shape.pop_back();  // "(3,)"
-  shape += ")";
-  std::string header =
-      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
-  // Padded with spaces and a newline so that the data starts 64-byte aligned, as NumPy does.
-  const size_t unpadded = kMagicSize + 4 + header.size() + 1;
-  header.append((64 - unpadded % 64) % 64, ' ');
-  header += '\n';
   std::vector<unsigned char> elements(values.nbytes());
   values.copy_to_host(elements.data(), stream);
   stream.synchronize();
-  std::ofstream out(path, std::ios::binary);
-  const unsigned char prefix[] = {1, 0, static_cast<unsigned char>(header.size() & 0xff),
-                                  static_cast<unsigned char>(header.size() >> 8)};
-  out.write(kMagic, kMagicSize);
-  out.write(reinterpret_cast<const char*>(prefix), sizeof prefix);
-  out << header;
-  out.write(reinterpret_cast<const char*>(elements.data()),
-            static_cast<std::streamsize>(elements.size()));
-  out.close();
-  if (!out) bad(path, "cannot write the file");
+  write_file(path, descr, values.shape(), elements.data(), elements.size());
+}
+
+StringTensor read_npy_strings(const std::filesystem::path& path) {
+  const Contents contents = read_contents(path);
+  const Header& header = contents.header;
+  const auto type = string_type(header.descr);
+  if (!type) bad(path, "NumPy dtype '" + header.descr + "' is not strings ('<U<n>' or '|S<n>')");
+  check_size(path, contents, type->item_size(), "'" + header.descr + "'");
+  StringTensor tensor{header.shape, {}};
+  // Strings of no characters need no data, so the data does not bound their number.
+  if (type->width == 0 && tensor.numel() > (int64_t{1} << 24))
+    bad(path, "shape " + to_string(header.shape) + " of '" + header.descr +
+                  "' holds more empty strings than hal reads");
+  const auto count = static_cast<size_t>(tensor.numel());
+  tensor.data.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    const size_t at = header.fortran_order ? column_major(i, header.shape) : i;
+    const unsigned char* item = contents.data() + at * type->item_size();
+    if (!type->unicode) {  // bytes, as they are
+      std::string text(reinterpret_cast<const char*>(item), type->width);
+      text.erase(text.find_last_not_of('\0') + 1);
+      tensor.data.push_back(std::move(text));
+      continue;
+    }
+    std::u32string points;
+    for (size_t k = 0; k < type->width; ++k) {
+      const unsigned char* unit = item + 4 * k;
+      const char32_t c = type->big_endian ? char32_t{unit[0]} << 24 | char32_t{unit[1]} << 16 |
+                                                char32_t{unit[2]} << 8 | unit[3]
+                                          : static_cast<char32_t>(little_endian(unit, 4));
+      if (!model::is_scalar_value(c))
+        bad(path, "element " + std::to_string(i) + " holds " + std::to_string(c) +
+                      ", which is not a Unicode code point");
+      points += c;
+    }
+    // NumPy pads with NULs and drops them when it reads: trailing NULs are padding.
+    points.erase(points.find_last_not_of(U'\0') + 1);
+    tensor.data.push_back(model::utf8_encode(points));
+  }
+  return tensor;
+}
+
+void write_npy(const std::filesystem::path& path, const StringTensor& tensor) {
+  if (numel(tensor.shape) != static_cast<int64_t>(tensor.data.size()))
+    bad(path, "a string tensor of shape " + to_string(tensor.shape) + " holds " +
+                  std::to_string(tensor.data.size()) + " strings");
+  std::vector<std::u32string> points;
+  size_t width = 1;  // NumPy's narrowest, '<U1', even for empty strings
+  for (size_t i = 0; i < tensor.data.size(); ++i) {
+    auto decoded = model::utf8_decode(tensor.data[i]);
+    if (!decoded) bad(path, "element " + std::to_string(i) + " is not UTF-8 text");
+    width = std::max(width, decoded->size());
+    points.push_back(std::move(*decoded));
+  }
+  std::vector<unsigned char> elements(points.size() * width * 4);
+  for (size_t i = 0; i < points.size(); ++i)
+    for (size_t k = 0; k < points[i].size(); ++k)
+      for (size_t b = 0; b < 4; ++b)
+        elements[(i * width + k) * 4 + b] = static_cast<unsigned char>(points[i][k] >> (8 * b));
+  write_file(path, "<U" + std::to_string(width), tensor.shape, elements.data(), elements.size());
 }
 
 }  // namespace hal

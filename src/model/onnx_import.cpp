@@ -3,6 +3,7 @@
 // functions their ONNX schemas (or the model itself) define them as.
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -63,11 +64,15 @@ ModelValue value_from_onnx(const onnx::ValueInfoProto& info, const std::string& 
       sequence ? type.sequence_type().elem_type().tensor_type() : type.tensor_type();
   if (subgraph && tensor.elem_type() == onnx::TensorProto::UNDEFINED)
     return ModelValue{info.name(), DType::f32, {}, false, sequence, optional};
-  const auto dtype = dtype_from_onnx(tensor.elem_type());
+  const bool strings = tensor.elem_type() == onnx::TensorProto::STRING;
+  if (strings && sequence)
+    unsupported(model + ": graph value '" + info.name() +
+                "' is a sequence of string tensors (hal's sequences hold numeric tensors)");
+  const auto dtype = strings ? DType::f32 : dtype_from_onnx(tensor.elem_type());
   if (!dtype)
     unsupported(model + ": graph value '" + info.name() + "' has element type " +
                 onnx_type_name(tensor.elem_type()));
-  ModelValue value{info.name(), *dtype, {}, tensor.has_shape(), sequence, optional};
+  ModelValue value{info.name(), *dtype, {}, tensor.has_shape(), sequence, optional, strings};
   for (const auto& dim : tensor.shape().dim()) {
     ModelDim out;
     if (dim.has_dim_value())
@@ -100,12 +105,41 @@ void rename_captured(onnx::GraphProto& graph, const std::map<std::string, std::s
   for (auto& output : *graph.mutable_output()) renamed(*output.mutable_name());
 }
 
+bool is_initializer(const ModelGraph& graph, const std::string& name) {
+  return graph.initializers.contains(name) || graph.string_initializers.contains(name);
+}
+
+// An initializer of the graph: numeric ones as host tensors, STRING ones as string tensors.
+void add_initializer(ModelGraph& graph, const onnx::TensorProto& init,
+                     const std::filesystem::path& directory, const std::string& where) {
+  if (init.data_type() == onnx::TensorProto::STRING)
+    graph.string_initializers[init.name()] = strings_from_onnx(init, where);
+  else
+    graph.initializers[init.name()] = tensor_from_onnx(init, directory, where);
+}
+
+// A Constant's value where it is strings (a STRING tensor, value_string, value_strings): such a
+// Constant becomes a string initializer at load, since the tensor ops cannot hold its value.
+std::optional<StringTensor> string_constant(const Node& node) {
+  if (!node.domain.empty() || node.op_type != "Constant") return std::nullopt;
+  for (const auto& [name, value] : node.attributes) {
+    if (const auto* tensor = std::get_if<StringTensor>(&value)) return *tensor;
+    if (name == "value_string")
+      if (const auto* text = std::get_if<std::string>(&value)) return StringTensor{{}, {*text}};
+    if (name == "value_strings")
+      if (const auto* texts = std::get_if<std::vector<std::string>>(&value))
+        return StringTensor{{static_cast<int64_t>(texts->size())}, *texts};
+  }
+  return std::nullopt;
+}
+
 // What `graph`'s nodes (and their subgraphs) read that it does not define: the enclosing
 // graphs' values.
 std::set<std::string> free_names(const ModelGraph& graph) {
   std::set<std::string> defined, free;
   for (const ModelValue& input : graph.inputs) defined.insert(input.name);
   for (const auto& [name, tensor] : graph.initializers) defined.insert(name);
+  for (const auto& [name, tensor] : graph.string_initializers) defined.insert(name);
   for (const Node& node : graph.nodes) {
     for (const auto* names : {&node.inputs, &node.captured})
       for (const std::string& name : *names)
@@ -135,11 +169,10 @@ class Importer {
     graph.opset = default_opset();
     const auto& g = proto_.graph();
     for (const auto& init : g.initializer())
-      graph.initializers[init.name()] =
-          tensor_from_onnx(init, directory_, "initializer '" + init.name() + "' of " + name_);
+      add_initializer(graph, init, directory_, "initializer '" + init.name() + "' of " + name_);
     if (g.sparse_initializer_size() > 0) unsupported(name_ + ": sparse initializers");
     for (const auto& input : g.input())
-      if (!graph.initializers.contains(input.name()))
+      if (!is_initializer(graph, input.name()))
         graph.inputs.push_back(value_from_onnx(input, name_));
     for (const auto& output : g.output()) graph.outputs.push_back(value_from_onnx(output, name_));
     for (int i = 0; i < g.node_size(); ++i) add_node(g.node(i), {}, graph, 0, 0);
@@ -205,17 +238,18 @@ class Importer {
     graph->name = parent.name + ": " + node.describe() + ", attribute '" + attribute + "'";
     graph->opset = parent.opset;
     for (const auto& init : g.initializer())
-      graph->initializers[init.name()] =
-          tensor_from_onnx(init, directory_, "initializer '" + init.name() + "' of " + graph->name);
+      add_initializer(*graph, init, directory_,
+                      "initializer '" + init.name() + "' of " + graph->name);
     if (g.sparse_initializer_size() > 0) unsupported(graph->name + ": sparse initializers");
     for (const auto& input : g.input())
-      if (!graph->initializers.contains(input.name()))
+      if (!is_initializer(*graph, input.name()))
         graph->inputs.push_back(value_from_onnx(input, graph->name, true));
     for (const auto& output : g.output())
       graph->outputs.push_back(value_from_onnx(output, graph->name, true));
     std::set<std::string, std::less<>> outer = scopes_.empty() ? decltype(outer){} : scopes_.back();
     for (const ModelValue& input : parent.inputs) outer.insert(input.name);
     for (const auto& [name, tensor] : parent.initializers) outer.insert(name);
+    for (const auto& [name, tensor] : parent.string_initializers) outer.insert(name);
     for (const Node& earlier : parent.nodes)
       for (const std::string& output : earlier.outputs) outer.insert(output);
     scopes_.push_back(outer);
@@ -260,6 +294,7 @@ class Importer {
       case A::STRINGS:
         return std::vector<std::string>(a.strings().begin(), a.strings().end());
       case A::TENSOR:
+        if (a.t().data_type() == onnx::TensorProto::STRING) return strings_from_onnx(a.t(), where);
         return tensor_from_onnx(a.t(), directory_, where);
       case A::GRAPHS:
         unsupported(where + ": lists of subgraphs");
@@ -281,6 +316,13 @@ class Importer {
       for (auto& attribute : *node_proto.mutable_attribute())
         if (attribute.has_g()) rename_captured(*attribute.mutable_g(), rename, {});
     Node node = decode(node_proto, graph.nodes.size(), opset, graph);
+    if (auto strings = string_constant(node)) {
+      if (node.outputs.size() != 1 || node.outputs[0].empty())
+        invalid(node.describe() + ": a Constant has one output");
+      graph.string_initializers[node.outputs[0]] = std::move(*strings);
+      produced_types_[node.outputs[0]] = onnx::TensorProto::STRING;
+      return;
+    }
     node.op = find_onnx_op(node.domain, node.op_type, node.opset);
     if (node.op) {
       record_types(node, graph);
@@ -339,6 +381,8 @@ class Importer {
     int32_t elem = 0;
     if (auto init = graph.initializers.find(value); init != graph.initializers.end())
       elem = onnx_elem_type(init->second.dtype);
+    else if (graph.string_initializers.contains(value))
+      elem = onnx::TensorProto::STRING;
     else if (auto known = produced_types_.find(value); known != produced_types_.end())
       elem = known->second;
     if (elem != 0) type.mutable_tensor_type()->set_elem_type(elem);
@@ -354,6 +398,10 @@ class Importer {
       elem = onnx::TensorProto::BOOL;
     } else if (index.contains(node.op_type)) {
       elem = onnx::TensorProto::INT64;
+    } else if (node.op_type == "TfIdfVectorizer") {
+      elem = onnx::TensorProto::FLOAT;
+    } else if (node.op_type == "CastLike" && node.inputs.size() > 1) {
+      elem = type_of(node.inputs[1], graph).tensor_type().elem_type();
     } else if (node.op_type == "Cast") {
       const auto to = node.attributes.find("to");
       if (to != node.attributes.end())
@@ -378,7 +426,7 @@ class Importer {
     const onnx::GraphProto& original = proto_.graph();
     graph.set_name(original.name());
     for (const auto& input : original.input())
-      if (!folded.initializers.contains(input.name())) *graph.add_input() = input;
+      if (!is_initializer(folded, input.name())) *graph.add_input() = input;
     *graph.mutable_output() = original.output();
     *graph.mutable_value_info() = original.value_info();
     for (const auto& [name, tensor] : folded.initializers) {
@@ -391,6 +439,15 @@ class Importer {
       auto* type = input->mutable_type()->mutable_tensor_type();
       type->set_elem_type(onnx_elem_type(tensor.dtype));
       for (int64_t d : tensor.shape) type->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    // Strings (initializers, and Constants taken out of the graph) as typed inputs: no shape
+    // depends on their contents.
+    for (const auto& [name, strings] : folded.string_initializers) {
+      auto* input = graph.add_input();
+      input->set_name(name);
+      auto* type = input->mutable_type()->mutable_tensor_type();
+      type->set_elem_type(onnx::TensorProto::STRING);
+      for (int64_t d : strings.shape) type->mutable_shape()->add_dim()->set_dim_value(d);
     }
     for (const auto& node : expanded_) *graph.add_node() = node;
     return model.SerializeAsString();
@@ -487,6 +544,7 @@ class Importer {
     std::set<std::string, std::less<>> defined = outer;
     for (const auto& input : graph.inputs) defined.insert(input.name);
     for (const auto& [name, tensor] : graph.initializers) defined.insert(name);
+    for (const auto& [name, tensor] : graph.string_initializers) defined.insert(name);
     std::map<std::string, size_t, std::less<>> produced_by;
     for (size_t i = 0; i < graph.nodes.size(); ++i)
       for (const auto& output : graph.nodes[i].outputs) produced_by.emplace(output, i);

@@ -17,7 +17,8 @@ struct OpTable {
     for (auto family :
          {elementwise_onnx_ops, shape_onnx_ops, reduce_onnx_ops, nn_onnx_ops, conv_onnx_ops,
           index_onnx_ops, resize_onnx_ops, recurrent_onnx_ops, scatter_onnx_ops, quantize_onnx_ops,
-          sequence_onnx_ops, control_flow_onnx_ops, optimizer_onnx_ops, gradient_onnx_ops})
+          sequence_onnx_ops, control_flow_onnx_ops, optimizer_onnx_ops, gradient_onnx_ops,
+          string_onnx_ops, tfidf_onnx_ops})
       for (const OnnxOp& op : family()) ops.push_back(op);
     std::sort(ops.begin(), ops.end(), [](const OnnxOp& a, const OnnxOp& b) {
       return a.op_type != b.op_type ? a.op_type < b.op_type : a.since > b.since;
@@ -177,8 +178,17 @@ std::string input_name(const Node& node, size_t index) {
 }
 }  // namespace
 
+std::string describe_value(const Value& value) {
+  if (std::holds_alternative<TensorSequence>(value)) return "a sequence";
+  if (std::holds_alternative<StringTensor>(value)) return "a string tensor";
+  return std::get<Tensor>(value).describe();
+}
+
 const Tensor& OpContext::tensor(const std::vector<Value>& in, size_t index) const {
   if (index >= in.size()) invalid("has no " + input_name(node_, index));
+  if (std::holds_alternative<StringTensor>(in[index]))
+    unsupported(input_name(node_, index) + " is a string tensor; hal runs " + node_.op_type +
+                " on numeric tensors only");
   const Tensor* tensor = std::get_if<Tensor>(&in[index]);
   if (!tensor) invalid(input_name(node_, index) + " is a sequence; a tensor was expected");
   return *tensor;
@@ -187,11 +197,25 @@ const Tensor& OpContext::tensor(const std::vector<Value>& in, size_t index) cons
 const TensorSequence& OpContext::sequence(const std::vector<Value>& in, size_t index) const {
   if (index >= in.size()) invalid("has no " + input_name(node_, index));
   const TensorSequence* sequence = std::get_if<TensorSequence>(&in[index]);
-  if (!sequence) invalid(input_name(node_, index) + " is a tensor; a sequence was expected");
+  if (!sequence)
+    invalid(input_name(node_, index) + " is " + describe_value(in[index]) +
+            "; a sequence was expected");
   return *sequence;
 }
 
+const StringTensor& OpContext::strings(const std::vector<Value>& in, size_t index) const {
+  if (index >= in.size()) invalid("has no " + input_name(node_, index));
+  const StringTensor* strings = std::get_if<StringTensor>(&in[index]);
+  if (!strings)
+    invalid(input_name(node_, index) + " is " + describe_value(in[index]) + "; " + node_.op_type +
+            " takes a string tensor");
+  return *strings;
+}
+
 const Tensor& OpContext::value_tensor(const Value& value, const std::string& what) const {
+  if (std::holds_alternative<StringTensor>(value))
+    unsupported(what + " is a string tensor; hal runs " + node_.op_type +
+                " on numeric tensors only");
   const Tensor* tensor = std::get_if<Tensor>(&value);
   if (!tensor || !tensor->defined()) invalid(what + " is not a tensor");
   return *tensor;

@@ -15,8 +15,8 @@
 
 namespace hal::model {
 
-// A value of a run: a tensor, or a sequence of tensors.
-using Value = TensorOrSequence;
+// A value of a run: a tensor, a sequence of tensors, or a string tensor (on the host).
+using Value = RunValue;
 
 // Runs a subgraph (If's branches, Loop's and Scan's bodies) for the node that holds it, the
 // enclosing graphs' values in scope: its inputs in order give its outputs in order.
@@ -73,10 +73,13 @@ class OpContext {
   // (constant folding).
   std::vector<Value> run_subgraph(const ModelGraph& graph, const std::vector<Value>& inputs) const;
 
-  // Input `index` of a value op as a tensor or as a sequence; InvalidArgument naming the input
-  // where it is the other kind. An omitted input is an undefined tensor.
+  // Input `index` of a value op as a tensor, a sequence or a string tensor; InvalidArgument
+  // naming the input where it is another kind (Unsupported for strings where a tensor goes:
+  // ONNX lets many ops take strings that hal runs on numbers only). An omitted input is an
+  // undefined tensor.
   const Tensor& tensor(const std::vector<Value>& in, size_t index) const;
   const TensorSequence& sequence(const std::vector<Value>& in, size_t index) const;
+  const StringTensor& strings(const std::vector<Value>& in, size_t index) const;
   // `value` (a subgraph's output, `what` in errors) as a tensor.
   const Tensor& value_tensor(const Value& value, const std::string& what) const;
 
@@ -107,7 +110,13 @@ struct OnnxOp {
   int64_t since;   // the first opset of its domain whose semantics it implements
   OpFunction run;  // null for a value op
   ValueOpFunction run_values = nullptr;  // set for a value op
-  std::string_view domain = {};          // empty: the default domain
+  // For a tensor op that also reads or makes string tensors (Cast, CastLike): what runs, on
+  // the value path, where the node reads a string tensor or makes_strings(node).
+  ValueOpFunction run_strings = nullptr;
+  // Computes on the host whatever the node's device (the value ops on strings, TfIdfVectorizer):
+  // the planner puts it on cpu:0.
+  bool host = false;
+  std::string_view domain = {};  // empty: the default domain
 };
 
 // The implementation of `op_type` of the default domain at `opset`, or null.
@@ -132,6 +141,19 @@ std::vector<OnnxOp> sequence_onnx_ops();
 std::vector<OnnxOp> control_flow_onnx_ops();
 std::vector<OnnxOp> optimizer_onnx_ops();  // Adagrad, Adam, Momentum (kTrainingDomain)
 std::vector<OnnxOp> gradient_onnx_ops();   // Gradient (kTrainingDomain)
+std::vector<OnnxOp> string_onnx_ops();
+std::vector<OnnxOp> tfidf_onnx_ops();
+
+// The string forms of Cast and CastLike (string_onnx_ops.cpp), the `run_strings` of theirs.
+std::vector<Value> cast_strings(const OpContext& ctx, const std::vector<Value>& in);
+std::vector<Value> cast_like_strings(const OpContext& ctx, const std::vector<Value>& in);
+// Whether `node` makes string tensors whatever its inputs are (a Cast to STRING), so that its
+// op's string form runs.
+bool makes_strings(const Node& node);
+
+// "a sequence", "a string tensor", "an undefined tensor", "f32[2, 3] on cpu:0": a value, in
+// errors.
+std::string describe_value(const Value& value);
 
 // The op of the nodes that elementwise chains become at load (elementwise_fusion.hpp); not in
 // the table, which maps the models' own op types.

@@ -150,7 +150,9 @@ HostTensor tensor_from_onnx(const TensorProto& proto, const std::filesystem::pat
   if (!dtype)
     throw Error(ErrorCode::Unsupported,
                 std::string(where) + ": element type " + onnx_type_name(proto.data_type()) +
-                    " (hal has f32, f16, bf16, f64, i8, u8, i32, i64, bool)");
+                    (proto.data_type() == TensorProto::STRING
+                         ? " where a numeric tensor goes"
+                         : " (hal has f32, f16, bf16, f64, i8, u8, i32, i64, bool and strings)"));
   if (proto.has_segment())
     throw Error(ErrorCode::Unsupported, std::string(where) + ": segmented tensors");
   HostTensor tensor;
@@ -176,6 +178,27 @@ HostTensor tensor_from_onnx(const TensorProto& proto, const std::filesystem::pat
   } else {
     tensor.bytes = typed_fields(proto, *dtype, count, where);
   }
+  return tensor;
+}
+
+StringTensor strings_from_onnx(const TensorProto& proto, std::string_view where) {
+  if (proto.data_type() != TensorProto::STRING)
+    invalid(where, "element type " + onnx_type_name(proto.data_type()) + " where STRING goes");
+  if (proto.data_location() == TensorProto::EXTERNAL || proto.has_segment())
+    throw Error(ErrorCode::Unsupported,
+                std::string(where) + ": string tensors in external data or segments");
+  StringTensor tensor;
+  for (int64_t dim : proto.dims()) {
+    if (dim < 0) invalid(where, "dimension " + std::to_string(dim) + " is negative");
+    tensor.shape.push_back(dim);
+  }
+  if (proto.has_raw_data())
+    invalid(where, "string elements in raw_data (ONNX keeps them in string_data)");
+  if (static_cast<int64_t>(proto.string_data_size()) != tensor.numel())
+    invalid(where, "string_data holds " + std::to_string(proto.string_data_size()) +
+                       " strings; dims " + to_string(tensor.shape) + " need " +
+                       std::to_string(tensor.numel()));
+  tensor.data.assign(proto.string_data().begin(), proto.string_data().end());
   return tensor;
 }
 

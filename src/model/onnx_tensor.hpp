@@ -21,5 +21,8 @@ HostTensor tensor_from_onnx(const onnx::TensorProto& proto, const std::filesyste
                             std::string_view where);
 // The tensor as an ONNX TensorProto named `name`, its elements in raw_data.
 onnx::TensorProto tensor_to_onnx(const HostTensor& tensor, const std::string& name);
+// A TensorProto of STRING elements (string_data): InvalidArgument where the strings are not as
+// many as the dims say or the proto puts them elsewhere, Unsupported for external data.
+StringTensor strings_from_onnx(const onnx::TensorProto& proto, std::string_view where);
 
 }  // namespace hal::model

@@ -68,16 +68,22 @@ TensorSequence sequence_from_onnx(const onnx::SequenceProto& proto,
   return sequence;
 }
 
+// A TensorProto as the tensor it holds: a string tensor where its elements are STRING.
+RunValue value_from_onnx(const onnx::TensorProto& proto, const std::filesystem::path& path,
+                         Stream& stream) {
+  if (proto.data_type() == onnx::TensorProto::STRING)
+    return model::strings_from_onnx(proto, path.string());
+  return model::upload(model::tensor_from_onnx(proto, directory_of(path), path.string()), stream);
+}
+
 }  // namespace
 
-TensorOrSequence read_onnx_value(const std::filesystem::path& path, const ModelValue& declared,
-                                 Stream& stream, std::string* name) {
+RunValue read_onnx_value(const std::filesystem::path& path, const ModelValue& declared,
+                         Stream& stream, std::string* name) {
   if (declared.optional) {
     const auto proto = parse_file<onnx::OptionalProto>(path, "OptionalProto");
     if (name) *name = proto.name();
-    if (proto.has_tensor_value())
-      return model::upload(
-          model::tensor_from_onnx(proto.tensor_value(), directory_of(path), path.string()), stream);
+    if (proto.has_tensor_value()) return value_from_onnx(proto.tensor_value(), path, stream);
     if (proto.has_sequence_value())
       return sequence_from_onnx(proto.sequence_value(), path, declared.dtype, stream);
     if (proto.elem_type() == onnx::OptionalProto::UNDEFINED ||
@@ -87,7 +93,11 @@ TensorOrSequence read_onnx_value(const std::filesystem::path& path, const ModelV
     throw Error(ErrorCode::Unsupported, path.string() + ": an optional of element kind " +
                                             std::to_string(proto.elem_type()));
   }
-  if (!declared.sequence) return read_onnx_tensor(path, stream, name);
+  if (!declared.sequence) {
+    const auto proto = parse_file<onnx::TensorProto>(path, "TensorProto");
+    if (name) *name = proto.name();
+    return value_from_onnx(proto, path, stream);
+  }
   const auto proto = parse_file<onnx::SequenceProto>(path, "SequenceProto");
   if (name) *name = proto.name();
   return sequence_from_onnx(proto, path, declared.dtype, stream);

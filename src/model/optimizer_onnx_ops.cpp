@@ -150,9 +150,9 @@ Outputs momentum(const OpContext& ctx, const Inputs& in) {
 
 std::vector<OnnxOp> optimizer_onnx_ops() {
   return {
-      {"Adagrad", 1, adagrad, nullptr, kTrainingDomain},
-      {"Adam", 1, adam, nullptr, kTrainingDomain},
-      {"Momentum", 1, momentum, nullptr, kTrainingDomain},
+      {.op_type = "Adagrad", .since = 1, .run = adagrad, .domain = kTrainingDomain},
+      {.op_type = "Adam", .since = 1, .run = adam, .domain = kTrainingDomain},
+      {.op_type = "Momentum", .since = 1, .run = momentum, .domain = kTrainingDomain},
   };
 }
 

@@ -94,6 +94,20 @@ class Planner {
  private:
   bool used(const std::string& name) const { return graph_.last_use.contains(name); }
 
+  bool is_strings(const std::string& name) const {
+    const auto found = types_.find(name);
+    return found != types_.end() && found->second.strings;
+  }
+
+  // Whether `node` reads or makes string tensors, which live on the host: it runs there.
+  bool touches_strings(const Node& node) const {
+    if (model::makes_strings(node)) return true;
+    for (const auto* names : {&node.inputs, &node.outputs})
+      for (const std::string& name : *names)
+        if (!name.empty() && is_strings(name)) return true;
+    return false;
+  }
+
   int64_t bytes_of(const std::string& name) const {
     const auto found = types_.find(name);
     return found == types_.end() ? 0 : found->second.bytes();
@@ -105,7 +119,9 @@ class Planner {
     double seconds = 0;
     for (const std::string& input : node.inputs) {
       const auto made = location_.find(input);
-      if (input.empty() || made == location_.end() || made->second == device.id()) continue;
+      if (input.empty() || made == location_.end() || made->second == device.id() ||
+          is_strings(input))
+        continue;
       seconds +=
           transfer_seconds(static_cast<double>(bytes_of(input)), hal::device(made->second), device);
     }
@@ -131,6 +147,17 @@ class Planner {
 
   void place(size_t index) {
     const Node& node = graph_.nodes[index];
+    const bool strings = touches_strings(node);
+    if (strings || (node.op && node.op->host)) {
+      record_transfers(node, cpu_);
+      for (const std::string& output : node.outputs)
+        if (!output.empty()) location_[output] = cpu_.id();
+      placement_.push_back(cpu_);
+      plan_.nodes.push_back({node.name, node.op_type, cpu_.id(), kUnknown,
+                             strings ? "reads or makes string tensors, which live on the host"
+                                     : "computes on the host whatever the device"});
+      return;
+    }
     if (node.op && node.op->run_values) {
       const Device chosen = value_op_device(node);
       record_transfers(node, chosen);
@@ -195,7 +222,8 @@ class Planner {
     std::set<std::string> moved;
     for (const std::string& input : node.inputs) {
       const auto made = location_.find(input);
-      if (input.empty() || made == location_.end() || made->second == to.id()) continue;
+      if (input.empty() || made == location_.end() || made->second == to.id() || is_strings(input))
+        continue;
       if (!moved.insert(input).second || !copied_[input].insert(to.id()).second) continue;
       const int64_t bytes = bytes_of(input);
       const double seconds = transfer_seconds(static_cast<double>(bytes), device(made->second), to);
@@ -267,8 +295,8 @@ ExecutionPlan plan_model(const Model& model, const PlanOptions& options) {
   return Planner(*model.graph(), options).run();
 }
 
-PlannedRun run_planned(const Model& model, const ExecutionPlan& plan,
-                       const std::map<std::string, Tensor>& inputs) {
+PlannedValuesRun run_planned_values(const Model& model, const ExecutionPlan& plan,
+                                    const std::map<std::string, RunValue>& inputs) {
   if (!model) throw Error(ErrorCode::InvalidState, "the model is empty (default-constructed)");
   const ModelGraph& graph = *model.graph();
   if (plan.model != graph.name || plan.nodes.size() != graph.nodes.size())
@@ -276,19 +304,24 @@ PlannedRun run_planned(const Model& model, const ExecutionPlan& plan,
                                                 std::to_string(plan.nodes.size()) +
                                                 " nodes) is not this model's (" + graph.name +
                                                 ", " + std::to_string(graph.nodes.size()) + ")");
-  const auto values = model::as_values(inputs);
-  model::check_inputs(graph, values, nullptr);
+  model::check_inputs(graph, inputs, nullptr);
   std::vector<Device> placement;
   for (const PlannedNode& node : plan.nodes) placement.push_back(device(node.device));
   model::RunStreams streams;
-  PlannedRun run;
-  run.outputs =
-      model::as_tensors(graph, model::execute(graph, values, streams, device("cpu:0"),
-                                              {.placement = &placement,
-                                               .fallbacks = &run.fallbacks,
-                                               .weights = model.resident_weights().get()}));
+  PlannedValuesRun run;
+  run.outputs = model::execute(graph, inputs, streams, device("cpu:0"),
+                               {.placement = &placement,
+                                .fallbacks = &run.fallbacks,
+                                .weights = model.resident_weights().get()});
   streams.synchronize_all();
   return run;
+}
+
+PlannedRun run_planned(const Model& model, const ExecutionPlan& plan,
+                       const std::map<std::string, Tensor>& inputs) {
+  PlannedValuesRun values = run_planned_values(model, plan, model::as_values(inputs));
+  return {model::as_tensors(*model.graph(), std::move(values.outputs)),
+          std::move(values.fallbacks)};
 }
 
 }  // namespace hal

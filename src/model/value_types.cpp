@@ -65,9 +65,10 @@ void set_shape(onnx::ValueInfoProto& info, const Shape& shape) {
 void record(const onnx::ValueInfoProto& info, ValueTypes& types) {
   if (!info.type().has_tensor_type()) return;
   const auto& tensor = info.type().tensor_type();
-  const auto dtype = dtype_from_onnx(tensor.elem_type());
+  const bool strings = tensor.elem_type() == kOnnxString;
+  const auto dtype = strings ? DType::f32 : dtype_from_onnx(tensor.elem_type());
   if (!dtype) return;
-  ValueType type{*dtype, {}, tensor.has_shape()};
+  ValueType type{*dtype, {}, tensor.has_shape(), strings};
   for (const auto& dim : tensor.shape().dim()) {
     type.shape.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
     if (!dim.has_dim_value()) type.known = false;
@@ -196,6 +197,8 @@ ValueTypes infer_value_types(const ModelGraph& graph,
   }
   for (const auto& [name, tensor] : graph.initializers)
     types[name] = {tensor.dtype, tensor.shape, true};
+  for (const auto& [name, strings] : graph.string_initializers)
+    types[name] = {DType::f32, strings.shape, true, true};
   for (const auto& [name, tensor] : constants) types[name] = {tensor.dtype, tensor.shape, true};
   return types;
 }

@@ -12,10 +12,14 @@
 namespace hal::model {
 
 struct ValueType {
-  DType dtype = DType::f32;
-  Shape shape;         // meaningful when `known`
-  bool known = false;  // the dtype and every dimension are known
-  int64_t bytes() const { return known ? numel(shape) * static_cast<int64_t>(size_of(dtype)) : 0; }
+  DType dtype = DType::f32;  // unused where `strings`
+  Shape shape;               // meaningful when `known`
+  bool known = false;        // the dtype and every dimension are known
+  bool strings = false;      // STRING elements: a string tensor, on the host
+  // Device memory: none for strings, which stay on the host.
+  int64_t bytes() const {
+    return known && !strings ? numel(shape) * static_cast<int64_t>(size_of(dtype)) : 0;
+  }
 };
 
 using ValueTypes = std::map<std::string, ValueType, std::less<>>;

@@ -39,6 +39,15 @@ class ModelBuilder {
     for (float v : values) tensor->add_float_data(v);
     return *this;
   }
+  ModelBuilder& string_initializer(const std::string& name, std::vector<int64_t> dims,
+                                   const std::vector<std::string>& values) {
+    auto* tensor = model_.mutable_graph()->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto::STRING);
+    for (int64_t d : dims) tensor->add_dims(d);
+    for (const auto& v : values) tensor->add_string_data(v);
+    return *this;
+  }
   onnx::TensorProto& raw_initializer(const std::string& name) {
     auto* tensor = model_.mutable_graph()->add_initializer();
     tensor->set_name(name);
@@ -65,6 +74,26 @@ class ModelBuilder {
     a->set_name(name);
     a->set_type(onnx::AttributeProto::INTS);
     for (int64_t v : values) a->add_ints(v);
+  }
+  static void set_string(onnx::NodeProto& node, const std::string& name, const std::string& value) {
+    auto* a = node.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(value);
+  }
+  static void set_strings(onnx::NodeProto& node, const std::string& name,
+                          const std::vector<std::string>& values) {
+    auto* a = node.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRINGS);
+    for (const auto& v : values) a->add_strings(v);
+  }
+  static void set_floats(onnx::NodeProto& node, const std::string& name,
+                         const std::vector<float>& values) {
+    auto* a = node.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOATS);
+    for (float v : values) a->add_floats(v);
   }
   onnx::ModelProto& proto() { return model_; }
   std::string bytes() const { return model_.SerializeAsString(); }

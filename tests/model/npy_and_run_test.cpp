@@ -3,6 +3,7 @@
 // expected output.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -107,6 +108,130 @@ TEST(Npy, BadFilesAreRefusedNamingTheFileAndWhatIsWrong) {
                {"odd.npy", "fortran_order"});
   const auto cut = file_with("cut.npy", "{'descr': '<f4', 'shape': (1,", 0);
   expect_error([&] { read_npy(cut, stream); }, ErrorCode::InvalidArgument, {"cut.npy", "header"});
+}
+
+TEST(Npy, StringsRoundTripAsNumPyUnicode) {
+  const fs::path file = scratch_dir() / "strings.npy";
+  // "héllo" (5 code points) is the widest: '<U5', "日本語🙂" 4 code points in 13 bytes.
+  const StringTensor table{
+      {2, 2}, {"", "a", "h\xc3\xa9llo", "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xf0\x9f\x99\x82"}};
+  write_npy(file, table);
+  EXPECT_EQ(read_npy_strings(file), table);
+  std::ifstream in(file, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(bytes.find("'descr': '<U5'"), std::string::npos);
+  EXPECT_EQ(bytes.size() % 64, (4u * 5 * 4) % 64);  // the data, 64-byte aligned, then 4 x 5 x 4
+  for (const StringTensor& tensor :
+       {StringTensor{{}, {"scalar"}}, StringTensor{{0, 3}, {}}, StringTensor{{3}, {"", "", ""}}}) {
+    write_npy(file, tensor);
+    EXPECT_EQ(read_npy_strings(file), tensor) << to_string(tensor.shape);
+  }
+}
+
+TEST(Npy, NumPyReadsHalsStringsAndTheOtherWayRound) {
+  if (!have_numpy()) GTEST_SKIP() << "/usr/bin/python3 has no numpy (Debian: python3-numpy)";
+  const fs::path dir = scratch_dir();
+  write_npy(dir / "from_hal.npy",
+            StringTensor{{2, 2}, {"", "a", "h\xc3\xa9llo", "\xf0\x9f\x99\x82"}});
+  const ShellResult check = run_shell(
+      "/usr/bin/python3 -c \"import numpy as np; a = np.load('" + (dir / "from_hal.npy").string() +
+      "'); assert a.dtype == np.dtype('<U5') and a.tolist() == [['', 'a'], "
+      "['h\\u00e9llo', '\\U0001f642']], a\"");
+  EXPECT_EQ(check.status, 0) << check.output;
+  const ShellResult make = run_shell(
+      "/usr/bin/python3 -c \"import numpy as np; d = '" + dir.string() +
+      "/'; np.save(d + 'u.npy', np.array([['ab', 'c'], ['', 'd\\u00e9']])); "
+      "np.save(d + 's.npy', np.array([b'ab', b'c'])); "
+      "np.save(d + 'f.npy', np.asfortranarray(np.array([['a', 'b', 'c'], ['d', 'e', 'f']]))); "
+      "np.save(d + 'big.npy', np.array(['xy', 'z'], dtype='>U2'))\"");
+  ASSERT_EQ(make.status, 0) << make.output;
+  EXPECT_EQ(read_npy_strings(dir / "u.npy"), (StringTensor{{2, 2}, {"ab", "c", "", "d\xc3\xa9"}}));
+  EXPECT_EQ(read_npy_strings(dir / "s.npy"), (StringTensor{{2}, {"ab", "c"}}));
+  EXPECT_EQ(read_npy_strings(dir / "f.npy"),  // Fortran order, given back row-major
+            (StringTensor{{2, 3}, {"a", "b", "c", "d", "e", "f"}}));
+  EXPECT_EQ(read_npy_strings(dir / "big.npy"), (StringTensor{{2}, {"xy", "z"}}));
+}
+
+TEST(Npy, BadStringFilesAreRefusedNamingTheFile) {
+  Stream stream = device("cpu:0").create_stream();
+  const fs::path dir = scratch_dir();
+  auto file_with = [&](const std::string& name, const std::string& header, std::string data) {
+    std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+    bytes += static_cast<char>(header.size() & 0xff);
+    bytes += static_cast<char>(header.size() >> 8);
+    bytes += header + data;
+    std::ofstream(dir / name, std::ios::binary) << bytes;
+    return dir / name;
+  };
+  const auto short_data =
+      file_with("short_u.npy", "{'descr': '<U2', 'fortran_order': False, 'shape': (3,), }\n",
+                std::string(20, 'a'));
+  expect_error([&] { read_npy_strings(short_data); }, ErrorCode::InvalidArgument,
+               {"short_u.npy", "holds 20 bytes", "'<U2'", "needs 24"});
+  const auto beyond =
+      file_with("beyond.npy", "{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }\n",
+                std::string("\x00\x00\x11\x00", 4));  // U+110000
+  expect_error([&] { read_npy_strings(beyond); }, ErrorCode::InvalidArgument,
+               {"beyond.npy", "element 0", "not a Unicode code point"});
+  const auto text =
+      file_with("text.npy", "{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }\n",
+                std::string("a\0\0\0", 4));
+  expect_error([&] { read_npy(text, stream); }, ErrorCode::Unsupported,
+               {"text.npy", "'<U1'", "read_npy_strings"});
+  const auto numbers =
+      file_with("numbers.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }\n",
+                std::string(4, '\0'));
+  expect_error([&] { read_npy_strings(numbers); }, ErrorCode::InvalidArgument,
+               {"numbers.npy", "'<f4'", "not strings"});
+  expect_error(
+      [&] {
+        write_npy(dir / "latin1.npy", StringTensor{{1}, {"caf\xe9"}});
+      },
+      ErrorCode::InvalidArgument, {"latin1.npy", "element 0 is not UTF-8"});
+  expect_error(
+      [&] {
+        write_npy(dir / "count.npy", StringTensor{{2}, {"a"}});
+      },
+      ErrorCode::InvalidArgument, {"count.npy", "shape [2] holds 1 strings"});
+}
+
+TEST(HalRun, RunsAStringModelFromNumPyStrings) {
+  const fs::path model_dir =
+      "/usr/share/libonnx-testdata/data/node/"
+      "test_strnormalizer_export_monday_insensintive_upper_twodim";
+  if (!fs::exists(model_dir / "model.onnx"))
+    GTEST_SKIP() << "no ONNX test data (Debian: libonnx-testdata)";
+  Stream stream = device("cpu:0").create_stream();
+  const Model model = load_onnx(model_dir / "model.onnx");
+  const fs::path dir = scratch_dir() / "strings_run";
+  fs::create_directories(dir);
+  const auto x = std::get<StringTensor>(
+      read_onnx_value(model_dir / "test_data_set_0" / "input_0.pb", model.inputs()[0], stream));
+  const auto expected = std::get<StringTensor>(
+      read_onnx_value(model_dir / "test_data_set_0" / "output_0.pb", model.outputs()[0], stream));
+  write_npy(dir / "x.npy", x);
+  const std::string command = kCliSanitizer + HAL_CLI_PATH " run " +
+                              (model_dir / "model.onnx").string() +
+                              " --input x=" + (dir / "x.npy").string() + " --json --output ";
+  for (const std::string device_args : {" --device cpu:0", " --device auto --plan"}) {
+    const fs::path out = dir / (device_args.size() > 16 ? "planned" : "direct");
+    const ShellResult run = run_shell(command + out.string() + device_args);
+    ASSERT_EQ(run.status, 0) << run.output;
+    const auto report = nlohmann::json::parse(run.output);
+    EXPECT_EQ(report["outputs"][0]["dtype"], "string");
+    EXPECT_EQ(report["outputs"][0]["shape"], nlohmann::json(expected.shape));
+    EXPECT_EQ(read_npy_strings(out / "y.npy"), expected) << device_args;
+    if (report.contains("plan")) {
+      EXPECT_EQ(report["plan"]["nodes"][0]["device"], "cpu:0");
+    }
+  }
+  write_npy(dir / "numbers.npy", from_vector<float>({1, 2}, {1, 2}, stream), stream);
+  const ShellResult wrong =
+      run_shell(kCliSanitizer + HAL_CLI_PATH " run " + (model_dir / "model.onnx").string() +
+                " --input x=" + (dir / "numbers.npy").string());
+  EXPECT_EQ(wrong.status, 1);
+  EXPECT_NE(wrong.output.find("numbers.npy"), std::string::npos) << wrong.output;
+  EXPECT_NE(wrong.output.find("not strings"), std::string::npos) << wrong.output;
 }
 
 TEST(HalRun, RunsAnOnnxTestModelFromNpyFilesAndWritesItsOutputs) {

@@ -3,7 +3,8 @@
 // suite. Each case directory holds model.onnx and test_data_set_*/{input,output}_N.pb; a case
 // passes when every data set's outputs match within ONNX's tolerances (rtol 1e-3, atol 1e-7),
 // fails on a wrong answer or an error hal should not have raised, and is unsupported where hal
-// says why it cannot run it (op, attribute, dtype). Exits 1 when any case fails.
+// says why it cannot run it (op, attribute, dtype). String outputs must match exactly. Exits 1
+// when any case fails.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -124,13 +125,40 @@ std::string compare(const std::string& name, const Tensor& actual, const Tensor&
   return out.str();
 }
 
-// A value's mismatch: an optional's presence, a sequence's length, then each tensor as
-// compare() does.
-std::string compare(const std::string& name, const TensorOrSequence& actual,
-                    const TensorOrSequence& expected, Stream& stream, Stream& cpu_stream) {
+// A string for a message: quoted, cut short past 40 bytes.
+std::string quoted(const std::string& text) {
+  return "'" + (text.size() > 40 ? text.substr(0, 40) + "..." : text) + "'";
+}
+
+// String tensors match exactly: the shape, then every string.
+std::string compare(const std::string& name, const StringTensor& actual,
+                    const StringTensor& expected) {
+  if (actual.shape != expected.shape)
+    return "output '" + name + "' has shape " + hal::to_string(actual.shape) + ", expected " +
+           hal::to_string(expected.shape);
+  size_t wrong = 0, first = 0;
+  for (size_t i = 0; i < expected.data.size(); ++i)
+    if (actual.data.at(i) != expected.data[i] && wrong++ == 0) first = i;
+  if (wrong == 0) return {};
+  return "output '" + name + "': " + std::to_string(wrong) + " of " +
+         std::to_string(expected.data.size()) + " strings differ; first at flat index " +
+         std::to_string(first) + ": " + quoted(actual.data[first]) + ", expected " +
+         quoted(expected.data[first]);
+}
+
+std::string kind(const RunValue& value) {
+  return std::holds_alternative<TensorSequence>(value) ? "sequence"
+         : std::holds_alternative<StringTensor>(value) ? "string tensor"
+                                                       : "tensor";
+}
+
+// A value's mismatch: an optional's presence, the kind of value, a sequence's length, then each
+// tensor as compare() does.
+std::string compare(const std::string& name, const RunValue& actual, const RunValue& expected,
+                    Stream& stream, Stream& cpu_stream) {
   const auto* want = std::get_if<TensorSequence>(&expected);
   const auto* got = std::get_if<TensorSequence>(&actual);
-  auto none = [](const TensorOrSequence& value) {
+  auto none = [](const RunValue& value) {
     const auto* tensor = std::get_if<Tensor>(&value);
     return tensor && !tensor->defined();
   };
@@ -139,11 +167,12 @@ std::string compare(const std::string& name, const TensorOrSequence& actual,
                ? ""
                : "output '" + name + "' is " + (none(actual) ? "none" : "a value") + ", expected " +
                      (none(expected) ? "none" : "a value");
-  if (!want && !got)
+  if (actual.index() != expected.index())
+    return "output '" + name + "' is a " + kind(actual) + ", expected a " + kind(expected);
+  if (const auto* strings = std::get_if<StringTensor>(&expected))
+    return compare(name, std::get<StringTensor>(actual), *strings);
+  if (!want)
     return compare(name, std::get<Tensor>(actual), std::get<Tensor>(expected), stream, cpu_stream);
-  if (!want || !got)
-    return "output '" + name + "' is a " + (got ? "sequence" : "tensor") + ", expected a " +
-           (want ? "sequence" : "tensor");
   if (got->tensors.size() != want->tensors.size())
     return "output '" + name + "' is a sequence of " + std::to_string(got->tensors.size()) +
            " tensors, expected " + std::to_string(want->tensors.size());
@@ -156,8 +185,8 @@ std::string compare(const std::string& name, const TensorOrSequence& actual,
 }
 
 // Test data file `path` as the value `declared` says it holds (a tensor where unknown).
-TensorOrSequence read_value(const fs::path& path, const ModelValue* declared, Stream& stream,
-                            std::string* name) {
+RunValue read_value(const fs::path& path, const ModelValue* declared, Stream& stream,
+                    std::string* name) {
   if (!declared) return read_onnx_tensor(path, stream, name);
   return read_onnx_value(path, *declared, stream, name);
 }
@@ -174,13 +203,13 @@ CaseResult run_case(const fs::path& dir, const std::string& suite, const Device&
     const auto data_sets = sorted_entries(dir, "test_data_set_");
     if (data_sets.empty()) throw Error(ErrorCode::InvalidArgument, "no test_data_set_* directory");
     for (const fs::path& data : data_sets) {
-      std::map<std::string, TensorOrSequence> inputs;
+      std::map<std::string, RunValue> inputs;
       const auto input_files = sorted_entries(data, "input_");
       for (size_t i = 0; i < input_files.size(); ++i) {
         std::string name;
         // The files follow the model's inputs in order, which says how to read each.
         const ModelValue* in_order = i < model.inputs().size() ? &model.inputs()[i] : nullptr;
-        TensorOrSequence value = read_value(input_files[i], in_order, stream, &name);
+        RunValue value = read_value(input_files[i], in_order, stream, &name);
         const bool declared = std::any_of(model.inputs().begin(), model.inputs().end(),
                                           [&](const ModelValue& v) { return v.name == name; });
         if (!declared) {
@@ -200,8 +229,7 @@ CaseResult run_case(const fs::path& dir, const std::string& suite, const Device&
                         " model outputs");
       for (size_t o = 0; o < output_files.size(); ++o) {
         const std::string& name = model.outputs()[o].name;
-        const TensorOrSequence expected =
-            read_value(output_files[o], &model.outputs()[o], stream, nullptr);
+        const RunValue expected = read_value(output_files[o], &model.outputs()[o], stream, nullptr);
         std::string difference = compare(name, outputs.at(name), expected, stream, cpu_stream);
         if (!difference.empty()) {
           result.status = Status::failed;

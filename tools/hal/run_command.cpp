@@ -1,8 +1,9 @@
 // `hal run MODEL.onnx --input NAME=FILE.npy ... [--output DIR] [--device ID|auto] [--plan]
-// [--repeat N] [--json]`: runs an ONNX model with inputs from NumPy files, on one device or
-// through its execution plan, prints each output's name, dtype and shape and the latency over
-// the repeats, and writes each output to DIR/<name>.npy. `--plan` without inputs prints the
-// plan for the declared shapes and runs nothing.
+// [--repeat N] [--json]`: runs an ONNX model with inputs from NumPy files (string inputs from
+// NumPy's '<U' arrays), on one device or through its execution plan, prints each output's
+// name, dtype and shape and the latency over the repeats, and writes each output to
+// DIR/<name>.npy (strings as '<U'). `--plan` without inputs prints the plan for the declared
+// shapes and runs nothing.
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -48,8 +49,11 @@ double percentile(std::vector<double> values, double p) {
   return values[std::min(index, values.size() - 1)];
 }
 
-std::map<std::string, Tensor> read_inputs(const Options& options, Stream& stream) {
-  std::map<std::string, Tensor> inputs;
+// Each input as the model declares it: a string input from an array of NumPy strings, any
+// other from one of numbers.
+std::map<std::string, RunValue> read_inputs(const Options& options, const Model& model,
+                                            Stream& stream) {
+  std::map<std::string, RunValue> inputs;
   for (const std::string& spec : options.inputs) {
     const size_t equals = spec.find('=');
     if (equals == std::string::npos || equals == 0 || equals + 1 == spec.size())
@@ -57,9 +61,21 @@ std::map<std::string, Tensor> read_inputs(const Options& options, Stream& stream
     const std::string name = spec.substr(0, equals);
     if (inputs.contains(name))
       throw Error(ErrorCode::InvalidArgument, "--input: '" + name + "' given twice");
-    inputs[name] = read_npy(spec.substr(equals + 1), stream);
+    const std::string file = spec.substr(equals + 1);
+    const auto declared = std::find_if(model.inputs().begin(), model.inputs().end(),
+                                       [&](const ModelValue& value) { return value.name == name; });
+    if (declared != model.inputs().end() && declared->strings)
+      inputs[name] = read_npy_strings(file);
+    else
+      inputs[name] = read_npy(file, stream);
   }
   return inputs;
+}
+
+Shape shape_of(const RunValue& value) {
+  if (const auto* strings = std::get_if<StringTensor>(&value)) return strings->shape;
+  if (const auto* tensor = std::get_if<Tensor>(&value)) return tensor->shape();
+  return {};
 }
 
 // The runs, timed: each waits for its devices before the clock stops.
@@ -83,13 +99,15 @@ void run_model(const Options& options) {
   const bool planned = options.plan || options.device_id == "auto";
   const Device input_device = planned ? device("cpu:0") : device(options.device_id);
   Stream stream = input_device.create_stream();
-  const std::map<std::string, Tensor> inputs = read_inputs(options, stream);
+  const std::map<std::string, RunValue> inputs = read_inputs(options, model, stream);
   stream.synchronize();
   ExecutionPlan plan;
   if (planned) {
     PlanOptions plan_options;
     plan_options.device = options.device_id;
-    for (const auto& [name, tensor] : inputs) plan_options.input_shapes[name] = tensor.shape();
+    for (const auto& [name, value] : inputs)
+      if (!std::holds_alternative<TensorSequence>(value))
+        plan_options.input_shapes[name] = shape_of(value);
     plan = plan_model(model, plan_options);
     if (inputs.empty() && options.plan) {  // plan only: nothing to run it on
       if (options.json)
@@ -99,32 +117,42 @@ void run_model(const Options& options) {
       return;
     }
   }
-  std::map<std::string, Tensor> outputs;
+  std::map<std::string, RunValue> outputs;
   std::vector<PlannedNode> fallbacks;
   const std::vector<double> latencies_ms = timed_runs(options.repeat, [&] {
     if (planned) {
-      PlannedRun run = run_planned(model, plan, inputs);
+      PlannedValuesRun run = run_planned_values(model, plan, inputs);
       outputs = std::move(run.outputs);
       fallbacks = std::move(run.fallbacks);
     } else {
-      outputs = model.run(inputs, stream);
+      outputs = model.run_values(inputs, stream);
       stream.synchronize();
     }
   });
   nlohmann::ordered_json written = nlohmann::ordered_json::array();
   if (!options.output_dir.empty()) std::filesystem::create_directories(options.output_dir);
   for (const ModelValue& declared : model.outputs()) {
-    const Tensor& tensor = outputs.at(declared.name);
+    const RunValue& value = outputs.at(declared.name);
+    const auto* tensor = std::get_if<Tensor>(&value);
+    const auto* strings = std::get_if<StringTensor>(&value);
+    if ((!tensor || !tensor->defined()) && !strings)
+      throw Error(ErrorCode::Unsupported, options.model + ": output '" + declared.name + "' is " +
+                                              (tensor ? "an empty optional" : "a sequence") +
+                                              "; hal run writes tensors and string tensors");
     std::string path;
     if (!options.output_dir.empty()) {
       path = (std::filesystem::path(options.output_dir) / file_name(declared.name)).string();
-      Stream output_stream = tensor.device().create_stream();
-      write_npy(path, tensor, output_stream);
+      if (strings) {
+        write_npy(path, *strings);
+      } else {
+        Stream output_stream = tensor->device().create_stream();
+        write_npy(path, *tensor, output_stream);
+      }
     }
     written.push_back(
         {{"name", declared.name},
-         {"dtype", hal::to_string(tensor.dtype())},
-         {"shape", tensor.shape()},
+         {"dtype", strings ? std::string("string") : std::string(hal::to_string(tensor->dtype()))},
+         {"shape", strings ? strings->shape : tensor->shape()},
          {"file", path.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(path)}});
   }
   const double min = *std::min_element(latencies_ms.begin(), latencies_ms.end());
