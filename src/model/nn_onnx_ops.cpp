@@ -149,6 +149,32 @@ Outputs layer_norm_of(const OpContext& ctx, const Inputs& in) {
   return out;
 }
 
+// Local response normalisation across channels: x / (bias + alpha / size * the sum of x^2 over
+// the `size` channels around each)^beta, the window from c - floor((size - 1) / 2) to
+// c + ceil((size - 1) / 2), clipped at the edges (zeros padded in, then `size` shifted slices
+// summed).
+Outputs lrn(const OpContext& ctx, const Inputs& in) {
+  Stream& s = ctx.stream();
+  const Tensor& x = in.at(0);
+  if (x.dim() < 3) ctx.invalid("expects [N, C, D1, ...], got " + to_string(x.shape()));
+  const int64_t size = ctx.attr_int("size", 0);
+  if (size < 1 || size > (int64_t{1} << 20))
+    ctx.invalid("size " + std::to_string(size) + " (the window of channels) must be at least 1");
+  const double alpha = ctx.attr_float("alpha", 1e-4f), beta = ctx.attr_float("beta", 0.75f);
+  const double bias = ctx.attr_float("bias", 1.0f);
+  const int64_t before = (size - 1) / 2, after = size - 1 - before, channels = x.size(1);
+  std::vector<int64_t> pad_before(static_cast<size_t>(x.dim()), 0), pad_after = pad_before;
+  pad_before[1] = before;
+  pad_after[1] = after;
+  const Tensor squares = pad_constant(ctx, mul(x, x, s), pad_before, pad_after, 0.0);
+  Tensor window = squares.slice(1, 0, channels).contiguous(s);
+  for (int64_t offset = 1; offset < size; ++offset)
+    window = add(window, squares.slice(1, offset, offset + channels), s);
+  const Tensor scaled = add(mul(window, constant(alpha / static_cast<double>(size), x, ctx), s),
+                            constant(bias, x, ctx), s);
+  return {div(x, pow(scaled, constant(beta, x, ctx), s), s)};
+}
+
 Outputs global_average_pool(const OpContext& ctx, const Inputs& in) {
   return {mean(in.at(0), spatial_axes(in[0]), true, ctx.stream())};
 }
@@ -165,6 +191,7 @@ std::vector<OnnxOp> nn_onnx_ops() {
       {"BatchNormalization", 1, batch_norm},
       {"InstanceNormalization", 1, instance_norm},
       {"LayerNormalization", 17, layer_norm_of},
+      {"LRN", 1, lrn},
       {"GlobalAveragePool", 1, global_average_pool},
       {"GlobalMaxPool", 1, global_max_pool},
   };

@@ -49,6 +49,7 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"GreaterOrEqual", {"ge"}},
       {"InstanceNormalization", {"mean", "rsqrt"}},
       {"LSTM", {"matmul", "sigmoid", "tanh"}},
+      {"LRN", {"mul", "add", "div", "pow"}},
       {"LayerNormalization", {"layer_norm"}},
       {"LeakyRelu", {"where", "mul"}},
       {"Less", {"lt"}},

@@ -1,0 +1,84 @@
+// LRN against a plain loop over the channel window, with odd and even window sizes and the
+// attributes given; a missing size refused naming the node.
+#include <algorithm>
+#include <cmath>
+
+#include "hal/model.hpp"
+#include "model_builder.hpp"
+#include "test_util.hpp"
+
+namespace hal::test {
+namespace {
+
+using onnx::TensorProto;
+
+void set_float(onnx::NodeProto& node, const std::string& name, float value) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(value);
+}
+
+// x [n, c, hw]: the window of channel k runs from k - floor((size - 1) / 2) to
+// k + ceil((size - 1) / 2), clipped.
+std::vector<float> lrn_loop(const std::vector<float>& x, int64_t n, int64_t c, int64_t hw,
+                            int64_t size, double alpha, double beta, double bias) {
+  std::vector<float> y(x.size());
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t k = 0; k < c; ++k)
+      for (int64_t p = 0; p < hw; ++p) {
+        double sum = 0;
+        for (int64_t j = std::max<int64_t>(0, k - before); j <= std::min(c - 1, k + after); ++j) {
+          const double v = x[static_cast<size_t>((b * c + j) * hw + p)];
+          sum += v * v;
+        }
+        const size_t at = static_cast<size_t>((b * c + k) * hw + p);
+        y[at] = static_cast<float>(x[at] /
+                                   std::pow(bias + alpha / static_cast<double>(size) * sum, beta));
+      }
+  return y;
+}
+
+TEST(NnOps, LrnMatchesALoopOverTheChannelWindow) {
+  constexpr int64_t n = 2, c = 5, h = 2, w = 3;
+  std::vector<float> x(static_cast<size_t>(n * c * h * w));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 11) * 0.4f - 2;
+  Stream stream = device("cpu:0").create_stream();
+  for (int64_t size : {1, 3, 4}) {
+    ModelBuilder builder;
+    builder.input("x", TensorProto::FLOAT, {"2", "5", "2", "3"});
+    builder.output("y", TensorProto::FLOAT, {"2", "5", "2", "3"});
+    auto& node = builder.node("LRN", {"x"}, {"y"}, "lrn");
+    ModelBuilder::set_int(node, "size", size);
+    set_float(node, "alpha", 0.02f);
+    set_float(node, "beta", 0.6f);
+    set_float(node, "bias", 1.5f);
+    const Model model = load_onnx_bytes(builder.bytes(), "lrn");
+    const auto got = model.run({{"x", from_vector(x, {n, c, h, w}, stream)}}, stream)
+                         .at("y")
+                         .to_vector<float>(stream);
+    const auto want = lrn_loop(x, n, c, h * w, size, 0.02f, 0.6f, 1.5f);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-5 + 1e-5 * std::fabs(want[i]))
+          << "size " << size << " at " << i;
+  }
+}
+
+TEST(NnOps, LrnWithoutASizeIsRefusedNamingTheNode) {
+  ModelBuilder builder;
+  builder.input("x", TensorProto::FLOAT, {"1", "2", "2"});
+  builder.output("y", TensorProto::FLOAT, {"1", "2", "2"});
+  builder.node("LRN", {"x"}, {"y"}, "lrn_without_size");
+  Stream stream = device("cpu:0").create_stream();
+  expect_error(
+      [&] {
+        const Model model = load_onnx_bytes(builder.bytes(), "lrn");
+        model.run({{"x", zeros({1, 2, 2}, DType::f32, stream)}}, stream);
+      },
+      ErrorCode::InvalidArgument, {"lrn_without_size", "size"});
+}
+
+}  // namespace
+}  // namespace hal::test
