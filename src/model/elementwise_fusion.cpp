@@ -147,11 +147,7 @@ std::vector<bool> apply_elementwise_fusions(ModelGraph& graph,
     fused.chain = std::move(chain);
     graph.nodes[last] = std::move(fused);
   }
-  std::vector<Node> remaining;
-  for (size_t i = 0; i < graph.nodes.size(); ++i)
-    if (kept[i]) remaining.push_back(std::move(graph.nodes[i]));
-  graph.nodes = std::move(remaining);
-  index_last_uses(graph);
+  keep_nodes(graph, kept);
   return kept;
 }
 

@@ -63,12 +63,16 @@ std::vector<bool> apply_fusions(ModelGraph& graph, const std::vector<Fusion>& fu
     }
     for (size_t absorbed : fusion.absorbed) kept[absorbed] = false;
   }
+  keep_nodes(graph, kept);
+  return kept;
+}
+
+void keep_nodes(ModelGraph& graph, const std::vector<bool>& kept) {
   std::vector<Node> remaining;
   for (size_t i = 0; i < graph.nodes.size(); ++i)
     if (kept[i]) remaining.push_back(std::move(graph.nodes[i]));
   graph.nodes = std::move(remaining);
   index_last_uses(graph);
-  return kept;
 }
 
 void index_last_uses(ModelGraph& graph) {

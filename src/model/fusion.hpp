@@ -29,6 +29,9 @@ std::vector<Fusion> find_fusions(const ModelGraph& graph);
 // whether it was kept; `last_use` is updated.
 std::vector<bool> apply_fusions(ModelGraph& graph, const std::vector<Fusion>& fusions);
 
+// Drops the nodes of `graph` that `kept` marks false and indexes the last uses again.
+void keep_nodes(ModelGraph& graph, const std::vector<bool>& kept);
+
 // `graph.last_use` from its nodes and outputs (after nodes were removed or merged).
 void index_last_uses(ModelGraph& graph);
 

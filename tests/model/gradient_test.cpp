@@ -17,26 +17,6 @@ using onnx::TensorProto;
 constexpr int32_t kF64 = TensorProto::DOUBLE;
 constexpr const char* kTraining = "ai.onnx.preview.training";
 
-void set_string(onnx::NodeProto& node, const std::string& name, const std::string& value) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(value);
-}
-void set_strings(onnx::NodeProto& node, const std::string& name,
-                 const std::vector<std::string>& values) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRINGS);
-  for (const auto& v : values) a->add_strings(v);
-}
-void set_float(onnx::NodeProto& node, const std::string& name, float value) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(value);
-}
-
 // A model of `opset` that imports the training domain too.
 ModelBuilder training_model(int64_t opset = 13) {
   ModelBuilder builder(opset);
@@ -53,9 +33,9 @@ onnx::NodeProto& gradient_node(ModelBuilder& builder, const std::vector<std::str
   inputs.insert(inputs.end(), zs.begin(), zs.end());
   auto& node = builder.node("Gradient", inputs, outputs, "grad");
   node.set_domain(kTraining);
-  set_strings(node, "xs", xs);
-  if (!zs.empty()) set_strings(node, "zs", zs);
-  set_string(node, "y", y);
+  ModelBuilder::set_strings(node, "xs", xs);
+  if (!zs.empty()) ModelBuilder::set_strings(node, "zs", zs);
+  ModelBuilder::set_string(node, "y", y);
   return node;
 }
 
@@ -216,8 +196,8 @@ TEST(Gradient, GemmWithTransposesAlphaBetaMatchesDifferences) {
   auto& gemm = c.builder.node("Gemm", {"a", "b", "c"}, {"y"});
   ModelBuilder::set_int(gemm, "transA", 1);
   ModelBuilder::set_int(gemm, "transB", 1);
-  set_float(gemm, "alpha", 0.5f);
-  set_float(gemm, "beta", 2.0f);
+  ModelBuilder::set_float(gemm, "alpha", 0.5f);
+  ModelBuilder::set_float(gemm, "beta", 2.0f);
   c.y_shape = {2, 4};
   c.expect_matches_differences();
 }
@@ -339,8 +319,8 @@ TEST(Gradient, AnXYDoesNotDependOnGetsZerosAndOutputsMayBeSkipped) {
   gradient_node(builder, {"a", "b"}, {}, "y", {"", "db"});
   auto& second = builder.node("Gradient", {"a"}, {"da"}, "grad2");
   second.set_domain(kTraining);
-  set_strings(second, "xs", {"a"});
-  set_string(second, "y", "y");
+  ModelBuilder::set_strings(second, "xs", {"a"});
+  ModelBuilder::set_string(second, "y", "y");
   const Model model = load_onnx_bytes(builder.bytes(), "zeros");
   Stream stream = device("cpu:0").create_stream();
   const std::vector<double> a{0.5, -1.0};
@@ -402,8 +382,8 @@ TEST(GradientErrors, XsNamingAValueNotInTheGraphIsInvalid) {
   ModelBuilder builder = through("Exp");
   auto& node = builder.node("Gradient", {"x"}, {"dx"}, "grad");
   node.set_domain(kTraining);
-  set_strings(node, "xs", {"ghost"});
-  set_string(node, "y", "y");
+  ModelBuilder::set_strings(node, "xs", {"ghost"});
+  ModelBuilder::set_string(node, "y", "y");
   expect_error([&] { load_onnx_bytes(builder.bytes(), "ghost.onnx"); }, ErrorCode::InvalidArgument,
                {"node 'grad'", "xs names 'ghost', which the graph does not define"});
 }
@@ -429,8 +409,8 @@ TEST(GradientErrors, InputsOtherThanTheValuesXsNameAreUnsupported) {
   ModelBuilder builder = through("Exp");
   auto& node = builder.node("Gradient", {"w"}, {"dx"}, "grad");
   node.set_domain(kTraining);
-  set_strings(node, "xs", {"x"});
-  set_string(node, "y", "y");
+  ModelBuilder::set_strings(node, "xs", {"x"});
+  ModelBuilder::set_string(node, "y", "y");
   expect_error([&] { load_onnx_bytes(builder.bytes(), "fed.onnx"); }, ErrorCode::Unsupported,
                {"input 0 is 'w', not 'x'"});
 }

@@ -88,6 +88,12 @@ class ModelBuilder {
     a->set_type(onnx::AttributeProto::STRINGS);
     for (const auto& v : values) a->add_strings(v);
   }
+  static void set_float(onnx::NodeProto& node, const std::string& name, float value) {
+    auto* a = node.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(value);
+  }
   static void set_floats(onnx::NodeProto& node, const std::string& name,
                          const std::vector<float>& values) {
     auto* a = node.add_attribute();

@@ -12,13 +12,6 @@ namespace {
 
 using onnx::TensorProto;
 
-void set_float(onnx::NodeProto& node, const std::string& name, float value) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(value);
-}
-
 // x [n, c, hw]: the window of channel k runs from k - floor((size - 1) / 2) to
 // k + ceil((size - 1) / 2), clipped.
 std::vector<float> lrn_loop(const std::vector<float>& x, int64_t n, int64_t c, int64_t hw,
@@ -51,9 +44,9 @@ TEST(NnOps, LrnMatchesALoopOverTheChannelWindow) {
     builder.output("y", TensorProto::FLOAT, {"2", "5", "2", "3"});
     auto& node = builder.node("LRN", {"x"}, {"y"}, "lrn");
     ModelBuilder::set_int(node, "size", size);
-    set_float(node, "alpha", 0.02f);
-    set_float(node, "beta", 0.6f);
-    set_float(node, "bias", 1.5f);
+    ModelBuilder::set_float(node, "alpha", 0.02f);
+    ModelBuilder::set_float(node, "beta", 0.6f);
+    ModelBuilder::set_float(node, "bias", 1.5f);
     const Model model = load_onnx_bytes(builder.bytes(), "lrn");
     const auto got = model.run({{"x", from_vector(x, {n, c, h, w}, stream)}}, stream)
                          .at("y")

@@ -14,20 +14,6 @@ using Matrix = std::vector<float>;  // row-major
 
 float sigmoid_of(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
-void set_string(onnx::NodeProto& node, const std::string& name, const std::string& value) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(value);
-}
-void set_strings(onnx::NodeProto& node, const std::string& name,
-                 const std::vector<std::string>& values) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRINGS);
-  for (const auto& v : values) a->add_strings(v);
-}
-
 Matrix ramp(size_t count, float scale, float shift) {
   Matrix values(count);
   for (size_t i = 0; i < count; ++i) values[i] = scale * static_cast<float>((i * 7) % 11) - shift;
@@ -117,7 +103,7 @@ TEST(RecurrentOps, ReverseGruOverUnequalSequencesMatchesALoop) {
       .output("y_h", TensorProto::FLOAT, {"1", "2", "2"});
   auto& node = builder.node("GRU", {"x", "w", "r", "b", "lens"}, {"y", "y_h"});
   ModelBuilder::set_int(node, "linear_before_reset", 1);
-  set_string(node, "direction", "reverse");
+  ModelBuilder::set_string(node, "direction", "reverse");
 
   Matrix y(kSeq * kBatch * kHidden, 0.0f), y_h(kBatch * kHidden);
   for (size_t n = 0; n < kBatch; ++n) {
@@ -187,21 +173,31 @@ TEST(RecurrentOps, BadInputsAreInvalidNamingWhatWasWrong) {
   expect_error(
       [&] { run_rnn([](onnx::NodeProto& n) { ModelBuilder::set_int(n, "hidden_size", 4); }); },
       ErrorCode::InvalidArgument, {"hidden_size 4 differs from R's 2"});
-  expect_error([&] { run_rnn([](onnx::NodeProto& n) { set_string(n, "direction", "sideways"); }); },
-               ErrorCode::InvalidArgument, {"direction 'sideways'"});
   expect_error(
-      [&] { run_rnn([](onnx::NodeProto& n) {
-              set_strings(n, "activations", {"Tanh", "Relu"});
-            }); },
+      [&] {
+        run_rnn([](onnx::NodeProto& n) { ModelBuilder::set_string(n, "direction", "sideways"); });
+      },
+      ErrorCode::InvalidArgument, {"direction 'sideways'"});
+  expect_error(
+      [&] {
+        run_rnn([](onnx::NodeProto& n) {
+          ModelBuilder::set_strings(n, "activations", {"Tanh", "Relu"});
+        });
+      },
       ErrorCode::InvalidArgument, {"'activations' has 2 names, expected 1"});
 }
 
 TEST(RecurrentOps, WhatIsNotImplementedIsUnsupportedNamingIt) {
   expect_error(
-      [&] { run_rnn([](onnx::NodeProto& n) { set_strings(n, "activations", {"Gelu"}); }); },
+      [&] {
+        run_rnn([](onnx::NodeProto& n) { ModelBuilder::set_strings(n, "activations", {"Gelu"}); });
+      },
       ErrorCode::Unsupported, {"node 'rnn'", "activation Gelu"});
   expect_error(
-      [&] { run_rnn([](onnx::NodeProto& n) { set_strings(n, "activations", {"Affine"}); }); },
+      [&] {
+        run_rnn(
+            [](onnx::NodeProto& n) { ModelBuilder::set_strings(n, "activations", {"Affine"}); });
+      },
       ErrorCode::Unsupported, {"activation Affine without a value in activation_alpha"});
   expect_error(
       [&] {
@@ -217,7 +213,7 @@ Tensor run_einsum(const std::string& equation, const Matrix& a, const Matrix& b,
       .input("b", TensorProto::FLOAT, {"3", "4"})
       .output("y", TensorProto::FLOAT, {});
   auto& node = builder.node("Einsum", {"a", "b"}, {"y"}, "einsum");
-  set_string(node, "equation", equation);
+  ModelBuilder::set_string(node, "equation", equation);
   const Model model = load_onnx_bytes(builder.bytes(), "einsum");
   return model
       .run({{"a", from_vector(a, {2, 3, 3}, stream)}, {"b", from_vector(b, {3, 4}, stream)}},

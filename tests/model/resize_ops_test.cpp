@@ -12,20 +12,6 @@ namespace {
 
 using onnx::TensorProto;
 
-void set_string(onnx::NodeProto& node, const std::string& name, const std::string& value) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(value);
-}
-
-void set_float(onnx::NodeProto& node, const std::string& name, float value) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(value);
-}
-
 void int64_initializer(ModelBuilder& builder, const std::string& name,
                        const std::vector<int64_t>& values) {
   auto& tensor = builder.raw_initializer(name);
@@ -85,7 +71,7 @@ TEST(ResizeOps, LinearHalfPixelMatchesAPlainLoop) {
   builder.input("x", TensorProto::FLOAT, {"1", "2", "3", "5"})
       .output("y", TensorProto::FLOAT, {"1", "2", "7", "4"});
   int64_initializer(builder, "sizes", {1, 2, out_h, out_w});
-  set_string(builder.node("Resize", {"x", "", "", "sizes"}, {"y"}), "mode", "linear");
+  ModelBuilder::set_string(builder.node("Resize", {"x", "", "", "sizes"}, {"y"}), "mode", "linear");
   const Model model = load_onnx_bytes(builder.bytes(), "bilinear");
 
   Stream stream = device("cpu:0").create_stream();
@@ -109,9 +95,9 @@ TEST(ResizeOps, CubicWithItsOptionsMatchesAPlainLoop) {
   builder.input("x", TensorProto::FLOAT, {"7"}).output("y", TensorProto::FLOAT, {"10"});
   builder.initializer("scales", {1}, {static_cast<float>(scale)});
   auto& node = builder.node("Resize", {"x", "", "scales"}, {"y"});
-  set_string(node, "mode", "cubic");
-  set_string(node, "coordinate_transformation_mode", "asymmetric");
-  set_float(node, "cubic_coeff_a", static_cast<float>(a));
+  ModelBuilder::set_string(node, "mode", "cubic");
+  ModelBuilder::set_string(node, "coordinate_transformation_mode", "asymmetric");
+  ModelBuilder::set_float(node, "cubic_coeff_a", static_cast<float>(a));
   ModelBuilder::set_int(node, "exclude_outside", 1);
   const Model model = load_onnx_bytes(builder.bytes(), "bicubic");
 
@@ -164,9 +150,9 @@ TEST(ResizeOps, TheCropFillsBeyondTheInputWithTheExtrapolationValue) {
   builder.initializer("roi", {2}, {0.5f, 1.5f});
   int64_initializer(builder, "sizes", {5});
   auto& node = builder.node("Resize", {"x", "roi", "", "sizes"}, {"y"});
-  set_string(node, "mode", "linear");
-  set_string(node, "coordinate_transformation_mode", "tf_crop_and_resize");
-  set_float(node, "extrapolation_value", -1);
+  ModelBuilder::set_string(node, "mode", "linear");
+  ModelBuilder::set_string(node, "coordinate_transformation_mode", "tf_crop_and_resize");
+  ModelBuilder::set_float(node, "extrapolation_value", -1);
   const Model model = load_onnx_bytes(builder.bytes(), "crop");
 
   // Output i reads input 2 + i; inputs 5 and 6 lie beyond the last, 4.
@@ -204,7 +190,7 @@ Model resize_model(const std::string& mode, const std::vector<float>& scales,
   auto& node = builder.node("Resize",
                             {"x", "", scales.empty() ? "" : "scales", sizes.empty() ? "" : "sizes"},
                             {"y"}, "grow");
-  set_string(node, "mode", mode);
+  ModelBuilder::set_string(node, "mode", mode);
   return load_onnx_bytes(builder.bytes(), "resize");
 }
 
@@ -242,8 +228,8 @@ TEST(ResizeOps, BadInputsAreRefusedNamingWhatWasWrong) {
   ModelBuilder crop;
   crop.input("x", TensorProto::FLOAT, {"2", "2"}).output("y", TensorProto::FLOAT, {"3", "3"});
   int64_initializer(crop, "sizes", {3, 3});
-  set_string(crop.node("Resize", {"x", "", "", "sizes"}, {"y"}), "coordinate_transformation_mode",
-             "tf_crop_and_resize");
+  ModelBuilder::set_string(crop.node("Resize", {"x", "", "", "sizes"}, {"y"}),
+                           "coordinate_transformation_mode", "tf_crop_and_resize");
   expect_error([&] { run_one(load_onnx_bytes(crop.bytes(), "crop"), x, stream); },
                ErrorCode::InvalidArgument, {"tf_crop_and_resize needs a roi"});
 
@@ -259,7 +245,7 @@ TEST(ResizeOps, InterpolatingIntegersIsUnsupported) {
   ModelBuilder builder;
   builder.input("x", TensorProto::INT32, {"2", "2"}).output("y", TensorProto::INT32, {"4", "4"});
   int64_initializer(builder, "sizes", {4, 4});
-  set_string(builder.node("Resize", {"x", "", "", "sizes"}, {"y"}), "mode", "cubic");
+  ModelBuilder::set_string(builder.node("Resize", {"x", "", "", "sizes"}, {"y"}), "mode", "cubic");
   const Model model = load_onnx_bytes(builder.bytes(), "ints");
   Stream stream = device("cpu:0").create_stream();
   expect_error(

@@ -13,13 +13,6 @@ namespace {
 
 using onnx::TensorProto;
 
-void set_string(onnx::NodeProto& node, const std::string& name, const std::string& value) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(value);
-}
-
 std::vector<float> ramp(size_t count) {
   std::vector<float> values(count);
   for (size_t i = 0; i < count; ++i) values[i] = static_cast<float>((i * 7) % 11) - 3.5f;
@@ -64,7 +57,7 @@ Model scatter_elements_model(int64_t axis, const std::string& reduction) {
                    {"updates", TensorProto::FLOAT, 2}},
                   {{"y", TensorProto::FLOAT, 2}}, [&](onnx::NodeProto& node) {
                     ModelBuilder::set_int(node, "axis", axis);
-                    set_string(node, "reduction", reduction);
+                    ModelBuilder::set_string(node, "reduction", reduction);
                   });
 }
 
@@ -102,8 +95,9 @@ TEST(ScatterOps, ScatterNDMultipliesTheSlicesItsTuplesName) {
                                {{"data", TensorProto::FLOAT, 3},
                                 {"indices", TensorProto::INT64, 2},
                                 {"updates", TensorProto::FLOAT, 2}},
-                               {{"y", TensorProto::FLOAT, 3}},
-                               [](onnx::NodeProto& node) { set_string(node, "reduction", "mul"); });
+                               {{"y", TensorProto::FLOAT, 3}}, [](onnx::NodeProto& node) {
+                                 ModelBuilder::set_string(node, "reduction", "mul");
+                               });
   Stream stream = device("cpu:0").create_stream();
   const Tensor y = model
                        .run({{"data", from_vector(data, {a, b, c}, stream)},

@@ -14,19 +14,6 @@ using onnx::TensorProto;
 using Floats = std::vector<float>;
 constexpr const char* kTraining = "ai.onnx.preview.training";
 
-void set_float(onnx::NodeProto& node, const std::string& name, float value) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(value);
-}
-void set_string(onnx::NodeProto& node, const std::string& name, const std::string& value) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(value);
-}
-
 // One optimizer node over groups of tensors: inputs R, T then per group kind ("X", "G", ...)
 // the tensors "X0", "X1", ...; outputs likewise "X0_new", ... for `out_kinds`.
 struct OptimizerCase {
@@ -94,11 +81,11 @@ const std::map<std::string, Floats> kTwoGroups{
 TEST(Optimizers, AdamStepsEachGroupWithBiasCorrectionAfterTheFirst) {
   OptimizerCase c("Adam", {"X", "G", "V", "H"}, {"X", "V", "H"}, {{2}, {3}});
   const double alpha = 0.8, beta = 0.95, eps = 1e-3, norm = 0.01, post = 0.1;
-  set_float(*c.node, "alpha", 0.8f);
-  set_float(*c.node, "beta", 0.95f);
-  set_float(*c.node, "epsilon", 1e-3f);
-  set_float(*c.node, "norm_coefficient", 0.01f);
-  set_float(*c.node, "norm_coefficient_post", 0.1f);
+  ModelBuilder::set_float(*c.node, "alpha", 0.8f);
+  ModelBuilder::set_float(*c.node, "beta", 0.95f);
+  ModelBuilder::set_float(*c.node, "epsilon", 1e-3f);
+  ModelBuilder::set_float(*c.node, "norm_coefficient", 0.01f);
+  ModelBuilder::set_float(*c.node, "norm_coefficient_post", 0.1f);
   Stream stream = device("cpu:0").create_stream();
   for (const int64_t t : {int64_t{0}, int64_t{3}}) {
     const double r = 0.1;
@@ -127,9 +114,9 @@ TEST(Optimizers, AdamStepsEachGroupWithBiasCorrectionAfterTheFirst) {
 
 TEST(Optimizers, AdagradDecaysTheRateAndAccumulatesSquaredGradients) {
   OptimizerCase c("Adagrad", {"X", "G", "H"}, {"X", "H"}, {{2}, {3}});
-  set_float(*c.node, "decay_factor", 0.5f);
-  set_float(*c.node, "epsilon", 1e-4f);
-  set_float(*c.node, "norm_coefficient", 0.02f);
+  ModelBuilder::set_float(*c.node, "decay_factor", 0.5f);
+  ModelBuilder::set_float(*c.node, "epsilon", 1e-4f);
+  ModelBuilder::set_float(*c.node, "norm_coefficient", 0.02f);
   Stream stream = device("cpu:0").create_stream();
   const int64_t t = 2;
   const auto out = c.run(0.3f, t, kTwoGroups, stream);
@@ -152,10 +139,10 @@ TEST(Optimizers, AdagradDecaysTheRateAndAccumulatesSquaredGradients) {
 TEST(Optimizers, MomentumStandardAndNesterovWithBetaFromTheSecondStep) {
   for (const std::string mode : {"standard", "nesterov"}) {
     OptimizerCase c("Momentum", {"X", "G", "V"}, {"X", "V"}, {{2}, {3}});
-    set_float(*c.node, "alpha", 0.9f);
-    set_float(*c.node, "beta", 0.5f);
-    set_float(*c.node, "norm_coefficient", 0.1f);
-    set_string(*c.node, "mode", mode);
+    ModelBuilder::set_float(*c.node, "alpha", 0.9f);
+    ModelBuilder::set_float(*c.node, "beta", 0.5f);
+    ModelBuilder::set_float(*c.node, "norm_coefficient", 0.1f);
+    ModelBuilder::set_string(*c.node, "mode", mode);
     Stream stream = device("cpu:0").create_stream();
     for (const int64_t t : {int64_t{0}, int64_t{4}}) {
       const auto out = c.run(0.2f, t, kTwoGroups, stream);
@@ -179,10 +166,10 @@ TEST(Optimizers, MomentumStandardAndNesterovWithBetaFromTheSecondStep) {
 
 TEST(Optimizers, MomentumWithAnUnknownModeIsInvalid) {
   OptimizerCase c("Momentum", {"X", "G", "V"}, {"X", "V"}, {{2}});
-  set_float(*c.node, "alpha", 0.9f);
-  set_float(*c.node, "beta", 0.5f);
-  set_float(*c.node, "norm_coefficient", 0.1f);
-  set_string(*c.node, "mode", "heavy");
+  ModelBuilder::set_float(*c.node, "alpha", 0.9f);
+  ModelBuilder::set_float(*c.node, "beta", 0.5f);
+  ModelBuilder::set_float(*c.node, "norm_coefficient", 0.1f);
+  ModelBuilder::set_string(*c.node, "mode", "heavy");
   Stream stream = device("cpu:0").create_stream();
   expect_error(
       [&] {
@@ -209,8 +196,8 @@ TEST(BatchNormTraining, UsesBatchStatisticsAndUpdatesTheRunningOnes) {
   auto& node = builder.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"},
                             {"y", "running_mean", "running_var"}, "bn");
   ModelBuilder::set_int(node, "training_mode", 1);
-  set_float(node, "momentum", 0.7f);
-  set_float(node, "epsilon", 1e-3f);
+  ModelBuilder::set_float(node, "momentum", 0.7f);
+  ModelBuilder::set_float(node, "epsilon", 1e-3f);
   const Model model = load_onnx_bytes(builder.bytes(), "bn_training");
   Stream stream = device("cpu:0").create_stream();
   const auto out = model.run({{"x", from_vector(x, {n, ch, 2, 2}, stream)},
