@@ -49,9 +49,10 @@ struct PipelineStage {
 
 struct PipelineOptions {
   // Micro-batches whose inputs each stage holds at once: 2 is double buffering (the copy of
-  // micro-batch i + 1 into a stage overlaps the stage's work on micro-batch i). It also bounds
-  // how far submit runs ahead of the devices: submitting micro-batch i waits until micro-batch
-  // i - buffers x stages has left the last stage. At least 1.
+  // micro-batch i + 1 into a stage overlaps the stage's work on micro-batch i). A stage also
+  // waits for the next one to take its outputs of micro-batch i - buffers before it makes those
+  // of micro-batch i, and submitting micro-batch i waits until the first stage is done with
+  // micro-batch i - buffers x stages: this bounds the micro-batches in flight. At least 1.
   size_t buffers = 2;
 };
 

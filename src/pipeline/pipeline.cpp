@@ -11,11 +11,16 @@
 namespace hal {
 namespace {
 
-// One of a stage's input buffers: where the copies of one micro-batch's inputs land.
+// One of a stage's input buffers: where the copies of one micro-batch's inputs land. The events
+// are those of the slot's latest micro-batch, each recorded once: a wait on an event recorded
+// again may wait for the later record (a fence across backends reads the latest, see
+// PluginEvent::fence), and the later record may depend on the waiter.
 struct Slot {
   Tensors inputs;  // copies on the stage's device, kept for the next micro-batch of this slot
-  Event copied;    // on the inbound stream, after the copies of the slot's latest micro-batch
-  Event done;      // on the compute stream, after the stage's work on that micro-batch
+  Event copied;    // on the inbound stream, after the copies
+  Event taken;     // after the stage last needs its inputs where the previous stage left them:
+                   // the copies, or the stage's work when it read any of them in place
+  Event done;      // on the compute stream, after the stage's work
 };
 
 struct StageState {
@@ -64,11 +69,13 @@ struct Pipeline::State {
   size_t buffers = 2;
   std::mutex mutex;  // one submit at a time: a micro-batch enters every stage in one turn
   size_t submitted = 0;
-  // The last stage's event of each micro-batch in flight, oldest first: submit waits for the
-  // oldest while there are buffers x stages of them, which bounds how far the host runs ahead
-  // (and the memory of the stages' outputs in flight). Waiting on the host per stage instead
-  // would stall: the host, held at a late stage, could not feed the first one.
-  std::deque<Event> in_flight;
+  // The first stage's event after each micro-batch not yet known to have left it, oldest first:
+  // submit waits for the oldest while there are buffers x stages of them. With each stage
+  // waiting for the next to take its outputs (enqueue_stage), this bounds the micro-batches in
+  // flight, and so the memory of outputs enqueued but not yet consumed. (Waiting on the host at
+  // each stage instead stalls: the host, held at a late stage, cannot feed the first. Waiting
+  // for the last stage couples the host to every stage's lateness on the wall clock.)
+  std::deque<Event> entered;
 
   // Enqueues stage k's share of micro-batch `index`: the copies of `inputs` that are not on the
   // stage's device into slot `index % buffers` after `ready`, then the stage. Returns its outputs
@@ -93,17 +100,24 @@ struct Pipeline::State {
                                                     "; make it contiguous on its own device first");
       if (!copied) {
         if (ready) s.inbound.wait(ready);
-        if (slot.done.recorded()) s.inbound.wait(slot.done);
+        if (slot.done) s.inbound.wait(slot.done);
         copied = true;
       }
       copy_into(slot.inputs[j], x, s.stage.device, s.inbound);
       in[j] = slot.inputs[j];
     }
     if (copied) {
-      s.inbound.record(slot.copied);
+      slot.copied = s.inbound.record();
       s.compute.wait(slot.copied);
+      if (!passed) slot.taken = slot.copied;
     }
     if (ready && (passed || !copied)) s.compute.wait(ready);
+    // Back-pressure: this stage's outputs of micro-batch index - buffers must have been taken
+    // by the next stage before it makes more, so no stage runs ahead of a slower one below it.
+    if (k + 1 < stages.size()) {
+      const Event& next = stages[k + 1].slots[index % buffers].taken;
+      if (next) s.compute.wait(next);
+    }
     try {
       Tensors out = s.stage.run(in, s.compute);
       for (size_t j = 0; j < out.size(); ++j) {
@@ -119,15 +133,17 @@ struct Pipeline::State {
         else if (!out[j].is_contiguous())
           out[j] = out[j].contiguous(s.compute);
       }
-      s.compute.record(slot.done);
+      slot.done = s.compute.record();
+      if (passed || !copied) slot.taken = slot.done;
       ready = slot.done;
       return out;
     } catch (...) {
-      // What the function enqueued before failing may still read the slot: later copies into
-      // it wait for this record.
+      // What the function enqueued before failing may still read the slot and the previous
+      // stage's outputs: later copies into the slot, and that stage, wait for these records.
       try {
         const detail::ErrorReportsMuted unreported;
-        s.compute.record(slot.done);
+        slot.done = s.compute.record();
+        if (passed || !copied) slot.taken = slot.done;
       } catch (const Error&) {  // a lost device: its work runs no more
       }
       throw;
@@ -169,10 +185,6 @@ Pipeline::Pipeline(std::vector<PipelineStage> stages, PipelineOptions options)
     s.compute = stage.device.create_stream();
     s.inbound = stage.device.create_stream();
     s.slots.resize(options.buffers);
-    for (Slot& slot : s.slots) {
-      slot.copied = stage.device.create_event();
-      slot.done = stage.device.create_event();
-    }
     s.stage = std::move(stage);
     state_->stages.push_back(std::move(s));
   }
@@ -192,16 +204,16 @@ PipelineTicket Pipeline::submit(const Tensors& inputs, const Event& ready) {
   std::lock_guard lock(state_->mutex);
   PipelineTicket ticket;
   ticket.index = state_->submitted++;
-  const size_t last = state_->stages.size() - 1;
-  while (state_->in_flight.size() >= state_->buffers * state_->stages.size()) {
-    const Event oldest = std::move(state_->in_flight.front());
-    state_->in_flight.pop_front();
+  const StageState& first = state_->stages.front();
+  while (state_->entered.size() >= state_->buffers * state_->stages.size()) {
+    const Event oldest = std::move(state_->entered.front());
+    state_->entered.pop_front();
     try {
       const detail::ErrorReportsMuted rewrapped;  // reported below, with the stage
       oldest.synchronize();
     } catch (const Error& error) {
-      const detail::ErrorContext context(state_->stages[last].stage.device.id(), "pipeline");
-      throw Error(error.code(), describe(last, state_->stages[last].stage) + ", micro-batch " +
+      const detail::ErrorContext context(first.stage.device.id(), "pipeline");
+      throw Error(error.code(), describe(0, first.stage) + ", micro-batch " +
                                     std::to_string(ticket.index) +
                                     ", waiting for room: " + error.message());
     }
@@ -214,14 +226,14 @@ PipelineTicket Pipeline::submit(const Tensors& inputs, const Event& ready) {
     try {
       const detail::ErrorReportsMuted rewrapped;  // reported below, with the stage
       current = state_->enqueue_stage(k, ticket.index, current, after);
+      if (k == 0) state_->entered.push_back(after);  // the first stage's event after its work
     } catch (const Error& error) {
       const detail::ErrorContext context(state_->stages[k].stage.device.id(), "pipeline");
       throw Error(error.code(), where + error.message());
     }
   }
   ticket.outputs = std::move(current);
-  ticket.done = state_->stages.back().compute.record();
-  state_->in_flight.push_back(ticket.done);
+  ticket.done = after;  // the last stage's, recorded for this micro-batch alone
   return ticket;
 }
 

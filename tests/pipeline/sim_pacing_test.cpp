@@ -125,9 +125,9 @@ TEST_F(SimPacing, PerDeviceThroughputGivesEachDeviceItsSpeed) {
 }
 
 TEST_F(SimPacing, StreamsOfTwoDevicesRunSideBySide) {
-  // sim:0 copies for ~11.5 ms while sim:1 fills for ~1.1 ms: sim:1's work completes while
+  // sim:0 copies for ~22 ms while sim:1 fills for ~1.1 ms: sim:1's work completes while
   // sim:0's is still running, which it could not if one waited for the other.
-  const size_t big = 1 << 20, small = 10'000;
+  const size_t big = 2 << 20, small = 10'000;
   std::vector<unsigned char> host(big);
   Buffer a = sims[0].allocate(big), b = sims[1].allocate(small);
   Stream slow = sims[0].create_stream(), quick = sims[1].create_stream();
@@ -145,10 +145,10 @@ TEST_F(SimPacing, StreamsOfTwoDevicesRunSideBySide) {
 }
 
 TEST_F(SimPacing, CopiesBetweenDevicesOverlapComputeOnAnotherStream) {
-  // On sim:1, a matmul modelled at ~3.6 ms on its compute stream; on another stream of sim:1,
+  // On sim:1, a matmul modelled at ~22 ms on its compute stream; on another stream of sim:1,
   // a copy from sim:0 (peer) of ~1.1 ms, and a copy to cpu:0 of ~1.1 ms. The copies complete
   // before the matmul does.
-  constexpr int64_t n = 64;
+  constexpr int64_t n = 128;
   const size_t bytes = 10'000;
   const auto input = pattern_bytes(bytes, 9);
   Stream setup = sims[0].create_stream();
