@@ -56,6 +56,7 @@ bench: build-release
 	-build/release/bin/hal_bench_ops --device=opencl:0
 	-build/release/bin/hal_bench_models
 	build/release/bin/hal_bench_select
+	build/release/bin/hal_bench_pipeline
 
 # libFuzzer targets (fuzz/), each run for FUZZ_SECONDS from its seed corpus (fuzz/corpus/NAME).
 # They add what they find to a copy of the seed corpus, never to the repository's.

@@ -43,6 +43,11 @@ class Device {
   void empty_cache() const;
   Stream create_stream() const;
   Event create_event() const;
+  // Waits for the work enqueued so far on every stream of this device made by create_stream
+  // and still alive. Every stream is waited for; then the first failure found is thrown
+  // (AsyncFailure, DeviceLost ...). InvalidState from a host callback of one of those streams,
+  // which would wait for itself.
+  void synchronize() const;
 
   // Compiles a kernel for this device, or returns it from the kernel caches (see
   // Kernel::origin). Throws CompileFailed with the compiler's log, the kernel's name and the
@@ -58,5 +63,10 @@ class Device {
  private:
   std::shared_ptr<DeviceImpl> impl_;
 };
+
+// Device::synchronize for every device of the process that has made a stream: all work enqueued
+// so far on any stream is done when it returns. Every stream is waited for before the first
+// failure found is thrown.
+void synchronize_all();
 
 }  // namespace hal

@@ -14,6 +14,7 @@
 #include "hal/kernel.hpp"
 #include "hal/log.hpp"
 #include "hal/ops.hpp"
+#include "hal/pipeline.hpp"
 #include "hal/registry.hpp"
 #include "hal/select.hpp"
 #include "hal/stream.hpp"

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -25,9 +26,12 @@ static_assert(HAL_PLUGIN_ABI_MINOR == 1, "sim's 1.1 build must find the 1.1 plug
 namespace sim {
 
 // HAL_SIM_CONFIG="devices=4,memory=512M,bandwidth_gbps=200,gflops=5000,launch_us=4,
-// fail_alloc_at=3,fail_op_at=0,lose_device_at=0,fault_device=0,mixed=1". Faults count calls on
-// fault_device, from 1; 0 turns a fault off. mixed=1 gives the devices different memory and
-// speeds (config_of_device), for tests of selection. Unset: no devices at all.
+// fail_alloc_at=3,fail_op_at=0,lose_device_at=0,fault_device=0,mixed=1,pace=1". Faults count calls
+// on fault_device, from 1; 0 turns a fault off. mixed=1 gives the devices different memory and
+// speeds (config_of_device), for tests of selection. memory, bandwidth_gbps, gflops and
+// launch_us also take one figure per device, ':'-separated (`gflops=100:100:200:400`): device i
+// takes entry i mod n. pace=1 makes each piece of work take its modelled time on the wall clock
+// (hal_plugin_stream_s::advance). Unset: no devices at all.
 struct Config {
   uint32_t devices = 1;
   uint64_t memory_bytes = 1ull << 30;
@@ -39,10 +43,15 @@ struct Config {
   uint64_t lose_device_at = 0;  // the Nth call on the device loses it, for good
   uint32_t fault_device = 0;
   bool mixed = false;
+  bool pace = false;
+  // Per-device figures from ':'-separated lists; empty where the key gave one figure (above).
+  std::vector<uint64_t> memory_each;
+  std::vector<double> bandwidth_each, gflops_each, launch_each;
 };
 
-// Device `index`'s configuration. Mixed devices scale memory by ((i % 8) + 1) / 8, gflops by
-// ((5i % 16) + 1) / 16 and bandwidth by ((3i % 8) + 1) / 8 of the configured figures.
+// Device `index`'s configuration: its entry of each per-device list, then, for mixed devices,
+// memory scaled by ((i % 8) + 1) / 8, gflops by ((5i % 16) + 1) / 16 and bandwidth by
+// ((3i % 8) + 1) / 8. The lists are left empty in the result.
 Config config_of_device(const Config& config, uint32_t index);
 
 // Parses the text of HAL_SIM_CONFIG; returns false with `error` set for a bad entry.
@@ -95,6 +104,8 @@ struct hal_plugin_buffer_s {
 // waits) still runs, so that what it holds is let go of and waiters wake.
 enum class Work { device, always };
 
+using WallClock = std::chrono::steady_clock;
+
 struct hal_plugin_stream_s {
   explicit hal_plugin_stream_s(hal_plugin_device_s* owner);
   ~hal_plugin_stream_s();  // finishes the work enqueued
@@ -102,16 +113,26 @@ struct hal_plugin_stream_s {
   void enqueue(std::function<void()> work, Work kind = Work::device);
   void wait_idle();
   bool idle();
-  bool on_worker() const;                    // whether the calling thread is the worker
-  void advance(double bytes, double flops);  // on the worker: the model's time for the work
+  bool on_worker() const;  // whether the calling thread is the worker
+  // On the worker: the model's time for the work (launch_us + the longer of bytes over the
+  // bandwidth and flops over the throughput). Paced, it also sleeps until the work's deadline:
+  // its start on the stream's timeline plus that time.
+  void advance(double bytes, double flops);
+  // On the worker, paced: the timeline reaches at least `time` (an event waited for, a host
+  // callback that held the stream).
+  void pace_to(WallClock::time_point time);
 
   hal_plugin_device_s* device;
   double clock_us = 0;  // the worker's alone
+  // Paced streams: when the modelled work so far completes on the wall clock. Work starts at
+  // the later of this and its enqueue, so work queued back to back accumulates. The worker's.
+  WallClock::time_point paced_until{};
 
  private:
   struct Item {
     std::function<void()> work;
     Work kind;
+    WallClock::time_point enqueued;  // paced streams only
   };
   void run();
   std::mutex mutex_;
@@ -119,6 +140,7 @@ struct hal_plugin_stream_s {
   std::deque<Item> queue_;
   bool busy_ = false;
   bool stopping_ = false;
+  WallClock::time_point item_start_{};  // the running item's start on the timeline
   std::thread worker_;
 };
 
@@ -141,7 +163,8 @@ struct hal_plugin_event_s {
   std::condition_variable changed;
   uint64_t issued = 0;
   uint64_t done = 0;
-  double time_us = 0;  // the simulated time of the latest completed record
+  double time_us = 0;                // the simulated time of the latest completed record
+  WallClock::time_point paced_at{};  // paced: the recording stream's timeline at that record
 };
 
 namespace sim {

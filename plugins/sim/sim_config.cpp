@@ -23,20 +23,49 @@ bool set(const hal::Parsed<uint64_t>& parsed, Field& field, std::string& error) 
   return parsed.value.has_value();
 }
 
-bool set(const hal::Parsed<double>& parsed, double& field, std::string& error) {
-  if (!parsed.value) error = "HAL_SIM_CONFIG: " + parsed.error;
-  if (parsed.value) field = *parsed.value;
-  return parsed.value.has_value();
+// A figure that may differ per device: "100", or "100:100:200:400" with entry i for device i
+// (named "gflops[i]" in messages). `first` takes the first entry, `each` the list when it has
+// more than one.
+template <class T, class Parse>
+bool set_each(const std::string& key, const std::string& text, Parse parse, T& first,
+              std::vector<T>& each, std::string& error) {
+  std::vector<T> values;
+  const bool list = text.find(':') != std::string::npos;
+  for (size_t start = 0;;) {
+    const size_t colon = text.find(':', start);
+    const std::string entry =
+        text.substr(start, colon == std::string::npos ? colon : colon - start);
+    const auto parsed = parse(list ? key + "[" + std::to_string(values.size()) + "]" : key, entry);
+    if (!parsed.value) {
+      error = "HAL_SIM_CONFIG: " + parsed.error;
+      return false;
+    }
+    values.push_back(static_cast<T>(*parsed.value));
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  first = values.front();
+  each = list ? values : std::vector<T>{};
+  return true;
 }
 
 bool apply(const std::string& key, const std::string& text, Config& c, std::string& error) {
   using hal::parse_count, hal::parse_real, hal::parse_size;
   if (key == "devices") return set(parse_count(key, text, 0, kMaxDevices), c.devices, error);
-  if (key == "memory") return set(parse_size(key, text, 0, kMaxMemory), c.memory_bytes, error);
+  auto size = [](const std::string& what, const std::string& entry) {
+    return parse_size(what, entry, 0, kMaxMemory);
+  };
+  auto rate = [](const std::string& what, const std::string& entry) {
+    return parse_real(what, entry, kMinRate, kMaxRate);
+  };
+  auto launch = [](const std::string& what, const std::string& entry) {
+    return parse_real(what, entry, 0, kMaxLaunchUs);
+  };
+  if (key == "memory") return set_each(key, text, size, c.memory_bytes, c.memory_each, error);
   if (key == "bandwidth_gbps")
-    return set(parse_real(key, text, kMinRate, kMaxRate), c.bandwidth_gbps, error);
-  if (key == "gflops") return set(parse_real(key, text, kMinRate, kMaxRate), c.gflops, error);
-  if (key == "launch_us") return set(parse_real(key, text, 0, kMaxLaunchUs), c.launch_us, error);
+    return set_each(key, text, rate, c.bandwidth_gbps, c.bandwidth_each, error);
+  if (key == "gflops") return set_each(key, text, rate, c.gflops, c.gflops_each, error);
+  if (key == "launch_us") return set_each(key, text, launch, c.launch_us, c.launch_each, error);
   if (key == "fail_alloc_at")
     return set(parse_count(key, text, 0, UINT64_MAX), c.fail_alloc_at, error);
   if (key == "fail_op_at") return set(parse_count(key, text, 0, UINT64_MAX), c.fail_op_at, error);
@@ -45,9 +74,10 @@ bool apply(const std::string& key, const std::string& text, Config& c, std::stri
   if (key == "fault_device")
     return set(parse_count(key, text, 0, kMaxDevices - 1), c.fault_device, error);
   if (key == "mixed") return set(parse_count(key, text, 0, 1), c.mixed, error);
+  if (key == "pace") return set(parse_count(key, text, 0, 1), c.pace, error);
   error = "HAL_SIM_CONFIG: unknown key '" + key +
           "' (devices, memory, bandwidth_gbps, gflops, launch_us, fail_alloc_at, fail_op_at, "
-          "lose_device_at, fault_device, mixed)";
+          "lose_device_at, fault_device, mixed, pace)";
   return false;
 }
 
@@ -76,15 +106,33 @@ bool parse_config(const char* text, Config& config, std::string& error) {
             std::to_string(config.devices - 1) + ")";
     return false;
   }
-  return true;
+  // A list longer than the fleet names devices that do not exist: a mistake, not a spare.
+  auto too_long = [&](const char* key, size_t count) {
+    if (config.devices == 0 || count <= config.devices) return false;
+    error = "HAL_SIM_CONFIG: " + std::string(key) + " gives " + std::to_string(count) +
+            " figures for " + std::to_string(config.devices) + " devices";
+    return true;
+  };
+  return !too_long("memory", config.memory_each.size()) &&
+         !too_long("bandwidth_gbps", config.bandwidth_each.size()) &&
+         !too_long("gflops", config.gflops_each.size()) &&
+         !too_long("launch_us", config.launch_each.size());
 }
 
 Config config_of_device(const Config& config, uint32_t index) {
   Config device = config;
+  auto pick = [index](auto& figure, auto& each) {
+    if (!each.empty()) figure = each[index % each.size()];
+    each.clear();
+  };
+  pick(device.memory_bytes, device.memory_each);
+  pick(device.bandwidth_gbps, device.bandwidth_each);
+  pick(device.gflops, device.gflops_each);
+  pick(device.launch_us, device.launch_each);
   if (!config.mixed) return device;
-  device.memory_bytes = config.memory_bytes / 8 * ((index % 8) + 1);
-  device.gflops = config.gflops * ((5 * index % 16) + 1) / 16;
-  device.bandwidth_gbps = config.bandwidth_gbps * ((3 * index % 8) + 1) / 8;
+  device.memory_bytes = device.memory_bytes / 8 * ((index % 8) + 1);
+  device.gflops = device.gflops * ((5 * index % 16) + 1) / 16;
+  device.bandwidth_gbps = device.bandwidth_gbps * ((3 * index % 8) + 1) / 8;
   return device;
 }
 

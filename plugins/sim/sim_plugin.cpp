@@ -311,9 +311,10 @@ hal_status host_callback(hal_plugin_stream stream, hal_plugin_host_fn fn, void* 
         // The stream is held for as long as the callback runs: the time counts as the stream's.
         const auto start = std::chrono::steady_clock::now();
         fn(user_data);
-        const std::chrono::duration<double, std::micro> held =
-            std::chrono::steady_clock::now() - start;
+        const auto end = std::chrono::steady_clock::now();
+        const std::chrono::duration<double, std::micro> held = end - start;
         stream->clock_us += held.count();
+        stream->pace_to(end);
       },
       Work::always);
   return HAL_STATUS_OK;
@@ -346,6 +347,7 @@ hal_status event_record(hal_plugin_event event, hal_plugin_stream stream) {
           std::lock_guard lock(event->mutex);
           event->done = std::max(event->done, record);
           event->time_us = stream->clock_us;
+          event->paced_at = stream->paced_until;
           event->changed.notify_all();
         }
         event->release();
@@ -368,6 +370,7 @@ hal_status stream_wait_event(hal_plugin_stream stream, hal_plugin_event event) {
           std::unique_lock lock(event->mutex);
           event->changed.wait(lock, [&] { return event->done >= record; });
           stream->clock_us = std::max(stream->clock_us, event->time_us);
+          stream->pace_to(event->paced_at);
         }
         event->release();
       },
@@ -611,9 +614,11 @@ hal_plugin_stream_s::~hal_plugin_stream_s() {
 }
 
 void hal_plugin_stream_s::enqueue(std::function<void()> work, Work kind) {
+  const WallClock::time_point now =
+      device->config.pace ? WallClock::now() : WallClock::time_point{};
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back({std::move(work), kind});
+    queue_.push_back({std::move(work), kind, now});
   }
   changed_.notify_all();
 }
@@ -641,6 +646,7 @@ void hal_plugin_stream_s::run() {
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
+    item_start_ = std::max(paced_until, item.enqueued);
     if (item.kind == Work::always || !device->lost.load(std::memory_order_acquire)) item.work();
     lock.lock();
     busy_ = false;
@@ -651,7 +657,20 @@ void hal_plugin_stream_s::run() {
 void hal_plugin_stream_s::advance(double bytes, double flops) {
   const sim::Config& c = device->config;
   // bytes / (GB/s) is ns; flops / (GFLOP/s) is ns.
-  clock_us += c.launch_us + std::max(bytes / c.bandwidth_gbps, flops / c.gflops) / 1000.0;
+  const double modelled_us =
+      c.launch_us + std::max(bytes / c.bandwidth_gbps, flops / c.gflops) / 1000.0;
+  clock_us += modelled_us;
+  if (!c.pace) return;
+  // The host's own time for the work (the copy, the arithmetic) counts towards the deadline:
+  // the work started at item_start_ on the timeline. Sleeping, not spinning, so that a fleet
+  // of paced devices runs on a few host cores.
+  paced_until = item_start_ + std::chrono::duration_cast<WallClock::duration>(
+                                  std::chrono::duration<double, std::micro>(modelled_us));
+  std::this_thread::sleep_until(paced_until);
+}
+
+void hal_plugin_stream_s::pace_to(WallClock::time_point time) {
+  if (device->config.pace) paced_until = std::max(paced_until, time);
 }
 
 extern "C" __attribute__((visibility("default"))) hal_status hal_plugin_init(

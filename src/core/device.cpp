@@ -107,7 +107,9 @@ void Device::empty_cache() const {
 Stream Device::create_stream() const {
   DeviceImpl& device = checked(impl_);
   const detail::ErrorContext context(device.info().id, "create_stream");
-  return Stream(device.create_stream());
+  std::shared_ptr<StreamImpl> stream = device.create_stream();
+  detail::core_of(device).track_stream(stream);  // for Device::synchronize, synchronize_all
+  return Stream(std::move(stream));
 }
 Event Device::create_event() const { return Event(checked(impl_).create_event()); }
 

@@ -21,6 +21,25 @@ std::shared_ptr<StreamImpl> DeviceCore::transfer_stream() {
   return transfer_stream_;
 }
 
+void DeviceCore::track_stream(const std::shared_ptr<StreamImpl>& stream) {
+  std::lock_guard lock(streams_mutex_);
+  // Expired entries are swept once the list has doubled since the last sweep: amortised O(1).
+  if (streams_.size() >= 2 * streams_pruned_at_ + 16) {
+    std::erase_if(streams_, [](const std::weak_ptr<StreamImpl>& entry) { return entry.expired(); });
+    streams_pruned_at_ = streams_.size();
+  }
+  streams_.push_back(stream);
+}
+
+std::vector<std::shared_ptr<StreamImpl>> DeviceCore::live_streams() const {
+  std::vector<std::shared_ptr<StreamImpl>> live;
+  std::lock_guard lock(streams_mutex_);
+  live.reserve(streams_.size());
+  for (const auto& entry : streams_)
+    if (auto stream = entry.lock()) live.push_back(std::move(stream));
+  return live;
+}
+
 std::shared_ptr<KernelImpl> DeviceCore::cached_kernel(const std::string& key) const {
   std::lock_guard lock(mutex_);
   auto found = kernels_.find(key);
@@ -75,6 +94,14 @@ class CoreTable {
     Slots* slots = writable();
     slots->insert(&device, made);
     return *made;
+  }
+
+  std::vector<DeviceCore*> all() {
+    std::lock_guard lock(mutex_);
+    std::vector<DeviceCore*> cores;
+    cores.reserve(cores_.size());
+    for (const auto& core : cores_) cores.push_back(core.get());
+    return cores;
   }
 
   void shutdown() {
@@ -153,6 +180,8 @@ DeviceCore& core_of(DeviceImpl& device) {
   if (DeviceCore* core = table().find(&device)) return *core;
   return table().find_or_make(device);
 }
+
+std::vector<DeviceCore*> device_cores() { return table().all(); }
 
 void shutdown_device_cores() { table().shutdown(); }
 

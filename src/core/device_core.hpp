@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "hal/backend.hpp"
 
@@ -34,6 +35,11 @@ class DeviceCore {
   // A stream of this device that hal uses for staged copies between backends.
   std::shared_ptr<StreamImpl> transfer_stream();
 
+  // Streams made by Device::create_stream, held weakly, for Device::synchronize and
+  // synchronize_all: track_stream adds one; live_streams gives those still alive, oldest first.
+  void track_stream(const std::shared_ptr<StreamImpl>& stream);
+  std::vector<std::shared_ptr<StreamImpl>> live_streams() const;
+
   // Kernels compiled earlier in this process, by source and options (Device::compile).
   std::shared_ptr<KernelImpl> cached_kernel(const std::string& key) const;
   void cache_kernel(const std::string& key, std::shared_ptr<KernelImpl> kernel);
@@ -49,11 +55,17 @@ class DeviceCore {
   mutable std::mutex mutex_;  // guards kernels_ and transfer_stream_
   std::unordered_map<std::string, std::shared_ptr<KernelImpl>> kernels_;
   std::shared_ptr<StreamImpl> transfer_stream_;
+  mutable std::mutex streams_mutex_;  // guards streams_ (apart from mutex_: compiles are slow)
+  std::vector<std::weak_ptr<StreamImpl>> streams_;
+  size_t streams_pruned_at_ = 0;  // streams_.size() after the last sweep of expired entries
 };
 
 // The core of `device`, made on first use. `device` is owned by a shared_ptr (backends make
 // their devices with std::make_shared).
 DeviceCore& core_of(DeviceImpl& device);
+
+// Every core made so far, in the order they were made.
+std::vector<DeviceCore*> device_cores();
 
 // Shuts down every core made so far (the registry calls it at exit). A core asked for later is
 // made anew.

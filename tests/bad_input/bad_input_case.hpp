@@ -33,6 +33,7 @@ Area op_cases();
 Area copy_cases();
 Area kernel_cases();
 Area allocator_cases();
+Area pipeline_cases();
 
 // Every area, in the order the tests run.
 std::vector<Area> all_areas();

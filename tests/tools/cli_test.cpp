@@ -504,6 +504,29 @@ TEST(Cli, BenchWritesOneDocumentForManySuites) {
   EXPECT_TRUE(figures.count("select/select_1024_ms")) << json["results"];
 }
 
+TEST(Cli, BenchPipelineReportsItsSpeedupOverTheStagesOneAfterAnother) {
+  const std::string cli = HAL_CLI_PATH;
+  const std::string suite = cli.substr(0, cli.rfind('/')) + "/hal_bench_pipeline";
+  if (access(suite.c_str(), X_OK) != 0)
+    GTEST_SKIP() << suite << " is not built (this preset builds no benchmarks)";
+  // The suite sets its own fleet of paced sim devices, whatever HAL_SIM_CONFIG says.
+  const Result result = run_stdout("HAL_SIM_CONFIG=devices=1", "bench pipeline --quick --json");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto json = nlohmann::json::parse(result.output);
+  EXPECT_EQ(json["suite"], "pipeline");
+  std::map<std::string, nlohmann::json> figures;
+  for (const auto& figure : json["results"]) figures[figure["name"].get<std::string>()] = figure;
+  ASSERT_TRUE(figures.count("pipeline_speedup")) << json["results"];
+  ASSERT_TRUE(figures.count("pipeline_4x16_ms")) << json["results"];
+  const auto& speedup = figures["pipeline_speedup"];
+  EXPECT_EQ(speedup["better"], "higher");
+  EXPECT_GT(speedup["value"].get<double>(), 0.0);
+  EXPECT_NEAR(speedup["baseline_value"].get<double>(), 64.0 / 19.0, 1e-9);  // the ideal
+  const auto& time = figures["pipeline_4x16_ms"];
+  EXPECT_NEAR(time["baseline_value"].get<double>() / time["value"].get<double>(),
+              speedup["value"].get<double>(), 1e-9);
+}
+
 // Why the sim plugin did not load under HAL_SIM_CONFIG=`config` ("" when it loaded).
 std::string sim_refusal(const std::string& config) {
   const Result result = run("HAL_SIM_CONFIG='" + config + "'", "plugins --json");
@@ -527,6 +550,12 @@ TEST(Cli, SimConfigNumbersAreRangeCheckedNeverWrapped) {
       {"gflops=nan", "HAL_SIM_CONFIG: gflops: 'nan' is not a finite number"},
       {"fail_op_at=-1", "HAL_SIM_CONFIG: fail_op_at: '-1' is out of range"},
       {"mixed=2", "HAL_SIM_CONFIG: mixed: '2' is out of range (0 to 1)"},
+      {"pace=2", "HAL_SIM_CONFIG: pace: '2' is out of range (0 to 1)"},
+      {"devices=2,gflops=100:x", "HAL_SIM_CONFIG: gflops[1]: 'x' is not a number"},
+      {"devices=2,bandwidth_gbps=1::2", "HAL_SIM_CONFIG: bandwidth_gbps[1]: '' "},
+      {"devices=2,launch_us=1:-1", "HAL_SIM_CONFIG: launch_us[1]: '-1' is out of range"},
+      {"devices=2,memory=1G:2G:3G", "HAL_SIM_CONFIG: memory gives 3 figures for 2 devices"},
+      {"devices=4,pacing=1", "HAL_SIM_CONFIG: unknown key 'pacing'"},
       {"devices", "HAL_SIM_CONFIG: 'devices' is not key=value"},
   };
   for (const auto& [config, reason] : refused)
@@ -545,6 +574,39 @@ TEST(Cli, SimConfigNumbersAreRangeCheckedNeverWrapped) {
         EXPECT_EQ(device["memory_total"].get<uint64_t>(), uint64_t{3} << 29) << device;
       }
   EXPECT_EQ(sims, 2u) << listing.output;
+}
+
+TEST(Cli, SimFiguresPerDeviceCycleAndMixedScalesThem) {
+  // gflops=100:200:400 gives sim:i entry i mod 3; mixed=1 then scales by ((5i % 16) + 1) / 16
+  // (and bandwidth by ((3i % 8) + 1) / 8), as plugins/sim/sim.hpp says.
+  const Result listing =
+      run("HAL_SIM_CONFIG='devices=5,gflops=100:200:400,launch_us=4:8,bandwidth_gbps=80,pace=1'",
+          "devices --json");
+  const Result mixed = run(
+      "HAL_SIM_CONFIG='devices=5,gflops=100:200:400,mixed=1,bandwidth_gbps=80'", "devices --json");
+  ASSERT_EQ(listing.status, 0) << listing.output;
+  ASSERT_EQ(mixed.status, 0) << mixed.output;
+  auto peaks = [](const Result& result) {
+    std::vector<nlohmann::json> out;
+    const auto json = parse_json(result);
+    for (const auto& backend : json["backends"])
+      if (backend["name"] == "sim")
+        for (const auto& device : backend["devices"]) out.push_back(device["peak"]);
+    return out;
+  };
+  const std::vector<nlohmann::json> plain = peaks(listing), scaled = peaks(mixed);
+  ASSERT_EQ(plain.size(), 5u) << listing.output;
+  ASSERT_EQ(scaled.size(), 5u) << mixed.output;
+  const double gflops[3] = {100, 200, 400}, launch[2] = {4, 8};
+  for (unsigned i = 0; i < 5; ++i) {
+    EXPECT_DOUBLE_EQ(plain[i]["f32_gflops"].get<double>(), gflops[i % 3]) << "sim:" << i;
+    EXPECT_DOUBLE_EQ(plain[i]["launch_latency_us"].get<double>(), launch[i % 2]) << "sim:" << i;
+    EXPECT_DOUBLE_EQ(plain[i]["bandwidth_gbps"].get<double>(), 80.0) << "sim:" << i;
+    EXPECT_DOUBLE_EQ(scaled[i]["f32_gflops"].get<double>(), gflops[i % 3] * ((5 * i % 16) + 1) / 16)
+        << "sim:" << i;
+    EXPECT_DOUBLE_EQ(scaled[i]["bandwidth_gbps"].get<double>(), 80.0 * ((3 * i % 8) + 1) / 8)
+        << "sim:" << i;
+  }
 }
 
 TEST(Cli, SelectRefusesNumbersItCannotHonourNamingTheOption) {

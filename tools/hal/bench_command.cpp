@@ -23,7 +23,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 const std::vector<std::string> kSuites = {"stream", "thread_pool", "memory", "dispatch",
-                                          "copy",   "ops",         "select"};
+                                          "copy",   "ops",         "select", "pipeline"};
 // Suites run only when named: models needs PyTorch and the exported models
 // (scripts/setup-bench-models.sh).
 const std::vector<std::string> kNamedSuites = {"models"};
@@ -69,7 +69,7 @@ std::vector<Run> plan(const Options& options) {
       throw Error(ErrorCode::InvalidArgument,
                   "no benchmark suite '" + suite +
                       "'; the suites are stream, thread_pool, memory, dispatch, copy, ops, "
-                      "select, and models when named");
+                      "select, pipeline, and models when named");
   std::vector<Run> runs;
   for (const std::string& suite : suites) {
     if (options.device != "all") {
@@ -216,8 +216,8 @@ int run(const Options& options) {
 void add_bench_command(CLI::App& app) {
   auto* command = app.add_subcommand(
       "bench",
-      "Run benchmark suites (stream, thread_pool, memory, dispatch, copy, ops, select; default "
-      "all); "
+      "Run benchmark suites (stream, thread_pool, memory, dispatch, copy, ops, select, pipeline; "
+      "default all); "
       "figures are ratios to same-run baselines");
   auto options = std::make_shared<Options>();
   command->add_option("suite", options->suites, "Suites to run (default: all)");

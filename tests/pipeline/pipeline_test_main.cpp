@@ -1,0 +1,12 @@
+// The tests of many devices in one process: paced simulation, synchronize_all, copies between
+// devices and pipelines. CTest runs each group in a process of its own with the HAL_SIM_CONFIG
+// it needs (tests/CMakeLists.txt); the far test backend is registered before hal looks.
+#include <gtest/gtest.h>
+
+#include "support/far_backend.hpp"
+
+int main(int argc, char** argv) {
+  hal::test::register_far_backend();
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
