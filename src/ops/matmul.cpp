@@ -89,7 +89,10 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
       a.numel() > 0) {
     Shape shape = a.shape();
     shape.back() = b.size(1);
-    return matmul_of(a.reshape({a.numel() / a.size(-1), a.size(-1)}), b, stream).reshape(shape);
+    Tensor out =
+        matmul_of(a.reshape({a.numel() / a.size(-1), a.size(-1)}), b, stream).reshape(shape);
+    if (b_in.dim() == 1) out = out.squeeze(-1);
+    return out.dtype() == plan.result ? out : ops::cast_of(out, plan.result, stream);
   }
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   if (b.size(-2) != k)
