@@ -13,6 +13,7 @@
 #include "hal/dtype.hpp"
 #include "hal/stream.hpp"
 #include "hal/tensor.hpp"
+#include "tensor_object.hpp"
 
 namespace hal::python {
 
@@ -62,8 +63,5 @@ void synchronize_default_streams();
 // floats become f32 and ints i64 (as in PyTorch); a NumPy array keeps its dtype unless `dtype`
 // says otherwise.
 Tensor tensor_from(py::handle data, std::optional<DType> dtype, Stream& stream);
-
-// A new hal.Tensor object owning `tensor`.
-py::object wrap(Tensor tensor);
 
 }  // namespace hal::python

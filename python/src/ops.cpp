@@ -25,11 +25,6 @@ bool is_floating(DType dtype) {
   return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::f64;
 }
 
-const Tensor* tensor_of(py::handle value) {
-  if (!py::isinstance<Tensor>(value)) return nullptr;
-  return &value.cast<const Tensor&>();
-}
-
 Stream& stream_for(py::handle stream, const Tensor& like) {
   if (stream.is_none()) return current_stream(like.device());
   return stream.cast<Stream&>();
@@ -63,13 +58,16 @@ std::optional<Tensor> operand_like(py::handle value, const Tensor& like, Stream&
 
 // hal.add(a, b) and friends: at least one tensor; the other may be a number or an array.
 template <BinaryFn op>
-Tensor binary(py::handle a, py::handle b, py::handle stream_arg, const char* name) {
+py::object binary(py::handle a, py::handle b, py::handle stream_arg, const char* name) {
   const Tensor* x = tensor_of(a);
   const Tensor* y = tensor_of(b);
   if (x && y) {
     Stream& stream = stream_for(stream_arg, *x);
-    py::gil_scoped_release unlocked;
-    return op(*x, *y, stream);
+    Tensor result = [&] {
+      py::gil_scoped_release unlocked;
+      return op(*x, *y, stream);
+    }();
+    return wrap(std::move(result));
   }
   const Tensor* like = x ? x : y;
   if (!like)
@@ -84,14 +82,20 @@ Tensor binary(py::handle a, py::handle b, py::handle stream_arg, const char* nam
     throw Error(ErrorCode::InvalidArgument, std::string(name) + ": " +
                                                 py::repr(other).cast<std::string>() +
                                                 " is not a hal.Tensor, a number or an array");
-  py::gil_scoped_release unlocked;
-  return x ? op(*x, *made, stream) : op(*made, *y, stream);
+  Tensor result = [&] {
+    py::gil_scoped_release unlocked;
+    return x ? op(*x, *made, stream) : op(*made, *y, stream);
+  }();
+  return wrap(std::move(result));
 }
 
 // The operator form: NotImplemented for an operand it cannot take, so Python tries the other
 // side's method. `reflected` swaps the operands (b - a for __rsub__).
 template <BinaryFn op>
-py::object operator_form(const Tensor& self, py::handle other, bool reflected) {
+py::object operator_form(py::handle self_object, py::handle other, bool reflected) {
+  const Tensor* self_tensor = tensor_of(self_object);  // null: Tensor.__add__(5, t) called as such
+  if (!self_tensor) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  const Tensor& self = *self_tensor;
   Stream& stream = current_stream(self.device());
   const Tensor* tensor = tensor_of(other);
   std::optional<Tensor> made;
@@ -108,10 +112,17 @@ py::object operator_form(const Tensor& self, py::handle other, bool reflected) {
 }
 
 template <UnaryFn op>
-Tensor unary(const Tensor& x, py::handle stream_arg) {
-  Stream& stream = stream_for(stream_arg, x);
-  py::gil_scoped_release unlocked;
-  return op(x, stream);
+py::object unary(py::handle x_arg, py::handle stream_arg) {
+  const Tensor* x = tensor_of(x_arg);
+  if (!x)
+    throw Error(ErrorCode::InvalidArgument,
+                py::repr(x_arg).cast<std::string>() + " is not a hal.Tensor");
+  Stream& stream = stream_for(stream_arg, *x);
+  Tensor result = [&] {
+    py::gil_scoped_release unlocked;
+    return op(*x, stream);
+  }();
+  return wrap(std::move(result));
 }
 
 std::vector<int64_t> to_axes(py::handle axis) {
@@ -162,11 +173,11 @@ void def_binary(py::module_& m, py::class_<Tensor>& tensor, const char* name, co
       },
       arg("a"), arg("b"), arg("stream") = py::none(), doc);
   if (dunder)
-    tensor.def(dunder, [](const Tensor& self, py::handle other) {
+    tensor.def(dunder, [](py::handle self, py::handle other) {
       return operator_form<op>(self, other, false);
     });
   if (reflected_dunder)
-    tensor.def(reflected_dunder, [](const Tensor& self, py::handle other) {
+    tensor.def(reflected_dunder, [](py::handle self, py::handle other) {
       return operator_form<op>(self, other, true);
     });
 }
@@ -239,8 +250,8 @@ void bind_ops(py::module_& m, py::class_<Tensor>& tensor) {
   def_unary<hal::asinh>(m, tensor, "asinh");
   def_unary<hal::acosh>(m, tensor, "acosh");
   def_unary<hal::atanh>(m, tensor, "atanh");
-  tensor.def("__neg__", [](const Tensor& x) { return unary<hal::neg>(x, py::none()); });
-  tensor.def("__abs__", [](const Tensor& x) { return unary<hal::abs>(x, py::none()); });
+  tensor.def("__neg__", [](py::handle x) { return unary<hal::neg>(x, py::none()); });
+  tensor.def("__abs__", [](py::handle x) { return unary<hal::abs>(x, py::none()); });
 
   def_reduce<hal::sum>(m, tensor, "sum", "Sum over `axis` (an int, ints, or None for all).");
   def_reduce<hal::mean>(m, tensor, "mean", "Mean over `axis`.");

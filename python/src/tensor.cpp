@@ -187,8 +187,6 @@ Placement place(py::handle device_arg, py::handle stream_arg) {
 
 }  // namespace
 
-py::object wrap(Tensor tensor) { return py::cast(std::move(tensor)); }
-
 Tensor tensor_from(py::handle data, std::optional<DType> dtype, Stream& stream) {
   const bool is_array = py::isinstance<py::array>(data);
   py::object array = numpy().attr("asarray")(data);
@@ -211,6 +209,7 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
   using py::arg;
   py::class_<Tensor> tensor(m, "Tensor",
                             "A strided view of elements of one dtype in memory of one device.");
+  remember_tensor_type();
   tensor.def_property_readonly("dtype", &Tensor::dtype)
       .def_property_readonly("shape", [](const Tensor& t) { return to_tuple(t.shape()); })
       .def_property_readonly(

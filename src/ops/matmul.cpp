@@ -138,9 +138,9 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, Stream& stream) {
-  return ops::run_op("matmul", {a, b}, stream, [](const std::vector<Tensor>& in, Stream& s) {
-    return matmul_of(in[0], in[1], s);
-  });
+  const Tensor* operands[] = {&a, &b};
+  return ops::run_op("matmul", operands, stream,
+                     [](ops::OpInputs in, Stream& s) { return matmul_of(*in[0], *in[1], s); });
 }
 
 }  // namespace hal
