@@ -132,8 +132,13 @@ void bind_dtypes(py::module_& m) {
   dtype.attr("__str__") = py::cpp_function([](DType d) { return std::string(to_string(d)); },
                                            py::name("__str__"), py::is_method(dtype));
   // hal.f32 ... hal.bool, and PyTorch's names for them: hal.float32, ..., hal.bool.
-  for (DType d : kAllDTypes) m.attr(std::string(to_string(d)).c_str()) = py::cast(d);
-  for (const DTypeName& name : kNames) m.attr(name.numpy) = py::cast(name.dtype);
+  // The enum's own members, so that hal.float32 is hal.DType.f32.
+  for (DType d : kAllDTypes) {
+    const std::string name(to_string(d));
+    m.attr(name.c_str()) = dtype.attr(name.c_str());
+  }
+  for (const DTypeName& name : kNames)
+    m.attr(name.numpy) = dtype.attr(std::string(to_string(name.dtype)).c_str());
   m.def(
       "dtype", [](py::handle value) { return to_dtype(value); }, py::arg("value"),
       "The hal.DType of a name ('f32', 'float32'), a NumPy dtype or a hal.DType.");

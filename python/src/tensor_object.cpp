@@ -21,7 +21,8 @@ const Tensor* tensor_of(py::handle value) {
   if (Py_TYPE(value.ptr()) == tensor_info->type) {
     // hal.Tensor itself (no Python subclass): one C++ value, first in the instance.
     auto* instance = reinterpret_cast<py::detail::instance*>(value.ptr());
-    return instance->get_value_and_holder(tensor_info).value_ptr<Tensor>();
+    const py::detail::value_and_holder held = instance->get_value_and_holder(tensor_info);
+    return held.holder_constructed() ? held.value_ptr<Tensor>() : nullptr;  // no __new__ shells
   }
   if (!py::isinstance<Tensor>(value)) return nullptr;
   return &value.cast<const Tensor&>();

@@ -66,9 +66,10 @@ class Producer:
     """Owns `array` and hands it out as one capsule; `deleted` counts deleter calls."""
 
     def __init__(self, array, device=(1, 0), dtype=None, strides="numpy", version=None,
-                 byte_offset=0, data_offset=0):
+                 byte_offset=0, data_offset=0, on_delete=None):
         self.array = array
         self.deleted = 0
+        self.on_delete = on_delete  # called first, on the thread that hands the memory back
         self.shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
         if strides == "numpy":
             strides = [s // array.itemsize for s in array.strides]
@@ -92,6 +93,8 @@ class Producer:
         _alive.append(self)
 
     def _on_delete(self, _managed):
+        if self.on_delete:
+            self.on_delete()
         self.deleted += 1
 
     def _on_capsule_destroyed(self, capsule):

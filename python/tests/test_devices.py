@@ -3,6 +3,8 @@ and its scope, selection with every candidate's reason."""
 
 import threading
 
+import numpy as np
+
 import pytest
 
 import hal
@@ -147,3 +149,28 @@ def test_version_and_log_level():
             hal.set_log_level("loud")
     finally:
         hal.set_log_level(previous)
+
+
+def test_streams_events_and_kernel_caches_of_a_device(device):
+    stream, event = device.create_stream(), device.create_event()
+    assert isinstance(stream, hal.Stream) and stream.device == device
+    assert isinstance(event, hal.Event) and event.device == device and not event.recorded
+    device.clear_kernel_cache()  # compiled kernels are compiled (or read from disk) again
+    np_sum = hal.add(hal.ones((4,), device=device, stream=stream), 1.0, stream=stream)
+    assert np_sum.numpy(stream=stream).tolist() == [2.0, 2.0, 2.0, 2.0]
+
+
+def test_dtypes_and_their_names():
+    assert [d.name for d in hal.DType.__members__.values()] == [
+        "f32", "f16", "bf16", "f64", "i8", "u8", "i32", "i64", "bool"]
+    assert hal.float32 is hal.f32 and hal.float16 is hal.f16 and hal.bfloat16 is hal.bf16
+    assert hal.float64 is hal.f64 and hal.int8 is hal.i8 and hal.uint8 is hal.u8
+    assert hal.int32 is hal.i32 and hal.int64 is hal.i64 and hal.DType.bool is hal.bool
+    assert hal.f16.itemsize == 2 and hal.i64.itemsize == 8 and hal.bool.itemsize == 1
+    assert hal.bf16.is_floating_point and not hal.i32.is_floating_point
+    assert str(hal.bf16) == "bf16"
+    for name in ("f32", "float32", "bool"):
+        assert hal.dtype(name) == hal.dtype(hal.dtype(name))
+    assert hal.dtype(np.float16) == hal.f16 and hal.dtype(np.dtype("int64")) == hal.i64
+    with pytest.raises(hal.InvalidArgument, match="is not a dtype"):
+        hal.dtype(object())
