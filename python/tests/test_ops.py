@@ -208,16 +208,21 @@ def test_ops_refuse_tensors_on_two_devices():
 
 def test_cpu_fallback_runs_what_a_device_lacks_on_cpu0():
     for device in hal.devices():
-        if not runs(device, "gelu", "f32"):
+        for op in ("erf", "gelu", "sin"):
+            if runs(device, op, "f32"):
+                continue
             x = hal.tensor(A, device=device)
-            with pytest.raises(hal.Unsupported):
-                hal.gelu(x)
+            with pytest.raises(hal.Unsupported, match=op):
+                getattr(hal, op)(x)
             with hal.cpu_fallback():
-                y = hal.gelu(x)
+                y = getattr(hal, op)(x)
             assert y.device == device
-            assert_close(y.numpy(), UNARY["gelu"](A))
+            assert_close(y.numpy(), UNARY[op](A))
+            with hal.cpu_fallback(False):  # a nested scope may refuse it again
+                with pytest.raises(hal.Unsupported):
+                    getattr(hal, op)(x)
             return
-    pytest.skip("every visible device runs gelu")
+    pytest.skip("every visible device runs erf, gelu and sin")
 
 
 def test_type_rules():
