@@ -7,12 +7,12 @@ See docs/python.md for the whole API.
 
 from . import _hal
 from ._hal import *  # noqa: F401,F403  (the names __all__ lists below)
-from ._hal import __version__  # noqa: F401
+from ._hal import __version__, from_dlpack  # noqa: F401
 
 
 def from_numpy(array):
     """A hal.Tensor over a NumPy array's memory, without a copy (the CPU's): hal.from_dlpack."""
-    return from_dlpack(array)  # noqa: F405
+    return from_dlpack(array)
 
 
 # Names that would shadow Python's built-ins (bool, abs, max, min, pow, round, sum) stay out of

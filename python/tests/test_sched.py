@@ -12,7 +12,8 @@ def test_workloads_and_estimates(cpu):
     w = hal.Workload.matmul(64, 32, 16)
     assert w.flops == 2 * 64 * 32 * 16 and w.dtype == hal.f32
     custom = hal.Workload("copy", bytes=1 << 20, launches=1, dtype="f16",
-                          host_to_device_bytes=4096, device_to_host_bytes=2048, memory_bytes=1 << 21)
+                          host_to_device_bytes=4096, device_to_host_bytes=2048,
+                          memory_bytes=1 << 21)
     assert custom.name == "copy" and custom.dtype == hal.f16 and custom.bytes == 1 << 20
     assert custom.launches == 1 and custom.memory_bytes == 1 << 21
     assert custom.host_to_device_bytes == 4096 and custom.device_to_host_bytes == 2048
