@@ -57,6 +57,8 @@ bench: build-release
 	-build/release/bin/hal_bench_models
 	build/release/bin/hal_bench_select
 	build/release/bin/hal_bench_pipeline
+	# A tiny op from Python against torch.add (needs python3-torch; says so without it).
+	-PYTHONPATH=build/release/python /usr/bin/python3 bench/python_op_bench.py
 
 # libFuzzer targets (fuzz/), each run for FUZZ_SECONDS from its seed corpus (fuzz/corpus/NAME).
 # They add what they find to a copy of the seed corpus, never to the repository's.

@@ -354,6 +354,12 @@ void matmul_batches(const Device& d) {
     const Tensor column = matmul(make(a, {2 * m, k}, DType::f32, stream), vector, stream);
     check(column.shape() == Shape{2 * m}, "matrix @ vector: shape " + to_string(column.shape()));
     check_product(column, product(a, v, 2 * m, k, 1), k, "matrix @ vector", stream);
+    // A batch of matrices times one vector: one product of the stacked rows, squeezed too.
+    const Tensor batched = matmul(make(a, {2, m, k}, DType::f32, stream), vector, stream);
+    check(batched.shape() == Shape{2, m},
+          "batch of matrices @ vector: shape " + to_string(batched.shape()));
+    check_product(batched.reshape({2 * m}), product(a, v, 2 * m, k, 1), k,
+                  "batch of matrices @ vector", stream);
     const Tensor empty_sum =
         matmul(zeros({3, 0}, DType::f32, stream), zeros({0, 2}, DType::f32, stream), stream);
     check(numbers(empty_sum, stream) == std::vector<double>(6, 0.0),

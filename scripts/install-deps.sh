@@ -14,6 +14,11 @@ packages=(
   libonnx-dev libprotobuf-dev  # ONNX models: ONNX's protobuf classes, checker and op schemas
   libonnx-testdata  # ONNX's backend test data, which `hal onnx-tests` runs as a conformance suite
   python3-numpy  # the tests check that NumPy reads the .npy files hal writes, and the other way
+  # The Python module (python/): pybind11 and Python's headers to build it, DLPack's header for
+  # zero-copy exchange, pytest to test it, and PyTorch, whose exchange with hal the tests check
+  # (about 225 MB to download and 840 MB installed beyond the rest of this list; without it the
+  # PyTorch tests skip, saying so).
+  pybind11-dev python3-dev libdlpack-dev python3-pytest python3-torch
   clang libclang-rt-14-dev  # the fuzz targets (libFuzzer), built with Clang
   # OpenCL: headers to build the backend, the ICD loader it opens at run time, and PoCL, a
   # real OpenCL driver for the CPU, so that the backend is tested on every machine.

@@ -51,6 +51,9 @@ class BufferImpl {
   MemoryKind kind() const { return kind_; }
   // The host address of the memory, or nullptr when the host cannot address it.
   virtual void* host_pointer() const noexcept { return nullptr; }
+  // The backend's own name for the memory (hal/native_memory.hpp): a host address, a
+  // CUdeviceptr, a cl_mem; nullptr where it has none to give. Asked of storage() only.
+  virtual void* native_handle() const noexcept { return nullptr; }
   // The buffer the backend allocated, and where this one starts in it. A backend reaches its
   // native handle through these: every buffer hal hands to a stream may be a piece of another.
   const BufferImpl& storage() const { return storage_ ? *storage_ : *this; }
@@ -241,6 +244,10 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   // Compiles `source` (name and code not empty). Throws CompileFailed with the build log, or
   // Unsupported for a language the backend does not compile.
   virtual CompiledKernel compile(const KernelSource& source, const CompileOptions& options);
+  // A buffer over memory another library owns, named as native_handle() names this device's
+  // memory (`handle` not null, `bytes` > 0): never freed by hal; `release` runs when the buffer
+  // goes. The default says the backend cannot adopt memory; then `release` is not called.
+  virtual BufferPtr wrap_native(void* handle, size_t bytes, std::function<void()> release);
 };
 
 struct BackendProbe {

@@ -13,6 +13,7 @@
 #include "hal/graph.hpp"
 #include "hal/kernel.hpp"
 #include "hal/log.hpp"
+#include "hal/native_memory.hpp"
 #include "hal/ops.hpp"
 #include "hal/pipeline.hpp"
 #include "hal/registry.hpp"

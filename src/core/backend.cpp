@@ -61,4 +61,8 @@ CompiledKernel DeviceImpl::compile(const KernelSource& source, const CompileOpti
                                " kernel '" + source.name + "')");
 }
 
+BufferPtr DeviceImpl::wrap_native(void*, size_t, std::function<void()>) {
+  throw_unsupported(*this, "adopting memory that another library owns");
+}
+
 }  // namespace hal

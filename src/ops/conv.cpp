@@ -121,17 +121,16 @@ Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
 Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options,
             Stream& stream) {
   // The residual travels with the operands, so that CPU fallback moves it too.
-  std::vector<Tensor> in{x, weight};
-  if (bias.defined()) in.push_back(bias);
-  if (options.residual.defined()) in.push_back(options.residual);
+  std::vector<const Tensor*> inputs{&x, &weight};
+  if (bias.defined()) inputs.push_back(&bias);
+  if (options.residual.defined()) inputs.push_back(&options.residual);
   const bool has_bias = bias.defined();
-  return ops::run_op("conv", std::move(in), stream,
-                     [options, has_bias](const std::vector<Tensor>& operands, Stream& s) {
-                       ConvOptions moved = options;
-                       if (moved.residual.defined()) moved.residual = operands.back();
-                       return conv_of(operands[0], operands[1], has_bias ? operands[2] : Tensor(),
-                                      moved, s);
-                     });
+  return ops::run_op(
+      "conv", inputs, stream, [&options, has_bias](ops::OpInputs operands, Stream& s) {
+        ConvOptions moved = options;
+        if (moved.residual.defined()) moved.residual = *operands.back();
+        return conv_of(*operands[0], *operands[1], has_bias ? *operands[2] : Tensor(), moved, s);
+      });
 }
 
 }  // namespace hal

@@ -100,11 +100,12 @@ Tensor cast_of(const Tensor& x, DType dtype, Stream& stream) {
 
 }  // namespace ops
 
-#define HAL_BINARY(op)                                                                     \
-  Tensor op(const Tensor& a, const Tensor& b, Stream& stream) {                            \
-    return ops::run_op(#op, {a, b}, stream, [](const std::vector<Tensor>& in, Stream& s) { \
-      return ops::binary(ops::Binary::op, in[0], in[1], s);                                \
-    });                                                                                    \
+#define HAL_BINARY(op)                                                          \
+  Tensor op(const Tensor& a, const Tensor& b, Stream& stream) {                 \
+    const Tensor* operands[] = {&a, &b};                                        \
+    return ops::run_op(#op, operands, stream, [](ops::OpInputs in, Stream& s) { \
+      return ops::binary(ops::Binary::op, *in[0], *in[1], s);                   \
+    });                                                                         \
   }
 HAL_BINARY(add)
 HAL_BINARY(sub)
@@ -121,11 +122,12 @@ HAL_BINARY(gt)
 HAL_BINARY(ge)
 #undef HAL_BINARY
 
-#define HAL_UNARY(op)                                                                   \
-  Tensor op(const Tensor& x, Stream& stream) {                                          \
-    return ops::run_op(#op, {x}, stream, [](const std::vector<Tensor>& in, Stream& s) { \
-      return ops::unary(ops::Unary::op, in[0], s);                                      \
-    });                                                                                 \
+#define HAL_UNARY(op)                                                           \
+  Tensor op(const Tensor& x, Stream& stream) {                                  \
+    const Tensor* operands[] = {&x};                                            \
+    return ops::run_op(#op, operands, stream, [](ops::OpInputs in, Stream& s) { \
+      return ops::unary(ops::Unary::op, *in[0], s);                             \
+    });                                                                         \
   }
 HAL_UNARY(neg)
 HAL_UNARY(abs)
@@ -156,14 +158,16 @@ HAL_UNARY(atanh)
 #undef HAL_UNARY
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Stream& stream) {
-  return ops::run_op("where", {cond, a, b}, stream, [](const std::vector<Tensor>& in, Stream& s) {
-    return ops::where_of(in[0], in[1], in[2], s);
+  const Tensor* operands[] = {&cond, &a, &b};
+  return ops::run_op("where", operands, stream, [](ops::OpInputs in, Stream& s) {
+    return ops::where_of(*in[0], *in[1], *in[2], s);
   });
 }
 
 Tensor cast(const Tensor& x, DType dtype, Stream& stream) {
-  return ops::run_op("cast", {x}, stream, [dtype](const std::vector<Tensor>& in, Stream& s) {
-    return ops::cast_of(in[0], dtype, s);
+  const Tensor* operands[] = {&x};
+  return ops::run_op("cast", operands, stream, [dtype](ops::OpInputs in, Stream& s) {
+    return ops::cast_of(*in[0], dtype, s);
   });
 }
 

@@ -43,7 +43,7 @@ bool CpuFallback::allowed() { return thread_allows_fallback(); }
 
 namespace ops {
 
-Tensor run_op(std::string_view op, std::vector<Tensor> inputs, Stream& stream, const OpBody& body) {
+Tensor run_op(std::string_view op, OpInputs inputs, Stream& stream, const OpBody& body) {
   if (op_depth > 0) return body(inputs, stream);
   DepthGuard outermost;
   const detail::ErrorContext context(stream.device().id(), op);
@@ -67,13 +67,17 @@ Tensor run_op(std::string_view op, std::vector<Tensor> inputs, Stream& stream, c
                           ", with its data copied both ways: " + refusal);
   // The copies to cpu:0 are enqueued on `stream`; waiting for it is what orders the CPU's
   // work after them. Fallback is a slow path by nature, so it is synchronous.
-  for (Tensor& input : inputs)
-    if (input.defined()) input = input.to(cpu, stream);
+  std::vector<Tensor> copies;
+  copies.reserve(inputs.size());
+  for (const Tensor* input : inputs)
+    copies.push_back(input->defined() ? input->to(cpu, stream) : Tensor());
+  std::vector<const Tensor*> on_cpu_inputs;
+  for (const Tensor& copy : copies) on_cpu_inputs.push_back(&copy);
   stream.synchronize();
   Stream on_cpu = cpu.create_stream();
   Tensor result;
   try {
-    result = body(inputs, on_cpu);
+    result = body(on_cpu_inputs, on_cpu);
   } catch (const Error& error) {
     if (error.code() != ErrorCode::Unsupported) throw;
     throw Error(ErrorCode::Unsupported, refusal + "; nor can cpu:0: " + error.message());

@@ -103,9 +103,15 @@ Tensor fused_of(const ElementwiseProgram& program, const std::vector<Tensor>& in
 
 Tensor fused_elementwise(const ElementwiseProgram& program, const std::vector<Tensor>& inputs,
                          Stream& stream) {
-  return ops::run_op("fused_elementwise", inputs, stream,
-                     [&program](const std::vector<Tensor>& in, Stream& s) {
-                       return ops::fused_of(program, in, s);
+  std::vector<const Tensor*> operands;
+  operands.reserve(inputs.size());
+  for (const Tensor& input : inputs) operands.push_back(&input);
+  return ops::run_op("fused_elementwise", operands, stream,
+                     [&program](ops::OpInputs in, Stream& s) {
+                       std::vector<Tensor> tensors;
+                       tensors.reserve(in.size());
+                       for (const Tensor* input : in) tensors.push_back(*input);
+                       return ops::fused_of(program, tensors, s);
                      });
 }
 

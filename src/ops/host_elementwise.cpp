@@ -20,15 +20,26 @@ template <class T, class Fn>
 void launch_binary(Fn fn, const Tensor& a, const Tensor& b, const Tensor& out,
                    const ElementwiseLayout<2>& layout, Stream& stream) {
   using Out = decltype(fn(T{}, T{}));
+  const LaunchConfig config = LaunchConfig::linear(static_cast<uint64_t>(layout.count));
+  if (layout.flat) {
+    // Contiguous operands need their offsets alone: a kernel that carried the whole layout
+    // would copy its shape and strides (three vectors) on every launch.
+    const int64_t ox = layout.offsets[0], oy = layout.offsets[1];
+    const Kernel kernel = host_kernel("binary", [fn, ox, oy](const KernelChunk& chunk) {
+      Out* dst = chunk.args.ptr<Out>(0);
+      const T* x = chunk.args.ptr<const T>(1) + ox;
+      const T* y = chunk.args.ptr<const T>(2) + oy;
+      const uint64_t begin = chunk.begin[0], end = chunk.end[0];
+      for (uint64_t i = begin; i < end; ++i) dst[i] = fn(x[i], y[i]);
+    });
+    stream.launch(kernel, config, {out.storage(), a.storage(), b.storage()});
+    return;
+  }
   const Kernel kernel = host_kernel("binary", [fn, layout](const KernelChunk& chunk) {
     Out* dst = chunk.args.ptr<Out>(0);
     const T* x = chunk.args.ptr<const T>(1) + layout.offsets[0];
     const T* y = chunk.args.ptr<const T>(2) + layout.offsets[1];
     const uint64_t begin = chunk.begin[0], end = chunk.end[0];
-    if (layout.flat) {
-      for (uint64_t i = begin; i < end; ++i) dst[i] = fn(x[i], y[i]);
-      return;
-    }
     // A row of the innermost dimension at a time: the loops over contiguous or broadcast rows
     // (a bias added to every row) are plain and vectorise.
     tensor::StridedWalk<2> walk(layout.shape, layout.strides, {0, 0}, static_cast<int64_t>(begin));
@@ -53,21 +64,28 @@ void launch_binary(Fn fn, const Tensor& a, const Tensor& b, const Tensor& out,
       walk.advance_inner(n);
     }
   });
-  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.count)),
-                {out.storage(), a.storage(), b.storage()});
+  stream.launch(kernel, config, {out.storage(), a.storage(), b.storage()});
 }
 
 template <class T, class Fn>
 void launch_unary(Fn fn, const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                   Stream& stream) {
+  const LaunchConfig config = LaunchConfig::linear(static_cast<uint64_t>(layout.count));
+  if (layout.flat) {  // the offset alone, as in launch_binary
+    const int64_t offset = layout.offsets[0];
+    const Kernel kernel = host_kernel("unary", [fn, offset](const KernelChunk& chunk) {
+      T* dst = chunk.args.ptr<T>(0);
+      const T* in = chunk.args.ptr<const T>(1) + offset;
+      const uint64_t begin = chunk.begin[0], end = chunk.end[0];
+      for (uint64_t i = begin; i < end; ++i) dst[i] = fn(in[i]);
+    });
+    stream.launch(kernel, config, {out.storage(), x.storage()});
+    return;
+  }
   const Kernel kernel = host_kernel("unary", [fn, layout](const KernelChunk& chunk) {
     T* dst = chunk.args.ptr<T>(0);
     const T* in = chunk.args.ptr<const T>(1) + layout.offsets[0];
     const uint64_t begin = chunk.begin[0], end = chunk.end[0];
-    if (layout.flat) {
-      for (uint64_t i = begin; i < end; ++i) dst[i] = fn(in[i]);
-      return;
-    }
     tensor::StridedWalk<1> walk(layout.shape, layout.strides, {0}, static_cast<int64_t>(begin));
     const int64_t step = layout.strides[0].back();
     for (uint64_t i = begin; i < end;) {
@@ -78,8 +96,7 @@ void launch_unary(Fn fn, const Tensor& x, const Tensor& out, const ElementwiseLa
       walk.advance_inner(n);
     }
   });
-  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.count)),
-                {out.storage(), x.storage()});
+  stream.launch(kernel, config, {out.storage(), x.storage()});
 }
 
 // Calls body.template operator()<T>() with the C++ type of `dtype`.

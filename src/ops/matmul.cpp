@@ -89,7 +89,10 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
       a.numel() > 0) {
     Shape shape = a.shape();
     shape.back() = b.size(1);
-    return matmul_of(a.reshape({a.numel() / a.size(-1), a.size(-1)}), b, stream).reshape(shape);
+    Tensor out =
+        matmul_of(a.reshape({a.numel() / a.size(-1), a.size(-1)}), b, stream).reshape(shape);
+    if (b_in.dim() == 1) out = out.squeeze(-1);
+    return out.dtype() == plan.result ? out : ops::cast_of(out, plan.result, stream);
   }
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   if (b.size(-2) != k)
@@ -135,9 +138,9 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, Stream& stream) {
-  return ops::run_op("matmul", {a, b}, stream, [](const std::vector<Tensor>& in, Stream& s) {
-    return matmul_of(in[0], in[1], s);
-  });
+  const Tensor* operands[] = {&a, &b};
+  return ops::run_op("matmul", operands, stream,
+                     [](ops::OpInputs in, Stream& s) { return matmul_of(*in[0], *in[1], s); });
 }
 
 }  // namespace hal

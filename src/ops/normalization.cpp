@@ -142,30 +142,34 @@ Tensor rms_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor&
 }  // namespace ops
 
 Tensor softmax(const Tensor& x, int64_t axis, Stream& stream) {
-  return ops::run_op("softmax", {x}, stream, [axis](const std::vector<Tensor>& in, Stream& s) {
-    return ops::softmax_of(in[0], axis, false, s);
+  const Tensor* operands[] = {&x};
+  return ops::run_op("softmax", operands, stream, [axis](ops::OpInputs in, Stream& s) {
+    return ops::softmax_of(*in[0], axis, false, s);
   });
 }
 
 Tensor log_softmax(const Tensor& x, int64_t axis, Stream& stream) {
-  return ops::run_op("log_softmax", {x}, stream, [axis](const std::vector<Tensor>& in, Stream& s) {
-    return ops::softmax_of(in[0], axis, true, s);
+  const Tensor* operands[] = {&x};
+  return ops::run_op("log_softmax", operands, stream, [axis](ops::OpInputs in, Stream& s) {
+    return ops::softmax_of(*in[0], axis, true, s);
   });
 }
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps, Stream& stream) {
-  return ops::run_op("layer_norm", {x, weight, bias}, stream,
-                     [&normalized_shape, eps](const std::vector<Tensor>& in, Stream& s) {
-                       return ops::layer_norm_of(in[0], normalized_shape, in[1], in[2], eps, s);
+  const Tensor* operands[] = {&x, &weight, &bias};
+  return ops::run_op("layer_norm", operands, stream,
+                     [&normalized_shape, eps](ops::OpInputs in, Stream& s) {
+                       return ops::layer_norm_of(*in[0], normalized_shape, *in[1], *in[2], eps, s);
                      });
 }
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps,
                 Stream& stream) {
-  return ops::run_op("rms_norm", {x, weight}, stream,
-                     [&normalized_shape, eps](const std::vector<Tensor>& in, Stream& s) {
-                       return ops::rms_norm_of(in[0], normalized_shape, in[1], eps, s);
+  const Tensor* operands[] = {&x, &weight};
+  return ops::run_op("rms_norm", operands, stream,
+                     [&normalized_shape, eps](ops::OpInputs in, Stream& s) {
+                       return ops::rms_norm_of(*in[0], normalized_shape, *in[1], eps, s);
                      });
 }
 

@@ -97,10 +97,10 @@ Tensor reduce(Reduce op, const Tensor& x_in, const std::vector<int64_t>& axes, b
 
 #define HAL_REDUCE(op)                                                                         \
   Tensor op(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim, Stream& stream) { \
-    return ops::run_op(#op, {x}, stream,                                                       \
-                       [&axes, keepdim](const std::vector<Tensor>& in, Stream& s) {            \
-                         return ops::reduce(ops::Reduce::op, in[0], axes, keepdim, s);         \
-                       });                                                                     \
+    const Tensor* operands[] = {&x};                                                           \
+    return ops::run_op(#op, operands, stream, [&axes, keepdim](ops::OpInputs in, Stream& s) {  \
+      return ops::reduce(ops::Reduce::op, *in[0], axes, keepdim, s);                           \
+    });                                                                                        \
   }
 HAL_REDUCE(sum)
 HAL_REDUCE(mean)

@@ -30,4 +30,22 @@ pkg-config --exists --print-errors "hal >= 0.1"
 c++ "$consumer_dir/main.cpp" -o "$work/pc-consumer" $(pkg-config --cflags --libs hal) \
   -Wl,-rpath,"$work/prefix/lib"
 "$work/pc-consumer"
+# The Python module, in Debian Python's site-packages under the prefix, loads the installed
+# libhal through its RPATH (not the build tree's).
+python_dir=$(echo "$work"/prefix/lib/python3*/dist-packages)
+if [[ -d "$python_dir/hal" ]]; then
+  PYTHONPATH="$python_dir" /usr/bin/python3 - "$work/prefix" <<'PYTHON'
+import sys
+
+import hal
+
+prefix = sys.argv[1]
+assert hal.__file__.startswith(prefix), hal.__file__
+with open("/proc/self/maps") as maps:
+    loaded = {line.split()[-1] for line in maps if "libhal" in line}
+assert loaded and all(path.startswith(prefix) for path in loaded), loaded
+assert (hal.ones((3,), device="cpu:0") * 2).tolist() == [2.0, 2.0, 2.0]
+print("installed Python module: ok")
+PYTHON
+fi
 echo "install consumer: ok"

@@ -1,7 +1,9 @@
-// CPU memory of every kind is ordinary, aligned host memory.
+// CPU memory of every kind is ordinary, aligned host memory: hal's own, or memory another
+// library owns that hal adopted (wrap_native_memory), which it hands back instead of freeing.
 #pragma once
 
 #include <cstdlib>
+#include <functional>
 
 #include "hal/backend.hpp"
 
@@ -14,12 +16,27 @@ class CpuBuffer final : public BufferImpl {
 
   CpuBuffer(std::shared_ptr<DeviceImpl> device, size_t size, MemoryKind kind, void* data)
       : BufferImpl(std::move(device), size, kind), data_(data) {}
-  ~CpuBuffer() override { std::free(data_); }
+  // Adopted memory: `release` runs instead of the free.
+  CpuBuffer(std::shared_ptr<DeviceImpl> device, size_t size, void* data,
+            std::function<void()> release)
+      : BufferImpl(std::move(device), size, MemoryKind::device),
+        data_(data),
+        adopted_(true),
+        release_(std::move(release)) {}
+  ~CpuBuffer() override {
+    if (!adopted_)
+      std::free(data_);
+    else if (release_)
+      release_();
+  }
 
   void* host_pointer() const noexcept override { return data_; }
+  void* native_handle() const noexcept override { return data_; }
 
  private:
   void* data_;
+  bool adopted_ = false;
+  std::function<void()> release_;
 };
 
 }  // namespace hal::cpu

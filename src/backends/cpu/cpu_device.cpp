@@ -100,6 +100,10 @@ BufferPtr CpuDevice::allocate(size_t bytes, MemoryKind kind) {
   return std::make_shared<CpuBuffer>(shared_from_this(), bytes, kind, data);
 }
 
+BufferPtr CpuDevice::wrap_native(void* data, size_t bytes, std::function<void()> release) {
+  return std::make_shared<CpuBuffer>(shared_from_this(), bytes, data, std::move(release));
+}
+
 std::shared_ptr<StreamImpl> CpuDevice::create_stream() {
   return std::make_shared<CpuStream>(shared_from_this(), pool_);
 }

@@ -14,6 +14,7 @@ class CpuDevice final : public DeviceImpl {
   const DeviceInfo& info() const override { return info_; }
   MemoryFigure memory_free() const override;
   BufferPtr allocate(size_t bytes, MemoryKind kind) override;
+  BufferPtr wrap_native(void* data, size_t bytes, std::function<void()> release) override;
   bool supports(MemoryKind) const override { return true; }
   std::shared_ptr<StreamImpl> create_stream() override;
   std::shared_ptr<EventImpl> create_event() override;

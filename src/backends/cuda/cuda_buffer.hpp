@@ -1,7 +1,10 @@
 // CUDA memory: device memory (from the device's memory pool, or cuMemAlloc), pinned host memory
 // mapped into the device's address space (cuMemHostAlloc), or managed memory (cuMemAllocManaged).
-// With unified addressing, one CUdeviceptr names each of them on the device.
+// With unified addressing, one CUdeviceptr names each of them on the device. Memory another
+// library owns (wrap_native_memory) is handed back through its release function, never freed.
 #pragma once
+
+#include <functional>
 
 #include "backends/cuda/cuda_device.hpp"
 
@@ -15,15 +18,27 @@ class CudaBuffer final : public BufferImpl {
         device_(std::move(device)),
         address_(address),
         host_(host) {}
+  // Adopted device memory.
+  CudaBuffer(std::shared_ptr<CudaDevice> device, size_t size, CUdeviceptr address,
+             std::function<void()> release)
+      : BufferImpl(device, size, MemoryKind::device),
+        device_(std::move(device)),
+        address_(address),
+        host_(nullptr),
+        adopted_(true),
+        release_(std::move(release)) {}
   ~CudaBuffer() override;
 
   void* host_pointer() const noexcept override { return host_; }
+  void* native_handle() const noexcept override { return reinterpret_cast<void*>(address_); }
   CUdeviceptr address() const { return address_; }
 
  private:
   std::shared_ptr<CudaDevice> device_;
   CUdeviceptr address_;
   void* host_;
+  bool adopted_ = false;
+  std::function<void()> release_;
 };
 
 // The device address of byte `offset` of any buffer of a CUDA device (a caching-allocator

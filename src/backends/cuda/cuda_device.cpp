@@ -114,7 +114,17 @@ BufferPtr CudaDevice::allocate(size_t bytes, MemoryKind kind) {
                                       bytes, kind, address, host);
 }
 
+BufferPtr CudaDevice::wrap_native(void* handle, size_t bytes, std::function<void()> release) {
+  return std::make_shared<CudaBuffer>(std::static_pointer_cast<CudaDevice>(shared_from_this()),
+                                      bytes, reinterpret_cast<CUdeviceptr>(handle),
+                                      std::move(release));
+}
+
 CudaBuffer::~CudaBuffer() {
+  if (adopted_) {
+    if (release_) release_();
+    return;
+  }
   const CuApi& api = device_->api();
   try {
     device_->make_current();

@@ -20,6 +20,7 @@ class CudaDevice final : public DeviceImpl {
   const DeviceInfo& info() const override { return info_; }
   MemoryFigure memory_free() const override;
   BufferPtr allocate(size_t bytes, MemoryKind kind) override;
+  BufferPtr wrap_native(void* handle, size_t bytes, std::function<void()> release) override;
   bool supports(MemoryKind kind) const override;
   std::shared_ptr<StreamImpl> create_stream() override;
   std::shared_ptr<EventImpl> create_event() override;

@@ -15,6 +15,7 @@ class OpenClBuffer final : public BufferImpl {
   ~OpenClBuffer() override;
 
   void* host_pointer() const noexcept override { return mapped_; }
+  void* native_handle() const noexcept override { return mem_; }
   cl_mem mem() const { return mem_; }
 
  private:

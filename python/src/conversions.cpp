@@ -1,0 +1,147 @@
+// Python values as hal's: dtypes (hal.DType, names, NumPy dtypes), devices (hal.Device, ids),
+// shapes (sequences of ints); and hal.DType itself with PyTorch-style aliases.
+#include <cstring>
+
+#include "bindings.hpp"
+#include "hal/error.hpp"
+#include "hal/registry.hpp"
+#include "hal/select.hpp"
+
+namespace hal::python {
+namespace {
+
+struct DTypeName {
+  const char* numpy;  // NumPy's and PyTorch's name
+  DType dtype;
+};
+constexpr DTypeName kNames[] = {
+    {"float32", DType::f32}, {"float16", DType::f16}, {"bfloat16", DType::bf16},
+    {"float64", DType::f64}, {"int8", DType::i8},     {"uint8", DType::u8},
+    {"int32", DType::i32},   {"int64", DType::i64},   {"bool", DType::boolean},
+};
+
+std::string python_repr(py::handle value) { return py::repr(value).cast<std::string>(); }
+
+}  // namespace
+
+const char* numpy_name(DType dtype) {
+  if (dtype == DType::bf16) return "";
+  for (const DTypeName& name : kNames)
+    if (name.dtype == dtype) return name.numpy;
+  return "";
+}
+
+DType dtype_of_numpy(py::handle numpy_dtype) {
+  const std::string kind = py::str(numpy_dtype.attr("kind"));
+  const auto size = numpy_dtype.attr("itemsize").cast<size_t>();
+  const bool native = numpy_dtype.attr("isnative").cast<bool>();
+  std::optional<DType> found;
+  if (native) {
+    if (kind == "f")
+      found = size == 2 ? DType::f16 : size == 4 ? DType::f32 : size == 8 ? DType::f64 : found;
+    else if (kind == "i")
+      found = size == 1 ? DType::i8 : size == 4 ? DType::i32 : size == 8 ? DType::i64 : found;
+    else if (kind == "u" && size == 1)
+      found = DType::u8;
+    else if (kind == "b")
+      found = DType::boolean;
+  }
+  if (!found)
+    throw Error(ErrorCode::Unsupported,
+                "NumPy dtype " + python_repr(numpy_dtype) +
+                    " has no hal dtype (hal has float32, float16, bfloat16, float64, int8, uint8, "
+                    "int32, int64 and bool, in the machine's byte order)");
+  return *found;
+}
+
+DType to_dtype(py::handle value) {
+  if (py::isinstance<DType>(value)) return value.cast<DType>();
+  if (py::isinstance<py::str>(value)) {
+    const std::string text = value.cast<std::string>();
+    if (std::optional<DType> parsed = parse_dtype(text)) return *parsed;
+    for (const DTypeName& name : kNames)
+      if (text == name.numpy) return name.dtype;
+    throw Error(ErrorCode::InvalidArgument,
+                "'" + text +
+                    "' is not a dtype: give one of f32, f16, bf16, f64, i8, u8, i32, i64, bool "
+                    "(or float32, float16, bfloat16, float64, int8, uint8, int32, int64)");
+  }
+  py::object numpy_dtype;
+  try {
+    numpy_dtype = py::module_::import("numpy").attr("dtype")(value);
+  } catch (const py::error_already_set&) {
+    throw Error(ErrorCode::InvalidArgument,
+                python_repr(value) +
+                    " is not a dtype: give a hal.DType, a name such as 'f32', "
+                    "or a NumPy dtype");
+  }
+  return dtype_of_numpy(numpy_dtype);
+}
+
+Device to_device(py::handle value) {
+  if (value.is_none()) return default_device();
+  if (py::isinstance<Device>(value)) return value.cast<Device>();
+  if (py::isinstance<py::str>(value)) return device(value.cast<std::string>());
+  throw Error(ErrorCode::InvalidArgument,
+              python_repr(value) + " is not a device: give a hal.Device or an id such as 'cpu:0'");
+}
+
+Shape to_shape(py::handle value) {
+  if (py::isinstance<py::int_>(value)) return {value.cast<int64_t>()};
+  if (!py::isinstance<py::sequence>(value) || py::isinstance<py::str>(value))
+    throw Error(ErrorCode::InvalidArgument,
+                python_repr(value) + " is not a shape: give a sequence of ints");
+  Shape shape;
+  for (py::handle size : value) {
+    if (!py::isinstance<py::int_>(size) && !py::hasattr(size, "__index__"))
+      throw Error(ErrorCode::InvalidArgument,
+                  python_repr(value) + " is not a shape: " + python_repr(size) + " is not an int");
+    shape.push_back(py::int_(py::reinterpret_borrow<py::object>(size)).cast<int64_t>());
+  }
+  return shape;
+}
+
+Shape shape_from_args(const py::args& args) {
+  if (args.size() == 1 && !py::isinstance<py::int_>(args[0])) return to_shape(args[0]);
+  return to_shape(args);
+}
+
+py::tuple to_tuple(const Shape& shape) {
+  py::tuple tuple(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) tuple[i] = py::int_(shape[i]);
+  return tuple;
+}
+
+void bind_dtypes(py::module_& m) {
+  py::enum_<DType> dtype(m, "DType", "Element types of hal's tensors.");
+  dtype.value("f32", DType::f32)
+      .value("f16", DType::f16)
+      .value("bf16", DType::bf16)
+      .value("f64", DType::f64)
+      .value("i8", DType::i8)
+      .value("u8", DType::u8)
+      .value("i32", DType::i32)
+      .value("i64", DType::i64)
+      .value("bool", DType::boolean);
+  dtype.def_property_readonly(
+      "itemsize", [](DType d) { return size_of(d); }, "Bytes per element.");
+  dtype.def_property_readonly("is_floating_point", [](DType d) {
+    return d == DType::f32 || d == DType::f16 || d == DType::bf16 || d == DType::f64;
+  });
+  // "f32", as hal names it everywhere (replacing enum_'s own "DType.f32").
+  dtype.attr("__str__") = py::cpp_function([](DType d) { return std::string(to_string(d)); },
+                                           py::name("__str__"), py::is_method(dtype));
+  // hal.f32 ... hal.bool, and PyTorch's names for them: hal.float32, ..., hal.bool.
+  // The enum's own members, so that hal.float32 is hal.DType.f32.
+  for (DType d : kAllDTypes) {
+    const std::string name(to_string(d));
+    m.attr(name.c_str()) = dtype.attr(name.c_str());
+  }
+  for (const DTypeName& name : kNames)
+    m.attr(name.numpy) = dtype.attr(std::string(to_string(name.dtype)).c_str());
+  m.def(
+      "dtype", [](py::handle value) { return to_dtype(value); }, py::arg("value"),
+      "The hal.DType of a name ('f32', 'float32'), a NumPy dtype or a hal.DType.");
+}
+
+}  // namespace hal::python

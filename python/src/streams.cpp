@@ -1,0 +1,183 @@
+// hal.Stream and hal.Event, and which stream work goes to when the caller names none: the
+// innermost `with stream:` of the thread for that device, else the device's default stream.
+#include <mutex>
+#include <unordered_map>
+
+#include "bindings.hpp"
+#include "hal/error.hpp"
+#include "hal/event.hpp"
+
+namespace hal::python {
+namespace {
+
+using release_gil = py::call_guard<py::gil_scoped_release>;
+
+// Destroying a stream waits for its work, and the end of that work may hand DLPack memory back
+// to its producer, which takes the GIL: so the GIL is let go while a hal.Stream is destroyed.
+struct DestroyWithoutGil {
+  void operator()(Stream* stream) const {
+    if (PyGILState_Check() && Py_IsInitialized()) {
+      PyThreadState* state = PyEval_SaveThread();
+      delete stream;
+      PyEval_RestoreThread(state);
+    } else {
+      delete stream;
+    }
+  }
+};
+
+// One default stream per device, made on first use and kept for the process's life (destroyed
+// at exit, after the interpreter, before hal's registry).
+struct DefaultStreams {
+  std::mutex mutex;
+  std::unordered_map<const void*, Stream> streams;  // by DeviceImpl
+};
+DefaultStreams& default_streams() {
+  static DefaultStreams instance;
+  return instance;
+}
+
+// This thread's `with stream:` blocks, innermost last, and the last lookup's answer.
+struct ThreadStreams {
+  std::vector<Stream> scoped;
+  const void* last_device = nullptr;
+  Stream* last_stream = nullptr;
+};
+thread_local ThreadStreams thread_streams;
+
+Stream& default_stream(const Device& device) {
+  DefaultStreams& all = default_streams();
+  std::lock_guard lock(all.mutex);
+  auto [entry, inserted] = all.streams.try_emplace(device.impl().get());
+  if (inserted) {
+    try {
+      entry->second = device.create_stream();
+    } catch (...) {
+      all.streams.erase(entry);
+      throw;
+    }
+  }
+  return entry->second;  // a node of the map: its address stays
+}
+
+void enter(const Stream& stream) {
+  thread_streams.scoped.push_back(stream);
+  thread_streams.last_device = nullptr;
+}
+
+void exit(const Stream& stream) {
+  auto& scoped = thread_streams.scoped;
+  if (scoped.empty() || scoped.back().impl() != stream.impl())
+    throw Error(ErrorCode::InvalidState, "leaving a `with stream:` block of " +
+                                             stream.device().id() +
+                                             " that is not this thread's innermost one");
+  scoped.pop_back();
+  thread_streams.last_device = nullptr;
+}
+
+}  // namespace
+
+Stream& current_stream(const Device& device) {
+  const void* key = device.impl().get();
+  ThreadStreams& mine = thread_streams;
+  if (key == mine.last_device) return *mine.last_stream;
+  Stream* found = nullptr;
+  for (auto it = mine.scoped.rbegin(); it != mine.scoped.rend() && !found; ++it)
+    if (it->device().impl().get() == key) found = &*it;
+  if (!found) found = &default_stream(device);
+  mine.last_device = key;
+  mine.last_stream = found;
+  return *found;
+}
+
+Stream resolve_stream(py::handle stream, const Device& device) {
+  if (stream.is_none()) return current_stream(device);
+  return stream.cast<Stream>();
+}
+
+void synchronize_default_streams() {
+  std::vector<Stream> streams;
+  {
+    DefaultStreams& all = default_streams();
+    std::lock_guard lock(all.mutex);
+    for (auto& [device, stream] : all.streams) streams.push_back(stream);
+  }
+  for (Stream& stream : streams) stream.synchronize();
+}
+
+void bind_streams(py::module_& m) {
+  py::class_<Event>(m, "Event",
+                    "A point in a stream's work that other streams and the host can wait for.")
+      .def(py::init([](py::handle device) { return to_device(device).create_event(); }),
+           py::arg("device") = py::none())
+      .def_property_readonly("device", &Event::device)
+      .def_property_readonly("recorded", &Event::recorded)
+      .def("query", &Event::query, release_gil(),
+           "True when the work before the latest record has completed.")
+      .def("synchronize", &Event::synchronize, release_gil(),
+           "Blocks (without the GIL) until the work before the latest record has completed.")
+      .def_static("elapsed_ms", &Event::elapsed_ms, py::arg("start"), py::arg("end"), release_gil(),
+                  "Milliseconds between two completed records of one device.")
+      .def("__eq__", [](const Event& a, const Event& b) { return a.impl() == b.impl(); })
+      .def("__hash__", [](const Event& e) { return std::hash<const void*>()(e.impl().get()); })
+      .def("__repr__", [](const Event& e) {
+        return "hal.Event(" + e.device().id() + (e.recorded() ? ", recorded)" : ")");
+      });
+
+  py::class_<Stream, std::unique_ptr<Stream, DestroyWithoutGil>>(
+      m, "Stream",
+      "An in-order queue of asynchronous work on one device. `with stream:` makes "
+      "it this thread's current stream for its device.")
+      .def(py::init([](py::handle device) { return to_device(device).create_stream(); }),
+           py::arg("device") = py::none())
+      .def_property_readonly("device", &Stream::device)
+      .def("synchronize", &Stream::synchronize, release_gil(),
+           "Blocks (without the GIL) until the work enqueued so far has completed; raises "
+           "hal.AsyncFailure for work that failed.")
+      .def("query", &Stream::query, release_gil(),
+           "True when all work enqueued so far has completed.")
+      .def(
+          "record",
+          [](Stream& stream, std::optional<Event> event) {
+            py::gil_scoped_release unlocked;
+            if (!event) return stream.record();
+            stream.record(*event);
+            return *event;
+          },
+          py::arg("event") = py::none(),
+          "Records `event` (a new one when None) at this point of the stream; returns it.")
+      .def("wait", &Stream::wait, py::arg("event"), release_gil(),
+           "Later work on this stream waits for the event's latest record.")
+      .def("__enter__",
+           [](Stream& stream) {
+             enter(stream);
+             return stream;
+           })
+      .def("__exit__", [](Stream& stream, py::args) { exit(stream); })
+      .def("__eq__", [](const Stream& a, const Stream& b) { return a.impl() == b.impl(); })
+      .def("__hash__", [](const Stream& s) { return std::hash<const void*>()(s.impl().get()); })
+      .def("__repr__", [](const Stream& s) { return "hal.Stream(" + s.device().id() + ")"; });
+
+  m.def(
+      "current_stream", [](py::handle device) { return current_stream(to_device(device)); },
+      py::arg("device") = py::none(),
+      "The stream work on `device` goes to when none is named: the innermost `with stream:` of "
+      "this thread for it, else the device's default stream.");
+  m.def(
+      "synchronize",
+      [](py::handle device) {
+        if (device.is_none()) {
+          py::gil_scoped_release unlocked;
+          synchronize_default_streams();
+          return;
+        }
+        Stream stream = current_stream(to_device(device));
+        py::gil_scoped_release unlocked;
+        stream.synchronize();
+      },
+      py::arg("device") = py::none(),
+      "Waits (without the GIL) for the current stream of `device`; with None, for every "
+      "device's default stream.");
+}
+
+}  // namespace hal::python

@@ -1,0 +1,370 @@
+// hal.Tensor: properties, views, indexing, copies between devices, NumPy arrays both ways, and
+// the creation functions (hal.tensor, zeros, ones, full, arange, uniform, normal, empty).
+#include <pybind11/numpy.h>
+
+#include "bindings.hpp"
+#include "hal/error.hpp"
+#include "hal/native_memory.hpp"
+#include "hal/ops.hpp"
+#include "hal/registry.hpp"
+
+namespace hal::python {
+namespace {
+
+// Imported once and never released: a static py::object would be released after the
+// interpreter has gone.
+py::handle numpy() {
+  static py::handle module = py::module_::import("numpy").release();
+  return module;
+}
+
+std::string describe_shape(const Tensor& t) { return t.describe(); }
+
+// Work on `from`'s stream that produced a value, made visible to `to` before later work there.
+void order_after(Stream& from, Stream& to) {
+  if (from.impl() == to.impl()) return;
+  to.wait(from.record());
+}
+
+// A copy of `tensor` on `device`, ordered after this thread's current stream of the source and
+// before that of the destination.
+Tensor copy_to_device(const Tensor& tensor, const Device& device, py::handle stream_arg) {
+  Stream source = resolve_stream(stream_arg, tensor.device());
+  py::gil_scoped_release unlocked;
+  Tensor copy = tensor.to(device, source);
+  order_after(source, current_stream(device));
+  return copy;
+}
+
+// The host address of element 0, for a tensor whose memory the host or its backend addresses.
+uintptr_t data_pointer(const Tensor& t) {
+  const size_t offset = static_cast<size_t>(t.offset()) * t.element_size();
+  const std::string_view backend = t.device().info().backend();
+  if (backend == "cpu" || backend == "cuda") {
+    const NativeMemory native = native_memory(t.storage());
+    return reinterpret_cast<uintptr_t>(native.handle) + native.offset + offset;
+  }
+  if (t.storage().host_accessible())
+    return reinterpret_cast<uintptr_t>(t.storage().host_data()) + offset;
+  throw Error(ErrorCode::Unsupported,
+              "data_ptr of " + t.describe() + ": " + t.device().id() +
+                  " names its memory by handle (a cl_mem), not by address; use __dlpack__");
+}
+
+// A NumPy array of the elements. On memory the host addresses (the CPU) it is a view that
+// keeps the tensor's storage alive, after this thread's current stream has finished; elsewhere
+// a copy. bf16, which NumPy has not, comes back as float32.
+py::object to_numpy(const Tensor& tensor, py::handle stream_arg) {
+  Stream stream = resolve_stream(stream_arg, tensor.device());
+  if (tensor.dtype() == DType::bf16) {
+    Tensor wide = [&] {
+      py::gil_scoped_release unlocked;
+      return cast(tensor, DType::f32, stream);
+    }();
+    return to_numpy(wide, py::cast(stream));
+  }
+  py::dtype dtype(numpy_name(tensor.dtype()));
+  const auto item = static_cast<int64_t>(tensor.element_size());
+  if (tensor.storage().host_accessible()) {
+    {
+      py::gil_scoped_release unlocked;
+      stream.synchronize();
+    }
+    std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
+    std::vector<py::ssize_t> strides;
+    for (int64_t stride : tensor.strides()) strides.push_back(stride * item);
+    char* data = static_cast<char*>(tensor.storage().host_data()) + tensor.offset() * item;
+    // The array's base owns a copy of the tensor: the storage lives as long as the array.
+    py::capsule owner(new Tensor(tensor), [](void* held) { delete static_cast<Tensor*>(held); });
+    return py::array(dtype, shape, strides, data, owner);
+  }
+  std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
+  py::array array(dtype, shape);
+  void* destination = array.mutable_data();
+  {
+    py::gil_scoped_release unlocked;
+    tensor.copy_to_host(destination, stream);
+    stream.synchronize();
+  }
+  return array;
+}
+
+// t[index]: ints, slices with a positive step, None (a new axis) and one Ellipsis, as NumPy
+// reads them. Every result is a view.
+Tensor index(const Tensor& tensor, py::handle key) {
+  py::tuple items =
+      py::isinstance<py::tuple>(key) ? py::reinterpret_borrow<py::tuple>(key) : py::make_tuple(key);
+  int64_t consumed = 0;  // dimensions of `tensor` the items name
+  bool ellipsis = false;
+  for (py::handle item : items) {
+    if (item.is(py::ellipsis())) {
+      if (ellipsis)
+        throw Error(ErrorCode::InvalidArgument,
+                    "index of " + tensor.describe() + ": more than one Ellipsis");
+      ellipsis = true;
+    } else if (!item.is_none()) {
+      ++consumed;
+    }
+  }
+  if (consumed > tensor.dim())
+    throw Error(ErrorCode::OutOfRange, "index of " + tensor.describe() + ": " +
+                                           std::to_string(consumed) + " indices for " +
+                                           std::to_string(tensor.dim()) + " dimensions");
+  Tensor result = tensor;
+  int64_t dim = 0;     // the dimension of `result` the next item applies to
+  int64_t source = 0;  // and of `tensor`, for messages
+  for (py::handle item : items) {
+    if (item.is(py::ellipsis())) {
+      dim += tensor.dim() - consumed;
+      source += tensor.dim() - consumed;
+    } else if (item.is_none()) {
+      result = result.unsqueeze(dim);
+      ++dim;
+    } else if (py::isinstance<py::slice>(item)) {
+      const int64_t size = result.size(dim);
+      py::ssize_t start = 0, stop = 0, step = 0, length = 0;
+      if (!py::reinterpret_borrow<py::slice>(item).compute(size, &start, &stop, &step, &length))
+        throw py::error_already_set();
+      if (step < 1)
+        throw Error(ErrorCode::InvalidArgument, "index of " + tensor.describe() +
+                                                    ": slices step forward (step " +
+                                                    std::to_string(step) + ")");
+      result = result.slice(dim, start, start + length * step, step);
+      ++dim;
+      ++source;
+    } else if (py::isinstance<py::int_>(item) || py::hasattr(item, "__index__")) {
+      const auto position = py::int_(py::reinterpret_borrow<py::object>(item)).cast<int64_t>();
+      const int64_t size = result.size(dim);
+      if (position < -size || position >= size)
+        throw Error(ErrorCode::OutOfRange, "index " + std::to_string(position) +
+                                               " is out of range for dimension " +
+                                               std::to_string(source) + " (size " +
+                                               std::to_string(size) + ") of " + tensor.describe());
+      const int64_t first = position < 0 ? position + size : position;
+      result = result.slice(dim, first, first + 1).squeeze(dim);
+      ++source;
+    } else {
+      throw Error(ErrorCode::InvalidArgument, "index of " + tensor.describe() + ": " +
+                                                  py::repr(item).cast<std::string>() +
+                                                  " is not an int, a slice, None or Ellipsis");
+    }
+  }
+  return result;
+}
+
+py::object item(const Tensor& tensor) {
+  if (tensor.numel() != 1)
+    throw Error(ErrorCode::InvalidArgument,
+                "item() of " + tensor.describe() + ": only a tensor of one element has one");
+  return to_numpy(tensor, py::none()).attr("reshape")(py::tuple()).attr("item")();
+}
+
+Tensor to_target(const Tensor& tensor, py::handle target, py::handle stream_arg) {
+  // A dtype (hal.DType, 'f32', a NumPy dtype) or a device (hal.Device, 'cpu:0').
+  const bool names_device =
+      py::isinstance<Device>(target) || (py::isinstance<py::str>(target) &&
+                                         target.cast<std::string>().find(':') != std::string::npos);
+  if (names_device) return copy_to_device(tensor, to_device(target), stream_arg);
+  const DType dtype = to_dtype(target);
+  Stream stream = resolve_stream(stream_arg, tensor.device());
+  py::gil_scoped_release unlocked;
+  return cast(tensor, dtype, stream);
+}
+
+// Arguments the creation functions share: where, and on which stream.
+struct Placement {
+  Device device;
+  Stream stream;
+};
+Placement place(py::handle device_arg, py::handle stream_arg) {
+  if (device_arg.is_none() && !stream_arg.is_none()) {
+    Stream stream = stream_arg.cast<Stream>();
+    return {stream.device(), stream};
+  }
+  Device device = to_device(device_arg);
+  return {device, resolve_stream(stream_arg, device)};
+}
+
+}  // namespace
+
+Tensor tensor_from(py::handle data, std::optional<DType> dtype, Stream& stream) {
+  const bool is_array = py::isinstance<py::array>(data);
+  py::object array = numpy().attr("asarray")(data);
+  DType source = dtype_of_numpy(array.attr("dtype"));
+  if (!is_array && !dtype && source == DType::f64) source = DType::f32;
+  // NumPy converts to every dtype but bf16, which hal converts from f32 on the device.
+  const DType target = dtype.value_or(source);
+  const DType staged = target == DType::bf16 ? DType::f32 : target;
+  py::array contiguous =
+      numpy().attr("ascontiguousarray")(array, py::arg("dtype") = numpy_name(staged));
+  Shape shape(contiguous.shape(), contiguous.shape() + contiguous.ndim());
+  const void* host = contiguous.data();
+  py::gil_scoped_release unlocked;
+  Tensor tensor = from_host(host, shape, staged, stream);
+  if (staged != target) tensor = cast(tensor, target, stream);
+  return tensor;
+}
+
+py::class_<Tensor> bind_tensor(py::module_& m) {
+  using py::arg;
+  py::class_<Tensor> tensor(m, "Tensor",
+                            "A strided view of elements of one dtype in memory of one device.");
+  remember_tensor_type();
+  tensor.def_property_readonly("dtype", &Tensor::dtype)
+      .def_property_readonly("shape", [](const Tensor& t) { return to_tuple(t.shape()); })
+      .def_property_readonly(
+          "strides", [](const Tensor& t) { return to_tuple(t.strides()); },
+          "In elements (NumPy's are in bytes); 0 along expanded dimensions.")
+      .def_property_readonly("offset", &Tensor::offset, "In elements, into the storage.")
+      .def_property_readonly("ndim", &Tensor::dim)
+      .def_property_readonly("device", &Tensor::device)
+      .def_property_readonly("nbytes", &Tensor::nbytes)
+      .def_property_readonly("itemsize", &Tensor::element_size)
+      .def("dim", &Tensor::dim)
+      .def("numel", &Tensor::numel)
+      .def(
+          "size",
+          [](const Tensor& t, std::optional<int64_t> dim) -> py::object {
+            if (dim) return py::int_(t.size(*dim));
+            return to_tuple(t.shape());
+          },
+          arg("dim") = py::none())
+      .def("is_contiguous", &Tensor::is_contiguous)
+      .def("data_ptr", &data_pointer,
+           "The address of element 0: a host address on the CPU, a device pointer on CUDA.")
+      .def("__len__",
+           [](const Tensor& t) {
+             if (t.dim() == 0)
+               throw Error(ErrorCode::InvalidArgument, "len() of a 0-d tensor " + t.describe());
+             return t.size(0);
+           })
+      .def("__repr__", [](const Tensor& t) { return "hal.Tensor(" + describe_shape(t) + ")"; })
+      // Views: new tensors over the same storage.
+      .def(
+          "reshape",
+          [](const Tensor& t, py::args shape) { return t.reshape(shape_from_args(shape)); },
+          "A view of another shape (one -1 for the size the others leave).")
+      .def("view", [](const Tensor& t, py::args shape) { return t.view(shape_from_args(shape)); })
+      .def("transpose", &Tensor::transpose, arg("dim0"), arg("dim1"))
+      .def("permute",
+           [](const Tensor& t, py::args order) { return t.permute(shape_from_args(order)); })
+      .def("slice", &Tensor::slice, arg("dim"), arg("start"), arg("end"), arg("step") = 1)
+      .def("expand",
+           [](const Tensor& t, py::args shape) { return t.expand(shape_from_args(shape)); })
+      .def("squeeze", &Tensor::squeeze, arg("dim"))
+      .def("unsqueeze", &Tensor::unsqueeze, arg("dim"))
+      .def("__getitem__", &index)
+      // Copies.
+      .def(
+          "contiguous",
+          [](const Tensor& t, py::handle stream_arg) {
+            Stream stream = resolve_stream(stream_arg, t.device());
+            py::gil_scoped_release unlocked;
+            return t.contiguous(stream);
+          },
+          arg("stream") = py::none(), "This tensor if contiguous, else a contiguous copy.")
+      .def("to", &to_target, arg("target"), arg("stream") = py::none(),
+           "A copy on another device (hal.Device or id), or cast to a dtype.")
+      .def(
+          "cpu",
+          [](const Tensor& t) { return copy_to_device(t, hal::device("cpu:0"), py::none()); },
+          "A copy on cpu:0.")
+      .def("numpy", &to_numpy, arg("stream") = py::none(),
+           "The elements as a NumPy array, once the stream (the current one when None) has "
+           "finished: a view that shares the memory on the CPU, a copy elsewhere.")
+      .def(
+          "__array__",
+          [](const Tensor& t, py::handle dtype) {
+            py::object array = to_numpy(t, py::none());
+            return dtype.is_none() ? array : array.attr("astype")(dtype);
+          },
+          arg("dtype") = py::none())
+      .def("tolist", [](const Tensor& t) { return to_numpy(t, py::none()).attr("tolist")(); })
+      .def("item", &item, "The one element, as a Python number.");
+
+  m.def(
+      "tensor",
+      [](py::handle data, py::handle dtype, py::handle device, py::handle stream) {
+        Placement at = place(device, stream);
+        std::optional<DType> type;
+        if (!dtype.is_none()) type = to_dtype(dtype);
+        return tensor_from(data, type, at.stream);
+      },
+      arg("data"), arg("dtype") = py::none(), arg("device") = py::none(),
+      arg("stream") = py::none(),
+      "A copy of a NumPy array (or anything NumPy reads as one) on `device` (the default "
+      "device when None).");
+  m.def(
+      "empty",
+      [](py::handle shape, py::handle dtype, py::handle device) {
+        return hal::empty(to_shape(shape), to_dtype(dtype), to_device(device));
+      },
+      arg("shape"), arg("dtype") = py::cast(DType::f32), arg("device") = py::none(),
+      "Uninitialised elements.");
+  m.def(
+      "full",
+      [](py::handle shape, double value, py::handle dtype, py::handle device, py::handle stream) {
+        Placement at = place(device, stream);
+        const Shape dims = to_shape(shape);
+        const DType type = to_dtype(dtype);
+        py::gil_scoped_release unlocked;
+        return hal::full(dims, value, type, at.stream);
+      },
+      arg("shape"), arg("value"), arg("dtype") = py::cast(DType::f32), arg("device") = py::none(),
+      arg("stream") = py::none());
+  for (const auto& [name, value] : {std::pair{"zeros", 0.0}, std::pair{"ones", 1.0}}) {
+    const double fill = value;
+    m.def(
+        name,
+        [fill](py::handle shape, py::handle dtype, py::handle device, py::handle stream) {
+          Placement at = place(device, stream);
+          const Shape dims = to_shape(shape);
+          const DType type = to_dtype(dtype);
+          py::gil_scoped_release unlocked;
+          return hal::full(dims, fill, type, at.stream);
+        },
+        arg("shape"), arg("dtype") = py::cast(DType::f32), arg("device") = py::none(),
+        arg("stream") = py::none());
+  }
+  m.def(
+      "arange",
+      [](double start, std::optional<double> end, double step, py::handle dtype, py::handle device,
+         py::handle stream) {
+        Placement at = place(device, stream);
+        const DType type = dtype.is_none() ? DType::i64 : to_dtype(dtype);
+        const double from = end ? start : 0.0, to = end ? *end : start;
+        py::gil_scoped_release unlocked;
+        return hal::arange(from, to, step, type, at.stream);
+      },
+      arg("start"), arg("end") = py::none(), arg("step") = 1.0, arg("dtype") = py::none(),
+      arg("device") = py::none(), arg("stream") = py::none(),
+      "start, start + step, ... below end; arange(n) is 0 .. n-1. i64 unless dtype says.");
+  m.def(
+      "uniform",
+      [](py::handle shape, uint64_t seed, double low, double high, py::handle dtype,
+         py::handle device, py::handle stream) {
+        Placement at = place(device, stream);
+        const Shape dims = to_shape(shape);
+        const DType type = to_dtype(dtype);
+        py::gil_scoped_release unlocked;
+        return hal::uniform(dims, type, seed, at.stream, low, high);
+      },
+      arg("shape"), arg("seed") = 0, arg("low") = 0.0, arg("high") = 1.0,
+      arg("dtype") = py::cast(DType::f32), arg("device") = py::none(), arg("stream") = py::none(),
+      "Philox4x32-10 draws: the same numbers on every device for a seed.");
+  m.def(
+      "normal",
+      [](py::handle shape, uint64_t seed, double mean, double stddev, py::handle dtype,
+         py::handle device, py::handle stream) {
+        Placement at = place(device, stream);
+        const Shape dims = to_shape(shape);
+        const DType type = to_dtype(dtype);
+        py::gil_scoped_release unlocked;
+        return hal::normal(dims, type, seed, at.stream, mean, stddev);
+      },
+      arg("shape"), arg("seed") = 0, arg("mean") = 0.0, arg("stddev") = 1.0,
+      arg("dtype") = py::cast(DType::f32), arg("device") = py::none(), arg("stream") = py::none());
+  return tensor;
+}
+
+}  // namespace hal::python

@@ -1,0 +1,69 @@
+"""The caching allocators from Python: statistics and snapshots as dicts, limits (as numbers
+and as sizes people write), out of memory under a limit, the cache emptied."""
+
+import gc
+
+import pytest
+
+import hal
+
+STAT_KEYS = {"allocated_bytes", "reserved_bytes", "active_bytes", "requested_bytes"}
+
+
+def test_statistics_follow_allocations(device):
+    gc.collect()
+    hal.synchronize()  # earlier tests' buffers go back first: only this test's allocations count
+    device.empty_cache()
+    device.reset_peak_memory_stats()
+    before = device.memory_stats()
+    assert set(before) >= STAT_KEYS | {"num_allocs", "num_frees", "cache_hits", "num_ooms"}
+    t = hal.zeros((1 << 16,), device=device)  # 256 KiB
+    during = device.memory_stats()
+    assert during["allocated_bytes"]["current"] >= before["allocated_bytes"]["current"] + (1 << 18)
+    assert during["num_allocs"] == before["num_allocs"] + 1
+    assert during["requested_bytes"]["peak"] >= 1 << 18
+    del t
+    hal.synchronize(device)
+    after = device.memory_stats()
+    assert after["allocated_bytes"]["current"] <= during["allocated_bytes"]["current"] - (1 << 18)
+    assert after["allocated_bytes"]["peak"] >= 1 << 18
+
+
+def test_snapshot_lists_segments_and_blocks(device):
+    keep = hal.zeros((1024,), device=device)
+    snapshot = device.memory_snapshot()
+    assert snapshot["device"] == device.id and snapshot["kind"] == "device"
+    assert snapshot["segments"]
+    for segment in snapshot["segments"]:
+        assert sum(block["size"] for block in segment["blocks"]) == segment["size"]
+    assert any(block["allocated"] for s in snapshot["segments"] for block in s["blocks"])
+    del keep
+
+
+def test_a_limit_makes_allocations_out_of_memory(cpu):
+    try:
+        cpu.set_memory_limit("64M")
+        assert cpu.memory_limit() == 64 << 20
+        with pytest.raises(hal.OutOfMemory) as caught:
+            hal.empty((128 << 20,), dtype="u8", device=cpu)
+        assert "limit" in str(caught.value)
+        assert cpu.memory_stats()["num_ooms"] >= 1
+        cpu.set_memory_limit(1 << 40)
+        assert cpu.memory_limit() == 1 << 40
+        with pytest.raises(hal.InvalidArgument, match="memory limit"):
+            cpu.set_memory_limit("a lot")
+        with pytest.raises(hal.InvalidArgument, match="negative"):
+            cpu.set_memory_limit(-1)
+    finally:
+        cpu.set_memory_limit(None)
+    assert cpu.memory_limit() is None
+
+
+def test_the_cache_is_returned(cpu):
+    t = hal.zeros((1 << 20,), device=cpu)
+    del t
+    hal.synchronize(cpu)
+    cpu.empty_cache()
+    stats = cpu.memory_stats()
+    assert stats["reserved_bytes"]["current"] >= stats["allocated_bytes"]["current"]
+    assert cpu.memory_stats("pinned_host")["allocated_bytes"]["current"] >= 0

@@ -1,0 +1,67 @@
+"""Streams and events from Python: ordering, waits across streams and devices, timing, and
+`with stream:` choosing where work goes on this thread."""
+
+import numpy as np
+import pytest
+
+import hal
+from conftest import DEVICES
+
+
+def test_record_wait_query_and_synchronize(device):
+    first, second = hal.Stream(device), hal.Stream(device)
+    assert first.device == device and first != second and hash(first) != hash(second)
+    a = hal.ones((64,), device=device, stream=first)
+    done = first.record()
+    assert done.recorded and done.device == device
+    second.wait(done)
+    b = hal.add(a, a, stream=second)
+    second.synchronize()
+    assert second.query() and done.query()
+    np.testing.assert_array_equal(b.numpy(stream=second), np.full(64, 2.0))
+    event = hal.Event(device)
+    assert not event.recorded
+    with pytest.raises(hal.InvalidState):
+        event.synchronize()
+    assert first.record(event) == event
+    event.synchronize()
+    assert "hal.Stream(" + device.id in repr(first)
+
+
+def test_elapsed_time_between_events(device):
+    stream = hal.Stream(device)
+    start = stream.record()
+    hal.ones((1024,), device=device, stream=stream)
+    end = stream.record()
+    end.synchronize()
+    assert hal.Event.elapsed_ms(start, end) >= 0
+
+
+def test_with_stream_chooses_the_current_stream(device):
+    default = hal.current_stream(device)
+    assert hal.current_stream(device) == default
+    outer, inner = hal.Stream(device), hal.Stream(device)
+    with outer:
+        assert hal.current_stream(device) == outer
+        with inner:
+            assert hal.current_stream(device) == inner
+        assert hal.current_stream(device) == outer
+        x = hal.ones((3,), device=device)
+        y = x + x
+        outer.synchronize()
+        np.testing.assert_array_equal(y.numpy(), [2, 2, 2])
+    assert hal.current_stream(device) == default
+    with pytest.raises(hal.InvalidState, match="innermost"):
+        outer.__exit__(None, None, None)
+
+
+def test_copies_between_devices_are_ordered_for_the_destination():
+    for source in DEVICES:
+        for target in DEVICES:
+            x = hal.normal((256,), seed=1, device=source)
+            y = (x.to(target) * 2).to(source)
+            np.testing.assert_allclose(y.numpy(), x.numpy() * 2, rtol=1e-6)
+    hal.synchronize()
+    for device in DEVICES:
+        device.synchronize()
+        hal.synchronize(device)

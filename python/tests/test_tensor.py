@@ -1,0 +1,192 @@
+"""Tensors: from NumPy and back on every device in every dtype, properties, views and indexing
+against NumPy's, copies between devices and dtypes, the creation functions."""
+
+import numpy as np
+import pytest
+
+import hal
+from conftest import DEVICES, assert_close
+
+NUMPY_DTYPES = ["float32", "float16", "float64", "int8", "uint8", "int32", "int64", "bool"]
+
+
+def sample(dtype, shape=(3, 4), seed=0):
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.startswith(("int", "uint")):
+        return rng.integers(0, 100, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", NUMPY_DTYPES)
+def test_numpy_round_trip_in_every_dtype(device, dtype):
+    if not device.supports(dtype):
+        pytest.skip(f"{device.id} has no {dtype}")
+    array = sample(dtype)
+    t = hal.tensor(array, device=device)
+    assert t.device == device
+    assert str(t.dtype) == str(hal.dtype(dtype))
+    assert t.shape == (3, 4) and t.ndim == 2 and t.numel() == 12 and len(t) == 3
+    back = t.numpy()
+    assert back.dtype == array.dtype
+    np.testing.assert_array_equal(back, array)
+
+
+def test_python_numbers_become_f32_and_i64_as_in_pytorch(cpu):
+    assert hal.tensor([1.5, 2.5], device=cpu).dtype == hal.f32
+    assert hal.tensor([1, 2], device=cpu).dtype == hal.i64
+    assert hal.tensor([True], device=cpu).dtype == hal.bool
+    assert hal.tensor(np.zeros(2), device=cpu).dtype == hal.f64  # an array keeps its dtype
+    assert hal.tensor([1, 2], dtype="f16", device=cpu).numpy().dtype == np.float16
+
+
+def test_bf16_goes_through_f32(device):
+    if not device.supports("bf16"):
+        pytest.skip(f"{device.id} has no bf16")
+    values = np.array([1.0, -2.5, 0.15625, 3e4], dtype=np.float32)
+    t = hal.tensor(values, dtype="bf16", device=device)
+    assert t.dtype == hal.bf16 and t.itemsize == 2
+    assert_close(t.numpy(), values, "bf16")  # NumPy has no bf16: float32 comes back
+
+
+def test_numpy_of_a_cpu_tensor_shares_its_memory(cpu):
+    t = hal.arange(6, dtype="f32", device=cpu)
+    view = t.numpy()
+    assert view.__array_interface__["data"][0] == t.data_ptr()
+    view[0] = 42.0
+    assert t.numpy()[0] == 42.0
+    del t  # the array keeps the storage alive
+    assert view.tolist() == [42.0, 1, 2, 3, 4, 5]
+
+
+def test_properties_and_python_protocols(cpu):
+    t = hal.tensor(np.arange(6, dtype=np.float32).reshape(2, 3), device=cpu)
+    assert t.strides == (3, 1) and t.offset == 0 and t.is_contiguous()
+    assert t.size() == (2, 3) and t.size(1) == 3 and t.dim() == 2
+    assert t.nbytes == 24 and t.itemsize == 4
+    assert repr(t) == "hal.Tensor(f32[2, 3] on cpu:0)"
+    assert np.asarray(t).tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert np.asarray(t, dtype=np.int64).dtype == np.int64
+    assert t.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert t[1, 2].item() == 5.0
+    with pytest.raises(hal.InvalidArgument, match="one element"):
+        t.item()
+    with pytest.raises(hal.InvalidArgument, match="0-d"):
+        len(t[0, 0])
+
+
+def test_views_match_numpy_and_copy_nothing(device):
+    array = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    t = hal.tensor(array, device=device)
+    cases = [
+        (t.reshape(4, 6), array.reshape(4, 6)),
+        (t.reshape((-1, 4)), array.reshape(-1, 4)),
+        (t.view(24), array.reshape(24)),
+        (t.transpose(0, 2), array.transpose(2, 1, 0)),
+        (t.permute(1, 2, 0), array.transpose(1, 2, 0)),
+        (t.slice(2, 1, 4, 2), array[:, :, 1:4:2]),
+        (t.unsqueeze(1), array[:, None]),
+        (t[:1].squeeze(0), array[0]),
+        (t.slice(1, 0, 1).expand(2, 5, 4), np.broadcast_to(array[:, :1], (2, 5, 4))),
+    ]
+    for view, expected in cases:
+        np.testing.assert_array_equal(view.numpy(), expected)
+    assert not t.transpose(0, 2).is_contiguous()
+    with pytest.raises(hal.InvalidArgument):
+        t.transpose(0, 2).view(24)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [1, -1, (0, 2), slice(1, None), (slice(None), 1), (Ellipsis, 2), (None, 0),
+     (slice(0, 3, 2), Ellipsis, slice(1, 3)), (1, None, slice(None, None, 3))],
+)
+def test_indexing_matches_numpy(cpu, key):
+    array = np.arange(60, dtype=np.int32).reshape(3, 4, 5)
+    t = hal.tensor(array, device=cpu)
+    np.testing.assert_array_equal(t[key].numpy(), array[key])
+
+
+def test_bad_indices_name_the_problem(cpu):
+    t = hal.zeros((3, 4), device=cpu)
+    with pytest.raises(hal.OutOfRange, match="out of range for dimension 1"):
+        t[0, 4]
+    with pytest.raises(hal.OutOfRange, match="3 indices for 2 dimensions"):
+        t[0, 0, 0]
+    with pytest.raises(hal.InvalidArgument, match="step forward"):
+        t[::-1]
+    with pytest.raises(hal.InvalidArgument, match="more than one Ellipsis"):
+        t[..., ...]
+    with pytest.raises(hal.InvalidArgument, match="not an int, a slice"):
+        t["a"]
+
+
+def test_copies_between_every_pair_of_devices():
+    array = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    for source in DEVICES:
+        t = hal.tensor(array, device=source)
+        for target in DEVICES:
+            moved = t.to(target)
+            assert moved.device == target
+            np.testing.assert_array_equal(moved.numpy(), array)
+            strided = t.transpose(0, 1).to(target.id)
+            np.testing.assert_array_equal(strided.numpy(), array.T)
+        np.testing.assert_array_equal(t.cpu().numpy(), array)
+
+
+def test_to_a_dtype_casts(device):
+    t = hal.tensor(np.array([1.7, -2.2, 3.5], dtype=np.float32), device=device)
+    if not hal.supports_op(device, "cast", "f32"):
+        with pytest.raises(hal.Unsupported):
+            t.to("i32")
+        return
+    assert t.to("i32").numpy().tolist() == [1, -2, 3]
+    assert t.to(hal.f64).dtype == hal.f64
+    assert t.cast(np.int64).numpy().tolist() == [1, -2, 3]
+
+
+def test_contiguous_packs_a_strided_view(device):
+    array = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = hal.tensor(array, device=device).transpose(0, 1)
+    packed = t.contiguous()
+    assert packed.is_contiguous() and packed.strides == (3, 1)
+    np.testing.assert_array_equal(packed.numpy(), array.T)
+    same = hal.tensor(array, device=device)
+    assert same.contiguous().data_ptr() == same.data_ptr() if device.backend == "cpu" else True
+
+
+def test_creation_functions(device):
+    np.testing.assert_array_equal(hal.zeros((2, 3), device=device).numpy(), np.zeros((2, 3)))
+    np.testing.assert_array_equal(hal.ones(4, dtype="i32", device=device).numpy(), np.ones(4))
+    np.testing.assert_array_equal(
+        hal.full((2,), 7.5, dtype=hal.f64 if device.supports("f64") else hal.f32,
+                 device=device).numpy(), [7.5, 7.5])
+    np.testing.assert_array_equal(hal.arange(5, device=device).numpy(), np.arange(5))
+    np.testing.assert_array_equal(
+        hal.arange(1, 2, 0.25, dtype="f32", device=device).numpy(), np.arange(1, 2, 0.25))
+    assert hal.empty((3, 2), dtype="u8", device=device).shape == (3, 2)
+    assert hal.zeros((0, 3), device=device).numpy().shape == (0, 3)
+    with pytest.raises(hal.InvalidArgument, match="step"):
+        hal.arange(0, 1, 0, device=device)
+
+
+def test_random_numbers_are_the_same_on_every_device():
+    reference = hal.uniform((64,), seed=7, low=-1, high=1, device="cpu:0").numpy()
+    normal = hal.normal((64,), seed=7, mean=2, stddev=3, device="cpu:0").numpy()
+    assert reference.min() >= -1 and reference.max() < 1
+    assert abs(normal.mean() - 2) < 1.5
+    for device in DEVICES:
+        np.testing.assert_array_equal(
+            hal.uniform((64,), seed=7, low=-1, high=1, device=device).numpy(), reference)
+        assert_close(hal.normal((64,), seed=7, mean=2, stddev=3, device=device).numpy(), normal)
+    assert not np.array_equal(hal.uniform((64,), seed=8, device="cpu:0").numpy(),
+                              hal.uniform((64,), seed=7, device="cpu:0").numpy())
+
+
+def test_creation_on_an_explicit_stream(device):
+    stream = hal.Stream(device)
+    t = hal.ones((3,), stream=stream)
+    assert t.device == device
+    stream.synchronize()
+    np.testing.assert_array_equal(t.numpy(stream=stream), [1, 1, 1])
