@@ -2,6 +2,7 @@
 // promoted together, and the fused kernel the op table plans for the device.
 #include <string>
 
+#include "autograd/record.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 #include "ops/elementwise.hpp"
@@ -103,10 +104,19 @@ Tensor fused_of(const ElementwiseProgram& program, const std::vector<Tensor>& in
 
 Tensor fused_elementwise(const ElementwiseProgram& program, const std::vector<Tensor>& inputs,
                          Stream& stream) {
-  return ops::run_op("fused_elementwise", inputs, stream,
-                     [&program](const std::vector<Tensor>& in, Stream& s) {
-                       return ops::fused_of(program, in, s);
-                     });
+  const auto run = [&] {
+    return ops::run_op("fused_elementwise", inputs, stream,
+                       [&program](const std::vector<Tensor>& in, Stream& s) {
+                         return ops::fused_of(program, in, s);
+                       });
+  };
+  if (!autograd::recording(inputs)) return run();
+  Tensor out;
+  {
+    const NoGrad untracked;
+    out = run();
+  }
+  return autograd::record_fused(inputs, std::move(out));
 }
 
 }  // namespace hal

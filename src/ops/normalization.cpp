@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/record.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 #include "ops/fallback.hpp"
@@ -142,12 +143,14 @@ Tensor rms_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor&
 }  // namespace ops
 
 Tensor softmax(const Tensor& x, int64_t axis, Stream& stream) {
+  if (autograd::recording({&x})) return autograd::record_softmax(x, axis, false, stream);
   return ops::run_op("softmax", {x}, stream, [axis](const std::vector<Tensor>& in, Stream& s) {
     return ops::softmax_of(in[0], axis, false, s);
   });
 }
 
 Tensor log_softmax(const Tensor& x, int64_t axis, Stream& stream) {
+  if (autograd::recording({&x})) return autograd::record_softmax(x, axis, true, stream);
   return ops::run_op("log_softmax", {x}, stream, [axis](const std::vector<Tensor>& in, Stream& s) {
     return ops::softmax_of(in[0], axis, true, s);
   });
@@ -155,6 +158,8 @@ Tensor log_softmax(const Tensor& x, int64_t axis, Stream& stream) {
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps, Stream& stream) {
+  if (autograd::recording({&x, &weight, &bias}))
+    return autograd::record_layer_norm(x, normalized_shape, weight, bias, eps, stream);
   return ops::run_op("layer_norm", {x, weight, bias}, stream,
                      [&normalized_shape, eps](const std::vector<Tensor>& in, Stream& s) {
                        return ops::layer_norm_of(in[0], normalized_shape, in[1], in[2], eps, s);
@@ -163,6 +168,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps,
                 Stream& stream) {
+  if (autograd::recording({&x, &weight}))
+    return autograd::record_rms_norm(x, normalized_shape, weight, eps, stream);
   return ops::run_op("rms_norm", {x, weight}, stream,
                      [&normalized_shape, eps](const std::vector<Tensor>& in, Stream& s) {
                        return ops::rms_norm_of(in[0], normalized_shape, in[1], eps, s);
