@@ -108,6 +108,8 @@ std::vector<Input> table_inputs(const std::string& op, DType dtype) {
   if (op == "embedding") return {{{7, 5}, dtype, -2, 2}, {{3, 4}, DType::i64, 0, 7}};
   if (op == "embedding_backward") return {{{6, 5}, dtype, -2, 2}, {{6}, DType::i32, 0, 4}};
   if (op == "cross_entropy") return {{{9, 6}, dtype, -4, 4}, {{9}, DType::i64, 0, 6}};
+  if (op == "cross_entropy_backward")
+    return {{{9, 6}, dtype, -4, 4}, {{9}, DType::i32, 0, 6}, {{}, dtype, 0.5, 2}};
   if (op == "dropout") return {{{7, 9}, dtype, -3, 3}};
   if (op == "max_pool" || op == "avg_pool") return {{{2, 3, 7, 6}, dtype, -3, 3}};
   if (op == "sum" || op == "mean" || op == "max" || op == "min" || op == "argmax")
@@ -167,6 +169,7 @@ Tensor run_table_op(const std::string& op, const std::vector<Tensor>& in, Stream
     const Tensor targets = concat({full({1}, -1, in[1].dtype(), s), in[1].slice(0, 1, 9)}, 0, s);
     return cross_entropy(in[0], targets, -1, 0.1, s);
   }
+  if (op == "cross_entropy_backward") return cross_entropy_backward(in[0], in[1], in[2], 2, 0.1, s);
   if (op == "dropout") return dropout(in[0], 0.3, 7, s);
   if (op == "max_pool" || op == "avg_pool") {
     PoolOptions options;

@@ -5,7 +5,7 @@
 
 SIZES is the layers' widths joined by commas ("64,128,10"): Linear layers with ReLU between
 them. Each step is PyTorch eager's forward, cross-entropy loss, backward and AdamW step
-(lr 2e-3, weight decay 1e-4, PyTorch's default implementation for CPU tensors) on a fixed batch,
+(lr 1e-2, weight decay 1e-4, PyTorch's default implementation for CPU tensors) on a fixed batch,
 with torch.set_num_threads(THREADS). After a warm-up, ROUNDS rounds of STEPS steps are timed;
 prints one JSON line {"threads", "median_step_s", "min_step_s", "loss"}.
 """
@@ -27,7 +27,7 @@ def main():
             layers.append(torch.nn.ReLU())
         layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
     model = torch.nn.Sequential(*layers)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=1e-4)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=1e-4)
     x = torch.rand(batch, sizes[0])
     y = torch.randint(0, sizes[-1], (batch,))
 

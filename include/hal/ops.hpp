@@ -190,6 +190,11 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num
 // count as no class elsewhere.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index,
                      double label_smoothing, Stream& stream);
+// cross_entropy's gradient for the logits given d(loss) `grad` (0-d, logits' dtype): per row
+// that counts, (softmax(logits) - ((1 - s) one_hot(target) + s / C)) * grad / rows counted; 0 in
+// ignored rows.
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& grad,
+                              int64_t ignore_index, double label_smoothing, Stream& stream);
 
 // Inverted dropout: each element kept with probability 1 - p and scaled by 1 / (1 - p), else 0.
 // Element i is kept when Philox4x32-10's uniform draw i for `seed` (the one hal::uniform makes

@@ -47,14 +47,18 @@ class Optimizer {
   // The buffers each parameter keeps (momentum: "momentum_buffer"; AdamW: "exp_avg",
   // "exp_avg_sq"), made as zeros on the parameter's device before the first step.
   virtual std::vector<std::string> buffer_names() const = 0;
-  // A parameter's new value and buffers from its value p, gradient g and buffers, for step
-  // number `step` (1 for the first); computes, changes nothing.
+  // The step's scalars (learning rate, decay factors ...), for step number `step` (1 for the
+  // first), handed to update() as 0-d views of one small tensor in the parameter's dtype.
+  virtual std::vector<double> constants(int64_t step) const = 0;
+  // A parameter's new value and buffers from its value p, gradient g and buffers; computes,
+  // changes nothing.
   struct Update {
     Tensor value;
     std::vector<Tensor> buffers;
   };
   virtual Update update(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers,
-                        int64_t step, Stream& stream) const = 0;
+                        const std::vector<Tensor>& constants, int64_t step,
+                        Stream& stream) const = 0;
 
   std::vector<NamedTensor> parameters_;
   std::vector<std::vector<Tensor>> buffers_;
@@ -72,8 +76,9 @@ class SGD : public Optimizer {
 
  protected:
   std::vector<std::string> buffer_names() const override;
-  Update update(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers, int64_t step,
-                Stream& stream) const override;
+  std::vector<double> constants(int64_t step) const override;
+  Update update(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers,
+                const std::vector<Tensor>& constants, int64_t step, Stream& stream) const override;
 
  private:
   SGDOptions options_;
@@ -88,8 +93,9 @@ class AdamW : public Optimizer {
 
  protected:
   std::vector<std::string> buffer_names() const override;
-  Update update(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers, int64_t step,
-                Stream& stream) const override;
+  std::vector<double> constants(int64_t step) const override;
+  Update update(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers,
+                const std::vector<Tensor>& constants, int64_t step, Stream& stream) const override;
 
  private:
   AdamWOptions options_;

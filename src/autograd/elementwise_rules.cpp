@@ -3,6 +3,7 @@
 // gradient to its input's dtype, so a rule may leave it in the promoted one.
 #include <cmath>
 
+#include "autograd/constants.hpp"
 #include "autograd/gradient_math.hpp"
 #include "autograd/record.hpp"
 
@@ -13,7 +14,7 @@ using ops::Binary;
 using ops::Unary;
 
 Tensor scalar(double value, const Tensor& like, Stream& s) {
-  return full({}, value, like.dtype(), s);
+  return constant(value, like.dtype(), s);
 }
 
 // dy where `mask` holds, else 0.
@@ -176,7 +177,7 @@ Tensor record_where(const Tensor& cond, const Tensor& a, const Tensor& b, Stream
   return attach("where", {&cond, &a, &b}, y,
                 [cond = saved(cond), a_shape = a.shape(), b_shape = b.shape(), want_a, want_b](
                     const Tensor& dy, Stream& stream) {
-                  const Tensor zero = full({}, 0.0, dy.dtype(), stream);
+                  const Tensor zero = constant(0.0, dy.dtype(), stream);
                   return std::vector<Tensor>{
                       Tensor(),
                       want_a ? sum_to(where(cond, dy, zero, stream), a_shape, stream) : Tensor(),

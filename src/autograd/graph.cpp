@@ -49,8 +49,9 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad, Stream& stream) {
     const std::lock_guard lock(leaf_->mutex);
     if (leaf_->grad.defined() && leaf_->grad_stream && leaf_->grad_stream.impl() != stream.impl())
       stream.wait(leaf_->grad_stream.record());
-    // A new tensor each time (ops never write in place), so a grad() handed out stays as it was.
-    leaf_->grad = leaf_->grad.defined() ? add(leaf_->grad, grad, stream) : grad.contiguous(stream);
+    // A new tensor each time (ops never write in place), so a grad() handed out stays as it was;
+    // the first is kept as it came, a view included.
+    leaf_->grad = leaf_->grad.defined() ? add(leaf_->grad, grad, stream) : grad;
     leaf_->grad_stream = stream;
     total = leaf_->grad;
     hooks = leaf_->hooks;

@@ -25,29 +25,14 @@ Tensor record_cross_entropy(const Tensor& logits, const Tensor& targets, int64_t
     const NoGrad untracked;
     y = cross_entropy(logits, targets, ignore_index, label_smoothing, s);
   }
-  return attach(
-      "cross_entropy", {&logits, &targets}, y,
-      [logits = saved(logits), targets = saved(targets), ignore_index, label_smoothing](
-          const Tensor& dy, Stream& st) {
-        // (softmax - ((1 - s) one_hot + s / C)) * counted * dy / count.
-        const DType dtype = logits.dtype();
-        const int64_t rows = logits.size(0), classes = logits.size(1);
-        const auto scalar = [&](double v) { return full({}, v, dtype, st); };
-        const Tensor picks = cast(
-            eq(targets.reshape({rows, 1}), arange(classes, targets.dtype(), st), st), dtype, st);
-        Tensor wanted = picks;
-        if (label_smoothing != 0)
-          wanted = add(mul(picks, scalar(1 - label_smoothing), st),
-                       scalar(label_smoothing / static_cast<double>(classes)), st);
-        const Tensor counted =
-            cast(ne(targets, full({}, static_cast<double>(ignore_index), targets.dtype(), st), st),
-                 dtype, st);
-        const Tensor weight =
-            mul(counted, div(cast(dy, dtype, st), sum(counted, {}, false, st), st), st);
-        const Tensor g =
-            mul(sub(softmax(logits, 1, st), wanted, st), weight.reshape({rows, 1}), st);
-        return std::vector<Tensor>{g, Tensor()};
-      });
+  return attach("cross_entropy", {&logits, &targets}, y,
+                [logits = saved(logits), targets = saved(targets), ignore_index, label_smoothing](
+                    const Tensor& dy, Stream& st) {
+                  return std::vector<Tensor>{
+                      cross_entropy_backward(logits, targets, cast(dy, logits.dtype(), st),
+                                             ignore_index, label_smoothing, st),
+                      Tensor()};
+                });
 }
 
 Tensor record_dropout(const Tensor& x, double p, uint64_t seed, Stream& s) {

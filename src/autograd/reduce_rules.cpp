@@ -1,4 +1,5 @@
 // Backward rules of the reductions, softmax and log_softmax, and the norms.
+#include "autograd/constants.hpp"
 #include "autograd/gradient_math.hpp"
 #include "autograd/record.hpp"
 #include "ops/op_checks.hpp"
@@ -43,7 +44,7 @@ std::vector<Tensor> norm_rule(bool centred, const Tensor& x_in, const Shape& nor
                               bool want_b, const Tensor& dy_in, Stream& s) {
   const Tensor x = widened(x_in, s), weight = widened(weight_in, s), dy = widened(dy_in, s);
   const NormAxes axes = norm_axes(x.dim(), normalized_shape.size());
-  const Tensor eps_t = full({}, eps, x.dtype(), s);
+  const Tensor eps_t = constant(eps, x.dtype(), s);
   Tensor xc = x, rstd;
   if (centred) {
     xc = sub(x, mean(x, axes.normalized, true, s), s);
@@ -101,7 +102,7 @@ Tensor record_reduce(ops::Reduce op, const Tensor& x, const std::vector<int64_t>
                     const Tensor& dy, Stream& stream) {
                   Tensor g = expand_reduced(dy, shape, reduced, keepdim, stream);
                   if (op == ops::Reduce::mean)
-                    g = div(g, full({}, static_cast<double>(count), g.dtype(), stream), stream);
+                    g = div(g, constant(static_cast<double>(count), g.dtype(), stream), stream);
                   if (op == ops::Reduce::max || op == ops::Reduce::min) {
                     // Shared evenly among the elements equal to the extreme, as PyTorch's amax.
                     const Tensor top = expand_reduced(y, shape, reduced, keepdim, stream);

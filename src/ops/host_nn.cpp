@@ -171,6 +171,52 @@ void host_cross_entropy(const Tensor& logits, const Tensor& targets, const Tenso
   });
 }
 
+void host_cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& grad,
+                                 const Tensor& out, int64_t ignore_index, double smoothing,
+                                 Stream& stream) {
+  const int64_t n = logits.size(0), classes = logits.size(1);
+  const bool wide = targets.dtype() == DType::i64;
+  const int64_t l_at = logits.offset(), t_at = targets.offset(), g_at = grad.offset(),
+                o_at = out.offset();
+  with_float(logits.dtype(), [&]<class T>() {
+    const Kernel kernel = host_kernel("cross_entropy_backward", [=](const KernelChunk& chunk) {
+      const T* x = chunk.args.ptr<const T>(0) + l_at;
+      const void* picks = wide ? static_cast<const void*>(chunk.args.ptr<const int64_t>(1) + t_at)
+                               : static_cast<const void*>(chunk.args.ptr<const int32_t>(1) + t_at);
+      const double dy = static_cast<double>(chunk.args.ptr<const T>(2)[g_at]);
+      T* dst = chunk.args.ptr<T>(3) + o_at;
+      int64_t counted = 0;  // every chunk counts the rows for itself: one pass over n indices
+      for (int64_t r = 0; r < n; ++r) counted += index_at(picks, wide, r) != ignore_index;
+      const double scale = dy / static_cast<double>(counted);
+      const double uniform = smoothing / static_cast<double>(classes);
+      for (uint64_t r = chunk.begin[0]; r < chunk.end[0]; ++r) {
+        const T* row = x + static_cast<int64_t>(r) * classes;
+        T* g = dst + static_cast<int64_t>(r) * classes;
+        const int64_t target = index_at(picks, wide, static_cast<int64_t>(r));
+        if (target == ignore_index) {
+          std::fill(g, g + classes, T(0));
+          continue;
+        }
+        if (target < 0 || target >= classes)
+          throw Error(ErrorCode::InvalidArgument, "cross_entropy_backward: target " +
+                                                      std::to_string(target) + " of row " +
+                                                      std::to_string(r) + " is out of range for " +
+                                                      std::to_string(classes) + " classes");
+        double top = -std::numeric_limits<double>::infinity(), total = 0;
+        for (int64_t c = 0; c < classes; ++c) top = std::max(top, double(row[c]));
+        for (int64_t c = 0; c < classes; ++c) total += std::exp(double(row[c]) - top);
+        for (int64_t c = 0; c < classes; ++c) {
+          const double p = std::exp(double(row[c]) - top) / total;
+          const double wanted = (c == target ? 1 - smoothing : 0) + uniform;
+          g[c] = static_cast<T>((p - wanted) * scale);
+        }
+      }
+    });
+    stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(n)),
+                  {logits.storage(), targets.storage(), grad.storage(), out.storage()});
+  });
+}
+
 void host_dropout(const Tensor& x, const Tensor& out, double p, uint64_t seed, Stream& stream) {
   const int64_t n = x.numel(), x_at = x.offset(), o_at = out.offset();
   const float threshold = static_cast<float>(p);

@@ -26,6 +26,11 @@ void host_embedding_backward(const Tensor& grad, const Tensor& indices, const Te
 void host_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& out,
                         int64_t ignore_index, double label_smoothing, Stream& stream);
 
+// f32, f64: grad 0-d, out [N, C].
+void host_cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& grad,
+                                 const Tensor& out, int64_t ignore_index, double label_smoothing,
+                                 Stream& stream);
+
 // f32, f64.
 void host_dropout(const Tensor& x, const Tensor& out, double p, uint64_t seed, Stream& stream);
 

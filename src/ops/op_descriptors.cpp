@@ -24,6 +24,8 @@ constexpr std::array<std::string_view, 3> kConvParts{"concat", "matmul", "add"};
 constexpr std::array<std::string_view, 3> kOneHotParts{"eq", "cast", "matmul"};
 constexpr std::array<std::string_view, 7> kCrossEntropyParts{"log_softmax", "eq",  "ne", "cast",
                                                              "mul",         "sum", "div"};
+constexpr std::array<std::string_view, 8> kCrossEntropyBackwardParts{
+    "softmax", "eq", "ne", "cast", "mul", "sub", "sum", "div"};
 constexpr std::array<std::string_view, 3> kDropoutParts{"ge", "cast", "mul"};
 constexpr std::array<std::string_view, 2> kMaxPoolParts{"concat", "maximum"};
 constexpr std::array<std::string_view, 3> kAvgPoolParts{"concat", "add", "div"};
@@ -96,6 +98,8 @@ const std::array kDescriptors{
                  kOneHotParts},
     OpDescriptor{"cross_entropy", composite, 0, 2, "ignore_index, label_smoothing", kFloating, same,
                  kCrossEntropyParts},
+    OpDescriptor{"cross_entropy_backward", composite, 0, 3, "ignore_index, label_smoothing",
+                 kFloating, same, kCrossEntropyBackwardParts},
     OpDescriptor{"dropout", composite, 0, 1, "p, seed", kFloating, same, kDropoutParts},
     OpDescriptor{"max_pool", composite, 0, 1, "kernel, strides, dilations, pads, ceil_mode",
                  kFloating, same, kMaxPoolParts},

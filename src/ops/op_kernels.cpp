@@ -178,6 +178,8 @@ class Registry {
     add({"embedding_backward"},
         {"host kernels", host_device, kFloat, nullptr, 0, &host_embedding_backward});
     add({"cross_entropy"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_cross_entropy});
+    add({"cross_entropy_backward"},
+        {"host kernels", host_device, kFloat, nullptr, 0, &host_cross_entropy_backward});
     add({"dropout"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_dropout});
     add({"max_pool", "avg_pool"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_pool});
   }

@@ -107,6 +107,10 @@ using RowsKernel = void (*)(const Tensor& table, const Tensor& indices, const Te
                             Stream& stream);
 using CrossEntropyKernel = void (*)(const Tensor& logits, const Tensor& targets, const Tensor& out,
                                     int64_t ignore_index, double label_smoothing, Stream& stream);
+using CrossEntropyBackwardKernel = void (*)(const Tensor& logits, const Tensor& targets,
+                                            const Tensor& grad, const Tensor& out,
+                                            int64_t ignore_index, double label_smoothing,
+                                            Stream& stream);
 using DropoutKernel = void (*)(const Tensor& x, const Tensor& out, double p, uint64_t seed,
                                Stream& stream);
 struct Window;
@@ -114,7 +118,8 @@ using PoolKernel = void (*)(bool max, const Tensor& x, const Tensor& out, const 
                             bool count_include_pad, Stream& stream);
 using OpKernel = std::variant<BinaryKernel, UnaryKernel, WhereKernel, CastKernel, ReduceKernel,
                               GemmKernel, ConvKernel, RowwiseKernel, FusedKernel, ConcatKernel,
-                              RowsKernel, CrossEntropyKernel, DropoutKernel, PoolKernel>;
+                              RowsKernel, CrossEntropyKernel, CrossEntropyBackwardKernel,
+                              DropoutKernel, PoolKernel>;
 
 struct OpImplementation {
   std::string_view provider;  // "host kernels", "portable kernels", "OpenBLAS", ...

@@ -46,11 +46,28 @@ void Optimizer::step(Stream& stream) {
       buffers.push_back(std::move(zero));
     }
   }
+  // The step's scalars, one upload per parameter dtype, seen as 0-d views.
+  const std::vector<double> scalars = constants(steps_ + 1);
+  std::map<DType, std::vector<Tensor>> by_dtype;
+  const auto constants_in = [&](DType dtype) -> const std::vector<Tensor>& {
+    auto [at, added] = by_dtype.try_emplace(dtype);
+    if (added) {
+      const Tensor packed =
+          dtype == DType::f64 ? from_vector(scalars, {static_cast<int64_t>(scalars.size())}, stream)
+                              : cast(from_vector(std::vector<float>(scalars.begin(), scalars.end()),
+                                                 {static_cast<int64_t>(scalars.size())}, stream),
+                                     dtype, stream);
+      for (int64_t k = 0; k < packed.numel(); ++k)
+        at->second.push_back(packed.slice(0, k, k + 1).reshape({}));
+    }
+    return at->second;
+  };
   std::vector<std::pair<size_t, Tensor>> values;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     const Tensor g = parameters_[i].tensor.grad();
     if (!g.defined()) continue;
-    Update u = update(parameters_[i].tensor.detach(), g, buffers[i], steps_ + 1, stream);
+    const Tensor p = parameters_[i].tensor.detach();
+    Update u = update(p, g, buffers[i], constants_in(p.dtype()), steps_ + 1, stream);
     values.emplace_back(i, std::move(u.value));
     buffers[i] = std::move(u.buffers);
   }

@@ -5,13 +5,10 @@
 #include "hal/autograd.hpp"
 #include "hal/error.hpp"
 #include "hal/optim.hpp"
+#include "train/elementwise_program.hpp"
 
 namespace hal::optim {
 namespace {
-
-Tensor scalar(double value, const Tensor& like, Stream& s) {
-  return full({}, value, like.dtype(), s);
-}
 
 void check_options(const char* optimizer,
                    std::initializer_list<std::pair<const char*, double>> values) {
@@ -40,23 +37,39 @@ std::vector<std::string> SGD::buffer_names() const {
   return {"momentum_buffer"};
 }
 
+std::vector<double> SGD::constants(int64_t) const {
+  return {lr_, options_.weight_decay, options_.momentum, 1 - options_.dampening};
+}
+
+// The update's programs; registers are the inputs in order, then each step's result.
+const ElementwiseProgram kDecayed{{{"mul", {1, 2}}, {"add", {0, 3}}}};  // g + p wd
+const ElementwiseProgram kMomentum{
+    {{"mul", {0, 2}}, {"mul", {1, 3}}, {"add", {4, 5}}}};  // buf momentum + g (1 - dampening)
+const ElementwiseProgram kNesterov{
+    {{"mul", {2, 4}}, {"add", {1, 5}}, {"mul", {6, 3}}, {"sub", {0, 7}}}};  // p - lr (g + m buf)
+const ElementwiseProgram kDescent{{{"mul", {1, 2}}, {"sub", {0, 3}}}};      // p - lr g
+
 // torch.optim.SGD: g += wd p; the buffer starts as g and then follows momentum buf +
 // (1 - dampening) g; the step is g + momentum buf (Nesterov) or buf; p -= lr g.
 Optimizer::Update SGD::update(const Tensor& p, const Tensor& grad,
-                              const std::vector<Tensor>& buffers, int64_t step, Stream& s) const {
+                              const std::vector<Tensor>& buffers, const std::vector<Tensor>& c,
+                              int64_t step, Stream& s) const {
+  const Tensor &lr = c[0], &decay = c[1], &momentum = c[2], &undamped = c[3];
   Tensor g = grad;
-  if (options_.weight_decay != 0) g = add(g, mul(p, scalar(options_.weight_decay, p, s), s), s);
+  if (options_.weight_decay != 0) g = train::evaluate(kDecayed, {grad, p, decay}, s);
   Update out;
   if (options_.momentum != 0) {
-    const Tensor buf =
-        step == 1
-            ? g.contiguous(s)
-            : add(mul(buffers[0], scalar(options_.momentum, p, s), s),
-                  options_.dampening == 0 ? g : mul(g, scalar(1 - options_.dampening, p, s), s), s);
+    const Tensor buf = step == 1
+                           ? g.contiguous(s)
+                           : train::evaluate(kMomentum, {buffers[0], g, momentum, undamped}, s);
     out.buffers.push_back(buf);
-    g = options_.nesterov ? add(g, mul(buf, scalar(options_.momentum, p, s), s), s) : buf;
+    if (options_.nesterov) {
+      out.value = train::evaluate(kNesterov, {p, g, buf, lr, momentum}, s);
+      return out;
+    }
+    g = buf;
   }
-  out.value = sub(p, mul(g, scalar(lr_, p, s), s), s);
+  out.value = train::evaluate(kDescent, {p, g, lr}, s);
   return out;
 }
 
@@ -71,21 +84,40 @@ AdamW::AdamW(std::vector<NamedTensor> parameters, const AdamWOptions& options)
 
 std::vector<std::string> AdamW::buffer_names() const { return {"exp_avg", "exp_avg_sq"}; }
 
+std::vector<double> AdamW::constants(int64_t step) const {
+  const double b1 = options_.beta1, b2 = options_.beta2, t = static_cast<double>(step);
+  return {1 - lr_ * options_.weight_decay,
+          b1,
+          1 - b1,
+          b2,
+          1 - b2,
+          std::sqrt(1 - std::pow(b2, t)),
+          options_.eps,
+          lr_ / (1 - std::pow(b1, t))};
+}
+
+const ElementwiseProgram kFirstMoment{
+    {{"mul", {0, 2}}, {"mul", {1, 3}}, {"add", {4, 5}}}};  // m b1 + g (1 - b1)
+const ElementwiseProgram kSecondMoment{
+    {{"mul", {0, 2}}, {"mul", {1, 1}}, {"mul", {5, 3}}, {"add", {4, 6}}}};  // v b2 + g g (1 - b2)
+// Registers 0 p, 1 m, 2 v, 3 decay, 4 sqrt(1 - b2^t), 5 eps, 6 step size:
+// p decay - step size * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+const ElementwiseProgram kAdamStep{{{"mul", {0, 3}},
+                                    {"sqrt", {2}},
+                                    {"div", {8, 4}},
+                                    {"add", {9, 5}},
+                                    {"div", {1, 10}},
+                                    {"mul", {11, 6}},
+                                    {"sub", {7, 12}}}};
+
 // torch.optim.AdamW: p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
-// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
-Optimizer::Update AdamW::update(const Tensor& param, const Tensor& g,
-                                const std::vector<Tensor>& buffers, int64_t step, Stream& s) const {
-  const double b1 = options_.beta1, b2 = options_.beta2;
-  const double step_size = lr_ / (1 - std::pow(b1, static_cast<double>(step)));
-  const double correction2_sqrt = std::sqrt(1 - std::pow(b2, static_cast<double>(step)));
-  Tensor p = param;
-  if (options_.weight_decay != 0) p = mul(p, scalar(1 - lr_ * options_.weight_decay, p, s), s);
-  const Tensor m = add(mul(buffers[0], scalar(b1, p, s), s), mul(g, scalar(1 - b1, p, s), s), s);
-  const Tensor v =
-      add(mul(buffers[1], scalar(b2, p, s), s), mul(mul(g, g, s), scalar(1 - b2, p, s), s), s);
-  const Tensor denom =
-      add(div(sqrt(v, s), scalar(correction2_sqrt, p, s), s), scalar(options_.eps, p, s), s);
-  return {sub(p, mul(div(m, denom, s), scalar(step_size, p, s), s), s), {m, v}};
+// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). Three passes: m, v, then p.
+Optimizer::Update AdamW::update(const Tensor& p, const Tensor& g,
+                                const std::vector<Tensor>& buffers, const std::vector<Tensor>& c,
+                                int64_t, Stream& s) const {
+  const Tensor m = train::evaluate(kFirstMoment, {buffers[0], g, c[1], c[2]}, s);
+  const Tensor v = train::evaluate(kSecondMoment, {buffers[1], g, c[3], c[4]}, s);
+  return {train::evaluate(kAdamStep, {p, m, v, c[0], c[5], c[6], c[7]}, s), {m, v}};
 }
 
 Tensor clip_grad_norm(const std::vector<NamedTensor>& parameters, double max_norm, Stream& s) {

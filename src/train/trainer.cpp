@@ -31,13 +31,17 @@ Tensor Trainer::accumulate(const Tensor& x, const Tensor& y, int64_t micro) {
   for (int64_t start = 0; start < n; start += micro) {
     const int64_t end = std::min(n, start + micro);
     const Tensor loss = loss_(model_, x.slice(0, start, end), y.slice(0, start, end), stream_);
+    ++micro_steps_;
+    if (end - start == n) {  // the whole batch at once: its own loss, weight 1
+      loss.backward(stream_);
+      return loss.detach();
+    }
     const double share = static_cast<double>(end - start) / static_cast<double>(n);
     const Tensor weight = full({}, share, loss.dtype(), stream_);
     loss.backward(stream_, weight);
     const NoGrad untracked;
     const Tensor part = mul(loss.detach(), weight, stream_);
     total = total.defined() ? add(total, part, stream_) : part;
-    ++micro_steps_;
   }
   return total;
 }

@@ -125,6 +125,7 @@ TEST_P(OpTableSuite, ListsEveryOpOfTheHeader) {
                                             "embedding",
                                             "embedding_backward",
                                             "cross_entropy",
+                                            "cross_entropy_backward",
                                             "dropout",
                                             "max_pool",
                                             "avg_pool"};
