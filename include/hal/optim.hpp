@@ -2,10 +2,12 @@
 // (torch.optim.SGD, torch.optim.AdamW, torch.nn.utils.clip_grad_norm_). Their state (momentum
 // buffers, moment estimates) lives on each parameter's device, and step() updates the
 // parameters in place (their storage is rewritten; the tensors, and references to them, stay),
-// enqueued on the stream given, under NoGrad. A step is all or nothing: every new value is
-// computed before any parameter or buffer is replaced, so a step that runs out of memory changes
-// nothing (it needs room for one more copy of the parameters and the state). A parameter without
-// a gradient is skipped, as PyTorch skips one whose .grad is None.
+// enqueued on the stream given, under NoGrad. A step is all or nothing: on the CPU (f32, f64)
+// each parameter is updated by one host kernel that writes the parameter and its buffers in
+// place and allocates nothing; elsewhere every new value is computed (elementwise programs, fused
+// where the device has fused_elementwise) before any parameter or buffer is replaced. Either
+// way a step that runs out of memory changes nothing. A parameter without a gradient is
+// skipped, as PyTorch skips one whose .grad is None.
 #pragma once
 
 #include <cstdint>
@@ -35,9 +37,10 @@ class Optimizer {
   double learning_rate() const { return lr_; }
   void set_learning_rate(double lr);
 
-  // The state as named tensors ("<parameter>.<buffer>", e.g. "0.weight.exp_avg") and host
-  // values ("step", "lr"), for checkpoints; load_state takes exactly what state() gives (names,
-  // shapes, dtypes), or throws InvalidArgument naming what differs, having changed nothing.
+  // The state as named tensors ("<parameter>.<buffer>", e.g. "0.weight.exp_avg": the live
+  // buffers, which later steps may update in place) and host values ("step", "lr"), for
+  // checkpoints; load_state copies exactly what state() gives (names, shapes, dtypes), or throws
+  // InvalidArgument naming what differs, having changed nothing.
   std::vector<NamedTensor> state_tensors() const;
   std::map<std::string, std::string> state_values() const;
   void load_state(const std::vector<NamedTensor>& tensors,
@@ -59,6 +62,11 @@ class Optimizer {
   virtual Update update(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers,
                         const std::vector<Tensor>& constants, int64_t step,
                         Stream& stream) const = 0;
+  // The same in one pass that writes p and the buffers in place (g contiguous), on devices that
+  // run host kernels, in f32 and f64; it allocates nothing.
+  virtual void update_in_place(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers,
+                               const std::vector<double>& constants, int64_t step,
+                               Stream& stream) const = 0;
 
   std::vector<NamedTensor> parameters_;
   std::vector<std::vector<Tensor>> buffers_;
@@ -79,6 +87,9 @@ class SGD : public Optimizer {
   std::vector<double> constants(int64_t step) const override;
   Update update(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers,
                 const std::vector<Tensor>& constants, int64_t step, Stream& stream) const override;
+  void update_in_place(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers,
+                       const std::vector<double>& constants, int64_t step,
+                       Stream& stream) const override;
 
  private:
   SGDOptions options_;
@@ -96,6 +107,9 @@ class AdamW : public Optimizer {
   std::vector<double> constants(int64_t step) const override;
   Update update(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers,
                 const std::vector<Tensor>& constants, int64_t step, Stream& stream) const override;
+  void update_in_place(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers,
+                       const std::vector<double>& constants, int64_t step,
+                       Stream& stream) const override;
 
  private:
   AdamWOptions options_;

@@ -2,6 +2,7 @@
 // run in topological order (a node once every gradient for it has been summed), each on a stream
 // of its device. Streams are switched in one chain of events, so work on a second device starts
 // after the gradient that reached it was made.
+#include <deque>
 #include <unordered_map>
 
 #include "autograd/graph.hpp"
@@ -40,7 +41,7 @@ class Streams {
  private:
   Stream& caller_;
   Stream* last_;
-  std::vector<std::pair<Device, Stream>> others_;
+  std::deque<std::pair<Device, Stream>> others_;  // a deque: references stay valid as it grows
 };
 
 std::unordered_map<Node*, int> count_dependencies(Node* root) {

@@ -37,7 +37,13 @@ MatmulGrads matmul_backward(const Tensor& a0, const Tensor& b0, const Tensor& dy
   MatmulGrads out;
   if (want_a)
     out.a = sum_to(matmul(dy, transposed(b), stream), a.shape(), stream).reshape(a0.shape());
-  if (want_b)
+  // b a transposed matrix (a Linear layer's weight seen as W^T): its gradient made in W's own
+  // layout, dy^T a, and seen transposed, so that W's comes out contiguous.
+  const bool b_transposed = a0.dim() == 2 && b0.dim() == 2 && b0.size(0) > 1 && b0.size(1) > 1 &&
+                            b0.strides()[0] == 1 && b0.strides()[1] == b0.size(0);
+  if (want_b && b_transposed)
+    out.b = matmul(transposed(dy), a, stream).transpose(0, 1);
+  else if (want_b)
     out.b = sum_to(matmul(transposed(a), dy, stream), b.shape(), stream).reshape(b0.shape());
   return out;
 }

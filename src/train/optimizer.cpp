@@ -46,8 +46,24 @@ void Optimizer::step(Stream& stream) {
       buffers.push_back(std::move(zero));
     }
   }
-  // The step's scalars, one upload per parameter dtype, seen as 0-d views.
   const std::vector<double> scalars = constants(steps_ + 1);
+  // In place where every parameter with a gradient can be: what that needs is allocated first
+  // (contiguous gradients), and the kernels that follow allocate nothing.
+  bool in_place = stream.device().info().has_feature(feature::kHostKernels);
+  for (const NamedTensor& p : parameters_)
+    in_place = in_place && (p.tensor.dtype() == DType::f32 || p.tensor.dtype() == DType::f64);
+  if (in_place) {
+    std::vector<std::pair<size_t, Tensor>> grads;
+    for (size_t i = 0; i < parameters_.size(); ++i)
+      if (const Tensor g = parameters_[i].tensor.grad(); g.defined())
+        grads.emplace_back(i, g.contiguous(stream));
+    buffers_ = std::move(buffers);
+    for (const auto& [i, g] : grads)
+      update_in_place(parameters_[i].tensor.detach(), g, buffers_[i], scalars, steps_ + 1, stream);
+    ++steps_;
+    return;
+  }
+  // Elsewhere: the step's scalars, one upload per parameter dtype, seen as 0-d views.
   std::map<DType, std::vector<Tensor>> by_dtype;
   const auto constants_in = [&](DType dtype) -> const std::vector<Tensor>& {
     auto [at, added] = by_dtype.try_emplace(dtype);
@@ -135,9 +151,8 @@ void Optimizer::load_state(const std::vector<NamedTensor>& tensors,
         throw Error(ErrorCode::InvalidArgument, "optimizer state: '" + name + "' is " +
                                                     match->tensor.describe() + ", the parameter " +
                                                     p.describe());
-      loaded[i].push_back(match->tensor.device() == p.device()
-                              ? match->tensor.contiguous(stream)
-                              : match->tensor.to(p.device(), stream));
+      // A copy of its own: later steps may write it in place.
+      loaded[i].push_back(match->tensor.to(p.device(), stream));
     }
   buffers_ = std::move(loaded);
   steps_ = static_cast<int64_t>(steps);

@@ -6,6 +6,7 @@
 #include "hal/error.hpp"
 #include "hal/optim.hpp"
 #include "train/elementwise_program.hpp"
+#include "train/host_updates.hpp"
 
 namespace hal::optim {
 namespace {
@@ -73,6 +74,12 @@ Optimizer::Update SGD::update(const Tensor& p, const Tensor& grad,
   return out;
 }
 
+void SGD::update_in_place(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers,
+                          const std::vector<double>& c, int64_t step, Stream& s) const {
+  train::sgd_in_place(p, g, options_.momentum != 0 ? buffers[0] : Tensor(),
+                      {c[0], c[1], c[2], c[3], step == 1, options_.nesterov}, s);
+}
+
 AdamW::AdamW(std::vector<NamedTensor> parameters, const AdamWOptions& options)
     : Optimizer(std::move(parameters)), options_(options) {
   check_options("AdamW",
@@ -118,6 +125,12 @@ Optimizer::Update AdamW::update(const Tensor& p, const Tensor& g,
   const Tensor m = train::evaluate(kFirstMoment, {buffers[0], g, c[1], c[2]}, s);
   const Tensor v = train::evaluate(kSecondMoment, {buffers[1], g, c[3], c[4]}, s);
   return {train::evaluate(kAdamStep, {p, m, v, c[0], c[5], c[6], c[7]}, s), {m, v}};
+}
+
+void AdamW::update_in_place(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers,
+                            const std::vector<double>& c, int64_t, Stream& s) const {
+  train::adamw_in_place(p, g, buffers[0], buffers[1],
+                        {c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]}, s);
 }
 
 Tensor clip_grad_norm(const std::vector<NamedTensor>& parameters, double max_norm, Stream& s) {

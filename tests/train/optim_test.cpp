@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 
 #include "hal/optim.hpp"
+#include "support/far_backend.hpp"
 #include "test_util.hpp"
 
 namespace hal::test {
@@ -101,6 +103,45 @@ TEST_F(Optim, AdamWFollowsPyTorchsRule) {
     Tensor p = parameter();
     optim::AdamW adamw({{"p", p}}, o);
     expect_near_all(run(adamw, p), adamw_reference(o));
+  }
+}
+
+// Off the CPU the updates run as elementwise programs (fused where the device has
+// fused_elementwise, separate ops elsewhere): the same numbers as the CPU's in-place kernels.
+TEST_F(Optim, EveryDeviceTakesTheCpusSteps) {
+  register_far_backend();     // a device with no ops of its own
+  const CpuFallback allowed;  // sim runs the programs' ops, far:0 none
+  for (const Device& d : devices()) {
+    if (d == cpu) continue;
+    Stream on = d.create_stream();
+    const auto run_on = [&](const Device& where, Stream& st, bool adam) {
+      Tensor p = from_vector(std::vector<float>(kStart.begin(), kStart.end()), {2, 3}, st);
+      if (!(where == cpu)) p = p.to(where, st);
+      p.requires_grad_();
+      std::unique_ptr<optim::Optimizer> o;
+      if (adam)
+        o = std::make_unique<optim::AdamW>(std::vector<NamedTensor>{{"p", p}},
+                                           optim::AdamWOptions{.lr = 0.01});
+      else
+        o = std::make_unique<optim::SGD>(
+            std::vector<NamedTensor>{{"p", p}},
+            optim::SGDOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
+      for (int t = 0; t < kSteps; ++t) {
+        std::vector<float> g(kStart.size());
+        for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(gradient(t, i));
+        Tensor grad = from_vector(g, {2, 3}, st);
+        p.set_grad(where == cpu ? grad : grad.to(where, st));
+        o->step(st);
+      }
+      const Tensor back = p.detach().to(cpu, st);
+      st.synchronize();
+      return back.to_vector<float>(s);
+    };
+    for (bool adam : {false, true}) {
+      const std::vector<float> want = run_on(cpu, s, adam), got = run_on(d, on, adam);
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(got[i], want[i], 1e-6) << d.id() << (adam ? " AdamW" : " SGD") << " " << i;
+    }
   }
 }
 
