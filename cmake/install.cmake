@@ -1,7 +1,7 @@
 # `make install`: headers, libhal.so.MAJOR, the hal tool, a CMake package and a pkg-config file.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS hal hal_model EXPORT halTargets
+install(TARGETS hal hal_model hal_train EXPORT halTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -10,6 +10,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/hal DESTINATION ${CMAKE_INSTALL_
   FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/ DESTINATION ${CMAKE_INSTALL_DATADIR}/hal/models
   FILES_MATCHING PATTERN "*.onnx" PATTERN "*.npy")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/data/ DESTINATION ${CMAKE_INSTALL_DATADIR}/hal/data
+  FILES_MATCHING PATTERN "*.npy" PATTERN "*.md")
 install(FILES ${PROJECT_BINARY_DIR}/include/hal/version.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hal)
 

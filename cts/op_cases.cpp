@@ -103,6 +103,15 @@ std::vector<Input> table_inputs(const std::string& op, DType dtype) {
   if (op == "softmax" || op == "log_softmax") return {{{8, 10}, dtype, -5, 5}};
   if (op == "fused_elementwise")
     return {{{4, 5}, dtype, -3, 3}, {{5}, dtype, -3, 3}, {{4, 1}, dtype, 0.5, 2}};
+  // The layers: indices as reals truncated (in range), then the op's own attributes below.
+  if (op == "concat") return {{{3, 2, 4}, dtype, -9, 9}, {{3, 5, 4}, dtype, -9, 9}};
+  if (op == "embedding") return {{{7, 5}, dtype, -2, 2}, {{3, 4}, DType::i64, 0, 7}};
+  if (op == "embedding_backward") return {{{6, 5}, dtype, -2, 2}, {{6}, DType::i32, 0, 4}};
+  if (op == "cross_entropy") return {{{9, 6}, dtype, -4, 4}, {{9}, DType::i64, 0, 6}};
+  if (op == "cross_entropy_backward")
+    return {{{9, 6}, dtype, -4, 4}, {{9}, DType::i32, 0, 6}, {{}, dtype, 0.5, 2}};
+  if (op == "dropout") return {{{7, 9}, dtype, -3, 3}};
+  if (op == "max_pool" || op == "avg_pool") return {{{2, 3, 7, 6}, dtype, -3, 3}};
   if (op == "sum" || op == "mean" || op == "max" || op == "min" || op == "argmax")
     return {{{6, 33, 5}, dtype, -4, 4}};
   const double low = dtype == DType::u8 ? 0 : floating ? -5 : -20;
@@ -152,6 +161,26 @@ Tensor run_table_op(const std::string& op, const std::vector<Tensor>& in, Stream
   if (op == "log_softmax") return log_softmax(in[0], 0, s);
   if (op == "layer_norm") return layer_norm(in[0], {16}, in[1], in[2], 1e-5, s);
   if (op == "rms_norm") return rms_norm(in[0], {16}, in[1], 1e-5, s);
+  if (op == "concat") return concat({in[0], in[1], in[0].slice(1, 0, 1)}, 1, s);
+  if (op == "embedding") return embedding(in[0], in[1], s);
+  if (op == "embedding_backward") return embedding_backward(in[0], in[1], 4, s);
+  if (op == "cross_entropy") {
+    // Row 0 ignored: its target made ignore_index.
+    const Tensor targets = concat({full({1}, -1, in[1].dtype(), s), in[1].slice(0, 1, 9)}, 0, s);
+    return cross_entropy(in[0], targets, -1, 0.1, s);
+  }
+  if (op == "cross_entropy_backward") return cross_entropy_backward(in[0], in[1], in[2], 2, 0.1, s);
+  if (op == "dropout") return dropout(in[0], 0.3, 7, s);
+  if (op == "max_pool" || op == "avg_pool") {
+    PoolOptions options;
+    options.kernel = {3, 2};
+    options.strides = {2, 1};
+    options.pads_before = {1, 0};
+    options.pads_after = {1, 1};
+    options.ceil_mode = true;
+    options.count_include_pad = true;
+    return op == "max_pool" ? max_pool(in[0], options, s) : avg_pool(in[0], options, s);
+  }
   if (op == "conv") {
     ConvOptions options;
     options.strides = {1, 2};

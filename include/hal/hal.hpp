@@ -2,6 +2,7 @@
 #pragma once
 
 #include "hal/allocator.hpp"
+#include "hal/autograd.hpp"
 #include "hal/buffer.hpp"
 #include "hal/calibration.hpp"
 #include "hal/cost_model.hpp"

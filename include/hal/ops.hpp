@@ -141,11 +141,12 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
 // first.
 Tensor matmul(const Tensor& a, const Tensor& b, Stream& stream);
 
-// Convolution over 1 to 3 spatial dimensions through the device's DNN library (oneDNN on the
-// CPU), cross-correlation as ONNX and PyTorch define it: x [N, C, D...] with weight [M, C/groups,
-// K...] and bias [M] (or undefined) gives [N, M, O...], O = (D + before + after - dilation *
-// (K - 1) - 1) / stride + 1. f32 (f16 and bf16 computed in f32). Devices without such a library
-// refuse (Unsupported); hal_model's Conv then builds it from views and matmul.
+// Convolution over 1 to 3 spatial dimensions, cross-correlation as ONNX and PyTorch define it:
+// x [N, C, D...] with weight [M, C/groups, K...] and bias [M] (or undefined) gives [N, M, O...],
+// O = (D + before + after - dilation * (K - 1) - 1) / stride + 1. Through the device's DNN
+// library where it has one (oneDNN on the CPU, f32; f16 and bf16 computed in f32); elsewhere, and
+// for dtypes the library lacks, built from strided views of the padded input, concat and matmul
+// (im2col).
 struct ConvOptions {
   std::vector<int64_t> strides, dilations;       // per spatial dimension; empty: all 1
   std::vector<int64_t> pads_before, pads_after;  // likewise; empty: all 0
@@ -160,6 +161,61 @@ struct ConvOptions {
 };
 Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options,
             Stream& stream);
+
+// Layers of neural networks (docs/training.md). The CPU runs each with host kernels; other
+// devices build it from the ops above where `hal ops` says so ("built from ..."), or refuse.
+// All record for autograd (hal/autograd.hpp).
+
+// The tensors joined along `axis`: one dtype, one device, equal sizes off the axis (any views).
+// Every device runs it (the CPU with a host kernel, others with device copies).
+Tensor concat(const std::vector<Tensor>& tensors, int64_t axis, Stream& stream);
+
+// Rows of `weight` [num_embeddings, dim] at `indices` (i32 or i64 of any shape, each in
+// [0, num_embeddings)): [..., dim], in weight's dtype (floating). Elsewhere than on the CPU,
+// built as a one-hot matrix times the weights. An index out of range is InvalidArgument where
+// the indices are on the CPU (read when the kernel runs: reported by the stream's next
+// synchronize as AsyncFailure) and gives a row of zeros elsewhere.
+Tensor embedding(const Tensor& weight, const Tensor& indices, Stream& stream);
+// embedding's gradient for the weights: the rows of `grad` [..., dim] added into rows `indices`
+// of a [num_embeddings, dim] tensor of zeros.
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_embeddings,
+                          Stream& stream);
+
+// Cross-entropy of `logits` [N, C] (floating) against class indices `targets` [N] (i32 or i64),
+// as PyTorch's torch.nn.functional.cross_entropy with reduction="mean": per row
+// (1 - s) * -log_softmax(logits)[target] + s * mean over classes of -log_softmax(logits),
+// s = label_smoothing in [0, 1]; rows whose target is ignore_index are left out, and the mean is
+// over the rest (NaN when none is left). A 0-d result in logits' dtype. Targets out of range are
+// InvalidArgument where they are on the CPU (at the stream's synchronize, as AsyncFailure) and
+// count as no class elsewhere.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index,
+                     double label_smoothing, Stream& stream);
+// cross_entropy's gradient for the logits given d(loss) `grad` (0-d, logits' dtype): per row
+// that counts, (softmax(logits) - ((1 - s) one_hot(target) + s / C)) * grad / rows counted; 0 in
+// ignored rows.
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& grad,
+                              int64_t ignore_index, double label_smoothing, Stream& stream);
+
+// Inverted dropout: each element kept with probability 1 - p and scaled by 1 / (1 - p), else 0.
+// Element i is kept when Philox4x32-10's uniform draw i for `seed` (the one hal::uniform makes
+// in f32) is >= p, so the mask is the same on every device and calling dropout again with the
+// same seed on the gradient gives the backward. p in [0, 1]; p = 1 gives zeros.
+Tensor dropout(const Tensor& x, double p, uint64_t seed, Stream& stream);
+
+// Pooling over the spatial dimensions of x [N, C, D1 ...] (1 to 3 of them), as PyTorch's
+// max_pool1d/2d/3d and avg_pool1d/2d/3d: windows of `kernel` placed every `strides` (empty: the
+// kernel), `dilations` apart (empty: 1; max pooling only), over x padded by `pads_before` and
+// `pads_after` (empty: 0). ceil_mode rounds the output size up (a last window that would start
+// in the end padding is dropped). avg_pool divides each window's sum by the elements of x it
+// covers, or with count_include_pad by the positions it covers in x and the explicit padding.
+struct PoolOptions {
+  std::vector<int64_t> kernel;
+  std::vector<int64_t> strides, dilations, pads_before, pads_after;
+  bool ceil_mode = false;
+  bool count_include_pad = false;
+};
+Tensor max_pool(const Tensor& x, const PoolOptions& options, Stream& stream);
+Tensor avg_pool(const Tensor& x, const PoolOptions& options, Stream& stream);
 
 // A chain of elementwise ops computed in one pass over the result (what a model's Add -> Relu
 // or Mul -> Add -> Tanh becomes at load): no intermediate tensor is written, each input is

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -25,6 +27,11 @@
 namespace hal {
 
 using Shape = std::vector<int64_t>;
+
+namespace autograd {
+struct Meta;
+class Access;
+}  // namespace autograd
 
 // "[2, 3, 4]".
 std::string to_string(const Shape& shape);
@@ -109,6 +116,35 @@ class Tensor {
   void copy_to_host(void* dst, Stream& stream) const;
   // The elements in row-major order, after waiting for `stream`. T is the dtype's type:
   // uint16_t holds f16 and bf16 bits, uint8_t holds bool.
+  // Autograd (hal/autograd.hpp). Copies of a Tensor share its autograd state, so set
+  // requires_grad_() before copying. Views, contiguous() and to() record like ops.
+  //
+  // Makes this tensor a leaf whose gradient backward() accumulates (a parameter); floating
+  // dtypes only (InvalidArgument otherwise). requires_grad_(false) on a leaf forgets it;
+  // on a result of recorded ops it is InvalidArgument (use detach()).
+  Tensor& requires_grad_(bool enabled = true);
+  bool requires_grad() const { return autograd_ != nullptr; }
+  // No op made it: a leaf (also true of tensors that do not require grad).
+  bool is_leaf() const;
+  // The op that made it ("matmul", "reshape"), or "" for leaves.
+  std::string grad_fn() const;
+  // The gradient backward() accumulated into this leaf; undefined before, or after zero_grad().
+  Tensor grad() const;
+  // Replaces the accumulated gradient (undefined clears it); InvalidArgument for a tensor that
+  // does not require grad, or a gradient of another shape, dtype or device.
+  void set_grad(const Tensor& grad);
+  void zero_grad() { set_grad(Tensor()); }
+  // Called with this leaf's gradient, complete for the running backward (after accumulation),
+  // and the stream it is ready on: the seam for a gradient all-reduce. InvalidArgument for a
+  // tensor that is not a leaf requiring grad.
+  void on_grad_ready(std::function<void(const Tensor& grad, Stream& stream)> hook);
+  // The same elements, with no autograd history and not requiring grad.
+  Tensor detach() const;
+  // hal::backward(*this, stream, grad, {retain_graph}); without a gradient, 1 (a single-element
+  // tensor only).
+  void backward(Stream& stream) const;
+  void backward(Stream& stream, const Tensor& grad, bool retain_graph = false) const;
+
   template <class T>
   std::vector<T> to_vector(Stream& stream) const {
     static_assert(!std::is_same_v<T, bool>, "std::vector<bool> has no data(): use uint8_t");
@@ -125,6 +161,7 @@ class Tensor {
   }
 
  private:
+  friend class autograd::Access;
   void check_host_type(bool matches, std::string_view host_type) const;
   int64_t wrap_dim(int64_t dim, const char* operation, int64_t extra = 0) const;
 
@@ -133,6 +170,8 @@ class Tensor {
   Shape shape_;
   Shape strides_;
   int64_t offset_ = 0;
+  // Null unless the tensor requires grad: its node, or its accumulated gradient as a leaf.
+  std::shared_ptr<autograd::Meta> autograd_;
 };
 
 // Row-major strides of a shape, in elements.

@@ -2,10 +2,11 @@
 // input. Conv stacks the slices (im2col) and multiplies by the weights through the device's BLAS,
 // unless the device has a convolution of its own (hal::conv: oneDNN on the CPU); MaxPool and
 // AveragePool reduce over the slices elementwise. Any number of spatial dimensions.
-#include <limits>
+#include <algorithm>
 
 #include "hal/ops.hpp"
 #include "model/onnx_ops.hpp"
+#include "ops/window.hpp"
 
 namespace hal::model {
 namespace {
@@ -13,139 +14,50 @@ namespace {
 using Inputs = std::vector<Tensor>;
 using Outputs = std::vector<Tensor>;
 
-// Per spatial dimension: the window, its placement and the output's size.
-struct Window {
-  std::vector<int64_t> kernel, strides, dilations, pad_before, pad_after, out;
-  int64_t offsets() const {
-    int64_t count = 1;
-    for (int64_t k : kernel) count *= k;
-    return count;
-  }
-};
+using ops::Window;
 
 std::vector<int64_t> or_ones(std::vector<int64_t> values, size_t count) {
   if (values.empty()) values.assign(count, 1);
   return values;
 }
 
-// ONNX's rules for auto_pad, explicit pads and ceil_mode; `kernel` from the weights or the
-// attribute.
+// ONNX's rules for auto_pad and explicit pads, then hal's window (ops/window.hpp) with
+// ceil_mode; `kernel` from the weights or the attribute.
 Window window_of(const OpContext& ctx, const Tensor& x, std::vector<int64_t> kernel, bool pooling) {
   if (x.dim() < 3) ctx.invalid("expects [N, C, D1, ...], got " + to_string(x.shape()));
   const auto spatial = static_cast<size_t>(x.dim() - 2);
   if (kernel.size() != spatial)
     ctx.invalid("kernel_shape " + to_string(kernel) + " does not match input " +
                 to_string(x.shape()));
-  Window w;
-  w.kernel = std::move(kernel);
-  w.strides = or_ones(ctx.attr_ints("strides"), spatial);
-  w.dilations = or_ones(ctx.attr_ints("dilations"), spatial);
+  const std::vector<int64_t> strides = or_ones(ctx.attr_ints("strides"), spatial);
+  const std::vector<int64_t> dilations = or_ones(ctx.attr_ints("dilations"), spatial);
   std::vector<int64_t> pads = ctx.attr_ints("pads");
   if (pads.empty()) pads.assign(2 * spatial, 0);
-  if (w.strides.size() != spatial || w.dilations.size() != spatial || pads.size() != 2 * spatial)
+  if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial)
     ctx.invalid("strides, dilations or pads do not match " + std::to_string(spatial) +
                 " spatial dimensions");
-  // Sizes a window can have: positive, and small enough that no product of them overflows.
-  constexpr int64_t kLimit = int64_t{1} << 24;
-  auto check = [&](const std::vector<int64_t>& values, const char* name, int64_t low) {
-    for (int64_t v : values)
-      if (v < low || v > kLimit)
-        ctx.invalid(std::string(name) + " " + to_string(values) + " must lie in [" +
-                    std::to_string(low) + ", " + std::to_string(kLimit) + "]");
-  };
-  check(w.kernel, "kernel_shape", 1);
-  check(w.strides, "strides", 1);
-  check(w.dilations, "dilations", 1);
-  check(pads, "pads", 0);
+  std::vector<int64_t> before(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(spatial));
+  std::vector<int64_t> after(pads.begin() + static_cast<std::ptrdiff_t>(spatial), pads.end());
   const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
-  const bool ceil_mode = pooling && ctx.attr_int("ceil_mode", 0) != 0;
-  for (size_t i = 0; i < spatial; ++i) {
-    const int64_t size = x.size(static_cast<int64_t>(i) + 2);
-    const int64_t span = w.dilations[i] * (w.kernel[i] - 1) + 1;
-    int64_t before = pads[i], after = pads[i + spatial];
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      const int64_t out = (size + w.strides[i] - 1) / w.strides[i];
-      const int64_t total = std::max<int64_t>((out - 1) * w.strides[i] + span - size, 0);
-      before = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      after = total - before;
-    } else if (auto_pad == "VALID") {
-      before = after = 0;
-    } else if (auto_pad != "NOTSET") {
-      ctx.invalid("auto_pad '" + auto_pad + "'");
-    }
-    const int64_t room = size + before + after - span;
-    if (room < 0) ctx.invalid("the window is larger than the padded input " + to_string(x.shape()));
-    int64_t out = (ceil_mode ? (room + w.strides[i] - 1) / w.strides[i] : room / w.strides[i]) + 1;
-    // A last window that would start in the end padding is dropped (PyTorch and ONNX agree).
-    if (ceil_mode && (out - 1) * w.strides[i] >= size + before) --out;
-    w.pad_before.push_back(before);
-    w.pad_after.push_back(after);
-    w.out.push_back(out);
-  }
-  return w;
-}
-
-// The input padded so that every window fits, ceil_mode's extra end included, with `value`.
-Tensor padded(const OpContext& ctx, const Tensor& x, const Window& w, double value) {
-  std::vector<int64_t> before{0, 0}, after{0, 0};
-  for (size_t i = 0; i < w.kernel.size(); ++i) {
-    const int64_t size = x.size(static_cast<int64_t>(i) + 2);
-    const int64_t needed = (w.out[i] - 1) * w.strides[i] + w.dilations[i] * (w.kernel[i] - 1) + 1;
-    before.push_back(w.pad_before[i]);
-    after.push_back(std::max(w.pad_after[i], needed - size - w.pad_before[i]));
-  }
-  return pad_constant(ctx, x, before, after, value);
-}
-
-// Calls fn(slice) for each kernel offset, row-major: the padded input seen at that offset of
-// every window, [N, C, out...].
-template <class Fn>
-void for_each_offset(const Tensor& input, const Window& w, Fn fn) {
-  const size_t spatial = w.kernel.size();
-  std::vector<int64_t> offset(spatial, 0);
-  for (int64_t n = 0; n < w.offsets(); ++n) {
-    Tensor view = input;
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t i = 0; i < spatial; ++i) {
-      const int64_t start = offset[i] * w.dilations[i];
-      const auto d = static_cast<int64_t>(i) + 2;
-      view = view.slice(d, start, start + (w.out[i] - 1) * w.strides[i] + 1, w.strides[i]);
+      if (strides[i] < 1 || dilations[i] < 1) ctx.invalid("strides and dilations must be >= 1");
+      const int64_t size = x.size(static_cast<int64_t>(i) + 2);
+      const int64_t span = dilations[i] * (kernel[i] - 1) + 1;
+      const int64_t out = (size + strides[i] - 1) / strides[i];
+      const int64_t total = std::max<int64_t>((out - 1) * strides[i] + span - size, 0);
+      before[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      after[i] = total - before[i];
     }
-    fn(view);
-    for (size_t i = spatial; i-- > 0;) {
-      if (++offset[i] < w.kernel[i]) break;
-      offset[i] = 0;
-    }
+  } else if (auto_pad == "VALID") {
+    std::fill(before.begin(), before.end(), 0);
+    std::fill(after.begin(), after.end(), 0);
+  } else if (auto_pad != "NOTSET") {
+    ctx.invalid("auto_pad '" + auto_pad + "'");
   }
-}
-
-// The convolution itself, for a window already worked out: im2col from the padded input's
-// strided views, then one matrix product per group.
-Tensor convolve(const OpContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                const Window& w, int64_t groups) {
-  Stream& s = ctx.stream();
-  const int64_t batch = x.size(0), channels = x.size(1), features = weight.size(0);
-  const Tensor input = padded(ctx, x, w, 0.0);
-  std::vector<Tensor> columns;
-  for_each_offset(input, w, [&](const Tensor& view) { columns.push_back(view.unsqueeze(2)); });
-  int64_t positions = 1;
-  for (int64_t out : w.out) positions *= out;
-  // [N, C, offsets, out...] -> [N, C * offsets, positions]: the weights' own order per feature.
-  const Tensor patches =
-      concat(ctx, columns, 2).reshape({batch, channels * w.offsets(), positions});
-  const int64_t per_group = channels / groups * w.offsets();
-  const int64_t features_per_group = features / groups;
-  const Tensor flat_weight = weight.contiguous(s).reshape({features, per_group});
-  std::vector<Tensor> results;
-  for (int64_t g = 0; g < groups; ++g) {
-    const Tensor w_g = flat_weight.slice(0, g * features_per_group, (g + 1) * features_per_group);
-    const Tensor p_g = patches.slice(1, g * per_group, (g + 1) * per_group);
-    results.push_back(matmul(w_g, p_g, s));  // [N, M/g, positions]
-  }
-  Tensor y = groups == 1 ? results[0] : concat(ctx, results, 1);
-  if (bias.defined()) y = add(y, bias.reshape({features, 1}), s);
-  Shape shape{batch, features};
-  shape.insert(shape.end(), w.out.begin(), w.out.end());
-  return y.reshape(shape);
+  const bool ceil_mode = pooling && ctx.attr_int("ceil_mode", 0) != 0;
+  return ops::window_of(ctx.node().op_type, x, kernel, strides, dilations, before, after,
+                        ceil_mode);
 }
 
 Outputs conv(const OpContext& ctx, const Inputs& in) {
@@ -196,7 +108,7 @@ Outputs conv(const OpContext& ctx, const Inputs& in) {
     }
     return {finish(hal::conv(x, weight, bias, options, s))};
   }
-  return {finish(convolve(ctx, x, weight, bias, w, groups))};
+  return {finish(ops::conv_from_matmul(x, weight, bias, w, groups, s))};
 }
 
 // x with s - 1 zeros between its elements along dimension d: each element and its zeros side
@@ -297,7 +209,26 @@ Outputs conv_transpose(const OpContext& ctx, const Inputs& in) {
     w.out.push_back(out);
   }
   const Tensor bias = given(in, 2) ? in[2] : Tensor();
-  return {convolve(ctx, input, conv_weight, bias, w, groups)};
+  return {ops::conv_from_matmul(input, conv_weight, bias, w, groups, s)};
+}
+
+// hal's pooling where it takes the dtype and rank (floating, 1 to 3 spatial dimensions), else
+// the same from views (integers, more dimensions).
+PoolOptions pool_options(const Window& w, bool count_include_pad) {
+  PoolOptions options;
+  options.kernel = w.kernel;
+  options.strides = w.strides;
+  options.dilations = w.dilations;
+  options.pads_before = w.pad_before;
+  options.pads_after = w.pad_after;
+  // The window's output sizes already include ceil_mode; hal works them out again from it.
+  options.count_include_pad = count_include_pad;
+  return options;
+}
+
+bool pooled_by_hal(const Tensor& x) {
+  return x.dim() <= 5 && (x.dtype() == DType::f32 || x.dtype() == DType::f64 ||
+                          x.dtype() == DType::f16 || x.dtype() == DType::bf16);
 }
 
 Outputs max_pool(const OpContext& ctx, const Inputs& in) {
@@ -306,50 +237,24 @@ Outputs max_pool(const OpContext& ctx, const Inputs& in) {
   if (ctx.node().outputs.size() > 1 && !ctx.node().outputs[1].empty())
     ctx.unsupported("the Indices output");
   const Window w = window_of(ctx, x, ctx.attr_ints("kernel_shape"), true);
-  double lowest = -std::numeric_limits<double>::infinity();
-  if (x.dtype() == DType::u8) lowest = 0;
-  if (x.dtype() == DType::i8) lowest = std::numeric_limits<int8_t>::lowest();
-  if (x.dtype() == DType::i32) lowest = std::numeric_limits<int32_t>::lowest();
-  if (x.dtype() == DType::i64) lowest = static_cast<double>(std::numeric_limits<int64_t>::lowest());
-  Tensor result;
-  for_each_offset(padded(ctx, x, w, lowest), w, [&](const Tensor& view) {
-    result = result.defined() ? maximum(result, view, s) : view.contiguous(s);
-  });
-  return {result};
+  if (!pooled_by_hal(x)) return {ops::max_pool_from_views(x, w, s)};
+  PoolOptions options = pool_options(w, false);
+  options.ceil_mode = ctx.attr_int("ceil_mode", 0) != 0;
+  return {hal::max_pool(x, options, s)};
 }
 
-// The mean of each window: its sum over the count of elements it covers, the padding counted
-// or not (count_include_pad); a ones tensor pooled the same way gives the counts.
+// The mean of each window: explicit pads counted with count_include_pad, never auto_pad's or
+// ceil_mode's extra end.
 Outputs average_pool(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
   Stream& s = ctx.stream();
   const Window w = window_of(ctx, x, ctx.attr_ints("kernel_shape"), true);
-  Tensor total;
-  for_each_offset(padded(ctx, x, w, 0.0), w, [&](const Tensor& view) {
-    total = total.defined() ? add(total, view, s) : view.contiguous(s);
-  });
-  Shape ones_shape{1, 1};
-  for (int64_t d = 2; d < x.dim(); ++d) ones_shape.push_back(x.size(d));
-  Tensor ones = full(ones_shape, 1.0, x.dtype(), s);
-  if (ctx.attr_int("count_include_pad", 0) != 0 &&
-      ctx.attr_string("auto_pad", "NOTSET") == "NOTSET") {
-    // Explicit pads count; ceil_mode's extra end does not.
-    std::vector<int64_t> before{0, 0}, after{0, 0};
-    before.insert(before.end(), w.pad_before.begin(), w.pad_before.end());
-    after.insert(after.end(), w.pad_after.begin(), w.pad_after.end());
-    ones = pad_constant(ctx, ones, before, after, 1.0);
-    Window inner = w;
-    std::fill(inner.pad_before.begin(), inner.pad_before.end(), 0);
-    std::fill(inner.pad_after.begin(), inner.pad_after.end(), 0);
-    ones = padded(ctx, ones, inner, 0.0);
-  } else {
-    ones = padded(ctx, ones, w, 0.0);
-  }
-  Tensor count;
-  for_each_offset(ones, w, [&](const Tensor& view) {
-    count = count.defined() ? add(count, view, s) : view.contiguous(s);
-  });
-  return {div(total, count, s)};
+  const bool include = ctx.attr_int("count_include_pad", 0) != 0 &&
+                       ctx.attr_string("auto_pad", "NOTSET") == "NOTSET";
+  if (!pooled_by_hal(x)) return {ops::avg_pool_from_views(x, w, include, s)};
+  PoolOptions options = pool_options(w, include);
+  options.ceil_mode = ctx.attr_int("ceil_mode", 0) != 0;
+  return {hal::avg_pool(x, options, s)};
 }
 
 }  // namespace

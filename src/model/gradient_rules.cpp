@@ -1,15 +1,21 @@
 // One backward rule per op, each from hal's ops; `dy` is the gradient of the op's (first)
 // output. Operands that broadcast get their gradient summed back to their own shape (sum_to).
+// The arithmetic autograd shares (sum_to, matmul's and softmax's gradients) is hal's
+// (autograd/gradient_math.hpp).
 #include "model/gradient_rules.hpp"
 
-#include <algorithm>
 #include <map>
 #include <numeric>
 
+#include "autograd/gradient_math.hpp"
 #include "hal/ops.hpp"
 
 namespace hal::model {
 namespace {
+
+using autograd::log_softmax_backward;
+using autograd::softmax_backward;
+using autograd::sum_to;
 
 using Grads = std::vector<Tensor>;
 
@@ -28,9 +34,6 @@ Tensor to_input(const Backward& b, size_t index, const Tensor& grad) {
   const Tensor& input = b.inputs[index];
   return as_dtype(sum_to(grad, input.shape(), s), input.dtype(), s);
 }
-
-// The last two dimensions swapped (a matrix transposed, batch dimensions kept).
-Tensor transposed(const Tensor& t) { return t.transpose(t.dim() - 2, t.dim() - 1); }
 
 // y = a + b, a - b: dy to a, +-dy to b. Sum: dy to each.
 Grads add_rule(const Backward& b) {
@@ -75,25 +78,17 @@ Grads reshape_rule(const Backward& b) {
   return g;
 }
 
-// y = a @ b with batch dimensions broadcast; a 1-d a is a row, a 1-d b a column, as matmul
-// treats them: da = dy @ b^T, db = a^T @ dy, summed over the batch dimensions they broadcast.
+// y = a @ b with batch dimensions broadcast (autograd::matmul_backward).
 Grads matmul_rule(const Backward& b) {
   Stream& s = b.ctx.stream();
-  const Tensor& a0 = b.inputs[0];
-  const Tensor& b0 = b.inputs[1];
-  const Tensor a = a0.dim() == 1 ? a0.unsqueeze(0) : a0;
-  const Tensor bm = b0.dim() == 1 ? b0.unsqueeze(1) : b0;
-  Tensor dy = b.grads[0];
-  if (a0.dim() == 1) dy = dy.unsqueeze(std::max<int64_t>(dy.dim() - (b0.dim() == 1 ? 0 : 1), 0));
-  if (b0.dim() == 1) dy = dy.unsqueeze(dy.dim());
-  Grads g(2);
-  if (wanted(b, 0))
-    g[0] = as_dtype(sum_to(matmul(dy, transposed(bm), s), a.shape(), s).reshape(a0.shape()),
-                    a0.dtype(), s);
-  if (wanted(b, 1))
-    g[1] = as_dtype(sum_to(matmul(transposed(a), dy, s), bm.shape(), s).reshape(b0.shape()),
-                    b0.dtype(), s);
-  return g;
+  const Tensor& a = b.inputs[0];
+  const Tensor& bm = b.inputs[1];
+  autograd::MatmulGrads g =
+      autograd::matmul_backward(a, bm, b.grads[0], wanted(b, 0), wanted(b, 1), s);
+  Grads out(2);
+  if (g.a.defined()) out[0] = as_dtype(g.a, a.dtype(), s);
+  if (g.b.defined()) out[1] = as_dtype(g.b, bm.dtype(), s);
+  return out;
 }
 
 // y = alpha * A' B' + beta * C (A', B' transposed where asked): dA' = alpha dy B'^T and
@@ -248,13 +243,6 @@ Grads softmax_family_rule(const Backward& b) {
       rule(y.contiguous(s).reshape(flat), b.grads[0].contiguous(s).reshape(flat), 1, s);
   return {dx.reshape(y.shape())};
 }
-// softmax: y * (dy - sum(dy * y)); log_softmax: dy - exp(y) * sum(dy), sums along the axis.
-Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t axis, Stream& s) {
-  return mul(y, sub(dy, sum(mul(dy, y, s), {axis}, true, s), s), s);
-}
-Tensor log_softmax_backward(const Tensor& y, const Tensor& dy, int64_t axis, Stream& s) {
-  return sub(dy, mul(exp(y, s), sum(dy, {axis}, true, s), s), s);
-}
 
 const std::map<std::string_view, BackwardRule, std::less<>>& rules() {
   static const std::map<std::string_view, BackwardRule, std::less<>> table{
@@ -298,17 +286,6 @@ std::vector<std::string> differentiable_op_types() {
   std::vector<std::string> types;
   for (const auto& [type, rule] : rules()) types.emplace_back(type);
   return types;
-}
-
-Tensor sum_to(const Tensor& grad, const Shape& shape, Stream& stream) {
-  const int64_t lead = grad.dim() - static_cast<int64_t>(shape.size());
-  if (grad.shape() == shape || lead < 0) return grad.contiguous(stream).reshape(shape);
-  std::vector<int64_t> axes;
-  for (int64_t d = 0; d < grad.dim(); ++d)
-    if (d < lead || (shape[static_cast<size_t>(d - lead)] == 1 && grad.size(d) != 1))
-      axes.push_back(d);
-  const Tensor summed = axes.empty() ? grad.contiguous(stream) : sum(grad, axes, true, stream);
-  return summed.reshape(shape);
 }
 
 }  // namespace hal::model

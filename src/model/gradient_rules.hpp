@@ -34,8 +34,4 @@ BackwardRule find_backward_rule(std::string_view op_type);
 // The op types with a rule, sorted.
 std::vector<std::string> differentiable_op_types();
 
-// `grad` summed over the dimensions a broadcast to its shape added or stretched, so that it
-// has `shape`: the gradient of a broadcast operand.
-Tensor sum_to(const Tensor& grad, const Shape& shape, Stream& stream);
-
 }  // namespace hal::model

@@ -7,6 +7,7 @@
 #include "hal/ops.hpp"
 #include "model/onnx_dtype.hpp"
 #include "model/onnx_ops.hpp"
+#include "ops/window.hpp"
 
 namespace hal::model {
 namespace {
@@ -299,39 +300,10 @@ Outputs split(const OpContext& ctx, const Inputs& in) {
 
 }  // namespace
 
-// Concatenation without a kernel of its own: with the axis moved to the front each part is one
-// contiguous block of the result, placed by a device copy; the result is moved back. Along
-// axis 0 that is the copies alone.
+// hal's concat (a host kernel on the CPU, device copies elsewhere), the axis as ONNX gives it.
 Tensor concat(const OpContext& ctx, const std::vector<Tensor>& parts, int64_t axis_attribute) {
-  Stream& s = ctx.stream();
   if (parts.empty()) ctx.invalid("needs at least one input");
-  const Tensor& first = parts[0];
-  const int64_t axis = ctx.axis(axis_attribute, first.dim());
-  Shape shape = first.shape();
-  shape[static_cast<size_t>(axis)] = 0;
-  for (const Tensor& part : parts) {
-    if (part.dtype() != first.dtype() || part.dim() != first.dim())
-      ctx.invalid("inputs " + first.describe() + " and " + part.describe() +
-                  " differ in dtype or rank");
-    for (int64_t d = 0; d < first.dim(); ++d)
-      if (d != axis && part.size(d) != first.size(d))
-        ctx.invalid("inputs " + to_string(first.shape()) + " and " + to_string(part.shape()) +
-                    " differ off the axis " + std::to_string(axis));
-    shape[static_cast<size_t>(axis)] += part.size(axis);
-  }
-  const std::vector<int64_t> order = axis_first(axis, first.dim());
-  Shape moved_shape;
-  for (int64_t d : order) moved_shape.push_back(shape[static_cast<size_t>(d)]);
-  const Tensor moved = empty(moved_shape, first.dtype(), s.device());
-  size_t offset = 0;
-  for (const Tensor& part : parts) {
-    const Tensor block = part.permute(order).contiguous(s);
-    if (block.nbytes() > 0)
-      s.copy(moved.storage(), block.storage(), block.nbytes(), offset,
-             static_cast<size_t>(block.offset()) * block.element_size());
-    offset += block.nbytes();
-  }
-  return moved.permute(inverse(order)).contiguous(s);
+  return hal::concat(parts, ctx.axis(axis_attribute, parts[0].dim()), ctx.stream());
 }
 
 // With the axis moved to the front each pick is one contiguous block, placed by a device copy.
@@ -361,30 +333,7 @@ Tensor take(const OpContext& ctx, const Tensor& data, int64_t axis,
 
 Tensor pad_constant(const OpContext& ctx, Tensor x, const std::vector<int64_t>& before,
                     const std::vector<int64_t>& after, double value) {
-  Stream& s = ctx.stream();
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    const int64_t head = before[static_cast<size_t>(d)];
-    const int64_t tail = after[static_cast<size_t>(d)];
-    if (head < 0 || tail < 0) {
-      const int64_t start = std::max<int64_t>(-head, 0);
-      const int64_t end = x.size(d) - std::max<int64_t>(-tail, 0);
-      if (end < start)
-        ctx.invalid("padding crops more than dimension " + std::to_string(d) + " of " +
-                    to_string(x.shape()) + " holds");
-      x = x.slice(d, start, end);
-    }
-    std::vector<Tensor> parts;
-    auto block = [&](int64_t count) {
-      Shape shape = x.shape();
-      shape[static_cast<size_t>(d)] = count;
-      parts.push_back(full(shape, value, x.dtype(), s));
-    };
-    if (head > 0) block(head);
-    parts.push_back(x);
-    if (tail > 0) block(tail);
-    if (parts.size() > 1) x = concat(ctx, parts, d);
-  }
-  return x.contiguous(s);
+  return ops::pad_constant(std::move(x), before, after, value, ctx.stream());
 }
 
 namespace {

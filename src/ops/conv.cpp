@@ -1,11 +1,13 @@
 // conv: the definition (shapes, groups, window arithmetic) and the convolution the op table
 // plans (the stream's backend's DNN library: oneDNN on the CPU; f16 and bf16 in f32).
+#include "autograd/record.hpp"
 #include "hal/backend.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/fallback.hpp"
 #include "ops/op_table.hpp"
+#include "ops/window.hpp"
 
 namespace hal {
 namespace {
@@ -83,13 +85,29 @@ Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
     invalid(x_in, w_in,
             "the residual " + r.describe() + " is not the result's " + to_string(out_shape) +
                 " on " + x_in.device().id());
-  Tensor out = empty(out_shape, plan.compute, x_in.device());
-  if (out.numel() == 0)
-    return out.dtype() == plan.result ? out : ops::cast_of(out, plan.result, stream);
   const auto prepared = [&](const Tensor& t) {
     const Tensor typed = t.dtype() == plan.compute ? t : ops::cast_of(t, plan.compute, stream);
     return typed.contiguous(stream);
   };
+  if (numel(out_shape) == 0) return empty(out_shape, plan.result, x_in.device());
+  if (!plan.implementation) {
+    // No convolution of the device's own in this dtype: im2col and matmul.
+    ops::Window window{Shape(w_in.shape().begin() + 2, w_in.shape().end()),
+                       desc.strides,
+                       desc.dilations,
+                       desc.pads_before,
+                       desc.pads_after,
+                       Shape(out_shape.begin() + 2, out_shape.end())};
+    Tensor y = ops::conv_from_matmul(prepared(x_in), prepared(w_in),
+                                     bias_in.defined() ? prepared(bias_in) : Tensor(), window,
+                                     groups, stream);
+    if (r.defined()) y = add(y, prepared(r), stream);
+    if (options.relu) y = relu(y, stream);
+    return y.dtype() == plan.result ? y : ops::cast_of(y, plan.result, stream);
+  }
+  Tensor out = empty(out_shape, plan.compute, x_in.device());
+  if (out.numel() == 0)
+    return out.dtype() == plan.result ? out : ops::cast_of(out, plan.result, stream);
   const Tensor x = prepared(x_in), w = prepared(w_in);
   const Tensor bias = bias_in.defined() ? prepared(bias_in) : Tensor();
   desc.x = x.storage().impl();
@@ -120,6 +138,8 @@ Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
 
 Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options,
             Stream& stream) {
+  if (autograd::recording({&x, &weight, &bias, &options.residual}))
+    return autograd::record_conv(x, weight, bias, options, stream);
   // The residual travels with the operands, so that CPU fallback moves it too.
   std::vector<const Tensor*> inputs{&x, &weight};
   if (bias.defined()) inputs.push_back(&bias);

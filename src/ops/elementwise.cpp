@@ -2,6 +2,7 @@
 // the op table plans for the device (converting to the dtype it computes in where it must).
 #include "ops/elementwise.hpp"
 
+#include "autograd/record.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 #include "ops/fallback.hpp"
@@ -102,6 +103,8 @@ Tensor cast_of(const Tensor& x, DType dtype, Stream& stream) {
 
 #define HAL_BINARY(op)                                                          \
   Tensor op(const Tensor& a, const Tensor& b, Stream& stream) {                 \
+    if (autograd::recording({&a, &b}))                                          \
+      return autograd::record_binary(ops::Binary::op, &hal::op, a, b, stream);  \
     const Tensor* operands[] = {&a, &b};                                        \
     return ops::run_op(#op, operands, stream, [](ops::OpInputs in, Stream& s) { \
       return ops::binary(ops::Binary::op, *in[0], *in[1], s);                   \
@@ -124,6 +127,8 @@ HAL_BINARY(ge)
 
 #define HAL_UNARY(op)                                                           \
   Tensor op(const Tensor& x, Stream& stream) {                                  \
+    if (autograd::recording({&x}))                                              \
+      return autograd::record_unary(ops::Unary::op, &hal::op, x, stream);       \
     const Tensor* operands[] = {&x};                                            \
     return ops::run_op(#op, operands, stream, [](ops::OpInputs in, Stream& s) { \
       return ops::unary(ops::Unary::op, *in[0], s);                             \
@@ -158,6 +163,7 @@ HAL_UNARY(atanh)
 #undef HAL_UNARY
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Stream& stream) {
+  if (autograd::recording({&a, &b})) return autograd::record_where(cond, a, b, stream);
   const Tensor* operands[] = {&cond, &a, &b};
   return ops::run_op("where", operands, stream, [](ops::OpInputs in, Stream& s) {
     return ops::where_of(*in[0], *in[1], *in[2], s);
@@ -165,6 +171,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Stream& strea
 }
 
 Tensor cast(const Tensor& x, DType dtype, Stream& stream) {
+  if (autograd::recording({&x})) return autograd::record_cast(x, dtype, stream);
   const Tensor* operands[] = {&x};
   return ops::run_op("cast", operands, stream, [dtype](ops::OpInputs in, Stream& s) {
     return ops::cast_of(*in[0], dtype, s);

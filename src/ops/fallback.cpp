@@ -86,5 +86,18 @@ Tensor run_op(std::string_view op, OpInputs inputs, Stream& stream, const OpBody
   return result.to(here, stream);
 }
 
+Tensor run_op(std::string_view op, const std::vector<Tensor>& inputs, Stream& stream,
+              const std::function<Tensor(const std::vector<Tensor>&, Stream&)>& body) {
+  std::vector<const Tensor*> operands;
+  operands.reserve(inputs.size());
+  for (const Tensor& input : inputs) operands.push_back(&input);
+  return run_op(op, operands, stream, [&body](OpInputs in, Stream& s) {
+    std::vector<Tensor> tensors;
+    tensors.reserve(in.size());
+    for (const Tensor* input : in) tensors.push_back(*input);
+    return body(tensors, s);
+  });
+}
+
 }  // namespace ops
 }  // namespace hal

@@ -4,6 +4,7 @@
 #include <functional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "hal/tensor.hpp"
 
@@ -19,5 +20,10 @@ using OpBody = std::function<Tensor(OpInputs inputs, Stream& stream)>;
 // copied back to the stream's device, logging a warning that it did. Only the outermost op
 // falls back: ops built from others move their data once. Undefined inputs stay undefined.
 Tensor run_op(std::string_view op, OpInputs inputs, Stream& stream, const OpBody& body);
+
+// The same for an op whose body takes its inputs as tensors (the larger layer ops, where one
+// vector per call does not matter).
+Tensor run_op(std::string_view op, const std::vector<Tensor>& inputs, Stream& stream,
+              const std::function<Tensor(const std::vector<Tensor>&, Stream&)>& body);
 
 }  // namespace hal::ops

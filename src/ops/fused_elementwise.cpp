@@ -2,6 +2,7 @@
 // promoted together, and the fused kernel the op table plans for the device.
 #include <string>
 
+#include "autograd/record.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 #include "ops/elementwise.hpp"
@@ -103,16 +104,25 @@ Tensor fused_of(const ElementwiseProgram& program, const std::vector<Tensor>& in
 
 Tensor fused_elementwise(const ElementwiseProgram& program, const std::vector<Tensor>& inputs,
                          Stream& stream) {
-  std::vector<const Tensor*> operands;
-  operands.reserve(inputs.size());
-  for (const Tensor& input : inputs) operands.push_back(&input);
-  return ops::run_op("fused_elementwise", operands, stream,
-                     [&program](ops::OpInputs in, Stream& s) {
-                       std::vector<Tensor> tensors;
-                       tensors.reserve(in.size());
-                       for (const Tensor* input : in) tensors.push_back(*input);
-                       return ops::fused_of(program, tensors, s);
-                     });
+  const auto run = [&] {
+    std::vector<const Tensor*> operands;
+    operands.reserve(inputs.size());
+    for (const Tensor& input : inputs) operands.push_back(&input);
+    return ops::run_op("fused_elementwise", operands, stream,
+                       [&program](ops::OpInputs in, Stream& s) {
+                         std::vector<Tensor> tensors;
+                         tensors.reserve(in.size());
+                         for (const Tensor* input : in) tensors.push_back(*input);
+                         return ops::fused_of(program, tensors, s);
+                       });
+  };
+  if (!autograd::recording(inputs)) return run();
+  Tensor out;
+  {
+    const NoGrad untracked;
+    out = run();
+  }
+  return autograd::record_fused(inputs, std::move(out));
 }
 
 }  // namespace hal

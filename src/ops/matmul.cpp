@@ -4,6 +4,7 @@
 // one stride apart) are copied contiguous first.
 #include <limits>
 
+#include "autograd/record.hpp"
 #include "hal/backend.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
@@ -138,6 +139,7 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, Stream& stream) {
+  if (autograd::recording({&a, &b})) return autograd::record_matmul(a, b, stream);
   const Tensor* operands[] = {&a, &b};
   return ops::run_op("matmul", operands, stream,
                      [](ops::OpInputs in, Stream& s) { return matmul_of(*in[0], *in[1], s); });

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/record.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 #include "ops/fallback.hpp"
@@ -142,6 +143,7 @@ Tensor rms_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor&
 }  // namespace ops
 
 Tensor softmax(const Tensor& x, int64_t axis, Stream& stream) {
+  if (autograd::recording({&x})) return autograd::record_softmax(x, axis, false, stream);
   const Tensor* operands[] = {&x};
   return ops::run_op("softmax", operands, stream, [axis](ops::OpInputs in, Stream& s) {
     return ops::softmax_of(*in[0], axis, false, s);
@@ -149,6 +151,7 @@ Tensor softmax(const Tensor& x, int64_t axis, Stream& stream) {
 }
 
 Tensor log_softmax(const Tensor& x, int64_t axis, Stream& stream) {
+  if (autograd::recording({&x})) return autograd::record_softmax(x, axis, true, stream);
   const Tensor* operands[] = {&x};
   return ops::run_op("log_softmax", operands, stream, [axis](ops::OpInputs in, Stream& s) {
     return ops::softmax_of(*in[0], axis, true, s);
@@ -157,6 +160,8 @@ Tensor log_softmax(const Tensor& x, int64_t axis, Stream& stream) {
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps, Stream& stream) {
+  if (autograd::recording({&x, &weight, &bias}))
+    return autograd::record_layer_norm(x, normalized_shape, weight, bias, eps, stream);
   const Tensor* operands[] = {&x, &weight, &bias};
   return ops::run_op("layer_norm", operands, stream,
                      [&normalized_shape, eps](ops::OpInputs in, Stream& s) {
@@ -166,6 +171,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps,
                 Stream& stream) {
+  if (autograd::recording({&x, &weight}))
+    return autograd::record_rms_norm(x, normalized_shape, weight, eps, stream);
   const Tensor* operands[] = {&x, &weight};
   return ops::run_op("rms_norm", operands, stream,
                      [&normalized_shape, eps](ops::OpInputs in, Stream& s) {

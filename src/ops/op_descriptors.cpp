@@ -20,6 +20,15 @@ constexpr std::array<std::string_view, 6> kLogSoftmaxParts{"max", "sub", "exp",
                                                            "sum", "log", "div"};
 constexpr std::array<std::string_view, 5> kLayerNormParts{"mean", "sub", "mul", "add", "rsqrt"};
 constexpr std::array<std::string_view, 4> kRmsNormParts{"mean", "mul", "add", "rsqrt"};
+constexpr std::array<std::string_view, 3> kConvParts{"concat", "matmul", "add"};
+constexpr std::array<std::string_view, 3> kOneHotParts{"eq", "cast", "matmul"};
+constexpr std::array<std::string_view, 7> kCrossEntropyParts{"log_softmax", "eq",  "ne", "cast",
+                                                             "mul",         "sum", "div"};
+constexpr std::array<std::string_view, 8> kCrossEntropyBackwardParts{
+    "softmax", "eq", "ne", "cast", "mul", "sub", "sum", "div"};
+constexpr std::array<std::string_view, 3> kDropoutParts{"ge", "cast", "mul"};
+constexpr std::array<std::string_view, 2> kMaxPoolParts{"concat", "maximum"};
+constexpr std::array<std::string_view, 3> kAvgPoolParts{"concat", "add", "div"};
 
 // Element functions of integers compute in f32, as PyTorch's exp(int) does.
 constexpr DTypeSet kFunctionInputs = kAll;
@@ -79,16 +88,31 @@ const std::array kDescriptors{
     OpDescriptor{"rms_norm", composite, 0, 2, "normalized_shape, eps", kFloating, same,
                  kRmsNormParts},
     OpDescriptor{"matmul", matmul, 0, 2, "", kFloating, same, {}},
-    OpDescriptor{"conv", conv, 0, 3, "strides, dilations, pads, groups, relu", kFloating, same, {}},
+    OpDescriptor{"conv", composite, 0, 3, "strides, dilations, pads, groups, relu", kFloating, same,
+                 kConvParts},
     OpDescriptor{"fused_elementwise", fused, 0, 0, "program", kFloating, same, {}},
+    // The layers (docs/training.md). concat has an implementation on every device.
+    OpDescriptor{"concat", composite, 0, 0, "axis", kAll, same, {}},
+    OpDescriptor{"embedding", composite, 0, 2, "", kFloating, same, kOneHotParts},
+    OpDescriptor{"embedding_backward", composite, 0, 2, "num_embeddings", kFloating, same,
+                 kOneHotParts},
+    OpDescriptor{"cross_entropy", composite, 0, 2, "ignore_index, label_smoothing", kFloating, same,
+                 kCrossEntropyParts},
+    OpDescriptor{"cross_entropy_backward", composite, 0, 3, "ignore_index, label_smoothing",
+                 kFloating, same, kCrossEntropyBackwardParts},
+    OpDescriptor{"dropout", composite, 0, 1, "p, seed", kFloating, same, kDropoutParts},
+    OpDescriptor{"max_pool", composite, 0, 1, "kernel, strides, dilations, pads, ceil_mode",
+                 kFloating, same, kMaxPoolParts},
+    OpDescriptor{"avg_pool", composite, 0, 1, "kernel, strides, pads, ceil_mode, count_include_pad",
+                 kFloating, same, kAvgPoolParts},
 };
 
 // Where each family's ops start in kDescriptors, in their enums' order: the reductions follow
 // the last unary op.
 constexpr size_t kFirstBinary = 0, kWhere = 13, kCast = 14, kFirstUnary = 15,
                  kFirstReduce = kFirstUnary + code(Unary::atanh) + 1,
-                 kMatmul = kDescriptors.size() - 3, kConv = kDescriptors.size() - 2,
-                 kFused = kDescriptors.size() - 1;
+                 kMatmul = kFirstReduce + code(Reduce::argmax) + 5, kConv = kMatmul + 1,
+                 kFused = kConv + 1, kConcat = kFused + 1;
 
 }  // namespace
 
@@ -108,6 +132,7 @@ const OpDescriptor& cast_descriptor() { return kDescriptors[kCast]; }
 const OpDescriptor& matmul_descriptor() { return kDescriptors[kMatmul]; }
 const OpDescriptor& conv_descriptor() { return kDescriptors[kConv]; }
 const OpDescriptor& fused_descriptor() { return kDescriptors[kFused]; }
+const OpDescriptor& concat_descriptor() { return kDescriptors[kConcat]; }
 
 DType result_dtype(const OpDescriptor& op, DType input) {
   switch (op.result) {

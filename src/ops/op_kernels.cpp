@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/builtin_ops.hpp"
+#include "ops/nn_kernels.hpp"
 #include "ops/op_kernels.hpp"
 
 namespace hal::ops {
@@ -30,6 +31,7 @@ bool builtin_matmul_device(const DeviceInfo& device) {
   return device.has_feature(feature::kBuiltinMatmul);
 }
 bool cpu_backend(const DeviceInfo& device) { return device.backend() == "cpu"; }
+bool any_device(const DeviceInfo&) { return true; }
 bool opencl_backend(const DeviceInfo& device) { return device.backend() == "opencl"; }
 bool cuda_backend(const DeviceInfo& device) { return device.backend() == "cuda"; }
 
@@ -164,9 +166,22 @@ class Registry {
         {"cuBLAS", cuda_backend, kFloat, fp64_if_listed, kVendorLibrary, &backend_gemm});
     add({"matmul"}, {"plugin built-in", builtin_matmul_device, kFloat, listed, 0, &backend_gemm});
 
-    // Convolutions: oneDNN on the CPU.
+    // Convolutions: oneDNN on the CPU (elsewhere built from concat and matmul).
     add({"conv"},
         {"oneDNN", onednn_device, DTypeSet{DType::f32}, nullptr, kVendorLibrary, &backend_conv});
+
+    // The layers (docs/training.md): the CPU's host kernels; other devices build them from their
+    // parts, but concat, which every device runs by device copies.
+    add({"concat"}, {"host kernels", host_device, kAll, nullptr, 0, &host_concat});
+    add({"concat"}, {"device copies", any_device, kAll, nullptr, -1, &copied_concat});
+    add({"embedding"}, {"host kernels", host_device, kFloating, nullptr, 0, &host_embedding});
+    add({"embedding_backward"},
+        {"host kernels", host_device, kFloat, nullptr, 0, &host_embedding_backward});
+    add({"cross_entropy"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_cross_entropy});
+    add({"cross_entropy_backward"},
+        {"host kernels", host_device, kFloat, nullptr, 0, &host_cross_entropy_backward});
+    add({"dropout"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_dropout});
+    add({"max_pool", "avg_pool"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_pool});
   }
 
   std::span<const OpImplementation> of(const OpDescriptor& op) const {

@@ -29,9 +29,8 @@ enum class OpFamily : uint8_t {
   cast,
   reduce,
   matmul,
-  conv,
-  composite,
-  fused  // fused_elementwise: a chain of binary and unary ops in one kernel
+  composite,  // built from other ops where a device has no kernel of its own for it
+  fused       // fused_elementwise: a chain of binary and unary ops in one kernel
 };
 
 // How an op's result dtype follows from the dtype its inputs are promoted to (promote_types).
@@ -66,6 +65,7 @@ const OpDescriptor& where_descriptor();
 const OpDescriptor& matmul_descriptor();
 const OpDescriptor& conv_descriptor();
 const OpDescriptor& fused_descriptor();
+const OpDescriptor& concat_descriptor();
 
 DType result_dtype(const OpDescriptor& op, DType input);
 
@@ -98,8 +98,28 @@ using RowwiseKernel = void (*)(const OpDescriptor& op, const RowwiseArgs& args, 
 void host_rowwise(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);  // the CPU's
 using FusedKernel = void (*)(const FusedProgram& program, const std::vector<Tensor>& inputs,
                              const Tensor& out, const FusedLayout& layout, Stream& stream);
+// The layers' kernels (docs/training.md): each op's own signature.
+using ConcatKernel = void (*)(const std::vector<Tensor>& parts, int64_t axis, const Tensor& out,
+                              Stream& stream);
+// embedding (rows of `table` gathered into out) and embedding_backward (rows of `table` added
+// into out, zeroed first).
+using RowsKernel = void (*)(const Tensor& table, const Tensor& indices, const Tensor& out,
+                            Stream& stream);
+using CrossEntropyKernel = void (*)(const Tensor& logits, const Tensor& targets, const Tensor& out,
+                                    int64_t ignore_index, double label_smoothing, Stream& stream);
+using CrossEntropyBackwardKernel = void (*)(const Tensor& logits, const Tensor& targets,
+                                            const Tensor& grad, const Tensor& out,
+                                            int64_t ignore_index, double label_smoothing,
+                                            Stream& stream);
+using DropoutKernel = void (*)(const Tensor& x, const Tensor& out, double p, uint64_t seed,
+                               Stream& stream);
+struct Window;
+using PoolKernel = void (*)(bool max, const Tensor& x, const Tensor& out, const Window& window,
+                            bool count_include_pad, Stream& stream);
 using OpKernel = std::variant<BinaryKernel, UnaryKernel, WhereKernel, CastKernel, ReduceKernel,
-                              GemmKernel, ConvKernel, RowwiseKernel, FusedKernel>;
+                              GemmKernel, ConvKernel, RowwiseKernel, FusedKernel, ConcatKernel,
+                              RowsKernel, CrossEntropyKernel, CrossEntropyBackwardKernel,
+                              DropoutKernel, PoolKernel>;
 
 struct OpImplementation {
   std::string_view provider;  // "host kernels", "portable kernels", "OpenBLAS", ...

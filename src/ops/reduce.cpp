@@ -3,6 +3,7 @@
 // kept and reduced dimensions.
 #include "ops/reduce.hpp"
 
+#include "autograd/record.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 #include "ops/elementwise.hpp"
@@ -97,6 +98,8 @@ Tensor reduce(Reduce op, const Tensor& x_in, const std::vector<int64_t>& axes, b
 
 #define HAL_REDUCE(op)                                                                         \
   Tensor op(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim, Stream& stream) { \
+    if (autograd::recording({&x}))                                                             \
+      return autograd::record_reduce(ops::Reduce::op, x, axes, keepdim, stream);               \
     const Tensor* operands[] = {&x};                                                           \
     return ops::run_op(#op, operands, stream, [&axes, keepdim](ops::OpInputs in, Stream& s) {  \
       return ops::reduce(ops::Reduce::op, *in[0], axes, keepdim, s);                           \

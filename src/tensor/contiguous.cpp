@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "autograd/record.hpp"
 #include "core/program_kernels.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
@@ -137,7 +138,7 @@ Tensor Tensor::contiguous(Stream& stream) const {
     gather_with_kernel(*this, out, std::move(shape), std::move(strides), stream);
   else
     gather_through_host(*this, out, stream);
-  return out;
+  return autograd_ ? autograd::record_copy("contiguous", *this, std::move(out)) : out;
 }
 
 }  // namespace hal

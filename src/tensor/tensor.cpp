@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "autograd/record.hpp"
 #include "core/checked_math.hpp"
 #include "hal/error.hpp"
 #include "tensor/extent.hpp"
@@ -152,7 +153,7 @@ Tensor Tensor::to(const Device& device, Stream& stream) const {
   Tensor out = empty(shape_, dtype_, device);
   if (numel() > 0)
     stream.copy(out.storage_, storage_, nbytes(), 0, static_cast<size_t>(offset_) * element_size());
-  return out;
+  return autograd_ ? autograd::record_copy("to", *this, std::move(out)) : out;
 }
 
 void Tensor::copy_to_host(void* dst, Stream& stream) const {

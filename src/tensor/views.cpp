@@ -4,6 +4,7 @@
 #include <numeric>
 #include <optional>
 
+#include "autograd/record.hpp"
 #include "core/checked_math.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
@@ -108,7 +109,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
     throw Error(ErrorCode::InvalidArgument,
                 what() + ": the strides " + to_string(strides_) +
                     " cannot express that shape without a copy; call contiguous() first");
-  return Tensor(storage_, dtype_, to, *strides, offset_);
+  Tensor out(storage_, dtype_, to, *strides, offset_);
+  return autograd_ ? autograd::record_reshape("reshape", *this, std::move(out)) : out;
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
@@ -138,7 +140,8 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
     shape[i] = shape_[from];
     strides[i] = strides_[from];
   }
-  return Tensor(storage_, dtype_, std::move(shape), std::move(strides), offset_);
+  Tensor out(storage_, dtype_, std::move(shape), std::move(strides), offset_);
+  return autograd_ ? autograd::record_permute("permute", *this, order, std::move(out)) : out;
 }
 
 Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
@@ -161,7 +164,10 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   if (shape[d] > 1) strides[d] = detail::checked_mul(strides_[d], step).value_or(strides_[d]);
   // A view with elements lies inside the storage, so its offset fits; an empty one keeps its own.
   const int64_t offset = hal::numel(shape) > 0 ? offset_ + first * strides_[d] : offset_;
-  return Tensor(storage_, dtype_, std::move(shape), std::move(strides), offset);
+  Tensor out(storage_, dtype_, std::move(shape), std::move(strides), offset);
+  return autograd_
+             ? autograd::record_slice(*this, static_cast<int64_t>(d), first, step, std::move(out))
+             : out;
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
@@ -194,9 +200,10 @@ Tensor Tensor::expand(const Shape& shape) const {
     }
   }
   // Too many elements, or bytes, to count is refused by the constructor.
-  return naming(what, [&] {
+  Tensor out = naming(what, [&] {
     return Tensor(storage_, dtype_, std::move(out_shape), std::move(out_strides), offset_);
   });
+  return autograd_ ? autograd::record_expand(*this, std::move(out)) : out;
 }
 
 Tensor Tensor::squeeze(int64_t dim) const {
@@ -208,7 +215,8 @@ Tensor Tensor::squeeze(int64_t dim) const {
   Shape shape = shape_, strides = strides_;
   shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(d));
   strides.erase(strides.begin() + static_cast<std::ptrdiff_t>(d));
-  return Tensor(storage_, dtype_, std::move(shape), std::move(strides), offset_);
+  Tensor out(storage_, dtype_, std::move(shape), std::move(strides), offset_);
+  return autograd_ ? autograd::record_reshape("squeeze", *this, std::move(out)) : out;
 }
 
 Tensor Tensor::unsqueeze(int64_t dim) const {
@@ -222,7 +230,8 @@ Tensor Tensor::unsqueeze(int64_t dim) const {
           : int64_t{1};
   shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(d), 1);
   strides.insert(strides.begin() + static_cast<std::ptrdiff_t>(d), stride);
-  return Tensor(storage_, dtype_, std::move(shape), std::move(strides), offset_);
+  Tensor out(storage_, dtype_, std::move(shape), std::move(strides), offset_);
+  return autograd_ ? autograd::record_reshape("unsqueeze", *this, std::move(out)) : out;
 }
 
 }  // namespace hal

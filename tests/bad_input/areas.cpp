@@ -3,7 +3,7 @@
 namespace hal::test::bad_input {
 
 std::vector<Area> all_areas() {
-  return {tensor_cases(), op_cases(),        copy_cases(),
+  return {tensor_cases(), op_cases(),        autograd_cases(), copy_cases(),
           kernel_cases(), allocator_cases(), pipeline_cases()};
 }
 

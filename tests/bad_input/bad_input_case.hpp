@@ -30,6 +30,7 @@ struct Area {
 
 Area tensor_cases();
 Area op_cases();
+Area autograd_cases();
 Area copy_cases();
 Area kernel_cases();
 Area allocator_cases();

@@ -62,6 +62,9 @@ TEST(OpDescriptors, EveryEnumValueFindsItsOwnDescriptor) {
   EXPECT_EQ(ops::where_descriptor().name, "where");
   EXPECT_EQ(ops::cast_descriptor().name, "cast");
   EXPECT_EQ(ops::matmul_descriptor().name, "matmul");
+  EXPECT_EQ(ops::conv_descriptor().name, "conv");
+  EXPECT_EQ(ops::fused_descriptor().name, "fused_elementwise");
+  EXPECT_EQ(ops::concat_descriptor().name, "concat");
 }
 
 TEST_P(OpTableSuite, ListsEveryOpOfTheHeader) {
@@ -117,7 +120,15 @@ TEST_P(OpTableSuite, ListsEveryOpOfTheHeader) {
                                             "rms_norm",
                                             "matmul",
                                             "conv",
-                                            "fused_elementwise"};
+                                            "fused_elementwise",
+                                            "concat",
+                                            "embedding",
+                                            "embedding_backward",
+                                            "cross_entropy",
+                                            "cross_entropy_backward",
+                                            "dropout",
+                                            "max_pool",
+                                            "avg_pool"};
   const std::vector<OpSupport> table = supported_ops(device());
   ASSERT_EQ(table.size(), header_ops.size());
   for (size_t i = 0; i < table.size(); ++i) {

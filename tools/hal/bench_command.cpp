@@ -24,9 +24,9 @@ using json = nlohmann::ordered_json;
 
 const std::vector<std::string> kSuites = {"stream", "thread_pool", "memory", "dispatch",
                                           "copy",   "ops",         "select", "pipeline"};
-// Suites run only when named: models needs PyTorch and the exported models
-// (scripts/setup-bench-models.sh).
-const std::vector<std::string> kNamedSuites = {"models"};
+// Suites run only when named: models needs PyTorch and the exported models, train needs
+// PyTorch (scripts/setup-bench-models.sh).
+const std::vector<std::string> kNamedSuites = {"models", "train"};
 
 struct Options {
   std::vector<std::string> suites;
@@ -69,7 +69,7 @@ std::vector<Run> plan(const Options& options) {
       throw Error(ErrorCode::InvalidArgument,
                   "no benchmark suite '" + suite +
                       "'; the suites are stream, thread_pool, memory, dispatch, copy, ops, "
-                      "select, pipeline, and models when named");
+                      "select, pipeline, and models and train when named");
   std::vector<Run> runs;
   for (const std::string& suite : suites) {
     if (options.device != "all") {

@@ -28,6 +28,7 @@ std::unique_ptr<CLI::App> make_command_line() {
   add_ops_command(*app);
   add_onnx_tests_command(*app);
   add_run_command(*app);
+  add_train_command(*app);
   return app;
 }
 

@@ -1,0 +1,285 @@
+// op.layers.*: the layer ops (concat, embedding and its backward, cross_entropy and its
+// backward, dropout, max_pool, avg_pool) against plain loops on the host in double precision,
+// wherever `hal ops` lists them (CPU fallback off), in f32 and f64 where the device has it.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "values.hpp"
+
+namespace hal::cts {
+namespace {
+
+const std::vector<DType> kFloats{DType::f32, DType::f64};
+
+double tolerance(DType dtype) { return dtype == DType::f64 ? 1e-12 : 2e-5; }
+
+void check_close(const std::vector<double>& got, const std::vector<double>& want, DType dtype,
+                 const std::string& what) {
+  check(got.size() == want.size(), what + ": " + std::to_string(got.size()) + " elements, " +
+                                       std::to_string(want.size()) + " expected");
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      check(std::isnan(got[i]), what + ": element " + std::to_string(i) + " is not NaN");
+      continue;
+    }
+    check(std::fabs(got[i] - want[i]) <= tolerance(dtype) * std::max(1.0, std::fabs(want[i])),
+          what + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) +
+              ", expected " + std::to_string(want[i]));
+  }
+}
+
+// Along axis 1 of [2, *, 3] parts, one of them a strided view.
+void concat_reference(const Device& d) {
+  Stream s = d.create_stream();
+  for_listed(d, {"concat"}, {DType::f32, DType::f64, DType::i32, DType::boolean}, [&](DType dtype) {
+    const Tensor at = make(inputs(2 * 1 * 3, dtype, 1), {2, 1, 3}, dtype, s);
+    const Tensor b_full = make(inputs(3 * 2 * 4, dtype, 2), {2, 3, 4}, dtype, s);
+    // The values as stored (bool keeps only whether they are 0).
+    const auto a = numbers(at, s), b = numbers(b_full, s);
+    // b sliced to [2, 3, 3] along its last axis, then transposed: a strided view.
+    const Tensor bt = b_full.slice(2, 1, 4).transpose(1, 2);
+    const auto got = numbers(concat({at, bt, at}, 1, s), s);
+    std::vector<double> want;
+    for (int n = 0; n < 2; ++n) {
+      for (int c = 0; c < 3; ++c) want.push_back(a[n * 3 + c]);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) want.push_back(b[(n * 3 + j) * 4 + 1 + i]);
+      for (int c = 0; c < 3; ++c) want.push_back(a[n * 3 + c]);
+    }
+    check(got == want, "concat along axis 1 differs from the loop");
+  });
+}
+
+void embedding_reference(const Device& d) {
+  Stream s = d.create_stream();
+  for_listed(d, {"embedding", "embedding_backward"}, kFloats, [&](DType dtype) {
+    const auto w = inputs(5 * 3, dtype, 3);
+    const std::vector<double> picks{4, 0, 2, 4, 1, 4};
+    const Tensor table = make(w, {5, 3}, dtype, s);
+    for (DType index : {DType::i32, DType::i64}) {
+      const Tensor indices = make(picks, {2, 3}, index, s);
+      std::vector<double> rows;
+      for (double p : picks)
+        for (int c = 0; c < 3; ++c) rows.push_back(w[static_cast<size_t>(p) * 3 + c]);
+      check_close(numbers(embedding(table, indices, s), s), rows, dtype, "embedding");
+      // The backward adds each row of the gradient into its index's row: 4 gets three.
+      const auto g = inputs(6 * 3, dtype, 4);
+      std::vector<double> sums(5 * 3, 0.0);
+      for (size_t i = 0; i < picks.size(); ++i)
+        for (int c = 0; c < 3; ++c) sums[static_cast<size_t>(picks[i]) * 3 + c] += g[i * 3 + c];
+      check_close(numbers(embedding_backward(make(g, {2, 3, 3}, dtype, s), indices, 5, s), s), sums,
+                  dtype, "embedding_backward");
+    }
+  });
+}
+
+// PyTorch's definition, row by row in double.
+void cross_entropy_reference(const Device& d) {
+  Stream s = d.create_stream();
+  for_listed(d, {"cross_entropy", "cross_entropy_backward"}, kFloats, [&](DType dtype) {
+    constexpr int kRows = 7, kClasses = 5;
+    const auto x = inputs(kRows * kClasses, dtype, 5, -4, 4);
+    const std::vector<double> targets{1, 3, 0, 3, 4, 2, 3};  // 3 is ignored below
+    const Tensor logits = make(x, {kRows, kClasses}, dtype, s);
+    const Tensor t = make(targets, {kRows}, DType::i64, s);
+    for (const auto& [ignore, smoothing] : {std::pair{-100.0, 0.0}, std::pair{3.0, 0.25}}) {
+      double total = 0;
+      int counted = 0;
+      std::vector<double> grad(x.size(), 0.0);
+      std::vector<double> lse(kRows);
+      for (int r = 0; r < kRows; ++r) {
+        double top = -INFINITY, sum = 0, mean = 0;
+        for (int c = 0; c < kClasses; ++c) top = std::max(top, x[r * kClasses + c]);
+        for (int c = 0; c < kClasses; ++c) {
+          sum += std::exp(x[r * kClasses + c] - top);
+          mean += x[r * kClasses + c] / kClasses;
+        }
+        lse[r] = top + std::log(sum);
+        if (targets[r] == ignore) continue;
+        ++counted;
+        const int target = static_cast<int>(targets[r]);
+        total +=
+            (1 - smoothing) * (lse[r] - x[r * kClasses + target]) + smoothing * (lse[r] - mean);
+      }
+      const double dy = 1.5;
+      for (int r = 0; r < kRows; ++r) {
+        if (targets[r] == ignore) continue;
+        for (int c = 0; c < kClasses; ++c) {
+          const double p = std::exp(x[r * kClasses + c] - lse[r]);
+          const double wanted = (c == targets[r] ? 1 - smoothing : 0) + smoothing / kClasses;
+          grad[r * kClasses + c] = (p - wanted) * dy / counted;
+        }
+      }
+      const auto ignore_index = static_cast<int64_t>(ignore);
+      check_close(numbers(cross_entropy(logits, t, ignore_index, smoothing, s), s),
+                  {total / counted}, dtype, "cross_entropy");
+      check_close(numbers(cross_entropy_backward(logits, t, make({dy}, {}, dtype, s), ignore_index,
+                                                 smoothing, s),
+                          s),
+                  grad, dtype, "cross_entropy_backward");
+    }
+  });
+}
+
+// The mask is Philox's uniform draw i >= p: hal::uniform's draws on cpu:0 (checked against the
+// published vectors by hal's tests) are the reference.
+void dropout_reference(const Device& d) {
+  Stream s = d.create_stream();
+  Stream on_cpu = device("cpu:0").create_stream();
+  for_listed(d, {"dropout"}, kFloats, [&](DType dtype) {
+    const Shape shape{9, 7};
+    const auto x = inputs(63, dtype, 6);
+    const auto draws = uniform(shape, DType::f32, 42, on_cpu).to_vector<float>(on_cpu);
+    for (double p : {0.0, 0.3, 1.0}) {
+      std::vector<double> want;
+      for (size_t i = 0; i < x.size(); ++i)
+        want.push_back(draws[i] >= static_cast<float>(p) ? rounded(x[i] * (1 / (1 - p)), dtype)
+                                                         : 0.0);
+      check_close(numbers(dropout(make(x, shape, dtype, s), p, 42, s), s), want, dtype,
+                  "dropout with p " + std::to_string(p));
+    }
+  });
+}
+
+PoolOptions pool_options(std::vector<int64_t> kernel, std::vector<int64_t> strides = {},
+                         std::vector<int64_t> dilations = {}, std::vector<int64_t> before = {},
+                         std::vector<int64_t> after = {}, bool ceil_mode = false,
+                         bool count_include_pad = false) {
+  PoolOptions o;
+  o.kernel = std::move(kernel);
+  o.strides = std::move(strides);
+  o.dilations = std::move(dilations);
+  o.pads_before = std::move(before);
+  o.pads_after = std::move(after);
+  o.ceil_mode = ceil_mode;
+  o.count_include_pad = count_include_pad;
+  return o;
+}
+
+// Windows over [N, C, H, W], padding excluded from max (and from avg unless counted).
+std::vector<double> pool_reference(bool max, const std::vector<double>& x, const Shape& xs,
+                                   const PoolOptions& o, Shape& ys) {
+  const int64_t h = xs[2], w = xs[3];
+  const auto dilation = [&](int i) { return o.dilations.empty() ? int64_t{1} : o.dilations[i]; };
+  const auto size = [&](int i, int64_t in) {
+    const int64_t room =
+        in + o.pads_before[i] + o.pads_after[i] - dilation(i) * (o.kernel[i] - 1) - 1;
+    int64_t out =
+        (o.ceil_mode ? (room + o.strides[i] - 1) / o.strides[i] : room / o.strides[i]) + 1;
+    if (o.ceil_mode && (out - 1) * o.strides[i] >= in + o.pads_before[i]) --out;
+    return out;
+  };
+  const int64_t oh = size(0, h), ow = size(1, w);
+  ys = {xs[0], xs[1], oh, ow};
+  std::vector<double> y;
+  for (int64_t plane = 0; plane < xs[0] * xs[1]; ++plane)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j) {
+        double best = -INFINITY, total = 0;
+        int64_t valid = 0, covered_h = 0, covered_w = 0;
+        for (int64_t a = 0; a < o.kernel[0]; ++a) {
+          const int64_t r = i * o.strides[0] - o.pads_before[0] + a * dilation(0);
+          covered_h += r < h + o.pads_after[0];
+          for (int64_t b = 0; b < o.kernel[1]; ++b) {
+            const int64_t c = j * o.strides[1] - o.pads_before[1] + b * dilation(1);
+            if (a == 0) covered_w += c < w + o.pads_after[1];
+            if (r < 0 || r >= h || c < 0 || c >= w) continue;
+            const double v = x[static_cast<size_t>((plane * h + r) * w + c)];
+            best = std::max(best, v);
+            total += v;
+            ++valid;
+          }
+        }
+        y.push_back(
+            max ? best
+                : total / static_cast<double>(o.count_include_pad ? covered_h * covered_w : valid));
+      }
+  return y;
+}
+
+void pool_reference_case(const Device& d) {
+  Stream s = d.create_stream();
+  for_listed(d, {"max_pool", "avg_pool"}, kFloats, [&](DType dtype) {
+    const Shape xs{2, 3, 7, 6};
+    const auto x = inputs(static_cast<size_t>(numel(xs)), dtype, 8);
+    const Tensor xt = make(x, xs, dtype, s);
+    const PoolOptions plain = pool_options({2, 2}, {2, 2}, {}, {0, 0}, {0, 0});
+    const PoolOptions padded = pool_options({3, 2}, {2, 1}, {}, {1, 0}, {1, 1}, true, true);
+    const PoolOptions dilated = pool_options({2, 3}, {1, 2}, {2, 1}, {0, 1}, {1, 1});
+    for (const PoolOptions* o : {&plain, &padded, &dilated}) {
+      Shape ys;
+      for (bool max : {true, false}) {
+        if (!max && o == &dilated) continue;  // PyTorch's avg_pool has no dilation
+        const auto want = pool_reference(max, x, xs, *o, ys);
+        const Tensor y = max ? max_pool(xt, *o, s) : avg_pool(xt, *o, s);
+        check(y.shape() == ys,
+              "pool shape " + to_string(y.shape()) + ", expected " + to_string(ys));
+        check_close(numbers(y, s), want, dtype, max ? "max_pool" : "avg_pool");
+      }
+    }
+  });
+}
+
+// What the layer ops refuse, by code and message, wherever they run.
+void layer_errors(const Device& d) {
+  Stream s = d.create_stream();
+  for_listed(
+      d, {"concat", "cross_entropy", "embedding", "dropout", "max_pool"}, {DType::f32},
+      [&](DType dtype) {
+        const Tensor x = zeros({2, 3}, dtype, s);
+        check_error([&] { concat({}, 0, s); }, ErrorCode::InvalidArgument, {"concat of no tensors"},
+                    "concat of nothing");
+        check_error(
+            [&] {
+              concat({x, zeros({3, 3}, dtype, s)}, 1, s);
+            },
+            ErrorCode::InvalidArgument, {"concat", "differ off the axis"},
+            "concat of mismatched shapes");
+        check_error(
+            [&] {
+              concat({x, zeros({2, 3}, DType::i32, s)}, 0, s);
+            },
+            ErrorCode::InvalidArgument, {"concat", "dtypes differ"}, "concat of two dtypes");
+        check_error([&] { embedding(x, zeros({2}, DType::f32, s), s); }, ErrorCode::InvalidArgument,
+                    {"embedding", "i32 or i64"}, "float indices");
+        check_error(
+            [&] {
+              embedding(zeros({2, 3, 4}, dtype, s), zeros({2}, DType::i64, s), s);
+            },
+            ErrorCode::InvalidArgument, {"[num_embeddings, dim]"}, "weights that are not a matrix");
+        check_error([&] { cross_entropy(x, zeros({3}, DType::i64, s), -100, 0, s); },
+                    ErrorCode::InvalidArgument, {"cross_entropy", "[N, C]", "[N]"},
+                    "targets of another length");
+        check_error([&] { cross_entropy(x, zeros({2}, DType::i64, s), -100, 1.5, s); },
+                    ErrorCode::InvalidArgument, {"label_smoothing 1.5"}, "smoothing above 1");
+        check_error([&] { dropout(x, -0.1, 0, s); }, ErrorCode::InvalidArgument,
+                    {"dropout", "p -0.1"}, "a negative p");
+        check_error(
+            [&] {
+              max_pool(zeros({1, 1, 4, 4}, dtype, s), pool_options({2, 2}, {0, 1}), s);
+            },
+            ErrorCode::InvalidArgument, {"max_pool", "strides"}, "a zero stride");
+        check_error(
+            [&] {
+              max_pool(zeros({1, 1, 4, 4}, dtype, s), pool_options({5, 5}), s);
+            },
+            ErrorCode::InvalidArgument, {"larger than the padded input"},
+            "a window larger than the input");
+        check_error([&] { max_pool(x, pool_options({2}), s); }, ErrorCode::InvalidArgument,
+                    {"max_pool", "[N, C, D1]"}, "a 2-d input");
+      });
+}
+
+}  // namespace
+
+void add_op_layer_cases(Cases& cases) {
+  cases.push_back({"op.layers.concat", concat_reference});
+  cases.push_back({"op.layers.embedding", embedding_reference});
+  cases.push_back({"op.layers.cross_entropy", cross_entropy_reference});
+  cases.push_back({"op.layers.dropout", dropout_reference});
+  cases.push_back({"op.layers.pooling", pool_reference_case});
+  cases.push_back({"op.layers.errors", layer_errors});
+}
+
+}  // namespace hal::cts

@@ -1,0 +1,126 @@
+// The tape: each tensor that requires grad points at its Meta; a result of a recorded op holds
+// the Node that made it, whose edges lead to the nodes of the op's inputs. Leaves are reached
+// through an AccumulateGrad node per leaf (cached weakly in its Meta, so that every use of a
+// leaf in one backward sums into one node before the gradient is added to grad()).
+//
+// Ownership runs from results to inputs only: a node holds the nodes of its inputs and its saved
+// tensors stripped of their autograd state, never its own output, so the tape has no cycles and
+// goes when the last result that needs it does.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hal/autograd.hpp"
+#include "hal/tensor.hpp"
+
+namespace hal::autograd {
+
+class Node;
+
+using GradHook = std::function<void(const Tensor& grad, Stream& stream)>;
+
+struct Meta {
+  std::shared_ptr<Node> grad_fn;  // null: a leaf
+  // Leaves only.
+  std::mutex mutex;  // guards grad, grad_stream, accumulator and hooks
+  Tensor grad;
+  // The stream the last accumulation into grad was enqueued on: one on another stream waits for
+  // it first.
+  Stream grad_stream;
+  std::weak_ptr<Node> accumulator;
+  std::vector<GradHook> hooks;
+};
+
+// What the engine checks a rule's gradient against, per input.
+struct InputInfo {
+  Shape shape;
+  DType dtype = DType::f32;
+};
+
+class Node {
+ public:
+  // `op` names a static string (an op's name).
+  Node(std::string_view op, Device device, std::vector<std::shared_ptr<Node>> next,
+       std::vector<InputInfo> inputs)
+      : op_(op), device_(std::move(device)), next_(std::move(next)), inputs_(std::move(inputs)) {}
+  virtual ~Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  std::string_view op() const { return op_; }
+  // Where the gradient of the output arrives (and the rule runs).
+  const Device& device() const { return device_; }
+  // One per input: the node its gradient goes to, or null for an input that needs none.
+  const std::vector<std::shared_ptr<Node>>& next() const { return next_; }
+  const std::vector<InputInfo>& inputs() const { return inputs_; }
+
+  // The gradients of the inputs from that of the output, one per input (undefined where none
+  // is wanted), enqueued on `stream` (of device()). Releases what it saved unless `retain`.
+  // InvalidState, naming the op, after an earlier call released it.
+  std::vector<Tensor> run(const Tensor& grad, Stream& stream, bool retain);
+
+ protected:
+  // A node that saves nothing (a leaf's accumulator) runs in any number of backwards.
+  virtual bool saves() const { return true; }
+  virtual std::vector<Tensor> apply(const Tensor& grad, Stream& stream) = 0;
+  virtual void release() = 0;
+
+ private:
+  std::string_view op_;
+  Device device_;
+  std::vector<std::shared_ptr<Node>> next_;
+  std::vector<InputInfo> inputs_;
+  std::mutex mutex_;  // one backward through this node at a time
+  bool released_ = false;
+};
+
+using Rule = std::function<std::vector<Tensor>(const Tensor& grad, Stream& stream)>;
+
+// A recorded op: its rule is a closure over what it saved.
+class FunctionNode final : public Node {
+ public:
+  FunctionNode(std::string_view op, Device device, std::vector<std::shared_ptr<Node>> next,
+               std::vector<InputInfo> inputs, Rule rule)
+      : Node(op, std::move(device), std::move(next), std::move(inputs)), rule_(std::move(rule)) {}
+
+ protected:
+  std::vector<Tensor> apply(const Tensor& grad, Stream& stream) override {
+    return rule_(grad, stream);
+  }
+  void release() override { rule_ = nullptr; }
+
+ private:
+  Rule rule_;
+};
+
+// Adds the gradient into a leaf's grad() and calls its hooks.
+class AccumulateGrad final : public Node {
+ public:
+  AccumulateGrad(std::shared_ptr<Meta> leaf, Device device, InputInfo info);
+
+ protected:
+  std::vector<Tensor> apply(const Tensor& grad, Stream& stream) override;
+  void release() override {}
+  bool saves() const override { return false; }
+
+ private:
+  std::shared_ptr<Meta> leaf_;
+};
+
+// Tensor's autograd state, for hal's own recording code.
+class Access {
+ public:
+  static const std::shared_ptr<Meta>& meta(const Tensor& t) { return t.autograd_; }
+  static void set_meta(Tensor& t, std::shared_ptr<Meta> meta) { t.autograd_ = std::move(meta); }
+};
+
+// The node a gradient for `t` (which requires grad) goes to: its grad_fn, or its leaf's
+// accumulator (made on first use).
+std::shared_ptr<Node> gradient_edge(const Tensor& t);
+
+}  // namespace hal::autograd

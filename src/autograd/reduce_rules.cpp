@@ -1,0 +1,166 @@
+// Backward rules of the reductions, softmax and log_softmax, and the norms.
+#include "autograd/constants.hpp"
+#include "autograd/gradient_math.hpp"
+#include "autograd/record.hpp"
+#include "ops/op_checks.hpp"
+
+namespace hal::autograd {
+namespace {
+
+// The reduced axes of x, wrapped and ascending (all of them when none are given).
+std::vector<int64_t> reduced_axes(const Tensor& x, const std::vector<int64_t>& axes) {
+  std::vector<bool> reduced(static_cast<size_t>(x.dim()), axes.empty());
+  for (int64_t axis : axes) reduced[static_cast<size_t>(ops::wrap_axis("sum", x, axis))] = true;
+  std::vector<int64_t> out;
+  for (size_t d = 0; d < reduced.size(); ++d)
+    if (reduced[d]) out.push_back(static_cast<int64_t>(d));
+  return out;
+}
+
+bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }
+// Halves are differentiated in f32, as their ops compute; the engine rounds the result back.
+Tensor widened(const Tensor& t, Stream& s) {
+  return t.defined() && is_half(t.dtype()) ? cast(t, DType::f32, s) : t;
+}
+
+// The trailing axes a norm normalises over, and the leading ones its parameters are summed over.
+struct NormAxes {
+  std::vector<int64_t> normalized, leading;
+};
+NormAxes norm_axes(int64_t rank, size_t normalized) {
+  NormAxes axes;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < rank - static_cast<int64_t>(normalized) ? axes.leading : axes.normalized).push_back(d);
+  return axes;
+}
+
+Tensor sum_over(const Tensor& t, const std::vector<int64_t>& axes, Stream& s) {
+  return axes.empty() ? t : sum(t, axes, false, s);
+}
+
+// d(layer_norm) or d(rms_norm) (centred = false) for x, weight and bias.
+std::vector<Tensor> norm_rule(bool centred, const Tensor& x_in, const Shape& normalized_shape,
+                              const Tensor& weight_in, double eps, bool want_x, bool want_w,
+                              bool want_b, const Tensor& dy_in, Stream& s) {
+  const Tensor x = widened(x_in, s), weight = widened(weight_in, s), dy = widened(dy_in, s);
+  const NormAxes axes = norm_axes(x.dim(), normalized_shape.size());
+  const Tensor eps_t = constant(eps, x.dtype(), s);
+  Tensor xc = x, rstd;
+  if (centred) {
+    xc = sub(x, mean(x, axes.normalized, true, s), s);
+    rstd = rsqrt(add(mean(mul(xc, xc, s), axes.normalized, true, s), eps_t, s), s);
+  } else {
+    rstd = rsqrt(add(mean(mul(x, x, s), axes.normalized, true, s), eps_t, s), s);
+  }
+  const Tensor xhat = mul(xc, rstd, s);
+  std::vector<Tensor> grads(3);
+  if (want_x) {
+    const Tensor g = weight.defined() ? mul(dy, weight, s) : dy;
+    Tensor inner = sub(g, mul(xhat, mean(mul(g, xhat, s), axes.normalized, true, s), s), s);
+    if (centred) inner = sub(inner, mean(g, axes.normalized, true, s), s);
+    grads[0] = mul(rstd, inner, s);
+  }
+  if (want_w) grads[1] = sum_over(mul(dy, xhat, s), axes.leading, s).reshape(normalized_shape);
+  if (want_b) grads[2] = sum_over(dy, axes.leading, s).reshape(normalized_shape);
+  return grads;
+}
+
+}  // namespace
+
+Tensor record_reduce(ops::Reduce op, const Tensor& x, const std::vector<int64_t>& axes,
+                     bool keepdim, Stream& s) {
+  Tensor y;
+  {
+    const NoGrad untracked;
+    switch (op) {
+      case ops::Reduce::sum:
+        y = sum(x, axes, keepdim, s);
+        break;
+      case ops::Reduce::mean:
+        y = mean(x, axes, keepdim, s);
+        break;
+      case ops::Reduce::max:
+        y = max(x, axes, keepdim, s);
+        break;
+      case ops::Reduce::min:
+        y = min(x, axes, keepdim, s);
+        break;
+      case ops::Reduce::argmax:
+        return argmax(x, axes, keepdim, s);  // i64: no gradient
+    }
+  }
+  const std::vector<int64_t> reduced = reduced_axes(x, axes);
+  int64_t count = 1;
+  for (int64_t axis : reduced) count *= x.size(axis);
+  Tensor saved_x, saved_y;
+  if (op == ops::Reduce::max || op == ops::Reduce::min) {
+    saved_x = saved(x);
+    saved_y = saved(y);
+  }
+  return attach(ops::name(op), {&x}, y,
+                [op, shape = x.shape(), reduced, keepdim, count, x = saved_x, y = saved_y](
+                    const Tensor& dy, Stream& stream) {
+                  Tensor g = expand_reduced(dy, shape, reduced, keepdim, stream);
+                  if (op == ops::Reduce::mean)
+                    g = div(g, constant(static_cast<double>(count), g.dtype(), stream), stream);
+                  if (op == ops::Reduce::max || op == ops::Reduce::min) {
+                    // Shared evenly among the elements equal to the extreme, as PyTorch's amax.
+                    const Tensor top = expand_reduced(y, shape, reduced, keepdim, stream);
+                    const Tensor hits = cast(eq(x, top, stream), g.dtype(), stream);
+                    const Tensor ties = sum(hits, reduced, true, stream);
+                    g = div(mul(g, hits, stream), ties, stream);
+                  }
+                  return std::vector<Tensor>{g};
+                });
+}
+
+Tensor record_softmax(const Tensor& x, int64_t axis, bool logarithm, Stream& s) {
+  Tensor y;
+  {
+    const NoGrad untracked;
+    y = logarithm ? log_softmax(x, axis, s) : softmax(x, axis, s);
+  }
+  const int64_t dim = ops::wrap_axis(logarithm ? "log_softmax" : "softmax", x, axis);
+  return attach(logarithm ? "log_softmax" : "softmax", {&x}, y,
+                [logarithm, dim, y = saved(y)](const Tensor& dy, Stream& stream) {
+                  return std::vector<Tensor>{logarithm ? log_softmax_backward(y, dy, dim, stream)
+                                                       : softmax_backward(y, dy, dim, stream)};
+                });
+}
+
+Tensor record_layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                         const Tensor& bias, double eps, Stream& s) {
+  Tensor y;
+  {
+    const NoGrad untracked;
+    y = layer_norm(x, normalized_shape, weight, bias, eps, s);
+  }
+  const bool want_x = x.requires_grad(), want_w = weight.defined() && weight.requires_grad(),
+             want_b = bias.defined() && bias.requires_grad();
+  return attach("layer_norm", {&x, &weight, &bias}, y,
+                [x = saved(x), w = saved(weight), normalized_shape, eps, want_x, want_w, want_b](
+                    const Tensor& dy, Stream& stream) {
+                  return norm_rule(true, x, normalized_shape, w, eps, want_x, want_w, want_b, dy,
+                                   stream);
+                });
+}
+
+Tensor record_rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                       double eps, Stream& s) {
+  Tensor y;
+  {
+    const NoGrad untracked;
+    y = rms_norm(x, normalized_shape, weight, eps, s);
+  }
+  const bool want_x = x.requires_grad(), want_w = weight.defined() && weight.requires_grad();
+  return attach("rms_norm", {&x, &weight}, y,
+                [x = saved(x), w = saved(weight), normalized_shape, eps, want_x, want_w](
+                    const Tensor& dy, Stream& stream) {
+                  std::vector<Tensor> grads = norm_rule(false, x, normalized_shape, w, eps, want_x,
+                                                        want_w, false, dy, stream);
+                  grads.pop_back();
+                  return grads;
+                });
+}
+
+}  // namespace hal::autograd

@@ -1,0 +1,316 @@
+// The CPU's host kernels of the layer ops. Each splits its work across the thread pool where the
+// pieces are independent (rows, planes, columns, blocks of random draws) and sums in the order
+// the ops they stand for would, so that a device building the op from its parts agrees.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "hal/error.hpp"
+#include "hal/kernel.hpp"
+#include "ops/nn_kernels.hpp"
+#include "tensor/philox.hpp"
+
+namespace hal::ops {
+namespace {
+
+template <class Fn>
+void with_float(DType dtype, Fn&& fn) {
+  if (dtype == DType::f64)
+    fn.template operator()<double>();
+  else
+    fn.template operator()<float>();
+}
+
+// The index at position i of an i32 or i64 tensor's data.
+int64_t index_at(const void* data, bool wide, int64_t i) {
+  return wide ? static_cast<const int64_t*>(data)[i] : static_cast<const int32_t*>(data)[i];
+}
+
+[[noreturn]] void index_out_of_range(const char* op, int64_t index, int64_t at, int64_t rows) {
+  throw Error(ErrorCode::InvalidArgument,
+              std::string(op) + ": index " + std::to_string(index) + " at position " +
+                  std::to_string(at) + " is out of range for " + std::to_string(rows) + " rows");
+}
+
+}  // namespace
+
+void host_concat(const std::vector<Tensor>& parts, int64_t axis, const Tensor& out,
+                 Stream& stream) {
+  const size_t element = out.element_size();
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= out.size(d);
+  for (int64_t d = axis + 1; d < out.dim(); ++d) inner *= out.size(d);
+  const size_t out_row = static_cast<size_t>(out.size(axis) * inner) * element;
+  std::vector<KernelArg> args{out.storage()};
+  std::vector<size_t> rows, sources, places;  // per part: bytes per row, start, place in a row
+  size_t place = 0;
+  for (const Tensor& part : parts) {
+    const size_t row = static_cast<size_t>(part.size(axis) * inner) * element;
+    if (row > 0) {
+      args.emplace_back(part.storage());
+      rows.push_back(row);
+      sources.push_back(static_cast<size_t>(part.offset()) * element);
+      places.push_back(place);
+    }
+    place += row;
+  }
+  const size_t out_start = static_cast<size_t>(out.offset()) * element;
+  const Kernel kernel = host_kernel("concat", [=](const KernelChunk& chunk) {
+    auto* dst = chunk.args.ptr<unsigned char>(0) + out_start;
+    for (uint64_t o = chunk.begin[0]; o < chunk.end[0]; ++o)
+      for (size_t p = 0; p < rows.size(); ++p)
+        std::memcpy(dst + o * out_row + places[p],
+                    chunk.args.ptr<const unsigned char>(p + 1) + sources[p] + o * rows[p], rows[p]);
+  });
+  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(outer)), args);
+}
+
+void host_embedding(const Tensor& weight, const Tensor& indices, const Tensor& out,
+                    Stream& stream) {
+  const int64_t rows = weight.size(0), count = indices.numel();
+  const size_t row = static_cast<size_t>(weight.size(1)) * weight.element_size();
+  const bool wide = indices.dtype() == DType::i64;
+  const size_t w_at = static_cast<size_t>(weight.offset()) * weight.element_size();
+  const size_t i_at = static_cast<size_t>(indices.offset()) * indices.element_size();
+  const size_t o_at = static_cast<size_t>(out.offset()) * out.element_size();
+  const Kernel kernel = host_kernel("embedding", [=](const KernelChunk& chunk) {
+    const auto* table = chunk.args.ptr<const unsigned char>(0) + w_at;
+    const void* picks = chunk.args.ptr<const unsigned char>(1) + i_at;
+    auto* dst = chunk.args.ptr<unsigned char>(2) + o_at;
+    for (uint64_t i = chunk.begin[0]; i < chunk.end[0]; ++i) {
+      const int64_t index = index_at(picks, wide, static_cast<int64_t>(i));
+      if (index < 0 || index >= rows)
+        index_out_of_range("embedding", index, static_cast<int64_t>(i), rows);
+      std::memcpy(dst + i * row, table + static_cast<size_t>(index) * row, row);
+    }
+  });
+  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(count)),
+                {weight.storage(), indices.storage(), out.storage()});
+}
+
+void host_embedding_backward(const Tensor& grad, const Tensor& indices, const Tensor& out,
+                             Stream& stream) {
+  const int64_t rows = out.size(0), dim = out.size(1), count = indices.numel();
+  const bool wide = indices.dtype() == DType::i64;
+  const int64_t g_at = grad.offset(), i_at = indices.offset(), o_at = out.offset();
+  with_float(out.dtype(), [&]<class T>() {
+    // Split by columns: every thread sees every index, and no two write one element.
+    const Kernel kernel = host_kernel("embedding_backward", [=](const KernelChunk& chunk) {
+      const T* g = chunk.args.ptr<const T>(0) + g_at;
+      const void* picks = wide ? static_cast<const void*>(chunk.args.ptr<const int64_t>(1) + i_at)
+                               : static_cast<const void*>(chunk.args.ptr<const int32_t>(1) + i_at);
+      T* dst = chunk.args.ptr<T>(2) + o_at;
+      const auto first = static_cast<int64_t>(chunk.begin[0]);
+      const auto last = static_cast<int64_t>(chunk.end[0]);
+      for (int64_t r = 0; r < rows; ++r)
+        std::fill(dst + r * dim + first, dst + r * dim + last, T(0));
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t index = index_at(picks, wide, i);
+        if (index < 0 || index >= rows) index_out_of_range("embedding_backward", index, i, rows);
+        T* to = dst + index * dim;
+        const T* from = g + i * dim;
+        for (int64_t c = first; c < last; ++c) to[c] += from[c];
+      }
+    });
+    stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(dim)),
+                  {grad.storage(), indices.storage(), out.storage()});
+  });
+}
+
+void host_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& out,
+                        int64_t ignore_index, double smoothing, Stream& stream) {
+  const int64_t n = logits.size(0), classes = logits.size(1);
+  const bool wide = targets.dtype() == DType::i64;
+  const int64_t l_at = logits.offset(), t_at = targets.offset(), o_at = out.offset();
+  // Per row: its loss and whether it counts; the rows in parallel, then their mean in order.
+  auto losses = std::make_shared<std::vector<double>>(static_cast<size_t>(n));
+  auto counts = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n));
+  with_float(logits.dtype(), [&]<class T>() {
+    const Kernel rows = host_kernel("cross_entropy", [=](const KernelChunk& chunk) {
+      const T* x = chunk.args.ptr<const T>(0) + l_at;
+      const void* picks = wide ? static_cast<const void*>(chunk.args.ptr<const int64_t>(1) + t_at)
+                               : static_cast<const void*>(chunk.args.ptr<const int32_t>(1) + t_at);
+      for (uint64_t r = chunk.begin[0]; r < chunk.end[0]; ++r) {
+        const T* row = x + static_cast<int64_t>(r) * classes;
+        const int64_t target = index_at(picks, wide, static_cast<int64_t>(r));
+        (*counts)[r] = target != ignore_index;
+        if (target == ignore_index) continue;
+        if (target < 0 || target >= classes)
+          throw Error(ErrorCode::InvalidArgument,
+                      "cross_entropy: target " + std::to_string(target) + " of row " +
+                          std::to_string(r) + " is out of range for " + std::to_string(classes) +
+                          " classes (and is not ignore_index " + std::to_string(ignore_index) +
+                          ")");
+        double top = -std::numeric_limits<double>::infinity(), total = 0, mean = 0;
+        for (int64_t c = 0; c < classes; ++c) top = std::max(top, double(row[c]));
+        for (int64_t c = 0; c < classes; ++c) {
+          total += std::exp(double(row[c]) - top);
+          mean += double(row[c]);
+        }
+        const double lse = top + std::log(total);
+        (*losses)[r] = (1 - smoothing) * (lse - double(row[target])) +
+                       smoothing * (lse - mean / static_cast<double>(classes));
+      }
+    });
+    stream.launch(rows, LaunchConfig::linear(static_cast<uint64_t>(n)),
+                  {logits.storage(), targets.storage()});
+    const Kernel mean = host_kernel("cross_entropy_mean", [=](const KernelChunk& chunk) {
+      double total = 0;
+      int64_t counted = 0;
+      for (size_t r = 0; r < losses->size(); ++r)
+        if ((*counts)[r]) {
+          total += (*losses)[r];
+          ++counted;
+        }
+      chunk.args.ptr<T>(0)[o_at] = static_cast<T>(total / static_cast<double>(counted));
+    });
+    stream.launch(mean, LaunchConfig::linear(1), {out.storage()});
+  });
+}
+
+void host_cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& grad,
+                                 const Tensor& out, int64_t ignore_index, double smoothing,
+                                 Stream& stream) {
+  const int64_t n = logits.size(0), classes = logits.size(1);
+  const bool wide = targets.dtype() == DType::i64;
+  const int64_t l_at = logits.offset(), t_at = targets.offset(), g_at = grad.offset(),
+                o_at = out.offset();
+  with_float(logits.dtype(), [&]<class T>() {
+    const Kernel kernel = host_kernel("cross_entropy_backward", [=](const KernelChunk& chunk) {
+      const T* x = chunk.args.ptr<const T>(0) + l_at;
+      const void* picks = wide ? static_cast<const void*>(chunk.args.ptr<const int64_t>(1) + t_at)
+                               : static_cast<const void*>(chunk.args.ptr<const int32_t>(1) + t_at);
+      const double dy = static_cast<double>(chunk.args.ptr<const T>(2)[g_at]);
+      T* dst = chunk.args.ptr<T>(3) + o_at;
+      int64_t counted = 0;  // every chunk counts the rows for itself: one pass over n indices
+      for (int64_t r = 0; r < n; ++r) counted += index_at(picks, wide, r) != ignore_index;
+      const double scale = dy / static_cast<double>(counted);
+      const double uniform = smoothing / static_cast<double>(classes);
+      for (uint64_t r = chunk.begin[0]; r < chunk.end[0]; ++r) {
+        const T* row = x + static_cast<int64_t>(r) * classes;
+        T* g = dst + static_cast<int64_t>(r) * classes;
+        const int64_t target = index_at(picks, wide, static_cast<int64_t>(r));
+        if (target == ignore_index) {
+          std::fill(g, g + classes, T(0));
+          continue;
+        }
+        if (target < 0 || target >= classes)
+          throw Error(ErrorCode::InvalidArgument, "cross_entropy_backward: target " +
+                                                      std::to_string(target) + " of row " +
+                                                      std::to_string(r) + " is out of range for " +
+                                                      std::to_string(classes) + " classes");
+        double top = -std::numeric_limits<double>::infinity(), total = 0;
+        for (int64_t c = 0; c < classes; ++c) top = std::max(top, double(row[c]));
+        for (int64_t c = 0; c < classes; ++c) total += std::exp(double(row[c]) - top);
+        for (int64_t c = 0; c < classes; ++c) {
+          const double p = std::exp(double(row[c]) - top) / total;
+          const double wanted = (c == target ? 1 - smoothing : 0) + uniform;
+          g[c] = static_cast<T>((p - wanted) * scale);
+        }
+      }
+    });
+    stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(n)),
+                  {logits.storage(), targets.storage(), grad.storage(), out.storage()});
+  });
+}
+
+void host_dropout(const Tensor& x, const Tensor& out, double p, uint64_t seed, Stream& stream) {
+  const int64_t n = x.numel(), x_at = x.offset(), o_at = out.offset();
+  const float threshold = static_cast<float>(p);
+  with_float(x.dtype(), [&]<class T>() {
+    const T scale = p < 1 ? static_cast<T>(1.0 / (1.0 - p)) : T(0);
+    const Kernel kernel = host_kernel("dropout", [=](const KernelChunk& chunk) {
+      const T* in = chunk.args.ptr<const T>(0) + x_at;
+      T* dst = chunk.args.ptr<T>(1) + o_at;
+      for (uint64_t block = chunk.begin[0]; block < chunk.end[0]; ++block) {
+        const tensor::Philox4 draws = tensor::philox_block(seed, block);
+        for (uint64_t j = 0; j < 4; ++j) {
+          const uint64_t i = block * 4 + j;
+          if (i >= static_cast<uint64_t>(n)) break;
+          dst[i] = tensor::unit_f32(draws[j]) >= threshold ? in[i] * scale : T(0);
+        }
+      }
+    });
+    stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>((n + 3) / 4)),
+                  {x.storage(), out.storage()});
+  });
+}
+
+void host_pool(bool max, const Tensor& x, const Tensor& out, const Window& window,
+               bool count_include_pad, Stream& stream) {
+  // Three spatial dimensions always: the missing leading ones of size 1.
+  struct Dim {
+    int64_t size = 1, kernel = 1, stride = 1, dilation = 1, before = 0, after = 0, out = 1;
+  };
+  std::array<Dim, 3> dims;
+  const size_t spatial = window.kernel.size();
+  for (size_t i = 0; i < spatial; ++i)
+    dims[3 - spatial + i] = {x.size(static_cast<int64_t>(i) + 2),
+                             window.kernel[i],
+                             window.strides[i],
+                             window.dilations[i],
+                             window.pad_before[i],
+                             window.pad_after[i],
+                             window.out[i]};
+  const int64_t planes = x.size(0) * x.size(1);
+  const int64_t in_plane = dims[0].size * dims[1].size * dims[2].size;
+  const int64_t out_plane = dims[0].out * dims[1].out * dims[2].out;
+  const int64_t x_at = x.offset(), o_at = out.offset();
+  with_float(x.dtype(), [&]<class T>() {
+    const Kernel kernel = host_kernel(max ? "max_pool" : "avg_pool", [=](const KernelChunk& chunk) {
+      const T* in = chunk.args.ptr<const T>(0) + x_at;
+      T* dst = chunk.args.ptr<T>(1) + o_at;
+      for (uint64_t plane = chunk.begin[0]; plane < chunk.end[0]; ++plane) {
+        const T* p = in + static_cast<int64_t>(plane) * in_plane;
+        T* o = dst + static_cast<int64_t>(plane) * out_plane;
+        for (int64_t a = 0; a < dims[0].out; ++a)
+          for (int64_t b = 0; b < dims[1].out; ++b)
+            for (int64_t c = 0; c < dims[2].out; ++c) {
+              const int64_t start[3] = {a * dims[0].stride - dims[0].before,
+                                        b * dims[1].stride - dims[1].before,
+                                        c * dims[2].stride - dims[2].before};
+              T best = -std::numeric_limits<T>::infinity(), total = 0;
+              int64_t covered = 1;  // positions inside x and the explicit padding
+              for (int d = 0; d < 3; ++d) {
+                int64_t inside = 0;
+                for (int64_t k = 0; k < dims[d].kernel; ++k) {
+                  const int64_t at = start[d] + k * dims[d].dilation;
+                  inside += at >= -dims[d].before && at < dims[d].size + dims[d].after;
+                }
+                covered *= inside;
+              }
+              int64_t valid = 0;
+              // The offsets row-major, as the views are taken.
+              for (int64_t i = 0; i < dims[0].kernel; ++i) {
+                const int64_t u = start[0] + i * dims[0].dilation;
+                if (u < 0 || u >= dims[0].size) continue;
+                for (int64_t j = 0; j < dims[1].kernel; ++j) {
+                  const int64_t v = start[1] + j * dims[1].dilation;
+                  if (v < 0 || v >= dims[1].size) continue;
+                  for (int64_t k = 0; k < dims[2].kernel; ++k) {
+                    const int64_t w = start[2] + k * dims[2].dilation;
+                    if (w < 0 || w >= dims[2].size) continue;
+                    const T value = p[(u * dims[1].size + v) * dims[2].size + w];
+                    if (max) {
+                      if (value > best || std::isnan(value)) best = std::isnan(best) ? best : value;
+                    } else {
+                      total += value;
+                    }
+                    ++valid;
+                  }
+                }
+              }
+              o[(a * dims[1].out + b) * dims[2].out + c] =
+                  max ? best : total / static_cast<T>(count_include_pad ? covered : valid);
+            }
+      }
+    });
+    stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(planes)),
+                  {x.storage(), out.storage()});
+  });
+}
+
+}  // namespace hal::ops

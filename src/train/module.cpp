@@ -1,0 +1,83 @@
+// Module: named parameters and children, moving them, modes, and host-side state.
+#include "hal/error.hpp"
+#include "hal/nn.hpp"
+
+namespace hal::nn {
+
+Tensor& Module::register_parameter(const std::string& name, Tensor value) {
+  for (const auto& [existing, tensor] : parameters_)
+    if (existing == name)
+      throw Error(ErrorCode::InvalidArgument, "register_parameter: '" + name + "' is taken");
+  value.requires_grad_();
+  parameters_.emplace_back(name, std::make_unique<Tensor>(std::move(value)));
+  return *parameters_.back().second;
+}
+
+void Module::collect(const std::string& prefix, std::vector<NamedTensor>& out) const {
+  for (const auto& [name, tensor] : parameters_) out.push_back({prefix + name, *tensor});
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+}
+
+std::vector<NamedTensor> Module::parameters() const {
+  std::vector<NamedTensor> out;
+  collect("", out);
+  return out;
+}
+
+Tensor* Module::find_parameter(const std::string& name) {
+  for (auto& [own, tensor] : parameters_)
+    if (own == name) return tensor.get();
+  const size_t dot = name.find('.');
+  if (dot != std::string::npos)
+    for (auto& [child_name, child] : children_)
+      if (child_name == name.substr(0, dot)) return child->find_parameter(name.substr(dot + 1));
+  return nullptr;
+}
+
+Tensor& Module::parameter(const std::string& name) {
+  if (Tensor* found = find_parameter(name)) return *found;
+  throw Error(ErrorCode::NotFound, "the module has no parameter '" + name + "'");
+}
+
+void Module::to(const Device& device, Stream& stream) {
+  for (auto& [name, tensor] : parameters_) {
+    if (tensor->device() == device) continue;
+    Tensor moved = tensor->detach().to(device, stream);
+    moved.requires_grad_();
+    *tensor = std::move(moved);
+  }
+  for (auto& [name, child] : children_) child->to(device, stream);
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::zero_grad() {
+  for (auto& [name, tensor] : parameters_) tensor->zero_grad();
+  for (auto& [name, child] : children_) child->zero_grad();
+}
+
+std::map<std::string, std::string> Module::extra_state() const {
+  std::map<std::string, std::string> out = own_extra_state();
+  for (const auto& [name, child] : children_)
+    for (const auto& [key, value] : child->extra_state()) out[name + "." + key] = value;
+  return out;
+}
+
+void Module::load_extra_state(const std::map<std::string, std::string>& state) {
+  std::map<std::string, std::string> own;
+  for (const auto& [key, value] : state)
+    if (key.find('.') == std::string::npos) own[key] = value;
+  load_own_extra_state(own);
+  for (auto& [name, child] : children_) {
+    std::map<std::string, std::string> theirs;
+    const std::string prefix = name + ".";
+    for (const auto& [key, value] : state)
+      if (key.rfind(prefix, 0) == 0) theirs[key.substr(prefix.size())] = value;
+    child->load_extra_state(theirs);
+  }
+}
+
+}  // namespace hal::nn

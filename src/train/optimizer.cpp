@@ -1,0 +1,162 @@
+// Optimizer: parameters, per-parameter buffers and steps, in-place writes, and the state that
+// checkpoints keep.
+#include <cmath>
+
+#include "hal/autograd.hpp"
+#include "hal/error.hpp"
+#include "hal/optim.hpp"
+
+namespace hal::optim {
+
+Optimizer::Optimizer(std::vector<NamedTensor> parameters) : parameters_(std::move(parameters)) {
+  for (const NamedTensor& p : parameters_)
+    if (!p.tensor.defined() || !p.tensor.requires_grad() || !p.tensor.is_leaf() ||
+        !p.tensor.is_contiguous())
+      throw Error(ErrorCode::InvalidArgument, "optimizer: parameter '" + p.name + "' (" +
+                                                  p.tensor.describe() +
+                                                  ") must be a contiguous leaf that requires grad");
+}
+
+void Optimizer::zero_grad() {
+  for (NamedTensor& p : parameters_) p.tensor.zero_grad();
+}
+
+void Optimizer::set_learning_rate(double lr) {
+  if (!(lr >= 0 && std::isfinite(lr)))
+    throw Error(ErrorCode::InvalidArgument,
+                "optimizer: learning rate " + std::to_string(lr) + " is not finite and >= 0");
+  lr_ = lr;
+}
+
+void Optimizer::step(Stream& stream) {
+  const NoGrad untracked;
+  for (const NamedTensor& p : parameters_)
+    if (!(p.tensor.device() == stream.device()))
+      throw Error(ErrorCode::InvalidArgument, "optimizer step on a stream of " +
+                                                  stream.device().id() + ": parameter '" + p.name +
+                                                  "' is on " + p.tensor.device().id());
+  // Everything new first; nothing is replaced until every allocation has succeeded.
+  std::vector<std::vector<Tensor>> buffers = buffers_;
+  if (buffers.empty()) {
+    const size_t count = buffer_names().size();
+    for (const NamedTensor& p : parameters_) {
+      std::vector<Tensor> zero;
+      for (size_t b = 0; b < count; ++b)
+        zero.push_back(zeros(p.tensor.shape(), p.tensor.dtype(), stream));
+      buffers.push_back(std::move(zero));
+    }
+  }
+  const std::vector<double> scalars = constants(steps_ + 1);
+  // In place where every parameter with a gradient can be: what that needs is allocated first
+  // (contiguous gradients), and the kernels that follow allocate nothing.
+  bool in_place = stream.device().info().has_feature(feature::kHostKernels);
+  for (const NamedTensor& p : parameters_)
+    in_place = in_place && (p.tensor.dtype() == DType::f32 || p.tensor.dtype() == DType::f64);
+  if (in_place) {
+    std::vector<std::pair<size_t, Tensor>> grads;
+    for (size_t i = 0; i < parameters_.size(); ++i)
+      if (const Tensor g = parameters_[i].tensor.grad(); g.defined())
+        grads.emplace_back(i, g.contiguous(stream));
+    buffers_ = std::move(buffers);
+    for (const auto& [i, g] : grads)
+      update_in_place(parameters_[i].tensor.detach(), g, buffers_[i], scalars, steps_ + 1, stream);
+    ++steps_;
+    return;
+  }
+  // Elsewhere: the step's scalars, one upload per parameter dtype, seen as 0-d views.
+  std::map<DType, std::vector<Tensor>> by_dtype;
+  const auto constants_in = [&](DType dtype) -> const std::vector<Tensor>& {
+    auto [at, added] = by_dtype.try_emplace(dtype);
+    if (added) {
+      const Tensor packed =
+          dtype == DType::f64 ? from_vector(scalars, {static_cast<int64_t>(scalars.size())}, stream)
+                              : cast(from_vector(std::vector<float>(scalars.begin(), scalars.end()),
+                                                 {static_cast<int64_t>(scalars.size())}, stream),
+                                     dtype, stream);
+      for (int64_t k = 0; k < packed.numel(); ++k)
+        at->second.push_back(packed.slice(0, k, k + 1).reshape({}));
+    }
+    return at->second;
+  };
+  std::vector<std::pair<size_t, Tensor>> values;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    const Tensor g = parameters_[i].tensor.grad();
+    if (!g.defined()) continue;
+    const Tensor p = parameters_[i].tensor.detach();
+    Update u = update(p, g, buffers[i], constants_in(p.dtype()), steps_ + 1, stream);
+    values.emplace_back(i, std::move(u.value));
+    buffers[i] = std::move(u.buffers);
+  }
+  for (const auto& [i, value] : values) {
+    const Tensor& p = parameters_[i].tensor;
+    stream.copy(p.storage(), value.storage(), p.nbytes(),
+                static_cast<size_t>(p.offset()) * p.element_size(),
+                static_cast<size_t>(value.offset()) * value.element_size());
+  }
+  buffers_ = std::move(buffers);
+  ++steps_;
+}
+
+std::vector<NamedTensor> Optimizer::state_tensors() const {
+  std::vector<NamedTensor> out;
+  const std::vector<std::string> names = buffer_names();
+  for (size_t i = 0; i < buffers_.size(); ++i)
+    for (size_t b = 0; b < names.size(); ++b)
+      out.push_back({parameters_[i].name + "." + names[b], buffers_[i][b]});
+  return out;
+}
+
+std::map<std::string, std::string> Optimizer::state_values() const {
+  char lr[32];
+  std::snprintf(lr, sizeof lr, "%.17g", lr_);
+  return {{"step", std::to_string(steps_)}, {"lr", lr}};
+}
+
+void Optimizer::load_state(const std::vector<NamedTensor>& tensors,
+                           const std::map<std::string, std::string>& values, Stream& stream) {
+  // Everything is checked before anything changes.
+  const auto number = [&](const char* key) {
+    const auto found = values.find(key);
+    if (found == values.end())
+      throw Error(ErrorCode::InvalidArgument,
+                  std::string("optimizer state: '") + key + "' is missing");
+    try {
+      size_t used = 0;
+      const double value = std::stod(found->second, &used);
+      if (used == found->second.size()) return value;
+    } catch (const std::exception&) {
+    }
+    throw Error(ErrorCode::InvalidArgument, std::string("optimizer state: '") + key + "' is '" +
+                                                found->second + "', not a number");
+  };
+  const double steps = number("step"), lr = number("lr");
+  if (!(steps >= 0 && steps == std::floor(steps)))
+    throw Error(ErrorCode::InvalidArgument, "optimizer state: step must be a whole number >= 0");
+  const std::vector<std::string> names = buffer_names();
+  const size_t expected = steps > 0 ? parameters_.size() * names.size() : 0;
+  if (tensors.size() != expected && !(steps > 0 && tensors.empty() && names.empty()))
+    throw Error(ErrorCode::InvalidArgument, "optimizer state: " + std::to_string(tensors.size()) +
+                                                " tensors, expected " + std::to_string(expected));
+  std::vector<std::vector<Tensor>> loaded(expected > 0 ? parameters_.size() : 0);
+  for (size_t i = 0; i < loaded.size(); ++i)
+    for (size_t b = 0; b < names.size(); ++b) {
+      const std::string name = parameters_[i].name + "." + names[b];
+      const NamedTensor* match = nullptr;
+      for (const NamedTensor& t : tensors)
+        if (t.name == name) match = &t;
+      const Tensor& p = parameters_[i].tensor;
+      if (!match)
+        throw Error(ErrorCode::InvalidArgument, "optimizer state: '" + name + "' is missing");
+      if (match->tensor.shape() != p.shape() || match->tensor.dtype() != p.dtype())
+        throw Error(ErrorCode::InvalidArgument, "optimizer state: '" + name + "' is " +
+                                                    match->tensor.describe() + ", the parameter " +
+                                                    p.describe());
+      // A copy of its own: later steps may write it in place.
+      loaded[i].push_back(match->tensor.to(p.device(), stream));
+    }
+  buffers_ = std::move(loaded);
+  steps_ = static_cast<int64_t>(steps);
+  lr_ = lr;
+}
+
+}  // namespace hal::optim

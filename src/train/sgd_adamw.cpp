@@ -1,0 +1,163 @@
+// SGD with momentum and AdamW, PyTorch's update rules written with hal's ops on the parameters'
+// device, and clipping by the gradients' norm.
+#include <cmath>
+
+#include "hal/autograd.hpp"
+#include "hal/error.hpp"
+#include "hal/optim.hpp"
+#include "train/elementwise_program.hpp"
+#include "train/host_updates.hpp"
+
+namespace hal::optim {
+namespace {
+
+void check_options(const char* optimizer,
+                   std::initializer_list<std::pair<const char*, double>> values) {
+  for (const auto& [name, value] : values)
+    if (!(value >= 0 && std::isfinite(value)))
+      throw Error(ErrorCode::InvalidArgument, std::string(optimizer) + ": " + name + " " +
+                                                  std::to_string(value) +
+                                                  " is not finite and >= 0");
+}
+
+}  // namespace
+
+SGD::SGD(std::vector<NamedTensor> parameters, const SGDOptions& options)
+    : Optimizer(std::move(parameters)), options_(options) {
+  check_options("SGD", {{"lr", options.lr},
+                        {"momentum", options.momentum},
+                        {"dampening", options.dampening},
+                        {"weight_decay", options.weight_decay}});
+  if (options.nesterov && (options.momentum <= 0 || options.dampening != 0))
+    throw Error(ErrorCode::InvalidArgument, "SGD: nesterov needs a momentum > 0 and no dampening");
+  lr_ = options.lr;
+}
+
+std::vector<std::string> SGD::buffer_names() const {
+  if (options_.momentum == 0) return {};
+  return {"momentum_buffer"};
+}
+
+std::vector<double> SGD::constants(int64_t) const {
+  return {lr_, options_.weight_decay, options_.momentum, 1 - options_.dampening};
+}
+
+// The update's programs; registers are the inputs in order, then each step's result.
+const ElementwiseProgram kDecayed{{{"mul", {1, 2}}, {"add", {0, 3}}}};  // g + p wd
+const ElementwiseProgram kMomentum{
+    {{"mul", {0, 2}}, {"mul", {1, 3}}, {"add", {4, 5}}}};  // buf momentum + g (1 - dampening)
+const ElementwiseProgram kNesterov{
+    {{"mul", {2, 4}}, {"add", {1, 5}}, {"mul", {6, 3}}, {"sub", {0, 7}}}};  // p - lr (g + m buf)
+const ElementwiseProgram kDescent{{{"mul", {1, 2}}, {"sub", {0, 3}}}};      // p - lr g
+
+// torch.optim.SGD: g += wd p; the buffer starts as g and then follows momentum buf +
+// (1 - dampening) g; the step is g + momentum buf (Nesterov) or buf; p -= lr g.
+Optimizer::Update SGD::update(const Tensor& p, const Tensor& grad,
+                              const std::vector<Tensor>& buffers, const std::vector<Tensor>& c,
+                              int64_t step, Stream& s) const {
+  const Tensor &lr = c[0], &decay = c[1], &momentum = c[2], &undamped = c[3];
+  Tensor g = grad;
+  if (options_.weight_decay != 0) g = train::evaluate(kDecayed, {grad, p, decay}, s);
+  Update out;
+  if (options_.momentum != 0) {
+    const Tensor buf = step == 1
+                           ? g.contiguous(s)
+                           : train::evaluate(kMomentum, {buffers[0], g, momentum, undamped}, s);
+    out.buffers.push_back(buf);
+    if (options_.nesterov) {
+      out.value = train::evaluate(kNesterov, {p, g, buf, lr, momentum}, s);
+      return out;
+    }
+    g = buf;
+  }
+  out.value = train::evaluate(kDescent, {p, g, lr}, s);
+  return out;
+}
+
+void SGD::update_in_place(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers,
+                          const std::vector<double>& c, int64_t step, Stream& s) const {
+  train::sgd_in_place(p, g, options_.momentum != 0 ? buffers[0] : Tensor(),
+                      {c[0], c[1], c[2], c[3], step == 1, options_.nesterov}, s);
+}
+
+AdamW::AdamW(std::vector<NamedTensor> parameters, const AdamWOptions& options)
+    : Optimizer(std::move(parameters)), options_(options) {
+  check_options("AdamW",
+                {{"lr", options.lr}, {"eps", options.eps}, {"weight_decay", options.weight_decay}});
+  if (!(options.beta1 >= 0 && options.beta1 < 1 && options.beta2 >= 0 && options.beta2 < 1))
+    throw Error(ErrorCode::InvalidArgument, "AdamW: betas must lie in [0, 1)");
+  lr_ = options.lr;
+}
+
+std::vector<std::string> AdamW::buffer_names() const { return {"exp_avg", "exp_avg_sq"}; }
+
+std::vector<double> AdamW::constants(int64_t step) const {
+  const double b1 = options_.beta1, b2 = options_.beta2, t = static_cast<double>(step);
+  return {1 - lr_ * options_.weight_decay,
+          b1,
+          1 - b1,
+          b2,
+          1 - b2,
+          std::sqrt(1 - std::pow(b2, t)),
+          options_.eps,
+          lr_ / (1 - std::pow(b1, t))};
+}
+
+const ElementwiseProgram kFirstMoment{
+    {{"mul", {0, 2}}, {"mul", {1, 3}}, {"add", {4, 5}}}};  // m b1 + g (1 - b1)
+const ElementwiseProgram kSecondMoment{
+    {{"mul", {0, 2}}, {"mul", {1, 1}}, {"mul", {5, 3}}, {"add", {4, 6}}}};  // v b2 + g g (1 - b2)
+// Registers 0 p, 1 m, 2 v, 3 decay, 4 sqrt(1 - b2^t), 5 eps, 6 step size:
+// p decay - step size * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+const ElementwiseProgram kAdamStep{{{"mul", {0, 3}},
+                                    {"sqrt", {2}},
+                                    {"div", {8, 4}},
+                                    {"add", {9, 5}},
+                                    {"div", {1, 10}},
+                                    {"mul", {11, 6}},
+                                    {"sub", {7, 12}}}};
+
+// torch.optim.AdamW: p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). Three passes: m, v, then p.
+Optimizer::Update AdamW::update(const Tensor& p, const Tensor& g,
+                                const std::vector<Tensor>& buffers, const std::vector<Tensor>& c,
+                                int64_t, Stream& s) const {
+  const Tensor m = train::evaluate(kFirstMoment, {buffers[0], g, c[1], c[2]}, s);
+  const Tensor v = train::evaluate(kSecondMoment, {buffers[1], g, c[3], c[4]}, s);
+  return {train::evaluate(kAdamStep, {p, m, v, c[0], c[5], c[6], c[7]}, s), {m, v}};
+}
+
+void AdamW::update_in_place(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers,
+                            const std::vector<double>& c, int64_t, Stream& s) const {
+  train::adamw_in_place(p, g, buffers[0], buffers[1],
+                        {c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]}, s);
+}
+
+Tensor clip_grad_norm(const std::vector<NamedTensor>& parameters, double max_norm, Stream& s) {
+  if (!(max_norm > 0 && std::isfinite(max_norm)))
+    throw Error(ErrorCode::InvalidArgument,
+                "clip_grad_norm: max_norm " + std::to_string(max_norm) + " is not positive");
+  const NoGrad untracked;
+  Tensor total;
+  for (const NamedTensor& p : parameters) {
+    const Tensor g = p.tensor.grad();
+    if (!g.defined()) continue;
+    const Tensor squares = sum(mul(g, g, s), {}, false, s);
+    total = total.defined() ? add(total, cast(squares, DType::f32, s), s)
+                            : cast(squares, DType::f32, s);
+  }
+  if (!total.defined()) return zeros({}, DType::f32, s);
+  const Tensor norm = sqrt(total, s);
+  const Tensor coefficient = minimum(
+      div(full({}, max_norm, DType::f32, s), add(norm, full({}, 1e-6, DType::f32, s), s), s),
+      full({}, 1.0, DType::f32, s), s);
+  for (const NamedTensor& p : parameters) {
+    Tensor g = p.tensor.grad();
+    if (!g.defined()) continue;
+    Tensor param = p.tensor;
+    param.set_grad(mul(g, cast(coefficient, g.dtype(), s), s));
+  }
+  return norm;
+}
+
+}  // namespace hal::optim

@@ -1,0 +1,101 @@
+// Trainer: micro-batches within the memory budget, gradients accumulated to the batch's mean.
+#include "hal/train.hpp"
+
+#include <algorithm>
+
+#include "hal/allocator.hpp"
+#include "hal/autograd.hpp"
+#include "hal/error.hpp"
+
+namespace hal::train {
+
+Trainer::Trainer(nn::Module& model, optim::Optimizer& optimizer, LossFn loss, Stream& stream,
+                 TrainerOptions options)
+    : model_(model),
+      optimizer_(optimizer),
+      loss_(std::move(loss)),
+      stream_(stream),
+      options_(options),
+      micro_batch_(options.micro_batch) {
+  if (options.micro_batch < 0)
+    throw Error(ErrorCode::InvalidArgument,
+                "Trainer: micro_batch " + std::to_string(options.micro_batch) + " is negative");
+}
+
+// Forward and backward over micro-batches of `micro` samples; each micro-batch's mean loss is
+// weighted by its share of the batch, so the gradients add up to the batch mean's.
+Tensor Trainer::accumulate(const Tensor& x, const Tensor& y, int64_t micro) {
+  const int64_t n = x.size(0);
+  Tensor total;
+  micro_steps_ = 0;
+  for (int64_t start = 0; start < n; start += micro) {
+    const int64_t end = std::min(n, start + micro);
+    const Tensor loss = loss_(model_, x.slice(0, start, end), y.slice(0, start, end), stream_);
+    ++micro_steps_;
+    if (end - start == n) {  // the whole batch at once: its own loss, weight 1
+      loss.backward(stream_);
+      return loss.detach();
+    }
+    const double share = static_cast<double>(end - start) / static_cast<double>(n);
+    const Tensor weight = full({}, share, loss.dtype(), stream_);
+    loss.backward(stream_, weight);
+    const NoGrad untracked;
+    const Tensor part = mul(loss.detach(), weight, stream_);
+    total = total.defined() ? add(total, part, stream_) : part;
+  }
+  return total;
+}
+
+Tensor Trainer::step(const Tensor& x, const Tensor& y) {
+  if (!x.defined() || !y.defined() || x.dim() == 0 || y.dim() == 0 || x.size(0) != y.size(0) ||
+      x.size(0) == 0)
+    throw Error(ErrorCode::InvalidArgument, "Trainer::step of " + x.describe() + " and " +
+                                                y.describe() +
+                                                ": expects inputs and targets of one batch size");
+  const int64_t n = x.size(0);
+  const Device device = stream_.device();
+  int64_t micro = micro_batch_ > 0 ? std::min(micro_batch_, n) : n;
+  Tensor loss;
+  for (;;) {
+    optimizer_.zero_grad();
+    try {
+      loss = accumulate(x, y, micro);
+      break;
+    } catch (const Error& error) {
+      // A fixed size, or one already too small: the budget cannot be met.
+      if (error.code() != ErrorCode::OutOfMemory || options_.micro_batch > 0 || micro == 1) {
+        optimizer_.zero_grad();
+        if (error.code() != ErrorCode::OutOfMemory) throw;
+        throw Error(ErrorCode::OutOfMemory,
+                    "Trainer: a micro-batch of " + std::to_string(micro) +
+                        " samples does not fit " + device.id() + "'s memory budget (" +
+                        std::to_string(device.allocator().config().limit_bytes) +
+                        " bytes; 0: the device's memory): " + error.message());
+      }
+      optimizer_.zero_grad();
+      stream_.synchronize();
+      device.allocator().empty_cache();
+      micro = (micro + 1) / 2;
+    }
+  }
+  // Remembered: the size found, or a smaller one a later batch needed.
+  if (micro_batch_ == 0 || micro < std::min(micro_batch_, n)) micro_batch_ = micro;
+  // The step changes nothing unless it completes; the gradients go either way.
+  try {
+    if (reducer_) reducer_(optimizer_.parameters(), stream_);
+    if (options_.clip_grad_norm > 0)
+      optim::clip_grad_norm(optimizer_.parameters(), options_.clip_grad_norm, stream_);
+    optimizer_.step(stream_);
+  } catch (const Error& error) {
+    optimizer_.zero_grad();
+    if (error.code() != ErrorCode::OutOfMemory) throw;
+    throw Error(ErrorCode::OutOfMemory,
+                "Trainer: the optimizer's step (a new copy of the parameters and their state) does "
+                "not fit " +
+                    device.id() +
+                    "'s memory budget; the parameters are unchanged: " + error.message());
+  }
+  return loss;
+}
+
+}  // namespace hal::train

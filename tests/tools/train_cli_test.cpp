@@ -1,0 +1,85 @@
+// `hal train`: the digits MLP reaches 97 % test accuracy on cpu:0, opencl:0 and sim:0 in a few
+// epochs, prints hal.train/1 with --json, writes its loss curve, and refuses what it cannot do.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_util.hpp"
+
+namespace {
+
+using Result = hal::test::ShellResult;
+
+constexpr int kEpochs = 8;
+
+Result run(const std::string& arguments) {
+  return hal::test::run_shell(hal::test::child_sanitizer_options() +
+                              "HAL_SIM_CONFIG=devices=1 " HAL_CLI_PATH " " + arguments +
+                              " 2>/dev/null");
+}
+
+std::filesystem::path temporary(const std::string& name) {
+  return std::filesystem::temp_directory_path() /
+         ("hal_train_cli_" + std::to_string(getpid()) + "_" + name);
+}
+
+void reaches_the_goal(const std::string& id) {
+  if (hal::test::run_shell("HAL_SIM_CONFIG=devices=1 " HAL_CLI_PATH " devices")
+          .output.find("[" + id + "]") == std::string::npos)
+    GTEST_SKIP() << "no " << id << " here";
+  const std::filesystem::path curve = temporary(id.substr(0, id.find(':')) + ".svg");
+  const Result result = run("train --devices " + id + " --epochs " + std::to_string(kEpochs) +
+                            " --json --curve " + curve.string());
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto report = nlohmann::json::parse(result.output);
+  EXPECT_EQ(report["schema"], "hal.train/1");
+  ASSERT_EQ(report["devices"].size(), 1u);
+  EXPECT_EQ(report["devices"][0]["id"], id);
+  EXPECT_EQ(report["devices"][0]["share"], 1.0);
+  EXPECT_GT(report["devices"][0]["samples_per_s"].get<double>(), 0);
+  ASSERT_EQ(report["epochs"].size(), static_cast<size_t>(kEpochs));
+  const auto& first = report["epochs"].front();
+  const auto& last = report["epochs"].back();
+  EXPECT_EQ(last["epoch"], kEpochs);
+  EXPECT_LT(last["loss"].get<double>(), first["loss"].get<double>());
+  EXPECT_GE(last["test_accuracy"].get<double>(), 0.97) << result.output;
+  std::ifstream svg(curve);
+  std::string text{std::istreambuf_iterator<char>(svg), {}};
+  EXPECT_EQ(text.rfind("<svg", 0), 0u);
+  EXPECT_NE(text.find("<path d=\"M"), std::string::npos);
+  std::filesystem::remove(curve);
+}
+
+TEST(TrainCli, ReachesTheGoalOnCpu) { reaches_the_goal("cpu:0"); }
+TEST(TrainCli, ReachesTheGoalOnOpenCl) { reaches_the_goal("opencl:0"); }
+TEST(TrainCli, ReachesTheGoalOnSim) { reaches_the_goal("sim:0"); }
+
+TEST(TrainCli, ShowsProgressAndTheResult) {
+  const std::filesystem::path curve = temporary("plain.svg");
+  const Result result =
+      hal::test::run_shell(hal::test::child_sanitizer_options() +
+                           HAL_CLI_PATH " train --epochs 1 --curve " + curve.string() + " 2>&1");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_NE(result.output.find("epoch   1/1 ["), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("samples/s"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("test accuracy"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("loss curve in " + curve.string()), std::string::npos);
+  std::filesystem::remove(curve);
+}
+
+TEST(TrainCli, RefusesWhatItCannotDo) {
+  Result result = run("train --devices cpu:0,opencl:0 --epochs 1");
+  EXPECT_EQ(result.status, 1);
+  result = hal::test::run_shell(HAL_CLI_PATH " train --devices cpu:0,cpu:0 --epochs 1 2>&1");
+  EXPECT_NE(result.output.find("data-parallel"), std::string::npos) << result.output;
+  result = hal::test::run_shell(HAL_CLI_PATH " train --epochs 0 2>&1");
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_NE(result.output.find("--epochs"), std::string::npos) << result.output;
+  result = hal::test::run_shell(HAL_CLI_PATH " train --data /nonexistent --epochs 1 2>&1");
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_NE(result.output.find("/nonexistent/train_x.npy"), std::string::npos) << result.output;
+}
+
+}  // namespace

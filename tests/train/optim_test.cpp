@@ -1,0 +1,226 @@
+// SGD (momentum, dampening, Nesterov, weight decay), AdamW and gradient clipping against
+// PyTorch's update rules written out as plain loops in double (torch.optim.SGD, torch.optim.AdamW
+// and torch.nn.utils.clip_grad_norm_ as their documentation states them), on fixed parameters and
+// gradients, in f64 so that the comparison is tight.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "hal/optim.hpp"
+#include "support/far_backend.hpp"
+#include "test_util.hpp"
+
+namespace hal::test {
+namespace {
+
+using nn::NamedTensor;
+
+constexpr int kSteps = 4;
+const std::vector<double> kStart{0.5, -1.25, 2.0, 0.125, -0.75, 1.5};
+
+// The gradient of step t (0-based), element i: fixed, varied, signs mixed.
+double gradient(int t, size_t i) { return std::sin(1.7 * (t + 1) + 0.9 * static_cast<double>(i)); }
+
+class Optim : public ::testing::Test {
+ protected:
+  Device cpu = device("cpu:0");
+  Stream s = cpu.create_stream();
+
+  Tensor parameter() {
+    Tensor p = from_vector(kStart, {2, 3}, s);
+    p.requires_grad_();
+    return p;
+  }
+  // Runs `steps` steps of `optimizer` over p with the fixed gradients.
+  std::vector<double> run(optim::Optimizer& optimizer, Tensor& p, int steps = kSteps) {
+    for (int t = 0; t < steps; ++t) {
+      std::vector<double> g(kStart.size());
+      for (size_t i = 0; i < g.size(); ++i) g[i] = gradient(t, i);
+      p.set_grad(from_vector(g, {2, 3}, s));
+      optimizer.step(s);
+    }
+    return p.detach().to_vector<double>(s);
+  }
+};
+
+void expect_near_all(const std::vector<double>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-12 * std::max(1.0, std::fabs(want[i]))) << "element " << i;
+}
+
+// torch.optim.SGD: g += wd p; buf = g (first step) or momentum buf + (1 - dampening) g;
+// g = g + momentum buf (nesterov) or buf; p -= lr g.
+std::vector<double> sgd_reference(const optim::SGDOptions& o) {
+  std::vector<double> p = kStart, buf(p.size());
+  for (int t = 0; t < kSteps; ++t)
+    for (size_t i = 0; i < p.size(); ++i) {
+      double g = gradient(t, i) + o.weight_decay * p[i];
+      if (o.momentum != 0) {
+        buf[i] = t == 0 ? g : o.momentum * buf[i] + (1 - o.dampening) * g;
+        g = o.nesterov ? g + o.momentum * buf[i] : buf[i];
+      }
+      p[i] -= o.lr * g;
+    }
+  return p;
+}
+
+// torch.optim.AdamW: p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+std::vector<double> adamw_reference(const optim::AdamWOptions& o) {
+  std::vector<double> p = kStart, m(p.size()), v(p.size());
+  for (int t = 1; t <= kSteps; ++t)
+    for (size_t i = 0; i < p.size(); ++i) {
+      const double g = gradient(t - 1, i);
+      p[i] *= 1 - o.lr * o.weight_decay;
+      m[i] = o.beta1 * m[i] + (1 - o.beta1) * g;
+      v[i] = o.beta2 * v[i] + (1 - o.beta2) * g * g;
+      const double denom = std::sqrt(v[i]) / std::sqrt(1 - std::pow(o.beta2, t)) + o.eps;
+      p[i] -= o.lr / (1 - std::pow(o.beta1, t)) * m[i] / denom;
+    }
+  return p;
+}
+
+TEST_F(Optim, SgdFollowsPyTorchsRule) {
+  const optim::SGDOptions cases[] = {
+      {.lr = 0.1},
+      {.lr = 0.05, .momentum = 0.9},
+      {.lr = 0.05, .momentum = 0.8, .dampening = 0.3, .weight_decay = 0.01},
+      {.lr = 0.02, .momentum = 0.9, .weight_decay = 0.1, .nesterov = true}};
+  for (const optim::SGDOptions& o : cases) {
+    Tensor p = parameter();
+    optim::SGD sgd({{"p", p}}, o);
+    expect_near_all(run(sgd, p), sgd_reference(o));
+    EXPECT_EQ(sgd.steps(), kSteps);
+  }
+}
+
+TEST_F(Optim, AdamWFollowsPyTorchsRule) {
+  const optim::AdamWOptions cases[] = {
+      {}, {.lr = 0.01, .beta1 = 0.8, .beta2 = 0.95, .eps = 1e-6, .weight_decay = 0.1}};
+  for (const optim::AdamWOptions& o : cases) {
+    Tensor p = parameter();
+    optim::AdamW adamw({{"p", p}}, o);
+    expect_near_all(run(adamw, p), adamw_reference(o));
+  }
+}
+
+// Off the CPU the updates run as elementwise programs (fused where the device has
+// fused_elementwise, separate ops elsewhere): the same numbers as the CPU's in-place kernels.
+TEST_F(Optim, EveryDeviceTakesTheCpusSteps) {
+  register_far_backend();     // a device with no ops of its own
+  const CpuFallback allowed;  // sim runs the programs' ops, far:0 none
+  for (const Device& d : devices()) {
+    if (d == cpu) continue;
+    Stream on = d.create_stream();
+    const auto run_on = [&](const Device& where, Stream& st, bool adam) {
+      Tensor p = from_vector(std::vector<float>(kStart.begin(), kStart.end()), {2, 3}, st);
+      if (!(where == cpu)) p = p.to(where, st);
+      p.requires_grad_();
+      std::unique_ptr<optim::Optimizer> o;
+      if (adam)
+        o = std::make_unique<optim::AdamW>(std::vector<NamedTensor>{{"p", p}},
+                                           optim::AdamWOptions{.lr = 0.01});
+      else
+        o = std::make_unique<optim::SGD>(
+            std::vector<NamedTensor>{{"p", p}},
+            optim::SGDOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
+      for (int t = 0; t < kSteps; ++t) {
+        std::vector<float> g(kStart.size());
+        for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(gradient(t, i));
+        Tensor grad = from_vector(g, {2, 3}, st);
+        p.set_grad(where == cpu ? grad : grad.to(where, st));
+        o->step(st);
+      }
+      const Tensor back = p.detach().to(cpu, st);
+      st.synchronize();
+      return back.to_vector<float>(s);
+    };
+    for (bool adam : {false, true}) {
+      const std::vector<float> want = run_on(cpu, s, adam), got = run_on(d, on, adam);
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(got[i], want[i], 1e-6) << d.id() << (adam ? " AdamW" : " SGD") << " " << i;
+    }
+  }
+}
+
+TEST_F(Optim, StateLivesOnTheDeviceAndRoundTrips) {
+  Tensor p = parameter();
+  optim::AdamW adamw({{"w", p}}, {});
+  run(adamw, p, 2);
+  const std::vector<NamedTensor> state = adamw.state_tensors();
+  ASSERT_EQ(state.size(), 2u);
+  EXPECT_EQ(state[0].name, "w.exp_avg");
+  EXPECT_EQ(state[1].name, "w.exp_avg_sq");
+  EXPECT_EQ(state[0].tensor.device(), cpu);
+  EXPECT_EQ(adamw.state_values().at("step"), "2");
+  // A second optimizer given the first's state continues where it left off.
+  Tensor q = from_vector(p.detach().to_vector<double>(s), {2, 3}, s);
+  q.requires_grad_();
+  optim::AdamW resumed({{"w", q}}, {});
+  resumed.load_state(state, adamw.state_values(), s);
+  std::vector<double> g(6, 0.3);
+  p.set_grad(from_vector(g, {2, 3}, s));
+  q.set_grad(from_vector(g, {2, 3}, s));
+  adamw.step(s);
+  resumed.step(s);
+  EXPECT_EQ(p.detach().to_vector<double>(s), q.detach().to_vector<double>(s));
+  // Refused whole: nothing changes.
+  expect_error([&] { resumed.load_state({state[0]}, adamw.state_values(), s); },
+               ErrorCode::InvalidArgument, {"optimizer state", "1 tensors, expected 2"});
+  expect_error(
+      [&] {
+        resumed.load_state(state, {{"step", "x"}, {"lr", "1"}}, s);
+      },
+      ErrorCode::InvalidArgument, {"'step' is 'x'"});
+  EXPECT_EQ(resumed.steps(), 3);
+}
+
+TEST_F(Optim, ClipGradNormScalesByTheTotalNorm) {
+  Tensor a = parameter(), b = from_vector<double>({3, 4}, {2}, s);
+  b.requires_grad_();
+  a.set_grad(from_vector<double>({1, 2, 2, 0, 0, 0}, {2, 3}, s));  // |a| = 3
+  b.set_grad(from_vector<double>({0, 4}, {2}, s));                 // |b| = 4: total 5
+  const Tensor norm = optim::clip_grad_norm({{"a", a}, {"b", b}}, 2.5, s);
+  EXPECT_FLOAT_EQ(norm.to_vector<float>(s)[0], 5.0f);
+  const double scale = 2.5 / (5.0 + 1e-6);  // PyTorch's coefficient
+  const std::vector<double> got = a.grad().to_vector<double>(s);
+  EXPECT_NEAR(got[1], 2 * scale, 1e-6);
+  EXPECT_NEAR(b.grad().to_vector<double>(s)[1], 4 * scale, 1e-6);
+  // Under the limit: unchanged.
+  optim::clip_grad_norm({{"a", a}, {"b", b}}, 100, s);
+  EXPECT_NEAR(a.grad().to_vector<double>(s)[1], 2 * scale, 1e-6);
+  expect_error(
+      [&] {
+        optim::clip_grad_norm({{"a", a}}, 0, s);
+      },
+      ErrorCode::InvalidArgument, {"clip_grad_norm", "max_norm"});
+}
+
+TEST_F(Optim, BadOptionsAndParametersAreRefused) {
+  Tensor p = parameter();
+  expect_error(
+      [&] {
+        optim::SGD({{"p", p}}, {.lr = -1});
+      },
+      ErrorCode::InvalidArgument, {"SGD", "lr"});
+  expect_error(
+      [&] {
+        optim::SGD({{"p", p}}, {.lr = 0.1, .nesterov = true});
+      },
+      ErrorCode::InvalidArgument, {"nesterov"});
+  expect_error(
+      [&] {
+        optim::AdamW({{"p", p}}, {.beta1 = 1});
+      },
+      ErrorCode::InvalidArgument, {"betas"});
+  expect_error(
+      [&] {
+        optim::AdamW({{"plain", ones({2}, DType::f32, s)}}, {});
+      },
+      ErrorCode::InvalidArgument, {"'plain'", "leaf that requires grad"});
+}
+
+}  // namespace
+}  // namespace hal::test

@@ -1,0 +1,148 @@
+// The trainer: gradient accumulation over micro-batches equals one full batch, and under a small
+// memory budget on a simulated device it finds the largest micro-batch that fits and still takes
+// the step the full batch would (checked against cpu:0 without a budget).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "hal/train.hpp"
+#include "test_util.hpp"
+
+namespace hal::test {
+namespace {
+
+// Wide enough that the activations of the batch dominate what a step needs.
+constexpr int64_t kBatch = 64, kIn = 32, kHidden = 16384, kClasses = 5;
+
+train::LossFn classifier_loss() {
+  return [](nn::Module& m, const Tensor& x, const Tensor& y, Stream& st) {
+    return cross_entropy(m.forward(x, st), y, -100, 0.0, st);
+  };
+}
+
+struct Batch {
+  std::vector<float> x;
+  std::vector<int64_t> y;
+};
+
+Batch batch() {
+  Batch b;
+  for (int64_t i = 0; i < kBatch * kIn; ++i) b.x.push_back(std::sin(0.37f * static_cast<float>(i)));
+  for (int64_t i = 0; i < kBatch; ++i) b.y.push_back((i * 7) % kClasses);
+  return b;
+}
+
+// The parameters after `steps` steps of SGD on the batch, on `device`.
+std::vector<std::vector<float>> trained(const Device& device, train::TrainerOptions options,
+                                        int steps, int64_t* micro = nullptr) {
+  Stream s = device.create_stream();
+  const Batch data = batch();
+  auto model = nn::make_mlp({kIn, kHidden, kClasses}, 3, s);
+  optim::SGD sgd(model->parameters(), {.lr = 0.1, .momentum = 0.9});
+  train::Trainer trainer(*model, sgd, classifier_loss(), s, options);
+  const Tensor x = from_vector(data.x, {kBatch, kIn}, s);
+  const Tensor y = from_vector(data.y, {kBatch}, s);
+  for (int i = 0; i < steps; ++i) trainer.step(x, y);
+  if (micro) *micro = trainer.micro_batch();
+  std::vector<Tensor> copies;
+  for (const nn::NamedTensor& p : model->parameters())
+    copies.push_back(p.tensor.detach().to(hal::device("cpu:0"), s));
+  s.synchronize();
+  std::vector<std::vector<float>> out;
+  Stream cpu = hal::device("cpu:0").create_stream();
+  for (const Tensor& t : copies) out.push_back(t.to_vector<float>(cpu));
+  return out;
+}
+
+void expect_close(const std::vector<std::vector<float>>& got,
+                  const std::vector<std::vector<float>>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    for (size_t k = 0; k < got[i].size(); ++k)
+      ASSERT_NEAR(got[i][k], want[i][k], 1e-5) << "parameter " << i << " element " << k;
+}
+
+TEST(Trainer, MicroBatchesAccumulateToTheFullBatchsStep) {
+  const Device cpu = device("cpu:0");
+  int64_t micro = 0;
+  const auto whole = trained(cpu, {}, 3, &micro);
+  EXPECT_EQ(micro, kBatch);
+  const auto split = trained(cpu, {.micro_batch = 10}, 3, &micro);
+  EXPECT_EQ(micro, 10);
+  expect_close(split, whole);
+}
+
+TEST(Trainer, FindsTheLargestMicroBatchWithinASimDevicesBudget) {
+  if (devices().end() == std::find_if(devices().begin(), devices().end(),
+                                      [](const Device& d) { return d.id() == "sim:0"; }))
+    GTEST_SKIP() << "no sim:0 (HAL_SIM_CONFIG)";
+  const Device sim = device("sim:0");
+  const CpuFallback allowed;  // sim has no comparisons: relu's and cross_entropy's parts
+  // What the whole batch takes without a budget; then budgets ever smaller until the trainer
+  // has to split the batch (the caching allocator's cache and rounding make the threshold a
+  // matter of measuring, not arithmetic).
+  sim.allocator().empty_cache();
+  sim.allocator().reset_peak_stats();
+  int64_t micro = 0;
+  trained(sim, {}, 1, &micro);
+  ASSERT_EQ(micro, kBatch);
+  uint64_t budget = sim.allocator().stats().reserved_bytes.peak;
+  for (int tries = 0; tries < 12 && micro == kBatch; ++tries) {
+    budget = budget / 8 * 7;
+    sim.allocator().empty_cache();
+    sim.allocator().set_limit(budget);
+    trained(sim, {}, 1, &micro);
+    sim.allocator().set_limit(0);
+  }
+  ASSERT_LT(micro, kBatch) << "no budget made the trainer split the batch";
+  const auto reference = trained(device("cpu:0"), {}, 2);
+  sim.allocator().empty_cache();
+  sim.allocator().reset_peak_stats();
+  sim.allocator().set_limit(budget);
+  const auto budgeted = trained(sim, {}, 2, &micro);
+  const MemoryStats stats = sim.allocator().stats();
+  sim.allocator().set_limit(0);
+  EXPECT_GT(micro, 0);
+  EXPECT_LT(micro, kBatch);
+  EXPECT_GT(stats.num_ooms, 0u);
+  EXPECT_LE(stats.reserved_bytes.peak, budget);
+  expect_close(budgeted, reference);
+}
+
+TEST(Trainer, SaysSoWhenNotOneSampleFits) {
+  if (devices().end() == std::find_if(devices().begin(), devices().end(),
+                                      [](const Device& d) { return d.id() == "sim:0"; }))
+    GTEST_SKIP() << "no sim:0 (HAL_SIM_CONFIG)";
+  const Device sim = device("sim:0");
+  const CpuFallback allowed;
+  sim.allocator().empty_cache();
+  Stream s = sim.create_stream();
+  // A million hidden units: one sample's activations alone are 4 MiB.
+  constexpr int64_t kWide = int64_t{1} << 20;
+  auto model = nn::make_mlp({1, kWide, 1}, 1, s);
+  optim::SGD sgd(model->parameters(), {.lr = 0.1});
+  train::Trainer trainer(*model, sgd, classifier_loss(), s);
+  const Tensor x = zeros({2, 1}, DType::f32, s);
+  const Tensor y = zeros({2}, DType::i64, s);
+  s.synchronize();
+  const std::vector<float> before = model->parameter("0.bias").detach().to_vector<float>(s);
+  sim.allocator().empty_cache();
+  sim.allocator().set_limit(sim.allocator().stats().reserved_bytes.current + (1u << 20));
+  expect_error([&] { trainer.step(x, y); }, ErrorCode::OutOfMemory,
+               {"a micro-batch of 1 samples does not fit sim:0's memory budget"});
+  sim.allocator().set_limit(0);
+  EXPECT_EQ(model->parameter("0.bias").detach().to_vector<float>(s), before);
+  EXPECT_FALSE(model->parameter("0.weight").grad().defined());
+}
+
+}  // namespace
+}  // namespace hal::test
+
+int main(int argc, char** argv) {
+  // One simulated device, set before hal loads its plugins.
+  setenv("HAL_SIM_CONFIG", "devices=1,memory=1G", /*overwrite=*/0);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
