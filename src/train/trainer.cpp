@@ -153,20 +153,30 @@ Tensor Trainer::step(const Tensor& x, const Tensor& y) {
     }
     if (++finite_steps_ % mp.growth_interval == 0) mp.scale *= 2;
   }
-  // The step changes nothing unless it completes; the gradients go either way.
-  try {
-    if (reducer_) reducer_(optimizer_.parameters(), stream_);
-    if (options_.clip_grad_norm > 0)
-      optim::clip_grad_norm(optimizer_.parameters(), options_.clip_grad_norm, stream_);
-    optimizer_.step(stream_);
-  } catch (const Error& error) {
-    optimizer_.zero_grad();
-    if (error.code() != ErrorCode::OutOfMemory) throw;
-    throw Error(ErrorCode::OutOfMemory,
-                "Trainer: the optimizer's step (a new copy of the parameters and their state) does "
-                "not fit " +
-                    device.id() +
-                    "'s memory budget; the parameters are unchanged: " + error.message());
+  // The step changes nothing unless it completes; the gradients go either way. Short of memory,
+  // it is tried once more after the work still holding buffers has finished and the cache is
+  // emptied (the reducer and clipping only replace gradients, so they may run again).
+  for (int attempt = 0;; ++attempt) {
+    try {
+      if (reducer_) reducer_(optimizer_.parameters(), stream_);
+      if (options_.clip_grad_norm > 0)
+        optim::clip_grad_norm(optimizer_.parameters(), options_.clip_grad_norm, stream_);
+      optimizer_.step(stream_);
+      break;
+    } catch (const Error& error) {
+      if (error.code() == ErrorCode::OutOfMemory && attempt == 0 && !reducer_) {
+        stream_.synchronize();
+        device.allocator().empty_cache();
+        continue;
+      }
+      optimizer_.zero_grad();
+      if (error.code() != ErrorCode::OutOfMemory) throw;
+      throw Error(ErrorCode::OutOfMemory,
+                  "Trainer: the optimizer's step (a new copy of the parameters and their state) "
+                  "does not fit " +
+                      device.id() +
+                      "'s memory budget; the parameters are unchanged: " + error.message());
+    }
   }
   return loss;
 }
