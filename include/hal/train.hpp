@@ -31,9 +31,24 @@ using LossFn =
 using GradientReducer =
     std::function<void(const std::vector<nn::NamedTensor>& parameters, Stream& stream)>;
 
+// Mixed precision: the forward and backward in f16 or bf16, the parameters cast from their f32
+// masters (which the optimizer steps) at each micro-batch, floating inputs cast too; the casts
+// record, so the gradients reach the masters in f32. With loss scaling (f16's narrow range), the
+// loss is multiplied by `scale` before backward and the gradients divided by it after; a step
+// whose gradients are not all finite is skipped and the scale halved, and after
+// `growth_interval` finite steps in a row it doubles (PyTorch's GradScaler). Checking the
+// gradients waits for the stream once per step.
+struct MixedPrecision {
+  DType compute = DType::f32;  // f32: off; f16 or bf16: on
+  bool loss_scaling = true;
+  double scale = 32768.0;  // 2^15: the loss's gradient itself is f16, whose largest is 65504
+  int64_t growth_interval = 2000;
+};
+
 struct TrainerOptions {
   int64_t micro_batch = 0;    // 0: the largest that fits, found by the first step
   double clip_grad_norm = 0;  // > 0: clip the gradients' norm to it before each step
+  MixedPrecision mixed_precision = {};
 };
 
 class Trainer {
@@ -51,11 +66,19 @@ class Trainer {
   int64_t micro_batch() const { return micro_batch_; }
   // Micro-batches the last step took.
   int64_t micro_steps() const { return micro_steps_; }
+  // Mixed precision: the loss scale now, and the steps skipped for gradients that were not
+  // finite.
+  double loss_scale() const { return options_.mixed_precision.scale; }
+  int64_t skipped_steps() const { return skipped_steps_; }
 
   void set_gradient_reducer(GradientReducer reducer) { reducer_ = std::move(reducer); }
 
  private:
   Tensor accumulate(const Tensor& x, const Tensor& y, int64_t micro);
+  Tensor forward_loss(const Tensor& x, const Tensor& y);
+  bool mixed() const { return options_.mixed_precision.compute != DType::f32; }
+  // Loss scaling: whether the gradients are finite, dividing them by the scale when they are.
+  bool unscale_gradients();
 
   nn::Module& model_;
   optim::Optimizer& optimizer_;
@@ -64,6 +87,7 @@ class Trainer {
   TrainerOptions options_;
   int64_t micro_batch_ = 0;
   int64_t micro_steps_ = 0;
+  int64_t skipped_steps_ = 0, finite_steps_ = 0;
   GradientReducer reducer_;
 };
 

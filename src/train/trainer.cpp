@@ -2,6 +2,7 @@
 #include "hal/train.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "hal/allocator.hpp"
 #include "hal/autograd.hpp"
@@ -20,6 +21,60 @@ Trainer::Trainer(nn::Module& model, optim::Optimizer& optimizer, LossFn loss, St
   if (options.micro_batch < 0)
     throw Error(ErrorCode::InvalidArgument,
                 "Trainer: micro_batch " + std::to_string(options.micro_batch) + " is negative");
+  const MixedPrecision& mp = options.mixed_precision;
+  if (mp.compute != DType::f32 && mp.compute != DType::f16 && mp.compute != DType::bf16)
+    throw Error(ErrorCode::InvalidArgument,
+                "Trainer: mixed precision computes in f16 or bf16, not " +
+                    std::string(to_string(mp.compute)));
+  if (mp.compute != DType::f32) {
+    if (!(mp.scale > 0 && std::isfinite(mp.scale)) || mp.growth_interval < 1)
+      throw Error(ErrorCode::InvalidArgument,
+                  "Trainer: the loss scale must be finite and > 0, the growth interval >= 1");
+    for (const nn::NamedTensor& p : model.parameters())
+      if (p.tensor.dtype() != DType::f32)
+        throw Error(ErrorCode::InvalidArgument, "Trainer: mixed precision keeps f32 masters; '" +
+                                                    p.name + "' is " + p.tensor.describe());
+  }
+}
+
+// The loss of one micro-batch; in mixed precision with the parameters and floating inputs cast to
+// the compute dtype for the forward (the module's own tensors put back after, whatever happens).
+Tensor Trainer::forward_loss(const Tensor& x, const Tensor& y) {
+  if (!mixed()) return loss_(model_, x, y, stream_);
+  const DType compute = options_.mixed_precision.compute;
+  struct Restore {
+    std::vector<std::pair<Tensor*, Tensor>> masters;
+    ~Restore() {
+      for (auto& [slot, master] : masters) *slot = master;
+    }
+  } restore;
+  for (const nn::NamedTensor& p : model_.parameters()) {
+    Tensor& slot = model_.parameter(p.name);
+    restore.masters.emplace_back(&slot, slot);
+    slot = cast(slot, compute, stream_);
+  }
+  const bool floating_x = x.dtype() == DType::f32 || x.dtype() == DType::f64;
+  return loss_(model_, floating_x ? cast(x, compute, stream_) : x, y, stream_);
+}
+
+bool Trainer::unscale_gradients() {
+  const NoGrad untracked;
+  Tensor total;
+  for (const nn::NamedTensor& p : optimizer_.parameters()) {
+    const Tensor g = p.tensor.grad();
+    if (!g.defined()) continue;
+    const Tensor s = sum(abs(g, stream_), {}, false, stream_);
+    total = total.defined() ? add(total, s, stream_) : s;
+  }
+  if (total.defined() && !std::isfinite(total.to_vector<float>(stream_)[0])) return false;
+  const Tensor inverse = full({}, 1.0 / options_.mixed_precision.scale, DType::f32, stream_);
+  for (const nn::NamedTensor& p : optimizer_.parameters()) {
+    const Tensor g = p.tensor.grad();
+    if (!g.defined()) continue;
+    Tensor master = p.tensor;
+    master.set_grad(mul(g, inverse, stream_));
+  }
+  return true;
 }
 
 // Forward and backward over micro-batches of `micro` samples; each micro-batch's mean loss is
@@ -30,15 +85,17 @@ Tensor Trainer::accumulate(const Tensor& x, const Tensor& y, int64_t micro) {
   micro_steps_ = 0;
   for (int64_t start = 0; start < n; start += micro) {
     const int64_t end = std::min(n, start + micro);
-    const Tensor loss = loss_(model_, x.slice(0, start, end), y.slice(0, start, end), stream_);
+    const Tensor loss = forward_loss(x.slice(0, start, end), y.slice(0, start, end));
     ++micro_steps_;
-    if (end - start == n) {  // the whole batch at once: its own loss, weight 1
+    const double scale =
+        mixed() && options_.mixed_precision.loss_scaling ? options_.mixed_precision.scale : 1.0;
+    if (end - start == n && scale == 1) {  // the whole batch at once: its own loss, weight 1
       loss.backward(stream_);
       return loss.detach();
     }
     const double share = static_cast<double>(end - start) / static_cast<double>(n);
+    loss.backward(stream_, full({}, share * scale, loss.dtype(), stream_));
     const Tensor weight = full({}, share, loss.dtype(), stream_);
-    loss.backward(stream_, weight);
     const NoGrad untracked;
     const Tensor part = mul(loss.detach(), weight, stream_);
     total = total.defined() ? add(total, part, stream_) : part;
@@ -80,20 +137,46 @@ Tensor Trainer::step(const Tensor& x, const Tensor& y) {
   }
   // Remembered: the size found, or a smaller one a later batch needed.
   if (micro_batch_ == 0 || micro < std::min(micro_batch_, n)) micro_batch_ = micro;
-  // The step changes nothing unless it completes; the gradients go either way.
-  try {
-    if (reducer_) reducer_(optimizer_.parameters(), stream_);
-    if (options_.clip_grad_norm > 0)
-      optim::clip_grad_norm(optimizer_.parameters(), options_.clip_grad_norm, stream_);
-    optimizer_.step(stream_);
-  } catch (const Error& error) {
-    optimizer_.zero_grad();
-    if (error.code() != ErrorCode::OutOfMemory) throw;
-    throw Error(ErrorCode::OutOfMemory,
-                "Trainer: the optimizer's step (a new copy of the parameters and their state) does "
-                "not fit " +
-                    device.id() +
-                    "'s memory budget; the parameters are unchanged: " + error.message());
+  if (mixed()) {
+    const NoGrad untracked;
+    loss = cast(loss, DType::f32, stream_);
+  }
+  // Loss scaling: gradients that overflowed skip the step and halve the scale.
+  MixedPrecision& mp = options_.mixed_precision;
+  if (mixed() && mp.loss_scaling) {
+    if (!unscale_gradients()) {
+      optimizer_.zero_grad();
+      mp.scale /= 2;
+      finite_steps_ = 0;
+      ++skipped_steps_;
+      return loss;
+    }
+    if (++finite_steps_ % mp.growth_interval == 0) mp.scale *= 2;
+  }
+  // The step changes nothing unless it completes; the gradients go either way. Short of memory,
+  // it is tried once more after the work still holding buffers has finished and the cache is
+  // emptied (the reducer and clipping only replace gradients, so they may run again).
+  for (int attempt = 0;; ++attempt) {
+    try {
+      if (reducer_) reducer_(optimizer_.parameters(), stream_);
+      if (options_.clip_grad_norm > 0)
+        optim::clip_grad_norm(optimizer_.parameters(), options_.clip_grad_norm, stream_);
+      optimizer_.step(stream_);
+      break;
+    } catch (const Error& error) {
+      if (error.code() == ErrorCode::OutOfMemory && attempt == 0 && !reducer_) {
+        stream_.synchronize();
+        device.allocator().empty_cache();
+        continue;
+      }
+      optimizer_.zero_grad();
+      if (error.code() != ErrorCode::OutOfMemory) throw;
+      throw Error(ErrorCode::OutOfMemory,
+                  "Trainer: the optimizer's step (a new copy of the parameters and their state) "
+                  "does not fit " +
+                      device.id() +
+                      "'s memory budget; the parameters are unchanged: " + error.message());
+    }
   }
   return loss;
 }

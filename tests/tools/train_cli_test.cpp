@@ -25,13 +25,13 @@ std::filesystem::path temporary(const std::string& name) {
          ("hal_train_cli_" + std::to_string(getpid()) + "_" + name);
 }
 
-void reaches_the_goal(const std::string& id) {
+void reaches_the_goal(const std::string& id, const std::string& precision = "f32") {
   if (hal::test::run_shell("HAL_SIM_CONFIG=devices=1 " HAL_CLI_PATH " devices")
           .output.find("[" + id + "]") == std::string::npos)
     GTEST_SKIP() << "no " << id << " here";
   const std::filesystem::path curve = temporary(id.substr(0, id.find(':')) + ".svg");
   const Result result = run("train --devices " + id + " --epochs " + std::to_string(kEpochs) +
-                            " --json --curve " + curve.string());
+                            " --precision " + precision + " --json --curve " + curve.string());
   ASSERT_EQ(result.status, 0) << result.output;
   const auto report = nlohmann::json::parse(result.output);
   EXPECT_EQ(report["schema"], "hal.train/1");
@@ -55,6 +55,10 @@ void reaches_the_goal(const std::string& id) {
 TEST(TrainCli, ReachesTheGoalOnCpu) { reaches_the_goal("cpu:0"); }
 TEST(TrainCli, ReachesTheGoalOnOpenCl) { reaches_the_goal("opencl:0"); }
 TEST(TrainCli, ReachesTheGoalOnSim) { reaches_the_goal("sim:0"); }
+TEST(TrainCli, ReachesTheGoalInMixedPrecision) {
+  reaches_the_goal("cpu:0", "bf16");
+  reaches_the_goal("cpu:0", "f16");
+}
 
 TEST(TrainCli, ShowsProgressAndTheResult) {
   const std::filesystem::path curve = temporary("plain.svg");
@@ -77,6 +81,9 @@ TEST(TrainCli, RefusesWhatItCannotDo) {
   result = hal::test::run_shell(HAL_CLI_PATH " train --epochs 0 2>&1");
   EXPECT_EQ(result.status, 1) << result.output;
   EXPECT_NE(result.output.find("--epochs"), std::string::npos) << result.output;
+  result = hal::test::run_shell(HAL_CLI_PATH " train --precision i8 2>&1");
+  EXPECT_NE(result.output.find("--precision: 'i8' is not f32, bf16 or f16"), std::string::npos)
+      << result.output;
   result = hal::test::run_shell(HAL_CLI_PATH " train --data /nonexistent --epochs 1 2>&1");
   EXPECT_EQ(result.status, 1) << result.output;
   EXPECT_NE(result.output.find("/nonexistent/train_x.npy"), std::string::npos) << result.output;

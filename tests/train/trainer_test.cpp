@@ -137,6 +137,83 @@ TEST(Trainer, SaysSoWhenNotOneSampleFits) {
   EXPECT_FALSE(model->parameter("0.weight").grad().defined());
 }
 
+// Mixed precision: bf16 and f16 forward and backward against f32 masters. The same steps as in
+// f32 within the halves' rounding, overflowing gradients skipped with the scale halved, and the
+// scale grown after enough finite steps.
+struct MixedRun {
+  std::vector<float> losses, parameters;
+  int64_t skipped = 0, optimizer_steps = 0;
+  double scale = 0;
+};
+
+MixedRun mixed_run(train::MixedPrecision mp, int steps) {
+  Stream s = device("cpu:0").create_stream();
+  // Learnable: each sample's class is the largest of its first five features.
+  Batch data = batch();
+  for (int64_t i = 0; i < kBatch; ++i) {
+    const float* row = data.x.data() + i * kIn;
+    data.y[static_cast<size_t>(i)] = std::max_element(row, row + kClasses) - row;
+  }
+  auto model = nn::make_mlp({kIn, 64, kClasses}, 3, s);
+  optim::SGD sgd(model->parameters(), {.lr = 0.5});
+  train::Trainer trainer(*model, sgd, classifier_loss(), s, {.mixed_precision = mp});
+  const Tensor x = from_vector(data.x, {kBatch, kIn}, s);
+  const Tensor y = from_vector(data.y, {kBatch}, s);
+  MixedRun run;
+  for (int i = 0; i < steps; ++i) {
+    const Tensor loss = trainer.step(x, y);
+    EXPECT_EQ(loss.dtype(), DType::f32);
+    run.losses.push_back(loss.to_vector<float>(s)[0]);
+  }
+  for (const nn::NamedTensor& p : model->parameters()) {
+    EXPECT_EQ(p.tensor.dtype(), DType::f32) << p.name;
+    EXPECT_TRUE(p.tensor.is_leaf()) << p.name;
+    for (float v : p.tensor.detach().to_vector<float>(s)) run.parameters.push_back(v);
+  }
+  run.skipped = trainer.skipped_steps();
+  run.optimizer_steps = sgd.steps();
+  run.scale = trainer.loss_scale();
+  return run;
+}
+
+TEST(Trainer, MixedPrecisionStepsF32MastersLikeF32Training) {
+  const MixedRun exact = mixed_run({}, 20);
+  for (DType compute : {DType::bf16, DType::f16}) {
+    const MixedRun mixed = mixed_run({.compute = compute}, 20);
+    EXPECT_EQ(mixed.skipped, 0) << to_string(compute);
+    EXPECT_EQ(mixed.optimizer_steps, 20);
+    EXPECT_LT(mixed.losses.back(), 0.5f * mixed.losses.front()) << to_string(compute);
+    ASSERT_EQ(mixed.parameters.size(), exact.parameters.size());
+    double worst = 0;
+    for (size_t i = 0; i < exact.parameters.size(); ++i)
+      worst = std::max(worst, double(std::fabs(mixed.parameters[i] - exact.parameters[i])));
+    // bf16 keeps 8 bits of mantissa, f16 11: the masters stay close to f32 training's.
+    EXPECT_LT(worst, compute == DType::bf16 ? 0.05 : 0.01) << to_string(compute);
+  }
+}
+
+TEST(Trainer, LossScalingSkipsOverflowsAndGrows) {
+  // 2^30 overflows f16: each such step is skipped and halves the scale, until 2^15.
+  const MixedRun overflowing = mixed_run({.compute = DType::f16, .scale = 1073741824.0}, 20);
+  EXPECT_EQ(overflowing.skipped, 15);
+  EXPECT_EQ(overflowing.optimizer_steps, 5);
+  EXPECT_EQ(overflowing.scale, 32768.0);
+  for (float v : overflowing.parameters) ASSERT_TRUE(std::isfinite(v));
+  const MixedRun growing =
+      mixed_run({.compute = DType::bf16, .scale = 4.0, .growth_interval = 3}, 9);
+  EXPECT_EQ(growing.skipped, 0);
+  EXPECT_EQ(growing.scale, 32.0);
+  Stream s = device("cpu:0").create_stream();
+  auto model = nn::make_mlp({2, 2}, 1, s);
+  optim::SGD sgd(model->parameters(), {.lr = 0.1});
+  expect_error(
+      [&] {
+        train::Trainer(*model, sgd, classifier_loss(), s,
+                       {.mixed_precision = {.compute = DType::i32}});
+      },
+      ErrorCode::InvalidArgument, {"f16 or bf16, not i32"});
+}
+
 }  // namespace
 }  // namespace hal::test
 

@@ -1,8 +1,9 @@
 // `hal train [--devices ID] [--epochs N] [--batch N] [--lr X] [--hidden N] [--seed N]
-// [--data DIR] [--curve FILE] [--no-fallback] [--json]`: trains an MLP on the handwritten digits
-// kept in data/digits (scikit-learn's load_digits, converted by scripts/export_digits.py) with
-// AdamW on one device, showing a progress bar with the loss and throughput, then each epoch's
-// test accuracy; writes the loss curve as SVG. --json prints hal.train/1 instead.
+// [--precision f32|bf16|f16] [--data DIR] [--curve FILE] [--no-fallback] [--json]`: trains an MLP
+// on the handwritten digits kept in data/digits (scikit-learn's load_digits, converted by
+// scripts/export_digits.py) with AdamW on one device, showing a progress bar with the loss and
+// throughput, then each epoch's test accuracy; writes the loss curve as SVG. --json prints
+// hal.train/1 instead.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -33,7 +34,8 @@ struct TrainOptions {
   int64_t epochs = 10, batch = 32, hidden = 512;
   uint64_t seed = 1;
   double lr = 0.01;
-  std::string data, curve = "hal-train-loss.svg";
+  std::string data, curve = "hal-train-loss.svg", precision = "f32";
+  DType compute = DType::f32;
   bool no_fallback = false, json = false;
 };
 
@@ -120,12 +122,11 @@ void train_digits(const TrainOptions& options) {
   const Tensor test_x = from_vector(test_set.x, {test_set.n, kPixels}, s);
   auto model = nn::make_mlp({kPixels, options.hidden, kClasses}, options.seed, s);
   optim::AdamW optimizer(model->parameters(), {.lr = options.lr, .weight_decay = 1e-4});
-  train::Trainer trainer(
-      *model, optimizer,
-      [](nn::Module& m, const Tensor& x, const Tensor& y, Stream& st) {
-        return cross_entropy(m.forward(x, st), y, -100, 0.0, st);
-      },
-      s);
+  train::Trainer trainer(*model, optimizer,
+                         [](nn::Module& m, const Tensor& x, const Tensor& y, Stream& st) {
+                           return cross_entropy(m.forward(x, st), y, -100, 0.0, st);
+                         },
+                         s, {.mixed_precision = {.compute = options.compute}});
   std::mt19937_64 random(options.seed);
   nlohmann::ordered_json epochs = nlohmann::ordered_json::array();
   std::vector<CurvePoint> curve;
@@ -233,6 +234,9 @@ void add_train_command(CLI::App& app) {
   command->add_option("--data", options->data, "The digits' folder (default: data/digits)");
   command->add_option("--curve", options->curve,
                       "Write the loss curve as SVG to FILE ('' for none)");
+  command->add_option("--precision", options->precision,
+                      "f32, or bf16 or f16 for mixed precision (f32 master weights; f16 with "
+                      "loss scaling)");
   command->add_flag("--no-fallback", options->no_fallback,
                     "Refuse ops the device cannot run instead of running them on cpu:0");
   command->add_flag("--json", options->json, "Print JSON (schema hal.train/1)");
@@ -245,6 +249,12 @@ void add_train_command(CLI::App& app) {
         static_cast<int64_t>(count_option("--hidden", options->hidden_text, 1, 65536));
     options->seed = count_option("--seed", options->seed_text, 0, UINT64_MAX);
     options->lr = real_option("--lr", options->lr_text, 0, 10);
+    const std::optional<DType> precision = parse_dtype(options->precision);
+    if (!precision ||
+        (*precision != DType::f32 && *precision != DType::bf16 && *precision != DType::f16))
+      throw Error(ErrorCode::InvalidArgument,
+                  "--precision: '" + options->precision + "' is not f32, bf16 or f16");
+    options->compute = *precision;
   });
   set_work(*command, [options] { train_digits(*options); });
 }
