@@ -14,6 +14,7 @@ packages=(
   libonnx-dev libprotobuf-dev  # ONNX models: ONNX's protobuf classes, checker and op schemas
   libonnx-testdata  # ONNX's backend test data, which `hal onnx-tests` runs as a conformance suite
   python3-numpy  # the tests check that NumPy reads the .npy files hal writes, and the other way
+  libopenmpi-dev openmpi-bin  # hal_dist's MPI engine, and mpirun for its tests
   clang libclang-rt-14-dev  # the fuzz targets (libFuzzer), built with Clang
   # OpenCL: headers to build the backend, the ICD loader it opens at run time, and PoCL, a
   # real OpenCL driver for the CPU, so that the backend is tested on every machine.
