@@ -77,6 +77,8 @@ MpiComm::MpiComm(std::shared_ptr<MpiRuntime> runtime, MPI_Comm parent, std::stri
   }
   MPI_Comm_rank(data_, &rank_);
   MPI_Comm_size(data_, &size_);
+  const LaunchInfo launch = launch_info();
+  oversubscribed_ = launch.local_size > static_cast<int>(std::thread::hardware_concurrency());
 }
 
 MpiComm::~MpiComm() {
@@ -178,6 +180,19 @@ Work MpiComm::submit(const CollectiveCall& call) {
   // The op lets go of the caller's stream: a stream let go of while the gate runs on it must
   // not end on its own thread.
   Stream stream = std::exchange(op->call.stream, Stream());
+  // A small collective posted at once gets a few microseconds to end here: done, it needs no
+  // gate on the stream (whose worker would have to wake for it), and the next call finds the
+  // stream idle again.
+  if (op->small && op->stage != Stage::staging) {
+    // Where ranks outnumber cores a peer may wait for a core a while before it answers.
+    const Clock::time_point until =
+        Clock::now() + std::chrono::microseconds(oversubscribed_ ? 200 : 20);
+    for (unsigned tests = 1; !op->completed() && Clock::now() < until; ++tests) {
+      try_pump();
+      if (oversubscribed_ && tests % 8 == 0) std::this_thread::yield();
+    }
+    if (op->completed() && op->stage != Stage::failed) return Work(op);
+  }
   try {
     stream.host_callback([op] { op->comm->gate(op); });
   } catch (...) {
@@ -278,16 +293,44 @@ void MpiComm::try_pump() {
 }
 
 void MpiComm::drive(MpiOp& op) {
-  try_pump();
-  const Stage stage = op.stage;
-  if (stage == Stage::data_done || stage == Stage::failed) return;
-  // MPI's non-blocking collectives advance only inside MPI calls: test again at once, giving
-  // the core to the other ranks on an oversubscribed node, then back off for long waits.
-  const auto waited = Clock::now() - (stage == Stage::staging ? Clock::now() : op.ready_at);
-  if (waited < std::chrono::seconds(1))
-    std::this_thread::yield();
-  else
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  auto done = [&] {
+    const Stage stage = op.stage;
+    return stage == Stage::data_done || stage == Stage::failed;
+  };
+  {
+    // One thread at a time advances MPI; the others sleep until an op ends (or a while, so
+    // that one takes over from a driver that left). Spinning threads would take the cores
+    // the other ranks of an oversubscribed node need.
+    std::unique_lock lock(wait_mutex_);
+    if (driving_) {
+      progress_.wait_for(lock, std::chrono::milliseconds(1), [&] { return done() || !driving_; });
+      return;
+    }
+    driving_ = true;
+  }
+  const Clock::time_point start = Clock::now();
+  uint64_t seen = endings_.load(std::memory_order_acquire);
+  // A slice of driving: MPI's non-blocking collectives advance only inside MPI calls, so this
+  // tests again at once (yielding the core), then backs off in a long wait.
+  // On a node with more ranks than cores, the core goes to the others every few tests (as
+  // Open MPI's own waits do there), else rarely.
+  const unsigned yield_every = oversubscribed_ ? 8 : 256;
+  for (unsigned tests = 1; !done() && Clock::now() - start < std::chrono::milliseconds(10);
+       ++tests) {
+    try_pump();
+    if (endings_.load(std::memory_order_acquire) != seen) break;  // let waiters see theirs
+    const Stage stage = op.stage;
+    if (stage != Stage::staging && Clock::now() - op.ready_at > std::chrono::seconds(1))
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    else if (tests % yield_every == 0)
+      std::this_thread::yield();
+  }
+  seen = endings_.load(std::memory_order_acquire);
+  {
+    std::lock_guard lock(wait_mutex_);
+    driving_ = false;
+  }
+  progress_.notify_all();
 }
 
 void MpiComm::check_blocking(const CollectiveCall& call) {
@@ -370,17 +413,13 @@ void MpiComm::pump() {
       post_exchange(op);
     }
     if (op.stage == Stage::sig_posted) {
-      int flag = 0;
-      const int code = MPI_Test(&op.request, &flag, MPI_STATUS_IGNORE);
-      if (code != MPI_SUCCESS) {
-        break_down(error(op, ErrorCode::Internal,
-                         where(op) + ": the exchange failed: " + MpiRuntime::describe(code)));
-        return;
-      }
-      if (flag) exchanged(op);
+      const bool complete = exchange_progress(op);
+      if (broken_) return;
+      if (complete) exchanged(op);
     }
     if (op.stage == Stage::sig_posted) {
-      data_blocked = true;
+      // The next exchange waits for this one to end: their rounds share tags.
+      exchange_blocked = data_blocked = true;
       continue;
     }
     if (op.stage == Stage::sig_done) {
@@ -419,15 +458,54 @@ void MpiComm::post_exchange(MpiOp& op) {
     op.mine.payload_bytes = static_cast<uint32_t>(op.send_bytes);
     std::memcpy(op.mine.payload, op.send, op.send_bytes);
   }
-  op.gathered.assign(static_cast<size_t>(size_), Wire{});
-  const int code = MPI_Iallgather(&op.mine, sizeof(Wire), MPI_BYTE, op.gathered.data(),
-                                  sizeof(Wire), MPI_BYTE, exchange_, &op.request);
-  if (code != MPI_SUCCESS) {
-    break_down(error(op, ErrorCode::Internal,
-                     where(op) + ": MPI_Iallgather failed: " + MpiRuntime::describe(code)));
-    return;
-  }
+  op.blocks.assign(static_cast<size_t>(size_), Wire{});
+  op.blocks[0] = op.mine;
+  op.have = 1;
+  op.distance = 1;
   op.stage = Stage::sig_posted;
+  post_round(op);
+}
+
+// Bruck's allgather over point-to-point messages: ceil(log2 p) rounds; in the round of distance
+// d a rank sends the first min(d, p - have) records it holds (its own first, then those of the
+// ranks after it) to rank - d and receives as many from rank + d. MPI's own non-blocking
+// allgather (libnbc) costs several times the latency of this for records this small.
+void MpiComm::post_round(MpiOp& op) {
+  if (op.have >= size_) return;
+  const int count = std::min(op.distance, size_ - op.have);
+  const int bytes = count * static_cast<int>(sizeof(Wire));
+  const int from = (rank_ + op.distance) % size_, to = (rank_ - op.distance + size_) % size_;
+  int code = MPI_Irecv(&op.blocks[static_cast<size_t>(op.have)], bytes, MPI_BYTE, from, op.distance,
+                       exchange_, &op.exchange[0]);
+  if (code == MPI_SUCCESS)
+    code =
+        MPI_Isend(op.blocks.data(), bytes, MPI_BYTE, to, op.distance, exchange_, &op.exchange[1]);
+  if (code != MPI_SUCCESS)
+    break_down(error(op, ErrorCode::Internal,
+                     where(op) + ": the exchange failed: " + MpiRuntime::describe(code)));
+}
+
+// Whether the exchange has completed, posting its next rounds as they come.
+bool MpiComm::exchange_progress(MpiOp& op) {
+  while (op.have < size_) {
+    int flag = 0;
+    const int code = MPI_Testall(2, op.exchange, &flag, MPI_STATUSES_IGNORE);
+    if (code != MPI_SUCCESS) {
+      break_down(error(op, ErrorCode::Internal,
+                       where(op) + ": the exchange failed: " + MpiRuntime::describe(code)));
+      return false;
+    }
+    if (!flag) return false;
+    op.have += std::min(op.distance, size_ - op.have);
+    op.distance *= 2;
+    post_round(op);
+    if (broken_) return false;
+  }
+  // Record j came from rank + j.
+  op.gathered.resize(static_cast<size_t>(size_));
+  for (int j = 0; j < size_; ++j)
+    op.gathered[static_cast<size_t>((rank_ + j) % size_)] = op.blocks[static_cast<size_t>(j)];
+  return true;
 }
 
 void MpiComm::exchanged(MpiOp& op) {
@@ -572,12 +650,14 @@ void MpiComm::completed(MpiOp& op) {
   // Off the root a reduce writes nothing; a send writes nothing.
   if (op.call.kind == Collective::reduce && rank_ != op.call.root) op.stage_out = false;
   op.stage = Stage::data_done;
+  endings_.fetch_add(1, std::memory_order_release);
   if (!op.stage_out) op.finish();
 }
 
 void MpiComm::fail_op(MpiOp& op, std::exception_ptr failure) {
   op.failure = failure;
   op.stage = Stage::failed;
+  endings_.fetch_add(1, std::memory_order_release);
   op.finish(std::move(failure));
 }
 

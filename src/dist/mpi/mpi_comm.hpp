@@ -3,18 +3,20 @@
 // Each call becomes an MpiOp, queued in call order. It is ready once its stream has reached it
 // (its gate, a host callback, stages device memory into host memory first) or at once for host
 // memory on an idle stream. Every collective then exchanges a fixed-size record with all ranks
-// (MPI_Iallgather on a communicator of its own): the signature (compared across ranks), a
-// rank's own failure, and up to 64 bytes of data, so that a small collective is that exchange
-// alone, reduced here in rank order. Larger ones then post the MPI collective itself on the data
-// communicator, in call order. Requests advance while some thread tests them: the gate, and
-// Work::wait. A request that has not completed within HAL_DIST_TIMEOUT of its op becoming ready
-// starts a roll call on a third communicator: every rank still waiting answers, and the error
-// names those that did not (stalled, dead, or elsewhere); the communicator is unusable after
-// (its requests cannot be cancelled, and the memory they may still write is kept).
+// (Bruck's allgather over MPI_Isend/MPI_Irecv on a communicator of its own): the signature
+// (compared across ranks), a rank's own failure, and up to 64 bytes of data, so that a small
+// collective is that exchange alone, reduced here in rank order. Larger ones then post the MPI
+// collective itself on the data communicator, in call order. Requests advance while some thread
+// tests them: the gate, and Work::wait. A request that has not completed within HAL_DIST_TIMEOUT of
+// its op becoming ready starts a roll call on a third communicator: every rank still waiting
+// answers, and the error names those that did not (stalled, dead, or elsewhere); the communicator
+// is unusable after (its requests cannot be cancelled, and the memory they may still write is
+// kept).
 #pragma once
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
@@ -53,7 +55,11 @@ class MpiOp final : public WorkState {
   std::shared_ptr<MpiComm> comm;
   CollectiveCall call;
   Wire mine;
-  std::vector<Wire> gathered;
+  std::vector<Wire> gathered;  // by rank, once exchanged
+  // The exchange in flight (Bruck's rounds): records held so far, from this rank on.
+  std::vector<Wire> blocks;
+  int have = 0, distance = 1;
+  MPI_Request exchange[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   std::atomic<Stage> stage{Stage::staging};  // changed under the communicator's mutex
   bool small = false;                        // the exchange carries the data
   bool signature_only = false;               // NCCL's check: no data here
@@ -110,6 +116,8 @@ class MpiComm final : public CommunicatorImpl, public std::enable_shared_from_th
   // Under mutex_: posts what may be posted, in order, and tests what is posted.
   void pump();
   void post_exchange(MpiOp& op);
+  void post_round(MpiOp& op);
+  bool exchange_progress(MpiOp& op);
   void exchanged(MpiOp& op);
   void post_data(MpiOp& op);
   void data_done(MpiOp& op, const MPI_Status& status);
@@ -134,6 +142,7 @@ class MpiComm final : public CommunicatorImpl, public std::enable_shared_from_th
   std::string name_;
   MPI_Comm data_ = MPI_COMM_NULL, exchange_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
+  bool oversubscribed_ = false;  // more ranks on this node than cores
 
   std::mutex mutex_;
   std::deque<std::shared_ptr<MpiOp>> ops_;  // in call order, until done
@@ -142,6 +151,11 @@ class MpiComm final : public CommunicatorImpl, public std::enable_shared_from_th
   std::exception_ptr broken_;
   std::vector<std::shared_ptr<MpiOp>> abandoned_;  // posted when the communicator broke
   Clock::time_point last_control_check_{};
+  // Who advances MPI for this communicator's waiters (drive): one thread, the others asleep.
+  std::mutex wait_mutex_;
+  std::condition_variable progress_;
+  bool driving_ = false;
+  std::atomic<uint64_t> endings_{0};  // ops that ended, for the driver to hand over
   std::deque<std::array<uint64_t, 3>> control_messages_;  // sent; MPI reads them until done
 };
 
