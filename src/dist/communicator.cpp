@@ -117,7 +117,8 @@ Work Communicator::all_reduce(const Tensor& input, const Tensor& output, ReduceO
   detail::CommunicatorImpl& comm = checked(impl_);
   const CallCheck check(comm, Collective::all_reduce);
   check.stream(stream);
-  const hal::detail::ErrorContext context(context_device(stream), "all_reduce");
+  const std::string device_id = context_device(stream);  // outlives the context
+  const hal::detail::ErrorContext context(device_id, "all_reduce");
   check.tensor(input, "input", stream);
   check.tensor(output, "output", stream);
   check.same_dtype(input, output);
@@ -131,7 +132,8 @@ Work Communicator::broadcast(const Tensor& tensor, int root, Stream& stream) con
   detail::CommunicatorImpl& comm = checked(impl_);
   const CallCheck check(comm, Collective::broadcast);
   check.stream(stream);
-  const hal::detail::ErrorContext context(context_device(stream), "broadcast");
+  const std::string device_id = context_device(stream);  // outlives the context
+  const hal::detail::ErrorContext context(device_id, "broadcast");
   check.tensor(tensor, "tensor", stream);
   check.rank(root, "root");
   return submit(comm, {Collective::broadcast, tensor, tensor, ReduceOp::sum, root, 0, stream});
@@ -142,7 +144,8 @@ Work Communicator::reduce(const Tensor& input, const Tensor& output, ReduceOp op
   detail::CommunicatorImpl& comm = checked(impl_);
   const CallCheck check(comm, Collective::reduce);
   check.stream(stream);
-  const hal::detail::ErrorContext context(context_device(stream), "reduce");
+  const std::string device_id = context_device(stream);  // outlives the context
+  const hal::detail::ErrorContext context(device_id, "reduce");
   check.rank(root, "root");
   check.tensor(input, "input", stream);
   check.op(op, input.dtype());
@@ -159,7 +162,8 @@ Work Communicator::all_gather(const Tensor& input, const Tensor& output, Stream&
   detail::CommunicatorImpl& comm = checked(impl_);
   const CallCheck check(comm, Collective::all_gather);
   check.stream(stream);
-  const hal::detail::ErrorContext context(context_device(stream), "all_gather");
+  const std::string device_id = context_device(stream);  // outlives the context
+  const hal::detail::ErrorContext context(device_id, "all_gather");
   check.tensor(input, "input", stream);
   check.tensor(output, "output", stream);
   check.same_dtype(input, output);
@@ -175,7 +179,8 @@ Work Communicator::reduce_scatter(const Tensor& input, const Tensor& output, Red
   detail::CommunicatorImpl& comm = checked(impl_);
   const CallCheck check(comm, Collective::reduce_scatter);
   check.stream(stream);
-  const hal::detail::ErrorContext context(context_device(stream), "reduce_scatter");
+  const std::string device_id = context_device(stream);  // outlives the context
+  const hal::detail::ErrorContext context(device_id, "reduce_scatter");
   check.tensor(input, "input", stream);
   check.tensor(output, "output", stream);
   check.same_dtype(input, output);
@@ -191,7 +196,8 @@ Work Communicator::all_to_all(const Tensor& input, const Tensor& output, Stream&
   detail::CommunicatorImpl& comm = checked(impl_);
   const CallCheck check(comm, Collective::all_to_all);
   check.stream(stream);
-  const hal::detail::ErrorContext context(context_device(stream), "all_to_all");
+  const std::string device_id = context_device(stream);  // outlives the context
+  const hal::detail::ErrorContext context(device_id, "all_to_all");
   check.tensor(input, "input", stream);
   check.tensor(output, "output", stream);
   check.same_dtype(input, output);
@@ -210,7 +216,8 @@ Work Communicator::send(const Tensor& tensor, int peer, Stream& stream, int tag)
   detail::CommunicatorImpl& comm = checked(impl_);
   const CallCheck check(comm, Collective::send);
   check.stream(stream);
-  const hal::detail::ErrorContext context(context_device(stream), "send");
+  const std::string device_id = context_device(stream);  // outlives the context
+  const hal::detail::ErrorContext context(device_id, "send");
   check.tensor(tensor, "tensor", stream);
   check.rank(peer, "peer");
   if (peer == comm.rank()) check.fail(ErrorCode::InvalidArgument, "a rank cannot send to itself");
@@ -225,7 +232,8 @@ Work Communicator::recv(const Tensor& tensor, int peer, Stream& stream, int tag)
   detail::CommunicatorImpl& comm = checked(impl_);
   const CallCheck check(comm, Collective::recv);
   check.stream(stream);
-  const hal::detail::ErrorContext context(context_device(stream), "recv");
+  const std::string device_id = context_device(stream);  // outlives the context
+  const hal::detail::ErrorContext context(device_id, "recv");
   check.tensor(tensor, "tensor", stream);
   check.rank(peer, "peer");
   if (peer == comm.rank())
@@ -241,7 +249,8 @@ Work Communicator::barrier(Stream& stream) const {
   detail::CommunicatorImpl& comm = checked(impl_);
   const CallCheck check(comm, Collective::barrier);
   check.stream(stream);
-  const hal::detail::ErrorContext context(context_device(stream), "barrier");
+  const std::string device_id = context_device(stream);  // outlives the context
+  const hal::detail::ErrorContext context(device_id, "barrier");
   return submit(comm, {Collective::barrier, Tensor(), Tensor(), ReduceOp::sum, 0, 0, stream});
 }
 

@@ -209,6 +209,7 @@ void LocalGroup::joined(const SlotPtr& slot, size_t member, Member entry, DebugL
     m.call = {};
     m.ready = {};
     m.work->finish(s.failure);
+    m.work.reset();  // the work holds the slot: no cycle
   }
   ++s.joined;
   const bool full = s.joined == static_cast<int>(s.members.size());
@@ -229,6 +230,7 @@ void LocalGroup::finish(const SlotPtr& slot, std::exception_ptr failure) {
     m.call = {};
     m.ready = {};
     if (m.work) m.work->finish(s.failure);
+    m.work.reset();  // the work holds the slot: no cycle
   }
   if (s.joined == static_cast<int>(s.members.size()) && !point_to_point(s.kind))
     collectives_.erase(s.sequence);

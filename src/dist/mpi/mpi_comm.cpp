@@ -133,8 +133,8 @@ std::string MpiComm::where(const MpiOp& op) const {
 
 std::exception_ptr MpiComm::error(const MpiOp& op, ErrorCode code, const std::string& text) const {
   const Tensor& t = op.call.input.defined() ? op.call.input : op.call.output;
-  const hal::detail::ErrorContext context(t.defined() ? t.device().id() : std::string(),
-                                          to_string(op.kind()));
+  const std::string device_id = t.defined() ? t.device().id() : std::string();  // outlives it
+  const hal::detail::ErrorContext context(device_id, to_string(op.kind()));
   return std::make_exception_ptr(Error(code, text));
 }
 
