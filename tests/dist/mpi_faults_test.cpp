@@ -77,5 +77,15 @@ TEST(MpiFaults, ARankThatDiesIsNamed) {
   expect_named_timeout(s);
 }
 
+// Run with HAL_DIST_INJECT_STALL=3:3: rank 3 stalls after the exchange, before MPI's blocking
+// collective, which the others are already in and which MPI cannot cancel. Their watchdog names
+// rank 3 and ends the job with MPI_Abort (CTest looks for that in the output): no hang.
+TEST(MpiFaults, ABlockingCollectiveThatOverrunsEndsTheJob) {
+  Setting s;
+  ASSERT_EQ(s.world.size(), 4) << "run with mpirun -np 4";
+  s.world.all_reduce(s.t, ReduceOp::sum, s.stream).wait();
+  ADD_FAILURE() << "the all_reduce completed: rank 3 was to stall past HAL_DIST_TIMEOUT";
+}
+
 }  // namespace
 }  // namespace hal::test

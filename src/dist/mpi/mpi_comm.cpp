@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <thread>
@@ -62,6 +64,26 @@ std::string message_of(const std::exception_ptr& failure) {
 Clock::duration grace_of(Clock::duration patience) {
   using namespace std::chrono;
   return std::clamp<Clock::duration>(patience / 10, milliseconds(20), seconds(2));
+}
+
+// HAL_DIST_INJECT_STALL=RANK:SECONDS: that rank of world sleeps before each blocking
+// collective, as a stalled process would (the tests of the watchdog).
+void injected_stall(int rank) {
+  const char* text = std::getenv("HAL_DIST_INJECT_STALL");
+  if (text == nullptr || *text == '\0') return;
+  const std::string value(text);
+  const size_t colon = value.find(':');
+  const Parsed<uint64_t> who =
+      parse_count("HAL_DIST_INJECT_STALL", value.substr(0, colon), 0, 1u << 24);
+  const Parsed<double> seconds = parse_real(
+      "HAL_DIST_INJECT_STALL", colon == std::string::npos ? "" : value.substr(colon + 1), 0, 3600);
+  if (!who.value || !seconds.value) {
+    log(LogLevel::warn,
+        "hal dist: HAL_DIST_INJECT_STALL='" + value + "' is not RANK:SECONDS; no stall injected");
+    return;
+  }
+  if (static_cast<int>(*who.value) == rank)
+    std::this_thread::sleep_for(std::chrono::duration<double>(*seconds.value));
 }
 
 }  // namespace
@@ -322,6 +344,7 @@ void MpiComm::drive(MpiOp& op) {
   for (unsigned tests = 1; !done() && Clock::now() - start < std::chrono::milliseconds(10);
        ++tests) {
     try_pump();
+    run_claimed();
     if (endings_.load(std::memory_order_acquire) != seen) break;  // let waiters see theirs
     const Stage stage = op.stage;
     if (stage != Stage::staging && Clock::now() - op.ready_at > std::chrono::seconds(1))
@@ -428,7 +451,16 @@ void MpiComm::pump() {
     }
     if (op.stage == Stage::sig_done) {
       if (data_blocked) continue;
-      post_data(op);
+      // A collective of MPI's runs blocking on the next driving thread (run_claimed), where
+      // the library allows calls from several threads at once.
+      if (runtime_->thread_multiple())
+        op.stage = Stage::data_claimed;
+      else
+        post_data(op);
+    }
+    if (op.stage == Stage::data_claimed || op.stage == Stage::data_running) {
+      data_blocked = true;
+      continue;
     }
     if (op.stage == Stage::data_posted) {
       int flag = 0;
@@ -581,6 +613,87 @@ void MpiComm::finish_small(MpiOp& op) {
     case Collective::recv:
       return;
   }
+}
+
+void MpiComm::run_claimed() {
+  std::shared_ptr<MpiOp> claimed;
+  {
+    std::lock_guard lock(mutex_);
+    for (const std::shared_ptr<MpiOp>& op : ops_)
+      if (op->stage == Stage::data_claimed) {
+        claimed = op;
+        break;
+      }
+    if (!claimed) return;
+    claimed->stage = Stage::data_running;
+  }
+  MpiOp& op = *claimed;
+  injected_stall(rank_);
+  const uint64_t ticket =
+      runtime_->watch(op.ready_at + op.patience,
+                      [self = shared_from_this(), claimed] { self->abort_blocked(*claimed); });
+  MPI_Status status{};
+  const int code = call_blocking(op, status);
+  runtime_->unwatch(ticket);
+  std::lock_guard lock(mutex_);
+  if (broken_) return;
+  if (code != MPI_SUCCESS)
+    return break_down(
+        error(op, ErrorCode::Internal, where(op) + ": " + MpiRuntime::describe(code)));
+  data_done(op, status);
+  std::erase_if(ops_, [](const std::shared_ptr<MpiOp>& o) {
+    return o->stage == Stage::data_done || o->stage == Stage::failed;
+  });
+}
+
+int MpiComm::call_blocking(MpiOp& op, MPI_Status& status) {
+  const CollectiveCall& call = op.call;
+  const Tensor& t = call.input.defined() ? call.input : call.output;
+  const MPI_Datatype type = runtime_->datatype(t.dtype());
+  const int count = static_cast<int>(t.numel());
+  const bool in_place = op.send == op.recv;
+  status = MPI_Status{};
+  switch (call.kind) {
+    case Collective::all_reduce:
+      return MPI_Allreduce(in_place ? MPI_IN_PLACE : op.send, op.recv, count, type,
+                           runtime_->op(call.op, t.dtype()), data_);
+    case Collective::broadcast:
+      return MPI_Bcast(op.recv, count, type, call.root, data_);
+    case Collective::reduce: {
+      const bool root = rank_ == call.root;
+      return MPI_Reduce(root && in_place ? MPI_IN_PLACE : op.send, root ? op.recv : nullptr, count,
+                        type, runtime_->op(call.op, t.dtype()), call.root, data_);
+    }
+    case Collective::all_gather:
+      return MPI_Allgather(op.send, count, type, op.recv, count, type, data_);
+    case Collective::reduce_scatter:
+      return MPI_Reduce_scatter_block(op.send, op.recv, static_cast<int>(call.output.numel()), type,
+                                      runtime_->op(call.op, t.dtype()), data_);
+    case Collective::all_to_all:
+      return MPI_Alltoall(op.send, count / size_, type, op.recv, count / size_, type, data_);
+    case Collective::send:
+    case Collective::recv:
+    case Collective::barrier:
+      break;
+  }
+  return MPI_ERR_INTERN;  // never claimed: point to point and barriers do not come here
+}
+
+void MpiComm::abort_blocked(const MpiOp& op) {
+  std::string message;
+  {
+    std::lock_guard lock(mutex_);
+    try {
+      std::rethrow_exception(roll_call(op, {}));
+    } catch (const Error& e) {
+      message = e.message();
+    }
+  }
+  message += "; MPI cannot cancel the blocking collective it runs, so the job ends (MPI_Abort)";
+  log(LogLevel::error, "hal dist: " + message);
+  std::fprintf(stderr, "hal: Timeout: %s\n", message.c_str());
+  MPI_Abort(MPI_COMM_WORLD, 14);
+  std::abort();
 }
 
 void MpiComm::post_data(MpiOp& op) {

@@ -47,7 +47,19 @@ struct Wire {
 
 class MpiOp final : public WorkState {
  public:
-  enum class Stage { staging, ready, sig_posted, sig_done, data_posted, data_done, failed };
+  // data_claimed: a large collective whose exchange agreed, for the next driving thread to run
+  // as MPI's blocking collective (data_running meanwhile).
+  enum class Stage {
+    staging,
+    ready,
+    sig_posted,
+    sig_done,
+    data_claimed,
+    data_running,
+    data_posted,
+    data_done,
+    failed
+  };
 
   MpiOp(std::shared_ptr<MpiComm> owner, const CollectiveCall& made, uint64_t sequence)
       : WorkState(made.kind, sequence), comm(std::move(owner)), call(made) {}
@@ -107,6 +119,10 @@ class MpiComm final : public CommunicatorImpl, public std::enable_shared_from_th
   void drive(MpiOp& op);
   // Advances the requests if no other thread is.
   void try_pump();
+  // Called by the runtime's watchdog when a blocking collective of this communicator overran
+  // HAL_DIST_TIMEOUT: names the absent ranks and ends the job (MPI_Abort), since MPI cannot
+  // cancel a blocking collective.
+  [[noreturn]] void abort_blocked(const MpiOp& op);
   // The gate on the caller's stream.
   void gate(const std::shared_ptr<MpiOp>& op);
 
@@ -120,6 +136,9 @@ class MpiComm final : public CommunicatorImpl, public std::enable_shared_from_th
   bool exchange_progress(MpiOp& op);
   void exchanged(MpiOp& op);
   void post_data(MpiOp& op);
+  // Runs the claimed collective, if any, as MPI's blocking call on this thread (drive).
+  void run_claimed();
+  int call_blocking(MpiOp& op, MPI_Status& status);
   void data_done(MpiOp& op, const MPI_Status& status);
   void finish_small(MpiOp& op);
   void completed(MpiOp& op);

@@ -12,9 +12,10 @@ namespace hal::dist::detail {
 namespace {
 
 std::mutex instance_mutex;
+// Never destroyed: the watchdog's thread, detached, waits on the runtime until the process ends.
 std::shared_ptr<MpiRuntime>& instance() {
-  static std::shared_ptr<MpiRuntime> runtime;
-  return runtime;
+  static auto* runtime = new std::shared_ptr<MpiRuntime>();
+  return *runtime;
 }
 
 void finalize_at_exit() {
@@ -169,6 +170,42 @@ MPI_Op MpiRuntime::op(ReduceOp op, DType dtype) const {
       return MPI_MAX;
   }
   return MPI_SUM;
+}
+
+uint64_t MpiRuntime::watch(Clock::time_point deadline, std::function<void()> on_overrun) {
+  std::lock_guard lock(watch_mutex_);
+  const uint64_t ticket = ++next_ticket_;
+  watched_[ticket] = {deadline, std::move(on_overrun)};
+  if (!watchdog_started_) {  // one thread for the process, detached: it ends with the process
+    watchdog_started_ = true;
+    std::thread([this] { watchdog_loop(); }).detach();
+  }
+  watch_changed_.notify_all();
+  return ticket;
+}
+
+void MpiRuntime::unwatch(uint64_t ticket) {
+  std::lock_guard lock(watch_mutex_);
+  watched_.erase(ticket);
+}
+
+void MpiRuntime::watchdog_loop() {
+  std::unique_lock lock(watch_mutex_);
+  for (;;) {
+    Clock::time_point next = Clock::now() + std::chrono::seconds(1);
+    for (const auto& [ticket, entry] : watched_) next = std::min(next, entry.first);
+    watch_changed_.wait_until(lock, next);
+    const Clock::time_point now = Clock::now();
+    for (auto& [ticket, entry] : watched_)
+      if (entry.first <= now) {
+        std::function<void()> overrun = std::move(entry.second);
+        watched_.erase(ticket);
+        lock.unlock();
+        overrun();  // ends the job
+        lock.lock();
+        break;
+      }
+  }
 }
 
 std::string MpiRuntime::describe(int code) {

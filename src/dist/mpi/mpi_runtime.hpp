@@ -5,10 +5,15 @@
 
 #include <mpi.h>
 
+#include <condition_variable>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
+#include "dist/settings.hpp"
 #include "hal/dist.hpp"
 
 namespace hal::dist::detail {
@@ -38,6 +43,12 @@ class MpiRuntime {
   // Frees hal's user ops and finalises MPI if hal initialised it (at exit; callable early).
   void finalize();
 
+  bool thread_multiple() const { return provided_ >= MPI_THREAD_MULTIPLE; }
+  // The watchdog of blocking collectives: `on_overrun` runs on its thread once `deadline`
+  // passes before `unwatch(ticket)`.
+  uint64_t watch(Clock::time_point deadline, std::function<void()> on_overrun);
+  void unwatch(uint64_t ticket);
+
  private:
   MpiRuntime() = default;
   void start();
@@ -50,6 +61,13 @@ class MpiRuntime {
   std::mutex serial_;
   // f16 and bf16, each for sum, prod, min, max.
   MPI_Op half_ops_[2][4] = {};
+
+  void watchdog_loop();
+  std::mutex watch_mutex_;
+  std::condition_variable watch_changed_;
+  std::map<uint64_t, std::pair<Clock::time_point, std::function<void()>>> watched_;
+  uint64_t next_ticket_ = 0;
+  bool watchdog_started_ = false;  // by the first watch
 };
 
 // Throws hal::Error for a failed MPI call: "<where>: <call> failed: <MPI's message>".
