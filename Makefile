@@ -59,6 +59,10 @@ bench: build-release
 	build/release/bin/hal_bench_pipeline
 	# A tiny op from Python against torch.add (needs python3-torch; says so without it).
 	-PYTHONPATH=build/release/python /usr/bin/python3 bench/python_op_bench.py
+	build/release/bin/hal_bench_mesh
+	# Four ranks on loopback (as root in CI); absent where hal was built without MPI.
+	-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 4 --oversubscribe \
+	  build/release/bin/hal_bench_collectives
 
 # libFuzzer targets (fuzz/), each run for FUZZ_SECONDS from its seed corpus (fuzz/corpus/NAME).
 # They add what they find to a copy of the seed corpus, never to the repository's.

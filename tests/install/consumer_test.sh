@@ -23,6 +23,7 @@ fi
 cmake -S "$consumer_dir" -B "$work/cmake-build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/cmake-build" >/dev/null
 "$work/cmake-build/consumer"
+"$work/cmake-build/dist_consumer"
 
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
 pkg-config --exists --print-errors "hal >= 0.1"

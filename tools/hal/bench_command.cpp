@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "hal/dist.hpp"
 #include "hal/hal.hpp"
 
 namespace hal::tool {
@@ -22,11 +23,12 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-const std::vector<std::string> kSuites = {"stream", "thread_pool", "memory", "dispatch",
-                                          "copy",   "ops",         "select", "pipeline"};
+const std::vector<std::string> kSuites = {"stream", "thread_pool", "memory",   "dispatch", "copy",
+                                          "ops",    "select",      "pipeline", "mesh"};
 // Suites run only when named: models needs PyTorch and the exported models, train needs
-// PyTorch (scripts/setup-bench-models.sh).
-const std::vector<std::string> kNamedSuites = {"models", "train"};
+// PyTorch (scripts/setup-bench-models.sh); collectives wants several processes (mpirun -np 4
+// hal bench collectives), every one of which runs it while rank 0 alone reports.
+const std::vector<std::string> kNamedSuites = {"models", "train", "collectives"};
 
 struct Options {
   std::vector<std::string> suites;
@@ -69,7 +71,7 @@ std::vector<Run> plan(const Options& options) {
       throw Error(ErrorCode::InvalidArgument,
                   "no benchmark suite '" + suite +
                       "'; the suites are stream, thread_pool, memory, dispatch, copy, ops, "
-                      "select, pipeline, and models and train when named");
+                      "select, pipeline, mesh, and models, train and collectives when named");
   std::vector<Run> runs;
   for (const std::string& suite : suites) {
     if (options.device != "all") {
@@ -155,7 +157,9 @@ json devices_json() {
 
 int run(const Options& options) {
   const std::vector<Run> runs = plan(options);
-  const bool capture = options.json || !options.output.empty();
+  // Under mpirun every rank runs the suites (collectives need them all); rank 0 reports.
+  const bool reporting = dist::launch_info().rank == 0;
+  const bool capture = options.json || !options.output.empty() || !reporting;
   int worst = 0;
   if (!capture) {
     for (const Run& r : runs) {
@@ -163,6 +167,10 @@ int run(const Options& options) {
         std::cout << "== " << r.suite << (r.device.empty() ? "" : " on " + r.device) << " ==\n";
       worst = std::max(worst, execute(r, options, false).first);
     }
+    return worst;
+  }
+  if (!reporting) {
+    for (const Run& r : runs) worst = std::max(worst, execute(r, options, true).first);
     return worst;
   }
   json results = json::array(), suites = json::array();
@@ -216,9 +224,9 @@ int run(const Options& options) {
 void add_bench_command(CLI::App& app) {
   auto* command = app.add_subcommand(
       "bench",
-      "Run benchmark suites (stream, thread_pool, memory, dispatch, copy, ops, select, pipeline; "
-      "default all); "
-      "figures are ratios to same-run baselines");
+      "Run benchmark suites (stream, thread_pool, memory, dispatch, copy, ops, select, pipeline, "
+      "mesh; default all; models, train and collectives when named); figures are ratios to "
+      "same-run baselines");
   auto options = std::make_shared<Options>();
   command->add_option("suite", options->suites, "Suites to run (default: all)");
   command->add_option("--device", options->device,

@@ -1,0 +1,226 @@
+#include "dist/mpi/mpi_runtime.hpp"
+
+#include <mpi-ext.h>
+
+#include <cstdlib>
+
+#include "dist/host_reduce.hpp"
+#include "hal/error.hpp"
+#include "hal/log.hpp"
+
+namespace hal::dist::detail {
+namespace {
+
+std::mutex instance_mutex;
+// Never destroyed: the watchdog's thread, detached, waits on the runtime until the process ends.
+std::shared_ptr<MpiRuntime>& instance() {
+  static auto* runtime = new std::shared_ptr<MpiRuntime>();
+  return *runtime;
+}
+
+void finalize_at_exit() {
+  std::shared_ptr<MpiRuntime> runtime;
+  {
+    std::lock_guard lock(instance_mutex);
+    runtime = instance();
+  }
+  if (runtime) runtime->finalize();
+}
+
+template <DType Dtype, ReduceOp Op>
+void half_op(void* in, void* inout, int* length, MPI_Datatype*) {
+  // MPI's user function: `inout` = `in` (op) `inout`; the ops are commutative.
+  reduce_into(Dtype, Op, inout, in, static_cast<size_t>(*length));
+}
+
+using UserFunction = void (*)(void*, void*, int*, MPI_Datatype*);
+
+int op_index(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg:
+      return 0;
+    case ReduceOp::prod:
+      return 1;
+    case ReduceOp::min:
+      return 2;
+    case ReduceOp::max:
+      return 3;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::shared_ptr<MpiRuntime> MpiRuntime::get() {
+  std::lock_guard lock(instance_mutex);
+  std::shared_ptr<MpiRuntime>& runtime = instance();
+  if (!runtime) {
+    std::shared_ptr<MpiRuntime> made(new MpiRuntime());
+    made->start();
+    runtime = made;
+  }
+  if (runtime->finalized())
+    throw Error(ErrorCode::InvalidState, "MPI is finalised: no MPI communicator can be used now");
+  return runtime;
+}
+
+void MpiRuntime::start() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) throw Error(ErrorCode::InvalidState, "MPI was finalised before hal first used it");
+  if (!initialized) {
+    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided_), "hal dist",
+              "MPI_Init_thread");
+    by_hal_ = true;
+    std::atexit(finalize_at_exit);
+  } else {
+    MPI_Query_thread(&provided_);
+  }
+  if (provided_ < MPI_THREAD_SERIALIZED)
+    throw Error(ErrorCode::Unsupported,
+                "MPI was initialised with thread level " + std::to_string(provided_) +
+                    "; hal's MPI engine calls MPI from its streams' threads: initialise MPI with "
+                    "MPI_THREAD_MULTIPLE (or MPI_THREAD_SERIALIZED)");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+  cuda_aware_ = MPIX_Query_cuda_support() == 1;  // the library's answer, at run time
+#endif
+  static constexpr UserFunction kFunctions[2][4] = {
+      {half_op<DType::f16, ReduceOp::sum>, half_op<DType::f16, ReduceOp::prod>,
+       half_op<DType::f16, ReduceOp::min>, half_op<DType::f16, ReduceOp::max>},
+      {half_op<DType::bf16, ReduceOp::sum>, half_op<DType::bf16, ReduceOp::prod>,
+       half_op<DType::bf16, ReduceOp::min>, half_op<DType::bf16, ReduceOp::max>}};
+  for (int d = 0; d < 2; ++d)
+    for (int o = 0; o < 4; ++o)
+      check_mpi(MPI_Op_create(kFunctions[d][o], /*commute=*/1, &half_ops_[d][o]), "hal dist",
+                "MPI_Op_create");
+  log(LogLevel::debug, std::string("hal dist: MPI ") + (by_hal_ ? "initialised by hal" : "in use") +
+                           ", thread level " + std::to_string(provided_) +
+                           (cuda_aware_ ? ", CUDA-aware" : ", not CUDA-aware"));
+}
+
+MpiRuntime::~MpiRuntime() = default;
+
+std::unique_lock<std::mutex> MpiRuntime::serialize() {
+  if (provided_ >= MPI_THREAD_MULTIPLE) return {};
+  return std::unique_lock(serial_);
+}
+
+bool MpiRuntime::finalized() const {
+  std::lock_guard lock(mutex_);
+  if (finalized_) return true;
+  int done = 0;
+  MPI_Finalized(&done);  // the application may finalise MPI itself
+  return done != 0;
+}
+
+void MpiRuntime::finalize() {
+  {
+    std::lock_guard lock(mutex_);
+    if (finalized_) return;
+    finalized_ = true;
+  }
+  int done = 0;
+  MPI_Finalized(&done);
+  if (done) return;
+  for (auto& ops : half_ops_)
+    for (MPI_Op& op : ops)
+      if (op != MPI_OP_NULL && op != nullptr) MPI_Op_free(&op);
+  if (by_hal_) MPI_Finalize();
+}
+
+MPI_Datatype MpiRuntime::datatype(DType dtype) const {
+  switch (dtype) {
+    case DType::f32:
+      return MPI_FLOAT;
+    case DType::f64:
+      return MPI_DOUBLE;
+    case DType::f16:
+    case DType::bf16:
+      return MPI_UINT16_T;
+    case DType::i8:
+      return MPI_INT8_T;
+    case DType::u8:
+    case DType::boolean:
+      return MPI_UINT8_T;
+    case DType::i32:
+      return MPI_INT32_T;
+    case DType::i64:
+      return MPI_INT64_T;
+  }
+  throw Error(ErrorCode::Internal, "MPI datatype of an unknown dtype");
+}
+
+MPI_Op MpiRuntime::op(ReduceOp op, DType dtype) const {
+  if (dtype == DType::f16 || dtype == DType::bf16)
+    return half_ops_[dtype == DType::f16 ? 0 : 1][op_index(op)];
+  if (dtype == DType::boolean)  // bytes of 0 and 1: or is max, and is min
+    return (op == ReduceOp::sum || op == ReduceOp::max) ? MPI_MAX : MPI_MIN;
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg:
+      return MPI_SUM;
+    case ReduceOp::prod:
+      return MPI_PROD;
+    case ReduceOp::min:
+      return MPI_MIN;
+    case ReduceOp::max:
+      return MPI_MAX;
+  }
+  return MPI_SUM;
+}
+
+uint64_t MpiRuntime::watch(Clock::time_point deadline, std::function<void()> on_overrun) {
+  std::lock_guard lock(watch_mutex_);
+  const uint64_t ticket = ++next_ticket_;
+  watched_[ticket] = {deadline, std::move(on_overrun)};
+  if (!watchdog_started_) {  // one thread for the process, detached: it ends with the process
+    watchdog_started_ = true;
+    std::thread([this] { watchdog_loop(); }).detach();
+  }
+  watch_changed_.notify_all();
+  return ticket;
+}
+
+void MpiRuntime::unwatch(uint64_t ticket) {
+  std::lock_guard lock(watch_mutex_);
+  watched_.erase(ticket);
+}
+
+void MpiRuntime::watchdog_loop() {
+  std::unique_lock lock(watch_mutex_);
+  for (;;) {
+    Clock::time_point next = Clock::now() + std::chrono::seconds(1);
+    for (const auto& [ticket, entry] : watched_) next = std::min(next, entry.first);
+    watch_changed_.wait_until(lock, next);
+    const Clock::time_point now = Clock::now();
+    for (auto& [ticket, entry] : watched_)
+      if (entry.first <= now) {
+        std::function<void()> overrun = std::move(entry.second);
+        watched_.erase(ticket);
+        lock.unlock();
+        overrun();  // ends the job
+        lock.lock();
+        break;
+      }
+  }
+}
+
+std::string MpiRuntime::describe(int code) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
+  return std::string(text, static_cast<size_t>(length)) + " (" + std::to_string(code) + ")";
+}
+
+void check_mpi(int code, const std::string& where, const char* call) {
+  if (code == MPI_SUCCESS) [[likely]]
+    return;
+  throw Error(ErrorCode::Internal, where + ": " + call + " failed: " + MpiRuntime::describe(code),
+              code);
+}
+
+}  // namespace hal::dist::detail

@@ -1,0 +1,76 @@
+// MPI for hal: initialised on first use (MPI_THREAD_MULTIPLE) unless the application did it,
+// finalised at exit if hal initialised it; the datatypes and reduction ops of hal's dtypes
+// (f16 and bf16 through user ops); whether the library is CUDA-aware.
+#pragma once
+
+#include <mpi.h>
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "dist/settings.hpp"
+#include "hal/dist.hpp"
+
+namespace hal::dist::detail {
+
+class MpiRuntime {
+ public:
+  // Initialises MPI the first time. InvalidState after MPI_Finalize; Unsupported when the
+  // application initialised MPI below MPI_THREAD_SERIALIZED (hal calls MPI from stream
+  // threads).
+  static std::shared_ptr<MpiRuntime> get();
+  ~MpiRuntime();
+
+  bool cuda_aware() const { return cuda_aware_; }
+  // MPI_THREAD_MULTIPLE: nothing to hold; SERIALIZED: one MPI call at a time in the process.
+  std::unique_lock<std::mutex> serialize();
+  // True once MPI is finalised: handles are then left alone.
+  bool finalized() const;
+
+  MPI_Datatype datatype(DType dtype) const;
+  // The reduction of `op` in `dtype` (avg: sum, which the caller divides; bool: logic on
+  // bytes).
+  MPI_Op op(ReduceOp op, DType dtype) const;
+
+  // "MPI_ERR_TRUNCATE: message truncated" for an error code.
+  static std::string describe(int code);
+
+  // Frees hal's user ops and finalises MPI if hal initialised it (at exit; callable early).
+  void finalize();
+
+  bool thread_multiple() const { return provided_ >= MPI_THREAD_MULTIPLE; }
+  // The watchdog of blocking collectives: `on_overrun` runs on its thread once `deadline`
+  // passes before `unwatch(ticket)`.
+  uint64_t watch(Clock::time_point deadline, std::function<void()> on_overrun);
+  void unwatch(uint64_t ticket);
+
+ private:
+  MpiRuntime() = default;
+  void start();
+
+  bool by_hal_ = false;
+  bool cuda_aware_ = false;
+  int provided_ = 0;
+  mutable std::mutex mutex_;  // guards finalized_
+  bool finalized_ = false;
+  std::mutex serial_;
+  // f16 and bf16, each for sum, prod, min, max.
+  MPI_Op half_ops_[2][4] = {};
+
+  void watchdog_loop();
+  std::mutex watch_mutex_;
+  std::condition_variable watch_changed_;
+  std::map<uint64_t, std::pair<Clock::time_point, std::function<void()>>> watched_;
+  uint64_t next_ticket_ = 0;
+  bool watchdog_started_ = false;  // by the first watch
+};
+
+// Throws hal::Error for a failed MPI call: "<where>: <call> failed: <MPI's message>".
+void check_mpi(int code, const std::string& where, const char* call);
+
+}  // namespace hal::dist::detail

@@ -1,0 +1,26 @@
+// The environment's settings of the collectives: HAL_DIST_TIMEOUT and HAL_DIST_DEBUG, read at
+// each call (cheap) so that a program may change them between communicators.
+#pragma once
+
+#include <chrono>
+#include <optional>
+
+#include "hal/dist.hpp"
+
+namespace hal::dist::detail {
+
+// HAL_DIST_DEBUG: off (no check across ranks), check (the default: kind, dtype, element count,
+// root and op compared before data moves), detail (full shapes too, and each collective logged
+// at info level).
+enum class DebugLevel { off, check, detail };
+DebugLevel debug_level();
+
+// HAL_DIST_LOCAL_ALGORITHM: auto (the default: the alpha-beta model chooses), ring or tree, for
+// the local engine's all-reduce. nullopt for auto.
+std::optional<AllReduceAlgorithm> forced_local_algorithm();
+
+using Clock = std::chrono::steady_clock;
+// HAL_DIST_TIMEOUT as a duration.
+Clock::duration timeout();
+
+}  // namespace hal::dist::detail

@@ -1,0 +1,234 @@
+// The local engine's errors: bad calls refused at once with what was wrong, ranks that never
+// arrive (Timeout naming them, within HAL_DIST_TIMEOUT), ranks that disagree (InvalidArgument
+// naming both calls; the group stays usable), and a sim device lost in the middle of a
+// collective (DeviceLost, nothing left allocated on the other devices).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "dist_reference.hpp"
+#include "test_util.hpp"
+
+namespace hal::test {
+namespace {
+
+using dist::Communicator;
+using dist::ReduceOp;
+using dist::Work;
+
+std::vector<Device> sim_devices() {
+  std::vector<Device> found;
+  for (const Device& d : devices())
+    if (d.info().backend() == "sim") found.push_back(d);
+  return found;
+}
+
+// Sets HAL_DIST_TIMEOUT for one scope.
+class Patience {
+ public:
+  explicit Patience(const char* seconds) { setenv("HAL_DIST_TIMEOUT", seconds, 1); }
+  ~Patience() { unsetenv("HAL_DIST_TIMEOUT"); }
+};
+
+class LocalFaults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    devices_ = sim_devices();
+    if (devices_.size() < 4) GTEST_SKIP() << "needs 4 sim devices (HAL_SIM_CONFIG=devices=4)";
+    devices_.resize(4);
+    comms_ = Communicator::local(devices_);
+    for (const Device& d : devices_) streams_.push_back(d.create_stream());
+  }
+  std::vector<Device> devices_;
+  std::vector<Communicator> comms_;
+  std::vector<Stream> streams_;
+};
+
+TEST_F(LocalFaults, BadCallsAreRefusedNamingWhatIsWrong) {
+  Stream& s = streams_[0];
+  const Tensor a = zeros({8}, DType::f32, s);
+  const Tensor i = zeros({8}, DType::i32, s);
+  const Tensor other = zeros({8}, DType::f32, streams_[1]);
+  expect_error([&] { comms_[0].all_reduce(a, zeros({9}, DType::f32, s), ReduceOp::sum, s); },
+               ErrorCode::InvalidArgument, {"all_reduce", "local(4)", "rank 0 of 4", "9 elements"});
+  expect_error([&] { comms_[0].all_reduce(i, ReduceOp::avg, s); }, ErrorCode::InvalidArgument,
+               {"avg of i32", "avg takes f32, f64, f16 and bf16"});
+  expect_error([&] { comms_[0].all_reduce(other, ReduceOp::sum, s); }, ErrorCode::InvalidArgument,
+               {"not on the stream's device", devices_[0].id()});
+  expect_error([&] { comms_[1].all_reduce(other, ReduceOp::sum, streams_[0]); },
+               ErrorCode::InvalidArgument, {"not on the stream's device"});
+  expect_error(
+      [&] {
+        comms_[0].all_reduce(zeros({4, 4}, DType::f32, s).transpose(0, 1), ReduceOp::sum, s);
+      },
+      ErrorCode::InvalidArgument, {"not contiguous"});
+  expect_error([&] { comms_[0].broadcast(a, 4, s); }, ErrorCode::InvalidArgument,
+               {"root 4", "0 to 3"});
+  expect_error([&] { comms_[0].send(a, 0, s); }, ErrorCode::InvalidArgument, {"itself"});
+  expect_error([&] { comms_[0].recv(a, 1, s, -1); }, ErrorCode::InvalidArgument, {"tag -1"});
+  expect_error([&] { comms_[0].all_gather(a, zeros({8}, DType::f32, s), s); },
+               ErrorCode::InvalidArgument, {"size() x the input's", "4 x 8"});
+  expect_error(
+      [&] { comms_[0].all_to_all(zeros({6}, DType::f32, s), zeros({6}, DType::f32, s), s); },
+      ErrorCode::InvalidArgument, {"not a multiple of the 4 ranks"});
+  expect_error(
+      [&] {
+        comms_[0].all_reduce(a, a.slice(0, 1, 8).contiguous(s).reshape({7}), ReduceOp::sum, s);
+      },
+      ErrorCode::InvalidArgument, {"7 elements"});
+  expect_error([&] { comms_[0].all_reduce(a.slice(0, 0, 4), a.slice(0, 2, 6), ReduceOp::sum, s); },
+               ErrorCode::InvalidArgument, {"overlap"});
+  expect_error([] { Communicator::local({}); }, ErrorCode::InvalidArgument, {"no devices"});
+  expect_error([] { Communicator().rank(); }, ErrorCode::InvalidArgument, {"empty"});
+  expect_error([] { Work().wait(); }, ErrorCode::InvalidArgument, {"empty"});
+}
+
+TEST_F(LocalFaults, ARankThatNeverArrivesTimesOutTheOthersNamingIt) {
+  const Patience patience("0.3");
+  std::vector<Tensor> t;
+  std::vector<Work> works;
+  for (int r = 0; r < 4; ++r) t.push_back(ones({5}, DType::f32, streams_[r]));
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < 3; ++r)
+    works.push_back(comms_[r].all_reduce(t[r], ReduceOp::sum, streams_[r]));
+  for (Work& w : works) {
+    try {
+      w.wait();
+      FAIL() << "the collective completed without rank 3";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::Timeout);
+      EXPECT_NE(e.message().find("all_reduce #1"), std::string::npos) << e.message();
+      EXPECT_NE(e.message().find("rank 3 did not join"), std::string::npos) << e.message();
+      EXPECT_NE(e.message().find("HAL_DIST_TIMEOUT"), std::string::npos) << e.message();
+      EXPECT_EQ(e.op(), "all_reduce");
+    }
+  }
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(waited, 0.3);
+  EXPECT_LT(waited, 30.0);  // bounded: no endless hang
+  // The streams saw the failure too: their later work ran, and synchronize reports it.
+  for (int r = 0; r < 3; ++r)
+    expect_error([&] { streams_[r].synchronize(); }, ErrorCode::AsyncFailure,
+                 {"rank 3 did not join"});
+  // Rank 3 arriving late fails at once with the same error; the group goes on afterwards.
+  Work late = comms_[3].all_reduce(t[3], ReduceOp::sum, streams_[3]);
+  expect_error([&] { late.wait(); }, ErrorCode::Timeout, {"rank 3 did not join"});
+  EXPECT_THROW(streams_[3].synchronize(), Error);
+  works.clear();
+  for (int r = 0; r < 4; ++r)
+    works.push_back(comms_[r].all_reduce(t[r], ReduceOp::sum, streams_[r]));
+  for (Work& w : works) w.wait();
+  EXPECT_TRUE(same_values(read(t[2], streams_[2]), std::vector<double>(5, 4.0), DType::f32));
+}
+
+TEST_F(LocalFaults, ASendWithoutItsRecvTimesOutNamingThePeer) {
+  const Patience patience("0.2");
+  const Tensor t = ones({3}, DType::f32, streams_[0]);
+  Work w = comms_[0].send(t, 2, streams_[0], 5);
+  expect_error([&] { w.wait(); }, ErrorCode::Timeout,
+               {"rank 2 did not receive", "HAL_DIST_TIMEOUT"});
+  // A send does not hold its stream (it copied its tensor): the stream has nothing to report.
+  EXPECT_NO_THROW(streams_[0].synchronize());
+  // A recv does, and fails its stream when its send never comes.
+  const Tensor into = zeros({3}, DType::f32, streams_[1]);
+  Work r = comms_[1].recv(into, 3, streams_[1], 5);
+  expect_error([&] { r.wait(); }, ErrorCode::Timeout, {"rank 3 did not send"});
+  EXPECT_THROW(streams_[1].synchronize(), Error);
+}
+
+TEST_F(LocalFaults, RanksThatDisagreeFailAtOnceAndTheGroupGoesOn) {
+  std::vector<Work> works;
+  std::vector<Tensor> t;
+  for (int r = 0; r < 4; ++r)
+    t.push_back(zeros({r == 2 ? int64_t{7} : int64_t{8}}, DType::f32, streams_[r]));
+  for (int r = 0; r < 4; ++r)
+    works.push_back(comms_[r].all_reduce(t[r], ReduceOp::sum, streams_[r]));
+  for (Work& w : works)
+    expect_error([&] { w.wait(); }, ErrorCode::InvalidArgument,
+                 {"the ranks disagree", "rank 0 called all_reduce(f32[8], sum)",
+                  "rank 2 called all_reduce(f32[7], sum)"});
+  for (Stream& s : streams_) EXPECT_THROW(s.synchronize(), Error);
+  // Another op, dtype or root are told apart as well.
+  works.clear();
+  for (int r = 0; r < 4; ++r)
+    works.push_back(comms_[r].broadcast(t[r].slice(0, 0, 7).contiguous(streams_[r]), r == 1 ? 1 : 0,
+                                        streams_[r]));
+  for (Work& w : works) expect_error([&] { w.wait(); }, ErrorCode::InvalidArgument, {"root 1"});
+  for (Stream& s : streams_) EXPECT_THROW(s.synchronize(), Error);
+  works.clear();
+  for (int r = 0; r < 4; ++r) works.push_back(comms_[r].barrier(streams_[r]));
+  for (Work& w : works) EXPECT_NO_THROW(w.wait());
+}
+
+TEST_F(LocalFaults, ARecvOfAnotherSizeThanItsSendFails) {
+  const Tensor sent = ones({4}, DType::f32, streams_[0]);
+  const Tensor into = zeros({5}, DType::f32, streams_[1]);
+  Work s = comms_[0].send(sent, 1, streams_[0]);
+  Work r = comms_[1].recv(into, 0, streams_[1]);
+  for (Work* w : {&s, &r})
+    expect_error([&] { w->wait(); }, ErrorCode::InvalidArgument,
+                 {"rank 0 sent send(f32[4])", "rank 1 expected recv(f32[5])"});
+}
+
+TEST_F(LocalFaults, AMalformedTimeoutIsRefused) {
+  const Patience patience("soon");
+  const Tensor t = zeros({2}, DType::f32, streams_[0]);
+  expect_error([&] { comms_[0].all_reduce(t, ReduceOp::sum, streams_[0]); },
+               ErrorCode::InvalidArgument, {"HAL_DIST_TIMEOUT", "'soon'"});
+}
+
+// HAL_SIM_CONFIG loses sim:2 after some calls (CTest's dist_local_device_lost): the collectives
+// that cross it fail with DeviceLost naming it, and the other devices get their memory back.
+TEST(LocalDeviceLost, ACollectiveOverALostDeviceFailsAndLeaksNothing) {
+  std::vector<Device> sims = sim_devices();
+  if (sims.size() < 4 || !std::getenv("HAL_DIST_TEST_LOSE"))
+    GTEST_SKIP() << "run by CTest with sim:2 set to be lost (dist_local_device_lost)";
+  sims.resize(4);
+  std::vector<Stream> streams;
+  for (const Device& d : sims) streams.push_back(d.create_stream());
+  std::vector<uint64_t> before;
+  for (const Device& d : sims) before.push_back(d.allocator().stats().allocated_bytes.current);
+  bool lost = false;
+  {
+    std::vector<Communicator> comms = Communicator::local(sims);
+    for (int round = 0; round < 20 && !lost; ++round) {
+      std::vector<Tensor> t;
+      std::vector<Work> works;
+      try {
+        for (int r = 0; r < 4; ++r)
+          t.push_back(tensor_of(values(r, 4099, DType::f32), DType::f32, streams[r]));
+        for (int r = 0; r < 4; ++r)
+          works.push_back(comms[r].all_reduce(t[r], ReduceOp::sum, streams[r]));
+      } catch (const Error& e) {  // lost before the call: the call itself says so
+        EXPECT_EQ(e.code(), ErrorCode::DeviceLost) << e.what();
+        lost = true;
+      }
+      for (size_t r = 0; r < works.size(); ++r) {
+        try {
+          works[r].wait();
+        } catch (const Error& e) {
+          lost = true;
+          EXPECT_EQ(e.code(), ErrorCode::DeviceLost) << e.what();
+          EXPECT_NE(e.message().find("sim:2"), std::string::npos) << e.what();
+        }
+      }
+    }
+    ASSERT_TRUE(lost) << "sim:2 was never lost: HAL_SIM_CONFIG's lose_device_at is too late";
+    // A group with a lost device refuses further collectives at once.
+    Tensor t = zeros({4}, DType::f32, streams[0]);
+    EXPECT_THROW(comms[0].all_reduce(t, ReduceOp::sum, streams[0]), Error);
+  }
+  for (int r : {0, 1, 3}) {
+    try {
+      streams[r].synchronize();
+    } catch (const Error&) {  // the collective's failure, reported once
+    }
+    sims[r].empty_cache();
+    EXPECT_EQ(sims[r].allocator().stats().allocated_bytes.current, before[r]) << sims[r].id();
+  }
+}
+
+}  // namespace
+}  // namespace hal::test

@@ -1,0 +1,91 @@
+// Ranks that stall, leave or die, run by CTest under mpirun with HAL_DIST_TIMEOUT=1, one case a
+// run (each leaves the world communicator unusable): the other ranks fail with Timeout naming
+// the absent rank and the collective within the timeout, never hang; the late rank fails too.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "dist_reference.hpp"
+#include "test_util.hpp"
+
+namespace hal::test {
+namespace {
+
+using dist::Communicator;
+using dist::ReduceOp;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kAbsent = 3;
+
+struct Setting {
+  Communicator world = Communicator::world();
+  Stream stream = device("cpu:0").create_stream();
+  Tensor t = ones({1031}, DType::f32, stream);  // past the exchange's 64 bytes
+};
+
+// The others' side: the all_reduce (#2, after the barrier) fails with Timeout naming rank 3,
+// after about the timeout.
+void expect_named_timeout(Setting& s) {
+  const auto start = Clock::now();
+  try {
+    s.world.all_reduce(s.t, ReduceOp::sum, s.stream).wait();
+    ADD_FAILURE() << "the all_reduce completed without rank " << kAbsent;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Timeout) << e.what();
+    EXPECT_EQ(e.op(), "all_reduce");
+    for (const char* part :
+         {"all_reduce #2 on communicator 'world'", "HAL_DIST_TIMEOUT", "rank 3 did not answer"})
+      EXPECT_NE(e.message().find(part), std::string::npos) << part << " not in: " << e.message();
+  }
+  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_GE(waited, 0.5);
+  EXPECT_LE(waited, 10.0);  // HAL_DIST_TIMEOUT is 1 s: bounded, never a hang
+  // The stream reports the failure; the communicator refuses further calls at once.
+  EXPECT_THROW(s.stream.synchronize(), Error);
+  expect_error([&] { s.world.barrier(s.stream); }, ErrorCode::InvalidState,
+               {"unusable after an earlier failure", "rank 3 did not answer"});
+}
+
+TEST(MpiFaults, AStalledRankIsNamedAndFailsWhenItComesBack) {
+  Setting s;
+  ASSERT_EQ(s.world.size(), 4) << "run with mpirun -np 4";
+  s.world.barrier(s.stream).wait();
+  if (s.world.rank() != kAbsent) return expect_named_timeout(s);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // past the others' timeout
+  expect_error([&] { s.world.all_reduce(s.t, ReduceOp::sum, s.stream).wait(); }, ErrorCode::Timeout,
+               {"gave up all_reduce #2", "this rank came late"});
+}
+
+TEST(MpiFaults, ARankThatLeavesEarlyIsNamed) {
+  Setting s;
+  ASSERT_EQ(s.world.size(), 4) << "run with mpirun -np 4";
+  s.world.barrier(s.stream).wait();
+  if (s.world.rank() != kAbsent) expect_named_timeout(s);
+  // Rank 3 returns at once, and waits in MPI_Finalize at exit for the others.
+}
+
+TEST(MpiFaults, ARankThatDiesIsNamed) {
+  // mpirun --enable-recovery keeps the others running when a process dies (without it
+  // Open MPI's runtime kills the whole job, which ends it as surely).
+  Setting s;
+  ASSERT_EQ(s.world.size(), 4) << "run with mpirun -np 4";
+  s.world.barrier(s.stream).wait();
+  if (s.world.rank() == kAbsent) ::_exit(0);  // without MPI_Finalize: a death, as mpirun sees it
+  expect_named_timeout(s);
+}
+
+// Run with HAL_DIST_INJECT_STALL=3:3: rank 3 stalls after the exchange, before MPI's blocking
+// collective, which the others are already in and which MPI cannot cancel. Their watchdog names
+// rank 3 and ends the job with MPI_Abort (CTest looks for that in the output): no hang.
+TEST(MpiFaults, ABlockingCollectiveThatOverrunsEndsTheJob) {
+  Setting s;
+  ASSERT_EQ(s.world.size(), 4) << "run with mpirun -np 4";
+  s.world.all_reduce(s.t, ReduceOp::sum, s.stream).wait();
+  ADD_FAILURE() << "the all_reduce completed: rank 3 was to stall past HAL_DIST_TIMEOUT";
+}
+
+}  // namespace
+}  // namespace hal::test
