@@ -116,7 +116,10 @@ Safetensors load_safetensors(const std::filesystem::path& path, Stream& stream) 
   };
   std::vector<Entry> entries;
   Safetensors out;
-  for (const auto& [name, value] : header.items()) {
+  for (const auto& item : header.items()) {
+    // Named copies, not a structured binding: Clang before 16 cannot capture one in a lambda.
+    const std::string& name = item.key();
+    const nlohmann::json& value = item.value();
     if (name == "__metadata__") {
       if (!value.is_object()) bad_file(path, "__metadata__ is not an object of strings");
       for (const auto& [key, text_value] : value.items()) {
