@@ -116,10 +116,10 @@ using DropoutKernel = void (*)(const Tensor& x, const Tensor& out, double p, uin
 struct Window;
 using PoolKernel = void (*)(bool max, const Tensor& x, const Tensor& out, const Window& window,
                             bool count_include_pad, Stream& stream);
-using OpKernel = std::variant<BinaryKernel, UnaryKernel, WhereKernel, CastKernel, ReduceKernel,
-                              GemmKernel, ConvKernel, RowwiseKernel, FusedKernel, ConcatKernel,
-                              RowsKernel, CrossEntropyKernel, CrossEntropyBackwardKernel,
-                              DropoutKernel, PoolKernel>;
+using OpKernel =
+    std::variant<BinaryKernel, UnaryKernel, WhereKernel, CastKernel, ReduceKernel, GemmKernel,
+                 ConvKernel, RowwiseKernel, FusedKernel, ConcatKernel, RowsKernel,
+                 CrossEntropyKernel, CrossEntropyBackwardKernel, DropoutKernel, PoolKernel>;
 
 struct OpImplementation {
   std::string_view provider;  // "host kernels", "portable kernels", "OpenBLAS", ...
