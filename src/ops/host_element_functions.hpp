@@ -104,6 +104,16 @@ struct UnaryFn {
   }
 };
 
+// Calls fn.template operator()<T>() with T double for f64 and float otherwise: the host
+// kernels of the floating ops (f16 and bf16 arrive computed in f32).
+template <class Fn>
+void with_float(DType dtype, Fn&& fn) {
+  if (dtype == DType::f64)
+    fn.template operator()<double>();
+  else
+    fn.template operator()<float>();
+}
+
 // Calls body.template operator()<kOp>() with `op` as a constant, so that each op's loop is
 // compiled for it.
 template <class Body>

@@ -10,19 +10,14 @@
 
 #include "hal/error.hpp"
 #include "hal/kernel.hpp"
+#include "ops/host_element_functions.hpp"
 #include "ops/nn_kernels.hpp"
 #include "tensor/philox.hpp"
 
 namespace hal::ops {
 namespace {
 
-template <class Fn>
-void with_float(DType dtype, Fn&& fn) {
-  if (dtype == DType::f64)
-    fn.template operator()<double>();
-  else
-    fn.template operator()<float>();
-}
+using host::with_float;
 
 // The index at position i of an i32 or i64 tensor's data.
 int64_t index_at(const void* data, bool wide, int64_t i) {

@@ -3,19 +3,10 @@
 #include <cmath>
 
 #include "hal/kernel.hpp"
+#include "ops/host_element_functions.hpp"
 
 namespace hal::train {
-namespace {
-
-template <class Fn>
-void with_float(DType dtype, Fn&& fn) {
-  if (dtype == DType::f64)
-    fn.template operator()<double>();
-  else
-    fn.template operator()<float>();
-}
-
-}  // namespace
+using ops::host::with_float;
 
 void sgd_in_place(const Tensor& p, const Tensor& g, const Tensor& buf, const SgdScalars& c,
                   Stream& stream) {
