@@ -1,11 +1,16 @@
 #include "bench_report.hpp"
 
 #include <benchmark/benchmark.h>
+#include <sys/wait.h>
+
+#include <array>
 
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "hal/error.hpp"
 
 namespace hal::bench {
 namespace {
@@ -170,6 +175,18 @@ int run_suite(int argc, char** argv, const std::string& suite, const std::string
                             .dump(2)
                             .c_str());
   return errors.empty() ? 0 : 1;
+}
+
+std::string run_peer(const std::string& command, const std::string& hint) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) throw Error(ErrorCode::Internal, "cannot run " + command);
+  std::string text;
+  std::array<char, 4096> chunk;
+  while (size_t n = fread(chunk.data(), 1, chunk.size(), pipe)) text.append(chunk.data(), n);
+  const int status = pclose(pipe);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error(ErrorCode::Internal, "the PyTorch peer failed (" + command + "): " + text + hint);
+  return text;
 }
 
 }  // namespace hal::bench

@@ -86,6 +86,11 @@ struct Figure {
 std::string take_option(int& argc, char** argv, const std::string& name,
                         const std::string& fallback);
 
+// Runs `command` (a peer such as PyTorch in a child process) and returns what it printed, a
+// JSON report; Internal naming the command, its output and `hint` when it cannot start or
+// exits with a failure.
+std::string run_peer(const std::string& command, const std::string& hint = "");
+
 // Parses --json (and Google Benchmark's own flags), runs the registered benchmarks, and prints
 // the comparisons (times: lower is better), then the figures `measure` returns. A benchmark
 // that failed (or a `measure` that threw) is listed under "errors" and makes the status 1; the

@@ -4,8 +4,6 @@
 // PyTorch runs the same module, traced, in a child process with as many threads as hal's CPU
 // uses; each figure is hal's median time over PyTorch's (lower is better), and a run whose
 // output differs from PyTorch's is an error, not a figure.
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -82,14 +80,7 @@ Measured run_torch(const fs::path& dir, const BenchModel& m, int repeat, unsigne
       "/usr/bin/python3 " + script.string() + " " + (dir / (std::string(m.name) + ".pt")).string() +
       " " + (dir / (std::string(m.name) + ".input.npy")).string() + " " + std::to_string(threads) +
       " " + std::to_string(repeat) + " " + output.string();
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) throw Error(ErrorCode::Internal, "cannot run " + command);
-  std::string text;
-  std::array<char, 4096> chunk;
-  while (size_t n = fread(chunk.data(), 1, chunk.size(), pipe)) text.append(chunk.data(), n);
-  const int status = pclose(pipe);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error(ErrorCode::Internal, "the PyTorch peer failed (" + command + "): " + text);
+  const std::string text = run_peer(command);
   const auto report = nlohmann::json::parse(text);
   Stream stream = device("cpu:0").create_stream();
   Measured measured{report.at("median_s").get<double>(),

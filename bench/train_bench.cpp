@@ -4,10 +4,7 @@
 // process of /usr/bin/python3) with as many threads as hal's CPU uses. The figure is hal's median
 // step time over PyTorch's (lower is better; the goal is <= 1.0). Each side runs rounds of
 // consecutive steps, hal's ended by a synchronize, and takes the median round's time per step.
-#include <sys/wait.h>
-
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -69,15 +66,7 @@ Timing time_torch(int rounds, int steps, unsigned threads) {
                               "," + std::to_string(kHidden) + "," + std::to_string(kClasses) + " " +
                               std::to_string(kBatch) + " " + std::to_string(threads) + " " +
                               std::to_string(rounds) + " " + std::to_string(steps) + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) throw Error(ErrorCode::Internal, "cannot run " + command);
-  std::string text;
-  std::array<char, 4096> chunk;
-  while (size_t n = fread(chunk.data(), 1, chunk.size(), pipe)) text.append(chunk.data(), n);
-  const int status = pclose(pipe);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error(ErrorCode::Internal, "the PyTorch peer failed (" + command + "): " + text +
-                                         " (scripts/setup-bench-models.sh installs PyTorch)");
+  const std::string text = run_peer(command, " (scripts/setup-bench-models.sh installs PyTorch)");
   const auto report = nlohmann::json::parse(text);
   return {report.at("median_step_s").get<double>(), report.at("loss").get<double>()};
 }
