@@ -6,10 +6,12 @@
 // Heterogeneous devices: shares follow each rank's measured throughput, so a fast and a slow
 // device finish their parts of a step together. The first step calibrates (each rank times a
 // forward and backward on a few samples), and every step after re-balances from the ranks'
-// measured compute times (an exponential moving average). The gradient is the global batch's
-// mean whatever the split: each rank's gradient (the mean over its samples) is weighted by its
-// share before the sum, so training equals single-device training on the same batches within
-// float rounding. docs/training.md has the design.
+// measured times (an exponential moving average of samples per second of each rank's own work:
+// forward, backward and the optimizer's step, not its wait for the others). Shares in
+// proportion to those rates converge to equal times, a rank's fixed costs included. The gradient is
+// the global batch's mean whatever the split: each rank's gradient (the mean over its samples) is
+// weighted by its share before the sum, so training equals single-device training on the same
+// batches within float rounding. docs/training.md has the design.
 #pragma once
 
 #include <memory>
@@ -29,7 +31,7 @@ struct DataParallelOptions {
   TrainerOptions trainer = {};
   int64_t bucket_bytes = int64_t{1} << 20;  // PyTorch's DDP uses 25 MiB; hal's models are small
   bool balance = true;                      // false: the even split (the baseline)
-  double smoothing = 0.5;  // weight of the newest step's throughput in the running estimate
+  double smoothing = 0.25;  // weight of the newest step's throughput in the running estimate
   int64_t calibration_samples = 16;  // per rank, for the first step's shares
 };
 
@@ -56,8 +58,8 @@ class DataParallel {
   const std::vector<int64_t>& counts() const;
   // Each rank's estimated throughput (samples per second of its forward and backward).
   const std::vector<double>& samples_per_s() const;
-  // This rank's seconds of forward and backward in the last step (its wait for the others
-  // excluded), and the buckets it launched before backward ended.
+  // This rank's own seconds in the last step: forward, backward and the optimizer's step, its
+  // wait for the others excluded; and the buckets it launched before backward ended.
   double compute_seconds() const;
   size_t buckets_launched_early() const;
   Trainer& trainer();

@@ -128,8 +128,12 @@ double DataParallel::step(const Tensor& x, const Tensor& y) {
   const auto [xs, ys] = m.rows(x, y, offset, mine);
   m.buckets.set_weight(share);
   const Tensor loss = m.trainer.step(xs, ys);
-  m.compute_s = std::chrono::duration<double>(m.buckets.backward_done() - start).count();
-  const float local_loss = loss.to_vector<float>(m.stream)[0];
+  const float local_loss = loss.to_vector<float>(m.stream)[0];  // waits for the step
+  // This rank's own time: forward and backward, then the optimizer's step after the global
+  // gradients arrived (what it waited for the others in between is theirs). Shares in
+  // proportion to samples over own time converge to equal own times, fixed costs included.
+  m.compute_s = std::chrono::duration<double>(m.buckets.backward_done() - start).count() +
+                seconds_since(m.buckets.reduced());
 
   // Every rank's weighted loss and throughput: the global loss and the next shares.
   const std::vector<float> all =

@@ -31,7 +31,7 @@ struct GradientBuckets::State {
   std::vector<Tensor> grads;  // this step's, by parameter
   size_t next_launch = 0;     // buckets [0, next_launch) are on their way
   size_t early = 0;
-  std::chrono::steady_clock::time_point backward_done;
+  std::chrono::steady_clock::time_point backward_done, reduced;
 
   // Packs bucket b (a missing gradient as zeros, scaled by the weight) and starts its sum on
   // the communication stream, after `stream`'s work so far.
@@ -161,6 +161,10 @@ void GradientBuckets::finish(Stream& stream) {
   }
   for (const State::Bucket& bucket : buckets) bucket.work.wait();
   stream.wait(s.comm_stream.record());
+  {
+    const std::lock_guard lock(s.mutex);
+    s.reduced = std::chrono::steady_clock::now();
+  }
   const NoGrad untracked;
   for (const State::Bucket& bucket : buckets) {
     int64_t offset = 0;
@@ -179,6 +183,11 @@ size_t GradientBuckets::bucket_count() const { return state_->buckets.size(); }
 std::chrono::steady_clock::time_point GradientBuckets::backward_done() const {
   const std::lock_guard lock(state_->mutex);
   return state_->backward_done;
+}
+
+std::chrono::steady_clock::time_point GradientBuckets::reduced() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->reduced;
 }
 
 size_t GradientBuckets::launched_early() const {

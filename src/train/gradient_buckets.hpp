@@ -35,6 +35,8 @@ class GradientBuckets final : public GradientSync {
   // When the last step's backward had finished on the device (finish() waits for it before
   // waiting for the others): the end of this rank's own work.
   std::chrono::steady_clock::time_point backward_done() const;
+  // When finish() had the global gradients (its wait for the other ranks over).
+  std::chrono::steady_clock::time_point reduced() const;
   // Buckets launched from inside backward (before finish) in the last step: the overlap.
   size_t launched_early() const;
 
