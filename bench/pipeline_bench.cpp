@@ -22,12 +22,13 @@ namespace {
 // (+ 20 us). The host's own arithmetic for it (a tenth of a millisecond) hides inside the pace:
 // small products keep the 4 devices' real work light, so that a busy host's cores still keep
 // up with the modelled fleet.
-// sim:4..7 are the all-reduce's: 2 GB/s, so that the host's real copies and additions of 4 MiB
-// chunks stay well inside their modelled time, and 1 GFLOP/s, so that an f32 add is bound by
-// its bytes (12 bytes an element at 2 GB/s take 6 ns, its one flop 1 ns).
+// sim:4..7 are the all-reduce's: 0.5 GB/s, so that each paced piece of its work (a copy or an
+// add of a 256 KiB to 4 MiB chunk) takes 0.5 to 25 ms, long beside the host's own time for it
+// and its timer's slack; and 1 GFLOP/s, so that an f32 add is bound by its bytes (12 bytes an
+// element at 0.5 GB/s take 24 ns, its one flop 1 ns).
 constexpr const char* kFleet =
     "devices=8,pace=1,gflops=0.0125:0.0125:0.0125:0.0125:1:1:1:1,"
-    "bandwidth_gbps=10:10:10:10:2:2:2:2,launch_us=20";
+    "bandwidth_gbps=10:10:10:10:0.5:0.5:0.5:0.5,launch_us=20";
 constexpr int kStages = 4, kMicroBatches = 16, kAllReduceFirst = 4;
 constexpr int64_t kRows = 8, kWidth = 64;
 
