@@ -43,6 +43,11 @@ class DataParallel {
  public:
   DataParallel(nn::Module& replica, optim::Optimizer& optimizer, LossFn loss, Stream& stream,
                dist::Communicator comm, DataParallelOptions options = {});
+  // Ranks as nested communicators, innermost first (this process's devices, then the processes
+  // at this local index: a DeviceMesh's local and cross-process dimensions): each gradient
+  // bucket is summed at each level in turn, and the global rank is process-major.
+  DataParallel(nn::Module& replica, optim::Optimizer& optimizer, LossFn loss, Stream& stream,
+               std::vector<dist::Communicator> levels, DataParallelOptions options = {});
   ~DataParallel();
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
@@ -81,6 +86,13 @@ class LocalDataParallel {
   LocalDataParallel(const std::vector<Device>& devices, const ModelFactory& make_model,
                     const OptimizerFactory& make_optimizer, LossFn loss,
                     DataParallelOptions options = {});
+  // This process's devices of a mesh over processes x local devices (DeviceMesh::create, a
+  // collective over the processes): every rank of the mesh is a replica, its gradients summed
+  // over the mesh's dimensions within the process first, then across processes. Every process
+  // calls step() with the same global batch.
+  LocalDataParallel(const dist::DeviceMesh& mesh, const ModelFactory& make_model,
+                    const OptimizerFactory& make_optimizer, LossFn loss,
+                    DataParallelOptions options = {});
   ~LocalDataParallel();
   LocalDataParallel(const LocalDataParallel&) = delete;
   LocalDataParallel& operator=(const LocalDataParallel&) = delete;
@@ -95,6 +107,11 @@ class LocalDataParallel {
   DataParallel& rank(size_t rank);
 
  private:
+  void start(const std::vector<Device>& devices,
+             const std::vector<std::vector<dist::Communicator>>& levels,
+             const ModelFactory& make_model, const OptimizerFactory& make_optimizer,
+             const LossFn& loss, const DataParallelOptions& options);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

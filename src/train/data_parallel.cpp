@@ -22,14 +22,14 @@ double seconds_since(Clock::time_point start) {
 
 struct DataParallel::Impl {
   Impl(nn::Module& model, optim::Optimizer& optim, LossFn loss_fn, Stream& rank_stream,
-       dist::Communicator communicator, const DataParallelOptions& settings)
+       detail::RankLevels levels, const DataParallelOptions& settings)
       : replica(model),
         optimizer(optim),
         loss(loss_fn),
         stream(rank_stream),
-        comm(std::move(communicator)),
+        ranks(std::move(levels)),
         options(settings),
-        buckets(optim.parameters(), comm, rank_stream, settings.bucket_bytes),
+        buckets(optim.parameters(), ranks, rank_stream, settings.bucket_bytes),
         trainer(model, optim, std::move(loss_fn), rank_stream, settings.trainer) {
     trainer.set_gradient_sync(&buckets);
   }
@@ -42,21 +42,17 @@ struct DataParallel::Impl {
             y.slice(0, offset, offset + count).to(stream.device(), stream)};
   }
 
-  // Every rank's values (`per_rank` each) in rank order.
+  // Every rank's values (as many from each) in rank order.
   std::vector<float> gather(const std::vector<float>& mine) {
-    const auto n = static_cast<int64_t>(mine.size());
-    const Tensor input = from_vector(mine, {n}, stream);
-    const Tensor output = empty({n * comm.size()}, DType::f32, stream.device());
-    comm.all_gather(input, output, stream).wait();
-    return output.to_vector<float>(stream);
+    return ranks.all_gather(mine, stream);
   }
 
   // The first shares: each rank times a forward and backward on a few of its samples (the
   // second of two runs; the first compiles kernels and fills caches). Gradients are dropped.
   void calibrate(const Tensor& x, const Tensor& y) {
     const int64_t per_rank =
-        std::max<int64_t>(1, std::min(options.calibration_samples, x.size(0) / comm.size()));
-    const auto [xs, ys] = rows(x, y, comm.rank() * per_rank, per_rank);
+        std::max<int64_t>(1, std::min(options.calibration_samples, x.size(0) / ranks.size()));
+    const auto [xs, ys] = rows(x, y, ranks.rank() * per_rank, per_rank);
     double seconds = 0;
     for (int run = 0; run < 2; ++run) {
       stream.synchronize();
@@ -76,7 +72,7 @@ struct DataParallel::Impl {
   optim::Optimizer& optimizer;
   LossFn loss;
   Stream& stream;
-  dist::Communicator comm;
+  detail::RankLevels ranks;
   DataParallelOptions options;
   detail::GradientBuckets buckets;
   Trainer trainer;
@@ -87,22 +83,23 @@ struct DataParallel::Impl {
 };
 
 DataParallel::DataParallel(nn::Module& replica, optim::Optimizer& optimizer, LossFn loss,
-                           Stream& stream, dist::Communicator comm, DataParallelOptions options) {
-  if (!comm) throw Error(ErrorCode::InvalidArgument, "DataParallel: the communicator is empty");
-  if (comm.device() && !(comm.device() == stream.device()))
-    throw Error(ErrorCode::InvalidArgument, "DataParallel: rank " + std::to_string(comm.rank()) +
-                                                " of '" + comm.name() + "' drives " +
-                                                comm.device().id() + ", the stream is on " +
-                                                stream.device().id());
+                           Stream& stream, dist::Communicator comm, DataParallelOptions options)
+    : DataParallel(replica, optimizer, std::move(loss), stream,
+                   std::vector<dist::Communicator>{std::move(comm)}, options) {}
+
+DataParallel::DataParallel(nn::Module& replica, optim::Optimizer& optimizer, LossFn loss,
+                           Stream& stream, std::vector<dist::Communicator> levels,
+                           DataParallelOptions options) {
   if (!(options.smoothing > 0 && options.smoothing <= 1) || options.calibration_samples < 1)
     throw Error(ErrorCode::InvalidArgument,
                 "DataParallel: smoothing must be in (0, 1] and calibration_samples >= 1");
-  impl_ =
-      std::make_unique<Impl>(replica, optimizer, std::move(loss), stream, std::move(comm), options);
+  detail::RankLevels ranks(std::move(levels), stream.device());
+  impl_ = std::make_unique<Impl>(replica, optimizer, std::move(loss), stream, std::move(ranks),
+                                 options);
   // Replicas start from rank 0's parameters.
   for (const nn::NamedTensor& p : optimizer.parameters())
-    impl_->comm.broadcast(p.tensor.detach(), 0, stream).wait();
-  impl_->rates.assign(static_cast<size_t>(impl_->comm.size()), 1.0);
+    impl_->ranks.broadcast(p.tensor.detach(), stream);
+  impl_->rates.assign(static_cast<size_t>(impl_->ranks.size()), 1.0);
 }
 
 DataParallel::~DataParallel() = default;
@@ -115,12 +112,12 @@ double DataParallel::step(const Tensor& x, const Tensor& y) {
                                                 ": expects inputs and targets of one batch size");
   const int64_t batch = x.size(0);
   if (m.options.balance && m.counts.empty()) m.calibrate(x, y);
-  m.counts = split_batch(batch, m.options.balance
-                                    ? m.rates
-                                    : std::vector<double>(static_cast<size_t>(m.comm.size()), 1.0));
+  m.counts = split_batch(
+      batch,
+      m.options.balance ? m.rates : std::vector<double>(static_cast<size_t>(m.ranks.size()), 1.0));
   int64_t offset = 0;
-  for (int r = 0; r < m.comm.rank(); ++r) offset += m.counts[static_cast<size_t>(r)];
-  const int64_t mine = m.counts[static_cast<size_t>(m.comm.rank())];
+  for (int r = 0; r < m.ranks.rank(); ++r) offset += m.counts[static_cast<size_t>(r)];
+  const int64_t mine = m.counts[static_cast<size_t>(m.ranks.rank())];
   const double share = static_cast<double>(mine) / static_cast<double>(batch);
 
   m.stream.synchronize();
@@ -151,8 +148,8 @@ double DataParallel::step(const Tensor& x, const Tensor& y) {
   return global_loss;
 }
 
-int DataParallel::rank() const { return impl_->comm.rank(); }
-int DataParallel::size() const { return impl_->comm.size(); }
+int DataParallel::rank() const { return impl_->ranks.rank(); }
+int DataParallel::size() const { return impl_->ranks.size(); }
 const std::vector<int64_t>& DataParallel::counts() const { return impl_->counts; }
 const std::vector<double>& DataParallel::samples_per_s() const { return impl_->rates; }
 double DataParallel::compute_seconds() const { return impl_->compute_s; }

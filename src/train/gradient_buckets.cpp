@@ -15,10 +15,10 @@ struct GradientBuckets::State {
     DType dtype = DType::f32;
     size_t arrived = 0;
     Tensor flat;
-    dist::Work work;
+    std::vector<dist::Work> works;
   };
 
-  dist::Communicator comm;
+  RankLevels ranks;
   Device device;
   Stream comm_stream;
   std::vector<Tensor> parameters;
@@ -48,7 +48,7 @@ struct GradientBuckets::State {
     Tensor flat = parts.size() == 1 ? parts.front() : concat(parts, 0, stream);
     bucket.flat = mul(flat, full({}, weight, bucket.dtype, stream), stream);
     comm_stream.wait(stream.record());
-    bucket.work = comm.all_reduce(bucket.flat, dist::ReduceOp::sum, comm_stream);
+    bucket.works = ranks.all_reduce_sum(bucket.flat, comm_stream);
   }
 
   // Launches, in order, every bucket whose gradients have all arrived.
@@ -65,19 +65,19 @@ struct GradientBuckets::State {
     for (Bucket& bucket : buckets) {
       bucket.arrived = 0;
       bucket.flat = Tensor();
-      bucket.work = dist::Work();
+      bucket.works.clear();
     }
   }
 };
 
-GradientBuckets::GradientBuckets(const std::vector<nn::NamedTensor>& parameters,
-                                 dist::Communicator comm, Stream& compute, int64_t bucket_bytes)
+GradientBuckets::GradientBuckets(const std::vector<nn::NamedTensor>& parameters, RankLevels ranks,
+                                 Stream& compute, int64_t bucket_bytes)
     : state_(std::make_shared<State>()) {
   if (bucket_bytes <= 0)
     throw Error(ErrorCode::InvalidArgument,
                 "data-parallel: bucket_bytes " + std::to_string(bucket_bytes) + " must be > 0");
   State& s = *state_;
-  s.comm = std::move(comm);
+  s.ranks = std::move(ranks);
   s.device = compute.device();
   s.comm_stream = s.device.create_stream();
   for (const nn::NamedTensor& p : parameters) {
@@ -159,7 +159,8 @@ void GradientBuckets::finish(Stream& stream) {
     const std::lock_guard lock(s.mutex);
     s.backward_done = std::chrono::steady_clock::now();
   }
-  for (const State::Bucket& bucket : buckets) bucket.work.wait();
+  for (const State::Bucket& bucket : buckets)
+    for (const dist::Work& work : bucket.works) work.wait();
   stream.wait(s.comm_stream.record());
   {
     const std::lock_guard lock(s.mutex);

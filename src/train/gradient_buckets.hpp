@@ -11,8 +11,8 @@
 #include <mutex>
 #include <vector>
 
-#include "hal/dist.hpp"
 #include "hal/train.hpp"
+#include "train/rank_levels.hpp"
 
 namespace hal::train::detail {
 
@@ -20,8 +20,8 @@ class GradientBuckets final : public GradientSync {
  public:
   // Hooks on each parameter (leaves requiring grad on the compute stream's device). A hook
   // outliving the buckets does nothing.
-  GradientBuckets(const std::vector<nn::NamedTensor>& parameters, dist::Communicator comm,
-                  Stream& compute, int64_t bucket_bytes);
+  GradientBuckets(const std::vector<nn::NamedTensor>& parameters, RankLevels ranks, Stream& compute,
+                  int64_t bucket_bytes);
 
   // This rank's weight in the sum: its share of the global batch (its gradients are means over
   // its own samples; the weighted sum is the global mean).

@@ -51,7 +51,33 @@ LocalDataParallel::LocalDataParallel(const std::vector<Device>& devices,
                                      const OptimizerFactory& make_optimizer, LossFn loss,
                                      DataParallelOptions options)
     : impl_(std::make_unique<Impl>()) {
-  const std::vector<dist::Communicator> comms = dist::Communicator::local(devices);
+  std::vector<std::vector<dist::Communicator>> levels;
+  for (const dist::Communicator& comm : dist::Communicator::local(devices))
+    levels.push_back({comm});
+  start(devices, levels, make_model, make_optimizer, loss, options);
+}
+
+LocalDataParallel::LocalDataParallel(const dist::DeviceMesh& mesh, const ModelFactory& make_model,
+                                     const OptimizerFactory& make_optimizer, LossFn loss,
+                                     DataParallelOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  // The dimensions within this process first: their sums are the cheap ones.
+  std::vector<std::string> dims;
+  for (const std::string& name : mesh.names())
+    if (mesh.engine(name) == dist::Engine::local) dims.push_back(name);
+  for (const std::string& name : mesh.names())
+    if (mesh.engine(name) != dist::Engine::local) dims.push_back(name);
+  std::vector<std::vector<dist::Communicator>> levels(mesh.devices().size());
+  for (size_t j = 0; j < levels.size(); ++j)
+    for (const std::string& dim : dims) levels[j].push_back(mesh.sub_mesh(dim, j).communicator());
+  start(mesh.devices(), levels, make_model, make_optimizer, loss, options);
+}
+
+void LocalDataParallel::start(const std::vector<Device>& devices,
+                              const std::vector<std::vector<dist::Communicator>>& levels,
+                              const ModelFactory& make_model,
+                              const OptimizerFactory& make_optimizer, const LossFn& loss,
+                              const DataParallelOptions& options) {
   impl_->ranks.resize(devices.size());
   for (size_t r = 0; r < devices.size(); ++r) {
     Impl::Rank& rank = impl_->ranks[r];
@@ -69,7 +95,7 @@ LocalDataParallel::LocalDataParallel(const std::vector<Device>& devices,
   on_every_rank(devices.size(), [&](size_t r) {
     Impl::Rank& rank = impl_->ranks[r];
     rank.parallel = std::make_unique<DataParallel>(*rank.model, *rank.optimizer, loss, rank.stream,
-                                                   comms[r], options);
+                                                   levels[r], options);
   });
 }
 
