@@ -1,0 +1,133 @@
+// `hal compare`: a planted 10 % slowdown on paced simulated devices is found with an interval
+// that covers it, directly and with side B in a child process (--b-env), A/A runs on one device
+// find no difference, and bad input is refused by code and message.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.hpp"
+
+namespace {
+
+using Result = hal::test::ShellResult;
+
+// sim:1 does the same matmul 10 % slower than sim:0 (modelled 19.1 ms and 21.0 ms for 64^3).
+constexpr const char* kPacedPair =
+    "HAL_SIM_CONFIG=devices=2,pace=1,gflops=0.0275:0.025,bandwidth_gbps=1000,launch_us=0 ";
+
+// stdout alone (stderr dropped): the JSON.
+Result run(const std::string& environment, const std::string& arguments) {
+  return hal::test::run_shell("(" + hal::test::child_sanitizer_options() + environment +
+                              HAL_CLI_PATH " compare " + arguments + " 2>/dev/null)");
+}
+
+nlohmann::json report_of(const Result& result) {
+  EXPECT_EQ(result.status, 0) << result.output;
+  return nlohmann::json::parse(result.output);
+}
+
+// A run's wall-clock time is the device's modelled time plus the host's fixed cost of a run
+// (enqueue, the paced worker's wake-up, synchronize: about 0.2 ms here), which dilutes a 10 %
+// device slowdown by 0.1 x that cost / 19 ms. The interval must cover 1.10 to within that:
+// 0.2 % allows 4 ms of fixed cost per run.
+void expect_planted_slowdown(const nlohmann::json& report) {
+  EXPECT_EQ(report["schema"], "hal.compare/1");
+  EXPECT_EQ(report["decision"], "differ") << report["verdict"];
+  EXPECT_EQ(report["verdict"].get<std::string>().rfind("B slower by", 0), 0u) << report["verdict"];
+  const double ratio = report["ratio"], low = report["ci"][0], high = report["ci"][1];
+  EXPECT_LE(low, ratio);
+  EXPECT_GE(high, ratio);
+  EXPECT_LE(low, 1.10) << report["verdict"];
+  EXPECT_GE(high, 1.10 - 0.002) << report["verdict"];
+  EXPECT_LT(report["p_value"].get<double>(), report["look_alpha"].get<double>());
+  EXPECT_GT(report["effect_size"].get<double>(), 0);
+  EXPECT_EQ(report["n_a"], report["samples_a"].size());
+  EXPECT_EQ(report["n_b"], report["samples_b"].size());
+  EXPECT_EQ(report["max_abs_diff"], 0.0);  // sim computes the same products on both
+}
+
+TEST(CompareCli, FindsAPlantedSlowdownOnPacedSimDevices) {
+  expect_planted_slowdown(report_of(
+      run(kPacedPair, "--a sim:0 --b sim:1 --workload matmul:64 --first-look 10 --seed 3 --json")));
+}
+
+// Side B in a child process whose HAL_SIM_CONFIG makes sim:0 10 % slower: an A/B of settings.
+TEST(CompareCli, ComparesSettingsWithSideBInAChildProcess) {
+  const nlohmann::json report = report_of(
+      run(kPacedPair,
+          "--a sim:0 --b sim:0 --workload matmul:64 --first-look 10 --json --b-env "
+          "HAL_SIM_CONFIG=devices=1,pace=1,gflops=0.025,bandwidth_gbps=1000,launch_us=0"));
+  expect_planted_slowdown(report);
+  EXPECT_EQ(report["b_env"][0].get<std::string>().rfind("HAL_SIM_CONFIG=", 0), 0u);
+}
+
+// A few real A/A runs (the statistics' 200-run A/A test is tests/evidence): none finds a
+// difference, each on its own seed. On paced sim:0, 2 ms of modelled time a run: a CPU
+// workload of microseconds on a loaded host can truly differ between two streams (each has its
+// own worker thread, and one may share its core with a compiler), which is not what this checks.
+TEST(CompareCli, AaRunsOnOneDeviceFindNoDifference) {
+  for (int seed = 1; seed <= 4; ++seed) {
+    const nlohmann::json report =
+        report_of(run("HAL_SIM_CONFIG=devices=1,pace=1,gflops=0.033,bandwidth_gbps=1000 ",
+                      "--a sim:0 --b sim:0 --workload matmul:32 --max-time 1s --first-look 10 "
+                      "--json --seed " +
+                          std::to_string(seed)));
+    EXPECT_NE(report["decision"], "differ") << report["verdict"];
+    EXPECT_EQ(report["a"], "sim:0");
+    EXPECT_GE(report["n_a"].get<int>(), 10);
+  }
+}
+
+TEST(CompareCli, PrintsTheVerdict) {
+  const Result result = hal::test::run_shell(
+      std::string(kPacedPair) + HAL_CLI_PATH +
+      " compare --a sim:0 --b sim:1 --workload matmul:64 --first-look 10 --metric throughput");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_NE(result.output.find("throughput (higher is better)"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("GFLOP/s"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("outputs agree"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("\nB slower by "), std::string::npos) << result.output;
+}
+
+void expect_refused(const std::string& arguments, const std::string& code,
+                    const std::string& message) {
+  const Result result = run("", arguments + " --json");
+  EXPECT_EQ(result.status, 1) << arguments << ": " << result.output;
+  const nlohmann::json error = nlohmann::json::parse(result.output);
+  EXPECT_EQ(error["schema"], "hal.error/1");
+  EXPECT_EQ(error["code"], code) << arguments;
+  EXPECT_NE(error["message"].get<std::string>().find(message), std::string::npos)
+      << arguments << ": " << error["message"];
+}
+
+TEST(CompareCli, RefusesBadInput) {
+  expect_refused("--a nope:3 --b cpu:0 --workload matmul:8", "NotFound", "no device 'nope:3'");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:x", "InvalidArgument",
+                 "--workload matmul:N: 'x' is not a whole number");
+  expect_refused("--a cpu:0 --b cpu:0 --workload softmax:8", "InvalidArgument",
+                 "'softmax:8' has no RxC");
+  expect_refused("--a cpu:0 --b cpu:0 --workload foo:1", "InvalidArgument",
+                 "'foo:1' is of no kind hal compare runs");
+  expect_refused("--a cpu:0 --b cpu:0 --workload model:", "InvalidArgument", "names no model file");
+  expect_refused("--a cpu:0 --b cpu:0 --workload model:/nonexistent.onnx", "InvalidArgument",
+                 "/nonexistent.onnx");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --alpha 0.7", "InvalidArgument",
+                 "--alpha: '0.7' is out of range");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --alpha x", "InvalidArgument",
+                 "--alpha: 'x'");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --min-effect 2x", "InvalidArgument",
+                 "--min-effect");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --max-time 0s", "InvalidArgument",
+                 "--max-time: '0' is out of range");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --metric speed", "InvalidArgument",
+                 "--metric: 'speed' is not latency or throughput");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --metric energy", "Unsupported",
+                 "--metric energy");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --b-env FOO", "InvalidArgument",
+                 "--b-env: 'FOO' is not VAR=VALUE");
+  expect_refused("--a cpu:0 --b nope:0 --workload matmul:8 --b-env X=1", "NotFound",
+                 "side B (nope:0 in a child process with X=1): no device 'nope:0'");
+}
+
+}  // namespace
