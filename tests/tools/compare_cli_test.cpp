@@ -90,6 +90,20 @@ TEST(CompareCli, PrintsTheVerdict) {
   EXPECT_NE(result.output.find("\nB slower by "), std::string::npos) << result.output;
 }
 
+// A model from PyTorch with its stored input, and with inputs hal makes (same on both sides).
+TEST(CompareCli, RunsAModel) {
+  const std::string model = HAL_MODELS_DIR "/transformer_encoder.onnx";
+  for (const std::string& workload :
+       {"model:" + model + ":input=" HAL_MODELS_DIR "/transformer_encoder.input.npy",
+        "model:" + model}) {
+    const nlohmann::json report = report_of(run("", "--a cpu:0 --b cpu:0 --workload " + workload +
+                                                        " --max-time 0.5s --first-look 5 --json"));
+    EXPECT_EQ(report["workload"], workload);
+    EXPECT_EQ(report["max_abs_diff"], 0.0);
+    EXPECT_GE(report["n_a"].get<int>(), 2);
+  }
+}
+
 void expect_refused(const std::string& arguments, const std::string& code,
                     const std::string& message) {
   const Result result = run("", arguments + " --json");
