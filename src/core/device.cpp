@@ -2,8 +2,10 @@
 #include "core/embedded_kernels.hpp"
 #include "core/error_context.hpp"
 #include "core/program_kernels.hpp"
+#include "core/trace_record.hpp"
 
 #include <limits>
+#include <optional>
 
 #include "core/caching_allocator.hpp"
 #include "core/declared_signature.hpp"
@@ -84,8 +86,16 @@ Buffer Device::allocate(size_t bytes, MemoryKind kind, AllocationMode mode) cons
     throw Error(ErrorCode::InvalidArgument, "allocate on " + id + ": allocation mode " +
                                                 std::to_string(static_cast<int>(mode)) +
                                                 " is neither cached nor direct");
+  std::optional<trace::detail::Span> traced;
+  if (trace::enabled()) [[unlikely]]
+    traced.emplace(trace::detail::thread_track(), "memory", "allocate on " + id);
   if (mode == AllocationMode::direct) return Buffer(device.allocate(bytes, kind));
-  return allocator.allocate(bytes);
+  Buffer buffer = allocator.allocate(bytes);
+  if (traced)
+    traced->set_args(
+        "{\"bytes\":" + std::to_string(bytes) + ",\"kind\":\"" + std::string(to_string(kind)) +
+        "\",\"cache_hit\":" + (trace::detail::last_allocation_hit() ? "true" : "false") + "}");
+  return buffer;
 }
 
 Allocator& Device::allocator(MemoryKind kind) const {

@@ -4,9 +4,11 @@
 
 #include <chrono>
 #include <limits>
+#include <optional>
 
 #include "core/kernel_arg_check.hpp"
 #include "core/staged_copy.hpp"
+#include "core/trace_record.hpp"
 #include "hal/backend.hpp"
 #include "hal/device.hpp"
 
@@ -69,6 +71,14 @@ class RunningCallback {
 };
 thread_local const StreamImpl* RunningCallback::current_ = nullptr;
 
+// A span on the stream's track while tracing (hal/trace.hpp); nothing otherwise.
+using TracedSpan = std::optional<trace::detail::Span>;
+void trace_on(TracedSpan& span, const StreamImpl& stream, std::string_view category,
+              std::string name, std::string args = "{}") {
+  span.emplace(trace::detail::stream_track(stream), category, std::move(name), std::move(args));
+}
+std::string bytes_args(size_t bytes) { return "{\"bytes\":" + std::to_string(bytes) + "}"; }
+
 }  // namespace
 
 Device Stream::device() const { return Device(checked(impl_).device().shared_from_this()); }
@@ -76,6 +86,9 @@ Device Stream::device() const { return Device(checked(impl_).device().shared_fro
 void Stream::copy_from_host(const Buffer& dst, const void* src, size_t bytes, size_t dst_offset) {
   StreamImpl& stream = checked(impl_);
   const detail::ErrorContext context(stream.device().info().id, "copy_from_host");
+  TracedSpan traced;
+  if (trace::enabled()) [[unlikely]]
+    trace_on(traced, stream, "copy", "copy_from_host", bytes_args(bytes));
   const BufferPtr& target = checked_buffer(stream, "copy_from_host", dst, "destination");
   check_host_pointer(stream, "copy_from_host", src, bytes);
   check_range(stream, "copy_from_host", *target, "destination", dst_offset, bytes);
@@ -92,6 +105,9 @@ void Stream::copy_from_host(const Buffer& dst, const void* src, size_t bytes, si
 void Stream::copy_to_host(void* dst, const Buffer& src, size_t bytes, size_t src_offset) {
   StreamImpl& stream = checked(impl_);
   const detail::ErrorContext context(stream.device().info().id, "copy_to_host");
+  TracedSpan traced;
+  if (trace::enabled()) [[unlikely]]
+    trace_on(traced, stream, "copy", "copy_to_host", bytes_args(bytes));
   const BufferPtr& source = checked_buffer(stream, "copy_to_host", src, "source");
   check_host_pointer(stream, "copy_to_host", dst, bytes);
   check_range(stream, "copy_to_host", *source, "source", src_offset, bytes);
@@ -108,6 +124,9 @@ void Stream::copy(const Buffer& dst, const Buffer& src, size_t bytes, size_t dst
                   size_t src_offset) {
   StreamImpl& stream = checked(impl_);
   const detail::ErrorContext context(stream.device().info().id, "copy");
+  TracedSpan traced;
+  if (trace::enabled()) [[unlikely]]
+    trace_on(traced, stream, "copy", "copy", bytes_args(bytes));
   const BufferPtr& target = checked_buffer(stream, "copy", dst, "destination");
   const BufferPtr& source = checked_buffer(stream, "copy", src, "source");
   check_range(stream, "copy", *target, "destination", dst_offset, bytes);
@@ -124,6 +143,9 @@ void Stream::fill(const Buffer& dst, const void* pattern, size_t pattern_size, s
                   size_t dst_offset) {
   StreamImpl& stream = checked(impl_);
   const detail::ErrorContext context(stream.device().info().id, "fill");
+  TracedSpan traced;
+  if (trace::enabled()) [[unlikely]]
+    trace_on(traced, stream, "copy", "fill", bytes_args(bytes));
   const BufferPtr& target = checked_buffer(stream, "fill", dst, "destination");
   if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8 &&
       pattern_size != 16)
@@ -213,6 +235,14 @@ void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
                                                   buffer.device().info().id + ", not of " +
                                                   info.id + "; copy it first");
   }
+  TracedSpan traced;
+  if (trace::enabled()) [[unlikely]]
+    trace_on(traced, stream, "kernel", kernel.name(),
+             "{\"global\":[" + std::to_string(config.global[0]) + "," +
+                 std::to_string(config.global[1]) + "," + std::to_string(config.global[2]) +
+                 "],\"local\":[" + std::to_string(config.local[0]) + "," +
+                 std::to_string(config.local[1]) + "," + std::to_string(config.local[2]) +
+                 "],\"shared_bytes\":" + std::to_string(config.shared_bytes) + "}");
   stream.launch(kernel.impl(), config, args);
 }
 
@@ -223,6 +253,12 @@ void Stream::record(const Event& event) {
   if (&event.impl()->device() != &stream.device())
     throw Error(ErrorCode::InvalidArgument, where(stream, "record") + ": the event belongs to " +
                                                 event.impl()->device().info().id);
+  TracedSpan traced;
+  if (trace::enabled()) [[unlikely]] {
+    trace_on(traced, stream, "event", "record");
+    trace::detail::flow_from_record(trace::detail::stream_track(stream), *event.impl(),
+                                    trace::detail::now_us());
+  }
   stream.record(*event.impl());
 }
 
@@ -237,6 +273,12 @@ void Stream::wait(const Event& event) {
   const detail::ErrorContext context(stream.device().info().id, "wait");
   if (!event) throw Error(ErrorCode::InvalidArgument, where(stream, "wait") + ": empty event");
   EventImpl& target = *event.impl();
+  TracedSpan traced;
+  if (trace::enabled()) [[unlikely]] {
+    trace_on(traced, stream, "event", "wait for " + target.device().info().id);
+    trace::detail::flow_to_wait(trace::detail::stream_track(stream), target,
+                                trace::detail::now_us());
+  }
   auto fence = target.fence();
   if (!fence)
     throw Error(ErrorCode::InvalidState, where(stream, "wait") + ": the event of " +
@@ -258,6 +300,10 @@ void Stream::launch(const Graph& graph) {
                                                 ": the graph was captured on " +
                                                 graph.impl()->device().info().id +
                                                 "; capture it on " + stream.device().info().id);
+  TracedSpan traced;
+  if (trace::enabled()) [[unlikely]]
+    trace_on(traced, stream, "kernel", "graph",
+             "{\"nodes\":" + std::to_string(graph.node_count()) + "}");
   stream.launch_graph(graph.impl());
 }
 
@@ -280,6 +326,9 @@ void Stream::synchronize() {
                 where(stream, "synchronize") +
                     " from one of the stream's own host callbacks: it would wait for itself; "
                     "record an event and wait for it elsewhere");
+  TracedSpan traced;
+  if (trace::enabled()) [[unlikely]]
+    trace_on(traced, stream, "synchronize", "synchronize");
   stream.synchronize();
 }
 bool Stream::query() { return checked(impl_).query(); }

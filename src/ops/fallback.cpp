@@ -1,9 +1,11 @@
 #include "ops/fallback.hpp"
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "core/error_context.hpp"
+#include "core/trace_record.hpp"
 #include "hal/error.hpp"
 #include "hal/log.hpp"
 #include "hal/ops.hpp"
@@ -47,6 +49,9 @@ Tensor run_op(std::string_view op, OpInputs inputs, Stream& stream, const OpBody
   if (op_depth > 0) return body(inputs, stream);
   DepthGuard outermost;
   const detail::ErrorContext context(stream.device().id(), op);
+  std::optional<trace::detail::Span> traced;
+  if (trace::enabled()) [[unlikely]]
+    traced.emplace(trace::detail::stream_track(*stream.impl()), "op", std::string(op));
   if (!CpuFallback::allowed()) return body(inputs, stream);
   std::string refusal;
   try {

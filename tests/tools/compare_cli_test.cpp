@@ -3,7 +3,10 @@
 // find no difference, and bad input is refused by code and message.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "test_util.hpp"
 
@@ -102,6 +105,33 @@ TEST(CompareCli, RunsAModel) {
     EXPECT_EQ(report["max_abs_diff"], 0.0);
     EXPECT_GE(report["n_a"].get<int>(), 2);
   }
+}
+
+// --trace FILE (on every command) and HAL_TRACE=FILE write a trace with a track per side's
+// stream and the workload's ops on it (tests/core/trace_test.cpp checks traces in depth).
+TEST(CompareCli, WritesATrace) {
+  const std::string file = std::filesystem::temp_directory_path() /
+                           ("hal_compare_trace_" + std::to_string(getpid()) + ".json");
+  for (const std::string& how : {std::string(" --trace ") + file, std::string()}) {
+    std::filesystem::remove(file);
+    const std::string environment = how.empty() ? "HAL_TRACE=" + file + " " : "";
+    const Result result = run(environment,
+                              "--a cpu:0 --b cpu:0 --workload softmax:8x8 "
+                              "--max-time 0.2s --first-look 3" +
+                                  how);
+    ASSERT_EQ(result.status, 0) << result.output;
+    std::ifstream in(file);
+    ASSERT_TRUE(in) << "no trace in " << file << " (" << (how.empty() ? "HAL_TRACE" : how) << ")";
+    const nlohmann::json trace = nlohmann::json::parse(in);
+    std::set<std::string> tracks, ops;
+    for (const auto& e : trace["traceEvents"]) {
+      if (e["ph"] == "M" && e["name"] == "thread_name") tracks.insert(e["args"]["name"]);
+      if (e["ph"] == "X" && e["cat"] == "op") ops.insert(e["name"]);
+    }
+    EXPECT_TRUE(tracks.count("cpu:0 stream 0") && tracks.count("cpu:0 stream 1"));
+    EXPECT_TRUE(ops.count("softmax"));
+  }
+  std::filesystem::remove(file);
 }
 
 void expect_refused(const std::string& arguments, const std::string& code,
