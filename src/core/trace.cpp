@@ -30,9 +30,14 @@ struct Record {
   char phase;  // 'X' span, 's' flow start, 'f' flow end
   uint64_t track;
   double ts, dur;
-  std::string category, name, args;
+  std::string_view category;  // a literal
+  std::string name, args;
   uint64_t flow = 0;
 };
+
+// Events kept in memory at most (about 200 bytes each): a long run keeps its first million and
+// counts the rest, which the file reports as otherData.dropped_events.
+constexpr size_t kMaxRecords = 1'000'000;
 
 struct Recorder {
   std::mutex mutex;
@@ -45,8 +50,17 @@ struct Recorder {
   // a stream made where a dropped one was, on another device, gets a track of its own
   std::map<std::string, int> streams_per_device;
   std::map<const EventImpl*, uint64_t> latest_flow;
-  uint64_t next_track = 1, next_flow = 1;
+  uint64_t next_track = 1, next_flow = 1, dropped = 0;
   int threads = 0;
+
+  // Whether there is room for one more record (counting the ones that find none).
+  bool room() {
+    if (records.size() < kMaxRecords) return true;
+    if (dropped++ == 0)
+      log(LogLevel::warn, "trace: " + std::to_string(kMaxRecords) +
+                              " events recorded; later ones are dropped (counted in the file)");
+    return false;
+  }
 };
 
 Recorder& recorder() {
@@ -62,7 +76,7 @@ nlohmann::ordered_json to_json(const Record& r, int pid) {
       {"ph", std::string(1, r.phase)}, {"pid", pid}, {"tid", r.track}, {"ts", r.ts}};
   if (r.phase == 'X') {
     e["dur"] = r.dur;
-    e["cat"] = r.category;
+    e["cat"] = std::string(r.category);
     e["name"] = r.name;
     e["args"] = nlohmann::json::parse(r.args, nullptr, false);
   } else {
@@ -93,11 +107,16 @@ void write_locked(Recorder& r) {
     return a.phase == 'X' && b.phase != 'X';
   });
   for (const Record& record : r.records) events.push_back(to_json(record, pid));
-  const nlohmann::ordered_json document{{"displayTimeUnit", "ns"}, {"traceEvents", events}};
+  const nlohmann::ordered_json document{
+      {"displayTimeUnit", "ns"},
+      {"otherData", {{"dropped_events", r.dropped}, {"max_events", kMaxRecords}}},
+      {"traceEvents", events}};
   std::ofstream out(r.file);
   out << document.dump() << "\n";
   if (!out) throw Error(ErrorCode::InvalidArgument, "trace: cannot write " + r.file.string());
   r.records.clear();
+  r.records.shrink_to_fit();
+  r.dropped = 0;
 }
 
 void stop_at_exit() {
@@ -138,6 +157,7 @@ void start(const std::filesystem::path& file) {
   r.streams_per_device.clear();
   r.latest_flow.clear();
   r.threads = 0;
+  r.dropped = 0;
   detail::recording.store(true);
 }
 
@@ -194,15 +214,15 @@ void span(Track track, std::string_view category, std::string_view name, double 
           double end_us, std::string args) {
   Recorder& r = recorder();
   std::lock_guard lock(r.mutex);
-  if (!recording.load()) return;
-  r.records.push_back({'X', track.id, start_us, std::max(0.0, end_us - start_us),
-                       std::string(category), std::string(name), std::move(args)});
+  if (!recording.load() || !r.room()) return;
+  r.records.push_back({'X', track.id, start_us, std::max(0.0, end_us - start_us), category,
+                       std::string(name), std::move(args)});
 }
 
 void flow_from_record(Track track, const EventImpl& event, double at_us) {
   Recorder& r = recorder();
   std::lock_guard lock(r.mutex);
-  if (!recording.load()) return;
+  if (!recording.load() || !r.room()) return;
   const uint64_t id = r.next_flow++;
   r.latest_flow[&event] = id;
   r.records.push_back({'s', track.id, at_us, 0, {}, {}, {}, id});
@@ -213,7 +233,7 @@ void flow_to_wait(Track track, const EventImpl& event, double at_us) {
   std::lock_guard lock(r.mutex);
   if (!recording.load()) return;
   const auto found = r.latest_flow.find(&event);
-  if (found == r.latest_flow.end()) return;  // recorded before the trace began
+  if (found == r.latest_flow.end() || !r.room()) return;  // recorded before the trace began
   r.records.push_back({'f', track.id, at_us, 0, {}, {}, {}, found->second});
 }
 

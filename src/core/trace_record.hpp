@@ -26,7 +26,8 @@ Track thread_track();
 // Microseconds on the trace's clock (steady, from the trace's start).
 double now_us();
 
-// A complete span; `args` is a JSON object's text ("{}" when empty).
+// A complete span; `category` is a literal (kept by reference), `args` a JSON object's text
+// ("{}" when empty).
 void span(Track track, std::string_view category, std::string_view name, double start_us,
           double end_us, std::string args = "{}");
 
