@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -42,7 +43,7 @@ class Scope {
   Scope& operator=(const Scope&) = delete;
 
  private:
-  double start_us_ = -1;  // -1: not recording when constructed
+  uint64_t start_ = 0;  // 0: not recording when constructed
   std::string name_;
 };
 

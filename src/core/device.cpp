@@ -88,13 +88,13 @@ Buffer Device::allocate(size_t bytes, MemoryKind kind, AllocationMode mode) cons
                                                 " is neither cached nor direct");
   std::optional<trace::detail::Span> traced;
   if (trace::enabled()) [[unlikely]]
-    traced.emplace(trace::detail::thread_track(), "memory", "allocate on " + id);
+    traced.emplace(trace::detail::thread_track(), "memory", "alloc " + id);
   if (mode == AllocationMode::direct) return Buffer(device.allocate(bytes, kind));
   Buffer buffer = allocator.allocate(bytes);
   if (traced)
     traced->set_args(
-        "{\"bytes\":" + std::to_string(bytes) + ",\"kind\":\"" + std::string(to_string(kind)) +
-        "\",\"cache_hit\":" + (trace::detail::last_allocation_hit() ? "true" : "false") + "}");
+        {trace::detail::SpanArgs::Kind::allocation,
+         {bytes, static_cast<uint64_t>(kind), trace::detail::last_allocation_hit() ? 1u : 0u}});
   return buffer;
 }
 

@@ -73,11 +73,12 @@ thread_local const StreamImpl* RunningCallback::current_ = nullptr;
 
 // A span on the stream's track while tracing (hal/trace.hpp); nothing otherwise.
 using TracedSpan = std::optional<trace::detail::Span>;
+using SpanArgs = trace::detail::SpanArgs;
 void trace_on(TracedSpan& span, const StreamImpl& stream, std::string_view category,
-              std::string name, std::string args = "{}") {
-  span.emplace(trace::detail::stream_track(stream), category, std::move(name), std::move(args));
+              std::string name, const SpanArgs& args = {}) {
+  span.emplace(trace::detail::stream_track(stream), category, std::move(name), args);
 }
-std::string bytes_args(size_t bytes) { return "{\"bytes\":" + std::to_string(bytes) + "}"; }
+SpanArgs bytes_args(size_t bytes) { return {SpanArgs::Kind::bytes, {bytes}}; }
 
 }  // namespace
 
@@ -238,11 +239,9 @@ void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
   TracedSpan traced;
   if (trace::enabled()) [[unlikely]]
     trace_on(traced, stream, "kernel", kernel.name(),
-             "{\"global\":[" + std::to_string(config.global[0]) + "," +
-                 std::to_string(config.global[1]) + "," + std::to_string(config.global[2]) +
-                 "],\"local\":[" + std::to_string(config.local[0]) + "," +
-                 std::to_string(config.local[1]) + "," + std::to_string(config.local[2]) +
-                 "],\"shared_bytes\":" + std::to_string(config.shared_bytes) + "}");
+             {SpanArgs::Kind::launch,
+              {config.global[0], config.global[1], config.global[2], config.local[0],
+               config.local[1], config.local[2], config.shared_bytes}});
   stream.launch(kernel.impl(), config, args);
 }
 
@@ -257,7 +256,7 @@ void Stream::record(const Event& event) {
   if (trace::enabled()) [[unlikely]] {
     trace_on(traced, stream, "event", "record");
     trace::detail::flow_from_record(trace::detail::stream_track(stream), *event.impl(),
-                                    trace::detail::now_us());
+                                    trace::detail::now());
   }
   stream.record(*event.impl());
 }
@@ -276,8 +275,7 @@ void Stream::wait(const Event& event) {
   TracedSpan traced;
   if (trace::enabled()) [[unlikely]] {
     trace_on(traced, stream, "event", "wait for " + target.device().info().id);
-    trace::detail::flow_to_wait(trace::detail::stream_track(stream), target,
-                                trace::detail::now_us());
+    trace::detail::flow_to_wait(trace::detail::stream_track(stream), target, trace::detail::now());
   }
   auto fence = target.fence();
   if (!fence)
@@ -302,8 +300,7 @@ void Stream::launch(const Graph& graph) {
                                                 "; capture it on " + stream.device().info().id);
   TracedSpan traced;
   if (trace::enabled()) [[unlikely]]
-    trace_on(traced, stream, "kernel", "graph",
-             "{\"nodes\":" + std::to_string(graph.node_count()) + "}");
+    trace_on(traced, stream, "kernel", "graph", {SpanArgs::Kind::nodes, {graph.node_count()}});
   stream.launch_graph(graph.impl());
 }
 

@@ -1,6 +1,9 @@
 // The trace recorder: events kept in memory under a lock while recording, written as Chrome
 // trace-event JSON by stop() or at exit.
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +16,7 @@
 
 #include "core/trace_record.hpp"
 #include "hal/backend.hpp"
+#include "hal/buffer.hpp"
 #include "hal/error.hpp"
 #include "hal/log.hpp"
 
@@ -26,12 +30,25 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Whether the time-stamp counter ticks at a constant rate (the kernel says so in cpuinfo).
+bool constant_tsc() {
+#if defined(__x86_64__)
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("flags", 0) == 0) return line.find(" constant_tsc") != std::string::npos;
+#endif
+  return false;
+}
+const bool tsc_is_constant = constant_tsc();
+
 struct Record {
   char phase;  // 'X' span, 's' flow start, 'f' flow end
   uint64_t track;
-  double ts, dur;
+  uint64_t ts, dur;           // in the clock's ticks
   std::string_view category;  // a literal
-  std::string name, args;
+  std::string name;
+  detail::SpanArgs args;
   uint64_t flow = 0;
 };
 
@@ -42,8 +59,11 @@ constexpr size_t kMaxRecords = 1'000'000;
 struct Recorder {
   std::mutex mutex;
   std::filesystem::path file;
+  // The clock's ticks and steady_clock at the trace's start: microseconds from ticks.
+  uint64_t epoch_ticks = 0;
   Clock::time_point epoch = Clock::now();
-  uint64_t generation = 0;  // a new trace gives threads new tracks
+  uint64_t generation = 0;                   // a new trace gives threads new tracks
+  std::atomic<uint64_t> generation_seen{0};  // the same, for reads without the lock
   std::vector<Record> records;
   std::map<uint64_t, std::string> track_names;
   std::map<const StreamImpl*, std::pair<uint64_t, const DeviceImpl*>> stream_tracks;  // by address:
@@ -70,15 +90,51 @@ Recorder& recorder() {
 
 thread_local struct { uint64_t generation = 0, track = 0; } thread_track_cache;
 thread_local bool last_hit = false;
+// The stream this thread traced last: most work comes in runs on one stream.
+thread_local struct {
+  uint64_t generation = 0, track = 0;
+  const StreamImpl* stream = nullptr;
+  const DeviceImpl* device = nullptr;
+} stream_track_cache;
 
-nlohmann::ordered_json to_json(const Record& r, int pid) {
+nlohmann::ordered_json args_json(const detail::SpanArgs& a) {
+  using Kind = detail::SpanArgs::Kind;
+  switch (a.kind) {
+    case Kind::none:
+      return nlohmann::ordered_json::object();
+    case Kind::bytes:
+      return {{"bytes", a.n[0]}};
+    case Kind::nodes:
+      return {{"nodes", a.n[0]}};
+    case Kind::launch:
+      return {{"global", {a.n[0], a.n[1], a.n[2]}},
+              {"local", {a.n[3], a.n[4], a.n[5]}},
+              {"shared_bytes", a.n[6]}};
+    case Kind::allocation:
+      return {{"bytes", a.n[0]},
+              {"kind", std::string(to_string(static_cast<MemoryKind>(a.n[1])))},
+              {"cache_hit", a.n[2] != 0}};
+  }
+  return nlohmann::ordered_json::object();
+}
+
+// Ticks to microseconds from the trace's start.
+struct TimeScale {
+  uint64_t epoch;
+  double us_per_tick;
+  double us(uint64_t ticks) const {
+    return ticks > epoch ? static_cast<double>(ticks - epoch) * us_per_tick : 0.0;
+  }
+};
+
+nlohmann::ordered_json to_json(const Record& r, int pid, const TimeScale& time) {
   nlohmann::ordered_json e{
-      {"ph", std::string(1, r.phase)}, {"pid", pid}, {"tid", r.track}, {"ts", r.ts}};
+      {"ph", std::string(1, r.phase)}, {"pid", pid}, {"tid", r.track}, {"ts", time.us(r.ts)}};
   if (r.phase == 'X') {
-    e["dur"] = r.dur;
+    e["dur"] = static_cast<double>(r.dur) * time.us_per_tick;
     e["cat"] = std::string(r.category);
     e["name"] = r.name;
-    e["args"] = nlohmann::json::parse(r.args, nullptr, false);
+    e["args"] = args_json(r.args);
   } else {
     e["cat"] = "flow";
     e["name"] = "event";
@@ -106,7 +162,12 @@ void write_locked(Recorder& r) {
     if (a.ts != b.ts) return a.ts < b.ts;
     return a.phase == 'X' && b.phase != 'X';
   });
-  for (const Record& record : r.records) events.push_back(to_json(record, pid));
+  // Ticks per microsecond from the clock's and steady_clock's progress over the trace.
+  const uint64_t ticks = detail::now() - r.epoch_ticks;
+  const double us = std::chrono::duration<double, std::micro>(Clock::now() - r.epoch).count();
+  const TimeScale time{r.epoch_ticks,
+                       tsc_is_constant && ticks > 0 ? us / static_cast<double>(ticks) : 1e-3};
+  for (const Record& record : r.records) events.push_back(to_json(record, pid, time));
   const nlohmann::ordered_json document{
       {"displayTimeUnit", "ns"},
       {"otherData", {{"dropped_events", r.dropped}, {"max_events", kMaxRecords}}},
@@ -150,7 +211,9 @@ void start(const std::filesystem::path& file) {
   if (detail::recording.load()) write_locked(r);
   r.file = file;
   r.epoch = Clock::now();
+  r.epoch_ticks = detail::now();
   ++r.generation;
+  r.generation_seen.store(r.generation);
   r.records.clear();
   r.track_names.clear();
   r.stream_tracks.clear();
@@ -173,22 +236,32 @@ Scope::Scope(std::string_view name) {
   if (!enabled()) [[likely]]
     return;
   name_ = name;
-  start_us_ = detail::now_us();
+  start_ = detail::now();
 }
 
 Scope::~Scope() {
-  if (start_us_ < 0 || !enabled()) return;
-  detail::span(detail::thread_track(), "user", name_, start_us_, detail::now_us());
+  if (start_ == 0 || !enabled()) return;
+  detail::span(detail::thread_track(), "user", name_, start_, detail::now());
 }
 
 namespace detail {
 
-double now_us() {
-  return std::chrono::duration<double, std::micro>(Clock::now() - recorder().epoch).count();
+uint64_t now() {
+#if defined(__x86_64__)
+  if (tsc_is_constant) return __rdtsc();
+#endif
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+          .count());
 }
 
 Track stream_track(const StreamImpl& stream) {
   Recorder& r = recorder();
+  auto& cached = stream_track_cache;
+  // The generation is read without the lock: a stale one only sends the call to the map.
+  if (cached.stream == &stream && cached.device == &stream.device() &&
+      cached.generation == r.generation_seen.load(std::memory_order_relaxed))
+    return {cached.track};
   std::lock_guard lock(r.mutex);
   auto& [track, device] = r.stream_tracks[&stream];
   if (track == 0 || device != &stream.device()) {
@@ -197,6 +270,7 @@ Track stream_track(const StreamImpl& stream) {
     const std::string& id = device->info().id;
     r.track_names[track] = id + " stream " + std::to_string(r.streams_per_device[id]++);
   }
+  cached = {r.generation, track, &stream, device};
   return {track};
 }
 
@@ -210,31 +284,31 @@ Track thread_track() {
   return {thread_track_cache.track};
 }
 
-void span(Track track, std::string_view category, std::string_view name, double start_us,
-          double end_us, std::string args) {
+void span(Track track, std::string_view category, std::string_view name, uint64_t start,
+          uint64_t end, const SpanArgs& args) {
   Recorder& r = recorder();
   std::lock_guard lock(r.mutex);
   if (!recording.load() || !r.room()) return;
-  r.records.push_back({'X', track.id, start_us, std::max(0.0, end_us - start_us), category,
-                       std::string(name), std::move(args)});
+  r.records.push_back(
+      {'X', track.id, start, end > start ? end - start : 0, category, std::string(name), args});
 }
 
-void flow_from_record(Track track, const EventImpl& event, double at_us) {
+void flow_from_record(Track track, const EventImpl& event, uint64_t at) {
   Recorder& r = recorder();
   std::lock_guard lock(r.mutex);
   if (!recording.load() || !r.room()) return;
   const uint64_t id = r.next_flow++;
   r.latest_flow[&event] = id;
-  r.records.push_back({'s', track.id, at_us, 0, {}, {}, {}, id});
+  r.records.push_back({'s', track.id, at, 0, {}, {}, {}, id});
 }
 
-void flow_to_wait(Track track, const EventImpl& event, double at_us) {
+void flow_to_wait(Track track, const EventImpl& event, uint64_t at) {
   Recorder& r = recorder();
   std::lock_guard lock(r.mutex);
   if (!recording.load()) return;
   const auto found = r.latest_flow.find(&event);
   if (found == r.latest_flow.end() || !r.room()) return;  // recorded before the trace began
-  r.records.push_back({'f', track.id, at_us, 0, {}, {}, {}, found->second});
+  r.records.push_back({'f', track.id, at, 0, {}, {}, {}, found->second});
 }
 
 void note_allocation(bool cache_hit) { last_hit = cache_hit; }
