@@ -79,17 +79,31 @@ void trace_on(TracedSpan& span, const StreamImpl& stream, std::string_view categ
   span.emplace(trace::detail::stream_track(stream), category, std::move(name), args);
 }
 SpanArgs bytes_args(size_t bytes) { return {SpanArgs::Kind::bytes, {bytes}}; }
+SpanArgs launch_args(const LaunchConfig& c) {
+  return {
+      SpanArgs::Kind::launch,
+      {c.global[0], c.global[1], c.global[2], c.local[0], c.local[1], c.local[2], c.shared_bytes}};
+}
+
+// The traced path of a call, apart from its untraced body so that tracing off costs the body
+// one branch (a span alive across the body would keep it from ending in a tail call).
+template <class Body>
+[[gnu::noinline, gnu::cold]] void traced(const StreamImpl& stream, std::string_view category,
+                                         std::string name, const SpanArgs& args, Body&& body) {
+  const trace::detail::Span span(trace::detail::stream_track(stream), category, std::move(name),
+                                 args);
+  body();
+}
 
 }  // namespace
 
 Device Stream::device() const { return Device(checked(impl_).device().shared_from_this()); }
 
-void Stream::copy_from_host(const Buffer& dst, const void* src, size_t bytes, size_t dst_offset) {
-  StreamImpl& stream = checked(impl_);
+namespace {
+inline void copy_from_host_untraced(const std::shared_ptr<StreamImpl>& self, const Buffer& dst,
+                                    const void* src, size_t bytes, size_t dst_offset) {
+  StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "copy_from_host");
-  TracedSpan traced;
-  if (trace::enabled()) [[unlikely]]
-    trace_on(traced, stream, "copy", "copy_from_host", bytes_args(bytes));
   const BufferPtr& target = checked_buffer(stream, "copy_from_host", dst, "destination");
   check_host_pointer(stream, "copy_from_host", src, bytes);
   check_range(stream, "copy_from_host", *target, "destination", dst_offset, bytes);
@@ -102,13 +116,20 @@ void Stream::copy_from_host(const Buffer& dst, const void* src, size_t bytes, si
   stream.host_callback(
       [target, dst_offset, src, bytes] { detail::write_now(target, dst_offset, src, bytes); });
 }
+}  // namespace
 
-void Stream::copy_to_host(void* dst, const Buffer& src, size_t bytes, size_t src_offset) {
-  StreamImpl& stream = checked(impl_);
-  const detail::ErrorContext context(stream.device().info().id, "copy_to_host");
-  TracedSpan traced;
+void Stream::copy_from_host(const Buffer& dst, const void* src, size_t bytes, size_t dst_offset) {
   if (trace::enabled()) [[unlikely]]
-    trace_on(traced, stream, "copy", "copy_to_host", bytes_args(bytes));
+    return traced(checked(impl_), "copy", "copy_from_host", bytes_args(bytes),
+                  [&] { copy_from_host_untraced(impl_, dst, src, bytes, dst_offset); });
+  copy_from_host_untraced(impl_, dst, src, bytes, dst_offset);
+}
+
+namespace {
+inline void copy_to_host_untraced(const std::shared_ptr<StreamImpl>& self, void* dst,
+                                  const Buffer& src, size_t bytes, size_t src_offset) {
+  StreamImpl& stream = checked(self);
+  const detail::ErrorContext context(stream.device().info().id, "copy_to_host");
   const BufferPtr& source = checked_buffer(stream, "copy_to_host", src, "source");
   check_host_pointer(stream, "copy_to_host", dst, bytes);
   check_range(stream, "copy_to_host", *source, "source", src_offset, bytes);
@@ -120,14 +141,20 @@ void Stream::copy_to_host(void* dst, const Buffer& src, size_t bytes, size_t src
   stream.host_callback(
       [source, src_offset, dst, bytes] { detail::read_now(dst, source, src_offset, bytes); });
 }
+}  // namespace
 
-void Stream::copy(const Buffer& dst, const Buffer& src, size_t bytes, size_t dst_offset,
-                  size_t src_offset) {
-  StreamImpl& stream = checked(impl_);
-  const detail::ErrorContext context(stream.device().info().id, "copy");
-  TracedSpan traced;
+void Stream::copy_to_host(void* dst, const Buffer& src, size_t bytes, size_t src_offset) {
   if (trace::enabled()) [[unlikely]]
-    trace_on(traced, stream, "copy", "copy", bytes_args(bytes));
+    return traced(checked(impl_), "copy", "copy_to_host", bytes_args(bytes),
+                  [&] { copy_to_host_untraced(impl_, dst, src, bytes, src_offset); });
+  copy_to_host_untraced(impl_, dst, src, bytes, src_offset);
+}
+
+namespace {
+inline void copy_untraced(const std::shared_ptr<StreamImpl>& self, const Buffer& dst,
+                          const Buffer& src, size_t bytes, size_t dst_offset, size_t src_offset) {
+  StreamImpl& stream = checked(self);
+  const detail::ErrorContext context(stream.device().info().id, "copy");
   const BufferPtr& target = checked_buffer(stream, "copy", dst, "destination");
   const BufferPtr& source = checked_buffer(stream, "copy", src, "source");
   check_range(stream, "copy", *target, "destination", dst_offset, bytes);
@@ -139,14 +166,22 @@ void Stream::copy(const Buffer& dst, const Buffer& src, size_t bytes, size_t dst
     return;
   detail::enqueue_staged_copy(stream, target, dst_offset, source, src_offset, bytes);
 }
+}  // namespace
 
-void Stream::fill(const Buffer& dst, const void* pattern, size_t pattern_size, size_t bytes,
-                  size_t dst_offset) {
-  StreamImpl& stream = checked(impl_);
-  const detail::ErrorContext context(stream.device().info().id, "fill");
-  TracedSpan traced;
+void Stream::copy(const Buffer& dst, const Buffer& src, size_t bytes, size_t dst_offset,
+                  size_t src_offset) {
   if (trace::enabled()) [[unlikely]]
-    trace_on(traced, stream, "copy", "fill", bytes_args(bytes));
+    return traced(checked(impl_), "copy", "copy", bytes_args(bytes),
+                  [&] { copy_untraced(impl_, dst, src, bytes, dst_offset, src_offset); });
+  copy_untraced(impl_, dst, src, bytes, dst_offset, src_offset);
+}
+
+namespace {
+inline void fill_untraced(const std::shared_ptr<StreamImpl>& self, const Buffer& dst,
+                          const void* pattern, size_t pattern_size, size_t bytes,
+                          size_t dst_offset) {
+  StreamImpl& stream = checked(self);
+  const detail::ErrorContext context(stream.device().info().id, "fill");
   const BufferPtr& target = checked_buffer(stream, "fill", dst, "destination");
   if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8 &&
       pattern_size != 16)
@@ -165,6 +200,15 @@ void Stream::fill(const Buffer& dst, const void* pattern, size_t pattern_size, s
   if (bytes == 0) return;
   stream.fill(target, dst_offset, bytes, pattern, pattern_size);
 }
+}  // namespace
+
+void Stream::fill(const Buffer& dst, const void* pattern, size_t pattern_size, size_t bytes,
+                  size_t dst_offset) {
+  if (trace::enabled()) [[unlikely]]
+    return traced(checked(impl_), "copy", "fill", bytes_args(bytes),
+                  [&] { fill_untraced(impl_, dst, pattern, pattern_size, bytes, dst_offset); });
+  fill_untraced(impl_, dst, pattern, pattern_size, bytes, dst_offset);
+}
 
 void Stream::host_callback(std::function<void()> fn) {
   StreamImpl& stream = checked(impl_);
@@ -179,9 +223,10 @@ void Stream::host_callback(std::function<void()> fn) {
   });
 }
 
-void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
-                    std::span<const KernelArg> args) {
-  StreamImpl& stream = checked(impl_);
+namespace {
+inline void launch_untraced(const std::shared_ptr<StreamImpl>& self, const Kernel& kernel,
+                            const LaunchConfig& config, std::span<const KernelArg> args) {
+  StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "launch");
   if (!kernel) throw Error(ErrorCode::InvalidArgument, where(stream, "launch") + ": empty kernel");
   const DeviceInfo& info = stream.device().info();
@@ -236,13 +281,16 @@ void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
                                                   buffer.device().info().id + ", not of " +
                                                   info.id + "; copy it first");
   }
-  TracedSpan traced;
-  if (trace::enabled()) [[unlikely]]
-    trace_on(traced, stream, "kernel", kernel.name(),
-             {SpanArgs::Kind::launch,
-              {config.global[0], config.global[1], config.global[2], config.local[0],
-               config.local[1], config.local[2], config.shared_bytes}});
   stream.launch(kernel.impl(), config, args);
+}
+}  // namespace
+
+void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
+                    std::span<const KernelArg> args) {
+  if (trace::enabled()) [[unlikely]]
+    return traced(checked(impl_), "kernel", kernel ? kernel.name() : "", launch_args(config),
+                  [&] { launch_untraced(impl_, kernel, config, args); });
+  launch_untraced(impl_, kernel, config, args);
 }
 
 void Stream::record(const Event& event) {
@@ -315,18 +363,24 @@ Device Graph::device() const {
 
 size_t Graph::node_count() const { return impl_ ? impl_->node_count() : 0; }
 
-void Stream::synchronize() {
-  StreamImpl& stream = checked(impl_);
+namespace {
+inline void synchronize_untraced(const std::shared_ptr<StreamImpl>& self) {
+  StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "synchronize");
   if (RunningCallback::of(&stream))
     throw Error(ErrorCode::InvalidState,
                 where(stream, "synchronize") +
                     " from one of the stream's own host callbacks: it would wait for itself; "
                     "record an event and wait for it elsewhere");
-  TracedSpan traced;
-  if (trace::enabled()) [[unlikely]]
-    trace_on(traced, stream, "synchronize", "synchronize");
   stream.synchronize();
+}
+}  // namespace
+
+void Stream::synchronize() {
+  if (trace::enabled()) [[unlikely]]
+    return traced(checked(impl_), "synchronize", "synchronize", {},
+                  [&] { synchronize_untraced(impl_); });
+  synchronize_untraced(impl_);
 }
 bool Stream::query() { return checked(impl_).query(); }
 

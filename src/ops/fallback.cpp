@@ -1,7 +1,6 @@
 #include "ops/fallback.hpp"
 
 #include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "core/error_context.hpp"
@@ -45,13 +44,12 @@ bool CpuFallback::allowed() { return thread_allows_fallback(); }
 
 namespace ops {
 
-Tensor run_op(std::string_view op, OpInputs inputs, Stream& stream, const OpBody& body) {
-  if (op_depth > 0) return body(inputs, stream);
+namespace {
+
+// An outermost op: its errors name it, and an op the device refuses may run on cpu:0.
+Tensor run_outermost(std::string_view op, OpInputs inputs, Stream& stream, const OpBody& body) {
   DepthGuard outermost;
   const detail::ErrorContext context(stream.device().id(), op);
-  std::optional<trace::detail::Span> traced;
-  if (trace::enabled()) [[unlikely]]
-    traced.emplace(trace::detail::stream_track(*stream.impl()), "op", std::string(op));
   if (!CpuFallback::allowed()) return body(inputs, stream);
   std::string refusal;
   try {
@@ -89,6 +87,23 @@ Tensor run_op(std::string_view op, OpInputs inputs, Stream& stream, const OpBody
   }
   on_cpu.synchronize();
   return result.to(here, stream);
+}
+
+// The same in a span on the stream's track, apart so that tracing off costs run_op one branch.
+[[gnu::noinline, gnu::cold]] Tensor traced_op(std::string_view op, OpInputs inputs, Stream& stream,
+                                              const OpBody& body) {
+  const trace::detail::Span span(trace::detail::stream_track(*stream.impl()), "op",
+                                 std::string(op));
+  return run_outermost(op, inputs, stream, body);
+}
+
+}  // namespace
+
+Tensor run_op(std::string_view op, OpInputs inputs, Stream& stream, const OpBody& body) {
+  if (op_depth > 0) return body(inputs, stream);
+  if (trace::enabled()) [[unlikely]]
+    return traced_op(op, inputs, stream, body);
+  return run_outermost(op, inputs, stream, body);
 }
 
 Tensor run_op(std::string_view op, const std::vector<Tensor>& inputs, Stream& stream,

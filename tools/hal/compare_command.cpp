@@ -78,8 +78,9 @@ std::string decision_name(evidence::Decision d) {
 
 void compare(const CompareOptions& o) {
   const auto started = std::chrono::steady_clock::now();
-  const auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  auto sampling_from = started;  // --max-time counts from the first sample
+  const auto since = [](std::chrono::steady_clock::time_point from) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
   };
   std::unique_ptr<CompareSide> a = local_side(o.a, o.workload);
   std::unique_ptr<CompareSide> b =
@@ -108,6 +109,7 @@ void compare(const CompareOptions& o) {
     return o.metric == evidence::Metric::latency ? seconds : work / seconds;
   };
   std::mt19937_64 order(o.design.seed);
+  sampling_from = std::chrono::steady_clock::now();
   const evidence::SequentialRun run = evidence::run_sequential(
       o.design,
       [&](std::vector<double>& sa, std::vector<double>& sb) {
@@ -119,7 +121,7 @@ void compare(const CompareOptions& o) {
           sa.push_back(value(a->timed_run()));
         }
       },
-      [&] { return elapsed() < o.max_seconds; }, 1'000'000);
+      [&] { return since(sampling_from) < o.max_seconds; }, 1'000'000);
   const evidence::Analysis& r = run.analysis;
   const std::string text = evidence::verdict(r, o.design, o.metric);
   const bool latency = o.metric == evidence::Metric::latency;
@@ -150,7 +152,7 @@ void compare(const CompareOptions& o) {
                                         {"min_effect", o.design.min_effect},
                                         {"seed", o.design.seed},
                                         {"max_abs_diff", difference},
-                                        {"seconds", elapsed()},
+                                        {"seconds", since(started)},
                                         {"samples_a", run.a},
                                         {"samples_b", run.b}};
     std::cout << report.dump(2) << "\n";
@@ -191,7 +193,8 @@ void add_compare_command(CLI::App& app) {
                       "The smallest difference that counts: '2%' or 0.02 (default 2%); 0 never "
                       "calls the sides equivalent");
   command->add_option("--max-time", o->max_time_text,
-                      "Stop sampling after this long: '60s' (default), '500ms', '2m'");
+                      "Stop sampling after this long (warm-up not counted): '60s' (default), "
+                      "'500ms', '2m'");
   command->add_option("--seed", o->seed_text, "Seed of the run order and the bootstrap");
   command->add_option("--warmup", o->warmup_text, "Discarded runs per side (default 2)");
   command->add_option("--first-look", o->first_look_text,
