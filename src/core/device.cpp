@@ -63,8 +63,9 @@ MemoryFigure Device::memory_free() const { return checked(impl_).memory_free(); 
 
 namespace {
 
-Buffer allocate_untraced(const std::shared_ptr<DeviceImpl>& impl, size_t bytes, MemoryKind kind,
-                         AllocationMode mode) {
+[[gnu::always_inline]] inline Buffer allocate_untraced(const std::shared_ptr<DeviceImpl>& impl,
+                                                       size_t bytes, MemoryKind kind,
+                                                       AllocationMode mode) {
   DeviceImpl& device = checked(impl);
   const std::string& id = device.info().id;
   const detail::ErrorContext context(id, "allocate");

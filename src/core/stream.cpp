@@ -85,8 +85,9 @@ SpanArgs launch_args(const LaunchConfig& c) {
       {c.global[0], c.global[1], c.global[2], c.local[0], c.local[1], c.local[2], c.shared_bytes}};
 }
 
-// The traced path of a call, apart from its untraced body so that tracing off costs the body
-// one branch (a span alive across the body would keep it from ending in a tail call).
+// The traced path of a call, apart from its untraced body (always inlined into the untraced
+// path) so that tracing off costs the body one branch (a span alive across the body would keep
+// it from ending in a tail call).
 template <class Body>
 [[gnu::noinline, gnu::cold]] void traced(const StreamImpl& stream, std::string_view category,
                                          std::string name, const SpanArgs& args, Body&& body) {
@@ -100,8 +101,9 @@ template <class Body>
 Device Stream::device() const { return Device(checked(impl_).device().shared_from_this()); }
 
 namespace {
-inline void copy_from_host_untraced(const std::shared_ptr<StreamImpl>& self, const Buffer& dst,
-                                    const void* src, size_t bytes, size_t dst_offset) {
+[[gnu::always_inline]] inline void copy_from_host_untraced(const std::shared_ptr<StreamImpl>& self,
+                                                           const Buffer& dst, const void* src,
+                                                           size_t bytes, size_t dst_offset) {
   StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "copy_from_host");
   const BufferPtr& target = checked_buffer(stream, "copy_from_host", dst, "destination");
@@ -126,8 +128,9 @@ void Stream::copy_from_host(const Buffer& dst, const void* src, size_t bytes, si
 }
 
 namespace {
-inline void copy_to_host_untraced(const std::shared_ptr<StreamImpl>& self, void* dst,
-                                  const Buffer& src, size_t bytes, size_t src_offset) {
+[[gnu::always_inline]] inline void copy_to_host_untraced(const std::shared_ptr<StreamImpl>& self,
+                                                         void* dst, const Buffer& src, size_t bytes,
+                                                         size_t src_offset) {
   StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "copy_to_host");
   const BufferPtr& source = checked_buffer(stream, "copy_to_host", src, "source");
@@ -151,8 +154,9 @@ void Stream::copy_to_host(void* dst, const Buffer& src, size_t bytes, size_t src
 }
 
 namespace {
-inline void copy_untraced(const std::shared_ptr<StreamImpl>& self, const Buffer& dst,
-                          const Buffer& src, size_t bytes, size_t dst_offset, size_t src_offset) {
+[[gnu::always_inline]] inline void copy_untraced(const std::shared_ptr<StreamImpl>& self,
+                                                 const Buffer& dst, const Buffer& src, size_t bytes,
+                                                 size_t dst_offset, size_t src_offset) {
   StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "copy");
   const BufferPtr& target = checked_buffer(stream, "copy", dst, "destination");
@@ -177,9 +181,10 @@ void Stream::copy(const Buffer& dst, const Buffer& src, size_t bytes, size_t dst
 }
 
 namespace {
-inline void fill_untraced(const std::shared_ptr<StreamImpl>& self, const Buffer& dst,
-                          const void* pattern, size_t pattern_size, size_t bytes,
-                          size_t dst_offset) {
+[[gnu::always_inline]] inline void fill_untraced(const std::shared_ptr<StreamImpl>& self,
+                                                 const Buffer& dst, const void* pattern,
+                                                 size_t pattern_size, size_t bytes,
+                                                 size_t dst_offset) {
   StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "fill");
   const BufferPtr& target = checked_buffer(stream, "fill", dst, "destination");
@@ -224,8 +229,9 @@ void Stream::host_callback(std::function<void()> fn) {
 }
 
 namespace {
-inline void launch_untraced(const std::shared_ptr<StreamImpl>& self, const Kernel& kernel,
-                            const LaunchConfig& config, std::span<const KernelArg> args) {
+[[gnu::always_inline]] inline void launch_untraced(const std::shared_ptr<StreamImpl>& self,
+                                                   const Kernel& kernel, const LaunchConfig& config,
+                                                   std::span<const KernelArg> args) {
   StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "launch");
   if (!kernel) throw Error(ErrorCode::InvalidArgument, where(stream, "launch") + ": empty kernel");
@@ -364,7 +370,7 @@ Device Graph::device() const {
 size_t Graph::node_count() const { return impl_ ? impl_->node_count() : 0; }
 
 namespace {
-inline void synchronize_untraced(const std::shared_ptr<StreamImpl>& self) {
+[[gnu::always_inline]] inline void synchronize_untraced(const std::shared_ptr<StreamImpl>& self) {
   StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "synchronize");
   if (RunningCallback::of(&stream))

@@ -47,7 +47,8 @@ namespace ops {
 namespace {
 
 // An outermost op: its errors name it, and an op the device refuses may run on cpu:0.
-Tensor run_outermost(std::string_view op, OpInputs inputs, Stream& stream, const OpBody& body) {
+[[gnu::always_inline]] inline Tensor run_outermost(std::string_view op, OpInputs inputs,
+                                                   Stream& stream, const OpBody& body) {
   DepthGuard outermost;
   const detail::ErrorContext context(stream.device().id(), op);
   if (!CpuFallback::allowed()) return body(inputs, stream);
