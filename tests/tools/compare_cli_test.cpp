@@ -139,6 +139,22 @@ TEST(CompareCli, WritesATrace) {
   std::filesystem::remove(file);
 }
 
+// Side B's matmul made fast and wrong (a preloaded cblas_sgemm that writes zeros): no verdict,
+// an error that says the outputs differ.
+TEST(CompareCli, RefusesToRankAWrongAnswer) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a preloaded library must come after the sanitizer's runtime";
+#endif
+  const Result result = run(
+      "", "--a cpu:0 --b cpu:0 --workload matmul:16 --json --b-env LD_PRELOAD=" HAL_WRONG_SGEMM);
+  EXPECT_EQ(result.status, 1) << result.output;
+  const nlohmann::json error = nlohmann::json::parse(result.output);
+  EXPECT_EQ(error["code"], "InvalidState");
+  const std::string message = error["message"];
+  EXPECT_NE(message.find("outputs differ: max|A - B| = "), std::string::npos) << message;
+  EXPECT_NE(message.find("a faster wrong answer is no winner"), std::string::npos) << message;
+}
+
 void expect_refused(const std::string& arguments, const std::string& code,
                     const std::string& message) {
   const Result result = run("", arguments + " --json");
