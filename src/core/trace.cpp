@@ -241,7 +241,7 @@ Scope::Scope(std::string_view name) {
 
 Scope::~Scope() {
   if (start_ == 0 || !enabled()) return;
-  detail::span(detail::thread_track(), "user", name_, start_, detail::now());
+  detail::span(detail::thread_track(), "user", std::move(name_), start_, detail::now());
 }
 
 namespace detail {
@@ -284,13 +284,13 @@ Track thread_track() {
   return {thread_track_cache.track};
 }
 
-void span(Track track, std::string_view category, std::string_view name, uint64_t start,
-          uint64_t end, const SpanArgs& args) {
+void span(Track track, std::string_view category, std::string&& name, uint64_t start, uint64_t end,
+          const SpanArgs& args) {
   Recorder& r = recorder();
   std::lock_guard lock(r.mutex);
   if (!recording.load() || !r.room()) return;
   r.records.push_back(
-      {'X', track.id, start, end > start ? end - start : 0, category, std::string(name), args});
+      {'X', track.id, start, end > start ? end - start : 0, category, std::move(name), args});
 }
 
 void flow_from_record(Track track, const EventImpl& event, uint64_t at) {

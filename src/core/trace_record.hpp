@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "hal/trace.hpp"
 
@@ -39,8 +40,8 @@ struct SpanArgs {
 uint64_t now();
 
 // A complete span; `category` is a literal (kept by reference).
-void span(Track track, std::string_view category, std::string_view name, uint64_t start,
-          uint64_t end, const SpanArgs& args = {});
+void span(Track track, std::string_view category, std::string&& name, uint64_t start, uint64_t end,
+          const SpanArgs& args = {});
 
 // A record of `event` on `track` starts a flow; a wait for it on another track ends it.
 void flow_from_record(Track track, const EventImpl& event, uint64_t at);
@@ -55,7 +56,7 @@ class Span {
  public:
   Span(Track track, std::string_view category, std::string name, const SpanArgs& args = {})
       : track_(track), category_(category), name_(std::move(name)), args_(args), start_(now()) {}
-  ~Span() { span(track_, category_, name_, start_, now(), args_); }
+  ~Span() { span(track_, category_, std::move(name_), start_, now(), args_); }
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
   void set_args(const SpanArgs& args) { args_ = args; }
