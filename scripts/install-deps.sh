@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev nlohmann-json3-dev libcli11-dev
+  libboost-math-dev  # hal compare's statistics: Boost.Math's distributions and quantiles
   libopenblas-dev  # the CPU's matrix products
   libdnnl-dev      # the CPU's convolutions (oneDNN)
   libclblast-dev   # OpenCL's matrix products (opened at run time)

@@ -22,5 +22,6 @@
 #include "hal/stream.hpp"
 #include "hal/summary.hpp"
 #include "hal/tensor.hpp"
+#include "hal/trace.hpp"
 #include "hal/version.hpp"
 #include "hal/visible_devices.hpp"

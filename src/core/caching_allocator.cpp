@@ -1,5 +1,7 @@
 #include "core/caching_allocator.hpp"
 
+#include "core/trace_record.hpp"
+
 #include <algorithm>
 #include <iterator>
 
@@ -108,6 +110,8 @@ BufferPtr CachingAllocator::allocate_once(size_t bytes) {
     const bool small = size <= kSmallSize;
     FreeBlocks& pool = small ? small_free_ : large_free_;
     block = take_free_block(pool, size);
+    if (trace::enabled()) [[unlikely]]
+      trace::detail::note_allocation(block != nullptr);
     if (block) {
       ++stats_.cache_hits;
     } else {

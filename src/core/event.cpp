@@ -1,5 +1,8 @@
 #include "hal/event.hpp"
 
+#include <optional>
+
+#include "core/trace_record.hpp"
 #include "hal/backend.hpp"
 #include "hal/device.hpp"
 
@@ -25,7 +28,14 @@ std::shared_ptr<HostFence> recorded_fence(const EventImpl& event, std::string_vi
 Device Event::device() const { return Device(checked(impl_).device().shared_from_this()); }
 bool Event::recorded() const { return checked(impl_).fence() != nullptr; }
 bool Event::query() const { return recorded_fence(checked(impl_), "query")->ready(); }
-void Event::synchronize() const { recorded_fence(checked(impl_), "synchronize")->wait(); }
+void Event::synchronize() const {
+  const auto fence = recorded_fence(checked(impl_), "synchronize");
+  std::optional<trace::detail::Span> traced;
+  if (trace::enabled()) [[unlikely]]
+    traced.emplace(trace::detail::thread_track(), "synchronize",
+                   "event of " + impl_->device().info().id);
+  fence->wait();
+}
 
 double Event::elapsed_ms(const Event& start, const Event& end) {
   const EventImpl& first = checked(start.impl_);

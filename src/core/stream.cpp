@@ -4,9 +4,11 @@
 
 #include <chrono>
 #include <limits>
+#include <optional>
 
 #include "core/kernel_arg_check.hpp"
 #include "core/staged_copy.hpp"
+#include "core/trace_record.hpp"
 #include "hal/backend.hpp"
 #include "hal/device.hpp"
 
@@ -69,12 +71,40 @@ class RunningCallback {
 };
 thread_local const StreamImpl* RunningCallback::current_ = nullptr;
 
+// A span on the stream's track while tracing (hal/trace.hpp); nothing otherwise.
+using TracedSpan = std::optional<trace::detail::Span>;
+using SpanArgs = trace::detail::SpanArgs;
+void trace_on(TracedSpan& span, const StreamImpl& stream, std::string_view category,
+              std::string name, const SpanArgs& args = {}) {
+  span.emplace(trace::detail::stream_track(stream), category, std::move(name), args);
+}
+SpanArgs bytes_args(size_t bytes) { return {SpanArgs::Kind::bytes, {bytes}}; }
+SpanArgs launch_args(const LaunchConfig& c) {
+  return {
+      SpanArgs::Kind::launch,
+      {c.global[0], c.global[1], c.global[2], c.local[0], c.local[1], c.local[2], c.shared_bytes}};
+}
+
+// The traced path of a call, apart from its untraced body (always inlined into the untraced
+// path) so that tracing off costs the body one branch (a span alive across the body would keep
+// it from ending in a tail call).
+template <class Body>
+[[gnu::noinline, gnu::cold]] void traced(const StreamImpl& stream, std::string_view category,
+                                         std::string name, const SpanArgs& args, Body&& body) {
+  const trace::detail::Span span(trace::detail::stream_track(stream), category, std::move(name),
+                                 args);
+  body();
+}
+
 }  // namespace
 
 Device Stream::device() const { return Device(checked(impl_).device().shared_from_this()); }
 
-void Stream::copy_from_host(const Buffer& dst, const void* src, size_t bytes, size_t dst_offset) {
-  StreamImpl& stream = checked(impl_);
+namespace {
+[[gnu::always_inline]] inline void copy_from_host_untraced(const std::shared_ptr<StreamImpl>& self,
+                                                           const Buffer& dst, const void* src,
+                                                           size_t bytes, size_t dst_offset) {
+  StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "copy_from_host");
   const BufferPtr& target = checked_buffer(stream, "copy_from_host", dst, "destination");
   check_host_pointer(stream, "copy_from_host", src, bytes);
@@ -88,9 +118,20 @@ void Stream::copy_from_host(const Buffer& dst, const void* src, size_t bytes, si
   stream.host_callback(
       [target, dst_offset, src, bytes] { detail::write_now(target, dst_offset, src, bytes); });
 }
+}  // namespace
 
-void Stream::copy_to_host(void* dst, const Buffer& src, size_t bytes, size_t src_offset) {
-  StreamImpl& stream = checked(impl_);
+void Stream::copy_from_host(const Buffer& dst, const void* src, size_t bytes, size_t dst_offset) {
+  if (trace::enabled()) [[unlikely]]
+    return traced(checked(impl_), "copy", "copy_from_host", bytes_args(bytes),
+                  [&] { copy_from_host_untraced(impl_, dst, src, bytes, dst_offset); });
+  copy_from_host_untraced(impl_, dst, src, bytes, dst_offset);
+}
+
+namespace {
+[[gnu::always_inline]] inline void copy_to_host_untraced(const std::shared_ptr<StreamImpl>& self,
+                                                         void* dst, const Buffer& src, size_t bytes,
+                                                         size_t src_offset) {
+  StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "copy_to_host");
   const BufferPtr& source = checked_buffer(stream, "copy_to_host", src, "source");
   check_host_pointer(stream, "copy_to_host", dst, bytes);
@@ -103,10 +144,20 @@ void Stream::copy_to_host(void* dst, const Buffer& src, size_t bytes, size_t src
   stream.host_callback(
       [source, src_offset, dst, bytes] { detail::read_now(dst, source, src_offset, bytes); });
 }
+}  // namespace
 
-void Stream::copy(const Buffer& dst, const Buffer& src, size_t bytes, size_t dst_offset,
-                  size_t src_offset) {
-  StreamImpl& stream = checked(impl_);
+void Stream::copy_to_host(void* dst, const Buffer& src, size_t bytes, size_t src_offset) {
+  if (trace::enabled()) [[unlikely]]
+    return traced(checked(impl_), "copy", "copy_to_host", bytes_args(bytes),
+                  [&] { copy_to_host_untraced(impl_, dst, src, bytes, src_offset); });
+  copy_to_host_untraced(impl_, dst, src, bytes, src_offset);
+}
+
+namespace {
+[[gnu::always_inline]] inline void copy_untraced(const std::shared_ptr<StreamImpl>& self,
+                                                 const Buffer& dst, const Buffer& src, size_t bytes,
+                                                 size_t dst_offset, size_t src_offset) {
+  StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "copy");
   const BufferPtr& target = checked_buffer(stream, "copy", dst, "destination");
   const BufferPtr& source = checked_buffer(stream, "copy", src, "source");
@@ -119,10 +170,22 @@ void Stream::copy(const Buffer& dst, const Buffer& src, size_t bytes, size_t dst
     return;
   detail::enqueue_staged_copy(stream, target, dst_offset, source, src_offset, bytes);
 }
+}  // namespace
 
-void Stream::fill(const Buffer& dst, const void* pattern, size_t pattern_size, size_t bytes,
-                  size_t dst_offset) {
-  StreamImpl& stream = checked(impl_);
+void Stream::copy(const Buffer& dst, const Buffer& src, size_t bytes, size_t dst_offset,
+                  size_t src_offset) {
+  if (trace::enabled()) [[unlikely]]
+    return traced(checked(impl_), "copy", "copy", bytes_args(bytes),
+                  [&] { copy_untraced(impl_, dst, src, bytes, dst_offset, src_offset); });
+  copy_untraced(impl_, dst, src, bytes, dst_offset, src_offset);
+}
+
+namespace {
+[[gnu::always_inline]] inline void fill_untraced(const std::shared_ptr<StreamImpl>& self,
+                                                 const Buffer& dst, const void* pattern,
+                                                 size_t pattern_size, size_t bytes,
+                                                 size_t dst_offset) {
+  StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "fill");
   const BufferPtr& target = checked_buffer(stream, "fill", dst, "destination");
   if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8 &&
@@ -142,6 +205,15 @@ void Stream::fill(const Buffer& dst, const void* pattern, size_t pattern_size, s
   if (bytes == 0) return;
   stream.fill(target, dst_offset, bytes, pattern, pattern_size);
 }
+}  // namespace
+
+void Stream::fill(const Buffer& dst, const void* pattern, size_t pattern_size, size_t bytes,
+                  size_t dst_offset) {
+  if (trace::enabled()) [[unlikely]]
+    return traced(checked(impl_), "copy", "fill", bytes_args(bytes),
+                  [&] { fill_untraced(impl_, dst, pattern, pattern_size, bytes, dst_offset); });
+  fill_untraced(impl_, dst, pattern, pattern_size, bytes, dst_offset);
+}
 
 void Stream::host_callback(std::function<void()> fn) {
   StreamImpl& stream = checked(impl_);
@@ -156,9 +228,11 @@ void Stream::host_callback(std::function<void()> fn) {
   });
 }
 
-void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
-                    std::span<const KernelArg> args) {
-  StreamImpl& stream = checked(impl_);
+namespace {
+[[gnu::always_inline]] inline void launch_untraced(const std::shared_ptr<StreamImpl>& self,
+                                                   const Kernel& kernel, const LaunchConfig& config,
+                                                   std::span<const KernelArg> args) {
+  StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "launch");
   if (!kernel) throw Error(ErrorCode::InvalidArgument, where(stream, "launch") + ": empty kernel");
   const DeviceInfo& info = stream.device().info();
@@ -215,6 +289,15 @@ void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
   }
   stream.launch(kernel.impl(), config, args);
 }
+}  // namespace
+
+void Stream::launch(const Kernel& kernel, const LaunchConfig& config,
+                    std::span<const KernelArg> args) {
+  if (trace::enabled()) [[unlikely]]
+    return traced(checked(impl_), "kernel", kernel ? kernel.name() : "", launch_args(config),
+                  [&] { launch_untraced(impl_, kernel, config, args); });
+  launch_untraced(impl_, kernel, config, args);
+}
 
 void Stream::record(const Event& event) {
   StreamImpl& stream = checked(impl_);
@@ -223,6 +306,12 @@ void Stream::record(const Event& event) {
   if (&event.impl()->device() != &stream.device())
     throw Error(ErrorCode::InvalidArgument, where(stream, "record") + ": the event belongs to " +
                                                 event.impl()->device().info().id);
+  TracedSpan traced;
+  if (trace::enabled()) [[unlikely]] {
+    trace_on(traced, stream, "event", "record");
+    trace::detail::flow_from_record(trace::detail::stream_track(stream), *event.impl(),
+                                    trace::detail::now());
+  }
   stream.record(*event.impl());
 }
 
@@ -237,6 +326,11 @@ void Stream::wait(const Event& event) {
   const detail::ErrorContext context(stream.device().info().id, "wait");
   if (!event) throw Error(ErrorCode::InvalidArgument, where(stream, "wait") + ": empty event");
   EventImpl& target = *event.impl();
+  TracedSpan traced;
+  if (trace::enabled()) [[unlikely]] {
+    trace_on(traced, stream, "event", "wait for " + target.device().info().id);
+    trace::detail::flow_to_wait(trace::detail::stream_track(stream), target, trace::detail::now());
+  }
   auto fence = target.fence();
   if (!fence)
     throw Error(ErrorCode::InvalidState, where(stream, "wait") + ": the event of " +
@@ -258,6 +352,9 @@ void Stream::launch(const Graph& graph) {
                                                 ": the graph was captured on " +
                                                 graph.impl()->device().info().id +
                                                 "; capture it on " + stream.device().info().id);
+  TracedSpan traced;
+  if (trace::enabled()) [[unlikely]]
+    trace_on(traced, stream, "kernel", "graph", {SpanArgs::Kind::nodes, {graph.node_count()}});
   stream.launch_graph(graph.impl());
 }
 
@@ -272,8 +369,9 @@ Device Graph::device() const {
 
 size_t Graph::node_count() const { return impl_ ? impl_->node_count() : 0; }
 
-void Stream::synchronize() {
-  StreamImpl& stream = checked(impl_);
+namespace {
+[[gnu::always_inline]] inline void synchronize_untraced(const std::shared_ptr<StreamImpl>& self) {
+  StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "synchronize");
   if (RunningCallback::of(&stream))
     throw Error(ErrorCode::InvalidState,
@@ -281,6 +379,14 @@ void Stream::synchronize() {
                     " from one of the stream's own host callbacks: it would wait for itself; "
                     "record an event and wait for it elsewhere");
   stream.synchronize();
+}
+}  // namespace
+
+void Stream::synchronize() {
+  if (trace::enabled()) [[unlikely]]
+    return traced(checked(impl_), "synchronize", "synchronize", {},
+                  [&] { synchronize_untraced(impl_); });
+  synchronize_untraced(impl_);
 }
 bool Stream::query() { return checked(impl_).query(); }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error_context.hpp"
+#include "core/trace_record.hpp"
 #include "hal/error.hpp"
 #include "hal/log.hpp"
 #include "hal/ops.hpp"
@@ -43,8 +44,11 @@ bool CpuFallback::allowed() { return thread_allows_fallback(); }
 
 namespace ops {
 
-Tensor run_op(std::string_view op, OpInputs inputs, Stream& stream, const OpBody& body) {
-  if (op_depth > 0) return body(inputs, stream);
+namespace {
+
+// An outermost op: its errors name it, and an op the device refuses may run on cpu:0.
+[[gnu::always_inline]] inline Tensor run_outermost(std::string_view op, OpInputs inputs,
+                                                   Stream& stream, const OpBody& body) {
   DepthGuard outermost;
   const detail::ErrorContext context(stream.device().id(), op);
   if (!CpuFallback::allowed()) return body(inputs, stream);
@@ -84,6 +88,23 @@ Tensor run_op(std::string_view op, OpInputs inputs, Stream& stream, const OpBody
   }
   on_cpu.synchronize();
   return result.to(here, stream);
+}
+
+// The same in a span on the stream's track, apart so that tracing off costs run_op one branch.
+[[gnu::noinline, gnu::cold]] Tensor traced_op(std::string_view op, OpInputs inputs, Stream& stream,
+                                              const OpBody& body) {
+  const trace::detail::Span span(trace::detail::stream_track(*stream.impl()), "op",
+                                 std::string(op));
+  return run_outermost(op, inputs, stream, body);
+}
+
+}  // namespace
+
+Tensor run_op(std::string_view op, OpInputs inputs, Stream& stream, const OpBody& body) {
+  if (op_depth > 0) return body(inputs, stream);
+  if (trace::enabled()) [[unlikely]]
+    return traced_op(op, inputs, stream, body);
+  return run_outermost(op, inputs, stream, body);
 }
 
 Tensor run_op(std::string_view op, const std::vector<Tensor>& inputs, Stream& stream,

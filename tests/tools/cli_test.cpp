@@ -248,7 +248,9 @@ TEST(Cli, BenchOpsComparesWithOpenBlasAndAHandWrittenLoop) {
     EXPECT_GT(figure["baseline_value"].get<double>(), 0.0);
     names.insert(figure["name"].get<std::string>());
   }
-  EXPECT_EQ(names, (std::set<std::string>{"matmul_f32_1024", "add_f32_tiny"})) << result.output;
+  EXPECT_EQ(names, (std::set<std::string>{"matmul_f32_1024", "add_f32_tiny", "add_f32_tiny_traced",
+                                          "fill_tiny_traced"}))
+      << result.output;
 }
 
 TEST(Cli, PluginsListsEachCandidateAndWhyItDidNotLoad) {
@@ -732,7 +734,9 @@ TEST(Cli, BenchReportsAFailingBenchmarkAndGoesOn) {
       << errors;
   std::set<std::string> figures;
   for (const auto& figure : json["results"]) figures.insert(figure["name"].get<std::string>());
-  EXPECT_EQ(figures, std::set<std::string>{"add_f32_tiny"}) << "the suite went on";
+  EXPECT_EQ(figures,
+            (std::set<std::string>{"add_f32_tiny", "add_f32_tiny_traced", "fill_tiny_traced"}))
+      << "the suite went on";
 }
 
 TEST(Cli, BenchHostSuitesTakeTheHostAsTheirDevice) {

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "error_report.hpp"
 #include "hal/error.hpp"
+#include "hal/trace.hpp"
 #include "hal/version.hpp"
 
 namespace hal::tool {
@@ -29,6 +30,7 @@ std::unique_ptr<CLI::App> make_command_line() {
   add_onnx_tests_command(*app);
   add_run_command(*app);
   add_train_command(*app);
+  add_compare_command(*app);
   return app;
 }
 
@@ -39,9 +41,17 @@ std::atomic<bool> work_left_out{false};
 void leave_out_work() { work_left_out = true; }
 
 void set_work(CLI::App& command, std::function<void()> work) {
+  // Every command takes --trace: its work recorded as a Chrome trace (hal/trace.hpp).
+  auto trace_file = std::make_shared<std::string>();
+  command.add_option("--trace", *trace_file,
+                     "Write a timeline of the command's work to FILE (Chrome trace-event JSON, "
+                     "for Perfetto); HAL_TRACE=FILE does the same");
   // Wrapped rather than dropped when work is left out: the callback owns the options' storage.
-  command.final_callback([work = std::move(work)] {
-    if (!work_left_out) work();
+  command.final_callback([work = std::move(work), trace_file] {
+    if (work_left_out) return;
+    if (!trace_file->empty()) hal::trace::start(*trace_file);
+    work();  // a command that throws has its trace written at exit
+    if (!trace_file->empty()) hal::trace::stop();
   });
 }
 

@@ -36,5 +36,6 @@ void add_ops_command(CLI::App& app);
 void add_onnx_tests_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_train_command(CLI::App& app);
+void add_compare_command(CLI::App& app);
 
 }  // namespace hal::tool

@@ -1,0 +1,72 @@
+// What hal's instrumented calls record into a trace (hal/trace.hpp). Call these only when
+// trace::enabled(): each takes a lock.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "hal/trace.hpp"
+
+namespace hal {
+class StreamImpl;
+class EventImpl;
+}  // namespace hal
+
+namespace hal::trace::detail {
+
+// A track: a stream's, or a host thread's.
+struct Track {
+  uint64_t id = 0;
+};
+Track stream_track(const StreamImpl& stream);
+Track thread_track();
+
+// A span's arguments, kept as numbers until the trace is written (formatting them as text for
+// every span would cost more than the rest of the recording).
+struct SpanArgs {
+  enum class Kind : uint8_t { none, bytes, launch, allocation, nodes } kind = Kind::none;
+  // bytes, nodes: n[0]. launch: global x y z, local x y z, shared bytes. allocation: bytes,
+  // MemoryKind, cache hit (0 or 1).
+  std::array<uint64_t, 7> n{};
+};
+
+// The trace's clock: the CPU's time-stamp counter where it runs at a constant rate (x86-64 with
+// constant_tsc: a few nanoseconds to read, where steady_clock takes tens in a VM), else
+// steady_clock's nanoseconds; converted to microseconds when the trace is written.
+uint64_t now();
+
+// A complete span; `category` is a literal (kept by reference).
+void span(Track track, std::string_view category, std::string&& name, uint64_t start, uint64_t end,
+          const SpanArgs& args = {});
+
+// A record of `event` on `track` starts a flow; a wait for it on another track ends it.
+void flow_from_record(Track track, const EventImpl& event, uint64_t at);
+void flow_to_wait(Track track, const EventImpl& event, uint64_t at);
+
+// Whether the latest allocation on this thread came from the allocator's cache.
+void note_allocation(bool cache_hit);
+bool last_allocation_hit();
+
+// A span recorded when it ends; constructed only while tracing (std::optional at call sites).
+class Span {
+ public:
+  Span(Track track, std::string_view category, std::string name, const SpanArgs& args = {})
+      : track_(track), category_(category), name_(std::move(name)), args_(args), start_(now()) {}
+  ~Span() { span(track_, category_, std::move(name_), start_, now(), args_); }
+  Span(const Span&) = delete;
+  Span& operator=(const Span&) = delete;
+  void set_args(const SpanArgs& args) { args_ = args; }
+
+ private:
+  Track track_;
+  std::string_view category_;
+  std::string name_;
+  SpanArgs args_;
+  uint64_t start_;
+};
+
+}  // namespace hal::trace::detail

@@ -1,0 +1,57 @@
+// Effect size and the power of a two-sample t-test (Boost.Math's noncentral t).
+#include <boost/math/distributions/non_central_t.hpp>
+#include <boost/math/distributions/students_t.hpp>
+#include <cmath>
+#include <string>
+
+#include "hal/error.hpp"
+#include "hal/statistics.hpp"
+#include "sample_checks.hpp"
+
+namespace hal::evidence {
+
+double hedges_g(std::span<const double> a, std::span<const double> b) {
+  check_samples(a, "sample a");
+  check_samples(b, "sample b");
+  const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
+  const double pooled =
+      std::sqrt(((na - 1) * variance(a) + (nb - 1) * variance(b)) / (na + nb - 2));
+  const double difference = mean(b) - mean(a);
+  if (pooled == 0) return difference == 0 ? 0 : std::copysign(INFINITY, difference);
+  return difference / pooled * (1 - 3 / (4 * (na + nb) - 9));
+}
+
+double t_test_power(double d, size_t n, double alpha) {
+  if (n < 2 || !(alpha > 0 && alpha < 1) || !std::isfinite(d))
+    throw Error(ErrorCode::InvalidArgument,
+                "t_test_power: needs n >= 2, alpha in (0, 1) and a finite effect (got n " +
+                    std::to_string(n) + ", alpha " + std::to_string(alpha) + ", d " +
+                    std::to_string(d) + ")");
+  const double df = 2 * static_cast<double>(n) - 2;
+  const double critical = quantile(complement(boost::math::students_t(df), alpha / 2));
+  const boost::math::non_central_t shifted(df, std::fabs(d) * std::sqrt(n / 2.0));
+  return cdf(complement(shifted, critical)) + cdf(shifted, -critical);
+}
+
+size_t samples_for_power(double d, double alpha, double power, size_t max_n) {
+  if (!(power > 0 && power < 1))
+    throw Error(ErrorCode::InvalidArgument,
+                "samples_for_power: power must lie in (0, 1), got " + std::to_string(power));
+  if (d == 0 || t_test_power(d, max_n, alpha) < power) return max_n;
+  // Power grows with n: double to bracket the answer, then bisect.
+  size_t low = 2, high = 2;
+  while (t_test_power(d, high, alpha) < power) {
+    low = high;
+    high = std::min(max_n, high * 2);
+  }
+  while (low < high) {
+    const size_t middle = low + (high - low) / 2;
+    if (t_test_power(d, middle, alpha) >= power)
+      high = middle;
+    else
+      low = middle + 1;
+  }
+  return high;
+}
+
+}  // namespace hal::evidence

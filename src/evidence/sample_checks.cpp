@@ -1,0 +1,49 @@
+#include "sample_checks.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "hal/error.hpp"
+#include "hal/statistics.hpp"
+
+namespace hal::evidence {
+
+void check_samples(std::span<const double> values, const char* side, size_t min) {
+  if (values.size() < min)
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(side) + ": " + std::to_string(values.size()) + " samples; at least " +
+                    std::to_string(min) + " are needed");
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i]))
+      throw Error(ErrorCode::InvalidArgument, std::string(side) + ": sample " + std::to_string(i) +
+                                                  " is not finite (" + std::to_string(values[i]) +
+                                                  ")");
+}
+
+double mean(std::span<const double> values) {
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum / static_cast<double>(values.size());
+}
+
+double variance(std::span<const double> values) {
+  const double m = mean(values);
+  double sum = 0;
+  for (double v : values) sum += (v - m) * (v - m);
+  return sum / static_cast<double>(values.size() - 1);
+}
+
+std::vector<double> logs(std::span<const double> values, const char* side) {
+  std::vector<double> out;
+  out.reserve(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!(values[i] > 0) || !std::isfinite(values[i]))
+      throw Error(ErrorCode::InvalidArgument, std::string(side) + ": sample " + std::to_string(i) +
+                                                  " (" + std::to_string(values[i]) +
+                                                  ") is not a positive finite number");
+    out.push_back(std::log(values[i]));
+  }
+  return out;
+}
+
+}  // namespace hal::evidence

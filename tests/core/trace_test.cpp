@@ -1,0 +1,201 @@
+// Traces (hal/trace.hpp): the JSON that Perfetto reads is well formed (every span closed,
+// timestamps in order on each track, spans nested, flows from a record to its waits), carries
+// the spans of ops, kernels with their launch configuration, copies, allocations with cache
+// hits, synchronizations and the user's scopes, one track per stream, also from many threads;
+// and nothing is recorded while tracing is off.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "test_util.hpp"
+
+namespace {
+
+std::filesystem::path temporary(const std::string& name) {
+  return std::filesystem::temp_directory_path() /
+         ("hal_trace_test_" + std::to_string(getpid()) + "_" + name);
+}
+
+nlohmann::json read_json(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  EXPECT_TRUE(in) << file;
+  return nlohmann::json::parse(in);
+}
+
+// What must hold of any trace hal writes; returns the track names by tid.
+std::map<int64_t, std::string> expect_valid_trace(const nlohmann::json& trace) {
+  std::map<int64_t, std::string> names;
+  std::map<int64_t, double> last_ts;
+  std::map<int64_t, std::vector<double>> open_ends;   // per track: ends of the enclosing spans
+  std::map<int64_t, std::vector<std::string>> begun;  // B events waiting for their E
+  std::map<int64_t, double> flow_starts;              // id -> ts
+  std::map<int64_t, int64_t> flow_start_track;
+  std::vector<nlohmann::json> flow_ends;
+  for (const auto& e : trace.at("traceEvents")) {
+    const std::string phase = e.at("ph");
+    if (phase == "M") {
+      if (e.at("name") == "thread_name") names[e.at("tid")] = e.at("args").at("name");
+      continue;
+    }
+    const int64_t tid = e.at("tid");
+    const double ts = e.at("ts");
+    EXPECT_TRUE(names.count(tid)) << "track " << tid << " has no name: " << e;
+    EXPECT_GE(ts, last_ts[tid]) << "timestamps go back on track " << names[tid] << ": " << e;
+    last_ts[tid] = ts;
+    if (phase == "X") {
+      const double dur = e.at("dur");
+      EXPECT_GE(dur, 0) << e;
+      EXPECT_FALSE(e.at("name").get<std::string>().empty()) << e;
+      auto& ends = open_ends[tid];
+      while (!ends.empty() && ends.back() <= ts) ends.pop_back();
+      if (!ends.empty()) {
+        EXPECT_LE(ts + dur, ends.back() + 1e-3) << "span overlaps its neighbour: " << e;
+      }
+      ends.push_back(ts + dur);
+    } else if (phase == "B") {
+      begun[tid].push_back(e.at("name"));
+    } else if (phase == "E") {
+      EXPECT_FALSE(begun[tid].empty()) << "an end without a begin: " << e;
+      if (!begun[tid].empty()) begun[tid].pop_back();
+    } else if (phase == "s") {
+      EXPECT_FALSE(flow_starts.count(e.at("id"))) << "flow id used twice: " << e;
+      flow_starts[e.at("id")] = ts;
+      flow_start_track[e.at("id")] = tid;
+    } else if (phase == "f") {
+      flow_ends.push_back(e);
+    } else {
+      ADD_FAILURE() << "unexpected phase: " << e;
+    }
+  }
+  for (const auto& [tid, pending] : begun)
+    EXPECT_TRUE(pending.empty()) << pending.size() << " begins without an end on " << names[tid];
+  for (const auto& e : flow_ends) {
+    EXPECT_TRUE(flow_starts.count(e.at("id"))) << "a flow that starts nowhere: " << e;
+    if (!flow_starts.count(e.at("id"))) continue;
+    EXPECT_LE(flow_starts[e.at("id")], e.at("ts").get<double>()) << e;
+    EXPECT_NE(flow_start_track[e.at("id")], e.at("tid").get<int64_t>()) << e;
+  }
+  return names;
+}
+
+std::vector<nlohmann::json> spans(const nlohmann::json& trace, const std::string& category) {
+  std::vector<nlohmann::json> out;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.at("ph") == "X" && e.at("cat") == category) out.push_back(e);
+  return out;
+}
+
+TEST(Trace, RecordsTheWorkOfStreamsAsValidJson) {
+  const std::filesystem::path file = temporary("streams.json");
+  hal::Device cpu = hal::device("cpu:0");
+  {
+    hal::trace::start(file);
+    EXPECT_TRUE(hal::trace::enabled());
+    const hal::trace::Scope step("user step");
+    hal::Stream first = cpu.create_stream(), second = cpu.create_stream();
+    const hal::Tensor x = hal::full({64}, 1.0, hal::DType::f32, first);
+    const hal::Tensor y = hal::add(x, x, first);
+    std::vector<float> host(64, 2.0f);
+    hal::Buffer buffer = cpu.allocate(host.size() * sizeof(float));
+    first.copy_from_host(buffer, host.data(), host.size() * sizeof(float));
+    first.launch(hal::host_kernel("double_it",
+                                  [](hal::Index3 i, const hal::KernelArgs& args) {
+                                    args.ptr<float>(0)[i[0]] *= 2;
+                                  }),
+                 hal::LaunchConfig::linear(64), {buffer});
+    const hal::Event done = first.record();
+    second.wait(done);
+    const hal::Tensor z = hal::add(y, y, second);
+    second.synchronize();
+    done.synchronize();
+    hal::Buffer again = cpu.allocate(64);  // the first 64 bytes came from a new segment
+    again = hal::Buffer();
+    again = cpu.allocate(64);  // from the cache
+    EXPECT_EQ(z.to_vector<float>(second)[0], 4.0f);
+  }
+  hal::trace::stop();
+  EXPECT_FALSE(hal::trace::enabled());
+  const nlohmann::json trace = read_json(file);
+  const auto names = expect_valid_trace(trace);
+  std::set<std::string> tracks;
+  for (const auto& [tid, name] : names) tracks.insert(name);
+  EXPECT_TRUE(tracks.count("cpu:0 stream 0") && tracks.count("cpu:0 stream 1")) << trace.dump();
+  EXPECT_TRUE(tracks.count("host thread 0"));
+
+  std::set<std::string> ops;
+  for (const auto& e : spans(trace, "op")) ops.insert(e.at("name"));
+  EXPECT_TRUE(ops.count("add")) << trace.dump();
+  const auto kernels = spans(trace, "kernel");
+  const auto kernel = std::find_if(kernels.begin(), kernels.end(),
+                                   [](const auto& e) { return e.at("name") == "double_it"; });
+  ASSERT_NE(kernel, kernels.end());
+  EXPECT_EQ((*kernel)["args"]["global"], nlohmann::json({64, 1, 1}));
+  bool copied = false;
+  for (const auto& e : spans(trace, "copy"))
+    copied |= e.at("name") == "copy_from_host" && e["args"]["bytes"] == 256;
+  EXPECT_TRUE(copied);
+  bool hit = false, miss = false;
+  for (const auto& e : spans(trace, "memory")) {
+    hit |= e["args"]["cache_hit"] == true;
+    miss |= e["args"]["cache_hit"] == false;
+  }
+  EXPECT_TRUE(hit && miss);
+  EXPECT_GE(spans(trace, "synchronize").size(), 2u);
+  ASSERT_EQ(spans(trace, "user").size(), 1u);
+  EXPECT_EQ(spans(trace, "user")[0]["name"], "user step");
+  int flows = 0;
+  for (const auto& e : trace.at("traceEvents")) flows += e.at("ph") == "f";
+  EXPECT_GE(flows, 1) << "the wait on the second stream ends a flow";
+  std::filesystem::remove(file);
+}
+
+TEST(Trace, ManyThreadsEachOnTheirOwnTracks) {
+  const std::filesystem::path file = temporary("threads.json");
+  hal::trace::start(file);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([] {
+      hal::Stream stream = hal::device("cpu:0").create_stream();
+      for (int i = 0; i < 20; ++i) {
+        const hal::trace::Scope scope("iteration");
+        hal::Tensor x = hal::full({16}, double(i), hal::DType::f32, stream);
+        x = hal::add(x, x, stream);
+        stream.synchronize();
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  hal::trace::stop();
+  const nlohmann::json trace = read_json(file);
+  const auto names = expect_valid_trace(trace);
+  int streams = 0, hosts = 0;
+  for (const auto& [tid, name] : names) {
+    streams += name.rfind("cpu:0 stream", 0) == 0;
+    hosts += name.rfind("host thread", 0) == 0;
+  }
+  EXPECT_EQ(streams, 4);
+  EXPECT_EQ(hosts, 4);
+  EXPECT_EQ(spans(trace, "user").size(), 80u);
+  std::filesystem::remove(file);
+}
+
+TEST(Trace, OffRecordsNothingAndBadFilesAreRefused) {
+  EXPECT_FALSE(hal::trace::enabled());
+  hal::trace::stop();  // not recording: nothing to do
+  { const hal::trace::Scope ignored("not recorded"); }
+  const std::filesystem::path file = temporary("later.json");
+  hal::trace::start(file);
+  hal::trace::stop();
+  EXPECT_TRUE(spans(read_json(file), "user").empty());
+  std::filesystem::remove(file);
+  hal::test::expect_error([] { hal::trace::start("/nonexistent-dir/trace.json"); },
+                          hal::ErrorCode::InvalidArgument,
+                          {"trace: cannot create /nonexistent-dir/trace.json"});
+  EXPECT_FALSE(hal::trace::enabled());
+}
+
+}  // namespace

@@ -1,0 +1,198 @@
+// `hal compare`: a planted 10 % slowdown on paced simulated devices is found with an interval
+// that covers it, directly and with side B in a child process (--b-env), A/A runs on one device
+// find no difference, and bad input is refused by code and message.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "test_util.hpp"
+
+namespace {
+
+using Result = hal::test::ShellResult;
+
+// sim:1 does the same matmul 10 % slower than sim:0 (modelled 95.3 ms and 104.9 ms for 64^3).
+constexpr const char* kPacedPair =
+    "HAL_SIM_CONFIG=devices=2,pace=1,gflops=0.0055:0.005,bandwidth_gbps=1000,launch_us=0 ";
+
+// stdout alone (stderr dropped): the JSON.
+Result run(const std::string& environment, const std::string& arguments) {
+  return hal::test::run_shell("(" + hal::test::child_sanitizer_options() + environment +
+                              HAL_CLI_PATH " compare " + arguments + " 2>/dev/null)");
+}
+
+nlohmann::json report_of(const Result& result) {
+  EXPECT_EQ(result.status, 0) << result.output;
+  return nlohmann::json::parse(result.output);
+}
+
+// A run's wall-clock time is the device's modelled time plus the host's fixed cost of a run
+// (enqueue, the paced worker's wake-up, synchronize: about 0.2 ms here), which dilutes a 10 %
+// device slowdown by 0.1 x that cost / 95 ms. The interval must cover 1.10 to within that:
+// 0.2 % allows 1.9 ms of fixed cost per run, ten times what a loaded host takes.
+void expect_planted_slowdown(const nlohmann::json& report) {
+  EXPECT_EQ(report["schema"], "hal.compare/1");
+  EXPECT_EQ(report["decision"], "differ") << report["verdict"];
+  EXPECT_EQ(report["verdict"].get<std::string>().rfind("B slower by", 0), 0u) << report["verdict"];
+  const double ratio = report["ratio"], low = report["ci"][0], high = report["ci"][1];
+  EXPECT_LE(low, ratio);
+  EXPECT_GE(high, ratio);
+  EXPECT_LE(low, 1.10) << report["verdict"];
+  EXPECT_GE(high, 1.10 - 0.002) << report["verdict"];
+  EXPECT_LT(report["p_value"].get<double>(), report["look_alpha"].get<double>());
+  EXPECT_GT(report["effect_size"].get<double>(), 0);
+  EXPECT_EQ(report["n_a"], report["samples_a"].size());
+  EXPECT_EQ(report["n_b"], report["samples_b"].size());
+  EXPECT_EQ(report["max_abs_diff"], 0.0);  // sim computes the same products on both
+}
+
+TEST(CompareCli, FindsAPlantedSlowdownOnPacedSimDevices) {
+  expect_planted_slowdown(report_of(
+      run(kPacedPair, "--a sim:0 --b sim:1 --workload matmul:64 --first-look 10 --seed 3 --json")));
+}
+
+// Side B in a child process whose HAL_SIM_CONFIG makes sim:0 10 % slower: an A/B of settings.
+TEST(CompareCli, ComparesSettingsWithSideBInAChildProcess) {
+  const nlohmann::json report = report_of(
+      run(kPacedPair,
+          "--a sim:0 --b sim:0 --workload matmul:64 --first-look 10 --json --b-env "
+          "HAL_SIM_CONFIG=devices=1,pace=1,gflops=0.005,bandwidth_gbps=1000,launch_us=0"));
+  expect_planted_slowdown(report);
+  EXPECT_EQ(report["b_env"][0].get<std::string>().rfind("HAL_SIM_CONFIG=", 0), 0u);
+}
+
+// A few real A/A runs (the statistics' 200-run A/A test is tests/evidence), each on its own
+// seed: none finds a difference that counts (2 %, the default --min-effect). On paced sim:0, 20
+// ms of modelled time a run. The two sides are two streams, each with its own worker thread,
+// and on a loaded host one may wake up later than the other by tens of microseconds, run after
+// run: a real difference that pacing measures to a hundredth of a percent, so "B slower by
+// 0.2 %; smaller than the 2.0 % that counts" is a right answer here, not a false positive.
+TEST(CompareCli, AaRunsOnOneDeviceFindNoDifferenceThatCounts) {
+  for (int seed = 1; seed <= 4; ++seed) {
+    const nlohmann::json report =
+        report_of(run("HAL_SIM_CONFIG=devices=1,pace=1,gflops=0.0033,bandwidth_gbps=1000 ",
+                      "--a sim:0 --b sim:0 --workload matmul:32 --max-time 1s --first-look 10 "
+                      "--json --seed " +
+                          std::to_string(seed)));
+    const double ratio = report["ratio"];
+    EXPECT_TRUE(report["decision"] != "differ" || std::fabs(std::log(ratio)) < std::log(1.02))
+        << report["verdict"];
+    EXPECT_EQ(report["a"], "sim:0");
+    EXPECT_GE(report["n_a"].get<int>(), 10);
+  }
+}
+
+TEST(CompareCli, PrintsTheVerdict) {
+  const Result result = hal::test::run_shell(
+      std::string(kPacedPair) + HAL_CLI_PATH +
+      " compare --a sim:0 --b sim:1 --workload matmul:64 --first-look 10 --metric throughput");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_NE(result.output.find("throughput (higher is better)"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("GFLOP/s"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("outputs agree"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("\nB slower by "), std::string::npos) << result.output;
+}
+
+// A model from PyTorch with its stored input, and with inputs hal makes (same on both sides).
+TEST(CompareCli, RunsAModel) {
+  const std::string model = HAL_MODELS_DIR "/transformer_encoder.onnx";
+  for (const std::string& workload :
+       {"model:" + model + ":input=" HAL_MODELS_DIR "/transformer_encoder.input.npy",
+        "model:" + model}) {
+    const nlohmann::json report = report_of(run("", "--a cpu:0 --b cpu:0 --workload " + workload +
+                                                        " --max-time 0.5s --first-look 5 --json"));
+    EXPECT_EQ(report["workload"], workload);
+    EXPECT_EQ(report["max_abs_diff"], 0.0);
+    EXPECT_GE(report["n_a"].get<int>(), 2);
+  }
+}
+
+// --trace FILE (on every command) and HAL_TRACE=FILE write a trace with a track per side's
+// stream and the workload's ops on it (tests/core/trace_test.cpp checks traces in depth).
+TEST(CompareCli, WritesATrace) {
+  const std::string file = std::filesystem::temp_directory_path() /
+                           ("hal_compare_trace_" + std::to_string(getpid()) + ".json");
+  for (const std::string& how : {std::string(" --trace ") + file, std::string()}) {
+    std::filesystem::remove(file);
+    const std::string environment = how.empty() ? "HAL_TRACE=" + file + " " : "";
+    const Result result = run(environment,
+                              "--a cpu:0 --b cpu:0 --workload softmax:8x8 "
+                              "--max-time 0.2s --first-look 3" +
+                                  how);
+    ASSERT_EQ(result.status, 0) << result.output;
+    std::ifstream in(file);
+    ASSERT_TRUE(in) << "no trace in " << file << " (" << (how.empty() ? "HAL_TRACE" : how) << ")";
+    const nlohmann::json trace = nlohmann::json::parse(in);
+    std::set<std::string> tracks, ops;
+    for (const auto& e : trace["traceEvents"]) {
+      if (e["ph"] == "M" && e["name"] == "thread_name") tracks.insert(e["args"]["name"]);
+      if (e["ph"] == "X" && e["cat"] == "op") ops.insert(e["name"]);
+    }
+    EXPECT_TRUE(tracks.count("cpu:0 stream 0") && tracks.count("cpu:0 stream 1"));
+    EXPECT_TRUE(ops.count("softmax"));
+  }
+  std::filesystem::remove(file);
+}
+
+// Side B's matmul made fast and wrong (a preloaded cblas_sgemm that writes zeros): no verdict,
+// an error that says the outputs differ.
+TEST(CompareCli, RefusesToRankAWrongAnswer) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a preloaded library must come after the sanitizer's runtime";
+#endif
+  const Result result = run(
+      "", "--a cpu:0 --b cpu:0 --workload matmul:16 --json --b-env LD_PRELOAD=" HAL_WRONG_SGEMM);
+  EXPECT_EQ(result.status, 1) << result.output;
+  const nlohmann::json error = nlohmann::json::parse(result.output);
+  EXPECT_EQ(error["code"], "InvalidState");
+  const std::string message = error["message"];
+  EXPECT_NE(message.find("outputs differ: max|A - B| = "), std::string::npos) << message;
+  EXPECT_NE(message.find("a faster wrong answer is no winner"), std::string::npos) << message;
+}
+
+void expect_refused(const std::string& arguments, const std::string& code,
+                    const std::string& message) {
+  const Result result = run("", arguments + " --json");
+  EXPECT_EQ(result.status, 1) << arguments << ": " << result.output;
+  const nlohmann::json error = nlohmann::json::parse(result.output);
+  EXPECT_EQ(error["schema"], "hal.error/1");
+  EXPECT_EQ(error["code"], code) << arguments;
+  EXPECT_NE(error["message"].get<std::string>().find(message), std::string::npos)
+      << arguments << ": " << error["message"];
+}
+
+TEST(CompareCli, RefusesBadInput) {
+  expect_refused("--a nope:3 --b cpu:0 --workload matmul:8", "NotFound", "no device 'nope:3'");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:x", "InvalidArgument",
+                 "--workload matmul:N: 'x' is not a whole number");
+  expect_refused("--a cpu:0 --b cpu:0 --workload softmax:8", "InvalidArgument",
+                 "'softmax:8' has no RxC");
+  expect_refused("--a cpu:0 --b cpu:0 --workload foo:1", "InvalidArgument",
+                 "'foo:1' is of no kind hal compare runs");
+  expect_refused("--a cpu:0 --b cpu:0 --workload model:", "InvalidArgument", "names no model file");
+  expect_refused("--a cpu:0 --b cpu:0 --workload model:/nonexistent.onnx", "InvalidArgument",
+                 "/nonexistent.onnx");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --alpha 0.7", "InvalidArgument",
+                 "--alpha: '0.7' is out of range");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --alpha x", "InvalidArgument",
+                 "--alpha: 'x'");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --min-effect 2x", "InvalidArgument",
+                 "--min-effect");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --max-time 0s", "InvalidArgument",
+                 "--max-time: '0' is out of range");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --metric speed", "InvalidArgument",
+                 "--metric: 'speed' is not latency or throughput");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --metric energy", "Unsupported",
+                 "--metric energy");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --b-env FOO", "InvalidArgument",
+                 "--b-env: 'FOO' is not VAR=VALUE");
+  expect_refused("--a cpu:0 --b nope:0 --workload matmul:8 --b-env X=1", "NotFound",
+                 "side B (nope:0 in a child process with X=1): no device 'nope:0'");
+}
+
+}  // namespace

@@ -1,0 +1,245 @@
+// `hal compare --a ID --b ID --workload W [--metric latency|throughput] [--alpha A]
+// [--min-effect E] [--max-time T] [--seed N] [--b-env VAR=VALUE]... [--json]`: runs the workload
+// on A and B interleaved in random order (warm-up runs discarded, each side on its own stream,
+// outputs checked to agree) under the sequential design of hal/compare.hpp, and says which is
+// faster, by how much and how sure that is (docs/evidence.md). --json prints hal.compare/1.
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "commands.hpp"
+#include "compare_side.hpp"
+#include "hal/compare.hpp"
+#include "hal/error.hpp"
+#include "hal/units.hpp"
+#include "option_values.hpp"
+
+namespace hal::tool {
+namespace {
+
+struct CompareOptions {
+  std::string a, b, workload_text, metric_text = "latency", alpha_text = "0.05",
+                                   min_effect_text = "2%", max_time_text = "60s", seed_text = "1",
+                                   warmup_text = "2", first_look_text = "20";
+  std::vector<std::string> b_env;
+  WorkloadSpec workload;
+  evidence::Metric metric = evidence::Metric::latency;
+  evidence::SequentialDesign design;
+  double max_seconds = 60;
+  uint64_t warmup = 2;
+  bool json = false;
+};
+
+// "2%" -> 0.02, "0.02" -> 0.02.
+double fraction_option(std::string_view option, std::string text, double max) {
+  const bool percent = !text.empty() && text.back() == '%';
+  if (percent) text.pop_back();
+  const double value = real_option(option, text, 0, percent ? 100 * max : max);
+  return percent ? value / 100 : value;
+}
+
+// "60s", "500ms", "2m", "90" (seconds).
+double seconds_option(std::string_view option, std::string text) {
+  double scale = 1;
+  if (text.size() > 2 && text.ends_with("ms")) {
+    scale = 1e-3;
+    text.resize(text.size() - 2);
+  } else if (text.size() > 1 && (text.back() == 's' || text.back() == 'm')) {
+    scale = text.back() == 'm' ? 60 : 1;
+    text.pop_back();
+  }
+  return real_option(option, text, 1e-3 / scale, 86400 / scale) * scale;
+}
+
+double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b,
+                          double& largest) {
+  double worst = 0;
+  largest = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+    largest = std::max(largest, double(std::fabs(a[i])));
+  }
+  return worst;
+}
+
+std::string decision_name(evidence::Decision d) {
+  switch (d) {
+    case evidence::Decision::differ:
+      return "differ";
+    case evidence::Decision::equivalent:
+      return "equivalent";
+    case evidence::Decision::undecided:
+      return "inconclusive";
+  }
+  return "inconclusive";
+}
+
+void compare(const CompareOptions& o) {
+  const auto started = std::chrono::steady_clock::now();
+  auto sampling_from = started;  // --max-time counts from the first sample
+  const auto since = [](std::chrono::steady_clock::time_point from) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+  };
+  std::unique_ptr<CompareSide> a = local_side(o.a, o.workload);
+  std::unique_ptr<CompareSide> b =
+      o.b_env.empty() ? local_side(o.b, o.workload) : child_side(o.b, o.workload, o.b_env);
+  for (uint64_t i = 0; i < o.warmup; ++i) {  // compiles kernels, fills caches: not measured
+    a->timed_run();
+    b->timed_run();
+  }
+  // A faster wrong answer is no winner.
+  const std::vector<float> out_a = a->output(), out_b = b->output();
+  if (out_a.size() != out_b.size())
+    throw Error(ErrorCode::InvalidState, "outputs differ: A (" + o.a + ") gives " +
+                                             std::to_string(out_a.size()) + " values, B (" + o.b +
+                                             ") " + std::to_string(out_b.size()));
+  double largest = 0;
+  const double difference = max_abs_difference(out_a, out_b, largest);
+  const double tolerance = 1e-3 * std::max(1.0, largest);
+  if (!(difference <= tolerance))
+    throw Error(ErrorCode::InvalidState,
+                "outputs differ: max|A - B| = " + std::to_string(difference) + " > " +
+                    std::to_string(tolerance) + " between A (" + o.a + ") and B (" + o.b +
+                    "); a faster wrong answer is no winner");
+
+  const double work = o.workload.work();
+  const auto value = [&](double seconds) {
+    return o.metric == evidence::Metric::latency ? seconds : work / seconds;
+  };
+  std::mt19937_64 order(o.design.seed);
+  sampling_from = std::chrono::steady_clock::now();
+  const evidence::SequentialRun run = evidence::run_sequential(
+      o.design,
+      [&](std::vector<double>& sa, std::vector<double>& sb) {
+        if (order() & 1) {  // which side runs first in this pair
+          sa.push_back(value(a->timed_run()));
+          sb.push_back(value(b->timed_run()));
+        } else {
+          sb.push_back(value(b->timed_run()));
+          sa.push_back(value(a->timed_run()));
+        }
+      },
+      [&] { return since(sampling_from) < o.max_seconds; }, 1'000'000);
+  const evidence::Analysis& r = run.analysis;
+  const std::string text = evidence::verdict(r, o.design, o.metric);
+  const bool latency = o.metric == evidence::Metric::latency;
+  if (o.json) {
+    nlohmann::ordered_json env = nlohmann::ordered_json::array();
+    for (const std::string& e : o.b_env) env.push_back(e);
+    const nlohmann::ordered_json report{{"schema", "hal.compare/1"},
+                                        {"a", o.a},
+                                        {"b", o.b},
+                                        {"b_env", env},
+                                        {"workload", o.workload.text},
+                                        {"metric", latency ? "latency" : "throughput"},
+                                        {"unit", latency ? "s" : o.workload.throughput_unit()},
+                                        {"verdict", text},
+                                        {"decision", decision_name(r.decision)},
+                                        {"ratio", r.ratio.ratio},
+                                        {"ci", {r.ratio.low, r.ratio.high}},
+                                        {"confidence", 1 - o.design.alpha},
+                                        {"p_value", r.welch.p_value},
+                                        {"mann_whitney_p", r.mann_whitney.p_value},
+                                        {"effect_size", r.effect_size},
+                                        {"n_a", r.n_a},
+                                        {"n_b", r.n_b},
+                                        {"look", r.look},
+                                        {"look_alpha", r.look_alpha},
+                                        {"more_samples", r.more_samples},
+                                        {"alpha", o.design.alpha},
+                                        {"min_effect", o.design.min_effect},
+                                        {"seed", o.design.seed},
+                                        {"max_abs_diff", difference},
+                                        {"seconds", since(started)},
+                                        {"samples_a", run.a},
+                                        {"samples_b", run.b}};
+    std::cout << report.dump(2) << "\n";
+    return;
+  }
+  const auto median_text = [&](const std::vector<double>& samples) {
+    const double m = evidence::median(samples);
+    if (latency) return format_seconds(m);
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.4g %s", m, o.workload.throughput_unit().c_str());
+    return std::string(buffer);
+  };
+  std::cout << "hal compare: " << o.workload.text << ", "
+            << (latency ? "latency (lower is better)" : "throughput (higher is better)") << "\n"
+            << "  A  " << o.a << "  median " << median_text(run.a) << "\n"
+            << "  B  " << o.b << (o.b_env.empty() ? "" : " (child process with --b-env)")
+            << "  median " << median_text(run.b) << "\n"
+            << "  outputs agree: max|A - B| = " << difference << "\n"
+            << text << "\n";
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app) {
+  auto* command = app.add_subcommand(
+      "compare", "A/B test: is B faster than A on a workload, by how much, and how sure is that");
+  auto o = std::make_shared<CompareOptions>();
+  command->add_option("--a", o->a, "Side A's device (the baseline)")->required();
+  command->add_option("--b", o->b, "Side B's device")->required();
+  command
+      ->add_option("--workload", o->workload_text,
+                   "matmul:N, softmax:RxC or model:PATH.onnx[:input=FILE.npy]")
+      ->required();
+  command->add_option("--metric", o->metric_text, "latency (default) or throughput");
+  command->add_option("--alpha", o->alpha_text,
+                      "False-positive rate over the whole run, in (0, 0.5) (default 0.05)");
+  command->add_option("--min-effect", o->min_effect_text,
+                      "The smallest difference that counts: '2%' or 0.02 (default 2%); 0 never "
+                      "calls the sides equivalent");
+  command->add_option("--max-time", o->max_time_text,
+                      "Stop sampling after this long (warm-up not counted): '60s' (default), "
+                      "'500ms', '2m'");
+  command->add_option("--seed", o->seed_text, "Seed of the run order and the bootstrap");
+  command->add_option("--warmup", o->warmup_text, "Discarded runs per side (default 2)");
+  command->add_option("--first-look", o->first_look_text,
+                      "Samples per side at the first look (default 20; each look doubles)");
+  command->add_option("--b-env", o->b_env,
+                      "VAR=VALUE: run side B in a child process with this environment (repeat "
+                      "for several)");
+  command->add_flag("--json", o->json, "Print JSON (schema hal.compare/1)");
+  command->parse_complete_callback([o] {
+    o->workload = parse_workload(o->workload_text);
+    if (o->metric_text == "latency")
+      o->metric = evidence::Metric::latency;
+    else if (o->metric_text == "throughput")
+      o->metric = evidence::Metric::throughput;
+    else if (o->metric_text == "energy")
+      throw Error(ErrorCode::Unsupported,
+                  "--metric energy: no backend of hal reports energy use yet; use latency or "
+                  "throughput");
+    else
+      throw Error(ErrorCode::InvalidArgument,
+                  "--metric: '" + o->metric_text + "' is not latency or throughput");
+    o->design.alpha = real_option("--alpha", o->alpha_text, 1e-9, 0.499);
+    if (o->design.alpha >= 0.5)
+      throw Error(ErrorCode::InvalidArgument, "--alpha: must be below 0.5");
+    o->design.min_effect = fraction_option("--min-effect", o->min_effect_text, 9.99);
+    o->max_seconds = seconds_option("--max-time", o->max_time_text);
+    o->design.seed = count_option("--seed", o->seed_text, 0, UINT64_MAX);
+    o->warmup = count_option("--warmup", o->warmup_text, 0, 1000);
+    o->design.first_look = count_option("--first-look", o->first_look_text, 3, 1'000'000);
+    for (const std::string& entry : o->b_env) {
+      const size_t equals = entry.find('=');
+      if (equals == 0 || equals == std::string::npos || entry.find_first_of(" \t\n") < equals)
+        throw Error(ErrorCode::InvalidArgument, "--b-env: '" + entry + "' is not VAR=VALUE");
+    }
+  });
+  set_work(*command, [o] { compare(*o); });
+
+  // Side B of `--b-env`, in the child process: hidden from --help.
+  auto* worker = app.add_subcommand("compare-worker", "");
+  worker->group("");
+  auto w = std::make_shared<CompareOptions>();
+  worker->add_option("--device", w->b)->required();
+  worker->add_option("--workload", w->workload_text)->required();
+  worker->parse_complete_callback([w] { w->workload = parse_workload(w->workload_text); });
+  set_work(*worker, [w] { serve_compare_side(w->b, w->workload); });
+}
+
+}  // namespace hal::tool
