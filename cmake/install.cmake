@@ -1,7 +1,7 @@
 # `make install`: headers, libhal.so.MAJOR, the hal tool, a CMake package and a pkg-config file.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS hal hal_model hal_train hal_dist EXPORT halTargets
+install(TARGETS hal hal_model hal_train hal_dist hal_serve EXPORT halTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

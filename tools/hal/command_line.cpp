@@ -29,6 +29,8 @@ std::unique_ptr<CLI::App> make_command_line() {
   add_onnx_tests_command(*app);
   add_run_command(*app);
   add_train_command(*app);
+  add_serve_command(*app);
+  add_loadgen_command(*app);
   return app;
 }
 
