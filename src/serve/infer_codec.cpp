@@ -128,13 +128,15 @@ json decode_data(const HostTensor& tensor) {
 
 int64_t integer_field(const json& value, const std::string& where, int64_t low, int64_t high) {
   if (!value.is_number_integer()) refuse(where + " is not an integer");
-  if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(high))
-    refuse(where + " is out of range (" + std::to_string(low) + " to " + std::to_string(high) +
-           ")");
+  const std::string range =
+      "out of range (" + std::to_string(low) + " to " + std::to_string(high) + ")";
+  if (value.is_number_unsigned()) {
+    const auto v = value.get<uint64_t>();
+    if (v > static_cast<uint64_t>(high)) refuse(where + " is " + std::to_string(v) + ", " + range);
+    return static_cast<int64_t>(v);
+  }
   const auto v = value.get<int64_t>();
-  if (v < low || v > high)
-    refuse(where + " is " + std::to_string(v) + ", out of range (" + std::to_string(low) + " to " +
-           std::to_string(high) + ")");
+  if (v < low || v > high) refuse(where + " is " + std::to_string(v) + ", " + range);
   return v;
 }
 
@@ -312,9 +314,9 @@ InferRequest parse_infer_request(std::string_view body,
       flatten(*data, elements, static_cast<size_t>(count), where);
       if (elements.size() != static_cast<size_t>(count))
         refuse(where + ": 'data' has " +
-               (elements.size() > static_cast<size_t>(count) ? "more than " : "") +
-               std::to_string(elements.size()) + " elements; shape " + shape_text(tensor.shape) +
-               " holds " + std::to_string(count));
+               (elements.size() > static_cast<size_t>(count) ? "more than " + std::to_string(count)
+                                                             : std::to_string(elements.size())) +
+               " elements; shape " + shape_text(tensor.shape) + " holds " + std::to_string(count));
       tensor.bytes.reserve(bytes);
       for (size_t e = 0; e < elements.size(); ++e)
         append_element(tensor.bytes, *dtype, *elements[e],

@@ -1,3 +1,5 @@
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <set>
 
@@ -100,7 +102,13 @@ Server::Server(const ServerOptions& options) : impl_(std::make_unique<Impl>()) {
     return new httplib::ThreadPool(static_cast<size_t>(threads));
   };
   impl_->http.set_keep_alive_max_count(1'000'000);
-  impl_->http.set_tcp_nodelay(true);  // a response is one write; Nagle would hold it
+  impl_->http.set_tcp_nodelay(true);
+  // SO_REUSEADDR alone: httplib's default, SO_REUSEPORT, would let a second server bind a port
+  // in use and share its connections instead of failing.
+  impl_->http.set_socket_options([](int socket) {
+    int yes = 1;
+    ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });  // a response is one write; Nagle would hold it
   impl_->http.set_payload_max_length(size_t{1} << 30);
   add_routes(*impl_);
 }
