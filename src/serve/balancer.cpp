@@ -1,5 +1,6 @@
 #include "serve/balancer.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace hal::serve {
@@ -22,13 +23,25 @@ std::optional<Balancer> parse_balancer(const std::string& text) {
   return std::nullopt;
 }
 
+// Whether `load` takes another batch. Predicted placement lets a fast instance queue work until
+// it holds as much as the slowest healthy instance takes for this batch (`horizon_s`): with a
+// fixed count of batches a fast device would never hold enough for a slow one to finish first,
+// and the slow ones would idle while requests wait.
+bool has_room(Balancer policy, const InstanceLoad& load, double horizon_s) {
+  if (load.batches < load.max_batches) return true;
+  return policy == Balancer::predicted && load.batches < 8 * load.max_batches &&
+         load.work_ahead_s < horizon_s;
+}
+
 Choice choose_instance(Balancer policy, const std::vector<InstanceLoad>& loads, size_t& next) {
   const size_t n = loads.size();
+  double horizon_s = 0;
+  for (const InstanceLoad& load : loads)
+    if (load.healthy) horizon_s = std::max(horizon_s, load.batch_s);
   std::optional<size_t> chosen;
   if (policy == Balancer::round_robin) {
     for (size_t step = 0; step < n && !chosen; ++step)
       if (loads[(next + step) % n].healthy) chosen = (next + step) % n;
-    if (chosen && loads[*chosen].batches < loads[*chosen].max_batches) next = (*chosen + 1) % n;
   } else {
     // Ties go to the first after the cursor, so equal instances share the work.
     double best = std::numeric_limits<double>::infinity();
@@ -43,10 +56,10 @@ Choice choose_instance(Balancer policy, const std::vector<InstanceLoad>& loads, 
         chosen = i;
       }
     }
-    if (chosen && loads[*chosen].batches < loads[*chosen].max_batches) next = (*chosen + 1) % n;
   }
   if (!chosen) return {Choice::none_healthy, 0};
-  if (loads[*chosen].batches >= loads[*chosen].max_batches) return {Choice::wait, *chosen};
+  if (!has_room(policy, loads[*chosen], horizon_s)) return {Choice::wait, *chosen};
+  next = (*chosen + 1) % n;
   return {Choice::run, *chosen};
 }
 

@@ -25,9 +25,12 @@ struct Choice {
   size_t instance = 0;  // for run
 };
 
-// `next` is the round-robin cursor (advanced when round-robin chooses). The policy names one
-// instance among the healthy ones; where that one is full the answer is `wait` (a slot frees
-// when one of its batches ends), so that a policy is not quietly replaced by "any free one".
+// `next` is the cursor (round-robin's turn; where the others break ties), advanced past the
+// instance chosen. The policy names one instance among the healthy ones; where that one is full
+// the answer is `wait` (a slot frees when one of its batches ends), so that a policy is not
+// quietly replaced by "any free one". Full: `max_batches` queued or running; for predicted, also
+// as much predicted work queued as the slowest healthy instance's time for this batch (up to
+// 8 x max_batches), so that queueing on a fast instance is weighed against a slow idle one.
 Choice choose_instance(Balancer policy, const std::vector<InstanceLoad>& loads, size_t& next);
 
 }  // namespace hal::serve

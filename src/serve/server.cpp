@@ -102,13 +102,15 @@ Server::Server(const ServerOptions& options) : impl_(std::make_unique<Impl>()) {
     return new httplib::ThreadPool(static_cast<size_t>(threads));
   };
   impl_->http.set_keep_alive_max_count(1'000'000);
-  impl_->http.set_tcp_nodelay(true);
+  impl_->http.set_tcp_nodelay(true);  // a response is one write; Nagle would hold it
   // SO_REUSEADDR alone: httplib's default, SO_REUSEPORT, would let a second server bind a port
-  // in use and share its connections instead of failing.
-  impl_->http.set_socket_options([](int socket) {
+  // in use and share its connections instead of failing. The socket is kept to deepen its
+  // backlog once bound.
+  impl_->http.set_socket_options([impl = impl_.get()](int socket) {
     int yes = 1;
     ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });  // a response is one write; Nagle would hold it
+    impl->listen_socket = socket;
+  });
   impl_->http.set_payload_max_length(size_t{1} << 30);
   add_routes(*impl_);
 }
@@ -130,6 +132,9 @@ void Server::start() {
     throw Error(ErrorCode::InvalidArgument, "hal serve: cannot listen on " + o.host + ":" +
                                                 std::to_string(o.port) +
                                                 " (in use, or not an address of this host)");
+  // httplib 0.11 listens with a backlog of 5: a burst of clients connecting at once would
+  // overflow it and some would be dropped. listen() again only deepens the queue.
+  if (impl_->listen_socket >= 0) ::listen(impl_->listen_socket, SOMAXCONN);
   impl_->listener = std::thread([this] { impl_->http.listen_after_bind(); });
   // listen_after_bind accepts once it runs: wait for it, bounded.
   for (int i = 0; i < 1000 && !impl_->http.is_running(); ++i)

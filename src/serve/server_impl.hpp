@@ -22,6 +22,7 @@ struct Server::Impl {
   httplib::Server http;
   std::thread listener;
   int port = -1;
+  std::atomic<int> listen_socket{-1};
   std::atomic<bool> accepting{true};
 
   // Every model ready and the server accepting.

@@ -29,6 +29,27 @@ TEST(Balancer, PredictedPicksTheEarliestCompletion) {
   EXPECT_EQ(c.instance, 0u);
 }
 
+TEST(Balancer, PredictedQueuesOnAFastInstanceUntilASlowOneWouldFinishFirst) {
+  size_t next = 0;
+  // The fast one holds its 2 batches (8 ms of work); the slow one takes 40 ms for the batch.
+  std::vector<InstanceLoad> loads = {load(0, 0.040), load(0.008, 0.010, 4, 2)};
+  Choice c = choose_instance(Balancer::predicted, loads, next);
+  EXPECT_EQ(c.kind, Choice::run);
+  EXPECT_EQ(c.instance, 1u);
+  // With 35 ms queued the slow one finishes first (40 < 45).
+  loads[1].work_ahead_s = 0.035;
+  loads[1].batches = 5;
+  c = choose_instance(Balancer::predicted, loads, next);
+  EXPECT_EQ(c.instance, 0u);
+  // Busy both: the fast one past the horizon waits (others would not finish sooner).
+  loads[0].work_ahead_s = 0.100;
+  loads[0].batches = 2;
+  loads[1].work_ahead_s = 0.045;
+  c = choose_instance(Balancer::predicted, loads, next);
+  EXPECT_EQ(c.kind, Choice::wait);
+  EXPECT_EQ(c.instance, 1u);
+}
+
 TEST(Balancer, RoundRobinTakesEachInTurnAndWaitsForAFullOne) {
   size_t next = 0;
   std::vector<InstanceLoad> loads = {load(0, 1), load(0, 1), load(0, 1)};

@@ -48,7 +48,8 @@ TEST(ServeLoadgen, ClosedAndOpenLoopLevelsReportEveryRequest) {
   EXPECT_EQ(report["schema"], "hal.loadgen/1");
   EXPECT_EQ(report["levels"][0]["requests"], 60);
   EXPECT_EQ(report["levels"][0]["statuses"]["200"], 60);
-  for (const char* p : {"p50", "p90", "p99"}) EXPECT_TRUE(report["levels"][0]["latency_us"].contains(p)) << p;
+  for (const char* p : {"p50", "p90", "p99"})
+    EXPECT_TRUE(report["levels"][0]["latency_us"].contains(p)) << p;
   const std::string text = served.server.metrics_text();
   EXPECT_GE(metric(text, "hal_requests_total{model=\"mlp\",code=\"200\"}"),
             static_cast<double>(levels[0].requests + levels[1].requests + 60));
@@ -56,7 +57,8 @@ TEST(ServeLoadgen, ClosedAndOpenLoopLevelsReportEveryRequest) {
 
 TEST(ServeLoadgen, ErrorsAreCountedByStatus) {
   TempDir dir;
-  serve::ServerOptions server_options = options_for("mlp", dir.write("mlp.onnx", mlp_bytes(4, 8, 3)));
+  serve::ServerOptions server_options =
+      options_for("mlp", dir.write("mlp.onnx", mlp_bytes(4, 8, 3)));
   server_options.models[0].batching.max_queue_delay_us = 0;
   ServedModel served(server_options);
   // An input file of the wrong width: every request is refused with 400.
@@ -75,7 +77,8 @@ TEST(ServeLoadgen, ErrorsAreCountedByStatus) {
   EXPECT_EQ(levels[0].requests, 0u);
   EXPECT_EQ(levels[0].errors, 5u);
   EXPECT_EQ(levels[0].statuses.at(400), 5u);
-  EXPECT_NE(levels[0].first_error.find("shape [1, 5] does not match the model's [-1, 4]"), std::string::npos)
+  EXPECT_NE(levels[0].first_error.find("shape [1, 5] does not match the model's [-1, 4]"),
+            std::string::npos)
       << levels[0].first_error;
 }
 
@@ -89,7 +92,8 @@ TEST(ServeLoadgen, BadTargetsAreRefused) {
                {"--url 'ftp://127.0.0.1:1': expected http://HOST:PORT"});
   options.url = "http://127.0.0.1:" + std::to_string(served.server.port());
   options.model = "other";
-  expect_error([&] { serve::run_loadgen(options); }, ErrorCode::InvalidArgument, {"answered 404", "unknown model 'other'"});
+  expect_error([&] { serve::run_loadgen(options); }, ErrorCode::InvalidArgument,
+               {"answered 404", "unknown model 'other'"});
   options.model = "mlp";
   options.input_files = {{"q", "q.npy"}};
   expect_error([&] { serve::run_loadgen(options); }, ErrorCode::InvalidArgument,
