@@ -48,6 +48,9 @@ Choice choose_instance(Balancer policy, const std::vector<InstanceLoad>& loads, 
     for (size_t step = 0; step < n; ++step) {
       const size_t i = (next + step) % n;
       if (!loads[i].healthy) continue;
+      // Predicted compares completions, queues included: an instance past its room is never
+      // the only way to finish early, so it is passed over rather than waited for.
+      if (policy == Balancer::predicted && !has_room(policy, loads[i], horizon_s)) continue;
       const double score = policy == Balancer::least_outstanding
                                ? static_cast<double>(loads[i].requests)
                                : loads[i].work_ahead_s + loads[i].batch_s;
@@ -57,7 +60,20 @@ Choice choose_instance(Balancer policy, const std::vector<InstanceLoad>& loads, 
       }
     }
   }
-  if (!chosen) return {Choice::none_healthy, 0};
+  if (!chosen) {
+    // Predicted found no instance with room: wait for the earliest to finish, if any is healthy.
+    const bool any_healthy =
+        std::any_of(loads.begin(), loads.end(), [](const InstanceLoad& l) { return l.healthy; });
+    if (policy == Balancer::predicted && any_healthy) {
+      size_t earliest = n;
+      for (size_t i = 0; i < n; ++i)
+        if (loads[i].healthy &&
+            (earliest == n || loads[i].work_ahead_s < loads[earliest].work_ahead_s))
+          earliest = i;
+      return {Choice::wait, earliest};
+    }
+    return {Choice::none_healthy, 0};
+  }
   if (!has_room(policy, loads[*chosen], horizon_s)) return {Choice::wait, *chosen};
   next = (*chosen + 1) % n;
   return {Choice::run, *chosen};

@@ -26,9 +26,10 @@ struct Choice {
 };
 
 // `next` is the cursor (round-robin's turn; where the others break ties), advanced past the
-// instance chosen. The policy names one instance among the healthy ones; where that one is full
-// the answer is `wait` (a slot frees when one of its batches ends), so that a policy is not
-// quietly replaced by "any free one". Full: `max_batches` queued or running; for predicted, also
+// instance chosen. Round-robin and least-outstanding name one instance among the healthy ones;
+// where that one is full the answer is `wait` (a slot frees when one of its batches ends), so
+// that a policy is not quietly replaced by "any free one". Predicted takes the earliest
+// completion among the instances with room, and waits only when none has any. Full: `max_batches` queued or running; for predicted, also
 // as much predicted work queued as the slowest healthy instance's time for this batch (up to
 // 8 x max_batches), so that queueing on a fast instance is weighed against a slow idle one.
 Choice choose_instance(Balancer policy, const std::vector<InstanceLoad>& loads, size_t& next);

@@ -41,10 +41,16 @@ TEST(Balancer, PredictedQueuesOnAFastInstanceUntilASlowOneWouldFinishFirst) {
   loads[1].batches = 5;
   c = choose_instance(Balancer::predicted, loads, next);
   EXPECT_EQ(c.instance, 0u);
-  // Busy both: the fast one past the horizon waits (others would not finish sooner).
+  // The fast one past the horizon is passed over for the slow one with room, though the slow
+  // one finishes later than the fast one would (it is not waited for).
   loads[0].work_ahead_s = 0.100;
-  loads[0].batches = 2;
+  loads[0].batches = 1;
   loads[1].work_ahead_s = 0.045;
+  c = choose_instance(Balancer::predicted, loads, next);
+  EXPECT_EQ(c.kind, Choice::run);
+  EXPECT_EQ(c.instance, 0u);
+  // Both full: wait for the one with the least work ahead.
+  loads[0].batches = 2;
   c = choose_instance(Balancer::predicted, loads, next);
   EXPECT_EQ(c.kind, Choice::wait);
   EXPECT_EQ(c.instance, 1u);
