@@ -116,6 +116,9 @@ Server::Server(const ServerOptions& options) : impl_(std::make_unique<Impl>()) {
 }
 
 Server::~Server() {
+  // Batches go without waiting for company, so that the HTTP threads stop() joins are answered.
+  impl_->accepting = false;
+  for (auto& [name, model] : impl_->models) model->stop_accepting();
   if (impl_->listener.joinable()) {
     impl_->http.stop();
     impl_->listener.join();
