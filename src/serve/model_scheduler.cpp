@@ -132,7 +132,9 @@ std::future<Outcome> ModelScheduler::submit(InferRequest request) {
   levels_[level].push_back(std::move(pending));
   ++queued_;
   ++outstanding_;
-  changed_.notify_all();
+  // A batch that can go now goes from this thread; the scheduler's thread wakes only for what
+  // must wait (a delay, an instance's room), saving a hand-off per request.
+  if (dispatch_ready() != Clock::time_point::max() || queued_ > 0) changed_.notify_all();
   return future;
 }
 
@@ -176,7 +178,8 @@ std::vector<InstanceStatus> ModelScheduler::instances() const {
 void ModelScheduler::stop_accepting() {
   std::lock_guard lock(mutex_);
   accepting_ = false;
-  changed_.notify_all();  // a batch waiting for company leaves now
+  dispatch_ready();  // a batch waiting for company leaves now
+  changed_.notify_all();
 }
 
 bool ModelScheduler::wait_idle(Clock::time_point deadline) {
@@ -254,17 +257,21 @@ std::vector<InstanceLoad> ModelScheduler::loads(int64_t rows) const {
 }
 
 void ModelScheduler::schedule() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    const Clock::time_point wake = dispatch_ready();
+    changed_.wait_until(lock, std::min(wake, Clock::now() + kPoll));
+  }
+}
+
+Clock::time_point ModelScheduler::dispatch_ready() {
   const BatchingOptions& options = config_.batching;
   const int64_t max_rows = signature_.batchable ? options.max_batch : 1;
   const auto delay = std::chrono::microseconds(options.max_queue_delay_us);
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
+  while (true) {
     const auto now = Clock::now();
     expire(now);
-    if (queued_ == 0) {
-      changed_.wait_for(lock, kPoll);
-      continue;
-    }
+    if (queued_ == 0) return Clock::time_point::max();
     // The head: the oldest request of the first level that has one; then every request with
     // its shapes, level by level, while the rows fit.
     std::shared_ptr<Pending> head;
@@ -299,10 +306,8 @@ void ModelScheduler::schedule() {
           take = i + 1;
           preferred = true;
         }
-    if (!full && !preferred && accepting_ && now - head->arrived < delay) {
-      changed_.wait_until(lock, std::min(head->arrived + delay, now + kPoll));
-      continue;
-    }
+    if (!full && !preferred && accepting_ && now - head->arrived < delay)
+      return head->arrived + delay;
     candidates.resize(take);
     const int64_t batch_rows = take == 0 ? 0 : prefix_rows[take - 1];
     const std::vector<InstanceLoad> instance_loads = loads(batch_rows);
@@ -311,10 +316,8 @@ void ModelScheduler::schedule() {
       fail_all_queued(503, "model '" + config_.name + "' has no healthy instance");
       continue;
     }
-    if (choice.kind == Choice::wait) {
-      changed_.wait_for(lock, kPoll);
-      continue;
-    }
+    // A batch that ends calls this again; until then the batch gathers what comes.
+    if (choice.kind == Choice::wait) return Clock::time_point::max();
     for (const auto& pending : candidates) {
       auto& level = levels_[static_cast<size_t>(pending->request.priority - 1)];
       level.erase(std::find(level.begin(), level.end(), pending));
@@ -384,7 +387,10 @@ void ModelScheduler::work(Worker& worker) {
       worker.batches.clear();
       requeue(std::move(again), failure->what());
     }
-    changed_.notify_all();
+    // The room this batch leaves is filled from this thread; the scheduler's thread keeps the
+    // timed waits.
+    dispatch_ready();
+    if (queued_ > 0) changed_.notify_all();
   }
 }
 

@@ -62,6 +62,9 @@ class ModelScheduler {
   struct Worker;
 
   void schedule();
+  // Under the lock: sends every batch that can go now; returns when the scheduler must look
+  // again (the head's delay ending), or time_point::max() for "when something changes".
+  Clock::time_point dispatch_ready();
   void work(Worker& worker);
   void finish(const std::shared_ptr<Pending>& pending, Outcome outcome);
   void requeue(std::vector<std::shared_ptr<Pending>> pendings, const std::string& reason);
