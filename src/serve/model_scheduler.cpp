@@ -63,18 +63,19 @@ ModelScheduler::ModelScheduler(const ModelConfig& config, Balancer balancer, Met
   }
   signature_ = signature_of(config.name, workers_.front()->instance->model(), b.max_batch,
                             b.priority_levels);
-  // A first run on each device uploads its weights, so that no request pays for it; its time
-  // is the first measurement.
+  // A first run on each device uploads its weights, so that no request pays for it; the second
+  // run's time is the first measurement (the first's includes the upload and first-use costs,
+  // which would keep the balancer off a fast device it then never measures again).
+  HostTensors zeros;
+  for (const TensorSpec& spec : signature_.inputs) {
+    HostTensor t{spec.dtype, {}, {}};
+    for (int64_t d : spec.shape) t.shape.push_back(d < 0 ? 1 : d);
+    t.bytes.assign(static_cast<size_t>(element_count(t.shape)) * size_of(spec.dtype), '\0');
+    zeros[spec.name] = std::move(t);
+  }
   for (auto& worker : workers_) {
-    std::vector<HostTensors> none;
-    HostTensors zeros;
-    for (const TensorSpec& spec : signature_.inputs) {
-      HostTensor t{spec.dtype, {}, {}};
-      for (int64_t d : spec.shape) t.shape.push_back(d < 0 ? 1 : d);
-      t.bytes.assign(static_cast<size_t>(element_count(t.shape)) * size_of(spec.dtype), '\0');
-      zeros[spec.name] = std::move(t);
-    }
     try {
+      worker->instance->run(signature_, {&zeros}, {1});
       const auto start = Clock::now();
       worker->instance->run(signature_, {&zeros}, {1});
       worker->instance->record(1, seconds_between(start, Clock::now()));
@@ -82,7 +83,7 @@ ModelScheduler::ModelScheduler(const ModelConfig& config, Balancer balancer, Met
       worker->healthy = false;
       log(LogLevel::warn, "hal serve: model '" + config.name + "' on " +
                               worker->instance->device().id() +
-                              " is out of rotation: its first run failed: " + error.what());
+                              " is out of rotation: its first runs failed: " + error.what());
     }
   }
   for (auto& worker : workers_)

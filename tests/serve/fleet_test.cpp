@@ -79,7 +79,7 @@ TEST(ServeFleet, AHigherPriorityRequestOvertakesTheQueue) {
   TempDir dir;
   const auto model = dir.write("mlp.onnx", mlp_bytes(kIn, kHidden, kOut));
   serve::ServerOptions options = options_for("mlp", model, {"sim:0"});
-  options.models[0].batching.max_batch = 16;
+  options.models[0].batching.max_batch = 8;
   options.models[0].batching.max_batches_per_instance = 1;
   options.models[0].batching.max_queue_delay_us = 0;
   ServedModel served(options);
@@ -103,10 +103,10 @@ TEST(ServeFleet, AHigherPriorityRequestOvertakesTheQueue) {
     return metric(served.server.metrics_text(), "hal_requests_in_flight{model=\"mlp\"}");
   };
   std::vector<std::thread> threads;
-  threads.push_back(send("A", 16, 2));  // occupies the device (16 rows: a full batch)
+  threads.push_back(send("A", 8, 2));  // occupies the device (8 rows: a full batch)
   ASSERT_TRUE(eventually([&] { return in_flight() == 1 && depth() == 0; }));
   for (const char* label : {"B1", "B2", "B3"}) {
-    threads.push_back(send(label, 16, 2));
+    threads.push_back(send(label, 8, 2));
     const double want = label[1] - '0';
     ASSERT_TRUE(eventually([&] { return in_flight() >= want + 1; }));
   }
@@ -188,21 +188,21 @@ TEST(ServeFleet, SigtermDrainsEveryRequestInFlight) {
   TempDir dir;
   const auto model = dir.write("mlp.onnx", mlp_bytes(kIn, kHidden, kOut));
   ServeProcess serve({"serve", "--model", "mlp=" + model.string(), "--devices", "sim:0", "--port",
-                      "0", "--max-batch", "16", "--max-queue-delay-us", "0"});
+                      "0", "--max-batch", "8", "--max-queue-delay-us", "0"});
   ASSERT_GT(serve.port, 0) << serve.output;
   httplib::Client probe("127.0.0.1", serve.port);
   probe.set_read_timeout(std::chrono::seconds(10));
   constexpr int kClients = 5;
   std::atomic<int> ok{0}, wrong{0};
-  const std::vector<float> x = rows_of(16, kIn);
-  const std::vector<float> want = reference(model, x, 16);
+  const std::vector<float> x = rows_of(8, kIn);
+  const std::vector<float> want = reference(model, x, 8);
   std::vector<std::thread> clients;
   for (int i = 0; i < kClients; ++i)
     clients.emplace_back([&] {
       httplib::Client c("127.0.0.1", serve.port);
       c.set_read_timeout(std::chrono::seconds(60));
       auto answer =
-          c.Post("/v2/models/mlp/infer", infer_body(x, 16, kIn).dump(), "application/json");
+          c.Post("/v2/models/mlp/infer", infer_body(x, 8, kIn).dump(), "application/json");
       if (!answer || answer->status != 200) return void(++wrong);
       const auto y = json::parse(answer->body)["outputs"][0]["data"].get<std::vector<float>>();
       bool same = y.size() == want.size();
@@ -210,7 +210,7 @@ TEST(ServeFleet, SigtermDrainsEveryRequestInFlight) {
         same = std::abs(y[k] - want[k]) <= 1e-3f * (1 + std::abs(want[k]));
       ++(same ? ok : wrong);
     });
-  // Every request in flight (each a full batch of 16 rows, about 100 ms of the slow device's time).
+  // Every request in flight (each a full batch of 8 rows, about 260 ms of the slow device's time).
   ASSERT_TRUE(eventually([&] {
     auto m = probe.Get("/metrics");
     return m && metric(m->body, "hal_requests_in_flight{model=\"mlp\"}") == kClients;
