@@ -225,5 +225,41 @@ TEST(ServeFleet, SigtermDrainsEveryRequestInFlight) {
       << serve.output;
 }
 
+// --config: two models, each with its own devices and batching; the command line's --port wins.
+TEST(ServeCli, AConfigFileServesItsModels) {
+  TempDir dir;
+  const auto a = dir.write("a.onnx", mlp_bytes(4, 8, 3));
+  const auto b = dir.write("b.onnx", mlp_bytes(kIn, 16, 2));
+  const json config = {
+      {"port", 1},  // replaced by --port 0
+      {"balancer", "least-outstanding"},
+      {"models",
+       {{{"name", "a"}, {"path", a.string()}, {"max_batch", 4}, {"devices", {"cpu:0"}}},
+        {{"name", "b"}, {"path", b.string()}, {"priority_levels", 3}, {"devices", {"cpu:0"}}}}}};
+  const auto file = dir.write("serve.json", config.dump());
+  ServeProcess serve({"serve", "--config", file.string(), "--port", "0"});
+  ASSERT_GT(serve.port, 0) << serve.output;
+  EXPECT_NE(serve.output.find("balancer least-outstanding"), std::string::npos) << serve.output;
+  httplib::Client c("127.0.0.1", serve.port);
+  c.set_read_timeout(std::chrono::seconds(60));
+  EXPECT_EQ(json::parse(c.Get("/v2/models/a")->body)["parameters"]["max_batch_size"], 4);
+  EXPECT_EQ(json::parse(c.Get("/v2/models/b")->body)["outputs"][0]["shape"], json({-1, 2}));
+  const std::vector<float> x = rows_of(2, 4);
+  auto answer = c.Post("/v2/models/a/infer", infer_body(x, 2, 4).dump(), "application/json");
+  ASSERT_EQ(answer->status, 200) << answer->body;
+  const auto y = json::parse(answer->body)["outputs"][0]["data"].get<std::vector<float>>();
+  const auto want = reference(a, x, 2);
+  ASSERT_EQ(y.size(), want.size());
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-5f);
+  json high = infer_body(rows_of(1, kIn), 1, kIn);
+  high["parameters"] = {{"priority", 3}};  // b has 3 levels, a has the default 2
+  EXPECT_EQ(c.Post("/v2/models/b/infer", high.dump(), "application/json")->status, 200);
+  high["inputs"][0]["shape"] = {1, 4};
+  high["inputs"][0]["data"] = rows_of(1, 4);
+  EXPECT_EQ(c.Post("/v2/models/a/infer", high.dump(), "application/json")->status, 400);
+  ASSERT_EQ(::kill(serve.pid, SIGTERM), 0);
+  EXPECT_EQ(serve.wait_exit(), 0) << serve.output;
+}
+
 }  // namespace
 }  // namespace hal::test
