@@ -122,7 +122,8 @@ std::future<Outcome> ModelScheduler::submit(InferRequest request) {
   const size_t level = static_cast<size_t>(request.priority - 1);
   pending->request = std::move(request);
   std::future<Outcome> future = pending->promise.get_future();
-  std::lock_guard lock(mutex_);
+  Pending* mine = pending.get();
+  std::unique_lock lock(mutex_);
   if (!accepting_) throw RequestError(503, "the server is shutting down");
   if (std::none_of(workers_.begin(), workers_.end(), [](const auto& w) { return w->healthy; }))
     throw RequestError(503, "model '" + config_.name + "' has no healthy instance");
@@ -133,9 +134,24 @@ std::future<Outcome> ModelScheduler::submit(InferRequest request) {
   levels_[level].push_back(std::move(pending));
   ++queued_;
   ++outstanding_;
-  // A batch that can go now goes from this thread; the scheduler's thread wakes only for what
-  // must wait (a delay, an instance's room), saving a hand-off per request.
-  if (dispatch_ready() != Clock::time_point::max() || queued_ > 0) changed_.notify_all();
+  // A batch that can go now goes from this thread, and where it holds this request and its
+  // instance is idle, this thread runs it: no hand-off to the scheduler's or the worker's thread
+  // and back. The scheduler's thread wakes only for what must wait (a delay, an instance's room).
+  std::vector<Worker*> woken;
+  if (dispatch_ready(&woken) != Clock::time_point::max() || queued_ > 0) changed_.notify_all();
+  Worker* inline_worker = nullptr;
+  for (Worker* worker : woken) {
+    const bool holds_mine =
+        !worker->running && !worker->batches.empty() &&
+        std::any_of(worker->batches.front().requests.begin(),
+                    worker->batches.front().requests.end(),
+                    [&](const std::shared_ptr<Pending>& p) { return p.get() == mine; });
+    if (holds_mine && !inline_worker)
+      inline_worker = worker;
+    else
+      worker->wake.notify_all();
+  }
+  if (inline_worker) run_front(*inline_worker, lock);
   return future;
 }
 
@@ -265,7 +281,7 @@ void ModelScheduler::schedule() {
   }
 }
 
-Clock::time_point ModelScheduler::dispatch_ready() {
+Clock::time_point ModelScheduler::dispatch_ready(std::vector<Worker*>* woken) {
   const BatchingOptions& options = config_.batching;
   const int64_t max_rows = signature_.batchable ? options.max_batch : 1;
   const auto delay = std::chrono::microseconds(options.max_queue_delay_us);
@@ -328,71 +344,81 @@ Clock::time_point ModelScheduler::dispatch_ready() {
     worker.requests += static_cast<int64_t>(candidates.size());
     worker.batches.push_back(
         {std::move(candidates), batch_rows, instance_loads[choice.instance].batch_s});
-    worker.wake.notify_all();
+    if (woken)
+      woken->push_back(&worker);
+    else
+      worker.wake.notify_all();
   }
 }
 
 void ModelScheduler::work(Worker& worker) {
   std::unique_lock lock(mutex_);
   while (true) {
-    if (worker.batches.empty()) {
-      if (stopping_) return;
+    if (worker.batches.empty() || worker.running) {  // running: a submitting thread runs it
+      if (stopping_ && worker.batches.empty()) return;
       worker.wake.wait_for(lock, kPoll);
       continue;
     }
-    worker.running = true;
-    worker.running_since = Clock::now();
-    const Batch& batch = worker.batches.front();
-    std::vector<const HostTensors*> parts;
-    std::vector<int64_t> rows;
-    for (const auto& pending : batch.requests) {
-      parts.push_back(&pending->request.inputs);
-      rows.push_back(pending->request.rows);
-      metrics_.observe_queue(config_.name, seconds_between(pending->arrived, worker.running_since));
-    }
-    lock.unlock();
-    std::vector<HostTensors> results;
-    std::optional<Error> failure;
-    try {
-      results = worker.instance->run(signature_, parts, rows);
-    } catch (const Error& error) {
-      failure = error;
-    }
-    const auto ended = Clock::now();
-    lock.lock();
-    Batch done = std::move(worker.batches.front());
-    worker.batches.pop_front();
-    worker.running = false;
-    worker.requests -= static_cast<int64_t>(done.requests.size());
-    const double seconds = seconds_between(worker.running_since, ended);
-    worker.busy_s += seconds;
-    const std::string& device = worker.instance->device().id();
-    if (!failure) {
-      worker.instance->record(done.rows, seconds);
-      metrics_.observe_batch(config_.name, done.rows);
-      metrics_.count_instance_batch(config_.name, device, done.rows);
-      for (size_t i = 0; i < done.requests.size(); ++i)
-        finish(done.requests[i], {200, "", std::move(results[i])});
-    } else if (request_fault(*failure)) {
-      for (auto& pending : done.requests)
-        finish(pending, {400, "model '" + config_.name + "': " + failure->what(), {}});
-    } else {
-      // The device failed: out of rotation, its batches back to the queue for the others.
-      worker.healthy = false;
-      log(LogLevel::warn, "hal serve: model '" + config_.name + "' on " + device +
-                              " is out of rotation: " + failure->what());
-      std::vector<std::shared_ptr<Pending>> again = std::move(done.requests);
-      for (Batch& waiting : worker.batches)
-        for (auto& pending : waiting.requests) again.push_back(std::move(pending));
-      worker.requests = 0;
-      worker.batches.clear();
-      requeue(std::move(again), failure->what());
-    }
-    // The room this batch leaves is filled from this thread; the scheduler's thread keeps the
-    // timed waits.
-    dispatch_ready();
-    if (queued_ > 0) changed_.notify_all();
+    run_front(worker, lock);
   }
+}
+
+void ModelScheduler::run_front(Worker& worker, std::unique_lock<std::mutex>& lock) {
+  worker.running = true;
+  worker.running_since = Clock::now();
+  const Batch& batch = worker.batches.front();
+  std::vector<const HostTensors*> parts;
+  std::vector<int64_t> rows;
+  for (const auto& pending : batch.requests) {
+    parts.push_back(&pending->request.inputs);
+    rows.push_back(pending->request.rows);
+    metrics_.observe_queue(config_.name, seconds_between(pending->arrived, worker.running_since));
+  }
+  lock.unlock();
+  std::vector<HostTensors> results;
+  std::optional<Error> failure;
+  try {
+    results = worker.instance->run(signature_, parts, rows);
+  } catch (const Error& error) {
+    failure = error;
+  } catch (const std::exception& error) {
+    failure = Error(ErrorCode::Internal, error.what());
+  }
+  const auto ended = Clock::now();
+  lock.lock();
+  Batch done = std::move(worker.batches.front());
+  worker.batches.pop_front();
+  worker.running = false;
+  worker.requests -= static_cast<int64_t>(done.requests.size());
+  const double seconds = seconds_between(worker.running_since, ended);
+  worker.busy_s += seconds;
+  const std::string& device = worker.instance->device().id();
+  if (!failure) {
+    worker.instance->record(done.rows, seconds);
+    metrics_.observe_batch(config_.name, done.rows);
+    metrics_.count_instance_batch(config_.name, device, done.rows);
+    for (size_t i = 0; i < done.requests.size(); ++i)
+      finish(done.requests[i], {200, "", std::move(results[i])});
+  } else if (request_fault(*failure)) {
+    for (auto& pending : done.requests)
+      finish(pending, {400, "model '" + config_.name + "': " + failure->what(), {}});
+  } else {
+    // The device failed: out of rotation, its batches back to the queue for the others.
+    worker.healthy = false;
+    log(LogLevel::warn, "hal serve: model '" + config_.name + "' on " + device +
+                            " is out of rotation: " + failure->what());
+    std::vector<std::shared_ptr<Pending>> again = std::move(done.requests);
+    for (Batch& waiting : worker.batches)
+      for (auto& pending : waiting.requests) again.push_back(std::move(pending));
+    worker.requests = 0;
+    worker.batches.clear();
+    requeue(std::move(again), failure->what());
+  }
+  // The room this batch leaves is filled from this thread; the scheduler's thread keeps the
+  // timed waits, the worker's thread what waits behind.
+  dispatch_ready();
+  if (queued_ > 0) changed_.notify_all();
+  if (!worker.batches.empty()) worker.wake.notify_all();
 }
 
 }  // namespace hal::serve

@@ -64,8 +64,11 @@ class ModelScheduler {
   void schedule();
   // Under the lock: sends every batch that can go now; returns when the scheduler must look
   // again (the head's delay ending), or time_point::max() for "when something changes".
-  Clock::time_point dispatch_ready();
+  // Instances given a batch are woken, or listed in `woken` for the caller to wake.
+  Clock::time_point dispatch_ready(std::vector<Worker*>* woken = nullptr);
   void work(Worker& worker);
+  // Under the lock (released while it runs): runs the worker's first batch and answers it.
+  void run_front(Worker& worker, std::unique_lock<std::mutex>& lock);
   void finish(const std::shared_ptr<Pending>& pending, Outcome outcome);
   void requeue(std::vector<std::shared_ptr<Pending>> pendings, const std::string& reason);
   void expire(Clock::time_point now);
