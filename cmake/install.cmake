@@ -35,7 +35,7 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/hal.pc.in ${PROJECT_BINARY_DIR}/hal.p
 install(FILES ${PROJECT_BINARY_DIR}/hal.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 # The benchmark suites, which `hal bench SUITE` runs from ../libexec/hal.
-foreach(suite stream thread_pool memory dispatch copy ops pipeline mesh collectives)
+foreach(suite stream thread_pool memory dispatch copy ops pipeline mesh collectives serve)
   if(TARGET hal_bench_${suite})
     set_target_properties(hal_bench_${suite} PROPERTIES
       INSTALL_RPATH "$ORIGIN/../../${CMAKE_INSTALL_LIBDIR}")
