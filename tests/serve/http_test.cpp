@@ -324,3 +324,40 @@ TEST_F(ServeHttp, APortInUseIsRefused) {
 
 }  // namespace
 }  // namespace hal::test
+
+namespace hal::test {
+namespace {
+
+// y = x + x on INT32: integers in JSON, refused when fractional or out of INT32's range.
+TEST(ServeDatatypes, IntegerTensorsRoundTrip) {
+  TempDir dir;
+  ModelBuilder b;
+  b.input("x", onnx::TensorProto::INT32, {"batch", "3"});
+  b.output("y", onnx::TensorProto::INT32, {"batch", "3"});
+  b.node("Add", {"x", "x"}, {"y"});
+  ServedModel served(options_for("twice", dir.write("twice.onnx", b.bytes())));
+  auto c = [&](const json& data) {
+    const json body = {
+        {"inputs", {{{"name", "x"}, {"shape", {2, 3}}, {"datatype", "INT32"}, {"data", data}}}}};
+    return served.client->Post("/v2/models/twice/infer", body.dump(), "application/json");
+  };
+  auto answer = c({1, -2, 3, 2147483647 / 2, 0, -1073741824});
+  ASSERT_EQ(answer->status, 200) << answer->body;
+  const json out = json::parse(answer->body)["outputs"][0];
+  EXPECT_EQ(out["datatype"], "INT32");
+  EXPECT_EQ(out["data"], json({2, -4, 6, 2147483646, 0, -2147483648LL}));
+  auto fractional = c({1, 2.5, 3, 4, 5, 6});
+  EXPECT_EQ(fractional->status, 400);
+  EXPECT_EQ(json::parse(fractional->body)["error"], "inputs[0] ('x'): data[1] is not an integer");
+  auto too_big = c({1, 2, 3, 4, 5, 3000000000LL});
+  EXPECT_EQ(too_big->status, 400);
+  EXPECT_EQ(json::parse(too_big->body)["error"], "inputs[0] ('x'): data[5] is out of range");
+  auto negative = c({1, 2, 3, 4, 5, -3000000000LL});
+  EXPECT_EQ(negative->status, 400);
+  EXPECT_EQ(json::parse(negative->body)["error"], "inputs[0] ('x'): data[5] is out of range");
+  const json metadata = json::parse(served.client->Get("/v2/models/twice")->body);
+  EXPECT_EQ(metadata["inputs"][0]["datatype"], "INT32");
+}
+
+}  // namespace
+}  // namespace hal::test
