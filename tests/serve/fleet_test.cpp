@@ -146,7 +146,8 @@ struct ServeProcess {
     ::close(pipe_fds[1]);
     out = pipe_fds[0];
     // The first line, within 60 s (loading the model and a first run on each device).
-    while (output.find('\n') == std::string::npos && read_some(60'000)) {
+    for (int chunks = 0; chunks < 64 && output.find('\n') == std::string::npos && read_some(60'000);
+         ++chunks) {
     }
     const size_t colon = output.find("127.0.0.1:");
     if (colon != std::string::npos) port = std::stoi(output.substr(colon + 10));
@@ -165,7 +166,7 @@ struct ServeProcess {
     for (int i = 0; i < 6000; ++i) {
       int status = 0;
       if (::waitpid(pid, &status, WNOHANG) == pid) {
-        while (read_some(100)) {
+        for (int chunks = 0; chunks < 1024 && read_some(100); ++chunks) {
         }
         pid = -1;
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
