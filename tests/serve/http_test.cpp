@@ -195,6 +195,34 @@ TEST_F(ServeHttp, BatchesRequestsFromManyThreads) {
   EXPECT_EQ(metric(text, "hal_request_duration_seconds_count{model=\"mlp\"}"), kThreads * kEach);
 }
 
+// With a preferred size of 2 and a long delay, every second request completes a batch that goes
+// at once: four requests run as two batches of 2 (without it, one batch of 4 after the delay).
+TEST_F(ServeHttp, APreferredBatchSizeGoesAtOnce) {
+  serve::ServerOptions options = options_for("mlp", mlp);
+  options.models[0].batching.max_batch = 8;
+  options.models[0].batching.preferred_batch_sizes = {2};
+  options.models[0].batching.max_queue_delay_us = 5'000'000;
+  ServedModel served(options);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", served.server.port());
+      c.set_read_timeout(std::chrono::seconds(60));
+      const std::vector<float> x = rows_of(1, 4, static_cast<float>(i));
+      auto answer = c.Post("/v2/models/mlp/infer", infer_body(x, 1, 4).dump(), "application/json");
+      if (answer && answer->status == 200 &&
+          json::parse(answer->body)["outputs"][0]["data"].get<std::vector<float>>().size() == 3)
+        ++ok;
+    });
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(ok.load(), 4);
+  const std::string text = served.server.metrics_text();
+  EXPECT_EQ(metric(text, "hal_batch_size_count{model=\"mlp\"}"), 2) << text;
+  EXPECT_EQ(metric(text, "hal_batch_size_sum{model=\"mlp\"}"), 4);
+  EXPECT_EQ(metric(text, "hal_batch_size_bucket{model=\"mlp\",le=\"1\"}"), 0);
+}
+
 // A full queue answers 503 at once with Retry-After; the requests it holds are still answered.
 TEST_F(ServeHttp, AFullQueueAnswers503WithRetryAfter) {
   serve::ServerOptions options = options_for("mlp", mlp);
