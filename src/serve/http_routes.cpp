@@ -105,8 +105,14 @@ void add_routes(Server::Impl& impl) {
            [&impl](const httplib::Request& request, httplib::Response& response) {
              if (ModelScheduler* model = find_model(impl, request, response)) {
                const bool ready = impl.accepting && model->ready();
+               // Beyond KServe's {"name", "ready"}: which instances are in rotation.
+               json instances = json::array();
+               for (const InstanceStatus& instance : model->instances())
+                 instances.push_back({{"device", instance.device}, {"healthy", instance.healthy}});
                reply_json(response, ready ? 200 : 503,
-                          {{"name", model->signature().name}, {"ready", ready}});
+                          {{"name", model->signature().name},
+                           {"ready", ready},
+                           {"instances", std::move(instances)}});
              }
            });
   http.Post(kModel + "/infer",

@@ -53,7 +53,11 @@ TEST(ServeFault, OneOfTwoDevicesFailsAndEveryRequestIsAnswered) {
   EXPECT_EQ(metric(text, "hal_instance_healthy{model=\"mlp\",device=\"sim:0\"}"), 0) << text;
   EXPECT_EQ(metric(text, "hal_instance_healthy{model=\"mlp\",device=\"sim:1\"}"), 1) << text;
   EXPECT_EQ(served.client->Get("/v2/health/ready")->status, 200);
-  EXPECT_EQ(served.client->Get("/v2/models/mlp/ready")->status, 200);
+  auto ready = served.client->Get("/v2/models/mlp/ready");
+  EXPECT_EQ(ready->status, 200);
+  EXPECT_EQ(
+      json::parse(ready->body)["instances"],
+      json::parse(R"([{"device":"sim:0","healthy":false},{"device":"sim:1","healthy":true}])"));
 }
 
 TEST(ServeFault, TheOnlyDeviceFailsAndTheModelIsNotReady) {
