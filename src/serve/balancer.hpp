@@ -29,9 +29,10 @@ struct Choice {
 // instance chosen. Round-robin and least-outstanding name one instance among the healthy ones;
 // where that one is full the answer is `wait` (a slot frees when one of its batches ends), so
 // that a policy is not quietly replaced by "any free one". Predicted takes the earliest
-// completion among the instances with room, and waits only when none has any. Full: `max_batches` queued or running; for predicted, also
-// as much predicted work queued as the slowest healthy instance's time for this batch (up to
-// 8 x max_batches), so that queueing on a fast instance is weighed against a slow idle one.
+// completion among the instances with room, and waits only when none has any. Room: fewer than
+// `max_batches` queued or running; for predicted also beyond that, while the predicted work
+// queued is less than the slowest healthy instance's time for this batch (up to 8 x
+// max_batches), so that a queue on a fast instance is weighed against a slow idle one.
 Choice choose_instance(Balancer policy, const std::vector<InstanceLoad>& loads, size_t& next);
 
 }  // namespace hal::serve
