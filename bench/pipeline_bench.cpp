@@ -3,7 +3,8 @@
 // another: pipeline_speedup = serial time / pipelined time. The goal is >= 3.2; the ideal,
 // with transfers free, is 4 x 16 / (16 + 3) = 3.37. Both runs are timed on the host's clock,
 // three times each (once with --quick), alternately, and the medians compared; their outputs must
-// agree.
+// agree. Beside it, local_allreduce_4dev (local_allreduce_figures.cpp): the local engine's
+// all-reduce over 4 more paced sim devices against the alpha-beta model of their links.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 
 #include "bench_report.hpp"
 #include "hal/hal.hpp"
+#include "local_allreduce_figures.hpp"
 
 namespace hal::bench {
 namespace {
@@ -20,8 +22,14 @@ namespace {
 // (+ 20 us). The host's own arithmetic for it (a tenth of a millisecond) hides inside the pace:
 // small products keep the 4 devices' real work light, so that a busy host's cores still keep
 // up with the modelled fleet.
-constexpr const char* kFleet = "devices=4,pace=1,gflops=0.0125,bandwidth_gbps=10,launch_us=20";
-constexpr int kStages = 4, kMicroBatches = 16;
+// sim:4..7 are the all-reduce's: 0.5 GB/s, so that each paced piece of its work (a copy or an
+// add of a 256 KiB to 4 MiB chunk) takes 0.5 to 25 ms, long beside the host's own time for it
+// and its timer's slack; and 1 GFLOP/s, so that an f32 add is bound by its bytes (12 bytes an
+// element at 0.5 GB/s take 24 ns, its one flop 1 ns).
+constexpr const char* kFleet =
+    "devices=8,pace=1,gflops=0.0125:0.0125:0.0125:0.0125:1:1:1:1,"
+    "bandwidth_gbps=10:10:10:10:0.5:0.5:0.5:0.5,launch_us=20";
+constexpr int kStages = 4, kMicroBatches = 16, kAllReduceFirst = 4;
 constexpr int64_t kRows = 8, kWidth = 64;
 
 struct Setup {
@@ -121,10 +129,16 @@ std::vector<Figure> measure(int rounds) {
   const double serial_ms = median(serial) * 1e3, pipelined_ms = median(pipelined) * 1e3;
   const double speedup = serial_ms / pipelined_ms;
   const double ideal = double(kStages) * kMicroBatches / (kMicroBatches + kStages - 1);
-  return {{"pipeline_4x16_ms", pipelined_ms, "ms", "serial_4x16_ms", serial_ms,
-           pipelined_ms / serial_ms, "lower", ""},
-          {"pipeline_speedup", speedup, "x", "ideal_4x16/19", ideal, speedup / ideal, "higher",
-           ">= 3.2 (ideal 3.37)"}};
+  std::vector<Figure> figures{{"pipeline_4x16_ms", pipelined_ms, "ms", "serial_4x16_ms", serial_ms,
+                               pipelined_ms / serial_ms, "lower", ""},
+                              {"pipeline_speedup", speedup, "x", "ideal_4x16/19", ideal,
+                               speedup / ideal, "higher", ">= 3.2 (ideal 3.37)"}};
+  std::vector<Device> all_reduce_devices;
+  for (int k = 0; k < 4; ++k)
+    all_reduce_devices.push_back(device("sim:" + std::to_string(kAllReduceFirst + k)));
+  for (Figure& figure : measure_local_all_reduce(all_reduce_devices, rounds))
+    figures.push_back(std::move(figure));
+  return figures;
 }
 
 }  // namespace
@@ -135,14 +149,14 @@ int main(int argc, char** argv) {
   // The suite's fleet, whatever the environment says: the figures are about these devices.
   setenv("HAL_SIM_CONFIG", kFleet, /*overwrite=*/1);
   try {
-    for (int k = 0; k < kStages; ++k) hal::device("sim:" + std::to_string(k));
+    for (int k = 0; k < kAllReduceFirst + 4; ++k) hal::device("sim:" + std::to_string(k));
   } catch (const hal::Error& error) {
-    std::cerr << "hal bench pipeline: needs 4 paced sim devices (HAL_SIM_CONFIG=" << kFleet
+    std::cerr << "hal bench pipeline: needs 8 paced sim devices (HAL_SIM_CONFIG=" << kFleet
               << "): " << error.message() << "\n";
     return 2;
   }
   // `hal bench --quick` asks Google Benchmark for short runs; here it means one round, not three.
   const int rounds = take_option(argc, argv, "--benchmark_min_time", "").empty() ? 3 : 1;
-  return run_suite(argc, argv, "pipeline", "sim:0..3 (paced)", {},
+  return run_suite(argc, argv, "pipeline", "sim:0..7 (paced)", {},
                    [rounds] { return measure(rounds); });
 }

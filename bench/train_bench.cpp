@@ -4,6 +4,7 @@
 // process of /usr/bin/python3) with as many threads as hal's CPU uses. The figure is hal's median
 // step time over PyTorch's (lower is better; the goal is <= 1.0). Each side runs rounds of
 // consecutive steps, hal's ended by a synchronize, and takes the median round's time per step.
+// Then data-parallel training on a heterogeneous paced fleet (hetero_train_bench.cpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "hal/nn.hpp"
 #include "hal/optim.hpp"
 #include "hal/train.hpp"
+#include "hetero_train_bench.hpp"
 
 namespace hal::bench {
 namespace {
@@ -83,11 +85,13 @@ std::vector<Figure> measure(bool quick) {
     if (!std::isfinite(t.loss))
       throw Error(ErrorCode::Internal,
                   "a training run diverged (loss " + std::to_string(t.loss) + ")");
-  return {
+  std::vector<Figure> figures{
       {"mlp_step_vs_torch", hal.step_s * 1e6, "us", "torch_" + std::to_string(threads) + "_threads",
        torch.step_s * 1e6, hal.step_s / torch.step_s, "lower", "ratio <= 1.0"},
       {"mlp_step_vs_torch_1_thread", hal.step_s * 1e6, "us", "torch_1_thread",
        torch_one.step_s * 1e6, hal.step_s / torch_one.step_s, "lower", ""}};
+  for (Figure& figure : measure_hetero_scaling(quick)) figures.push_back(std::move(figure));
+  return figures;
 }
 
 }  // namespace
@@ -97,5 +101,7 @@ int main(int argc, char** argv) {
   using namespace hal::bench;
   // `hal bench --quick` asks Google Benchmark for short runs; here it means fewer rounds.
   const bool quick = !take_option(argc, argv, "--benchmark_min_time", "").empty();
+  // The heterogeneous figures' fleet, whatever the environment says.
+  setenv("HAL_SIM_CONFIG", kHeteroFleet, /*overwrite=*/1);
   return run_suite(argc, argv, "train", "cpu:0", {}, [&] { return measure(quick); });
 }

@@ -9,11 +9,9 @@
 // (nothing of the failed attempt is kept: the optimizer steps once per batch, on complete
 // gradients). Later steps use that size.
 //
-// The seam for data-parallel training (a Communicator, not part of hal yet): a gradient reducer,
-// called once a batch's gradients are complete and before clipping and the optimizer step, is
-// where each parameter's gradient would be all-reduced across ranks and devices (summed, scaled
-// by each worker's share of the global batch); Tensor::on_grad_ready is the per-parameter hook
-// for overlapping that with the rest of backward.
+// Data-parallel training (hal/data_parallel.hpp) plugs in through a GradientSync: armed before
+// the backward that completes a batch's gradients, so that it can start all-reducing them while
+// that backward still runs, and finished before loss-scale checks, clipping and the step.
 #pragma once
 
 #include <functional>
@@ -28,8 +26,20 @@ namespace hal::train {
 using LossFn =
     std::function<Tensor(nn::Module& model, const Tensor& x, const Tensor& y, Stream& stream)>;
 
-using GradientReducer =
-    std::function<void(const std::vector<nn::NamedTensor>& parameters, Stream& stream)>;
+// Where gradients meet those of other ranks. The trainer calls arm() before the backward of a
+// batch's last micro-batch (the gradients that reach the parameters in it are complete), then
+// finish() once that backward is enqueued: on return the parameters' gradients are the global
+// ones. in_flight(): whether gradients have left since arm(), after which a failed step cannot
+// be retried with smaller micro-batches (the other ranks have moved on). disarm() after a failed
+// attempt that sent nothing.
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  virtual void arm() = 0;
+  virtual void disarm() = 0;
+  virtual bool in_flight() const = 0;
+  virtual void finish(Stream& stream) = 0;
+};
 
 // Mixed precision: the forward and backward in f16 or bf16, the parameters cast from their f32
 // masters (which the optimizer steps) at each micro-batch, floating inputs cast too; the casts
@@ -71,7 +81,9 @@ class Trainer {
   double loss_scale() const { return options_.mixed_precision.scale; }
   int64_t skipped_steps() const { return skipped_steps_; }
 
-  void set_gradient_reducer(GradientReducer reducer) { reducer_ = std::move(reducer); }
+  // The gradient all-reduce of data-parallel training (null: none). The sync must outlive the
+  // steps that use it.
+  void set_gradient_sync(GradientSync* sync) { sync_ = sync; }
 
  private:
   Tensor accumulate(const Tensor& x, const Tensor& y, int64_t micro);
@@ -88,7 +100,7 @@ class Trainer {
   int64_t micro_batch_ = 0;
   int64_t micro_steps_ = 0;
   int64_t skipped_steps_ = 0, finite_steps_ = 0;
-  GradientReducer reducer_;
+  GradientSync* sync_ = nullptr;
 };
 
 }  // namespace hal::train

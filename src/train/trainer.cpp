@@ -89,6 +89,7 @@ Tensor Trainer::accumulate(const Tensor& x, const Tensor& y, int64_t micro) {
     ++micro_steps_;
     const double scale =
         mixed() && options_.mixed_precision.loss_scaling ? options_.mixed_precision.scale : 1.0;
+    if (sync_ && end == n) sync_->arm();
     if (end - start == n && scale == 1) {  // the whole batch at once: its own loss, weight 1
       loss.backward(stream_);
       return loss.detach();
@@ -119,8 +120,12 @@ Tensor Trainer::step(const Tensor& x, const Tensor& y) {
       loss = accumulate(x, y, micro);
       break;
     } catch (const Error& error) {
-      // A fixed size, or one already too small: the budget cannot be met.
-      if (error.code() != ErrorCode::OutOfMemory || options_.micro_batch > 0 || micro == 1) {
+      // A fixed size, or one already too small: the budget cannot be met. Nor can a step
+      // whose gradients already went to the other ranks be tried again.
+      const bool sent = sync_ && sync_->in_flight();
+      if (sync_) sync_->disarm();
+      if (error.code() != ErrorCode::OutOfMemory || options_.micro_batch > 0 || micro == 1 ||
+          sent) {
         optimizer_.zero_grad();
         if (error.code() != ErrorCode::OutOfMemory) throw;
         throw Error(ErrorCode::OutOfMemory,
@@ -137,6 +142,8 @@ Tensor Trainer::step(const Tensor& x, const Tensor& y) {
   }
   // Remembered: the size found, or a smaller one a later batch needed.
   if (micro_batch_ == 0 || micro < std::min(micro_batch_, n)) micro_batch_ = micro;
+  // The global gradients, before the scale check: every rank then skips or steps alike.
+  if (sync_) sync_->finish(stream_);
   if (mixed()) {
     const NoGrad untracked;
     loss = cast(loss, DType::f32, stream_);
@@ -155,16 +162,15 @@ Tensor Trainer::step(const Tensor& x, const Tensor& y) {
   }
   // The step changes nothing unless it completes; the gradients go either way. Short of memory,
   // it is tried once more after the work still holding buffers has finished and the cache is
-  // emptied (the reducer and clipping only replace gradients, so they may run again).
+  // emptied (clipping only replaces gradients, so it may run again).
   for (int attempt = 0;; ++attempt) {
     try {
-      if (reducer_) reducer_(optimizer_.parameters(), stream_);
       if (options_.clip_grad_norm > 0)
         optim::clip_grad_norm(optimizer_.parameters(), options_.clip_grad_norm, stream_);
       optimizer_.step(stream_);
       break;
     } catch (const Error& error) {
-      if (error.code() == ErrorCode::OutOfMemory && attempt == 0 && !reducer_) {
+      if (error.code() == ErrorCode::OutOfMemory && attempt == 0) {
         stream_.synchronize();
         device.allocator().empty_cache();
         continue;

@@ -3,8 +3,6 @@
 // the absent rank and the collective within the timeout, never hang; the late rank fails too.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-
 #include <unistd.h>
 
 #include <chrono>
@@ -77,14 +75,8 @@ TEST(MpiFaults, ARankThatDiesIsNamed) {
   s.world.barrier(s.stream).wait();
   if (s.world.rank() == kAbsent) ::_exit(0);  // without MPI_Finalize: a death, as mpirun sees it
   expect_named_timeout(s);
-  // Open MPI's MPI_Finalize waits for every process of the job, the dead one too, so the
-  // survivors' exit would hang in it (hal finalises at exit): they end here instead, as an
-  // application that lost a rank aborts, saying FAILED (what CTest looks for) on a failure.
-  const bool failed = ::testing::Test::HasFailure();
-  if (failed)
-    std::fprintf(stderr, "[rank %d] FAILED MpiFaults.ARankThatDiesIsNamed\n", s.world.rank());
-  std::fflush(nullptr);
-  ::_exit(failed ? 1 : 0);
+  // The survivors return from main: hal leaves MPI unfinalised once a communicator broke down
+  // (Open MPI's MPI_Finalize would wait for the dead rank).
 }
 
 // Run with HAL_DIST_INJECT_STALL=3:3: rank 3 stalls after the exchange, before MPI's blocking

@@ -525,6 +525,18 @@ TEST(Cli, BenchPipelineReportsItsSpeedupOverTheStagesOneAfterAnother) {
   const auto& time = figures["pipeline_4x16_ms"];
   EXPECT_NEAR(time["baseline_value"].get<double>() / time["value"].get<double>(),
               speedup["value"].get<double>(), 1e-9);
+  // The local all-reduce beside the alpha-beta model of sim:4..7 (20 us launches, 0.5 GB/s):
+  // 6 copies of n/4 bytes and 3 adds reading two and writing one chunk.
+  for (const auto& [name, model_ms] : {std::pair{"local_allreduce_4dev_1m", 8.04432},
+                                       std::pair{"local_allreduce_4dev_16m", 126.00912}}) {
+    ASSERT_TRUE(figures.count(name)) << json["results"];
+    const auto& figure = figures[name];
+    EXPECT_EQ(figure["better"], "lower") << name;
+    EXPECT_NEAR(figure["baseline_value"].get<double>(), model_ms, 1e-6) << name;
+    EXPECT_NEAR(figure["ratio"].get<double>(),
+                figure["value"].get<double>() / figure["baseline_value"].get<double>(), 1e-9)
+        << name;
+  }
 }
 
 // Why the sim plugin did not load under HAL_SIM_CONFIG=`config` ("" when it loaded).

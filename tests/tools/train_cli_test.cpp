@@ -25,20 +25,33 @@ std::filesystem::path temporary(const std::string& name) {
          ("hal_train_cli_" + std::to_string(getpid()) + "_" + name);
 }
 
-void reaches_the_goal(const std::string& id, const std::string& precision = "f32") {
-  if (hal::test::run_shell("HAL_SIM_CONFIG=devices=1 " HAL_CLI_PATH " devices")
-          .output.find("[" + id + "]") == std::string::npos)
-    GTEST_SKIP() << "no " << id << " here";
-  const std::filesystem::path curve = temporary(id.substr(0, id.find(':')) + ".svg");
-  const Result result = run("train --devices " + id + " --epochs " + std::to_string(kEpochs) +
+// `ids`: one device, or several (comma-separated) for data-parallel training.
+void reaches_the_goal(const std::string& ids, const std::string& precision = "f32") {
+  std::vector<std::string> devices;
+  for (size_t at = 0; at <= ids.size();) {
+    const size_t comma = std::min(ids.find(',', at), ids.size());
+    devices.push_back(ids.substr(at, comma - at));
+    at = comma + 1;
+  }
+  const std::string listed =
+      hal::test::run_shell("HAL_SIM_CONFIG=devices=1 " HAL_CLI_PATH " devices").output;
+  for (const std::string& id : devices)
+    if (listed.find("[" + id + "]") == std::string::npos) GTEST_SKIP() << "no " << id << " here";
+  const std::filesystem::path curve = temporary(ids.substr(0, ids.find(':')) + ".svg");
+  const Result result = run("train --devices " + ids + " --epochs " + std::to_string(kEpochs) +
                             " --precision " + precision + " --json --curve " + curve.string());
   ASSERT_EQ(result.status, 0) << result.output;
   const auto report = nlohmann::json::parse(result.output);
   EXPECT_EQ(report["schema"], "hal.train/1");
-  ASSERT_EQ(report["devices"].size(), 1u);
-  EXPECT_EQ(report["devices"][0]["id"], id);
-  EXPECT_EQ(report["devices"][0]["share"], 1.0);
-  EXPECT_GT(report["devices"][0]["samples_per_s"].get<double>(), 0);
+  ASSERT_EQ(report["devices"].size(), devices.size());
+  double shares = 0;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    EXPECT_EQ(report["devices"][i]["id"], devices[i]);
+    EXPECT_GT(report["devices"][i]["share"].get<double>(), 0);
+    EXPECT_GT(report["devices"][i]["samples_per_s"].get<double>(), 0);
+    shares += report["devices"][i]["share"].get<double>();
+  }
+  EXPECT_NEAR(shares, 1.0, 1e-9);
   ASSERT_EQ(report["epochs"].size(), static_cast<size_t>(kEpochs));
   const auto& first = report["epochs"].front();
   const auto& last = report["epochs"].back();
@@ -55,6 +68,7 @@ void reaches_the_goal(const std::string& id, const std::string& precision = "f32
 TEST(TrainCli, ReachesTheGoalOnCpu) { reaches_the_goal("cpu:0"); }
 TEST(TrainCli, ReachesTheGoalOnOpenCl) { reaches_the_goal("opencl:0"); }
 TEST(TrainCli, ReachesTheGoalOnSim) { reaches_the_goal("sim:0"); }
+TEST(TrainCli, ReachesTheGoalDataParallelOnAMixedSet) { reaches_the_goal("cpu:0,opencl:0,sim:0"); }
 TEST(TrainCli, ReachesTheGoalInMixedPrecision) {
   reaches_the_goal("cpu:0", "bf16");
   reaches_the_goal("cpu:0", "f16");
@@ -74,10 +88,10 @@ TEST(TrainCli, ShowsProgressAndTheResult) {
 }
 
 TEST(TrainCli, RefusesWhatItCannotDo) {
-  Result result = run("train --devices cpu:0,opencl:0 --epochs 1");
-  EXPECT_EQ(result.status, 1);
-  result = hal::test::run_shell(HAL_CLI_PATH " train --devices cpu:0,cpu:0 --epochs 1 2>&1");
-  EXPECT_NE(result.output.find("data-parallel"), std::string::npos) << result.output;
+  Result result =
+      hal::test::run_shell(HAL_CLI_PATH " train --devices cpu:0,nosuch:3 --epochs 1 2>&1");
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_NE(result.output.find("nosuch:3"), std::string::npos) << result.output;
   result = hal::test::run_shell(HAL_CLI_PATH " train --epochs 0 2>&1");
   EXPECT_EQ(result.status, 1) << result.output;
   EXPECT_NE(result.output.find("--epochs"), std::string::npos) << result.output;

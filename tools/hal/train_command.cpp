@@ -1,9 +1,9 @@
-// `hal train [--devices ID] [--epochs N] [--batch N] [--lr X] [--hidden N] [--seed N]
+// `hal train [--devices ID,...] [--epochs N] [--batch N] [--lr X] [--hidden N] [--seed N]
 // [--precision f32|bf16|f16] [--data DIR] [--curve FILE] [--no-fallback] [--json]`: trains an MLP
 // on the handwritten digits kept in data/digits (scikit-learn's load_digits, converted by
-// scripts/export_digits.py) with AdamW on one device, showing a progress bar with the loss and
-// throughput, then each epoch's test accuracy; writes the loss curve as SVG. --json prints
-// hal.train/1 instead.
+// scripts/export_digits.py) with AdamW, on one device or data-parallel on several, showing a
+// progress bar with the loss and throughput, then each epoch's test accuracy; writes the loss
+// curve as SVG. --json prints hal.train/1 instead.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,6 +15,7 @@
 
 #include "commands.hpp"
 #include "hal/autograd.hpp"
+#include "hal/data_parallel.hpp"
 #include "hal/error.hpp"
 #include "hal/nn.hpp"
 #include "hal/npy.hpp"
@@ -108,25 +109,108 @@ void progress(int64_t epoch, int64_t epochs, double done, double loss, double ra
   std::fflush(stderr);
 }
 
+// The loss of the digits MLP on a batch.
+Tensor digits_loss(nn::Module& m, const Tensor& x, const Tensor& y, Stream& st) {
+  return cross_entropy(m.forward(x, st), y, -100, 0.0, st);
+}
+
+// One device: a Trainer, its losses summed on the device without waiting. Several: data-parallel
+// replicas, one per device, the global batch on cpu:0 split by measured throughput.
+class DigitsLearner {
+ public:
+  DigitsLearner(const std::vector<Device>& devices, const TrainOptions& options)
+      : devices_(devices), stream_(devices.front().create_stream()) {
+    const auto make_optimizer = [&options](std::vector<nn::NamedTensor> parameters) {
+      return std::make_unique<optim::AdamW>(
+          std::move(parameters), optim::AdamWOptions{.lr = options.lr, .weight_decay = 1e-4});
+    };
+    const train::TrainerOptions trainer_options{.mixed_precision = {.compute = options.compute}};
+    if (devices.size() == 1) {
+      model_ = nn::make_mlp({kPixels, options.hidden, kClasses}, options.seed, stream_);
+      optimizer_ = make_optimizer(model_->parameters());
+      trainer_ = std::make_unique<train::Trainer>(*model_, *optimizer_, digits_loss, stream_,
+                                                  trainer_options);
+      return;
+    }
+    parallel_ = std::make_unique<train::LocalDataParallel>(
+        devices,
+        [&options](Stream& s) {
+          return nn::make_mlp({kPixels, options.hidden, kClasses}, options.seed, s);
+        },
+        make_optimizer, digits_loss, train::DataParallelOptions{.trainer = trainer_options});
+    shares_.assign(devices.size(), 0.0);
+  }
+
+  // Where the epoch's batches are uploaded: the device, or cpu:0 for several.
+  Stream& data_stream() { return parallel_ ? cpu_stream_ : stream_; }
+
+  void step(const Tensor& x, const Tensor& y) {
+    if (!parallel_) {
+      const Tensor loss = trainer_->step(x, y);
+      const NoGrad untracked;
+      loss_sum_ = loss_sum_.defined() ? add(loss_sum_, loss, stream_) : loss;
+      return;
+    }
+    host_loss_sum_ += parallel_->step(x, y);
+    const std::vector<int64_t>& counts = parallel_->rank(0).counts();
+    for (size_t r = 0; r < counts.size(); ++r)
+      shares_[r] += static_cast<double>(counts[r]) / static_cast<double>(x.size(0));
+    ++parallel_steps_;
+  }
+  // The losses summed since the last call.
+  double take_loss_sum() {
+    double sum = host_loss_sum_;
+    if (loss_sum_.defined()) sum += loss_sum_.to_vector<float>(stream_)[0];
+    loss_sum_ = Tensor();
+    host_loss_sum_ = 0;
+    return sum;
+  }
+  void set_learning_rate(double lr) {
+    if (!parallel_) return optimizer_->set_learning_rate(lr);
+    for (size_t r = 0; r < parallel_->size(); ++r) parallel_->optimizer(r).set_learning_rate(lr);
+  }
+  void synchronize() { parallel_ ? parallel_->stream(0).synchronize() : stream_.synchronize(); }
+  nn::Module& model() { return parallel_ ? parallel_->replica(0) : *model_; }
+  Stream& model_stream() { return parallel_ ? parallel_->stream(0) : stream_; }
+
+  // hal.train/1's devices: each one's mean share of the samples and its throughput (for one
+  // device, the run's).
+  nlohmann::ordered_json devices_json(double run_rate) const {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (size_t r = 0; r < devices_.size(); ++r) {
+      const double share =
+          parallel_ ? shares_[r] / static_cast<double>(std::max<int64_t>(1, parallel_steps_)) : 1.0;
+      const double rate = parallel_ ? parallel_->rank(0).samples_per_s()[r] : run_rate;
+      out.push_back({{"id", devices_[r].id()}, {"share", share}, {"samples_per_s", rate}});
+    }
+    return out;
+  }
+
+ private:
+  std::vector<Device> devices_;
+  Stream stream_;
+  Stream cpu_stream_ = device("cpu:0").create_stream();
+  std::shared_ptr<nn::Module> model_;
+  std::unique_ptr<optim::AdamW> optimizer_;
+  std::unique_ptr<train::Trainer> trainer_;
+  std::unique_ptr<train::LocalDataParallel> parallel_;
+  Tensor loss_sum_;
+  double host_loss_sum_ = 0;
+  std::vector<double> shares_;
+  int64_t parallel_steps_ = 0;
+};
+
 void train_digits(const TrainOptions& options) {
-  if (options.devices_text.size() != 1)
-    throw Error(ErrorCode::Unsupported,
-                "hal train on " + std::to_string(options.devices_text.size()) +
-                    " devices: training on several devices at once (data-parallel) needs hal's "
-                    "communicator, which is not built yet; give one device");
-  const Device d = device(options.devices_text.front());
+  std::vector<Device> devices;
+  for (const std::string& id : options.devices_text) devices.push_back(device(id));
+  std::string names;
+  for (const Device& d : devices) names += (names.empty() ? "" : ", ") + d.id();
   const std::filesystem::path dir = digits_dir(options);
   const Split train_set = read_split(dir, "train"), test_set = read_split(dir, "test");
   const CpuFallback fallback(!options.no_fallback);
-  Stream s = d.create_stream();
+  DigitsLearner learner(devices, options);
+  Stream& s = learner.model_stream();
   const Tensor test_x = from_vector(test_set.x, {test_set.n, kPixels}, s);
-  auto model = nn::make_mlp({kPixels, options.hidden, kClasses}, options.seed, s);
-  optim::AdamW optimizer(model->parameters(), {.lr = options.lr, .weight_decay = 1e-4});
-  train::Trainer trainer(*model, optimizer,
-                         [](nn::Module& m, const Tensor& x, const Tensor& y, Stream& st) {
-                           return cross_entropy(m.forward(x, st), y, -100, 0.0, st);
-                         },
-                         s, {.mixed_precision = {.compute = options.compute}});
   std::mt19937_64 random(options.seed);
   nlohmann::ordered_json epochs = nlohmann::ordered_json::array();
   std::vector<CurvePoint> curve;
@@ -145,9 +229,10 @@ void train_digits(const TrainOptions& options) {
       ys[static_cast<size_t>(i)] = train_set.y[from];
     }
     const auto start = std::chrono::steady_clock::now();
-    const Tensor x_all = from_vector(xs, {train_set.n, kPixels}, s);
-    const Tensor y_all = from_vector(ys, {train_set.n}, s);
-    Tensor interval_loss;
+    Stream& data = learner.data_stream();
+    const Tensor x_all = from_vector(xs, {train_set.n, kPixels}, data);
+    const Tensor y_all = from_vector(ys, {train_set.n}, data);
+    if (&data != &s) data.synchronize();  // the replicas copy their rows on their own streams
     int64_t interval_batches = 0;
     double epoch_loss = 0;
     for (int64_t b = 0; b < batches; ++b) {
@@ -155,16 +240,11 @@ void train_digits(const TrainOptions& options) {
       // Cosine decay from the given rate to 0 over the run: late steps settle.
       const double done = static_cast<double>((epoch - 1) * batches + b) /
                           static_cast<double>(options.epochs * batches);
-      optimizer.set_learning_rate(options.lr * 0.5 * (1 + std::cos(M_PI * done)));
-      const Tensor loss = trainer.step(x_all.slice(0, first, last), y_all.slice(0, first, last));
-      {
-        const NoGrad untracked;
-        interval_loss = interval_loss.defined() ? add(interval_loss, loss, s) : loss;
-      }
+      learner.set_learning_rate(options.lr * 0.5 * (1 + std::cos(M_PI * done)));
+      learner.step(x_all.slice(0, first, last), y_all.slice(0, first, last));
       ++interval_batches;
       if ((b + 1) % report_every == 0 || b + 1 == batches) {
-        const double mean = static_cast<double>(interval_loss.to_vector<float>(s)[0]) /
-                            static_cast<double>(interval_batches);
+        const double mean = learner.take_loss_sum() / static_cast<double>(interval_batches);
         epoch_loss += mean * static_cast<double>(interval_batches);
         curve.push_back(
             {static_cast<double>(epoch - 1) + static_cast<double>(b + 1) / batches, mean});
@@ -173,15 +253,14 @@ void train_digits(const TrainOptions& options) {
         if (!options.json)
           progress(epoch, options.epochs, static_cast<double>(b + 1) / batches, mean,
                    static_cast<double>(last) / elapsed);
-        interval_loss = Tensor();
         interval_batches = 0;
       }
     }
-    s.synchronize();
+    learner.synchronize();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     seconds_total += seconds;
-    last_accuracy = accuracy(*model, test_x, test_set.y, s);
+    last_accuracy = accuracy(learner.model(), test_x, test_set.y, s);
     const double rate = static_cast<double>(train_set.n) / seconds;
     epoch_loss /= static_cast<double>(batches);
     if (!options.json)
@@ -197,18 +276,16 @@ void train_digits(const TrainOptions& options) {
   const double rate = static_cast<double>(train_set.n * options.epochs) / seconds_total;
   if (!options.curve.empty()) {
     std::ofstream file(options.curve);
-    file << loss_curve_svg(curve, "hal train: digits MLP on " + d.id());
+    file << loss_curve_svg(curve, "hal train: digits MLP on " + names);
     if (!file) throw Error(ErrorCode::InvalidArgument, "--curve: cannot write " + options.curve);
   }
   if (options.json) {
     const nlohmann::ordered_json report{
-        {"schema", "hal.train/1"},
-        {"devices", {{{"id", d.id()}, {"share", 1.0}, {"samples_per_s", rate}}}},
-        {"epochs", epochs}};
+        {"schema", "hal.train/1"}, {"devices", learner.devices_json(rate)}, {"epochs", epochs}};
     std::cout << report.dump(2) << "\n";
     return;
   }
-  std::cout << "digits MLP 64-" << options.hidden << "-10 on " << d.id() << ": test accuracy "
+  std::cout << "digits MLP 64-" << options.hidden << "-10 on " << names << ": test accuracy "
             << 100 * last_accuracy << "% after " << options.epochs << " epochs, "
             << static_cast<int64_t>(rate) << " samples/s"
             << (options.curve.empty() ? "" : "; loss curve in " + options.curve) << "\n";
@@ -223,7 +300,8 @@ void add_train_command(CLI::App& app) {
   auto options = std::make_shared<TrainOptions>();
   command
       ->add_option("--devices", options->devices_text,
-                   "The device to train on (default cpu:0); one for now")
+                   "The devices to train on (default cpu:0); several train data-parallel, the "
+                   "batch split by each device's measured throughput")
       ->delimiter(',');
   command->add_option("--epochs", options->epochs_text,
                       "Passes over the training set (1 to 10000)");

@@ -85,8 +85,12 @@ void follow(Lane& lane, const Lane& other) {
 }
 
 void copy_into(Lane& lane, const Tensor& dst, const Tensor& src) {
+  copy_into(lane.stream, dst, src);
+}
+
+void copy_into(Stream& stream, const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0 || same_memory(dst, src)) return;
-  lane.stream.copy(dst.storage(), src.storage(), dst.nbytes(), byte_offset(dst), byte_offset(src));
+  stream.copy(dst.storage(), src.storage(), dst.nbytes(), byte_offset(dst), byte_offset(src));
 }
 
 Tensor reduce_pair(Lane& lane, const Tensor& a, const Tensor& b, ReduceOp op) {

@@ -12,6 +12,7 @@ namespace hal::dist::detail {
 struct Lane {
   Device device;
   Stream stream;         // the group's stream for this rank: collectives run here in order
+  Stream side;           // a second one (all-reduce): work beside the ring's, joined at its end
   Tensor input, output;  // contiguous 1-d views (undefined where the call has none)
   Event ready;           // the caller's stream's work before the call
   Event last;            // this lane's latest step, once recorded
@@ -29,8 +30,9 @@ const Event& mark(Lane& lane);
 void follow(Lane& lane, const Lane& other);
 
 // Copies `src` (any device) into `dst` (a tensor of lane's device, same dtype and elements)
-// on lane's stream: peer copies where the backend has them, staged otherwise.
+// on `stream` (lane's, by default): peer copies where the backend has them, staged otherwise.
 void copy_into(Lane& lane, const Tensor& dst, const Tensor& src);
+void copy_into(Stream& stream, const Tensor& dst, const Tensor& src);
 // A new tensor on lane's device: a (op) b, both on that device. Through the device's op table
 // where it has the op in the dtype, else on the host (a host callback on lane's stream).
 Tensor reduce_pair(Lane& lane, const Tensor& a, const Tensor& b, ReduceOp op);

@@ -42,29 +42,44 @@ std::vector<Tensor> ring_reduce_scatter(Lanes& lanes, ReduceOp op) {
   return current;
 }
 
-// Lane i's output already holds chunk i (marked); p - 1 steps pass the chunks around.
-void ring_all_gather(Lanes& lanes) {
+// p - 1 steps pass the chunks around: at step s lane i sends chunk i - s to lane i + 1. Lane
+// i's own chunk i comes from own[i] (marked), else from its output, which then holds it
+// (marked); every other chunk a lane sends it received at the step before.
+void ring_all_gather(Lanes& lanes, const std::vector<Tensor>* own = nullptr) {
   const int64_t p = static_cast<int64_t>(lanes.size());
   for (int64_t s = 0; s + 1 < p; ++s) {
     for (int64_t i = 0; i < p; ++i) {
       const int64_t j = (i + 1) % p, c = wrap(i - s, p);
       follow(lanes[j], lanes[i]);
-      copy_into(lanes[j], chunk(lanes[j].output, p, c), chunk(lanes[i].output, p, c));
+      const Tensor sent = s == 0 && own ? (*own)[i] : chunk(lanes[i].output, p, c);
+      copy_into(lanes[j], chunk(lanes[j].output, p, c), sent);
     }
     mark_all(lanes);
   }
 }
 
-// Lane i's reduced chunk (divided for avg) into chunk i of its output, once lane i + 1 has
-// read all it reads of lane i's input (which in place is the output).
-void write_own_chunks(Lanes& lanes, std::vector<Tensor>& reduced, ReduceOp op) {
+// Lane i's reduced chunk (divided for avg) goes into chunk i of its output on the lane's side
+// stream, beside the all-gather, which sends it from `reduced` and never reads chunk i of lane
+// i's output: the ring then takes its 2(p-1) steps, not those and a copy within every device.
+// The all-gather writes the other chunks of lane i's output, which in place are its input:
+// lane i first waits until lane i + 1 has read what it reads there (its reduce-scatter).
+// Returns the side streams' events, for the lanes to wait on at the end.
+std::vector<Event> write_own_chunks_beside(Lanes& lanes, std::vector<Tensor>& reduced,
+                                           ReduceOp op) {
   const int64_t p = static_cast<int64_t>(lanes.size());
   for (int64_t i = 0; i < p; ++i)
     if (op == ReduceOp::avg && p > 1)
       reduced[i] = divide(lanes[i], reduced[i], static_cast<int>(p));
+  std::vector<Event> written;
+  for (int64_t i = 0; i < p; ++i) {
+    Lane& lane = lanes[i];
+    lane.side.wait(mark(lane));  // the reduction, and the lane's own reads of its input
+    copy_into(lane.side, chunk(lane.output, p, i), reduced[i]);
+    written.push_back(lane.side.record());
+  }
   for (int64_t i = 0; i < p; ++i) follow(lanes[i], lanes[(i + 1) % p]);
-  for (int64_t i = 0; i < p; ++i) copy_into(lanes[i], chunk(lanes[i].output, p, i), reduced[i]);
   mark_all(lanes);
+  return written;
 }
 
 // Binomial tree: at distance k = 1, 2, 4 ... the lane at relative rank v + k sends its partial
@@ -119,8 +134,9 @@ void all_reduce(Lanes& lanes, ReduceOp op, AllReduceAlgorithm algorithm) {
     return;
   }
   std::vector<Tensor> reduced = ring_reduce_scatter(lanes, op);
-  write_own_chunks(lanes, reduced, op);
-  ring_all_gather(lanes);
+  const std::vector<Event> written = write_own_chunks_beside(lanes, reduced, op);
+  ring_all_gather(lanes, &reduced);
+  for (int64_t i = 0; i < p; ++i) lanes[i].stream.wait(written[i]);
 }
 
 void all_gather(Lanes& lanes) {

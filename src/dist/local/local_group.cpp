@@ -328,9 +328,10 @@ void LocalWork::drive() {
   group_->drive(std::static_pointer_cast<LocalGroup::Slot>(slot_), patience_);
 }
 
-Stream& LocalGroup::lane_stream(int rank) {
-  if (lane_streams_.empty()) lane_streams_.resize(devices_.size());
-  Stream& stream = lane_streams_[static_cast<size_t>(rank)];
+Stream& LocalGroup::lane_stream(int rank, bool side) {
+  std::vector<Stream>& streams = side ? side_streams_ : lane_streams_;
+  if (streams.empty()) streams.resize(devices_.size());
+  Stream& stream = streams[static_cast<size_t>(rank)];
   if (!stream) stream = device(rank).create_stream();
   return stream;
 }
@@ -340,33 +341,37 @@ std::exception_ptr LocalGroup::run(const SlotPtr& slot) {
   std::vector<Lane> lanes(s.members.size());
   std::exception_ptr failure;
   try {
+    const CollectiveCall& first = s.members[0].call;
+    const Tensor& sized = first.input.defined() ? first.input : first.output;
+    const double bytes = sized.defined() ? static_cast<double>(sized.nbytes()) : 0.0;
+    const AllReduceAlgorithm algorithm =
+        s.algorithm.value_or(choose_all_reduce(static_cast<int64_t>(lanes.size()), bytes, link_));
+    // The ring all-reduce writes each lane's own chunk beside its all-gather.
+    const bool side = s.kind == Collective::all_reduce && algorithm == AllReduceAlgorithm::ring;
     for (size_t k = 0; k < lanes.size(); ++k) {
       const Member& m = s.members[k];
       Lane& lane = lanes[k];
       lane.device = device(s.ranks[k]);
-      lane.stream = lane_stream(s.ranks[k]);
+      lane.stream = lane_stream(s.ranks[k], false);
+      if (side) lane.side = lane_stream(s.ranks[k], true);
       lane.input = flat(m.call.input);
       lane.output = flat(m.call.output);
       lane.ready = m.ready;
     }
-    const CollectiveCall& first = s.members[0].call;
-    const Tensor& sized = first.input.defined() ? first.input : first.output;
-    const double bytes = sized.defined() ? static_cast<double>(sized.nbytes()) : 0.0;
-    run_local(
-        s.kind, first.op, first.root, lanes,
-        s.algorithm.value_or(choose_all_reduce(static_cast<int64_t>(lanes.size()), bytes, link_)));
+    run_local(s.kind, first.op, first.root, lanes, algorithm);
   } catch (...) {
     failure = std::current_exception();
   }
-  // Every lane's stream drains, so that nothing of the collective runs after it has ended.
-  for (Lane& lane : lanes) {
-    if (!lane.stream) continue;
-    try {
-      lane.stream.synchronize();
-    } catch (...) {
-      if (!failure) failure = std::current_exception();
+  // Every lane's streams drain, so that nothing of the collective runs after it has ended.
+  for (Lane& lane : lanes)
+    for (Stream* stream : {&lane.stream, &lane.side}) {
+      if (!*stream) continue;
+      try {
+        stream->synchronize();
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
     }
-  }
   if (!failure) return nullptr;
   try {
     std::rethrow_exception(failure);

@@ -93,7 +93,7 @@ class LocalGroup : public std::enable_shared_from_this<LocalGroup> {
   std::exception_ptr timeout_error(const Slot& slot, size_t member, Clock::duration patience) const;
   std::exception_ptr run(const SlotPtr& slot);
   void executor_loop();
-  Stream& lane_stream(int rank);  // executor thread only
+  Stream& lane_stream(int rank, bool side);  // executor thread only
   std::string where(const Slot& slot) const;
 
   const std::vector<Device> devices_;
@@ -112,6 +112,7 @@ class LocalGroup : public std::enable_shared_from_this<LocalGroup> {
   std::thread executor_;  // started with the first full slot
 
   std::vector<Stream> lane_streams_;  // the executor's, made on first use
+  std::vector<Stream> side_streams_;  // a second per rank, for work beside the lane's
 };
 
 // One rank's handle on a LocalGroup.

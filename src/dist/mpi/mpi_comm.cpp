@@ -780,6 +780,7 @@ void MpiComm::fail_op(MpiOp& op, std::exception_ptr failure) {
 
 void MpiComm::break_down(std::exception_ptr failure) {
   broken_ = failure;
+  runtime_->communicator_broken(message_of(failure));
   for (const std::shared_ptr<MpiOp>& op : ops_) {
     if (op->stage == Stage::sig_posted || op->stage == Stage::data_posted)
       abandoned_.push_back(op);  // MPI may still write its memory

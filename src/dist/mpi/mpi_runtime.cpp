@@ -2,6 +2,7 @@
 
 #include <mpi-ext.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "dist/host_reduce.hpp"
@@ -116,11 +117,27 @@ bool MpiRuntime::finalized() const {
   return done != 0;
 }
 
+void MpiRuntime::communicator_broken(const std::string& why) {
+  std::lock_guard lock(mutex_);
+  if (broken_.empty()) broken_ = why.empty() ? "a communicator failed" : why;
+}
+
 void MpiRuntime::finalize() {
+  std::string broken;
   {
     std::lock_guard lock(mutex_);
     if (finalized_) return;
     finalized_ = true;
+    broken = broken_;
+  }
+  if (!broken.empty()) {
+    // At exit hal's logger may already be gone: stderr, as the watchdog writes.
+    if (by_hal_)
+      std::fprintf(stderr,
+                   "hal: MPI left unfinalised at exit: a communicator broke down (%s); "
+                   "MPI_Finalize would wait for ranks that may be gone\n",
+                   broken.c_str());
+    return;
   }
   int done = 0;
   MPI_Finalized(&done);

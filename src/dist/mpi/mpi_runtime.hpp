@@ -40,8 +40,14 @@ class MpiRuntime {
   // "MPI_ERR_TRUNCATE: message truncated" for an error code.
   static std::string describe(int code);
 
-  // Frees hal's user ops and finalises MPI if hal initialised it (at exit; callable early).
+  // Frees hal's user ops and finalises MPI if hal initialised it (at exit; callable early),
+  // unless a communicator broke down first (communicator_broken): then MPI is left as it is.
   void finalize();
+  // A communicator is unusable: its peers did not answer (dead or stalled) or MPI failed, and
+  // it keeps requests MPI may never complete. MPI_Finalize would wait for those peers (Open
+  // MPI's waits for every process of the job, a dead one too) and may not be called with
+  // requests pending, so finalize() skips it: the process can still return from main.
+  void communicator_broken(const std::string& why);
 
   bool thread_multiple() const { return provided_ >= MPI_THREAD_MULTIPLE; }
   // The watchdog of blocking collectives: `on_overrun` runs on its thread once `deadline`
@@ -56,8 +62,9 @@ class MpiRuntime {
   bool by_hal_ = false;
   bool cuda_aware_ = false;
   int provided_ = 0;
-  mutable std::mutex mutex_;  // guards finalized_
+  mutable std::mutex mutex_;  // guards finalized_ and broken_
   bool finalized_ = false;
+  std::string broken_;  // the first communicator_broken's reason
   std::mutex serial_;
   // f16 and bf16, each for sum, prod, min, max.
   MPI_Op half_ops_[2][4] = {};
