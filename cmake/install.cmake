@@ -1,7 +1,7 @@
 # `make install`: headers, libhal.so.MAJOR, the hal tool, a CMake package and a pkg-config file.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS hal hal_model hal_train hal_dist hal_evidence EXPORT halTargets
+install(TARGETS hal hal_model hal_train hal_dist hal_evidence hal_serve EXPORT halTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -35,7 +35,7 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/hal.pc.in ${PROJECT_BINARY_DIR}/hal.p
 install(FILES ${PROJECT_BINARY_DIR}/hal.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 # The benchmark suites, which `hal bench SUITE` runs from ../libexec/hal.
-foreach(suite stream thread_pool memory dispatch copy ops pipeline mesh collectives)
+foreach(suite stream thread_pool memory dispatch copy ops pipeline mesh collectives serve)
   if(TARGET hal_bench_${suite})
     set_target_properties(hal_bench_${suite} PROPERTIES
       INSTALL_RPATH "$ORIGIN/../../${CMAKE_INSTALL_LIBDIR}")

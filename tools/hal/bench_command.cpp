@@ -27,8 +27,9 @@ const std::vector<std::string> kSuites = {"stream", "thread_pool", "memory",   "
                                           "ops",    "select",      "pipeline", "mesh"};
 // Suites run only when named: models needs PyTorch and the exported models, train needs
 // PyTorch (scripts/setup-bench-models.sh); collectives wants several processes (mpirun -np 4
-// hal bench collectives), every one of which runs it while rank 0 alone reports.
-const std::vector<std::string> kNamedSuites = {"models", "train", "collectives"};
+// hal bench collectives), every one of which runs it while rank 0 alone reports; serve runs
+// servers and load for about a minute.
+const std::vector<std::string> kNamedSuites = {"models", "train", "collectives", "serve"};
 
 struct Options {
   std::vector<std::string> suites;
@@ -68,10 +69,11 @@ std::vector<Run> plan(const Options& options) {
   for (const std::string& suite : suites)
     if (std::find(kSuites.begin(), kSuites.end(), suite) == kSuites.end() &&
         std::find(kNamedSuites.begin(), kNamedSuites.end(), suite) == kNamedSuites.end())
-      throw Error(ErrorCode::InvalidArgument,
-                  "no benchmark suite '" + suite +
-                      "'; the suites are stream, thread_pool, memory, dispatch, copy, ops, "
-                      "select, pipeline, mesh, and models, train and collectives when named");
+      throw Error(
+          ErrorCode::InvalidArgument,
+          "no benchmark suite '" + suite +
+              "'; the suites are stream, thread_pool, memory, dispatch, copy, ops, "
+              "select, pipeline, mesh, and models, train, collectives and serve when named");
   std::vector<Run> runs;
   for (const std::string& suite : suites) {
     if (options.device != "all") {
@@ -225,7 +227,7 @@ void add_bench_command(CLI::App& app) {
   auto* command = app.add_subcommand(
       "bench",
       "Run benchmark suites (stream, thread_pool, memory, dispatch, copy, ops, select, pipeline, "
-      "mesh; default all; models, train and collectives when named); figures are ratios to "
+      "mesh; default all; models, train, collectives and serve when named); figures are ratios to "
       "same-run baselines");
   auto options = std::make_shared<Options>();
   command->add_option("suite", options->suites, "Suites to run (default: all)");

@@ -1,0 +1,53 @@
+// The bodies of KServe v2 inference requests and responses: JSON tensors, and the binary-tensor
+// extension (a JSON header of Inference-Header-Content-Length bytes, then each binary tensor's
+// bytes in order). Every refusal is a RequestError (400) naming the field that is wrong.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "serve/host_tensor.hpp"
+#include "serve/model_signature.hpp"
+
+namespace hal::serve {
+
+struct InferRequest {
+  std::string id;
+  HostTensors inputs;
+  int64_t rows = 1;  // the first dimension's size where the model batches, else 1
+  // The inputs' datatypes and shapes but the first dimension: requests with equal keys stack.
+  std::string shape_key;
+  int64_t priority = 1;    // 1 is served first
+  int64_t timeout_us = 0;  // 0: no limit
+  // The outputs to return, in order (all of the model's where the request names none), and
+  // whether each goes back as binary data.
+  std::vector<std::string> outputs;
+  std::vector<bool> binary_outputs;
+};
+
+// `header_length` is the Inference-Header-Content-Length header's text, if the request has one.
+InferRequest parse_infer_request(std::string_view body,
+                                 const std::optional<std::string>& header_length,
+                                 const ModelSignature& signature);
+
+struct InferResponse {
+  std::string body;
+  std::optional<size_t> header_length;  // set where binary outputs follow the JSON
+};
+
+// `outputs` holds at least the request's outputs.
+InferResponse encode_infer_response(const ModelSignature& signature, const InferRequest& request,
+                                    const HostTensors& outputs);
+
+// GET /v2/models/NAME: {"name", "versions", "platform", "inputs", "outputs"}.
+nlohmann::json model_metadata(const ModelSignature& signature);
+
+// The KServe error body: {"error": message}.
+std::string error_body(const std::string& message);
+
+}  // namespace hal::serve

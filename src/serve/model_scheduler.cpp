@@ -1,0 +1,424 @@
+#include "serve/model_scheduler.hpp"
+
+#include <algorithm>
+
+#include "hal/allocator.hpp"
+#include "hal/error.hpp"
+#include "hal/log.hpp"
+#include "serve/request_error.hpp"
+
+namespace hal::serve {
+namespace {
+
+// Every wait is bounded: a missed notification costs at most this long.
+constexpr auto kPoll = std::chrono::milliseconds(100);
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// Errors that come from what a request holds rather than from the device: the request fails,
+// the instance stays in rotation.
+bool request_fault(const Error& error) {
+  return error.code() == ErrorCode::InvalidArgument || error.code() == ErrorCode::OutOfRange ||
+         error.code() == ErrorCode::Unsupported;
+}
+
+}  // namespace
+
+struct ModelScheduler::Pending {
+  InferRequest request;
+  Clock::time_point arrived = Clock::now();
+  Clock::time_point deadline = Clock::time_point::max();
+  int attempts = 0;
+  std::promise<Outcome> promise;
+};
+
+struct ModelScheduler::Batch {
+  std::vector<std::shared_ptr<Pending>> requests;
+  int64_t rows = 0;
+  double predicted_s = 0;
+};
+
+struct ModelScheduler::Worker {
+  std::unique_ptr<ModelInstance> instance;
+  std::deque<Batch> batches;  // the front one runs once `running`
+  bool running = false;
+  Clock::time_point running_since;
+  int64_t requests = 0;
+  bool healthy = true;
+  double busy_s = 0;
+  std::condition_variable wake;
+  std::thread thread;
+};
+
+ModelScheduler::ModelScheduler(const ModelConfig& config, Balancer balancer, Metrics& metrics)
+    : config_(config), balancer_(balancer), metrics_(metrics) {
+  const BatchingOptions& b = config.batching;
+  levels_.resize(static_cast<size_t>(b.priority_levels));
+  for (const std::string& id : config.devices) {
+    auto worker = std::make_unique<Worker>();
+    worker->instance = std::make_unique<ModelInstance>(id, config.path, b.max_batch);
+    workers_.push_back(std::move(worker));
+  }
+  signature_ = signature_of(config.name, workers_.front()->instance->model(), b.max_batch,
+                            b.priority_levels);
+  // A first run on each device uploads its weights, so that no request pays for it; the second
+  // run's time is the first measurement (the first's includes the upload and first-use costs,
+  // which would keep the balancer off a fast device it then never measures again).
+  HostTensors zeros;
+  for (const TensorSpec& spec : signature_.inputs) {
+    HostTensor t{spec.dtype, {}, {}};
+    for (int64_t d : spec.shape) t.shape.push_back(d < 0 ? 1 : d);
+    t.bytes.assign(static_cast<size_t>(element_count(t.shape)) * size_of(spec.dtype), '\0');
+    zeros[spec.name] = std::move(t);
+  }
+  for (auto& worker : workers_) {
+    try {
+      worker->instance->run(signature_, {&zeros}, {1});
+      const auto start = Clock::now();
+      worker->instance->run(signature_, {&zeros}, {1});
+      worker->instance->record(1, seconds_between(start, Clock::now()));
+    } catch (const Error& error) {
+      worker->healthy = false;
+      log(LogLevel::warn, "hal serve: model '" + config.name + "' on " +
+                              worker->instance->device().id() +
+                              " is out of rotation: its first runs failed: " + error.what());
+    }
+  }
+  for (auto& worker : workers_)
+    worker->thread = std::thread([this, w = worker.get()] { work(*w); });
+  scheduler_ = std::thread([this] { schedule(); });
+}
+
+ModelScheduler::~ModelScheduler() {
+  {
+    std::lock_guard lock(mutex_);
+    accepting_ = false;
+    stopping_ = true;
+    fail_all_queued(503, "the server stopped before model '" + config_.name + "' ran the request");
+    for (auto& worker : workers_) {
+      // What waits behind the running batch is answered now; the running one finishes.
+      while (worker->batches.size() > (worker->running ? 1u : 0u)) {
+        Batch batch = std::move(worker->batches.back());
+        worker->batches.pop_back();
+        for (auto& pending : batch.requests)
+          finish(
+              pending,
+              {503, "the server stopped before model '" + config_.name + "' ran the request", {}});
+      }
+      worker->wake.notify_all();
+    }
+    changed_.notify_all();
+  }
+  scheduler_.join();
+  for (auto& worker : workers_) worker->thread.join();
+}
+
+std::future<Outcome> ModelScheduler::submit(InferRequest request) {
+  auto pending = std::make_shared<Pending>();
+  if (request.timeout_us > 0)
+    pending->deadline = pending->arrived + std::chrono::microseconds(request.timeout_us);
+  const size_t level = static_cast<size_t>(request.priority - 1);
+  pending->request = std::move(request);
+  std::future<Outcome> future = pending->promise.get_future();
+  Pending* mine = pending.get();
+  std::unique_lock lock(mutex_);
+  if (!accepting_) throw RequestError(503, "the server is shutting down");
+  if (std::none_of(workers_.begin(), workers_.end(), [](const auto& w) { return w->healthy; }))
+    throw RequestError(503, "model '" + config_.name + "' has no healthy instance");
+  if (queued_ >= config_.batching.max_queue)
+    throw RequestError(503, "model '" + config_.name + "': the queue is full (" +
+                                std::to_string(config_.batching.max_queue) +
+                                " requests); retry later");
+  levels_[level].push_back(std::move(pending));
+  ++queued_;
+  ++outstanding_;
+  // A batch that can go now goes from this thread, and where it holds this request and its
+  // instance is idle, this thread runs it: no hand-off to the scheduler's or the worker's thread
+  // and back. The scheduler's thread wakes only for what must wait (a delay, an instance's room).
+  std::vector<Worker*> woken;
+  if (dispatch_ready(&woken) != Clock::time_point::max() || queued_ > 0) changed_.notify_all();
+  Worker* inline_worker = nullptr;
+  for (Worker* worker : woken) {
+    const bool holds_mine =
+        !worker->running && !worker->batches.empty() &&
+        std::any_of(worker->batches.front().requests.begin(),
+                    worker->batches.front().requests.end(),
+                    [&](const std::shared_ptr<Pending>& p) { return p.get() == mine; });
+    if (holds_mine && !inline_worker)
+      inline_worker = worker;
+    else
+      worker->wake.notify_all();
+  }
+  if (inline_worker) run_front(*inline_worker, lock);
+  return future;
+}
+
+bool ModelScheduler::ready() const {
+  std::lock_guard lock(mutex_);
+  return accepting_ &&
+         std::any_of(workers_.begin(), workers_.end(), [](const auto& w) { return w->healthy; });
+}
+
+int64_t ModelScheduler::queue_depth() const {
+  std::lock_guard lock(mutex_);
+  return queued_;
+}
+
+int64_t ModelScheduler::outstanding() const {
+  std::lock_guard lock(mutex_);
+  return outstanding_;
+}
+
+std::vector<InstanceStatus> ModelScheduler::instances() const {
+  std::lock_guard lock(mutex_);
+  std::vector<InstanceStatus> out;
+  const auto now = Clock::now();
+  const double uptime = std::max(1e-9, seconds_between(started_, now));
+  for (const auto& worker : workers_) {
+    const Device& device = worker->instance->device();
+    double busy = worker->busy_s;
+    if (worker->running) busy += seconds_between(worker->running_since, now);
+    double memory = 0;
+    try {
+      memory = static_cast<double>(device.allocator().stats().allocated_bytes.current);
+    } catch (const Error&) {
+      memory = 0;  // a lost device has no figures
+    }
+    out.push_back(
+        {device.id(), worker->healthy, std::min(1.0, busy / uptime), memory, worker->requests});
+  }
+  return out;
+}
+
+void ModelScheduler::stop_accepting() {
+  std::lock_guard lock(mutex_);
+  accepting_ = false;
+  dispatch_ready();  // a batch waiting for company leaves now
+  changed_.notify_all();
+}
+
+bool ModelScheduler::wait_idle(Clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  while (outstanding_ > 0 && Clock::now() < deadline)
+    idle_.wait_until(lock, std::min(deadline, Clock::now() + kPoll));
+  return outstanding_ == 0;
+}
+
+void ModelScheduler::finish(const std::shared_ptr<Pending>& pending, Outcome outcome) {
+  pending->promise.set_value(std::move(outcome));
+  if (--outstanding_ == 0) idle_.notify_all();
+}
+
+void ModelScheduler::fail_all_queued(int status, const std::string& message) {
+  for (auto& level : levels_) {
+    for (auto& pending : level) finish(pending, {status, message, {}});
+    level.clear();
+  }
+  queued_ = 0;
+}
+
+void ModelScheduler::expire(Clock::time_point now) {
+  for (auto& level : levels_)
+    for (auto it = level.begin(); it != level.end();) {
+      if ((*it)->deadline > now) {
+        ++it;
+        continue;
+      }
+      finish(*it, {504,
+                   "model '" + config_.name + "': the request waited longer than its timeout_us (" +
+                       std::to_string((*it)->request.timeout_us) + ") in the queue",
+                   {}});
+      it = level.erase(it);
+      --queued_;
+    }
+}
+
+void ModelScheduler::requeue(std::vector<std::shared_ptr<Pending>> pendings,
+                             const std::string& reason) {
+  // Back to the front of their levels, oldest first, each with one more attempt.
+  for (auto it = pendings.rbegin(); it != pendings.rend(); ++it) {
+    auto& pending = *it;
+    if (++pending->attempts >= static_cast<int>(workers_.size())) {
+      finish(pending,
+             {503,
+              "model '" + config_.name + "': the request failed on every instance: " + reason,
+              {}});
+      continue;
+    }
+    levels_[static_cast<size_t>(pending->request.priority - 1)].push_front(pending);
+    ++queued_;
+  }
+}
+
+std::vector<InstanceLoad> ModelScheduler::loads(int64_t rows) const {
+  std::vector<InstanceLoad> out;
+  const auto now = Clock::now();
+  for (const auto& worker : workers_) {
+    InstanceLoad load;
+    load.healthy = worker->healthy;
+    load.batches = static_cast<int64_t>(worker->batches.size());
+    load.requests = worker->requests;
+    load.max_batches = config_.batching.max_batches_per_instance;
+    for (size_t i = 0; i < worker->batches.size(); ++i) {
+      double left = worker->batches[i].predicted_s;
+      if (i == 0 && worker->running)
+        left = std::max(0.0, left - seconds_between(worker->running_since, now));
+      load.work_ahead_s += left;
+    }
+    load.batch_s = worker->instance->predicted_seconds(rows);
+    out.push_back(load);
+  }
+  return out;
+}
+
+void ModelScheduler::schedule() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    const Clock::time_point wake = dispatch_ready();
+    changed_.wait_until(lock, std::min(wake, Clock::now() + kPoll));
+  }
+}
+
+Clock::time_point ModelScheduler::dispatch_ready(std::vector<Worker*>* woken) {
+  const BatchingOptions& options = config_.batching;
+  const int64_t max_rows = signature_.batchable ? options.max_batch : 1;
+  const auto delay = std::chrono::microseconds(options.max_queue_delay_us);
+  while (true) {
+    const auto now = Clock::now();
+    expire(now);
+    if (queued_ == 0) return Clock::time_point::max();
+    // The head: the oldest request of the first level that has one; then every request with
+    // its shapes, level by level, while the rows fit.
+    std::shared_ptr<Pending> head;
+    for (auto& level : levels_)
+      if (!level.empty()) {
+        head = level.front();
+        break;
+      }
+    std::vector<std::shared_ptr<Pending>> candidates;
+    std::vector<int64_t> prefix_rows;
+    int64_t rows = 0;
+    bool full = false;
+    for (auto& level : levels_)
+      for (auto& pending : level) {
+        if (pending->request.shape_key != head->request.shape_key) continue;
+        if (rows + pending->request.rows > max_rows) {
+          full = true;
+          continue;
+        }
+        rows += pending->request.rows;
+        candidates.push_back(pending);
+        prefix_rows.push_back(rows);
+      }
+    full = full || rows >= max_rows;
+    // The largest preferred size some prefix of the candidates makes exactly.
+    size_t take = candidates.size();
+    bool preferred = false;
+    if (!full)
+      for (size_t i = candidates.size(); i-- > 0 && !preferred;)
+        if (std::find(options.preferred_batch_sizes.begin(), options.preferred_batch_sizes.end(),
+                      prefix_rows[i]) != options.preferred_batch_sizes.end()) {
+          take = i + 1;
+          preferred = true;
+        }
+    if (!full && !preferred && accepting_ && now - head->arrived < delay)
+      return head->arrived + delay;
+    candidates.resize(take);
+    const int64_t batch_rows = take == 0 ? 0 : prefix_rows[take - 1];
+    const std::vector<InstanceLoad> instance_loads = loads(batch_rows);
+    const Choice choice = choose_instance(balancer_, instance_loads, next_);
+    if (choice.kind == Choice::none_healthy) {
+      fail_all_queued(503, "model '" + config_.name + "' has no healthy instance");
+      continue;
+    }
+    // A batch that ends calls this again; until then the batch gathers what comes.
+    if (choice.kind == Choice::wait) return Clock::time_point::max();
+    for (const auto& pending : candidates) {
+      auto& level = levels_[static_cast<size_t>(pending->request.priority - 1)];
+      level.erase(std::find(level.begin(), level.end(), pending));
+      --queued_;
+    }
+    Worker& worker = *workers_[choice.instance];
+    worker.requests += static_cast<int64_t>(candidates.size());
+    worker.batches.push_back(
+        {std::move(candidates), batch_rows, instance_loads[choice.instance].batch_s});
+    if (woken)
+      woken->push_back(&worker);
+    else
+      worker.wake.notify_all();
+  }
+}
+
+void ModelScheduler::work(Worker& worker) {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    if (worker.batches.empty() || worker.running) {  // running: a submitting thread runs it
+      if (stopping_ && worker.batches.empty()) return;
+      worker.wake.wait_for(lock, kPoll);
+      continue;
+    }
+    run_front(worker, lock);
+  }
+}
+
+void ModelScheduler::run_front(Worker& worker, std::unique_lock<std::mutex>& lock) {
+  worker.running = true;
+  worker.running_since = Clock::now();
+  const Batch& batch = worker.batches.front();
+  std::vector<const HostTensors*> parts;
+  std::vector<int64_t> rows;
+  for (const auto& pending : batch.requests) {
+    parts.push_back(&pending->request.inputs);
+    rows.push_back(pending->request.rows);
+    metrics_.observe_queue(config_.name, seconds_between(pending->arrived, worker.running_since));
+  }
+  lock.unlock();
+  std::vector<HostTensors> results;
+  std::optional<Error> failure;
+  try {
+    results = worker.instance->run(signature_, parts, rows);
+  } catch (const Error& error) {
+    failure = error;
+  } catch (const std::exception& error) {
+    failure = Error(ErrorCode::Internal, error.what());
+  }
+  const auto ended = Clock::now();
+  lock.lock();
+  Batch done = std::move(worker.batches.front());
+  worker.batches.pop_front();
+  worker.running = false;
+  worker.requests -= static_cast<int64_t>(done.requests.size());
+  const double seconds = seconds_between(worker.running_since, ended);
+  worker.busy_s += seconds;
+  const std::string& device = worker.instance->device().id();
+  if (!failure) {
+    worker.instance->record(done.rows, seconds);
+    metrics_.observe_batch(config_.name, done.rows);
+    metrics_.count_instance_batch(config_.name, device, done.rows);
+    for (size_t i = 0; i < done.requests.size(); ++i)
+      finish(done.requests[i], {200, "", std::move(results[i])});
+  } else if (request_fault(*failure)) {
+    for (auto& pending : done.requests)
+      finish(pending, {400, "model '" + config_.name + "': " + failure->what(), {}});
+  } else {
+    // The device failed: out of rotation, its batches back to the queue for the others.
+    worker.healthy = false;
+    log(LogLevel::warn, "hal serve: model '" + config_.name + "' on " + device +
+                            " is out of rotation: " + failure->what());
+    std::vector<std::shared_ptr<Pending>> again = std::move(done.requests);
+    for (Batch& waiting : worker.batches)
+      for (auto& pending : waiting.requests) again.push_back(std::move(pending));
+    worker.requests = 0;
+    worker.batches.clear();
+    requeue(std::move(again), failure->what());
+  }
+  // The room this batch leaves is filled from this thread; the scheduler's thread keeps the
+  // timed waits, the worker's thread what waits behind.
+  dispatch_ready();
+  if (queued_ > 0) changed_.notify_all();
+  if (!worker.batches.empty()) worker.wake.notify_all();
+}
+
+}  // namespace hal::serve

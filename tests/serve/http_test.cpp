@@ -1,0 +1,391 @@
+// The KServe v2 endpoints over loopback with cpp-httplib's client: every endpoint, JSON and
+// binary tensors checked against the model run in process, batching seen in the metrics,
+// overload, timeouts, models that do not batch, instances on several devices, bad options.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "hal/error.hpp"
+#include "serve_fixture.hpp"
+#include "test_util.hpp"
+
+namespace hal::test {
+namespace {
+
+using json = nlohmann::json;
+
+class ServeHttp : public ::testing::Test {
+ protected:
+  TempDir dir;
+  std::filesystem::path mlp = dir.write("mlp.onnx", mlp_bytes(4, 8, 3));
+};
+
+void expect_error(const std::function<void()>& fn, ErrorCode code, const std::string& part) {
+  hal::test::expect_error(fn, code, std::vector<std::string>{part});
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f) << "element " << i;
+}
+
+TEST_F(ServeHttp, HealthMetadataAndReadyEndpoints) {
+  ServedModel served(options_for("mlp", mlp));
+  auto& c = *served.client;
+  auto live = c.Get("/v2/health/live");
+  ASSERT_TRUE(live);
+  EXPECT_EQ(live->status, 200);
+  EXPECT_EQ(json::parse(live->body)["live"], true);
+  auto ready = c.Get("/v2/health/ready");
+  EXPECT_EQ(ready->status, 200);
+  EXPECT_EQ(json::parse(ready->body)["ready"], true);
+  auto server = json::parse(c.Get("/v2")->body);
+  EXPECT_EQ(server["name"], "hal");
+  EXPECT_EQ(server["extensions"], json({"binary_tensor_data"}));
+
+  for (const std::string path : {"/v2/models/mlp", "/v2/models/mlp/versions/1"}) {
+    auto metadata = c.Get(path);
+    ASSERT_EQ(metadata->status, 200) << path;
+    const json m = json::parse(metadata->body);
+    EXPECT_EQ(m["name"], "mlp");
+    EXPECT_EQ(m["inputs"], json::parse(R"([{"name":"x","datatype":"FP32","shape":[-1,4]}])"));
+    EXPECT_EQ(m["outputs"], json::parse(R"([{"name":"y","datatype":"FP32","shape":[-1,3]}])"));
+    EXPECT_EQ(m["parameters"]["max_batch_size"], 8);
+  }
+  auto model_ready = c.Get("/v2/models/mlp/ready");
+  EXPECT_EQ(model_ready->status, 200);
+  EXPECT_EQ(json::parse(model_ready->body)["ready"], true);
+
+  auto unknown = c.Get("/v2/models/nope/ready");
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_EQ(json::parse(unknown->body)["error"], "unknown model 'nope'");
+  auto version = c.Get("/v2/models/mlp/versions/2");
+  EXPECT_EQ(version->status, 404);
+  EXPECT_EQ(json::parse(version->body)["error"], "model 'mlp' has no version '2' (it has 1)");
+  auto no_route = c.Get("/v3/anything");
+  EXPECT_EQ(no_route->status, 404);
+  EXPECT_EQ(json::parse(no_route->body)["error"], "no route for GET /v3/anything");
+
+  auto metrics = c.Get("/metrics");
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+  for (const char* family : {"hal_requests_total", "hal_request_duration_seconds",
+                             "hal_queue_duration_seconds", "hal_batch_size", "hal_queue_depth",
+                             "hal_device_busy_ratio", "hal_device_memory_used_bytes"})
+    EXPECT_NE(metrics->body.find(std::string("# TYPE ") + family + " "), std::string::npos)
+        << family;
+  EXPECT_EQ(metric(metrics->body, "hal_queue_depth{model=\"mlp\"}"), 0);
+  EXPECT_GE(metric(metrics->body, "hal_device_busy_ratio{device=\"cpu:0\"}"), 0);
+}
+
+TEST_F(ServeHttp, JsonTensorsMatchTheModelRunInProcess) {
+  ServedModel served(options_for("mlp", mlp));
+  const std::vector<float> x = rows_of(3, 4);
+  json body = infer_body(x, 3, 4);
+  body["id"] = "request-7";
+  auto answer = served.client->Post("/v2/models/mlp/infer", body.dump(), "application/json");
+  ASSERT_TRUE(answer);
+  ASSERT_EQ(answer->status, 200) << answer->body;
+  const json out = json::parse(answer->body);
+  EXPECT_EQ(out["model_name"], "mlp");
+  EXPECT_EQ(out["id"], "request-7");
+  ASSERT_EQ(out["outputs"].size(), 1u);
+  EXPECT_EQ(out["outputs"][0]["name"], "y");
+  EXPECT_EQ(out["outputs"][0]["datatype"], "FP32");
+  EXPECT_EQ(out["outputs"][0]["shape"], json({3, 3}));
+  expect_close(out["outputs"][0]["data"].get<std::vector<float>>(), reference(mlp, x, 3));
+
+  // Nested data (row by row) is the same tensor.
+  json nested = body;
+  nested["inputs"][0]["data"] = json::array();
+  for (int r = 0; r < 3; ++r)
+    nested["inputs"][0]["data"].push_back(
+        std::vector<float>(x.begin() + r * 4, x.begin() + r * 4 + 4));
+  auto again = served.client->Post("/v2/models/mlp/infer", nested.dump(), "application/json");
+  ASSERT_EQ(again->status, 200) << again->body;
+  expect_close(json::parse(again->body)["outputs"][0]["data"].get<std::vector<float>>(),
+               reference(mlp, x, 3));
+}
+
+TEST_F(ServeHttp, BinaryTensorsMatchTheModelRunInProcess) {
+  ServedModel served(options_for("mlp", mlp));
+  const std::vector<float> x = rows_of(2, 4, 0.5f);
+  const json header = {{"inputs",
+                        {{{"name", "x"},
+                          {"shape", {2, 4}},
+                          {"datatype", "FP32"},
+                          {"parameters", {{"binary_data_size", 32}}}}}},
+                       {"outputs", {{{"name", "y"}, {"parameters", {{"binary_data", true}}}}}}};
+  const std::string text = header.dump();
+  std::string body = text;
+  body.append(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(float));
+  httplib::Headers headers{{"Inference-Header-Content-Length", std::to_string(text.size())}};
+  auto answer =
+      served.client->Post("/v2/models/mlp/infer", headers, body, "application/octet-stream");
+  ASSERT_TRUE(answer);
+  ASSERT_EQ(answer->status, 200) << answer->body;
+  const size_t length = std::stoul(answer->get_header_value("Inference-Header-Content-Length"));
+  const json out = json::parse(answer->body.substr(0, length));
+  EXPECT_EQ(out["outputs"][0]["parameters"]["binary_data_size"], 24);
+  EXPECT_FALSE(out["outputs"][0].contains("data"));
+  ASSERT_EQ(answer->body.size(), length + 24);
+  std::vector<float> y(6);
+  std::memcpy(y.data(), answer->body.data() + length, 24);
+  expect_close(y, reference(mlp, x, 2));
+
+  // Binary in, JSON out (binary_data_output false by default).
+  const json json_out = {{"inputs", header["inputs"]}};
+  const std::string text2 = json_out.dump();
+  std::string body2 = text2;
+  body2.append(reinterpret_cast<const char*>(x.data()), 32);
+  auto answer2 = served.client->Post(
+      "/v2/models/mlp/infer", {{"Inference-Header-Content-Length", std::to_string(text2.size())}},
+      body2, "application/octet-stream");
+  ASSERT_EQ(answer2->status, 200) << answer2->body;
+  EXPECT_FALSE(answer2->has_header("Inference-Header-Content-Length"));
+  expect_close(json::parse(answer2->body)["outputs"][0]["data"].get<std::vector<float>>(),
+               reference(mlp, x, 2));
+}
+
+// Requests from many threads, each with rows of its own: the server stacks them (the metrics
+// count fewer batches than requests) and hands every request its own rows back.
+TEST_F(ServeHttp, BatchesRequestsFromManyThreads) {
+  serve::ServerOptions options = options_for("mlp", mlp);
+  options.models[0].batching.max_batch = 16;
+  options.models[0].batching.max_queue_delay_us = 20'000;  // long enough for company to come
+  ServedModel served(options);
+  constexpr int kThreads = 12, kEach = 6;
+  std::atomic<int> wrong{0}, answered{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      httplib::Client c("127.0.0.1", served.server.port());
+      c.set_read_timeout(std::chrono::seconds(60));
+      for (int i = 0; i < kEach; ++i) {
+        const int64_t rows = 1 + (t + i) % 2;
+        const std::vector<float> x = rows_of(rows, 4, static_cast<float>(t * kEach + i));
+        auto answer =
+            c.Post("/v2/models/mlp/infer", infer_body(x, rows, 4).dump(), "application/json");
+        if (!answer || answer->status != 200) {
+          ++wrong;
+          continue;
+        }
+        ++answered;
+        const auto y = json::parse(answer->body)["outputs"][0]["data"].get<std::vector<float>>();
+        const auto want = reference(mlp, x, rows);
+        for (size_t k = 0; k < want.size(); ++k)
+          if (y.size() != want.size() || std::abs(y[k] - want[k]) > 1e-5f) {
+            ++wrong;
+            break;
+          }
+      }
+    });
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(answered.load(), kThreads * kEach);
+  const std::string text = served.client->Get("/metrics")->body;
+  const double batches = metric(text, "hal_batch_size_count{model=\"mlp\"}");
+  const double rows = metric(text, "hal_batch_size_sum{model=\"mlp\"}");
+  EXPECT_EQ(metric(text, "hal_requests_total{model=\"mlp\",code=\"200\"}"), kThreads * kEach);
+  EXPECT_GT(batches, 0);
+  EXPECT_LT(batches, kThreads * kEach) << "no two requests were ever batched";
+  EXPECT_GT(rows / batches, 1.0);
+  EXPECT_EQ(metric(text, "hal_request_duration_seconds_count{model=\"mlp\"}"), kThreads * kEach);
+}
+
+// With a preferred size of 2 and a long delay, every second request completes a batch that goes
+// at once: four requests run as two batches of 2 (without it, one batch of 4 after the delay).
+TEST_F(ServeHttp, APreferredBatchSizeGoesAtOnce) {
+  serve::ServerOptions options = options_for("mlp", mlp);
+  options.models[0].batching.max_batch = 8;
+  options.models[0].batching.preferred_batch_sizes = {2};
+  options.models[0].batching.max_queue_delay_us = 5'000'000;
+  ServedModel served(options);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", served.server.port());
+      c.set_read_timeout(std::chrono::seconds(60));
+      const std::vector<float> x = rows_of(1, 4, static_cast<float>(i));
+      auto answer = c.Post("/v2/models/mlp/infer", infer_body(x, 1, 4).dump(), "application/json");
+      if (answer && answer->status == 200 &&
+          json::parse(answer->body)["outputs"][0]["data"].get<std::vector<float>>().size() == 3)
+        ++ok;
+    });
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(ok.load(), 4);
+  const std::string text = served.server.metrics_text();
+  EXPECT_EQ(metric(text, "hal_batch_size_count{model=\"mlp\"}"), 2) << text;
+  EXPECT_EQ(metric(text, "hal_batch_size_sum{model=\"mlp\"}"), 4);
+  EXPECT_EQ(metric(text, "hal_batch_size_bucket{model=\"mlp\",le=\"1\"}"), 0);
+}
+
+// A full queue answers 503 at once with Retry-After; the requests it holds are still answered.
+TEST_F(ServeHttp, AFullQueueAnswers503WithRetryAfter) {
+  serve::ServerOptions options = options_for("mlp", mlp);
+  options.models[0].batching.max_batch = 64;  // never full: the delay alone sends the batch
+  options.models[0].batching.max_queue_delay_us = 1'000'000;
+  options.models[0].batching.max_queue = 3;
+  ServedModel served(options);
+  std::vector<std::thread> waiting;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 3; ++i)
+    waiting.emplace_back([&] {
+      httplib::Client c("127.0.0.1", served.server.port());
+      c.set_read_timeout(std::chrono::seconds(60));
+      auto answer = c.Post("/v2/models/mlp/infer", infer_body(rows_of(1, 4), 1, 4).dump(),
+                           "application/json");
+      if (answer && answer->status == 200) ++ok;
+    });
+  // Until the three wait in the queue (bounded: 10 s).
+  for (int i = 0; i < 1000; ++i) {
+    if (metric(served.server.metrics_text(), "hal_queue_depth{model=\"mlp\"}") == 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(metric(served.server.metrics_text(), "hal_queue_depth{model=\"mlp\"}"), 3);
+  auto refused = served.client->Post("/v2/models/mlp/infer", infer_body(rows_of(1, 4), 1, 4).dump(),
+                                     "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "1");
+  EXPECT_EQ(json::parse(refused->body)["error"],
+            "model 'mlp': the queue is full (3 requests); retry later");
+  for (auto& thread : waiting) thread.join();
+  EXPECT_EQ(ok.load(), 3);
+  const std::string text = served.server.metrics_text();
+  EXPECT_EQ(metric(text, "hal_requests_total{model=\"mlp\",code=\"503\"}"), 1);
+  EXPECT_EQ(metric(text, "hal_batch_size_sum{model=\"mlp\"}"), 3);
+}
+
+TEST_F(ServeHttp, ARequestPastItsTimeoutAnswers504) {
+  serve::ServerOptions options = options_for("mlp", mlp);
+  options.models[0].batching.max_batch = 64;
+  options.models[0].batching.max_queue_delay_us = 2'000'000;
+  ServedModel served(options);
+  json body = infer_body(rows_of(1, 4), 1, 4);
+  body["parameters"] = {{"timeout_us", 1000}};
+  auto answer = served.client->Post("/v2/models/mlp/infer", body.dump(), "application/json");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 504);
+  EXPECT_EQ(json::parse(answer->body)["error"],
+            "model 'mlp': the request waited longer than its timeout_us (1000) in the queue");
+}
+
+TEST_F(ServeHttp, AModelWithAFixedBatchServesItsShapeAlone) {
+  const auto fixed = dir.write("fixed.onnx", mlp_bytes(4, 8, 3, "2"));
+  ServedModel served(options_for("fixed", fixed));
+  EXPECT_EQ(
+      json::parse(served.client->Get("/v2/models/fixed")->body)["parameters"]["max_batch_size"], 0);
+  const std::vector<float> x = rows_of(2, 4);
+  auto answer =
+      served.client->Post("/v2/models/fixed/infer", infer_body(x, 2, 4).dump(), "application/json");
+  ASSERT_EQ(answer->status, 200) << answer->body;
+  expect_close(json::parse(answer->body)["outputs"][0]["data"].get<std::vector<float>>(),
+               reference(fixed, x, 2));
+  auto wrong = served.client->Post("/v2/models/fixed/infer", infer_body(rows_of(3, 4), 3, 4).dump(),
+                                   "application/json");
+  EXPECT_EQ(wrong->status, 400);
+  EXPECT_EQ(json::parse(wrong->body)["error"],
+            "inputs[0] ('x'): shape [3, 4] does not match the model's [2, 4] at dimension 0");
+}
+
+// One instance on each device: every answer is the model's, whichever device ran it.
+TEST_F(ServeHttp, InstancesOnSeveralDevicesAllAnswer) {
+  std::vector<std::string> ids = {"cpu:0"};
+  for (const Device& d : backend_devices("sim")) ids.push_back(d.id());
+  if (ids.size() < 3) GTEST_SKIP() << "needs two sim devices (HAL_SIM_CONFIG=devices=2)";
+  serve::ServerOptions options = options_for("mlp", mlp, ids);
+  options.balancer = serve::Balancer::round_robin;
+  options.models[0].batching.max_queue_delay_us = 0;
+  ServedModel served(options);
+  for (int i = 0; i < 12; ++i) {
+    const std::vector<float> x = rows_of(2, 4, static_cast<float>(i));
+    auto answer =
+        served.client->Post("/v2/models/mlp/infer", infer_body(x, 2, 4).dump(), "application/json");
+    ASSERT_EQ(answer->status, 200) << answer->body;
+    expect_close(json::parse(answer->body)["outputs"][0]["data"].get<std::vector<float>>(),
+                 reference(mlp, x, 2));
+  }
+  const std::string text = served.server.metrics_text();
+  for (const std::string& id : ids)
+    EXPECT_GT(metric(text, "hal_instance_rows_total{model=\"mlp\",device=\"" + id + "\"}"), 0)
+        << id;
+}
+
+TEST_F(ServeHttp, BadOptionsAreRefusedNamingTheOption) {
+  serve::ServerOptions options = options_for("mlp", mlp);
+  options.models[0].batching.max_batch = 0;
+  expect_error([&] { serve::Server server(options); }, ErrorCode::InvalidArgument,
+               "model 'mlp': max_batch 0 is out of range (1 to 65536)");
+  options = options_for("mlp", mlp);
+  options.models[0].batching.preferred_batch_sizes = {4, 16};
+  expect_error([&] { serve::Server server(options); }, ErrorCode::InvalidArgument,
+               "model 'mlp': preferred batch size 16 is out of range (1 to max_batch 8)");
+  options = options_for("mlp", mlp);
+  options.models.push_back(options.models[0]);
+  expect_error([&] { serve::Server server(options); }, ErrorCode::InvalidArgument,
+               "model 'mlp' is given twice");
+  options = options_for("mlp", mlp, {"cpu:0", "cpu:0"});
+  expect_error([&] { serve::Server server(options); }, ErrorCode::InvalidArgument,
+               "model 'mlp': a device is listed twice");
+  options = options_for("mlp", mlp, {"nodevice:3"});
+  expect_error([&] { serve::Server server(options); }, ErrorCode::NotFound, "nodevice:3");
+  options = options_for("mlp", dir.path() / "missing.onnx");
+  expect_error([&] { serve::Server server(options); }, ErrorCode::InvalidArgument, "missing.onnx");
+  options = options_for("mlp", mlp);
+  options.port = 70000;
+  expect_error([&] { serve::Server server(options); }, ErrorCode::InvalidArgument,
+               "--port 70000 is out of range (0 to 65535)");
+}
+
+TEST_F(ServeHttp, APortInUseIsRefused) {
+  ServedModel first(options_for("mlp", mlp));
+  serve::ServerOptions options = options_for("mlp", mlp);
+  options.port = first.server.port();
+  serve::Server second(options);
+  expect_error([&] { second.start(); }, ErrorCode::InvalidArgument,
+               "hal serve: cannot listen on 127.0.0.1:" + std::to_string(first.server.port()));
+}
+
+}  // namespace
+}  // namespace hal::test
+
+namespace hal::test {
+namespace {
+
+// y = x + x on INT32: integers in JSON, refused when fractional or out of INT32's range.
+TEST(ServeDatatypes, IntegerTensorsRoundTrip) {
+  TempDir dir;
+  ModelBuilder b;
+  b.input("x", onnx::TensorProto::INT32, {"batch", "3"});
+  b.output("y", onnx::TensorProto::INT32, {"batch", "3"});
+  b.node("Add", {"x", "x"}, {"y"});
+  ServedModel served(options_for("twice", dir.write("twice.onnx", b.bytes())));
+  auto c = [&](const json& data) {
+    const json body = {
+        {"inputs", {{{"name", "x"}, {"shape", {2, 3}}, {"datatype", "INT32"}, {"data", data}}}}};
+    return served.client->Post("/v2/models/twice/infer", body.dump(), "application/json");
+  };
+  auto answer = c({1, -2, 3, 2147483647 / 2, 0, -1073741824});
+  ASSERT_EQ(answer->status, 200) << answer->body;
+  const json out = json::parse(answer->body)["outputs"][0];
+  EXPECT_EQ(out["datatype"], "INT32");
+  EXPECT_EQ(out["data"], json({2, -4, 6, 2147483646, 0, -2147483648LL}));
+  auto fractional = c({1, 2.5, 3, 4, 5, 6});
+  EXPECT_EQ(fractional->status, 400);
+  EXPECT_EQ(json::parse(fractional->body)["error"], "inputs[0] ('x'): data[1] is not an integer");
+  auto too_big = c({1, 2, 3, 4, 5, 3000000000LL});
+  EXPECT_EQ(too_big->status, 400);
+  EXPECT_EQ(json::parse(too_big->body)["error"], "inputs[0] ('x'): data[5] is out of range");
+  auto negative = c({1, 2, 3, 4, 5, -3000000000LL});
+  EXPECT_EQ(negative->status, 400);
+  EXPECT_EQ(json::parse(negative->body)["error"], "inputs[0] ('x'): data[5] is out of range");
+  const json metadata = json::parse(served.client->Get("/v2/models/twice")->body);
+  EXPECT_EQ(metadata["inputs"][0]["datatype"], "INT32");
+}
+
+}  // namespace
+}  // namespace hal::test

@@ -1,0 +1,108 @@
+// hal loadgen's library against a served model: closed and open loop, errors counted, its
+// JSON report, and what it refuses.
+#include <gtest/gtest.h>
+
+#include "hal/error.hpp"
+#include "hal/loadgen.hpp"
+#include "hal/npy.hpp"
+#include "serve_fixture.hpp"
+#include "test_util.hpp"
+
+namespace hal::test {
+namespace {
+
+using json = nlohmann::json;
+
+TEST(ServeLoadgen, ClosedAndOpenLoopLevelsReportEveryRequest) {
+  TempDir dir;
+  ServedModel served(options_for("mlp", dir.write("mlp.onnx", mlp_bytes(4, 8, 3))));
+  serve::LoadgenOptions options;
+  options.url = "http://127.0.0.1:" + std::to_string(served.server.port());
+  options.model = "mlp";
+  options.concurrency = {1, 4};
+  options.duration_s = 0.3;
+  options.warmup_s = 0.05;
+  options.max_requests = 200;
+  const auto levels = serve::run_loadgen(options);
+  ASSERT_EQ(levels.size(), 2u);
+  for (const serve::LoadLevel& level : levels) {
+    EXPECT_EQ(level.mode, "concurrency");
+    EXPECT_GT(level.requests, 0u);
+    EXPECT_LE(level.requests, 200u);
+    EXPECT_EQ(level.errors, 0u) << level.first_error;
+    EXPECT_GT(level.throughput, 0);
+    EXPECT_LE(level.p50_us, level.p90_us);
+    EXPECT_LE(level.p90_us, level.p99_us);
+  }
+  EXPECT_EQ(levels[1].level, 4);
+
+  options.rate = 200;
+  options.binary = true;
+  const auto open = serve::run_loadgen(options);
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].mode, "rate");
+  EXPECT_EQ(open[0].errors, 0u) << open[0].first_error;
+  // 200/s for 0.3 s after the warm-up: 60 requests due, each sent on schedule.
+  EXPECT_EQ(open[0].requests, 60u);
+  const json report = json::parse(serve::loadgen_json(options, open));
+  EXPECT_EQ(report["schema"], "hal.loadgen/1");
+  EXPECT_EQ(report["levels"][0]["requests"], 60);
+  EXPECT_EQ(report["levels"][0]["statuses"]["200"], 60);
+  for (const char* p : {"p50", "p90", "p99"})
+    EXPECT_TRUE(report["levels"][0]["latency_us"].contains(p)) << p;
+  const std::string text = served.server.metrics_text();
+  EXPECT_GE(metric(text, "hal_requests_total{model=\"mlp\",code=\"200\"}"),
+            static_cast<double>(levels[0].requests + levels[1].requests + 60));
+}
+
+TEST(ServeLoadgen, ErrorsAreCountedByStatus) {
+  TempDir dir;
+  serve::ServerOptions server_options =
+      options_for("mlp", dir.write("mlp.onnx", mlp_bytes(4, 8, 3)));
+  server_options.models[0].batching.max_queue_delay_us = 0;
+  ServedModel served(server_options);
+  // An input file of the wrong width: every request is refused with 400.
+  Stream stream = device("cpu:0").create_stream();
+  const auto npy = dir.path() / "x.npy";
+  write_npy(npy, from_vector(std::vector<float>(5, 1.0f), {1, 5}, stream), stream);
+  serve::LoadgenOptions options;
+  options.url = "http://127.0.0.1:" + std::to_string(served.server.port());
+  options.model = "mlp";
+  options.input_files = {{"x", npy.string()}};
+  options.duration_s = 0.1;
+  options.warmup_s = 0;
+  options.max_requests = 5;
+  const auto levels = serve::run_loadgen(options);
+  ASSERT_EQ(levels.size(), 1u);
+  EXPECT_EQ(levels[0].requests, 0u);
+  EXPECT_EQ(levels[0].errors, 5u);
+  EXPECT_EQ(levels[0].statuses.at(400), 5u);
+  EXPECT_NE(levels[0].first_error.find("shape [1, 5] does not match the model's [-1, 4]"),
+            std::string::npos)
+      << levels[0].first_error;
+}
+
+TEST(ServeLoadgen, BadTargetsAreRefused) {
+  TempDir dir;
+  ServedModel served(options_for("mlp", dir.write("mlp.onnx", mlp_bytes(4, 8, 3))));
+  serve::LoadgenOptions options;
+  options.model = "mlp";
+  options.url = "ftp://127.0.0.1:1";
+  expect_error([&] { serve::run_loadgen(options); }, ErrorCode::InvalidArgument,
+               {"--url 'ftp://127.0.0.1:1': expected http://HOST:PORT"});
+  options.url = "http://127.0.0.1:" + std::to_string(served.server.port());
+  options.model = "other";
+  expect_error([&] { serve::run_loadgen(options); }, ErrorCode::InvalidArgument,
+               {"answered 404", "unknown model 'other'"});
+  options.model = "mlp";
+  options.input_files = {{"q", "q.npy"}};
+  expect_error([&] { serve::run_loadgen(options); }, ErrorCode::InvalidArgument,
+               {"--input q=q.npy: model 'mlp' has no input 'q'"});
+  options.input_files.clear();
+  options.concurrency = {0};
+  expect_error([&] { serve::run_loadgen(options); }, ErrorCode::InvalidArgument,
+               {"--concurrency 0 is out of range (1 to 4096)"});
+}
+
+}  // namespace
+}  // namespace hal::test

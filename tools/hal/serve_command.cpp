@@ -1,0 +1,192 @@
+// `hal serve --model NAME=PATH.onnx [--model ...] [--devices auto|ID,ID,...] [--host H]
+// [--port P] [--max-batch N] [--max-queue-delay-us U] [--max-queue N] [--preferred-batch-sizes
+// 4,8] [--priority-levels L] [--balancer predicted|round-robin|least-outstanding]
+// [--config FILE]`: serves models with the KServe v2 protocol (docs/serving.md) until SIGTERM
+// or SIGINT, then drains: stops accepting, answers what is in flight, exits 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "hal/error.hpp"
+#include "hal/registry.hpp"
+#include "hal/serve.hpp"
+#include "option_values.hpp"
+
+namespace hal::tool {
+namespace serve_cli {
+
+using json = nlohmann::json;
+
+struct Options {
+  std::vector<std::string> models;  // NAME=PATH
+  std::vector<std::string> devices = {"cpu:0"};
+  std::string host = "127.0.0.1";
+  std::string port = "8000", max_batch = "8", max_queue_delay_us = "500", max_queue = "1024";
+  std::string priority_levels = "2", http_threads = "96", drain_timeout_s = "30";
+  std::vector<std::string> preferred;
+  std::string balancer = "predicted";
+  std::string config;
+  serve::ServerOptions server;
+  double drain_s = 30;
+};
+
+// auto: every GPU and accelerator hal sees, or cpu:0 where there is none.
+std::vector<std::string> resolve_devices(const std::vector<std::string>& ids) {
+  if (ids.size() != 1 || ids.front() != "auto") return ids;
+  std::vector<std::string> out;
+  for (const Device& d : hal::devices())
+    if (d.info().kind != DeviceKind::cpu) out.push_back(d.id());
+  if (out.empty()) out.push_back("cpu:0");
+  return out;
+}
+
+serve::BatchingOptions batching_from(const Options& o) {
+  serve::BatchingOptions b;
+  b.max_batch = static_cast<int64_t>(count_option("--max-batch", o.max_batch, 1, 65536));
+  b.max_queue_delay_us = static_cast<int64_t>(
+      count_option("--max-queue-delay-us", o.max_queue_delay_us, 0, 10'000'000));
+  b.max_queue = static_cast<int64_t>(count_option("--max-queue", o.max_queue, 1, 1'000'000));
+  b.priority_levels =
+      static_cast<int64_t>(count_option("--priority-levels", o.priority_levels, 1, 16));
+  for (const std::string& size : names_option("--preferred-batch-sizes", o.preferred))
+    b.preferred_batch_sizes.push_back(static_cast<int64_t>(
+        count_option("--preferred-batch-sizes", size, 1, static_cast<uint64_t>(b.max_batch))));
+  return b;
+}
+
+// --config FILE: {"host", "port", "balancer", "http_threads", "models": [{"name", "path",
+// "devices": [...], "max_batch", "max_queue_delay_us", "max_queue", "preferred_batch_sizes",
+// "priority_levels"}]}; options on the command line take precedence over its server fields.
+void read_config(const std::string& file, Options& o, const CLI::App& command) {
+  std::ifstream in(file);
+  if (!in) throw Error(ErrorCode::InvalidArgument, "--config " + file + ": cannot read the file");
+  const json config = json::parse(in, nullptr, false);
+  if (config.is_discarded() || !config.is_object())
+    throw Error(ErrorCode::InvalidArgument, "--config " + file + ": not a JSON object");
+  try {
+    if (config.contains("host") && command.count("--host") == 0)
+      o.server.host = config["host"].get<std::string>();
+    if (config.contains("port") && command.count("--port") == 0)
+      o.server.port = config["port"].get<int>();
+    if (config.contains("http_threads")) o.server.http_threads = config["http_threads"].get<int>();
+    if (config.contains("balancer") && command.count("--balancer") == 0) {
+      const auto b = serve::parse_balancer(config["balancer"].get<std::string>());
+      if (!b)
+        throw Error(ErrorCode::InvalidArgument,
+                    "--config " + file + ": balancer " + config["balancer"].dump() +
+                        " is not predicted, round-robin or least-outstanding");
+      o.server.balancer = *b;
+    }
+    for (const json& m : config.value("models", json::array())) {
+      serve::ModelConfig model;
+      model.name = m.at("name").get<std::string>();
+      model.path = m.at("path").get<std::string>();
+      if (m.contains("devices"))
+        model.devices = resolve_devices(m["devices"].get<std::vector<std::string>>());
+      model.batching = batching_from(o);
+      model.batching.max_batch = m.value("max_batch", model.batching.max_batch);
+      model.batching.max_queue_delay_us =
+          m.value("max_queue_delay_us", model.batching.max_queue_delay_us);
+      model.batching.max_queue = m.value("max_queue", model.batching.max_queue);
+      model.batching.priority_levels = m.value("priority_levels", model.batching.priority_levels);
+      model.batching.preferred_batch_sizes =
+          m.value("preferred_batch_sizes", model.batching.preferred_batch_sizes);
+      o.server.models.push_back(std::move(model));
+    }
+  } catch (const json::exception& error) {
+    throw Error(ErrorCode::InvalidArgument, "--config " + file + ": " + error.what());
+  }
+}
+
+void prepare(Options& o) {
+  o.server.host = o.host;
+  o.server.port = static_cast<int>(count_option("--port", o.port, 0, 65535));
+  o.server.http_threads = static_cast<int>(count_option("--http-threads", o.http_threads, 1, 4096));
+  o.drain_s = real_option("--drain-timeout-s", o.drain_timeout_s, 0, 3600);
+  const auto balancer = serve::parse_balancer(o.balancer);
+  if (!balancer)
+    throw Error(
+        ErrorCode::InvalidArgument,
+        "--balancer '" + o.balancer + "': expected predicted, round-robin or least-outstanding");
+  o.server.balancer = *balancer;
+  const serve::BatchingOptions batching = batching_from(o);
+  for (const std::string& spec : o.models) {
+    const size_t equals = spec.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == spec.size())
+      throw Error(ErrorCode::InvalidArgument, "--model '" + spec + "': expected NAME=PATH.onnx");
+    o.server.models.push_back({spec.substr(0, equals), spec.substr(equals + 1), {}, batching});
+  }
+}
+
+void serve_until_signalled(Options& o, const CLI::App& command) {
+  // Blocked in every thread the server starts, and taken here by sigwait: a drain, not a kill.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const std::vector<std::string> devices = resolve_devices(names_option("--devices", o.devices));
+  for (serve::ModelConfig& model : o.server.models) model.devices = devices;
+  if (!o.config.empty()) read_config(o.config, o, command);
+  serve::validate(o.server);
+  serve::Server server(o.server);
+  server.start();
+  std::cout << "hal serve: listening on http://" << o.server.host << ":" << server.port() << " (";
+  for (size_t i = 0; i < o.server.models.size(); ++i)
+    std::cout << (i ? "; " : "") << o.server.models[i].name << " on "
+              << o.server.models[i].devices.size() << " device(s)";
+  std::cout << "; balancer " << serve::to_string(o.server.balancer) << ")" << std::endl;
+  int signal = 0;
+  sigwait(&signals, &signal);
+  std::cout << "hal serve: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining"
+            << std::endl;
+  const bool drained =
+      server.drain(std::chrono::milliseconds(static_cast<int64_t>(o.drain_s * 1000)));
+  std::cout << "hal serve: "
+            << (drained ? "every request answered; stopped" : "stopped with requests unanswered")
+            << std::endl;
+  if (!drained) throw ExitStatus{1};
+}
+
+}  // namespace serve_cli
+
+void add_serve_command(CLI::App& app) {
+  auto* command =
+      app.add_subcommand("serve", "Serve ONNX models over HTTP (KServe v2 / Triton protocol)");
+  auto options = std::make_shared<serve_cli::Options>();
+  command->add_option("--model", options->models, "NAME=PATH.onnx, once per model");
+  command
+      ->add_option("--devices", options->devices,
+                   "auto, or device IDs (comma-separated): one instance of each model on each")
+      ->delimiter(',');
+  command->add_option("--host", options->host, "Address to bind (default 127.0.0.1)");
+  command->add_option("--port", options->port, "Port (default 8000; 0: any free port)");
+  command->add_option("--max-batch", options->max_batch,
+                      "Rows per batch (default 8; 1: no batching)");
+  command->add_option("--max-queue-delay-us", options->max_queue_delay_us,
+                      "How long the oldest request waits for others (default 500)");
+  command->add_option("--max-queue", options->max_queue,
+                      "Requests waiting per model before 503 (default 1024)");
+  command
+      ->add_option("--preferred-batch-sizes", options->preferred,
+                   "Batch sizes dispatched at once (comma-separated)")
+      ->delimiter(',');
+  command->add_option("--priority-levels", options->priority_levels,
+                      "Priority levels, 1 first (default 2)");
+  command->add_option("--balancer", options->balancer,
+                      "predicted (default), round-robin or least-outstanding");
+  command->add_option("--http-threads", options->http_threads,
+                      "Connections served at once (default 96)");
+  command->add_option("--drain-timeout-s", options->drain_timeout_s,
+                      "On SIGTERM, how long to wait for requests in flight (default 30)");
+  command->add_option("--config", options->config,
+                      "A JSON file of models and server settings (docs/serving.md)");
+  command->parse_complete_callback([options] { serve_cli::prepare(*options); });
+  set_work(*command, [options, command] { serve_cli::serve_until_signalled(*options, *command); });
+}
+
+}  // namespace hal::tool
