@@ -24,7 +24,7 @@ std::unique_ptr<VkApi> VkApi::load() {
     throw Error(ErrorCode::BackendUnavailable,
                 "the Vulkan loader lacks vkGetInstanceProcAddr: it is not a Vulkan loader");
   std::string missing;
-#define HAL_VK_LOAD(name)                                                                       \
+#define HAL_VK_LOAD(name)                                                                      \
   api->name = reinterpret_cast<PFN_##name>(api->vkGetInstanceProcAddr(VK_NULL_HANDLE, #name)); \
   if (!api->name) missing += std::string(missing.empty() ? "" : ", ") + #name;
   HAL_VK_GLOBAL_FUNCTIONS(HAL_VK_LOAD)
@@ -37,8 +37,8 @@ std::unique_ptr<VkApi> VkApi::load() {
 
 void VkApi::load_instance(VkInstance instance) {
   std::string missing;
-#define HAL_VK_LOAD(name)                                                             \
-  name = reinterpret_cast<PFN_##name>(vkGetInstanceProcAddr(instance, #name));        \
+#define HAL_VK_LOAD(name)                                                      \
+  name = reinterpret_cast<PFN_##name>(vkGetInstanceProcAddr(instance, #name)); \
   if (!name) missing += std::string(missing.empty() ? "" : ", ") + #name;
   HAL_VK_INSTANCE_FUNCTIONS(HAL_VK_LOAD)
 #undef HAL_VK_LOAD

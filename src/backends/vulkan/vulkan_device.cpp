@@ -24,7 +24,8 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalD
   queue.queueFamilyIndex = traits_.queue_family;
   queue.queueCount = 1;
   queue.pQueuePriorities = &priority;
-  auto features12 = make<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  auto features12 =
+      make<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
   features12.timelineSemaphore = VK_TRUE;
   auto features = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features.pNext = &features12;
@@ -72,7 +73,8 @@ void VulkanDevice::create_layouts() {
   VkDescriptorSetLayoutBinding bindings[kMaxBufferArgs];
   for (uint32_t i = 0; i < kMaxBufferArgs; ++i)
     bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
-  auto set = make<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+  auto set =
+      make<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
   set.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
   set.bindingCount = kMaxBufferArgs;
   set.pBindings = bindings;
@@ -84,8 +86,8 @@ void VulkanDevice::create_layouts() {
   layout.pSetLayouts = &set_layout_;
   layout.pushConstantRangeCount = 1;
   layout.pPushConstantRanges = &range;
-  check(api().vkCreatePipelineLayout(device_, &layout, nullptr, &pipeline_layout_),
-        describe(*this), "vkCreatePipelineLayout");
+  check(api().vkCreatePipelineLayout(device_, &layout, nullptr, &pipeline_layout_), describe(*this),
+        "vkCreatePipelineLayout");
 }
 
 void VulkanDevice::load_pipeline_cache() {
@@ -133,8 +135,8 @@ void VulkanDevice::save_pipeline_cache() {
   }
   std::filesystem::rename(temporary, pipeline_cache_path_, error);
   if (error) {
-    log(LogLevel::warn, "vulkan: cannot write the pipeline cache " +
-                            pipeline_cache_path_.string() + ": " + error.message());
+    log(LogLevel::warn, "vulkan: cannot write the pipeline cache " + pipeline_cache_path_.string() +
+                            ": " + error.message());
     std::filesystem::remove(temporary, error);
   }
 }

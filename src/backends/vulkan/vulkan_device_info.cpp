@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "core/uuid.hpp"
@@ -13,14 +14,22 @@ namespace {
 
 std::string vendor_name(uint32_t vendor_id) {
   switch (vendor_id) {  // PCI vendor ids, and Khronos' ids for vendors without one
-    case 0x10DE: return "NVIDIA";
-    case 0x1002: return "AMD";
-    case 0x8086: return "Intel";
-    case 0x13B5: return "ARM";
-    case 0x5143: return "Qualcomm";
-    case 0x106B: return "Apple";
-    case 0x1010: return "Imagination";
-    case 0x10005: return "Mesa";
+    case 0x10DE:
+      return "NVIDIA";
+    case 0x1002:
+      return "AMD";
+    case 0x8086:
+      return "Intel";
+    case 0x13B5:
+      return "ARM";
+    case 0x5143:
+      return "Qualcomm";
+    case 0x106B:
+      return "Apple";
+    case 0x1010:
+      return "Imagination";
+    case 0x10005:
+      return "Mesa";
     default: {
       char text[16];
       std::snprintf(text, sizeof text, "0x%04x", vendor_id);
@@ -31,11 +40,14 @@ std::string vendor_name(uint32_t vendor_id) {
 
 DeviceKind kind_of(VkPhysicalDeviceType type) {
   switch (type) {
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return DeviceKind::cpu;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return DeviceKind::cpu;
     case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return DeviceKind::gpu;
-    default: return DeviceKind::accelerator;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return DeviceKind::gpu;
+    default:
+      return DeviceKind::accelerator;
   }
 }
 
@@ -81,19 +93,25 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
   VkDeviceTraits& traits = description.traits;
 
   auto ids = make<VkPhysicalDeviceIDProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES);
-  auto driver = make<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
-  auto subgroup = make<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
-  auto maintenance3 = make<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
+  auto driver =
+      make<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+  auto subgroup = make<VkPhysicalDeviceSubgroupProperties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+  auto maintenance3 = make<VkPhysicalDeviceMaintenance3Properties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
   ids.pNext = &driver;
   driver.pNext = &subgroup;
   subgroup.pNext = &maintenance3;
-  auto properties = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  auto properties =
+      make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   properties.pNext = &ids;
   api.vkGetPhysicalDeviceProperties2(device, &properties);
   const VkPhysicalDeviceProperties& p = properties.properties;
 
-  auto f16_int8 = make<VkPhysicalDeviceShaderFloat16Int8Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
-  auto timeline = make<VkPhysicalDeviceTimelineSemaphoreFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES);
+  auto f16_int8 = make<VkPhysicalDeviceShaderFloat16Int8Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
+  auto timeline = make<VkPhysicalDeviceTimelineSemaphoreFeatures>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES);
   f16_int8.pNext = &timeline;
   auto features = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features.pNext = &f16_int8;
@@ -104,11 +122,15 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
   info.name = p.deviceName;
   info.vendor = vendor_name(p.vendorID);
   info.kind = kind_of(p.deviceType);
-  info.architecture = "vulkan-" + std::to_string(VK_API_VERSION_MAJOR(p.apiVersion)) + "." +
-                      std::to_string(VK_API_VERSION_MINOR(p.apiVersion));
+  // Vulkan names a device by its vendor and device ids (PCI ids where the device has them).
+  char ids_text[32];
+  std::snprintf(ids_text, sizeof ids_text, "%04x:%04x", p.vendorID, p.deviceID);
+  info.architecture = ids_text;
+  if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU)  // a CPU driver runs on the host's threads
+    info.compute_units = std::max(1u, std::thread::hardware_concurrency());
   info.driver_version = std::string(driver.driverName) +
-                        (driver.driverInfo[0] ? std::string(" ") + driver.driverInfo : "") +
-                        " (" + version_text(p.driverVersion) + ")";
+                        (driver.driverInfo[0] ? std::string(" ") + driver.driverInfo : "") + " (" +
+                        version_text(p.driverVersion) + ")";
   traits.vendor_id = p.vendorID;
   traits.device_id = p.deviceID;
   traits.subgroup_size = subgroup.subgroupSize;
@@ -126,7 +148,8 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
 
   info.limits.max_allocation_bytes = maintenance3.maxMemoryAllocationSize;
   info.limits.max_work_group_size = p.limits.maxComputeWorkGroupInvocations;
-  for (int d = 0; d < 3; ++d) info.limits.max_work_group_dims[d] = p.limits.maxComputeWorkGroupSize[d];
+  for (int d = 0; d < 3; ++d)
+    info.limits.max_work_group_dims[d] = p.limits.maxComputeWorkGroupSize[d];
   info.limits.max_shared_memory_bytes = p.limits.maxComputeSharedMemorySize;
 
   // Queue family: the first that computes.
@@ -171,7 +194,13 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
   if (traits.shader_int64) info.dtypes.push_back(DType::i64);
   if (traits.shader_float64) info.dtypes.push_back(DType::f64);
   if (f16_int8.shaderFloat16) info.dtypes.push_back(DType::f16);
-  info.features = {"compute_queue", "push_descriptors", "spirv", "timeline_semaphores"};
+  info.features = {"compute_queue",
+                   "push_descriptors",
+                   "spirv",
+                   "timeline_semaphores",
+                   "vulkan_" + std::to_string(VK_API_VERSION_MAJOR(p.apiVersion)) + "_" +
+                       std::to_string(VK_API_VERSION_MINOR(p.apiVersion)),
+                   "subgroup_size_" + std::to_string(subgroup.subgroupSize)};
   if (f16_int8.shaderFloat16) info.features.emplace_back(feature::kFp16);
   if (traits.shader_float64) info.features.emplace_back(feature::kFp64);
   if (f16_int8.shaderInt8) info.features.emplace_back("int8");
@@ -188,15 +217,18 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
 MemoryFigure read_free_memory(const VulkanInstance& instance, VkPhysicalDevice device,
                               const VkDeviceTraits& traits, uint64_t total) {
   if (!traits.memory_budget) return {total, Provenance::estimated};
-  auto budget = make<VkPhysicalDeviceMemoryBudgetPropertiesEXT>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT);
-  auto memory = make<VkPhysicalDeviceMemoryProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2);
+  auto budget = make<VkPhysicalDeviceMemoryBudgetPropertiesEXT>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT);
+  auto memory = make<VkPhysicalDeviceMemoryProperties2>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2);
   memory.pNext = &budget;
   instance.api().vkGetPhysicalDeviceMemoryProperties2(device, &memory);
   uint64_t free = 0;
   for (uint32_t h = 0; h < memory.memoryProperties.memoryHeapCount; ++h)
     if (memory.memoryProperties.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
-      free += budget.heapBudget[h] > budget.heapUsage[h] ? budget.heapBudget[h] - budget.heapUsage[h]
-                                                         : 0;
+      free += budget.heapBudget[h] > budget.heapUsage[h]
+                  ? budget.heapBudget[h] - budget.heapUsage[h]
+                  : 0;
   return {free, Provenance::measured};
 }
 

@@ -11,7 +11,7 @@
 namespace hal::vulkan {
 
 struct VkDeviceTraits {
-  uint32_t queue_family = 0;  // the first with compute
+  uint32_t queue_family = 0;        // the first with compute
   uint32_t device_memory_type = 0;  // device-local, for MemoryKind::device
   uint32_t host_memory_type = 0;    // host-visible and coherent, for staging and pinned_host
   bool device_memory_host_visible = false;  // lavapipe, integrated GPUs, resizable BAR

@@ -18,9 +18,9 @@ std::atomic<uint64_t> g_messages{0};
 std::mutex g_last_mutex;
 std::string g_last;  // under g_last_mutex
 
-VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
-    VkDebugUtilsMessageSeverityFlagBitsEXT, VkDebugUtilsMessageTypeFlagsEXT,
-    const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
+VKAPI_ATTR VkBool32 VKAPI_CALL
+on_validation_message(VkDebugUtilsMessageSeverityFlagBitsEXT, VkDebugUtilsMessageTypeFlagsEXT,
+                      const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
   const std::string text = data && data->pMessage ? data->pMessage : "(no message)";
   ++g_messages;
   {
@@ -75,8 +75,9 @@ std::shared_ptr<VulkanInstance> VulkanInstance::create() {
   api.vkEnumerateInstanceVersion(&loader_version);
   if (loader_version < VK_API_VERSION_1_2)
     throw Error(ErrorCode::BackendUnavailable,
-                "the Vulkan loader speaks Vulkan " + std::to_string(VK_API_VERSION_MAJOR(loader_version)) +
-                    "." + std::to_string(VK_API_VERSION_MINOR(loader_version)) +
+                "the Vulkan loader speaks Vulkan " +
+                    std::to_string(VK_API_VERSION_MAJOR(loader_version)) + "." +
+                    std::to_string(VK_API_VERSION_MINOR(loader_version)) +
                     "; hal needs 1.2 (timeline semaphores)");
   self->api_version_ = VK_API_VERSION_1_2;
 
@@ -85,8 +86,9 @@ std::shared_ptr<VulkanInstance> VulkanInstance::create() {
   if (validation_requested()) {
     if (has_layer(api, kValidationLayer)) {
       layers.push_back(kValidationLayer);
-      debug_utils = has_instance_extension(api, nullptr, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) ||
-                    has_instance_extension(api, kValidationLayer, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+      debug_utils =
+          has_instance_extension(api, nullptr, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) ||
+          has_instance_extension(api, kValidationLayer, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
       if (debug_utils) extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     } else {
       log(LogLevel::warn,
@@ -99,7 +101,8 @@ std::shared_ptr<VulkanInstance> VulkanInstance::create() {
   app.pApplicationName = "hal";
   app.pEngineName = "hal";
   app.apiVersion = self->api_version_;
-  auto messenger_info = make<VkDebugUtilsMessengerCreateInfoEXT>(VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
+  auto messenger_info = make<VkDebugUtilsMessengerCreateInfoEXT>(
+      VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
   messenger_info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
                                    VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
   messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |

@@ -41,9 +41,9 @@ CompiledKernel VulkanDevice::compile(const KernelSource& source, const CompileOp
   uint32_t magic = 0;
   if (source.code.size() >= 4) std::memcpy(&magic, source.code.data(), 4);
   if (source.code.size() % 4 != 0 || magic != kSpirvMagic)
-    throw Error(ErrorCode::CompileFailed,
-                where + ": the code is not a SPIR-V module (" + std::to_string(source.code.size()) +
-                    " bytes, no 0x07230203 magic number at the start)");
+    throw Error(ErrorCode::CompileFailed, where + ": the code is not a SPIR-V module (" +
+                                              std::to_string(source.code.size()) +
+                                              " bytes, no 0x07230203 magic number at the start)");
   std::vector<std::pair<uint32_t, uint32_t>> constants;
   for (const std::string& define : options.defines)
     constants.push_back(parse_constant(define, where));
@@ -97,7 +97,8 @@ VkPipeline VulkanKernel::pipeline(const std::array<uint32_t, 3>& local) {
   VkSpecializationInfo specialization{static_cast<uint32_t>(entries.size()), entries.data(),
                                       data.size() * 4, data.data()};
   auto info = make<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
-  info.stage = make<VkPipelineShaderStageCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO);
+  info.stage =
+      make<VkPipelineShaderStageCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO);
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   info.stage.module = module_;
   info.stage.pName = name().c_str();

@@ -29,8 +29,9 @@ void VulkanStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
   for (uint32_t& size : local) size = std::max<uint32_t>(size, 1);
   if (config.shared_bytes != 0)
     throw Error(ErrorCode::Unsupported,
-                where(what) + ": Vulkan kernels declare their shared memory in the shader; "
-                              "dynamic shared_bytes is not supported");
+                where(what) +
+                    ": Vulkan kernels declare their shared memory in the shader; "
+                    "dynamic shared_bytes is not supported");
   const uint64_t invocations = uint64_t{local[0]} * local[1] * local[2];
   if (invocations > device_->info().limits.max_work_group_size)
     throw Error(ErrorCode::InvalidArgument,
@@ -47,10 +48,10 @@ void VulkanStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
   }
   for (int d = 0; d < 3; ++d)
     if (groups[d] > traits.max_group_count[d])
-      throw Error(ErrorCode::InvalidArgument,
-                  where(what) + ": " + std::to_string(groups[d]) + " work groups in dimension " +
-                      std::to_string(d) + " pass the device's " +
-                      std::to_string(traits.max_group_count[d]));
+      throw Error(ErrorCode::InvalidArgument, where(what) + ": " + std::to_string(groups[d]) +
+                                                  " work groups in dimension " + std::to_string(d) +
+                                                  " pass the device's " +
+                                                  std::to_string(traits.max_group_count[d]));
 
   std::vector<VkDescriptorBufferInfo> buffers;
   std::array<unsigned char, kPushConstantBytes> constants{};
@@ -61,14 +62,14 @@ void VulkanStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
     switch (arg.kind()) {
       case KernelArg::Kind::buffer: {
         if (buffers.size() == kMaxBufferArgs)
-          throw Error(ErrorCode::InvalidArgument,
-                      where(what) + ": more than " + std::to_string(kMaxBufferArgs) +
-                          " buffer arguments");
+          throw Error(
+              ErrorCode::InvalidArgument,
+              where(what) + ": more than " + std::to_string(kMaxBufferArgs) + " buffer arguments");
         const BufferPtr& buffer = arg.buffer().impl();
         const VkRegion region = region_of(*buffer, arg.offset());
         // Bound from an aligned offset; the shader adds the rest, pushed as a constant.
-        const VkDeviceSize base = region.offset / traits.storage_offset_alignment *
-                                  traits.storage_offset_alignment;
+        const VkDeviceSize base =
+            region.offset / traits.storage_offset_alignment * traits.storage_offset_alignment;
         const uint64_t rest = region.offset - base;
         const VkDeviceSize range =
             std::min<VkDeviceSize>(region.root->size() - base, traits.max_storage_buffer_range);
@@ -116,8 +117,8 @@ void VulkanStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
                        static_cast<uint32_t>(writes.size()), writes.data());
     api_.vkCmdPushConstants(commands, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes,
                             constants.data());
-    api_.vkCmdDispatch(commands, static_cast<uint32_t>(groups[0]),
-                       static_cast<uint32_t>(groups[1]), static_cast<uint32_t>(groups[2]));
+    api_.vkCmdDispatch(commands, static_cast<uint32_t>(groups[0]), static_cast<uint32_t>(groups[1]),
+                       static_cast<uint32_t>(groups[2]));
   });
 }
 

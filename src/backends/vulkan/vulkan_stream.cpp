@@ -11,7 +11,9 @@
 namespace hal::vulkan {
 namespace {
 
-bool overlaps(VkDeviceSize a, VkDeviceSize b, size_t bytes) { return a < b + bytes && b < a + bytes; }
+bool overlaps(VkDeviceSize a, VkDeviceSize b, size_t bytes) {
+  return a < b + bytes && b < a + bytes;
+}
 
 // Repeats `pattern` over `bytes` bytes at `out`.
 void write_pattern(unsigned char* out, size_t bytes, const unsigned char* pattern,
@@ -27,8 +29,8 @@ VulkanStream::VulkanStream(std::shared_ptr<VulkanDevice> device)
       api_(device_->api()),
       timeline_(std::make_shared<Timeline>(device_)) {
   auto info = make<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
-  info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT |
-               VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+  info.flags =
+      VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
   info.queueFamilyIndex = device_->traits().queue_family;
   check(api_.vkCreateCommandPool(device_->native(), &info, nullptr, &pool_), where("create"),
         "vkCreateCommandPool");
@@ -121,7 +123,8 @@ void VulkanStream::run_device_command(uint64_t value, std::vector<Ref>& refs,
     const uint64_t wait_value = value - 1;
     const VkSemaphore semaphore = timeline_->native();
     const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
-    auto values = make<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
+    auto values =
+        make<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
     values.waitSemaphoreValueCount = 1;
     values.pWaitSemaphoreValues = &wait_value;
     values.signalSemaphoreValueCount = 1;
@@ -264,8 +267,8 @@ void VulkanStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, c
   }
   BufferPtr stage = staging(bytes);
   const VkRegion from = region_of(*stage, 0);
-  write_pattern(static_cast<unsigned char*>(from.root->mapped()) + from.offset, bytes,
-                value.data(), pattern_size);
+  write_pattern(static_cast<unsigned char*>(from.root->mapped()) + from.offset, bytes, value.data(),
+                pattern_size);
   device_command({dst, stage}, [this, from, to, bytes](VkCommandBuffer commands) {
     const VkBufferCopy region{from.offset, to.offset, bytes};
     api_.vkCmdCopyBuffer(commands, from.root->native(), to.root->native(), 1, &region);
