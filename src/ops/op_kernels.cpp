@@ -8,6 +8,9 @@
 #include "ops/builtin_ops.hpp"
 #include "ops/nn_kernels.hpp"
 #include "ops/op_kernels.hpp"
+#ifdef HAL_HAVE_VULKAN
+#include "ops/vulkan_kernels.hpp"
+#endif
 
 namespace hal::ops {
 namespace {
@@ -34,6 +37,9 @@ bool cpu_backend(const DeviceInfo& device) { return device.backend() == "cpu"; }
 bool any_device(const DeviceInfo&) { return true; }
 bool opencl_backend(const DeviceInfo& device) { return device.backend() == "opencl"; }
 bool cuda_backend(const DeviceInfo& device) { return device.backend() == "cuda"; }
+#ifdef HAL_HAVE_VULKAN
+bool vulkan_backend(const DeviceInfo& device) { return device.backend() == "vulkan"; }
+#endif
 
 // f64 only where the device has it.
 bool fp64_if_listed(DType dtype, const DeviceInfo& device) {
@@ -157,6 +163,22 @@ class Registry {
                    &builtin_reduce_kernel});
     add(kExtremes,
         {"plugin built-in", builtin_reduce_device, kNumeric, listed, 0, &builtin_reduce_kernel});
+
+#ifdef HAL_HAVE_VULKAN
+    // Vulkan's shaders (kernels/vulkan), f32: other dtypes are refused with the reason, and
+    // f16/bf16 computed in f32 once cast runs on Vulkan (docs/vulkan.md).
+    constexpr DTypeSet kVulkan{DType::f32};
+    add(kArithmetic, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_binary});
+    add({"pow"}, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_binary});
+    add(kSignedFunctions, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_unary});
+    add(kFloatFunctions, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_unary});
+    add(kKernelFloatFunctions,
+        {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_unary});
+    add({"sum", "mean", "max", "min"},
+        {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_reduce});
+    add(kRowwise, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_rowwise});
+    add({"matmul"}, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_gemm});
+#endif
 
     // Matrix products: each backend's BLAS.
     add({"matmul"}, {"OpenBLAS", cpu_backend, kFloat, nullptr, kVendorLibrary, &backend_gemm});
