@@ -42,7 +42,8 @@ namespace hal::vulkan {
   X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool) X(vkResetDescriptorPool) \
   X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets) \
   X(vkCreatePipelineCache) X(vkDestroyPipelineCache) X(vkGetPipelineCacheData) \
-  X(vkGetDeviceProcAddr)
+  X(vkGetDeviceProcAddr) X(vkCreateQueryPool) X(vkDestroyQueryPool) X(vkCmdResetQueryPool) \
+  X(vkCmdWriteTimestamp) X(vkGetQueryPoolResults)
 
 // Extension functions: null where the instance lacks the extension.
 #define HAL_VK_OPTIONAL_FUNCTIONS(X) \

@@ -138,6 +138,7 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
             std::end(p.limits.maxComputeWorkGroupCount), traits.max_group_count);
   traits.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   traits.max_push_constants = p.limits.maxPushConstantsSize;
+  traits.timestamp_period = p.limits.timestampPeriod;
   traits.storage_offset_alignment = std::max<uint64_t>(p.limits.minStorageBufferOffsetAlignment, 1);
   const char* staging = std::getenv("HAL_VULKAN_STAGING");
   traits.force_staging = staging && std::string_view(staging) == "1";
@@ -161,6 +162,7 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
   for (uint32_t i = 0; i < families && !compute; ++i)
     if (family[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
       traits.queue_family = i;
+      traits.timestamp_valid_bits = family[i].timestampValidBits;
       compute = true;
     }
 

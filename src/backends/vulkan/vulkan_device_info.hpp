@@ -22,6 +22,8 @@ struct VkDeviceTraits {
   uint64_t max_storage_buffer_range = 0;
   uint32_t max_push_constants = 0;
   uint64_t storage_offset_alignment = 1;  // minStorageBufferOffsetAlignment
+  uint32_t timestamp_valid_bits = 0;      // of the queue family; 0: no timestamps
+  float timestamp_period = 0;             // nanoseconds per tick
   bool force_staging = false;             // HAL_VULKAN_STAGING=1: copies never map (tests)
   uint32_t vendor_id = 0, device_id = 0;
   bool shader_int64 = false, shader_float64 = false;

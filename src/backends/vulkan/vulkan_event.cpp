@@ -38,4 +38,33 @@ void Timeline::signal(uint64_t value) const {
         "vkSignalSemaphore");
 }
 
+Timestamp::Timestamp(std::shared_ptr<VulkanDevice> device) : device_(std::move(device)) {
+  auto info = make<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+  info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  info.queryCount = 1;
+  check(device_->api().vkCreateQueryPool(device_->native(), &info, nullptr, &pool_),
+        describe(*device_), "vkCreateQueryPool");
+}
+
+Timestamp::~Timestamp() { device_->api().vkDestroyQueryPool(device_->native(), pool_, nullptr); }
+
+double Timestamp::nanoseconds() const {
+  uint64_t ticks = 0;
+  check(device_->api().vkGetQueryPoolResults(device_->native(), pool_, 0, 1, sizeof ticks, &ticks,
+                                             sizeof ticks,
+                                             VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+        describe(*device_), "vkGetQueryPoolResults");
+  return static_cast<double>(ticks) * device_->traits().timestamp_period;
+}
+
+double VulkanEvent::elapsed_ms_since(const EventImpl& start) const {
+  const auto* begin = dynamic_cast<const TimelineFence*>(start.fence().get());
+  const auto* end = dynamic_cast<const TimelineFence*>(fence().get());
+  if (!begin || !end || !begin->timestamp() || !end->timestamp())
+    throw Error(ErrorCode::Unsupported, describe(*device_) +
+                                            ": event timing needs timestamps on the compute queue, "
+                                            "which the driver does not give");
+  return (end->timestamp()->nanoseconds() - begin->timestamp()->nanoseconds()) / 1e6;
+}
+
 }  // namespace hal::vulkan

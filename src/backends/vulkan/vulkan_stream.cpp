@@ -58,12 +58,13 @@ std::string VulkanStream::where(std::string_view operation) const {
   return "stream of " + describe(*device_) + ": " + std::string(operation);
 }
 
-void VulkanStream::device_command(std::vector<Ref> refs, Record record) {
+uint64_t VulkanStream::device_command(std::vector<Ref> refs, Record record) {
   std::lock_guard lock(order_mutex_);
   const uint64_t value = ++assigned_;
   worker_.push([this, value, refs = std::move(refs), record = std::move(record)]() mutable {
     run_device_command(value, refs, record);
   });
+  return value;
 }
 
 void VulkanStream::host_command(std::function<void()> fn) {
@@ -278,8 +279,21 @@ void VulkanStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, c
 void VulkanStream::host_callback(std::function<void()> fn) { host_command(std::move(fn)); }
 
 void VulkanStream::record(EventImpl& event) {
-  std::lock_guard lock(order_mutex_);
-  static_cast<VulkanEvent&>(event).set_fence(std::make_shared<TimelineFence>(timeline_, assigned_));
+  auto& vulkan_event = static_cast<VulkanEvent&>(event);
+  if (device_->traits().timestamp_valid_bits == 0) {  // a record is then no command at all
+    std::lock_guard lock(order_mutex_);
+    vulkan_event.set_fence(std::make_shared<TimelineFence>(timeline_, assigned_));
+    return;
+  }
+  // A command that writes the device's clock, for elapsed_ms_since: its own one-query pool,
+  // owned by the fence, so that a later record never overwrites what this one measured.
+  auto timestamp = std::make_shared<const Timestamp>(device_);
+  const VkQueryPool pool = timestamp->native();
+  const uint64_t value = device_command({timestamp}, [this, pool](VkCommandBuffer commands) {
+    api_.vkCmdResetQueryPool(commands, pool, 0, 1);
+    api_.vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 0);
+  });
+  vulkan_event.set_fence(std::make_shared<TimelineFence>(timeline_, value, std::move(timestamp)));
 }
 
 void VulkanStream::wait(EventImpl& event) {

@@ -47,7 +47,8 @@ class VulkanStream final : public StreamImpl {
 
   // Enqueues a device command: `record` fills its command buffer on the worker; `refs` live
   // until it has run.
-  void device_command(std::vector<Ref> refs, Record record);
+  // Returns the command's value.
+  uint64_t device_command(std::vector<Ref> refs, Record record);
   // Enqueues a host command: `fn` runs on the worker once the work before it has completed.
   void host_command(std::function<void()> fn);
   void run_device_command(uint64_t value, std::vector<Ref>& refs, const Record& record);
