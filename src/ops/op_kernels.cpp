@@ -174,7 +174,7 @@ class Registry {
     add(kFloatFunctions, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_unary});
     add(kKernelFloatFunctions,
         {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_unary});
-    add({"sum", "mean", "max", "min"},
+    add({"sum", "mean", "max", "min", "argmax"},
         {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_reduce});
     add(kRowwise, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_rowwise});
     add({"matmul"}, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_gemm});

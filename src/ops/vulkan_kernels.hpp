@@ -10,7 +10,7 @@ void vulkan_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& ou
                    const ElementwiseLayout<2>& layout, Stream& stream);
 void vulkan_unary(Unary op, const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                   Stream& stream);
-// sum, mean, max and min (not argmax).
+// sum, mean, max, min and argmax.
 void vulkan_reduce(Reduce op, const Tensor& x, const Tensor& out, const ReduceLayout& layout,
                    const std::vector<bool>& reduced_axes, Stream& stream);
 void vulkan_rowwise(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);

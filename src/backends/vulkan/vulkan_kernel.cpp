@@ -34,10 +34,11 @@ std::pair<uint32_t, uint32_t> parse_constant(const std::string& define, const st
 CompiledKernel VulkanDevice::compile(const KernelSource& source, const CompileOptions& options) {
   const std::string where = describe(*this) + ": compile of kernel '" + source.name + "'";
   if (source.language != KernelLanguage::native)
-    throw Error(ErrorCode::Unsupported,
-                where + ": Vulkan devices take SPIR-V (KernelLanguage::native), not " +
-                    std::string(to_string(source.language)) +
-                    " source; hal's portable dialect is not translated to SPIR-V (docs/vulkan.md)");
+    throw Error(
+        ErrorCode::Unsupported,
+        where + ": compiling kernels of " + std::string(to_string(source.language)) +
+            " source is not supported: Vulkan devices take SPIR-V (KernelLanguage::native), "
+            "and hal's portable dialect is not translated to it (docs/vulkan.md)");
   uint32_t magic = 0;
   if (source.code.size() >= 4) std::memcpy(&magic, source.code.data(), 4);
   if (source.code.size() % 4 != 0 || magic != kSpirvMagic)
