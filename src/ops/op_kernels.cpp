@@ -165,12 +165,21 @@ class Registry {
         {"plugin built-in", builtin_reduce_device, kNumeric, listed, 0, &builtin_reduce_kernel});
 
 #ifdef HAL_HAVE_VULKAN
-    // Vulkan's shaders (kernels/vulkan), f32: other dtypes are refused with the reason, and
-    // f16/bf16 computed in f32 once cast runs on Vulkan (docs/vulkan.md).
+    // Vulkan's shaders (kernels/vulkan): f32, with integers and bool where the device holds
+    // them (its dtypes); other dtypes are refused with the reason (docs/vulkan.md).
     constexpr DTypeSet kVulkan{DType::f32};
-    add(kArithmetic, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_binary});
+    constexpr DTypeSet kVulkanNumbers{DType::f32, DType::i32, DType::i64};
+    constexpr DTypeSet kVulkanCompared = kVulkanNumbers | DTypeSet{DType::boolean};
+    constexpr DTypeSet kVulkanWhere = kVulkanCompared | DTypeSet{DType::u8, DType::i8};
+    add(kArithmetic, {"Vulkan shaders", vulkan_backend, kVulkanNumbers, listed, 0, &vulkan_binary});
+    add(kComparisons,
+        {"Vulkan shaders", vulkan_backend, kVulkanCompared, listed, 0, &vulkan_binary});
     add({"pow"}, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_binary});
-    add(kSignedFunctions, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_unary});
+    add(kSignedFunctions,
+        {"Vulkan shaders", vulkan_backend, kVulkanNumbers, listed, 0, &vulkan_unary});
+    add({"where"}, {"Vulkan shaders", vulkan_backend, kVulkanWhere, listed, 0, &vulkan_where});
+    add({"cast"}, {"Vulkan shaders", vulkan_backend, kVulkanCompared | DTypeSet{DType::f64}, listed,
+                   0, &vulkan_cast});
     add(kFloatFunctions, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_unary});
     add(kKernelFloatFunctions,
         {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_unary});

@@ -14,6 +14,7 @@ namespace {
 
 constexpr size_t kShaderDims = 6;  // binary.comp and unary.comp
 constexpr size_t kReduceDims = 4;  // reduce.comp, kept and reduced each
+constexpr size_t kWhereDims = 4;   // where.comp
 constexpr uint32_t kReduceGroup = 128;
 constexpr uint32_t kTile = 16;
 
@@ -75,6 +76,11 @@ void append_dims(const Shape& shape, const Shape& strides, std::string_view op, 
     args.emplace_back(d < pad ? 0u : index32(strides[d - pad], op, x));
 }
 
+// The shaders' name for a dtype ("binary_i64", "cast_f32_bool").
+std::string_view dtype_name(DType dtype) {
+  return dtype == DType::boolean ? "bool" : to_string(dtype);
+}
+
 uint32_t row_op_code(const OpDescriptor& op) {
   if (op.name == "softmax") return 0;
   if (op.name == "log_softmax") return 1;
@@ -88,8 +94,16 @@ void vulkan_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& ou
                    const ElementwiseLayout<2>& layout, Stream& stream) {
   if (layout.count == 0) return;
   if (!layout.flat) check_dims(layout.shape.size(), kShaderDims, name(op), a);
-  const Kernel kernel =
-      shader_kernel(a.device(), "binary", {static_cast<uint32_t>(op), layout.flat ? 0u : 1u});
+  // f32 arithmetic in binary.comp; integers' in binary_int.comp; comparisons in compare.comp.
+  std::string shader = "binary";
+  uint32_t code = static_cast<uint32_t>(op);
+  if (is_comparison(op)) {
+    shader = "compare_" + std::string(dtype_name(a.dtype()));
+    code -= static_cast<uint32_t>(Binary::eq);
+  } else if (a.dtype() != DType::f32) {
+    shader += "_" + std::string(dtype_name(a.dtype()));
+  }
+  const Kernel kernel = shader_kernel(a.device(), shader, {code, layout.flat ? 0u : 1u});
   std::vector<KernelArg> args{out.storage(),
                               a.storage(),
                               b.storage(),
@@ -104,11 +118,51 @@ void vulkan_unary(Unary op, const Tensor& x, const Tensor& out, const Elementwis
                   Stream& stream) {
   if (layout.count == 0) return;
   if (!layout.flat) check_dims(layout.shape.size(), kShaderDims, name(op), x);
+  const std::string shader =
+      x.dtype() == DType::f32 ? "unary" : "unary_" + std::string(dtype_name(x.dtype()));
   const Kernel kernel =
-      shader_kernel(x.device(), "unary", {static_cast<uint32_t>(op), layout.flat ? 0u : 1u});
+      shader_kernel(x.device(), shader, {static_cast<uint32_t>(op), layout.flat ? 0u : 1u});
   std::vector<KernelArg> args{out.storage(), x.storage(), index32(layout.offsets[0], name(op), x),
                               index32(layout.count, name(op), out)};
   if (!layout.flat) append_layout(layout, name(op), x, args);
+  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.count)), args);
+}
+
+void vulkan_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
+                  const ElementwiseLayout<3>& layout, Stream& stream) {
+  if (layout.count == 0) return;
+  if (!layout.flat) check_dims(layout.shape.size(), kWhereDims, "where", a);
+  const Kernel kernel = shader_kernel(a.device(), "where_" + std::to_string(a.element_size()),
+                                      {0u, layout.flat ? 0u : 1u});
+  std::vector<KernelArg> args{out.storage(),
+                              cond.storage(),
+                              a.storage(),
+                              b.storage(),
+                              index32(layout.offsets[0], "where", cond),
+                              index32(layout.offsets[1], "where", a),
+                              index32(layout.offsets[2], "where", b),
+                              index32(layout.count, "where", out)};
+  if (!layout.flat) {
+    const size_t pad = kWhereDims - layout.shape.size();
+    for (size_t d = 0; d < kWhereDims; ++d)
+      args.emplace_back(d < pad ? 1u : index32(layout.shape[d - pad], "where", a));
+    for (size_t v = 0; v < 3; ++v)
+      for (size_t d = 0; d < kWhereDims; ++d)
+        args.emplace_back(d < pad ? 0u : index32(layout.strides[v][d - pad], "where", a));
+  }
+  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.count)), args);
+}
+
+void vulkan_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
+                 Stream& stream) {
+  if (layout.count == 0) return;
+  if (!layout.flat) check_dims(layout.shape.size(), kShaderDims, "cast", x);
+  const std::string shader =
+      "cast_" + std::string(dtype_name(x.dtype())) + "_" + std::string(dtype_name(out.dtype()));
+  const Kernel kernel = shader_kernel(x.device(), shader, {0u, layout.flat ? 0u : 1u});
+  std::vector<KernelArg> args{out.storage(), x.storage(), index32(layout.offsets[0], "cast", x),
+                              index32(layout.count, "cast", out)};
+  if (!layout.flat) append_layout(layout, "cast", x, args);
   stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.count)), args);
 }
 

@@ -27,9 +27,17 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalD
   auto features12 =
       make<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
   features12.timelineSemaphore = VK_TRUE;
+  features12.storageBuffer8BitAccess = traits_.storage_8bit;
+  features12.shaderInt8 = traits_.shader_int8;
+  auto features11 =
+      make<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+  features11.storageBuffer16BitAccess = traits_.storage_16bit;
+  features12.pNext = &features11;
   auto features = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features.pNext = &features12;
   features.features.shaderInt64 = traits_.shader_int64;
+  features.features.shaderInt16 = traits_.shader_int16;
+  features.features.shaderFloat64 = traits_.shader_float64;
   std::vector<const char*> extensions{VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
   if (traits_.memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   auto info = make<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);

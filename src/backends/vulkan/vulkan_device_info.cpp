@@ -112,7 +112,13 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
   auto timeline = make<VkPhysicalDeviceTimelineSemaphoreFeatures>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES);
+  auto storage8 = make<VkPhysicalDevice8BitStorageFeatures>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES);
+  auto storage16 = make<VkPhysicalDevice16BitStorageFeatures>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
   f16_int8.pNext = &timeline;
+  timeline.pNext = &storage8;
+  storage8.pNext = &storage16;
   auto features = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features.pNext = &f16_int8;
   api.vkGetPhysicalDeviceFeatures2(device, &features);
@@ -144,6 +150,10 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
   traits.force_staging = staging && std::string_view(staging) == "1";
   traits.shader_int64 = features.features.shaderInt64;
   traits.shader_float64 = features.features.shaderFloat64;
+  traits.storage_8bit = storage8.storageBuffer8BitAccess;
+  traits.shader_int8 = f16_int8.shaderInt8;
+  traits.storage_16bit = storage16.storageBuffer16BitAccess;
+  traits.shader_int16 = features.features.shaderInt16;
   traits.memory_budget = has_extension(api, device, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   traits.push_descriptor = has_extension(api, device, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 
@@ -192,7 +202,10 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
   else if (!traits.push_descriptor)
     description.unusable = "it lacks VK_KHR_push_descriptor";
 
-  info.dtypes = {DType::f32, DType::i32, DType::i8, DType::u8, DType::boolean};
+  // The dtypes the shaders can hold: bool, u8 and i8 need 8-bit storage.
+  info.dtypes = {DType::f32, DType::i32};
+  if (traits.storage_8bit && traits.shader_int8)
+    info.dtypes.insert(info.dtypes.end(), {DType::i8, DType::u8, DType::boolean});
   if (traits.shader_int64) info.dtypes.push_back(DType::i64);
   if (traits.shader_float64) info.dtypes.push_back(DType::f64);
   if (f16_int8.shaderFloat16) info.dtypes.push_back(DType::f16);

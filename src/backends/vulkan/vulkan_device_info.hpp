@@ -27,6 +27,8 @@ struct VkDeviceTraits {
   bool force_staging = false;             // HAL_VULKAN_STAGING=1: copies never map (tests)
   uint32_t vendor_id = 0, device_id = 0;
   bool shader_int64 = false, shader_float64 = false;
+  // 8-bit storage and arithmetic (bool, u8, i8 elements), and 16-bit storage (f16, bf16).
+  bool storage_8bit = false, shader_int8 = false, storage_16bit = false, shader_int16 = false;
 };
 
 struct VkDeviceDescription {
