@@ -171,15 +171,16 @@ class Registry {
     constexpr DTypeSet kVulkanNumbers{DType::f32, DType::i32, DType::i64};
     constexpr DTypeSet kVulkanCompared = kVulkanNumbers | DTypeSet{DType::boolean};
     constexpr DTypeSet kVulkanWhere = kVulkanCompared | DTypeSet{DType::u8, DType::i8};
+    constexpr DTypeSet kVulkanMoved = kVulkanWhere | DTypeSet{DType::f16};
     add(kArithmetic, {"Vulkan shaders", vulkan_backend, kVulkanNumbers, listed, 0, &vulkan_binary});
     add(kComparisons,
         {"Vulkan shaders", vulkan_backend, kVulkanCompared, listed, 0, &vulkan_binary});
     add({"pow"}, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_binary});
     add(kSignedFunctions,
         {"Vulkan shaders", vulkan_backend, kVulkanNumbers, listed, 0, &vulkan_unary});
-    add({"where"}, {"Vulkan shaders", vulkan_backend, kVulkanWhere, listed, 0, &vulkan_where});
-    add({"cast"}, {"Vulkan shaders", vulkan_backend, kVulkanCompared | DTypeSet{DType::f64}, listed,
-                   0, &vulkan_cast});
+    add({"where"}, {"Vulkan shaders", vulkan_backend, kVulkanMoved, listed, 0, &vulkan_where});
+    add({"cast"}, {"Vulkan shaders", vulkan_backend,
+                   kVulkanWhere | DTypeSet{DType::f64, DType::f16}, listed, 0, &vulkan_cast});
     add(kFloatFunctions, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_unary});
     add(kKernelFloatFunctions,
         {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_unary});

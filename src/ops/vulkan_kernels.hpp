@@ -11,10 +11,10 @@ void vulkan_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& ou
                    const ElementwiseLayout<2>& layout, Stream& stream);
 void vulkan_unary(Unary op, const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                   Stream& stream);
-// cond ? a : b for elements of 1, 4 or 8 bytes.
+// cond ? a : b for elements of 1, 2, 4 or 8 bytes.
 void vulkan_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
                   const ElementwiseLayout<3>& layout, Stream& stream);
-// Between f32, f64, i32, i64 and bool.
+// Between f32, f64, f16, i32, i64, i8, u8 and bool.
 void vulkan_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                  Stream& stream);
 // sum, mean, max, min and argmax.

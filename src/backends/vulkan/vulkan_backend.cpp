@@ -47,6 +47,7 @@ BackendProbe VulkanBackend::probe() {
     problems += (problems.empty() ? "" : "; ") + problem;
     log(LogLevel::warn, "vulkan: skipping " + problem);
   }
+  note_exit_order();  // after the drivers loaded, so that its handler runs before theirs
   probe.available = !probe.devices.empty();
   if (!probe.available)
     probe.reason = "no usable Vulkan device among " + std::to_string(count) + ": " + problems;

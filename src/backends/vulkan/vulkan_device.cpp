@@ -29,6 +29,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalD
   features12.timelineSemaphore = VK_TRUE;
   features12.storageBuffer8BitAccess = traits_.storage_8bit;
   features12.shaderInt8 = traits_.shader_int8;
+  features12.shaderFloat16 = traits_.shader_float16;
   auto features11 =
       make<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
   features11.storageBuffer16BitAccess = traits_.storage_16bit;
@@ -68,7 +69,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalD
 VulkanDevice::~VulkanDevice() { release(); }
 
 void VulkanDevice::release() noexcept {
-  if (!device_) return;
+  if (!device_ || process_exiting()) return;
   api().vkDeviceWaitIdle(device_);
   if (pipeline_cache_) api().vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
   if (pipeline_layout_) api().vkDestroyPipelineLayout(device_, pipeline_layout_, nullptr);
@@ -201,6 +202,7 @@ BufferPtr VulkanDevice::allocate(size_t bytes, MemoryKind kind) {
 }
 
 VulkanBuffer::~VulkanBuffer() {
+  if (process_exiting()) return;
   // hal frees a segment only once the work that used it has completed.
   const VkApi& api = device_->api();
   if (mapped_) api.vkUnmapMemory(device_->native(), memory_);

@@ -154,6 +154,7 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
   traits.shader_int8 = f16_int8.shaderInt8;
   traits.storage_16bit = storage16.storageBuffer16BitAccess;
   traits.shader_int16 = features.features.shaderInt16;
+  traits.shader_float16 = f16_int8.shaderFloat16;
   traits.memory_budget = has_extension(api, device, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   traits.push_descriptor = has_extension(api, device, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 
@@ -208,7 +209,7 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
     info.dtypes.insert(info.dtypes.end(), {DType::i8, DType::u8, DType::boolean});
   if (traits.shader_int64) info.dtypes.push_back(DType::i64);
   if (traits.shader_float64) info.dtypes.push_back(DType::f64);
-  if (f16_int8.shaderFloat16) info.dtypes.push_back(DType::f16);
+  if (f16_int8.shaderFloat16 && traits.storage_16bit) info.dtypes.push_back(DType::f16);
   info.features = {"compute_queue",
                    "push_descriptors",
                    "spirv",

@@ -29,6 +29,7 @@ struct VkDeviceTraits {
   bool shader_int64 = false, shader_float64 = false;
   // 8-bit storage and arithmetic (bool, u8, i8 elements), and 16-bit storage (f16, bf16).
   bool storage_8bit = false, shader_int8 = false, storage_16bit = false, shader_int16 = false;
+  bool shader_float16 = false;
 };
 
 struct VkDeviceDescription {

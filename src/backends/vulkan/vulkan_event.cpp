@@ -12,7 +12,9 @@ Timeline::Timeline(std::shared_ptr<VulkanDevice> device) : device_(std::move(dev
         describe(*device_), "vkCreateSemaphore (timeline)");
 }
 
-Timeline::~Timeline() { device_->api().vkDestroySemaphore(device_->native(), semaphore_, nullptr); }
+Timeline::~Timeline() {
+  if (!process_exiting()) device_->api().vkDestroySemaphore(device_->native(), semaphore_, nullptr);
+}
 
 uint64_t Timeline::completed() const {
   uint64_t value = 0;
@@ -46,7 +48,9 @@ Timestamp::Timestamp(std::shared_ptr<VulkanDevice> device) : device_(std::move(d
         describe(*device_), "vkCreateQueryPool");
 }
 
-Timestamp::~Timestamp() { device_->api().vkDestroyQueryPool(device_->native(), pool_, nullptr); }
+Timestamp::~Timestamp() {
+  if (!process_exiting()) device_->api().vkDestroyQueryPool(device_->native(), pool_, nullptr);
+}
 
 double Timestamp::nanoseconds() const {
   uint64_t ticks = 0;

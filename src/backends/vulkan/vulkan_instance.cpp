@@ -60,6 +60,15 @@ bool has_instance_extension(const VkApi& api, const char* layer, const char* nam
 
 }  // namespace
 
+std::atomic<bool> g_exiting{false};
+
+bool process_exiting() { return g_exiting.load(std::memory_order_relaxed); }
+
+void note_exit_order() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit([] { g_exiting = true; }); });
+}
+
 uint64_t validation_message_count() { return g_messages.load(); }
 
 std::string last_validation_message() {
@@ -126,7 +135,7 @@ std::shared_ptr<VulkanInstance> VulkanInstance::create() {
 }
 
 VulkanInstance::~VulkanInstance() {
-  if (!instance_) return;
+  if (!instance_ || process_exiting()) return;
   if (messenger_) api_->vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
   if (api_->vkDestroyInstance) api_->vkDestroyInstance(instance_, nullptr);
 }

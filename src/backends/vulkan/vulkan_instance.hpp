@@ -31,6 +31,13 @@ class VulkanInstance {
   uint32_t api_version_ = 0;
 };
 
+// Whether the process is exiting: the Vulkan objects hal still holds (the registry's devices,
+// streams in static storage) are then left to the process's end, not destroyed, since the
+// driver's own exit handlers may already have run. Call note_exit_order() once the drivers are
+// loaded: its exit handler runs before theirs.
+bool process_exiting();
+void note_exit_order();
+
 // Validation: the warnings and errors the layer reported in this process (every one is also
 // logged at error level). Tests fail on any.
 uint64_t validation_message_count();

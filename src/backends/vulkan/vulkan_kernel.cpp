@@ -77,6 +77,7 @@ VulkanKernel::VulkanKernel(std::string name, std::shared_ptr<VulkanDevice> devic
       constants_(std::move(constants)) {}
 
 VulkanKernel::~VulkanKernel() {
+  if (process_exiting()) return;
   for (auto& [local, pipeline] : pipelines_)
     device_->api().vkDestroyPipeline(device_->native(), pipeline, nullptr);
   device_->api().vkDestroyShaderModule(device_->native(), module_, nullptr);

@@ -38,6 +38,7 @@ VulkanStream::VulkanStream(std::shared_ptr<VulkanDevice> device)
 
 VulkanStream::~VulkanStream() {
   worker_.wait_all();
+  if (process_exiting()) return;
   uint64_t last = 0;
   {
     std::lock_guard lock(order_mutex_);
