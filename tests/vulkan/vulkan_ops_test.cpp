@@ -4,6 +4,7 @@
 // what Vulkan lacks: refused with the reason, or run on the CPU when fallback is allowed.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -199,16 +200,73 @@ TEST_F(VulkanOpsTest, MatmulSizesBatchesAndTransposes) {
       "matmul batched with a broadcast B", 1e-4);
 }
 
+// The result's elements as doubles, whatever its dtype (bool and u8 as 0/1 and bytes).
+std::vector<double> elements(const Tensor& t, Stream& stream) {
+  const Tensor wide = cast(t, DType::f64, stream);  // every dtype here converts exactly
+  return wide.to_vector<double>(stream);
+}
+
+TEST_F(VulkanOpsTest, IntegersComparisonsWhereAndCastsMatchTheCpu) {
+  const std::vector<int64_t> a{7, -7, 0, 5, std::numeric_limits<int32_t>::min(), 9, -3, 100};
+  const std::vector<int64_t> b{2, 2, 3, 0, -1, -9, -3, 7};
+  const std::vector<float> f{1.5f, -2.5f, NAN, 3e9f, -3e9f, 0.0f, -0.0f, 255.9f};
+  for (DType dtype : {DType::i32, DType::i64}) {
+    auto run = [&](Stream& s, const std::function<Tensor(const Tensor&, const Tensor&)>& fn) {
+      const Tensor x = cast(from_vector(a, {8}, s), dtype, s);
+      const Tensor y = cast(from_vector(b, {8}, s), dtype, s);
+      return elements(fn(x, y), s);
+    };
+    using BinaryFn = Tensor (*)(const Tensor&, const Tensor&, Stream&);
+    for (BinaryFn op :
+         {BinaryFn{add}, BinaryFn{sub}, BinaryFn{mul}, BinaryFn{div}, BinaryFn{maximum},
+          BinaryFn{minimum}, BinaryFn{eq}, BinaryFn{lt}, BinaryFn{ge}}) {
+      const auto on = [op](Stream& s) {
+        return [op, &s](const Tensor& x, const Tensor& y) { return op(x, y, s); };
+      };
+      EXPECT_EQ(run(here, on(here)), run(there, on(there))) << to_string(dtype);
+    }
+    EXPECT_EQ(run(here, [&](const Tensor& x, const Tensor&) { return neg(abs(x, here), here); }),
+              run(there, [&](const Tensor& x, const Tensor&) { return neg(abs(x, there), there); }))
+        << to_string(dtype);
+  }
+  // Floating comparisons with NaN, where with a broadcast condition, casts that saturate.
+  auto floats = [&](Stream& s, const std::function<Tensor(const Tensor&, Stream&)>& fn) {
+    return elements(fn(from_vector(f, {2, 4}, s), s), s);
+  };
+  const std::vector<std::function<Tensor(const Tensor&, Stream&)>> cases{
+      [](const Tensor& x, Stream& s) {
+        return lt(x, x.slice(1, 0, 1), s);  // column 0 broadcast along the rows
+      },
+      [](const Tensor& x, Stream& s) { return ne(x, x, s); },
+      [](const Tensor& x, Stream& s) {
+        return where(gt(x.slice(0, 0, 1), zeros({1, 4}, DType::f32, s), s), x, neg(x, s), s);
+      },
+      [](const Tensor& x, Stream& s) { return cast(x, DType::i32, s); },
+      [](const Tensor& x, Stream& s) { return cast(x, DType::i64, s); },
+      [](const Tensor& x, Stream& s) { return cast(x, DType::u8, s); },
+      [](const Tensor& x, Stream& s) { return cast(x, DType::i8, s); },
+      [](const Tensor& x, Stream& s) { return cast(x, DType::boolean, s); },
+      [](const Tensor& x, Stream& s) { return cast(cast(x, DType::f16, s), DType::f32, s); },
+      [](const Tensor& x, Stream& s) { return cast(cast(x, DType::boolean, s), DType::i64, s); }};
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const std::vector<double> got = floats(here, cases[c]), want = floats(there, cases[c]);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      if (!(std::isnan(got[i]) && std::isnan(want[i])))
+        EXPECT_EQ(got[i], want[i]) << "case " << c << ", element " << i;
+  }
+}
+
 TEST_F(VulkanOpsTest, WhatVulkanLacksIsRefusedOrFallsBack) {
-  const Tensor i = from_vector(std::vector<int32_t>{1, 2, 3}, {3}, here);
+  const Tensor d = from_vector(std::vector<double>{1, 2, 3}, {3}, here);
   ASSERT_FALSE(CpuFallback::allowed());
-  expect_error([&] { add(i, i, here); }, ErrorCode::Unsupported,
-               {"add of i32[3]", "vulkan:0", "no kernel for i32"});
+  expect_error([&] { add(d, d, here); }, ErrorCode::Unsupported,
+               {"add of f64[3]", "vulkan:0", "no kernel for f64"});
   LogCapture log;
   CpuFallback allow;
-  const Tensor sum_of = add(i, i, here);
+  const Tensor sum_of = add(d, d, here);
   EXPECT_EQ(sum_of.device(), device);
-  EXPECT_EQ(sum_of.to_vector<int32_t>(here), (std::vector<int32_t>{2, 4, 6}));
+  EXPECT_EQ(sum_of.to_vector<double>(here), (std::vector<double>{2, 4, 6}));
   EXPECT_NE(log.lines().find("add runs on cpu:0 instead of vulkan:0"), std::string::npos)
       << log.lines();
 }
