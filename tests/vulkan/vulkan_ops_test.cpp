@@ -251,9 +251,11 @@ TEST_F(VulkanOpsTest, IntegersComparisonsWhereAndCastsMatchTheCpu) {
   for (size_t c = 0; c < cases.size(); ++c) {
     const std::vector<double> got = floats(here, cases[c]), want = floats(there, cases[c]);
     ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i)
-      if (!(std::isnan(got[i]) && std::isnan(want[i])))
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (!(std::isnan(got[i]) && std::isnan(want[i]))) {
         EXPECT_EQ(got[i], want[i]) << "case " << c << ", element " << i;
+      }
+    }
   }
 }
 
