@@ -1,5 +1,7 @@
 #include "backends/vulkan/vulkan_device.hpp"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <iterator>
 #include <vector>
@@ -132,8 +134,9 @@ void VulkanDevice::save_pipeline_cache() {
   std::error_code error;
   std::filesystem::create_directories(pipeline_cache_path_.parent_path(), error);
   // Written aside and renamed into place: other processes never read half a file.
-  const std::filesystem::path temporary =
-      pipeline_cache_path_.string() + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(this));
+  const std::filesystem::path temporary = pipeline_cache_path_.string() + ".tmp" +
+                                          std::to_string(::getpid()) + "-" +
+                                          std::to_string(reinterpret_cast<uintptr_t>(this));
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out.write(data.data(), static_cast<std::streamsize>(size));
