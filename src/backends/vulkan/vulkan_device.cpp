@@ -158,6 +158,11 @@ VkResult VulkanDevice::submit(const VkSubmitInfo& submit) {
   return api().vkQueueSubmit(queue_, 1, &submit, VK_NULL_HANDLE);
 }
 
+void VulkanDevice::wait_idle() {
+  std::lock_guard lock(queue_mutex_);
+  api().vkQueueWaitIdle(queue_);
+}
+
 MemoryFigure VulkanDevice::memory_free() const {
   return read_free_memory(*instance_, physical_, traits_, info_.memory_total.bytes);
 }

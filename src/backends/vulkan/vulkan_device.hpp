@@ -42,6 +42,8 @@ class VulkanDevice final : public DeviceImpl {
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_set() const { return push_descriptor_set_; }
   // Submits under the queue's lock (vkQueueSubmit wants the queue externally synchronised).
   VkResult submit(const VkSubmitInfo& submit);
+  // Waits until the queue has finished everything submitted to it (all streams' work).
+  void wait_idle();
   // Writes the pipeline cache to disk (best effort): after a pipeline was created.
   void save_pipeline_cache();
 

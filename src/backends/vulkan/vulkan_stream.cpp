@@ -48,6 +48,9 @@ VulkanStream::~VulkanStream() {
     timeline_->wait(last);
   } catch (const Error&) {  // a lost device: nothing more will complete
   }
+  // A driver may still hold a command buffer for a moment after its submission signalled
+  // (lavapipe's queue thread does): the pool goes only once the queue is idle.
+  device_->wait_idle();
   {
     std::lock_guard lock(refs_mutex_);
     refs_.clear();
@@ -159,7 +162,9 @@ void VulkanStream::run_device_command(uint64_t value, std::vector<Ref>& refs,
 
 void VulkanStream::reclaim() {
   const uint64_t done = timeline_->completed();
-  while (!in_flight_.empty() && in_flight_.front().first <= done) {
+  // A command buffer is recycled once a later command has completed too: a driver may hold it
+  // for a moment after its own submission signalled (lavapipe's queue thread does).
+  while (!in_flight_.empty() && in_flight_.front().first < done) {
     api_.vkResetCommandBuffer(in_flight_.front().second, 0);
     free_.push_back(in_flight_.front().second);
     in_flight_.pop_front();
