@@ -8,12 +8,14 @@ BenchTarget open_target(const std::string& id, const std::string& suite) {
   const size_t index = std::stoul(id.substr(id.find(':') + 1));
   if (backend == "opencl") target.raw = make_opencl_baseline(index);
   if (backend == "cuda") target.raw = make_cuda_baseline(index);
+  if (backend == "vulkan") target.raw = make_vulkan_baseline(target.device.info().uuid);
   if (!target.raw)
-    throw Error(ErrorCode::Unsupported,
-                "the " + suite +
-                    " suite measures OpenCL and CUDA devices against their raw driver API, and "
-                    "this build has no baseline for " +
-                    id);
+    throw Error(
+        ErrorCode::Unsupported,
+        "the " + suite +
+            " suite measures OpenCL, CUDA and Vulkan devices against their raw driver API, and "
+            "this build has no baseline for " +
+            id);
   return target;
 }
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace hal::bench {
 
@@ -25,6 +26,11 @@ class RawBaseline {
 
 // The device hal calls opencl:<index> (same platform and device order, same filter).
 std::unique_ptr<RawBaseline> make_opencl_baseline(size_t index);
+// kernels/vulkan/empty.comp's SPIR-V, which the dispatch suite launches on Vulkan devices;
+// empty where hal was built without Vulkan.
+std::string_view vulkan_empty_kernel();
+// The Vulkan device with hal's `uuid`; null where hal was built without Vulkan.
+std::unique_ptr<RawBaseline> make_vulkan_baseline(const std::string& uuid);
 // The device hal calls cuda:<index>; null where hal was built without CUDA.
 std::unique_ptr<RawBaseline> make_cuda_baseline(size_t index);
 

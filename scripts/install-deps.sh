@@ -26,6 +26,11 @@ packages=(
   # OpenCL: headers to build the backend, the ICD loader it opens at run time, and PoCL, a
   # real OpenCL driver for the CPU, so that the backend is tested on every machine.
   opencl-headers ocl-icd-libopencl1 ocl-icd-opencl-dev pocl-opencl-icd
+  # Vulkan: headers and loader to build the backend (the loader is opened at run time), glslc
+  # to compile its shaders to SPIR-V, Mesa's lavapipe (a real Vulkan driver on the CPU) and the
+  # validation layer, so that the backend is tested on every machine; vulkan-tools for
+  # `vulkaninfo`, to see what the loader finds.
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
 )
 
 missing=()

@@ -15,6 +15,7 @@ namespace hal {
 //   CPU:    the host address of the allocation
 //   CUDA:   its CUdeviceptr (in the device's primary context), cast to void*
 //   OpenCL: its cl_mem (a cl_mem cannot be offset: pass `offset` beside it)
+//   Vulkan: its VkBuffer (bound to its own VkDeviceMemory; `offset` beside it)
 struct NativeMemory {
   void* handle = nullptr;
   size_t offset = 0;

@@ -9,6 +9,9 @@
 #ifdef HAL_HAVE_CUDA
 #include "backends/cuda/cuda_backend.hpp"
 #endif
+#ifdef HAL_HAVE_VULKAN
+#include "backends/vulkan/vulkan_backend.hpp"
+#endif
 
 namespace hal::detail {
 
@@ -25,7 +28,11 @@ std::vector<BuiltinBackend> builtin_backends() {
 #else
       {"cuda", nullptr, "built without the CUDA toolkit's headers (cuda.h, nvrtc.h)"},
 #endif
-      {"vulkan", nullptr, "the Vulkan backend is not written yet"},
+#ifdef HAL_HAVE_VULKAN
+      {"vulkan", [] { return std::make_shared<vulkan::VulkanBackend>(); }, ""},
+#else
+      {"vulkan", nullptr, "built without the Vulkan headers (Debian: libvulkan-dev)"},
+#endif
       {"hip", nullptr, "the HIP backend is not written yet"},
   };
 }

@@ -8,6 +8,9 @@
 #include "ops/builtin_ops.hpp"
 #include "ops/nn_kernels.hpp"
 #include "ops/op_kernels.hpp"
+#ifdef HAL_HAVE_VULKAN
+#include "ops/vulkan_kernels.hpp"
+#endif
 
 namespace hal::ops {
 namespace {
@@ -34,6 +37,9 @@ bool cpu_backend(const DeviceInfo& device) { return device.backend() == "cpu"; }
 bool any_device(const DeviceInfo&) { return true; }
 bool opencl_backend(const DeviceInfo& device) { return device.backend() == "opencl"; }
 bool cuda_backend(const DeviceInfo& device) { return device.backend() == "cuda"; }
+#ifdef HAL_HAVE_VULKAN
+bool vulkan_backend(const DeviceInfo& device) { return device.backend() == "vulkan"; }
+#endif
 
 // f64 only where the device has it.
 bool fp64_if_listed(DType dtype, const DeviceInfo& device) {
@@ -157,6 +163,32 @@ class Registry {
                    &builtin_reduce_kernel});
     add(kExtremes,
         {"plugin built-in", builtin_reduce_device, kNumeric, listed, 0, &builtin_reduce_kernel});
+
+#ifdef HAL_HAVE_VULKAN
+    // Vulkan's shaders (kernels/vulkan): f32, with integers and bool where the device holds
+    // them (its dtypes); other dtypes are refused with the reason (docs/vulkan.md).
+    constexpr DTypeSet kVulkan{DType::f32};
+    constexpr DTypeSet kVulkanNumbers{DType::f32, DType::i32, DType::i64};
+    constexpr DTypeSet kVulkanCompared = kVulkanNumbers | DTypeSet{DType::boolean};
+    constexpr DTypeSet kVulkanWhere = kVulkanCompared | DTypeSet{DType::u8, DType::i8};
+    constexpr DTypeSet kVulkanMoved = kVulkanWhere | DTypeSet{DType::f16};
+    add(kArithmetic, {"Vulkan shaders", vulkan_backend, kVulkanNumbers, listed, 0, &vulkan_binary});
+    add(kComparisons,
+        {"Vulkan shaders", vulkan_backend, kVulkanCompared, listed, 0, &vulkan_binary});
+    add({"pow"}, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_binary});
+    add(kSignedFunctions,
+        {"Vulkan shaders", vulkan_backend, kVulkanNumbers, listed, 0, &vulkan_unary});
+    add({"where"}, {"Vulkan shaders", vulkan_backend, kVulkanMoved, listed, 0, &vulkan_where});
+    add({"cast"}, {"Vulkan shaders", vulkan_backend,
+                   kVulkanWhere | DTypeSet{DType::f64, DType::f16}, listed, 0, &vulkan_cast});
+    add(kFloatFunctions, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_unary});
+    add(kKernelFloatFunctions,
+        {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_unary});
+    add({"sum", "mean", "max", "min", "argmax"},
+        {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_reduce});
+    add(kRowwise, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_rowwise});
+    add({"matmul"}, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_gemm});
+#endif
 
     // Matrix products: each backend's BLAS.
     add({"matmul"}, {"OpenBLAS", cpu_backend, kFloat, nullptr, kVendorLibrary, &backend_gemm});

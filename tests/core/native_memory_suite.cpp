@@ -16,7 +16,7 @@ using NativeMemorySuite = DeviceTest;
 // Backends whose memory has a name hal can give, and those that adopt memory named so.
 bool names_memory(const Device& device) {
   const std::string_view backend = device.info().backend();
-  return backend == "cpu" || backend == "cuda" || backend == "opencl";
+  return backend == "cpu" || backend == "cuda" || backend == "opencl" || backend == "vulkan";
 }
 bool adopts_memory(const Device& device) {
   const std::string_view backend = device.info().backend();

@@ -53,8 +53,8 @@ TEST(Registry, BadDeviceIdsNameWhatIsVisible) {
   expect_error([] { device("cpu:7"); }, ErrorCode::NotFound, {"'cpu:7'", "visible: cpu:0"});
   expect_error([] { device("nonsense"); }, ErrorCode::NotFound, {"'nonsense'", "cpu:0"});
   expect_error([] { device(""); }, ErrorCode::NotFound, {"''"});
-  expect_error([] { device("vulkan:0"); }, ErrorCode::NotFound,
-               {"vulkan", "unavailable", "not compiled in"});
+  expect_error([] { device("hip:0"); }, ErrorCode::NotFound,
+               {"hip", "unavailable", "not compiled in"});
   // Every unavailable backend's devices are refused with the backend's own reason.
   for (const BackendStatus& backend : Registry::instance().backends())
     if (!backend.available)

@@ -13,10 +13,12 @@ namespace hal::test {
 using cts::make;
 using cts::numbers;
 
-// The devices' kernels: suites of ops skip devices without them.
+// The devices' kernels (host, portable, or a backend's own shaders: Vulkan's): suites of ops
+// skip devices without them.
 inline bool runs_kernels(const Device& device) {
   return device.info().has_feature(feature::kHostKernels) ||
-         device.info().has_feature(feature::kPortableKernels);
+         device.info().has_feature(feature::kPortableKernels) ||
+         device.info().backend() == "vulkan";
 }
 
 // Devices that run ops themselves, without kernels (plugins such as sim).

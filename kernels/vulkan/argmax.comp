@@ -1,0 +1,70 @@
+// argmax over f32, one output per work group of 128, laid out as reduce.comp: the position (row
+// major over the reduced dimensions) of the largest element, the first one on ties, and the
+// first NaN where there is one. The i64 result is written as two 32-bit words (low, high).
+#version 450
+#include "common.glsl"
+
+layout(set = 0, binding = 0) writeonly buffer Out { uint out_[]; };
+layout(set = 0, binding = 1) readonly buffer X { float x_[]; };
+layout(push_constant) uniform Args {
+  HAL_BUFFER_OFFSETS
+  uint offset, count, outputs;
+  uint kept[4];
+  uint kept_stride[4];
+  uint reduced[4];
+  uint reduced_stride[4];
+} args;
+
+shared float best_value[128];
+shared uint best_index[128];
+
+// Whether (a, ia) beats (b, ib).
+bool beats(float a, uint ia, float b, uint ib) {
+  if (ia == 0xffffffffu) return false;  // no element yet
+  if (ib == 0xffffffffu) return true;
+  if (isnan(a) != isnan(b)) return isnan(a);
+  if (!isnan(a) && a != b) return a > b;
+  return ia < ib;
+}
+
+void main() {
+  const uint o = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  if (o >= args.outputs) return;  // the whole group leaves together
+  uint base = args.buffer_offset[1] / 4 + args.offset;
+  uint rest = o;
+  for (int d = 3; d >= 0; --d) {
+    base += (rest % args.kept[d]) * args.kept_stride[d];
+    rest /= args.kept[d];
+  }
+  const uint lane = gl_LocalInvocationID.x;
+  float value = 0.0;
+  uint index = 0xffffffffu;
+  for (uint r = lane; r < args.count; r += 128) {
+    uint at = base, left = r;
+    for (int d = 3; d >= 0; --d) {
+      at += (left % args.reduced[d]) * args.reduced_stride[d];
+      left /= args.reduced[d];
+    }
+    const float v = x_[at];
+    if (beats(v, r, value, index)) {
+      value = v;
+      index = r;
+    }
+  }
+  best_value[lane] = value;
+  best_index[lane] = index;
+  barrier();
+  for (uint width = 64; width > 0; width /= 2) {
+    if (lane < width &&
+        beats(best_value[lane + width], best_index[lane + width], best_value[lane], best_index[lane])) {
+      best_value[lane] = best_value[lane + width];
+      best_index[lane] = best_index[lane + width];
+    }
+    barrier();
+  }
+  if (lane == 0) {
+    const uint at = args.buffer_offset[0] / 4 + 2 * o;
+    out_[at] = best_index[0];
+    out_[at + 1] = 0;
+  }
+}

@@ -1,0 +1,46 @@
+// C[m x n] = op(A)[m x k] * op(B)[k x n] in f32, row-major, batched in z: 16 x 16 tiles of A and
+// B staged through shared memory (src/ops's GemmDesc: offsets, leading dimensions and batch
+// strides in elements; a transposed operand's memory holds the k x m or n x k matrix).
+#version 450
+#include "common.glsl"
+
+layout(set = 0, binding = 0) writeonly buffer C { float c_[]; };
+layout(set = 0, binding = 1) readonly buffer A { float a_[]; };
+layout(set = 0, binding = 2) readonly buffer B { float b_[]; };
+layout(push_constant) uniform Args {
+  HAL_BUFFER_OFFSETS
+  uint offset_c, offset_a, offset_b;
+  uint m, n, k;
+  uint ldc, lda, ldb;
+  uint stride_c, stride_a, stride_b;
+  uint transpose_a, transpose_b;
+} args;
+
+const uint TILE = 16;
+shared float tile_a[TILE][TILE];
+shared float tile_b[TILE][TILE];
+
+void main() {
+  const uint col = gl_GlobalInvocationID.x, row = gl_GlobalInvocationID.y;
+  const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
+  const uint batch = gl_WorkGroupID.z;
+  const uint a0 = args.buffer_offset[1] / 4 + args.offset_a + batch * args.stride_a;
+  const uint b0 = args.buffer_offset[2] / 4 + args.offset_b + batch * args.stride_b;
+  float sum = 0.0;
+  for (uint t = 0; t < args.k; t += TILE) {
+    // A(row, t + tx) and B(t + ty, col), zero past the edges.
+    const uint ak = t + tx, bk = t + ty;
+    float a = 0.0, b = 0.0;
+    if (row < args.m && ak < args.k)
+      a = args.transpose_a != 0 ? a_[a0 + ak * args.lda + row] : a_[a0 + row * args.lda + ak];
+    if (col < args.n && bk < args.k)
+      b = args.transpose_b != 0 ? b_[b0 + col * args.ldb + bk] : b_[b0 + bk * args.ldb + col];
+    tile_a[ty][tx] = a;
+    tile_b[ty][tx] = b;
+    barrier();
+    for (uint i = 0; i < TILE; ++i) sum += tile_a[ty][i] * tile_b[i][tx];
+    barrier();
+  }
+  if (row < args.m && col < args.n)
+    c_[args.buffer_offset[0] / 4 + args.offset_c + batch * args.stride_c + row * args.ldc + col] = sum;
+}

@@ -1,0 +1,5 @@
+// Element types by macro, for shaders compiled once per dtype (// hal-variant lines): 8-bit
+// storage for bool, u8 and i8; 64-bit integers for i64.
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require

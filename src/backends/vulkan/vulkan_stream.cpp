@@ -1,0 +1,334 @@
+#include "backends/vulkan/vulkan_stream.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "backends/vulkan/vulkan_buffer.hpp"
+#include "core/caching_allocator.hpp"
+#include "core/device_core.hpp"
+
+namespace hal::vulkan {
+namespace {
+
+bool overlaps(VkDeviceSize a, VkDeviceSize b, size_t bytes) {
+  return a < b + bytes && b < a + bytes;
+}
+
+// Repeats `pattern` over `bytes` bytes at `out`.
+void write_pattern(unsigned char* out, size_t bytes, const unsigned char* pattern,
+                   size_t pattern_size) {
+  for (size_t at = 0; at < bytes; at += pattern_size)
+    std::memcpy(out + at, pattern, std::min(pattern_size, bytes - at));
+}
+
+}  // namespace
+
+VulkanStream::VulkanStream(std::shared_ptr<VulkanDevice> device)
+    : device_(std::move(device)),
+      api_(device_->api()),
+      timeline_(std::make_shared<Timeline>(device_)) {
+  auto info = make<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  info.flags =
+      VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+  info.queueFamilyIndex = device_->traits().queue_family;
+  check(api_.vkCreateCommandPool(device_->native(), &info, nullptr, &pool_), where("create"),
+        "vkCreateCommandPool");
+}
+
+VulkanStream::~VulkanStream() {
+  worker_.wait_all();
+  if (process_exiting()) return;
+  uint64_t last = 0;
+  {
+    std::lock_guard lock(order_mutex_);
+    last = assigned_;
+  }
+  try {
+    timeline_->wait(last);
+  } catch (const Error&) {  // a lost device: nothing more will complete
+  }
+  // A driver may still hold a command buffer for a moment after its submission signalled
+  // (lavapipe's queue thread does): the pool goes only once the queue is idle.
+  device_->wait_idle();
+  {
+    std::lock_guard lock(refs_mutex_);
+    refs_.clear();
+  }
+  api_.vkDestroyCommandPool(device_->native(), pool_, nullptr);  // frees its command buffers
+}
+
+std::string VulkanStream::where(std::string_view operation) const {
+  return "stream of " + describe(*device_) + ": " + std::string(operation);
+}
+
+uint64_t VulkanStream::device_command(std::vector<Ref> refs, Record record) {
+  std::lock_guard lock(order_mutex_);
+  const uint64_t value = ++assigned_;
+  worker_.push([this, value, refs = std::move(refs), record = std::move(record)]() mutable {
+    run_device_command(value, refs, record);
+  });
+  return value;
+}
+
+void VulkanStream::host_command(std::function<void()> fn) {
+  std::lock_guard lock(order_mutex_);
+  const uint64_t value = ++assigned_;
+  worker_.push([this, value, fn = std::move(fn)] { run_host_command(value, fn); });
+}
+
+void VulkanStream::complete_on_host(uint64_t value) noexcept {
+  try {
+    timeline_->wait(value - 1);
+    timeline_->signal(value);
+  } catch (const Error&) {  // a lost device: every later wait reports it
+  }
+}
+
+void VulkanStream::run_host_command(uint64_t value, const std::function<void()>& fn) {
+  try {
+    timeline_->wait(value - 1);
+    fn();
+  } catch (...) {
+    complete_on_host(value);
+    throw;
+  }
+  timeline_->signal(value);
+  reclaim();
+}
+
+VkCommandBuffer VulkanStream::acquire_command_buffer() {
+  if (!free_.empty()) {
+    VkCommandBuffer buffer = free_.back();
+    free_.pop_back();
+    return buffer;
+  }
+  auto info = make<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+  info.commandPool = pool_;
+  info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  info.commandBufferCount = 1;
+  VkCommandBuffer buffer = VK_NULL_HANDLE;
+  check(api_.vkAllocateCommandBuffers(device_->native(), &info, &buffer), where("submit"),
+        "vkAllocateCommandBuffers");
+  return buffer;
+}
+
+void VulkanStream::run_device_command(uint64_t value, std::vector<Ref>& refs,
+                                      const Record& record) {
+  VkCommandBuffer buffer = VK_NULL_HANDLE;
+  try {
+    buffer = acquire_command_buffer();
+    auto begin = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(api_.vkBeginCommandBuffer(buffer, &begin), where("submit"), "vkBeginCommandBuffer");
+    record(buffer);
+    check(api_.vkEndCommandBuffer(buffer), where("submit"), "vkEndCommandBuffer");
+    // Wait for the stream's previous command, signal this one: the semaphore's wait and signal
+    // carry the memory dependency between them too.
+    const uint64_t wait_value = value - 1;
+    const VkSemaphore semaphore = timeline_->native();
+    const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+    auto values =
+        make<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
+    values.waitSemaphoreValueCount = 1;
+    values.pWaitSemaphoreValues = &wait_value;
+    values.signalSemaphoreValueCount = 1;
+    values.pSignalSemaphoreValues = &value;
+    auto submit = make<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    submit.pNext = &values;
+    submit.waitSemaphoreCount = 1;
+    submit.pWaitSemaphores = &semaphore;
+    submit.pWaitDstStageMask = &stage;
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &buffer;
+    submit.signalSemaphoreCount = 1;
+    submit.pSignalSemaphores = &semaphore;
+    check(device_->submit(submit), where("submit"), "vkQueueSubmit");
+  } catch (...) {
+    if (buffer) {
+      api_.vkResetCommandBuffer(buffer, 0);
+      free_.push_back(buffer);
+    }
+    complete_on_host(value);
+    throw;
+  }
+  in_flight_.emplace_back(value, buffer);
+  if (!refs.empty()) {
+    std::lock_guard lock(refs_mutex_);
+    refs_.emplace_back(value, std::move(refs));
+  }
+  reclaim();
+}
+
+void VulkanStream::reclaim() {
+  const uint64_t done = timeline_->completed();
+  // A command buffer is recycled once a later command has completed too: a driver may hold it
+  // for a moment after its own submission signalled (lavapipe's queue thread does).
+  while (!in_flight_.empty() && in_flight_.front().first < done) {
+    api_.vkResetCommandBuffer(in_flight_.front().second, 0);
+    free_.push_back(in_flight_.front().second);
+    in_flight_.pop_front();
+  }
+  std::vector<std::vector<Ref>> released;  // let go of outside the lock
+  {
+    std::lock_guard lock(refs_mutex_);
+    while (!refs_.empty() && refs_.front().first <= done) {
+      released.push_back(std::move(refs_.front().second));
+      refs_.pop_front();
+    }
+  }
+}
+
+void* VulkanStream::mapped(const BufferImpl& buffer, size_t offset) const {
+  const VkRegion region = region_of(buffer, offset);
+  if (!region.root->mapped()) return nullptr;
+  if (device_->traits().force_staging && buffer.kind() == MemoryKind::device) return nullptr;
+  return static_cast<unsigned char*>(region.root->mapped()) + region.offset;
+}
+
+BufferPtr VulkanStream::staging(size_t bytes) const {
+  return detail::core_of(*device_).allocator(MemoryKind::pinned_host).allocate_block(bytes);
+}
+
+void VulkanStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
+                                  size_t bytes) {
+  if (void* to = mapped(*dst, dst_offset)) {
+    host_command([dst, to, src, bytes] { std::memcpy(to, src, bytes); });
+    return;
+  }
+  BufferPtr stage = staging(bytes);
+  const VkRegion from = region_of(*stage, 0), to = region_of(*dst, dst_offset);
+  device_command({dst, stage}, [this, from, to, src, bytes](VkCommandBuffer commands) {
+    // The host's part runs on the worker, after the stream's earlier host commands: a source
+    // that an earlier copy_to_host fills is read once it has.
+    std::memcpy(static_cast<unsigned char*>(from.root->mapped()) + from.offset, src, bytes);
+    const VkBufferCopy region{from.offset, to.offset, bytes};
+    api_.vkCmdCopyBuffer(commands, from.root->native(), to.root->native(), 1, &region);
+  });
+}
+
+void VulkanStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
+  if (const void* from = mapped(*src, src_offset)) {
+    host_command([src, from, dst, bytes] { std::memcpy(dst, from, bytes); });
+    return;
+  }
+  BufferPtr stage = staging(bytes);
+  const VkRegion from = region_of(*src, src_offset), to = region_of(*stage, 0);
+  device_command({src, stage}, [this, from, to, bytes](VkCommandBuffer commands) {
+    const VkBufferCopy region{from.offset, to.offset, bytes};
+    api_.vkCmdCopyBuffer(commands, from.root->native(), to.root->native(), 1, &region);
+  });
+  host_command([stage, to, dst, bytes] {
+    std::memcpy(dst, static_cast<const unsigned char*>(to.root->mapped()) + to.offset, bytes);
+  });
+}
+
+bool VulkanStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& src,
+                        size_t src_offset, size_t bytes) {
+  // Devices of one instance share no memory without external-memory extensions: hal stages.
+  if (&dst->device() != device_.get() || &src->device() != device_.get()) return false;
+  const VkRegion to = region_of(*dst, dst_offset), from = region_of(*src, src_offset);
+  if (to.root != from.root || !overlaps(to.offset, from.offset, bytes)) {
+    device_command({dst, src}, [this, from, to, bytes](VkCommandBuffer commands) {
+      const VkBufferCopy region{from.offset, to.offset, bytes};
+      api_.vkCmdCopyBuffer(commands, from.root->native(), to.root->native(), 1, &region);
+    });
+    return true;
+  }
+  // vkCmdCopyBuffer forbids overlapping regions: through scratch memory, with a barrier
+  // between the two copies.
+  BufferPtr scratch = detail::core_of(*device_).allocator(MemoryKind::device).allocate_block(bytes);
+  const VkRegion middle = region_of(*scratch, 0);
+  device_command({dst, src, scratch}, [this, from, to, middle, bytes](VkCommandBuffer commands) {
+    const VkBufferCopy in{from.offset, middle.offset, bytes}, out{middle.offset, to.offset, bytes};
+    api_.vkCmdCopyBuffer(commands, from.root->native(), middle.root->native(), 1, &in);
+    auto barrier = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+    api_.vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                              VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                              nullptr);
+    api_.vkCmdCopyBuffer(commands, middle.root->native(), to.root->native(), 1, &out);
+  });
+  return true;
+}
+
+void VulkanStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
+                        size_t pattern_size) {
+  std::array<unsigned char, 16> value{};  // `pattern` is valid only during the call
+  std::memcpy(value.data(), pattern, pattern_size);
+  const VkRegion to = region_of(*dst, dst_offset);
+  if (pattern_size <= 4 && to.offset % 4 == 0 && bytes % 4 == 0) {
+    uint32_t word = 0;  // the pattern repeated to 32 bits, as vkCmdFillBuffer takes it
+    write_pattern(reinterpret_cast<unsigned char*>(&word), 4, value.data(), pattern_size);
+    device_command({dst}, [this, to, bytes, word](VkCommandBuffer commands) {
+      api_.vkCmdFillBuffer(commands, to.root->native(), to.offset, bytes, word);
+    });
+    return;
+  }
+  if (void* out = mapped(*dst, dst_offset)) {
+    host_command([dst, out, bytes, value, pattern_size] {
+      write_pattern(static_cast<unsigned char*>(out), bytes, value.data(), pattern_size);
+    });
+    return;
+  }
+  BufferPtr stage = staging(bytes);
+  const VkRegion from = region_of(*stage, 0);
+  write_pattern(static_cast<unsigned char*>(from.root->mapped()) + from.offset, bytes, value.data(),
+                pattern_size);
+  device_command({dst, stage}, [this, from, to, bytes](VkCommandBuffer commands) {
+    const VkBufferCopy region{from.offset, to.offset, bytes};
+    api_.vkCmdCopyBuffer(commands, from.root->native(), to.root->native(), 1, &region);
+  });
+}
+
+void VulkanStream::host_callback(std::function<void()> fn) { host_command(std::move(fn)); }
+
+void VulkanStream::record(EventImpl& event) {
+  auto& vulkan_event = static_cast<VulkanEvent&>(event);
+  if (device_->traits().timestamp_valid_bits == 0) {  // a record is then no command at all
+    std::lock_guard lock(order_mutex_);
+    vulkan_event.set_fence(std::make_shared<TimelineFence>(timeline_, assigned_));
+    return;
+  }
+  // A command that writes the device's clock, for elapsed_ms_since: its own one-query pool,
+  // owned by the fence, so that a later record never overwrites what this one measured.
+  auto timestamp = std::make_shared<const Timestamp>(device_);
+  const VkQueryPool pool = timestamp->native();
+  const uint64_t value = device_command({timestamp}, [this, pool](VkCommandBuffer commands) {
+    api_.vkCmdResetQueryPool(commands, pool, 0, 1);
+    api_.vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 0);
+  });
+  vulkan_event.set_fence(std::make_shared<TimelineFence>(timeline_, value, std::move(timestamp)));
+}
+
+void VulkanStream::wait(EventImpl& event) {
+  // Waited for on the worker: the other stream's value may not even be submitted yet, and a
+  // host wait needs no wait-before-signal support from the driver.
+  if (std::shared_ptr<HostFence> fence = event.fence())
+    host_command([fence = std::move(fence)] { fence->wait(); });
+}
+
+void VulkanStream::synchronize() {
+  uint64_t last = 0;
+  {
+    std::lock_guard lock(order_mutex_);
+    last = assigned_;
+  }
+  worker_.wait_all();
+  timeline_->wait(last);
+  worker_.push([this] { reclaim(); });
+  worker_.wait_all();
+  if (std::exception_ptr error = worker_.take_error()) throw_async_failure(*device_, error);
+}
+
+bool VulkanStream::query() {
+  uint64_t last = 0;
+  {
+    std::lock_guard lock(order_mutex_);
+    last = assigned_;
+  }
+  return worker_.idle() && timeline_->completed() >= last;
+}
+
+}  // namespace hal::vulkan

@@ -1,0 +1,26 @@
+// The ops' kernels on Vulkan devices: GLSL compute shaders (kernels/vulkan/*.comp) compiled to
+// SPIR-V at build time; the op table registers them for the vulkan backend: f32 everywhere,
+// i32 and i64 for arithmetic and comparisons, bool for comparisons, where and cast.
+#pragma once
+
+#include "ops/op_table.hpp"
+
+namespace hal::ops {
+
+void vulkan_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& out,
+                   const ElementwiseLayout<2>& layout, Stream& stream);
+void vulkan_unary(Unary op, const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
+                  Stream& stream);
+// cond ? a : b for elements of 1, 2, 4 or 8 bytes.
+void vulkan_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
+                  const ElementwiseLayout<3>& layout, Stream& stream);
+// Between f32, f64, f16, i32, i64, i8, u8 and bool.
+void vulkan_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
+                 Stream& stream);
+// sum, mean, max, min and argmax.
+void vulkan_reduce(Reduce op, const Tensor& x, const Tensor& out, const ReduceLayout& layout,
+                   const std::vector<bool>& reduced_axes, Stream& stream);
+void vulkan_rowwise(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);
+void vulkan_gemm(const GemmDesc& gemm, Stream& stream);
+
+}  // namespace hal::ops

@@ -1,0 +1,294 @@
+// The ops on vulkan:0 against the same ops on cpu:0 (differential), on shapes the shaders treat
+// differently: flat and strided operands, broadcasts, views, long reductions, rows longer than a
+// work group, matrices that are no multiple of the 16 x 16 tile, batches and transposes. Then
+// what Vulkan lacks: refused with the reason, or run on the CPU when fallback is allowed.
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <thread>
+
+#include "hal/log.hpp"
+#include "hal/ops.hpp"
+#include "vulkan_fixture.hpp"
+
+namespace hal::test {
+namespace {
+
+std::vector<float> random_values(size_t n, uint32_t seed, float low = -2, float high = 2) {
+  std::mt19937 engine(seed);
+  std::uniform_real_distribution<float> draw(low, high);
+  std::vector<float> values(n);
+  for (float& v : values) v = draw(engine);
+  return values;
+}
+
+int64_t count(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+class VulkanOpsTest : public VulkanTest {
+ protected:
+  void SetUp() override {
+    VulkanTest::SetUp();
+    if (IsSkipped()) return;
+    cpu = hal::device("cpu:0");
+    here = device.create_stream();
+    there = cpu.create_stream();
+  }
+
+  // `fn` on tensors made from the same values on vulkan:0 and cpu:0; the results agree within
+  // `tolerance` relative to the larger of 1 and the value.
+  void expect_same(const std::vector<std::pair<Shape, std::vector<float>>>& inputs,
+                   const std::function<Tensor(const std::vector<Tensor>&, Stream&)>& fn,
+                   const std::string& what, double tolerance = 2e-5) {
+    std::vector<Tensor> on_vulkan, on_cpu;
+    for (const auto& [shape, values] : inputs) {
+      on_vulkan.push_back(from_vector(values, shape, here));
+      on_cpu.push_back(from_vector(values, shape, there));
+    }
+    const Tensor got = fn(on_vulkan, here), want = fn(on_cpu, there);
+    ASSERT_EQ(got.device(), device) << what;
+    ASSERT_EQ(got.shape(), want.shape()) << what;
+    ASSERT_EQ(got.dtype(), want.dtype()) << what;
+    if (got.dtype() == DType::i64) {
+      EXPECT_EQ(got.to_vector<int64_t>(here), want.to_vector<int64_t>(there)) << what;
+      return;
+    }
+    const std::vector<float> a = got.contiguous(here).to_vector<float>(here);
+    const std::vector<float> b = want.contiguous(there).to_vector<float>(there);
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (std::isnan(b[i])) {
+        ASSERT_TRUE(std::isnan(a[i])) << what << ": element " << i;
+        continue;
+      }
+      ASSERT_NEAR(a[i], b[i], tolerance * std::max(1.0, std::fabs(double{b[i]})))
+          << what << ": element " << i;
+    }
+  }
+
+  Device cpu;
+  Stream here, there;
+};
+
+TEST_F(VulkanOpsTest, BinaryOpsFlatBroadcastAndOnViews) {
+  using BinaryFn = Tensor (*)(const Tensor&, const Tensor&, Stream&);
+  const std::pair<const char*, BinaryFn> ops[] = {{"add", add},         {"sub", sub},
+                                                  {"mul", mul},         {"div", div},
+                                                  {"maximum", maximum}, {"minimum", minimum}};
+  const Shape shape{7, 33, 5};
+  for (const auto& [name, op] : ops) {
+    const std::vector<float> a = random_values(count(shape), 1), b = random_values(count(shape), 2);
+    expect_same(
+        {{shape, a}, {shape, b}}, [op](auto& in, Stream& s) { return op(in[0], in[1], s); },
+        std::string(name) + " flat");
+    expect_same(
+        {{shape, a}, {{33, 1}, random_values(33, 3)}},
+        [op](auto& in, Stream& s) { return op(in[0], in[1], s); },
+        std::string(name) + " broadcast");
+    expect_same(
+        {{shape, a}, {{5, 33, 7}, b}},
+        [op](auto& in, Stream& s) { return op(in[0], in[1].transpose(0, 2), s); },
+        std::string(name) + " of a transposed view");
+  }
+  expect_same(
+      {{{1000}, random_values(1000, 4, 0.1f, 3)}, {{1000}, random_values(1000, 5)}},
+      [](auto& in, Stream& s) { return pow(in[0], in[1], s); }, "pow", 1e-4);
+}
+
+TEST_F(VulkanOpsTest, UnaryOpsOnTheirDomains) {
+  using UnaryFn = Tensor (*)(const Tensor&, Stream&);
+  struct Case {
+    const char* name;
+    UnaryFn fn;
+    float low, high;
+  };
+  const Case cases[] = {{"neg", neg, -5, 5},          {"abs", abs, -5, 5},
+                        {"relu", relu, -5, 5},        {"exp", exp, -10, 10},
+                        {"log", log, 0.01f, 100},     {"sqrt", sqrt, 0, 100},
+                        {"rsqrt", rsqrt, 0.01f, 100}, {"tanh", tanh, -5, 5},
+                        {"sigmoid", sigmoid, -8, 8},  {"gelu", gelu, -5, 5},
+                        {"silu", silu, -8, 8},        {"erf", erf, -3, 3},
+                        {"floor", floor, -5, 5},      {"ceil", ceil, -5, 5},
+                        {"round", round, -5, 5},      {"sin", sin, -3, 3},
+                        {"cos", cos, -3, 3},          {"tan", tan, -1.2f, 1.2f},
+                        {"asin", asin, -1, 1},        {"acos", acos, -1, 1},
+                        {"atan", atan, -10, 10},      {"sinh", sinh, -3, 3},
+                        {"cosh", cosh, -3, 3},        {"asinh", asinh, -10, 10},
+                        {"acosh", acosh, 1, 10},      {"atanh", atanh, -0.99f, 0.99f}};
+  for (const Case& c : cases) {
+    const std::vector<float> x = random_values(4099, 7, c.low, c.high);
+    expect_same(
+        {{{4099}, x}}, [&c](auto& in, Stream& s) { return c.fn(in[0], s); }, c.name, 1e-5);
+    expect_same(
+        {{{17, 3}, random_values(51, 8, c.low, c.high)}},
+        [&c](auto& in, Stream& s) { return c.fn(in[0].transpose(0, 1), s); },
+        std::string(c.name) + " of a view", 1e-5);
+  }
+}
+
+TEST_F(VulkanOpsTest, ReductionsOverAxesViewsAndLongRows) {
+  using ReduceFn = Tensor (*)(const Tensor&, const std::vector<int64_t>&, bool, Stream&);
+  const std::pair<const char*, ReduceFn> ops[] = {
+      {"sum", sum}, {"mean", mean}, {"max", max}, {"min", min}, {"argmax", argmax}};
+  const Shape shape{6, 50, 9};
+  const std::vector<float> x = random_values(count(shape), 9);
+  for (const auto& [name, op] : ops) {
+    for (const std::vector<int64_t>& axes :
+         {std::vector<int64_t>{}, {0}, {1}, {2}, {0, 2}, {-1, -2}}) {
+      expect_same(
+          {{shape, x}}, [op, &axes](auto& in, Stream& s) { return op(in[0], axes, false, s); },
+          std::string(name) + " over " + std::to_string(axes.size()) + " axes", 1e-4);
+    }
+    expect_same(
+        {{shape, x}}, [op](auto& in, Stream& s) { return op(in[0].transpose(0, 2), {1}, true, s); },
+        std::string(name) + " of a view");
+    expect_same(
+        {{{100003}, random_values(100003, 10)}},
+        [op](auto& in, Stream& s) { return op(in[0], {}, false, s); },
+        std::string(name) + " of 100003 elements", 1e-4);
+  }
+}
+
+TEST_F(VulkanOpsTest, SoftmaxAndNormsOnShortAndLongRows) {
+  for (int64_t cols : {1, 7, 128, 1000}) {
+    const Shape shape{5, cols};
+    const std::vector<float> x = random_values(count(shape), 11, -20, 20);
+    const std::vector<float> w = random_values(cols, 12), b = random_values(cols, 13);
+    const std::string at = " of rows of " + std::to_string(cols);
+    expect_same(
+        {{shape, x}}, [](auto& in, Stream& s) { return softmax(in[0], -1, s); }, "softmax" + at);
+    expect_same(
+        {{shape, x}}, [](auto& in, Stream& s) { return log_softmax(in[0], -1, s); },
+        "log_softmax" + at, 1e-4);
+    expect_same(
+        {{shape, x}, {{cols}, w}, {{cols}, b}},
+        [cols](auto& in, Stream& s) { return layer_norm(in[0], {cols}, in[1], in[2], 1e-5, s); },
+        "layer_norm" + at, 1e-4);
+    expect_same(
+        {{shape, x}},
+        [cols](auto& in, Stream& s) {
+          return layer_norm(in[0], {cols}, Tensor(), Tensor(), 1e-5, s);
+        },
+        "layer_norm without weight and bias" + at, 1e-4);
+    expect_same(
+        {{shape, x}, {{cols}, w}},
+        [cols](auto& in, Stream& s) { return rms_norm(in[0], {cols}, in[1], 1e-6, s); },
+        "rms_norm" + at, 1e-4);
+  }
+}
+
+TEST_F(VulkanOpsTest, MatmulSizesBatchesAndTransposes) {
+  for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{
+           {1, 1, 1}, {1, 17, 1}, {16, 16, 16}, {17, 33, 15}, {64, 65, 129}}) {
+    const std::string what =
+        "matmul " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+    const std::vector<float> a = random_values(m * k, 14), b = random_values(k * n, 15);
+    expect_same(
+        {{{m, k}, a}, {{k, n}, b}}, [](auto& in, Stream& s) { return matmul(in[0], in[1], s); },
+        what, 1e-4);
+    expect_same(
+        {{{k, m}, a}, {{n, k}, b}},
+        [](auto& in, Stream& s) { return matmul(in[0].transpose(0, 1), in[1].transpose(0, 1), s); },
+        what + " of transposes", 1e-4);
+  }
+  expect_same(
+      {{{3, 20, 30}, random_values(1800, 16)}, {{30, 10}, random_values(300, 17)}},
+      [](auto& in, Stream& s) { return matmul(in[0], in[1], s); },
+      "matmul batched with a broadcast B", 1e-4);
+}
+
+// The result's elements as doubles, whatever its dtype (bool and u8 as 0/1 and bytes).
+std::vector<double> elements(const Tensor& t, Stream& stream) {
+  const Tensor wide = cast(t, DType::f64, stream);  // every dtype here converts exactly
+  return wide.to_vector<double>(stream);
+}
+
+TEST_F(VulkanOpsTest, IntegersComparisonsWhereAndCastsMatchTheCpu) {
+  const std::vector<int64_t> a{7, -7, 0, 5, std::numeric_limits<int32_t>::min(), 9, -3, 100};
+  const std::vector<int64_t> b{2, 2, 3, 0, -1, -9, -3, 7};
+  const std::vector<float> f{1.5f, -2.5f, NAN, 3e9f, -3e9f, 0.0f, -0.0f, 255.9f};
+  for (DType dtype : {DType::i32, DType::i64}) {
+    auto run = [&](Stream& s, const std::function<Tensor(const Tensor&, const Tensor&)>& fn) {
+      const Tensor x = cast(from_vector(a, {8}, s), dtype, s);
+      const Tensor y = cast(from_vector(b, {8}, s), dtype, s);
+      return elements(fn(x, y), s);
+    };
+    using BinaryFn = Tensor (*)(const Tensor&, const Tensor&, Stream&);
+    for (BinaryFn op :
+         {BinaryFn{add}, BinaryFn{sub}, BinaryFn{mul}, BinaryFn{div}, BinaryFn{maximum},
+          BinaryFn{minimum}, BinaryFn{eq}, BinaryFn{lt}, BinaryFn{ge}}) {
+      const auto on = [op](Stream& s) {
+        return [op, &s](const Tensor& x, const Tensor& y) { return op(x, y, s); };
+      };
+      EXPECT_EQ(run(here, on(here)), run(there, on(there))) << to_string(dtype);
+    }
+    EXPECT_EQ(run(here, [&](const Tensor& x, const Tensor&) { return neg(abs(x, here), here); }),
+              run(there, [&](const Tensor& x, const Tensor&) { return neg(abs(x, there), there); }))
+        << to_string(dtype);
+  }
+  // Floating comparisons with NaN, where with a broadcast condition, casts that saturate.
+  auto floats = [&](Stream& s, const std::function<Tensor(const Tensor&, Stream&)>& fn) {
+    return elements(fn(from_vector(f, {2, 4}, s), s), s);
+  };
+  const std::vector<std::function<Tensor(const Tensor&, Stream&)>> cases{
+      [](const Tensor& x, Stream& s) {
+        return lt(x, x.slice(1, 0, 1), s);  // column 0 broadcast along the rows
+      },
+      [](const Tensor& x, Stream& s) { return ne(x, x, s); },
+      [](const Tensor& x, Stream& s) {
+        return where(gt(x.slice(0, 0, 1), zeros({1, 4}, DType::f32, s), s), x, neg(x, s), s);
+      },
+      [](const Tensor& x, Stream& s) { return cast(x, DType::i32, s); },
+      [](const Tensor& x, Stream& s) { return cast(x, DType::i64, s); },
+      [](const Tensor& x, Stream& s) { return cast(x, DType::u8, s); },
+      [](const Tensor& x, Stream& s) { return cast(x, DType::i8, s); },
+      [](const Tensor& x, Stream& s) { return cast(x, DType::boolean, s); },
+      [](const Tensor& x, Stream& s) { return cast(cast(x, DType::f16, s), DType::f32, s); },
+      [](const Tensor& x, Stream& s) { return cast(cast(x, DType::boolean, s), DType::i64, s); }};
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const std::vector<double> got = floats(here, cases[c]), want = floats(there, cases[c]);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (!(std::isnan(got[i]) && std::isnan(want[i]))) {
+        EXPECT_EQ(got[i], want[i]) << "case " << c << ", element " << i;
+      }
+    }
+  }
+}
+
+TEST_F(VulkanOpsTest, WhatVulkanLacksIsRefusedOrFallsBack) {
+  const Tensor d = from_vector(std::vector<double>{1, 2, 3}, {3}, here);
+  ASSERT_FALSE(CpuFallback::allowed());
+  expect_error([&] { add(d, d, here); }, ErrorCode::Unsupported,
+               {"add of f64[3]", "vulkan:0", "no kernel for f64"});
+  LogCapture log;
+  CpuFallback allow;
+  const Tensor sum_of = add(d, d, here);
+  EXPECT_EQ(sum_of.device(), device);
+  EXPECT_EQ(sum_of.to_vector<double>(here), (std::vector<double>{2, 4, 6}));
+  EXPECT_NE(log.lines().find("add runs on cpu:0 instead of vulkan:0"), std::string::npos)
+      << log.lines();
+}
+
+TEST_F(VulkanOpsTest, OpsFromManyThreadsEachOnItsStream) {
+  constexpr int kThreads = 6;
+  std::vector<std::vector<float>> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      Stream stream = device.create_stream();
+      const Tensor x = from_vector(random_values(64 * 48, 20 + t), {64, 48}, stream);
+      const Tensor w = from_vector(random_values(48 * 32, 40 + t), {48, 32}, stream);
+      results[t] = sum(softmax(matmul(x, w, stream), -1, stream), {1}, false, stream)
+                       .to_vector<float>(stream);
+    });
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t)
+    for (float row_total : results[t]) ASSERT_NEAR(row_total, 1.0f, 1e-5f) << "thread " << t;
+}
+
+}  // namespace
+}  // namespace hal::test
