@@ -77,7 +77,7 @@ TEST(Cli, DevicesJsonFollowsTheSchema) {
 }
 
 TEST(Cli, SelectorNarrowsTheList) {
-  const std::string hide_all = "HAL_DEVICES='!cpu:*;!opencl:*;!sim:*'";
+  const std::string hide_all = "HAL_DEVICES='!cpu:*;!opencl:*;!sim:*;!vulkan:*'";
   const Result result = run(hide_all, "devices --json");
   ASSERT_EQ(result.status, 0) << result.output;
   const auto listing = nlohmann::json::parse(result.output);
