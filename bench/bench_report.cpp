@@ -6,11 +6,14 @@
 #include <array>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "hal/error.hpp"
+#include "hal/registry.hpp"
 
 namespace hal::bench {
 namespace {
@@ -187,6 +190,19 @@ std::string run_peer(const std::string& command, const std::string& hint) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw Error(ErrorCode::Internal, "the PyTorch peer failed (" + command + "): " + text + hint);
   return text;
+}
+
+bool use_sim_fleet(const std::string& suite, const char* config, int devices) {
+  setenv("HAL_SIM_CONFIG", config, /*overwrite=*/1);
+  try {
+    for (int k = 0; k < devices; ++k) hal::device("sim:" + std::to_string(k));
+  } catch (const hal::Error& error) {
+    std::cerr << "hal bench " << suite << ": needs " << devices
+              << " paced sim devices (HAL_SIM_CONFIG=" << config << "): " << error.message()
+              << "\n";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace hal::bench

@@ -91,6 +91,11 @@ std::string take_option(int& argc, char** argv, const std::string& name,
 // exits with a failure.
 std::string run_peer(const std::string& command, const std::string& hint = "");
 
+// A suite that measures its own paced sim fleet: sets HAL_SIM_CONFIG to `config` whatever the
+// environment says (the figures are about these devices) and checks that sim:0 to
+// sim:(devices - 1) are there. False, having said why on stderr, when they are not.
+bool use_sim_fleet(const std::string& suite, const char* config, int devices);
+
 // Parses --json (and Google Benchmark's own flags), runs the registered benchmarks, and prints
 // the comparisons (times: lower is better), then the figures `measure` returns. A benchmark
 // that failed (or a `measure` that threw) is listed under "errors" and makes the status 1; the

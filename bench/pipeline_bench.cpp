@@ -146,15 +146,7 @@ std::vector<Figure> measure(int rounds) {
 
 int main(int argc, char** argv) {
   using namespace hal::bench;
-  // The suite's fleet, whatever the environment says: the figures are about these devices.
-  setenv("HAL_SIM_CONFIG", kFleet, /*overwrite=*/1);
-  try {
-    for (int k = 0; k < kAllReduceFirst + 4; ++k) hal::device("sim:" + std::to_string(k));
-  } catch (const hal::Error& error) {
-    std::cerr << "hal bench pipeline: needs 8 paced sim devices (HAL_SIM_CONFIG=" << kFleet
-              << "): " << error.message() << "\n";
-    return 2;
-  }
+  if (!use_sim_fleet("pipeline", kFleet, kAllReduceFirst + 4)) return 2;
   // `hal bench --quick` asks Google Benchmark for short runs; here it means one round, not three.
   const int rounds = take_option(argc, argv, "--benchmark_min_time", "").empty() ? 3 : 1;
   return run_suite(argc, argv, "pipeline", "sim:0..7 (paced)", {},

@@ -190,15 +190,7 @@ std::vector<Figure> measure(double seconds) {
 
 int main(int argc, char** argv) {
   using namespace hal::bench;
-  // The suite's fleet, whatever the environment says: the figures are about these devices.
-  setenv("HAL_SIM_CONFIG", kFleet, /*overwrite=*/1);
-  try {
-    for (int k = 0; k < 4; ++k) hal::device("sim:" + std::to_string(k));
-  } catch (const hal::Error& error) {
-    std::cerr << "hal bench serve: needs 4 paced sim devices (HAL_SIM_CONFIG=" << kFleet
-              << "): " << error.message() << "\n";
-    return 2;
-  }
+  if (!use_sim_fleet("serve", kFleet, 4)) return 2;
   // `hal bench --quick` asks Google Benchmark for short runs; here, 1.5 s per level instead of 4.
   const double seconds = take_option(argc, argv, "--benchmark_min_time", "").empty() ? 4.0 : 1.5;
   return run_suite(argc, argv, "serve", "cpu:0 and sim:0..3 (paced)", {},
