@@ -168,12 +168,12 @@ class Registry {
     // Vulkan's shaders (kernels/vulkan): f32, with f16, f64, integers and bool where the device
     // holds them (its dtypes: shaderFloat16, shaderFloat64, ...); other dtypes are refused with
     // the reason (docs/vulkan.md). f64 has no transcendental functions in GLSL.
-    constexpr DTypeSet kVulkan{DType::f32};
     constexpr DTypeSet kVulkanHalf{DType::f32, DType::f16};
     constexpr DTypeSet kVulkanFloating{DType::f32, DType::f16, DType::f64};
-    constexpr DTypeSet kVulkanNumbers = kVulkanFloating | DTypeSet{DType::i32, DType::i64};
+    constexpr DTypeSet kVulkanNumbers =
+        kVulkanFloating | DTypeSet{DType::i32, DType::i64, DType::i8, DType::u8};
     constexpr DTypeSet kVulkanCompared = kVulkanNumbers | DTypeSet{DType::boolean};
-    constexpr DTypeSet kVulkanWhere = kVulkanCompared | DTypeSet{DType::u8, DType::i8};
+    constexpr DTypeSet kVulkanWhere = kVulkanCompared;
     constexpr std::array<std::string_view, 5> kVulkanF64Functions{"sqrt", "rsqrt", "floor", "ceil",
                                                                   "round"};
     add(kArithmetic, {"Vulkan shaders", vulkan_backend, kVulkanNumbers, listed, 0, &vulkan_binary});
@@ -191,9 +191,12 @@ class Registry {
         {"Vulkan shaders", vulkan_backend, DTypeSet{DType::f64}, listed, 0, &vulkan_unary});
     add({"sum", "mean", "max", "min"},
         {"Vulkan shaders", vulkan_backend, kVulkanFloating, listed, 0, &vulkan_reduce});
-    add({"argmax"}, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_reduce});
+    add({"argmax"},
+        {"Vulkan shaders", vulkan_backend, kVulkanFloating | DTypeSet{DType::i32, DType::i64},
+         listed, 0, &vulkan_reduce});
     add(kRowwise, {"Vulkan shaders", vulkan_backend, kVulkanHalf, listed, 0, &vulkan_rowwise});
     add({"matmul"}, {"Vulkan shaders", vulkan_backend, kVulkanFloating, listed, 0, &vulkan_gemm});
+    add({"conv"}, {"Vulkan shaders", vulkan_backend, kVulkanFloating, listed, 0, &vulkan_conv});
 #endif
 
     // Matrix products: each backend's BLAS.
@@ -204,7 +207,8 @@ class Registry {
         {"cuBLAS", cuda_backend, kFloat, fp64_if_listed, kVendorLibrary, &backend_gemm});
     add({"matmul"}, {"plugin built-in", builtin_matmul_device, kFloat, listed, 0, &backend_gemm});
 
-    // Convolutions: oneDNN on the CPU (elsewhere built from concat and matmul).
+    // Convolutions: oneDNN on the CPU, Vulkan's shaders above (elsewhere built from concat and
+    // matmul).
     add({"conv"},
         {"oneDNN", onednn_device, DTypeSet{DType::f32}, nullptr, kVendorLibrary, &backend_conv});
 

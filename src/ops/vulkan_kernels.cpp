@@ -18,9 +18,10 @@ constexpr size_t kWhereDims = 4;   // where.comp
 constexpr uint32_t kReduceGroup = 128;
 constexpr uint32_t kTile = 16;
 
-// `shader` (kernels/vulkan/<shader>.comp) with specialization constants 0, 1, ... = `constants`.
-Kernel shader_kernel(const Device& device, std::string_view shader,
-                     std::initializer_list<uint32_t> constants) {
+}  // namespace
+
+Kernel vulkan_shader_kernel(const Device& device, std::string_view shader,
+                            std::initializer_list<uint32_t> constants) {
   std::vector<std::string> defines;
   std::string key = "\4vulkan:";  // '\4' starts no other key of the device's kernel cache
   key += shader;
@@ -36,6 +37,13 @@ Kernel shader_kernel(const Device& device, std::string_view shader,
                      {.defines = std::move(defines)});
   core.cache_kernel(key, kernel.impl());
   return kernel;
+}
+
+namespace {
+
+Kernel shader_kernel(const Device& device, std::string_view shader,
+                     std::initializer_list<uint32_t> constants) {
+  return vulkan_shader_kernel(device, shader, constants);
 }
 
 // `value` as a 32-bit index, or Unsupported naming what is too large.
@@ -175,8 +183,10 @@ void vulkan_reduce(Reduce op, const Tensor& x, const Tensor& out, const ReduceLa
   std::string shader = "reduce";
   if (x.dtype() != DType::f32) shader += "_" + std::string(dtype_name(x.dtype()));
   if (x.device().info().has_feature(vulkan::kSubgroupReductions)) shader += "_subgroup";
+  const std::string argmax_shader =
+      x.dtype() == DType::f32 ? "argmax" : "argmax_" + std::string(dtype_name(x.dtype()));
   const Kernel kernel = op == Reduce::argmax
-                            ? shader_kernel(x.device(), "argmax", {})
+                            ? shader_kernel(x.device(), argmax_shader, {})
                             : shader_kernel(x.device(), shader, {static_cast<uint32_t>(op)});
   std::vector<KernelArg> args{out.storage(), x.storage(), index32(layout.offset, name(op), x),
                               index32(layout.count, name(op), x),

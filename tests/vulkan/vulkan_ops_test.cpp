@@ -201,6 +201,56 @@ TEST_F(VulkanOpsTest, MatmulSizesBatchesAndTransposes) {
       "matmul batched with a broadcast B", 1e-4);
 }
 
+// conv by Vulkan's own shaders (im2col, matmul, the epilogue): 1 to 3 spatial dimensions,
+// strides, dilations, asymmetric padding, groups, bias, a residual and relu.
+TEST_F(VulkanOpsTest, ConvolutionsMatchTheCpu) {
+  EXPECT_TRUE(supports_op(device, "conv", DType::f32));
+  for (const OpSupport& op : supported_ops(device)) {
+    if (op.name != "conv") continue;
+    EXPECT_EQ(op.kernels.front(), "Vulkan shaders");
+  }
+  struct Case {
+    const char* what;
+    Shape x, w;
+    ConvOptions options;
+    bool bias = false, residual = false;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"1-d, stride 2, padded", {2, 3, 11}, {4, 3, 3}, {}, true});
+  cases.back().options.strides = {2};
+  cases.back().options.pads_before = {1};
+  cases.back().options.pads_after = {2};
+  cases.push_back({"2-d, dilated, relu", {2, 4, 9, 8}, {6, 4, 3, 2}, {}, true});
+  cases.back().options.dilations = {2, 1};
+  cases.back().options.relu = true;
+  cases.push_back({"2-d, 2 groups, residual", {1, 4, 7, 7}, {6, 2, 3, 3}, {}, false, true});
+  cases.back().options.groups = 2;
+  cases.back().options.pads_before = {1, 1};
+  cases.back().options.pads_after = {1, 1};
+  cases.back().options.relu = true;
+  cases.push_back({"3-d, strided", {1, 2, 5, 6, 7}, {3, 2, 2, 3, 2}, {}, true});
+  cases.back().options.strides = {1, 2, 3};
+  uint32_t seed = 50;
+  for (const Case& c : cases) {
+    std::vector<std::pair<Shape, std::vector<float>>> inputs{
+        {c.x, random_values(count(c.x), ++seed)}, {c.w, random_values(count(c.w), ++seed)}};
+    if (c.bias) inputs.push_back({{c.w[0]}, random_values(c.w[0], ++seed)});
+    const bool bias = c.bias, residual = c.residual;
+    const ConvOptions options = c.options;
+    const auto fn = [bias, residual, options](const std::vector<Tensor>& in, Stream& s) {
+      ConvOptions with = options;
+      if (residual) {
+        ConvOptions bare = options;
+        bare.relu = false;
+        const Tensor plain = conv(in[0], in[1], Tensor(), bare, s);
+        with.residual = mul(plain, plain, s);  // some tensor of the result's shape
+      }
+      return conv(in[0], in[1], bias ? in[2] : Tensor(), with, s);
+    };
+    expect_same(inputs, fn, c.what, 1e-4);
+  }
+}
+
 // The result's elements as doubles, whatever its dtype (bool and u8 as 0/1 and bytes).
 std::vector<double> elements(const Tensor& t, Stream& stream) {
   const Tensor wide = cast(t, DType::f64, stream);  // every dtype here converts exactly
