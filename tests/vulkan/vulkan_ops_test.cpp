@@ -261,7 +261,7 @@ TEST_F(VulkanOpsTest, IntegersComparisonsWhereAndCastsMatchTheCpu) {
   const std::vector<int64_t> a{7, -7, 0, 5, std::numeric_limits<int32_t>::min(), 9, -3, 100};
   const std::vector<int64_t> b{2, 2, 3, 0, -1, -9, -3, 7};
   const std::vector<float> f{1.5f, -2.5f, NAN, 3e9f, -3e9f, 0.0f, -0.0f, 255.9f};
-  for (DType dtype : {DType::i32, DType::i64}) {
+  for (DType dtype : {DType::i32, DType::i64, DType::i8, DType::u8}) {
     auto run = [&](Stream& s, const std::function<Tensor(const Tensor&, const Tensor&)>& fn) {
       const Tensor x = cast(from_vector(a, {8}, s), dtype, s);
       const Tensor y = cast(from_vector(b, {8}, s), dtype, s);
@@ -275,6 +275,15 @@ TEST_F(VulkanOpsTest, IntegersComparisonsWhereAndCastsMatchTheCpu) {
         return [op, &s](const Tensor& x, const Tensor& y) { return op(x, y, s); };
       };
       EXPECT_EQ(run(here, on(here)), run(there, on(there))) << to_string(dtype);
+    }
+    EXPECT_EQ(run(here, [&](const Tensor& x, const Tensor&) { return relu(x, here); }),
+              run(there, [&](const Tensor& x, const Tensor&) { return relu(x, there); }))
+        << to_string(dtype);
+    if (dtype == DType::i32 || dtype == DType::i64) {
+      EXPECT_EQ(
+          run(here, [&](const Tensor& x, const Tensor&) { return argmax(x, {}, false, here); }),
+          run(there, [&](const Tensor& x, const Tensor&) { return argmax(x, {}, false, there); }))
+          << to_string(dtype);
     }
     EXPECT_EQ(run(here, [&](const Tensor& x, const Tensor&) { return neg(abs(x, here), here); }),
               run(there, [&](const Tensor& x, const Tensor&) { return neg(abs(x, there), there); }))
@@ -420,7 +429,7 @@ TEST_P(VulkanFloatDTypesTest, ArithmeticFunctionsAndComparisonsMatchTheCpu) {
 TEST_P(VulkanFloatDTypesTest, ReductionsMatmulAndRowsMatchTheCpu) {
   using ReduceFn = Tensor (*)(const Tensor&, const std::vector<int64_t>&, bool, Stream&);
   const std::pair<const char*, ReduceFn> reductions[] = {
-      {"sum", sum}, {"mean", mean}, {"max", max}, {"min", min}};
+      {"sum", sum}, {"mean", mean}, {"max", max}, {"min", min}, {"argmax", argmax}};
   const Shape shape{6, 50, 9};
   const std::vector<float> x = random_values(count(shape), 34);
   // Sums of many f16 values differ in the order of their roundings: compared relative to the
