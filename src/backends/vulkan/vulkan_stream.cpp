@@ -41,13 +41,7 @@ VulkanStream::~VulkanStream() {
     worker_.wait_all();
     return;
   }
-  uint64_t last = 0;
-  try {
-    last = last_value();
-  } catch (const Error&) {  // the batch's submission failed: its value completed from the host
-    std::lock_guard lock(mutex_);
-    last = assigned_;
-  }
+  const uint64_t last = last_value();  // a failed submission's value completed from the host
   worker_.wait_all();
   try {
     timeline_->wait(last);
@@ -147,23 +141,23 @@ void VulkanStream::submit(uint64_t value, VkCommandBuffer commands) {
   check(result, where("submit"), "vkQueueSubmit");
 }
 
-uint64_t VulkanStream::last_value() {
-  std::lock_guard lock(mutex_);
+void VulkanStream::flush_keeping_error() {
   try {
     flush();
   } catch (const Error&) {  // kept for synchronize(), as a worker's failure would be
     if (!submit_error_) submit_error_ = std::current_exception();
   }
+}
+
+uint64_t VulkanStream::last_value() {
+  std::lock_guard lock(mutex_);
+  flush_keeping_error();
   return assigned_;
 }
 
 void VulkanStream::host_command(std::function<void()> fn) {
   std::lock_guard lock(mutex_);
-  try {
-    flush();
-  } catch (const Error&) {
-    if (!submit_error_) submit_error_ = std::current_exception();
-  }
+  flush_keeping_error();
   const uint64_t value = ++assigned_;
   worker_.push([this, value, fn = std::move(fn)] { run_host_command(value, fn); });
 }

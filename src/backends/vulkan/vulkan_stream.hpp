@@ -60,6 +60,8 @@ class VulkanStream final : public StreamImpl {
   VkCommandBuffer open_batch();
   // Ends and submits the open batch, if any, as the next value. Under mutex_.
   void flush();
+  // flush(), keeping a failure for the next synchronize(). Under mutex_.
+  void flush_keeping_error();
   // Submits `commands` as `value`, after value - 1; on failure completes `value` from the
   // host and throws.
   void submit(uint64_t value, VkCommandBuffer commands);
@@ -106,7 +108,7 @@ void VulkanStream::device_command(std::vector<Ref> refs, Record&& record) {
   record(open_batch());
   ++open_commands_;
   for (Ref& ref : refs) open_refs_.push_back(std::move(ref));
-  if (open_commands_ >= kMaxBatchCommands) flush();
+  if (open_commands_ >= kMaxBatchCommands) flush_keeping_error();
 }
 
 }  // namespace hal::vulkan
