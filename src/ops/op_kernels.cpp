@@ -167,15 +167,16 @@ class Registry {
 #ifdef HAL_HAVE_VULKAN
     // Vulkan's shaders (kernels/vulkan): f32, with f16, f64, integers and bool where the device
     // holds them (its dtypes: shaderFloat16, shaderFloat64, ...); other dtypes are refused with
-    // the reason (docs/vulkan.md). f64 has no transcendental functions in GLSL.
+    // the reason (docs/vulkan.md). GLSL has no f64 transcendental functions: unary.comp has
+    // exp and log of its own.
     constexpr DTypeSet kVulkanHalf{DType::f32, DType::f16};
     constexpr DTypeSet kVulkanFloating{DType::f32, DType::f16, DType::f64};
     constexpr DTypeSet kVulkanNumbers =
         kVulkanFloating | DTypeSet{DType::i32, DType::i64, DType::i8, DType::u8};
     constexpr DTypeSet kVulkanCompared = kVulkanNumbers | DTypeSet{DType::boolean};
     constexpr DTypeSet kVulkanWhere = kVulkanCompared;
-    constexpr std::array<std::string_view, 5> kVulkanF64Functions{"sqrt", "rsqrt", "floor", "ceil",
-                                                                  "round"};
+    constexpr std::array<std::string_view, 7> kVulkanF64Functions{"exp",   "log",  "sqrt", "rsqrt",
+                                                                  "floor", "ceil", "round"};
     add(kArithmetic, {"Vulkan shaders", vulkan_backend, kVulkanNumbers, listed, 0, &vulkan_binary});
     add(kComparisons,
         {"Vulkan shaders", vulkan_backend, kVulkanCompared, listed, 0, &vulkan_binary});

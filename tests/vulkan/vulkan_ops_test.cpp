@@ -320,17 +320,17 @@ TEST_F(VulkanOpsTest, IntegersComparisonsWhereAndCastsMatchTheCpu) {
 }
 
 TEST_F(VulkanOpsTest, WhatVulkanLacksIsRefusedOrFallsBack) {
-  // GLSL has no f64 exp: refused, or run on the CPU where fallback is allowed.
+  // GLSL has no f64 sin: refused, or run on the CPU where fallback is allowed.
   const Tensor d = from_vector(std::vector<double>{0, 1, 2}, {3}, here);
   ASSERT_FALSE(CpuFallback::allowed());
-  expect_error([&] { exp(d, here); }, ErrorCode::Unsupported,
-               {"exp of f64[3]", "vulkan:0", "no kernel for f64"});
+  expect_error([&] { sin(d, here); }, ErrorCode::Unsupported,
+               {"sin of f64[3]", "vulkan:0", "no kernel for f64"});
   LogCapture log;
   CpuFallback allow;
-  const Tensor exp_of = exp(d, here);
-  EXPECT_EQ(exp_of.device(), device);
-  EXPECT_EQ(exp_of.to_vector<double>(here), (std::vector<double>{1, std::exp(1.0), std::exp(2.0)}));
-  EXPECT_NE(log.lines().find("exp runs on cpu:0 instead of vulkan:0"), std::string::npos)
+  const Tensor sin_of = sin(d, here);
+  EXPECT_EQ(sin_of.device(), device);
+  EXPECT_EQ(sin_of.to_vector<double>(here), (std::vector<double>{0, std::sin(1.0), std::sin(2.0)}));
+  EXPECT_NE(log.lines().find("sin runs on cpu:0 instead of vulkan:0"), std::string::npos)
       << log.lines();
 }
 
@@ -364,8 +364,9 @@ class VulkanFloatDTypesTest : public VulkanOpsTest, public ::testing::WithParamI
     ASSERT_EQ(got.dtype(), want.dtype()) << at;
     const std::vector<double> a = widened(got, here), b = widened(want, there);
     for (size_t i = 0; i < a.size(); ++i) {
-      if (std::isnan(b[i])) {
-        ASSERT_TRUE(std::isnan(a[i])) << at << ": element " << i;
+      if (std::isnan(b[i]) || std::isinf(b[i])) {
+        ASSERT_TRUE(std::isnan(b[i]) ? std::isnan(a[i]) : a[i] == b[i])
+            << at << ": element " << i << " is " << a[i] << ", not " << b[i];
         continue;
       }
       ASSERT_NEAR(a[i], b[i], tolerance * std::max(1.0, std::fabs(b[i])))
@@ -417,13 +418,21 @@ TEST_P(VulkanFloatDTypesTest, ArithmeticFunctionsAndComparisonsMatchTheCpu) {
   }
   using UnaryFn = Tensor (*)(const Tensor&, Stream&);
   std::vector<std::pair<const char*, UnaryFn>> unary{
-      {"neg", neg}, {"abs", abs}, {"relu", relu}, {"sqrt", sqrt}, {"floor", floor}};
-  if (GetParam() == DType::f16)
-    unary.insert(unary.end(), {{"exp", exp}, {"tanh", tanh}, {"sigmoid", sigmoid}});
-  const std::vector<float> x = random_values(300, 33, 0.0f, 4.0f);
+      {"neg", neg}, {"abs", abs},      {"relu", relu},  {"sqrt", sqrt},
+      {"exp", exp}, {"log", hal::log}, {"floor", floor}};
+  if (GetParam() == DType::f16) unary.insert(unary.end(), {{"tanh", tanh}, {"sigmoid", sigmoid}});
+  // exp and log over their range: 0 and the ends (overflow to inf, underflow to 0, subnormal
+  // results), negatives (log: NaN), NaN and the infinities.
+  std::vector<float> x = random_values(300, 33, 0.0f, 4.0f);
+  const std::vector<float> wide = random_values(200, 34, -740.0f, 740.0f);
+  x.insert(x.end(), wide.begin(), wide.end());
+  for (float edge : {0.0f, -0.0f, 1.0f, -1.0f, 709.0f, 710.0f, -708.0f, -740.0f, -746.0f, 1e-30f,
+                     3e38f, NAN, INFINITY, -INFINITY})
+    x.push_back(edge);
+  const Shape shape{static_cast<int64_t>(x.size())};
   for (const auto& [name, op] : unary)
     expect_same_in(
-        {{{300}, x}}, [op](auto& in, Stream& s) { return op(in[0], s); }, name, tolerance());
+        {{shape, x}}, [op](auto& in, Stream& s) { return op(in[0], s); }, name, tolerance());
 }
 
 TEST_P(VulkanFloatDTypesTest, ReductionsMatmulAndRowsMatchTheCpu) {
