@@ -177,6 +177,36 @@ TEST_F(VulkanStreamTest, DependentCommandsInBatchesRunInOrder) {
   }
 }
 
+// Many threads recording launches into one stream's batches at once: each thread's chain of
+// in-place adds on its own part of a buffer, between synchronizes of the others.
+TEST_F(VulkanStreamTest, ManyThreadsLaunchIntoOneStreamsBatches) {
+  Stream stream = device.create_stream();
+  const Kernel add =
+      device.compile({"main", std::string(vulkan::vulkan_shader("binary")), KernelLanguage::native},
+                     {.defines = {"0=0", "1=0"}});
+  constexpr int kThreads = 6, kSteps = 90;
+  const uint32_t n = 500;
+  Buffer x = device.allocate(size_t{n} * 4 * kThreads), one = device.allocate(size_t{n} * 4);
+  stream.fill(x, 0.0f, size_t{n} * kThreads);
+  stream.fill(one, 1.0f, n);
+  stream.synchronize();
+  std::vector<std::vector<float>> out(kThreads, std::vector<float>(n));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      const KernelArg part(x, size_t{n} * 4 * t);
+      for (int step = 0; step < kSteps; ++step) {
+        stream.launch(add, LaunchConfig::linear(n), {part, part, one, 0u, 0u, n});
+        if (step % 30 == 29) stream.synchronize();
+      }
+      stream.copy_to_host(out[t].data(), x, size_t{n} * 4, size_t{n} * 4 * t);
+      stream.synchronize();
+    });
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t)
+    EXPECT_EQ(out[t], std::vector<float>(n, float{kSteps})) << "thread " << t;
+}
+
 // A batch that is never synchronized still runs: query() submits it, and an event recorded
 // after it completes once it has.
 TEST_F(VulkanStreamTest, QueryAndEventsSubmitTheOpenBatch) {
