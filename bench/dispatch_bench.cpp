@@ -1,8 +1,9 @@
 // `hal bench dispatch --device opencl:N|cuda:N`: what hal adds to a driver's launches. Each
 // figure sets hal beside the same work in the same run: an empty kernel's launch through the
 // raw driver API (clEnqueueNDRangeKernel, cuLaunchKernel), and on devices with graphs a graph's
-// replay per captured launch. Compile time is reported cold, from the disk cache and from the
-// in-memory cache. Copies are the copy suite's (copy_bench.cpp).
+// replay per captured launch; launch-and-wait is also measured paired with the raw API, block by
+// block, which holds up on a loaded machine. Compile time is reported cold, from the disk cache and
+// from the in-memory cache. Copies are the copy suite's (copy_bench.cpp).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -161,6 +162,53 @@ KERNEL void saxpy(float a, GLOBAL const float* x, GLOBAL float* y, uint n) {
   };
 }
 
+// Launch-and-wait through hal and through the raw API in alternating blocks (which goes first
+// alternates too), so that both see the same load on a shared machine: the figure is the median
+// over the blocks of hal's time over raw's in the same block, with the median times per launch.
+std::vector<Figure> paired_launch_figures() {
+  constexpr int kBlocks = 101, kLaunches = 20;
+  Stream stream = g_device.create_stream();
+  const auto hal_block = [&] {
+    for (int i = 0; i < kLaunches; ++i) {
+      stream.launch(empty_kernel(), LaunchConfig::linear(1));
+      stream.synchronize();
+    }
+  };
+  const auto raw_block = [&] {
+    for (int i = 0; i < kLaunches; ++i) {
+      g_raw->enqueue_empty();
+      g_raw->finish();
+    }
+  };
+  const auto seconds = [](auto&& fn) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  hal_block();  // warm: pipelines, command buffers
+  raw_block();
+  std::vector<double> hal_times, raw_times, ratios;
+  for (int block = 0; block < kBlocks; ++block) {
+    double hal = 0, raw = 0;
+    if (block % 2 == 0) {
+      hal = seconds(hal_block);
+      raw = seconds(raw_block);
+    } else {
+      raw = seconds(raw_block);
+      hal = seconds(hal_block);
+    }
+    hal_times.push_back(hal / kLaunches * 1e9);
+    raw_times.push_back(raw / kLaunches * 1e9);
+    ratios.push_back(hal / raw);
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  return {{"launch_empty_sync_paired", median(hal_times), "ns", "raw_launch_finish_paired",
+           median(raw_times), median(ratios), "lower", "ratio <= 1.1"}};
+}
+
 void register_benchmarks() {
   auto add = [](const char* name, void (*fn)(benchmark::State&)) {
     return register_guarded(name, fn)->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime();
@@ -200,8 +248,13 @@ int main(int argc, char** argv) {
         {"graph_replay_64_launches", "hal_graph_replay", "raw_enqueue_x64", "ratio < 1"});
   // Vulkan kernels are SPIR-V compiled at build time: no compile at run time to measure.
   const bool compiles = g_device.info().backend() != "vulkan";
-  const int status =
-      run_suite(argc, argv, "dispatch", id, figures, compiles ? compile_figures : nullptr);
+  const auto measure = [compiles] {
+    std::vector<Figure> out = paired_launch_figures();
+    if (compiles)
+      for (Figure& figure : compile_figures()) out.push_back(std::move(figure));
+    return out;
+  };
+  const int status = run_suite(argc, argv, "dispatch", id, figures, measure);
   g_raw.reset();
   return status;
 }

@@ -13,6 +13,8 @@ function(hal_vulkan_shaders target)
   set(spirv_files "")
   foreach(file IN LISTS shader_files)
     get_filename_component(name ${file} NAME_WE)
+    # The variant lines are read when CMake configures: a changed file configures again.
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${file})
     file(STRINGS ${file} variant_lines REGEX "^// hal-variant ")
     if(NOT variant_lines)
       set(variant_lines "// hal-variant ${name}")

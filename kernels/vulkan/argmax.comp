@@ -1,11 +1,23 @@
-// argmax over f32, one output per work group of 128, laid out as reduce.comp: the position (row
-// major over the reduced dimensions) of the largest element, the first one on ties, and the
-// first NaN where there is one. The i64 result is written as two 32-bit words (low, high).
+// argmax, one output per work group of 128, laid out as reduce.comp: the position (row major
+// over the reduced dimensions) of the largest element, the first one on ties, and the first NaN
+// where there is one. The i64 result is written as two 32-bit words (low, high). f16 compares
+// in f32.
+// hal-variant argmax -DT=float -DBYTES=4 -DACC=float -DFLOATING
+// hal-variant argmax_f16 -DT=float16_t -DBYTES=2 -DACC=float -DFLOATING
+// hal-variant argmax_f64 -DT=double -DBYTES=8 -DACC=double -DFLOATING
+// hal-variant argmax_i32 -DT=int -DBYTES=4 -DACC=int
+// hal-variant argmax_i64 -DT=int64_t -DBYTES=8 -DACC=int64_t
 #version 450
+#include "types.glsl"
 #include "common.glsl"
+#ifdef FLOATING
+#define IS_NAN(x) isnan(x)
+#else
+#define IS_NAN(x) false
+#endif
 
 layout(set = 0, binding = 0) writeonly buffer Out { uint out_[]; };
-layout(set = 0, binding = 1) readonly buffer X { float x_[]; };
+layout(set = 0, binding = 1) readonly buffer X { T x_[]; };
 layout(push_constant) uniform Args {
   HAL_BUFFER_OFFSETS
   uint offset, count, outputs;
@@ -15,29 +27,29 @@ layout(push_constant) uniform Args {
   uint reduced_stride[4];
 } args;
 
-shared float best_value[128];
+shared ACC best_value[128];
 shared uint best_index[128];
 
 // Whether (a, ia) beats (b, ib).
-bool beats(float a, uint ia, float b, uint ib) {
+bool beats(ACC a, uint ia, ACC b, uint ib) {
   if (ia == 0xffffffffu) return false;  // no element yet
   if (ib == 0xffffffffu) return true;
-  if (isnan(a) != isnan(b)) return isnan(a);
-  if (!isnan(a) && a != b) return a > b;
+  if (IS_NAN(a) != IS_NAN(b)) return IS_NAN(a);
+  if (!IS_NAN(a) && a != b) return a > b;
   return ia < ib;
 }
 
 void main() {
   const uint o = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (o >= args.outputs) return;  // the whole group leaves together
-  uint base = args.buffer_offset[1] / 4 + args.offset;
+  uint base = args.buffer_offset[1] / BYTES + args.offset;
   uint rest = o;
   for (int d = 3; d >= 0; --d) {
     base += (rest % args.kept[d]) * args.kept_stride[d];
     rest /= args.kept[d];
   }
   const uint lane = gl_LocalInvocationID.x;
-  float value = 0.0;
+  ACC value = ACC(0);
   uint index = 0xffffffffu;
   for (uint r = lane; r < args.count; r += 128) {
     uint at = base, left = r;
@@ -45,7 +57,7 @@ void main() {
       at += (left % args.reduced[d]) * args.reduced_stride[d];
       left /= args.reduced[d];
     }
-    const float v = x_[at];
+    const ACC v = ACC(x_[at]);
     if (beats(v, r, value, index)) {
       value = v;
       index = r;

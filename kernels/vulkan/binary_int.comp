@@ -2,6 +2,8 @@
 // on the CPU), maximum, minimum; wrapping as two's complement does. Flat or strided.
 // hal-variant binary_i32 -DT=int -DBYTES=4
 // hal-variant binary_i64 -DT=int64_t -DBYTES=8
+// hal-variant binary_i8 -DT=int8_t -DBYTES=1
+// hal-variant binary_u8 -DT=uint8_t -DBYTES=1 -DUNSIGNED
 #version 450
 #include "types.glsl"
 #include "common.glsl"
@@ -27,7 +29,11 @@ T apply(T a, T b) {
     case 0: return a + b;
     case 1: return a - b;
     case 2: return a * b;
+#ifdef UNSIGNED
+    case 3: return b == T(0) ? T(0) : a / b;
+#else
     case 3: return b == T(0) ? T(0) : (b == T(-1) ? T(0) - a : a / b);
+#endif
     case 4: return max(a, b);
     case 5: return min(a, b);
   }

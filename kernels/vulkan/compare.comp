@@ -4,6 +4,10 @@
 // hal-variant compare_i32 -DT=int -DBYTES=4
 // hal-variant compare_i64 -DT=int64_t -DBYTES=8
 // hal-variant compare_bool -DT=uint8_t -DBYTES=1
+// hal-variant compare_f16 -DT=float16_t -DBYTES=2
+// hal-variant compare_f64 -DT=double -DBYTES=8
+// hal-variant compare_i8 -DT=int8_t -DBYTES=1
+// hal-variant compare_u8 -DT=uint8_t -DBYTES=1
 #version 450
 #include "types.glsl"
 #include "common.glsl"

@@ -1,13 +1,27 @@
-// One output of a reduction per work group of 128 (sum, mean, max, min over f32): output o
-// folds x at offset + position(o in kept) + position(r in reduced) for r in [0, count), each
-// over up to 4 merged dimensions (src/ops/reduce.hpp's ReduceLayout).
+// One output of a reduction per work group of 128 (sum, mean, max, min): output o folds x at
+// offset + position(o in kept) + position(r in reduced) for r in [0, count), each over up to 4
+// merged dimensions (src/ops/reduce.hpp's ReduceLayout). f16 accumulates in f32, f64 in f64.
+// The _subgroup variants fold each subgroup with subgroup arithmetic, then the subgroups'
+// results through shared memory; the others fold the group as a tree in shared memory.
+// hal-variant reduce -DT=float -DBYTES=4 -DACC=float
+// hal-variant reduce_f16 -DT=float16_t -DBYTES=2 -DACC=float
+// hal-variant reduce_f64 -DT=double -DBYTES=8 -DACC=double
+// hal-variant reduce_subgroup -DT=float -DBYTES=4 -DACC=float -DSUBGROUP
+// hal-variant reduce_f16_subgroup -DT=float16_t -DBYTES=2 -DACC=float -DSUBGROUP
+// hal-variant reduce_f64_subgroup -DT=double -DBYTES=8 -DACC=double -DSUBGROUP
 #version 450
+#include "types.glsl"
+#ifdef SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_vote : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 #include "common.glsl"
 
 layout(constant_id = 0) const uint OP = 0;  // Reduce: sum, mean, max, min
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_[]; };
-layout(set = 0, binding = 1) readonly buffer X { float x_[]; };
+layout(set = 0, binding = 0) writeonly buffer Out { T out_[]; };
+layout(set = 0, binding = 1) readonly buffer X { T x_[]; };
 layout(push_constant) uniform Args {
   HAL_BUFFER_OFFSETS
   uint offset, count, outputs;
@@ -17,42 +31,65 @@ layout(push_constant) uniform Args {
   uint reduced_stride[4];
 } args;
 
-shared float partial[128];
+shared ACC partial[128];
 
-float combine(float a, float b) {
+ACC combine(ACC a, ACC b) {
   if (OP <= 1) return a + b;
   if (isnan(a) || isnan(b)) return a + b;
   return OP == 2 ? max(a, b) : min(a, b);
 }
 
+ACC identity() { return OP <= 1 ? ACC(0.0) : ACC(OP == 2 ? -1.0 / 0.0 : 1.0 / 0.0); }
+
+#ifdef SUBGROUP
+// The subgroup's fold, in every lane. Drivers need not keep NaN in subgroupMax and
+// subgroupMin: a NaN anywhere makes the result the (NaN) sum.
+ACC fold_subgroup(ACC value) {
+  if (OP <= 1) return subgroupAdd(value);
+  const ACC extreme = OP == 2 ? subgroupMax(value) : subgroupMin(value);
+  return subgroupAny(isnan(value)) ? subgroupAdd(value) : extreme;
+}
+#endif
+
 void main() {
   const uint o = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (o >= args.outputs) return;  // the whole group leaves together
-  uint base = args.buffer_offset[1] / 4 + args.offset;
+  uint base = args.buffer_offset[1] / BYTES + args.offset;
   uint rest = o;
   for (int d = 3; d >= 0; --d) {
     base += (rest % args.kept[d]) * args.kept_stride[d];
     rest /= args.kept[d];
   }
   const uint lane = gl_LocalInvocationID.x;
-  float value = OP <= 1 ? 0.0 : (OP == 2 ? -1.0 / 0.0 : 1.0 / 0.0);
+  ACC value = identity();
   for (uint r = lane; r < args.count; r += 128) {
     uint at = base, left = r;
     for (int d = 3; d >= 0; --d) {
       at += (left % args.reduced[d]) * args.reduced_stride[d];
       left /= args.reduced[d];
     }
-    value = combine(value, x_[at]);
+    value = combine(value, ACC(x_[at]));
   }
+#ifdef SUBGROUP
+  value = fold_subgroup(value);
+  if (subgroupElect()) partial[gl_SubgroupID] = value;
+  barrier();
+  if (gl_SubgroupID != 0) return;
+  ACC total = identity();
+  for (uint s = gl_SubgroupInvocationID; s < gl_NumSubgroups; s += gl_SubgroupSize)
+    total = combine(total, partial[s]);
+  total = fold_subgroup(total);
+  if (!subgroupElect()) return;
+#else
   partial[lane] = value;
   barrier();
   for (uint width = 64; width > 0; width /= 2) {
     if (lane < width) partial[lane] = combine(partial[lane], partial[lane + width]);
     barrier();
   }
-  if (lane == 0) {
-    float result = partial[0];
-    if (OP == 1) result /= float(args.count);
-    out_[args.buffer_offset[0] / 4 + o] = result;
-  }
+  if (lane != 0) return;
+  ACC total = partial[0];
+#endif
+  if (OP == 1) total /= ACC(args.count);
+  out_[args.buffer_offset[0] / BYTES + o] = T(total);
 }

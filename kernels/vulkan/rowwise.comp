@@ -1,16 +1,20 @@
-// softmax, log_softmax, layer_norm and rms_norm over the rows of a contiguous f32 x: one work
-// group of 128 per row (src/ops/host_rowwise.cpp is the reference).
+// softmax, log_softmax, layer_norm and rms_norm over the rows of a contiguous f32 or f16 x
+// (computed in f32, rounded once): one work group of 128 per row (src/ops/host_rowwise.cpp is
+// the reference).
+// hal-variant rowwise -DT=float -DBYTES=4
+// hal-variant rowwise_f16 -DT=float16_t -DBYTES=2
 #version 450
+#include "types.glsl"
 #include "common.glsl"
 
 layout(constant_id = 0) const uint OP = 0;  // softmax, log_softmax, layer_norm, rms_norm
 layout(constant_id = 1) const uint HAS_WEIGHT = 0;
 layout(constant_id = 2) const uint HAS_BIAS = 0;
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_[]; };
-layout(set = 0, binding = 1) readonly buffer X { float x_[]; };
-layout(set = 0, binding = 2) readonly buffer W { float w_[]; };
-layout(set = 0, binding = 3) readonly buffer B { float b_[]; };
+layout(set = 0, binding = 0) writeonly buffer Out { T out_[]; };
+layout(set = 0, binding = 1) readonly buffer X { T x_[]; };
+layout(set = 0, binding = 2) readonly buffer W { T w_[]; };
+layout(set = 0, binding = 3) readonly buffer B { T b_[]; };
 layout(push_constant) uniform Args {
   HAL_BUFFER_OFFSETS
   uint offset_out, offset_x, offset_w, offset_b, rows, cols;
@@ -39,44 +43,44 @@ void main() {
   if (row >= args.rows) return;  // the whole group leaves together
   const uint lane = gl_LocalInvocationID.x;
   const uint n = args.cols;
-  const uint x0 = args.buffer_offset[1] / 4 + args.offset_x + row * n;
-  const uint y0 = args.buffer_offset[0] / 4 + args.offset_out + row * n;
+  const uint x0 = args.buffer_offset[1] / BYTES + args.offset_x + row * n;
+  const uint y0 = args.buffer_offset[0] / BYTES + args.offset_out + row * n;
   if (OP <= 1) {
     float top = -1.0 / 0.0;
-    for (uint i = lane; i < n; i += 128) top = max(top, x_[x0 + i]);
+    for (uint i = lane; i < n; i += 128) top = max(top, float(x_[x0 + i]));
     top = group_reduce(top, true);
     if (isinf(top) && top < 0.0) top = 0.0;  // a row of -inf: exp gives 0s, as the parts do
     float total = 0.0;
-    for (uint i = lane; i < n; i += 128) total += exp(x_[x0 + i] - top);
+    for (uint i = lane; i < n; i += 128) total += exp(float(x_[x0 + i]) - top);
     total = group_reduce(total, false);
     if (OP == 1) {
       const float shift = top + log(total);
-      for (uint i = lane; i < n; i += 128) out_[y0 + i] = x_[x0 + i] - shift;
+      for (uint i = lane; i < n; i += 128) out_[y0 + i] = T(float(x_[x0 + i]) - shift);
     } else {
       const float scale = 1.0 / total;
-      for (uint i = lane; i < n; i += 128) out_[y0 + i] = exp(x_[x0 + i] - top) * scale;
+      for (uint i = lane; i < n; i += 128) out_[y0 + i] = T(exp(float(x_[x0 + i]) - top) * scale);
     }
     return;
   }
   float mean = 0.0;
   if (OP == 2) {
     float sum = 0.0;
-    for (uint i = lane; i < n; i += 128) sum += x_[x0 + i];
+    for (uint i = lane; i < n; i += 128) sum += float(x_[x0 + i]);
     mean = group_reduce(sum, false) / float(n);
   }
   float squares = 0.0;
   for (uint i = lane; i < n; i += 128) {
-    const float d = x_[x0 + i] - mean;
+    const float d = float(x_[x0 + i]) - mean;
     squares += d * d;
   }
   squares = group_reduce(squares, false);
   const float scale = inversesqrt(squares / float(n) + args.eps);
-  const uint w0 = args.buffer_offset[2] / 4 + args.offset_w;
-  const uint b0 = args.buffer_offset[3] / 4 + args.offset_b;
+  const uint w0 = args.buffer_offset[2] / BYTES + args.offset_w;
+  const uint b0 = args.buffer_offset[3] / BYTES + args.offset_b;
   for (uint i = lane; i < n; i += 128) {
-    float v = (x_[x0 + i] - mean) * scale;
-    if (HAS_WEIGHT != 0) v *= w_[w0 + i];
-    if (HAS_BIAS != 0) v += b_[b0 + i];
-    out_[y0 + i] = v;
+    float v = (float(x_[x0 + i]) - mean) * scale;
+    if (HAS_WEIGHT != 0) v *= float(w_[w0 + i]);
+    if (HAS_BIAS != 0) v += float(b_[b0 + i]);
+    out_[y0 + i] = T(v);
   }
 }

@@ -1,6 +1,9 @@
-// out = op(x) for integers: neg, abs, relu (wrapping as two's complement does). Flat or strided.
+// out = op(x) for integers: neg, abs, relu (wrapping as two's complement does; abs and relu of
+// unsigned integers are x). Flat or strided.
 // hal-variant unary_i32 -DT=int -DBYTES=4
 // hal-variant unary_i64 -DT=int64_t -DBYTES=8
+// hal-variant unary_i8 -DT=int8_t -DBYTES=1
+// hal-variant unary_u8 -DT=uint8_t -DBYTES=1
 #version 450
 #include "types.glsl"
 #include "common.glsl"

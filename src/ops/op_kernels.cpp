@@ -165,29 +165,39 @@ class Registry {
         {"plugin built-in", builtin_reduce_device, kNumeric, listed, 0, &builtin_reduce_kernel});
 
 #ifdef HAL_HAVE_VULKAN
-    // Vulkan's shaders (kernels/vulkan): f32, with integers and bool where the device holds
-    // them (its dtypes); other dtypes are refused with the reason (docs/vulkan.md).
-    constexpr DTypeSet kVulkan{DType::f32};
-    constexpr DTypeSet kVulkanNumbers{DType::f32, DType::i32, DType::i64};
+    // Vulkan's shaders (kernels/vulkan): f32, with f16, f64, integers and bool where the device
+    // holds them (its dtypes: shaderFloat16, shaderFloat64, ...); other dtypes are refused with
+    // the reason (docs/vulkan.md). GLSL has no f64 transcendental functions: unary.comp has
+    // exp and log of its own.
+    constexpr DTypeSet kVulkanHalf{DType::f32, DType::f16};
+    constexpr DTypeSet kVulkanFloating{DType::f32, DType::f16, DType::f64};
+    constexpr DTypeSet kVulkanNumbers =
+        kVulkanFloating | DTypeSet{DType::i32, DType::i64, DType::i8, DType::u8};
     constexpr DTypeSet kVulkanCompared = kVulkanNumbers | DTypeSet{DType::boolean};
-    constexpr DTypeSet kVulkanWhere = kVulkanCompared | DTypeSet{DType::u8, DType::i8};
-    constexpr DTypeSet kVulkanMoved = kVulkanWhere | DTypeSet{DType::f16};
+    constexpr DTypeSet kVulkanWhere = kVulkanCompared;
+    constexpr std::array<std::string_view, 7> kVulkanF64Functions{"exp",   "log",  "sqrt", "rsqrt",
+                                                                  "floor", "ceil", "round"};
     add(kArithmetic, {"Vulkan shaders", vulkan_backend, kVulkanNumbers, listed, 0, &vulkan_binary});
     add(kComparisons,
         {"Vulkan shaders", vulkan_backend, kVulkanCompared, listed, 0, &vulkan_binary});
-    add({"pow"}, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_binary});
+    add({"pow"}, {"Vulkan shaders", vulkan_backend, kVulkanHalf, listed, 0, &vulkan_binary});
     add(kSignedFunctions,
         {"Vulkan shaders", vulkan_backend, kVulkanNumbers, listed, 0, &vulkan_unary});
-    add({"where"}, {"Vulkan shaders", vulkan_backend, kVulkanMoved, listed, 0, &vulkan_where});
-    add({"cast"}, {"Vulkan shaders", vulkan_backend,
-                   kVulkanWhere | DTypeSet{DType::f64, DType::f16}, listed, 0, &vulkan_cast});
-    add(kFloatFunctions, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_unary});
+    add({"where"}, {"Vulkan shaders", vulkan_backend, kVulkanWhere, listed, 0, &vulkan_where});
+    add({"cast"}, {"Vulkan shaders", vulkan_backend, kVulkanWhere, listed, 0, &vulkan_cast});
+    add(kFloatFunctions, {"Vulkan shaders", vulkan_backend, kVulkanHalf, listed, 0, &vulkan_unary});
     add(kKernelFloatFunctions,
-        {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_unary});
-    add({"sum", "mean", "max", "min", "argmax"},
-        {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_reduce});
-    add(kRowwise, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_rowwise});
-    add({"matmul"}, {"Vulkan shaders", vulkan_backend, kVulkan, nullptr, 0, &vulkan_gemm});
+        {"Vulkan shaders", vulkan_backend, kVulkanHalf, listed, 0, &vulkan_unary});
+    add(kVulkanF64Functions,
+        {"Vulkan shaders", vulkan_backend, DTypeSet{DType::f64}, listed, 0, &vulkan_unary});
+    add({"sum", "mean", "max", "min"},
+        {"Vulkan shaders", vulkan_backend, kVulkanFloating, listed, 0, &vulkan_reduce});
+    add({"argmax"},
+        {"Vulkan shaders", vulkan_backend, kVulkanFloating | DTypeSet{DType::i32, DType::i64},
+         listed, 0, &vulkan_reduce});
+    add(kRowwise, {"Vulkan shaders", vulkan_backend, kVulkanHalf, listed, 0, &vulkan_rowwise});
+    add({"matmul"}, {"Vulkan shaders", vulkan_backend, kVulkanFloating, listed, 0, &vulkan_gemm});
+    add({"conv"}, {"Vulkan shaders", vulkan_backend, kVulkanFloating, listed, 0, &vulkan_conv});
 #endif
 
     // Matrix products: each backend's BLAS.
@@ -198,7 +208,8 @@ class Registry {
         {"cuBLAS", cuda_backend, kFloat, fp64_if_listed, kVendorLibrary, &backend_gemm});
     add({"matmul"}, {"plugin built-in", builtin_matmul_device, kFloat, listed, 0, &backend_gemm});
 
-    // Convolutions: oneDNN on the CPU (elsewhere built from concat and matmul).
+    // Convolutions: oneDNN on the CPU, Vulkan's shaders above (elsewhere built from concat and
+    // matmul).
     add({"conv"},
         {"oneDNN", onednn_device, DTypeSet{DType::f32}, nullptr, kVendorLibrary, &backend_conv});
 

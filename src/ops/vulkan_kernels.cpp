@@ -18,9 +18,10 @@ constexpr size_t kWhereDims = 4;   // where.comp
 constexpr uint32_t kReduceGroup = 128;
 constexpr uint32_t kTile = 16;
 
-// `shader` (kernels/vulkan/<shader>.comp) with specialization constants 0, 1, ... = `constants`.
-Kernel shader_kernel(const Device& device, std::string_view shader,
-                     std::initializer_list<uint32_t> constants) {
+}  // namespace
+
+Kernel vulkan_shader_kernel(const Device& device, std::string_view shader,
+                            std::initializer_list<uint32_t> constants) {
   std::vector<std::string> defines;
   std::string key = "\4vulkan:";  // '\4' starts no other key of the device's kernel cache
   key += shader;
@@ -36,6 +37,13 @@ Kernel shader_kernel(const Device& device, std::string_view shader,
                      {.defines = std::move(defines)});
   core.cache_kernel(key, kernel.impl());
   return kernel;
+}
+
+namespace {
+
+Kernel shader_kernel(const Device& device, std::string_view shader,
+                     std::initializer_list<uint32_t> constants) {
+  return vulkan_shader_kernel(device, shader, constants);
 }
 
 // `value` as a 32-bit index, or Unsupported naming what is too large.
@@ -171,9 +179,15 @@ void vulkan_reduce(Reduce op, const Tensor& x, const Tensor& out, const ReduceLa
   if (layout.outputs == 0) return;
   check_dims(layout.kept.size(), kReduceDims, name(op), x);
   check_dims(layout.reduced.size(), kReduceDims, name(op), x);
+  // reduce, reduce_f16, reduce_f64, each with subgroup arithmetic where the device has it.
+  std::string shader = "reduce";
+  if (x.dtype() != DType::f32) shader += "_" + std::string(dtype_name(x.dtype()));
+  if (x.device().info().has_feature(vulkan::kSubgroupReductions)) shader += "_subgroup";
+  const std::string argmax_shader =
+      x.dtype() == DType::f32 ? "argmax" : "argmax_" + std::string(dtype_name(x.dtype()));
   const Kernel kernel = op == Reduce::argmax
-                            ? shader_kernel(x.device(), "argmax", {})
-                            : shader_kernel(x.device(), "reduce", {static_cast<uint32_t>(op)});
+                            ? shader_kernel(x.device(), argmax_shader, {})
+                            : shader_kernel(x.device(), shader, {static_cast<uint32_t>(op)});
   std::vector<KernelArg> args{out.storage(), x.storage(), index32(layout.offset, name(op), x),
                               index32(layout.count, name(op), x),
                               index32(layout.outputs, name(op), out)};
@@ -187,8 +201,9 @@ void vulkan_reduce(Reduce op, const Tensor& x, const Tensor& out, const ReduceLa
 void vulkan_rowwise(const OpDescriptor& op, const RowwiseArgs& a, Stream& stream) {
   if (a.rows == 0 || a.cols == 0) return;
   const bool has_weight = a.weight.defined(), has_bias = a.bias.defined();
-  const Kernel kernel = shader_kernel(a.x.device(), "rowwise",
-                                      {row_op_code(op), has_weight ? 1u : 0u, has_bias ? 1u : 0u});
+  const Kernel kernel =
+      shader_kernel(a.x.device(), a.x.dtype() == DType::f16 ? "rowwise_f16" : "rowwise",
+                    {row_op_code(op), has_weight ? 1u : 0u, has_bias ? 1u : 0u});
   // Absent operands are bound to x, which the shader then never reads.
   std::vector<KernelArg> args{a.out.storage(),
                               a.x.storage(),
@@ -221,7 +236,8 @@ void vulkan_gemm(const GemmDesc& g, Stream& stream) {
   };
   check(g.batch * std::max({g.a.batch_stride, g.b.batch_stride, g.c.batch_stride}) +
         std::max({g.m, g.n, g.k}) * std::max({g.a.ld, g.b.ld, g.c.ld, int64_t{1}}));
-  const Kernel kernel = shader_kernel(device, "matmul", {});
+  const Kernel kernel = shader_kernel(
+      device, g.dtype == DType::f32 ? "matmul" : "matmul_" + std::string(dtype_name(g.dtype)), {});
   std::vector<KernelArg> args{Buffer(g.c.buffer),
                               Buffer(g.a.buffer),
                               Buffer(g.b.buffer),

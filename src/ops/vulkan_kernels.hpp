@@ -1,11 +1,16 @@
 // The ops' kernels on Vulkan devices: GLSL compute shaders (kernels/vulkan/*.comp) compiled to
-// SPIR-V at build time; the op table registers them for the vulkan backend: f32 everywhere,
-// i32 and i64 for arithmetic and comparisons, bool for comparisons, where and cast.
+// SPIR-V at build time; the op table registers them for the vulkan backend in the dtypes the
+// device lists (docs/vulkan.md).
 #pragma once
 
 #include "ops/op_table.hpp"
 
 namespace hal::ops {
+
+// `shader` (kernels/vulkan/<shader>.comp) compiled for `device` with specialization constants
+// 0, 1, ... = `constants`, from the device's kernel cache after the first time.
+Kernel vulkan_shader_kernel(const Device& device, std::string_view shader,
+                            std::initializer_list<uint32_t> constants);
 
 void vulkan_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& out,
                    const ElementwiseLayout<2>& layout, Stream& stream);
@@ -22,5 +27,8 @@ void vulkan_reduce(Reduce op, const Tensor& x, const Tensor& out, const ReduceLa
                    const std::vector<bool>& reduced_axes, Stream& stream);
 void vulkan_rowwise(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);
 void vulkan_gemm(const GemmDesc& gemm, Stream& stream);
+// Convolution as im2col (a shader) and one matmul per group, then bias, the residual and relu
+// in one pass (vulkan_conv.cpp).
+void vulkan_conv(const ConvDesc& conv, Stream& stream);
 
 }  // namespace hal::ops

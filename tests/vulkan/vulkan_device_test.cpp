@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
+#include "backends/vulkan/vulkan_shaders.hpp"
 #include "vulkan_fixture.hpp"
 
 namespace hal::test {
@@ -17,6 +20,8 @@ struct DriverFacts {
   bool found = false;
   VkPhysicalDeviceProperties properties{};
   uint32_t subgroup_size = 0;
+  VkSubgroupFeatureFlags subgroup_operations = 0;
+  VkShaderStageFlags subgroup_stages = 0;
   uint64_t device_local_bytes = 0;
 };
 
@@ -57,6 +62,8 @@ DriverFacts driver_facts(const std::string& uuid) {
     facts.found = true;
     facts.properties = properties.properties;
     facts.subgroup_size = subgroup.subgroupSize;
+    facts.subgroup_operations = subgroup.supportedOperations;
+    facts.subgroup_stages = subgroup.supportedStages;
     VkPhysicalDeviceMemoryProperties memory;
     vkGetPhysicalDeviceMemoryProperties(device, &memory);
     for (uint32_t h = 0; h < memory.memoryHeapCount; ++h)
@@ -79,6 +86,16 @@ TEST_F(VulkanDeviceTest, FactsAreTheDriversOwn) {
   std::snprintf(ids, sizeof ids, "%04x:%04x", facts.properties.vendorID, facts.properties.deviceID);
   EXPECT_EQ(info.architecture, ids);
   EXPECT_TRUE(info.has_feature("subgroup_size_" + std::to_string(facts.subgroup_size)));
+  // The reductions' subgroup shaders: basic, vote and arithmetic operations in compute shaders,
+  // unless HAL_VULKAN_SUBGROUPS=0 (a CTest run of its own) turns them off.
+  const VkSubgroupFeatureFlags needed = VK_SUBGROUP_FEATURE_BASIC_BIT |
+                                        VK_SUBGROUP_FEATURE_VOTE_BIT |
+                                        VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+  const char* subgroups = std::getenv("HAL_VULKAN_SUBGROUPS");
+  EXPECT_EQ(info.has_feature(vulkan::kSubgroupReductions),
+            (facts.subgroup_operations & needed) == needed &&
+                (facts.subgroup_stages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                !(subgroups && std::string_view(subgroups) == "0"));
   EXPECT_EQ(info.memory_total.bytes, facts.device_local_bytes);
   EXPECT_EQ(info.limits.max_work_group_size,
             facts.properties.limits.maxComputeWorkGroupInvocations);

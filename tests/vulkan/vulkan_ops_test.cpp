@@ -2,6 +2,7 @@
 // differently: flat and strided operands, broadcasts, views, long reductions, rows longer than a
 // work group, matrices that are no multiple of the 16 x 16 tile, batches and transposes. Then
 // what Vulkan lacks: refused with the reason, or run on the CPU when fallback is allowed.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -200,6 +201,56 @@ TEST_F(VulkanOpsTest, MatmulSizesBatchesAndTransposes) {
       "matmul batched with a broadcast B", 1e-4);
 }
 
+// conv by Vulkan's own shaders (im2col, matmul, the epilogue): 1 to 3 spatial dimensions,
+// strides, dilations, asymmetric padding, groups, bias, a residual and relu.
+TEST_F(VulkanOpsTest, ConvolutionsMatchTheCpu) {
+  EXPECT_TRUE(supports_op(device, "conv", DType::f32));
+  for (const OpSupport& op : supported_ops(device)) {
+    if (op.name != "conv") continue;
+    EXPECT_EQ(op.kernels.front(), "Vulkan shaders");
+  }
+  struct Case {
+    const char* what;
+    Shape x, w;
+    ConvOptions options;
+    bool bias = false, residual = false;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"1-d, stride 2, padded", {2, 3, 11}, {4, 3, 3}, {}, true});
+  cases.back().options.strides = {2};
+  cases.back().options.pads_before = {1};
+  cases.back().options.pads_after = {2};
+  cases.push_back({"2-d, dilated, relu", {2, 4, 9, 8}, {6, 4, 3, 2}, {}, true});
+  cases.back().options.dilations = {2, 1};
+  cases.back().options.relu = true;
+  cases.push_back({"2-d, 2 groups, residual", {1, 4, 7, 7}, {6, 2, 3, 3}, {}, false, true});
+  cases.back().options.groups = 2;
+  cases.back().options.pads_before = {1, 1};
+  cases.back().options.pads_after = {1, 1};
+  cases.back().options.relu = true;
+  cases.push_back({"3-d, strided", {1, 2, 5, 6, 7}, {3, 2, 2, 3, 2}, {}, true});
+  cases.back().options.strides = {1, 2, 3};
+  uint32_t seed = 50;
+  for (const Case& c : cases) {
+    std::vector<std::pair<Shape, std::vector<float>>> inputs{
+        {c.x, random_values(count(c.x), ++seed)}, {c.w, random_values(count(c.w), ++seed)}};
+    if (c.bias) inputs.push_back({{c.w[0]}, random_values(c.w[0], ++seed)});
+    const bool bias = c.bias, residual = c.residual;
+    const ConvOptions options = c.options;
+    const auto fn = [bias, residual, options](const std::vector<Tensor>& in, Stream& s) {
+      ConvOptions with = options;
+      if (residual) {
+        ConvOptions bare = options;
+        bare.relu = false;
+        const Tensor plain = conv(in[0], in[1], Tensor(), bare, s);
+        with.residual = mul(plain, plain, s);  // some tensor of the result's shape
+      }
+      return conv(in[0], in[1], bias ? in[2] : Tensor(), with, s);
+    };
+    expect_same(inputs, fn, c.what, 1e-4);
+  }
+}
+
 // The result's elements as doubles, whatever its dtype (bool and u8 as 0/1 and bytes).
 std::vector<double> elements(const Tensor& t, Stream& stream) {
   const Tensor wide = cast(t, DType::f64, stream);  // every dtype here converts exactly
@@ -210,7 +261,7 @@ TEST_F(VulkanOpsTest, IntegersComparisonsWhereAndCastsMatchTheCpu) {
   const std::vector<int64_t> a{7, -7, 0, 5, std::numeric_limits<int32_t>::min(), 9, -3, 100};
   const std::vector<int64_t> b{2, 2, 3, 0, -1, -9, -3, 7};
   const std::vector<float> f{1.5f, -2.5f, NAN, 3e9f, -3e9f, 0.0f, -0.0f, 255.9f};
-  for (DType dtype : {DType::i32, DType::i64}) {
+  for (DType dtype : {DType::i32, DType::i64, DType::i8, DType::u8}) {
     auto run = [&](Stream& s, const std::function<Tensor(const Tensor&, const Tensor&)>& fn) {
       const Tensor x = cast(from_vector(a, {8}, s), dtype, s);
       const Tensor y = cast(from_vector(b, {8}, s), dtype, s);
@@ -224,6 +275,15 @@ TEST_F(VulkanOpsTest, IntegersComparisonsWhereAndCastsMatchTheCpu) {
         return [op, &s](const Tensor& x, const Tensor& y) { return op(x, y, s); };
       };
       EXPECT_EQ(run(here, on(here)), run(there, on(there))) << to_string(dtype);
+    }
+    EXPECT_EQ(run(here, [&](const Tensor& x, const Tensor&) { return relu(x, here); }),
+              run(there, [&](const Tensor& x, const Tensor&) { return relu(x, there); }))
+        << to_string(dtype);
+    if (dtype == DType::i32 || dtype == DType::i64) {
+      EXPECT_EQ(
+          run(here, [&](const Tensor& x, const Tensor&) { return argmax(x, {}, false, here); }),
+          run(there, [&](const Tensor& x, const Tensor&) { return argmax(x, {}, false, there); }))
+          << to_string(dtype);
     }
     EXPECT_EQ(run(here, [&](const Tensor& x, const Tensor&) { return neg(abs(x, here), here); }),
               run(there, [&](const Tensor& x, const Tensor&) { return neg(abs(x, there), there); }))
@@ -260,17 +320,184 @@ TEST_F(VulkanOpsTest, IntegersComparisonsWhereAndCastsMatchTheCpu) {
 }
 
 TEST_F(VulkanOpsTest, WhatVulkanLacksIsRefusedOrFallsBack) {
-  const Tensor d = from_vector(std::vector<double>{1, 2, 3}, {3}, here);
+  // GLSL has no f64 sin: refused, or run on the CPU where fallback is allowed.
+  const Tensor d = from_vector(std::vector<double>{0, 1, 2}, {3}, here);
   ASSERT_FALSE(CpuFallback::allowed());
-  expect_error([&] { add(d, d, here); }, ErrorCode::Unsupported,
-               {"add of f64[3]", "vulkan:0", "no kernel for f64"});
+  expect_error([&] { sin(d, here); }, ErrorCode::Unsupported,
+               {"sin of f64[3]", "vulkan:0", "no kernel for f64"});
   LogCapture log;
   CpuFallback allow;
-  const Tensor sum_of = add(d, d, here);
-  EXPECT_EQ(sum_of.device(), device);
-  EXPECT_EQ(sum_of.to_vector<double>(here), (std::vector<double>{2, 4, 6}));
-  EXPECT_NE(log.lines().find("add runs on cpu:0 instead of vulkan:0"), std::string::npos)
+  const Tensor sin_of = sin(d, here);
+  EXPECT_EQ(sin_of.device(), device);
+  EXPECT_EQ(sin_of.to_vector<double>(here), (std::vector<double>{0, std::sin(1.0), std::sin(2.0)}));
+  EXPECT_NE(log.lines().find("sin runs on cpu:0 instead of vulkan:0"), std::string::npos)
       << log.lines();
+}
+
+// The ops Vulkan runs in f16 and f64 on the device that lists those dtypes (shaderFloat16,
+// shaderFloat64): by its own shaders, not through f32, and agreeing with cpu:0.
+class VulkanFloatDTypesTest : public VulkanOpsTest, public ::testing::WithParamInterface<DType> {
+ protected:
+  void SetUp() override {
+    VulkanOpsTest::SetUp();
+    if (IsSkipped()) return;
+    const std::vector<DType>& dtypes = device.info().dtypes;
+    if (std::find(dtypes.begin(), dtypes.end(), GetParam()) == dtypes.end())
+      GTEST_SKIP() << device.info().name << " has no " << to_string(GetParam());
+  }
+
+  // `fn` on the values made in f32 and cast to the dtype, on both devices; the results are
+  // compared in f64, within `tolerance` relative to the larger of 1 and the value.
+  void expect_same_in(const std::vector<std::pair<Shape, std::vector<float>>>& inputs,
+                      const std::function<Tensor(const std::vector<Tensor>&, Stream&)>& fn,
+                      const std::string& what, double tolerance) {
+    const DType dtype = GetParam();
+    const std::string at = what + " in " + std::string(to_string(dtype));
+    std::vector<Tensor> on_vulkan, on_cpu;
+    for (const auto& [shape, values] : inputs) {
+      on_vulkan.push_back(cast(from_vector(values, shape, here), dtype, here));
+      on_cpu.push_back(cast(from_vector(values, shape, there), dtype, there));
+    }
+    const Tensor got = fn(on_vulkan, here), want = fn(on_cpu, there);
+    ASSERT_EQ(got.device(), device) << at;
+    ASSERT_EQ(got.shape(), want.shape()) << at;
+    ASSERT_EQ(got.dtype(), want.dtype()) << at;
+    const std::vector<double> a = widened(got, here), b = widened(want, there);
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (std::isnan(b[i]) || std::isinf(b[i])) {
+        ASSERT_TRUE(std::isnan(b[i]) ? std::isnan(a[i]) : a[i] == b[i])
+            << at << ": element " << i << " is " << a[i] << ", not " << b[i];
+        continue;
+      }
+      ASSERT_NEAR(a[i], b[i], tolerance * std::max(1.0, std::fabs(b[i])))
+          << at << ": element " << i;
+    }
+  }
+  // f16 and bool exactly as f32 (a device with f16 may lack f64), f64 as it is.
+  static std::vector<double> widened(const Tensor& t, Stream& stream) {
+    if (t.dtype() == DType::f64) return t.contiguous(stream).to_vector<double>(stream);
+    const std::vector<float> narrow = cast(t, DType::f32, stream).to_vector<float>(stream);
+    return {narrow.begin(), narrow.end()};
+  }
+  // f16 results round once more than the CPU's f32 steps may: one f16 ulp (2^-10) apart.
+  double tolerance() const { return GetParam() == DType::f16 ? 2e-3 : 1e-12; }
+};
+
+TEST_P(VulkanFloatDTypesTest, RunByVulkanShaders) {
+  const std::vector<std::string> ops =
+      GetParam() == DType::f16
+          ? std::vector<std::string>{"add",        "div",    "maximum", "pow", "exp",
+                                     "tanh",       "sum",    "mean",    "max", "softmax",
+                                     "layer_norm", "matmul", "lt"}
+          : std::vector<std::string>{"add", "div",  "maximum", "neg",    "sqrt", "floor",
+                                     "sum", "mean", "min",     "matmul", "lt"};
+  for (const OpSupport& op : supported_ops(device)) {
+    if (std::find(ops.begin(), ops.end(), op.name) == ops.end()) continue;
+    const auto at = std::find(op.dtypes.begin(), op.dtypes.end(), GetParam());
+    ASSERT_NE(at, op.dtypes.end()) << op.name << " in " << to_string(GetParam());
+    EXPECT_EQ(op.kernels[static_cast<size_t>(at - op.dtypes.begin())], "Vulkan shaders")
+        << op.name << " in " << to_string(GetParam());
+  }
+}
+
+TEST_P(VulkanFloatDTypesTest, ArithmeticFunctionsAndComparisonsMatchTheCpu) {
+  using BinaryFn = Tensor (*)(const Tensor&, const Tensor&, Stream&);
+  const std::pair<const char*, BinaryFn> binary[] = {
+      {"add", add},         {"sub", sub},         {"mul", mul}, {"div", div},
+      {"maximum", maximum}, {"minimum", minimum}, {"lt", lt},   {"eq", eq}};
+  std::vector<float> a = random_values(24 * 7, 31), b = random_values(7, 32);
+  a[5] = NAN;
+  for (const auto& [name, op] : binary) {
+    expect_same_in(
+        {{{24, 7}, a}, {{7}, b}}, [op](auto& in, Stream& s) { return op(in[0], in[1], s); },
+        std::string(name) + " broadcast", tolerance());
+    expect_same_in(
+        {{{7, 24}, a}, {{7, 24}, a}},
+        [op](auto& in, Stream& s) { return op(in[0].transpose(0, 1), in[1].transpose(0, 1), s); },
+        std::string(name) + " of views", tolerance());
+  }
+  using UnaryFn = Tensor (*)(const Tensor&, Stream&);
+  std::vector<std::pair<const char*, UnaryFn>> unary{
+      {"neg", neg}, {"abs", abs},      {"relu", relu},  {"sqrt", sqrt},
+      {"exp", exp}, {"log", hal::log}, {"floor", floor}};
+  if (GetParam() == DType::f16) unary.insert(unary.end(), {{"tanh", tanh}, {"sigmoid", sigmoid}});
+  // exp and log over their range: 0 and the ends (overflow to inf, underflow to 0, subnormal
+  // results), negatives (log: NaN), NaN and the infinities.
+  std::vector<float> x = random_values(300, 33, 0.0f, 4.0f);
+  const std::vector<float> wide = random_values(200, 34, -740.0f, 740.0f);
+  x.insert(x.end(), wide.begin(), wide.end());
+  for (float edge : {0.0f, -0.0f, 1.0f, -1.0f, 709.0f, 710.0f, -708.0f, -740.0f, -746.0f, 1e-30f,
+                     3e38f, NAN, INFINITY, -INFINITY})
+    x.push_back(edge);
+  const Shape shape{static_cast<int64_t>(x.size())};
+  for (const auto& [name, op] : unary)
+    expect_same_in(
+        {{shape, x}}, [op](auto& in, Stream& s) { return op(in[0], s); }, name, tolerance());
+}
+
+TEST_P(VulkanFloatDTypesTest, ReductionsMatmulAndRowsMatchTheCpu) {
+  using ReduceFn = Tensor (*)(const Tensor&, const std::vector<int64_t>&, bool, Stream&);
+  const std::pair<const char*, ReduceFn> reductions[] = {
+      {"sum", sum}, {"mean", mean}, {"max", max}, {"min", min}, {"argmax", argmax}};
+  const Shape shape{6, 50, 9};
+  const std::vector<float> x = random_values(count(shape), 34);
+  // Sums of many f16 values differ in the order of their roundings: compared relative to the
+  // sum's magnitude, 0.3 % for f16.
+  const double sum_tolerance = GetParam() == DType::f16 ? 3e-3 : 1e-12;
+  for (const auto& [name, op] : reductions) {
+    for (const std::vector<int64_t>& axes : {std::vector<int64_t>{}, {1}, {0, 2}})
+      expect_same_in(
+          {{shape, x}}, [op, &axes](auto& in, Stream& s) { return op(in[0], axes, false, s); },
+          std::string(name) + " over " + std::to_string(axes.size()) + " axes", sum_tolerance);
+    expect_same_in(
+        {{{5000}, random_values(5000, 35, 0.0f, 1.0f)}},
+        [op](auto& in, Stream& s) { return op(in[0], {}, false, s); },
+        std::string(name) + " of 5000 elements", GetParam() == DType::f16 ? 2e-2 : 1e-10);
+  }
+  for (const auto& [m, k, n] :
+       std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {17, 33, 15}, {20, 64, 31}}) {
+    expect_same_in(
+        {{{m, k}, random_values(m * k, 36)}, {{k, n}, random_values(k * n, 37)}},
+        [](auto& in, Stream& s) { return matmul(in[0], in[1], s); },
+        "matmul " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n),
+        GetParam() == DType::f16 ? 1e-2 : 1e-12);
+  }
+  if (GetParam() != DType::f16) return;  // GLSL has no f64 exp: softmax in f64 falls back
+  for (int64_t cols : {7, 300}) {
+    const std::vector<float> rows = random_values(4 * cols, 38, -5, 5);
+    const std::vector<float> w = random_values(cols, 39), b = random_values(cols, 40);
+    expect_same_in(
+        {{{4, cols}, rows}}, [](auto& in, Stream& s) { return softmax(in[0], -1, s); },
+        "softmax of " + std::to_string(cols), 2e-3);
+    expect_same_in(
+        {{{4, cols}, rows}, {{cols}, w}, {{cols}, b}},
+        [cols](auto& in, Stream& s) { return layer_norm(in[0], {cols}, in[1], in[2], 1e-5, s); },
+        "layer_norm of " + std::to_string(cols), 1e-2);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(F16AndF64, VulkanFloatDTypesTest,
+                         ::testing::Values(DType::f16, DType::f64),
+                         [](const auto& param) { return std::string(to_string(param.param)); });
+
+// A device without shaderFloat16 or shaderFloat64 (HAL_VULKAN_NO_FP16=1, HAL_VULKAN_NO_FP64=1
+// make lavapipe one, CTest's vulkan_backend_test.no_fp16_fp64): it lists neither dtype, and
+// arithmetic in them is refused naming the op, the dtype and the device.
+TEST_F(VulkanOpsTest, WithoutShaderFloat16AndFloat64TheirArithmeticIsRefused) {
+  const std::vector<DType>& dtypes = device.info().dtypes;
+  if (std::find(dtypes.begin(), dtypes.end(), DType::f64) != dtypes.end() ||
+      std::find(dtypes.begin(), dtypes.end(), DType::f16) != dtypes.end())
+    GTEST_SKIP() << device.info().name << " has f16 or f64 (run with HAL_VULKAN_NO_FP16=1 and "
+                 << "HAL_VULKAN_NO_FP64=1)";
+  EXPECT_FALSE(device.info().has_feature(feature::kFp16));
+  EXPECT_FALSE(device.info().has_feature(feature::kFp64));
+  EXPECT_FALSE(supports_op(device, "add", DType::f64));
+  EXPECT_FALSE(supports_op(device, "matmul", DType::f16));
+  const Tensor d = from_vector(std::vector<double>{1, 2, 3}, {3}, here);
+  expect_error([&] { add(d, d, here); }, ErrorCode::Unsupported,
+               {"add of f64[3]", "vulkan:0", "no kernel for f64"});
+  expect_error([&] { sum(d, {}, false, here); }, ErrorCode::Unsupported,
+               {"sum of f64[3]", "vulkan:0", "f64"});
 }
 
 TEST_F(VulkanOpsTest, OpsFromManyThreadsEachOnItsStream) {

@@ -1,9 +1,12 @@
 // Memory and streams of a Vulkan device: copies in every direction (through mapped memory, and
 // staged where HAL_VULKAN_STAGING=1 turns mapping off), fills, events between streams, host
-// callbacks in order, many threads on one stream.
+// callbacks in order, many threads on one stream, and dependent commands batched into one
+// command buffer.
+#include <chrono>
 #include <numeric>
 #include <thread>
 
+#include "backends/vulkan/vulkan_shaders.hpp"
 #include "vulkan_fixture.hpp"
 
 namespace hal::test {
@@ -139,6 +142,97 @@ TEST_F(VulkanStreamTest, ManyThreadsOnOneStream) {
   for (std::thread& thread : threads) thread.join();
   for (int t = 0; t < kThreads; ++t)
     EXPECT_EQ(out[t], pattern_bytes(n, static_cast<uint8_t>(t))) << "thread " << t;
+}
+
+// Launches, copies and fills recorded into a stream's batches (64 commands each, then a
+// submission): every command reads what the one before it wrote, across batch boundaries, with
+// host commands in between that split the batches.
+TEST_F(VulkanStreamTest, DependentCommandsInBatchesRunInOrder) {
+  Stream stream = device.create_stream();
+  // Binary op 0 (add), flat: out[i] = a[3 + i] + b[i] with the scalar offsets 3 and 0.
+  const Kernel add =
+      device.compile({"main", std::string(vulkan::vulkan_shader("binary")), KernelLanguage::native},
+                     {.defines = {"0=0", "1=0"}});
+  const uint32_t n = 4099;
+  Buffer a = device.allocate((n + 3) * 4), b = device.allocate(n * 4), c = device.allocate(n * 4);
+  stream.fill(a, 0.0f, n + 3);
+  stream.fill(b, 1.0f, n);
+  constexpr int kSteps = 150;  // over two batches' worth
+  for (int step = 0; step < kSteps; ++step) {
+    // a[3..] += b, in place; every 25 steps a copy of a[3..] and a host callback between.
+    stream.launch(add, LaunchConfig::linear(n), {KernelArg(a, 12), a, b, 3u, 0u, n});
+    if (step % 25 == 24) {
+      stream.copy(c, a, n * 4, 0, 12);  // c = a[3..]
+      stream.host_callback([] {});
+    }
+  }
+  stream.launch(add, LaunchConfig::linear(n), {c, c, c, 0u, 0u, n});  // c = 2 c
+  std::vector<float> got_a(n), got_c(n);
+  stream.copy_to_host(got_a.data(), a, n * 4, 12);
+  stream.copy_to_host(got_c.data(), c, n * 4);
+  stream.synchronize();
+  for (uint32_t i = 0; i < n; ++i) {
+    ASSERT_EQ(got_a[i], float{kSteps}) << "a, element " << i;
+    ASSERT_EQ(got_c[i], 2.0f * kSteps) << "c, element " << i;
+  }
+}
+
+// Many threads recording launches into one stream's batches at once: each thread's chain of
+// in-place adds on its own part of a buffer, between synchronizes of the others.
+TEST_F(VulkanStreamTest, ManyThreadsLaunchIntoOneStreamsBatches) {
+  Stream stream = device.create_stream();
+  const Kernel add =
+      device.compile({"main", std::string(vulkan::vulkan_shader("binary")), KernelLanguage::native},
+                     {.defines = {"0=0", "1=0"}});
+  constexpr int kThreads = 6, kSteps = 90;
+  const uint32_t n = 500;
+  Buffer x = device.allocate(size_t{n} * 4 * kThreads), one = device.allocate(size_t{n} * 4);
+  stream.fill(x, 0.0f, size_t{n} * kThreads);
+  stream.fill(one, 1.0f, n);
+  stream.synchronize();
+  std::vector<std::vector<float>> out(kThreads, std::vector<float>(n));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      const KernelArg part(x, size_t{n} * 4 * t);
+      for (int step = 0; step < kSteps; ++step) {
+        stream.launch(add, LaunchConfig::linear(n), {part, part, one, 0u, 0u, n});
+        if (step % 30 == 29) stream.synchronize();
+      }
+      stream.copy_to_host(out[t].data(), x, size_t{n} * 4, size_t{n} * 4 * t);
+      stream.synchronize();
+    });
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t)
+    EXPECT_EQ(out[t], std::vector<float>(n, float{kSteps})) << "thread " << t;
+}
+
+// A batch that is never synchronized still runs: query() submits it, and an event recorded
+// after it completes once it has.
+TEST_F(VulkanStreamTest, QueryAndEventsSubmitTheOpenBatch) {
+  Stream stream = device.create_stream();
+  const Kernel add =
+      device.compile({"main", std::string(vulkan::vulkan_shader("binary")), KernelLanguage::native},
+                     {.defines = {"0=0", "1=0"}});
+  const uint32_t n = 1000;
+  Buffer x = device.allocate(n * 4);
+  stream.fill(x, 1.0f, n);
+  for (int i = 0; i < 10; ++i)
+    stream.launch(add, LaunchConfig::linear(n), {x, x, x, 0u, 0u, n});  // x = 2 x
+  Event done = stream.record();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done.query() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(done.query()) << "the batch before the event never completed";
+  stream.launch(add, LaunchConfig::linear(n), {x, x, x, 0u, 0u, n});
+  while (!stream.query() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(stream.query()) << "the open batch never completed";
+  std::vector<float> out(n);
+  Stream reader = device.create_stream();
+  reader.copy_to_host(out.data(), x, n * 4);
+  reader.synchronize();
+  EXPECT_EQ(out, std::vector<float>(n, 2048.0f));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/vulkan/vulkan_shaders.hpp"
 #include "core/uuid.hpp"
 
 namespace hal::vulkan {
@@ -155,6 +156,14 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
   traits.storage_16bit = storage16.storageBuffer16BitAccess;
   traits.shader_int16 = features.features.shaderInt16;
   traits.shader_float16 = f16_int8.shaderFloat16;
+  // HAL_VULKAN_NO_FP16=1 and HAL_VULKAN_NO_FP64=1 treat the device as one without shaderFloat16
+  // or shaderFloat64 (tests of what such a device refuses).
+  const auto env_is_1 = [](const char* name) {
+    const char* value = std::getenv(name);
+    return value && std::string_view(value) == "1";
+  };
+  if (env_is_1("HAL_VULKAN_NO_FP16")) traits.shader_float16 = false;
+  if (env_is_1("HAL_VULKAN_NO_FP64")) traits.shader_float64 = false;
   traits.memory_budget = has_extension(api, device, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   traits.push_descriptor = has_extension(api, device, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 
@@ -209,7 +218,7 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
     info.dtypes.insert(info.dtypes.end(), {DType::i8, DType::u8, DType::boolean});
   if (traits.shader_int64) info.dtypes.push_back(DType::i64);
   if (traits.shader_float64) info.dtypes.push_back(DType::f64);
-  if (f16_int8.shaderFloat16 && traits.storage_16bit) info.dtypes.push_back(DType::f16);
+  if (traits.shader_float16 && traits.storage_16bit) info.dtypes.push_back(DType::f16);
   info.features = {"compute_queue",
                    "push_descriptors",
                    "spirv",
@@ -217,12 +226,22 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
                    "vulkan_" + std::to_string(VK_API_VERSION_MAJOR(p.apiVersion)) + "_" +
                        std::to_string(VK_API_VERSION_MINOR(p.apiVersion)),
                    "subgroup_size_" + std::to_string(subgroup.subgroupSize)};
-  if (f16_int8.shaderFloat16) info.features.emplace_back(feature::kFp16);
+  if (traits.shader_float16) info.features.emplace_back(feature::kFp16);
   if (traits.shader_float64) info.features.emplace_back(feature::kFp64);
   if (f16_int8.shaderInt8) info.features.emplace_back("int8");
   if (traits.memory_budget) info.features.emplace_back("memory_budget");
   if (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)
     info.features.emplace_back("subgroup_arithmetic");
+  // What the reductions' subgroup shaders use, in compute shaders; HAL_VULKAN_SUBGROUPS=0 keeps
+  // them to shared memory alone (tests run both).
+  constexpr VkSubgroupFeatureFlags kReductionOps = VK_SUBGROUP_FEATURE_BASIC_BIT |
+                                                   VK_SUBGROUP_FEATURE_VOTE_BIT |
+                                                   VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+  const char* subgroups = std::getenv("HAL_VULKAN_SUBGROUPS");
+  if ((subgroup.supportedOperations & kReductionOps) == kReductionOps &&
+      (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+      !(subgroups && std::string_view(subgroups) == "0"))
+    info.features.emplace_back(kSubgroupReductions);
   if (traits.device_memory_host_visible) info.features.emplace_back(feature::kUnifiedMemory);
   info.features.emplace_back(feature::kPinnedHostMemory);
   std::sort(info.features.begin(), info.features.end());

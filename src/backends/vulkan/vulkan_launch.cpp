@@ -23,19 +23,20 @@ std::array<uint32_t, 3> default_local(const LaunchConfig& config) {
 void VulkanStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
                           std::span<const KernelArg> args) {
   const VkDeviceTraits& traits = device_->traits();
-  const std::string what = "launch of '" + kernel->name() + "'";
+  // Messages are built only on failure: launch is on the hot path.
+  auto what = [&] { return "launch of '" + kernel->name() + "'"; };
   std::array<uint32_t, 3> local = config.local;
   if (local[0] == 0 && local[1] == 0 && local[2] == 0) local = default_local(config);
   for (uint32_t& size : local) size = std::max<uint32_t>(size, 1);
   if (config.shared_bytes != 0)
     throw Error(ErrorCode::Unsupported,
-                where(what) +
+                where(what()) +
                     ": Vulkan kernels declare their shared memory in the shader; "
                     "dynamic shared_bytes is not supported");
   const uint64_t invocations = uint64_t{local[0]} * local[1] * local[2];
   if (invocations > device_->info().limits.max_work_group_size)
     throw Error(ErrorCode::InvalidArgument,
-                where(what) + ": work groups of " + std::to_string(invocations) +
+                where(what()) + ": work groups of " + std::to_string(invocations) +
                     " items pass the device's " +
                     std::to_string(device_->info().limits.max_work_group_size));
   std::array<uint64_t, 3> groups{};
@@ -48,12 +49,13 @@ void VulkanStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
   }
   for (int d = 0; d < 3; ++d)
     if (groups[d] > traits.max_group_count[d])
-      throw Error(ErrorCode::InvalidArgument, where(what) + ": " + std::to_string(groups[d]) +
+      throw Error(ErrorCode::InvalidArgument, where(what()) + ": " + std::to_string(groups[d]) +
                                                   " work groups in dimension " + std::to_string(d) +
                                                   " pass the device's " +
                                                   std::to_string(traits.max_group_count[d]));
 
-  std::vector<VkDescriptorBufferInfo> buffers;
+  std::array<VkDescriptorBufferInfo, kMaxBufferArgs> buffers{};
+  size_t buffer_count = 0;
   std::array<unsigned char, kPushConstantBytes> constants{};
   size_t scalar_at = kScalarBase;
   std::vector<Ref> refs{kernel};
@@ -61,10 +63,10 @@ void VulkanStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
     const KernelArg& arg = args[i];
     switch (arg.kind()) {
       case KernelArg::Kind::buffer: {
-        if (buffers.size() == kMaxBufferArgs)
-          throw Error(
-              ErrorCode::InvalidArgument,
-              where(what) + ": more than " + std::to_string(kMaxBufferArgs) + " buffer arguments");
+        if (buffer_count == kMaxBufferArgs)
+          throw Error(ErrorCode::InvalidArgument, where(what()) + ": more than " +
+                                                      std::to_string(kMaxBufferArgs) +
+                                                      " buffer arguments");
         const BufferPtr& buffer = arg.buffer().impl();
         const VkRegion region = region_of(*buffer, arg.offset());
         // Bound from an aligned offset; the shader adds the rest, pushed as a constant.
@@ -74,8 +76,8 @@ void VulkanStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
         const VkDeviceSize range =
             std::min<VkDeviceSize>(region.root->size() - base, traits.max_storage_buffer_range);
         const auto rest32 = static_cast<uint32_t>(rest);
-        std::memcpy(constants.data() + 4 * buffers.size(), &rest32, 4);
-        buffers.push_back({region.root->native(), base, range});
+        std::memcpy(constants.data() + 4 * buffer_count, &rest32, 4);
+        buffers[buffer_count++] = {region.root->native(), base, range};
         refs.push_back(buffer);
         break;
       }
@@ -84,7 +86,7 @@ void VulkanStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
         scalar_at = (scalar_at + size - 1) / size * size;  // std430: aligned to its size
         if (scalar_at + size > kPushConstantBytes)
           throw Error(ErrorCode::InvalidArgument,
-                      where(what) + ": the scalar arguments pass the " +
+                      where(what()) + ": the scalar arguments pass the " +
                           std::to_string(kPushConstantBytes - kScalarBase) +
                           " bytes of push constants hal's Vulkan kernels take (argument " +
                           std::to_string(i) + ")");
@@ -94,27 +96,26 @@ void VulkanStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
       }
       case KernelArg::Kind::local_memory:
         throw Error(ErrorCode::Unsupported,
-                    where(what) + ": argument " + std::to_string(i) +
+                    where(what()) + ": argument " + std::to_string(i) +
                         " is local memory; Vulkan kernels declare shared memory in the shader");
     }
   }
   const VkPipeline pipeline = static_cast<VulkanKernel&>(*kernel).pipeline(local);
   const VkPipelineLayout layout = device_->pipeline_layout();
   const auto push_descriptors = device_->push_descriptor_set();
-  device_command(std::move(refs), [this, pipeline, layout, push_descriptors, buffers, constants,
-                                   groups](VkCommandBuffer commands) {
+  device_command(std::move(refs), [&](VkCommandBuffer commands) {
     api_.vkCmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-    std::vector<VkWriteDescriptorSet> writes(buffers.size());
-    for (size_t b = 0; b < buffers.size(); ++b) {
+    std::array<VkWriteDescriptorSet, kMaxBufferArgs> writes{};
+    for (size_t b = 0; b < buffer_count; ++b) {
       writes[b] = make<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
       writes[b].dstBinding = static_cast<uint32_t>(b);
       writes[b].descriptorCount = 1;
       writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       writes[b].pBufferInfo = &buffers[b];
     }
-    if (!writes.empty())
+    if (buffer_count != 0)
       push_descriptors(commands, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0,
-                       static_cast<uint32_t>(writes.size()), writes.data());
+                       static_cast<uint32_t>(buffer_count), writes.data());
     api_.vkCmdPushConstants(commands, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes,
                             constants.data());
     api_.vkCmdDispatch(commands, static_cast<uint32_t>(groups[0]), static_cast<uint32_t>(groups[1]),

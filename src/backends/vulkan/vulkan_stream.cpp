@@ -37,13 +37,12 @@ VulkanStream::VulkanStream(std::shared_ptr<VulkanDevice> device)
 }
 
 VulkanStream::~VulkanStream() {
-  worker_.wait_all();
-  if (process_exiting()) return;
-  uint64_t last = 0;
-  {
-    std::lock_guard lock(order_mutex_);
-    last = assigned_;
+  if (process_exiting()) {  // the driver may be gone: what was not submitted is dropped
+    worker_.wait_all();
+    return;
   }
+  const uint64_t last = last_value();  // a failed submission's value completed from the host
+  worker_.wait_all();
   try {
     timeline_->wait(last);
   } catch (const Error&) {  // a lost device: nothing more will complete
@@ -51,10 +50,9 @@ VulkanStream::~VulkanStream() {
   // A driver may still hold a command buffer for a moment after its submission signalled
   // (lavapipe's queue thread does): the pool goes only once the queue is idle.
   device_->wait_idle();
-  {
-    std::lock_guard lock(refs_mutex_);
-    refs_.clear();
-  }
+  std::lock_guard lock(mutex_);
+  refs_.clear();
+  free_.clear();
   api_.vkDestroyCommandPool(device_->native(), pool_, nullptr);  // frees its command buffers
 }
 
@@ -62,17 +60,104 @@ std::string VulkanStream::where(std::string_view operation) const {
   return "stream of " + describe(*device_) + ": " + std::string(operation);
 }
 
-uint64_t VulkanStream::device_command(std::vector<Ref> refs, Record record) {
-  std::lock_guard lock(order_mutex_);
+VkCommandBuffer VulkanStream::open_batch() {
+  if (open_) {
+    // The next command may read or overwrite what the last one wrote, or overwrite what it
+    // read: kernels do not say which arguments they write, so every command waits for the last.
+    auto barrier = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    const VkPipelineStageFlags stages =
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    api_.vkCmdPipelineBarrier(open_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+    return open_;
+  }
+  VkCommandBuffer commands = acquire_command_buffer();
+  auto begin = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  const VkResult result = api_.vkBeginCommandBuffer(commands, &begin);
+  if (result != VK_SUCCESS) {
+    free_.push_back(commands);
+    check(result, where("record"), "vkBeginCommandBuffer");
+  }
+  open_ = commands;
+  return open_;
+}
+
+void VulkanStream::flush() {
+  if (!open_) return;
+  // What the batch wrote becomes visible to the host once its value is reached.
+  auto barrier = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  api_.vkCmdPipelineBarrier(open_,
+                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                            VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+  const VkResult ended = api_.vkEndCommandBuffer(open_);
+  const VkCommandBuffer commands = open_;
   const uint64_t value = ++assigned_;
-  worker_.push([this, value, refs = std::move(refs), record = std::move(record)]() mutable {
-    run_device_command(value, refs, record);
-  });
-  return value;
+  open_ = VK_NULL_HANDLE;
+  open_commands_ = 0;
+  // Held until the value is reached, whether the submission below succeeds or not.
+  in_flight_.emplace_back(value, commands);
+  if (!open_refs_.empty()) refs_.emplace_back(value, std::move(open_refs_));
+  open_refs_.clear();
+  if (ended != VK_SUCCESS) {
+    complete_on_host(value);
+    check(ended, where("record"), "vkEndCommandBuffer");
+  }
+  if (!worker_.idle()) {  // host commands before it: submitted after them, on the worker
+    worker_.push([this, value, commands] { submit(value, commands); });
+    return;
+  }
+  submit(value, commands);
+}
+
+void VulkanStream::submit(uint64_t value, VkCommandBuffer commands) {
+  // Wait for the stream's previous value, signal this one: the semaphore's wait and signal
+  // carry the memory dependency between them too.
+  const uint64_t wait_value = value - 1;
+  const VkSemaphore semaphore = timeline_->native();
+  const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+  auto values =
+      make<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
+  values.waitSemaphoreValueCount = 1;
+  values.pWaitSemaphoreValues = &wait_value;
+  values.signalSemaphoreValueCount = 1;
+  values.pSignalSemaphoreValues = &value;
+  auto info = make<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+  info.pNext = &values;
+  info.waitSemaphoreCount = 1;
+  info.pWaitSemaphores = &semaphore;
+  info.pWaitDstStageMask = &stage;
+  info.commandBufferCount = 1;
+  info.pCommandBuffers = &commands;
+  info.signalSemaphoreCount = 1;
+  info.pSignalSemaphores = &semaphore;
+  const VkResult result = device_->submit(info);
+  if (result == VK_SUCCESS) return;
+  complete_on_host(value);
+  check(result, where("submit"), "vkQueueSubmit");
+}
+
+void VulkanStream::flush_keeping_error() {
+  try {
+    flush();
+  } catch (const Error&) {  // kept for synchronize(), as a worker's failure would be
+    if (!submit_error_) submit_error_ = std::current_exception();
+  }
+}
+
+uint64_t VulkanStream::last_value() {
+  std::lock_guard lock(mutex_);
+  flush_keeping_error();
+  return assigned_;
 }
 
 void VulkanStream::host_command(std::function<void()> fn) {
-  std::lock_guard lock(order_mutex_);
+  std::lock_guard lock(mutex_);
+  flush_keeping_error();
   const uint64_t value = ++assigned_;
   worker_.push([this, value, fn = std::move(fn)] { run_host_command(value, fn); });
 }
@@ -94,7 +179,9 @@ void VulkanStream::run_host_command(uint64_t value, const std::function<void()>&
     throw;
   }
   timeline_->signal(value);
-  reclaim();
+  Released released;  // let go of after the lock
+  std::lock_guard lock(mutex_);
+  reclaim(released);
 }
 
 VkCommandBuffer VulkanStream::acquire_command_buffer() {
@@ -108,74 +195,23 @@ VkCommandBuffer VulkanStream::acquire_command_buffer() {
   info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   info.commandBufferCount = 1;
   VkCommandBuffer buffer = VK_NULL_HANDLE;
-  check(api_.vkAllocateCommandBuffers(device_->native(), &info, &buffer), where("submit"),
+  check(api_.vkAllocateCommandBuffers(device_->native(), &info, &buffer), where("record"),
         "vkAllocateCommandBuffers");
   return buffer;
 }
 
-void VulkanStream::run_device_command(uint64_t value, std::vector<Ref>& refs,
-                                      const Record& record) {
-  VkCommandBuffer buffer = VK_NULL_HANDLE;
-  try {
-    buffer = acquire_command_buffer();
-    auto begin = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    check(api_.vkBeginCommandBuffer(buffer, &begin), where("submit"), "vkBeginCommandBuffer");
-    record(buffer);
-    check(api_.vkEndCommandBuffer(buffer), where("submit"), "vkEndCommandBuffer");
-    // Wait for the stream's previous command, signal this one: the semaphore's wait and signal
-    // carry the memory dependency between them too.
-    const uint64_t wait_value = value - 1;
-    const VkSemaphore semaphore = timeline_->native();
-    const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
-    auto values =
-        make<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
-    values.waitSemaphoreValueCount = 1;
-    values.pWaitSemaphoreValues = &wait_value;
-    values.signalSemaphoreValueCount = 1;
-    values.pSignalSemaphoreValues = &value;
-    auto submit = make<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
-    submit.pNext = &values;
-    submit.waitSemaphoreCount = 1;
-    submit.pWaitSemaphores = &semaphore;
-    submit.pWaitDstStageMask = &stage;
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &buffer;
-    submit.signalSemaphoreCount = 1;
-    submit.pSignalSemaphores = &semaphore;
-    check(device_->submit(submit), where("submit"), "vkQueueSubmit");
-  } catch (...) {
-    if (buffer) {
-      api_.vkResetCommandBuffer(buffer, 0);
-      free_.push_back(buffer);
-    }
-    complete_on_host(value);
-    throw;
-  }
-  in_flight_.emplace_back(value, buffer);
-  if (!refs.empty()) {
-    std::lock_guard lock(refs_mutex_);
-    refs_.emplace_back(value, std::move(refs));
-  }
-  reclaim();
-}
-
-void VulkanStream::reclaim() {
+void VulkanStream::reclaim(Released& released) {
   const uint64_t done = timeline_->completed();
-  // A command buffer is recycled once a later command has completed too: a driver may hold it
+  // A command buffer is recycled once a later value has completed too: a driver may hold it
   // for a moment after its own submission signalled (lavapipe's queue thread does).
   while (!in_flight_.empty() && in_flight_.front().first < done) {
     api_.vkResetCommandBuffer(in_flight_.front().second, 0);
     free_.push_back(in_flight_.front().second);
     in_flight_.pop_front();
   }
-  std::vector<std::vector<Ref>> released;  // let go of outside the lock
-  {
-    std::lock_guard lock(refs_mutex_);
-    while (!refs_.empty() && refs_.front().first <= done) {
-      released.push_back(std::move(refs_.front().second));
-      refs_.pop_front();
-    }
+  while (!refs_.empty() && refs_.front().first <= done) {
+    released.push_back(std::move(refs_.front().second));
+    refs_.pop_front();
   }
 }
 
@@ -196,12 +232,14 @@ void VulkanStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const
     host_command([dst, to, src, bytes] { std::memcpy(to, src, bytes); });
     return;
   }
+  // The host's part runs on the worker, after the stream's earlier host commands: a source
+  // that an earlier copy_to_host fills is read once it has.
   BufferPtr stage = staging(bytes);
   const VkRegion from = region_of(*stage, 0), to = region_of(*dst, dst_offset);
-  device_command({dst, stage}, [this, from, to, src, bytes](VkCommandBuffer commands) {
-    // The host's part runs on the worker, after the stream's earlier host commands: a source
-    // that an earlier copy_to_host fills is read once it has.
+  host_command([stage, from, src, bytes] {
     std::memcpy(static_cast<unsigned char*>(from.root->mapped()) + from.offset, src, bytes);
+  });
+  device_command({dst, stage}, [this, from, to, bytes](VkCommandBuffer commands) {
     const VkBufferCopy region{from.offset, to.offset, bytes};
     api_.vkCmdCopyBuffer(commands, from.root->native(), to.root->native(), 1, &region);
   });
@@ -287,19 +325,19 @@ void VulkanStream::host_callback(std::function<void()> fn) { host_command(std::m
 void VulkanStream::record(EventImpl& event) {
   auto& vulkan_event = static_cast<VulkanEvent&>(event);
   if (device_->traits().timestamp_valid_bits == 0) {  // a record is then no command at all
-    std::lock_guard lock(order_mutex_);
-    vulkan_event.set_fence(std::make_shared<TimelineFence>(timeline_, assigned_));
+    vulkan_event.set_fence(std::make_shared<TimelineFence>(timeline_, last_value()));
     return;
   }
   // A command that writes the device's clock, for elapsed_ms_since: its own one-query pool,
   // owned by the fence, so that a later record never overwrites what this one measured.
   auto timestamp = std::make_shared<const Timestamp>(device_);
   const VkQueryPool pool = timestamp->native();
-  const uint64_t value = device_command({timestamp}, [this, pool](VkCommandBuffer commands) {
+  device_command({timestamp}, [this, pool](VkCommandBuffer commands) {
     api_.vkCmdResetQueryPool(commands, pool, 0, 1);
     api_.vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 0);
   });
-  vulkan_event.set_fence(std::make_shared<TimelineFence>(timeline_, value, std::move(timestamp)));
+  vulkan_event.set_fence(
+      std::make_shared<TimelineFence>(timeline_, last_value(), std::move(timestamp)));
 }
 
 void VulkanStream::wait(EventImpl& event) {
@@ -310,24 +348,22 @@ void VulkanStream::wait(EventImpl& event) {
 }
 
 void VulkanStream::synchronize() {
-  uint64_t last = 0;
-  {
-    std::lock_guard lock(order_mutex_);
-    last = assigned_;
-  }
+  const uint64_t last = last_value();
   worker_.wait_all();
   timeline_->wait(last);
-  worker_.push([this] { reclaim(); });
-  worker_.wait_all();
-  if (std::exception_ptr error = worker_.take_error()) throw_async_failure(*device_, error);
+  std::exception_ptr error = worker_.take_error();
+  {
+    Released released;  // let go of after the lock
+    std::lock_guard lock(mutex_);
+    if (!error) error = submit_error_;
+    submit_error_ = nullptr;
+    reclaim(released);
+  }
+  if (error) throw_async_failure(*device_, error);
 }
 
 bool VulkanStream::query() {
-  uint64_t last = 0;
-  {
-    std::lock_guard lock(order_mutex_);
-    last = assigned_;
-  }
+  const uint64_t last = last_value();
   return worker_.idle() && timeline_->completed() >= last;
 }
 

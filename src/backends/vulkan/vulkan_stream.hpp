@@ -1,11 +1,15 @@
-// A stream of a Vulkan device. Every command gets the next value of the stream's timeline
-// semaphore when it is enqueued and runs on the stream's worker thread in that order:
-//   device commands (copies, fills, dispatches) are recorded into a command buffer and
-//     submitted to the device's compute queue, waiting for value N-1 and signalling N;
+// A stream of a Vulkan device. Work is counted on the stream's timeline semaphore:
+//   device commands (copies, fills, dispatches) are recorded on the caller's thread into the
+//     stream's open batch, one command buffer with a barrier between consecutive commands;
+//     a flush (synchronize, query, an event's record, a host command, or a full batch) gives
+//     the batch the next value N and submits it, waiting for N-1 and signalling N;
 //   host commands (memcpy into or out of mapped memory, host callbacks, waits for other
-//     streams' events) wait on the host for N-1, run, and signal N from the host.
-// So the timeline is the stream's order, an event is (semaphore, value) and needs no command,
-// and what a command uses is kept until its value is reached.
+//     streams' events) take the next value and run on the stream's worker thread, which waits
+//     on the host for N-1, runs them and signals N from the host.
+// A batch is submitted from the caller's thread when the worker is idle (nothing to wait for
+// on the host), else queued behind the worker's host commands, so values are submitted or
+// signalled in order and no submission waits for a value nobody has yet submitted. An event
+// is (semaphore, value), and what a command uses is kept until its batch's value is reached.
 #pragma once
 
 #include <deque>
@@ -43,21 +47,32 @@ class VulkanStream final : public StreamImpl {
 
  private:
   using Ref = std::shared_ptr<const void>;
-  using Record = std::function<void(VkCommandBuffer)>;
 
-  // Enqueues a device command: `record` fills its command buffer on the worker; `refs` live
-  // until it has run.
-  // Returns the command's value.
-  uint64_t device_command(std::vector<Ref> refs, Record record);
+  // Records a device command into the open batch: `record(commands)` runs now, on the caller's
+  // thread; `refs` live until the batch has run. Flushes a full batch.
+  template <class Record>
+  void device_command(std::vector<Ref> refs, Record&& record);
   // Enqueues a host command: `fn` runs on the worker once the work before it has completed.
   void host_command(std::function<void()> fn);
-  void run_device_command(uint64_t value, std::vector<Ref>& refs, const Record& record);
   void run_host_command(uint64_t value, const std::function<void()>& fn);
+  // The open batch's command buffer, begun now if there is none; a barrier after the batch's
+  // last command orders the next one after it. Under mutex_.
+  VkCommandBuffer open_batch();
+  // Ends and submits the open batch, if any, as the next value. Under mutex_.
+  void flush();
+  // flush(), keeping a failure for the next synchronize(). Under mutex_.
+  void flush_keeping_error();
+  // Submits `commands` as `value`, after value - 1; on failure completes `value` from the
+  // host and throws.
+  void submit(uint64_t value, VkCommandBuffer commands);
   // Makes `value` complete from the host once value - 1 has (a command that failed).
   void complete_on_host(uint64_t value) noexcept;
   VkCommandBuffer acquire_command_buffer();
-  // Recycles the command buffers and drops the references of completed commands.
-  void reclaim();
+  // Recycles the command buffers of completed batches and moves their references into
+  // `released`, to be let go of outside the lock. Under mutex_.
+  using Released = std::vector<std::vector<Ref>>;
+  void reclaim(Released& released);
+  uint64_t last_value();  // flushes, then the last value handed out
   // Host memory where `bytes` of `buffer` at `offset` can be written or read on the worker,
   // or null when the copy must be staged.
   void* mapped(const BufferImpl& buffer, size_t offset) const;
@@ -68,15 +83,32 @@ class VulkanStream final : public StreamImpl {
   std::shared_ptr<VulkanDevice> device_;
   const VkApi& api_;
   std::shared_ptr<Timeline> timeline_;
-  std::mutex order_mutex_;  // hands out values in the order commands reach the worker
-  uint64_t assigned_ = 0;   // under order_mutex_: the last value handed out
-  // The worker's: the command pool, and command buffers by the value that frees them.
+  // Guards everything below but the worker: values, the open batch, the command pool.
+  std::mutex mutex_;
+  uint64_t assigned_ = 0;  // the last value handed out
   VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer open_ = VK_NULL_HANDLE;  // the open batch, being recorded
+  size_t open_commands_ = 0;
+  std::vector<Ref> open_refs_;
+  std::exception_ptr submit_error_;  // a failed submission from the caller's thread
+  // Submitted batches' command buffers and references by the value that frees them.
   std::deque<std::pair<uint64_t, VkCommandBuffer>> in_flight_;
   std::vector<VkCommandBuffer> free_;
-  std::mutex refs_mutex_;
-  std::deque<std::pair<uint64_t, std::vector<Ref>>> refs_;  // under refs_mutex_
+  std::deque<std::pair<uint64_t, std::vector<Ref>>> refs_;
   async::WorkQueue worker_;  // last: its destructor runs what is queued, then joins
 };
+
+// A batch is submitted once it holds this many commands, so that the device starts on a long
+// run of work before the stream is synchronized.
+inline constexpr size_t kMaxBatchCommands = 64;
+
+template <class Record>
+void VulkanStream::device_command(std::vector<Ref> refs, Record&& record) {
+  std::lock_guard lock(mutex_);
+  record(open_batch());
+  ++open_commands_;
+  for (Ref& ref : refs) open_refs_.push_back(std::move(ref));
+  if (open_commands_ >= kMaxBatchCommands) flush_keeping_error();
+}
 
 }  // namespace hal::vulkan
