@@ -17,9 +17,12 @@ namespace {
 namespace fs = std::filesystem;
 using Result = hal::test::ShellResult;
 
-// sim:1 does a matmul 10 % slower than sim:0; both paced (their modelled time is waited).
-constexpr const char* kSimPair =
+// sim:1 does a matmul 10 % slower than sim:0; paced (their modelled time is waited) for the
+// comparison, not for the calibration, which then takes half a second rather than four.
+constexpr const char* kPacedPair =
     "HAL_SIM_CONFIG=devices=2,pace=1,gflops=0.0055:0.005,bandwidth_gbps=1000,launch_us=0 ";
+constexpr const char* kSimPair =
+    "HAL_SIM_CONFIG=devices=2,gflops=0.0055:0.005,bandwidth_gbps=1000,launch_us=0 ";
 
 std::string read_text(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -52,7 +55,7 @@ class ReportCli : public ::testing::Test {
     fs::create_directories(*directory_);
     // One comparison (a planted 10 % slowdown), saved as JSON and written as a page of its own.
     const Result compared = hal::test::run_shell(
-        "(" + hal::test::child_sanitizer_options() + kSimPair + HAL_CLI_PATH +
+        "(" + hal::test::child_sanitizer_options() + kPacedPair + HAL_CLI_PATH +
         " compare --a sim:0 --b sim:1 --workload matmul:48 --first-look 10 --max-time 3s --json "
         "--html " +
         (*directory_ / "compare.html").string() + " > " + (*directory_ / "compare.json").string() +
@@ -96,8 +99,8 @@ TEST_F(ReportCli, WritesTheDevicesCalibrationRooflinesAndComparison) {
   const std::string html = read_text(file("report.html"));
   expect_self_contained(html);
   const nlohmann::json comparison = nlohmann::json::parse(read_text(file("compare.json")));
-  for (const std::string& id : {"sim:0", "sim:1"})
-    EXPECT_NE(html.find("<td>" + id + "</td>"), std::string::npos) << id;
+  for (const char* id : {"sim:0", "sim:1"})
+    EXPECT_NE(html.find("<td>" + std::string(id) + "</td>"), std::string::npos) << id;
   // Bandwidth bars, matmul by size, a roofline per device, then the histogram and the CDF.
   EXPECT_EQ(figures_in(html).size(), 6u);
   EXPECT_EQ(count_of(html, "Roofline: sim:"), 2u * 2);  // each figure's <title> and heading
@@ -117,7 +120,7 @@ TEST_F(ReportCli, CompareWritesItsOwnPage) {
   EXPECT_NE(html.find("B slower by"), std::string::npos);
 }
 
-TEST_F(ReportCli, RefusesBadInput) {
+TEST(ReportCliInput, RefusesBadInput) {
   const auto refused = [](const std::string& arguments, const std::string& code,
                           const std::string& message) {
     const Result r = hal::test::run_shell(std::string(HAL_CLI_PATH) + " report " + arguments +
@@ -128,16 +131,21 @@ TEST_F(ReportCli, RefusesBadInput) {
     EXPECT_NE(error["message"].get<std::string>().find(message), std::string::npos)
         << arguments << ": " << error["message"];
   };
-  const std::string page = file("bad.html").string();
+  const fs::path directory =
+      fs::temp_directory_path() / ("hal_report_input_test_" + std::to_string(getpid()));
+  fs::create_directories(directory);
+  const std::string page = (directory / "bad.html").string();
   refused("--devices nope:0 --html " + page, "NotFound", "no device 'nope:0'");
   refused("--devices cpu:0 --no-calibrate --compare /nonexistent.json --html " + page,
           "InvalidArgument", "cannot read --compare /nonexistent.json");
-  std::ofstream(file("not_compare.json")) << R"({"schema": "hal.bench/1"})";
-  refused("--devices cpu:0 --no-calibrate --compare " + file("not_compare.json").string() +
+  std::ofstream(directory / "not_compare.json") << R"({"schema": "hal.bench/1"})";
+  refused("--devices cpu:0 --no-calibrate --compare " + (directory / "not_compare.json").string() +
               " --html " + page,
           "InvalidArgument", "comparison 1 is not hal.compare/1");
   refused("--devices cpu:0 --no-calibrate --html /nonexistent/dir/page.html", "InvalidArgument",
           "cannot write /nonexistent/dir/page.html");
+  EXPECT_FALSE(fs::exists(page));  // refused before anything was written
+  fs::remove_all(directory);
 }
 
 // The page in a real browser: it loads without a console message (the page itself reports an
@@ -154,11 +162,12 @@ struct Rendered {
 
 Rendered render(const std::string& browser, const fs::path& page, const fs::path& screenshot) {
   const fs::path log = page.string() + ".log";
+  // In parentheses: run_shell sends the shell's stderr to its output, the browser's goes to `log`.
   const Result r = hal::test::run_shell(
-      "timeout 60 " + browser +
+      "(timeout 60 " + browser +
       " --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1100,1800"
       " --enable-logging=stderr --v=0 --screenshot=" +
-      screenshot.string() + " --dump-dom file://" + page.string() + " 2>" + log.string());
+      screenshot.string() + " --dump-dom file://" + page.string() + " 2>" + log.string() + ")");
   EXPECT_EQ(r.status, 0) << read_text(log);
   std::string console;
   std::istringstream lines(read_text(log));
