@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -45,17 +46,40 @@ bool constant_tsc() {
 }
 const bool tsc_is_constant = constant_tsc();
 
+// A span's name: copied into the record itself up to 39 bytes (every name hal gives but the
+// longest kernel names), which costs a fixed-size copy rather than std::string's assign; longer
+// ones are kept whole beside it.
+class RecordName {
+ public:
+  void assign(std::string_view text) {
+    size_ = static_cast<uint8_t>(std::min(text.size(), sizeof inline_));
+    std::memcpy(inline_, text.data(), size_);
+    if (text.size() > sizeof inline_)
+      long_.assign(text);
+    else if (!long_.empty())
+      long_.clear();
+  }
+  std::string_view view() const {
+    return long_.empty() ? std::string_view(inline_, size_) : std::string_view(long_);
+  }
+
+ private:
+  char inline_[39];
+  uint8_t size_ = 0;
+  std::string long_;
+};
+
 struct Record {
   char phase;  // 'X' span, 's' flow start, 'f' flow end
   uint64_t track;
   uint64_t ts, dur;           // in the clock's ticks
   std::string_view category;  // a literal
-  std::string name;
+  RecordName name;
   detail::SpanArgs args;
   uint64_t flow = 0;
 };
 
-// Events kept in memory at most (about 120 bytes each, in all threads' buffers together): a
+// Events kept in memory at most (about 170 bytes each, in all threads' buffers together): a
 // long run keeps its first million and counts the rest, which the file reports as
 // otherData.dropped_events.
 constexpr size_t kMaxRecords = 1'000'000;
@@ -152,7 +176,7 @@ nlohmann::ordered_json to_json(const Record& r, int pid, const TimeScale& time) 
   if (r.phase == 'X') {
     e["dur"] = static_cast<double>(r.dur) * time.us_per_tick;
     e["cat"] = std::string(r.category);
-    e["name"] = r.name;
+    e["name"] = std::string(r.name.view());
     e["args"] = args_json(r.args);
   } else {
     e["cat"] = "flow";
@@ -281,7 +305,7 @@ void append_flow(char phase, detail::Track track, uint64_t at, uint64_t id) {
   r->ts = at;
   r->dur = 0;
   r->category = {};
-  r->name.clear();
+  r->name.assign({});
   r->args = {};
   r->flow = id;
   publish(b);
@@ -407,7 +431,7 @@ void span(Track track, std::string_view category, std::string_view name, uint64_
   r->ts = start;
   r->dur = end > start ? end - start : 0;
   r->category = category;
-  r->name.assign(name.data(), name.size());
+  r->name.assign(name);
   r->args = args;
   r->flow = 0;
   publish(b);
