@@ -53,7 +53,7 @@ class RecordName {
  public:
   void assign(std::string_view text) {
     size_ = static_cast<uint8_t>(std::min(text.size(), sizeof inline_));
-    std::memcpy(inline_, text.data(), size_);
+    if (size_ > 0) std::memcpy(inline_, text.data(), size_);  // data() may be null when empty
     if (text.size() > sizeof inline_)
       long_.assign(text);
     else if (!long_.empty())
