@@ -138,6 +138,7 @@ thread_local HAL_FAST_TLS struct {
   uint64_t generation = 0, track = 0;
   const StreamImpl* stream = nullptr;
   const DeviceImpl* device = nullptr;
+  bool nvtx = false;
 } stream_track_cache;
 
 nlohmann::ordered_json args_json(const detail::SpanArgs& a) {
@@ -394,7 +395,7 @@ Track stream_track(const StreamImpl& stream) {
   // The generation is read without the lock: a stale one only sends the call to the map.
   if (cached.stream == &stream && cached.device == &stream.device() &&
       cached.generation == r.generation_seen.load(std::memory_order_relaxed))
-    return {cached.track};
+    return {cached.track, cached.nvtx};
   std::lock_guard lock(r.mutex);
   auto& [track, device] = r.stream_tracks[&stream];
   if (track == 0 || device != &stream.device()) {
@@ -403,8 +404,9 @@ Track stream_track(const StreamImpl& stream) {
     const std::string& id = device->info().id;
     r.track_names[track] = id + " stream " + std::to_string(r.streams_per_device[id]++);
   }
-  cached = {r.generation, track, &stream, device};
-  return {track};
+  const bool nvtx = nvtx_ranges_for(device->info().backend());
+  cached = {r.generation, track, &stream, device, nvtx};
+  return {track, nvtx};
 }
 
 Track thread_track() {

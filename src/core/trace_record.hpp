@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/nvtx.hpp"
 #include "hal/trace.hpp"
 
 namespace hal {
@@ -21,6 +22,7 @@ namespace hal::trace::detail {
 // A track: a stream's, or a host thread's.
 struct Track {
   uint64_t id = 0;
+  bool nvtx = false;  // spans on it are NVTX ranges too (a CUDA stream's, core/nvtx.hpp)
 };
 Track stream_track(const StreamImpl& stream);
 Track thread_track();
@@ -56,23 +58,35 @@ bool last_allocation_hit();
 class Span {
  public:
   Span(Track track, std::string_view category, std::string name, const SpanArgs& args = {})
-      : track_(track), category_(category), owned_(std::move(name)), args_(args), start_(now()) {
+      : track_(track), category_(category), owned_(std::move(name)), args_(args) {
     name_ = owned_;
+    begin();
   }
   template <size_t N>
   Span(Track track, std::string_view category, const char (&literal)[N], const SpanArgs& args = {})
-      : track_(track), category_(category), name_(literal, N - 1), args_(args), start_(now()) {}
-  ~Span() { span(track_, category_, name_, start_, now(), args_); }
+      : track_(track), category_(category), name_(literal, N - 1), args_(args) {
+    begin();
+  }
+  ~Span() {
+    span(track_, category_, name_, start_, now(), args_);
+    if (track_.nvtx) [[unlikely]]
+      nvtx_pop();
+  }
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
   void set_args(const SpanArgs& args) { args_ = args; }
 
  private:
+  void begin() {
+    if (track_.nvtx) [[unlikely]]
+      nvtx_push(name_);
+    start_ = now();
+  }
   Track track_;
   std::string_view category_, name_;
   std::string owned_;
   SpanArgs args_;
-  uint64_t start_;
+  uint64_t start_ = 0;
 };
 
 }  // namespace hal::trace::detail
