@@ -99,7 +99,7 @@ std::string open_svg(int width, int height, const std::string& title) {
 
 // Frame, grid, tick labels and axis labels.
 std::string axes(const Scale& x, const Scale& y, const std::string& x_label,
-                 const std::string& y_label, int width, int height, bool x_ticks = true) {
+                 const std::string& y_label, int height, bool x_ticks = true) {
   std::string svg = "<g stroke=\"#ddd\" stroke-width=\"1\">";
   std::string labels = "<g fill=\"#333\">";
   if (x_ticks)
@@ -124,7 +124,6 @@ std::string axes(const Scale& x, const Scale& y, const std::string& x_label,
          "\" text-anchor=\"middle\">" + escape(x_label) + "</text>";
   svg += "<text transform=\"translate(14 " + coordinate((y.from + y.to) / 2) +
          ") rotate(-90)\" text-anchor=\"middle\">" + escape(y_label) + "</text>";
-  (void)width;
   return svg;
 }
 
@@ -198,7 +197,7 @@ std::string chart_svg(const Chart& chart) {
   fit_range(chart.x, x_low, x_high, x.min, x.max);
   fit_range(chart.y, y_low, y_high, y.min, y.max);
   std::string svg = open_svg(chart.width, chart.height, chart.title) +
-                    axes(x, y, chart.x.label, chart.y.label, chart.width, chart.height);
+                    axes(x, y, chart.x.label, chart.y.label, chart.height);
   // Marks outside the range are clipped to the plot area.
   static std::atomic<int> clip_ids{0};
   const std::string clip = "clip" + std::to_string(++clip_ids);
@@ -257,8 +256,7 @@ std::string histogram_svg(const Histogram& h) {
   }
   Scale x{false, low, high, kLeft, h.width - kRight};
   Scale y{false, 0, most * 1.1, h.height - kBottom, kTop};
-  std::string svg =
-      open_svg(h.width, h.height, h.title) + axes(x, y, h.x_label, "runs", h.width, h.height);
+  std::string svg = open_svg(h.width, h.height, h.title) + axes(x, y, h.x_label, "runs", h.height);
   std::vector<std::pair<std::string, int>> entries;
   for (size_t s = 0; s < counts.size(); ++s) {
     const int color = static_cast<int>(s);
@@ -286,8 +284,8 @@ std::string bars_svg(const Bars& b) {
     throw Error(ErrorCode::InvalidArgument, "plot: bar chart '" + b.title + "' has no values");
   Scale x{false, 0, static_cast<double>(b.categories.size()), kLeft, b.width - kRight};
   Scale y{false, 0, most * 1.15, b.height - kBottom, kTop};
-  std::string svg = open_svg(b.width, b.height, b.title) +
-                    axes(x, y, "", b.y_label, b.width, b.height, /*x_ticks=*/false);
+  std::string svg =
+      open_svg(b.width, b.height, b.title) + axes(x, y, "", b.y_label, b.height, /*x_ticks=*/false);
   const double group = x(1) - x(0), bar = group * 0.8 / static_cast<double>(b.values.size());
   std::vector<std::pair<std::string, int>> entries;
   for (size_t s = 0; s < b.values.size(); ++s) {
