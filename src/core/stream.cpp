@@ -88,11 +88,12 @@ SpanArgs launch_args(const LaunchConfig& c) {
 // The traced path of a call, apart from its untraced body (always inlined into the untraced
 // path) so that tracing off costs the body one branch (a span alive across the body would keep
 // it from ending in a tail call).
-template <class Body>
-[[gnu::noinline, gnu::cold]] void traced(const StreamImpl& stream, std::string_view category,
-                                         std::string name, const SpanArgs& args, Body&& body) {
-  const trace::detail::Span span(trace::detail::stream_track(stream), category, std::move(name),
-                                 args);
+// A literal name is kept by reference (no copy, no strlen); not cold, which would have the
+// compiler build its string_views out of line.
+template <class Name, class Body>
+[[gnu::noinline]] void traced(const StreamImpl& stream, std::string_view category, const Name& name,
+                              const SpanArgs& args, Body&& body) {
+  const trace::detail::Span span(trace::detail::stream_track(stream), category, name, args);
   body();
 }
 

@@ -1,5 +1,7 @@
-// The trace recorder: events kept in memory under a lock while recording, written as Chrome
-// trace-event JSON by stop() or at exit.
+// The trace recorder: each thread appends its events to buffers of its own without a lock,
+// publishing each with one release store; stop() (or exit) gathers them under the recorder's
+// lock and writes Chrome trace-event JSON. A thread's buffers are kept for its next trace: the
+// memory a trace needs is faulted in once, not again for every trace.
 #include <unistd.h>
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -8,8 +10,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -42,19 +46,57 @@ bool constant_tsc() {
 }
 const bool tsc_is_constant = constant_tsc();
 
+// A span's name: copied into the record itself up to 39 bytes (every name hal gives but the
+// longest kernel names), which costs a fixed-size copy rather than std::string's assign; longer
+// ones are kept whole beside it.
+class RecordName {
+ public:
+  void assign(std::string_view text) {
+    size_ = static_cast<uint8_t>(std::min(text.size(), sizeof inline_));
+    if (size_ > 0) std::memcpy(inline_, text.data(), size_);  // data() may be null when empty
+    if (text.size() > sizeof inline_)
+      long_.assign(text);
+    else if (!long_.empty())
+      long_.clear();
+  }
+  std::string_view view() const {
+    return long_.empty() ? std::string_view(inline_, size_) : std::string_view(long_);
+  }
+
+ private:
+  char inline_[39];
+  uint8_t size_ = 0;
+  std::string long_;
+};
+
 struct Record {
   char phase;  // 'X' span, 's' flow start, 'f' flow end
   uint64_t track;
   uint64_t ts, dur;           // in the clock's ticks
   std::string_view category;  // a literal
-  std::string name;
+  RecordName name;
   detail::SpanArgs args;
   uint64_t flow = 0;
 };
 
-// Events kept in memory at most (about 200 bytes each): a long run keeps its first million and
-// counts the rest, which the file reports as otherData.dropped_events.
+// Events kept in memory at most (about 170 bytes each, in all threads' buffers together): a
+// long run keeps its first million and counts the rest, which the file reports as
+// otherData.dropped_events.
 constexpr size_t kMaxRecords = 1'000'000;
+constexpr size_t kChunkRecords = 4096;  // a buffer grows by this many records (about 0.5 MB)
+using Chunk = std::vector<Record>;
+
+// One thread's events of one trace. Only its thread writes records and `count`; the recorder
+// reads records [0, count) under its lock once `count` is published (release/acquire). `chunks`
+// changes only under the recorder's lock (its thread alone changes it, and reads it without).
+struct ThreadBuffer {
+  uint64_t generation = 0;                     // the trace it records into
+  std::vector<std::unique_ptr<Chunk>> chunks;  // kept across traces, reused
+  size_t chunks_in_use = 0;                    // this trace's, counted against kMaxRecords
+  bool full = false;  // this trace reached kMaxRecords: later events are dropped
+  std::atomic<size_t> count{0};
+  std::atomic<uint64_t> dropped{0};
+};
 
 struct Recorder {
   std::mutex mutex;
@@ -62,25 +104,18 @@ struct Recorder {
   // The clock's ticks and steady_clock at the trace's start: microseconds from ticks.
   uint64_t epoch_ticks = 0;
   Clock::time_point epoch = Clock::now();
-  uint64_t generation = 0;                   // a new trace gives threads new tracks
-  std::atomic<uint64_t> generation_seen{0};  // the same, for reads without the lock
-  std::vector<Record> records;
+  uint64_t generation = 0;                             // a new trace gives threads new tracks
+  std::atomic<uint64_t> generation_seen{0};            // the same, for reads without the lock
+  std::vector<std::shared_ptr<ThreadBuffer>> buffers;  // the threads' that record this trace
+  size_t chunks_in_use = 0;                            // by all of them
   std::map<uint64_t, std::string> track_names;
   std::map<const StreamImpl*, std::pair<uint64_t, const DeviceImpl*>> stream_tracks;  // by address:
   // a stream made where a dropped one was, on another device, gets a track of its own
   std::map<std::string, int> streams_per_device;
   std::map<const EventImpl*, uint64_t> latest_flow;
-  uint64_t next_track = 1, next_flow = 1, dropped = 0;
+  uint64_t next_track = 1, next_flow = 1;
+  bool warned_full = false;
   int threads = 0;
-
-  // Whether there is room for one more record (counting the ones that find none).
-  bool room() {
-    if (records.size() < kMaxRecords) return true;
-    if (dropped++ == 0)
-      log(LogLevel::warn, "trace: " + std::to_string(kMaxRecords) +
-                              " events recorded; later ones are dropped (counted in the file)");
-    return false;
-  }
 };
 
 Recorder& recorder() {
@@ -88,13 +123,22 @@ Recorder& recorder() {
   return *r;
 }
 
-thread_local struct { uint64_t generation = 0, track = 0; } thread_track_cache;
-thread_local bool last_hit = false;
+// The hot path's thread_locals use the initial-exec model: libhal is a shared library, where the
+// default model calls __tls_get_addr on every access (a quarter of a traced fill's added
+// instructions); these few bytes fit the static TLS that glibc keeps for libraries loaded later.
+#define HAL_FAST_TLS __attribute__((tls_model("initial-exec")))
+thread_local HAL_FAST_TLS struct { uint64_t generation = 0, track = 0; } thread_track_cache;
+// This thread's buffer: the raw pointer for the hot path (no thread_local initialisation guard),
+// the owner to free it when the thread and the recorder are done with it.
+thread_local HAL_FAST_TLS ThreadBuffer* thread_buffer = nullptr;
+thread_local std::shared_ptr<ThreadBuffer> thread_buffer_owner;
+thread_local HAL_FAST_TLS bool last_hit = false;
 // The stream this thread traced last: most work comes in runs on one stream.
-thread_local struct {
+thread_local HAL_FAST_TLS struct {
   uint64_t generation = 0, track = 0;
   const StreamImpl* stream = nullptr;
   const DeviceImpl* device = nullptr;
+  bool nvtx = false;
 } stream_track_cache;
 
 nlohmann::ordered_json args_json(const detail::SpanArgs& a) {
@@ -133,7 +177,7 @@ nlohmann::ordered_json to_json(const Record& r, int pid, const TimeScale& time) 
   if (r.phase == 'X') {
     e["dur"] = static_cast<double>(r.dur) * time.us_per_tick;
     e["cat"] = std::string(r.category);
-    e["name"] = r.name;
+    e["name"] = std::string(r.name.view());
     e["args"] = args_json(r.args);
   } else {
     e["cat"] = "flow";
@@ -144,9 +188,18 @@ nlohmann::ordered_json to_json(const Record& r, int pid, const TimeScale& time) 
   return e;
 }
 
-// Writes and clears the trace; the caller holds the lock.
+// Writes the trace; the caller holds the lock. Threads' buffers stay as they are: each resets
+// its own when it next records (a thread may still be adding to its buffer as this reads).
 void write_locked(Recorder& r) {
   const int pid = static_cast<int>(getpid());
+  std::vector<Record> records;
+  uint64_t dropped = 0;
+  for (const auto& buffer : r.buffers) {
+    const size_t count = buffer->count.load(std::memory_order_acquire);
+    for (size_t i = 0; i < count; ++i)
+      records.push_back((*buffer->chunks[i / kChunkRecords])[i % kChunkRecords]);
+    dropped += buffer->dropped.load(std::memory_order_relaxed);
+  }
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
   events.push_back(
       {{"ph", "M"}, {"pid", pid}, {"name", "process_name"}, {"args", {{"name", "hal"}}}});
@@ -157,7 +210,7 @@ void write_locked(Recorder& r) {
                       {"name", "thread_name"},
                       {"args", {{"name", name}}}});
   // By track, then by start; a span before the flow events inside it.
-  std::stable_sort(r.records.begin(), r.records.end(), [](const Record& a, const Record& b) {
+  std::stable_sort(records.begin(), records.end(), [](const Record& a, const Record& b) {
     if (a.track != b.track) return a.track < b.track;
     if (a.ts != b.ts) return a.ts < b.ts;
     return a.phase == 'X' && b.phase != 'X';
@@ -167,17 +220,96 @@ void write_locked(Recorder& r) {
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - r.epoch).count();
   const TimeScale time{r.epoch_ticks,
                        tsc_is_constant && ticks > 0 ? us / static_cast<double>(ticks) : 1e-3};
-  for (const Record& record : r.records) events.push_back(to_json(record, pid, time));
+  for (const Record& record : records) events.push_back(to_json(record, pid, time));
   const nlohmann::ordered_json document{
       {"displayTimeUnit", "ns"},
-      {"otherData", {{"dropped_events", r.dropped}, {"max_events", kMaxRecords}}},
+      {"otherData", {{"dropped_events", dropped}, {"max_events", kMaxRecords}}},
       {"traceEvents", events}};
   std::ofstream out(r.file);
   out << document.dump() << "\n";
   if (!out) throw Error(ErrorCode::InvalidArgument, "trace: cannot write " + r.file.string());
-  r.records.clear();
-  r.records.shrink_to_fit();
-  r.dropped = 0;
+}
+
+// This thread's buffer for the trace being recorded, reset for it when it held an earlier
+// trace's; nullptr when no trace is recorded.
+[[gnu::noinline, gnu::cold]] ThreadBuffer* join_trace(Recorder& r) {
+  std::lock_guard lock(r.mutex);
+  if (!detail::recording.load()) return nullptr;
+  if (!thread_buffer) {
+    thread_buffer_owner = std::make_shared<ThreadBuffer>();
+    thread_buffer = thread_buffer_owner.get();
+  }
+  ThreadBuffer& b = *thread_buffer;
+  if (b.generation != r.generation) {
+    b.generation = r.generation;
+    b.count.store(0, std::memory_order_relaxed);
+    b.dropped.store(0, std::memory_order_relaxed);
+    b.chunks_in_use = 0;
+    b.full = false;
+    r.buffers.push_back(thread_buffer_owner);
+  }
+  return &b;
+}
+
+// Room for the next chunk of this thread's records, within the recorder's limit: a chunk kept
+// from an earlier trace, or a new one.
+[[gnu::noinline, gnu::cold]] bool next_chunk(Recorder& r, ThreadBuffer& b) {
+  std::lock_guard lock(r.mutex);
+  if (r.chunks_in_use >= kMaxRecords / kChunkRecords) {
+    b.full = true;
+    if (!r.warned_full) {
+      r.warned_full = true;
+      log(LogLevel::warn, "trace: " + std::to_string(kMaxRecords) +
+                              " events recorded; later ones are dropped (counted in the file)");
+    }
+    return false;
+  }
+  if (b.chunks_in_use == b.chunks.size())
+    b.chunks.push_back(std::make_unique<Chunk>(kChunkRecords));
+  ++b.chunks_in_use;
+  ++r.chunks_in_use;
+  return true;
+}
+
+// This thread's next record, to be filled in place (its name's storage is reused from an earlier
+// trace) and then published; nullptr when the event is not recorded. No lock but once a chunk
+// (or a trace).
+Record* next_record(ThreadBuffer*& b) {
+  Recorder& r = recorder();
+  b = thread_buffer;
+  if (b == nullptr || b->generation != r.generation_seen.load(std::memory_order_relaxed))
+      [[unlikely]] {
+    b = join_trace(r);
+    if (b == nullptr) return nullptr;
+  }
+  const size_t n = b->count.load(std::memory_order_relaxed);
+  if (n == b->chunks_in_use * kChunkRecords) [[unlikely]] {
+    if (b->full || !next_chunk(r, *b)) {
+      b->dropped.fetch_add(1, std::memory_order_relaxed);
+      return nullptr;
+    }
+  }
+  return &(*b->chunks[n / kChunkRecords])[n % kChunkRecords];
+}
+
+// Makes the record that next_record() gave visible to the recorder.
+void publish(ThreadBuffer* b) {
+  b->count.store(b->count.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+void append_flow(char phase, detail::Track track, uint64_t at, uint64_t id) {
+  ThreadBuffer* b = nullptr;
+  Record* r = next_record(b);
+  if (r == nullptr) return;
+  r->phase = phase;
+  r->track = track.id;
+  r->ts = at;
+  r->dur = 0;
+  r->category = {};
+  r->name.assign({});
+  r->args = {};
+  r->flow = id;
+  publish(b);
 }
 
 void stop_at_exit() {
@@ -214,13 +346,14 @@ void start(const std::filesystem::path& file) {
   r.epoch_ticks = detail::now();
   ++r.generation;
   r.generation_seen.store(r.generation);
-  r.records.clear();
+  r.buffers.clear();  // each thread joins the new trace with its first event
+  r.chunks_in_use = 0;
+  r.warned_full = false;
   r.track_names.clear();
   r.stream_tracks.clear();
   r.streams_per_device.clear();
   r.latest_flow.clear();
   r.threads = 0;
-  r.dropped = 0;
   detail::recording.store(true);
 }
 
@@ -230,6 +363,7 @@ void stop() {
   if (!detail::recording.load()) return;
   detail::recording.store(false);
   write_locked(r);
+  r.buffers.clear();  // an exited thread's buffer goes now; a live one keeps its own
 }
 
 Scope::Scope(std::string_view name) {
@@ -241,7 +375,7 @@ Scope::Scope(std::string_view name) {
 
 Scope::~Scope() {
   if (start_ == 0 || !enabled()) return;
-  detail::span(detail::thread_track(), "user", std::move(name_), start_, detail::now());
+  detail::span(detail::thread_track(), "user", name_, start_, detail::now());
 }
 
 namespace detail {
@@ -261,7 +395,7 @@ Track stream_track(const StreamImpl& stream) {
   // The generation is read without the lock: a stale one only sends the call to the map.
   if (cached.stream == &stream && cached.device == &stream.device() &&
       cached.generation == r.generation_seen.load(std::memory_order_relaxed))
-    return {cached.track};
+    return {cached.track, cached.nvtx};
   std::lock_guard lock(r.mutex);
   auto& [track, device] = r.stream_tracks[&stream];
   if (track == 0 || device != &stream.device()) {
@@ -270,12 +404,16 @@ Track stream_track(const StreamImpl& stream) {
     const std::string& id = device->info().id;
     r.track_names[track] = id + " stream " + std::to_string(r.streams_per_device[id]++);
   }
-  cached = {r.generation, track, &stream, device};
-  return {track};
+  const bool nvtx = nvtx_ranges_for(device->info().backend());
+  cached = {r.generation, track, &stream, device, nvtx};
+  return {track, nvtx};
 }
 
 Track thread_track() {
   Recorder& r = recorder();
+  // The generation is read without the lock: a stale one only sends the call to the lock.
+  if (thread_track_cache.generation == r.generation_seen.load(std::memory_order_relaxed))
+    return {thread_track_cache.track};
   std::lock_guard lock(r.mutex);
   if (thread_track_cache.generation != r.generation) {
     thread_track_cache = {r.generation, r.next_track++};
@@ -284,31 +422,46 @@ Track thread_track() {
   return {thread_track_cache.track};
 }
 
-void span(Track track, std::string_view category, std::string&& name, uint64_t start, uint64_t end,
-          const SpanArgs& args) {
-  Recorder& r = recorder();
-  std::lock_guard lock(r.mutex);
-  if (!recording.load() || !r.room()) return;
-  r.records.push_back(
-      {'X', track.id, start, end > start ? end - start : 0, category, std::move(name), args});
+void span(Track track, std::string_view category, std::string_view name, uint64_t start,
+          uint64_t end, const SpanArgs& args) {
+  if (!recording.load(std::memory_order_relaxed)) return;
+  ThreadBuffer* b = nullptr;
+  Record* r = next_record(b);
+  if (r == nullptr) return;
+  r->phase = 'X';
+  r->track = track.id;
+  r->ts = start;
+  r->dur = end > start ? end - start : 0;
+  r->category = category;
+  r->name.assign(name);
+  r->args = args;
+  r->flow = 0;
+  publish(b);
 }
 
 void flow_from_record(Track track, const EventImpl& event, uint64_t at) {
   Recorder& r = recorder();
-  std::lock_guard lock(r.mutex);
-  if (!recording.load() || !r.room()) return;
-  const uint64_t id = r.next_flow++;
-  r.latest_flow[&event] = id;
-  r.records.push_back({'s', track.id, at, 0, {}, {}, {}, id});
+  uint64_t id = 0;
+  {
+    std::lock_guard lock(r.mutex);
+    if (!recording.load()) return;
+    id = r.next_flow++;
+    r.latest_flow[&event] = id;
+  }
+  append_flow('s', track, at, id);
 }
 
 void flow_to_wait(Track track, const EventImpl& event, uint64_t at) {
   Recorder& r = recorder();
-  std::lock_guard lock(r.mutex);
-  if (!recording.load()) return;
-  const auto found = r.latest_flow.find(&event);
-  if (found == r.latest_flow.end() || !r.room()) return;  // recorded before the trace began
-  r.records.push_back({'f', track.id, at, 0, {}, {}, {}, found->second});
+  uint64_t id = 0;
+  {
+    std::lock_guard lock(r.mutex);
+    if (!recording.load()) return;
+    const auto found = r.latest_flow.find(&event);
+    if (found == r.latest_flow.end()) return;  // recorded before the trace began
+    id = found->second;
+  }
+  append_flow('f', track, at, id);
 }
 
 void note_allocation(bool cache_hit) { last_hit = cache_hit; }

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/nvtx.hpp"
 #include "hal/trace.hpp"
 
 namespace hal {
@@ -21,6 +22,7 @@ namespace hal::trace::detail {
 // A track: a stream's, or a host thread's.
 struct Track {
   uint64_t id = 0;
+  bool nvtx = false;  // spans on it are NVTX ranges too (a CUDA stream's, core/nvtx.hpp)
 };
 Track stream_track(const StreamImpl& stream);
 Track thread_track();
@@ -39,9 +41,9 @@ struct SpanArgs {
 // steady_clock's nanoseconds; converted to microseconds when the trace is written.
 uint64_t now();
 
-// A complete span; `category` is a literal (kept by reference).
-void span(Track track, std::string_view category, std::string&& name, uint64_t start, uint64_t end,
-          const SpanArgs& args = {});
+// A complete span; `category` is a literal (kept by reference), `name` is copied.
+void span(Track track, std::string_view category, std::string_view name, uint64_t start,
+          uint64_t end, const SpanArgs& args = {});
 
 // A record of `event` on `track` starts a flow; a wait for it on another track ends it.
 void flow_from_record(Track track, const EventImpl& event, uint64_t at);
@@ -51,22 +53,40 @@ void flow_to_wait(Track track, const EventImpl& event, uint64_t at);
 void note_allocation(bool cache_hit);
 bool last_allocation_hit();
 
-// A span recorded when it ends; constructed only while tracing (std::optional at call sites).
+// A span recorded when it ends; constructed only while tracing (std::optional at call sites). A
+// literal name is kept by reference, any other is copied.
 class Span {
  public:
   Span(Track track, std::string_view category, std::string name, const SpanArgs& args = {})
-      : track_(track), category_(category), name_(std::move(name)), args_(args), start_(now()) {}
-  ~Span() { span(track_, category_, std::move(name_), start_, now(), args_); }
+      : track_(track), category_(category), owned_(std::move(name)), args_(args) {
+    name_ = owned_;
+    begin();
+  }
+  template <size_t N>
+  Span(Track track, std::string_view category, const char (&literal)[N], const SpanArgs& args = {})
+      : track_(track), category_(category), name_(literal, N - 1), args_(args) {
+    begin();
+  }
+  ~Span() {
+    span(track_, category_, name_, start_, now(), args_);
+    if (track_.nvtx) [[unlikely]]
+      nvtx_pop();
+  }
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
   void set_args(const SpanArgs& args) { args_ = args; }
 
  private:
+  void begin() {
+    if (track_.nvtx) [[unlikely]]
+      nvtx_push(name_);
+    start_ = now();
+  }
   Track track_;
-  std::string_view category_;
-  std::string name_;
+  std::string_view category_, name_;
+  std::string owned_;
   SpanArgs args_;
-  uint64_t start_;
+  uint64_t start_ = 0;
 };
 
 }  // namespace hal::trace::detail

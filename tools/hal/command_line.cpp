@@ -31,6 +31,8 @@ std::unique_ptr<CLI::App> make_command_line() {
   add_run_command(*app);
   add_train_command(*app);
   add_compare_command(*app);
+  add_report_command(*app);
+  add_eval_command(*app);
   add_serve_command(*app);
   add_loadgen_command(*app);
   return app;

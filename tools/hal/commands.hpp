@@ -37,6 +37,8 @@ void add_onnx_tests_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
+void add_report_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_loadgen_command(CLI::App& app);
 

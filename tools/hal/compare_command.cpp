@@ -13,8 +13,10 @@
 #include "compare_side.hpp"
 #include "hal/compare.hpp"
 #include "hal/error.hpp"
+#include "hal/registry.hpp"
 #include "hal/units.hpp"
 #include "option_values.hpp"
+#include "report_html.hpp"
 
 namespace hal::tool {
 namespace {
@@ -30,6 +32,7 @@ struct CompareOptions {
   double max_seconds = 60;
   uint64_t warmup = 2;
   bool json = false;
+  std::string html;  // --html FILE: the comparison as a report page too
 };
 
 // "2%" -> 0.02, "0.02" -> 0.02.
@@ -76,7 +79,25 @@ std::string decision_name(evidence::Decision d) {
   return "inconclusive";
 }
 
+// The page of hal report with this comparison and its side's devices (their cached calibration
+// figures only: measuring would keep the user waiting after the comparison). Side B run with
+// --b-env is the child's device, which this process may not have: left out.
+void write_compare_page(const CompareOptions& o, nlohmann::json report) {
+  ReportContent content;
+  content.title = "hal compare: " + o.workload.text;
+  std::vector<std::string> ids{o.a};
+  if (o.b_env.empty() && o.b != o.a) ids.push_back(o.b);
+  for (const std::string& id : ids) {
+    const Device d = device(id);
+    content.devices.push_back(d.info());
+    content.calibrations.push_back(cached_calibration(d));
+  }
+  content.comparisons.push_back(std::move(report));
+  write_report(o.html, report_html(content));
+}
+
 void compare(const CompareOptions& o) {
+  if (!o.html.empty()) check_writable(o.html);  // before the run, not after it
   const auto started = std::chrono::steady_clock::now();
   auto sampling_from = started;  // --max-time counts from the first sample
   const auto since = [](std::chrono::steady_clock::time_point from) {
@@ -125,7 +146,7 @@ void compare(const CompareOptions& o) {
   const evidence::Analysis& r = run.analysis;
   const std::string text = evidence::verdict(r, o.design, o.metric);
   const bool latency = o.metric == evidence::Metric::latency;
-  if (o.json) {
+  {
     nlohmann::ordered_json env = nlohmann::ordered_json::array();
     for (const std::string& e : o.b_env) env.push_back(e);
     const nlohmann::ordered_json report{{"schema", "hal.compare/1"},
@@ -155,8 +176,11 @@ void compare(const CompareOptions& o) {
                                         {"seconds", since(started)},
                                         {"samples_a", run.a},
                                         {"samples_b", run.b}};
-    std::cout << report.dump(2) << "\n";
-    return;
+    if (!o.html.empty()) write_compare_page(o, nlohmann::json::parse(report.dump()));
+    if (o.json) {
+      std::cout << report.dump(2) << "\n";
+      return;
+    }
   }
   const auto median_text = [&](const std::vector<double>& samples) {
     const double m = evidence::median(samples);
@@ -203,6 +227,8 @@ void add_compare_command(CLI::App& app) {
                       "VAR=VALUE: run side B in a child process with this environment (repeat "
                       "for several)");
   command->add_flag("--json", o->json, "Print JSON (schema hal.compare/1)");
+  command->add_option("--html", o->html,
+                      "Also write the comparison as a self-contained HTML page (hal report's)");
   command->parse_complete_callback([o] {
     o->workload = parse_workload(o->workload_text);
     if (o->metric_text == "latency")

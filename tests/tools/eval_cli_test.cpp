@@ -1,0 +1,167 @@
+// `hal eval`: a data set sharded across devices gives, gathered in order, the outputs of a run on
+// one device; accuracy against labels and agreement with reference outputs are counted right;
+// bad input is refused by code and message.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "hal/model.hpp"
+#include "hal/npy.hpp"
+#include "hal/ops.hpp"
+#include "hal/registry.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Result = hal::test::ShellResult;
+
+const std::string kModel = HAL_MODELS_DIR "/transformer_encoder.onnx";  // [batch, 16, 64] in
+// Shards on devices of different backends where this machine has them (PoCL's opencl:0 and
+// lavapipe's vulkan:0 on a bare Debian with the project's packages), else more streams of cpu:0.
+std::string three_devices() {
+  std::vector<std::string> ids{"cpu:0"};
+  for (const hal::Device& d : hal::devices())
+    if ((d.id() == "opencl:0" || d.id() == "vulkan:0") && ids.size() < 3) ids.push_back(d.id());
+  while (ids.size() < 3) ids.push_back("cpu:0");
+  return ids[1] + "," + ids[2] + "," + ids[0];
+}
+
+Result eval(const std::string& arguments) {
+  return hal::test::run_shell("(" + hal::test::child_sanitizer_options() + HAL_CLI_PATH " eval " +
+                              kModel + " " + arguments + " 2>/dev/null)");
+}
+
+nlohmann::json report_of(const Result& r) {
+  EXPECT_EQ(r.status, 0) << r.output;
+  return nlohmann::json::parse(r.output);
+}
+
+class EvalCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = fs::temp_directory_path() /
+                 ("hal_eval_test_" + std::to_string(getpid()) + "_" +
+                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(directory_ / "data");
+    // 11 examples in three files (5, 4 and 2 rows), values that differ from row to row.
+    int64_t row = 0;
+    for (const auto& [name, rows] : {std::pair{"a.npy", 5}, {"b.npy", 4}, {"c.npy", 2}}) {
+      std::vector<float> values(static_cast<size_t>(rows) * 16 * 64);
+      for (size_t i = 0; i < values.size(); ++i)
+        values[i] = std::sin(0.37f * static_cast<float>(i) + 1.3f * static_cast<float>(row));
+      row += rows;
+      hal::write_npy(directory_ / "data" / name, hal::from_vector(values, {rows, 16, 64}, stream_),
+                     stream_);
+    }
+  }
+  void TearDown() override { fs::remove_all(directory_); }
+  std::string path(const std::string& name) const { return (directory_ / name).string(); }
+  hal::Tensor read(const std::string& file) { return hal::read_npy(directory_ / file, stream_); }
+
+  hal::Stream stream_ = hal::device("cpu:0").create_stream();
+  fs::path directory_;
+};
+
+TEST_F(EvalCli, ShardsGatherInOrderAndAgreeWithOneDevice) {
+  const nlohmann::json one = report_of(
+      eval("--data " + path("data") + " --devices cpu:0 --batch 3 --json --output " + path("one")));
+  EXPECT_EQ(one["schema"], "hal.eval/1");
+  EXPECT_EQ(one["rows"], 11);
+  EXPECT_EQ(one["devices"][0]["batches"], 4);  // 3 + 3 + 3 + 2
+  EXPECT_EQ(one["outputs"][0]["name"], "probabilities");
+  EXPECT_EQ(one["outputs"][0]["shape"], nlohmann::json({11, 16, 10}));
+  EXPECT_TRUE(one["reference"].is_null());
+
+  const nlohmann::json many =
+      report_of(eval("--data " + path("data") + " --devices " + three_devices() +
+                     " --batch 2 --json "
+                     "--output " +
+                     path("many") + " --reference " + path("one")));
+  ASSERT_EQ(many["devices"].size(), 3u);
+  const int64_t first_rows[] = {0, 4, 8}, rows[] = {4, 4, 3}, batches[] = {2, 2, 2};
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& d = many["devices"][i];
+    EXPECT_EQ(d["first_row"], first_rows[i]);
+    EXPECT_EQ(d["rows"], rows[i]);
+    EXPECT_EQ(d["batches"], batches[i]);
+    EXPECT_GT(d["rows_per_s"].get<double>(), 0);
+  }
+  EXPECT_EQ(many["reference"]["kind"], "outputs");
+  EXPECT_TRUE(many["reference"]["agree"].get<bool>()) << many["reference"];
+  EXPECT_LE(many["reference"]["max_abs_diff"].get<double>(), 1e-5);  // 7e-8 on PoCL, lavapipe
+  EXPECT_EQ(many["reference"]["argmax_agreement"], 1.0);
+
+  // The gathered file against the model run here on the last file alone: rows 9 and 10.
+  const hal::Model model = hal::load_onnx(kModel);
+  const std::vector<float> direct = model.run({{"tokens", read("data/c.npy")}}, stream_)
+                                        .at("probabilities")
+                                        .to_vector<float>(stream_);
+  const std::vector<float> gathered = read("many/probabilities.npy").to_vector<float>(stream_);
+  ASSERT_EQ(gathered.size(), 11u * 16 * 10);
+  const size_t offset = 9u * 16 * 10;
+  for (size_t i = 0; i < direct.size(); ++i)
+    ASSERT_NEAR(gathered[offset + i], direct[i], 1e-5) << i;
+}
+
+TEST_F(EvalCli, CountsAccuracyAgainstLabels) {
+  report_of(eval("--data " + path("data") + " --devices cpu:0 --json --output " + path("one")));
+  // Labels: each position's argmax, every fifth one changed.
+  const hal::Tensor probabilities = read("one/probabilities.npy");
+  std::vector<int64_t> labels =
+      hal::argmax(probabilities, {-1}, false, stream_).to_vector<int64_t>(stream_);
+  size_t changed = 0;
+  for (size_t i = 0; i < labels.size(); i += 5, ++changed) labels[i] = (labels[i] + 1) % 10;
+  fs::create_directories(directory_ / "labels");
+  hal::write_npy(directory_ / "labels" / "y.npy", hal::from_vector(labels, {11, 16}, stream_),
+                 stream_);
+  const nlohmann::json r =
+      report_of(eval("--data " + path("data") + " --devices " + three_devices() +
+                     " --batch 4 --json --reference " + path("labels")));
+  EXPECT_EQ(r["reference"]["kind"], "labels");
+  EXPECT_EQ(r["reference"]["positions"], labels.size());
+  EXPECT_EQ(r["reference"]["correct"], labels.size() - changed);
+  EXPECT_DOUBLE_EQ(
+      r["reference"]["accuracy"].get<double>(),
+      static_cast<double>(labels.size() - changed) / static_cast<double>(labels.size()));
+}
+
+TEST_F(EvalCli, PrintsATable) {
+  const Result r = hal::test::run_shell(std::string(HAL_CLI_PATH) + " eval " + kModel + " --data " +
+                                        path("data") + " --devices cpu:0,cpu:0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("rows/s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  all "), std::string::npos) << r.output;
+}
+
+TEST_F(EvalCli, RefusesBadInput) {
+  const auto refused = [&](const std::string& arguments, const std::string& code,
+                           const std::string& message) {
+    const Result r = eval(arguments + " --json");
+    EXPECT_EQ(r.status, 1) << arguments << ": " << r.output;
+    const nlohmann::json error = nlohmann::json::parse(r.output);
+    EXPECT_EQ(error["code"], code) << arguments;
+    EXPECT_NE(error["message"].get<std::string>().find(message), std::string::npos)
+        << arguments << ": " << error["message"];
+  };
+  const std::string data = " --data " + path("data");
+  refused(data + " --devices cpu:0,nope:1", "NotFound", "no device 'nope:1'");
+  refused(data + " --devices cpu:0 --batch 0", "InvalidArgument", "--batch");
+  refused(" --data " + path("nothing") + " --devices cpu:0", "InvalidArgument", "not a directory");
+  fs::create_directories(directory_ / "empty");
+  refused(" --data " + path("empty") + " --devices cpu:0", "InvalidArgument", "no .npy files");
+  hal::write_npy(directory_ / "data" / "d.npy",
+                 hal::from_vector(std::vector<float>(16 * 8), {1, 16, 8}, stream_), stream_);
+  refused(data + " --devices cpu:0", "InvalidArgument", "does not join");
+  fs::remove(directory_ / "data" / "d.npy");
+  fs::create_directories(directory_ / "wrong");
+  hal::write_npy(directory_ / "wrong" / "y.npy",
+                 hal::from_vector(std::vector<float>(11 * 3), {11, 3}, stream_), stream_);
+  refused(data + " --devices cpu:0 --reference " + path("wrong"), "InvalidArgument",
+          "is neither the output's [11, 16, 10]");
+}
+
+}  // namespace

@@ -1,0 +1,231 @@
+// `hal eval MODEL.onnx --data DIR --devices ID,ID,... [--batch N] [--reference DIR]
+// [--output DIR] [--json]`: a data set (DIR's .npy files joined along axis 0) split into
+// contiguous shards, one per device, each run by its own thread on its own stream in batches;
+// the outputs gathered in the data's order, scored against a reference, and each device's
+// throughput reported (hal.eval/1, docs/evidence.md).
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "commands.hpp"
+#include "eval_data.hpp"
+#include "hal/error.hpp"
+#include "hal/model.hpp"
+#include "hal/npy.hpp"
+#include "hal/ops.hpp"
+#include "hal/registry.hpp"
+#include "option_values.hpp"
+
+namespace hal::tool {
+namespace {
+
+struct EvalOptions {
+  std::string model, data, reference, output;
+  std::vector<std::string> devices;
+  std::string batch_text = "32";
+  int64_t batch = 32;
+  bool json = false;
+};
+
+// One device's share of the work and what it did.
+struct ShardRun {
+  std::string device;
+  ShardRange rows;
+  std::map<std::string, std::vector<Tensor>> outputs;  // by name, a tensor a batch, on the host
+  double seconds = 0;                                  // from its first batch to its last result
+  double first_batch_seconds = 0;  // kernels compiled, weights uploaded: not in the throughput
+  int64_t batches = 0, first_batch_rows = 0;
+  std::exception_ptr error;
+};
+
+// Runs rows [begin, end) of `data` (on the host) on `shard.device` in batches; the outputs come
+// back to the host. The model is loaded by each thread: a device's run shares nothing with
+// another's but the input.
+double since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void run_shard(const std::string& model_path, const Tensor& data, const std::string& input_name,
+               int64_t batch, ShardRun& shard) {
+  try {
+    const Model model = load_onnx(model_path);
+    const Device target = device(shard.device), host = device("cpu:0");
+    Stream stream = target.create_stream();
+    const auto started = std::chrono::steady_clock::now();
+    for (int64_t begin = shard.rows.begin; begin < shard.rows.end; begin += batch) {
+      const int64_t end = std::min(shard.rows.end, begin + batch);
+      const Tensor input = data.slice(0, begin, end).to(target, stream);
+      for (const auto& [name, value] : model.run({{input_name, input}}, stream)) {
+        if (value.dim() == 0 || value.size(0) != end - begin)
+          throw Error(ErrorCode::Unsupported,
+                      "hal eval: output '" + name + "' is " + value.describe() +
+                          ", not one row per example of a batch of " + std::to_string(end - begin) +
+                          "; eval gathers rows");
+        shard.outputs[name].push_back(value.to(host, stream));
+      }
+      if (++shard.batches == 1) {
+        stream.synchronize();
+        shard.first_batch_seconds = since(started);
+        shard.first_batch_rows = end - begin;
+      }
+    }
+    stream.synchronize();
+    shard.seconds = since(started);
+  } catch (...) {
+    shard.error = std::current_exception();
+  }
+}
+
+std::string output_file_name(const std::string& name) {
+  std::string out;
+  for (char c : name)
+    out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '_';
+  return (out.empty() ? std::string("output") : out) + ".npy";
+}
+
+void evaluate(const EvalOptions& o) {
+  const Model model = load_onnx(o.model);  // errors name the file before any thread starts
+  if (model.inputs().size() != 1)
+    throw Error(ErrorCode::Unsupported, "hal eval: " + o.model + " has " +
+                                            std::to_string(model.inputs().size()) +
+                                            " inputs; eval feeds one from --data");
+  const ModelValue& input = model.inputs().front();
+  Stream host = device("cpu:0").create_stream();
+  Tensor data = read_npy_directory(o.data, "--data", host);
+  if (data.dtype() != input.dtype) data = cast(data, input.dtype, host);
+  host.synchronize();  // the threads read it from their own streams
+  const int64_t rows = data.size(0);
+
+  std::vector<ShardRun> shards;
+  const std::vector<std::string> ids = names_option("--devices", o.devices);
+  for (const std::string& id : ids) device(id);  // an unknown device is refused before any run
+  const std::vector<ShardRange> ranges = shard_rows(rows, ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    shards.emplace_back();
+    shards.back().device = ids[i];
+    shards.back().rows = ranges[i];
+  }
+  const auto started = std::chrono::steady_clock::now();
+  {
+    std::vector<std::jthread> threads;
+    for (ShardRun& shard : shards)
+      threads.emplace_back(run_shard, std::cref(o.model), std::cref(data), std::cref(input.name),
+                           o.batch, std::ref(shard));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  for (const ShardRun& shard : shards)
+    if (shard.error) {
+      try {
+        std::rethrow_exception(shard.error);
+      } catch (const Error& error) {
+        throw Error(error.code(), shard.device + ": " + error.message());
+      }
+    }
+
+  // Gathered in the data's order: shard by shard, batch by batch.
+  nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
+  std::map<std::string, Tensor> gathered;
+  for (const ModelValue& declared : model.outputs()) {
+    std::vector<Tensor> parts;
+    for (const ShardRun& shard : shards)
+      if (const auto found = shard.outputs.find(declared.name); found != shard.outputs.end())
+        parts.insert(parts.end(), found->second.begin(), found->second.end());
+    if (parts.empty()) continue;
+    const Tensor all = parts.size() == 1 ? parts.front() : concat(parts, 0, host);
+    gathered[declared.name] = all;
+    outputs.push_back({{"name", declared.name}, {"shape", all.shape()}});
+    if (!o.output.empty()) {
+      std::filesystem::create_directories(o.output);
+      write_npy(std::filesystem::path(o.output) / output_file_name(declared.name), all, host);
+    }
+  }
+  nlohmann::ordered_json reference = nullptr;
+  if (!o.reference.empty() && !gathered.empty()) {
+    const Tensor expected = read_npy_directory(o.reference, "--reference", host);
+    reference = {{"directory", o.reference}, {"output", model.outputs().front().name}};
+    reference.update(score_against(gathered.at(model.outputs().front().name), expected, host));
+  }
+
+  nlohmann::ordered_json per_device = nlohmann::ordered_json::array();
+  for (const ShardRun& s : shards) {
+    const int64_t n = s.rows.end - s.rows.begin;
+    // The throughput after the first batch, where there are more.
+    const double timed = s.batches > 1 ? s.seconds - s.first_batch_seconds : s.seconds;
+    const int64_t timed_rows = s.batches > 1 ? n - s.first_batch_rows : n;
+    per_device.push_back(
+        {{"device", s.device},
+         {"first_row", s.rows.begin},
+         {"rows", n},
+         {"batches", s.batches},
+         {"seconds", s.seconds},
+         {"first_batch_seconds", s.first_batch_seconds},
+         {"rows_per_s", timed > 0 ? static_cast<double>(timed_rows) / timed : 0.0}});
+  }
+  const nlohmann::ordered_json report{
+      {"schema", "hal.eval/1"},
+      {"model", o.model},
+      {"data", o.data},
+      {"rows", rows},
+      {"batch", o.batch},
+      {"devices", per_device},
+      {"seconds", seconds},
+      {"rows_per_s", seconds > 0 ? static_cast<double>(rows) / seconds : 0.0},
+      {"outputs", outputs},
+      {"reference", reference}};
+  if (o.json) {
+    std::cout << report.dump(2) << "\n";
+    return;
+  }
+  std::printf("hal eval: %s on %lld rows of %s, batches of %lld\n", o.model.c_str(),
+              static_cast<long long>(rows), o.data.c_str(), static_cast<long long>(o.batch));
+  std::printf("  %-10s %10s %8s %10s %12s\n", "device", "rows", "batches", "seconds", "rows/s");
+  for (const auto& d : per_device)
+    std::printf("  %-10s %10lld %8lld %10.3f %12.1f\n", d["device"].get<std::string>().c_str(),
+                static_cast<long long>(d["rows"].get<int64_t>()),
+                static_cast<long long>(d["batches"].get<int64_t>()), d["seconds"].get<double>(),
+                d["rows_per_s"].get<double>());
+  std::printf("  %-10s %10lld %8s %10.3f %12.1f\n", "all", static_cast<long long>(rows), "",
+              seconds, report["rows_per_s"].get<double>());
+  if (reference.is_null()) return;
+  if (reference["kind"] == "labels")
+    std::printf("accuracy against %s: %.4f (%zu of %zu)\n", o.reference.c_str(),
+                reference["accuracy"].get<double>(), reference["correct"].get<size_t>(),
+                reference["positions"].get<size_t>());
+  else
+    std::printf("against %s: %s, max|out - ref| = %.3g, mean %.3g, argmax agreement %.4f\n",
+                o.reference.c_str(), reference["agree"].get<bool>() ? "agree" : "DIFFER",
+                reference["max_abs_diff"].get<double>(), reference["mean_abs_diff"].get<double>(),
+                reference["argmax_agreement"].get<double>());
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto* command = app.add_subcommand(
+      "eval", "Run a model over a data set sharded across devices; accuracy and throughput");
+  auto o = std::make_shared<EvalOptions>();
+  command->add_option("model", o->model, "The ONNX model (one input)")->required();
+  command
+      ->add_option("--data", o->data,
+                   "A directory of .npy files: the examples, rows of axis 0, files in name order")
+      ->required();
+  command->add_option("--devices", o->devices, "ID,ID,...: one shard and one thread each")
+      ->required();
+  command->add_option("--batch", o->batch_text, "Rows a run (default 32)");
+  command->add_option("--reference", o->reference,
+                      "A directory of .npy files: integer labels (accuracy) or expected outputs "
+                      "(agreement) for the first output");
+  command->add_option("--output", o->output, "Write each gathered output to DIR/<name>.npy");
+  command->add_flag("--json", o->json, "Print JSON (schema hal.eval/1)");
+  command->parse_complete_callback([o] {
+    o->batch = static_cast<int64_t>(count_option("--batch", o->batch_text, 1, 1 << 24));
+    names_option("--devices", o->devices);
+  });
+  set_work(*command, [o] { evaluate(*o); });
+}
+
+}  // namespace hal::tool

@@ -1,0 +1,123 @@
+#include "eval_data.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "hal/error.hpp"
+#include "hal/npy.hpp"
+#include "hal/ops.hpp"
+
+namespace hal::tool {
+namespace {
+
+std::string shape_text(const Shape& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+bool integer(DType dtype) {
+  return dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i32 || dtype == DType::i64;
+}
+
+}  // namespace
+
+Tensor read_npy_directory(const std::string& directory, const char* option, Stream& stream) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(directory, error))
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(option) + " " + directory + ": not a directory");
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(directory))
+    if (entry.is_regular_file() && entry.path().extension() == ".npy")
+      files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  if (files.empty())
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(option) + " " + directory + ": no .npy files in it");
+  std::vector<Tensor> parts;
+  for (const auto& file : files) {
+    Tensor part = read_npy(file, stream);
+    if (part.dim() == 0)
+      throw Error(ErrorCode::InvalidArgument, std::string(option) + ": " + file.string() +
+                                                  " holds a scalar; examples are rows of axis 0");
+    if (!parts.empty()) {
+      const Tensor& first = parts.front();
+      const Shape rest(part.shape().begin() + 1, part.shape().end()),
+          first_rest(first.shape().begin() + 1, first.shape().end());
+      if (part.dtype() != first.dtype() || rest != first_rest)
+        throw Error(ErrorCode::InvalidArgument,
+                    std::string(option) + ": " + file.string() + " is " +
+                        std::string(to_string(part.dtype())) + " " + shape_text(part.shape()) +
+                        ", which does not join " + files.front().string() + " (" +
+                        std::string(to_string(first.dtype())) + " " + shape_text(first.shape()) +
+                        ") along axis 0");
+    }
+    parts.push_back(std::move(part));
+  }
+  return parts.size() == 1 ? parts.front() : concat(parts, 0, stream);
+}
+
+std::vector<ShardRange> shard_rows(int64_t rows, size_t parts) {
+  std::vector<ShardRange> shards;
+  const auto n = static_cast<int64_t>(parts);
+  int64_t begin = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t size = rows / n + (i < rows % n ? 1 : 0);
+    shards.push_back({begin, begin + size});
+    begin += size;
+  }
+  return shards;
+}
+
+nlohmann::ordered_json score_against(const Tensor& output, const Tensor& reference,
+                                     Stream& stream) {
+  const Shape& shape = output.shape();
+  if (shape.empty()) throw Error(ErrorCode::InvalidArgument, "--reference: the output is a scalar");
+  const Shape without_last(shape.begin(), shape.end() - 1);
+  const int64_t classes = shape.back();
+  const std::vector<float> out = cast(output, DType::f32, stream).to_vector<float>(stream);
+  const auto argmax_at = [&](size_t position) {
+    const auto row = out.begin() + static_cast<std::ptrdiff_t>(position * classes);
+    return std::max_element(row, row + classes) - row;
+  };
+  const size_t positions = classes > 0 ? out.size() / static_cast<size_t>(classes) : 0;
+  if (integer(reference.dtype()) && reference.shape() == without_last) {
+    const std::vector<int64_t> labels =
+        cast(reference, DType::i64, stream).to_vector<int64_t>(stream);
+    size_t right = 0;
+    for (size_t p = 0; p < positions; ++p) right += argmax_at(p) == labels[p] ? 1 : 0;
+    return {{"kind", "labels"},
+            {"positions", positions},
+            {"correct", right},
+            {"accuracy",
+             positions ? static_cast<double>(right) / static_cast<double>(positions) : 0.0}};
+  }
+  if (reference.shape() != shape)
+    throw Error(ErrorCode::InvalidArgument,
+                "--reference: shape " + shape_text(reference.shape()) + " (" +
+                    std::string(to_string(reference.dtype())) + ") is neither the output's " +
+                    shape_text(shape) + " nor integer labels of " + shape_text(without_last));
+  const std::vector<float> expected = cast(reference, DType::f32, stream).to_vector<float>(stream);
+  double largest_difference = 0, sum = 0, largest = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(out[i]) - expected[i]);
+    largest_difference = std::max(largest_difference, std::isnan(d) ? INFINITY : d);
+    sum += d;
+    largest = std::max(largest, std::fabs(static_cast<double>(expected[i])));
+  }
+  size_t same = 0;
+  for (size_t p = 0; p < positions; ++p) {
+    const auto row = expected.begin() + static_cast<std::ptrdiff_t>(p * classes);
+    same += argmax_at(p) == std::max_element(row, row + classes) - row ? 1 : 0;
+  }
+  return {{"kind", "outputs"},
+          {"max_abs_diff", largest_difference},
+          {"mean_abs_diff", out.empty() ? 0.0 : sum / static_cast<double>(out.size())},
+          {"argmax_agreement",
+           positions ? static_cast<double>(same) / static_cast<double>(positions) : 0.0},
+          {"agree", largest_difference <= 1e-3 * std::max(1.0, largest)}};
+}
+
+}  // namespace hal::tool

@@ -1,0 +1,35 @@
+// hal eval's data: a directory of .npy files read as one data set (the files in name order,
+// joined along their first axis), its split into contiguous shards, and the scoring of gathered
+// outputs against a reference (labels or outputs).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hal/stream.hpp"
+#include "hal/tensor.hpp"
+
+namespace hal::tool {
+
+// Every *.npy in `directory`, in name order, joined along axis 0 on `stream`'s device (the
+// host's). InvalidArgument naming the directory when it has none, or the file whose dtype or
+// trailing dimensions differ from the first's.
+Tensor read_npy_directory(const std::string& directory, const char* option, Stream& stream);
+
+// Rows [begin, end) of each of `parts` contiguous shards of `rows`: the first rows % parts
+// shards one row longer.
+struct ShardRange {
+  int64_t begin = 0, end = 0;
+};
+std::vector<ShardRange> shard_rows(int64_t rows, size_t parts);
+
+// `output` scored against `reference`, both on `stream`'s device (the host's):
+// - integer labels with the output's shape less its last axis: "labels", accuracy = the
+//   fraction of positions whose argmax over the last axis is the label;
+// - otherwise the output's own shape: "outputs", the largest and mean |difference|, the fraction
+//   of positions whose argmax agrees, and agree = largest <= 1e-3 max(1, largest |reference|).
+// InvalidArgument naming both shapes when the reference fits neither.
+nlohmann::ordered_json score_against(const Tensor& output, const Tensor& reference, Stream& stream);
+
+}  // namespace hal::tool
