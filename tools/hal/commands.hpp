@@ -39,5 +39,7 @@ void add_train_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_loadgen_command(CLI::App& app);
+void add_tune_command(CLI::App& app);
+void add_cache_command(CLI::App& app);
 
 }  // namespace hal::tool
