@@ -56,8 +56,10 @@ void portable_reduce(Reduce op, const Tensor& x, const Tensor& out, const Reduce
   const Device& device = x.device();
   const uint32_t group = fitting_group(params.group, device.info());
   std::vector<std::string> defines = reduce_defines(op, x.dtype(), group);
-  if (layout.reduced.size() == 1 && layout.reduced_strides[0] == 1)
+  if (layout.reduced.size() == 1 && layout.reduced_strides[0] == 1) {
     defines.emplace_back("REDUCED_CONTIGUOUS");
+    if (params.item_runs) defines.emplace_back("ITEM_RUNS");
+  }
   const auto count = static_cast<uint64_t>(layout.count);
   const auto outputs = static_cast<uint64_t>(layout.outputs);
   const uint64_t split = split_of(params, group, outputs, count, device.info());

@@ -8,15 +8,26 @@
 namespace hal::ops {
 
 std::string ReduceParams::text() const {
-  return "group " + std::to_string(group) + " x" + std::to_string(groups_per_unit);
+  return "group " + std::to_string(group) + " x" + std::to_string(groups_per_unit) +
+         (item_runs ? " runs" : "");
 }
 
 std::optional<ReduceParams> ReduceParams::parse(const std::string& text) {
   ReduceParams p;
-  char tail = 0;
-  if (std::sscanf(text.c_str(), "group %u x%u%c", &p.group, &p.groups_per_unit, &tail) != 2 ||
-      p.group == 0 || p.groups_per_unit == 0)
-    return std::nullopt;
+  char tail[8] = {};
+  const int read =
+      std::sscanf(text.c_str(), "group %u x%u %7s", &p.group, &p.groups_per_unit, tail);
+  if (read < 2 || p.group == 0 || p.groups_per_unit == 0) return std::nullopt;
+  if (read == 3) {
+    if (std::string(tail) != "runs" || text.substr(text.size() - 5) != " runs") return std::nullopt;
+    p.item_runs = true;
+  }
+  return p;
+}
+
+ReduceParams default_reduce_params(const DeviceInfo& device) {
+  ReduceParams p;
+  p.item_runs = device.kind == DeviceKind::cpu;
   return p;
 }
 
@@ -43,12 +54,12 @@ std::string reduce_shape_class(uint64_t outputs, uint64_t count) {
 
 ReduceParams reduce_params_for(const DeviceInfo& device, DType dtype, const ReduceLayout& layout) {
   const auto table = tuning_table(device);
-  if (table->entries.empty()) return {};
+  if (table->entries.empty()) return default_reduce_params(device);
   const TunedEntry* entry = nearest_entry(*table, "reduce", std::string(to_string(dtype)),
                                           reduce_shape_class(static_cast<uint64_t>(layout.outputs),
                                                              static_cast<uint64_t>(layout.count)));
-  if (!entry) return {};
-  return ReduceParams::parse(entry->params).value_or(ReduceParams{});
+  if (!entry) return default_reduce_params(device);
+  return ReduceParams::parse(entry->params).value_or(default_reduce_params(device));
 }
 
 }  // namespace hal::ops

@@ -14,7 +14,8 @@ namespace hal::ops {
 struct ReduceParams {
   uint32_t group = 256;          // work-group size (a power of two; capped by the device)
   uint32_t groups_per_unit = 4;  // two-stage reductions: work-groups per compute unit
-  std::string text() const;      // "group 256 x4"
+  bool item_runs = false;        // each item folds adjacent elements (CPUs), not every GROUP-th
+  std::string text() const;      // "group 256 x4", "group 64 x2 runs"
   static std::optional<ReduceParams> parse(const std::string& text);
   bool operator==(const ReduceParams&) const = default;
 };
@@ -29,6 +30,9 @@ uint64_t split_of(const ReduceParams& params, uint32_t group, uint64_t outputs, 
 
 // "outputs1 count67108864", powers of two at or above the sizes: the class the tuner keys on.
 std::string reduce_shape_class(uint64_t outputs, uint64_t count);
+
+// The defaults for the kind of device: runs of adjacent elements per item on CPUs.
+ReduceParams default_reduce_params(const DeviceInfo& device);
 
 // The tuned parameters of the nearest class, else the defaults.
 ReduceParams reduce_params_for(const DeviceInfo& device, DType dtype, const ReduceLayout& layout);

@@ -94,12 +94,13 @@ class Tuner {
       const double got = out.to_vector<float>(stream_)[0];
       return std::fabs(got - reference) <= 1e-4 * std::fabs(reference) + 1e-3;
     };
-    std::vector<ops::ReduceParams> params{ops::ReduceParams{}};
-    for (uint32_t group : {256u, 128u, 64u})
-      for (uint32_t per_unit : {1u, 2u, 4u, 8u, 16u}) {
-        const ops::ReduceParams p{group, per_unit};
-        if (std::find(params.begin(), params.end(), p) == params.end()) params.push_back(p);
-      }
+    std::vector<ops::ReduceParams> params{ops::default_reduce_params(info_)};
+    for (bool runs : {params[0].item_runs, !params[0].item_runs})
+      for (uint32_t group : {256u, 64u, 16u})
+        for (uint32_t per_unit : {1u, 2u, 4u, 8u}) {
+          const ops::ReduceParams p{group, per_unit, runs};
+          if (std::find(params.begin(), params.end(), p) == params.end()) params.push_back(p);
+        }
     std::vector<ops::Candidate> candidates;
     for (const ops::ReduceParams& p : params)
       candidates.push_back({p.text(), [&, p] {

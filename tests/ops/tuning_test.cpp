@@ -15,6 +15,7 @@
 #include "ops/candidate_search.hpp"
 #include "ops/gemm_choice.hpp"
 #include "ops/portable_gemm.hpp"
+#include "ops/reduce_params.hpp"
 #include "ops/shape_class.hpp"
 #include "ops/tuning_store.hpp"
 #include "test_util.hpp"
@@ -117,6 +118,9 @@ TEST(ShapeClass, UntunedShapesTakeTheNearestTunedClass) {
 TEST(GemmParams, TextRoundTripsAndUnusableOnesSayWhy) {
   for (const char* text : {"direct 8x32 v16", "tiled 64x64x16 wg16x16 v4"})
     EXPECT_EQ(GemmParams::parse(text)->text(), text);
+  for (const char* text : {"group 256 x4", "group 16 x8 runs"})
+    EXPECT_EQ(ReduceParams::parse(text)->text(), text);
+  EXPECT_FALSE(ReduceParams::parse("group 16 x8 walks"));
   EXPECT_FALSE(GemmParams::parse("direct 8x32"));
   EXPECT_FALSE(GemmParams::parse("tiled 64x64x16 wg16x16 v4 extra"));
   DeviceInfo info;
@@ -260,6 +264,42 @@ TEST_F(OpenClTuning, EveryCandidateKindMultipliesLikeTheCpu) {
   }
 }
 
+// bf16 and f16 operands are converted to f32 in registers and summed in f32: the result is the
+// f32 product of the rounded inputs, rounded once.
+TEST_F(OpenClTuning, ReducedPrecisionSumsInF32) {
+  Stream stream = device_.create_stream();
+  const Device cpu = device("cpu:0");
+  Stream cpu_stream = cpu.create_stream();
+  for (DType dtype : {DType::bf16, DType::f16}) {
+    if (dtype == DType::f16 && !device_.info().has_feature(feature::kFp16)) continue;
+    const int64_t m = 19, n = 40, k = 300;
+    const Tensor a = cast(uniform({m, k}, DType::f32, 3, stream, -1, 1), dtype, stream);
+    const Tensor b = cast(uniform({k, n}, DType::f32, 4, stream, -1, 1), dtype, stream);
+    const Tensor c = empty({m, n}, dtype, device_);
+    GemmDesc gemm;
+    gemm.dtype = dtype;
+    gemm.m = m;
+    gemm.n = n;
+    gemm.k = k;
+    gemm.a = {a.storage().impl(), 0, k, 0, false};
+    gemm.b = {b.storage().impl(), 0, n, 0, false};
+    gemm.c = {c.storage().impl(), 0, n, 0, false};
+    for (const char* text : {"direct 8x32 v16", "tiled 32x32x8 wg8x8 v1"}) {
+      portable_gemm(gemm, *GemmParams::parse(text), stream);
+      const Tensor got = cast(c, DType::f32, stream).to(cpu, stream);
+      const Tensor a_cpu = cast(a, DType::f32, stream).to(cpu, stream);
+      const Tensor b_cpu = cast(b, DType::f32, stream).to(cpu, stream);
+      stream.synchronize();
+      const std::vector<float> want = matmul(a_cpu, b_cpu, cpu_stream).to_vector<float>(cpu_stream);
+      const std::vector<float> g = got.to_vector<float>(cpu_stream);
+      const double unit = dtype == DType::bf16 ? 1.0 / 128 : 1.0 / 1024;  // half an ulp, x2
+      for (size_t i = 0; i < g.size(); ++i)
+        ASSERT_NEAR(g[i], want[i], unit * std::fabs(want[i]) + 1e-4)
+            << to_string(dtype) << " " << text << " at " << i;
+    }
+  }
+}
+
 TEST_F(OpenClTuning, TunedParametersAreCheckedKeptAndReused) {
   test::ScopedCacheDir cache("opencl");
   TuneOptions options;
@@ -360,6 +400,16 @@ TEST_F(OpenClTuning, TwoStageReductionsMatchTheCpu) {
     EXPECT_EQ(argmax(c.x, c.axes, false, stream).to_vector<int64_t>(stream),
               argmax(x_cpu, c.axes, false, cpu_stream).to_vector<int64_t>(cpu_stream))
         << c.x.describe();
+  }
+  // Both ways of sharing a range among a group's items, whatever the default here.
+  const Tensor want = sum(flat.to(cpu, stream), {0}, false, cpu_stream);
+  stream.synchronize();
+  const float expected = want.to_vector<float>(cpu_stream)[0];
+  for (bool runs : {false, true}) {
+    const Tensor out = empty({}, DType::f32, device_);
+    portable_reduce(Reduce::sum, flat, out, reduce_layout(flat, {true}), ReduceParams{64, 4, runs},
+                    stream);
+    EXPECT_NEAR(out.to_vector<float>(stream)[0], expected, 0.05) << (runs ? "runs" : "strided");
   }
 }
 
