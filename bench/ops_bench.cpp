@@ -3,10 +3,14 @@
 // matmul of 1024^2 and 2048^2 f32 against calling OpenBLAS's cblas_sgemm directly, and the
 // enqueue cost of a 4-element add against the stream's smallest enqueue (a 16-byte fill). On a
 // device other than cpu:0, the same ops on cpu:0 are measured too, and the device's times are
-// given as ratios to them.
+// given as ratios to them. On a device that compiles portable kernels (OpenCL, CUDA), the suite
+// first tunes hal's kernels for its shapes (hal tune, reusing the tuning cache), then measures
+// per shape matmul against the vendor BLAS called directly, hal's GEMM with tuned against
+// default parameters, and a 64 Mi-element sum against cpu:0's.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <array>
 #include <iostream>
 #include <thread>
 #include <vector>
@@ -14,6 +18,10 @@
 #include "bench_report.hpp"
 #include "hal/hal.hpp"
 #include "hal/ops.hpp"
+#include "hal/tune.hpp"
+#include "ops/gemm_choice.hpp"
+#include "ops/portable_gemm.hpp"
+#include "ops/reduce_params.hpp"
 
 namespace hal::bench {
 namespace {
@@ -22,6 +30,36 @@ constexpr int64_t kAddElements = 16 << 20;
 constexpr int64_t kTinyAdds = 256;  // tiny adds enqueued per synchronize
 
 Device g_device;
+
+// The matmul shapes measured per shape on portable devices (m x n x k).
+constexpr std::array<TuneShape, 6> kShapes{{{256, 256, 256},
+                                            {1024, 1024, 1024},
+                                            {2048, 2048, 2048},
+                                            {2048, 128, 2048},
+                                            {128, 2048, 2048},
+                                            {4096, 4096, 64}}};
+constexpr int64_t kSumElements = int64_t{64} << 20;
+
+std::string shape_name(const TuneShape& s) {
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+}
+
+// One matmul of each shape on one device, its GemmDesc for calling kernels directly.
+struct ShapeOperands {
+  ShapeOperands(const TuneShape& s, Stream& stream)
+      : a(uniform({s.m, s.k}, DType::f32, 6, stream, -1, 1)),
+        b(uniform({s.k, s.n}, DType::f32, 7, stream, -1, 1)),
+        c(empty({s.m, s.n}, DType::f32, stream.device())) {
+    gemm.m = s.m;
+    gemm.n = s.n;
+    gemm.k = s.k;
+    gemm.a = {a.storage().impl(), 0, s.k, 0, false};
+    gemm.b = {b.storage().impl(), 0, s.n, 0, false};
+    gemm.c = {c.storage().impl(), 0, s.n, 0, false};
+  }
+  Tensor a, b, c;
+  GemmDesc gemm;
+};
 
 // Inputs made once per device, outside the timed loops.
 struct Operands {
@@ -81,6 +119,66 @@ void hal_matmul(benchmark::State& state, const Device& device) {
                           state.range(0));  // flops
 }
 
+std::vector<ShapeOperands>& shape_operands() {
+  static std::vector<ShapeOperands> all = [] {
+    std::vector<ShapeOperands> out;
+    for (const TuneShape& s : kShapes) out.emplace_back(s, operands(g_device).stream);
+    operands(g_device).stream.synchronize();
+    return out;
+  }();
+  return all;
+}
+
+// kShapes[range(0)] through `run` on g_device.
+template <class Run>
+void per_shape(benchmark::State& state, Run run) {
+  const auto which = static_cast<size_t>(state.range(0));
+  ShapeOperands& o = shape_operands()[which];
+  Stream& stream = operands(g_device).stream;
+  for (auto _ : state) {
+    run(o, stream);
+    stream.synchronize();
+  }
+  const TuneShape& s = kShapes[which];
+  state.SetItemsProcessed(state.iterations() * 2 * s.m * s.n * s.k);
+}
+
+void shape_matmul(benchmark::State& state) {
+  per_shape(state, [](ShapeOperands& o, Stream& stream) { matmul(o.a, o.b, stream); });
+}
+void shape_vendor(benchmark::State& state) {
+  per_shape(state, [](ShapeOperands& o, Stream& stream) { stream.impl()->gemm(o.gemm); });
+}
+void shape_default(benchmark::State& state) {
+  per_shape(state, [](ShapeOperands& o, Stream& stream) {
+    ops::portable_gemm(o.gemm, ops::default_gemm_params(g_device.info()), stream);
+  });
+}
+void shape_tuned(benchmark::State& state) {
+  per_shape(state, [](ShapeOperands& o, Stream& stream) {
+    ops::portable_gemm(o.gemm, ops::gemm_choice(g_device.info(), o.gemm).params, stream);
+  });
+}
+
+// A full sum of 64 Mi f32; `one_group`: one work-group for the whole sum (how every reduction
+// ran before the two-stage plan).
+void sum_64m(benchmark::State& state, const Device& device, bool one_group) {
+  static Tensor here, cpu;
+  Tensor& x = device == g_device ? here : cpu;
+  Stream& stream = operands(device).stream;
+  if (!x.defined()) x = uniform({kSumElements}, DType::f32, 8, stream);
+  const Tensor out = empty({}, DType::f32, device);
+  const ops::ReduceLayout layout = ops::reduce_layout(x, {true});
+  for (auto _ : state) {
+    if (one_group)
+      ops::portable_reduce(ops::Reduce::sum, x, out, layout, ops::ReduceParams{256, 0}, stream);
+    else
+      benchmark::DoNotOptimize(sum(x, {0}, false, stream));
+    stream.synchronize();
+  }
+  state.SetBytesProcessed(state.iterations() * kSumElements * 4);
+}
+
 void cblas_matmul(benchmark::State& state) {
   const auto n = static_cast<int>(state.range(0));
   std::vector<float> a(static_cast<size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
@@ -122,7 +220,7 @@ void traced(benchmark::State& state) {
   trace::stop();
 }
 
-void register_benchmarks(bool compare_with_cpu) {
+void register_benchmarks(bool compare_with_cpu, bool portable) {
   auto configure = [](benchmark::internal::Benchmark* b) {
     b->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime()->Unit(benchmark::kMillisecond);
   };
@@ -141,9 +239,20 @@ void register_benchmarks(bool compare_with_cpu) {
     for (int64_t n : {1024, 2048})
       configure(register_guarded_arg("cpu_matmul_f32", n, hal_matmul, cpu));
   }
+  if (portable) {
+    for (int64_t i = 0; i < static_cast<int64_t>(kShapes.size()); ++i) {
+      configure(register_guarded_arg("shape_matmul", i, shape_matmul));
+      configure(register_guarded_arg("shape_vendor", i, shape_vendor));
+      configure(register_guarded_arg("shape_default", i, shape_default));
+      configure(register_guarded_arg("shape_tuned", i, shape_tuned));
+    }
+    configure(register_guarded("hal_sum_f32_64m", sum_64m, g_device, false));
+    configure(register_guarded("hal_sum_f32_64m_one_group", sum_64m, g_device, true));
+    configure(register_guarded("cpu_sum_f32_64m", sum_64m, cpu, false));
+  }
 }
 
-std::vector<Comparison> comparisons(bool compare_with_cpu) {
+std::vector<Comparison> comparisons(bool compare_with_cpu, bool portable) {
   const bool cpu = !compare_with_cpu;
   std::vector<Comparison> out{
       {"add_f32_16m", "hal_add_f32_16m", "loop_add_f32_16m",
@@ -160,6 +269,21 @@ std::vector<Comparison> comparisons(bool compare_with_cpu) {
     out.push_back({"add_f32_16m_vs_cpu", "hal_add_f32_16m", "cpu_add_f32_16m", ""});
     out.push_back({"matmul_f32_1024_vs_cpu", "hal_matmul_f32/1024", "cpu_matmul_f32/1024", ""});
     out.push_back({"matmul_f32_2048_vs_cpu", "hal_matmul_f32/2048", "cpu_matmul_f32/2048", ""});
+  }
+  if (portable) {
+    const std::string vendor = ops::vendor_blas(g_device.info());
+    out.push_back({"matmul_f32_2048_vs_openblas", "hal_matmul_f32/2048", "cblas_sgemm/2048",
+                   "ratio <= 4 (throughput >= 0.25x)"});
+    for (size_t i = 0; i < kShapes.size(); ++i) {
+      const std::string at = "/" + std::to_string(i), name = shape_name(kShapes[i]);
+      out.push_back({"matmul_f32_" + name + "_vs_" + vendor, "shape_matmul" + at,
+                     "shape_vendor" + at, "ratio <= 1.05 (never slower, within noise)"});
+      out.push_back(
+          {"gemm_f32_" + name + "_tuned_vs_default", "shape_tuned" + at, "shape_default" + at, ""});
+    }
+    out.push_back({"sum_f32_64m_vs_cpu", "hal_sum_f32_64m", "cpu_sum_f32_64m",
+                   "ratio <= 2 (throughput >= 0.5x)"});
+    out.push_back({"sum_f32_64m_vs_one_group", "hal_sum_f32_64m", "hal_sum_f32_64m_one_group", ""});
   }
   return out;
 }
@@ -182,6 +306,24 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool compare_with_cpu = id != "cpu:0";
-  register_benchmarks(compare_with_cpu);
-  return run_suite(argc, argv, "ops", id, comparisons(compare_with_cpu));
+  const bool portable = g_device.info().has_feature(hal::feature::kPortableKernels);
+  if (portable) {
+    try {  // tuned once, then read from the tuning cache
+      hal::TuneOptions options;
+      options.matmul_shapes.assign(kShapes.begin(), kShapes.end());
+      options.reduce_counts = {kSumElements};
+      options.budget =
+          std::chrono::seconds(std::stoi(take_option(argc, argv, "--tune-budget", "300")));
+      const hal::TuneReport report = hal::tune(g_device, options);
+      for (const hal::TuneEntry& e : report.entries)
+        std::cerr << "tuned " << e.op << " " << e.shape_class << ": " << e.choice << " ("
+                  << e.params << ")" << (e.from_cache ? " [cached]" : "") << "\n";
+      shape_operands();
+    } catch (const std::exception& error) {
+      std::cerr << "hal bench ops: tuning " << id << ": " << error.what() << "\n";
+      return 2;
+    }
+  }
+  register_benchmarks(compare_with_cpu, portable);
+  return run_suite(argc, argv, "ops", id, comparisons(compare_with_cpu, portable));
 }

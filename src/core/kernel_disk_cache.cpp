@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -55,12 +56,68 @@ std::string cache_root_text() {
 
 fs::path cache_root() { return cache_root_text(); }
 
+uint64_t kernel_cache_cap() {
+  constexpr uint64_t kDefault = uint64_t{512} << 20;
+  const char* text = env("HAL_KERNEL_CACHE_MAX_BYTES");
+  if (!text) return kDefault;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (end == text || *end != '\0') {
+    log(LogLevel::warn, std::string("HAL_KERNEL_CACHE_MAX_BYTES='") + text +
+                            "' is not a whole number of bytes; the cap stays 512 MiB");
+    return kDefault;
+  }
+  return value;
+}
+
+std::vector<CacheFile> cache_files(const fs::path& root) {
+  std::vector<CacheFile> out;
+  std::error_code error;
+  auto collect = [&](const fs::path& directory, const std::string& kind, const char* extension) {
+    for (const auto& item : fs::directory_iterator(directory, error)) {
+      if (!item.is_regular_file(error) || item.path().extension() != extension) continue;
+      CacheFile file{item.path(), kind, item.file_size(error), item.last_write_time(error)};
+      if (!error) out.push_back(std::move(file));
+    }
+  };
+  for (const auto& backend : fs::directory_iterator(root / "kernels", error))
+    if (backend.is_directory(error))
+      collect(backend.path(), "kernels/" + backend.path().filename().string(), ".bin");
+  collect(root / "tuning", "tuning", ".json");
+  std::sort(out.begin(), out.end(),
+            [](const CacheFile& a, const CacheFile& b) { return a.last_used < b.last_used; });
+  return out;
+}
+
+size_t prune_kernel_cache(const fs::path& root, uint64_t cap) {
+  std::vector<CacheFile> files = cache_files(root);
+  std::erase_if(files, [](const CacheFile& f) { return f.kind == "tuning"; });
+  uint64_t total = 0;
+  for (const CacheFile& f : files) total += f.bytes;
+  size_t removed = 0;
+  std::error_code error;
+  for (const CacheFile& f : files) {  // least recently used first
+    if (total <= cap) break;
+    if (fs::remove(f.path, error)) ++removed;
+    total -= f.bytes;
+  }
+  return removed;
+}
+
+size_t clear_cache(const fs::path& root) {
+  size_t removed = 0;
+  std::error_code error;
+  for (const CacheFile& f : cache_files(root))
+    if (fs::remove(f.path, error)) ++removed;
+  return removed;
+}
+
 KernelDiskCache::KernelDiskCache(std::string backend)
     : KernelDiskCache(std::move(backend), cache_root()) {}
 
-KernelDiskCache::KernelDiskCache(std::string backend, fs::path root)
-    : backend_(std::move(backend)) {
-  if (!root.empty()) directory_ = root / "kernels" / backend_;
+KernelDiskCache::KernelDiskCache(std::string backend, fs::path root, uint64_t cap)
+    : backend_(std::move(backend)), root_(std::move(root)), cap_(cap) {
+  if (!root_.empty()) directory_ = root_ / "kernels" / backend_;
 }
 
 fs::path KernelDiskCache::entry_path(std::string_view key) const {
@@ -94,6 +151,8 @@ std::optional<KernelDiskCache::Bytes> KernelDiskCache::load(std::string_view key
     return reject("is truncated or has trailing bytes");
   Bytes payload(data.begin() + static_cast<std::ptrdiff_t>(at), data.end());
   if (fnv1a_64(payload) != checksum) return reject("fails its checksum");
+  std::error_code ignored;  // used now: the last to be pruned
+  fs::last_write_time(path, fs::file_time_type::clock::now(), ignored);
   return payload;
 }
 
@@ -127,7 +186,12 @@ void KernelDiskCache::store(std::string_view key, std::span<const unsigned char>
     log(LogLevel::warn, "kernel cache (" + backend_ + "): cannot rename into " + path.string() +
                             ": " + error.message());
     fs::remove(temporary, error);
+    return;
   }
+  if (const size_t removed = prune_kernel_cache(root_, cap_); removed > 0)
+    log(LogLevel::info, "kernel cache: removed " + std::to_string(removed) +
+                            " least recently used entries to stay under " + std::to_string(cap_) +
+                            " bytes");
 }
 
 void KernelDiskCache::remove(std::string_view key) const {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/builtin_ops.hpp"
+#include "ops/gemm_choice.hpp"
 #include "ops/nn_kernels.hpp"
 #include "ops/op_kernels.hpp"
 #ifdef HAL_HAVE_VULKAN
@@ -200,12 +201,13 @@ class Registry {
     add({"conv"}, {"Vulkan shaders", vulkan_backend, kVulkanFloating, listed, 0, &vulkan_conv});
 #endif
 
-    // Matrix products: each backend's BLAS.
+    // Matrix products: each backend's BLAS; on OpenCL and CUDA, per shape the BLAS or hal's
+    // own GEMM, whichever hal tune measured faster (ops/gemm_choice.hpp).
     add({"matmul"}, {"OpenBLAS", cpu_backend, kFloat, nullptr, kVendorLibrary, &backend_gemm});
-    add({"matmul"},
-        {"CLBlast", opencl_backend, kFloat, fp64_if_listed, kVendorLibrary, &backend_gemm});
-    add({"matmul"},
-        {"cuBLAS", cuda_backend, kFloat, fp64_if_listed, kVendorLibrary, &backend_gemm});
+    add({"matmul"}, {"CLBlast or hal GEMM (tuned)", opencl_backend, kFloat, fp64_if_listed,
+                     kVendorLibrary, &chosen_gemm});
+    add({"matmul"}, {"cuBLAS or hal GEMM (tuned)", cuda_backend, kFloat, fp64_if_listed,
+                     kVendorLibrary, &chosen_gemm});
     add({"matmul"}, {"plugin built-in", builtin_matmul_device, kFloat, listed, 0, &backend_gemm});
 
     // Convolutions: oneDNN on the CPU, Vulkan's shaders above (elsewhere built from concat and

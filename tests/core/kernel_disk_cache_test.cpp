@@ -1,9 +1,11 @@
-// The on-disk kernel cache on its own: round trips, and every kind of damaged entry refused.
+// The on-disk kernel cache on its own: round trips, every kind of damaged entry refused, and
+// the size cap's pruning of the least recently used entries.
 #include "core/kernel_disk_cache.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -84,6 +86,72 @@ TEST_F(KernelDiskCacheTest, AnUnwritableFolderIsNotAnError) {
   KernelDiskCache cache("test", blocker);  // kernels/ cannot be made under a file
   cache.store(key_, payload_);
   EXPECT_FALSE(cache.load(key_));
+}
+
+// Sets an entry's last use `seconds` ago.
+void age(const fs::path& path, int seconds) {
+  fs::last_write_time(path, fs::file_time_type::clock::now() - std::chrono::seconds(seconds));
+}
+
+TEST_F(KernelDiskCacheTest, TheLeastRecentlyUsedEntriesGoWhenTheCapIsPassed) {
+  const KernelDiskCache::Bytes payload(1000, 7);
+  const KernelDiskCache probe("test", root_);
+  probe.store("a", payload);
+  const uint64_t entry_bytes = fs::file_size(probe.entry_path("a"));
+  // Room for two entries and a half, across backends.
+  const KernelDiskCache one("one", root_, entry_bytes * 5 / 2),
+      two("two", root_, entry_bytes * 5 / 2);
+  fs::remove(probe.entry_path("a"));
+  one.store("a", payload);
+  two.store("b", payload);
+  age(one.entry_path("a"), 100);
+  age(two.entry_path("b"), 50);
+  ASSERT_TRUE(one.load("a"));  // used now: b is the least recently used
+  one.store("c", payload);     // three entries: over the cap
+  EXPECT_TRUE(fs::exists(one.entry_path("a")));
+  EXPECT_FALSE(fs::exists(two.entry_path("b")));
+  EXPECT_TRUE(fs::exists(one.entry_path("c")));
+  EXPECT_EQ(one.load("c"), payload);
+
+  const std::vector<CacheFile> files = cache_files(root_);
+  ASSERT_EQ(files.size(), 2u);
+  for (const CacheFile& file : files) {
+    EXPECT_EQ(file.kind, "kernels/one");
+    EXPECT_EQ(file.bytes, entry_bytes);
+  }
+}
+
+TEST_F(KernelDiskCacheTest, PruningAndClearingCountWhatTheyRemove) {
+  const KernelDiskCache::Bytes payload(100, 1);
+  for (int i = 0; i < 5; ++i) {
+    cache_.store("key " + std::to_string(i), payload);
+    age(cache_.entry_path("key " + std::to_string(i)), 100 - i);  // key 0 the oldest
+  }
+  fs::create_directories(root_ / "tuning");
+  std::ofstream(root_ / "tuning" / "x.json") << "{}";
+  const uint64_t entry_bytes = fs::file_size(cache_.entry_path("key 0"));
+  EXPECT_EQ(prune_kernel_cache(root_, entry_bytes * 3), 2u);  // tuning tables are not pruned
+  EXPECT_FALSE(fs::exists(cache_.entry_path("key 0")));
+  EXPECT_FALSE(fs::exists(cache_.entry_path("key 1")));
+  EXPECT_TRUE(fs::exists(cache_.entry_path("key 2")));
+  EXPECT_EQ(prune_kernel_cache(root_, entry_bytes * 3), 0u);
+  EXPECT_EQ(clear_cache(root_), 4u);  // three kernels and the tuning table
+  EXPECT_TRUE(cache_files(root_).empty());
+}
+
+TEST(KernelCacheCap, ReadFromTheEnvironment) {
+  const char* old = std::getenv("HAL_KERNEL_CACHE_MAX_BYTES");
+  const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+  ::unsetenv("HAL_KERNEL_CACHE_MAX_BYTES");
+  EXPECT_EQ(kernel_cache_cap(), uint64_t{512} << 20);
+  ::setenv("HAL_KERNEL_CACHE_MAX_BYTES", "123456", 1);
+  EXPECT_EQ(kernel_cache_cap(), 123456u);
+  ::setenv("HAL_KERNEL_CACHE_MAX_BYTES", "12 MB", 1);  // not a number of bytes: the default
+  EXPECT_EQ(kernel_cache_cap(), uint64_t{512} << 20);
+  if (saved)
+    ::setenv("HAL_KERNEL_CACHE_MAX_BYTES", saved->c_str(), 1);
+  else
+    ::unsetenv("HAL_KERNEL_CACHE_MAX_BYTES");
 }
 
 TEST(CacheRoot, FollowsHalCacheDirThenXdgThenHome) {

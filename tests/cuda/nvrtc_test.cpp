@@ -134,6 +134,31 @@ TEST(Nvrtc, TheLibrarysKernelsCompile) {
       if (reduce == ops::Reduce::mean && (dtype == DType::i32 || dtype == DType::i64)) continue;
       all.push_back({"ops/reduce", "reduce", with_dashes(ops::reduce_defines(reduce, dtype, 256))});
     }
+  // Two-stage reductions over one contiguous run, items folding adjacent elements or not.
+  for (ops::Reduce reduce : {ops::Reduce::sum, ops::Reduce::argmax})
+    for (bool runs : {false, true}) {
+      std::vector<std::string> defines = ops::reduce_defines(reduce, DType::f32, 256);
+      defines.emplace_back("REDUCED_CONTIGUOUS");
+      if (runs) defines.emplace_back("ITEM_RUNS");
+      all.push_back({"ops/reduce", "reduce_partial", with_dashes(defines)});
+    }
+  // hal's GEMM: the tiled family (CUDA has no vector types: VEC=1), f32 and bf16, transposed.
+  for (const char* value : {"-DVALUE_T=float", "-DVALUE_T=ushort -DT_BF16"})
+    for (const char* transposes : {"", "-DTRANS_A -DTRANS_B"}) {
+      std::vector<std::string> defines{"-DTILE_M=64", "-DTILE_N=64", "-DTILE_K=16",
+                                       "-DWG_M=16",   "-DWG_N=16",   "-DVEC=1"};
+      for (const std::string& words : {std::string(value), std::string(transposes)})
+        for (size_t at = 0; at < words.size();) {
+          const size_t space = std::min(words.find(' ', at), words.size());
+          defines.push_back(words.substr(at, space - at));
+          at = space + 1;
+        }
+      all.push_back({"ops/gemm", "gemm", defines});
+      defines[0] = "-DTILE_M=4";  // the direct family: 4 x 8 sums per item
+      defines[1] = "-DTILE_N=8";
+      defines.emplace_back("-DDIRECT");
+      all.push_back({"ops/gemm", "gemm", defines});
+    }
   for (const Variant& v : all) {
     const NvrtcOutput output = nvrtc->compile(
         kPortablePrelude + std::string(embedded_kernel(v.file)), v.kernel, 90, v.options);

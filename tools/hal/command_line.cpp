@@ -35,6 +35,8 @@ std::unique_ptr<CLI::App> make_command_line() {
   add_eval_command(*app);
   add_serve_command(*app);
   add_loadgen_command(*app);
+  add_tune_command(*app);
+  add_cache_command(*app);
   return app;
 }
 

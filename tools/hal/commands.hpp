@@ -41,5 +41,7 @@ void add_report_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_loadgen_command(CLI::App& app);
+void add_tune_command(CLI::App& app);
+void add_cache_command(CLI::App& app);
 
 }  // namespace hal::tool

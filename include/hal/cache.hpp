@@ -1,0 +1,32 @@
+// hal's on-disk cache (`hal cache`): compiled kernels per backend, capped in size with the least
+// recently used entries removed first (HAL_KERNEL_CACHE_MAX_BYTES), and the tuning tables of
+// `hal tune`. It lives under HAL_CACHE_DIR, else $XDG_CACHE_HOME/hal, else $HOME/.cache/hal.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hal {
+
+struct CacheFileInfo {
+  std::string path;
+  std::string kind;  // "kernels/opencl", "kernels/cuda", "tuning"
+  uint64_t bytes = 0;
+  double idle_seconds = 0;  // since it was last used (kernels) or written (tuning)
+};
+
+struct CacheContents {
+  std::string root;  // empty: no cache directory can be named, nothing is cached
+  uint64_t kernel_cap_bytes = 0;
+  uint64_t kernel_bytes = 0, tuning_bytes = 0;
+  std::vector<CacheFileInfo> files;  // least recently used first
+};
+
+CacheContents cache_contents();
+
+// Removes every cached kernel and tuning table (this process forgets the tables it read too);
+// returns how many files it removed.
+size_t clear_cache();
+
+}  // namespace hal

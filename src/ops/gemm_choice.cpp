@@ -1,0 +1,46 @@
+#include "ops/gemm_choice.hpp"
+
+#include "hal/device.hpp"
+#include "ops/shape_class.hpp"
+#include "ops/tuning_store.hpp"
+
+namespace hal::ops {
+
+std::string gemm_shape_class(const GemmDesc& gemm) {
+  std::string text;
+  text += gemm.a.transposed ? 'T' : 'N';
+  text += gemm.b.transposed ? 'T' : 'N';
+  const auto size = [](int64_t v) { return std::to_string(class_size(static_cast<uint64_t>(v))); };
+  return text + " m" + size(gemm.m) + " n" + size(gemm.n) + " k" + size(gemm.k);
+}
+
+std::string vendor_blas(const DeviceInfo& device) {
+  if (device.backend() == "opencl") return "CLBlast";
+  if (device.backend() == "cuda") return "cuBLAS";
+  return std::string(device.backend()) + " BLAS";
+}
+
+GemmChoice gemm_choice(const DeviceInfo& device, const GemmDesc& gemm) {
+  GemmChoice choice;
+  if (gemm.dtype != DType::f32) return choice;
+  choice.params = default_gemm_params(device);
+  const auto table = tuning_table(device);
+  if (const TunedEntry* entry = nearest_entry(*table, "matmul", "f32", gemm_shape_class(gemm))) {
+    choice.own_kernel = entry->choice == "hal";
+    if (auto params = GemmParams::parse(entry->params); params && !unusable(*params, device))
+      choice.params = *params;
+    return choice;
+  }
+  choice.own_kernel = device.kind == DeviceKind::cpu && device.backend() == "opencl";
+  return choice;
+}
+
+void chosen_gemm(const GemmDesc& gemm, Stream& stream) {
+  const GemmChoice choice = gemm_choice(stream.device().info(), gemm);
+  if (choice.own_kernel)
+    portable_gemm(gemm, choice.params, stream);
+  else
+    stream.impl()->gemm(gemm);
+}
+
+}  // namespace hal::ops

@@ -1,0 +1,25 @@
+// Shape classes of the tuning cache: sizes rounded up to powers of two, written as words
+// ("NN m2048 n2048 k512"), and the nearest tuned class to an untuned one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/tuning_store.hpp"
+
+namespace hal::ops {
+
+// The smallest power of two >= value (1 for 0).
+uint64_t class_size(uint64_t value);
+
+// How far apart two classes are: the sum over their words of |log2 a - log2 b| for sizes with
+// the same letters, and 4 for each word that differs otherwise.
+double class_distance(const std::string& a, const std::string& b);
+
+// The entry of `op` and `dtype` in `table` whose class is `shape_class`, else the nearest one;
+// null when the table has none of that op and dtype.
+const TunedEntry* nearest_entry(const TuningTable& table, const std::string& op,
+                                const std::string& dtype, const std::string& shape_class);
+
+}  // namespace hal::ops
