@@ -9,7 +9,8 @@ packages=(
   libhwloc-dev nlohmann-json3-dev libcli11-dev
   libboost-math-dev  # hal compare's statistics: Boost.Math's distributions and quantiles
   libopenblas-dev  # the CPU's matrix products
-  libdnnl-dev      # the CPU's convolutions (oneDNN)
+  libdnnl-dev      # the CPU's convolutions and bf16/f16 matrix products (oneDNN)
+  libhwy-dev       # the CPU's vector kernels (Google Highway), chosen at run time
   libclblast-dev   # OpenCL's matrix products (opened at run time)
   libtbb-dev  # only for the benchmark that compares our thread pool with oneTBB
   libonnx-dev libprotobuf-dev  # ONNX models: ONNX's protobuf classes, checker and op schemas
