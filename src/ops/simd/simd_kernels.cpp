@@ -224,7 +224,8 @@ HWY_INLINE V binary_of(V x, V y) {
 template <Unary kOp>
 HWY_INLINE V unary_of(D d, V x) {
   if constexpr (kOp == Unary::neg) return hn::Neg(x);
-  if constexpr (kOp == Unary::abs) return hn::Abs(x);
+  if constexpr (kOp == Unary::abs)  // -0 stays -0, as in the reference (x < 0 ? -x : x)
+    return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Neg(x), x);
   if constexpr (kOp == Unary::relu) return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Zero(d), x);
   if constexpr (kOp == Unary::exp) return exp_of(d, x);
   if constexpr (kOp == Unary::log) return log_of(d, x);
@@ -517,14 +518,17 @@ void norm_row(const float* x, float* y, size_t n, const float* weight, const flo
   double mean = 0;
   if (centre) mean = sum(x, n) / static_cast<double>(n);
   const V m = hn::Set(d, static_cast<float>(mean));
-  V q0 = hn::Zero(d), q1 = hn::Zero(d);
+  // Squares in f64, as the reference: f32 ones overflow for deviations beyond 1.8e19.
+  const DD dd;
+  auto q0 = hn::Zero(dd), q1 = hn::Zero(dd);
   size_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    const V a = hn::Sub(hn::LoadU(d, x + i), m), b = hn::Sub(hn::LoadU(d, x + i + lanes), m);
-    q0 = hn::MulAdd(a, a, q0);
-    q1 = hn::MulAdd(b, b, q1);
+  for (; i + lanes <= n; i += lanes) {
+    const V dev = hn::Sub(hn::LoadU(d, x + i), m);
+    const auto low = lower_f64(dev), high = upper_f64(dev);
+    q0 = hn::MulAdd(low, low, q0);
+    q1 = hn::MulAdd(high, high, q1);
   }
-  double squares = total_of(q0, q1);
+  double squares = hn::GetLane(hn::SumOfLanes(dd, hn::Add(q0, q1)));
   for (; i < n; ++i) {
     const double dev = x[i] - mean;
     squares += dev * dev;
