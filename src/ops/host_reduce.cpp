@@ -3,8 +3,8 @@
 // output too, and the parts combined in order by a second kernel. Sums of floats accumulate in
 // double, of integers in 64 bits that wrap (two's complement, as the result does). Sums over a
 // contiguous run go to the vector kernels (ops/simd); sums over an outer axis of rows (a
-// matrix's columns) walk the rows in the order memory lies, a band of columns per work item,
-// instead of one strided column at a time.
+// matrix's columns) stream parts of the rows in the order memory lies, instead of one strided
+// column at a time.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -134,50 +134,58 @@ bool column_sums(const ReduceLayout& layout) {
          layout.kept.back() >= 16 && layout.reduced_strides[0] != 1;
 }
 
-// Sums (and means) over the rows of matrices: work items are bands of columns, each summed
-// into f64 registers or an f64 array a row at a time, rows read in the order they lie.
+// Sums (and means) over the rows of matrices. Work items are parts of the rows of a band of
+// columns: each streams its rows in the order memory lies, a row at a time, into f64 sums of its
+// own; a second kernel adds the parts' sums per column, in order.
 template <Reduce kOp, class T>
 void launch_column_sums(const Tensor& x, const Tensor& out, const ReduceLayout& layout,
                         Stream& stream) {
   const simd::Kernels* simd = simd::active();
   const int64_t cols = layout.kept.back(), matrices = layout.outputs / cols;
-  // Bands: a few per thread, each at most 2048 columns (16 KiB of f64 sums, in L1).
-  const auto threads = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  int64_t width = (cols + 2 * threads - 1) / (2 * threads);
-  width = std::clamp<int64_t>((width + 15) / 16 * 16, 64, 2048);
+  const int64_t rows = layout.count, row_stride = layout.reduced_strides[0];
+  // Bands of at most 8192 columns (64 KiB of f64 sums, in L2), a few row parts per thread.
+  const int64_t width = std::min<int64_t>(cols, 8192);
   const int64_t bands = (cols + width - 1) / width;
-  const Kernel kernel = host_kernel(std::string(name(kOp)), [=](const KernelChunk& chunk) {
-    T* dst = chunk.args.ptr<T>(0);
-    const T* in = chunk.args.ptr<const T>(1);
-    std::vector<double> sums(static_cast<size_t>(width));
+  const auto threads = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const int64_t parts = std::clamp<int64_t>(2 * threads / std::max<int64_t>(matrices * bands, 1), 1,
+                                            std::max<int64_t>(rows / 64, 1));
+  const int64_t items = matrices * bands * parts;
+  auto sums = std::make_shared<std::vector<double>>(static_cast<size_t>(items * width), 0.0);
+  const Kernel part_kernel = host_kernel(std::string(name(kOp)), [=](const KernelChunk& chunk) {
+    const T* in = chunk.args.ptr<const T>(0);
     for (uint64_t item = chunk.begin[1]; item < chunk.end[1]; ++item) {
-      const int64_t matrix = static_cast<int64_t>(item) / bands;
-      const int64_t first = static_cast<int64_t>(item) % bands * width;
-      const int64_t n = std::min(width, cols - first);
-      const int64_t o = matrix * cols + first;
-      const T* at = in + kept_offset(layout, o);
-      std::fill(sums.begin(), sums.end(), 0.0);
+      const auto i = static_cast<int64_t>(item);
+      const int64_t part = i % parts, band = i / parts % bands, matrix = i / parts / bands;
+      const int64_t first = band * width, n = std::min(width, cols - first);
+      const int64_t row_begin = rows * part / parts, row_end = rows * (part + 1) / parts;
+      const T* at = in + kept_offset(layout, matrix * cols + first) + row_begin * row_stride;
+      double* acc = sums->data() + i * width;
       if constexpr (std::is_same_v<T, float>) {
         if (simd) {
-          simd->sum_columns(at, static_cast<size_t>(layout.count),
-                            static_cast<size_t>(layout.reduced_strides[0]), static_cast<size_t>(n),
-                            sums.data());
+          simd->sum_columns(at, static_cast<size_t>(row_end - row_begin),
+                            static_cast<size_t>(row_stride), static_cast<size_t>(n), acc);
+          continue;
         }
       }
-      if (!std::is_same_v<T, float> || !simd)
-        for (int64_t r = 0; r < layout.count; ++r) {
-          const T* row = at + r * layout.reduced_strides[0];
-          for (int64_t j = 0; j < n; ++j) sums[static_cast<size_t>(j)] += row[j];
-        }
-      for (int64_t j = 0; j < n; ++j) {
-        const double total = sums[static_cast<size_t>(j)];
-        dst[o + j] =
-            static_cast<T>(kOp == Reduce::mean ? total / static_cast<double>(layout.count) : total);
-      }
+      for (int64_t r = row_begin; r < row_end; ++r, at += row_stride)
+        for (int64_t j = 0; j < n; ++j) acc[j] += at[j];
     }
   });
-  stream.launch(kernel, items_config(matrices * bands, layout.count * width),
-                {out.storage(), x.storage()});
+  stream.launch(part_kernel, items_config(items, rows / parts * width), {x.storage()});
+  const Kernel combine_kernel = host_kernel(std::string(name(kOp)), [=](const KernelChunk& chunk) {
+    T* dst = chunk.args.ptr<T>(0);
+    for (uint64_t o = chunk.begin[0]; o < chunk.end[0]; ++o) {
+      const auto output = static_cast<int64_t>(o);
+      const int64_t matrix = output / cols, col = output % cols;
+      const int64_t band = col / width, j = col % width;
+      double total = 0;
+      for (int64_t part = 0; part < parts; ++part)
+        total += (*sums)[static_cast<size_t>(((matrix * bands + band) * parts + part) * width + j)];
+      dst[o] = static_cast<T>(kOp == Reduce::mean ? total / static_cast<double>(rows) : total);
+    }
+  });
+  stream.launch(combine_kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.outputs)),
+                {out.storage()});
 }
 
 template <Reduce kOp, class T>
