@@ -20,9 +20,14 @@ import statistics
 import sys
 import time
 
-import numpy as np
+# PyTorch's OpenMP threads spin for a while after each call; in runs that alternate with hal's
+# they would take the cores from hal's pool. Passive threads sleep instead (set before the
+# import that starts them).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import hal
+import numpy as np  # noqa: E402
+
+import hal  # noqa: E402
 
 N = 4096  # the square f32 matrices: 64 MiB each
 
