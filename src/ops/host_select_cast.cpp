@@ -107,7 +107,7 @@ template <class In, class Out>
 void launch_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                  Stream& stream) {
   const simd::Kernels* simd = kVectorised<In> && kVectorised<Out> ? simd::active() : nullptr;
-  const Kernel kernel = host_kernel("cast", [layout, simd](const KernelChunk& chunk) {
+  const Kernel kernel = host_kernel("cast", [=](const KernelChunk& chunk) {
     Out* dst = chunk.args.ptr<Out>(0);
     const In* in = chunk.args.ptr<const In>(1) + layout.offsets[0];
     const uint64_t begin = chunk.begin[0], end = chunk.end[0];
