@@ -65,6 +65,7 @@ bench: build-release
 	build/release/bin/hal_bench_pipeline
 	# A tiny op from Python against torch.add (needs python3-torch; says so without it).
 	-PYTHONPATH=build/release/python /usr/bin/python3 bench/python_op_bench.py
+	-PYTHONPATH=build/release/python /usr/bin/python3 bench/numpy_peer.py
 	build/release/bin/hal_bench_mesh
 	# Four ranks on loopback (as root in CI); absent where hal was built without MPI.
 	-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 4 --oversubscribe \

@@ -7,6 +7,10 @@
 // first tunes hal's kernels for its shapes (hal tune, reusing the tuning cache), then measures
 // per shape matmul against the vendor BLAS called directly, hal's GEMM with tuned against
 // default parameters, and a 64 Mi-element sum against cpu:0's.
+// On cpu:0 (issue #23): sums of a 4096^2 f32 matrix over its last and
+// over its first axis against a hand-written read of the same bytes on two threads (the memory
+// read bandwidth), a 2048^2 bf16 matmul against hal's own f32 one, and gelu(y + b) * s over
+// 16 Mi f32 as one fused_elementwise against the three ops apart.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -23,11 +27,16 @@
 #include "ops/portable_gemm.hpp"
 #include "ops/reduce_params.hpp"
 
+#if HAL_HAVE_ONEDNN
+#include <dnnl.h>
+#endif
+
 namespace hal::bench {
 namespace {
 
 constexpr int64_t kAddElements = 16 << 20;
 constexpr int64_t kTinyAdds = 256;  // tiny adds enqueued per synchronize
+constexpr int64_t kSquare = 4096;   // the reductions' and the fused chain's matrix
 
 Device g_device;
 
@@ -73,9 +82,20 @@ struct Operands {
     tiny = uniform({4}, DType::f32, 5, stream);
     stream.synchronize();
   }
+  // The cpu:0 suite's own operands, made when first used.
+  void make_cpu_operands() {
+    if (square.defined()) return;
+    square = uniform({kSquare, kSquare}, DType::f32, 6, stream, -2, 2);
+    bias = uniform({kSquare}, DType::f32, 7, stream, -1, 1);
+    scale = uniform({1}, DType::f32, 8, stream, 0.5, 1.5);
+    left_bf16 = cast(left[1], DType::bf16, stream);
+    right_bf16 = cast(right[1], DType::bf16, stream);
+    stream.synchronize();
+  }
   Stream stream;
   Tensor a, b, tiny;
   std::vector<Tensor> left, right;
+  Tensor square, bias, scale, left_bf16, right_bf16;
 };
 
 Operands& operands(const Device& device) {
@@ -191,6 +211,60 @@ void cblas_matmul(benchmark::State& state) {
                           state.range(0));
 }
 
+void hal_sum(benchmark::State& state, int64_t axis) {
+  Operands& o = operands(g_device);
+  o.make_cpu_operands();
+  for (auto _ : state) {
+    const Tensor total = sum(o.square, {axis}, false, o.stream);
+    o.stream.synchronize();
+  }
+  state.SetBytesProcessed(state.iterations() * kSquare * kSquare * 4);
+}
+
+// The memory read bandwidth: the matrix's bytes read once by a hand-written loop on two threads
+// (64-bit integer sums the compiler vectorises; the result kept so that the reads stay).
+void read_square(benchmark::State& state) {
+  const size_t words = kSquare * kSquare / 2;
+  std::vector<uint64_t> data(words, 3);
+  for (auto _ : state) {
+    uint64_t totals[2] = {0, 0};
+    auto half = [&](size_t part) {
+      uint64_t total = 0;
+      for (size_t i = part * words / 2; i < (part + 1) * words / 2; ++i) total += data[i];
+      totals[part] = total;
+    };
+    std::thread other(half, 1);
+    half(0);
+    other.join();
+    benchmark::DoNotOptimize(totals[0] + totals[1]);
+  }
+  state.SetBytesProcessed(state.iterations() * kSquare * kSquare * 4);
+}
+
+void hal_matmul_bf16(benchmark::State& state) {
+  Operands& o = operands(g_device);
+  o.make_cpu_operands();
+  for (auto _ : state) {
+    const Tensor product = matmul(o.left_bf16, o.right_bf16, o.stream);
+    o.stream.synchronize();
+  }
+  state.SetItemsProcessed(state.iterations() * 2 * 2048 * 2048 * 2048);
+}
+
+// gelu(y + b) * s: y a 4096^2 matrix (a matmul's output), b a bias row, s a scalar scale.
+void hal_gelu_bias(benchmark::State& state, bool fused) {
+  Operands& o = operands(g_device);
+  o.make_cpu_operands();
+  const ElementwiseProgram program{{{"add", {0, 1}}, {"gelu", {3}}, {"mul", {4, 2}}}};
+  for (auto _ : state) {
+    const Tensor out =
+        fused ? fused_elementwise(program, {o.square, o.bias, o.scale}, o.stream)
+              : mul(gelu(add(o.square, o.bias, o.stream), o.stream), o.scale, o.stream);
+    o.stream.synchronize();
+  }
+  state.SetBytesProcessed(state.iterations() * kSquare * kSquare * 8);
+}
+
 void hal_add_tiny(benchmark::State& state) {
   Operands& o = operands(g_device);
   for (auto _ : state) {
@@ -234,6 +308,14 @@ void register_benchmarks(bool compare_with_cpu, bool portable) {
   configure(register_guarded("fill_tiny", fill_tiny));
   configure(register_guarded("hal_add_f32_tiny_traced", traced<hal_add_tiny>));
   configure(register_guarded("fill_tiny_traced", traced<fill_tiny>));
+  if (!compare_with_cpu) {
+    configure(register_guarded("hal_sum_rows_f32_4096", hal_sum, int64_t{1}));
+    configure(register_guarded("hal_sum_cols_f32_4096", hal_sum, int64_t{0}));
+    configure(register_guarded("read_f32_4096", read_square));
+    configure(register_guarded("hal_matmul_bf16/2048", hal_matmul_bf16));
+    configure(register_guarded("hal_fused_gelu_bias_16m", hal_gelu_bias, true));
+    configure(register_guarded("hal_unfused_gelu_bias_16m", hal_gelu_bias, false));
+  }
   if (compare_with_cpu) {
     configure(register_guarded("cpu_add_f32_16m", hal_add_16m, cpu));
     for (int64_t n : {1024, 2048})
@@ -252,6 +334,30 @@ void register_benchmarks(bool compare_with_cpu, bool portable) {
   }
 }
 
+// The instruction set oneDNN, which runs the CPU's bf16 and f16 matrix products, chose here.
+std::string matmul_isa() {
+#if HAL_HAVE_ONEDNN
+  switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_avx512_core_amx:
+      return "oneDNN on avx512_core_amx";
+    case dnnl_cpu_isa_avx512_core_bf16:
+      return "oneDNN on avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_vnni:
+      return "oneDNN on avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core:
+      return "oneDNN on avx512_core";
+    case dnnl_cpu_isa_avx2_vnni:
+      return "oneDNN on avx2_vnni";
+    case dnnl_cpu_isa_avx2:
+      return "oneDNN on avx2";
+    default:
+      return "oneDNN on an older instruction set";
+  }
+#else
+  return "no oneDNN: f32 products";
+#endif
+}
+
 std::vector<Comparison> comparisons(bool compare_with_cpu, bool portable) {
   const bool cpu = !compare_with_cpu;
   std::vector<Comparison> out{
@@ -265,6 +371,16 @@ std::vector<Comparison> comparisons(bool compare_with_cpu, bool portable) {
       {"add_f32_tiny_traced", "hal_add_f32_tiny_traced", "hal_add_f32_tiny", "ratio <= 1.10"},
       {"fill_tiny_traced", "fill_tiny_traced", "fill_tiny", "ratio <= 1.10"},
   };
+  if (cpu) {
+    out.push_back({"sum_rows_f32_4096", "hal_sum_rows_f32_4096", "read_f32_4096",
+                   "ratio <= 1.25 (>= 80% of the read bandwidth)"});
+    out.push_back({"sum_cols_f32_4096", "hal_sum_cols_f32_4096", "read_f32_4096",
+                   "ratio <= 1.25 (>= 80% of the read bandwidth)"});
+    out.push_back({"matmul_bf16_2048", "hal_matmul_bf16/2048", "hal_matmul_f32/2048",
+                   "ratio <= 0.667 (throughput >= 1.5x f32; " + matmul_isa() + ")"});
+    out.push_back({"fused_gelu_bias_16m", "hal_fused_gelu_bias_16m", "hal_unfused_gelu_bias_16m",
+                   "ratio <= 0.5"});
+  }
   if (compare_with_cpu) {
     out.push_back({"add_f32_16m_vs_cpu", "hal_add_f32_16m", "cpu_add_f32_16m", ""});
     out.push_back({"matmul_f32_1024_vs_cpu", "hal_matmul_f32/1024", "cpu_matmul_f32/1024", ""});

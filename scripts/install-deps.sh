@@ -10,7 +10,8 @@ packages=(
   libboost-math-dev  # hal compare's statistics: Boost.Math's distributions and quantiles
   chromium  # renders hal report's page headless in its test (console errors, figures, screenshot)
   libopenblas-dev  # the CPU's matrix products
-  libdnnl-dev      # the CPU's convolutions (oneDNN)
+  libdnnl-dev      # the CPU's convolutions and bf16/f16 matrix products (oneDNN)
+  libhwy-dev       # the CPU's vector kernels (Google Highway), chosen at run time
   libclblast-dev   # OpenCL's matrix products (opened at run time)
   libtbb-dev  # only for the benchmark that compares our thread pool with oneTBB
   libonnx-dev libprotobuf-dev  # ONNX models: ONNX's protobuf classes, checker and op schemas

@@ -1,6 +1,8 @@
 // The CPU's elementwise kernels: host kernels over the output's elements, split across the
-// thread pool. Contiguous operands run a plain loop the compiler vectorises; others walk their
-// strides.
+// thread pool. Contiguous runs of f32, f16 and bf16 go to the vector kernels of the active
+// instruction set (ops/simd; f16 and bf16 widened to f32 in registers); the rest, and every run
+// under HAL_CPU_ISA=scalar, run the plain loops below, which are their reference. Other
+// operands walk their strides a row at a time.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -8,6 +10,8 @@
 
 #include "ops/elementwise.hpp"
 #include "ops/host_element_functions.hpp"
+#include "ops/simd/simd_kernels.hpp"
+#include "tensor/element_codec.hpp"
 #include "tensor/strided_walk.hpp"
 
 namespace hal::ops {
@@ -16,26 +20,87 @@ namespace {
 using host::BinaryFn;
 using host::UnaryFn;
 
+// f16 and bf16 elements: stored as their bits, computed in f32.
+template <DType kDType>
+struct Half {
+  uint16_t bits;
+};
+using F16 = Half<DType::f16>;
+using BF16 = Half<DType::bf16>;
+
+template <class T>
+constexpr bool kHalf = std::is_same_v<T, F16> || std::is_same_v<T, BF16>;
+
+// The value an element is computed as, and back.
+template <class T>
+auto widen(T x) {
+  if constexpr (std::is_same_v<T, F16>)
+    return tensor::f16_to_f32(x.bits);
+  else if constexpr (std::is_same_v<T, BF16>)
+    return tensor::bf16_to_f32(x.bits);
+  else
+    return x;
+}
+template <class T, class Value>
+T narrow(Value v) {
+  if constexpr (std::is_same_v<T, F16>)
+    return F16{tensor::f32_to_f16(v)};
+  else if constexpr (std::is_same_v<T, BF16>)
+    return BF16{tensor::f32_to_bf16(v)};
+  else
+    return v;
+}
+
+// The vector kernels' name for T's storage, for the types they take.
+template <class T>
+constexpr bool kVectorised = std::is_same_v<T, float> || kHalf<T>;
+template <class T>
+constexpr simd::Storage storage_of() {
+  if constexpr (std::is_same_v<T, F16>) return simd::Storage::f16;
+  if constexpr (std::is_same_v<T, BF16>) return simd::Storage::bf16;
+  return simd::Storage::f32;
+}
+
+// Runs below this many elements are not worth a call into the vector kernels.
+constexpr int64_t kVectorRun = 16;
+
+// One contiguous run of a binary op through the vector kernels (steps 1, or 0 for a broadcast
+// element); false where they do not take it.
+template <class T>
+bool vector_binary(const simd::Kernels* simd, Binary op, const T* x, int x_step, const T* y,
+                   int y_step, void* out, int64_t n) {
+  if constexpr (kVectorised<T>)
+    return simd && n >= kVectorRun &&
+           simd->binary(op, storage_of<T>(), x, x_step, y, y_step, out, static_cast<size_t>(n));
+  return false;
+}
+
 template <class T, class Fn>
-void launch_binary(Fn fn, const Tensor& a, const Tensor& b, const Tensor& out,
+void launch_binary(Binary op, Fn fn, const Tensor& a, const Tensor& b, const Tensor& out,
                    const ElementwiseLayout<2>& layout, Stream& stream) {
-  using Out = decltype(fn(T{}, T{}));
+  using Computed = decltype(fn(widen(T{}), widen(T{})));
+  using Out = std::conditional_t<std::is_same_v<Computed, uint8_t>, uint8_t, T>;
+  const auto apply = [fn](T x, T y) { return narrow<Out>(fn(widen(x), widen(y))); };
+  const simd::Kernels* simd = simd::active();  // throws here, at the call, for a bad HAL_CPU_ISA
   const LaunchConfig config = LaunchConfig::linear(static_cast<uint64_t>(layout.count));
   if (layout.flat) {
     // Contiguous operands need their offsets alone: a kernel that carried the whole layout
     // would copy its shape and strides (three vectors) on every launch.
     const int64_t ox = layout.offsets[0], oy = layout.offsets[1];
-    const Kernel kernel = host_kernel("binary", [fn, ox, oy](const KernelChunk& chunk) {
+    const Kernel kernel = host_kernel("binary", [=](const KernelChunk& chunk) {
       Out* dst = chunk.args.ptr<Out>(0);
       const T* x = chunk.args.ptr<const T>(1) + ox;
       const T* y = chunk.args.ptr<const T>(2) + oy;
       const uint64_t begin = chunk.begin[0], end = chunk.end[0];
-      for (uint64_t i = begin; i < end; ++i) dst[i] = fn(x[i], y[i]);
+      if (vector_binary(simd, op, x + begin, 1, y + begin, 1, dst + begin,
+                        static_cast<int64_t>(end - begin)))
+        return;
+      for (uint64_t i = begin; i < end; ++i) dst[i] = apply(x[i], y[i]);
     });
     stream.launch(kernel, config, {out.storage(), a.storage(), b.storage()});
     return;
   }
-  const Kernel kernel = host_kernel("binary", [fn, layout](const KernelChunk& chunk) {
+  const Kernel kernel = host_kernel("binary", [=](const KernelChunk& chunk) {
     Out* dst = chunk.args.ptr<Out>(0);
     const T* x = chunk.args.ptr<const T>(1) + layout.offsets[0];
     const T* y = chunk.args.ptr<const T>(2) + layout.offsets[1];
@@ -49,16 +114,19 @@ void launch_binary(Fn fn, const Tensor& a, const Tensor& b, const Tensor& out,
       const T* xr = x + walk.at(0);
       const T* yr = y + walk.at(1);
       Out* row = dst + i;
-      if (sx == 1 && sy == 1) {
-        for (int64_t k = 0; k < n; ++k) row[k] = fn(xr[k], yr[k]);
+      const bool unit = (sx == 0 || sx == 1) && (sy == 0 || sy == 1) && (sx || sy);
+      if (unit &&
+          vector_binary(simd, op, xr, static_cast<int>(sx), yr, static_cast<int>(sy), row, n)) {
+      } else if (sx == 1 && sy == 1) {
+        for (int64_t k = 0; k < n; ++k) row[k] = apply(xr[k], yr[k]);
       } else if (sx == 1 && sy == 0) {
         const T right = *yr;
-        for (int64_t k = 0; k < n; ++k) row[k] = fn(xr[k], right);
+        for (int64_t k = 0; k < n; ++k) row[k] = apply(xr[k], right);
       } else if (sx == 0 && sy == 1) {
         const T left = *xr;
-        for (int64_t k = 0; k < n; ++k) row[k] = fn(left, yr[k]);
+        for (int64_t k = 0; k < n; ++k) row[k] = apply(left, yr[k]);
       } else {
-        for (int64_t k = 0; k < n; ++k) row[k] = fn(xr[k * sx], yr[k * sy]);
+        for (int64_t k = 0; k < n; ++k) row[k] = apply(xr[k * sx], yr[k * sy]);
       }
       i += static_cast<uint64_t>(n);
       walk.advance_inner(n);
@@ -67,22 +135,34 @@ void launch_binary(Fn fn, const Tensor& a, const Tensor& b, const Tensor& out,
   stream.launch(kernel, config, {out.storage(), a.storage(), b.storage()});
 }
 
+template <class T>
+bool vector_unary(const simd::Kernels* simd, Unary op, const T* x, T* out, int64_t n) {
+  if constexpr (kVectorised<T>)
+    return simd && n >= kVectorRun &&
+           simd->unary(op, storage_of<T>(), x, out, static_cast<size_t>(n));
+  return false;
+}
+
 template <class T, class Fn>
-void launch_unary(Fn fn, const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
-                  Stream& stream) {
+void launch_unary(Unary op, Fn fn, const Tensor& x, const Tensor& out,
+                  const ElementwiseLayout<1>& layout, Stream& stream) {
+  const auto apply = [fn](T v) { return narrow<T>(fn(widen(v))); };
+  const simd::Kernels* simd = simd::active();  // throws here, at the call, for a bad HAL_CPU_ISA
   const LaunchConfig config = LaunchConfig::linear(static_cast<uint64_t>(layout.count));
   if (layout.flat) {  // the offset alone, as in launch_binary
     const int64_t offset = layout.offsets[0];
-    const Kernel kernel = host_kernel("unary", [fn, offset](const KernelChunk& chunk) {
+    const Kernel kernel = host_kernel("unary", [=](const KernelChunk& chunk) {
       T* dst = chunk.args.ptr<T>(0);
       const T* in = chunk.args.ptr<const T>(1) + offset;
       const uint64_t begin = chunk.begin[0], end = chunk.end[0];
-      for (uint64_t i = begin; i < end; ++i) dst[i] = fn(in[i]);
+      if (vector_unary(simd, op, in + begin, dst + begin, static_cast<int64_t>(end - begin)))
+        return;
+      for (uint64_t i = begin; i < end; ++i) dst[i] = apply(in[i]);
     });
     stream.launch(kernel, config, {out.storage(), x.storage()});
     return;
   }
-  const Kernel kernel = host_kernel("unary", [fn, layout](const KernelChunk& chunk) {
+  const Kernel kernel = host_kernel("unary", [=](const KernelChunk& chunk) {
     T* dst = chunk.args.ptr<T>(0);
     const T* in = chunk.args.ptr<const T>(1) + layout.offsets[0];
     const uint64_t begin = chunk.begin[0], end = chunk.end[0];
@@ -91,7 +171,8 @@ void launch_unary(Fn fn, const Tensor& x, const Tensor& out, const ElementwiseLa
     for (uint64_t i = begin; i < end;) {
       const int64_t n = std::min<int64_t>(walk.inner_left(), static_cast<int64_t>(end - i));
       const T* row = in + walk.at(0);
-      for (int64_t k = 0; k < n; ++k) dst[i + static_cast<uint64_t>(k)] = fn(row[k * step]);
+      if (step != 1 || !vector_unary(simd, op, row, dst + i, n))
+        for (int64_t k = 0; k < n; ++k) dst[i + static_cast<uint64_t>(k)] = apply(row[k * step]);
       i += static_cast<uint64_t>(n);
       walk.advance_inner(n);
     }
@@ -107,6 +188,10 @@ void with_type(DType dtype, Body&& body) {
       return body.template operator()<float>();
     case DType::f64:
       return body.template operator()<double>();
+    case DType::f16:  // arithmetic and element functions (the op table), computed in f32
+      return body.template operator()<F16>();
+    case DType::bf16:
+      return body.template operator()<BF16>();
     case DType::i32:
       return body.template operator()<int32_t>();
     case DType::i64:
@@ -127,8 +212,10 @@ void binary_of(const Tensor& a, const Tensor& b, const Tensor& out,
   with_type(a.dtype(), [&]<class T>() {
     if constexpr (std::is_integral_v<T> && kOp == Binary::pow)
       return;  // the op table registers none
+    else if constexpr (kHalf<T> && (kOp == Binary::pow || is_comparison(kOp)))
+      return;  // nor these for f16 and bf16
     else
-      launch_binary<T>(BinaryFn<kOp>{}, a, b, out, layout, stream);
+      launch_binary<T>(kOp, BinaryFn<kOp>{}, a, b, out, layout, stream);
   });
 }
 
@@ -140,7 +227,7 @@ void unary_of(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& la
                   !(kOp == Unary::neg || kOp == Unary::abs || kOp == Unary::relu))
       return;  // the op table registers none
     else
-      launch_unary<T>(UnaryFn<kOp>{}, x, out, layout, stream);
+      launch_unary<T>(kOp, UnaryFn<kOp>{}, x, out, layout, stream);
   });
 }
 

@@ -1,15 +1,17 @@
 // The CPU's fused elementwise chains: one pass over the output, a block of up to kBlock elements
-// of a row at a time. Each step runs over the whole block (a plain loop the compiler
-// vectorises, the same element functions as the single ops), its result staying in a small
-// scratch register that lives in L1, so the chain reads its inputs and writes its output once
-// instead of once per op.
+// of a row at a time. Each step runs over the whole block (f32 through the vector kernels of
+// ops/simd, the single ops' own; otherwise, and under HAL_CPU_ISA=scalar, a plain loop of the
+// same element functions), its result staying in a small scratch register that lives in L1, so
+// the chain reads its inputs and writes its output once instead of once per op.
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "ops/elementwise.hpp"
 #include "ops/host_element_functions.hpp"
+#include "ops/simd/simd_kernels.hpp"
 #include "tensor/strided_walk.hpp"
 
 namespace hal::ops {
@@ -18,7 +20,15 @@ namespace {
 constexpr int64_t kBlock = 256;
 
 template <class T>
-void run_step(const FusedStep& step, const T* a, const T* b, T* out, int64_t n) {
+void run_step(const FusedStep& step, const T* a, const T* b, T* out, int64_t n,
+              const simd::Kernels* simd) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (simd && (step.binary ? simd->binary(static_cast<Binary>(step.code), simd::Storage::f32, a,
+                                            1, b, 1, out, static_cast<size_t>(n))
+                             : simd->unary(static_cast<Unary>(step.code), simd::Storage::f32, a,
+                                           out, static_cast<size_t>(n))))
+      return;
+  }
   if (step.binary) {
     host::with_op(static_cast<Binary>(step.code), [&]<Binary kOp>() {
       if constexpr (!is_comparison(kOp)) {
@@ -37,8 +47,9 @@ void run_step(const FusedStep& step, const T* a, const T* b, T* out, int64_t n) 
 template <class T>
 void launch_fused(const FusedProgram& program, const std::vector<Tensor>& inputs, const Tensor& out,
                   const FusedLayout& layout, Stream& stream) {
+  const simd::Kernels* simd = std::is_same_v<T, float> ? simd::active() : nullptr;
   const Kernel kernel =
-      host_kernel("fused_elementwise", [program, layout](const KernelChunk& chunk) {
+      host_kernel("fused_elementwise", [program, layout, simd](const KernelChunk& chunk) {
         const size_t n_inputs = program.inputs, registers = n_inputs + program.steps.size();
         T* dst = chunk.args.ptr<T>(0);
         std::array<const T*, kMaxFusedInputs> in{};
@@ -69,7 +80,7 @@ void launch_fused(const FusedProgram& program, const std::vector<Tensor>& inputs
             const FusedStep& step = program.steps[s];
             const bool last = s + 1 == program.steps.size();
             T* result = last ? dst + i : scratch.data() + (n_inputs + s) * kBlock;
-            run_step<T>(step, reg[step.a], step.binary ? reg[step.b] : nullptr, result, n);
+            run_step<T>(step, reg[step.a], step.binary ? reg[step.b] : nullptr, result, n, simd);
             reg[n_inputs + s] = result;
           }
           i += static_cast<uint64_t>(n);

@@ -1,14 +1,20 @@
 // The CPU's reductions: each output reduced by one pass over its elements, split across the
 // thread pool by output; when there are few outputs and many elements each, by part of each
 // output too, and the parts combined in order by a second kernel. Sums of floats accumulate in
-// double, of integers in 64 bits that wrap (two's complement, as the result does).
+// double, of integers in 64 bits that wrap (two's complement, as the result does). Sums over a
+// contiguous run go to the vector kernels (ops/simd); sums over an outer axis of rows (a
+// matrix's columns) stream parts of the rows in the order memory lies, instead of one strided
+// column at a time.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
 #include "ops/reduce.hpp"
+#include "ops/simd/simd_kernels.hpp"
 #include "tensor/strided_walk.hpp"
 
 namespace hal::ops {
@@ -91,11 +97,17 @@ int64_t kept_offset(const ReduceLayout& layout, int64_t o) {
 // Reduces positions [first, last) of the output whose elements start at `base`.
 template <Reduce kOp, class T>
 Accumulator<kOp, T> reduce_range(const T* x, int64_t base, const ReduceLayout& layout,
-                                 int64_t first, int64_t last) {
+                                 int64_t first, int64_t last, const simd::Kernels* simd) {
   Accumulator<kOp, T> acc;
   if (first >= last) return acc;
   if (layout.reduced.size() == 1 && layout.reduced_strides[0] == 1) {
     const T* row = x + base;
+    if constexpr (std::is_same_v<T, float> && Accumulator<kOp, T>::kSums) {
+      if (simd) {
+        acc.value = simd->sum(row + first, static_cast<size_t>(last - first));
+        return acc;
+      }
+    }
     for (int64_t r = first; r < last; ++r) acc.add(row[r], r);
     return acc;
   }
@@ -105,37 +117,113 @@ Accumulator<kOp, T> reduce_range(const T* x, int64_t base, const ReduceLayout& l
   return acc;
 }
 
+// `items` work items of about `work` elements each: a grid whose total counts elements, so that
+// the backend spreads the items over its pool once there is enough work, and whose chunks are
+// ranges of items (dimension 1). One item is a launch of one; none, a launch of none.
+LaunchConfig items_config(int64_t items, int64_t work) {
+  if (items == 1) return LaunchConfig::linear(1);
+  return LaunchConfig::grid(static_cast<uint64_t>(std::max<int64_t>(work, 1)),
+                            static_cast<uint64_t>(items));
+}
+
+// Whether sums over `layout` are sums over the rows of matrices whose columns are the
+// innermost kept dimension: one reduced dimension and contiguous columns, enough of them to be
+// read a band at a time.
+bool column_sums(const ReduceLayout& layout) {
+  return layout.reduced.size() == 1 && !layout.kept.empty() && layout.kept_strides.back() == 1 &&
+         layout.kept.back() >= 16 && layout.reduced_strides[0] != 1;
+}
+
+// Sums (and means) over the rows of matrices. Work items are parts of the rows of a band of
+// columns: each streams its rows in the order memory lies, a row at a time, into f64 sums of its
+// own; a second kernel adds the parts' sums per column, in order.
+template <Reduce kOp, class T>
+void launch_column_sums(const Tensor& x, const Tensor& out, const ReduceLayout& layout,
+                        Stream& stream) {
+  const simd::Kernels* simd = simd::active();
+  const int64_t cols = layout.kept.back(), matrices = layout.outputs / cols;
+  const int64_t rows = layout.count, row_stride = layout.reduced_strides[0];
+  // Bands of at most 8192 columns (64 KiB of f64 sums, in L2), a few row parts per thread.
+  const int64_t width = std::min<int64_t>(cols, 8192);
+  const int64_t bands = (cols + width - 1) / width;
+  const auto threads = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const int64_t parts = std::clamp<int64_t>(2 * threads / std::max<int64_t>(matrices * bands, 1), 1,
+                                            std::max<int64_t>(rows / 64, 1));
+  const int64_t items = matrices * bands * parts;
+  auto sums = std::make_shared<std::vector<double>>(static_cast<size_t>(items * width), 0.0);
+  const Kernel part_kernel = host_kernel(std::string(name(kOp)), [=](const KernelChunk& chunk) {
+    const T* in = chunk.args.ptr<const T>(0);
+    for (uint64_t item = chunk.begin[1]; item < chunk.end[1]; ++item) {
+      const auto i = static_cast<int64_t>(item);
+      const int64_t part = i % parts, band = i / parts % bands, matrix = i / parts / bands;
+      const int64_t first = band * width, n = std::min(width, cols - first);
+      const int64_t row_begin = rows * part / parts, row_end = rows * (part + 1) / parts;
+      const T* at = in + kept_offset(layout, matrix * cols + first) + row_begin * row_stride;
+      double* acc = sums->data() + i * width;
+      if constexpr (std::is_same_v<T, float>) {
+        if (simd) {
+          simd->sum_columns(at, static_cast<size_t>(row_end - row_begin),
+                            static_cast<size_t>(row_stride), static_cast<size_t>(n), acc);
+          continue;
+        }
+      }
+      for (int64_t r = row_begin; r < row_end; ++r, at += row_stride)
+        for (int64_t j = 0; j < n; ++j) acc[j] += at[j];
+    }
+  });
+  stream.launch(part_kernel, items_config(items, rows / parts * width), {x.storage()});
+  const Kernel combine_kernel = host_kernel(std::string(name(kOp)), [=](const KernelChunk& chunk) {
+    T* dst = chunk.args.ptr<T>(0);
+    for (uint64_t o = chunk.begin[0]; o < chunk.end[0]; ++o) {
+      const auto output = static_cast<int64_t>(o);
+      const int64_t matrix = output / cols, col = output % cols;
+      const int64_t band = col / width, j = col % width;
+      double total = 0;
+      for (int64_t part = 0; part < parts; ++part)
+        total += (*sums)[static_cast<size_t>(((matrix * bands + band) * parts + part) * width + j)];
+      dst[o] = static_cast<T>(kOp == Reduce::mean ? total / static_cast<double>(rows) : total);
+    }
+  });
+  stream.launch(combine_kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.outputs)),
+                {out.storage()});
+}
+
 template <Reduce kOp, class T>
 void launch(const Tensor& x, const Tensor& out, const ReduceLayout& layout, Stream& stream) {
   using Acc = Accumulator<kOp, T>;
   using Out = decltype(Acc{}.result(1));
+  if constexpr (Acc::kSums && std::is_floating_point_v<T>) {
+    if (column_sums(layout)) return launch_column_sums<kOp, T>(x, out, layout, stream);
+  }
+  const simd::Kernels* simd = simd::active();
   // Parts per output: enough work items to spread few outputs over the pool.
   const int64_t parts = layout.outputs < 64 && layout.count >= (1 << 16)
                             ? std::min<int64_t>(layout.count / (1 << 15), 64)
                             : 1;
   if (parts == 1) {
-    const Kernel kernel = host_kernel(std::string(name(kOp)), [layout](const KernelChunk& chunk) {
-      Out* dst = chunk.args.ptr<Out>(0);
-      const T* in = chunk.args.ptr<const T>(1);
-      for (uint64_t o = chunk.begin[0]; o < chunk.end[0]; ++o) {
-        const auto out_index = static_cast<int64_t>(o);
-        dst[o] = reduce_range<kOp>(in, kept_offset(layout, out_index), layout, 0, layout.count)
-                     .result(layout.count);
-      }
-    });
-    stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.outputs)),
-                  {out.storage(), x.storage()});
+    const Kernel kernel =
+        host_kernel(std::string(name(kOp)), [layout, simd](const KernelChunk& chunk) {
+          Out* dst = chunk.args.ptr<Out>(0);
+          const T* in = chunk.args.ptr<const T>(1);
+          for (uint64_t o = chunk.begin[1]; o < chunk.end[1]; ++o) {
+            const auto out_index = static_cast<int64_t>(o);
+            dst[o] =
+                reduce_range<kOp>(in, kept_offset(layout, out_index), layout, 0, layout.count, simd)
+                    .result(layout.count);
+          }
+        });
+    stream.launch(kernel, items_config(layout.outputs, layout.count), {out.storage(), x.storage()});
     return;
   }
   auto partials = std::make_shared<std::vector<Acc>>(static_cast<size_t>(layout.outputs * parts));
-  const Kernel part_kernel =
-      host_kernel(std::string(name(kOp)), [layout, parts, partials](const KernelChunk& chunk) {
+  const Kernel part_kernel = host_kernel(
+      std::string(name(kOp)), [layout, parts, partials, simd](const KernelChunk& chunk) {
         const T* in = chunk.args.ptr<const T>(0);
         for (uint64_t item = chunk.begin[0]; item < chunk.end[0]; ++item) {
           const auto o = static_cast<int64_t>(item) / parts, p = static_cast<int64_t>(item) % parts;
           (*partials)[item] =
               reduce_range<kOp>(in, kept_offset(layout, o), layout, layout.count * p / parts,
-                                layout.count * (p + 1) / parts);
+                                layout.count * (p + 1) / parts, simd);
         }
       });
   stream.launch(part_kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.outputs * parts)),

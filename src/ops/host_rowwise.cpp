@@ -2,14 +2,17 @@
 // layer_norm and rms_norm over the trailing dimensions of a contiguous x, one pass per row for
 // the statistics and one for the result, split across the thread pool by rows. Built from
 // their parts they take five to seven passes and launches; rows of a transformer's attention
-// or hidden state are short, so launches dominated.
+// or hidden state are short, so launches dominated. f32 rows go to the vector kernels
+// (ops/simd); the loops below are their reference (HAL_CPU_ISA=scalar) and run f64.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "hal/kernel.hpp"
 #include "ops/op_table.hpp"
+#include "ops/simd/simd_kernels.hpp"
 
 namespace hal::ops {
 namespace {
@@ -74,15 +77,28 @@ void launch_rows(RowOp op, const RowwiseArgs& a, Stream& stream) {
   const int64_t x_at = a.x.offset(), y_at = a.out.offset();
   const int64_t weight_at = has_weight ? a.weight.offset() : 0;
   const int64_t bias_at = has_bias ? a.bias.offset() : 0;
+  const simd::Kernels* simd = std::is_same_v<T, float> ? simd::active() : nullptr;
   const Kernel kernel = host_kernel("rowwise", [=](const KernelChunk& chunk) {
     const T* x = chunk.args.ptr<const T>(0) + x_at;
     T* y = chunk.args.ptr<T>(1) + y_at;
     const T* weight = has_weight ? chunk.args.ptr<const T>(2) + weight_at : nullptr;
     const T* bias = has_bias ? chunk.args.ptr<const T>(has_weight ? 3 : 2) + bias_at : nullptr;
-    for (uint64_t row = chunk.begin[0]; row < chunk.end[0]; ++row) {
+    for (uint64_t row = chunk.begin[1]; row < chunk.end[1]; ++row) {
       const T* in = x + row * cols;
       T* out = y + row * cols;
-      if (op == RowOp::softmax || op == RowOp::log_softmax)
+      const bool softmax = op == RowOp::softmax || op == RowOp::log_softmax;
+      if constexpr (std::is_same_v<T, float>) {
+        if (simd && softmax) {
+          simd->softmax_row(in, out, static_cast<size_t>(cols), op == RowOp::log_softmax);
+          continue;
+        }
+        if (simd) {
+          simd->norm_row(in, out, static_cast<size_t>(cols), weight, bias, eps,
+                         op == RowOp::layer_norm);
+          continue;
+        }
+      }
+      if (softmax)
         softmax_row(in, out, cols, op == RowOp::log_softmax);
       else
         norm_row(in, out, cols, weight, bias, eps, op == RowOp::layer_norm);
@@ -91,7 +107,13 @@ void launch_rows(RowOp op, const RowwiseArgs& a, Stream& stream) {
   std::vector<KernelArg> args{Buffer(a.x.storage()), Buffer(a.out.storage())};
   if (has_weight) args.emplace_back(Buffer(a.weight.storage()));
   if (has_bias) args.emplace_back(Buffer(a.bias.storage()));
-  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(a.rows)), args);
+  // A grid whose total counts elements, so that the backend spreads rows over its pool once
+  // there is enough work (not only once there are many rows); chunks are ranges of rows.
+  const LaunchConfig config =
+      a.rows == 1 ? LaunchConfig::linear(1)
+                  : LaunchConfig::grid(static_cast<uint64_t>(std::max<int64_t>(cols, 1)),
+                                       static_cast<uint64_t>(a.rows));
+  stream.launch(kernel, config, args);
 }
 
 }  // namespace

@@ -108,14 +108,16 @@ constexpr std::array<std::string_view, 3> kExtremes{"max", "min", "argmax"};
 class Registry {
  public:
   Registry() : by_op_(op_descriptors().size()) {
-    // The CPU's host kernels.
-    add(kArithmetic, {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_binary});
+    // The CPU's host kernels; arithmetic and element functions of f16 and bf16 widen to f32
+    // in registers (ops/simd) instead of casting whole tensors there and back.
+    add(kArithmetic,
+        {"host kernels", host_device, kKernelArithmetic | kHalf, nullptr, 0, &host_binary});
     add(kComparisons, {"host kernels", host_device, kKernelComparable, nullptr, 0, &host_binary});
     add({"pow"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_binary});
     add(kSignedFunctions,
-        {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_unary});
-    add(kFloatFunctions, {"host kernels", host_device, kFloat, nullptr, 0, &host_unary});
-    add(kKernelFloatFunctions, {"host kernels", host_device, kFloat, nullptr, 0, &host_unary});
+        {"host kernels", host_device, kKernelArithmetic | kHalf, nullptr, 0, &host_unary});
+    add(kFloatFunctions, {"host kernels", host_device, kFloating, nullptr, 0, &host_unary});
+    add(kKernelFloatFunctions, {"host kernels", host_device, kFloating, nullptr, 0, &host_unary});
     add({"where"}, {"host kernels", host_device, kAll, nullptr, 0, &host_where});
     add({"cast"}, {"host kernels", host_device, kAll, nullptr, 0, &host_cast});
     add({"sum"}, {"host kernels", host_device, kFloat | DTypeSet{DType::i64}, nullptr, 0,
@@ -204,6 +206,8 @@ class Registry {
     // Matrix products: each backend's BLAS; on OpenCL and CUDA, per shape the BLAS or hal's
     // own GEMM, whichever hal tune measured faster (ops/gemm_choice.hpp).
     add({"matmul"}, {"OpenBLAS", cpu_backend, kFloat, nullptr, kVendorLibrary, &backend_gemm});
+    // bf16 and f16 in one pass with f32 accumulation (cpu_matmul_half.cpp).
+    add({"matmul"}, {"oneDNN", onednn_device, kHalf, nullptr, kVendorLibrary, &backend_gemm});
     add({"matmul"}, {"CLBlast or hal GEMM (tuned)", opencl_backend, kFloat, fp64_if_listed,
                      kVendorLibrary, &chosen_gemm});
     add({"matmul"}, {"cuBLAS or hal GEMM (tuned)", cuda_backend, kFloat, fp64_if_listed,

@@ -91,6 +91,11 @@ OpPlan plan(const OpDescriptor& op, DType input, const DeviceInfo& device) {
   for (size_t i = 0; i < (kHalf.has(required) ? 2u : 1u); ++i) {
     const DType compute = candidates[i];
     if (!implemented(op, compute, device)) continue;
+    // A composite op with a kernel of its own in f32 keeps it rather than run its parts in
+    // f16 or bf16 (the CPU's softmax, norms, pooling: one pass, accumulating in f32).
+    if (i == 0 && kHalf.has(compute) && op.family == OpFamily::composite &&
+        !find_implementation(op, compute, device) && find_implementation(op, DType::f32, device))
+      continue;
     if (compute != input && !casts(input, compute, device)) {
       out.compute = compute;
       out.refusal = device.id + " computes " + std::string(op.name) + " of " +

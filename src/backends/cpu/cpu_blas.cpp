@@ -1,7 +1,9 @@
 // Matrix products on the CPU through OpenBLAS's cblas, run in order on the stream as a host
-// kernel of one work item (OpenBLAS spreads each product over its own threads).
+// kernel of one work item (OpenBLAS spreads each product over its own threads); bf16 and f16
+// through oneDNN (cpu_matmul_half.cpp).
 #include <cblas.h>
 
+#include "backends/cpu/cpu_matmul_half.hpp"
 #include "backends/cpu/cpu_stream.hpp"
 #include "hal/kernel.hpp"
 
@@ -37,13 +39,18 @@ void run(const GemmDesc& g, const KernelArgs& args) {
 }  // namespace
 
 void CpuStream::gemm(const GemmDesc& desc) {
+  const KernelArg args[] = {Buffer(desc.a.buffer), Buffer(desc.b.buffer), Buffer(desc.c.buffer)};
+  if (desc.dtype == DType::bf16 || desc.dtype == DType::f16) {
+    const Kernel kernel = make_host_kernel("gemm", half_gemm_kernel(desc));
+    launch(kernel.impl(), LaunchConfig::linear(1), args);
+    return;
+  }
   const Kernel kernel = host_kernel("gemm", [desc](const KernelChunk& chunk) {
     if (desc.dtype == DType::f64)
       run<double>(desc, chunk.args);
     else
       run<float>(desc, chunk.args);
   });
-  const KernelArg args[] = {Buffer(desc.a.buffer), Buffer(desc.b.buffer), Buffer(desc.c.buffer)};
   launch(kernel.impl(), LaunchConfig::linear(1), args);
 }
 

@@ -1,0 +1,173 @@
+#!/usr/bin/python3
+"""hal's CPU kernels against NumPy and PyTorch on the same data in the same run (issue #23).
+
+Each figure is the median over repetitions of one call that waits for its result: hal's op then
+a synchronize, NumPy's expression, PyTorch's function (torch.set_num_threads given hal's thread
+count on cpu:0). Runs alternate hal and its peers, so all see the same machine. The ratio is hal's
+time over the peer's (lower is better). A memory read (the faster of NumPy's and
+PyTorch's sums of all of x, each streaming it once) is timed too, as the bandwidth the
+reductions are set against.
+
+Prints a table, or with --json (or --output FILE) a hal.bench/1 document.
+
+    PYTHONPATH=build/release/python /usr/bin/python3 bench/numpy_peer.py [--json]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+# PyTorch's OpenMP threads spin for a while after each call; in runs that alternate with hal's
+# they would take the cores from hal's pool. Passive threads sleep instead (set before the
+# import that starts them).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+
+import hal  # noqa: E402
+
+N = 4096  # the square f32 matrices: 64 MiB each
+
+
+def once(call, finish):
+    start = time.perf_counter_ns()
+    call()
+    finish()
+    return time.perf_counter_ns() - start
+
+
+def medians(rounds, repeats):
+    """Median nanoseconds per entry of `rounds` (name -> (call, finish)), runs alternating."""
+    samples = {name: [] for name in rounds}
+    for _ in range(repeats):
+        for name, (call, finish) in rounds.items():
+            samples[name].append(once(call, finish))
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
+def numpy_softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    e /= e.sum(axis=1, keepdims=True)
+    return e
+
+
+def numpy_layer_norm(x, eps=1e-5):
+    centred = x - x.mean(axis=1, keepdims=True)
+    return centred / np.sqrt((centred * centred).mean(axis=1, keepdims=True) + eps)
+
+
+def check(name, ours, theirs, rtol, atol):
+    if not np.allclose(ours, theirs, rtol=rtol, atol=atol):
+        worst = float(np.max(np.abs(ours.astype(np.float64) - theirs)))
+        raise SystemExit(f"numpy_peer: {name}: hal's result differs from the peer's by {worst}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print a hal.bench/1 document")
+    parser.add_argument("--output", help="write the hal.bench/1 document to this file")
+    parser.add_argument("--repeats", type=int, default=15, help="timed runs of each")
+    args = parser.parse_args()
+    if not 1 <= args.repeats <= 1000:
+        parser.error("--repeats is 1 to 1000")
+
+    errors = []
+    try:
+        import torch
+    except ImportError as error:
+        errors.append({"benchmark": "torch", "message":
+                       f"PyTorch is not installed (Debian: python3-torch): {error}"})
+        torch = None
+
+    cpu = hal.device("cpu:0")
+    threads = int(cpu.info.get("compute_units", 0)) or 1
+    stream = hal.current_stream(cpu)
+    sync = stream.synchronize
+    rng = np.random.default_rng(23)
+    data = rng.standard_normal((N, N), dtype=np.float32)
+    x = hal.tensor(data, device=cpu)
+    isa = os.environ.get("HAL_CPU_ISA") or "the best this processor has"  # docs/ops.md
+
+    # Results agree before anything is timed.
+    check("sum rows", hal.sum(x, 1).numpy(), data.sum(axis=1, dtype=np.float64), 1e-4, 1e-3)
+    check("sum cols", hal.sum(x, 0).numpy(), data.sum(axis=0, dtype=np.float64), 1e-4, 1e-3)
+    check("softmax", hal.softmax(x, 1).numpy(), numpy_softmax(data), 1e-5, 1e-7)
+    check("layer_norm", hal.layer_norm(x, [N]).numpy(), numpy_layer_norm(data), 1e-4, 1e-4)
+
+    nothing = lambda: None  # noqa: E731
+    rounds = {
+        "hal_sum_rows": (lambda: hal.sum(x, 1), sync),
+        "numpy_sum_rows": (lambda: data.sum(axis=1), nothing),
+        "hal_sum_cols": (lambda: hal.sum(x, 0), sync),
+        "numpy_sum_cols": (lambda: data.sum(axis=0), nothing),
+        "hal_softmax": (lambda: hal.softmax(x, 1), sync),
+        "numpy_softmax": (lambda: numpy_softmax(data), nothing),
+        "hal_layer_norm": (lambda: hal.layer_norm(x, [N]), sync),
+        "numpy_layer_norm": (lambda: numpy_layer_norm(data), nothing),
+    }
+    if torch is not None:
+        torch.set_num_threads(threads)
+        t = torch.from_numpy(data)
+        check("torch softmax", hal.softmax(x, 1).numpy(), torch.softmax(t, 1).numpy(), 1e-5, 1e-7)
+        rounds["torch_softmax"] = (lambda: torch.softmax(t, 1), nothing)
+        rounds["torch_layer_norm"] = (lambda: torch.layer_norm(t, [N]), nothing)
+        rounds["torch_sum_rows"] = (lambda: t.sum(1), nothing)
+        rounds["torch_sum_cols"] = (lambda: t.sum(0), nothing)
+        # A read: PyTorch's sum of all elements, on hal's thread count, streams x once.
+        rounds["torch_read"] = (lambda: t.sum(), nothing)
+    rounds["numpy_read"] = (lambda: data.sum(), nothing)  # NumPy's, on one thread
+    medians(rounds, 2)  # warm up: caches, allocators, threads
+    times = medians(rounds, args.repeats)
+    # The memory read bandwidth: the faster of the two whole-array reads.
+    times["read"] = min(times[name] for name in ("torch_read", "numpy_read") if name in times)
+
+    read_gbs = N * N * 4 / times["read"]  # bytes per ns = GB/s
+    figures = [  # name, hal's benchmark, the peer's, goal
+        ("sum_rows_f32_4096", "hal_sum_rows", "numpy_sum_rows", "ratio <= 0.7"),
+        ("sum_cols_f32_4096", "hal_sum_cols", "numpy_sum_cols", "ratio <= 0.7"),
+        ("sum_rows_f32_4096_vs_read", "hal_sum_rows", "read", "ratio <= 1.25"),
+        ("sum_cols_f32_4096_vs_read", "hal_sum_cols", "read", "ratio <= 1.25"),
+        ("softmax_f32_4096", "hal_softmax", "numpy_softmax", "ratio <= 0.5"),
+        ("softmax_f32_4096_vs_torch", "hal_softmax", "torch_softmax", "ratio <= 1.0"),
+        ("layer_norm_f32_4096", "hal_layer_norm", "torch_layer_norm", "ratio <= 1.0"),
+        ("layer_norm_f32_4096_vs_numpy", "hal_layer_norm", "numpy_layer_norm", ""),
+        ("sum_rows_f32_4096_vs_torch", "hal_sum_rows", "torch_sum_rows", ""),
+        ("sum_cols_f32_4096_vs_torch", "hal_sum_cols", "torch_sum_cols", ""),
+    ]
+    results = []
+    for name, ours, theirs, goal in figures:
+        if theirs not in times:
+            continue
+        results.append({"name": name, "value": times[ours] / 1e6, "unit": "ms",
+                        "baseline": theirs, "baseline_value": times[theirs] / 1e6,
+                        "ratio": times[ours] / times[theirs], "better": "lower", "goal": goal})
+    for name in ("hal_sum_rows", "hal_sum_cols"):
+        gbs = N * N * 4 / times[name]
+        results.append({"name": name.replace("hal_", "") + "_read_fraction", "value": gbs,
+                        "unit": "GB/s", "baseline": "read", "baseline_value": read_gbs,
+                        "ratio": gbs / read_gbs, "better": "higher", "goal": "ratio >= 0.8"})
+
+    document = {"schema": "hal.bench/1", "suite": "numpy_peer", "device": "cpu:0",
+                "threads": threads, "cpu_isa": isa, "results": results, "errors": errors}
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as out:
+            json.dump(document, out, indent=2)
+            out.write("\n")
+    if args.json:
+        print(json.dumps(document, indent=2))
+    else:
+        print(f"threads {threads}, hal's CPU kernels: {isa}")
+        print(f"{'figure':<30} {'hal':>10}    {'peer':>10}      {'ratio':>7}  peer / goal")
+        for r in results:
+            print(f"{r['name']:<30} {r['value']:10.3f} {r['unit']:<3} {r['baseline_value']:10.3f} "
+                  f"{r['unit']:<5} {r['ratio']:7.3f}  {r['baseline']} / {r['goal']}")
+        for e in errors:
+            print(f"FAILED {e['benchmark']}: {e['message']}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

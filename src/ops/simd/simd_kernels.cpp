@@ -1,0 +1,600 @@
+// The vector kernels of simd_kernels.hpp, compiled once per instruction set by Highway's
+// foreach_target: AVX-512 (AVX3), AVX2 and SSE4. Highway's other x86 targets are left out to
+// keep the build short (`scalar` runs the host kernels' own loops).
+//
+// Each kernel computes what the reference computes: f16 and bf16 elements are widened to f32
+// in registers and rounded back to nearest even (bitwise as tensor/element_codec does, but for
+// the payload of a NaN); exp, log, tanh and erf are polynomial approximations within a few
+// units in the last place (the tests state the tolerances).
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_AVX3_DL)
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/simd/simd_kernels.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "ops/simd/simd_kernels.hpp"
+#include "tensor/element_codec.hpp"
+
+// Only the three x86 targets the tables use get a body: the baselines Highway always compiles
+// (EMU128, SCALAR) stay empty.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
+HWY_BEFORE_NAMESPACE();
+namespace hal::ops::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D = hn::ScalableTag<float>;
+using V = hn::Vec<D>;
+using DU = hn::RebindToUnsigned<D>;
+using DI = hn::RebindToSigned<D>;
+using D16 = hn::Rebind<uint16_t, D>;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// ---- elements in and out: f32 as they are, f16 and bf16 widened and rounded in registers ----
+
+#if HWY_TARGET <= HWY_AVX2
+constexpr bool kF16c = true;  // vcvtph2ps and vcvtps2ph
+#else
+constexpr bool kF16c = false;
+#endif
+using DF16 = hn::Rebind<hwy::float16_t, D>;
+
+template <Storage kType>
+HWY_INLINE V load(D d, const void* p, size_t i) {
+  if constexpr (kType == Storage::f32) {
+    return hn::LoadU(d, static_cast<const float*>(p) + i);
+  } else if constexpr (kType == Storage::f16 && kF16c) {
+    return hn::PromoteTo(d, hn::LoadU(DF16(), static_cast<const hwy::float16_t*>(p) + i));
+  } else {
+    const auto bits = hn::PromoteTo(DU(), hn::LoadU(D16(), static_cast<const uint16_t*>(p) + i));
+    if constexpr (kType == Storage::bf16) return hn::BitCast(d, hn::ShiftLeft<16>(bits));
+    // f16: sign, then exponent and mantissa moved into place and rebiased (15 -> 127); an
+    // exponent of 31 (infinity, NaN) becomes 255, and subnormals are their mantissa * 2^-24.
+    const DI di;
+    const auto sign = hn::ShiftLeft<16>(hn::And(bits, hn::Set(DU(), 0x8000u)));
+    const auto magnitude = hn::And(bits, hn::Set(DU(), 0x7fffu));
+    const auto exponent = hn::ShiftRight<10>(magnitude);
+    const V normal =
+        hn::BitCast(d, hn::Add(hn::ShiftLeft<13>(magnitude), hn::Set(DU(), 112u << 23)));
+    const V special =
+        hn::BitCast(d, hn::Or(hn::ShiftLeft<13>(magnitude), hn::Set(DU(), 0xffu << 23)));
+    const V tiny = hn::Mul(hn::ConvertTo(d, hn::BitCast(di, magnitude)), hn::Set(d, 0x1p-24f));
+    const auto e = hn::BitCast(di, exponent);
+    V value = hn::IfThenElse(hn::RebindMask(d, hn::Eq(e, hn::Zero(di))), tiny, normal);
+    value = hn::IfThenElse(hn::RebindMask(d, hn::Eq(e, hn::Set(di, 31))), special, value);
+    return hn::Or(value, hn::BitCast(d, sign));
+  }
+}
+
+// f32 bits to bf16, rounded to nearest even; a NaN stays a quiet NaN.
+HWY_INLINE hn::Vec<DU> bf16_bits(D d, V v) {
+  const DU du;
+  const auto bits = hn::BitCast(du, v);
+  const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+  const auto rounded = hn::ShiftRight<16>(hn::Add(bits, hn::Add(hn::Set(du, 0x7fffu), odd)));
+  const auto quiet = hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, 0x40u));
+  (void)d;
+  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
+}
+
+// f32 bits to f16, rounded to nearest even, as tensor::f32_to_f16 does.
+HWY_INLINE hn::Vec<DU> f16_bits(D d, V v) {
+  const DU du;
+  const DI di;
+  const auto bits = hn::BitCast(du, v);
+  const auto sign = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 0x8000u));
+  const auto magnitude = hn::And(bits, hn::Set(du, 0x7fffffffu));
+  const auto m = hn::BitCast(di, magnitude);  // non-negative: signed compares are exact
+  // Normal halves: rebias and round the 13 dropped bits to nearest even.
+  const auto odd = hn::And(hn::ShiftRight<13>(magnitude), hn::Set(du, 1u));
+  auto result = hn::ShiftRight<13>(hn::Add(magnitude, hn::Add(hn::Set(du, 0xc8000fffu), odd)));
+  // Subnormal halves: a float addition of 0.5 rounds the mantissa into place.
+  const V shifted = hn::Add(hn::BitCast(d, magnitude), hn::Set(d, 0.5f));
+  const auto subnormal = hn::Sub(hn::BitCast(du, shifted), hn::Set(du, 0x3f000000u));
+  result =
+      hn::IfThenElse(hn::RebindMask(du, hn::Lt(m, hn::Set(di, 0x38800000))), subnormal, result);
+  result = hn::IfThenElse(hn::RebindMask(du, hn::Gt(m, hn::Set(di, 0x477fefff))),
+                          hn::Set(du, 0x7c00u), result);
+  result = hn::IfThenElse(hn::RebindMask(du, hn::Gt(m, hn::Set(di, 0x7f800000))),
+                          hn::Set(du, 0x7e00u), result);
+  return hn::Or(result, sign);
+}
+
+template <Storage kType>
+HWY_INLINE void store(D d, V v, void* p, size_t i) {
+  if constexpr (kType == Storage::f32) {
+    hn::StoreU(v, d, static_cast<float*>(p) + i);
+  } else if constexpr (kType == Storage::f16 && kF16c) {
+    // The hardware rounds to nearest even; a NaN, made the plain quiet NaN first, becomes
+    // the reference's 0x7e00 (with its sign).
+    const V nan = hn::Or(hn::And(v, hn::BitCast(d, hn::Set(DU(), 0x80000000u))),
+                         hn::BitCast(d, hn::Set(DU(), 0x7fc00000u)));
+    const V plain = hn::IfThenElse(hn::IsNaN(v), nan, v);
+    hn::StoreU(hn::DemoteTo(DF16(), plain), DF16(), static_cast<hwy::float16_t*>(p) + i);
+  } else {
+    const auto bits = kType == Storage::bf16 ? bf16_bits(d, v) : f16_bits(d, v);
+    hn::StoreU(hn::DemoteTo(D16(), hn::BitCast(DI(), bits)), D16(), static_cast<uint16_t*>(p) + i);
+  }
+}
+
+constexpr size_t element_size(Storage type) { return type == Storage::f32 ? 4 : 2; }
+
+// The last partial vector of an array goes through zeroed copies of one vector's size, so that
+// no load or store passes the array's end.
+struct Tail {
+  alignas(64) unsigned char bytes[3][HWY_MAX_BYTES] = {};
+};
+
+// One element widened to f32 (a broadcast operand).
+inline float widen_one(Storage type, const void* p) {
+  if (type == Storage::f32) {
+    float value;
+    std::memcpy(&value, p, sizeof value);
+    return value;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, p, sizeof bits);
+  return type == Storage::bf16 ? tensor::bf16_to_f32(bits) : tensor::f16_to_f32(bits);
+}
+
+// ---- element functions ----
+
+HWY_INLINE V exp_of(D d, V x) {
+  V y = hn::Exp(d, x);  // 0 below -104, undefined above +104
+  y = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283935546875f)), hn::Set(d, kInf), y);
+  return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
+HWY_INLINE V log_of(D d, V x) {
+  // Subnormals scaled into the normal range first; zero, negatives, infinity and NaN by rule.
+  const auto small = hn::Lt(x, hn::Set(d, std::numeric_limits<float>::min()));
+  const V scaled = hn::IfThenElse(small, hn::Mul(x, hn::Set(d, 0x1p23f)), x);
+  V y = hn::Log(d, scaled);
+  y = hn::IfThenElse(small, hn::Sub(y, hn::Set(d, 23 * 0.693147180559945309f)), y);
+  y = hn::IfThenElse(hn::Eq(x, hn::Zero(d)), hn::Set(d, -kInf), y);
+  y = hn::IfThenElse(hn::Eq(x, hn::Set(d, kInf)), x, y);
+  y = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Set(d, kNaN), y);
+  return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
+// erfc(z) for z >= 0 with relative error below 1.2e-7 (Numerical Recipes' Chebyshev fit).
+HWY_INLINE V erfc_positive(D d, V z_in) {
+  const V z = hn::Min(z_in, hn::Set(d, 30.0f));  // erfc(30) is 0 in f32; and no inf * 0 below
+  // t = 1 / (1 + z/2): the reciprocal estimate and one Newton step (to about 23 bits) cost a
+  // fraction of a division.
+  const V denominator = hn::MulAdd(hn::Set(d, 0.5f), z, hn::Set(d, 1.0f));
+  const V estimate = hn::ApproximateReciprocal(denominator);
+  const V t = hn::Mul(estimate, hn::NegMulAdd(denominator, estimate, hn::Set(d, 2.0f)));
+  V p = hn::Set(d, 0.17087277f);
+  for (float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f,
+                  0.37409196f, 1.00002368f, -1.26551223f})
+    p = hn::MulAdd(p, t, hn::Set(d, c));
+  return hn::Mul(t, exp_of(d, hn::Sub(p, hn::Mul(z, z))));
+}
+
+HWY_INLINE V erf_of(D d, V x) {
+  const V z = hn::Abs(x);
+  // Near 0 the series (erf = 1 - erfc would lose its relative accuracy there).
+  const V z2 = hn::Mul(z, z);
+  V series = hn::Set(d, -1.0f / 1320);
+  for (float c : {1.0f / 216, -1.0f / 42, 1.0f / 10, -1.0f / 3, 1.0f})
+    series = hn::MulAdd(series, z2, hn::Set(d, c));
+  series = hn::Mul(series, hn::Mul(z, hn::Set(d, 1.1283791670955126f)));
+  const V far = hn::Sub(hn::Set(d, 1.0f), erfc_positive(d, z));
+  const V y = hn::IfThenElse(hn::Lt(z, hn::Set(d, 0.5f)), series, far);
+  return hn::IfThenElse(hn::IsNaN(x), x, hn::CopySign(y, x));
+}
+
+// x * Phi(x) = x/2 * erfc(-x / sqrt 2): erfc of |x| / sqrt 2 keeps the relative accuracy on
+// both sides of 0.
+HWY_INLINE V gelu_of(D d, V x) {
+  const V e = erfc_positive(d, hn::Mul(hn::Abs(x), hn::Set(d, 0.7071067811865476f)));
+  const V phi2 = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), e, hn::Sub(hn::Set(d, 2.0f), e));
+  const V y = hn::Mul(hn::Mul(x, hn::Set(d, 0.5f)), phi2);
+  return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
+HWY_INLINE V tanh_of(D d, V x) { return hn::IfThenElse(hn::IsNaN(x), x, hn::Tanh(d, x)); }
+
+HWY_INLINE V sigmoid_of(D d, V x) {
+  return hn::Div(hn::Set(d, 1.0f), hn::Add(hn::Set(d, 1.0f), exp_of(d, hn::Neg(x))));
+}
+
+// maximum and minimum give NaN when either operand is NaN, as the reference does (x + y).
+HWY_INLINE V nan_of_either(V x, V y, V result) {
+  return hn::IfThenElse(hn::Or(hn::IsNaN(x), hn::IsNaN(y)), hn::Add(x, y), result);
+}
+
+template <Binary kOp>
+HWY_INLINE V binary_of(V x, V y) {
+  if constexpr (kOp == Binary::add) return hn::Add(x, y);
+  if constexpr (kOp == Binary::sub) return hn::Sub(x, y);
+  if constexpr (kOp == Binary::mul) return hn::Mul(x, y);
+  if constexpr (kOp == Binary::div) return hn::Div(x, y);
+  if constexpr (kOp == Binary::maximum) return nan_of_either(x, y, hn::Max(x, y));
+  if constexpr (kOp == Binary::minimum) return nan_of_either(x, y, hn::Min(x, y));
+}
+
+template <Unary kOp>
+HWY_INLINE V unary_of(D d, V x) {
+  if constexpr (kOp == Unary::neg) return hn::Neg(x);
+  if constexpr (kOp == Unary::abs)  // -0 stays -0, as in the reference (x < 0 ? -x : x)
+    return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Neg(x), x);
+  if constexpr (kOp == Unary::relu) return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Zero(d), x);
+  if constexpr (kOp == Unary::exp) return exp_of(d, x);
+  if constexpr (kOp == Unary::log) return log_of(d, x);
+  if constexpr (kOp == Unary::sqrt) return hn::Sqrt(x);
+  if constexpr (kOp == Unary::rsqrt) return hn::Div(hn::Set(d, 1.0f), hn::Sqrt(x));
+  if constexpr (kOp == Unary::tanh) return tanh_of(d, x);
+  if constexpr (kOp == Unary::sigmoid) return sigmoid_of(d, x);
+  if constexpr (kOp == Unary::gelu) return gelu_of(d, x);
+  if constexpr (kOp == Unary::silu) return hn::Mul(x, sigmoid_of(d, x));
+  if constexpr (kOp == Unary::erf) return erf_of(d, x);
+  if constexpr (kOp == Unary::floor) return hn::Floor(x);
+  if constexpr (kOp == Unary::ceil) return hn::Ceil(x);
+  if constexpr (kOp == Unary::round) return hn::Round(x);
+}
+
+// ---- elementwise loops ----
+
+template <Binary kOp, Storage kType>
+HWY_INLINE void binary_vector(D d, const void* a, V a_all, const void* b, V b_all, void* out,
+                              size_t i) {
+  const V x = a ? load<kType>(d, a, i) : a_all;
+  const V y = b ? load<kType>(d, b, i) : b_all;
+  store<kType>(d, binary_of<kOp>(x, y), out, i);
+}
+
+// a_step or b_step 0: that operand is one element, broadcast.
+template <Binary kOp, Storage kType>
+void binary_loop(const void* a, int a_step, const void* b, int b_step, void* out, size_t n) {
+  const D d;
+  const size_t lanes = hn::Lanes(d);
+  const V a_all = hn::Set(d, a_step ? 0.0f : widen_one(kType, a));
+  const V b_all = hn::Set(d, b_step ? 0.0f : widen_one(kType, b));
+  const void* a_run = a_step ? a : nullptr;
+  const void* b_run = b_step ? b : nullptr;
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    binary_vector<kOp, kType>(d, a_run, a_all, b_run, b_all, out, i);
+  if (i == n) return;
+  constexpr size_t size = element_size(kType);
+  const size_t rest = (n - i) * size;
+  Tail tail;
+  if (a_run) std::memcpy(tail.bytes[0], static_cast<const char*>(a) + i * size, rest);
+  if (b_run) std::memcpy(tail.bytes[1], static_cast<const char*>(b) + i * size, rest);
+  binary_vector<kOp, kType>(d, a_run ? tail.bytes[0] : nullptr, a_all,
+                            b_run ? tail.bytes[1] : nullptr, b_all, tail.bytes[2], 0);
+  std::memcpy(static_cast<char*>(out) + i * size, tail.bytes[2], rest);
+}
+
+template <Unary kOp, Storage kType>
+void unary_loop(const void* x, void* out, size_t n) {
+  const D d;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    store<kType>(d, unary_of<kOp>(d, load<kType>(d, x, i)), out, i);
+  if (i == n) return;
+  constexpr size_t size = element_size(kType);
+  const size_t rest = (n - i) * size;
+  Tail tail;
+  std::memcpy(tail.bytes[0], static_cast<const char*>(x) + i * size, rest);
+  store<kType>(d, unary_of<kOp>(d, load<kType>(d, tail.bytes[0], 0)), tail.bytes[1], 0);
+  std::memcpy(static_cast<char*>(out) + i * size, tail.bytes[1], rest);
+}
+
+template <Storage kFrom, Storage kTo>
+void convert_loop(const void* in, void* out, size_t n) {
+  const D d;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) store<kTo>(d, load<kFrom>(d, in, i), out, i);
+  if (i == n) return;
+  Tail tail;
+  std::memcpy(tail.bytes[0], static_cast<const char*>(in) + i * element_size(kFrom),
+              (n - i) * element_size(kFrom));
+  store<kTo>(d, load<kFrom>(d, tail.bytes[0], 0), tail.bytes[1], 0);
+  std::memcpy(static_cast<char*>(out) + i * element_size(kTo), tail.bytes[1],
+              (n - i) * element_size(kTo));
+}
+
+template <Storage kType>
+bool binary_of_type(Binary op, const void* a, int a_step, const void* b, int b_step, void* out,
+                    size_t n) {
+  switch (op) {
+    case Binary::add:
+      return binary_loop<Binary::add, kType>(a, a_step, b, b_step, out, n), true;
+    case Binary::sub:
+      return binary_loop<Binary::sub, kType>(a, a_step, b, b_step, out, n), true;
+    case Binary::mul:
+      return binary_loop<Binary::mul, kType>(a, a_step, b, b_step, out, n), true;
+    case Binary::div:
+      return binary_loop<Binary::div, kType>(a, a_step, b, b_step, out, n), true;
+    case Binary::maximum:
+      return binary_loop<Binary::maximum, kType>(a, a_step, b, b_step, out, n), true;
+    case Binary::minimum:
+      return binary_loop<Binary::minimum, kType>(a, a_step, b, b_step, out, n), true;
+    default:
+      return false;
+  }
+}
+
+bool binary(Binary op, Storage type, const void* a, int a_step, const void* b, int b_step,
+            void* out, size_t n) {
+  switch (type) {
+    case Storage::f32:
+      return binary_of_type<Storage::f32>(op, a, a_step, b, b_step, out, n);
+    case Storage::f16:
+      return binary_of_type<Storage::f16>(op, a, a_step, b, b_step, out, n);
+    case Storage::bf16:
+      return binary_of_type<Storage::bf16>(op, a, a_step, b, b_step, out, n);
+  }
+  return false;
+}
+
+template <Storage kType>
+bool unary_of_type(Unary op, const void* x, void* out, size_t n) {
+  switch (op) {
+#define HAL_CASE(name)                         \
+  case Unary::name:                            \
+    unary_loop<Unary::name, kType>(x, out, n); \
+    return true;
+    HAL_CASE(neg)
+    HAL_CASE(abs)
+    HAL_CASE(relu)
+    HAL_CASE(exp)
+    HAL_CASE(log)
+    HAL_CASE(sqrt)
+    HAL_CASE(rsqrt)
+    HAL_CASE(tanh)
+    HAL_CASE(sigmoid)
+    HAL_CASE(gelu)
+    HAL_CASE(silu)
+    HAL_CASE(erf)
+    HAL_CASE(floor)
+    HAL_CASE(ceil)
+    HAL_CASE(round)
+#undef HAL_CASE
+    default:
+      return false;  // the trigonometric and hyperbolic rest: the reference's loops
+  }
+}
+
+bool unary(Unary op, Storage type, const void* x, void* out, size_t n) {
+  switch (type) {
+    case Storage::f32:
+      return unary_of_type<Storage::f32>(op, x, out, n);
+    case Storage::f16:
+      return unary_of_type<Storage::f16>(op, x, out, n);
+    case Storage::bf16:
+      return unary_of_type<Storage::bf16>(op, x, out, n);
+  }
+  return false;
+}
+
+template <Storage kFrom>
+void convert_from(Storage to, const void* in, void* out, size_t n) {
+  switch (to) {
+    case Storage::f32:
+      return convert_loop<kFrom, Storage::f32>(in, out, n);
+    case Storage::f16:
+      return convert_loop<kFrom, Storage::f16>(in, out, n);
+    case Storage::bf16:
+      return convert_loop<kFrom, Storage::bf16>(in, out, n);
+  }
+}
+
+void convert(Storage from, Storage to, const void* in, void* out, size_t n) {
+  switch (from) {
+    case Storage::f32:
+      return convert_from<Storage::f32>(to, in, out, n);
+    case Storage::f16:
+      return convert_from<Storage::f16>(to, in, out, n);
+    case Storage::bf16:
+      return convert_from<Storage::bf16>(to, in, out, n);
+  }
+}
+
+// ---- reductions ----
+
+using DH = hn::Half<D>;
+using DD = hn::Rebind<double, DH>;  // one f32 vector's lanes as two f64 vectors
+
+HWY_INLINE hn::Vec<DD> lower_f64(V v) { return hn::PromoteTo(DD(), hn::LowerHalf(DH(), v)); }
+HWY_INLINE hn::Vec<DD> upper_f64(V v) { return hn::PromoteTo(DD(), hn::UpperHalf(DH(), v)); }
+
+double sum(const float* x, size_t n) {
+  const D d;
+  const DD dd;
+  const size_t lanes = hn::Lanes(d);
+  auto s0 = hn::Zero(dd), s1 = hn::Zero(dd), s2 = hn::Zero(dd), s3 = hn::Zero(dd);
+  size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const V v0 = hn::LoadU(d, x + i), v1 = hn::LoadU(d, x + i + lanes);
+    s0 = hn::Add(s0, lower_f64(v0));
+    s1 = hn::Add(s1, upper_f64(v0));
+    s2 = hn::Add(s2, lower_f64(v1));
+    s3 = hn::Add(s3, upper_f64(v1));
+  }
+  double total = hn::GetLane(hn::SumOfLanes(dd, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+  for (; i < n; ++i) total += x[i];
+  return total;
+}
+
+void sum_columns(const float* x, size_t rows, size_t row_stride, size_t cols, double* acc) {
+  const D d;
+  const DD dd;
+  const size_t lanes = hn::Lanes(d), half = lanes / 2;
+  size_t r = 0;
+  // Four rows at a time: the f64 sums are read and written once per four rows read.
+  for (; r + 4 <= rows; r += 4) {
+    const float* x0 = x + r * row_stride;
+    const float* x1 = x0 + row_stride;
+    const float* x2 = x1 + row_stride;
+    const float* x3 = x2 + row_stride;
+    size_t j = 0;
+    for (; j + lanes <= cols; j += lanes) {
+      const V v0 = hn::LoadU(d, x0 + j), v1 = hn::LoadU(d, x1 + j);
+      const V v2 = hn::LoadU(d, x2 + j), v3 = hn::LoadU(d, x3 + j);
+      const auto low =
+          hn::Add(hn::Add(lower_f64(v0), lower_f64(v1)), hn::Add(lower_f64(v2), lower_f64(v3)));
+      const auto high =
+          hn::Add(hn::Add(upper_f64(v0), upper_f64(v1)), hn::Add(upper_f64(v2), upper_f64(v3)));
+      hn::StoreU(hn::Add(hn::LoadU(dd, acc + j), low), dd, acc + j);
+      hn::StoreU(hn::Add(hn::LoadU(dd, acc + j + half), high), dd, acc + j + half);
+    }
+    for (; j < cols; ++j)
+      acc[j] += (static_cast<double>(x0[j]) + x1[j]) + (static_cast<double>(x2[j]) + x3[j]);
+  }
+  for (; r < rows; ++r) {
+    const float* row = x + r * row_stride;
+    size_t j = 0;
+    for (; j + lanes <= cols; j += lanes) {
+      const V v = hn::LoadU(d, row + j);
+      hn::StoreU(hn::Add(hn::LoadU(dd, acc + j), lower_f64(v)), dd, acc + j);
+      hn::StoreU(hn::Add(hn::LoadU(dd, acc + j + half), upper_f64(v)), dd, acc + j + half);
+    }
+    for (; j < cols; ++j) acc[j] += row[j];
+  }
+}
+
+// ---- rows: softmax and the norms ----
+
+// Sum of f32 vectors reduced once, in f64.
+HWY_INLINE double total_of(V a, V b) {
+  const V s = hn::Add(a, b);
+  return hn::GetLane(hn::SumOfLanes(DD(), hn::Add(lower_f64(s), upper_f64(s))));
+}
+
+void softmax_row(const float* x, float* y, size_t n, bool logarithm) {
+  const D d;
+  const size_t lanes = hn::Lanes(d);
+  V top_lanes = hn::Set(d, -kInf);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) top_lanes = hn::Max(top_lanes, hn::LoadU(d, x + i));
+  float top = hn::GetLane(hn::MaxOfLanes(d, top_lanes));
+  for (size_t k = i; k < n; ++k) top = std::max(top, x[k]);
+  if (std::isinf(top) && top < 0) top = 0;  // a row of -inf: exp gives 0s, as the parts do
+  const V shift = hn::Set(d, top);
+  V s0 = hn::Zero(d), s1 = hn::Zero(d);
+  for (i = 0; i + lanes <= n; i += lanes) {
+    const V e = exp_of(d, hn::Sub(hn::LoadU(d, x + i), shift));
+    if (!logarithm) hn::StoreU(e, d, y + i);
+    s0 = hn::Add(s0, e);
+  }
+  if (i < n) {  // the rest padded with -inf, whose exp adds 0
+    Tail tail;
+    float* padded = reinterpret_cast<float*>(tail.bytes[0]);
+    std::fill_n(padded, lanes, -kInf);
+    std::memcpy(padded, x + i, (n - i) * sizeof(float));
+    const V e = exp_of(d, hn::Sub(hn::LoadU(d, padded), shift));
+    hn::StoreU(e, d, padded);
+    if (!logarithm) std::memcpy(y + i, padded, (n - i) * sizeof(float));
+    s1 = hn::Add(s1, e);
+  }
+  const double total = total_of(s0, s1);
+  if (logarithm) {
+    const V by = hn::Set(d, top + static_cast<float>(std::log(total)));
+    for (i = 0; i + lanes <= n; i += lanes) hn::StoreU(hn::Sub(hn::LoadU(d, x + i), by), d, y + i);
+    for (; i < n; ++i) y[i] = x[i] - hn::GetLane(by);
+    return;
+  }
+  const V scale = hn::Set(d, static_cast<float>(1.0 / total));
+  for (i = 0; i + lanes <= n; i += lanes) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), scale), d, y + i);
+  for (; i < n; ++i) y[i] *= hn::GetLane(scale);
+}
+
+void norm_row(const float* x, float* y, size_t n, const float* weight, const float* bias,
+              double eps, bool centre) {
+  const D d;
+  const size_t lanes = hn::Lanes(d);
+  double mean = 0;
+  if (centre) mean = sum(x, n) / static_cast<double>(n);
+  const V m = hn::Set(d, static_cast<float>(mean));
+  // Squares in f64, as the reference: f32 ones overflow for deviations beyond 1.8e19.
+  const DD dd;
+  auto q0 = hn::Zero(dd), q1 = hn::Zero(dd);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const V dev = hn::Sub(hn::LoadU(d, x + i), m);
+    const auto low = lower_f64(dev), high = upper_f64(dev);
+    q0 = hn::MulAdd(low, low, q0);
+    q1 = hn::MulAdd(high, high, q1);
+  }
+  double squares = hn::GetLane(hn::SumOfLanes(dd, hn::Add(q0, q1)));
+  for (; i < n; ++i) {
+    const double dev = x[i] - mean;
+    squares += dev * dev;
+  }
+  const float scale_value =
+      static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(n) + eps));
+  const V scale = hn::Set(d, scale_value);
+  const float m_value = static_cast<float>(mean);
+  for (i = 0; i + lanes <= n; i += lanes) {
+    V v = hn::Mul(hn::Sub(hn::LoadU(d, x + i), m), scale);
+    if (weight) v = hn::Mul(v, hn::LoadU(d, weight + i));
+    if (bias) v = hn::Add(v, hn::LoadU(d, bias + i));
+    hn::StoreU(v, d, y + i);
+  }
+  for (; i < n; ++i) {
+    float v = (x[i] - m_value) * scale_value;
+    if (weight) v *= weight[i];
+    if (bias) v += bias[i];
+    y[i] = v;
+  }
+}
+
+const Kernels* table() {
+  static const Kernels kernels {
+#if HWY_TARGET == HWY_AVX3
+    Isa::avx512,
+#elif HWY_TARGET == HWY_AVX2
+    Isa::avx2,
+#else
+    Isa::sse4,
+#endif
+        &binary, &unary, &convert, &sum, &sum_columns, &softmax_row, &norm_row
+  };
+  return &kernels;
+}
+
+}  // namespace hal::ops::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+#endif  // the three x86 targets
+
+#if HWY_ONCE
+namespace hal::ops::simd {
+
+const Kernels* kernels(Isa isa) {
+  switch (isa) {
+#if HWY_TARGETS & HWY_AVX3
+    case Isa::avx512:
+      return N_AVX3::table();
+#endif
+#if HWY_TARGETS & HWY_AVX2
+    case Isa::avx2:
+      return N_AVX2::table();
+#endif
+#if HWY_TARGETS & HWY_SSE4
+    case Isa::sse4:
+      return N_SSE4::table();
+#endif
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace hal::ops::simd
+#endif  // HWY_ONCE
