@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error_context.hpp"
+#include "core/hot_tls.hpp"
 
 namespace hal {
 
@@ -44,9 +45,10 @@ std::string_view to_string(ErrorCode code) noexcept {
 
 namespace {
 
-thread_local std::string_view context_device, context_op;
-thread_local int muted = 0;
-thread_local bool in_handler = false;  // errors the handler itself meets are not reported
+HAL_HOT_TLS thread_local std::string_view context_device, context_op;  // set by every op
+HAL_HOT_TLS thread_local int muted = 0;
+HAL_HOT_TLS thread_local bool in_handler =
+    false;  // errors the handler itself meets are not reported
 
 std::mutex handler_mutex;
 std::shared_ptr<const ErrorHandler> installed_handler;
