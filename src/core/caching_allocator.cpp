@@ -651,6 +651,7 @@ MemoryStats CachingAllocator::stats() const {
 }
 
 void CachingAllocator::reset_peak_stats() {
+  flush_thread_caches();  // so that the pools' figures are the users' again
   std::lock_guard lock(mutex_);
   for (MemoryStat* stat : {&stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
                            &stats_.requested_bytes})
@@ -658,6 +659,8 @@ void CachingAllocator::reset_peak_stats() {
 }
 
 MemorySnapshot CachingAllocator::snapshot() const {
+  // Parked blocks go back to the pools first: the snapshot shows what users hold.
+  const_cast<CachingAllocator*>(this)->flush_thread_caches();
   std::lock_guard lock(mutex_);
   MemorySnapshot snapshot{device_.info().id, kind_, {}};
   for (const Segment& segment : segments_) {

@@ -57,6 +57,8 @@ class CachingAllocator final : public Allocator,
   // Counts and current figures are exact, the threads' caches included (a block parked in one
   // counts as freed); a peak counts the parked blocks as allocated, as the pools see them.
   MemoryStats stats() const override;
+  // Both flush every thread's cache first (flush_thread_caches), so that the peaks restart
+  // from, and the snapshot shows, the blocks users hold.
   void reset_peak_stats() override;
   MemorySnapshot snapshot() const override;
   // Drops holds whose work is done, flushes every thread's cache, then returns every segment

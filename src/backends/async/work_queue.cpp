@@ -6,6 +6,9 @@ namespace hal::async {
 
 WorkQueue::WorkQueue() : thread_([this] { run(); }) {}
 
+WorkQueue::WorkQueue(InlineTask on_idle)
+    : on_idle_(std::move(on_idle)), thread_([this] { run(); }) {}
+
 WorkQueue::~WorkQueue() {
   stopping_.store(true);
   work_ready_.notify();
@@ -33,10 +36,15 @@ std::exception_ptr WorkQueue::take_error() {
 }
 
 void WorkQueue::run() {
-  uint64_t taken = 0;
+  uint64_t taken = 0, idle_at = 0;
   std::vector<Task> batch;
   while (true) {
-    work_ready_.wait([&] { return pushed_.load() > taken || stopping_.load(); });
+    auto ready = [&] { return pushed_.load() > taken || stopping_.load(); };
+    if (on_idle_ && !spin_until(ready)) {
+      on_idle_();  // nothing came while spinning: the worker goes to sleep
+      idle_at = taken;
+    }
+    work_ready_.wait(ready);
     if (pushed_.load() == taken) return;  // stopping, and everything pushed has run
     {
       // Take everything queued at once: one lock per batch, not per task.
@@ -56,6 +64,10 @@ void WorkQueue::run() {
       work_done_.notify();
     }
     batch.clear();
+    if (on_idle_ && taken - idle_at >= kIdleEvery) {
+      on_idle_();
+      idle_at = taken;
+    }
   }
 }
 

@@ -21,6 +21,10 @@ class WorkQueue {
   using Task = InlineTask;
 
   WorkQueue();
+  // `on_idle` runs on the worker when it has found no task for a while and is about to sleep,
+  // and after every kIdleEvery tasks run without such a pause.
+  static constexpr uint64_t kIdleEvery = 1024;
+  explicit WorkQueue(InlineTask on_idle);
   // Runs every task already pushed, then joins the thread.
   ~WorkQueue();
   WorkQueue(const WorkQueue&) = delete;
@@ -32,6 +36,7 @@ class WorkQueue {
   void wait_for(uint64_t ticket);
   void wait_all() { wait_for(pushed_.load()); }
   bool idle() const { return completed_.load() == pushed_.load(); }
+  uint64_t completed() const { return completed_.load(); }
   // The first exception a task threw since the last call, or null.
   std::exception_ptr take_error();
 
@@ -45,6 +50,7 @@ class WorkQueue {
   std::atomic<bool> stopping_{false};
   std::mutex error_mutex_;
   std::exception_ptr error_;  // under error_mutex_
+  InlineTask on_idle_;
   // Apart, on their own cache lines: producers write `pushed_`, the worker `completed_`.
   alignas(64) std::atomic<uint64_t> pushed_{0};
   alignas(64) std::atomic<uint64_t> completed_{0};

@@ -1,7 +1,9 @@
 // A CPU stream: its work runs in order on its own thread; kernels spread over the device's pool.
 #pragma once
 
+#include "backends/async/spin_lock.hpp"
 #include "backends/async/work_queue.hpp"
+#include "backends/cpu/launch_refs.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "hal/backend.hpp"
 
@@ -10,7 +12,9 @@ namespace hal::cpu {
 class CpuStream final : public StreamImpl {
  public:
   CpuStream(std::shared_ptr<DeviceImpl> device, std::shared_ptr<ThreadPool> pool)
-      : device_(std::move(device)), pool_(std::move(pool)) {}
+      : device_(std::move(device)),
+        pool_(std::move(pool)),
+        queue_([this] { release_launch_refs(); }) {}
 
   DeviceImpl& device() const override { return *device_; }
   void copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
@@ -28,11 +32,17 @@ class CpuStream final : public StreamImpl {
   void record(EventImpl& event) override;
   void wait(EventImpl& event) override;
   void synchronize() override;
-  bool query() override { return queue_.idle(); }
+  bool query() override;
 
  private:
+  // Drops what launches that have run no longer need: on the worker when it goes idle (and
+  // every WorkQueue::kIdleEvery tasks), before an event is signalled, in synchronize and query.
+  void release_launch_refs();
+
   std::shared_ptr<DeviceImpl> device_;
   std::shared_ptr<ThreadPool> pool_;
+  async::SpinLock refs_lock_;  // guards refs_, and orders launches' pushes with their holds
+  LaunchRefs refs_;
   async::WorkQueue queue_;  // last: its destructor drains work that uses the members above
 };
 
