@@ -361,7 +361,7 @@ BufferPtr CachingAllocator::allocate_once(size_t bytes, Cache* own) {
     const bool small = size <= kSmallSize;
     FreeBlocks& pool = small ? small_free_ : large_free_;
     block = take_free_block(pool, size);
-    if (!block && own && own->held_bytes > 0) {
+    if (!block && own && own->parked_bytes.load(std::memory_order_relaxed) > 0) {
       // Rather than a new segment, the blocks this thread parked (coalesced where they can be).
       lock.unlock();
       flush_own_cache(*own);

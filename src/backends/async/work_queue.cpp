@@ -40,11 +40,13 @@ void WorkQueue::run() {
   std::vector<Task> batch;
   while (true) {
     auto ready = [&] { return pushed_.load() > taken || stopping_.load(); };
-    if (on_idle_ && !spin_until(ready)) {
+    if (!on_idle_) {
+      work_ready_.wait(ready);
+    } else if (!spin_until(ready)) {
       on_idle_();  // nothing came while spinning: the worker goes to sleep
       idle_at = taken;
+      work_ready_.sleep_until(ready);
     }
-    work_ready_.wait(ready);
     if (pushed_.load() == taken) return;  // stopping, and everything pushed has run
     {
       // Take everything queued at once: one lock per batch, not per task.
