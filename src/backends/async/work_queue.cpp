@@ -15,17 +15,6 @@ WorkQueue::~WorkQueue() {
   thread_.join();
 }
 
-uint64_t WorkQueue::push(Task task) {
-  uint64_t ticket;
-  {
-    std::lock_guard lock(queue_lock_);
-    tasks_.push_back(std::move(task));
-    ticket = pushed_.fetch_add(1) + 1;
-  }
-  work_ready_.notify();
-  return ticket;
-}
-
 void WorkQueue::wait_for(uint64_t ticket) {
   work_done_.wait([&] { return completed_.load() >= ticket; });
 }

@@ -31,7 +31,29 @@ class WorkQueue {
   WorkQueue& operator=(const WorkQueue&) = delete;
 
   // Returns the task's ticket: 1 for the first task, then 2, 3 ...
-  uint64_t push(Task task);
+  uint64_t push(Task task) {
+    return push(std::move(task), [](uint64_t) {});
+  }
+  // The same, calling also(ticket) under the queue's lock, after the task is queued: what a
+  // stream records about its tasks stays in the order of their tickets.
+  template <class Also>
+  uint64_t push(Task task, Also also) {
+    uint64_t ticket;
+    {
+      std::lock_guard lock(queue_lock_);
+      tasks_.push_back(std::move(task));
+      ticket = pushed_.fetch_add(1) + 1;
+      also(ticket);
+    }
+    work_ready_.notify();
+    return ticket;
+  }
+  // Calls fn() under the queue's lock (for what also() of push keeps).
+  template <class Fn>
+  void locked(Fn fn) {
+    std::lock_guard lock(queue_lock_);
+    fn();
+  }
   // Blocks until the task with `ticket` (and so every earlier one) has run.
   void wait_for(uint64_t ticket);
   void wait_all() { wait_for(pushed_.load()); }

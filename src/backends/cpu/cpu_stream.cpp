@@ -81,21 +81,18 @@ void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchCo
     run_host_kernel(*pool_, *host, config, held.view());
   };
   static_assert(async::InlineTask::kFitsInline<decltype(task)>, "a launch should not allocate");
-  std::lock_guard lock(refs_lock_);
-  const uint64_t ticket = queue_.push(std::move(task));
-  // Its kernel and buffers are alive until this call returns, so holding them after the push
-  // is in time; a sweep waits for the lock, so it cannot drop them before they are held.
-  refs_.hold(kernel, ticket);
-  for (size_t i = 0; i < args.size(); ++i)
-    if (args[i].kind() == KernelArg::Kind::buffer) refs_.hold(args[i].buffer().impl(), ticket);
+  // Under the queue's lock, right after the push: a sweep takes that lock too, so it cannot
+  // drop what this task uses before it is held (the caller holds it until this returns).
+  queue_.push(std::move(task), [&](uint64_t ticket) {
+    refs_.hold(kernel, ticket);
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].kind() == KernelArg::Kind::buffer) refs_.hold(args[i].buffer().impl(), ticket);
+  });
 }
 
 void CpuStream::release_launch_refs() {
   std::vector<LaunchRefs::Ref> released;
-  {
-    std::lock_guard lock(refs_lock_);
-    refs_.sweep(queue_.completed(), released);
-  }
+  queue_.locked([&] { refs_.sweep(queue_.completed(), released); });
   // Dropped here, outside the lock.
 }
 

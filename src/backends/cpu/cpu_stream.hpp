@@ -1,7 +1,6 @@
 // A CPU stream: its work runs in order on its own thread; kernels spread over the device's pool.
 #pragma once
 
-#include "backends/async/spin_lock.hpp"
 #include "backends/async/work_queue.hpp"
 #include "backends/cpu/launch_refs.hpp"
 #include "backends/cpu/thread_pool.hpp"
@@ -41,8 +40,7 @@ class CpuStream final : public StreamImpl {
 
   std::shared_ptr<DeviceImpl> device_;
   std::shared_ptr<ThreadPool> pool_;
-  async::SpinLock refs_lock_;  // guards refs_, and orders launches' pushes with their holds
-  LaunchRefs refs_;
+  LaunchRefs refs_;         // under the queue's lock
   async::WorkQueue queue_;  // last: its destructor drains work that uses the members above
 };
 
