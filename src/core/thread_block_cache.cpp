@@ -50,7 +50,7 @@ struct ChunkReaper {
     chunks.gone = true;
     while (Chunk* chunk = chunks.head) {
       chunks.head = chunk->next;
-      ::operator delete(chunk, kChunkBytes);
+      ::operator delete(chunk);
     }
     chunks.count = 0;
   }
@@ -81,7 +81,7 @@ void* take_control_block_storage(size_t bytes) {
 
 void give_control_block_storage(void* storage, size_t bytes) noexcept {
   if (bytes > kChunkBytes) {
-    ::operator delete(storage, bytes);
+    ::operator delete(storage);
     return;
   }
   if (chunks.count < kMaxChunks && !chunks.gone) {
@@ -93,7 +93,7 @@ void give_control_block_storage(void* storage, size_t bytes) noexcept {
     ++chunks.count;
     return;
   }
-  ::operator delete(storage, kChunkBytes);
+  ::operator delete(storage);
 }
 
 }  // namespace hal::detail
