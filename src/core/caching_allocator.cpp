@@ -1,6 +1,5 @@
 #include "core/caching_allocator.hpp"
 
-#include "core/hot_tls.hpp"
 #include "core/trace_record.hpp"
 
 #include <algorithm>
@@ -90,7 +89,7 @@ struct LastCache {
   Cache* cache;
   bool thread_ending;
 };
-HAL_HOT_TLS thread_local LastCache last_cache{0, nullptr, false};
+thread_local LastCache last_cache{0, nullptr, false};
 thread_local ThreadCaches thread_caches;
 
 ThreadCaches::~ThreadCaches() {

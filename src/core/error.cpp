@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "core/error_context.hpp"
-#include "core/hot_tls.hpp"
 
 namespace hal {
 
@@ -45,10 +44,9 @@ std::string_view to_string(ErrorCode code) noexcept {
 
 namespace {
 
-HAL_HOT_TLS thread_local std::string_view context_device, context_op;  // set by every op
-HAL_HOT_TLS thread_local int muted = 0;
-HAL_HOT_TLS thread_local bool in_handler =
-    false;  // errors the handler itself meets are not reported
+thread_local std::string_view context_device, context_op;  // set by every op
+thread_local int muted = 0;
+thread_local bool in_handler = false;  // errors the handler itself meets are not reported
 
 std::mutex handler_mutex;
 std::shared_ptr<const ErrorHandler> installed_handler;

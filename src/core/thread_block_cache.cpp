@@ -1,7 +1,5 @@
 #include "core/thread_block_cache.hpp"
 
-#include "core/hot_tls.hpp"
-
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -31,14 +29,14 @@ constexpr unsigned kMaxChunks = 256;
 struct Chunk {
   Chunk* next;
 };
-// The list itself, read on every handle: trivially destructible (see hot_tls.hpp).
+// The list itself, read on every handle: trivially destructible, so no guard on access.
 struct ChunkList {
   Chunk* head;
   unsigned count;
   bool reaper_armed;  // ChunkReaper made for this thread
   bool gone;          // the thread is ending: no more reuse
 };
-HAL_HOT_TLS thread_local ChunkList chunks{nullptr, 0, false, false};
+thread_local ChunkList chunks{nullptr, 0, false, false};
 
 // Frees the list when the thread ends; made the first time a chunk is kept.
 struct ChunkReaper {
