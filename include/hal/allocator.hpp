@@ -17,7 +17,11 @@ namespace hal {
 class Device;
 class DeviceImpl;
 
-// Names follow PyTorch's torch.cuda.memory_stats where they fit.
+// Names follow PyTorch's torch.cuda.memory_stats where they fit. Counts and current figures are
+// exact whichever threads allocate and free. A buffer freed into its thread's cache of recent
+// frees (docs/design.md, "Fast paths") counts as freed at once, but its block stays handed out
+// by the pools until the cache is flushed (empty_cache, snapshot, reset_peak_stats, running out
+// of memory, the thread's end): peaks count such blocks, as the pools see them.
 struct MemoryStat {
   uint64_t current = 0;
   uint64_t peak = 0;

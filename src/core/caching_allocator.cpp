@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <iterator>
+#include <thread>
+
+#include "backends/async/spin_wait.hpp"
 
 #include "hal/log.hpp"
 #include "hal/units.hpp"
@@ -20,25 +23,84 @@ void subtract(MemoryStat& stat, uint64_t bytes) { stat.current -= bytes; }
 
 }  // namespace
 
-// A user's buffer: one block of a segment. Returning it to the allocator is its destructor.
+// A user's buffer: one block of a segment. When its last handle drops, the deleter (Recycle)
+// parks it in the thread's cache, handle storage and all, or destroys it, which returns the
+// block to the pools.
 class CachingAllocator::PooledBuffer final : public BufferImpl {
  public:
   PooledBuffer(std::shared_ptr<CachingAllocator> allocator, Block* block, size_t bytes)
       : BufferImpl(block->segment->storage->device_ptr(), bytes, allocator->kind_,
                    *block->segment->storage, block->offset),
         allocator_(std::move(allocator)),
-        block_(block) {}
-  ~PooledBuffer() override { allocator_->release(block_); }
+        block_(block),
+        block_bytes_(block->size) {}
+  ~PooledBuffer() override { allocator_->release(block_, parked_); }
 
   void* host_pointer() const noexcept override {
     auto* base = static_cast<char*>(block_->segment->storage->host_pointer());
     return base ? base + block_->offset : nullptr;
   }
 
+  CachingAllocator& allocator() const { return *allocator_; }
+  size_t block_bytes() const { return block_bytes_; }
+
+  PooledBuffer* next_parked = nullptr;  // in its thread cache's bin
+  bool parked_ = false;                 // counted as freed already (destroyed from a cache)
+
  private:
   std::shared_ptr<CachingAllocator> allocator_;
   Block* block_;
+  size_t block_bytes_;  // block_->size, which stays put while the block is allocated
 };
+
+struct CachingAllocator::Recycle {
+  void operator()(BufferImpl* buffer) const noexcept {
+    auto* pooled = static_cast<PooledBuffer*>(buffer);
+    pooled->allocator().recycle(pooled);
+  }
+};
+
+namespace {
+
+using Cache = CachingAllocator::Cache;
+
+std::atomic<uint64_t> next_allocator_id{1};
+
+// The caches of the allocators this thread used; each also sits in its allocator's caches_.
+// Retired (flushed into their allocators) when the thread ends.
+struct ThreadCaches {
+  struct Entry {
+    uint64_t allocator_id;
+    std::weak_ptr<CachingAllocator> allocator;
+    std::shared_ptr<Cache> cache;
+  };
+  std::vector<Entry> entries;
+
+  ThreadCaches() = default;
+  ThreadCaches(const ThreadCaches&) = delete;
+  ThreadCaches& operator=(const ThreadCaches&) = delete;
+  ~ThreadCaches();
+};
+
+// The hot path's part: the allocator of the last lookup and its cache. Trivially destructible,
+// so still readable while the thread's other thread_locals are destroyed.
+struct LastCache {
+  uint64_t allocator_id;
+  Cache* cache;
+  bool thread_ending;
+};
+thread_local LastCache last_cache{0, nullptr, false};
+thread_local ThreadCaches thread_caches;
+
+ThreadCaches::~ThreadCaches() {
+  last_cache = {0, nullptr, true};  // frees from here on go straight to the pools
+  for (Entry& entry : entries)
+    if (std::shared_ptr<CachingAllocator> allocator = entry.allocator.lock())
+      allocator->retire_cache(entry.cache);
+  entries.clear();
+}
+
+}  // namespace
 
 // Pressure events to deliver once the lock is released, by callback id: a callback removed
 // meanwhile (by an earlier call of the same batch, say) is skipped.
@@ -57,6 +119,9 @@ size_t CachingAllocator::round_size(size_t bytes) {
   return (bytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
 }
 
+CachingAllocator::CachingAllocator(DeviceImpl& device, MemoryKind kind)
+    : device_(device), kind_(kind), id_(next_allocator_id.fetch_add(1)) {}
+
 CachingAllocator::~CachingAllocator() {
   // Runs while the device is being destroyed (the device owns it): no virtual calls on it here.
   std::lock_guard lock(mutex_);
@@ -65,18 +130,203 @@ CachingAllocator::~CachingAllocator() {
 
 BufferPtr CachingAllocator::allocate_block(size_t bytes) {
   if (hold_count_.load(std::memory_order_relaxed) > 0) drop_holds(false);
+  Cache* own = thread_cache(true);
+  if (own) {
+    if (BufferPtr parked = take_parked(*own, bytes)) return parked;
+  }
   try {
-    return allocate_once(bytes);
+    return allocate_once(bytes, own);
   } catch (const Error& error) {
-    // Memory held for work of other libraries (record_stream): wait for it, then try again.
-    if (error.code() != ErrorCode::OutOfMemory || drop_holds(true) == 0) throw;
+    if (error.code() != ErrorCode::OutOfMemory) throw;
+    // Memory held for work of other libraries (record_stream) and blocks parked in threads'
+    // caches: wait for the one, flush the other, then try again.
+    const size_t dropped = drop_holds(true);
+    bool flushed = false;
+    {
+      std::lock_guard lock(caches_mutex_);
+      for (const auto& cache : caches_)
+        flushed = flushed || cache->parked_bytes.load(std::memory_order_relaxed) > 0;
+    }
+    if (dropped == 0 && !flushed) throw;
+    flush_thread_caches();
     {
       std::lock_guard lock(mutex_);
       ++stats_.num_alloc_retries;
       --stats_.num_ooms;  // counted again below if this attempt fails too
     }
-    return allocate_once(bytes);
+    return allocate_once(bytes, own);
   }
+}
+
+BufferPtr CachingAllocator::try_parked(size_t bytes) noexcept {
+  if (hold_count_.load(std::memory_order_relaxed) > 0) return nullptr;  // allocate_block drops them
+  Cache* own = thread_cache(false);
+  if (!own) return nullptr;
+  try {
+    return take_parked(*own, bytes);
+  } catch (...) {  // no control block: the buffer went back to the cache
+    return nullptr;
+  }
+}
+
+[[gnu::always_inline]] inline CachingAllocator::Cache* CachingAllocator::thread_cache(bool make) {
+  if (last_cache.allocator_id == id_) [[likely]]
+    return last_cache.cache;
+  if (last_cache.thread_ending) return nullptr;
+  return find_thread_cache(make);
+}
+
+CachingAllocator::Cache* CachingAllocator::find_thread_cache(bool make) {
+  ThreadCaches& mine = thread_caches;
+  for (const ThreadCaches::Entry& entry : mine.entries)
+    if (entry.allocator_id == id_) {
+      last_cache = {id_, entry.cache.get(), false};
+      return entry.cache.get();
+    }
+  if (!make) return nullptr;
+  auto cache = std::make_shared<Cache>();
+  {
+    std::lock_guard lock(caches_mutex_);
+    caches_.push_back(cache);
+  }
+  mine.entries.push_back({id_, weak_from_this(), cache});
+  last_cache = {id_, cache.get(), false};
+  return cache.get();
+}
+
+namespace {
+
+// Counters of a cache change only where its owner (or a flusher that excludes the owner)
+// writes them: a load and a store, not a read-modify-write.
+void bump(std::atomic<uint64_t>& counter, uint64_t by) {
+  counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+void drop(std::atomic<uint64_t>& counter, uint64_t by) {
+  counter.store(counter.load(std::memory_order_relaxed) - by, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+[[gnu::always_inline]] inline BufferPtr CachingAllocator::take_parked(Cache& cache, size_t bytes) {
+  if (!cache.enter()) return nullptr;
+  PooledBuffer* buffer = nullptr;
+  Cache::Bin& bin = cache.bins[(bytes >> 9 ^ bytes >> 14 ^ bytes) % Cache::kBins];
+  if (bin.bytes == bytes && bin.count > 0) {
+    buffer = bin.head;
+    bin.head = buffer->next_parked;
+    --bin.count;
+    cache.held_bytes -= buffer->block_bytes();
+    bump(cache.hits, 1);
+    drop(cache.parked_bytes, buffer->block_bytes());
+    drop(cache.parked_requested, bytes);
+  }
+  cache.leave();
+  if (!buffer) return nullptr;
+  buffer->next_parked = nullptr;
+  if (trace::enabled()) [[unlikely]]
+    trace::detail::note_allocation(true);
+  // A control block that cannot be allocated hands the buffer to Recycle, which parks it again.
+  return BufferPtr(buffer, Recycle{}, ControlBlockAllocator<char>{});
+}
+
+[[gnu::always_inline]] inline void CachingAllocator::recycle(PooledBuffer* buffer) noexcept {
+  if (Cache* cache = thread_cache(false); cache && cache->enter()) {
+    const size_t bytes = buffer->size();
+    Cache::Bin* bin = cache->bin_of(bytes);
+    if (bin && bin->count < Cache::kPerBin &&
+        cache->held_bytes + buffer->block_bytes() <= Cache::kMaxBytes) {
+      buffer->next_parked = bin->head;
+      bin->head = buffer;
+      ++bin->count;
+      cache->held_bytes += buffer->block_bytes();
+      bump(cache->frees, 1);
+      bump(cache->parked_bytes, buffer->block_bytes());
+      bump(cache->parked_requested, bytes);
+      cache->leave();
+      return;
+    }
+    cache->leave();
+  }
+  delete buffer;  // may destroy this allocator: nothing of it is touched after
+}
+
+void CachingAllocator::take_all_parked(Cache& cache, std::vector<PooledBuffer*>& taken) {
+  uint64_t bytes = 0, requested = 0;
+  for (Cache::Bin& bin : cache.bins) {
+    for (PooledBuffer* buffer = bin.head; buffer;) {
+      PooledBuffer* next = buffer->next_parked;
+      buffer->next_parked = nullptr;
+      buffer->parked_ = true;
+      bytes += buffer->block_bytes();
+      requested += buffer->size();
+      taken.push_back(buffer);
+      buffer = next;
+    }
+    bin = Cache::Bin{};
+  }
+  cache.held_bytes = 0;
+  drop(cache.parked_bytes, bytes);
+  drop(cache.parked_requested, requested);
+  // The pools' view drops them now, under both locks, so that stats() never counts them
+  // twice or not at all; their blocks follow in discard_parked.
+  std::lock_guard lock(mutex_);
+  subtract(stats_.allocated_bytes, bytes);
+  subtract(stats_.active_bytes, bytes);
+  subtract(stats_.requested_bytes, requested);
+}
+
+void CachingAllocator::discard_parked(const std::vector<PooledBuffer*>& taken) {
+  // The caller holds a reference to this allocator, so the last buffer cannot destroy it.
+  for (PooledBuffer* buffer : taken) delete buffer;
+}
+
+void CachingAllocator::flush_thread_caches() {
+  auto self = shared_from_this();  // a parked buffer may hold the last other reference
+  std::vector<PooledBuffer*> taken;
+  {
+    std::lock_guard lock(caches_mutex_);
+    if (caches_.empty()) return;
+    for (const auto& cache : caches_) cache->flush_requested.store(true, std::memory_order_seq_cst);
+    heavy_fence();
+    for (const auto& cache : caches_) {
+      // The owner is inside enter() ... leave(): a few instructions.
+      for (unsigned spins = 0; cache->busy.load(std::memory_order_seq_cst); ++spins) {
+        if (spins < 64)
+          async::cpu_relax();
+        else
+          std::this_thread::yield();
+      }
+      take_all_parked(*cache, taken);
+      cache->flush_requested.store(false, std::memory_order_seq_cst);
+    }
+  }
+  discard_parked(taken);
+}
+
+void CachingAllocator::flush_own_cache(Cache& cache) {
+  std::vector<PooledBuffer*> taken;
+  {
+    // The owner is this thread, outside enter() ... leave(); the lock keeps flushers out.
+    std::lock_guard lock(caches_mutex_);
+    take_all_parked(cache, taken);
+  }
+  discard_parked(taken);
+}
+
+void CachingAllocator::retire_cache(const std::shared_ptr<Cache>& cache) {
+  std::vector<PooledBuffer*> taken;
+  {
+    std::lock_guard lock(caches_mutex_);
+    take_all_parked(*cache, taken);
+    std::erase(caches_, cache);
+    // Its counts move into the pools' figures, so that stats() keeps them.
+    std::lock_guard stats_lock(mutex_);
+    const uint64_t hits = cache->hits.load(std::memory_order_relaxed);
+    stats_.num_allocs += hits;
+    stats_.cache_hits += hits;
+    stats_.num_frees += cache->frees.load(std::memory_order_relaxed);
+  }
+  discard_parked(taken);
 }
 
 void CachingAllocator::hold_until(BufferPtr buffer, std::shared_ptr<HostFence> fence) {
@@ -100,16 +350,23 @@ size_t CachingAllocator::drop_holds(bool wait) {
   return dropped.size();  // the buffers are released here, outside the lock
 }
 
-BufferPtr CachingAllocator::allocate_once(size_t bytes) {
+BufferPtr CachingAllocator::allocate_once(size_t bytes, Cache* own) {
   if (bytes > SIZE_MAX - kRoundLarge) throw_out_of_memory(bytes, 0, "the size overflows");
   const size_t size = round_size(bytes);
   Pending pending;
   Block* block;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     const bool small = size <= kSmallSize;
     FreeBlocks& pool = small ? small_free_ : large_free_;
     block = take_free_block(pool, size);
+    if (!block && own && own->parked_bytes.load(std::memory_order_relaxed) > 0) {
+      // Rather than a new segment, the blocks this thread parked (coalesced where they can be).
+      lock.unlock();
+      flush_own_cache(*own);
+      lock.lock();
+      block = take_free_block(pool, size);
+    }
     if (trace::enabled()) [[unlikely]]
       trace::detail::note_allocation(block != nullptr);
     if (block) {
@@ -128,12 +385,15 @@ BufferPtr CachingAllocator::allocate_once(size_t bytes) {
     update_pressure(pending);
   }
   BufferPtr buffer;
+  PooledBuffer* made = nullptr;
   try {
-    buffer = std::make_shared<PooledBuffer>(shared_from_this(), block, bytes);
+    made = new PooledBuffer(shared_from_this(), block, bytes);
   } catch (...) {
     release(block);
     throw;
   }
+  // On failure the shared_ptr hands `made` to Recycle, which parks it or releases the block.
+  buffer = BufferPtr(made, Recycle{}, ControlBlockAllocator<char>{});
   // Only now that the buffer owns its block: a callback that throws cannot leak it.
   notify(pending);
   return buffer;
@@ -262,13 +522,15 @@ CachingAllocator::Block* CachingAllocator::split(Block* block, size_t size, Free
   return block;
 }
 
-void CachingAllocator::release(Block* block) {
+void CachingAllocator::release(Block* block, bool parked) {
   {
     std::lock_guard lock(mutex_);
-    ++stats_.num_frees;
-    subtract(stats_.allocated_bytes, block->size);
-    subtract(stats_.active_bytes, block->size);
-    subtract(stats_.requested_bytes, block->requested);
+    if (!parked) {  // a parked block's figures left when it was taken from its cache
+      ++stats_.num_frees;
+      subtract(stats_.allocated_bytes, block->size);
+      subtract(stats_.active_bytes, block->size);
+      subtract(stats_.requested_bytes, block->requested);
+    }
     block->allocated = false;
     block->requested = 0;
     Segment& segment = *block->segment;
@@ -371,11 +633,24 @@ void CachingAllocator::throw_out_of_memory(size_t bytes, size_t segment_bytes,
 }
 
 MemoryStats CachingAllocator::stats() const {
+  std::lock_guard caches_lock(caches_mutex_);
   std::lock_guard lock(mutex_);
-  return stats_;
+  MemoryStats stats = stats_;
+  for (const auto& cache : caches_) {
+    const uint64_t hits = cache->hits.load(std::memory_order_relaxed);
+    const uint64_t bytes = cache->parked_bytes.load(std::memory_order_relaxed);
+    stats.num_allocs += hits;
+    stats.cache_hits += hits;
+    stats.num_frees += cache->frees.load(std::memory_order_relaxed);
+    stats.allocated_bytes.current -= bytes;
+    stats.active_bytes.current -= bytes;
+    stats.requested_bytes.current -= cache->parked_requested.load(std::memory_order_relaxed);
+  }
+  return stats;
 }
 
 void CachingAllocator::reset_peak_stats() {
+  flush_thread_caches();  // so that the pools' figures are the users' again
   std::lock_guard lock(mutex_);
   for (MemoryStat* stat : {&stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
                            &stats_.requested_bytes})
@@ -383,6 +658,8 @@ void CachingAllocator::reset_peak_stats() {
 }
 
 MemorySnapshot CachingAllocator::snapshot() const {
+  // Parked blocks go back to the pools first: the snapshot shows what users hold.
+  const_cast<CachingAllocator*>(this)->flush_thread_caches();
   std::lock_guard lock(mutex_);
   MemorySnapshot snapshot{device_.info().id, kind_, {}};
   for (const Segment& segment : segments_) {
@@ -396,6 +673,7 @@ MemorySnapshot CachingAllocator::snapshot() const {
 
 void CachingAllocator::empty_cache() {
   drop_holds(false);
+  flush_thread_caches();
   std::lock_guard lock(mutex_);
   release_cached();
 }

@@ -5,6 +5,13 @@
 // A block is returned when its buffer's last reference drops. In hal, enqueued work holds the
 // buffers it uses (the record-stream rule of ARCHITECTURE.md), so by then no work on any
 // stream still uses the block, and any stream may reuse it at once.
+//
+// In front of the pools, each thread that allocates keeps the buffers it freed last, by exact
+// size (thread_block_cache.hpp): a request of a size the thread freed recently takes one back
+// without the lock, and the buffer object and its handle's control block are reused, so a hit
+// touches neither the heap nor a shared cache line. Those blocks stay "allocated" in the pools
+// until they are flushed back: when the thread ends, by empty_cache, when an allocation runs out
+// of memory, and when the thread itself would otherwise make a new segment.
 #pragma once
 
 #include <atomic>
@@ -16,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/thread_block_cache.hpp"
 #include "hal/allocator.hpp"
 #include "hal/backend.hpp"
 
@@ -33,7 +41,7 @@ class CachingAllocator final : public Allocator,
 
   static size_t round_size(size_t bytes);
 
-  CachingAllocator(DeviceImpl& device, MemoryKind kind) : device_(device), kind_(kind) {}
+  CachingAllocator(DeviceImpl& device, MemoryKind kind);
   // Returns every segment to the backend. No buffer of it is alive: each holds the allocator.
   ~CachingAllocator();
   CachingAllocator(const CachingAllocator&) = delete;
@@ -42,11 +50,19 @@ class CachingAllocator final : public Allocator,
   // Throws OutOfMemory with the figures after releasing cached segments and retrying once.
   Buffer allocate(size_t bytes) override { return Buffer(allocate_block(bytes)); }
   BufferPtr allocate_block(size_t bytes);
+  // A buffer of exactly `bytes` that this thread freed recently, or null: the fast path, which
+  // neither locks nor throws. Its size passed every check when it was first allocated.
+  BufferPtr try_parked(size_t bytes) noexcept;
 
+  // Counts and current figures are exact, the threads' caches included (a block parked in one
+  // counts as freed); a peak counts the parked blocks as allocated, as the pools see them.
   MemoryStats stats() const override;
+  // Both flush every thread's cache first (flush_thread_caches), so that the peaks restart
+  // from, and the snapshot shows, the blocks users hold.
   void reset_peak_stats() override;
   MemorySnapshot snapshot() const override;
-  // Drops holds whose work is done, then returns every segment with no block in use.
+  // Drops holds whose work is done, flushes every thread's cache, then returns every segment
+  // with no block in use.
   void empty_cache() override;
 
   AllocatorConfig config() const override;
@@ -62,6 +78,15 @@ class CachingAllocator final : public Allocator,
   // Drops the holds whose fences are ready (all, waiting for them, when `wait`); returns how
   // many. Takes the lock itself: dropping a buffer returns its block, which needs it.
   size_t drop_holds(bool wait);
+
+  // Returns the blocks of every thread's cache to the pools; waits for a thread that is using
+  // its cache at that moment (a few instructions). Not with mutex_ held.
+  void flush_thread_caches();
+
+  class PooledBuffer;
+  using Cache = ThreadBlockCache<PooledBuffer>;
+  // Called when a thread ends: its cache's blocks go back to the pools, its counts to stats_.
+  void retire_cache(const std::shared_ptr<Cache>& cache);
 
  private:
   struct Segment;
@@ -84,15 +109,26 @@ class CachingAllocator final : public Allocator,
     bool operator()(const Block* a, const Block* b) const;
   };
   using FreeBlocks = std::set<Block*, BlockOrder>;
-  class PooledBuffer;
+  struct Recycle;  // a PooledBuffer handle's deleter: parks the buffer in the thread's cache
   struct Pending;  // pressure callbacks to run once the lock is released
 
   struct Hold {
     BufferPtr buffer;
     std::shared_ptr<HostFence> fence;
   };
-  BufferPtr allocate_once(size_t bytes);
-  void release(Block* block);
+  BufferPtr allocate_once(size_t bytes, Cache* own);
+  // The calling thread's cache of this allocator, made on first use when `make`; null when
+  // the thread is ending.
+  Cache* thread_cache(bool make);
+  Cache* find_thread_cache(bool make);
+  BufferPtr take_parked(Cache& cache, size_t bytes);
+  void recycle(PooledBuffer* buffer) noexcept;  // parks it, or returns its block
+  // Takes every parked buffer out of `cache`, whose owner is not using it; caches_mutex_ held.
+  void take_all_parked(Cache& cache, std::vector<PooledBuffer*>& taken);
+  void discard_parked(const std::vector<PooledBuffer*>& taken);  // their blocks to the pools
+  void flush_own_cache(Cache& cache);
+  // `parked`: the buffer was counted as freed when it was parked.
+  void release(Block* block, bool parked = false);
   Block* take_free_block(FreeBlocks& pool, size_t size);
   Block* new_segment(bool small, size_t size);
   Block* split(Block* block, size_t size, FreeBlocks& pool);
@@ -109,6 +145,10 @@ class CachingAllocator final : public Allocator,
 
   DeviceImpl& device_;
   const MemoryKind kind_;
+  const uint64_t id_;  // never reused, unlike an address: how a thread finds its cache
+  // Lock order: caches_mutex_, then mutex_.
+  mutable std::mutex caches_mutex_;
+  std::vector<std::shared_ptr<Cache>> caches_;  // of the threads that allocated here
   mutable std::mutex mutex_;
   AllocatorConfig config_;
   std::list<Segment> segments_;

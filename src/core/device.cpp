@@ -67,6 +67,11 @@ namespace {
                                                        size_t bytes, MemoryKind kind,
                                                        AllocationMode mode) {
   DeviceImpl& device = checked(impl);
+  // The fast path: a buffer of this size that this thread freed, which passed the checks
+  // below when it was first allocated.
+  if (mode == AllocationMode::cached && static_cast<size_t>(kind) < 3 && bytes > 0) [[likely]]
+    if (BufferPtr parked = detail::core_of(device).allocator(kind).try_parked(bytes))
+      return Buffer(std::move(parked));
   const std::string& id = device.info().id;
   const detail::ErrorContext context(id, "allocate");
   if (bytes == 0)

@@ -183,6 +183,15 @@ DeviceCore& core_of(DeviceImpl& device) {
 
 std::vector<DeviceCore*> device_cores() { return table().all(); }
 
-void shutdown_device_cores() { table().shutdown(); }
+namespace {
+std::atomic<uint64_t> generation{1};
+}  // namespace
+
+void shutdown_device_cores() {
+  generation.fetch_add(1);
+  table().shutdown();
+}
+
+uint64_t device_generation() { return generation.load(std::memory_order_relaxed); }
 
 }  // namespace hal::detail

@@ -71,4 +71,8 @@ std::vector<DeviceCore*> device_cores();
 // made anew.
 void shutdown_device_cores();
 
+// Changes whenever cores are shut down: what is cached by device address (the ops' plans) is
+// valid only within one generation.
+uint64_t device_generation();
+
 }  // namespace hal::detail

@@ -44,7 +44,7 @@ std::string_view to_string(ErrorCode code) noexcept {
 
 namespace {
 
-thread_local std::string_view context_device, context_op;
+thread_local std::string_view context_device, context_op;  // set by every op
 thread_local int muted = 0;
 thread_local bool in_handler = false;  // errors the handler itself meets are not reported
 

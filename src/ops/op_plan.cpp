@@ -1,5 +1,9 @@
 // How an op runs on a device for a dtype: the implementation the table holds, or the dtype it
 // is converted to first, or why it cannot run. The ops and `hal ops` both ask here.
+#include <array>
+#include <cstdint>
+
+#include "core/device_core.hpp"
 #include "hal/error.hpp"
 #include "ops/op_kernels.hpp"
 #include "ops/op_table.hpp"
@@ -112,11 +116,45 @@ OpPlan plan(const OpDescriptor& op, DType input, const DeviceInfo& device) {
   return out;
 }
 
+namespace {
+
+// Plans that ran, per thread, by (op, input dtype, device): an op call resolves its kernel from
+// the table once, then finds it here. A device's DeviceInfo stays put while its core lives
+// (the core holds the device), and the generation changes when cores are shut down.
+struct CachedPlan {
+  const OpDescriptor* op = nullptr;
+  const DeviceInfo* device = nullptr;
+  uint64_t generation = 0;
+  DType input{}, compute{}, result{};
+  const OpImplementation* implementation = nullptr;
+};
+constexpr size_t kCachedPlans = 64;
+thread_local std::array<CachedPlan, kCachedPlans> cached_plans;
+
+CachedPlan& slot_of(const OpDescriptor& op, DType input, const DeviceInfo& device) {
+  const auto key = reinterpret_cast<uintptr_t>(&op) ^ reinterpret_cast<uintptr_t>(&device) >> 4 ^
+                   static_cast<uintptr_t>(input) * 0x9E3779B9u;
+  return cached_plans[(key ^ key >> 7) % kCachedPlans];
+}
+
+}  // namespace
+
 OpPlan plan_or_throw(const OpDescriptor& op, DType input,
                      std::initializer_list<const Tensor*> operands) {
-  const Device& device = (*operands.begin())->device();
-  OpPlan out = plan(op, input, device.info());
-  if (!out.runs()) {
+  const Tensor& first = **operands.begin();
+  const DeviceInfo& info = first.storage().impl()->device().info();
+  const uint64_t generation = detail::device_generation();
+  CachedPlan& slot = slot_of(op, input, info);
+  if (slot.op == &op && slot.device == &info && slot.input == input &&
+      slot.generation == generation) [[likely]]
+    return OpPlan{&op, input, slot.compute, slot.result, slot.implementation, {}};
+  const Device device = first.device();
+  OpPlan out = plan(op, input, info);
+  if (out.runs()) {
+    slot = CachedPlan{&op, &info, generation, input, out.compute, out.result, out.implementation};
+    return out;
+  }
+  {
     std::string described;
     for (const Tensor* operand : operands)
       if (operand->defined()) described += (described.empty() ? "" : " and ") + operand->describe();
@@ -124,7 +162,6 @@ OpPlan plan_or_throw(const OpDescriptor& op, DType input,
                                             ": no kernel for " + std::string(to_string(input)) +
                                             " on " + device.id() + " (" + out.refusal + ")");
   }
-  return out;
 }
 
 }  // namespace hal::ops

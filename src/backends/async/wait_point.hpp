@@ -20,6 +20,12 @@ class WaitPoint {
   template <class Ready>
   void wait(Ready ready) const {
     if (spin_until(ready)) return;
+    sleep_until(ready);
+  }
+
+  // The same without the spinning, for a waiter that has just spun itself.
+  template <class Ready>
+  void sleep_until(Ready ready) const {
     std::unique_lock lock(mutex_);
     sleepers_.fetch_add(1);
     cv_.wait(lock, ready);

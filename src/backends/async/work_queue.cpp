@@ -6,21 +6,13 @@ namespace hal::async {
 
 WorkQueue::WorkQueue() : thread_([this] { run(); }) {}
 
+WorkQueue::WorkQueue(InlineTask on_idle)
+    : on_idle_(std::move(on_idle)), thread_([this] { run(); }) {}
+
 WorkQueue::~WorkQueue() {
   stopping_.store(true);
   work_ready_.notify();
   thread_.join();
-}
-
-uint64_t WorkQueue::push(Task task) {
-  uint64_t ticket;
-  {
-    std::lock_guard lock(queue_lock_);
-    tasks_.push_back(std::move(task));
-    ticket = pushed_.fetch_add(1) + 1;
-  }
-  work_ready_.notify();
-  return ticket;
 }
 
 void WorkQueue::wait_for(uint64_t ticket) {
@@ -33,10 +25,17 @@ std::exception_ptr WorkQueue::take_error() {
 }
 
 void WorkQueue::run() {
-  uint64_t taken = 0;
+  uint64_t taken = 0, idle_at = 0;
   std::vector<Task> batch;
   while (true) {
-    work_ready_.wait([&] { return pushed_.load() > taken || stopping_.load(); });
+    auto ready = [&] { return pushed_.load() > taken || stopping_.load(); };
+    if (!on_idle_) {
+      work_ready_.wait(ready);
+    } else if (!spin_until(ready)) {
+      on_idle_();  // nothing came while spinning: the worker goes to sleep
+      idle_at = taken;
+      work_ready_.sleep_until(ready);
+    }
     if (pushed_.load() == taken) return;  // stopping, and everything pushed has run
     {
       // Take everything queued at once: one lock per batch, not per task.
@@ -56,6 +55,10 @@ void WorkQueue::run() {
       work_done_.notify();
     }
     batch.clear();
+    if (on_idle_ && taken - idle_at >= kIdleEvery) {
+      on_idle_();
+      idle_at = taken;
+    }
   }
 }
 

@@ -21,17 +21,44 @@ class WorkQueue {
   using Task = InlineTask;
 
   WorkQueue();
+  // `on_idle` runs on the worker when it has found no task for a while and is about to sleep,
+  // and after every kIdleEvery tasks run without such a pause.
+  static constexpr uint64_t kIdleEvery = 1024;
+  explicit WorkQueue(InlineTask on_idle);
   // Runs every task already pushed, then joins the thread.
   ~WorkQueue();
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
 
   // Returns the task's ticket: 1 for the first task, then 2, 3 ...
-  uint64_t push(Task task);
+  uint64_t push(Task task) {
+    return push(std::move(task), [](uint64_t) {});
+  }
+  // The same, calling also(ticket) under the queue's lock, after the task is queued: what a
+  // stream records about its tasks stays in the order of their tickets.
+  template <class Also>
+  uint64_t push(Task task, Also also) {
+    uint64_t ticket;
+    {
+      std::lock_guard lock(queue_lock_);
+      tasks_.push_back(std::move(task));
+      ticket = pushed_.fetch_add(1) + 1;
+      also(ticket);
+    }
+    work_ready_.notify();
+    return ticket;
+  }
+  // Calls fn() under the queue's lock (for what also() of push keeps).
+  template <class Fn>
+  void locked(Fn fn) {
+    std::lock_guard lock(queue_lock_);
+    fn();
+  }
   // Blocks until the task with `ticket` (and so every earlier one) has run.
   void wait_for(uint64_t ticket);
   void wait_all() { wait_for(pushed_.load()); }
   bool idle() const { return completed_.load() == pushed_.load(); }
+  uint64_t completed() const { return completed_.load(); }
   // The first exception a task threw since the last call, or null.
   std::exception_ptr take_error();
 
@@ -45,6 +72,7 @@ class WorkQueue {
   std::atomic<bool> stopping_{false};
   std::mutex error_mutex_;
   std::exception_ptr error_;  // under error_mutex_
+  InlineTask on_idle_;
   // Apart, on their own cache lines: producers write `pushed_`, the worker `completed_`.
   alignas(64) std::atomic<uint64_t> pushed_{0};
   alignas(64) std::atomic<uint64_t> completed_{0};

@@ -56,18 +56,59 @@ void CpuStream::host_callback(std::function<void()> fn) { queue_.push(std::move(
 
 void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
                        std::span<const KernelArg> args) {
-  if (!dynamic_cast<const HostKernelImpl*>(kernel.get()))
+  const auto* host = dynamic_cast<const HostKernelImpl*>(kernel.get());
+  if (!host)
     throw_unsupported(*device_, "kernel '" + kernel->name() + "': only host kernels run here");
-  // `this` outlives the task: the destructor drains the queue before the members go.
-  auto task = [this, host = std::static_pointer_cast<HostKernelImpl>(kernel), config,
-               held = KernelArgList(args)] { run_host_kernel(*pool_, *host, config, held.view()); };
+  if (args.size() > KernelArgList::kInline) {
+    // Many arguments: the task holds them itself (and the kernel), as any other task does.
+    // `this` outlives the task: the destructor drains the queue before the members go.
+    auto task = [this, owned = std::static_pointer_cast<HostKernelImpl>(kernel), config,
+                 held = KernelArgList(args)] {
+      run_host_kernel(*pool_, *owned, config, held.view());
+    };
+    queue_.push(std::move(task));
+    return;
+  }
+  // The task sees its buffers through handles that own nothing (no reference count to touch);
+  // refs_ holds the kernel and the buffers until it has run.
+  std::array<KernelArg, KernelArgList::kInline> views;
+  for (size_t i = 0; i < args.size(); ++i)
+    views[i] = args[i].kind() == KernelArg::Kind::buffer
+                   ? KernelArg(Buffer(BufferPtr(BufferPtr(), args[i].buffer().impl().get())),
+                               args[i].offset())
+                   : args[i];
+  auto task = [this, host, config, held = KernelArgList({views.data(), args.size()})] {
+    run_host_kernel(*pool_, *host, config, held.view());
+  };
   static_assert(async::InlineTask::kFitsInline<decltype(task)>, "a launch should not allocate");
-  queue_.push(std::move(task));
+  // Under the queue's lock, right after the push: a sweep takes that lock too, so it cannot
+  // drop what this task uses before it is held (the caller holds it until this returns).
+  queue_.push(std::move(task), [&](uint64_t ticket) {
+    refs_.hold(kernel, ticket);
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].kind() == KernelArg::Kind::buffer) refs_.hold(args[i].buffer().impl(), ticket);
+  });
+}
+
+void CpuStream::release_launch_refs() {
+  std::vector<LaunchRefs::Ref> released;
+  queue_.locked([&] { refs_.sweep(queue_.completed(), released); });
+  // Dropped here, outside the lock.
+}
+
+bool CpuStream::query() {
+  if (!queue_.idle()) return false;
+  release_launch_refs();
+  return true;
 }
 
 void CpuStream::record(EventImpl& event) {
   auto fence = static_cast<CpuEvent&>(event).rearm();
-  queue_.push([fence] { fence->signal(); });
+  // Launches before it have run: what they held goes first, as if their tasks had held it.
+  queue_.push([this, fence] {
+    release_launch_refs();
+    fence->signal();
+  });
 }
 
 void CpuStream::wait(EventImpl& event) {
@@ -78,6 +119,7 @@ void CpuStream::wait(EventImpl& event) {
 
 void CpuStream::synchronize() {
   queue_.wait_all();
+  release_launch_refs();  // the worker's last sweep may still be on its way
   if (auto error = queue_.take_error()) throw_async_failure(*device_, error);
 }
 

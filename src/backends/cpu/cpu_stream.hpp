@@ -2,6 +2,7 @@
 #pragma once
 
 #include "backends/async/work_queue.hpp"
+#include "backends/cpu/launch_refs.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "hal/backend.hpp"
 
@@ -10,7 +11,9 @@ namespace hal::cpu {
 class CpuStream final : public StreamImpl {
  public:
   CpuStream(std::shared_ptr<DeviceImpl> device, std::shared_ptr<ThreadPool> pool)
-      : device_(std::move(device)), pool_(std::move(pool)) {}
+      : device_(std::move(device)),
+        pool_(std::move(pool)),
+        queue_([this] { release_launch_refs(); }) {}
 
   DeviceImpl& device() const override { return *device_; }
   void copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
@@ -28,11 +31,16 @@ class CpuStream final : public StreamImpl {
   void record(EventImpl& event) override;
   void wait(EventImpl& event) override;
   void synchronize() override;
-  bool query() override { return queue_.idle(); }
+  bool query() override;
 
  private:
+  // Drops what launches that have run no longer need: on the worker when it goes idle (and
+  // every WorkQueue::kIdleEvery tasks), before an event is signalled, in synchronize and query.
+  void release_launch_refs();
+
   std::shared_ptr<DeviceImpl> device_;
   std::shared_ptr<ThreadPool> pool_;
+  LaunchRefs refs_;         // under the queue's lock
   async::WorkQueue queue_;  // last: its destructor drains work that uses the members above
 };
 

@@ -1,0 +1,113 @@
+// The caching allocator's fast path: each thread keeps the blocks it freed recently, by exact
+// size, in front of the shared pools, and takes them back without a lock or an atomic
+// read-modify-write. Like glibc's tcache, but a thread's cache can be emptied by another thread
+// (empty_cache, or an allocation that ran out of memory):
+//
+//   owner, around each use:   busy = 1; light fence; if (flush_requested) give up; ...; busy = 0
+//   flusher:                  flush_requested = 1; heavy fence; wait while busy; take the blocks
+//
+// The heavy fence is membarrier(2), which makes every thread of the process execute a full
+// barrier, so the owner's light fence is only a compiler barrier; without membarrier both are
+// ordinary full fences. Under ThreadSanitizer, which models neither, the flags are
+// sequentially consistent atomics.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace hal::detail {
+
+#if defined(__SANITIZE_THREAD__)
+#define HAL_THREAD_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HAL_THREAD_SANITIZER 1
+#endif
+#endif
+
+// The asymmetric pair of fences. heavy_fence() costs a system call; light_fence() nothing
+// where membarrier is available.
+// Set once membarrier is registered, during static initialisation; false until then, which
+// only makes the light fence a full one.
+extern const bool membarrier_registered;
+void heavy_fence();
+inline void light_fence() {
+  if (membarrier_registered)
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+// One thread's blocks of one allocator. `Parked` is the allocator's buffer type; each parked
+// buffer links to the next through its own `next_parked` pointer.
+template <class Parked>
+struct ThreadBlockCache {
+  static constexpr size_t kBins = 32;           // distinct sizes kept
+  static constexpr uint32_t kPerBin = 8;        // buffers of one size
+  static constexpr size_t kMaxBytes = 8 << 20;  // in all, per thread and allocator
+  struct Bin {
+    size_t bytes = 0;  // the requested size its buffers have; 0: unused
+    uint32_t count = 0;
+    Parked* head = nullptr;
+  };
+
+  // The owner's side: false when a flush is under way (the owner then uses the shared pools).
+  bool enter() noexcept {
+#ifdef HAL_THREAD_SANITIZER
+    busy.store(true, std::memory_order_seq_cst);
+    if (flush_requested.load(std::memory_order_seq_cst)) {
+#else
+    busy.store(true, std::memory_order_relaxed);
+    light_fence();
+    if (flush_requested.load(std::memory_order_acquire)) {
+#endif
+      busy.store(false, std::memory_order_release);
+      return false;
+    }
+    return true;
+  }
+  void leave() noexcept { busy.store(false, std::memory_order_release); }
+
+  Bin* bin_of(size_t bytes) noexcept {
+    Bin& bin = bins[(bytes >> 9 ^ bytes >> 14 ^ bytes) % kBins];
+    if (bin.bytes == bytes) return &bin;
+    if (bin.count == 0) {  // an empty bin changes size
+      bin.bytes = bytes;
+      return &bin;
+    }
+    return nullptr;
+  }
+
+  std::atomic<bool> busy{false};
+  std::atomic<bool> flush_requested{false};
+  std::array<Bin, kBins> bins{};
+  size_t held_bytes = 0;  // rounded sizes of the parked blocks; owner (or flusher) only
+  // Read by the allocator's stats() from any thread; written by whoever holds the cache.
+  std::atomic<uint64_t> hits{0};          // allocations served here
+  std::atomic<uint64_t> frees{0};         // buffers parked here when freed
+  std::atomic<uint64_t> parked_bytes{0};  // held_bytes, for stats()
+  std::atomic<uint64_t> parked_requested{0};
+};
+
+// Storage for shared_ptr control blocks, recycled per thread: a buffer handle costs no malloc.
+void* take_control_block_storage(size_t bytes);
+void give_control_block_storage(void* storage, size_t bytes) noexcept;
+
+template <class T>
+struct ControlBlockAllocator {
+  using value_type = T;
+  ControlBlockAllocator() = default;
+  template <class U>
+  ControlBlockAllocator(const ControlBlockAllocator<U>&) noexcept {}  // NOLINT: rebinding
+  T* allocate(size_t n) { return static_cast<T*>(take_control_block_storage(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) noexcept { give_control_block_storage(p, n * sizeof(T)); }
+  template <class U>
+  bool operator==(const ControlBlockAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+}  // namespace hal::detail
