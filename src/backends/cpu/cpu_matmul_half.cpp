@@ -154,17 +154,4 @@ HostKernelFn half_gemm_kernel(const GemmDesc& desc) {
   return [desc, simd](const KernelChunk& chunk) { widened_gemm(desc, chunk.args, simd); };
 }
 
-bool half_gemm_in_one_pass(DType dtype) {
-#if HAL_HAVE_ONEDNN
-  GemmDesc probe;
-  probe.dtype = dtype;
-  probe.m = probe.n = probe.k = 16;
-  probe.a = probe.b = probe.c = GemmOperand{nullptr, 0, 16, 256, false};
-  return prepare(probe) != nullptr;
-#else
-  (void)dtype;
-  return false;
-#endif
-}
-
 }  // namespace hal::cpu

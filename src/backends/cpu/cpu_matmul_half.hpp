@@ -11,7 +11,4 @@ namespace hal::cpu {
 // 1, 2). Throws as ops::simd::active() does for a bad HAL_CPU_ISA.
 HostKernelFn half_gemm_kernel(const GemmDesc& desc);
 
-// Whether oneDNN multiplies `dtype` itself here (rather than widened to f32).
-bool half_gemm_in_one_pass(DType dtype);
-
 }  // namespace hal::cpu
