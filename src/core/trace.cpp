@@ -123,18 +123,18 @@ Recorder& recorder() {
   return *r;
 }
 
-// The hot path's thread_locals use the initial-exec model: libhal is a shared library, where the
-// default model calls __tls_get_addr on every access (a quarter of a traced fill's added
-// instructions); these few bytes fit the static TLS that glibc keeps for libraries loaded later.
-#define HAL_FAST_TLS __attribute__((tls_model("initial-exec")))
-thread_local HAL_FAST_TLS struct { uint64_t generation = 0, track = 0; } thread_track_cache;
+// The hot path's thread_locals keep the default (global-dynamic) TLS model: initial-exec would
+// save the __tls_get_addr call on each access, but it takes glibc's small static TLS surplus,
+// which a Python process with NumPy, OpenBLAS and torch loaded has already used up, and then
+// `import hal` fails ("cannot allocate memory in static TLS block").
+thread_local struct { uint64_t generation = 0, track = 0; } thread_track_cache;
 // This thread's buffer: the raw pointer for the hot path (no thread_local initialisation guard),
 // the owner to free it when the thread and the recorder are done with it.
-thread_local HAL_FAST_TLS ThreadBuffer* thread_buffer = nullptr;
+thread_local ThreadBuffer* thread_buffer = nullptr;
 thread_local std::shared_ptr<ThreadBuffer> thread_buffer_owner;
-thread_local HAL_FAST_TLS bool last_hit = false;
+thread_local bool last_hit = false;
 // The stream this thread traced last: most work comes in runs on one stream.
-thread_local HAL_FAST_TLS struct {
+thread_local struct {
   uint64_t generation = 0, track = 0;
   const StreamImpl* stream = nullptr;
   const DeviceImpl* device = nullptr;
