@@ -72,7 +72,9 @@ bench: build-release
 	  build/release/bin/hal_bench_collectives
 
 # libFuzzer targets (fuzz/), each run for FUZZ_SECONDS from its seed corpus (fuzz/corpus/NAME).
-# They add what they find to a copy of the seed corpus, never to the repository's.
+# They add what they find to a copy of the seed corpus, never to the repository's; a crashing
+# input is written to build/fuzz/. Drivers' own leaks at exit (lavapipe, PoCL: every fuzzer that
+# lists devices loads them) are suppressed as in the ASan tests.
 FUZZERS := selector plugin_table tensor_view kernel_signature cli_args model_bytes
 fuzz: setup
 	@cmake --preset fuzz >/dev/null
@@ -81,7 +83,9 @@ fuzz: setup
 	  mkdir -p build/fuzz/corpus/$$name; \
 	  if [ -d fuzz/corpus/$$name ]; then cp fuzz/corpus/$$name/* build/fuzz/corpus/$$name/; fi; \
 	  echo "build/fuzz/bin/$${name}_fuzz -max_total_time=$(FUZZ_SECONDS)"; \
-	  build/fuzz/bin/$${name}_fuzz -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/$$name || exit 1; \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp:print_suppressions=0 \
+	    build/fuzz/bin/$${name}_fuzz -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build/fuzz/ \
+	    build/fuzz/corpus/$$name || exit 1; \
 	done
 
 install: build-release
