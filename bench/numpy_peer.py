@@ -14,7 +14,6 @@ Prints a table, or with --json (or --output FILE) a hal.bench/1 document.
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -27,6 +26,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
 
+import bench_document  # noqa: E402
 import hal  # noqa: E402
 
 N = 4096  # the square f32 matrices: 64 MiB each
@@ -152,22 +152,13 @@ def main():
 
     document = {"schema": "hal.bench/1", "suite": "numpy_peer", "device": "cpu:0",
                 "threads": threads, "cpu_isa": isa, "results": results, "errors": errors}
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as out:
-            json.dump(document, out, indent=2)
-            out.write("\n")
-    if args.json:
-        print(json.dumps(document, indent=2))
-    else:
+    if not args.json:
         print(f"threads {threads}, hal's CPU kernels: {isa}")
-        print(f"{'figure':<30} {'hal':>10}    {'peer':>10}      {'ratio':>7}  peer / goal")
-        for r in results:
-            print(f"{r['name']:<30} {r['value']:10.3f} {r['unit']:<3} {r['baseline_value']:10.3f} "
+    return bench_document.emit(
+        document, args,
+        f"{'figure':<30} {'hal':>10}    {'peer':>10}      {'ratio':>7}  peer / goal",
+        lambda r: f"{r['name']:<30} {r['value']:10.3f} {r['unit']:<3} {r['baseline_value']:10.3f} "
                   f"{r['unit']:<5} {r['ratio']:7.3f}  {r['baseline']} / {r['goal']}")
-        for e in errors:
-            print(f"FAILED {e['benchmark']}: {e['message']}")
-    return 1 if errors else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

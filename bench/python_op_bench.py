@@ -11,13 +11,13 @@ machine. Prints a table, or with --json (or --output FILE) a hal.bench/1 documen
 """
 
 import argparse
-import json
 import statistics
 import sys
 import time
 
 import numpy as np
 
+import bench_document
 import hal
 
 GOAL = "ratio <= 2.0"
@@ -87,21 +87,11 @@ def main():
 
     document = {"schema": "hal.bench/1", "suite": "python_op", "device": "cpu:0",
                 "results": results, "errors": errors}
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as out:
-            json.dump(document, out, indent=2)
-            out.write("\n")
-    if args.json:
-        print(json.dumps(document, indent=2))
-    else:
-        print(f"{'figure':<32} {'hal':>10}    {'torch':>10}    {'ratio':>7}  goal")
-        for r in results:
-            print(f"{r['name']:<32} {r['value']:10.1f} ns {r['baseline_value']:10.1f} ns "
+    return bench_document.emit(
+        document, args,
+        f"{'figure':<32} {'hal':>10}    {'torch':>10}    {'ratio':>7}  goal",
+        lambda r: f"{r['name']:<32} {r['value']:10.1f} ns {r['baseline_value']:10.1f} ns "
                   f"{r['ratio']:7.3f}  {r['goal']}")
-        for e in errors:
-            print(f"FAILED {e['benchmark']}: {e['message']}")
-    return 1 if errors else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
