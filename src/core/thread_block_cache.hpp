@@ -35,10 +35,12 @@ namespace hal::detail {
 extern const bool membarrier_registered;
 void heavy_fence();
 inline void light_fence() {
+#ifndef HAL_THREAD_SANITIZER  // sequentially consistent flags there (see enter())
   if (membarrier_registered)
     std::atomic_signal_fence(std::memory_order_seq_cst);
   else
     std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
 }
 
 // One thread's blocks of one allocator. `Parked` is the allocator's buffer type; each parked
