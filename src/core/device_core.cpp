@@ -21,6 +21,26 @@ std::shared_ptr<StreamImpl> DeviceCore::transfer_stream() {
   return transfer_stream_;
 }
 
+std::shared_ptr<StreamImpl> DeviceCore::borrow_stream() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!spare_streams_.empty()) {
+      std::shared_ptr<StreamImpl> stream = std::move(spare_streams_.back());
+      spare_streams_.pop_back();
+      return stream;
+    }
+  }
+  return device_->create_stream();
+}
+
+void DeviceCore::give_back_stream(std::shared_ptr<StreamImpl> stream) {
+  // As many as threads fall back at once, within reason; a stream beyond that is destroyed
+  // here, outside the lock, since destruction waits for its worker.
+  constexpr size_t kMaxSpares = 16;
+  std::lock_guard lock(mutex_);
+  if (spare_streams_.size() < kMaxSpares) spare_streams_.push_back(std::move(stream));
+}
+
 void DeviceCore::track_stream(const std::shared_ptr<StreamImpl>& stream) {
   std::lock_guard lock(streams_mutex_);
   // Expired entries are swept once the list has doubled since the last sweep: amortised O(1).
@@ -63,13 +83,15 @@ void DeviceCore::shutdown() {
     allocator->empty_cache();
   }
   std::shared_ptr<StreamImpl> stream;
+  std::vector<std::shared_ptr<StreamImpl>> spares;
   std::unordered_map<std::string, std::shared_ptr<KernelImpl>> kernels;
   {
     std::lock_guard lock(mutex_);
     stream.swap(transfer_stream_);
+    spares.swap(spare_streams_);
     kernels.swap(kernels_);
   }
-  // Both are released here, outside the lock: a stream's destruction waits for its work.
+  // All are released here, outside the lock: a stream's destruction waits for its work.
 }
 
 namespace {

@@ -35,6 +35,12 @@ class DeviceCore {
   // A stream of this device that hal uses for staged copies between backends.
   std::shared_ptr<StreamImpl> transfer_stream();
 
+  // Streams hal borrows for its own short work (an op falling back to cpu:0): one given back
+  // is kept for the next borrower, so that a fallback does not make a stream (on the CPU, start
+  // and join a thread) each time. Give back only a stream whose work has completed.
+  std::shared_ptr<StreamImpl> borrow_stream();
+  void give_back_stream(std::shared_ptr<StreamImpl> stream);
+
   // Streams made by Device::create_stream, held weakly, for Device::synchronize and
   // synchronize_all: track_stream adds one; live_streams gives those still alive, oldest first.
   void track_stream(const std::shared_ptr<StreamImpl>& stream);
@@ -45,16 +51,18 @@ class DeviceCore {
   void cache_kernel(const std::string& key, std::shared_ptr<KernelImpl> kernel);
   void clear_kernel_cache();
 
-  // Returns cached memory to the backend, drops the transfer stream and the kernels: all of
+  // Returns cached memory to the backend, drops the transfer and spare streams and the kernels:
+  // all of
   // them hold the device, which would otherwise outlive its backend's library.
   void shutdown();
 
  private:
   std::shared_ptr<DeviceImpl> device_;
   std::array<std::shared_ptr<CachingAllocator>, 3> allocators_;
-  mutable std::mutex mutex_;  // guards kernels_ and transfer_stream_
+  mutable std::mutex mutex_;  // guards kernels_, transfer_stream_ and spare_streams_
   std::unordered_map<std::string, std::shared_ptr<KernelImpl>> kernels_;
   std::shared_ptr<StreamImpl> transfer_stream_;
+  std::vector<std::shared_ptr<StreamImpl>> spare_streams_;
   mutable std::mutex streams_mutex_;  // guards streams_ (apart from mutex_: compiles are slow)
   std::vector<std::weak_ptr<StreamImpl>> streams_;
   size_t streams_pruned_at_ = 0;  // streams_.size() after the last sweep of expired entries

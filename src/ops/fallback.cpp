@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/device_core.hpp"
 #include "core/error_context.hpp"
 #include "core/trace_record.hpp"
 #include "hal/error.hpp"
@@ -67,8 +68,9 @@ namespace {
   const Device here = stream.device();
   const Device cpu = device("cpu:0");
   if (here == cpu) throw Error(ErrorCode::Unsupported, refusal);
-  log(LogLevel::warn, std::string(op) + " runs on cpu:0 instead of " + here.id() +
-                          ", with its data copied both ways: " + refusal);
+  if (log_enabled(LogLevel::warn))
+    log(LogLevel::warn, std::string(op) + " runs on cpu:0 instead of " + here.id() +
+                            ", with its data copied both ways: " + refusal);
   // The copies to cpu:0 are enqueued on `stream`; waiting for it is what orders the CPU's
   // work after them. Fallback is a slow path by nature, so it is synchronous.
   std::vector<Tensor> copies;
@@ -78,7 +80,9 @@ namespace {
   std::vector<const Tensor*> on_cpu_inputs;
   for (const Tensor& copy : copies) on_cpu_inputs.push_back(&copy);
   stream.synchronize();
-  Stream on_cpu = cpu.create_stream();
+  // A spare cpu:0 stream, given back once its work has completed (not after an error).
+  detail::DeviceCore& cpu_core = detail::core_of(*cpu.impl());
+  Stream on_cpu(cpu_core.borrow_stream());
   Tensor result;
   try {
     result = body(on_cpu_inputs, on_cpu);
@@ -87,6 +91,7 @@ namespace {
     throw Error(ErrorCode::Unsupported, refusal + "; nor can cpu:0: " + error.message());
   }
   on_cpu.synchronize();
+  cpu_core.give_back_stream(on_cpu.impl());
   return result.to(here, stream);
 }
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -135,6 +136,38 @@ TEST(Plugins, WhatSimLacksIsUnsupportedUnlessFallbackIsAllowed) {
   const Tensor squares = pow(x, from_vector(floats({2, 2, 2}), {3}, s), s);
   EXPECT_EQ(squares.device(), sim);
   EXPECT_EQ(squares.to_vector<float>(s), floats({1, 4, 9}));
+}
+
+// Fallbacks borrow cpu:0 streams from a pool and give them back: many threads falling back at
+// once each get a stream of their own, and every result is right.
+TEST(Plugins, FallbacksFromManyThreadsAtOnceEachGetTheirOwnResult) {
+  constexpr int kThreads = 8, kRounds = 40;
+  std::mutex mutex;
+  std::vector<std::string> wrong;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([t, &mutex, &wrong] {
+      CpuFallback allow;
+      Stream s = device("sim:" + std::to_string(t % 3)).create_stream();
+      for (int round = 0; round < kRounds; ++round) {
+        // Small integers: their squares are exact in f32 whatever pow's rounding.
+        const float base = static_cast<float>(t * kRounds + round);
+        const Tensor x = from_vector(floats({base, base + 1, base + 2}), {3}, s);
+        // pow is not sim's: cpu:0 runs it, on a borrowed stream.
+        const std::vector<float> got =
+            pow(x, from_vector(floats({2, 2, 2}), {3}, s), s).to_vector<float>(s);
+        for (size_t i = 0; i < 3; ++i) {
+          const float expected = (base + static_cast<float>(i)) * (base + static_cast<float>(i));
+          if (got[i] != expected) {
+            const std::lock_guard lock(mutex);
+            wrong.push_back("thread " + std::to_string(t) + " round " + std::to_string(round) +
+                            ": " + std::to_string(got[i]) + " for " + std::to_string(expected));
+          }
+        }
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_TRUE(wrong.empty()) << wrong.size() << " wrong, the first " << wrong.front();
 }
 
 TEST(Plugins, SimCompilesAndLaunchesItsNativeKernels) {
