@@ -252,6 +252,17 @@ void ModelScheduler::requeue(std::vector<std::shared_ptr<Pending>> pendings,
   }
 }
 
+double ModelScheduler::work_ahead_s(const Worker& worker, Clock::time_point now) const {
+  double ahead = 0;
+  for (size_t i = 0; i < worker.batches.size(); ++i) {
+    double left = worker.batches[i].predicted_s;
+    if (i == 0 && worker.running)
+      left = std::max(0.0, left - seconds_between(worker.running_since, now));
+    ahead += left;
+  }
+  return ahead;
+}
+
 std::vector<InstanceLoad> ModelScheduler::loads(int64_t rows) const {
   std::vector<InstanceLoad> out;
   const auto now = Clock::now();
@@ -261,12 +272,7 @@ std::vector<InstanceLoad> ModelScheduler::loads(int64_t rows) const {
     load.batches = static_cast<int64_t>(worker->batches.size());
     load.requests = worker->requests;
     load.max_batches = config_.batching.max_batches_per_instance;
-    for (size_t i = 0; i < worker->batches.size(); ++i) {
-      double left = worker->batches[i].predicted_s;
-      if (i == 0 && worker->running)
-        left = std::max(0.0, left - seconds_between(worker->running_since, now));
-      load.work_ahead_s += left;
-    }
+    load.work_ahead_s = work_ahead_s(*worker, now);
     load.batch_s = worker->instance->predicted_seconds(rows);
     out.push_back(load);
   }
@@ -288,6 +294,7 @@ Clock::time_point ModelScheduler::dispatch_ready(std::vector<Worker*>* woken) {
   while (true) {
     const auto now = Clock::now();
     expire(now);
+    top_up_waiting_batches(max_rows);
     if (queued_ == 0) return Clock::time_point::max();
     // The head: the oldest request of the first level that has one; then every request with
     // its shapes, level by level, while the rows fit.
@@ -348,6 +355,50 @@ Clock::time_point ModelScheduler::dispatch_ready(std::vector<Worker*>* woken) {
       woken->push_back(&worker);
     else
       worker.wake.notify_all();
+  }
+}
+
+// A batch that waits behind a running one takes compatible requests (same shapes, rows that
+// fit) until it starts, as long as every healthy instance is busy: a request then waits for
+// some batch to end anyway, and in one already placed it waits least and costs only its rows.
+// Without this, a batch sealed when its head's delay ran out leaves for its instance half
+// empty under load, and the requests behind it form the next half-empty one. Where an
+// instance is idle, a request starts a batch there instead; and configured preferred batch
+// sizes are kept as formed.
+void ModelScheduler::top_up_waiting_batches(int64_t max_rows) {
+  if (queued_ == 0 || !config_.batching.preferred_batch_sizes.empty()) return;
+  std::vector<std::pair<double, Worker*>> waiting;  // by predicted work ahead, soonest first
+  const auto now = Clock::now();
+  for (const auto& worker : workers_) {
+    if (!worker->healthy) continue;
+    if (worker->batches.empty()) return;  // an idle instance: new batches go there
+    const bool only_running = worker->batches.size() == 1 && worker->running;
+    if (!only_running && worker->batches.back().rows < max_rows)
+      waiting.emplace_back(work_ahead_s(*worker, now), worker.get());
+  }
+  std::sort(waiting.begin(), waiting.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& entry : waiting) {
+    Worker* worker = entry.second;
+    Batch& batch = worker->batches.back();
+    const std::string& shapes = batch.requests.front()->request.shape_key;
+    const int64_t rows_before = batch.rows;
+    for (auto& level : levels_)
+      for (auto it = level.begin(); it != level.end() && batch.rows < max_rows;) {
+        const InferRequest& request = (*it)->request;
+        if (request.shape_key != shapes || batch.rows + request.rows > max_rows) {
+          ++it;
+          continue;
+        }
+        batch.rows += request.rows;
+        batch.requests.push_back(std::move(*it));
+        it = level.erase(it);
+        --queued_;
+        ++worker->requests;
+      }
+    if (batch.rows != rows_before)
+      batch.predicted_s = worker->instance->predicted_seconds(batch.rows);
+    if (queued_ == 0) return;
   }
 }
 

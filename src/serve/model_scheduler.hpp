@@ -66,12 +66,15 @@ class ModelScheduler {
   // again (the head's delay ending), or time_point::max() for "when something changes".
   // Instances given a batch are woken, or listed in `woken` for the caller to wake.
   Clock::time_point dispatch_ready(std::vector<Worker*>* woken = nullptr);
+  // Under the lock: queued requests join batches that wait behind a running one (see .cpp).
+  void top_up_waiting_batches(int64_t max_rows);
   void work(Worker& worker);
   // Under the lock (released while it runs): runs the worker's first batch and answers it.
   void run_front(Worker& worker, std::unique_lock<std::mutex>& lock);
   void finish(const std::shared_ptr<Pending>& pending, Outcome outcome);
   void requeue(std::vector<std::shared_ptr<Pending>> pendings, const std::string& reason);
   void expire(Clock::time_point now);
+  double work_ahead_s(const Worker& worker, Clock::time_point now) const;
   std::vector<InstanceLoad> loads(int64_t rows) const;
   void fail_all_queued(int status, const std::string& message);
 

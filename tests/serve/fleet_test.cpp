@@ -120,6 +120,53 @@ TEST(ServeFleet, AHigherPriorityRequestOvertakesTheQueue) {
   EXPECT_LE(h - finished.begin(), 2) << "finished: " << testing::PrintToString(finished);
 }
 
+// A batch waiting behind a running one takes the requests that come while it waits: with no
+// delay, B leaves the queue at once as a batch of 1 behind A, and C, D, E join it there instead
+// of forming a third batch after it (2 batches in all, not 3).
+TEST(ServeFleet, ABatchWaitingForItsInstanceTakesTheRequestsThatCome) {
+  if (!paced_fleet()) GTEST_SKIP() << "needs the paced fleet of 4 sim devices (ctest -L serve)";
+  TempDir dir;
+  const auto model = dir.write("mlp.onnx", mlp_bytes(kIn, kHidden, kOut));
+  serve::ServerOptions options = options_for("mlp", model, {"sim:0"});  // 8 rows: ~260 ms
+  options.models[0].batching.max_batch = 8;
+  options.models[0].batching.max_batches_per_instance = 2;
+  options.models[0].batching.max_queue_delay_us = 0;
+  ServedModel served(options);
+  std::atomic<int> ok{0};
+  auto send = [&](int64_t rows) {
+    return std::thread([&, rows] {
+      httplib::Client c("127.0.0.1", served.server.port());
+      c.set_read_timeout(std::chrono::seconds(60));
+      const std::vector<float> x = rows_of(rows, kIn);
+      auto answer =
+          c.Post("/v2/models/mlp/infer", infer_body(x, rows, kIn).dump(), "application/json");
+      if (answer && answer->status == 200 &&
+          json::parse(answer->body)["outputs"][0]["data"].get<std::vector<float>>().size() ==
+              static_cast<size_t>(rows * kOut))
+        ++ok;
+    });
+  };
+  auto metric_now = [&](const std::string& name) {
+    return metric(served.server.metrics_text(), name + "{model=\"mlp\"}");
+  };
+  std::vector<std::thread> threads;
+  threads.push_back(send(8));  // A: a full batch, running
+  ASSERT_TRUE(eventually([&] { return metric_now("hal_requests_in_flight") == 1; }));
+  threads.push_back(send(1));  // B: a batch of its own, waiting behind A
+  ASSERT_TRUE(eventually([&] {
+    return metric_now("hal_requests_in_flight") == 2 && metric_now("hal_queue_depth") == 0;
+  }));
+  for (int i = 0; i < 3; ++i) threads.push_back(send(1));  // C, D, E: into B's batch
+  ASSERT_TRUE(eventually([&] {
+    return metric_now("hal_requests_in_flight") == 5 && metric_now("hal_queue_depth") == 0;
+  })) << served.server.metrics_text();
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(ok.load(), 5);
+  const std::string text = served.server.metrics_text();
+  EXPECT_EQ(metric(text, "hal_batch_size_count{model=\"mlp\"}"), 2) << text;
+  EXPECT_EQ(metric(text, "hal_batch_size_sum{model=\"mlp\"}"), 12) << text;
+}
+
 // Starts `hal serve` with `arguments`; reads the port from its first line.
 struct ServeProcess {
   pid_t pid = -1;
