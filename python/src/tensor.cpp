@@ -210,6 +210,13 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
   py::class_<Tensor> tensor(m, "Tensor",
                             "A strided view of elements of one dtype in memory of one device.");
   remember_tensor_type();
+  // Tensors come from functions that say where their memory is; pybind's own refusal would be
+  // "No constructor defined!".
+  tensor.def(py::init([](const py::args&, const py::kwargs&) -> Tensor {
+    throw py::type_error(
+        "hal.Tensor cannot be made directly: use hal.tensor(data, ...), hal.from_numpy(array, "
+        "...), hal.zeros/ones/full/empty(shape, ...), hal.arange(...) or hal.from_dlpack(x)");
+  }));
   tensor.def_property_readonly("dtype", &Tensor::dtype)
       .def_property_readonly("shape", [](const Tensor& t) { return to_tuple(t.shape()); })
       .def_property_readonly(

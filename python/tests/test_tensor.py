@@ -190,3 +190,10 @@ def test_creation_on_an_explicit_stream(device):
     assert t.device == device
     stream.synchronize()
     np.testing.assert_array_equal(t.numpy(stream=stream), [1, 1, 1])
+
+
+def test_tensor_cannot_be_made_directly_and_says_what_makes_one():
+    with pytest.raises(TypeError, match=r"hal\.Tensor cannot be made directly: use hal\.tensor"):
+        hal.Tensor()
+    with pytest.raises(TypeError, match="from_numpy"):
+        hal.Tensor([1, 2, 3], dtype=hal.f32)
