@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "hal/error.hpp"
 #include "hal/kernel.hpp"
@@ -250,6 +251,29 @@ void host_pool(bool max, const Tensor& x, const Tensor& out, const Window& windo
                              window.pad_before[i],
                              window.pad_after[i],
                              window.out[i]};
+  // Per dimension and output position, worked out once rather than per element: the first
+  // input index of the window, its kernel positions inside x [first, last), and how many are
+  // inside x or its explicit padding (avg_pool's count_include_pad divisor).
+  struct Span {
+    int64_t start, first, last, covered;
+  };
+  std::array<std::vector<Span>, 3> spans;
+  for (size_t d = 0; d < 3; ++d) {
+    const Dim& dim = dims[d];
+    for (int64_t o = 0; o < dim.out; ++o) {
+      Span span{o * dim.stride - dim.before, dim.kernel, 0, 0};
+      for (int64_t k = 0; k < dim.kernel; ++k) {
+        const int64_t at = span.start + k * dim.dilation;
+        if (at >= 0 && at < dim.size) {
+          span.first = std::min(span.first, k);
+          span.last = k + 1;
+        }
+        span.covered += at >= -dim.before && at < dim.size + dim.after;
+      }
+      if (span.last == 0) span.first = 0;  // the window lies wholly in the padding
+      spans[d].push_back(span);
+    }
+  }
   const int64_t planes = x.size(0) * x.size(1);
   const int64_t in_plane = dims[0].size * dims[1].size * dims[2].size;
   const int64_t out_plane = dims[0].out * dims[1].out * dims[2].out;
@@ -258,48 +282,37 @@ void host_pool(bool max, const Tensor& x, const Tensor& out, const Window& windo
     const Kernel kernel = host_kernel(max ? "max_pool" : "avg_pool", [=](const KernelChunk& chunk) {
       const T* in = chunk.args.ptr<const T>(0) + x_at;
       T* dst = chunk.args.ptr<T>(1) + o_at;
+      const int64_t d1 = dims[1].dilation * dims[2].size, d2 = dims[2].dilation;
       for (uint64_t plane = chunk.begin[0]; plane < chunk.end[0]; ++plane) {
         const T* p = in + static_cast<int64_t>(plane) * in_plane;
         T* o = dst + static_cast<int64_t>(plane) * out_plane;
-        for (int64_t a = 0; a < dims[0].out; ++a)
-          for (int64_t b = 0; b < dims[1].out; ++b)
-            for (int64_t c = 0; c < dims[2].out; ++c) {
-              const int64_t start[3] = {a * dims[0].stride - dims[0].before,
-                                        b * dims[1].stride - dims[1].before,
-                                        c * dims[2].stride - dims[2].before};
+        for (const Span& sa : spans[0])
+          for (const Span& sb : spans[1])
+            for (const Span& sc : spans[2]) {
               T best = -std::numeric_limits<T>::infinity(), total = 0;
-              int64_t covered = 1;  // positions inside x and the explicit padding
-              for (int d = 0; d < 3; ++d) {
-                int64_t inside = 0;
-                for (int64_t k = 0; k < dims[d].kernel; ++k) {
-                  const int64_t at = start[d] + k * dims[d].dilation;
-                  inside += at >= -dims[d].before && at < dims[d].size + dims[d].after;
-                }
-                covered *= inside;
-              }
-              int64_t valid = 0;
-              // The offsets row-major, as the views are taken.
-              for (int64_t i = 0; i < dims[0].kernel; ++i) {
-                const int64_t u = start[0] + i * dims[0].dilation;
-                if (u < 0 || u >= dims[0].size) continue;
-                for (int64_t j = 0; j < dims[1].kernel; ++j) {
-                  const int64_t v = start[1] + j * dims[1].dilation;
-                  if (v < 0 || v >= dims[1].size) continue;
-                  for (int64_t k = 0; k < dims[2].kernel; ++k) {
-                    const int64_t w = start[2] + k * dims[2].dilation;
-                    if (w < 0 || w >= dims[2].size) continue;
-                    const T value = p[(u * dims[1].size + v) * dims[2].size + w];
+              bool nan = false;
+              for (int64_t i = sa.first; i < sa.last; ++i) {
+                // Relative to the window's corner, which may lie in the padding.
+                const int64_t corner =
+                    ((sa.start + i * dims[0].dilation) * dims[1].size + sb.start) * dims[2].size +
+                    sc.start;
+                for (int64_t j = sb.first; j < sb.last; ++j)
+                  for (int64_t k = sc.first; k < sc.last; ++k) {
+                    const T value = p[corner + j * d1 + k * d2];
                     if (max) {
-                      if (value > best || std::isnan(value)) best = std::isnan(best) ? best : value;
+                      nan |= value != value;
+                      best = value > best ? value : best;
                     } else {
                       total += value;
                     }
-                    ++valid;
                   }
-                }
               }
-              o[(a * dims[1].out + b) * dims[2].out + c] =
-                  max ? best : total / static_cast<T>(count_include_pad ? covered : valid);
+              const int64_t valid =
+                  (sa.last - sa.first) * (sb.last - sb.first) * (sc.last - sc.first);
+              const int64_t divisor =
+                  count_include_pad ? sa.covered * sb.covered * sc.covered : valid;
+              *o++ = max ? (nan ? std::numeric_limits<T>::quiet_NaN() : best)
+                         : total / static_cast<T>(divisor);
             }
       }
     });
