@@ -25,6 +25,18 @@ struct CacheContents {
 
 CacheContents cache_contents();
 
+// What building kernels has cost this process so far, over every device: kernels compiled from
+// source and kernels loaded from the disk cache, and the seconds each took (Device::compile,
+// hal's own kernels included; a kernel found in the process's memory costs nothing and is not
+// counted).
+struct KernelBuildStats {
+  uint64_t compiled = 0;
+  double compile_seconds = 0;
+  uint64_t from_disk = 0;
+  double disk_seconds = 0;
+};
+KernelBuildStats kernel_build_stats();
+
 // Removes every cached kernel and tuning table (this process forgets the tables it read too);
 // returns how many files it removed.
 size_t clear_cache();

@@ -1,9 +1,11 @@
 #include "hal/device.hpp"
 #include "core/embedded_kernels.hpp"
 #include "core/error_context.hpp"
+#include "core/kernel_build_stats.hpp"
 #include "core/program_kernels.hpp"
 #include "core/trace_record.hpp"
 
+#include <chrono>
 #include <limits>
 #include <optional>
 
@@ -168,14 +170,18 @@ Kernel Device::compile(const KernelSource& source, const CompileOptions& options
   const std::string key = memory_key(source, options);
   detail::DeviceCore& core = detail::core_of(device);
   if (auto kernel = core.cached_kernel(key)) return Kernel(kernel, KernelOrigin::memory_cache);
+  const auto start = std::chrono::steady_clock::now();
   CompiledKernel compiled = device.compile(source, options);
+  const KernelOrigin origin =
+      compiled.from_disk_cache ? KernelOrigin::disk_cache : KernelOrigin::compiled;
+  detail::count_kernel_build(
+      origin, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   // Where the backend reflected no signature, the one the source declares (before the kernel
   // is shared through the cache).
   if (!compiled.kernel->params())
     compiled.kernel->set_params(detail::declared_params(source, options));
   core.cache_kernel(key, compiled.kernel);
-  return Kernel(std::move(compiled.kernel),
-                compiled.from_disk_cache ? KernelOrigin::disk_cache : KernelOrigin::compiled);
+  return Kernel(std::move(compiled.kernel), origin);
 }
 
 namespace detail {

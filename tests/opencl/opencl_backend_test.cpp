@@ -15,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "hal/cache.hpp"
 #include "hal/ops.hpp"
 #include "test_util.hpp"
 
@@ -209,6 +210,26 @@ TEST_F(OpenClTest, TheDiskCacheServesALaterCompile) {
   EXPECT_EQ(device.compile({"scale", source}, {.defines = {"X=1"}}).origin(),
             KernelOrigin::compiled);
   EXPECT_EQ(cache.entries().size(), 2u);
+}
+
+// hal::kernel_build_stats counts each build by where it came from, with its time; a kernel the
+// process already holds is not a build. (Tests run one at a time in this process.)
+TEST_F(OpenClTest, KernelBuildStatsCountCompilesAndDiskCacheLoads) {
+  ScopedCacheDir cache("opencl");
+  const std::string source = unique_scale_source();
+  const KernelBuildStats before = kernel_build_stats();
+  (void)device.compile({"scale", source});
+  (void)device.compile({"scale", source});  // from memory: no build
+  const KernelBuildStats compiled = kernel_build_stats();
+  EXPECT_EQ(compiled.compiled, before.compiled + 1);
+  EXPECT_GT(compiled.compile_seconds, before.compile_seconds);
+  EXPECT_EQ(compiled.from_disk, before.from_disk);
+  device.clear_kernel_cache();
+  (void)device.compile({"scale", source});
+  const KernelBuildStats loaded = kernel_build_stats();
+  EXPECT_EQ(loaded.compiled, compiled.compiled);
+  EXPECT_EQ(loaded.from_disk, compiled.from_disk + 1);
+  EXPECT_GT(loaded.disk_seconds, compiled.disk_seconds);
 }
 
 TEST_F(OpenClTest, KernelsFromTheDiskCacheKeepTheirReflectedSignature) {

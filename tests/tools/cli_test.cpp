@@ -473,6 +473,16 @@ TEST(Cli, DemoRunsTheReferenceWorkloadsOnEveryDeviceAndAgreesWithCpu) {
       transformer_on_cpu = r["status"] == "ok";
   EXPECT_TRUE(transformer_on_cpu) << "the ONNX transformer agrees with PyTorch's output on cpu:0";
   EXPECT_EQ(workloads, (std::set<std::string>{"mlp", "matmul", "transformer"}));
+  // What the demo built (on OpenCL devices, kernels compiled from source into a fresh cache).
+  const auto& kernels = json["kernels"];
+  bool opencl = false;
+  for (const auto& r : json["runs"])
+    opencl = opencl || r["device"].get<std::string>().starts_with("opencl");
+  if (opencl) {
+    EXPECT_GT(kernels["compiled"].get<int>(), 0) << kernels;
+  }
+  EXPECT_GE(kernels["compile_seconds"].get<double>(), 0.0) << kernels;
+  EXPECT_GE(kernels["disk_cache_seconds"].get<double>(), 0.0) << kernels;
 }
 
 TEST(Cli, BenchWritesOneDocumentForManySuites) {

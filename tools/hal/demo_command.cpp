@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "demo_report.hpp"
 #include "demo_workloads.hpp"
+#include "hal/cache.hpp"
 #include "hal/units.hpp"
 #include "plan_json.hpp"
 
@@ -240,6 +241,7 @@ int run(bool quick, bool json_mode) {
                       std::all_of(runs.begin(), runs.end(), [](const RunRecord& r) {
                         return r.status == RunStatus::ok || r.status == RunStatus::unsupported;
                       });
+  const KernelBuildStats builds = kernel_build_stats();
   if (json_mode) {
     std::cout << json{{"schema", "hal.demo/1"},
                       {"quick", quick},
@@ -252,11 +254,20 @@ int run(bool quick, bool json_mode) {
                       {"runs", runs_json(runs)},
                       {"planned_transformer", planned ? planned_json(*planned) : json(nullptr)},
                       {"failures", failures_json(runs, failures)},
+                      {"kernels",
+                       {{"compiled", builds.compiled},
+                        {"compile_seconds", builds.compile_seconds},
+                        {"from_disk_cache", builds.from_disk},
+                        {"disk_cache_seconds", builds.disk_seconds}}},
                       {"seconds", took}}
                      .dump(2)
               << "\n";
   } else {
     print_table(runs);
+    // What a first run pays that a later one does not (the disk cache under HAL_CACHE_DIR).
+    std::printf("\nkernels: %llu compiled in %.2f s, %llu from the disk cache in %.2f s\n",
+                static_cast<unsigned long long>(builds.compiled), builds.compile_seconds,
+                static_cast<unsigned long long>(builds.from_disk), builds.disk_seconds);
     print_verdict(runs, failures, took);
   }
   return all_ok ? 0 : 1;
