@@ -14,7 +14,7 @@ namespace hal::tool {
 struct DemoSizes {
   int64_t batch, input, hidden, classes;  // the MLP: [batch x input] -> hidden -> classes
   int64_t matmul;                         // n of the n x n x n matmul
-  int repeat;                             // timed passes, after one warm-up
+  int repeat;  // timed passes at most, after one warm-up (timed_passes in demo_workloads.cpp)
 };
 
 inline constexpr DemoSizes kQuickDemo{128, 512, 2048, 512, 1024, 3};
