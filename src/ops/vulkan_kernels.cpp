@@ -236,8 +236,15 @@ void vulkan_gemm(const GemmDesc& g, Stream& stream) {
   };
   check(g.batch * std::max({g.a.batch_stride, g.b.batch_stride, g.c.batch_stride}) +
         std::max({g.m, g.n, g.k}) * std::max({g.a.ld, g.b.ld, g.c.ld, int64_t{1}}));
-  const Kernel kernel = shader_kernel(
-      device, g.dtype == DType::f32 ? "matmul" : "matmul_" + std::string(dtype_name(g.dtype)), {});
+  // A Vulkan device on the CPU (lavapipe) runs barriers as switches between invocations: the
+  // untiled shader there (matmul_direct.comp), the shared-memory tiles elsewhere.
+  const bool on_cpu = device.info().kind == DeviceKind::cpu && g.dtype == DType::f32;
+  const Kernel kernel =
+      shader_kernel(device,
+                    on_cpu                  ? "matmul_direct"
+                    : g.dtype == DType::f32 ? "matmul"
+                                            : "matmul_" + std::string(dtype_name(g.dtype)),
+                    {});
   std::vector<KernelArg> args{Buffer(g.c.buffer),
                               Buffer(g.a.buffer),
                               Buffer(g.b.buffer),
