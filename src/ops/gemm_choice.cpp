@@ -25,7 +25,7 @@ GemmChoice gemm_choice(const DeviceInfo& device, const GemmDesc& gemm) {
   if (gemm.dtype != DType::f32) return choice;
   choice.params = default_gemm_params(device);
   const auto table = tuning_table(device);
-  if (const TunedEntry* entry = nearest_entry(*table, "matmul", "f32", gemm_shape_class(gemm))) {
+  if (const TuneEntry* entry = nearest_entry(*table, "matmul", "f32", gemm_shape_class(gemm))) {
     choice.own_kernel = entry->choice == "hal";
     if (auto params = GemmParams::parse(entry->params); params && !unusable(*params, device))
       choice.params = *params;

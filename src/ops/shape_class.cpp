@@ -47,11 +47,11 @@ double class_distance(const std::string& a, const std::string& b) {
   return distance;
 }
 
-const TunedEntry* nearest_entry(const TuningTable& table, const std::string& op,
-                                const std::string& dtype, const std::string& shape_class) {
-  const TunedEntry* best = nullptr;
+const TuneEntry* nearest_entry(const TuningTable& table, const std::string& op,
+                               const std::string& dtype, const std::string& shape_class) {
+  const TuneEntry* best = nullptr;
   double best_distance = 0;
-  for (const TunedEntry& entry : table.entries) {
+  for (const TuneEntry& entry : table.entries) {
     if (entry.op != op || entry.dtype != dtype) continue;
     const double distance = class_distance(entry.shape_class, shape_class);
     if (!best || distance < best_distance) {

@@ -20,7 +20,6 @@ namespace hal {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using ops::TunedEntry;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -40,7 +39,7 @@ class Tuner {
   bool over_budget() const { return Clock::now() >= deadline_; }
   bool exhausted() const { return exhausted_; }
 
-  TunedEntry matmul(const TuneShape& shape, const std::string& shape_class) {
+  TuneEntry matmul(const TuneShape& shape, const std::string& shape_class) {
     const Device cpu = hal::device("cpu:0");
     const Tensor a = uniform({shape.m, shape.k}, DType::f32, 11, stream_, -1, 1);
     const Tensor b = uniform({shape.k, shape.n}, DType::f32, 12, stream_, -1, 1);
@@ -65,7 +64,7 @@ class Tuner {
     };
     const auto clear = [&] { stream_.fill(c.storage(), uint8_t{0xff}, c.nbytes()); };  // NaNs
 
-    TunedEntry entry;
+    TuneEntry entry;
     entry.op = "matmul";
     entry.dtype = "f32";
     entry.shape_class = shape_class;
@@ -84,7 +83,7 @@ class Tuner {
     return entry;
   }
 
-  TunedEntry reduce(int64_t count, const std::string& shape_class) {
+  TuneEntry reduce(int64_t count, const std::string& shape_class) {
     const Tensor x = uniform({count}, DType::f32, 13, stream_, 0, 1);
     const Tensor out = empty({}, DType::f32, device_);
     double reference = 0;
@@ -106,7 +105,7 @@ class Tuner {
       candidates.push_back({p.text(), [&, p] {
                               ops::portable_reduce(ops::Reduce::sum, x, out, layout, p, stream_);
                             }});
-    TunedEntry entry;
+    TuneEntry entry;
     entry.op = "reduce";
     entry.dtype = "f32";
     entry.shape_class = shape_class;
@@ -121,7 +120,7 @@ class Tuner {
 
  private:
   // This class's share of what is left of the budget.
-  void search(TunedEntry& entry, const std::vector<ops::Candidate>& candidates,
+  void search(TuneEntry& entry, const std::vector<ops::Candidate>& candidates,
               const std::function<void()>& reset, const std::function<bool()>& correct) {
     const double share = std::chrono::duration<double>(deadline_ - Clock::now()).count() /
                          static_cast<double>(std::max<size_t>(classes_left_, 1));
@@ -144,12 +143,6 @@ class Tuner {
   size_t classes_left_ = 1;
   bool exhausted_ = false;
 };
-
-TuneEntry to_entry(const TunedEntry& e, bool from_cache) {
-  return {e.op,      e.dtype,      e.shape_class, e.choice,           e.params,
-          e.hal_ms,  e.default_ms, e.vendor_ms,   e.candidates_tried, e.candidates_rejected,
-          from_cache};
-}
 
 void check(const Device& device, const TuneOptions& options) {
   const DeviceInfo& info = device.info();
@@ -220,18 +213,19 @@ TuneReport tune(const Device& device, const TuneOptions& options) {
   tuner.set_classes_left(to_search);
   for (const Job& job : jobs) {
     const std::string op = job.matmul ? "matmul" : "reduce";
-    if (const TunedEntry* cached = table.find(op, "f32", job.shape_class);
+    if (const TuneEntry* cached = table.find(op, "f32", job.shape_class);
         cached && !options.retune) {
-      report.entries.push_back(to_entry(*cached, true));
+      report.entries.push_back(*cached);
+      report.entries.back().from_cache = true;
       continue;
     }
-    const TunedEntry entry = job.matmul ? tuner.matmul(job.shape, job.shape_class)
-                                        : tuner.reduce(job.shape.m, job.shape_class);
-    std::erase_if(table.entries, [&](const TunedEntry& e) {
+    const TuneEntry entry = job.matmul ? tuner.matmul(job.shape, job.shape_class)
+                                       : tuner.reduce(job.shape.m, job.shape_class);
+    std::erase_if(table.entries, [&](const TuneEntry& e) {
       return e.op == entry.op && e.dtype == entry.dtype && e.shape_class == entry.shape_class;
     });
     table.entries.push_back(entry);
-    report.entries.push_back(to_entry(entry, false));
+    report.entries.push_back(entry);
   }
   report.budget_exhausted = tuner.exhausted();
   if (const std::filesystem::path file = ops::tuning_file(info.uuid); !file.empty()) {

@@ -48,9 +48,9 @@ std::string describe(const TuningKey& key) { return key_json(key).dump(); }
 
 }  // namespace
 
-const TunedEntry* TuningTable::find(const std::string& op, const std::string& dtype,
-                                    const std::string& shape_class) const {
-  for (const TunedEntry& entry : entries)
+const TuneEntry* TuningTable::find(const std::string& op, const std::string& dtype,
+                                   const std::string& shape_class) const {
+  for (const TuneEntry& entry : entries)
     if (entry.op == op && entry.dtype == dtype && entry.shape_class == shape_class) return &entry;
   return nullptr;
 }
@@ -102,7 +102,7 @@ std::optional<TuningTable> load_tuning(const std::filesystem::path& file, const 
 
 void save_tuning(const std::filesystem::path& file, const TuningTable& table) {
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
-  for (const TunedEntry& e : table.entries)
+  for (const TuneEntry& e : table.entries)
     entries.push_back({{"op", e.op},
                        {"dtype", e.dtype},
                        {"shape_class", e.shape_class},

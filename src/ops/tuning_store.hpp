@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hal/device_info.hpp"
+#include "hal/tune.hpp"
 
 namespace hal::ops {
 
@@ -22,22 +23,13 @@ struct TuningKey {
   bool operator==(const TuningKey&) const = default;
 };
 
-// One tuned class.
-struct TunedEntry {
-  std::string op;           // "matmul", "reduce"
-  std::string dtype;        // "f32"
-  std::string shape_class;  // "NN m2048 n2048 k2048", "count 2^26 outputs 2^0"
-  std::string choice;       // "hal", or the vendor library that measured faster ("CLBlast")
-  std::string params;       // hal's kernel parameters (GemmParams::text, ReduceParams::text)
-  double hal_ms = 0, default_ms = 0, vendor_ms = 0;  // 0: not measured
-  int candidates_tried = 0, candidates_rejected = 0;
-};
-
+// One tuned class is a hal::TuneEntry (hal/tune.hpp), as `hal tune` reports it; from_cache is
+// the report's alone (false in a table).
 struct TuningTable {
   TuningKey key;
-  std::vector<TunedEntry> entries;
-  const TunedEntry* find(const std::string& op, const std::string& dtype,
-                         const std::string& shape_class) const;
+  std::vector<TuneEntry> entries;
+  const TuneEntry* find(const std::string& op, const std::string& dtype,
+                        const std::string& shape_class) const;
 };
 
 // The key `device` has now (kernel_hash: the hash of the kernels hal tunes).

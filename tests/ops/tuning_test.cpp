@@ -25,8 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TunedEntry entry(const std::string& op, const std::string& shape_class, const std::string& params) {
-  TunedEntry e;
+TuneEntry entry(const std::string& op, const std::string& shape_class, const std::string& params) {
+  TuneEntry e;
   e.op = op;
   e.dtype = "f32";
   e.shape_class = shape_class;
