@@ -10,17 +10,7 @@
 #include "types.glsl"
 #include "common.glsl"
 
-layout(set = 0, binding = 0) writeonly buffer C { T c_[]; };
-layout(set = 0, binding = 1) readonly buffer A { T a_[]; };
-layout(set = 0, binding = 2) readonly buffer B { T b_[]; };
-layout(push_constant) uniform Args {
-  HAL_BUFFER_OFFSETS
-  uint offset_c, offset_a, offset_b;
-  uint m, n, k;
-  uint ldc, lda, ldb;
-  uint stride_c, stride_a, stride_b;
-  uint transpose_a, transpose_b;
-} args;
+#include "matmul_args.glsl"
 
 void main() {
   const uint col = gl_GlobalInvocationID.x, row = gl_GlobalInvocationID.y;
