@@ -92,7 +92,7 @@ std::vector<double> reference(bool max, const std::vector<float>& x, const Case&
 TEST(CpuPool, MaxAndAveragePoolingMatchTheDefinition) {
   const std::vector<Case> cases = {
       {"resnet stem 3x3/2 pad 1", {1, 3, 12, 12}, {{3, 3}, {2, 2}, {}, {1, 1}, {1, 1}}},
-      {"2x2/2", {2, 2, 8, 6}, {{2, 2}}},
+      {"2x2/2", {2, 2, 8, 6}, {{2, 2}, {}, {}, {}, {}}},
       {"asymmetric pads, ceil", {1, 2, 7, 9}, {{3, 2}, {2, 3}, {}, {1, 0}, {0, 1}, true}},
       {"dilated", {1, 1, 9, 9}, {{2, 3}, {1, 2}, {2, 2}, {1, 0}, {0, 2}}},
       {"include pad", {1, 2, 5, 5}, {{3, 3}, {2, 2}, {}, {1, 1}, {1, 1}, false, true}},
