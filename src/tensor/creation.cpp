@@ -24,7 +24,7 @@ void upload(Stream& stream, const Buffer& dst, std::vector<unsigned char> bytes)
 }  // namespace
 
 Tensor empty(const Shape& shape, DType dtype, const Device& device) {
-  tensor::check_dtype(dtype, "empty of " + to_string(shape));
+  tensor::check_dtype(dtype, [&] { return "empty of " + to_string(shape); });
   // A tensor without elements still has storage (of one element), so that it has a device.
   const auto bytes =
       std::max<int64_t>(tensor::byte_count(shape, dtype), static_cast<int64_t>(size_of(dtype)));
@@ -32,7 +32,7 @@ Tensor empty(const Shape& shape, DType dtype, const Device& device) {
 }
 
 Tensor full(const Shape& shape, double value, DType dtype, Stream& stream) {
-  tensor::check_dtype(dtype, "full of " + to_string(shape));
+  tensor::check_dtype(dtype, [&] { return "full of " + to_string(shape); });
   unsigned char pattern[8];
   tensor::encode(value, dtype, pattern, "full");
   Tensor out = empty(shape, dtype, stream.device());

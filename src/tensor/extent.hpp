@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include "hal/tensor.hpp"
 
@@ -12,6 +13,14 @@ namespace hal::tensor {
 
 // InvalidArgument naming `operation` unless `dtype` is one of hal's dtypes.
 void check_dtype(DType dtype, std::string_view operation);
+// The same, with the operation's text built by `describe()` only for the error: tensors are
+// made on every op's hot path, where formatting a shape would cost more than the op.
+template <class Describe>
+requires std::is_invocable_v<Describe>
+void check_dtype(DType dtype, Describe&& describe) {
+  if (!is_valid(dtype)) [[unlikely]]
+    check_dtype(dtype, std::string_view(describe()));
+}
 // The bytes of numel(shape) elements of `dtype` (a valid one); InvalidArgument naming the
 // dtype and shape when they do not fit in int64.
 int64_t byte_count(const Shape& shape, DType dtype);

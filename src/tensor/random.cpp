@@ -109,7 +109,7 @@ Tensor random(Distribution distribution, const char* operation, const Shape& sha
     throw Error(ErrorCode::InvalidArgument, std::string(operation) + " of " + to_string(shape) +
                                                 ": the parameters " + std::to_string(a) + " and " +
                                                 std::to_string(b) + " must be finite");
-  tensor::check_dtype(dtype, std::string(operation) + " of " + to_string(shape));
+  tensor::check_dtype(dtype, [&] { return std::string(operation) + " of " + to_string(shape); });
   switch (dtype) {
     case DType::f32:
       return random<float>(distribution, shape, dtype, seed, a, b, stream);

@@ -73,7 +73,7 @@ Tensor::Tensor(Buffer storage, DType dtype, Shape shape, Shape strides, int64_t 
     throw Error(ErrorCode::InvalidArgument, what() + ": " + std::to_string(strides_.size()) +
                                                 " strides " + to_string(strides_) + " for " +
                                                 std::to_string(shape_.size()) + " dimensions");
-  tensor::check_dtype(dtype_, what());
+  tensor::check_dtype(dtype_, what);
   if (offset_ < 0) throw Error(ErrorCode::InvalidArgument, what() + ": negative offset");
   for (int64_t stride : strides_)
     if (stride < 0)
