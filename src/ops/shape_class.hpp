@@ -20,6 +20,6 @@ double class_distance(const std::string& a, const std::string& b);
 // The entry of `op` and `dtype` in `table` whose class is `shape_class`, else the nearest one;
 // null when the table has none of that op and dtype.
 const TuneEntry* nearest_entry(const TuningTable& table, const std::string& op,
-                                const std::string& dtype, const std::string& shape_class);
+                               const std::string& dtype, const std::string& shape_class);
 
 }  // namespace hal::ops
