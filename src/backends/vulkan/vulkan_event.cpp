@@ -1,11 +1,14 @@
 #include "backends/vulkan/vulkan_event.hpp"
 
-#include <thread>
+#include <chrono>
+
+#include "backends/async/spin_wait.hpp"
 
 namespace hal::vulkan {
 
 namespace {
-constexpr int kPollsBeforeBlocking = 64;
+// About one launch-and-wait on lavapipe (45-90 us); a longer wait blocks.
+constexpr std::chrono::microseconds kPollBudget{100};
 }  // namespace
 
 Timeline::Timeline(std::shared_ptr<VulkanDevice> device) : device_(std::move(device)) {
@@ -30,13 +33,10 @@ uint64_t Timeline::completed() const {
 }
 
 void Timeline::wait(uint64_t value) const {
-  // Poll for a few yields first: a blocking wait costs the driver's wake-up of this thread
-  // (tens of microseconds on lavapipe), while yielding still gives the driver's threads the
-  // core when it is theirs to use.
-  for (int poll = 0; poll < kPollsBeforeBlocking; ++poll) {
-    if (completed() >= value) return;
-    std::this_thread::yield();
-  }
+  // Poll first: a blocking wait costs the driver's wake-up of this thread (tens of
+  // microseconds on lavapipe), while the spin's yields still give the driver's threads the core
+  // when it is theirs to use.
+  if (async::spin_until([&] { return completed() >= value; }, kPollBudget)) return;
   auto info = make<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
   info.semaphoreCount = 1;
   info.pSemaphores = &semaphore_;
