@@ -100,16 +100,50 @@ namespace {
 // is published (release) after its core is stored; a full table is copied into one twice its
 // size and published whole. Tables replaced are kept until exit, since a reader may still be
 // searching one.
+struct Slots {
+  struct Entry {
+    std::atomic<const DeviceImpl*> key{nullptr};
+    DeviceCore* core = nullptr;  // beside its key: a lookup reads one cache line
+  };
+  explicit Slots(size_t capacity)
+      : mask(capacity - 1), entries(std::make_unique<Entry[]>(capacity)) {}
+  size_t start(const DeviceImpl* device) const {
+    return (reinterpret_cast<uintptr_t>(device) >> 4) * 0x9E3779B97F4A7C15ull & mask;
+  }
+  DeviceCore* find(const DeviceImpl* device) const {
+    for (size_t i = start(device);; i = (i + 1) & mask) {
+      const DeviceImpl* key = entries[i].key.load(std::memory_order_acquire);
+      if (key == device) [[likely]]
+        return entries[i].core;
+      if (key == nullptr) return nullptr;
+    }
+  }
+  void insert(const DeviceImpl* device, DeviceCore* core) {
+    size_t i = start(device);
+    while (entries[i].key.load(std::memory_order_relaxed) != nullptr) i = (i + 1) & mask;
+    entries[i].core = core;
+    entries[i].key.store(device, std::memory_order_release);
+    ++size;
+  }
+  size_t mask;
+  std::unique_ptr<Entry[]> entries;
+  size_t size = 0;  // written under the table's mutex
+};
+
+// The table readers search: a plain global, so that a lookup tests no initialisation guard.
+constinit std::atomic<Slots*> current_slots{nullptr};
+
+DeviceCore* find_core(const DeviceImpl* device) {
+  const Slots* slots = current_slots.load(std::memory_order_acquire);
+  return slots ? slots->find(device) : nullptr;
+}
+
+// Makes the cores and the tables, under a lock.
 class CoreTable {
  public:
-  DeviceCore* find(const DeviceImpl* device) const {
-    const Slots* slots = current_.load(std::memory_order_acquire);
-    return slots ? slots->find(device) : nullptr;
-  }
-
   DeviceCore& find_or_make(DeviceImpl& device) {
     std::lock_guard lock(mutex_);
-    if (DeviceCore* core = find(&device)) return *core;
+    if (DeviceCore* core = find_core(&device)) return *core;
     auto core = std::make_unique<DeviceCore>(device.shared_from_this());
     DeviceCore* made = core.get();
     cores_.push_back(std::move(core));
@@ -131,59 +165,28 @@ class CoreTable {
     {
       std::lock_guard lock(mutex_);
       cores.swap(cores_);
-      retire_current();
+      current_slots.store(nullptr, std::memory_order_release);
     }
     for (auto& core : cores) core->shutdown();
   }
 
  private:
-  struct Slots {
-    explicit Slots(size_t capacity)
-        : mask(capacity - 1),
-          keys(std::make_unique<std::atomic<const DeviceImpl*>[]>(capacity)),
-          cores(std::make_unique<DeviceCore*[]>(capacity)) {}
-    size_t start(const DeviceImpl* device) const {
-      return (reinterpret_cast<uintptr_t>(device) >> 4) * 0x9E3779B97F4A7C15ull & mask;
-    }
-    DeviceCore* find(const DeviceImpl* device) const {
-      for (size_t i = start(device);; i = (i + 1) & mask) {
-        const DeviceImpl* key = keys[i].load(std::memory_order_acquire);
-        if (key == device) return cores[i];
-        if (key == nullptr) return nullptr;
-      }
-    }
-    void insert(const DeviceImpl* device, DeviceCore* core) {
-      size_t i = start(device);
-      while (keys[i].load(std::memory_order_relaxed) != nullptr) i = (i + 1) & mask;
-      cores[i] = core;
-      keys[i].store(device, std::memory_order_release);
-      ++size;
-    }
-    size_t mask;
-    std::unique_ptr<std::atomic<const DeviceImpl*>[]> keys;
-    std::unique_ptr<DeviceCore*[]> cores;
-    size_t size = 0;  // written under the table's mutex
-  };
-
   // The current table, or a copy twice its size when it is half full (lock held).
   Slots* writable() {
-    Slots* slots = current_.load(std::memory_order_relaxed);
+    Slots* slots = current_slots.load(std::memory_order_relaxed);
     if (slots && 2 * (slots->size + 1) <= slots->mask + 1) return slots;
     const size_t capacity = slots ? 2 * (slots->mask + 1) : 64;
     auto grown = std::make_unique<Slots>(capacity);
     if (slots)
       for (size_t i = 0; i <= slots->mask; ++i)
-        if (const DeviceImpl* key = slots->keys[i].load(std::memory_order_relaxed))
-          grown->insert(key, slots->cores[i]);
+        if (const DeviceImpl* key = slots->entries[i].key.load(std::memory_order_relaxed))
+          grown->insert(key, slots->entries[i].core);
     Slots* published = grown.get();
     tables_.push_back(std::move(grown));
-    current_.store(published, std::memory_order_release);
+    current_slots.store(published, std::memory_order_release);
     return published;
   }
 
-  void retire_current() { current_.store(nullptr, std::memory_order_release); }
-
-  std::atomic<Slots*> current_{nullptr};
   std::mutex mutex_;
   std::vector<std::unique_ptr<DeviceCore>> cores_;
   std::vector<std::unique_ptr<Slots>> tables_;  // every table published, the current one last
@@ -199,7 +202,8 @@ CoreTable& table() {
 }  // namespace
 
 DeviceCore& core_of(DeviceImpl& device) {
-  if (DeviceCore* core = table().find(&device)) return *core;
+  if (DeviceCore* core = find_core(&device)) [[likely]]
+    return *core;
   return table().find_or_make(device);
 }
 
