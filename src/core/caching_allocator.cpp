@@ -89,7 +89,7 @@ struct LastCache {
   Cache* cache;
   bool thread_ending;
 };
-HAL_HOT_THREAD_LOCAL LastCache last_cache{0, nullptr, false};
+thread_local LastCache last_cache{0, nullptr, false};
 thread_local ThreadCaches thread_caches;
 
 ThreadCaches::~ThreadCaches() {

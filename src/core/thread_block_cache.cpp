@@ -36,7 +36,7 @@ struct ChunkList {
   bool reaper_armed;  // ChunkReaper made for this thread
   bool gone;          // the thread is ending: no more reuse
 };
-HAL_HOT_THREAD_LOCAL ChunkList chunks{nullptr, 0, false, false};
+thread_local ChunkList chunks{nullptr, 0, false, false};
 
 // Frees the list when the thread ends; made the first time a chunk is kept.
 struct ChunkReaper {

@@ -28,11 +28,6 @@ namespace hal::detail {
 #endif
 #endif
 
-// For the few small thread_locals read on every allocation: an offset from the thread pointer
-// instead of a call to __tls_get_addr. Static TLS, which a library opened with dlopen (the
-// Python module) gets from glibc's reserve; these take a few dozen bytes of it.
-#define HAL_HOT_THREAD_LOCAL thread_local __attribute__((tls_model("initial-exec")))
-
 // The asymmetric pair of fences. heavy_fence() costs a system call; light_fence() nothing
 // where membarrier is available.
 // Set once membarrier is registered, during static initialisation; false until then, which
