@@ -3,6 +3,8 @@
 #include "core/trace_record.hpp"
 
 #include <algorithm>
+#include <cstddef>
+#include <utility>
 #include <iterator>
 #include <thread>
 
@@ -23,9 +25,11 @@ void subtract(MemoryStat& stat, uint64_t bytes) { stat.current -= bytes; }
 
 }  // namespace
 
-// A user's buffer: one block of a segment. When its last handle drops, the deleter (Recycle)
-// parks it in the thread's cache, handle storage and all, or destroys it, which returns the
-// block to the pools.
+// A user's buffer: one block of a segment. When its last handle drops (the control block's
+// dispose, Recycle), it goes back to its home cache, into this thread's, or its block goes back
+// to the pools. The handle's control block is built in the buffer's own bytes when they are free
+// (InlineControlBlock), so a hit allocates nothing; the object is freed only once no control
+// block lives in it, since a weak reference keeps one after the buffer has gone back.
 class CachingAllocator::PooledBuffer final : public BufferImpl {
  public:
   PooledBuffer(std::shared_ptr<CachingAllocator> allocator, Block* block, size_t bytes)
@@ -34,7 +38,7 @@ class CachingAllocator::PooledBuffer final : public BufferImpl {
         allocator_(std::move(allocator)),
         block_(block),
         block_bytes_(block->size) {}
-  ~PooledBuffer() override { allocator_->release(block_, parked_); }
+  ~PooledBuffer() override { release_block(); }
 
   void* host_pointer() const noexcept override {
     auto* base = static_cast<char*>(block_->segment->storage->host_pointer());
@@ -43,9 +47,22 @@ class CachingAllocator::PooledBuffer final : public BufferImpl {
 
   CachingAllocator& allocator() const { return *allocator_; }
   size_t block_bytes() const { return block_bytes_; }
+  // Gives the block back to the pools ahead of the object (which a control block may still be
+  // living in); `parked_`: its free was counted already.
+  void release_block() noexcept {
+    if (block_) allocator_->release(std::exchange(block_, nullptr), parked_);
+  }
 
-  PooledBuffer* next_parked = nullptr;  // in its thread cache's bin
-  bool parked_ = false;                 // counted as freed already (destroyed from a cache)
+  // Storage for the control block of a handle (InlineControlBlock): `inline_live` while one
+  // lives there. Set by the thread making a handle, which saw it clear; cleared by that block's
+  // release, on whichever thread drops the last (weak) reference.
+  static constexpr size_t kControlBlockBytes = 48;
+  alignas(16) std::byte control_block[kControlBlockBytes];
+  std::atomic<bool> inline_live{false};
+  bool orphan = false;  // its block is back in the pools; its inline control block's release frees it
+  PooledBuffer* next_parked = nullptr;  // in a cache's bin or returned list, or a zombie
+  Cache* home = nullptr;  // the cache of the thread that took it last: where it goes back to
+  bool parked_ = false;   // counted as freed already (taken out of a cache)
 
  private:
   std::shared_ptr<CachingAllocator> allocator_;
@@ -54,11 +71,55 @@ class CachingAllocator::PooledBuffer final : public BufferImpl {
 };
 
 struct CachingAllocator::Recycle {
+  bool inline_handle;  // the handle's control block is in the buffer
   void operator()(BufferImpl* buffer) const noexcept {
     auto* pooled = static_cast<PooledBuffer*>(buffer);
-    pooled->allocator().recycle(pooled);
+    pooled->allocator().recycle(pooled, inline_handle);
   }
 };
+
+// Where a handle's control block lives: in its buffer, or (while an older handle's block is
+// still there, held by a weak reference) on the heap. Releasing the one in the buffer is the
+// handle's last act: it frees the buffer if no cache took it, or marks the storage free.
+template <class T>
+struct CachingAllocator::InlineControlBlock {
+  using value_type = T;
+  InlineControlBlock(PooledBuffer* owner, bool inside) noexcept
+      : buffer(owner), in_buffer(inside) {}
+  template <class U>
+  InlineControlBlock(const InlineControlBlock<U>& other) noexcept  // NOLINT: rebinding
+      : buffer(other.buffer), in_buffer(other.in_buffer) {}
+  T* allocate(size_t n) {
+    static_assert(sizeof(T) <= PooledBuffer::kControlBlockBytes && alignof(T) <= 16,
+                  "a handle's control block must fit in its buffer");
+    if (!in_buffer) return static_cast<T*>(::operator new(n * sizeof(T)));
+    return reinterpret_cast<T*>(buffer->control_block);
+  }
+  void deallocate(T* block, size_t) noexcept {
+    if (!in_buffer) {
+      ::operator delete(block);
+    } else if (buffer->orphan) {
+      delete buffer;  // may destroy the allocator: nothing of it is touched after
+    } else {
+      buffer->inline_live.store(false, std::memory_order_release);
+    }
+  }
+  template <class U>
+  bool operator==(const InlineControlBlock<U>& other) const noexcept {
+    return buffer == other.buffer && in_buffer == other.in_buffer;
+  }
+  PooledBuffer* buffer;
+  bool in_buffer;
+};
+
+BufferPtr CachingAllocator::handle(PooledBuffer* buffer) {
+  if (!buffer->inline_live.load(std::memory_order_acquire)) [[likely]] {
+    buffer->inline_live.store(true, std::memory_order_relaxed);
+    return BufferPtr(buffer, Recycle{true}, InlineControlBlock<char>(buffer, true));
+  }
+  // If the heap refuses the block, the shared_ptr hands the buffer to Recycle, which parks it.
+  return BufferPtr(buffer, Recycle{false}, InlineControlBlock<char>(buffer, false));
+}
 
 namespace {
 
@@ -145,7 +206,8 @@ BufferPtr CachingAllocator::allocate_block(size_t bytes) {
     {
       std::lock_guard lock(caches_mutex_);
       for (const auto& cache : caches_)
-        flushed = flushed || cache->parked_bytes.load(std::memory_order_relaxed) > 0;
+        flushed = flushed || cache->parked_bytes.load(std::memory_order_relaxed) > 0 ||
+                  cache->returned_bytes.load(std::memory_order_relaxed) > 0;
     }
     if (dropped == 0 && !flushed) throw;
     flush_thread_caches();
@@ -184,10 +246,22 @@ CachingAllocator::Cache* CachingAllocator::find_thread_cache(bool make) {
       return entry.cache.get();
     }
   if (!make) return nullptr;
-  auto cache = std::make_shared<Cache>();
+  std::shared_ptr<Cache> cache;
   {
+    // A cache whose thread has ended, if there is one: caches are never freed while their
+    // allocator lives (buffers name theirs), so their number stays that of the threads alive.
     std::lock_guard lock(caches_mutex_);
-    caches_.push_back(cache);
+    for (const auto& candidate : caches_)
+      if (candidate->retired) {
+        cache = candidate;
+        cache->retired = false;
+        cache->returned.store(nullptr, std::memory_order_release);  // open again
+        break;
+      }
+    if (!cache) {
+      cache = std::make_shared<Cache>();
+      caches_.push_back(cache);
+    }
   }
   mine.entries.push_back({id_, weak_from_this(), cache});
   last_cache = {id_, cache.get(), false};
@@ -209,75 +283,212 @@ void drop(std::atomic<uint64_t>& counter, uint64_t by) {
 
 [[gnu::always_inline]] inline BufferPtr CachingAllocator::take_parked(Cache& cache, size_t bytes) {
   if (!cache.enter()) return nullptr;
-  PooledBuffer* buffer = nullptr;
   Cache::Bin& bin = cache.bins[(bytes >> 9 ^ bytes >> 14 ^ bytes) % Cache::kBins];
-  if (bin.bytes == bytes && bin.count > 0) {
-    buffer = bin.head;
-    bin.head = buffer->next_parked;
-    --bin.count;
-    cache.held_bytes -= buffer->block_bytes();
-    bump(cache.hits, 1);
-    drop(cache.parked_bytes, buffer->block_bytes());
-    drop(cache.parked_requested, bytes);
+  if (bin.bytes != bytes || bin.count == 0) [[unlikely]] {
+    cache.leave();
+    PooledBuffer* returned = cache.returned.load(std::memory_order_relaxed);
+    if (returned == nullptr || returned == Cache::closed()) return nullptr;
+    take_returned(cache);
+    if (!cache.enter()) return nullptr;
+    if (bin.bytes != bytes || bin.count == 0) {
+      cache.leave();
+      return nullptr;
+    }
   }
+  PooledBuffer* buffer = bin.head;
+  bin.head = buffer->next_parked;
+  --bin.count;
+  cache.held_bytes -= buffer->block_bytes();
+  bump(cache.hits, 1);
+  drop(cache.parked_bytes, buffer->block_bytes());
+  drop(cache.parked_requested, bytes);
   cache.leave();
-  if (!buffer) return nullptr;
   buffer->next_parked = nullptr;
+  buffer->home = &cache;
   if (trace::enabled()) [[unlikely]]
     trace::detail::note_allocation(true);
-  // A control block that cannot be allocated hands the buffer to Recycle, which parks it again.
-  return BufferPtr(buffer, Recycle{}, ControlBlockAllocator<char>{});
+  return handle(buffer);
 }
 
-[[gnu::always_inline]] inline void CachingAllocator::recycle(PooledBuffer* buffer) noexcept {
-  if (Cache* cache = thread_cache(false); cache && cache->enter()) {
-    const size_t bytes = buffer->size();
-    Cache::Bin* bin = cache->bin_of(bytes);
-    if (bin && bin->count < Cache::kPerBin &&
-        cache->held_bytes + buffer->block_bytes() <= Cache::kMaxBytes) {
-      buffer->next_parked = bin->head;
-      bin->head = buffer;
-      ++bin->count;
-      cache->held_bytes += buffer->block_bytes();
-      bump(cache->frees, 1);
-      bump(cache->parked_bytes, buffer->block_bytes());
-      bump(cache->parked_requested, bytes);
-      cache->leave();
+bool CachingAllocator::park(Cache& cache, PooledBuffer& buffer) noexcept {
+  const size_t bytes = buffer.size();
+  Cache::Bin* bin = cache.bin_of(bytes);
+  if (!bin || bin->count >= Cache::capacity(buffer.block_bytes()) ||
+      cache.held_bytes + buffer.block_bytes() > Cache::kMaxBytes)
+    return false;
+  buffer.next_parked = bin->head;
+  bin->head = &buffer;
+  ++bin->count;
+  cache.held_bytes += buffer.block_bytes();
+  bump(cache.parked_bytes, buffer.block_bytes());
+  bump(cache.parked_requested, bytes);
+  return true;
+}
+
+bool CachingAllocator::push_returned(Cache& home, PooledBuffer& buffer) noexcept {
+  // Counted first, so that whoever takes the list never subtracts what was not added.
+  const uint64_t bytes = buffer.block_bytes(), requested = buffer.size();
+  home.returned_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  home.returned_requested.fetch_add(requested, std::memory_order_relaxed);
+  home.returned_frees.fetch_add(1, std::memory_order_relaxed);
+  PooledBuffer* head = home.returned.load(std::memory_order_relaxed);
+  do {
+    if (head == Cache::closed()) {
+      home.returned_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+      home.returned_requested.fetch_sub(requested, std::memory_order_relaxed);
+      home.returned_frees.fetch_sub(1, std::memory_order_relaxed);
+      return false;
+    }
+    buffer.next_parked = head;
+  } while (!home.returned.compare_exchange_weak(head, &buffer, std::memory_order_release,
+                                                std::memory_order_relaxed));
+  return true;
+}
+
+void CachingAllocator::take_returned(Cache& cache) {
+  PooledBuffer* list = cache.returned.exchange(nullptr, std::memory_order_acquire);
+  uint64_t bytes = 0, requested = 0;
+  for (PooledBuffer* buffer = list; buffer; buffer = buffer->next_parked) {
+    bytes += buffer->block_bytes();
+    requested += buffer->size();
+  }
+  // Off the list's figures before into the bins': meanwhile stats() counts them as allocated,
+  // never twice as free.
+  cache.returned_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+  cache.returned_requested.fetch_sub(requested, std::memory_order_relaxed);
+  std::vector<PooledBuffer*> spilled;  // no room in the bins, or a flush under way
+  const bool entered = cache.enter();
+  while (list) {
+    PooledBuffer* buffer = list;
+    list = buffer->next_parked;
+    if (!entered || !park(cache, *buffer)) {
+      buffer->next_parked = nullptr;
+      buffer->parked_ = true;  // its free was counted when it was returned
+      spilled.push_back(buffer);
+    }
+  }
+  if (entered) cache.leave();
+  if (spilled.empty()) return;
+  uint64_t spilled_bytes = 0, spilled_requested = 0;
+  for (PooledBuffer* buffer : spilled) {
+    spilled_bytes += buffer->block_bytes();
+    spilled_requested += buffer->size();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    subtract(stats_.allocated_bytes, spilled_bytes);
+    subtract(stats_.active_bytes, spilled_bytes);
+    subtract(stats_.requested_bytes, spilled_requested);
+  }
+  discard_parked(spilled);
+}
+
+// A buffer freed by the thread that took it is parked there; one freed elsewhere goes home, so
+// that a thread allocating what another frees (an op's result, dropped by the stream's worker)
+// finds it again.
+void CachingAllocator::recycle(PooledBuffer* buffer, bool inline_handle) noexcept {
+  Cache* own = thread_cache(false);
+  if (Cache* home = buffer->home; home && home != own && push_returned(*home, *buffer)) return;
+  if (own && own->enter()) {
+    const bool parked = park(*own, *buffer);
+    own->leave();
+    if (parked) {
+      bump(own->frees, 1);  // the owner's counter: written by no one else
       return;
     }
-    cache->leave();
   }
-  delete buffer;  // may destroy this allocator: nothing of it is touched after
+  if (inline_handle) {
+    // The releasing control block lives in the buffer: its own release frees the object.
+    buffer->release_block();
+    buffer->orphan = true;
+    return;
+  }
+  discard(buffer);  // may destroy this allocator: nothing of it is touched after
 }
 
-void CachingAllocator::take_all_parked(Cache& cache, std::vector<PooledBuffer*>& taken) {
-  uint64_t bytes = 0, requested = 0;
+void CachingAllocator::discard(PooledBuffer* buffer) noexcept {
+  if (!buffer->inline_live.load(std::memory_order_acquire)) {
+    delete buffer;
+    return;
+  }
+  // An older handle's control block still lives in it (a weak reference): the block goes back
+  // now, the object once that control block is gone (sweep_zombies).
+  buffer->release_block();
+  std::lock_guard lock(mutex_);
+  buffer->next_parked = zombies_;
+  zombies_ = buffer;
+  zombie_count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void CachingAllocator::sweep_zombies() {
+  if (zombie_count_.load(std::memory_order_relaxed) == 0) return;
+  auto self = shared_from_this();  // a zombie may hold the last other reference
+  PooledBuffer* freed = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    for (PooledBuffer** link = &zombies_; *link;) {
+      PooledBuffer* zombie = *link;
+      if (zombie->inline_live.load(std::memory_order_acquire)) {
+        link = &zombie->next_parked;
+        continue;
+      }
+      *link = zombie->next_parked;
+      zombie->next_parked = freed;
+      freed = zombie;
+      zombie_count_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  while (PooledBuffer* zombie = freed) {
+    freed = zombie->next_parked;
+    delete zombie;
+  }
+}
+
+void CachingAllocator::take_all_parked(Cache& cache, std::vector<PooledBuffer*>& taken,
+                                       bool closing) {
+  uint64_t parked_bytes = 0, parked_requested = 0;
   for (Cache::Bin& bin : cache.bins) {
     for (PooledBuffer* buffer = bin.head; buffer;) {
       PooledBuffer* next = buffer->next_parked;
       buffer->next_parked = nullptr;
       buffer->parked_ = true;
-      bytes += buffer->block_bytes();
-      requested += buffer->size();
+      parked_bytes += buffer->block_bytes();
+      parked_requested += buffer->size();
       taken.push_back(buffer);
       buffer = next;
     }
     bin = Cache::Bin{};
   }
   cache.held_bytes = 0;
-  drop(cache.parked_bytes, bytes);
-  drop(cache.parked_requested, requested);
+  uint64_t returned_bytes = 0, returned_requested = 0;
+  if (!cache.retired) {  // a retired cache's list is closed and empty
+    PooledBuffer* list = cache.returned.exchange(closing ? Cache::closed() : nullptr,
+                                                 std::memory_order_acquire);
+    while (list) {
+      PooledBuffer* buffer = list;
+      list = buffer->next_parked;
+      buffer->next_parked = nullptr;
+      buffer->parked_ = true;
+      returned_bytes += buffer->block_bytes();
+      returned_requested += buffer->size();
+      taken.push_back(buffer);
+    }
+  }
   // The pools' view drops them now, under both locks, so that stats() never counts them
   // twice or not at all; their blocks follow in discard_parked.
   std::lock_guard lock(mutex_);
-  subtract(stats_.allocated_bytes, bytes);
-  subtract(stats_.active_bytes, bytes);
-  subtract(stats_.requested_bytes, requested);
+  drop(cache.parked_bytes, parked_bytes);
+  drop(cache.parked_requested, parked_requested);
+  cache.returned_bytes.fetch_sub(returned_bytes, std::memory_order_relaxed);
+  cache.returned_requested.fetch_sub(returned_requested, std::memory_order_relaxed);
+  subtract(stats_.allocated_bytes, parked_bytes + returned_bytes);
+  subtract(stats_.active_bytes, parked_bytes + returned_bytes);
+  subtract(stats_.requested_bytes, parked_requested + returned_requested);
 }
 
 void CachingAllocator::discard_parked(const std::vector<PooledBuffer*>& taken) {
   // The caller holds a reference to this allocator, so the last buffer cannot destroy it.
-  for (PooledBuffer* buffer : taken) delete buffer;
+  for (PooledBuffer* buffer : taken) discard(buffer);
 }
 
 void CachingAllocator::flush_thread_caches() {
@@ -317,14 +528,8 @@ void CachingAllocator::retire_cache(const std::shared_ptr<Cache>& cache) {
   std::vector<PooledBuffer*> taken;
   {
     std::lock_guard lock(caches_mutex_);
-    take_all_parked(*cache, taken);
-    std::erase(caches_, cache);
-    // Its counts move into the pools' figures, so that stats() keeps them.
-    std::lock_guard stats_lock(mutex_);
-    const uint64_t hits = cache->hits.load(std::memory_order_relaxed);
-    stats_.num_allocs += hits;
-    stats_.cache_hits += hits;
-    stats_.num_frees += cache->frees.load(std::memory_order_relaxed);
+    take_all_parked(*cache, taken, /*closing=*/true);
+    cache->retired = true;
   }
   discard_parked(taken);
 }
@@ -352,6 +557,7 @@ size_t CachingAllocator::drop_holds(bool wait) {
 
 BufferPtr CachingAllocator::allocate_once(size_t bytes, Cache* own) {
   if (bytes > SIZE_MAX - kRoundLarge) throw_out_of_memory(bytes, 0, "the size overflows");
+  sweep_zombies();
   const size_t size = round_size(bytes);
   Pending pending;
   Block* block;
@@ -384,7 +590,6 @@ BufferPtr CachingAllocator::allocate_once(size_t bytes, Cache* own) {
     add(stats_.requested_bytes, bytes);
     update_pressure(pending);
   }
-  BufferPtr buffer;
   PooledBuffer* made = nullptr;
   try {
     made = new PooledBuffer(shared_from_this(), block, bytes);
@@ -392,8 +597,8 @@ BufferPtr CachingAllocator::allocate_once(size_t bytes, Cache* own) {
     release(block);
     throw;
   }
-  // On failure the shared_ptr hands `made` to Recycle, which parks it or releases the block.
-  buffer = BufferPtr(made, Recycle{}, ControlBlockAllocator<char>{});
+  made->home = own;
+  BufferPtr buffer = handle(made);
   // Only now that the buffer owns its block: a callback that throws cannot leak it.
   notify(pending);
   return buffer;
@@ -637,14 +842,19 @@ MemoryStats CachingAllocator::stats() const {
   std::lock_guard lock(mutex_);
   MemoryStats stats = stats_;
   for (const auto& cache : caches_) {
+    // Retired caches too: their counts stay theirs. Parked and returned buffers are freed.
     const uint64_t hits = cache->hits.load(std::memory_order_relaxed);
-    const uint64_t bytes = cache->parked_bytes.load(std::memory_order_relaxed);
+    const uint64_t bytes = cache->parked_bytes.load(std::memory_order_relaxed) +
+                           cache->returned_bytes.load(std::memory_order_relaxed);
     stats.num_allocs += hits;
     stats.cache_hits += hits;
-    stats.num_frees += cache->frees.load(std::memory_order_relaxed);
+    stats.num_frees += cache->frees.load(std::memory_order_relaxed) +
+                       cache->returned_frees.load(std::memory_order_relaxed);
     stats.allocated_bytes.current -= bytes;
     stats.active_bytes.current -= bytes;
-    stats.requested_bytes.current -= cache->parked_requested.load(std::memory_order_relaxed);
+    stats.requested_bytes.current -=
+        cache->parked_requested.load(std::memory_order_relaxed) +
+        cache->returned_requested.load(std::memory_order_relaxed);
   }
   return stats;
 }
@@ -674,6 +884,7 @@ MemorySnapshot CachingAllocator::snapshot() const {
 void CachingAllocator::empty_cache() {
   drop_holds(false);
   flush_thread_caches();
+  sweep_zombies();
   std::lock_guard lock(mutex_);
   release_cached();
 }

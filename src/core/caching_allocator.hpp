@@ -8,10 +8,12 @@
 //
 // In front of the pools, each thread that allocates keeps the buffers it freed last, by exact
 // size (thread_block_cache.hpp): a request of a size the thread freed recently takes one back
-// without the lock, and the buffer object and its handle's control block are reused, so a hit
-// touches neither the heap nor a shared cache line. Those blocks stay "allocated" in the pools
-// until they are flushed back: when the thread ends, by empty_cache, when an allocation runs out
-// of memory, and when the thread itself would otherwise make a new segment.
+// without the lock, and the buffer object is reused with its handle's control block, which
+// lives inside it, so a hit touches neither the heap nor a shared cache line. A buffer freed on
+// another thread goes back to the cache of the thread that took it. Those blocks stay
+// "allocated" in the pools until they are flushed back: when the thread ends, by empty_cache,
+// when an allocation runs out of memory, and when the thread itself would otherwise make a new
+// segment.
 #pragma once
 
 #include <atomic>
@@ -85,7 +87,9 @@ class CachingAllocator final : public Allocator,
 
   class PooledBuffer;
   using Cache = ThreadBlockCache<PooledBuffer>;
-  // Called when a thread ends: its cache's blocks go back to the pools, its counts to stats_.
+  // Called when a thread ends: its cache's blocks go back to the pools and it stops taking
+  // returns. It stays (its counts are part of stats()) until a new thread reuses it, so a
+  // buffer's home cache is valid as long as the buffer's allocator.
   void retire_cache(const std::shared_ptr<Cache>& cache);
 
  private:
@@ -109,7 +113,9 @@ class CachingAllocator final : public Allocator,
     bool operator()(const Block* a, const Block* b) const;
   };
   using FreeBlocks = std::set<Block*, BlockOrder>;
-  struct Recycle;  // a PooledBuffer handle's deleter: parks the buffer in the thread's cache
+  struct Recycle;  // a PooledBuffer handle's deleter: recycle()
+  template <class T>
+  struct InlineControlBlock;  // where the handle's control block lives (the buffer's bytes)
   struct Pending;  // pressure callbacks to run once the lock is released
 
   struct Hold {
@@ -122,9 +128,23 @@ class CachingAllocator final : public Allocator,
   Cache* thread_cache(bool make);
   Cache* find_thread_cache(bool make);
   BufferPtr take_parked(Cache& cache, size_t bytes);
-  void recycle(PooledBuffer* buffer) noexcept;  // parks it, or returns its block
-  // Takes every parked buffer out of `cache`, whose owner is not using it; caches_mutex_ held.
-  void take_all_parked(Cache& cache, std::vector<PooledBuffer*>& taken);
+  static BufferPtr handle(PooledBuffer* buffer);  // a user's handle, allocating nothing
+  // Sends a buffer whose last handle has dropped back to its home cache, parks it in this
+  // thread's, or returns its block. `inline_handle`: that handle's control block is in it.
+  void recycle(PooledBuffer* buffer, bool inline_handle) noexcept;
+  // Frees a buffer no handle uses, or, while an old control block still lives in it, returns
+  // its block and keeps the object among the zombies, which sweep_zombies frees later.
+  void discard(PooledBuffer* buffer) noexcept;
+  void sweep_zombies();
+  // Into one of `cache`'s bins when there is room; its owner is inside enter() ... leave().
+  static bool park(Cache& cache, PooledBuffer& buffer) noexcept;
+  // Onto `home`'s returned list; false when its thread has ended.
+  static bool push_returned(Cache& home, PooledBuffer& buffer) noexcept;
+  // The owner takes its returned list into its bins; what does not fit goes to the pools.
+  void take_returned(Cache& cache);
+  // Takes every parked and returned buffer out of `cache`, whose owner is not using it, and
+  // closes its returned list when `closing`; caches_mutex_ held.
+  void take_all_parked(Cache& cache, std::vector<PooledBuffer*>& taken, bool closing = false);
   void discard_parked(const std::vector<PooledBuffer*>& taken);  // their blocks to the pools
   void flush_own_cache(Cache& cache);
   // `parked`: the buffer was counted as freed when it was parked.
@@ -163,6 +183,8 @@ class CachingAllocator final : public Allocator,
   std::map<uint64_t, std::shared_ptr<const MemoryPressureCallback>> callbacks_;
   std::vector<Hold> holds_;
   std::atomic<size_t> hold_count_{0};  // holds_.size(), read without the lock
+  PooledBuffer* zombies_ = nullptr;    // linked through next_parked; under mutex_
+  std::atomic<size_t> zombie_count_{0};
   uint64_t next_callback_id_ = 1;
 };
 

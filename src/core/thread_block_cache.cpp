@@ -4,7 +4,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <new>
 
 namespace hal::detail {
 namespace {
@@ -20,40 +19,6 @@ bool register_membarrier() {
   return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 #endif
 }
-
-// Freed control blocks of this thread, reused by its next handles. Chunks are ordinary heap
-// memory, so a block freed on another thread simply joins that thread's list.
-constexpr size_t kChunkBytes = 64;
-constexpr unsigned kMaxChunks = 256;
-
-struct Chunk {
-  Chunk* next;
-};
-// The list itself, read on every handle: trivially destructible, so no guard on access.
-struct ChunkList {
-  Chunk* head;
-  unsigned count;
-  bool reaper_armed;  // ChunkReaper made for this thread
-  bool gone;          // the thread is ending: no more reuse
-};
-thread_local ChunkList chunks{nullptr, 0, false, false};
-
-// Frees the list when the thread ends; made the first time a chunk is kept.
-struct ChunkReaper {
-  ChunkReaper() = default;
-  bool armed = false;
-  ChunkReaper(const ChunkReaper&) = delete;
-  ChunkReaper& operator=(const ChunkReaper&) = delete;
-  ~ChunkReaper() {
-    chunks.gone = true;
-    while (Chunk* chunk = chunks.head) {
-      chunks.head = chunk->next;
-      ::operator delete(chunk);
-    }
-    chunks.count = 0;
-  }
-};
-thread_local ChunkReaper chunk_reaper;
 
 }  // namespace
 
@@ -71,33 +36,6 @@ void heavy_fence() {
   // Not registered: the owners' light fences are full fences, and so is this.
   std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
-}
-
-void* take_control_block_storage(size_t bytes) {
-  if (bytes > kChunkBytes) return ::operator new(bytes);
-  if (Chunk* chunk = chunks.head) {
-    chunks.head = chunk->next;
-    --chunks.count;
-    return chunk;
-  }
-  return ::operator new(kChunkBytes);
-}
-
-void give_control_block_storage(void* storage, size_t bytes) noexcept {
-  if (bytes > kChunkBytes) {
-    ::operator delete(storage);
-    return;
-  }
-  if (chunks.count < kMaxChunks && !chunks.gone) {
-    if (!chunks.reaper_armed) [[unlikely]] {
-      chunks.reaper_armed = true;
-      chunk_reaper.armed = true;  // makes it, so that its destructor runs at thread exit
-    }
-    chunks.head = ::new (storage) Chunk{chunks.head};
-    ++chunks.count;
-    return;
-  }
-  ::operator delete(storage);
 }
 
 }  // namespace hal::detail

@@ -1,7 +1,15 @@
 // The caching allocator's fast path: each thread keeps the blocks it freed recently, by exact
 // size, in front of the shared pools, and takes them back without a lock or an atomic
 // read-modify-write. Like glibc's tcache, but a thread's cache can be emptied by another thread
-// (empty_cache, or an allocation that ran out of memory):
+// (empty_cache, or an allocation that ran out of memory).
+//
+// A buffer freed by another thread than the one that took it (a stream's worker dropping an
+// op's result) goes back to that thread: pushed onto its cache's `returned` list without a
+// lock, and taken all at once by the owner when a request misses its bins, as mimalloc's
+// thread-delayed frees are. Otherwise a thread that only allocates (the caller of ops) would
+// never hit, and one that only frees (the worker) would overflow into the locked pools.
+//
+// Emptying a cache from another thread:
 //
 //   owner, around each use:   busy = 1; light fence; if (flush_requested) give up; ...; busy = 0
 //   flusher:                  flush_requested = 1; heavy fence; wait while busy; take the blocks
@@ -12,6 +20,7 @@
 // sequentially consistent atomics.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -48,7 +57,13 @@ inline void light_fence() {
 template <class Parked>
 struct ThreadBlockCache {
   static constexpr size_t kBins = 32;           // distinct sizes kept
-  static constexpr uint32_t kPerBin = 8;        // buffers of one size
+  // Buffers of one size: at least 8, and as many small ones as fill 1 MiB, so that the results
+  // of a thousand tiny ops in flight on a stream come back to their thread, not to the pools.
+  static constexpr uint32_t kMinPerBin = 8;
+  static constexpr size_t kBinBytes = 1 << 20;
+  static uint32_t capacity(size_t block_bytes) noexcept {
+    return std::max<uint32_t>(kMinPerBin, static_cast<uint32_t>(kBinBytes / block_bytes));
+  }
   static constexpr size_t kMaxBytes = 8 << 20;  // in all, per thread and allocator
   struct Bin {
     size_t bytes = 0;  // the requested size its buffers have; 0: unused
@@ -92,24 +107,18 @@ struct ThreadBlockCache {
   std::atomic<uint64_t> frees{0};         // buffers parked here when freed
   std::atomic<uint64_t> parked_bytes{0};  // held_bytes, for stats()
   std::atomic<uint64_t> parked_requested{0};
-};
+  bool retired = false;  // its thread has ended; under the allocator's caches_mutex_
 
-// Storage for shared_ptr control blocks, recycled per thread: a buffer handle costs no malloc.
-void* take_control_block_storage(size_t bytes);
-void give_control_block_storage(void* storage, size_t bytes) noexcept;
-
-template <class T>
-struct ControlBlockAllocator {
-  using value_type = T;
-  ControlBlockAllocator() = default;
-  template <class U>
-  ControlBlockAllocator(const ControlBlockAllocator<U>&) noexcept {}  // NOLINT: rebinding
-  T* allocate(size_t n) { return static_cast<T*>(take_control_block_storage(n * sizeof(T))); }
-  void deallocate(T* p, size_t n) noexcept { give_control_block_storage(p, n * sizeof(T)); }
-  template <class U>
-  bool operator==(const ControlBlockAllocator<U>&) const noexcept {
-    return true;
-  }
+  // Pushed by other threads, taken whole with one exchange (so no ABA): a stack linked through
+  // next_parked. closed() once the owner has ended: pushers then keep the buffer themselves.
+  // On their own line: other threads write them while the owner uses its bins.
+  static Parked* closed() noexcept { return reinterpret_cast<Parked*>(alignof(Parked)); }
+  alignas(64) std::atomic<Parked*> returned{nullptr};
+  // What the list holds, added before a push (and taken back if the list was closed) and
+  // subtracted by whoever takes it, so that stats() never sees less than the list holds.
+  std::atomic<uint64_t> returned_bytes{0};  // rounded sizes
+  std::atomic<uint64_t> returned_requested{0};
+  std::atomic<uint64_t> returned_frees{0};  // buffers ever pushed: frees, for stats()
 };
 
 }  // namespace hal::detail

@@ -1,10 +1,12 @@
 // The caching allocator's per-thread caches (thread_block_cache.hpp): a freed buffer comes
-// back to the thread that asks for its size again, statistics stay exact with many threads
-// allocating, freeing each other's buffers and flushing at once, empty_cache and running out of
-// memory flush every thread's cache, and a block still used by a stream's work is never handed
-// out again before that work ends.
+// back to the thread that asks for its size again, also when another thread (a stream's worker)
+// freed it; a weak reference never holds a block; statistics stay exact with many threads
+// allocating, freeing each other's buffers, keeping weak references and flushing at once;
+// empty_cache and running out of memory flush every thread's cache, and a block still used by
+// a stream's work is never handed out again before that work ends.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <future>
@@ -85,6 +87,96 @@ TEST(AllocatorFastPath, AFreedBufferOfTheSameSizeComesBackAndIsCounted) {
   EXPECT_EQ(stats.requested_bytes.current, 0u);
 }
 
+// The usual life of an op's result: made by the caller, dropped by whoever ran the work last.
+TEST(AllocatorFastPath, ABufferFreedOnAnotherThreadGoesBackToTheThreadThatTookIt) {
+  auto device = std::make_shared<CountingDevice>(64 * kMiB);
+  auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
+  std::vector<const void*> made;
+  {
+    std::vector<Buffer> batch;
+    for (int i = 0; i < 100; ++i) {
+      batch.push_back(allocator->allocate(64));
+      made.push_back(batch.back().impl().get());
+    }
+    std::thread([moved = std::move(batch)]() mutable { moved.clear(); }).join();
+  }
+  MemoryStats stats = allocator->stats();
+  EXPECT_EQ(stats.num_frees, 100u);  // counted when freed, though not back in a bin yet
+  EXPECT_EQ(stats.allocated_bytes.current, 0u);
+  EXPECT_EQ(stats.requested_bytes.current, 0u);
+  std::vector<Buffer> again;
+  for (int i = 0; i < 100; ++i) {
+    again.push_back(allocator->allocate(64));
+    EXPECT_NE(std::find(made.begin(), made.end(), again.back().impl().get()), made.end());
+  }
+  stats = allocator->stats();
+  EXPECT_EQ(stats.num_allocs, 200u);
+  EXPECT_GE(stats.cache_hits, 100u);  // and the pools' hits of the first round
+  EXPECT_EQ(stats.cache_hits + stats.cache_misses, 200u);
+  EXPECT_EQ(stats.allocated_bytes.current, 100 * CachingAllocator::kMinBlockSize);
+  again.clear();
+  allocator->empty_cache();
+  stats = allocator->stats();
+  EXPECT_EQ(stats.num_frees, 200u);
+  EXPECT_EQ(stats.allocated_bytes.current, 0u);
+  EXPECT_EQ(device->live(), 0u);
+}
+
+// The thread that took a buffer has ended when the buffer is freed: it goes to the freeing
+// thread's cache or the pools, and nothing is lost.
+TEST(AllocatorFastPath, ABufferOutlivingItsThreadIsFreedWhereItDrops) {
+  auto device = std::make_shared<CountingDevice>(64 * kMiB);
+  auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
+  std::vector<Buffer> kept;
+  std::thread([&] {
+    for (int i = 0; i < 20; ++i) kept.push_back(allocator->allocate(4096));
+  }).join();
+  kept.clear();
+  MemoryStats stats = allocator->stats();
+  EXPECT_EQ(stats.num_allocs, 20u);
+  EXPECT_EQ(stats.num_frees, 20u);
+  EXPECT_EQ(stats.allocated_bytes.current, 0u);
+  allocator->empty_cache();
+  EXPECT_EQ(device->live(), 0u);
+  // The ended thread's cache serves the next thread that allocates.
+  std::thread([&] { Buffer buffer = allocator->allocate(4096); }).join();
+  stats = allocator->stats();
+  EXPECT_EQ(stats.num_allocs, 21u);
+  EXPECT_EQ(stats.num_frees, 21u);
+}
+
+// A weak reference keeps the handle's control block, which lives in the buffer, but never its
+// memory: the block goes back when the last handle drops, and a new handle of the same buffer
+// gets a control block of its own meanwhile.
+TEST(AllocatorFastPath, AWeakReferenceHoldsNoMemory) {
+  auto device = std::make_shared<CountingDevice>(64 * kMiB);
+  auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
+  std::weak_ptr<BufferImpl> weak;
+  const void* first;
+  {
+    Buffer buffer = allocator->allocate(kMiB);
+    first = buffer.impl().get();
+    weak = buffer.impl();
+  }
+  EXPECT_TRUE(weak.expired());
+  EXPECT_EQ(allocator->stats().allocated_bytes.current, 0u);
+  {
+    Buffer again = allocator->allocate(kMiB);  // the same buffer, with a control block apart
+    EXPECT_EQ(again.impl().get(), first);
+    std::weak_ptr<BufferImpl> second = again.impl();
+    again = Buffer();
+    EXPECT_TRUE(second.expired());
+  }
+  allocator->empty_cache();  // the weak reference still lives in the buffer's bytes
+  EXPECT_EQ(device->live(), 0u);
+  EXPECT_EQ(allocator->stats().allocated_bytes.current, 0u);
+  weak.reset();  // now the buffer object itself can go: the next sweep frees it
+  allocator->empty_cache();
+  const MemoryStats stats = allocator->stats();
+  EXPECT_EQ(stats.num_allocs, 2u);
+  EXPECT_EQ(stats.num_frees, 2u);
+}
+
 TEST(AllocatorFastPath, AReusedHandleLeavesOldWeakReferencesExpired) {
   auto device = std::make_shared<CountingDevice>(64 * kMiB);
   auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
@@ -110,6 +202,7 @@ TEST(AllocatorFastPath, SixteenThreadsKeepTheStatisticsExact) {
   auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
   std::mutex handoff_mutex;
   std::vector<std::vector<Buffer>> handoff(kThreads);  // buffers for thread i to free
+  std::vector<std::weak_ptr<BufferImpl>> watched(kThreads);  // kept past their buffers
   std::atomic<int> running{kThreads};
   std::thread flusher([&] {
     const auto deadline = std::chrono::steady_clock::now() + kPatience;
@@ -130,6 +223,10 @@ TEST(AllocatorFastPath, SixteenThreadsKeepTheStatisticsExact) {
         const size_t size = sizes[random() % std::size(sizes)];
         Buffer buffer = allocator->allocate(size);
         EXPECT_EQ(buffer.size(), size);
+        if (random() % 16 == 0) {
+          std::lock_guard lock(handoff_mutex);
+          watched[random() % kThreads] = buffer.impl();  // dropped by another thread, later
+        }
         if (random() % 8 == 0) {
           std::lock_guard lock(handoff_mutex);
           handoff[(t + 1) % kThreads].push_back(std::move(buffer));
@@ -149,6 +246,7 @@ TEST(AllocatorFastPath, SixteenThreadsKeepTheStatisticsExact) {
   for (std::thread& thread : threads) thread.join();
   flusher.join();
   handoff.clear();
+  watched.clear();
 
   const uint64_t allocations = uint64_t{kThreads} * kRounds;
   MemoryStats stats = allocator->stats();
@@ -197,6 +295,23 @@ TEST(AllocatorFastPath, RunningOutOfMemoryFlushesOtherThreadsCaches) {
   EXPECT_EQ(big.size(), 2 * kMiB);
   EXPECT_GE(allocator->stats().num_alloc_retries, 1u);
   EXPECT_EQ(allocator->stats().num_ooms, 0u);
+}
+
+// On cpu:0: a buffer that a stream's work drops last (here a callback that owns it, on the
+// stream's worker) comes back to the thread that allocated it.
+TEST(AllocatorFastPath, ABufferAStreamDropsComesBackToTheCaller) {
+  const Device cpu = device("cpu:0");
+  Stream stream = cpu.create_stream();
+  constexpr size_t kBytes = 4096 + 768;  // a size no other test of this process uses
+  const void* made;
+  {
+    Buffer buffer = cpu.allocate(kBytes);
+    made = buffer.impl().get();
+    stream.host_callback([owned = std::move(buffer)] {});
+  }
+  stream.synchronize();  // the callback, and with it the buffer, is gone on the worker
+  Buffer again = cpu.allocate(kBytes);
+  EXPECT_EQ(again.impl().get(), made);
 }
 
 // On cpu:0: a buffer whose last handle is dropped while work on a stream still uses it stays
