@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <utility>
 #include <iterator>
 #include <thread>
+#include <utility>
 
 #include "backends/async/spin_wait.hpp"
 
@@ -53,14 +53,15 @@ class CachingAllocator::PooledBuffer final : public BufferImpl {
     if (block_) allocator_->release(std::exchange(block_, nullptr), parked_);
   }
 
-  // Storage for the control block of a handle (InlineControlBlock): `inline_live` while one
-  // lives there. Set by the thread making a handle, which saw it clear; cleared by that block's
-  // release, on whichever thread drops the last (weak) reference.
+  // Storage for the control block of a handle (InlineControlBlock), and its state: kLive while
+  // a control block lives there (set by the thread making a handle, which saw it clear; cleared
+  // by that block's release, on whichever thread drops the last weak reference); kDead once the
+  // buffer is no cache's. Of the two that clear kLive and set kDead, the second frees the object.
   static constexpr size_t kControlBlockBytes = 48;
+  static constexpr uint8_t kLive = 1, kDead = 2;
   alignas(16) std::byte control_block[kControlBlockBytes];
-  std::atomic<bool> inline_live{false};
-  bool orphan = false;  // its block is back in the pools; its inline control block's release frees it
-  PooledBuffer* next_parked = nullptr;  // in a cache's bin or returned list, or a zombie
+  std::atomic<uint8_t> state{0};
+  PooledBuffer* next_parked = nullptr;  // in a cache's bin or returned list
   Cache* home = nullptr;  // the cache of the thread that took it last: where it goes back to
   bool parked_ = false;   // counted as freed already (taken out of a cache)
 
@@ -71,10 +72,9 @@ class CachingAllocator::PooledBuffer final : public BufferImpl {
 };
 
 struct CachingAllocator::Recycle {
-  bool inline_handle;  // the handle's control block is in the buffer
   void operator()(BufferImpl* buffer) const noexcept {
     auto* pooled = static_cast<PooledBuffer*>(buffer);
-    pooled->allocator().recycle(pooled, inline_handle);
+    pooled->allocator().recycle(pooled);
   }
 };
 
@@ -98,10 +98,9 @@ struct CachingAllocator::InlineControlBlock {
   void deallocate(T* block, size_t) noexcept {
     if (!in_buffer) {
       ::operator delete(block);
-    } else if (buffer->orphan) {
+    } else if (buffer->state.fetch_and(~PooledBuffer::kLive, std::memory_order_acq_rel) &
+               PooledBuffer::kDead) {
       delete buffer;  // may destroy the allocator: nothing of it is touched after
-    } else {
-      buffer->inline_live.store(false, std::memory_order_release);
     }
   }
   template <class U>
@@ -113,12 +112,12 @@ struct CachingAllocator::InlineControlBlock {
 };
 
 BufferPtr CachingAllocator::handle(PooledBuffer* buffer) {
-  if (!buffer->inline_live.load(std::memory_order_acquire)) [[likely]] {
-    buffer->inline_live.store(true, std::memory_order_relaxed);
-    return BufferPtr(buffer, Recycle{true}, InlineControlBlock<char>(buffer, true));
+  if (buffer->state.load(std::memory_order_acquire) == 0) [[likely]] {
+    buffer->state.store(PooledBuffer::kLive, std::memory_order_relaxed);  // no one else writes now
+    return BufferPtr(buffer, Recycle{}, InlineControlBlock<char>(buffer, true));
   }
   // If the heap refuses the block, the shared_ptr hands the buffer to Recycle, which parks it.
-  return BufferPtr(buffer, Recycle{false}, InlineControlBlock<char>(buffer, false));
+  return BufferPtr(buffer, Recycle{}, InlineControlBlock<char>(buffer, false));
 }
 
 namespace {
@@ -386,7 +385,7 @@ void CachingAllocator::take_returned(Cache& cache) {
 // A buffer freed by the thread that took it is parked there; one freed elsewhere goes home, so
 // that a thread allocating what another frees (an op's result, dropped by the stream's worker)
 // finds it again.
-void CachingAllocator::recycle(PooledBuffer* buffer, bool inline_handle) noexcept {
+void CachingAllocator::recycle(PooledBuffer* buffer) noexcept {
   Cache* own = thread_cache(false);
   if (Cache* home = buffer->home; home && home != own && push_returned(*home, *buffer)) return;
   if (own && own->enter()) {
@@ -397,51 +396,16 @@ void CachingAllocator::recycle(PooledBuffer* buffer, bool inline_handle) noexcep
       return;
     }
   }
-  if (inline_handle) {
-    // The releasing control block lives in the buffer: its own release frees the object.
-    buffer->release_block();
-    buffer->orphan = true;
-    return;
-  }
   discard(buffer);  // may destroy this allocator: nothing of it is touched after
 }
 
 void CachingAllocator::discard(PooledBuffer* buffer) noexcept {
-  if (!buffer->inline_live.load(std::memory_order_acquire)) {
-    delete buffer;
-    return;
-  }
-  // An older handle's control block still lives in it (a weak reference): the block goes back
-  // now, the object once that control block is gone (sweep_zombies).
+  // The block goes back now; the object when no control block lives in it any more (one still
+  // does while this is the releasing handle's, or a weak reference keeps an older one).
   buffer->release_block();
-  std::lock_guard lock(mutex_);
-  buffer->next_parked = zombies_;
-  zombies_ = buffer;
-  zombie_count_.fetch_add(1, std::memory_order_relaxed);
-}
-
-void CachingAllocator::sweep_zombies() {
-  if (zombie_count_.load(std::memory_order_relaxed) == 0) return;
-  auto self = shared_from_this();  // a zombie may hold the last other reference
-  PooledBuffer* freed = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    for (PooledBuffer** link = &zombies_; *link;) {
-      PooledBuffer* zombie = *link;
-      if (zombie->inline_live.load(std::memory_order_acquire)) {
-        link = &zombie->next_parked;
-        continue;
-      }
-      *link = zombie->next_parked;
-      zombie->next_parked = freed;
-      freed = zombie;
-      zombie_count_.fetch_sub(1, std::memory_order_relaxed);
-    }
-  }
-  while (PooledBuffer* zombie = freed) {
-    freed = zombie->next_parked;
-    delete zombie;
-  }
+  if (!(buffer->state.fetch_or(PooledBuffer::kDead, std::memory_order_acq_rel) &
+        PooledBuffer::kLive))
+    delete buffer;  // may destroy this allocator: nothing of it is touched after
 }
 
 void CachingAllocator::take_all_parked(Cache& cache, std::vector<PooledBuffer*>& taken,
@@ -462,8 +426,8 @@ void CachingAllocator::take_all_parked(Cache& cache, std::vector<PooledBuffer*>&
   cache.held_bytes = 0;
   uint64_t returned_bytes = 0, returned_requested = 0;
   if (!cache.retired) {  // a retired cache's list is closed and empty
-    PooledBuffer* list = cache.returned.exchange(closing ? Cache::closed() : nullptr,
-                                                 std::memory_order_acquire);
+    PooledBuffer* list =
+        cache.returned.exchange(closing ? Cache::closed() : nullptr, std::memory_order_acquire);
     while (list) {
       PooledBuffer* buffer = list;
       list = buffer->next_parked;
@@ -557,7 +521,6 @@ size_t CachingAllocator::drop_holds(bool wait) {
 
 BufferPtr CachingAllocator::allocate_once(size_t bytes, Cache* own) {
   if (bytes > SIZE_MAX - kRoundLarge) throw_out_of_memory(bytes, 0, "the size overflows");
-  sweep_zombies();
   const size_t size = round_size(bytes);
   Pending pending;
   Block* block;
@@ -852,9 +815,8 @@ MemoryStats CachingAllocator::stats() const {
                        cache->returned_frees.load(std::memory_order_relaxed);
     stats.allocated_bytes.current -= bytes;
     stats.active_bytes.current -= bytes;
-    stats.requested_bytes.current -=
-        cache->parked_requested.load(std::memory_order_relaxed) +
-        cache->returned_requested.load(std::memory_order_relaxed);
+    stats.requested_bytes.current -= cache->parked_requested.load(std::memory_order_relaxed) +
+                                     cache->returned_requested.load(std::memory_order_relaxed);
   }
   return stats;
 }
@@ -884,7 +846,6 @@ MemorySnapshot CachingAllocator::snapshot() const {
 void CachingAllocator::empty_cache() {
   drop_holds(false);
   flush_thread_caches();
-  sweep_zombies();
   std::lock_guard lock(mutex_);
   release_cached();
 }

@@ -116,7 +116,7 @@ class CachingAllocator final : public Allocator,
   struct Recycle;  // a PooledBuffer handle's deleter: recycle()
   template <class T>
   struct InlineControlBlock;  // where the handle's control block lives (the buffer's bytes)
-  struct Pending;  // pressure callbacks to run once the lock is released
+  struct Pending;             // pressure callbacks to run once the lock is released
 
   struct Hold {
     BufferPtr buffer;
@@ -130,12 +130,11 @@ class CachingAllocator final : public Allocator,
   BufferPtr take_parked(Cache& cache, size_t bytes);
   static BufferPtr handle(PooledBuffer* buffer);  // a user's handle, allocating nothing
   // Sends a buffer whose last handle has dropped back to its home cache, parks it in this
-  // thread's, or returns its block. `inline_handle`: that handle's control block is in it.
-  void recycle(PooledBuffer* buffer, bool inline_handle) noexcept;
-  // Frees a buffer no handle uses, or, while an old control block still lives in it, returns
-  // its block and keeps the object among the zombies, which sweep_zombies frees later.
-  void discard(PooledBuffer* buffer) noexcept;
-  void sweep_zombies();
+  // thread's, or discards it.
+  void recycle(PooledBuffer* buffer) noexcept;
+  // Returns the block of a buffer no cache takes to the pools, and frees the object once no
+  // control block lives in it.
+  static void discard(PooledBuffer* buffer) noexcept;
   // Into one of `cache`'s bins when there is room; its owner is inside enter() ... leave().
   static bool park(Cache& cache, PooledBuffer& buffer) noexcept;
   // Onto `home`'s returned list; false when its thread has ended.
@@ -183,8 +182,6 @@ class CachingAllocator final : public Allocator,
   std::map<uint64_t, std::shared_ptr<const MemoryPressureCallback>> callbacks_;
   std::vector<Hold> holds_;
   std::atomic<size_t> hold_count_{0};  // holds_.size(), read without the lock
-  PooledBuffer* zombies_ = nullptr;    // linked through next_parked; under mutex_
-  std::atomic<size_t> zombie_count_{0};
   uint64_t next_callback_id_ = 1;
 };
 

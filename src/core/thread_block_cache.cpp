@@ -4,7 +4,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-
 namespace hal::detail {
 namespace {
 

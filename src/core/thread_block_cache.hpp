@@ -56,7 +56,7 @@ inline void light_fence() {
 // buffer links to the next through its own `next_parked` pointer.
 template <class Parked>
 struct ThreadBlockCache {
-  static constexpr size_t kBins = 32;           // distinct sizes kept
+  static constexpr size_t kBins = 32;  // distinct sizes kept
   // Buffers of one size: at least 8, and as many small ones as fill 1 MiB, so that the results
   // of a thousand tiny ops in flight on a stream come back to their thread, not to the pools.
   static constexpr uint32_t kMinPerBin = 8;

@@ -201,7 +201,7 @@ TEST(AllocatorFastPath, SixteenThreadsKeepTheStatisticsExact) {
   auto device = std::make_shared<CountingDevice>(4096 * kMiB);
   auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
   std::mutex handoff_mutex;
-  std::vector<std::vector<Buffer>> handoff(kThreads);  // buffers for thread i to free
+  std::vector<std::vector<Buffer>> handoff(kThreads);        // buffers for thread i to free
   std::vector<std::weak_ptr<BufferImpl>> watched(kThreads);  // kept past their buffers
   std::atomic<int> running{kThreads};
   std::thread flusher([&] {
