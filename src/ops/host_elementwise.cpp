@@ -84,20 +84,23 @@ void launch_binary(Binary op, Fn fn, const Tensor& a, const Tensor& b, const Ten
   const simd::Kernels* simd = simd::active();  // throws here, at the call, for a bad HAL_CPU_ISA
   const LaunchConfig config = LaunchConfig::linear(static_cast<uint64_t>(layout.count));
   if (layout.flat) {
-    // Contiguous operands need their offsets alone: a kernel that carried the whole layout
-    // would copy its shape and strides (three vectors) on every launch.
-    const int64_t ox = layout.offsets[0], oy = layout.offsets[1];
-    const Kernel kernel = host_kernel("binary", [=](const KernelChunk& chunk) {
+    // Contiguous operands need their offsets alone, which travel with the buffer arguments: so
+    // one kernel serves every launch of this op and type, made once (Fn is the op; simd fixed
+    // for the process), and a launch builds no std::function.
+    static const Kernel kernel = host_kernel("binary", [=](const KernelChunk& chunk) {
       Out* dst = chunk.args.ptr<Out>(0);
-      const T* x = chunk.args.ptr<const T>(1) + ox;
-      const T* y = chunk.args.ptr<const T>(2) + oy;
+      const T* x = chunk.args.ptr<const T>(1);
+      const T* y = chunk.args.ptr<const T>(2);
       const uint64_t begin = chunk.begin[0], end = chunk.end[0];
       if (vector_binary(simd, op, x + begin, 1, y + begin, 1, dst + begin,
                         static_cast<int64_t>(end - begin)))
         return;
       for (uint64_t i = begin; i < end; ++i) dst[i] = apply(x[i], y[i]);
     });
-    stream.launch(kernel, config, {out.storage(), a.storage(), b.storage()});
+    const auto bytes = [](int64_t elements) { return static_cast<size_t>(elements) * sizeof(T); };
+    stream.launch(kernel, config,
+                  {out.storage(), KernelArg(a.storage(), bytes(layout.offsets[0])),
+                   KernelArg(b.storage(), bytes(layout.offsets[1]))});
     return;
   }
   const Kernel kernel = host_kernel("binary", [=](const KernelChunk& chunk) {
@@ -149,17 +152,18 @@ void launch_unary(Unary op, Fn fn, const Tensor& x, const Tensor& out,
   const auto apply = [fn](T v) { return narrow<T>(fn(widen(v))); };
   const simd::Kernels* simd = simd::active();  // throws here, at the call, for a bad HAL_CPU_ISA
   const LaunchConfig config = LaunchConfig::linear(static_cast<uint64_t>(layout.count));
-  if (layout.flat) {  // the offset alone, as in launch_binary
-    const int64_t offset = layout.offsets[0];
-    const Kernel kernel = host_kernel("unary", [=](const KernelChunk& chunk) {
+  if (layout.flat) {  // one kernel, offsets with the buffers, as in launch_binary
+    static const Kernel kernel = host_kernel("unary", [=](const KernelChunk& chunk) {
       T* dst = chunk.args.ptr<T>(0);
-      const T* in = chunk.args.ptr<const T>(1) + offset;
+      const T* in = chunk.args.ptr<const T>(1);
       const uint64_t begin = chunk.begin[0], end = chunk.end[0];
       if (vector_unary(simd, op, in + begin, dst + begin, static_cast<int64_t>(end - begin)))
         return;
       for (uint64_t i = begin; i < end; ++i) dst[i] = apply(in[i]);
     });
-    stream.launch(kernel, config, {out.storage(), x.storage()});
+    stream.launch(kernel, config,
+                  {out.storage(),
+                   KernelArg(x.storage(), static_cast<size_t>(layout.offsets[0]) * sizeof(T))});
     return;
   }
   const Kernel kernel = host_kernel("unary", [=](const KernelChunk& chunk) {
