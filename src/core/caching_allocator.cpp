@@ -325,8 +325,11 @@ bool CachingAllocator::park(Cache& cache, PooledBuffer& buffer) noexcept {
 }
 
 bool CachingAllocator::push_returned(Cache& home, PooledBuffer& buffer) noexcept {
-  // Counted first, so that whoever takes the list never subtracts what was not added.
   const uint64_t bytes = buffer.block_bytes(), requested = buffer.size();
+  // A list holds no more than a cache does: blocks on it serve only its owner, who may not ask
+  // again for a while, so past that they go to the pools, where every thread finds them.
+  if (home.returned_bytes.load(std::memory_order_relaxed) + bytes > Cache::kMaxBytes) return false;
+  // Counted first, so that whoever takes the list never subtracts what was not added.
   home.returned_bytes.fetch_add(bytes, std::memory_order_relaxed);
   home.returned_requested.fetch_add(requested, std::memory_order_relaxed);
   home.returned_frees.fetch_add(1, std::memory_order_relaxed);

@@ -110,7 +110,8 @@ struct ThreadBlockCache {
   bool retired = false;  // its thread has ended; under the allocator's caches_mutex_
 
   // Pushed by other threads, taken whole with one exchange (so no ABA): a stack linked through
-  // next_parked. closed() once the owner has ended: pushers then keep the buffer themselves.
+  // next_parked, of at most about kMaxBytes (a pusher checks before it adds). closed() once the
+  // owner has ended: pushers then keep the buffer themselves.
   // On their own line: other threads write them while the owner uses its bins.
   static Parked* closed() noexcept { return reinterpret_cast<Parked*>(alignof(Parked)); }
   alignas(64) std::atomic<Parked*> returned{nullptr};

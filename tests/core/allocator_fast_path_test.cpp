@@ -122,6 +122,29 @@ TEST(AllocatorFastPath, ABufferFreedOnAnotherThreadGoesBackToTheThreadThatTookIt
   EXPECT_EQ(device->live(), 0u);
 }
 
+// Blocks freed for a thread that is not asking for them wait on its list only up to what a
+// cache holds: the rest go to the pools, where another thread's request finds them.
+TEST(AllocatorFastPath, ReturnsBeyondWhatACacheHoldsGoToThePools) {
+  auto device = std::make_shared<CountingDevice>(256 * kMiB);
+  auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
+  {
+    std::vector<Buffer> batch;
+    for (int i = 0; i < 8; ++i) batch.push_back(allocator->allocate(4 * kMiB));
+    std::thread([moved = std::move(batch)]() mutable { moved.clear(); }).join();
+  }
+  const uint64_t reserved = allocator->stats().reserved_bytes.current;
+  std::vector<Buffer> other;
+  std::thread([&] {
+    for (int i = 0; i < 6; ++i) other.push_back(allocator->allocate(4 * kMiB));
+  }).join();
+  // At most 8 MiB (two blocks) stayed on this thread's list; the other thread reused the rest.
+  EXPECT_EQ(allocator->stats().reserved_bytes.current, reserved);
+  other.clear();
+  allocator->empty_cache();
+  EXPECT_EQ(device->live(), 0u);
+  EXPECT_EQ(allocator->stats().num_frees, 14u);
+}
+
 // The thread that took a buffer has ended when the buffer is freed: it goes to the freeing
 // thread's cache or the pools, and nothing is lost.
 TEST(AllocatorFastPath, ABufferOutlivingItsThreadIsFreedWhereItDrops) {
