@@ -359,28 +359,18 @@ void CachingAllocator::take_returned(Cache& cache) {
   cache.returned_bytes.fetch_sub(bytes, std::memory_order_relaxed);
   cache.returned_requested.fetch_sub(requested, std::memory_order_relaxed);
   std::vector<PooledBuffer*> spilled;  // no room in the bins, or a flush under way
+  Taken spilled_sizes;
   const bool entered = cache.enter();
   while (list) {
     PooledBuffer* buffer = list;
     list = buffer->next_parked;
-    if (!entered || !park(cache, *buffer)) {
-      buffer->next_parked = nullptr;
-      buffer->parked_ = true;  // its free was counted when it was returned
-      spilled.push_back(buffer);
-    }
+    if (!entered || !park(cache, *buffer)) spilled_sizes.add(buffer, spilled);
   }
   if (entered) cache.leave();
   if (spilled.empty()) return;
-  uint64_t spilled_bytes = 0, spilled_requested = 0;
-  for (PooledBuffer* buffer : spilled) {
-    spilled_bytes += buffer->block_bytes();
-    spilled_requested += buffer->size();
-  }
   {
     std::lock_guard lock(mutex_);
-    subtract(stats_.allocated_bytes, spilled_bytes);
-    subtract(stats_.active_bytes, spilled_bytes);
-    subtract(stats_.requested_bytes, spilled_requested);
+    forget_freed(spilled_sizes);
   }
   discard_parked(spilled);
 }
@@ -411,46 +401,50 @@ void CachingAllocator::discard(PooledBuffer* buffer) noexcept {
     delete buffer;  // may destroy this allocator: nothing of it is touched after
 }
 
+void CachingAllocator::Taken::add(PooledBuffer* buffer, std::vector<PooledBuffer*>& into) {
+  buffer->next_parked = nullptr;
+  buffer->parked_ = true;  // its free was counted when it was parked or returned
+  bytes += buffer->block_bytes();
+  requested += buffer->size();
+  into.push_back(buffer);
+}
+
+void CachingAllocator::forget_freed(const Taken& taken) {
+  subtract(stats_.allocated_bytes, taken.bytes);
+  subtract(stats_.active_bytes, taken.bytes);
+  subtract(stats_.requested_bytes, taken.requested);
+}
+
 void CachingAllocator::take_all_parked(Cache& cache, std::vector<PooledBuffer*>& taken,
                                        bool closing) {
-  uint64_t parked_bytes = 0, parked_requested = 0;
+  Taken parked, returned;
   for (Cache::Bin& bin : cache.bins) {
     for (PooledBuffer* buffer = bin.head; buffer;) {
       PooledBuffer* next = buffer->next_parked;
-      buffer->next_parked = nullptr;
-      buffer->parked_ = true;
-      parked_bytes += buffer->block_bytes();
-      parked_requested += buffer->size();
-      taken.push_back(buffer);
+      parked.add(buffer, taken);
       buffer = next;
     }
     bin = Cache::Bin{};
   }
   cache.held_bytes = 0;
-  uint64_t returned_bytes = 0, returned_requested = 0;
   if (!cache.retired) {  // a retired cache's list is closed and empty
     PooledBuffer* list =
         cache.returned.exchange(closing ? Cache::closed() : nullptr, std::memory_order_acquire);
     while (list) {
       PooledBuffer* buffer = list;
       list = buffer->next_parked;
-      buffer->next_parked = nullptr;
-      buffer->parked_ = true;
-      returned_bytes += buffer->block_bytes();
-      returned_requested += buffer->size();
-      taken.push_back(buffer);
+      returned.add(buffer, taken);
     }
   }
   // The pools' view drops them now, under both locks, so that stats() never counts them
   // twice or not at all; their blocks follow in discard_parked.
   std::lock_guard lock(mutex_);
-  drop(cache.parked_bytes, parked_bytes);
-  drop(cache.parked_requested, parked_requested);
-  cache.returned_bytes.fetch_sub(returned_bytes, std::memory_order_relaxed);
-  cache.returned_requested.fetch_sub(returned_requested, std::memory_order_relaxed);
-  subtract(stats_.allocated_bytes, parked_bytes + returned_bytes);
-  subtract(stats_.active_bytes, parked_bytes + returned_bytes);
-  subtract(stats_.requested_bytes, parked_requested + returned_requested);
+  drop(cache.parked_bytes, parked.bytes);
+  drop(cache.parked_requested, parked.requested);
+  cache.returned_bytes.fetch_sub(returned.bytes, std::memory_order_relaxed);
+  cache.returned_requested.fetch_sub(returned.requested, std::memory_order_relaxed);
+  forget_freed(parked);
+  forget_freed(returned);
 }
 
 void CachingAllocator::discard_parked(const std::vector<PooledBuffer*>& taken) {

@@ -141,6 +141,13 @@ class CachingAllocator final : public Allocator,
   static bool push_returned(Cache& home, PooledBuffer& buffer) noexcept;
   // The owner takes its returned list into its bins; what does not fit goes to the pools.
   void take_returned(Cache& cache);
+  // The sizes of buffers taken out of a cache, whose frees were counted already.
+  struct Taken {
+    uint64_t bytes = 0, requested = 0;                                 // rounded and requested
+    void add(PooledBuffer* buffer, std::vector<PooledBuffer*>& into);  // marks it, counts it
+  };
+  // Drops taken buffers from the pools' allocated figures; mutex_ held.
+  void forget_freed(const Taken& taken);
   // Takes every parked and returned buffer out of `cache`, whose owner is not using it, and
   // closes its returned list when `closing`; caches_mutex_ held.
   void take_all_parked(Cache& cache, std::vector<PooledBuffer*>& taken, bool closing = false);

@@ -161,9 +161,8 @@ void launch_unary(Unary op, Fn fn, const Tensor& x, const Tensor& out,
         return;
       for (uint64_t i = begin; i < end; ++i) dst[i] = apply(in[i]);
     });
-    stream.launch(kernel, config,
-                  {out.storage(),
-                   KernelArg(x.storage(), static_cast<size_t>(layout.offsets[0]) * sizeof(T))});
+    const auto bytes = static_cast<size_t>(layout.offsets[0]) * sizeof(T);
+    stream.launch(kernel, config, {out.storage(), KernelArg(x.storage(), bytes)});
     return;
   }
   const Kernel kernel = host_kernel("unary", [=](const KernelChunk& chunk) {
