@@ -13,14 +13,26 @@ namespace hal {
 namespace ops {
 namespace {
 
-// `x` in `dtype`, cast on `stream` when it is not already.
-Tensor in_dtype(const Tensor& x, DType dtype, Stream& stream) {
-  return x.dtype() == dtype ? x : cast_of(x, dtype, stream);
+// `x` in `dtype`: x itself when it has it, else its cast on `stream`, kept in `cast`. (A copy of
+// a tensor copies its shape and strides: two allocations a tiny op would spend on nothing.)
+const Tensor& in_dtype(const Tensor& x, DType dtype, Stream& stream, Tensor& cast) {
+  if (x.dtype() == dtype) return x;
+  cast = cast_of(x, dtype, stream);
+  return cast;
 }
 
 // The op's result in the plan's result dtype (f16 computed in f32 goes back to f16).
 Tensor as_result(Tensor out, const OpPlan& plan, Stream& stream) {
-  return out.dtype() == plan.result ? out : cast_of(out, plan.result, stream);
+  if (out.dtype() == plan.result) return out;
+  return cast_of(out, plan.result, stream);
+}
+
+// The shape a and b broadcast to: a's own when they have the same (most calls), else one made
+// in `broadcast`.
+const Shape& result_shape(std::string_view op, const Tensor& a, const Tensor& b, Shape& broadcast) {
+  if (a.shape() == b.shape()) return a.shape();
+  broadcast = broadcast_operands(op, a, b);
+  return broadcast;
 }
 
 }  // namespace
@@ -34,10 +46,13 @@ Tensor binary(Binary op, const Tensor& a_in, const Tensor& b_in, Stream& stream)
   check_defined(desc.name, b_in);
   check_same_device(desc.name, a_in, b_in);
   check_stream(desc.name, a_in, stream);
-  const Shape shape = broadcast_operands(desc.name, a_in, b_in);
+  Shape broadcast;
+  const Shape& shape = result_shape(desc.name, a_in, b_in, broadcast);
   const OpPlan plan =
       plan_or_throw(desc, promote_types(a_in.dtype(), b_in.dtype()), {&a_in, &b_in});
-  const Tensor a = in_dtype(a_in, plan.compute, stream), b = in_dtype(b_in, plan.compute, stream);
+  Tensor a_cast, b_cast;
+  const Tensor& a = in_dtype(a_in, plan.compute, stream, a_cast);
+  const Tensor& b = in_dtype(b_in, plan.compute, stream, b_cast);
   Tensor out = empty(shape, result_dtype(desc, plan.compute), a.device());
   if (out.numel() > 0)
     std::get<BinaryKernel>(plan.implementation->kernel)(op, a, b, out, layout_of(a, b, shape),
@@ -50,7 +65,8 @@ Tensor unary(Unary op, const Tensor& x_in, Stream& stream) {
   check_defined(desc.name, x_in);
   check_stream(desc.name, x_in, stream);
   const OpPlan plan = plan_or_throw(desc, x_in.dtype(), {&x_in});
-  const Tensor x = in_dtype(x_in, plan.compute, stream);
+  Tensor x_cast;
+  const Tensor& x = in_dtype(x_in, plan.compute, stream, x_cast);
   Tensor out = empty(x.shape(), result_dtype(desc, plan.compute), x.device());
   if (out.numel() > 0)
     std::get<UnaryKernel>(plan.implementation->kernel)(op, x, out, layout_of(x), stream);
@@ -68,10 +84,14 @@ Tensor where_of(const Tensor& cond, const Tensor& a_in, const Tensor& b_in, Stre
   if (cond.dtype() != DType::boolean)
     throw Error(ErrorCode::InvalidArgument, "where: the condition " + cond.describe() +
                                                 " must be bool (compare, or cast it first)");
-  const Shape shape = broadcast_shapes(cond.shape(), broadcast_operands(desc.name, a_in, b_in));
+  Shape broadcast;
+  const Shape shape =
+      broadcast_shapes(cond.shape(), result_shape(desc.name, a_in, b_in, broadcast));
   const OpPlan plan =
       plan_or_throw(desc, promote_types(a_in.dtype(), b_in.dtype()), {&cond, &a_in, &b_in});
-  const Tensor a = in_dtype(a_in, plan.compute, stream), b = in_dtype(b_in, plan.compute, stream);
+  Tensor a_cast, b_cast;
+  const Tensor& a = in_dtype(a_in, plan.compute, stream, a_cast);
+  const Tensor& b = in_dtype(b_in, plan.compute, stream, b_cast);
   Tensor out = empty(shape, plan.compute, a.device());
   if (out.numel() > 0)
     std::get<WhereKernel>(plan.implementation->kernel)(cond, a, b, out,

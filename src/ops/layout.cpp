@@ -44,24 +44,28 @@ template <size_t kInputs>
 ElementwiseLayout<kInputs> merge(const Shape& shape, std::span<const Tensor* const> in) {
   ElementwiseLayout<kInputs> layout;
   layout.count = hal::numel(shape);
-  std::array<Shape, kInputs> broadcast;
-  for (size_t v = 0; v < kInputs; ++v) {
-    broadcast[v] = v < in.size() ? broadcast_strides(*in[v], shape) : Shape(shape.size(), 0);
-    layout.offsets[v] = v < in.size() ? in[v]->offset() : 0;
-  }
+  for (size_t v = 0; v < kInputs; ++v) layout.offsets[v] = v < in.size() ? in[v]->offset() : 0;
+  // Operand v's stride along dimension d of `shape`, as broadcast_strides gives it (computed
+  // here, not kept: a tiny op would spend more on the vectors than on its elements).
+  const auto stride = [&](size_t v, size_t d) -> int64_t {
+    if (v >= in.size()) return 0;
+    const Shape& own = in[v]->shape();
+    const size_t lead = shape.size() - own.size();
+    return d >= lead && own[d - lead] == shape[d] ? in[v]->strides()[d - lead] : 0;
+  };
   layout.flat = true;
   for (const Tensor* t : in) layout.flat = layout.flat && t->shape() == shape && t->is_contiguous();
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
     bool joins = !layout.shape.empty();
     for (size_t v = 0; v < kInputs && joins; ++v)
-      joins = layout.strides[v].back() == broadcast[v][d] * shape[d];
+      joins = layout.strides[v].back() == stride(v, d) * shape[d];
     if (joins) {
       layout.shape.back() *= shape[d];
-      for (size_t v = 0; v < kInputs; ++v) layout.strides[v].back() = broadcast[v][d];
+      for (size_t v = 0; v < kInputs; ++v) layout.strides[v].back() = stride(v, d);
     } else {
       layout.shape.push_back(shape[d]);
-      for (size_t v = 0; v < kInputs; ++v) layout.strides[v].push_back(broadcast[v][d]);
+      for (size_t v = 0; v < kInputs; ++v) layout.strides[v].push_back(stride(v, d));
     }
   }
   if (layout.shape.empty()) {  // one element: one dimension still, for kernels that walk rows
