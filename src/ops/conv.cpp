@@ -103,11 +103,10 @@ Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
                                      groups, stream);
     if (r.defined()) y = add(y, prepared(r), stream);
     if (options.relu) y = relu(y, stream);
-    return y.dtype() == plan.result ? y : ops::cast_of(y, plan.result, stream);
+    return ops::as_result(std::move(y), plan, stream);
   }
   Tensor out = empty(out_shape, plan.compute, x_in.device());
-  if (out.numel() == 0)
-    return out.dtype() == plan.result ? out : ops::cast_of(out, plan.result, stream);
+  if (out.numel() == 0) return ops::as_result(std::move(out), plan, stream);
   const Tensor x = prepared(x_in), w = prepared(w_in);
   const Tensor bias = bias_in.defined() ? prepared(bias_in) : Tensor();
   desc.x = x.storage().impl();
@@ -131,7 +130,7 @@ Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
     desc.sum_offset = static_cast<uint64_t>(sum.offset());
   }
   std::get<ops::ConvKernel>(plan.implementation->kernel)(desc, stream);
-  return out.dtype() == plan.result ? out : ops::cast_of(out, plan.result, stream);
+  return ops::as_result(std::move(out), plan, stream);
 }
 
 }  // namespace

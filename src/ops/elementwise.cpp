@@ -13,20 +13,6 @@ namespace hal {
 namespace ops {
 namespace {
 
-// `x` in `dtype`: x itself when it has it, else its cast on `stream`, kept in `cast`. (A copy of
-// a tensor copies its shape and strides: two allocations a tiny op would spend on nothing.)
-const Tensor& in_dtype(const Tensor& x, DType dtype, Stream& stream, Tensor& cast) {
-  if (x.dtype() == dtype) return x;
-  cast = cast_of(x, dtype, stream);
-  return cast;
-}
-
-// The op's result in the plan's result dtype (f16 computed in f32 goes back to f16).
-Tensor as_result(Tensor out, const OpPlan& plan, Stream& stream) {
-  if (out.dtype() == plan.result) return out;
-  return cast_of(out, plan.result, stream);
-}
-
 // The shape a and b broadcast to: a's own when they have the same (most calls), else one made
 // in `broadcast`.
 const Shape& result_shape(std::string_view op, const Tensor& a, const Tensor& b, Shape& broadcast) {
@@ -36,6 +22,17 @@ const Shape& result_shape(std::string_view op, const Tensor& a, const Tensor& b,
 }
 
 }  // namespace
+
+const Tensor& in_compute_dtype(const Tensor& x, const OpPlan& plan, Stream& stream, Tensor& cast) {
+  if (x.dtype() == plan.compute) return x;
+  cast = cast_of(x, plan.compute, stream);
+  return cast;
+}
+
+Tensor as_result(Tensor out, const OpPlan& plan, Stream& stream) {
+  if (out.dtype() == plan.result) return out;
+  return cast_of(out, plan.result, stream);
+}
 
 std::string_view name(Binary op) { return descriptor(op).name; }
 std::string_view name(Unary op) { return descriptor(op).name; }
@@ -51,8 +48,8 @@ Tensor binary(Binary op, const Tensor& a_in, const Tensor& b_in, Stream& stream)
   const OpPlan plan =
       plan_or_throw(desc, promote_types(a_in.dtype(), b_in.dtype()), {&a_in, &b_in});
   Tensor a_cast, b_cast;
-  const Tensor& a = in_dtype(a_in, plan.compute, stream, a_cast);
-  const Tensor& b = in_dtype(b_in, plan.compute, stream, b_cast);
+  const Tensor& a = in_compute_dtype(a_in, plan, stream, a_cast);
+  const Tensor& b = in_compute_dtype(b_in, plan, stream, b_cast);
   Tensor out = empty(shape, result_dtype(desc, plan.compute), a.device());
   if (out.numel() > 0)
     std::get<BinaryKernel>(plan.implementation->kernel)(op, a, b, out, layout_of(a, b, shape),
@@ -66,7 +63,7 @@ Tensor unary(Unary op, const Tensor& x_in, Stream& stream) {
   check_stream(desc.name, x_in, stream);
   const OpPlan plan = plan_or_throw(desc, x_in.dtype(), {&x_in});
   Tensor x_cast;
-  const Tensor& x = in_dtype(x_in, plan.compute, stream, x_cast);
+  const Tensor& x = in_compute_dtype(x_in, plan, stream, x_cast);
   Tensor out = empty(x.shape(), result_dtype(desc, plan.compute), x.device());
   if (out.numel() > 0)
     std::get<UnaryKernel>(plan.implementation->kernel)(op, x, out, layout_of(x), stream);
@@ -90,8 +87,8 @@ Tensor where_of(const Tensor& cond, const Tensor& a_in, const Tensor& b_in, Stre
   const OpPlan plan =
       plan_or_throw(desc, promote_types(a_in.dtype(), b_in.dtype()), {&cond, &a_in, &b_in});
   Tensor a_cast, b_cast;
-  const Tensor& a = in_dtype(a_in, plan.compute, stream, a_cast);
-  const Tensor& b = in_dtype(b_in, plan.compute, stream, b_cast);
+  const Tensor& a = in_compute_dtype(a_in, plan, stream, a_cast);
+  const Tensor& b = in_compute_dtype(b_in, plan, stream, b_cast);
   Tensor out = empty(shape, plan.compute, a.device());
   if (out.numel() > 0)
     std::get<WhereKernel>(plan.implementation->kernel)(cond, a, b, out,

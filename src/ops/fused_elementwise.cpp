@@ -96,7 +96,7 @@ Tensor fused_of(const ElementwiseProgram& program, const std::vector<Tensor>& in
   if (out.numel() > 0)
     std::get<FusedKernel>(plan.implementation->kernel)(compiled, inputs, out,
                                                        layout_of(inputs, shape), stream);
-  return out.dtype() == plan.result ? out : cast_of(out, plan.result, stream);
+  return as_result(std::move(out), plan, stream);
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
     Tensor out =
         matmul_of(a.reshape({a.numel() / a.size(-1), a.size(-1)}), b, stream).reshape(shape);
     if (b_in.dim() == 1) out = out.squeeze(-1);
-    return out.dtype() == plan.result ? out : ops::cast_of(out, plan.result, stream);
+    return ops::as_result(std::move(out), plan, stream);
   }
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   if (b.size(-2) != k)
@@ -133,7 +133,7 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
   }
   if (a_in.dim() == 1) out = out.squeeze(-2);
   if (b_in.dim() == 1) out = out.squeeze(-1);
-  return out.dtype() == plan.result ? out : ops::cast_of(out, plan.result, stream);
+  return ops::as_result(std::move(out), plan, stream);
 }
 
 }  // namespace

@@ -158,4 +158,11 @@ OpPlan plan(const OpDescriptor& op, DType input, const DeviceInfo& device);
 OpPlan plan_or_throw(const OpDescriptor& op, DType input,
                      std::initializer_list<const Tensor*> operands);
 
+// Operand `x` in the plan's compute dtype: x itself when it has it (a tensor's copy copies its
+// shape and strides, allocations a small op would spend on nothing), else its cast on `stream`,
+// kept in `cast`.
+const Tensor& in_compute_dtype(const Tensor& x, const OpPlan& plan, Stream& stream, Tensor& cast);
+// The op's result in the plan's result dtype (f16 computed in f32 goes back to f16).
+Tensor as_result(Tensor out, const OpPlan& plan, Stream& stream);
+
 }  // namespace hal::ops

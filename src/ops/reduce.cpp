@@ -76,7 +76,8 @@ Tensor reduce(Reduce op, const Tensor& x_in, const std::vector<int64_t>& axes, b
     return binary(Binary::div, total, full({}, static_cast<double>(count), DType::f32, stream),
                   stream);
   }
-  const Tensor x = x_in.dtype() == plan.compute ? x_in : cast_of(x_in, plan.compute, stream);
+  Tensor x_cast;
+  const Tensor& x = in_compute_dtype(x_in, plan, stream, x_cast);
   Shape shape;
   for (size_t d = 0; d < reduced.size(); ++d) {
     if (!reduced[d])
@@ -91,7 +92,7 @@ Tensor reduce(Reduce op, const Tensor& x_in, const std::vector<int64_t>& axes, b
   Tensor out = empty(shape, result_dtype(desc, plan.compute), x.device());
   if (out.numel() > 0)
     std::get<ReduceKernel>(plan.implementation->kernel)(op, x, out, layout, reduced, stream);
-  return out.dtype() == plan.result ? out : cast_of(out, plan.result, stream);
+  return as_result(std::move(out), plan, stream);
 }
 
 }  // namespace ops
