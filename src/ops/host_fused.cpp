@@ -57,6 +57,10 @@ void launch_fused(const FusedProgram& program, const std::vector<Tensor>& inputs
           in[v] = chunk.args.ptr<const T>(v + 1) + layout.offsets[v];
         std::vector<T> scratch(registers * static_cast<size_t>(kBlock));
         std::vector<const T*> reg(registers);
+        // A broadcast input's copy repeats one element: which, and for how many elements, so
+        // that it is refilled only when the walk reaches another (a scalar: never).
+        std::array<const T*, kMaxFusedInputs> repeated{};
+        std::array<int64_t, kMaxFusedInputs> repeats{};
         const uint64_t begin = chunk.begin[0], end = chunk.end[0];
         tensor::StridedWalk<kMaxFusedInputs> walk(layout.shape, layout.strides, {},
                                                   static_cast<int64_t>(begin));
@@ -67,13 +71,23 @@ void launch_fused(const FusedProgram& program, const std::vector<Tensor>& inputs
             const int64_t stride = layout.strides[v].back();
             if (stride == 1) {  // read in place
               reg[v] = row;
+              // The next block's lines requested now, to arrive while this block computes (a
+              // chain with a costly step, as gelu, otherwise waits for memory at each block).
+              if (n == kBlock)
+                for (int64_t k = 0; k < kBlock; k += 64 / static_cast<int64_t>(sizeof(T)))
+                  __builtin_prefetch(row + kBlock + k);
               continue;
             }
             T* copy = scratch.data() + v * kBlock;
-            if (stride == 0)
-              std::fill_n(copy, n, *row);
-            else
+            if (stride == 0) {
+              if (repeated[v] != row || repeats[v] < n) {
+                std::fill_n(copy, n, *row);
+                repeated[v] = row;
+                repeats[v] = n;
+              }
+            } else {
               for (int64_t k = 0; k < n; ++k) copy[k] = row[k * stride];
+            }
             reg[v] = copy;
           }
           for (size_t s = 0; s < program.steps.size(); ++s) {
