@@ -72,8 +72,9 @@ void launch_fused(const FusedProgram& program, const std::vector<Tensor>& inputs
             if (stride == 1) {  // read in place
               reg[v] = row;
               // The next block's lines requested now, to arrive while this block computes (a
-              // chain with a costly step, as gelu, otherwise waits for memory at each block).
-              if (n == kBlock)
+              // chain with a costly step, as gelu, otherwise waits for memory at each block);
+              // only within the row, so no address is formed past its end.
+              if (walk.inner_left() >= 2 * kBlock)
                 for (int64_t k = 0; k < kBlock; k += 64 / static_cast<int64_t>(sizeof(T)))
                   __builtin_prefetch(row + kBlock + k);
               continue;
