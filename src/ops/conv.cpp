@@ -86,8 +86,8 @@ Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
             "the residual " + r.describe() + " is not the result's " + to_string(out_shape) +
                 " on " + x_in.device().id());
   const auto prepared = [&](const Tensor& t) {
-    const Tensor typed = t.dtype() == plan.compute ? t : ops::cast_of(t, plan.compute, stream);
-    return typed.contiguous(stream);
+    Tensor cast;
+    return ops::in_compute_dtype(t, plan, stream, cast).contiguous(stream);
   };
   if (numel(out_shape) == 0) return empty(out_shape, plan.result, x_in.device());
   if (!plan.implementation) {

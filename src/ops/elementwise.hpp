@@ -62,6 +62,8 @@ struct ElementwiseLayout {
 
 // t's strides when broadcast to `shape` (which broadcast_shapes has checked): 0 where it repeats.
 Shape broadcast_strides(const Tensor& t, const Shape& shape);
+// The same along dimension d of `shape` alone.
+int64_t broadcast_stride(const Tensor& t, const Shape& shape, size_t d);
 
 ElementwiseLayout<2> layout_of(const Tensor& a, const Tensor& b, const Shape& shape);
 ElementwiseLayout<1> layout_of(const Tensor& x);

@@ -28,11 +28,14 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 
 namespace ops {
 
-Shape broadcast_strides(const Tensor& t, const Shape& shape) {
-  Shape out(shape.size(), 0);
+int64_t broadcast_stride(const Tensor& t, const Shape& shape, size_t d) {
   const size_t lead = shape.size() - t.shape().size();
-  for (size_t d = 0; d < t.shape().size(); ++d)
-    if (t.shape()[d] == shape[lead + d]) out[lead + d] = t.strides()[d];
+  return d >= lead && t.shape()[d - lead] == shape[d] ? t.strides()[d - lead] : 0;
+}
+
+Shape broadcast_strides(const Tensor& t, const Shape& shape) {
+  Shape out(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) out[d] = broadcast_stride(t, shape, d);
   return out;
 }
 
@@ -45,27 +48,24 @@ ElementwiseLayout<kInputs> merge(const Shape& shape, std::span<const Tensor* con
   ElementwiseLayout<kInputs> layout;
   layout.count = hal::numel(shape);
   for (size_t v = 0; v < kInputs; ++v) layout.offsets[v] = v < in.size() ? in[v]->offset() : 0;
-  // Operand v's stride along dimension d of `shape`, as broadcast_strides gives it (computed
-  // here, not kept: a tiny op would spend more on the vectors than on its elements).
-  const auto stride = [&](size_t v, size_t d) -> int64_t {
-    if (v >= in.size()) return 0;
-    const Shape& own = in[v]->shape();
-    const size_t lead = shape.size() - own.size();
-    return d >= lead && own[d - lead] == shape[d] ? in[v]->strides()[d - lead] : 0;
-  };
   layout.flat = true;
   for (const Tensor* t : in) layout.flat = layout.flat && t->shape() == shape && t->is_contiguous();
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
+    // The operands' strides along d (computed per dimension, not kept in vectors of their own:
+    // a tiny op would spend more on those than on its elements).
+    std::array<int64_t, kInputs> stride{};
+    for (size_t v = 0; v < kInputs && v < in.size(); ++v)
+      stride[v] = broadcast_stride(*in[v], shape, d);
     bool joins = !layout.shape.empty();
     for (size_t v = 0; v < kInputs && joins; ++v)
-      joins = layout.strides[v].back() == stride(v, d) * shape[d];
+      joins = layout.strides[v].back() == stride[v] * shape[d];
     if (joins) {
       layout.shape.back() *= shape[d];
-      for (size_t v = 0; v < kInputs; ++v) layout.strides[v].back() = stride(v, d);
+      for (size_t v = 0; v < kInputs; ++v) layout.strides[v].back() = stride[v];
     } else {
       layout.shape.push_back(shape[d]);
-      for (size_t v = 0; v < kInputs; ++v) layout.strides[v].push_back(stride(v, d));
+      for (size_t v = 0; v < kInputs; ++v) layout.strides[v].push_back(stride[v]);
     }
   }
   if (layout.shape.empty()) {  // one element: one dimension still, for kernels that walk rows
