@@ -160,6 +160,23 @@ TEST_P(SimdKernels, ApproximatedFunctionsAreWithinTheirTolerance) {
   EXPECT_FALSE(table->unary(Unary::sin, Storage::f32, &out, &out, 1));
 }
 
+// The f32 reference loses gelu's and erf's relative accuracy for negative x (1 + erf cancels),
+// so the same tolerances against the functions in f64, on a grid of 2^-9 through both tails.
+TEST_P(SimdKernels, GeluAndErfFollowTheirF64Values) {
+  std::vector<float> x;
+  for (float v = -9.0f; v <= 9.0f; v += 1.0f / 512) x.push_back(v);
+  std::vector<float> gelus(x.size()), erfs(x.size());
+  ASSERT_TRUE(table->unary(Unary::gelu, Storage::f32, x.data(), gelus.data(), x.size()));
+  ASSERT_TRUE(table->unary(Unary::erf, Storage::f32, x.data(), erfs.data(), x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    const double gelu = v * 0.5 * std::erfc(-v / std::sqrt(2.0));
+    ASSERT_TRUE(close(gelus[i], gelu, 2e-6, 1e-7))
+        << "gelu(" << v << ") = " << gelus[i] << ", f64 " << gelu;
+    ASSERT_TRUE(close(erfs[i], std::erf(v), 2e-6, 1e-7)) << "erf(" << v << ") = " << erfs[i];
+  }
+}
+
 TEST_P(SimdKernels, ConversionsEqualElementCodecBitwise) {
   // Every f16 and bf16 bit pattern widens exactly.
   std::vector<uint16_t> all(65536);
