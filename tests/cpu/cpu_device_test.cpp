@@ -1,6 +1,8 @@
 // cpu:0's facts, checked against what Linux itself reports.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -109,6 +111,43 @@ TEST(CpuDevice, UuidIsStableAcrossLookups) {
   const std::string uuid = device("cpu:0").info().uuid;
   EXPECT_EQ(uuid.size(), 36u);
   EXPECT_EQ(device(uuid.substr(0, 6)).info().uuid, uuid);
+}
+
+// The VmFlags of the mapping that holds `address` (/proc/self/smaps), or "" if none does.
+std::string vm_flags_at(uintptr_t address) {
+  std::ifstream file("/proc/self/smaps");
+  bool inside = false;
+  for (std::string line; std::getline(file, line);) {
+    uintptr_t low = 0, high = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> low >> dash >> high && dash == '-') {
+      inside = low <= address && address < high;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line.substr(8);
+    }
+  }
+  return "";
+}
+
+TEST(CpuDevice, LargeBuffersAskForHugePagesInside) {
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes;
+  std::getline(thp, modes);
+  if (modes.empty() || modes.find("[never]") != std::string::npos)
+    GTEST_SKIP() << "transparent huge pages are off or absent in this kernel (" << modes << ")";
+  const Device cpu0 = device("cpu:0");
+  const size_t bytes = size_t{64} << 20;
+  const Buffer buffer = cpu0.allocate(bytes, MemoryKind::device, AllocationMode::direct);
+  const auto begin = reinterpret_cast<uintptr_t>(buffer.data<char>());
+  const uintptr_t huge = uintptr_t{2} << 20;
+  const uintptr_t inside = (begin + huge - 1) / huge * huge;  // the first whole huge page
+  const std::string flags = vm_flags_at(inside);
+  ASSERT_FALSE(flags.empty()) << "no mapping in /proc/self/smaps holds the buffer";
+  EXPECT_NE(flags.find(" hg"), std::string::npos) << "VmFlags:" << flags;
+  // The buffer works as any other: written and read back whole.
+  std::memset(buffer.data<char>(), 7, bytes);
+  EXPECT_EQ(buffer.data<char>()[bytes - 1], 7);
 }
 
 }  // namespace

@@ -80,5 +80,60 @@ TEST(ThreadPool, ManyCallersAtOnce) {
   EXPECT_EQ(sum.load(), uint64_t{8} * 50 * (63 * 64 / 2));
 }
 
+TEST(ThreadPool, HelpWithNothingToDoReturnsFalse) {
+  ThreadPool pool(2);
+  EXPECT_FALSE(pool.help());
+  pool.parallel_for(10, [](size_t) {});
+  EXPECT_FALSE(pool.help());
+}
+
+TEST(ThreadPool, AHelperRunsChunksOfAJobInProgress) {
+  ThreadPool pool(2);
+  const std::thread::id helper = std::this_thread::get_id();
+  std::atomic<bool> started{false}, helper_ran{false};
+  std::thread caller([&] {
+    // The chunks the pool's own threads take wait (bounded) until the helper has run one, so
+    // they cannot finish the job without it.
+    pool.parallel_for(64, [&](size_t) {
+      started.store(true);
+      if (std::this_thread::get_id() == helper) {
+        helper_ran.store(true);
+        return;
+      }
+      for (int spin = 0; spin < 2'000'000 && !helper_ran.load(); ++spin) std::this_thread::yield();
+    });
+  });
+  while (!started.load()) std::this_thread::yield();
+  bool helped = false;
+  for (int tries = 0; tries < 1000 && !helper_ran.load(); ++tries) helped = pool.help() || helped;
+  caller.join();
+  EXPECT_TRUE(helper_ran.load()) << "help() took no chunk of a job that had chunks left";
+  EXPECT_TRUE(helped);
+}
+
+TEST(ThreadPool, HelpersBesideManyCallersRunEveryIndexOnce) {
+  ThreadPool pool(3);
+  std::atomic<bool> done{false};
+  std::vector<std::thread> helpers;
+  for (int h = 0; h < 4; ++h)
+    helpers.emplace_back([&] {
+      while (!done.load())
+        if (!pool.help()) std::this_thread::yield();
+    });
+  std::vector<std::thread> callers;
+  std::vector<std::vector<std::atomic<int>>> hits(8);
+  for (auto& row : hits) row = std::vector<std::atomic<int>>(30 * 100);
+  for (int c = 0; c < 8; ++c)
+    callers.emplace_back([&, c] {
+      for (int round = 0; round < 30; ++round)
+        pool.parallel_for(100, [&](size_t i) { hits[c][round * 100 + i].fetch_add(1); });
+    });
+  for (auto& caller : callers) caller.join();
+  done.store(true);
+  for (auto& helper : helpers) helper.join();
+  for (int c = 0; c < 8; ++c)
+    for (size_t i = 0; i < hits[c].size(); ++i) ASSERT_EQ(hits[c][i].load(), 1) << c << " " << i;
+}
+
 }  // namespace
 }  // namespace hal::cpu

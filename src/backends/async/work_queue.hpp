@@ -57,6 +57,20 @@ class WorkQueue {
   // Blocks until the task with `ticket` (and so every earlier one) has run.
   void wait_for(uint64_t ticket);
   void wait_all() { wait_for(pushed_.load()); }
+  // The same, calling help() while it would spin: a waiter with nothing else to do can take
+  // part of the work the task has handed out (help() returns whether it found any).
+  template <class Help>
+  void wait_all(Help help) {
+    const uint64_t ticket = pushed_.load();
+    const auto ready = [&] { return completed_.load() >= ticket; };
+    if (spin_until([&] {
+          while (help()) {
+          }
+          return ready();
+        }))
+      return;
+    work_done_.sleep_until(ready);
+  }
   bool idle() const { return completed_.load() == pushed_.load(); }
   uint64_t completed() const { return completed_.load(); }
   // The first exception a task threw since the last call, or null.

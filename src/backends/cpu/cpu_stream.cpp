@@ -118,7 +118,8 @@ void CpuStream::wait(EventImpl& event) {
 }
 
 void CpuStream::synchronize() {
-  queue_.wait_all();
+  // While the worker runs a kernel across the pool, this thread takes chunks of it.
+  queue_.wait_all([this] { return pool_->help(); });
   release_launch_refs();  // the worker's last sweep may still be on its way
   if (auto error = queue_.take_error()) throw_async_failure(*device_, error);
 }

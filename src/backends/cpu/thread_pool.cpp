@@ -24,8 +24,10 @@ ThreadPool::~ThreadPool() {
   for (auto& worker : workers_) worker.join();
 }
 
-void ThreadPool::run_chunks(Job& job) {
+bool ThreadPool::run_chunks(Job& job) {
+  bool ran = false;
   for (size_t i = job.next.fetch_add(1); i < job.count; i = job.next.fetch_add(1)) {
+    ran = true;
     try {
       (*job.fn)(i);
     } catch (...) {
@@ -34,6 +36,13 @@ void ThreadPool::run_chunks(Job& job) {
     }
     if (job.finished.fetch_add(1) + 1 == job.count) job.done.notify();
   }
+  return ran;
+}
+
+bool ThreadPool::help() {
+  if (pending_jobs_.load() == 0) return false;
+  const auto job = next_job();
+  return job && run_chunks(*job);
 }
 
 // The first job with chunks left, dropping exhausted ones; null if none.

@@ -34,10 +34,16 @@ class ThreadPool {
   // returned, rethrowing the first exception any of them threw.
   void parallel_for(size_t count, const std::function<void(size_t)>& fn);
 
+  // Runs chunks of a job that has some left, on the calling thread (one that would otherwise
+  // wait for the job's end); returns whether it ran any. A waiter that spins keeps its core
+  // busy just when a job wakes the workers, so the scheduler may queue a worker behind another
+  // thread on the one core left; taking chunks itself puts that busy core to use.
+  bool help();
+
  private:
   struct Job;
   void work();
-  static void run_chunks(Job& job);
+  static bool run_chunks(Job& job);  // whether it ran any
 
   std::shared_ptr<Job> next_job();
 
