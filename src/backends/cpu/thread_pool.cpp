@@ -59,7 +59,7 @@ void ThreadPool::work() {
   while (true) {
     work_ready_.wait([this] { return pending_jobs_.load() > 0 || stopping_.load(); });
     if (stopping_.load() && pending_jobs_.load() == 0) return;
-    if (auto job = next_job()) run_chunks(*job);
+    help();
   }
 }
 
