@@ -145,7 +145,31 @@ void MpiRuntime::finalize() {
   for (auto& ops : half_ops_)
     for (MPI_Op& op : ops)
       if (op != MPI_OP_NULL && op != nullptr) MPI_Op_free(&op);
-  if (by_hal_) MPI_Finalize();
+  if (by_hal_) finalize_within_timeout();
+}
+
+void MpiRuntime::finalize_within_timeout() {
+  // Open MPI's MPI_Finalize waits for every process of the job. One that saw a peer fail exits
+  // unfinalised, and one that died never finalises: without a bound a rank that left early
+  // would wait for them until the job's own time limit.
+  double seconds = 60.0;
+  try {
+    seconds = timeout_seconds();
+  } catch (const Error&) {  // a malformed HAL_DIST_TIMEOUT was reported at the collectives
+  }
+  const auto bound =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  const uint64_t ticket = watch(Clock::now() + bound, [seconds] {
+    std::fprintf(stderr,
+                 "hal: MPI_Finalize did not complete within %.2f s (HAL_DIST_TIMEOUT): another "
+                 "process of the job left without finalising (after a fault, or dead); this one "
+                 "exits without it\n",
+                 seconds);
+    std::fflush(stderr);
+    std::_Exit(EXIT_FAILURE);
+  });
+  MPI_Finalize();
+  unwatch(ticket);
 }
 
 MPI_Datatype MpiRuntime::datatype(DType dtype) const {

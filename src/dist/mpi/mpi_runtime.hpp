@@ -58,6 +58,8 @@ class MpiRuntime {
  private:
   MpiRuntime() = default;
   void start();
+  // MPI_Finalize, or after HAL_DIST_TIMEOUT a line on stderr and _Exit(EXIT_FAILURE).
+  void finalize_within_timeout();
 
   bool by_hal_ = false;
   bool cuda_aware_ = false;
