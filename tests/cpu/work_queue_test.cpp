@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -76,6 +78,38 @@ TEST(WorkQueue, ManyProducersAndWaiters) {
   for (auto& producer : producers) producer.join();
   queue.wait_all();
   EXPECT_EQ(ran.load(), 8 * 500);
+}
+
+// A worker that has just run a batch lets the next tasks gather before it looks again; a
+// waiter cuts that short. Bursts of pushes with pauses between them, and three threads waiting
+// for tickets as they go: every wait returns with its ticket run, and order holds.
+TEST(WorkQueue, WaitersAmidBurstsOfPushesSeeTheirTasksRun) {
+  WorkQueue queue;
+  std::vector<int> order;  // the worker's only
+  std::atomic<uint64_t> latest{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> waiters;
+  for (int w = 0; w < 3; ++w)
+    waiters.emplace_back([&] {
+      while (!done.load()) {
+        const uint64_t ticket = latest.load();
+        if (ticket == 0) continue;
+        queue.wait_for(ticket);
+        EXPECT_GE(queue.completed(), ticket);
+      }
+    });
+  for (int burst = 0; burst < 200; ++burst) {
+    for (int i = 0; i < 25; ++i) {
+      const int value = burst * 25 + i;
+      latest.store(queue.push([&order, value] { order.push_back(value); }));
+    }
+    if (burst % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  queue.wait_all();
+  done.store(true);
+  for (std::thread& waiter : waiters) waiter.join();
+  ASSERT_EQ(order.size(), 5000u);
+  for (size_t i = 0; i < order.size(); ++i) ASSERT_EQ(order[i], static_cast<int>(i));
 }
 
 TEST(WorkQueue, DestructorRunsWhatIsQueued) {

@@ -16,7 +16,16 @@ WorkQueue::~WorkQueue() {
 }
 
 void WorkQueue::wait_for(uint64_t ticket) {
+  const Hurry hurry(waiters_);
   work_done_.wait([&] { return completed_.load() >= ticket; });
+}
+
+void WorkQueue::gather() const {
+  const auto until = std::chrono::steady_clock::now() + kGatherTime;
+  for (unsigned i = 1; waiters_.load(std::memory_order_relaxed) == 0; ++i) {
+    cpu_relax();
+    if ((i & 15) == 0 && std::chrono::steady_clock::now() >= until) return;
+  }
 }
 
 std::exception_ptr WorkQueue::take_error() {
@@ -27,14 +36,22 @@ std::exception_ptr WorkQueue::take_error() {
 void WorkQueue::run() {
   uint64_t taken = 0, idle_at = 0;
   std::vector<Task> batch;
+  bool streaming = false;  // the last batch came within kGatherTime of the one before
   while (true) {
     auto ready = [&] { return pushed_.load() > taken || stopping_.load(); };
-    if (!on_idle_) {
-      work_ready_.wait(ready);
-    } else if (!spin_until(ready)) {
-      on_idle_();  // nothing came while spinning: the worker goes to sleep
-      idle_at = taken;
-      work_ready_.sleep_until(ready);
+    const auto looked = std::chrono::steady_clock::now();
+    if (!ready()) {
+      if (streaming) gather();
+      if (!on_idle_) {
+        work_ready_.wait(ready);
+      } else if (!spin_until(ready)) {
+        on_idle_();  // nothing came while spinning: the worker goes to sleep
+        idle_at = taken;
+        work_ready_.sleep_until(ready);
+      }
+      streaming = std::chrono::steady_clock::now() - looked < kGatherTime;
+    } else {
+      streaming = true;
     }
     if (pushed_.load() == taken) return;  // stopping, and everything pushed has run
     {

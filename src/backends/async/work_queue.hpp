@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -62,6 +63,7 @@ class WorkQueue {
   template <class Help>
   void wait_all(Help help) {
     const uint64_t ticket = pushed_.load();
+    const Hurry hurry(waiters_);
     const auto ready = [&] { return completed_.load() >= ticket; };
     if (spin_until([&] {
           while (help()) {
@@ -78,6 +80,19 @@ class WorkQueue {
 
  private:
   void run();
+  // While tasks keep coming (each batch within kGatherTime of the last), a worker that finds
+  // the queue empty lets the next tasks gather for up to kGatherTime before it looks again:
+  // each look pulls the cache line producers write over to the worker's core, and the next push
+  // must take it back, a few hundred nanoseconds a push when the worker looks after every task
+  // (hal_bench_stream: an enqueue 410-530 ns before, 210-270 after). A thread waiting in
+  // wait_for or wait_all cuts the gathering short; a queue whose tasks come seldom never waits.
+  static constexpr std::chrono::nanoseconds kGatherTime{3000};
+  void gather() const;
+  struct Hurry {
+    explicit Hurry(std::atomic<int>& count) : count_(count) { count_.fetch_add(1); }
+    ~Hurry() { count_.fetch_sub(1); }
+    std::atomic<int>& count_;
+  };
 
   SpinLock queue_lock_;      // guards tasks_
   std::vector<Task> tasks_;  // swapped with the worker's batch: no allocation once warm
@@ -90,7 +105,8 @@ class WorkQueue {
   // Apart, on their own cache lines: producers write `pushed_`, the worker `completed_`.
   alignas(64) std::atomic<uint64_t> pushed_{0};
   alignas(64) std::atomic<uint64_t> completed_{0};
-  std::thread thread_;  // last: starts after every other member exists
+  alignas(64) std::atomic<int> waiters_{0};  // threads in wait_for or wait_all
+  std::thread thread_;                       // last: starts after every other member exists
 };
 
 }  // namespace hal::async
