@@ -39,8 +39,8 @@ void WorkQueue::run() {
   bool streaming = false;  // the last batch came within kGatherTime of the one before
   while (true) {
     auto ready = [&] { return pushed_.load() > taken || stopping_.load(); };
-    const auto looked = std::chrono::steady_clock::now();
     if (!ready()) {
+      const auto looked = std::chrono::steady_clock::now();
       if (streaming) gather();
       if (!on_idle_) {
         work_ready_.wait(ready);

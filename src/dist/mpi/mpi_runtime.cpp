@@ -152,13 +152,12 @@ void MpiRuntime::finalize_within_timeout() {
   // Open MPI's MPI_Finalize waits for every process of the job. One that saw a peer fail exits
   // unfinalised, and one that died never finalises: without a bound a rank that left early
   // would wait for them until the job's own time limit.
-  double seconds = 60.0;
+  Clock::duration bound = std::chrono::seconds(60);
   try {
-    seconds = timeout_seconds();
+    bound = timeout();
   } catch (const Error&) {  // a malformed HAL_DIST_TIMEOUT was reported at the collectives
   }
-  const auto bound =
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  const double seconds = std::chrono::duration<double>(bound).count();
   const uint64_t ticket = watch(Clock::now() + bound, [seconds] {
     std::fprintf(stderr,
                  "hal: MPI_Finalize did not complete within %.2f s (HAL_DIST_TIMEOUT): another "
