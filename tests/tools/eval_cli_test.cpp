@@ -107,6 +107,66 @@ TEST_F(EvalCli, ShardsGatherInOrderAndAgreeWithOneDevice) {
     ASSERT_NEAR(gathered[offset + i], direct[i], 1e-5) << i;
 }
 
+// Open MPI's settings of the project's MPI tests: shared memory on loopback, as root.
+std::string mpirun(int processes) {
+#ifdef HAL_MPIEXEC
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
+         "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_oob_tcp_if_include=lo "
+         "HAL_DIST_TIMEOUT=60 " HAL_MPIEXEC " --oversubscribe --allow-run-as-root -np " +
+         std::to_string(processes) + " ";
+#else
+  (void)processes;
+  return {};
+#endif
+}
+
+TEST_F(EvalCli, ProcessesUnderMpirunShareTheRowsAndRankZeroGathersThem) {
+  if (mpirun(1).empty()) GTEST_SKIP() << "this build of hal has no MPI engine (or is sanitized)";
+  report_of(eval("--data " + path("data") + " --devices cpu:0 --json --output " + path("one")));
+  // 3 processes of 2 shards each: rows 0-3, 4-7 and 8-10 by process, halved by device.
+  const Result r =
+      hal::test::run_shell("(" + mpirun(3) + HAL_CLI_PATH " eval " + kModel + " --data " +
+                           path("data") + " --devices cpu:0,cpu:0 --batch 2 --json --output " +
+                           path("many") + " --reference " + path("one") + " 2>/dev/null)");
+  const nlohmann::json many = report_of(r);  // rank 0's report alone on stdout
+  EXPECT_EQ(many["processes"], 3);
+  EXPECT_EQ(many["rows"], 11);
+  ASSERT_EQ(many["devices"].size(), 6u) << many;
+  const int64_t ranks[] = {0, 0, 1, 1, 2, 2}, first_rows[] = {0, 2, 4, 6, 8, 10},
+                rows[] = {2, 2, 2, 2, 2, 1};
+  for (size_t i = 0; i < 6; ++i) {
+    const auto& d = many["devices"][i];
+    EXPECT_EQ(d["rank"], ranks[i]) << i;
+    EXPECT_EQ(d["first_row"], first_rows[i]) << i;
+    EXPECT_EQ(d["rows"], rows[i]) << i;
+    EXPECT_EQ(d["batches"], 1) << i;
+  }
+  EXPECT_EQ(many["outputs"][0]["shape"], nlohmann::json({11, 16, 10}));
+  EXPECT_TRUE(many["reference"]["agree"].get<bool>()) << many["reference"];
+  EXPECT_LE(many["reference"]["max_abs_diff"].get<double>(), 1e-5);
+  // The gathered file row for row against the single process's.
+  const std::vector<float> one = read("one/probabilities.npy").to_vector<float>(stream_);
+  const std::vector<float> gathered = read("many/probabilities.npy").to_vector<float>(stream_);
+  ASSERT_EQ(gathered.size(), one.size());
+  for (size_t i = 0; i < one.size(); ++i) ASSERT_NEAR(gathered[i], one[i], 1e-5) << i;
+}
+
+TEST_F(EvalCli, ARankThatFailsIsNamedByRankZeroAndNoRankHangs) {
+  if (mpirun(1).empty()) GTEST_SKIP() << "this build of hal has no MPI engine (or is sanitized)";
+  // Rank 2 of 3 is given a device it does not have (MPMD: its own command line).
+  const std::string command = std::string(HAL_CLI_PATH) + " eval " + kModel + " --data " +
+                              path("data") + " --json --devices ";
+  const Result r =
+      hal::test::run_shell("(" + mpirun(2) + command + "cpu:0 : -np 1 " + command + "nope:0 2>&1)");
+  EXPECT_NE(r.status, 0) << r.output;
+  const size_t report = r.output.find("{");
+  ASSERT_NE(report, std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"code\": \"NotFound\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 2: no device 'nope:0'"), std::string::npos) << r.output;
+  // The failed rank says so on its standard error too.
+  EXPECT_NE(r.output.find("hal eval: rank 2: no device 'nope:0'"), std::string::npos) << r.output;
+}
+
 TEST_F(EvalCli, CountsAccuracyAgainstLabels) {
   report_of(eval("--data " + path("data") + " --devices cpu:0 --json --output " + path("one")));
   // Labels: each position's argmax, every fifth one changed.

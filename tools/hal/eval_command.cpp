@@ -2,7 +2,8 @@
 // [--output DIR] [--json]`: a data set (DIR's .npy files joined along axis 0) split into
 // contiguous shards, one per device, each run by its own thread on its own stream in batches;
 // the outputs gathered in the data's order, scored against a reference, and each device's
-// throughput reported (hal.eval/1, docs/evidence.md).
+// throughput reported (hal.eval/1, docs/evidence.md). Under mpirun the rows are first split
+// across the processes, and rank 0 gathers every process's outputs (eval_processes.hpp).
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -12,6 +13,7 @@
 
 #include "commands.hpp"
 #include "eval_data.hpp"
+#include "eval_processes.hpp"
 #include "hal/error.hpp"
 #include "hal/model.hpp"
 #include "hal/npy.hpp"
@@ -86,37 +88,38 @@ std::string output_file_name(const std::string& name) {
   return (out.empty() ? std::string("output") : out) + ".npy";
 }
 
-void evaluate(const EvalOptions& o) {
-  const Model model = load_onnx(o.model);  // errors name the file before any thread starts
-  if (model.inputs().size() != 1)
-    throw Error(ErrorCode::Unsupported, "hal eval: " + o.model + " has " +
-                                            std::to_string(model.inputs().size()) +
-                                            " inputs; eval feeds one from --data");
-  const ModelValue& input = model.inputs().front();
-  Stream host = device("cpu:0").create_stream();
-  Tensor data = read_npy_directory(o.data, "--data", host);
-  if (data.dtype() != input.dtype) data = cast(data, input.dtype, host);
-  host.synchronize();  // the threads read it from their own streams
-  const int64_t rows = data.size(0);
+// Where `ProcessPart` errors go: a hal::Error kept with its code, anything else as Internal.
+void keep_error(ProcessPart& part) {
+  part.failed = true;
+  try {
+    throw;
+  } catch (const Error& error) {
+    part.error_code = error.code();
+    part.error_message = error.message();
+  } catch (const std::exception& error) {
+    part.error_code = ErrorCode::Internal;
+    part.error_message = error.what();
+  }
+}
 
+// This process's rows [part_rows) split over its devices, one thread each; the outputs joined in
+// the data's order on the host. Each device's entry names `rank`, this process's.
+void run_devices(const EvalOptions& o, const Tensor& data, const std::string& input_name,
+                 const std::vector<std::string>& ids, ShardRange part_rows, int rank,
+                 const std::vector<ModelValue>& declared, Stream& host, ProcessPart& part) {
   std::vector<ShardRun> shards;
-  const std::vector<std::string> ids = names_option("--devices", o.devices);
-  for (const std::string& id : ids) device(id);  // an unknown device is refused before any run
-  const std::vector<ShardRange> ranges = shard_rows(rows, ids.size());
+  const std::vector<ShardRange> ranges = shard_rows(part_rows.end - part_rows.begin, ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
     shards.emplace_back();
     shards.back().device = ids[i];
-    shards.back().rows = ranges[i];
+    shards.back().rows = {part_rows.begin + ranges[i].begin, part_rows.begin + ranges[i].end};
   }
-  const auto started = std::chrono::steady_clock::now();
   {
     std::vector<std::jthread> threads;
     for (ShardRun& shard : shards)
-      threads.emplace_back(run_shard, std::cref(o.model), std::cref(data), std::cref(input.name),
+      threads.emplace_back(run_shard, std::cref(o.model), std::cref(data), std::cref(input_name),
                            o.batch, std::ref(shard));
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   for (const ShardRun& shard : shards)
     if (shard.error) {
       try {
@@ -125,39 +128,23 @@ void evaluate(const EvalOptions& o) {
         throw Error(error.code(), shard.device + ": " + error.message());
       }
     }
-
-  // Gathered in the data's order: shard by shard, batch by batch.
-  nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
-  std::map<std::string, Tensor> gathered;
-  for (const ModelValue& declared : model.outputs()) {
-    std::vector<Tensor> parts;
+  for (const ModelValue& output : declared) {
+    std::vector<Tensor> pieces;
     for (const ShardRun& shard : shards)
-      if (const auto found = shard.outputs.find(declared.name); found != shard.outputs.end())
-        parts.insert(parts.end(), found->second.begin(), found->second.end());
-    if (parts.empty()) continue;
-    const Tensor all = parts.size() == 1 ? parts.front() : concat(parts, 0, host);
-    gathered[declared.name] = all;
-    outputs.push_back({{"name", declared.name}, {"shape", all.shape()}});
-    if (!o.output.empty()) {
-      std::filesystem::create_directories(o.output);
-      write_npy(std::filesystem::path(o.output) / output_file_name(declared.name), all, host);
-    }
+      if (const auto found = shard.outputs.find(output.name); found != shard.outputs.end())
+        pieces.insert(pieces.end(), found->second.begin(), found->second.end());
+    if (!pieces.empty())
+      part.outputs.emplace_back(output.name,
+                                pieces.size() == 1 ? pieces.front() : concat(pieces, 0, host));
   }
-  nlohmann::ordered_json reference = nullptr;
-  if (!o.reference.empty() && !gathered.empty()) {
-    const Tensor expected = read_npy_directory(o.reference, "--reference", host);
-    reference = {{"directory", o.reference}, {"output", model.outputs().front().name}};
-    reference.update(score_against(gathered.at(model.outputs().front().name), expected, host));
-  }
-
-  nlohmann::ordered_json per_device = nlohmann::ordered_json::array();
   for (const ShardRun& s : shards) {
     const int64_t n = s.rows.end - s.rows.begin;
     // The throughput after the first batch, where there are more.
     const double timed = s.batches > 1 ? s.seconds - s.first_batch_seconds : s.seconds;
     const int64_t timed_rows = s.batches > 1 ? n - s.first_batch_rows : n;
-    per_device.push_back(
-        {{"device", s.device},
+    part.devices.push_back(
+        {{"rank", rank},
+         {"device", s.device},
          {"first_row", s.rows.begin},
          {"rows", n},
          {"batches", s.batches},
@@ -165,12 +152,122 @@ void evaluate(const EvalOptions& o) {
          {"first_batch_seconds", s.first_batch_seconds},
          {"rows_per_s", timed > 0 ? static_cast<double>(timed_rows) / timed : 0.0}});
   }
+}
+
+// The outputs of every part joined in rank order (each part holds contiguous rows, rank after
+// rank), by the model's output names.
+std::vector<std::pair<std::string, Tensor>> join_parts(const std::vector<ProcessPart>& parts,
+                                                       const std::vector<ModelValue>& declared,
+                                                       Stream& host) {
+  std::vector<std::pair<std::string, Tensor>> joined;
+  for (const ModelValue& output : declared) {
+    std::vector<Tensor> pieces;
+    for (const ProcessPart& part : parts)
+      for (const auto& [name, tensor] : part.outputs)
+        if (name == output.name && tensor.numel() > 0) pieces.push_back(tensor);
+    if (!pieces.empty())
+      joined.emplace_back(output.name,
+                          pieces.size() == 1 ? pieces.front() : concat(pieces, 0, host));
+  }
+  return joined;
+}
+
+// Rank 0's verdict on the parts: the first failed rank's error, naming it.
+void throw_first_failure(const std::vector<ProcessPart>& parts) {
+  int failures = 0;
+  for (const ProcessPart& part : parts) failures += part.failed;
+  for (size_t rank = 0; rank < parts.size(); ++rank)
+    if (parts[rank].failed)
+      throw Error(
+          parts[rank].error_code,
+          (parts.size() > 1 ? "rank " + std::to_string(rank) + ": " : std::string()) +
+              parts[rank].error_message +
+              (failures > 1 ? " (and " + std::to_string(failures - 1) + " more rank(s) failed)"
+                            : std::string()));
+}
+
+void evaluate(const EvalOptions& o) {
+  // Under mpirun each process takes a contiguous share of the rows and splits it over its own
+  // --devices; rank 0 gathers, scores and reports.
+  const dist::Communicator world = eval_processes();
+  const int rank = world ? world.rank() : 0, processes = world ? world.size() : 1;
+  Stream host = device("cpu:0").create_stream();
+
+  ProcessPart mine;
+  std::vector<ModelValue> declared;
+  Tensor data;
+  std::string input_name;
+  std::vector<std::string> ids;
+  try {
+    const Model model = load_onnx(o.model);  // errors name the file before any thread starts
+    if (model.inputs().size() != 1)
+      throw Error(ErrorCode::Unsupported, "hal eval: " + o.model + " has " +
+                                              std::to_string(model.inputs().size()) +
+                                              " inputs; eval feeds one from --data");
+    declared = model.outputs();
+    const ModelValue& input = model.inputs().front();
+    input_name = input.name;
+    data = read_npy_directory(o.data, "--data", host);
+    if (data.dtype() != input.dtype) data = cast(data, input.dtype, host);
+    host.synchronize();  // the threads read it from their own streams
+    ids = names_option("--devices", o.devices);
+    for (const std::string& id : ids) device(id);  // an unknown device is refused before any run
+  } catch (...) {
+    keep_error(mine);
+  }
+  if (world) world.barrier(host).wait();  // the ranks start together: one wall time for all
+  const auto started = std::chrono::steady_clock::now();
+  const int64_t rows = mine.failed ? 0 : data.size(0);
+  if (!mine.failed) try {
+      run_devices(o, data, input_name, ids, shard_rows(rows, processes)[rank], rank, declared, host,
+                  mine);
+    } catch (...) {
+      keep_error(mine);
+    }
+
+  std::vector<ProcessPart> parts;
+  if (world) {
+    const bool failed = mine.failed;
+    const std::string message = mine.error_message;
+    parts = gather_parts(world, std::move(mine), host);
+    if (rank != 0) {  // rank 0 reports; the others' stdout stays quiet
+      if (!failed) return;
+      std::cerr << "hal eval: rank " << rank << ": " << message << "\n";
+      throw ExitStatus{1};
+    }
+  } else {
+    parts.push_back(std::move(mine));
+  }
+  throw_first_failure(parts);
+  const double seconds = since(started);
+
+  nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
+  std::map<std::string, Tensor> gathered;
+  for (const auto& [name, all] : join_parts(parts, declared, host)) {
+    gathered[name] = all;
+    outputs.push_back({{"name", name}, {"shape", all.shape()}});
+    if (!o.output.empty()) {
+      std::filesystem::create_directories(o.output);
+      write_npy(std::filesystem::path(o.output) / output_file_name(name), all, host);
+    }
+  }
+  nlohmann::ordered_json reference = nullptr;
+  if (!o.reference.empty() && !gathered.empty()) {
+    const Tensor expected = read_npy_directory(o.reference, "--reference", host);
+    reference = {{"directory", o.reference}, {"output", declared.front().name}};
+    reference.update(score_against(gathered.at(declared.front().name), expected, host));
+  }
+
+  nlohmann::ordered_json per_device = nlohmann::ordered_json::array();
+  for (const ProcessPart& part : parts)
+    for (const auto& entry : part.devices) per_device.push_back(entry);
   const nlohmann::ordered_json report{
       {"schema", "hal.eval/1"},
       {"model", o.model},
       {"data", o.data},
       {"rows", rows},
       {"batch", o.batch},
+      {"processes", processes},
       {"devices", per_device},
       {"seconds", seconds},
       {"rows_per_s", seconds > 0 ? static_cast<double>(rows) / seconds : 0.0},
@@ -180,15 +277,19 @@ void evaluate(const EvalOptions& o) {
     std::cout << report.dump(2) << "\n";
     return;
   }
-  std::printf("hal eval: %s on %lld rows of %s, batches of %lld\n", o.model.c_str(),
+  std::printf("hal eval: %s on %lld rows of %s, batches of %lld", o.model.c_str(),
               static_cast<long long>(rows), o.data.c_str(), static_cast<long long>(o.batch));
-  std::printf("  %-10s %10s %8s %10s %12s\n", "device", "rows", "batches", "seconds", "rows/s");
-  for (const auto& d : per_device)
-    std::printf("  %-10s %10lld %8lld %10.3f %12.1f\n", d["device"].get<std::string>().c_str(),
+  if (processes > 1) std::printf(", %d processes", processes);
+  std::printf("\n  %-14s %10s %8s %10s %12s\n", "device", "rows", "batches", "seconds", "rows/s");
+  for (const auto& d : per_device) {
+    std::string name = d["device"].get<std::string>();
+    if (processes > 1) name = "rank " + std::to_string(d["rank"].get<int>()) + " " + name;
+    std::printf("  %-14s %10lld %8lld %10.3f %12.1f\n", name.c_str(),
                 static_cast<long long>(d["rows"].get<int64_t>()),
                 static_cast<long long>(d["batches"].get<int64_t>()), d["seconds"].get<double>(),
                 d["rows_per_s"].get<double>());
-  std::printf("  %-10s %10lld %8s %10.3f %12.1f\n", "all", static_cast<long long>(rows), "",
+  }
+  std::printf("  %-14s %10lld %8s %10.3f %12.1f\n", "all", static_cast<long long>(rows), "",
               seconds, report["rows_per_s"].get<double>());
   if (reference.is_null()) return;
   if (reference["kind"] == "labels")
@@ -213,7 +314,10 @@ void add_eval_command(CLI::App& app) {
       ->add_option("--data", o->data,
                    "A directory of .npy files: the examples, rows of axis 0, files in name order")
       ->required();
-  command->add_option("--devices", o->devices, "ID,ID,...: one shard and one thread each")
+  command
+      ->add_option(
+          "--devices", o->devices,
+          "ID,ID,...: one shard and one thread each (of this process's rows, under mpirun)")
       ->required();
   command->add_option("--batch", o->batch_text, "Rows a run (default 32)");
   command->add_option("--reference", o->reference,
