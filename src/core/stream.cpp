@@ -78,12 +78,8 @@ void trace_on(TracedSpan& span, const StreamImpl& stream, std::string_view categ
               std::string name, const SpanArgs& args = {}) {
   span.emplace(trace::detail::stream_track(stream), category, std::move(name), args);
 }
-SpanArgs bytes_args(size_t bytes) { return {SpanArgs::Kind::bytes, {bytes}}; }
-SpanArgs launch_args(const LaunchConfig& c) {
-  return {
-      SpanArgs::Kind::launch,
-      {c.global[0], c.global[1], c.global[2], c.local[0], c.local[1], c.local[2], c.shared_bytes}};
-}
+using trace::detail::bytes_args;
+using trace::detail::launch_args;
 
 // The traced path of a call, apart from its untraced body (always inlined into the untraced
 // path) so that tracing off costs the body one branch (a span alive across the body would keep

@@ -22,6 +22,7 @@
 #include "hal/backend.hpp"
 #include "hal/buffer.hpp"
 #include "hal/error.hpp"
+#include "hal/kernel.hpp"
 #include "hal/log.hpp"
 
 namespace hal::trace {
@@ -111,6 +112,7 @@ struct Recorder {
   std::map<uint64_t, std::string> track_names;
   std::map<const StreamImpl*, std::pair<uint64_t, const DeviceImpl*>> stream_tracks;  // by address:
   // a stream made where a dropped one was, on another device, gets a track of its own
+  std::map<uint64_t, uint64_t> execution_tracks;  // by the stream's own track
   std::map<std::string, int> streams_per_device;
   std::map<const EventImpl*, uint64_t> latest_flow;
   uint64_t next_track = 1, next_flow = 1;
@@ -140,6 +142,8 @@ thread_local struct {
   const DeviceImpl* device = nullptr;
   bool nvtx = false;
 } stream_track_cache;
+// The same for execution tracks (a stream's worker asks for its own at every traced task).
+thread_local struct { uint64_t generation = 0, issue = 0, track = 0; } execution_track_cache;
 
 nlohmann::ordered_json args_json(const detail::SpanArgs& a) {
   using Kind = detail::SpanArgs::Kind;
@@ -147,6 +151,7 @@ nlohmann::ordered_json args_json(const detail::SpanArgs& a) {
     case Kind::none:
       return nlohmann::ordered_json::object();
     case Kind::bytes:
+    case Kind::transfer:  // to_json adds GB/s
       return {{"bytes", a.n[0]}};
     case Kind::nodes:
       return {{"nodes", a.n[0]}};
@@ -179,6 +184,9 @@ nlohmann::ordered_json to_json(const Record& r, int pid, const TimeScale& time) 
     e["cat"] = std::string(r.category);
     e["name"] = std::string(r.name.view());
     e["args"] = args_json(r.args);
+    if (r.args.kind == detail::SpanArgs::Kind::transfer && r.dur > 0)  // bytes per ns are GB/s
+      e["args"]["GB/s"] =
+          static_cast<double>(r.args.n[0]) / (static_cast<double>(r.dur) * time.us_per_tick * 1e3);
   } else {
     e["cat"] = "flow";
     e["name"] = "event";
@@ -351,6 +359,7 @@ void start(const std::filesystem::path& file) {
   r.warned_full = false;
   r.track_names.clear();
   r.stream_tracks.clear();
+  r.execution_tracks.clear();
   r.streams_per_device.clear();
   r.latest_flow.clear();
   r.threads = 0;
@@ -407,6 +416,29 @@ Track stream_track(const StreamImpl& stream) {
   const bool nvtx = nvtx_ranges_for(device->info().backend());
   cached = {r.generation, track, &stream, device, nvtx};
   return {track, nvtx};
+}
+
+Track execution_track(const StreamImpl& stream) {
+  Recorder& r = recorder();
+  const uint64_t issue = stream_track(stream).id;  // names the stream first
+  auto& cached = execution_track_cache;
+  if (cached.issue == issue &&
+      cached.generation == r.generation_seen.load(std::memory_order_relaxed))
+    return {cached.track};
+  std::lock_guard lock(r.mutex);
+  uint64_t& track = r.execution_tracks[issue];
+  if (track == 0) {
+    track = r.next_track++;
+    r.track_names[track] = r.track_names[issue] + " (device)";
+  }
+  cached = {r.generation, issue, track};
+  return {track};
+}
+
+SpanArgs launch_args(const LaunchConfig& c) {
+  return {
+      SpanArgs::Kind::launch,
+      {c.global[0], c.global[1], c.global[2], c.local[0], c.local[1], c.local[2], c.shared_bytes}};
 }
 
 Track thread_track() {

@@ -15,6 +15,7 @@
 namespace hal {
 class StreamImpl;
 class EventImpl;
+struct LaunchConfig;
 }  // namespace hal
 
 namespace hal::trace::detail {
@@ -25,16 +26,24 @@ struct Track {
   bool nvtx = false;  // spans on it are NVTX ranges too (a CUDA stream's, core/nvtx.hpp)
 };
 Track stream_track(const StreamImpl& stream);
+// Beside a stream's track, "<its name> (device)": when its work ran, for backends whose streams
+// know it (the CPU's, whose worker thread runs each task), where the stream's own track holds
+// the host's issue of that work.
+Track execution_track(const StreamImpl& stream);
 Track thread_track();
 
 // A span's arguments, kept as numbers until the trace is written (formatting them as text for
 // every span would cost more than the rest of the recording).
 struct SpanArgs {
-  enum class Kind : uint8_t { none, bytes, launch, allocation, nodes } kind = Kind::none;
-  // bytes, nodes: n[0]. launch: global x y z, local x y z, shared bytes. allocation: bytes,
-  // MemoryKind, cache hit (0 or 1).
+  enum class Kind : uint8_t { none, bytes, launch, allocation, nodes, transfer } kind = Kind::none;
+  // bytes, nodes, transfer: n[0] (a transfer's GB/s follows from its span's duration, so only
+  // spans of the work itself, on an execution track, are transfers). launch: global x y z,
+  // local x y z, shared bytes. allocation: bytes, MemoryKind, cache hit (0 or 1).
   std::array<uint64_t, 7> n{};
 };
+inline SpanArgs bytes_args(size_t bytes) { return {SpanArgs::Kind::bytes, {bytes}}; }
+inline SpanArgs transfer_args(size_t bytes) { return {SpanArgs::Kind::transfer, {bytes}}; }
+SpanArgs launch_args(const LaunchConfig& config);
 
 // The trace's clock: the CPU's time-stamp counter where it runs at a constant rate (x86-64 with
 // constant_tsc: a few nanoseconds to read, where steady_clock takes tens in a VM), else

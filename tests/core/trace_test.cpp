@@ -2,7 +2,8 @@
 // timestamps in order on each track, spans nested, flows from a record to its waits), carries
 // the spans of ops, kernels with their launch configuration, copies, allocations with cache
 // hits, synchronizations and the user's scopes, one track per stream, also from many threads;
-// and nothing is recorded while tracing is off.
+// a CPU stream's work also as it ran, with copies' rates; and nothing is recorded while tracing
+// is off.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -156,6 +157,64 @@ TEST(Trace, RecordsTheWorkOfStreamsAsValidJson) {
   std::filesystem::remove(file);
 }
 
+TEST(Trace, CpuStreamsShowWhenTheirWorkRanOnADeviceTrack) {
+  const std::filesystem::path file = temporary("device.json");
+  hal::Device cpu = hal::device("cpu:0");
+  const size_t bytes = size_t{8} << 20;
+  std::vector<char> host(bytes, 1);
+  {
+    hal::trace::start(file);
+    hal::Stream stream = cpu.create_stream();
+    hal::Buffer buffer = cpu.allocate(bytes);
+    // The kernel runs until the launch has returned, then 5 ms more: its issue is over before
+    // its run, which lasts at least 5 ms.
+    std::atomic<bool> issued{false};
+    stream.launch(hal::host_kernel("sleepy",
+                                   [&issued](hal::Index3, const hal::KernelArgs&) {
+                                     while (!issued.load()) std::this_thread::yield();
+                                     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                                   }),
+                  hal::LaunchConfig::linear(1), {});
+    issued = true;
+    stream.copy_from_host(buffer, host.data(), bytes);
+    stream.synchronize();
+  }
+  hal::trace::stop();
+  const nlohmann::json trace = read_json(file);
+  const auto names = expect_valid_trace(trace);
+  int64_t issue_track = -1, device_track = -1;
+  for (const auto& [tid, name] : names) {
+    if (name == "cpu:0 stream 0") issue_track = tid;
+    if (name == "cpu:0 stream 0 (device)") device_track = tid;
+  }
+  ASSERT_GE(issue_track, 0) << trace.dump();
+  ASSERT_GE(device_track, 0) << trace.dump();
+  const auto on = [&](int64_t track, const std::string& category, const std::string& name) {
+    for (const auto& e : spans(trace, category))
+      if (e.at("tid") == track && e.at("name") == name) return e;
+    ADD_FAILURE() << "no " << category << " span '" << name << "' on track " << track;
+    return nlohmann::json();
+  };
+  const nlohmann::json issued_kernel = on(issue_track, "kernel", "sleepy");
+  const nlohmann::json ran_kernel = on(device_track, "kernel", "sleepy");
+  const nlohmann::json ran_copy = on(device_track, "copy", "copy_from_host");
+  ASSERT_FALSE(issued_kernel.is_null() || ran_kernel.is_null() || ran_copy.is_null());
+  EXPECT_EQ(ran_kernel["args"]["global"], nlohmann::json({1, 1, 1}));
+  EXPECT_GE(ran_kernel["dur"].get<double>(), 5000.0) << ran_kernel;  // microseconds
+  const auto end = [](const nlohmann::json& e) {
+    return e["ts"].get<double>() + e["dur"].get<double>();
+  };
+  EXPECT_LT(end(issued_kernel), end(ran_kernel)) << issued_kernel << ran_kernel;
+  // In the stream's order, and the copy's rate from its own duration.
+  EXPECT_GE(ran_copy["ts"].get<double>(), end(ran_kernel) - 1e-3) << ran_copy;
+  EXPECT_EQ(ran_copy["args"]["bytes"], bytes);
+  ASSERT_TRUE(ran_copy["args"].contains("GB/s")) << ran_copy;
+  EXPECT_NEAR(ran_copy["args"]["GB/s"].get<double>(),
+              static_cast<double>(bytes) / (ran_copy["dur"].get<double>() * 1e3),
+              1e-2 * ran_copy["args"]["GB/s"].get<double>());
+  std::filesystem::remove(file);
+}
+
 TEST(Trace, ManyThreadsEachOnTheirOwnTracks) {
   const std::filesystem::path file = temporary("threads.json");
   hal::trace::start(file);
@@ -174,12 +233,15 @@ TEST(Trace, ManyThreadsEachOnTheirOwnTracks) {
   hal::trace::stop();
   const nlohmann::json trace = read_json(file);
   const auto names = expect_valid_trace(trace);
-  int streams = 0, hosts = 0;
+  int streams = 0, device_tracks = 0, hosts = 0;
   for (const auto& [tid, name] : names) {
-    streams += name.rfind("cpu:0 stream", 0) == 0;
+    const bool device_track = name.ends_with(" (device)");
+    streams += name.rfind("cpu:0 stream", 0) == 0 && !device_track;
+    device_tracks += device_track;
     hosts += name.rfind("host thread", 0) == 0;
   }
   EXPECT_EQ(streams, 4);
+  EXPECT_EQ(device_tracks, 4);  // where each stream's fills and adds ran
   EXPECT_EQ(hosts, 4);
   EXPECT_EQ(spans(trace, "user").size(), 80u);
   std::filesystem::remove(file);

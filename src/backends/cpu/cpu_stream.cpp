@@ -4,6 +4,7 @@
 
 #include "backends/cpu/cpu_event.hpp"
 #include "backends/cpu/kernel_arg_list.hpp"
+#include "core/trace_record.hpp"
 
 namespace hal::cpu {
 namespace {
@@ -27,21 +28,50 @@ void fill_pattern(char* dst, size_t bytes, const unsigned char* pattern, size_t 
   }
 }
 
+// While a trace records, a task also records when the worker ran it: a span on the stream's
+// execution track (trace_record.hpp), the device's time where the stream's own track has the
+// host's issue. Out of line, so that the untraced push keeps its one branch.
+template <class Task, class Also = void (*)(uint64_t)>
+[[gnu::noinline]] void push_timed(
+    async::WorkQueue& queue, const StreamImpl& stream, std::string_view category,
+    std::string_view name, const trace::detail::SpanArgs& args, Task task,
+    Also also = [](uint64_t) {}) {
+  queue.push(
+      [track = trace::detail::execution_track(stream), category, name, args,
+       task = std::move(task)]() mutable {
+        const uint64_t start = trace::detail::now();
+        task();
+        trace::detail::span(track, category, name, start, trace::detail::now(), args);
+      },
+      also);
+}
+
 }  // namespace
+
+template <class Task>
+void CpuStream::push(std::string_view name, size_t bytes, Task task) {
+  if (trace::enabled()) [[unlikely]]
+    push_timed(queue_, *this, "copy", name, trace::detail::transfer_args(bytes), std::move(task));
+  else
+    queue_.push(std::move(task));
+}
 
 void CpuStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
                                size_t bytes) {
-  queue_.push([dst, dst_offset, src, bytes] { std::memcpy(address(dst, dst_offset), src, bytes); });
+  push("copy_from_host", bytes,
+       [dst, dst_offset, src, bytes] { std::memcpy(address(dst, dst_offset), src, bytes); });
 }
 
 void CpuStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
-  queue_.push([dst, src, src_offset, bytes] { std::memcpy(dst, address(src, src_offset), bytes); });
+  push("copy_to_host", bytes,
+       [dst, src, src_offset, bytes] { std::memcpy(dst, address(src, src_offset), bytes); });
 }
 
 bool CpuStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& src,
                      size_t src_offset, size_t bytes) {
   if (!dst->host_pointer() || !src->host_pointer()) return false;
-  queue_.push([=] { std::memmove(address(dst, dst_offset), address(src, src_offset), bytes); });
+  push("copy", bytes,
+       [=] { std::memmove(address(dst, dst_offset), address(src, src_offset), bytes); });
   return true;
 }
 
@@ -49,7 +79,8 @@ void CpuStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, cons
                      size_t pattern_size) {
   std::array<unsigned char, 16> value{};
   std::memcpy(value.data(), pattern, pattern_size);
-  queue_.push([=] { fill_pattern(address(dst, dst_offset), bytes, value.data(), pattern_size); });
+  push("fill", bytes,
+       [=] { fill_pattern(address(dst, dst_offset), bytes, value.data(), pattern_size); });
 }
 
 void CpuStream::host_callback(std::function<void()> fn) { queue_.push(std::move(fn)); }
@@ -66,7 +97,11 @@ void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchCo
                  held = KernelArgList(args)] {
       run_host_kernel(*pool_, *owned, config, held.view());
     };
-    queue_.push(std::move(task));
+    if (trace::enabled()) [[unlikely]]
+      push_timed(queue_, *this, "kernel", host->name(), trace::detail::launch_args(config),
+                 std::move(task));
+    else
+      queue_.push(std::move(task));
     return;
   }
   // The task sees its buffers through handles that own nothing (no reference count to touch);
@@ -83,11 +118,27 @@ void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchCo
   static_assert(async::InlineTask::kFitsInline<decltype(task)>, "a launch should not allocate");
   // Under the queue's lock, right after the push: a sweep takes that lock too, so it cannot
   // drop what this task uses before it is held (the caller holds it until this returns).
-  queue_.push(std::move(task), [&](uint64_t ticket) {
+  const auto hold = [&](uint64_t ticket) {
     refs_.hold(kernel, ticket);
     for (size_t i = 0; i < args.size(); ++i)
       if (args[i].kind() == KernelArg::Kind::buffer) refs_.hold(args[i].buffer().impl(), ticket);
-  });
+  };
+  if (trace::enabled()) [[unlikely]] {
+    // The same task timed on the worker: one word more (the track), so that it stays inline
+    // too, its name and arguments taken from the kernel and the configuration as it ends.
+    auto timed = [this, host, config, held = KernelArgList({views.data(), args.size()}),
+                  track = trace::detail::execution_track(*this).id] {
+      const uint64_t start = trace::detail::now();
+      run_host_kernel(*pool_, *host, config, held.view());
+      trace::detail::span({track}, "kernel", host->name(), start, trace::detail::now(),
+                          trace::detail::launch_args(config));
+    };
+    static_assert(async::InlineTask::kFitsInline<decltype(timed)>,
+                  "a traced launch should not allocate either");
+    queue_.push(std::move(timed), hold);
+    return;
+  }
+  queue_.push(std::move(task), hold);
 }
 
 void CpuStream::release_launch_refs() {

@@ -37,6 +37,9 @@ class CpuStream final : public StreamImpl {
   // Drops what launches that have run no longer need: on the worker when it goes idle (and
   // every WorkQueue::kIdleEvery tasks), before an event is signalled, in synchronize and query.
   void release_launch_refs();
+  // Queues a copy or fill named `name` (a literal) of `bytes`, timed while a trace records.
+  template <class Task>
+  void push(std::string_view name, size_t bytes, Task task);
 
   std::shared_ptr<DeviceImpl> device_;
   std::shared_ptr<ThreadPool> pool_;
