@@ -18,7 +18,8 @@
 namespace hal::evidence {
 
 // Latency: lower is better (seconds per run). Throughput: higher is better (work per second).
-enum class Metric { latency, throughput };
+// Energy: lower is better (joules per run).
+enum class Metric { latency, throughput, energy };
 
 struct SequentialDesign {
   double alpha = 0.05;       // the false-positive rate over the whole run
@@ -72,8 +73,9 @@ SequentialRun run_sequential(
     const std::function<void(std::vector<double>& a, std::vector<double>& b)>& draw,
     const std::function<bool()>& may_continue, size_t max_samples);
 
-// "B faster by 23 % (95 % CI 19–27 %, p < 1e-6, n = 40+40)", "no difference larger than 2 %
-// (...)", "inconclusive: need ≈ 120 more samples per side (...)".
+// "B faster by 23 % (95 % CI 19–27 %, p < 1e-6, n = 40+40)" (energy: "B uses less energy by
+// 23 % ..."), "no difference larger than 2 % (...)", "inconclusive: need ≈ 120 more samples per
+// side (...)".
 std::string verdict(const Analysis& analysis, const SequentialDesign& design, Metric metric);
 
 }  // namespace hal::evidence

@@ -9,6 +9,7 @@
 #include "hal/device.hpp"
 #include "hal/device_info.hpp"
 #include "hal/dtype.hpp"
+#include "hal/energy.hpp"
 #include "hal/error.hpp"
 #include "hal/event.hpp"
 #include "hal/graph.hpp"

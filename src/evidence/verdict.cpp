@@ -45,14 +45,16 @@ std::string verdict(const Analysis& a, const SequentialDesign& d, Metric metric)
   if (a.decision == Decision::undecided)
     return "inconclusive: need ≈ " + std::to_string(a.more_samples) + " more samples per side (" +
            ratio_text(a, d) + ", " + tail;
-  // A ratio of latencies below 1, or of throughputs above 1, means B is faster.
+  // A ratio of latencies (or energies) below 1, or of throughputs above 1, means B is better.
   const bool higher_is_better = metric == Metric::throughput;
   const bool b_faster = higher_is_better ? a.ratio.ratio > 1 : a.ratio.ratio < 1;
   const double sign = b_faster == higher_is_better ? 1 : -1;
   double by = sign * (a.ratio.ratio - 1), low = sign * (a.ratio.low - 1),
          high = sign * (a.ratio.high - 1);
   if (low > high) std::swap(low, high);
-  std::string text = std::string("B ") + (b_faster ? "faster" : "slower") + " by " + percent(by) +
+  const char* better = metric == Metric::energy ? "uses less energy" : "faster";
+  const char* worse = metric == Metric::energy ? "uses more energy" : "slower";
+  std::string text = std::string("B ") + (b_faster ? better : worse) + " by " + percent(by) +
                      " % (" + confidence(d) + percent(low) + "–" + percent(high) + " %, " + tail;
   if (d.min_effect > 0 && std::fabs(std::log(a.ratio.ratio)) < std::log1p(d.min_effect))
     text += "; smaller than the " + percent(d.min_effect) + " % that counts";

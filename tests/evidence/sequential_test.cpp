@@ -172,6 +172,11 @@ TEST(Sequential, VerdictsReadAsDocumented) {
             "B slower by 10 % (95 % CI 8.0–12 %, p = 0.0031, n = 40+40)");
   EXPECT_EQ(ev::verdict(decided(1.10, 1.08, 1.12, 0.0031), d, ev::Metric::throughput),
             "B faster by 10 % (95 % CI 8.0–12 %, p = 0.0031, n = 40+40)");
+  // Energy, like latency, is better lower.
+  EXPECT_EQ(ev::verdict(decided(0.77, 0.73, 0.81, 1e-9), d, ev::Metric::energy),
+            "B uses less energy by 23 % (95 % CI 19–27 %, p < 1e-6, n = 40+40)");
+  EXPECT_EQ(ev::verdict(decided(1.10, 1.08, 1.12, 0.0031), d, ev::Metric::energy),
+            "B uses more energy by 10 % (95 % CI 8.0–12 %, p = 0.0031, n = 40+40)");
   ev::Analysis same = decided(1.001, 0.995, 1.006, 0.7);
   same.decision = ev::Decision::equivalent;
   EXPECT_EQ(ev::verdict(same, d, ev::Metric::latency),

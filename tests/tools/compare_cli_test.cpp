@@ -1,6 +1,7 @@
 // `hal compare`: a planted 10 % slowdown on paced simulated devices is found with an interval
 // that covers it, directly and with side B in a child process (--b-env), A/A runs on one device
-// find no difference, and bad input is refused by code and message.
+// find no difference, energy per run compares where a (stand-in) counter is, and bad input is
+// refused by code and message.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,11 +9,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "test_util.hpp"
 
 namespace {
 
+namespace fs = std::filesystem;
 using Result = hal::test::ShellResult;
 
 // sim:1 does the same matmul 10 % slower than sim:0 (modelled 95.3 ms and 104.9 ms for 64^3).
@@ -157,14 +160,73 @@ TEST(CompareCli, RefusesToRankAWrongAnswer) {
 }
 
 void expect_refused(const std::string& arguments, const std::string& code,
-                    const std::string& message) {
-  const Result result = run("", arguments + " --json");
+                    const std::string& message, const std::string& environment = "") {
+  const Result result = run(environment, arguments + " --json");
   EXPECT_EQ(result.status, 1) << arguments << ": " << result.output;
   const nlohmann::json error = nlohmann::json::parse(result.output);
   EXPECT_EQ(error["schema"], "hal.error/1");
   EXPECT_EQ(error["code"], code) << arguments;
   EXPECT_NE(error["message"].get<std::string>().find(message), std::string::npos)
       << arguments << ": " << error["message"];
+}
+
+// A stand-in package of the host's CPU that draws 1 W: its counter (microjoules), rewritten every
+// half millisecond, holds the microseconds since it started. At 1 W a run's joules are its
+// seconds, so a slower side uses more energy.
+class SteadyPackage {
+ public:
+  SteadyPackage()
+      : root_(fs::temp_directory_path() / ("hal_powercap_" + std::to_string(getpid()))) {
+    fs::create_directories(root_ / "intel-rapl:0");
+    std::ofstream(root_ / "intel-rapl:0" / "name") << "package-0\n";
+    write(0);
+    writer_ = std::jthread([this](std::stop_token stop) {
+      const auto start = std::chrono::steady_clock::now();
+      while (!stop.stop_requested()) {
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+        write(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                        std::chrono::steady_clock::now() - start)
+                                        .count()));
+      }
+    });
+  }
+  ~SteadyPackage() {
+    writer_.request_stop();
+    writer_.join();
+    fs::remove_all(root_);
+  }
+  std::string environment() const { return "HAL_POWERCAP_ROOT=" + root_.string() + " "; }
+
+ private:
+  void write(uint64_t microjoules) {  // whole, by rename: a reader never sees half a number
+    const fs::path next = root_ / "intel-rapl:0" / "energy_uj.next";
+    std::ofstream(next) << microjoules << "\n";
+    fs::rename(next, root_ / "intel-rapl:0" / "energy_uj");
+  }
+  fs::path root_;
+  std::jthread writer_;
+};
+
+// Side B runs the same softmax with its vector kernels in plain C++ (HAL_CPU_ISA=scalar), in a
+// child process: slower at the same power, so more joules a run.
+TEST(CompareCli, ComparesEnergyPerRunWhereTheDevicesHaveACounter) {
+  const SteadyPackage package;
+  const nlohmann::json report =
+      report_of(run(package.environment(),
+                    "--a cpu:0 --b cpu:0 --b-env HAL_CPU_ISA=scalar --workload softmax:256x4096 "
+                    "--metric energy --max-time 20s --seed 2 --json"));
+  EXPECT_EQ(report["metric"], "energy");
+  EXPECT_EQ(report["unit"], "J");
+  EXPECT_EQ(report["energy_sources"]["a"], "powercap intel-rapl:0 (package-0)");
+  EXPECT_EQ(report["decision"], "differ") << report["verdict"];
+  EXPECT_EQ(report["verdict"].get<std::string>().rfind("B uses more energy by", 0), 0u)
+      << report["verdict"];
+  EXPECT_GT(report["ratio"].get<double>(), 1.0);
+  for (const char* side : {"samples_a", "samples_b"})
+    for (const auto& joules : report[side]) {
+      EXPECT_GT(joules.get<double>(), 0.0) << side;
+      EXPECT_LT(joules.get<double>(), 1.0) << side;  // a softmax of 1 Mi floats takes no second
+    }
 }
 
 TEST(CompareCli, RefusesBadInput) {
@@ -187,9 +249,16 @@ TEST(CompareCli, RefusesBadInput) {
   expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --max-time 0s", "InvalidArgument",
                  "--max-time: '0' is out of range");
   expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --metric speed", "InvalidArgument",
-                 "--metric: 'speed' is not latency or throughput");
-  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --metric energy", "Unsupported",
-                 "--metric energy");
+                 "--metric: 'speed' is not latency, throughput or energy");
+  // Energy where there is no counter: a powercap tree without packages, and a simulated device.
+  const std::string empty_powercap =
+      "HAL_POWERCAP_ROOT=" + fs::temp_directory_path().string() + " ";
+  expect_refused(
+      "--a cpu:0 --b cpu:0 --workload matmul:8 --metric energy", "Unsupported",
+      "energy: no RAPL package domain under " + fs::temp_directory_path().string() + " for cpu:0",
+      empty_powercap);
+  expect_refused("--a sim:0 --b cpu:0 --workload matmul:8 --metric energy", "Unsupported",
+                 "energy: sim:0 (accelerator) has no energy counter", "HAL_SIM_CONFIG=devices=1 ");
   expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --b-env FOO", "InvalidArgument",
                  "--b-env: 'FOO' is not VAR=VALUE");
   expect_refused("--a cpu:0 --b nope:0 --workload matmul:8 --b-env X=1", "NotFound",

@@ -1,4 +1,4 @@
-// `hal compare --a ID --b ID --workload W [--metric latency|throughput] [--alpha A]
+// `hal compare --a ID --b ID --workload W [--metric latency|throughput|energy] [--alpha A]
 // [--min-effect E] [--max-time T] [--seed N] [--b-env VAR=VALUE]... [--json]`: runs the workload
 // on A and B interleaved in random order (warm-up runs discarded, each side on its own stream,
 // outputs checked to agree) under the sequential design of hal/compare.hpp, and says which is
@@ -7,11 +7,13 @@
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "commands.hpp"
 #include "compare_side.hpp"
 #include "hal/compare.hpp"
+#include "hal/energy.hpp"
 #include "hal/error.hpp"
 #include "hal/registry.hpp"
 #include "hal/units.hpp"
@@ -96,6 +98,27 @@ void write_compare_page(const CompareOptions& o, nlohmann::json report) {
   write_report(o.html, report_html(content));
 }
 
+// An energy sample covers at least this much of a side's runs: the counters move about once a
+// millisecond, so a shorter window would measure their steps rather than the runs.
+constexpr double kEnergyWindowSeconds = 0.05;
+
+// Joules per run of `side`, over as many runs as fill the window.
+double energy_sample(CompareSide& side, EnergyMeter& meter, const std::string& name) {
+  const double before = meter.joules();
+  double busy = 0;
+  int runs = 0;
+  do {
+    busy += side.timed_run();
+    ++runs;
+  } while (busy < kEnergyWindowSeconds);
+  const double joules = (meter.joules() - before) / runs;
+  if (!(joules > 0))
+    throw Error(ErrorCode::Unsupported, "--metric energy: the counter (" + meter.source() +
+                                            ") did not move over " + std::to_string(runs) +
+                                            " runs of " + name + "; it cannot measure them");
+  return joules;
+}
+
 void compare(const CompareOptions& o) {
   if (!o.html.empty()) check_writable(o.html);  // before the run, not after it
   const auto started = std::chrono::steady_clock::now();
@@ -103,6 +126,13 @@ void compare(const CompareOptions& o) {
   const auto since = [](std::chrono::steady_clock::time_point from) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
   };
+  // Energy meters first: a device without one is refused before any run.
+  const bool energy = o.metric == evidence::Metric::energy;
+  std::optional<EnergyMeter> meter_a, meter_b;
+  if (energy) {
+    meter_a = EnergyMeter::of(device(o.a));
+    meter_b = EnergyMeter::of(device(o.b));
+  }
   std::unique_ptr<CompareSide> a = local_side(o.a, o.workload);
   std::unique_ptr<CompareSide> b =
       o.b_env.empty() ? local_side(o.b, o.workload) : child_side(o.b, o.workload, o.b_env);
@@ -126,7 +156,10 @@ void compare(const CompareOptions& o) {
                     "); a faster wrong answer is no winner");
 
   const double work = o.workload.work();
-  const auto value = [&](double seconds) {
+  const auto sample = [&](CompareSide& side, std::optional<EnergyMeter>& meter,
+                          const std::string& name) {
+    if (energy) return energy_sample(side, *meter, name);
+    const double seconds = side.timed_run();
     return o.metric == evidence::Metric::latency ? seconds : work / seconds;
   };
   std::mt19937_64 order(o.design.seed);
@@ -135,47 +168,50 @@ void compare(const CompareOptions& o) {
       o.design,
       [&](std::vector<double>& sa, std::vector<double>& sb) {
         if (order() & 1) {  // which side runs first in this pair
-          sa.push_back(value(a->timed_run()));
-          sb.push_back(value(b->timed_run()));
+          sa.push_back(sample(*a, meter_a, "A"));
+          sb.push_back(sample(*b, meter_b, "B"));
         } else {
-          sb.push_back(value(b->timed_run()));
-          sa.push_back(value(a->timed_run()));
+          sb.push_back(sample(*b, meter_b, "B"));
+          sa.push_back(sample(*a, meter_a, "A"));
         }
       },
       [&] { return since(sampling_from) < o.max_seconds; }, 1'000'000);
   const evidence::Analysis& r = run.analysis;
   const std::string text = evidence::verdict(r, o.design, o.metric);
   const bool latency = o.metric == evidence::Metric::latency;
+  const char* metric_name = latency ? "latency" : energy ? "energy" : "throughput";
+  const std::string unit = latency ? "s" : energy ? "J" : o.workload.throughput_unit();
   {
     nlohmann::ordered_json env = nlohmann::ordered_json::array();
     for (const std::string& e : o.b_env) env.push_back(e);
-    const nlohmann::ordered_json report{{"schema", "hal.compare/1"},
-                                        {"a", o.a},
-                                        {"b", o.b},
-                                        {"b_env", env},
-                                        {"workload", o.workload.text},
-                                        {"metric", latency ? "latency" : "throughput"},
-                                        {"unit", latency ? "s" : o.workload.throughput_unit()},
-                                        {"verdict", text},
-                                        {"decision", decision_name(r.decision)},
-                                        {"ratio", r.ratio.ratio},
-                                        {"ci", {r.ratio.low, r.ratio.high}},
-                                        {"confidence", 1 - o.design.alpha},
-                                        {"p_value", r.welch.p_value},
-                                        {"mann_whitney_p", r.mann_whitney.p_value},
-                                        {"effect_size", r.effect_size},
-                                        {"n_a", r.n_a},
-                                        {"n_b", r.n_b},
-                                        {"look", r.look},
-                                        {"look_alpha", r.look_alpha},
-                                        {"more_samples", r.more_samples},
-                                        {"alpha", o.design.alpha},
-                                        {"min_effect", o.design.min_effect},
-                                        {"seed", o.design.seed},
-                                        {"max_abs_diff", difference},
-                                        {"seconds", since(started)},
-                                        {"samples_a", run.a},
-                                        {"samples_b", run.b}};
+    nlohmann::ordered_json report{{"schema", "hal.compare/1"},
+                                  {"a", o.a},
+                                  {"b", o.b},
+                                  {"b_env", env},
+                                  {"workload", o.workload.text},
+                                  {"metric", metric_name},
+                                  {"unit", unit},
+                                  {"verdict", text},
+                                  {"decision", decision_name(r.decision)},
+                                  {"ratio", r.ratio.ratio},
+                                  {"ci", {r.ratio.low, r.ratio.high}},
+                                  {"confidence", 1 - o.design.alpha},
+                                  {"p_value", r.welch.p_value},
+                                  {"mann_whitney_p", r.mann_whitney.p_value},
+                                  {"effect_size", r.effect_size},
+                                  {"n_a", r.n_a},
+                                  {"n_b", r.n_b},
+                                  {"look", r.look},
+                                  {"look_alpha", r.look_alpha},
+                                  {"more_samples", r.more_samples},
+                                  {"alpha", o.design.alpha},
+                                  {"min_effect", o.design.min_effect},
+                                  {"seed", o.design.seed},
+                                  {"max_abs_diff", difference},
+                                  {"seconds", since(started)},
+                                  {"samples_a", run.a},
+                                  {"samples_b", run.b}};
+    if (energy) report["energy_sources"] = {{"a", meter_a->source()}, {"b", meter_b->source()}};
     if (!o.html.empty()) write_compare_page(o, nlohmann::json::parse(report.dump()));
     if (o.json) {
       std::cout << report.dump(2) << "\n";
@@ -186,11 +222,13 @@ void compare(const CompareOptions& o) {
     const double m = evidence::median(samples);
     if (latency) return format_seconds(m);
     char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.4g %s", m, o.workload.throughput_unit().c_str());
+    std::snprintf(buffer, sizeof buffer, "%.4g %s", m, unit.c_str());
     return std::string(buffer);
   };
-  std::cout << "hal compare: " << o.workload.text << ", "
-            << (latency ? "latency (lower is better)" : "throughput (higher is better)") << "\n"
+  std::cout << "hal compare: " << o.workload.text << ", " << metric_name
+            << (o.metric == evidence::Metric::throughput ? " (higher is better)"
+                                                         : " (lower is better)")
+            << (energy ? ", joules per run from " + meter_a->source() : std::string()) << "\n"
             << "  A  " << o.a << "  median " << median_text(run.a) << "\n"
             << "  B  " << o.b << (o.b_env.empty() ? "" : " (child process with --b-env)")
             << "  median " << median_text(run.b) << "\n"
@@ -210,7 +248,9 @@ void add_compare_command(CLI::App& app) {
       ->add_option("--workload", o->workload_text,
                    "matmul:N, softmax:RxC or model:PATH.onnx[:input=FILE.npy]")
       ->required();
-  command->add_option("--metric", o->metric_text, "latency (default) or throughput");
+  command->add_option("--metric", o->metric_text,
+                      "latency (default), throughput, or energy (joules per run, where the "
+                      "devices have an energy counter: hal/energy.hpp)");
   command->add_option("--alpha", o->alpha_text,
                       "False-positive rate over the whole run, in (0, 0.5) (default 0.05)");
   command->add_option("--min-effect", o->min_effect_text,
@@ -236,12 +276,10 @@ void add_compare_command(CLI::App& app) {
     else if (o->metric_text == "throughput")
       o->metric = evidence::Metric::throughput;
     else if (o->metric_text == "energy")
-      throw Error(ErrorCode::Unsupported,
-                  "--metric energy: no backend of hal reports energy use yet; use latency or "
-                  "throughput");
+      o->metric = evidence::Metric::energy;
     else
       throw Error(ErrorCode::InvalidArgument,
-                  "--metric: '" + o->metric_text + "' is not latency or throughput");
+                  "--metric: '" + o->metric_text + "' is not latency, throughput or energy");
     o->design.alpha = real_option("--alpha", o->alpha_text, 1e-9, 0.499);
     if (o->design.alpha >= 0.5)
       throw Error(ErrorCode::InvalidArgument, "--alpha: must be below 0.5");

@@ -1,0 +1,106 @@
+// EnergyMeter over Linux powercap: RAPL package domains' cumulative microjoule counters.
+#include "hal/energy.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "hal/error.hpp"
+
+namespace hal {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path powercap_root() {
+  const char* root = std::getenv("HAL_POWERCAP_ROOT");
+  return root && *root ? fs::path(root) : fs::path("/sys/class/powercap");
+}
+
+// "intel-rapl:0" is a package; "intel-rapl:0:1" one of its parts (core, uncore, dram), which
+// the package's counter already includes.
+bool package_domain(const std::string& name) {
+  constexpr std::string_view prefix = "intel-rapl:";
+  if (!name.starts_with(prefix) || name.size() == prefix.size()) return false;
+  return std::all_of(name.begin() + prefix.size(), name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::optional<uint64_t> read_number(const fs::path& file) {
+  std::ifstream in(file);
+  uint64_t value = 0;
+  if (!(in >> value)) return std::nullopt;
+  return value;
+}
+
+std::string read_word(const fs::path& file) {
+  std::ifstream in(file);
+  std::string word;
+  in >> word;
+  return word;
+}
+
+// Whether the device's work runs on the host's own cores.
+bool runs_on_host_cpu(const DeviceInfo& info) {
+  const std::string_view backend = info.backend();
+  return info.kind == DeviceKind::cpu &&
+         (backend == "cpu" || backend == "opencl" || backend == "vulkan");
+}
+
+}  // namespace
+
+EnergyMeter EnergyMeter::of(const Device& device) {
+  const DeviceInfo& info = device.info();
+  if (!runs_on_host_cpu(info))
+    throw Error(ErrorCode::Unsupported,
+                "energy: " + info.id + " (" + std::string(to_string(info.kind)) +
+                    ") has no energy counter hal reads; only devices that run on the host's CPU "
+                    "are metered (Linux powercap RAPL)");
+  const fs::path root = powercap_root();
+  std::vector<fs::path> packages;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(root, error))
+    if (package_domain(entry.path().filename().string())) packages.push_back(entry.path());
+  std::sort(packages.begin(), packages.end());
+  if (packages.empty())
+    throw Error(ErrorCode::Unsupported,
+                "energy: no RAPL package domain under " + root.string() + " for " + info.id +
+                    " (no powercap driver: a virtual machine, or a CPU without RAPL)");
+  EnergyMeter meter;
+  meter.source_ = "powercap";
+  for (const fs::path& package : packages) {
+    Domain domain;
+    domain.file = (package / "energy_uj").string();
+    const std::optional<uint64_t> first = read_number(domain.file);
+    if (!first)
+      throw Error(ErrorCode::Unsupported,
+                  "energy: cannot read " + domain.file + " for " + info.id +
+                      " (since Linux 5.10 RAPL counters are readable by root alone)");
+    domain.last = *first;
+    domain.range = read_number(package / "max_energy_range_uj").value_or(0);
+    const std::string name = read_word(package / "name");
+    meter.source_ += std::string(meter.domains_.empty() ? " " : ", ") +
+                     package.filename().string() + (name.empty() ? "" : " (" + name + ")");
+    meter.domains_.push_back(std::move(domain));
+  }
+  return meter;
+}
+
+double EnergyMeter::joules() {
+  uint64_t total = 0;
+  for (Domain& domain : domains_) {
+    const std::optional<uint64_t> now = read_number(domain.file);
+    if (!now) throw Error(ErrorCode::InvalidState, "energy: cannot read " + domain.file + " now");
+    if (*now >= domain.last)
+      domain.total += *now - domain.last;
+    else  // wrapped (once: reads come often enough); without a stated range, from zero
+      domain.total += (domain.range > domain.last ? domain.range - domain.last : 0) + *now;
+    domain.last = *now;
+    total += domain.total;
+  }
+  return static_cast<double>(total) * 1e-6;
+}
+
+}  // namespace hal

@@ -1,0 +1,93 @@
+// EnergyMeter (hal/energy.hpp) over a powercap tree laid out like /sys/class/powercap in a
+// temporary directory (HAL_POWERCAP_ROOT): package domains summed, their parts left out, counters
+// followed across a wrap; no counter, an unreadable one and a device that is not the host's CPU
+// refused by code and message.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "hal/energy.hpp"
+#include "hal/registry.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+class EnergyMeterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("hal_energy_test_" + std::to_string(getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(root_);
+    setenv("HAL_POWERCAP_ROOT", root_.c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("HAL_POWERCAP_ROOT");
+    fs::remove_all(root_);
+  }
+  // A domain `name` with its counter at `uj` and, where given, its range.
+  void domain(const std::string& name, const std::string& label, uint64_t uj, uint64_t range = 0) {
+    fs::create_directories(root_ / name);
+    std::ofstream(root_ / name / "name") << label << "\n";
+    if (range) std::ofstream(root_ / name / "max_energy_range_uj") << range << "\n";
+    set(name, uj);
+  }
+  void set(const std::string& name, uint64_t uj) {
+    std::ofstream(root_ / name / "energy_uj") << uj << "\n";
+  }
+
+  fs::path root_;
+  hal::Device cpu_ = hal::device("cpu:0");
+};
+
+TEST_F(EnergyMeterTest, SumsThePackagesAndLeavesTheirPartsOut) {
+  domain("intel-rapl:0", "package-0", 5'000'000);
+  domain("intel-rapl:1", "package-1", 7'000'000);
+  domain("intel-rapl:0:0", "core", 1'000'000);          // inside package 0's count already
+  domain("intel-rapl-mmio:0", "package-0", 9'000'000);  // the same package by another path
+  hal::EnergyMeter meter = hal::EnergyMeter::of(cpu_);
+  EXPECT_EQ(meter.source(), "powercap intel-rapl:0 (package-0), intel-rapl:1 (package-1)");
+  EXPECT_DOUBLE_EQ(meter.joules(), 0.0);
+  set("intel-rapl:0", 6'500'000);  // +1.5 J
+  set("intel-rapl:1", 7'250'000);  // +0.25 J
+  set("intel-rapl:0:0", 9'000'000);
+  EXPECT_DOUBLE_EQ(meter.joules(), 1.75);
+  set("intel-rapl:1", 8'250'000);  // +1 J
+  EXPECT_DOUBLE_EQ(meter.joules(), 2.75);
+}
+
+TEST_F(EnergyMeterTest, FollowsACounterThatWraps) {
+  domain("intel-rapl:0", "package-0", 900'000, /*range=*/1'000'000);
+  hal::EnergyMeter meter = hal::EnergyMeter::of(cpu_);
+  set("intel-rapl:0", 100'000);  // 100 000 to the wrap, 100 000 after it
+  EXPECT_DOUBLE_EQ(meter.joules(), 0.2);
+  set("intel-rapl:0", 400'000);
+  EXPECT_DOUBLE_EQ(meter.joules(), 0.5);
+}
+
+TEST_F(EnergyMeterTest, RefusesWhatItCannotMeter) {
+  hal::test::expect_error([&] { hal::EnergyMeter::of(cpu_); }, hal::ErrorCode::Unsupported,
+                          {"no RAPL package domain under " + root_.string()});
+  // A counter that cannot be read (here a directory where the file should be; on a real
+  // machine, a user who is not root since Linux 5.10).
+  fs::create_directories(root_ / "intel-rapl:0" / "energy_uj");
+  hal::test::expect_error([&] { hal::EnergyMeter::of(cpu_); }, hal::ErrorCode::Unsupported,
+                          {"cannot read " + (root_ / "intel-rapl:0" / "energy_uj").string()});
+  fs::remove_all(root_ / "intel-rapl:0");
+  domain("intel-rapl:0", "package-0", 1);
+  hal::EnergyMeter meter = hal::EnergyMeter::of(cpu_);
+  fs::remove(root_ / "intel-rapl:0" / "energy_uj");
+  hal::test::expect_error([&] { meter.joules(); }, hal::ErrorCode::InvalidState, {"cannot read"});
+  // Only devices that run on the host's CPU are metered.
+  for (const hal::Device& d : hal::devices())
+    if (d.info().kind != hal::DeviceKind::cpu)
+      hal::test::expect_error(
+          [&] { hal::EnergyMeter::of(d); }, hal::ErrorCode::Unsupported,
+          {d.id() + " (" + std::string(hal::to_string(d.info().kind)) + ") has no energy counter"});
+}
+
+}  // namespace
