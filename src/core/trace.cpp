@@ -142,7 +142,7 @@ thread_local struct {
   const DeviceImpl* device = nullptr;
   bool nvtx = false;
 } stream_track_cache;
-// The same for execution tracks (a stream's worker asks for its own at every traced task).
+// The same for execution tracks (asked for at every traced enqueue on a CPU stream).
 thread_local struct { uint64_t generation = 0, issue = 0, track = 0; } execution_track_cache;
 
 nlohmann::ordered_json args_json(const detail::SpanArgs& a) {
