@@ -3,9 +3,9 @@
 // launches with their configuration, copies with their bytes, fills, event records), waits
 // (synchronize, on streams, events and devices), allocations (with cache hits) on the allocating
 // thread's track, flows from an event's record to the streams that wait for it, and the user's
-// own spans (Scope); beside each CPU stream's track, a device track of its kernels and copies as
-// its worker ran them (copies with their GB/s). docs/evidence.md shows a trace and says what the
-// spans do and do not show.
+// own spans (Scope); beside each CPU and OpenCL stream's track, a device track of its kernels and
+// copies as the device ran them (copies with their GB/s). docs/evidence.md shows a trace and says
+// what the spans do and do not show.
 //
 //   HAL_TRACE=trace.json ./app            # records from start-up, written at exit
 //   hal::trace::start("trace.json");      // or from the program; stop() writes the file

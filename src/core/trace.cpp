@@ -71,9 +71,10 @@ class RecordName {
 };
 
 struct Record {
-  char phase;  // 'X' span, 's' flow start, 'f' flow end
+  char phase;           // 'X' span, 's' flow start, 'f' flow end
+  bool steady = false;  // ts and dur in steady_clock's nanoseconds (a device's times mapped)
   uint64_t track;
-  uint64_t ts, dur;           // in the clock's ticks
+  uint64_t ts, dur;           // in the clock's ticks (or nanoseconds: steady)
   std::string_view category;  // a literal
   RecordName name;
   detail::SpanArgs args;
@@ -168,25 +169,34 @@ nlohmann::ordered_json args_json(const detail::SpanArgs& a) {
 }
 
 // Ticks to microseconds from the trace's start.
+// Ticks (or steady_clock nanoseconds) to microseconds from the trace's start.
 struct TimeScale {
-  uint64_t epoch;
+  uint64_t epoch;     // ticks
+  uint64_t epoch_ns;  // steady_clock
   double us_per_tick;
-  double us(uint64_t ticks) const {
-    return ticks > epoch ? static_cast<double>(ticks - epoch) * us_per_tick : 0.0;
+  double us(const Record& r) const {
+    const uint64_t from = r.steady ? epoch_ns : epoch;
+    return r.ts > from ? static_cast<double>(r.ts - from) * per(r) : 0.0;
   }
+  double per(const Record& r) const { return r.steady ? 1e-3 : us_per_tick; }
 };
+
+uint64_t steady_ns(Clock::time_point t) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+}
 
 nlohmann::ordered_json to_json(const Record& r, int pid, const TimeScale& time) {
   nlohmann::ordered_json e{
-      {"ph", std::string(1, r.phase)}, {"pid", pid}, {"tid", r.track}, {"ts", time.us(r.ts)}};
+      {"ph", std::string(1, r.phase)}, {"pid", pid}, {"tid", r.track}, {"ts", time.us(r)}};
   if (r.phase == 'X') {
-    e["dur"] = static_cast<double>(r.dur) * time.us_per_tick;
+    e["dur"] = static_cast<double>(r.dur) * time.per(r);
     e["cat"] = std::string(r.category);
     e["name"] = std::string(r.name.view());
     e["args"] = args_json(r.args);
     if (r.args.kind == detail::SpanArgs::Kind::transfer && r.dur > 0)  // bytes per ns are GB/s
       e["args"]["GB/s"] =
-          static_cast<double>(r.args.n[0]) / (static_cast<double>(r.dur) * time.us_per_tick * 1e3);
+          static_cast<double>(r.args.n[0]) / (static_cast<double>(r.dur) * time.per(r) * 1e3);
   } else {
     e["cat"] = "flow";
     e["name"] = "event";
@@ -226,7 +236,7 @@ void write_locked(Recorder& r) {
   // Ticks per microsecond from the clock's and steady_clock's progress over the trace.
   const uint64_t ticks = detail::now() - r.epoch_ticks;
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - r.epoch).count();
-  const TimeScale time{r.epoch_ticks,
+  const TimeScale time{r.epoch_ticks, steady_ns(r.epoch),
                        tsc_is_constant && ticks > 0 ? us / static_cast<double>(ticks) : 1e-3};
   for (const Record& record : records) events.push_back(to_json(record, pid, time));
   const nlohmann::ordered_json document{
@@ -310,6 +320,7 @@ void append_flow(char phase, detail::Track track, uint64_t at, uint64_t id) {
   Record* r = next_record(b);
   if (r == nullptr) return;
   r->phase = phase;
+  r->steady = false;
   r->track = track.id;
   r->ts = at;
   r->dur = 0;
@@ -454,13 +465,16 @@ Track thread_track() {
   return {thread_track_cache.track};
 }
 
-void span(Track track, std::string_view category, std::string_view name, uint64_t start,
-          uint64_t end, const SpanArgs& args) {
+namespace {
+
+void append_span(bool steady, Track track, std::string_view category, std::string_view name,
+                 uint64_t start, uint64_t end, const SpanArgs& args) {
   if (!recording.load(std::memory_order_relaxed)) return;
   ThreadBuffer* b = nullptr;
   Record* r = next_record(b);
   if (r == nullptr) return;
   r->phase = 'X';
+  r->steady = steady;
   r->track = track.id;
   r->ts = start;
   r->dur = end > start ? end - start : 0;
@@ -469,6 +483,20 @@ void span(Track track, std::string_view category, std::string_view name, uint64_
   r->args = args;
   r->flow = 0;
   publish(b);
+}
+
+}  // namespace
+
+void span(Track track, std::string_view category, std::string_view name, uint64_t start,
+          uint64_t end, const SpanArgs& args) {
+  append_span(false, track, category, name, start, end, args);
+}
+
+uint64_t steady_now_ns() { return steady_ns(Clock::now()); }
+
+void steady_span(Track track, std::string_view category, std::string_view name, uint64_t start_ns,
+                 uint64_t end_ns, const SpanArgs& args) {
+  append_span(true, track, category, name, start_ns, end_ns, args);
 }
 
 void flow_from_record(Track track, const EventImpl& event, uint64_t at) {

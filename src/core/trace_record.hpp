@@ -54,6 +54,12 @@ uint64_t now();
 void span(Track track, std::string_view category, std::string_view name, uint64_t start,
           uint64_t end, const SpanArgs& args = {});
 
+// A span timed by a device rather than by the host: its start and end are steady_clock's
+// nanoseconds (steady_now_ns), to which the backend has mapped the device's own timestamps.
+uint64_t steady_now_ns();
+void steady_span(Track track, std::string_view category, std::string_view name, uint64_t start_ns,
+                 uint64_t end_ns, const SpanArgs& args = {});
+
 // A record of `event` on `track` starts a flow; a wait for it on another track ends it.
 void flow_from_record(Track track, const EventImpl& event, uint64_t at);
 void flow_to_wait(Track track, const EventImpl& event, uint64_t at);

@@ -1,6 +1,7 @@
 // OpenCL specifics: device facts against the driver's own answers, compile errors with the
-// build log, the on-disk kernel cache, local memory, 2-d launches, views, and many threads
-// launching one kernel. The device suites of tests/core run on OpenCL devices as well.
+// build log, the on-disk kernel cache, local memory, 2-d launches, views, many threads
+// launching one kernel, and traces of when commands ran on the device. The device suites of
+// tests/core run on OpenCL devices as well.
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <gtest/gtest.h>
@@ -11,6 +12,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -403,6 +406,67 @@ TEST_F(OpenClTest, ManyThreadsLaunchOneKernel) {
   for (int t = 0; t < kThreads; ++t) {
     const float expected = std::pow(static_cast<float>(t + 1), kLaunches / 2);
     for (float v : results[t]) ASSERT_FLOAT_EQ(v, expected) << "thread " << t;
+  }
+}
+
+// While a trace records, each command's profiling times come back as a span on the stream's
+// device track, mapped onto the host's clock: in the queue's order, within the host's own spans
+// of its issue and of the synchronize that waited for it, copies with their rates.
+TEST_F(OpenClTest, TracesShowWhenCommandsRanOnTheDevice) {
+  const fs::path file =
+      fs::temp_directory_path() / ("hal_opencl_trace_" + std::to_string(::getpid()) + ".json");
+  const uint32_t n = uint32_t{4} << 20;  // 16 MiB of floats
+  std::vector<float> host(n, 1.0f);
+  Kernel kernel = device.compile({"scale", unique_scale_source()});
+  Stream stream = device.create_stream();
+  Buffer buffer = device.allocate(size_t{n} * 4);
+  stream.synchronize();
+  trace::start(file);
+  stream.copy_from_host(buffer, host.data(), size_t{n} * 4);
+  stream.launch(kernel, LaunchConfig::linear(n), {buffer, 2.0f, n});
+  stream.copy_to_host(host.data(), buffer, size_t{n} * 4);
+  stream.synchronize();  // waits for the driver's callbacks too
+  trace::stop();
+  EXPECT_EQ(host[n - 1], 2.0f);
+
+  std::ifstream in(file);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  fs::remove(file);
+  int64_t issue_track = -1, device_track = -1;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") {
+      if (e["args"]["name"] == device.id() + " stream 0") issue_track = e["tid"];
+      if (e["args"]["name"] == device.id() + " stream 0 (device)") device_track = e["tid"];
+    }
+  ASSERT_GE(device_track, 0) << trace.dump();
+  std::map<std::string, nlohmann::json> issued, ran;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    if (e["tid"] == issue_track) issued[e["name"]] = e;
+    if (e["tid"] == device_track) ran[e["name"]] = e;
+  }
+  ASSERT_EQ(ran.size(), 3u) << trace.dump();
+  const auto start = [](const nlohmann::json& e) { return e["ts"].get<double>(); };
+  const auto end = [](const nlohmann::json& e) {
+    return e["ts"].get<double>() + e["dur"].get<double>();
+  };
+  // The clock mapping of a command is off by at most half its enqueue call, which its issue
+  // span contains (PoCL copies host data inside clEnqueueWriteBuffer: a millisecond under
+  // load), plus 0.1 ms of rounding.
+  const auto slack = [&](const std::string& name) {
+    return issued[name]["dur"].get<double>() / 2 + 100;
+  };
+  const nlohmann::json &in_copy = ran["copy_from_host"], &scale = ran["scale"],
+                       &out_copy = ran["copy_to_host"];
+  EXPECT_GE(start(in_copy), start(issued["copy_from_host"]) - slack("copy_from_host")) << in_copy;
+  EXPECT_LE(end(in_copy), start(scale) + slack("copy_from_host") + slack("scale")) << scale;
+  EXPECT_LE(end(scale), start(out_copy) + slack("scale") + slack("copy_to_host")) << out_copy;
+  EXPECT_LE(end(out_copy), end(issued["synchronize"]) + slack("copy_to_host"))
+      << issued["synchronize"];
+  EXPECT_EQ(scale["args"]["global"], nlohmann::json({n, 1, 1}));
+  for (const nlohmann::json* copy : {&in_copy, &out_copy}) {
+    EXPECT_EQ((*copy)["args"]["bytes"], size_t{n} * 4);
+    EXPECT_GT((*copy)["args"]["GB/s"].get<double>(), 0.0) << *copy;
   }
 }
 

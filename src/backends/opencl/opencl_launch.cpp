@@ -108,13 +108,17 @@ void OpenClStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl,
     }
   }
   submit(std::move(refs), [&] {
-    cl_int status = api_.clEnqueueNDRangeKernel(queue_, kernel.native(), dims, nullptr, global,
-                                                has_local ? local : nullptr, 0, nullptr, nullptr);
+    DeviceSpan span(*this, device_spans_, "kernel", kernel.name(),
+                    trace::detail::launch_args(config));
+    cl_int status =
+        api_.clEnqueueNDRangeKernel(queue_, kernel.native(), dims, nullptr, global,
+                                    has_local ? local : nullptr, 0, nullptr, span.event());
     if (status != CL_SUCCESS)
       throw_status(
           status, what(),
           "clEnqueueNDRangeKernel with global " + detail::format_sizes(global) + " and local " +
               (has_local ? detail::format_sizes(local) : std::string("chosen by the driver")));
+    span.enqueued(api_);
   });
 }
 

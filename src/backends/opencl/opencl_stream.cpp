@@ -68,6 +68,7 @@ OpenClStream::OpenClStream(std::shared_ptr<OpenClDevice> device)
 
 OpenClStream::~OpenClStream() {
   api_.clFinish(queue_);
+  wait_for_spans(device_spans_);
   Batches batches;
   std::vector<Ref> open;
   refs_.take_all(batches, open);
@@ -144,18 +145,24 @@ void OpenClStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const
                                   size_t bytes) {
   const ClRegion to = region_of(*dst, dst_offset);
   submit({dst}, [&] {
+    DeviceSpan span(*this, device_spans_, "copy", "copy_from_host",
+                    trace::detail::transfer_args(bytes));
     cl_int status = api_.clEnqueueWriteBuffer(queue_, to.mem, CL_FALSE, to.offset, bytes, src, 0,
-                                              nullptr, nullptr);
+                                              nullptr, span.event());
     if (status != CL_SUCCESS) fail(status, "copy_from_host", "clEnqueueWriteBuffer", bytes);
+    span.enqueued(api_);
   });
 }
 
 void OpenClStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
   const ClRegion from = region_of(*src, src_offset);
   submit({src}, [&] {
+    DeviceSpan span(*this, device_spans_, "copy", "copy_to_host",
+                    trace::detail::transfer_args(bytes));
     cl_int status = api_.clEnqueueReadBuffer(queue_, from.mem, CL_FALSE, from.offset, bytes, dst, 0,
-                                             nullptr, nullptr);
+                                             nullptr, span.event());
     if (status != CL_SUCCESS) fail(status, "copy_to_host", "clEnqueueReadBuffer", bytes);
+    span.enqueued(api_);
   });
 }
 
@@ -170,9 +177,11 @@ bool OpenClStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr
   const ClRegion from = region_of(*src, src_offset);
   if (to.mem != from.mem || !overlaps(to.offset, from.offset, bytes)) {
     submit({dst, src}, [&] {
+      DeviceSpan span(*this, device_spans_, "copy", "copy", trace::detail::transfer_args(bytes));
       cl_int status = api_.clEnqueueCopyBuffer(queue_, from.mem, to.mem, from.offset, to.offset,
-                                               bytes, 0, nullptr, nullptr);
+                                               bytes, 0, nullptr, span.event());
       if (status != CL_SUCCESS) fail(status, "copy", "clEnqueueCopyBuffer", bytes);
+      span.enqueued(api_);
     });
     return true;
   }
@@ -199,9 +208,11 @@ void OpenClStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, c
   const ClRegion to = region_of(*dst, dst_offset);
   if (to.offset % pattern_size == 0) {
     submit({dst}, [&] {
+      DeviceSpan span(*this, device_spans_, "copy", "fill", trace::detail::transfer_args(bytes));
       cl_int status = api_.clEnqueueFillBuffer(queue_, to.mem, pattern, pattern_size, to.offset,
-                                               bytes, 0, nullptr, nullptr);
+                                               bytes, 0, nullptr, span.event());
       if (status != CL_SUCCESS) fail(status, "fill", "clEnqueueFillBuffer", bytes);
+      span.enqueued(api_);
     });
     return;
   }
@@ -210,9 +221,11 @@ void OpenClStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, c
   for (size_t at = 0; at < bytes; at += pattern_size)
     std::memcpy(data->data() + at, pattern, pattern_size);
   submit({dst, data}, [&] {
+    DeviceSpan span(*this, device_spans_, "copy", "fill", trace::detail::transfer_args(bytes));
     cl_int status = api_.clEnqueueWriteBuffer(queue_, to.mem, CL_FALSE, to.offset, bytes,
-                                              data->data(), 0, nullptr, nullptr);
+                                              data->data(), 0, nullptr, span.event());
     if (status != CL_SUCCESS) fail(status, "fill", "clEnqueueWriteBuffer", bytes);
+    span.enqueued(api_);
   });
 }
 
@@ -274,6 +287,7 @@ void OpenClStream::synchronize() {
     callbacks = callbacks_;
   }
   const cl_int status = api_.clFinish(queue_);
+  wait_for_spans(device_spans_);         // the driver calls back after completion
   if (callbacks) callbacks->wait_all();  // a callback's error is stored after its gate opens
   cl_int failed = refs_.first_failure(batches);
   refs_.release(batches);

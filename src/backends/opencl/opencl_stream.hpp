@@ -17,6 +17,7 @@
 #include "backends/async/fenced_refs.hpp"
 #include "backends/async/work_queue.hpp"
 #include "backends/opencl/opencl_device.hpp"
+#include "backends/opencl/opencl_device_span.hpp"
 #include "hal/backend.hpp"
 
 namespace hal::opencl {
@@ -97,6 +98,7 @@ class OpenClStream final : public StreamImpl {
   std::mutex mutex_;
   async::FencedRefs<ClFences> refs_;
   std::shared_ptr<async::WorkQueue> callbacks_;  // made on the first host callback
+  PendingSpans device_spans_ = std::make_shared<std::atomic<int>>(0);  // while tracing
 };
 
 }  // namespace hal::opencl
