@@ -62,7 +62,8 @@ void DeviceSpan::hand_over(const ClApi& api) {
     return;
   }
   pending_->outstanding->fetch_sub(1, std::memory_order_relaxed);
-  api_ = &api;  // no callback: the destructor drops both
+  api.clReleaseEvent(event_);  // no callback: no span for this command
+  event_ = nullptr;
 }
 
 void wait_for_spans(const PendingSpans& pending) {
@@ -73,9 +74,6 @@ void wait_for_spans(const PendingSpans& pending) {
     std::this_thread::yield();
 }
 
-DeviceSpan::~DeviceSpan() {
-  delete pending_;
-  if (event_ && api_) api_->clReleaseEvent(event_);
-}
+DeviceSpan::~DeviceSpan() { delete pending_; }
 
 }  // namespace hal::opencl

@@ -30,7 +30,7 @@ class DeviceSpan {
     if (trace::enabled()) [[unlikely]]
       begin(stream, pending, category, name, args);
   }
-  ~DeviceSpan();  // releases the event of an enqueue that failed after making it
+  ~DeviceSpan();  // drops the span of an enqueue that failed (it made no event)
   DeviceSpan(const DeviceSpan&) = delete;
   DeviceSpan& operator=(const DeviceSpan&) = delete;
 
@@ -52,7 +52,6 @@ class DeviceSpan {
 
   Pending* pending_ = nullptr;
   cl_event event_ = nullptr;
-  const ClApi* api_ = nullptr;
 };
 
 // Waits (a few microseconds, at most a second) until the driver has called back for every
