@@ -76,8 +76,14 @@ bench: build-release
 # input is written to build/fuzz/. Drivers' own leaks at exit (lavapipe, PoCL: every fuzzer that
 # lists devices loads them) are suppressed as in the ASan tests.
 FUZZERS := selector plugin_table tensor_view kernel_signature cli_args model_bytes
+# fuzz/ is a project of its own: Clang compiles the code under fuzzing and links the release
+# build's libraries (fuzz/CMakeLists.txt says why).
+FUZZ_LIBRARIES := hal hal_model hal_train hal_dist hal_evidence hal_serve hal_cts
 fuzz: setup
-	@cmake --preset fuzz >/dev/null
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS) --target $(FUZZ_LIBRARIES)
+	@cmake -S fuzz -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
+	  -DHAL_BUILD_DIR=$(CURDIR)/build/release >/dev/null
 	@cmake --build build/fuzz --target $(FUZZERS:%=%_fuzz) -j $(JOBS)
 	@for name in $(FUZZERS); do \
 	  mkdir -p build/fuzz/corpus/$$name; \

@@ -1,0 +1,41 @@
+# The hal command's sources but main.cpp: its own build (CMakeLists.txt here) and the
+# command-line fuzzer's (fuzz/CMakeLists.txt), which parses with them, both include this list.
+set(hal_cli_sources
+  command_line.cpp
+  devices_command.cpp
+  version_command.cpp
+  memory_command.cpp
+  bench_command.cpp
+  plugins_command.cpp
+  cts_command.cpp
+  device_json.cpp
+  summary_command.cpp
+  calibrate_command.cpp
+  select_command.cpp
+  demo_command.cpp
+  demo_workloads.cpp
+  demo_report.cpp
+  choice_json.cpp
+  ops_command.cpp
+  onnx_tests_command.cpp
+  run_command.cpp
+  train_command.cpp
+  serve_command.cpp
+  loadgen_command.cpp
+  loss_curve.cpp
+  plan_json.cpp
+  option_values.cpp
+  error_report.cpp
+  compare_command.cpp
+  compare_side.cpp
+  compare_workload.cpp
+  report_command.cpp
+  report_html.cpp
+  svg_plot.cpp
+  eval_command.cpp
+  eval_data.cpp
+  eval_processes.cpp
+  tune_command.cpp
+  cache_command.cpp
+)
+list(TRANSFORM hal_cli_sources PREPEND ${CMAKE_CURRENT_LIST_DIR}/)
