@@ -1,11 +1,15 @@
 // Device facts against the driver's own answers (read here through the loader directly), and
-// how hal reports the backend.
+// how hal reports the backend: listed with the others, and in traces.
+#include <unistd.h>
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
 
@@ -23,7 +27,29 @@ struct DriverFacts {
   VkSubgroupFeatureFlags subgroup_operations = 0;
   VkShaderStageFlags subgroup_stages = 0;
   uint64_t device_local_bytes = 0;
+  // VK_EXT_calibrated_timestamps, reading the device's clock with CLOCK_MONOTONIC
+  bool calibrated_timestamps = false;
 };
+
+bool calibrates_against_monotonic(VkInstance instance, VkPhysicalDevice device) {
+  uint32_t count = 0;
+  vkEnumerateDeviceExtensionProperties(device, nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> extensions(count);
+  vkEnumerateDeviceExtensionProperties(device, nullptr, &count, extensions.data());
+  const bool listed = std::any_of(extensions.begin(), extensions.end(), [](const auto& e) {
+    return std::string_view(e.extensionName) == VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME;
+  });
+  const auto domains_of = reinterpret_cast<PFN_vkGetPhysicalDeviceCalibrateableTimeDomainsEXT>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCalibrateableTimeDomainsEXT"));
+  if (!listed || !domains_of) return false;
+  domains_of(device, &count, nullptr);
+  std::vector<VkTimeDomainEXT> domains(count);
+  domains_of(device, &count, domains.data());
+  const auto has = [&](VkTimeDomainEXT d) {
+    return std::find(domains.begin(), domains.end(), d) != domains.end();
+  };
+  return has(VK_TIME_DOMAIN_DEVICE_EXT) && has(VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT);
+}
 
 std::string uuid_text(const uint8_t (&bytes)[VK_UUID_SIZE]) {
   char text[40];
@@ -64,6 +90,7 @@ DriverFacts driver_facts(const std::string& uuid) {
     facts.subgroup_size = subgroup.subgroupSize;
     facts.subgroup_operations = subgroup.supportedOperations;
     facts.subgroup_stages = subgroup.supportedStages;
+    facts.calibrated_timestamps = calibrates_against_monotonic(instance, device);
     VkPhysicalDeviceMemoryProperties memory;
     vkGetPhysicalDeviceMemoryProperties(device, &memory);
     for (uint32_t h = 0; h < memory.memoryHeapCount; ++h)
@@ -116,6 +143,91 @@ TEST_F(VulkanDeviceTest, ListedWithTheOtherBackends) {
     listed |= each.info().id == device.info().id;
   EXPECT_TRUE(listed);
   EXPECT_EQ(hal::device(device.info().uuid).info().id, "vulkan:0");
+}
+
+// While a trace records, a stream's copies and dispatches also show when they ran, on the
+// stream's device track: a device command from its own timestamps mapped onto the host's clock,
+// where the driver can read both clocks together (without, hal shows no device command at
+// all rather than one in the wrong place); a copy through mapped memory timed on the stream's
+// worker. HAL_VULKAN_STAGING=1 (a CTest run of its own) stages the copies: a device copy, and
+// the host's part into or out of the staging memory.
+TEST_F(VulkanDeviceTest, TracesShowWhenCommandsRanOnTheDevice) {
+  namespace fs = std::filesystem;
+  const DriverFacts facts = driver_facts(device.info().uuid);
+  ASSERT_TRUE(facts.found);
+  const char* staging = std::getenv("HAL_VULKAN_STAGING");
+  const bool staged = staging && std::string_view(staging) == "1";
+  const fs::path file =
+      fs::temp_directory_path() / ("hal_vulkan_trace_" + std::to_string(::getpid()) + ".json");
+  const uint32_t n = uint32_t{4} << 20;  // 16 MiB of floats
+  std::vector<float> host(n, 1.0f);
+  // Binary op 0 (add), flat: x = x + x.
+  const Kernel add =
+      device.compile({"main", std::string(vulkan::vulkan_shader("binary")), KernelLanguage::native},
+                     {.defines = {"0=0", "1=0"}});
+  Stream stream = device.create_stream();
+  Buffer x = device.allocate(size_t{n} * 4);
+  stream.synchronize();
+  trace::start(file);
+  stream.copy_from_host(x, host.data(), size_t{n} * 4);
+  stream.launch(add, LaunchConfig::linear(n), {x, x, x, 0u, 0u, n});
+  stream.copy_to_host(host.data(), x, size_t{n} * 4);
+  stream.synchronize();
+  trace::stop();
+  EXPECT_EQ(host[n - 1], 2.0f);
+
+  std::ifstream in(file);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  fs::remove(file);
+  int64_t issue_track = -1, device_track = -1;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") {
+      if (e["args"]["name"] == device.id() + " stream 0") issue_track = e["tid"];
+      if (e["args"]["name"] == device.id() + " stream 0 (device)") device_track = e["tid"];
+    }
+  ASSERT_GE(issue_track, 0) << trace.dump();
+  std::vector<nlohmann::json> ran;
+  double first_issue = 1e300, synchronized = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    if (e["tid"] == device_track) ran.push_back(e);
+    if (e["tid"] == issue_track) first_issue = std::min(first_issue, e["ts"].get<double>());
+    if (e["tid"] == issue_track && e["name"] == "synchronize")
+      synchronized = e["ts"].get<double>() + e["dur"].get<double>();
+  }
+  std::sort(ran.begin(), ran.end(), [](const auto& a, const auto& b) { return a["ts"] < b["ts"]; });
+  std::vector<std::string> names, expected;
+  for (const auto& e : ran) names.push_back(e["name"]);
+  // What runs where: host copies on the worker; device commands only with calibrated clocks.
+  const bool device_spans = facts.calibrated_timestamps;
+  if (staged) expected.push_back("copy_from_host (into staging)");
+  if (staged && device_spans) expected.push_back("copy_from_host");
+  if (!staged) expected.push_back("copy_from_host");
+  if (device_spans) expected.push_back(add.name());
+  if (!staged) expected.push_back("copy_to_host");
+  if (staged && device_spans) expected.push_back("copy_to_host");
+  if (staged) expected.push_back("copy_to_host (out of staging)");
+  ASSERT_EQ(names, expected) << (device_spans ? "" : "(the driver cannot calibrate its clock) ")
+                             << trace.dump();
+  // In queue order, within the issue of the first command and the synchronize's return: the
+  // host's clock and the device's calibrated one agree to well under 0.1 ms (lavapipe's device
+  // clock is CLOCK_MONOTONIC itself), and the trace rounds to 0.1 us.
+  constexpr double kSlackUs = 100;
+  const auto end = [](const nlohmann::json& e) {
+    return e["ts"].get<double>() + e["dur"].get<double>();
+  };
+  EXPECT_GE(ran.front()["ts"].get<double>(), first_issue - kSlackUs) << ran.front();
+  for (size_t i = 1; i < ran.size(); ++i)
+    EXPECT_LE(end(ran[i - 1]), ran[i]["ts"].get<double>() + kSlackUs) << ran[i - 1] << ran[i];
+  EXPECT_LE(end(ran.back()), synchronized + kSlackUs) << ran.back();
+  for (const auto& e : ran) {
+    if (e["name"] == add.name()) {
+      EXPECT_EQ(e["args"]["global"], nlohmann::json({n, 1, 1})) << e;
+      continue;
+    }
+    EXPECT_EQ(e["args"]["bytes"], size_t{n} * 4) << e;
+    EXPECT_GT(e["args"]["GB/s"].get<double>(), 0.0) << e;
+  }
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ namespace hal::vulkan {
 
 // Extension functions: null where the instance lacks the extension.
 #define HAL_VK_OPTIONAL_FUNCTIONS(X) \
-  X(vkCreateDebugUtilsMessengerEXT) X(vkDestroyDebugUtilsMessengerEXT)
+  X(vkCreateDebugUtilsMessengerEXT) X(vkDestroyDebugUtilsMessengerEXT) \
+  X(vkGetPhysicalDeviceCalibrateableTimeDomainsEXT)
 // clang-format on
 
 struct VkApi {

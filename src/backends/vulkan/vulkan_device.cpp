@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <fstream>
 #include <iterator>
 #include <vector>
@@ -43,6 +44,8 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalD
   features.features.shaderFloat64 = traits_.shader_float64;
   std::vector<const char*> extensions{VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
   if (traits_.memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  if (traits_.calibrated_timestamps)
+    extensions.push_back(VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
   auto info = make<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
   info.pNext = &features;
   info.queueCreateInfoCount = 1;
@@ -59,6 +62,9 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalD
     throw Error(ErrorCode::BackendUnavailable,
                 describe(*this) + ": the driver gives no vkCmdPushDescriptorSetKHR");
   }
+  if (traits_.calibrated_timestamps)
+    calibrated_timestamps_ = reinterpret_cast<PFN_vkGetCalibratedTimestampsEXT>(
+        api().vkGetDeviceProcAddr(device_, "vkGetCalibratedTimestampsEXT"));
   try {
     create_layouts();
     load_pipeline_cache();
@@ -69,6 +75,20 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalD
 }
 
 VulkanDevice::~VulkanDevice() { release(); }
+
+std::optional<ClockPair> VulkanDevice::read_clocks() const {
+  if (!calibrated_timestamps_ || traits_.timestamp_valid_bits == 0) return std::nullopt;
+  auto device = make<VkCalibratedTimestampInfoEXT>(VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT);
+  device.timeDomain = VK_TIME_DOMAIN_DEVICE_EXT;
+  auto host = make<VkCalibratedTimestampInfoEXT>(VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT);
+  host.timeDomain = VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
+  const std::array<VkCalibratedTimestampInfoEXT, 2> infos{device, host};
+  std::array<uint64_t, 2> stamps{};
+  uint64_t deviation = 0;
+  if (calibrated_timestamps_(device_, 2, infos.data(), stamps.data(), &deviation) != VK_SUCCESS)
+    return std::nullopt;
+  return ClockPair{stamps[0], stamps[1]};
+}
 
 void VulkanDevice::release() noexcept {
   if (!device_ || process_exiting()) return;

@@ -3,9 +3,11 @@
 // hal kernel uses, and the pipeline cache kept on disk next to hal's kernel cache.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "backends/vulkan/vulkan_device_info.hpp"
 #include "hal/backend.hpp"
@@ -18,6 +20,12 @@ namespace hal::vulkan {
 inline constexpr uint32_t kMaxBufferArgs = 8;
 inline constexpr uint32_t kPushConstantBytes = 128;
 inline constexpr uint32_t kScalarBase = kMaxBufferArgs * 4;
+
+// One reading of the device's timestamp counter (ticks) and of the host's steady clock (ns).
+struct ClockPair {
+  uint64_t device_ticks = 0;
+  uint64_t steady_ns = 0;
+};
 
 class VulkanDevice final : public DeviceImpl {
  public:
@@ -40,6 +48,9 @@ class VulkanDevice final : public DeviceImpl {
   VkPipelineLayout pipeline_layout() const { return pipeline_layout_; }
   VkPipelineCache pipeline_cache() const { return pipeline_cache_; }
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_set() const { return push_descriptor_set_; }
+  // The device's clock and the host's steady clock read together, where the device can
+  // (traits().calibrated_timestamps and timestamps on its queue); nullopt elsewhere.
+  std::optional<ClockPair> read_clocks() const;
   // Submits under the queue's lock (vkQueueSubmit wants the queue externally synchronised).
   VkResult submit(const VkSubmitInfo& submit);
   // Waits until the queue has finished everything submitted to it (all streams' work).
@@ -63,6 +74,7 @@ class VulkanDevice final : public DeviceImpl {
   VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_set_ = nullptr;
+  PFN_vkGetCalibratedTimestampsEXT calibrated_timestamps_ = nullptr;
   std::filesystem::path pipeline_cache_path_;  // empty without a cache directory
   std::mutex cache_file_mutex_;
 };

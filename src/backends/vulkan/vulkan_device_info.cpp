@@ -52,6 +52,23 @@ DeviceKind kind_of(VkPhysicalDeviceType type) {
   }
 }
 
+// Whether the device can read its own clock together with CLOCK_MONOTONIC, which is
+// std::chrono::steady_clock's on Linux and the clock hal's traces map device time onto.
+bool calibrates_against_steady_clock(const VkApi& api, VkPhysicalDevice device) {
+  if (!api.vkGetPhysicalDeviceCalibrateableTimeDomainsEXT) return false;
+  uint32_t count = 0;
+  if (api.vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(device, &count, nullptr) != VK_SUCCESS)
+    return false;
+  std::vector<VkTimeDomainEXT> domains(count);
+  if (api.vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(device, &count, domains.data()) !=
+      VK_SUCCESS)
+    return false;
+  const auto has = [&](VkTimeDomainEXT domain) {
+    return std::find(domains.begin(), domains.begin() + count, domain) != domains.begin() + count;
+  };
+  return has(VK_TIME_DOMAIN_DEVICE_EXT) && has(VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT);
+}
+
 bool has_extension(const VkApi& api, VkPhysicalDevice device, const char* name) {
   uint32_t count = 0;
   if (api.vkEnumerateDeviceExtensionProperties(device, nullptr, &count, nullptr) != VK_SUCCESS)
@@ -166,6 +183,9 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
   if (env_is_1("HAL_VULKAN_NO_FP64")) traits.shader_float64 = false;
   traits.memory_budget = has_extension(api, device, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   traits.push_descriptor = has_extension(api, device, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  traits.calibrated_timestamps =
+      has_extension(api, device, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) &&
+      calibrates_against_steady_clock(api, device);
 
   info.limits.max_allocation_bytes = maintenance3.maxMemoryAllocationSize;
   info.limits.max_work_group_size = p.limits.maxComputeWorkGroupInvocations;

@@ -24,7 +24,10 @@ struct VkDeviceTraits {
   uint64_t storage_offset_alignment = 1;  // minStorageBufferOffsetAlignment
   uint32_t timestamp_valid_bits = 0;      // of the queue family; 0: no timestamps
   float timestamp_period = 0;             // nanoseconds per tick
-  bool force_staging = false;             // HAL_VULKAN_STAGING=1: copies never map (tests)
+  // VK_EXT_calibrated_timestamps with the device's clock and CLOCK_MONOTONIC (steady_clock's):
+  // the device's timestamps then map onto the host's time, for device tracks in traces.
+  bool calibrated_timestamps = false;
+  bool force_staging = false;  // HAL_VULKAN_STAGING=1: copies never map (tests)
   uint32_t vendor_id = 0, device_id = 0;
   bool shader_int64 = false, shader_float64 = false;
   // 8-bit storage and arithmetic (bool, u8, i8 elements), and 16-bit storage (f16, bf16).

@@ -103,7 +103,8 @@ void VulkanStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
   const VkPipeline pipeline = static_cast<VulkanKernel&>(*kernel).pipeline(local);
   const VkPipelineLayout layout = device_->pipeline_layout();
   const auto push_descriptors = device_->push_descriptor_set();
-  device_command(std::move(refs), [&](VkCommandBuffer commands) {
+  const CommandSpan span{"kernel", kernel->name(), trace::detail::launch_args(config)};
+  device_command(std::move(refs), span, [&](VkCommandBuffer commands) {
     api_.vkCmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     std::array<VkWriteDescriptorSet, kMaxBufferArgs> writes{};
     for (size_t b = 0; b < buffer_count; ++b) {

@@ -27,7 +27,8 @@ void write_pattern(unsigned char* out, size_t bytes, const unsigned char* patter
 VulkanStream::VulkanStream(std::shared_ptr<VulkanDevice> device)
     : device_(std::move(device)),
       api_(device_->api()),
-      timeline_(std::make_shared<Timeline>(device_)) {
+      timeline_(std::make_shared<Timeline>(device_)),
+      spans_(device_, *this) {
   auto info = make<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
   info.flags =
       VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
@@ -45,6 +46,7 @@ VulkanStream::~VulkanStream() {
   worker_.wait_all();
   try {
     timeline_->wait(last);
+    spans_.completed(last);
   } catch (const Error&) {  // a lost device: nothing more will complete
   }
   // A driver may still hold a command buffer for a moment after its submission signalled
@@ -97,6 +99,7 @@ void VulkanStream::flush() {
   const VkResult ended = api_.vkEndCommandBuffer(open_);
   const VkCommandBuffer commands = open_;
   const uint64_t value = ++assigned_;
+  spans_.flushed(value, ended != VK_SUCCESS);
   open_ = VK_NULL_HANDLE;
   open_commands_ = 0;
   // Held until the value is reached, whether the submission below succeeds or not.
@@ -137,6 +140,7 @@ void VulkanStream::submit(uint64_t value, VkCommandBuffer commands) {
   info.pSignalSemaphores = &semaphore;
   const VkResult result = device_->submit(info);
   if (result == VK_SUCCESS) return;
+  spans_.flushed(value, true);
   complete_on_host(value);
   check(result, where("submit"), "vkQueueSubmit");
 }
@@ -160,6 +164,17 @@ void VulkanStream::host_command(std::function<void()> fn) {
   flush_keeping_error();
   const uint64_t value = ++assigned_;
   worker_.push([this, value, fn = std::move(fn)] { run_host_command(value, fn); });
+}
+
+void VulkanStream::host_copy(std::string_view name, size_t bytes, std::function<void()> fn) {
+  if (trace::enabled()) [[unlikely]]
+    fn = [track = trace::detail::execution_track(*this), name, bytes, fn = std::move(fn)] {
+      const uint64_t start = trace::detail::now();
+      fn();
+      trace::detail::span(track, "copy", name, start, trace::detail::now(),
+                          trace::detail::transfer_args(bytes));
+    };
+  host_command(std::move(fn));
 }
 
 void VulkanStream::complete_on_host(uint64_t value) noexcept {
@@ -213,6 +228,7 @@ void VulkanStream::reclaim(Released& released) {
     released.push_back(std::move(refs_.front().second));
     refs_.pop_front();
   }
+  spans_.completed(done);
 }
 
 void* VulkanStream::mapped(const BufferImpl& buffer, size_t offset) const {
@@ -229,17 +245,18 @@ BufferPtr VulkanStream::staging(size_t bytes) const {
 void VulkanStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
                                   size_t bytes) {
   if (void* to = mapped(*dst, dst_offset)) {
-    host_command([dst, to, src, bytes] { std::memcpy(to, src, bytes); });
+    host_copy("copy_from_host", bytes, [dst, to, src, bytes] { std::memcpy(to, src, bytes); });
     return;
   }
   // The host's part runs on the worker, after the stream's earlier host commands: a source
   // that an earlier copy_to_host fills is read once it has.
   BufferPtr stage = staging(bytes);
   const VkRegion from = region_of(*stage, 0), to = region_of(*dst, dst_offset);
-  host_command([stage, from, src, bytes] {
+  host_copy("copy_from_host (into staging)", bytes, [stage, from, src, bytes] {
     std::memcpy(static_cast<unsigned char*>(from.root->mapped()) + from.offset, src, bytes);
   });
-  device_command({dst, stage}, [this, from, to, bytes](VkCommandBuffer commands) {
+  const CommandSpan span{"copy", "copy_from_host", trace::detail::transfer_args(bytes)};
+  device_command({dst, stage}, span, [this, from, to, bytes](VkCommandBuffer commands) {
     const VkBufferCopy region{from.offset, to.offset, bytes};
     api_.vkCmdCopyBuffer(commands, from.root->native(), to.root->native(), 1, &region);
   });
@@ -247,16 +264,17 @@ void VulkanStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const
 
 void VulkanStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
   if (const void* from = mapped(*src, src_offset)) {
-    host_command([src, from, dst, bytes] { std::memcpy(dst, from, bytes); });
+    host_copy("copy_to_host", bytes, [src, from, dst, bytes] { std::memcpy(dst, from, bytes); });
     return;
   }
   BufferPtr stage = staging(bytes);
   const VkRegion from = region_of(*src, src_offset), to = region_of(*stage, 0);
-  device_command({src, stage}, [this, from, to, bytes](VkCommandBuffer commands) {
+  const CommandSpan span{"copy", "copy_to_host", trace::detail::transfer_args(bytes)};
+  device_command({src, stage}, span, [this, from, to, bytes](VkCommandBuffer commands) {
     const VkBufferCopy region{from.offset, to.offset, bytes};
     api_.vkCmdCopyBuffer(commands, from.root->native(), to.root->native(), 1, &region);
   });
-  host_command([stage, to, dst, bytes] {
+  host_copy("copy_to_host (out of staging)", bytes, [stage, to, dst, bytes] {
     std::memcpy(dst, static_cast<const unsigned char*>(to.root->mapped()) + to.offset, bytes);
   });
 }
@@ -266,8 +284,9 @@ bool VulkanStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr
   // Devices of one instance share no memory without external-memory extensions: hal stages.
   if (&dst->device() != device_.get() || &src->device() != device_.get()) return false;
   const VkRegion to = region_of(*dst, dst_offset), from = region_of(*src, src_offset);
+  const CommandSpan span{"copy", "copy", trace::detail::transfer_args(bytes)};
   if (to.root != from.root || !overlaps(to.offset, from.offset, bytes)) {
-    device_command({dst, src}, [this, from, to, bytes](VkCommandBuffer commands) {
+    device_command({dst, src}, span, [this, from, to, bytes](VkCommandBuffer commands) {
       const VkBufferCopy region{from.offset, to.offset, bytes};
       api_.vkCmdCopyBuffer(commands, from.root->native(), to.root->native(), 1, &region);
     });
@@ -277,17 +296,19 @@ bool VulkanStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr
   // between the two copies.
   BufferPtr scratch = detail::core_of(*device_).allocator(MemoryKind::device).allocate_block(bytes);
   const VkRegion middle = region_of(*scratch, 0);
-  device_command({dst, src, scratch}, [this, from, to, middle, bytes](VkCommandBuffer commands) {
-    const VkBufferCopy in{from.offset, middle.offset, bytes}, out{middle.offset, to.offset, bytes};
-    api_.vkCmdCopyBuffer(commands, from.root->native(), middle.root->native(), 1, &in);
-    auto barrier = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
-    api_.vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                              VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0, nullptr, 0,
-                              nullptr);
-    api_.vkCmdCopyBuffer(commands, middle.root->native(), to.root->native(), 1, &out);
-  });
+  device_command(
+      {dst, src, scratch}, span, [this, from, to, middle, bytes](VkCommandBuffer commands) {
+        const VkBufferCopy in{from.offset, middle.offset, bytes},
+            out{middle.offset, to.offset, bytes};
+        api_.vkCmdCopyBuffer(commands, from.root->native(), middle.root->native(), 1, &in);
+        auto barrier = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+        barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+        barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+        api_.vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                  VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                                  nullptr);
+        api_.vkCmdCopyBuffer(commands, middle.root->native(), to.root->native(), 1, &out);
+      });
   return true;
 }
 
@@ -296,16 +317,17 @@ void VulkanStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, c
   std::array<unsigned char, 16> value{};  // `pattern` is valid only during the call
   std::memcpy(value.data(), pattern, pattern_size);
   const VkRegion to = region_of(*dst, dst_offset);
+  const CommandSpan span{"copy", "fill", trace::detail::transfer_args(bytes)};
   if (pattern_size <= 4 && to.offset % 4 == 0 && bytes % 4 == 0) {
     uint32_t word = 0;  // the pattern repeated to 32 bits, as vkCmdFillBuffer takes it
     write_pattern(reinterpret_cast<unsigned char*>(&word), 4, value.data(), pattern_size);
-    device_command({dst}, [this, to, bytes, word](VkCommandBuffer commands) {
+    device_command({dst}, span, [this, to, bytes, word](VkCommandBuffer commands) {
       api_.vkCmdFillBuffer(commands, to.root->native(), to.offset, bytes, word);
     });
     return;
   }
   if (void* out = mapped(*dst, dst_offset)) {
-    host_command([dst, out, bytes, value, pattern_size] {
+    host_copy("fill", bytes, [dst, out, bytes, value, pattern_size] {
       write_pattern(static_cast<unsigned char*>(out), bytes, value.data(), pattern_size);
     });
     return;
@@ -314,7 +336,7 @@ void VulkanStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, c
   const VkRegion from = region_of(*stage, 0);
   write_pattern(static_cast<unsigned char*>(from.root->mapped()) + from.offset, bytes, value.data(),
                 pattern_size);
-  device_command({dst, stage}, [this, from, to, bytes](VkCommandBuffer commands) {
+  device_command({dst, stage}, span, [this, from, to, bytes](VkCommandBuffer commands) {
     const VkBufferCopy region{from.offset, to.offset, bytes};
     api_.vkCmdCopyBuffer(commands, from.root->native(), to.root->native(), 1, &region);
   });
@@ -332,7 +354,7 @@ void VulkanStream::record(EventImpl& event) {
   // owned by the fence, so that a later record never overwrites what this one measured.
   auto timestamp = std::make_shared<const Timestamp>(device_);
   const VkQueryPool pool = timestamp->native();
-  device_command({timestamp}, [this, pool](VkCommandBuffer commands) {
+  device_command({timestamp}, CommandSpan{}, [this, pool](VkCommandBuffer commands) {
     api_.vkCmdResetQueryPool(commands, pool, 0, 1);
     api_.vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 0);
   });

@@ -10,6 +10,9 @@
 // on the host), else queued behind the worker's host commands, so values are submitted or
 // signalled in order and no submission waits for a value nobody has yet submitted. An event
 // is (semaphore, value), and what a command uses is kept until its batch's value is reached.
+// While a trace records, each copy, fill and dispatch also shows on the stream's device track:
+// device commands through their timestamps (vulkan_device_spans.hpp), host commands timed on
+// the worker.
 #pragma once
 
 #include <deque>
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "backends/async/work_queue.hpp"
+#include "backends/vulkan/vulkan_device_spans.hpp"
 #include "backends/vulkan/vulkan_event.hpp"
 
 namespace hal::vulkan {
@@ -51,9 +55,12 @@ class VulkanStream final : public StreamImpl {
   // Records a device command into the open batch: `record(commands)` runs now, on the caller's
   // thread; `refs` live until the batch has run. Flushes a full batch.
   template <class Record>
-  void device_command(std::vector<Ref> refs, Record&& record);
+  void device_command(std::vector<Ref> refs, const CommandSpan& span, Record&& record);
   // Enqueues a host command: `fn` runs on the worker once the work before it has completed.
   void host_command(std::function<void()> fn);
+  // A host command that copies or fills `bytes`: a span named `name` (a literal) on the device
+  // track while a trace records.
+  void host_copy(std::string_view name, size_t bytes, std::function<void()> fn);
   void run_host_command(uint64_t value, const std::function<void()>& fn);
   // The open batch's command buffer, begun now if there is none; a barrier after the batch's
   // last command orders the next one after it. Under mutex_.
@@ -95,17 +102,26 @@ class VulkanStream final : public StreamImpl {
   std::deque<std::pair<uint64_t, VkCommandBuffer>> in_flight_;
   std::vector<VkCommandBuffer> free_;
   std::deque<std::pair<uint64_t, std::vector<Ref>>> refs_;
+  DeviceSpans spans_;
   async::WorkQueue worker_;  // last: its destructor runs what is queued, then joins
 };
 
 // A batch is submitted once it holds this many commands, so that the device starts on a long
 // run of work before the stream is synchronized.
 inline constexpr size_t kMaxBatchCommands = 64;
+static_assert(kMaxBatchCommands <= DeviceSpans::kCapacity, "a batch's spans fit its query pool");
 
 template <class Record>
-void VulkanStream::device_command(std::vector<Ref> refs, Record&& record) {
+void VulkanStream::device_command(std::vector<Ref> refs, const CommandSpan& span, Record&& record) {
   std::lock_guard lock(mutex_);
-  record(open_batch());
+  const VkCommandBuffer commands = open_batch();
+  if (spans_.wanted(span)) [[unlikely]] {
+    spans_.begin(commands, span);
+    record(commands);
+    spans_.end(commands);
+  } else {
+    record(commands);
+  }
   ++open_commands_;
   for (Ref& ref : refs) open_refs_.push_back(std::move(ref));
   if (open_commands_ >= kMaxBatchCommands) flush_keeping_error();
