@@ -1,4 +1,6 @@
-// EnergyMeter over Linux powercap: RAPL package domains' cumulative microjoule counters.
+// EnergyMeter: which counter meters a device, powercap's RAPL package domains (cumulative
+// microjoules) for the host's CPU, and following counters across their wraps. NVIDIA GPUs'
+// counters are in energy_nvml.cpp.
 #include "hal/energy.hpp"
 
 #include <algorithm>
@@ -53,11 +55,18 @@ bool runs_on_host_cpu(const DeviceInfo& info) {
 
 EnergyMeter EnergyMeter::of(const Device& device) {
   const DeviceInfo& info = device.info();
+  if (info.backend() == "cuda") {
+    try {
+      return of_nvidia_gpu(info.uuid);
+    } catch (const Error& e) {
+      throw Error(e.code(), std::string(e.what()) + " (" + info.id + ")");
+    }
+  }
   if (!runs_on_host_cpu(info))
     throw Error(ErrorCode::Unsupported,
                 "energy: " + info.id + " (" + std::string(to_string(info.kind)) +
-                    ") has no energy counter hal reads; only devices that run on the host's CPU "
-                    "are metered (Linux powercap RAPL)");
+                    ") has no energy counter hal reads; the host's CPU (Linux powercap RAPL) "
+                    "and NVIDIA GPUs (NVML) are metered");
   const fs::path root = powercap_root();
   std::vector<fs::path> packages;
   std::error_code error;
@@ -72,11 +81,13 @@ EnergyMeter EnergyMeter::of(const Device& device) {
   meter.source_ = "powercap";
   for (const fs::path& package : packages) {
     Domain domain;
-    domain.file = (package / "energy_uj").string();
-    const std::optional<uint64_t> first = read_number(domain.file);
+    domain.name = (package / "energy_uj").string();
+    domain.read = [file = domain.name] { return read_number(file); };
+    domain.joules_per_unit = 1e-6;
+    const std::optional<uint64_t> first = domain.read();
     if (!first)
       throw Error(ErrorCode::Unsupported,
-                  "energy: cannot read " + domain.file + " for " + info.id +
+                  "energy: cannot read " + domain.name + " for " + info.id +
                       " (since Linux 5.10 RAPL counters are readable by root alone)");
     domain.last = *first;
     domain.range = read_number(package / "max_energy_range_uj").value_or(0);
@@ -89,18 +100,18 @@ EnergyMeter EnergyMeter::of(const Device& device) {
 }
 
 double EnergyMeter::joules() {
-  uint64_t total = 0;
+  double joules = 0;
   for (Domain& domain : domains_) {
-    const std::optional<uint64_t> now = read_number(domain.file);
-    if (!now) throw Error(ErrorCode::InvalidState, "energy: cannot read " + domain.file + " now");
+    const std::optional<uint64_t> now = domain.read();
+    if (!now) throw Error(ErrorCode::InvalidState, "energy: cannot read " + domain.name + " now");
     if (*now >= domain.last)
       domain.total += *now - domain.last;
     else  // wrapped (once: reads come often enough); without a stated range, from zero
       domain.total += (domain.range > domain.last ? domain.range - domain.last : 0) + *now;
     domain.last = *now;
-    total += domain.total;
+    joules += static_cast<double>(domain.total) * domain.joules_per_unit;
   }
-  return static_cast<double>(total) * 1e-6;
+  return joules;
 }
 
 }  // namespace hal

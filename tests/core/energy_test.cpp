@@ -1,7 +1,10 @@
 // EnergyMeter (hal/energy.hpp) over a powercap tree laid out like /sys/class/powercap in a
 // temporary directory (HAL_POWERCAP_ROOT): package domains summed, their parts left out, counters
 // followed across a wrap; no counter, an unreadable one and a device that is not the host's CPU
-// refused by code and message.
+// refused by code and message. NVIDIA GPUs' meters over a stand-in NVML (fake_nvml.cpp, named by
+// HAL_NVML_LIBRARY): millijoules read as joules, the library initialised while a meter uses it,
+// GPUs without a counter, unknown GPUs and a missing library refused.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -82,12 +85,67 @@ TEST_F(EnergyMeterTest, RefusesWhatItCannotMeter) {
   hal::EnergyMeter meter = hal::EnergyMeter::of(cpu_);
   fs::remove(root_ / "intel-rapl:0" / "energy_uj");
   hal::test::expect_error([&] { meter.joules(); }, hal::ErrorCode::InvalidState, {"cannot read"});
-  // Only devices that run on the host's CPU are metered.
+  // Only the host's CPU and NVIDIA GPUs (through NVML) are metered.
   for (const hal::Device& d : hal::devices())
     if (d.info().kind != hal::DeviceKind::cpu)
       hal::test::expect_error(
           [&] { hal::EnergyMeter::of(d); }, hal::ErrorCode::Unsupported,
           {d.id() + " (" + std::string(hal::to_string(d.info().kind)) + ") has no energy counter"});
+}
+
+class NvmlEnergyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("HAL_NVML_LIBRARY", HAL_FAKE_NVML, 1);
+    // The same library the meter opens (dlopen gives one copy per file), to ask it how often it
+    // is initialised.
+    library_ = dlopen(HAL_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(library_, nullptr) << dlerror();
+    initialised_ = reinterpret_cast<int (*)()>(dlsym(library_, "fake_nvml_initialised"));
+    ASSERT_NE(initialised_, nullptr);
+  }
+  void TearDown() override {
+    unsetenv("HAL_NVML_LIBRARY");
+    if (library_) dlclose(library_);
+  }
+  void* library_ = nullptr;
+  int (*initialised_)() = nullptr;
+};
+
+TEST_F(NvmlEnergyTest, NvidiaGpusAreMeteredInJoules) {
+  {
+    // hal's form of the UUID (as its cuda devices give it) and NVML's own.
+    hal::EnergyMeter meter =
+        hal::EnergyMeter::of_nvidia_gpu("11111111-2222-3333-4444-555555555555");
+    hal::EnergyMeter again =
+        hal::EnergyMeter::of_nvidia_gpu("GPU-11111111-2222-3333-4444-555555555555");
+    EXPECT_EQ(meter.source(), "nvml GPU-11111111-2222-3333-4444-555555555555");
+    EXPECT_EQ(again.source(), meter.source());
+    EXPECT_EQ(initialised_(), 2);  // NVML counts its users
+    // The stand-in's board has used 250 mJ more at every reading of its counter (the readings of
+    // both meters share it): the meter's first was when it was made.
+    EXPECT_DOUBLE_EQ(meter.joules(), 0.5);  // 2 readings on: one of `again`'s, this one
+    EXPECT_DOUBLE_EQ(meter.joules(), 0.75);
+    EXPECT_DOUBLE_EQ(again.joules(), 0.75);  // since `again` was made: 3 readings
+  }
+  EXPECT_EQ(initialised_(), 0);  // each meter's use of NVML ends with it
+}
+
+TEST_F(NvmlEnergyTest, RefusesGpusWithoutACounterAndAbsentNvml) {
+  hal::test::expect_error(
+      [] { hal::EnergyMeter::of_nvidia_gpu("11111111-2222-3333-4444-666666666666"); },
+      hal::ErrorCode::Unsupported,
+      {"GPU-11111111-2222-3333-4444-666666666666 gives no energy counter", "Volta and later",
+       "NVML: Not Supported (3)"});
+  hal::test::expect_error(
+      [] { hal::EnergyMeter::of_nvidia_gpu("00000000-0000-0000-0000-000000000000"); },
+      hal::ErrorCode::Unsupported,
+      {"NVML has no GPU GPU-00000000-0000-0000-0000-000000000000", "Not Found (6)"});
+  EXPECT_EQ(initialised_(), 0);  // a refusal leaves NVML as it found it
+  setenv("HAL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+  hal::test::expect_error(
+      [] { hal::EnergyMeter::of_nvidia_gpu("11111111-2222-3333-4444-555555555555"); },
+      hal::ErrorCode::Unsupported, {"cannot open /nonexistent/libnvidia-ml.so.1", "NVML"});
 }
 
 }  // namespace
