@@ -8,12 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
 
 #include "backends/vulkan/vulkan_shaders.hpp"
+#include "trace_json.hpp"
 #include "vulkan_fixture.hpp"
 
 namespace hal::test {
@@ -176,15 +175,9 @@ TEST_F(VulkanDeviceTest, TracesShowWhenCommandsRanOnTheDevice) {
   trace::stop();
   EXPECT_EQ(host[n - 1], 2.0f);
 
-  std::ifstream in(file);
-  const nlohmann::json trace = nlohmann::json::parse(in);
-  fs::remove(file);
-  int64_t issue_track = -1, device_track = -1;
-  for (const auto& e : trace["traceEvents"])
-    if (e["ph"] == "M" && e["name"] == "thread_name") {
-      if (e["args"]["name"] == device.id() + " stream 0") issue_track = e["tid"];
-      if (e["args"]["name"] == device.id() + " stream 0 (device)") device_track = e["tid"];
-    }
+  const nlohmann::json trace = take_trace(file);
+  const int64_t issue_track = track_id(trace, device.id() + " stream 0");
+  const int64_t device_track = track_id(trace, device.id() + " stream 0 (device)");
   ASSERT_GE(issue_track, 0) << trace.dump();
   std::vector<nlohmann::json> ran;
   double first_issue = 1e300, synchronized = 0;

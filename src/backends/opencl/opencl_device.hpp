@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 
+#include "backends/opencl/opencl_clock.hpp"
 #include "backends/opencl/opencl_device_info.hpp"
 #include "hal/backend.hpp"
 
@@ -32,6 +33,8 @@ class OpenClDevice final : public DeviceImpl {
   cl_command_queue create_queue() const;
   // The device's queue for mapping and unmapping host-visible buffers.
   cl_command_queue map_queue();
+  // Its profiling clock against the host's, for traces' device tracks (opencl_clock.hpp).
+  std::optional<int64_t> clock_offset_ns() const { return clock_.offset_ns(*this); }
 
  private:
   std::shared_ptr<ClPlatform> platform_;
@@ -40,6 +43,7 @@ class OpenClDevice final : public DeviceImpl {
   ClDeviceTraits traits_;
   std::once_flag map_queue_once_;
   cl_command_queue map_queue_ = nullptr;
+  mutable DeviceClock clock_;
 };
 
 // "opencl:0 (pthread-skylake-avx512-Intel(R) Xeon(R) Processor)": how errors name a device.

@@ -4,6 +4,8 @@
 #include <memory>
 #include <thread>
 
+#include "backends/opencl/opencl_device.hpp"
+
 namespace hal::opencl {
 
 struct DeviceSpan::Pending {
@@ -13,7 +15,8 @@ struct DeviceSpan::Pending {
   std::string_view category;  // a literal
   std::string name;
   trace::detail::SpanArgs args;
-  uint64_t before_ns = 0, after_ns = 0;  // the host's clock around the enqueue call
+  std::optional<int64_t> offset_ns;      // the device's clock to the host's (opencl_clock.hpp)
+  uint64_t before_ns = 0, after_ns = 0;  // else: the host's clock around the enqueue call
 };
 
 namespace {
@@ -33,7 +36,10 @@ void CL_CALLBACK on_complete(cl_event event, cl_int status, void* user) {
       profiling_time(*p->api, event, CL_PROFILING_COMMAND_START, start) &&
       profiling_time(*p->api, event, CL_PROFILING_COMMAND_END, end) && queued > 0 &&
       start >= queued && end >= start) {
-    const uint64_t queued_on_host = p->before_ns + (p->after_ns - p->before_ns) / 2;
+    // Through the device's measured offset where there is one, else through this command's
+    // own QUEUED time, as placed as its enqueue call's bracket allows.
+    const uint64_t queued_on_host =
+        p->offset_ns ? queued + *p->offset_ns : p->before_ns + (p->after_ns - p->before_ns) / 2;
     trace::detail::steady_span(p->track, p->category, p->name, queued_on_host + (start - queued),
                                queued_on_host + (end - queued), p->args);
   }
@@ -46,9 +52,16 @@ void CL_CALLBACK on_complete(cl_event event, cl_int status, void* user) {
 void DeviceSpan::begin(const StreamImpl& stream, const PendingSpans& pending,
                        std::string_view category, std::string_view name,
                        const trace::detail::SpanArgs& args) {
-  pending_ = new Pending{
-      nullptr, pending, trace::detail::execution_track(stream), category, std::string(name), args,
-      0,       0};
+  const auto& device = static_cast<const OpenClDevice&>(stream.device());
+  pending_ = new Pending{nullptr,
+                         pending,
+                         trace::detail::execution_track(stream),
+                         category,
+                         std::string(name),
+                         args,
+                         device.clock_offset_ns(),
+                         0,
+                         0};
   pending_->before_ns = trace::detail::steady_now_ns();
 }
 
