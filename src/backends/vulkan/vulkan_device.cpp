@@ -77,7 +77,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalD
 VulkanDevice::~VulkanDevice() { release(); }
 
 std::optional<ClockPair> VulkanDevice::read_clocks() const {
-  if (!calibrated_timestamps_ || traits_.timestamp_valid_bits == 0) return std::nullopt;
+  if (!can_read_clocks()) return std::nullopt;
   auto device = make<VkCalibratedTimestampInfoEXT>(VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT);
   device.timeDomain = VK_TIME_DOMAIN_DEVICE_EXT;
   auto host = make<VkCalibratedTimestampInfoEXT>(VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT);

@@ -51,6 +51,9 @@ class VulkanDevice final : public DeviceImpl {
   // The device's clock and the host's steady clock read together, where the device can
   // (traits().calibrated_timestamps and timestamps on its queue); nullopt elsewhere.
   std::optional<ClockPair> read_clocks() const;
+  bool can_read_clocks() const {
+    return calibrated_timestamps_ != nullptr && traits_.timestamp_valid_bits != 0;
+  }
   // Submits under the queue's lock (vkQueueSubmit wants the queue externally synchronised).
   VkResult submit(const VkSubmitInfo& submit);
   // Waits until the queue has finished everything submitted to it (all streams' work).

@@ -7,7 +7,7 @@ namespace hal::vulkan {
 DeviceSpans::DeviceSpans(std::shared_ptr<VulkanDevice> device, const StreamImpl& stream)
     : device_(std::move(device)),
       api_(device_->api()),
-      calibrated_(device_->read_clocks().has_value()),
+      calibrated_(device_->can_read_clocks()),
       stream_(stream) {}
 
 DeviceSpans::~DeviceSpans() {
@@ -59,16 +59,17 @@ void DeviceSpans::end(VkCommandBuffer commands) {
 
 void DeviceSpans::flushed(uint64_t value, bool failed) {
   std::lock_guard lock(mutex_);
-  if (open_ && open_->value == 0) {  // the batch being flushed
-    open_->value = value;
-    open_->failed = failed;
-    submitted_.push_back(std::move(*open_));
-    open_.reset();
-    return;
-  }
-  // A submission that failed on the worker, after its batch was handed over.
+  if (!open_) return;  // no traced command in the batch
+  open_->value = value;
+  open_->failed = failed;
+  submitted_.push_back(std::move(*open_));
+  open_.reset();
+}
+
+void DeviceSpans::failed(uint64_t value) {
+  std::lock_guard lock(mutex_);
   for (Batch& batch : submitted_)
-    if (batch.value == value) batch.failed = failed;
+    if (batch.value == value) batch.failed = true;
 }
 
 void DeviceSpans::completed(uint64_t done) {

@@ -42,8 +42,11 @@ class DeviceSpans {
   // before it has completed, and one once it has. A batch holds at most `capacity` commands.
   void begin(VkCommandBuffer commands, const CommandSpan& span);
   void end(VkCommandBuffer commands);
-  // The open batch was submitted (or completed on the host, having failed) as `value`.
-  void flushed(uint64_t value, bool failed = false);
+  // The open batch was ended as `value` (`failed`: it could not be, and never runs).
+  void flushed(uint64_t value, bool failed);
+  // The submission of `value`, flushed before, failed: its batch never runs. Called from the
+  // worker, where a new batch may already be open.
+  void failed(uint64_t value);
   // Every value up to `done` has been reached: the spans of those batches are recorded (while
   // the trace still records) and their pools reused.
   void completed(uint64_t done);

@@ -140,7 +140,7 @@ void VulkanStream::submit(uint64_t value, VkCommandBuffer commands) {
   info.pSignalSemaphores = &semaphore;
   const VkResult result = device_->submit(info);
   if (result == VK_SUCCESS) return;
-  spans_.flushed(value, true);
+  spans_.failed(value);
   complete_on_host(value);
   check(result, where("submit"), "vkQueueSubmit");
 }
