@@ -10,16 +10,19 @@
 // On cpu:0 (issue #23): sums of a 4096^2 f32 matrix over its last and
 // over its first axis against a hand-written read of the same bytes on two threads (the memory
 // read bandwidth), a 2048^2 bf16 matmul against hal's own f32 one, and gelu(y + b) * s over
-// 16 Mi f32 as one fused_elementwise against the three ops apart.
+// 16 Mi f32 as one fused_elementwise against the three ops apart. On CUDA devices: 8192^2 f16
+// and bf16 and 4096^2 f32 products against cublasGemmEx called directly on the same operands.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <array>
 #include <iostream>
+#include <map>
 #include <thread>
 #include <vector>
 
 #include "bench_report.hpp"
+#include "cublas_baseline.hpp"
 #include "hal/hal.hpp"
 #include "hal/ops.hpp"
 #include "hal/tune.hpp"
@@ -251,6 +254,44 @@ void hal_matmul_bf16(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 2 * 2048 * 2048 * 2048);
 }
 
+// On CUDA devices: square products of kGpuGemm (f16, bf16) and kGpuGemmF32 through hal's matmul
+// and through cublasGemmEx called directly on the same operands (issue #24: hal >= 0.9x).
+constexpr int64_t kGpuGemm = 8192, kGpuGemmF32 = 4096;
+struct GpuGemm {
+  GpuGemm(DType dtype, int64_t n, Stream& stream)
+      : a(cast(uniform({n, n}, DType::f32, 11, stream, -1, 1), dtype, stream)),
+        b(cast(uniform({n, n}, DType::f32, 12, stream, -1, 1), dtype, stream)),
+        c(empty({n, n}, dtype, stream.device())) {
+    stream.synchronize();
+    baseline = make_cublas_gemm(a, b, c);
+  }
+  Tensor a, b, c;
+  std::unique_ptr<GemmBaseline> baseline;
+};
+GpuGemm& gpu_gemm(DType dtype) {
+  static std::map<DType, GpuGemm> made;
+  auto at = made.find(dtype);
+  if (at == made.end())
+    at = made.try_emplace(dtype, dtype, dtype == DType::f32 ? kGpuGemmF32 : kGpuGemm,
+                          operands(g_device).stream)
+             .first;
+  return at->second;
+}
+void gpu_matmul(benchmark::State& state, DType dtype, bool through_hal) {
+  GpuGemm& g = gpu_gemm(dtype);
+  Stream& stream = operands(g_device).stream;
+  for (auto _ : state) {
+    if (through_hal) {
+      const Tensor product = matmul(g.a, g.b, stream);
+      stream.synchronize();
+    } else {
+      g.baseline->run();
+    }
+  }
+  const int64_t n = g.a.shape()[0];
+  state.SetItemsProcessed(state.iterations() * 2 * n * n * n);
+}
+
 // gelu(y + b) * s: y a 4096^2 matrix (a matmul's output), b a bias row, s a scalar scale.
 void hal_gelu_bias(benchmark::State& state, bool fused) {
   Operands& o = operands(g_device);
@@ -323,6 +364,14 @@ void register_benchmarks(bool compare_with_cpu, bool portable) {
     for (int64_t n : {1024, 2048})
       configure(register_guarded_arg("cpu_matmul_f32", n, hal_matmul, cpu));
   }
+  if (g_device.info().backend() == "cuda") {
+    for (DType dtype : {DType::f16, DType::bf16, DType::f32}) {
+      const std::string n = std::to_string(dtype == DType::f32 ? kGpuGemmF32 : kGpuGemm);
+      const std::string name = std::string(to_string(dtype)) + "/" + n;
+      configure(register_guarded("hal_matmul_" + name, gpu_matmul, dtype, true));
+      configure(register_guarded("cublas_gemm_" + name, gpu_matmul, dtype, false));
+    }
+  }
   if (portable) {
     for (int64_t i = 0; i < static_cast<int64_t>(kShapes.size()); ++i) {
       configure(register_guarded_arg("shape_matmul", i, shape_matmul));
@@ -387,6 +436,14 @@ std::vector<Comparison> comparisons(bool compare_with_cpu, bool portable) {
     out.push_back({"add_f32_16m_vs_cpu", "hal_add_f32_16m", "cpu_add_f32_16m", ""});
     out.push_back({"matmul_f32_1024_vs_cpu", "hal_matmul_f32/1024", "cpu_matmul_f32/1024", ""});
     out.push_back({"matmul_f32_2048_vs_cpu", "hal_matmul_f32/2048", "cpu_matmul_f32/2048", ""});
+  }
+  if (g_device.info().backend() == "cuda") {
+    for (const char* dtype : {"f16", "bf16"})
+      out.push_back({std::string("matmul_") + dtype + "_8192_vs_cublas",
+                     std::string("hal_matmul_") + dtype + "/8192",
+                     std::string("cublas_gemm_") + dtype + "/8192",
+                     "ratio <= 1.111 (throughput >= 0.9x)"});
+    out.push_back({"matmul_f32_4096_vs_cublas", "hal_matmul_f32/4096", "cublas_gemm_f32/4096", ""});
   }
   if (portable) {
     const std::string vendor = ops::vendor_blas(g_device.info());

@@ -264,9 +264,10 @@ namespace {
   if (local_bytes > 0 && info.limits.max_shared_memory_bytes > 0 &&
       local_bytes > info.limits.max_shared_memory_bytes)
     throw Error(ErrorCode::InvalidArgument,
-                what() + ": " + std::to_string(local_bytes) + " bytes of local memory, more than " +
-                    info.id + "'s work-groups hold (" +
-                    std::to_string(info.limits.max_shared_memory_bytes) + ")");
+                what() + ": " + std::to_string(local_bytes) +
+                    " bytes of local memory (CUDA's dynamic shared memory), more than " + info.id +
+                    "'s work-groups hold (" + std::to_string(info.limits.max_shared_memory_bytes) +
+                    ")");
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelArg& arg = args[i];
     if (arg.kind() != KernelArg::Kind::buffer) continue;

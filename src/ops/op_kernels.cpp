@@ -46,6 +46,10 @@ bool vulkan_backend(const DeviceInfo& device) { return device.backend() == "vulk
 bool fp64_if_listed(DType dtype, const DeviceInfo& device) {
   return dtype != DType::f64 || device.has_feature(feature::kFp64);
 }
+// f16 or bf16 arithmetic where the device has it (a GPU's fp16 and bf16 features).
+bool half_arithmetic(DType dtype, const DeviceInfo& device) {
+  return device.has_feature(dtype == DType::bf16 ? feature::kBf16 : feature::kFp16);
+}
 // A plugin's built-in ops take the dtypes its device lists.
 bool listed(DType dtype, const DeviceInfo& device) { return device.supports(dtype); }
 // Plugins' built-in means divide in floating point (plugin.h).
@@ -212,6 +216,9 @@ class Registry {
                      kVendorLibrary, &chosen_gemm});
     add({"matmul"}, {"cuBLAS or hal GEMM (tuned)", cuda_backend, kFloat, fp64_if_listed,
                      kVendorLibrary, &chosen_gemm});
+    // f16 and bf16 on the tensor cores, f32 accumulation, one pass (no cast kernels).
+    add({"matmul"}, {"cuBLAS (tensor cores)", cuda_backend, kHalf, half_arithmetic, kVendorLibrary,
+                     &backend_gemm});
     add({"matmul"}, {"plugin built-in", builtin_matmul_device, kFloat, listed, 0, &backend_gemm});
 
     // Convolutions: oneDNN on the CPU, Vulkan's shaders above (elsewhere built from concat and

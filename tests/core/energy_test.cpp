@@ -7,12 +7,18 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <vector>
 
 #include "hal/energy.hpp"
+#include "hal/ops.hpp"
 #include "hal/registry.hpp"
+#include "hal/tensor.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -85,9 +91,9 @@ TEST_F(EnergyMeterTest, RefusesWhatItCannotMeter) {
   hal::EnergyMeter meter = hal::EnergyMeter::of(cpu_);
   fs::remove(root_ / "intel-rapl:0" / "energy_uj");
   hal::test::expect_error([&] { meter.joules(); }, hal::ErrorCode::InvalidState, {"cannot read"});
-  // Only the host's CPU and NVIDIA GPUs (through NVML) are metered.
+  // Only the host's CPU and NVIDIA GPUs (through NVML, below) are metered.
   for (const hal::Device& d : hal::devices())
-    if (d.info().kind != hal::DeviceKind::cpu)
+    if (d.info().kind != hal::DeviceKind::cpu && d.info().backend() != "cuda")
       hal::test::expect_error(
           [&] { hal::EnergyMeter::of(d); }, hal::ErrorCode::Unsupported,
           {d.id() + " (" + std::string(hal::to_string(d.info().kind)) + ") has no energy counter"});
@@ -146,6 +152,59 @@ TEST_F(NvmlEnergyTest, RefusesGpusWithoutACounterAndAbsentNvml) {
   hal::test::expect_error(
       [] { hal::EnergyMeter::of_nvidia_gpu("11111111-2222-3333-4444-555555555555"); },
       hal::ErrorCode::Unsupported, {"cannot open /nonexistent/libnvidia-ml.so.1", "NVML"});
+}
+
+// On a machine with an NVIDIA GPU, its driver's NVML: while the GPU multiplies matrices for
+// about half a second, the counter moves by a plausible amount (more than nothing, less than a
+// kilowatt for the time) in steps no further apart than the meter's update_seconds().
+TEST(NvmlOnTheDriver, CudaDevicesAreMeteredWhereTheDriverHasACounter) {
+  bool any = false;
+  for (const hal::Device& d : hal::devices()) {
+    if (d.info().backend() != "cuda") continue;
+    any = true;
+    std::optional<hal::EnergyMeter> meter;
+    try {
+      meter.emplace(hal::EnergyMeter::of(d));
+    } catch (const hal::Error& e) {
+      ASSERT_EQ(e.code(), hal::ErrorCode::Unsupported) << e.what();
+      std::printf("%s has no energy counter: %s\n", d.id().c_str(), e.what());
+      continue;
+    }
+    EXPECT_EQ(meter->source().rfind("nvml GPU-", 0), 0u) << meter->source();
+    hal::Stream stream = d.create_stream();
+    const hal::Tensor a = hal::full({4096, 4096}, 0.5, hal::DType::f32, stream);
+    stream.synchronize();
+    // Enqueued at once (about 140 GFLOP each), then the counter read while they run.
+    for (int i = 0; i < 300; ++i) hal::matmul(a, a, stream);
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    double last = meter->joules();
+    std::vector<double> steps;  // seconds between the counter's moves
+    auto moved = start;
+    while (Clock::now() - start < std::chrono::milliseconds(500)) {
+      const double now = meter->joules();
+      if (now != last) {
+        if (last != 0) steps.push_back(std::chrono::duration<double>(Clock::now() - moved).count());
+        moved = Clock::now();
+        last = now;
+      }
+    }
+    stream.synchronize();
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    const double used = meter->joules();
+    std::sort(steps.begin(), steps.end());
+    const double step = steps.empty() ? 0 : steps[steps.size() / 2];
+    std::printf(
+        "%s: %.1f J over %.2f s (%.0f W); the counter moved every %.1f ms (median of %zu)"
+        " (%s)\n",
+        d.id().c_str(), used, seconds, used / seconds, step * 1e3, steps.size(),
+        meter->source().c_str());
+    EXPECT_GT(used, 0.0);
+    EXPECT_LT(used, 1000.0 * seconds);
+    ASSERT_FALSE(steps.empty()) << "the counter moved less than twice in 0.5 s";
+    EXPECT_LE(step, meter->update_seconds() * 1.5);
+  }
+  if (!any) GTEST_SKIP() << "no CUDA device here: NVML of a real driver cannot be read";
 }
 
 }  // namespace

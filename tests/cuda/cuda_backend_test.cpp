@@ -104,7 +104,10 @@ extern "C" __global__ void reverse(float* x, unsigned n) {
       [&] {
         stream.launch(reverse, config, {x, n});
       },
-      ErrorCode::InvalidArgument, {"reverse", "dynamic shared memory", std::to_string(limit)});
+      ErrorCode::InvalidArgument,
+      {"reverse",
+       std::to_string(limit + 1) + " bytes of local memory (CUDA's dynamic shared memory)",
+       std::to_string(limit)});
 }
 
 TEST_F(CudaTest, BadLaunchesAreRefusedBeforeTheyReachTheDriver) {
@@ -130,7 +133,8 @@ KERNEL void fill_one(GLOBAL float* x, uint n) {
       [&] {
         stream.launch(fill, LaunchConfig::linear(256), {KernelArg::local_memory(256), 256u});
       },
-      ErrorCode::InvalidArgument, {"argument 0", "shared_bytes"});
+      ErrorCode::InvalidArgument,
+      {"argument 0 (x): the kernel takes a buffer", "given 256 bytes of local memory"});
   stream.launch(fill, LaunchConfig::linear(256), {x, 256u});  // the stream still works
   std::vector<float> host(256);
   stream.copy_to_host(host.data(), x, 1024);

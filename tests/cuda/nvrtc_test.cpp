@@ -212,6 +212,7 @@ TEST(Nvrtc, ErrorsGiveTheLogWithLinesOfTheUsersSource) {
   // The prelude ends with #line 1, so the error is on line 2 of what the user wrote.
   EXPECT_NE(output.log.find("(2)"), std::string::npos) << output.log;
   EXPECT_NE(output.log.find("broken.cu"), std::string::npos) << output.log;
+  EXPECT_FALSE(output.missing_kernel);  // the kernel is there; its body is wrong
 }
 
 TEST(Nvrtc, AMissingKernelIsAnError) {
@@ -219,7 +220,15 @@ TEST(Nvrtc, AMissingKernelIsAnError) {
   const NvrtcOutput output =
       nvrtc->compile(kPortablePrelude + std::string(kSaxpy), "no_such_kernel", 90, {});
   ASSERT_FALSE(output.ok);
-  EXPECT_NE(output.log.find("no_such_kernel"), std::string::npos) << output.log;
+  EXPECT_TRUE(output.missing_kernel) << output.log;  // so the device says NotFound
+  EXPECT_EQ(output.log.rfind("the program has no kernel 'no_such_kernel'", 0), 0u) << output.log;
+  // A missing kernel in a source that is wrong besides is the source's error.
+  const NvrtcOutput broken =
+      nvrtc->compile(kPortablePrelude + std::string(kSaxpy) + "\nint broken = undeclared;\n",
+                     "no_such_kernel", 90, {});
+  ASSERT_FALSE(broken.ok);
+  EXPECT_FALSE(broken.missing_kernel) << broken.log;
+  EXPECT_NE(broken.log.find("undeclared"), std::string::npos) << broken.log;
 }
 
 TEST(Nvrtc, CudaTemplatesAreFoundByTheirExpression) {

@@ -98,19 +98,21 @@ void write_compare_page(const CompareOptions& o, nlohmann::json report) {
   write_report(o.html, report_html(content));
 }
 
-// An energy sample covers at least this much of a side's runs: the counters move about once a
-// millisecond, so a shorter window would measure their steps rather than the runs.
+// An energy sample covers at least this much of a side's runs, and ten of its counter's steps
+// (RAPL's move about once a millisecond, NVML's less often): a shorter window would measure the
+// steps rather than the runs.
 constexpr double kEnergyWindowSeconds = 0.05;
 
 // Joules per run of `side`, over as many runs as fill the window.
 double energy_sample(CompareSide& side, EnergyMeter& meter, const std::string& name) {
+  const double window = std::max(kEnergyWindowSeconds, 10 * meter.update_seconds());
   const double before = meter.joules();
   double busy = 0;
   int runs = 0;
   do {
     busy += side.timed_run();
     ++runs;
-  } while (busy < kEnergyWindowSeconds);
+  } while (busy < window);
   const double joules = (meter.joules() - before) / runs;
   if (!(joules > 0))
     throw Error(ErrorCode::Unsupported, "--metric energy: the counter (" + meter.source() +

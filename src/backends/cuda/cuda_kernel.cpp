@@ -156,10 +156,10 @@ CompiledKernel CudaDevice::compile(const KernelSource& source, const CompileOpti
   if (!output.ok) {
     std::string shown;
     for (const std::string& flag : flags) shown += (shown.empty() ? "" : " ") + flag;
-    throw Error(ErrorCode::CompileFailed, where + " failed (NVRTC " + nvrtc->version() + ", " +
-                                              info_.architecture +
-                                              ")\noptions: " + (shown.empty() ? "(none)" : shown) +
-                                              "\nbuild log:\n" + output.log);
+    throw Error(output.missing_kernel ? ErrorCode::NotFound : ErrorCode::CompileFailed,
+                where + " failed (NVRTC " + nvrtc->version() + ", " + info_.architecture +
+                    ")\noptions: " + (shown.empty() ? "(none)" : shown) + "\nbuild log:\n" +
+                    output.log);
   }
   auto kernel = load(*this, source.name, output, result);
   if (!kernel) api_->throw_result(result, where, "cuModuleLoadData / cuModuleGetFunction");

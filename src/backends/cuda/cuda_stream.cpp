@@ -125,12 +125,38 @@ void CudaStream::enqueue_blas(std::vector<Ref> refs, std::string_view what, cons
   refs_.release(done);
 }
 
+namespace {
+
+// cuBLAS's names of a GEMM's element type and of its arithmetic: f16 and bf16 multiply on the
+// tensor cores and accumulate in f32 (CUBLAS_COMPUTE_32F), as hal's matmul does everywhere.
+struct BlasTypes {
+  cudaDataType element;
+  cublasComputeType_t compute;
+  size_t bytes;
+};
+BlasTypes blas_types(DType dtype) {
+  switch (dtype) {
+    case DType::f64:
+      return {CUDA_R_64F, CUBLAS_COMPUTE_64F, 8};
+    case DType::f16:
+      return {CUDA_R_16F, CUBLAS_COMPUTE_32F, 2};
+    case DType::bf16:
+      return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2};
+    case DType::f32:
+      return {CUDA_R_32F, CUBLAS_COMPUTE_32F, 4};
+    default:
+      throw Error(ErrorCode::Unsupported, std::string("cuBLAS GEMM in ") +
+                                              std::string(to_string(dtype)) +
+                                              ": hal multiplies f32, f64, f16 and bf16 with it");
+  }
+}
+
+}  // namespace
+
 void CudaStream::gemm(const GemmDesc& g) {
-  const bool f64 = g.dtype == DType::f64;
-  const size_t element = f64 ? 8 : 4;
-  const cudaDataType type = f64 ? CUDA_R_64F : CUDA_R_32F;
-  const auto pointer = [element](const GemmOperand& operand) {
-    return reinterpret_cast<void*>(address_of(*operand.buffer, operand.offset * element));
+  const BlasTypes types = blas_types(g.dtype);
+  const auto pointer = [&types](const GemmOperand& operand) {
+    return reinterpret_cast<void*>(address_of(*operand.buffer, operand.offset * types.bytes));
   };
   void* a = pointer(g.a);
   void* b = pointer(g.b);
@@ -139,18 +165,19 @@ void CudaStream::gemm(const GemmDesc& g) {
                            "x" + std::to_string(g.k) + " @ " + std::to_string(g.k) + "x" +
                            std::to_string(g.n) + " (batch " + std::to_string(g.batch) + ")";
   // cuBLAS is column-major: the row-major C = A B is, read column-major, C^T = B^T A^T, so
-  // B comes first and the sizes swap.
+  // B comes first and the sizes swap. Alpha and beta have the compute type's precision.
   enqueue_blas({g.a.buffer, g.b.buffer, g.c.buffer}, what, [&](const Cublas& blas, auto handle) {
+    const bool f64 = types.compute == CUBLAS_COMPUTE_64F;
     const double one = 1.0, zero = 0.0;
     const float one_f = 1.0f, zero_f = 0.0f;
     return blas.cublasGemmStridedBatchedEx(
         handle, g.b.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
         g.a.transposed ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(g.n), static_cast<int>(g.m),
-        static_cast<int>(g.k), f64 ? static_cast<const void*>(&one) : &one_f, b, type,
-        static_cast<int>(g.b.ld), g.b.batch_stride, a, type, static_cast<int>(g.a.ld),
-        g.a.batch_stride, f64 ? static_cast<const void*>(&zero) : &zero_f, c, type,
-        static_cast<int>(g.c.ld), g.c.batch_stride, static_cast<int>(g.batch),
-        f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        static_cast<int>(g.k), f64 ? static_cast<const void*>(&one) : &one_f, b, types.element,
+        static_cast<int>(g.b.ld), g.b.batch_stride, a, types.element, static_cast<int>(g.a.ld),
+        g.a.batch_stride, f64 ? static_cast<const void*>(&zero) : &zero_f, c, types.element,
+        static_cast<int>(g.c.ld), g.c.batch_stride, static_cast<int>(g.batch), types.compute,
+        CUBLAS_GEMM_DEFAULT);
   });
 }
 

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "hal/error.hpp"
 
@@ -58,6 +59,22 @@ std::string Nvrtc::version() const { return std::to_string(major_) + "." + std::
 
 const std::vector<int>& Nvrtc::archs() const { return archs_; }
 
+namespace {
+
+// NVRTC reports a kernel the source does not declare as errors of the name expression hal adds
+// for it ("__nv_name_map(2): error: identifier "k" is undefined"): true when those are all the
+// log's errors.
+bool only_the_name_expression_failed(const std::string& log, const std::string& kernel) {
+  if (log.find("identifier \"" + kernel + "\" is undefined") == std::string::npos) return false;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(": error") != std::string::npos && !line.starts_with("__nv_name_map"))
+      return false;
+  return true;
+}
+
+}  // namespace
+
 NvrtcOutput Nvrtc::compile(const std::string& code, const std::string& kernel, int arch,
                            const std::vector<std::string>& options) const {
   NvrtcOutput out;
@@ -98,6 +115,8 @@ NvrtcOutput Nvrtc::compile(const std::string& code, const std::string& kernel, i
   }
   if (result != NVRTC_SUCCESS) {
     if (out.log.empty()) out.log = nvrtcGetErrorString(result);
+    out.missing_kernel = only_the_name_expression_failed(out.log, kernel);
+    if (out.missing_kernel) out.log = "the program has no kernel '" + kernel + "'\n" + out.log;
     return out;
   }
 
@@ -105,6 +124,7 @@ NvrtcOutput Nvrtc::compile(const std::string& code, const std::string& kernel, i
   if (nvrtcGetLoweredName(guard.program, kernel.c_str(), &lowered) != NVRTC_SUCCESS || !lowered) {
     out.log +=
         (out.log.empty() ? "" : "\n") + std::string("the program has no kernel '") + kernel + "'";
+    out.missing_kernel = true;
     return out;
   }
   out.lowered_name = lowered;

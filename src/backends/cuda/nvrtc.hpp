@@ -34,6 +34,9 @@ struct NvrtcOutput {
   std::string image;  // a cubin, or PTX text (NUL-terminated) for the driver to finish
   bool is_cubin = false;
   std::string lowered_name;  // the symbol of the requested kernel in the image
+  // The source compiles but declares no kernel of the requested name (NVRTC reports that as
+  // an error of the name expression it is given for the kernel).
+  bool missing_kernel = false;
 };
 
 class Nvrtc {
