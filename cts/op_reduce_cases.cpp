@@ -367,6 +367,30 @@ void matmul_batches(const Device& d) {
   });
 }
 
+// op.matmul.half_precision: f16 and bf16 products with an inner dimension of 1000 are within
+// about one unit in the last place of the exact product of their (rounded) inputs: f32
+// accumulation, rounded once at the end. Accumulating in the half type itself misses by tens.
+void matmul_half(const Device& d) {
+  Stream stream = d.create_stream();
+  for_listed(d, {"matmul"}, {DType::f16, DType::bf16}, [&](DType dtype) {
+    const int64_t m = 9, k = 1000, n = 17;
+    const auto a = inputs(static_cast<size_t>(m * k), dtype, 8, -1.0, 1.0);
+    const auto b = inputs(static_cast<size_t>(k * n), dtype, 9, -1.0, 1.0);
+    const Tensor c = matmul(make(a, {m, k}, dtype, stream), make(b, {k, n}, dtype, stream), stream);
+    check(c.dtype() == dtype, "the product's dtype is " + std::string(to_string(c.dtype())));
+    const std::vector<double> got = numbers(c, stream), want = product(a, b, m, k, n);
+    const double unit = dtype == DType::f16 ? 0x1p-10 : 0x1p-7;  // relative spacing
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double allowed = unit * std::fabs(want[i]) + 1e-6 * static_cast<double>(k);
+      check(std::fabs(got[i] - want[i]) <= allowed,
+            describe("matmul", dtype) + " " + std::to_string(m) + "x" + std::to_string(k) + "x" +
+                std::to_string(n) + " element " + std::to_string(i) + " is " +
+                std::to_string(got[i]) + ", expected " + std::to_string(want[i]) + " +- " +
+                std::to_string(allowed));
+    }
+  });
+}
+
 }  // namespace
 
 void add_op_reduce_cases(Cases& cases) {
@@ -452,6 +476,7 @@ void add_op_reduce_cases(Cases& cases) {
   cases.push_back({"op.matmul.sizes", matmul_sizes});
   cases.push_back({"op.matmul.transposed_and_strided", matmul_views});
   cases.push_back({"op.matmul.batches_and_vectors", matmul_batches});
+  cases.push_back({"op.matmul.half_precision", matmul_half});
 }
 
 }  // namespace hal::cts
