@@ -32,9 +32,9 @@ Kernel vulkan_shader_kernel(const Device& device, std::string_view shader,
   }
   detail::DeviceCore& core = detail::core_of(*device.impl());
   if (auto kernel = core.cached_kernel(key)) return Kernel(kernel, KernelOrigin::memory_cache);
-  Kernel kernel =
-      device.compile({"main", std::string(vulkan::vulkan_shader(shader)), KernelLanguage::native},
-                     {.defines = std::move(defines)});
+  Kernel kernel = device.compile(
+      {std::string(shader), std::string(vulkan::vulkan_shader(shader)), KernelLanguage::native},
+      {.defines = std::move(defines)});
   core.cache_kernel(key, kernel.impl());
   return kernel;
 }

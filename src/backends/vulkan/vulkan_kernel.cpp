@@ -1,5 +1,6 @@
 #include "backends/vulkan/vulkan_kernel.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -29,7 +30,42 @@ std::pair<uint32_t, uint32_t> parse_constant(const std::string& define, const st
   return {id, value};
 }
 
+// The entry point of `words` that a kernel named `name` runs: the one of that name, else the
+// module's only compute entry point; NotFound naming those there are otherwise.
+std::string entry_point(std::span<const uint32_t> words, const std::string& name,
+                        const std::string& where) {
+  const auto found = compute_entry_points(words);
+  if (!found)
+    throw Error(ErrorCode::CompileFailed, where +
+                                              ": the SPIR-V module ends inside an instruction (" +
+                                              std::to_string(words.size()) + " words)");
+  const std::vector<std::string>& entries = *found;
+  if (std::find(entries.begin(), entries.end(), name) != entries.end()) return name;
+  if (entries.size() == 1) return entries.front();
+  std::string listed;
+  for (const std::string& entry : entries) listed += (listed.empty() ? "'" : ", '") + entry + "'";
+  throw Error(ErrorCode::NotFound, where + ": no kernel '" + name +
+                                       "' among the module's compute entry points (" +
+                                       (entries.empty() ? "it has none" : listed) + ")");
+}
+
 }  // namespace
+
+std::optional<std::vector<std::string>> compute_entry_points(std::span<const uint32_t> words) {
+  constexpr uint32_t kOpEntryPoint = 15, kGlCompute = 5, kHeaderWords = 5;
+  std::vector<std::string> out;
+  for (size_t at = kHeaderWords; at < words.size();) {
+    const uint32_t count = words[at] >> 16, opcode = words[at] & 0xffff;
+    if (count == 0 || at + count > words.size()) return std::nullopt;
+    // OpEntryPoint: model, function id, then the name as a NUL-terminated literal string.
+    if (opcode == kOpEntryPoint && count >= 4 && words[at + 1] == kGlCompute) {
+      const auto* bytes = reinterpret_cast<const char*>(&words[at + 3]);
+      out.emplace_back(bytes, strnlen(bytes, (count - 3) * size_t{4}));
+    }
+    at += count;
+  }
+  return out;
+}
 
 CompiledKernel VulkanDevice::compile(const KernelSource& source, const CompileOptions& options) {
   const std::string where = describe(*this) + ": compile of kernel '" + source.name + "'";
@@ -51,6 +87,7 @@ CompiledKernel VulkanDevice::compile(const KernelSource& source, const CompileOp
   // Copied into words: std::string's bytes need not be 4-aligned.
   std::vector<uint32_t> words(source.code.size() / 4);
   std::memcpy(words.data(), source.code.data(), source.code.size());
+  std::string entry = entry_point(words, source.name, where);
   auto info = make<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
   info.codeSize = source.code.size();
   info.pCode = words.data();
@@ -63,15 +100,16 @@ CompiledKernel VulkanDevice::compile(const KernelSource& source, const CompileOp
                 where + ": vkCreateShaderModule failed: " + result_name(result),
                 static_cast<int>(result));
   auto kernel = std::make_shared<VulkanKernel>(
-      source.name, std::static_pointer_cast<VulkanDevice>(shared_from_this()), module,
-      std::move(constants));
+      source.name, std::move(entry), std::static_pointer_cast<VulkanDevice>(shared_from_this()),
+      module, std::move(constants));
   return {std::move(kernel), false};
 }
 
-VulkanKernel::VulkanKernel(std::string name, std::shared_ptr<VulkanDevice> device,
-                           VkShaderModule module,
+VulkanKernel::VulkanKernel(std::string name, std::string entry,
+                           std::shared_ptr<VulkanDevice> device, VkShaderModule module,
                            std::vector<std::pair<uint32_t, uint32_t>> constants)
     : KernelImpl(std::move(name), device.get()),
+      entry_(std::move(entry)),
       device_(std::move(device)),
       module_(module),
       constants_(std::move(constants)) {}
@@ -103,7 +141,7 @@ VkPipeline VulkanKernel::pipeline(const std::array<uint32_t, 3>& local) {
       make<VkPipelineShaderStageCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO);
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   info.stage.module = module_;
-  info.stage.pName = name().c_str();
+  info.stage.pName = entry_.c_str();
   info.stage.pSpecializationInfo = &specialization;
   info.layout = device_->pipeline_layout();
   VkPipeline pipeline = VK_NULL_HANDLE;
