@@ -16,6 +16,20 @@ namespace hal {
 // data.
 Tensor read_npy(const std::filesystem::path& path, Stream& stream);
 
+// What a numeric .npy file holds, from its header and its size alone (its elements are not
+// read): for splitting a data set before reading it. Errors as read_npy's, the size too.
+struct NpyInfo {
+  DType dtype = DType::f32;
+  Shape shape;
+  bool fortran_order = false;
+};
+NpyInfo read_npy_info(const std::filesystem::path& path);
+
+// Rows [begin, end) of axis 0 of a numeric .npy file; of a row-major file (NumPy's default) only
+// their bytes are read. OutOfRange naming the file and its rows for a range outside them;
+// InvalidArgument for a scalar; otherwise errors as read_npy's.
+Tensor read_npy_rows(const std::filesystem::path& path, int64_t begin, int64_t end, Stream& stream);
+
 // Writes `tensor` as a version 1.0 .npy file (bf16, which NumPy has not, as f32). Waits for
 // `stream`. InvalidArgument naming the file when it cannot be written.
 void write_npy(const std::filesystem::path& path, const Tensor& tensor, Stream& stream);

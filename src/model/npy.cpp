@@ -176,39 +176,54 @@ uint32_t little_endian(const unsigned char* bytes, size_t count) {
   return value;
 }
 
-// A whole .npy file: its header, and where its elements start.
-struct Contents {
-  std::string bytes;
+// A .npy file's header, read from the start of `file` (left where the elements start).
+struct Prefix {
   Header header;
-  size_t data_start = 0;
+  size_t data_start = 0;  // in bytes from the start of the file
+};
+
+Prefix read_prefix(std::istream& file, const std::filesystem::path& path) {
+  unsigned char start[kMagicSize + 4] = {};
+  file.read(reinterpret_cast<char*>(start), sizeof start);
+  const auto got = static_cast<size_t>(file.gcount());
+  if (got < sizeof start || std::memcmp(start, kMagic, kMagicSize) != 0)
+    bad(path, "not a NumPy .npy file (no \\x93NUMPY magic)");
+  const unsigned major = start[kMagicSize];
+  if (major < 1 || major > 3)
+    bad(path, ".npy format version " + std::to_string(major) + " (hal reads 1 to 3)");
+  const size_t length_size = major == 1 ? 2 : 4;
+  const size_t header_start = kMagicSize + 2 + length_size;
+  const size_t header_length = little_endian(start + kMagicSize + 2, length_size);
+  // Version 1's length has 2 bytes, so the first 2 of its header were read with it.
+  std::string text(header_length, '\0');
+  const size_t read_along = std::min(sizeof start - header_start, header_length);
+  std::memcpy(text.data(), start + header_start, read_along);
+  file.clear();
+  file.seekg(static_cast<std::streamoff>(header_start + read_along));
+  file.read(text.data() + read_along, static_cast<std::streamsize>(header_length - read_along));
+  if (static_cast<size_t>(file.gcount()) != header_length - read_along)
+    bad(path, "the file ends inside its header");
+  return {HeaderParser(text, path).parse(), header_start + header_length};
+}
+
+// A whole .npy file: its header, and its elements' bytes.
+struct Contents {
+  Header header;
+  std::string elements;
   const unsigned char* data() const {
-    return reinterpret_cast<const unsigned char*>(bytes.data()) + data_start;
+    return reinterpret_cast<const unsigned char*>(elements.data());
   }
-  size_t data_size() const { return bytes.size() - data_start; }
+  size_t data_size() const { return elements.size(); }
 };
 
 Contents read_contents(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) bad(path, "cannot open the file");
-  std::stringstream stream;
-  stream << file.rdbuf();
   Contents contents;
-  contents.bytes = std::move(stream).str();
-  const std::string& bytes = contents.bytes;
-  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
-  if (bytes.size() < kMagicSize + 4 || bytes.compare(0, kMagicSize, kMagic) != 0)
-    bad(path, "not a NumPy .npy file (no \\x93NUMPY magic)");
-  const unsigned major = data[kMagicSize];
-  if (major < 1 || major > 3)
-    bad(path, ".npy format version " + std::to_string(major) + " (hal reads 1 to 3)");
-  const size_t length_size = major == 1 ? 2 : 4;
-  const size_t header_start = kMagicSize + 2 + length_size;
-  if (bytes.size() < header_start) bad(path, "the file ends inside its header");
-  const size_t header_length = little_endian(data + kMagicSize + 2, length_size);
-  if (bytes.size() < header_start + header_length) bad(path, "the file ends inside its header");
-  contents.header =
-      HeaderParser(std::string_view(bytes).substr(header_start, header_length), path).parse();
-  contents.data_start = header_start + header_length;
+  contents.header = read_prefix(file, path).header;
+  std::stringstream rest;
+  rest << file.rdbuf();
+  contents.elements = std::move(rest).str();
   return contents;
 }
 
@@ -276,6 +291,50 @@ Tensor read_npy(const std::filesystem::path& path, Stream& stream) {
   std::vector<int64_t> order(header.shape.size());
   std::iota(order.rbegin(), order.rend(), 0);
   return from_host(elements, reversed, dtype, stream).permute(order).contiguous(stream);
+}
+
+NpyInfo read_npy_info(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) bad(path, "cannot open the file");
+  const Prefix prefix = read_prefix(file, path);
+  const DType dtype = dtype_of_descr(prefix.header.descr, path);
+  std::error_code error;
+  const uintmax_t file_size = std::filesystem::file_size(path, error);
+  const auto expected =
+      detail::checked_mul(static_cast<size_t>(numel(prefix.header.shape)), size_of(dtype));
+  if (error || !expected || file_size != prefix.data_start + *expected)
+    bad(path, "holds " + std::to_string(error ? 0 : file_size - prefix.data_start) +
+                  " bytes of data; shape " + to_string(prefix.header.shape) + " of " +
+                  std::string(to_string(dtype)) + " needs " +
+                  (expected ? std::to_string(*expected) : std::string("more than memory holds")));
+  return {dtype, prefix.header.shape, prefix.header.fortran_order};
+}
+
+Tensor read_npy_rows(const std::filesystem::path& path, int64_t begin, int64_t end,
+                     Stream& stream) {
+  const NpyInfo info = read_npy_info(path);
+  if (info.shape.empty()) bad(path, "holds a scalar, which has no rows");
+  if (begin < 0 || begin > end || end > info.shape[0])
+    throw Error(ErrorCode::OutOfRange, path.string() + ": rows [" + std::to_string(begin) + ", " +
+                                           std::to_string(end) + ") of " +
+                                           std::to_string(info.shape[0]));
+  if (info.fortran_order)  // a row's elements are apart: all of it, then the rows
+    return read_npy(path, stream).slice(0, begin, end).contiguous(stream);
+  Shape shape = info.shape;
+  shape[0] = end - begin;
+  const size_t row_bytes =
+      static_cast<size_t>(numel(info.shape) / std::max<int64_t>(info.shape[0], 1)) *
+      size_of(info.dtype);
+  std::ifstream file(path, std::ios::binary);
+  if (!file) bad(path, "cannot open the file");
+  const Prefix prefix = read_prefix(file, path);
+  std::vector<unsigned char> rows(static_cast<size_t>(end - begin) * row_bytes);
+  file.seekg(
+      static_cast<std::streamoff>(prefix.data_start + static_cast<size_t>(begin) * row_bytes));
+  file.read(reinterpret_cast<char*>(rows.data()), static_cast<std::streamsize>(rows.size()));
+  if (static_cast<size_t>(file.gcount()) != rows.size())
+    bad(path, "ends before row " + std::to_string(end));
+  return from_host(rows.data(), shape, info.dtype, stream);
 }
 
 void write_npy(const std::filesystem::path& path, const Tensor& tensor, Stream& stream) {

@@ -75,6 +75,45 @@ TEST(Npy, NumPyReadsWhatHalWritesAndTheOtherWayRound) {
   EXPECT_EQ(f.to_vector<double>(stream), (std::vector<double>{0, 1, 2, 3, 4, 5}));
 }
 
+// What hal eval reads to split a data set across processes: a file's dtype and shape from its
+// header, and a range of its rows without the rest.
+TEST(Npy, RowsAreReadWithoutTheRestOfTheFile) {
+  Stream stream = device("cpu:0").create_stream();
+  const fs::path dir = scratch_dir();
+  const Tensor all = arange(0, 21, 1, DType::f32, stream).reshape({7, 3});
+  write_npy(dir / "rows.npy", all, stream);
+  const NpyInfo info = read_npy_info(dir / "rows.npy");
+  EXPECT_EQ(info.dtype, DType::f32);
+  EXPECT_EQ(info.shape, (Shape{7, 3}));
+  EXPECT_FALSE(info.fortran_order);
+  const Tensor middle = read_npy_rows(dir / "rows.npy", 2, 5, stream);
+  EXPECT_EQ(middle.shape(), (Shape{3, 3}));
+  EXPECT_EQ(middle.to_vector<float>(stream),
+            all.slice(0, 2, 5).contiguous(stream).to_vector<float>(stream));
+  EXPECT_EQ(read_npy_rows(dir / "rows.npy", 7, 7, stream).shape(), (Shape{0, 3}));
+  expect_error([&] { read_npy_rows(dir / "rows.npy", 5, 8, stream); }, ErrorCode::OutOfRange,
+               {"rows.npy", "rows [5, 8) of 7"});
+  // A Fortran-order file (a row's elements apart): the rows all the same.
+  std::string header = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');  // data 64-byte aligned
+  header += '\n';
+  std::string bytes =
+      std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header;
+  const float column_major[] = {0, 3, 1, 4, 2, 5};  // [[0, 1, 2], [3, 4, 5]]
+  bytes.append(reinterpret_cast<const char*>(column_major), sizeof column_major);
+  std::ofstream(dir / "fortran.npy", std::ios::binary) << bytes;
+  EXPECT_TRUE(read_npy_info(dir / "fortran.npy").fortran_order);
+  EXPECT_EQ(read_npy_rows(dir / "fortran.npy", 1, 2, stream).to_vector<float>(stream),
+            (std::vector<float>{3, 4, 5}));
+  // The size is checked from the header alone, and a scalar has no rows.
+  fs::resize_file(dir / "rows.npy", fs::file_size(dir / "rows.npy") - 4);
+  expect_error([&] { read_npy_info(dir / "rows.npy"); }, ErrorCode::InvalidArgument,
+               {"rows.npy", "holds 80 bytes", "needs 84"});
+  write_npy(dir / "scalar.npy", full({}, 1.0, DType::f32, stream), stream);
+  expect_error([&] { read_npy_rows(dir / "scalar.npy", 0, 0, stream); }, ErrorCode::InvalidArgument,
+               {"scalar.npy", "scalar"});
+}
+
 TEST(Npy, BadFilesAreRefusedNamingTheFileAndWhatIsWrong) {
   Stream stream = device("cpu:0").create_stream();
   const fs::path dir = scratch_dir();

@@ -102,8 +102,9 @@ void keep_error(ProcessPart& part) {
   }
 }
 
-// This process's rows [part_rows) split over its devices, one thread each; the outputs joined in
-// the data's order on the host. Each device's entry names `rank`, this process's.
+// This process's rows (`data`, rows `part_rows` of the data set) split over its devices, one
+// thread each; the outputs joined in the data's order on the host. Each device's entry names
+// `rank`, this process's.
 void run_devices(const EvalOptions& o, const Tensor& data, const std::string& input_name,
                  const std::vector<std::string>& ids, ShardRange part_rows, int rank,
                  const std::vector<ModelValue>& declared, Stream& host, ProcessPart& part) {
@@ -112,7 +113,7 @@ void run_devices(const EvalOptions& o, const Tensor& data, const std::string& in
   for (size_t i = 0; i < ids.size(); ++i) {
     shards.emplace_back();
     shards.back().device = ids[i];
-    shards.back().rows = {part_rows.begin + ranges[i].begin, part_rows.begin + ranges[i].end};
+    shards.back().rows = ranges[i];  // of `data`, which holds this process's rows alone
   }
   {
     std::vector<std::jthread> threads;
@@ -145,7 +146,7 @@ void run_devices(const EvalOptions& o, const Tensor& data, const std::string& in
     part.devices.push_back(
         {{"rank", rank},
          {"device", s.device},
-         {"first_row", s.rows.begin},
+         {"first_row", part_rows.begin + s.rows.begin},
          {"rows", n},
          {"batches", s.batches},
          {"seconds", s.seconds},
@@ -195,7 +196,9 @@ void evaluate(const EvalOptions& o) {
 
   ProcessPart mine;
   std::vector<ModelValue> declared;
-  Tensor data;
+  Tensor data;  // this process's rows, part_rows of the data set's `rows`
+  int64_t rows = 0;
+  ShardRange part_rows;
   std::string input_name;
   std::vector<std::string> ids;
   try {
@@ -207,7 +210,11 @@ void evaluate(const EvalOptions& o) {
     declared = model.outputs();
     const ModelValue& input = model.inputs().front();
     input_name = input.name;
-    data = read_npy_directory(o.data, "--data", host);
+    // Each process reads only the files, and the rows of them, that its share holds.
+    const NpyDirectory all = scan_npy_directory(o.data, "--data");
+    rows = all.rows;
+    part_rows = shard_rows(rows, processes)[rank];
+    data = read_rows(all, part_rows, host);
     if (data.dtype() != input.dtype) data = cast(data, input.dtype, host);
     host.synchronize();  // the threads read it from their own streams
     ids = names_option("--devices", o.devices);
@@ -217,10 +224,8 @@ void evaluate(const EvalOptions& o) {
   }
   if (world) world.barrier(host).wait();  // the ranks start together: one wall time for all
   const auto started = std::chrono::steady_clock::now();
-  const int64_t rows = mine.failed ? 0 : data.size(0);
   if (!mine.failed) try {
-      run_devices(o, data, input_name, ids, shard_rows(rows, processes)[rank], rank, declared, host,
-                  mine);
+      run_devices(o, data, input_name, ids, part_rows, rank, declared, host, mine);
     } catch (...) {
       keep_error(mine);
     }

@@ -23,7 +23,7 @@ bool integer(DType dtype) {
 
 }  // namespace
 
-Tensor read_npy_directory(const std::string& directory, const char* option, Stream& stream) {
+NpyDirectory scan_npy_directory(const std::string& directory, const char* option) {
   std::error_code error;
   if (!std::filesystem::is_directory(directory, error))
     throw Error(ErrorCode::InvalidArgument,
@@ -36,27 +36,49 @@ Tensor read_npy_directory(const std::string& directory, const char* option, Stre
   if (files.empty())
     throw Error(ErrorCode::InvalidArgument,
                 std::string(option) + " " + directory + ": no .npy files in it");
-  std::vector<Tensor> parts;
+  NpyDirectory data;
+  NpyInfo first;
   for (const auto& file : files) {
-    Tensor part = read_npy(file, stream);
-    if (part.dim() == 0)
+    const NpyInfo info = read_npy_info(file);
+    if (info.shape.empty())
       throw Error(ErrorCode::InvalidArgument, std::string(option) + ": " + file.string() +
                                                   " holds a scalar; examples are rows of axis 0");
-    if (!parts.empty()) {
-      const Tensor& first = parts.front();
-      const Shape rest(part.shape().begin() + 1, part.shape().end()),
-          first_rest(first.shape().begin() + 1, first.shape().end());
-      if (part.dtype() != first.dtype() || rest != first_rest)
-        throw Error(ErrorCode::InvalidArgument,
-                    std::string(option) + ": " + file.string() + " is " +
-                        std::string(to_string(part.dtype())) + " " + shape_text(part.shape()) +
-                        ", which does not join " + files.front().string() + " (" +
-                        std::string(to_string(first.dtype())) + " " + shape_text(first.shape()) +
-                        ") along axis 0");
+    if (data.files.empty()) {
+      first = info;
+      data.dtype = info.dtype;
+    } else if (info.dtype != first.dtype ||
+               !std::equal(info.shape.begin() + 1, info.shape.end(), first.shape.begin() + 1,
+                           first.shape.end())) {
+      throw Error(ErrorCode::InvalidArgument,
+                  std::string(option) + ": " + file.string() + " is " +
+                      std::string(to_string(info.dtype)) + " " + shape_text(info.shape) +
+                      ", which does not join " + files.front().string() + " (" +
+                      std::string(to_string(first.dtype)) + " " + shape_text(first.shape) +
+                      ") along axis 0");
     }
-    parts.push_back(std::move(part));
+    data.files.push_back({file, data.rows, info.shape[0]});
+    data.rows += info.shape[0];
   }
+  return data;
+}
+
+Tensor read_rows(const NpyDirectory& data, ShardRange range, Stream& stream) {
+  std::vector<Tensor> parts;
+  for (const NpyDirectory::File& file : data.files) {
+    const int64_t begin = std::max(range.begin, file.first_row),
+                  end = std::min(range.end, file.first_row + file.rows);
+    if (begin < end)
+      parts.push_back(
+          read_npy_rows(file.path, begin - file.first_row, end - file.first_row, stream));
+  }
+  if (parts.empty())  // no rows, with the data's dtype and trailing dimensions
+    return read_npy_rows(data.files.front().path, 0, 0, stream);
   return parts.size() == 1 ? parts.front() : concat(parts, 0, stream);
+}
+
+Tensor read_npy_directory(const std::string& directory, const char* option, Stream& stream) {
+  const NpyDirectory data = scan_npy_directory(directory, option);
+  return read_rows(data, {0, data.rows}, stream);
 }
 
 std::vector<ShardRange> shard_rows(int64_t rows, size_t parts) {

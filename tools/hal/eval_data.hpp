@@ -3,6 +3,7 @@
 // outputs against a reference (labels or outputs).
 #pragma once
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -12,16 +13,33 @@
 
 namespace hal::tool {
 
-// Every *.npy in `directory`, in name order, joined along axis 0 on `stream`'s device (the
-// host's). InvalidArgument naming the directory when it has none, or the file whose dtype or
-// trailing dimensions differ from the first's.
+// Rows [begin, end) of a data set.
+struct ShardRange {
+  int64_t begin = 0, end = 0;
+};
+
+// The *.npy files of a directory, in name order, as one data set joined along axis 0, known
+// from their headers alone.
+struct NpyDirectory {
+  struct File {
+    std::filesystem::path path;
+    int64_t first_row = 0, rows = 0;
+  };
+  std::vector<File> files;
+  DType dtype = DType::f32;
+  int64_t rows = 0;
+};
+// InvalidArgument naming `option` and the directory when it has no .npy file, or the file whose
+// dtype or trailing dimensions differ from the first's, or that holds a scalar.
+NpyDirectory scan_npy_directory(const std::string& directory, const char* option);
+// Rows `range` of the data set on `stream`'s device (the host's), reading only the files, and
+// of row-major files only the bytes, that hold them.
+Tensor read_rows(const NpyDirectory& data, ShardRange range, Stream& stream);
+// Every row.
 Tensor read_npy_directory(const std::string& directory, const char* option, Stream& stream);
 
 // Rows [begin, end) of each of `parts` contiguous shards of `rows`: the first rows % parts
 // shards one row longer.
-struct ShardRange {
-  int64_t begin = 0, end = 0;
-};
 std::vector<ShardRange> shard_rows(int64_t rows, size_t parts);
 
 // `output` scored against `reference`, both on `stream`'s device (the host's):
