@@ -38,25 +38,26 @@ class CublasGemm final : public GemmBaseline {
     const auto index = a.device().id().substr(a.device().id().find(':') + 1);
     ok(api_->cuDeviceGet(&device_, std::stoi(index)), "cuDeviceGet");
     ok(api_->cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
-    ok(api_->cuCtxSetCurrent(context_), "cuCtxSetCurrent");
-    ok(api_->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-    // The workspace hal gives cuBLAS too (32 MiB on Hopper and later).
-    ok(api_->cuMemAlloc(&workspace_, kWorkspaceBytes), "cuMemAlloc");
-    blas_ok(blas_->cublasCreate_v2(&handle_), "cublasCreate");
-    blas_ok(blas_->cublasSetStream_v2(handle_, stream_), "cublasSetStream");
-    blas_ok(
-        blas_->cublasSetWorkspace_v2(handle_, reinterpret_cast<void*>(workspace_), kWorkspaceBytes),
-        "cublasSetWorkspace");
+    try {
+      ok(api_->cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+      ok(api_->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+      // The workspace (Hopper's size) and the math mode hal gives cuBLAS.
+      ok(api_->cuMemAlloc(&workspace_, kWorkspaceBytes), "cuMemAlloc");
+      blas_ok(blas_->cublasCreate_v2(&handle_), "cublasCreate");
+      blas_ok(blas_->cublasSetStream_v2(handle_, stream_), "cublasSetStream");
+      blas_ok(blas_->cublasSetWorkspace_v2(handle_, reinterpret_cast<void*>(workspace_),
+                                           kWorkspaceBytes),
+              "cublasSetWorkspace");
+      blas_ok(blas_->cublasSetMathMode(handle_, cuda::kMathMode), "cublasSetMathMode");
+    } catch (...) {
+      release();
+      throw;
+    }
   }
-  ~CublasGemm() override {
-    api_->cuCtxSetCurrent(context_);
-    if (handle_) blas_->cublasDestroy_v2(handle_);
-    if (workspace_) api_->cuMemFree(workspace_);
-    if (stream_) api_->cuStreamDestroy(stream_);
-    api_->cuDevicePrimaryCtxRelease(device_);
-  }
+  ~CublasGemm() override { release(); }
 
   void run() override {
+    ok(api_->cuCtxSetCurrent(context_), "cuCtxSetCurrent");
     const float one = 1.0f, zero = 0.0f;
     // Row-major C = A B is column-major C^T = B^T A^T: B first, m and n swapped.
     blas_ok(blas_->cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, n_, m_, k_, &one,
@@ -70,6 +71,13 @@ class CublasGemm final : public GemmBaseline {
 
  private:
   static constexpr size_t kWorkspaceBytes = 32 << 20;
+  void release() {
+    api_->cuCtxSetCurrent(context_);
+    if (handle_) blas_->cublasDestroy_v2(handle_);
+    if (workspace_) api_->cuMemFree(workspace_);
+    if (stream_) api_->cuStreamDestroy(stream_);
+    api_->cuDevicePrimaryCtxRelease(device_);
+  }
   void ok(CUresult result, const char* what) const {
     if (result != CUDA_SUCCESS)
       throw std::runtime_error(std::string("cuBLAS baseline: ") + what +

@@ -206,6 +206,10 @@ class StreamImpl {
   virtual void fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
                     size_t pattern_size) = 0;
   virtual void host_callback(std::function<void()> fn) = 0;
+  // Holds `value` until the work enqueued so far has run. The default enqueues a host callback
+  // that holds it; a backend that keeps its commands' references (CUDA) holds it with them,
+  // without a callback, which on CUDA would hold up the stream for a thread's round trip.
+  virtual void keep_until_done(std::shared_ptr<const void> value);
   // `args` is valid only during the call: copy what the enqueued work needs.
   virtual void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
                       std::span<const KernelArg> args);

@@ -56,6 +56,10 @@ class Stream {
 
   // Runs `fn` on a host thread once the work before it is done; later work waits for it.
   void host_callback(std::function<void()> fn);
+  // Holds `value` (the host data an upload reads, a staging buffer) until the work enqueued so
+  // far has run, then drops it: what a host callback holding it does, without running one where
+  // the backend tracks its commands' references itself (CUDA). InvalidArgument for an empty one.
+  void keep_until_done(std::shared_ptr<const void> value);
 
   void launch(const Kernel& kernel, const LaunchConfig& config, std::span<const KernelArg> args);
   void launch(const Kernel& kernel, const LaunchConfig& config,

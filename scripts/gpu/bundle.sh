@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Packs what scripts/gpu/check.sh runs on a machine with an NVIDIA GPU: the release build's
 # programs and libraries, and the Debian libraries they link that such a machine's image may
-# lack (not glibc or libstdc++), into .gpu/bundle.tar.xz (ignored by git). The CUDA driver,
-# NVRTC, cuBLAS and NCCL are the GPU machine's own: hal opens them at run time.
+# lack (not glibc or libstdc++), into .gpu/build.tar.xz and .gpu/libs.tar.xz (ignored by git).
+# The CUDA driver, NVRTC, cuBLAS and NCCL are the GPU machine's own: hal opens them at run time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=build/release
@@ -17,16 +17,15 @@ paths=()
 for p in "${programs[@]}"; do
   [ -x "$build/bin/$p" ] && paths+=("$build/bin/$p") || echo "bundle: $p was not built, left out" >&2
 done
-paths+=("$build/lib" "$build/plugins" "$build/test-plugins")
+for dir in lib plugins test-plugins; do [ -d "$build/$dir" ] && paths+=("$build/$dir"); done
 # Debian's shared libraries the programs need, followed through their links.
 libs=$(for f in "${paths[@]}"; do find "$f" -type f \( -perm -u+x -o -name '*.so*' \); done |
   xargs ldd 2>/dev/null | awk '/=> \//{print $3}' | sort -u || true)
-echo "$libs" |
-  grep -v -e "$PWD/" -e '/libc\.so' -e '/libm\.so' -e '/libstdc++' -e '/libgcc_s' \
-          -e '/libpthread' -e '/libdl\.so' -e '/librt\.so' -e 'ld-linux' |
-  while read -r lib; do cp -L "$lib" .gpu/stage/lib/; done
-# Opened at run time, not linked: the loaders of the Vulkan and OpenCL drivers.
-for lib in libvulkan.so.1 libclblast.so.1; do cp -L /lib/x86_64-linux-gnu/$lib .gpu/stage/lib/ 2>/dev/null || true; done
+keep=$(echo "$libs" | grep -v -e "$PWD/" -e '/libc\.so' -e '/libm\.so' -e '/libstdc++' -e '/libgcc_s' \
+  -e '/libpthread' -e '/libdl\.so' -e '/librt\.so' -e 'ld-linux' -e '^$' || true)
+for lib in $keep; do cp -L "$lib" .gpu/stage/lib/; done
+# Opened at run time, not linked: the loaders of the Vulkan and OpenCL drivers, and CLBlast.
+for lib in libvulkan.so.1 libOpenCL.so.1 libclblast.so.1; do cp -L /lib/x86_64-linux-gnu/$lib .gpu/stage/lib/ 2>/dev/null || true; done
 tar -C .gpu/stage -cf - lib | xz -T2 -6 > .gpu/libs.tar.xz
 tar -cf - "${paths[@]}" | xz -T2 -6 > .gpu/build.tar.xz
 rm -rf .gpu/stage

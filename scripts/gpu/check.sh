@@ -17,7 +17,12 @@ deadline=${GPU_CHECK_SECONDS:-520}
 
 # The build's programs look for their libraries and data under /work/main (their RUNPATH and
 # the source paths compiled in): point that at this copy of the tree.
-if [ "$root" != /work/main ]; then mkdir -p /work && ln -sfn "$root" /work/main; fi
+if [ "$root" != /work/main ]; then
+  if [ -e /work/main ] && [ ! -L /work/main ]; then
+    echo "check.sh: /work/main is a directory of its own; run from there, or move it" >&2; exit 2
+  fi
+  mkdir -p /work && ln -sfn "$root" /work/main
+fi
 # Unpacked where no build is (a GPU machine starts bare); a build here is left as it is.
 if [ ! -x build/release/bin/hal ] && [ -f .gpu/build.tar.xz ]; then tar -xJf .gpu/build.tar.xz; fi
 [ -d .gpu/lib ] || { [ -f .gpu/libs.tar.xz ] && tar -C .gpu -xJf .gpu/libs.tar.xz; }
@@ -77,7 +82,7 @@ step() {
         while IFS= read -r line; do printf '%4d %s\\n' \$SECONDS \"\$line\"; done" &
       wait
       ;;
-    other)  # NCCL, NVML, NVTX, traces; OpenCL and Vulkan on the same GPU through NVIDIA's drivers
+    other)  # NCCL, NVML, NVTX, traces
       gtest dist_nccl_test '*' 120 & gtest energy_test '*' 60 & gtest nvtx_test '*' 60 &
       gtest trace_test '*' 120 &
       wait

@@ -30,6 +30,10 @@ void StreamImpl::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchC
   throw_unsupported(device(), "launching kernel '" + kernel->name() + "'");
 }
 
+void StreamImpl::keep_until_done(std::shared_ptr<const void> value) {
+  host_callback([value = std::move(value)] {});
+}
+
 void StreamImpl::begin_capture() {
   throw_unsupported(device(), "capturing streams into graphs (only CUDA devices have graphs)");
 }

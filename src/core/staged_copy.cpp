@@ -67,7 +67,7 @@ void enqueue_staged_copy(StreamImpl& stream, const BufferPtr& dst, size_t dst_of
   if (src_here && !dst_here) {
     if (char* host = host_address(dst, dst_offset)) {  // e.g. into CPU memory: no staging
       stream.copy_to_host(host, src, src_offset, bytes);
-      stream.host_callback([keep = dst] {});
+      stream.keep_until_done(dst);
       return;
     }
     auto staging = std::make_shared<Staging>(here, bytes);
@@ -78,13 +78,13 @@ void enqueue_staged_copy(StreamImpl& stream, const BufferPtr& dst, size_t dst_of
   if (dst_here && !src_here) {
     if (const char* host = host_address(src, src_offset)) {
       stream.copy_from_host(dst, dst_offset, host, bytes);
-      stream.host_callback([keep = src] {});
+      stream.keep_until_done(src);
       return;
     }
     auto staging = std::make_shared<Staging>(here, bytes);
     stream.host_callback([=] { read_now(staging->data(), src, src_offset, bytes); });
     stream.copy_from_host(dst, dst_offset, staging->data(), bytes);
-    stream.host_callback([keep = staging] {});
+    stream.keep_until_done(staging);
     return;
   }
   // Neither buffer is here (or the backend could not copy between two of its devices).

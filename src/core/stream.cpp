@@ -225,6 +225,13 @@ void Stream::host_callback(std::function<void()> fn) {
   });
 }
 
+void Stream::keep_until_done(std::shared_ptr<const void> value) {
+  StreamImpl& stream = checked(impl_);
+  if (!value)
+    throw Error(ErrorCode::InvalidArgument, where(stream, "keep_until_done") + ": empty pointer");
+  stream.keep_until_done(std::move(value));
+}
+
 namespace {
 [[gnu::always_inline]] inline void launch_untraced(const std::shared_ptr<StreamImpl>& self,
                                                    const Kernel& kernel, const LaunchConfig& config,
@@ -264,10 +271,10 @@ namespace {
   if (local_bytes > 0 && info.limits.max_shared_memory_bytes > 0 &&
       local_bytes > info.limits.max_shared_memory_bytes)
     throw Error(ErrorCode::InvalidArgument,
-                what() + ": " + std::to_string(local_bytes) +
-                    " bytes of local memory (CUDA's dynamic shared memory), more than " + info.id +
-                    "'s work-groups hold (" + std::to_string(info.limits.max_shared_memory_bytes) +
-                    ")");
+                what() + ": " + std::to_string(local_bytes) + " bytes of local memory" +
+                    (info.backend() == "cuda" ? " (CUDA's dynamic shared memory)" : "") +
+                    ", more than " + info.id + "'s work-groups hold (" +
+                    std::to_string(info.limits.max_shared_memory_bytes) + ")");
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelArg& arg = args[i];
     if (arg.kind() != KernelArg::Kind::buffer) continue;

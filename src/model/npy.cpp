@@ -183,27 +183,34 @@ struct Prefix {
 };
 
 Prefix read_prefix(std::istream& file, const std::filesystem::path& path) {
-  unsigned char start[kMagicSize + 4] = {};
-  file.read(reinterpret_cast<char*>(start), sizeof start);
-  const auto got = static_cast<size_t>(file.gcount());
-  if (got < sizeof start || std::memcmp(start, kMagic, kMagicSize) != 0)
+  // The magic string, the format's major and minor version, then the header's length: 2 bytes
+  // in version 1, 4 in versions 2 and 3.
+  unsigned char start[kMagicSize + 2 + 4] = {};
+  file.read(reinterpret_cast<char*>(start), kMagicSize + 2);
+  if (static_cast<size_t>(file.gcount()) < kMagicSize + 2 ||
+      std::memcmp(start, kMagic, kMagicSize) != 0)
     bad(path, "not a NumPy .npy file (no \\x93NUMPY magic)");
   const unsigned major = start[kMagicSize];
   if (major < 1 || major > 3)
     bad(path, ".npy format version " + std::to_string(major) + " (hal reads 1 to 3)");
   const size_t length_size = major == 1 ? 2 : 4;
-  const size_t header_start = kMagicSize + 2 + length_size;
-  const size_t header_length = little_endian(start + kMagicSize + 2, length_size);
-  // Version 1's length has 2 bytes, so the first 2 of its header were read with it.
-  std::string text(header_length, '\0');
-  const size_t read_along = std::min(sizeof start - header_start, header_length);
-  std::memcpy(text.data(), start + header_start, read_along);
-  file.clear();
-  file.seekg(static_cast<std::streamoff>(header_start + read_along));
-  file.read(text.data() + read_along, static_cast<std::streamsize>(header_length - read_along));
-  if (static_cast<size_t>(file.gcount()) != header_length - read_along)
+  file.read(reinterpret_cast<char*>(start + kMagicSize + 2),
+            static_cast<std::streamsize>(length_size));
+  if (static_cast<size_t>(file.gcount()) != length_size)
     bad(path, "the file ends inside its header");
-  return {HeaderParser(text, path).parse(), header_start + header_length};
+  const size_t header_length = little_endian(start + kMagicSize + 2, length_size);
+  // Refused before any allocation: a 4-byte length can claim gigabytes.
+  const std::streampos header_at = file.tellg();
+  file.seekg(0, std::ios::end);
+  const std::streamoff left = file.tellg() - header_at;
+  file.seekg(header_at);
+  if (left < 0 || static_cast<size_t>(left) < header_length)
+    bad(path, "the file ends inside its header");
+  std::string text(header_length, '\0');
+  file.read(text.data(), static_cast<std::streamsize>(header_length));
+  if (static_cast<size_t>(file.gcount()) != header_length)
+    bad(path, "the file ends inside its header");
+  return {HeaderParser(text, path).parse(), kMagicSize + 2 + length_size + header_length};
 }
 
 // A whole .npy file: its header, and its elements' bytes.

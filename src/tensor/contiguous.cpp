@@ -116,7 +116,7 @@ void gather_through_host(const Tensor& in, const Tensor& out, Stream& stream) {
   auto packed = std::make_shared<std::vector<unsigned char>>(in.nbytes());
   in.copy_to_host(packed->data(), stream);
   stream.copy_from_host(out.storage(), packed->data(), packed->size());
-  stream.host_callback([packed] {});  // keeps the host copy until the upload has run
+  stream.keep_until_done(packed);  // until the upload has run
 }
 
 }  // namespace

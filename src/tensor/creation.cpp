@@ -18,7 +18,7 @@ void upload(Stream& stream, const Buffer& dst, std::vector<unsigned char> bytes)
   if (bytes.empty()) return;
   auto held = std::make_shared<std::vector<unsigned char>>(std::move(bytes));
   stream.copy_from_host(dst, held->data(), held->size());
-  stream.host_callback([held] {});  // releases the data once the copy has run
+  stream.keep_until_done(held);  // until the copy has run
 }
 
 }  // namespace

@@ -81,7 +81,7 @@ void through_host(Distribution distribution, uint64_t seed, T a, T b, const Tens
   auto values = std::make_shared<std::vector<T>>(blocks * kPerBlock<T>);
   generate<T>(distribution, seed, a, b, n, 0, blocks, values->data());
   stream.copy_from_host(out.storage(), values->data(), out.nbytes());
-  stream.host_callback([values] {});  // keeps the values until the upload has run
+  stream.keep_until_done(values);  // until the upload has run
 }
 
 template <class T>

@@ -175,23 +175,26 @@ TEST(NvmlOnTheDriver, CudaDevicesAreMeteredWhereTheDriverHasACounter) {
     const hal::Tensor a = hal::full({4096, 4096}, 0.5, hal::DType::f32, stream);
     stream.synchronize();
     // Enqueued at once (about 140 GFLOP each), then the counter read while they run.
-    for (int i = 0; i < 300; ++i) hal::matmul(a, a, stream);
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
+    const double before = meter->joules();
+    for (int i = 0; i < 300; ++i) hal::matmul(a, a, stream);
     double last = meter->joules();
-    std::vector<double> steps;  // seconds between the counter's moves
+    std::vector<double> steps;  // seconds between the counter's moves, from its first seen one
+    bool seen_move = false;
     auto moved = start;
     while (Clock::now() - start < std::chrono::milliseconds(500)) {
       const double now = meter->joules();
       if (now != last) {
-        if (last != 0) steps.push_back(std::chrono::duration<double>(Clock::now() - moved).count());
+        if (seen_move) steps.push_back(std::chrono::duration<double>(Clock::now() - moved).count());
+        seen_move = true;
         moved = Clock::now();
         last = now;
       }
     }
     stream.synchronize();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    const double used = meter->joules();
+    const double used = meter->joules() - before;
     std::sort(steps.begin(), steps.end());
     const double step = steps.empty() ? 0 : steps[steps.size() / 2];
     std::printf(

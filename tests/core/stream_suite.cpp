@@ -1,6 +1,10 @@
 // Streams on every device: the errors of fills, copies and host callbacks, and that a refused
 // call enqueues nothing. Copies, fills, order, asynchrony and failures surfacing at
 // synchronize are conformance (cts/copy_cases.cpp, cts/stream_cases.cpp).
+#include <chrono>
+#include <future>
+#include <thread>
+
 #include "device_suite.hpp"
 
 namespace hal::test {
@@ -57,6 +61,28 @@ TEST_P(StreamSuite, AnEmptyCallbackIsRefused) {
   Stream stream = device().create_stream();
   expect_error([&] { stream.host_callback(nullptr); }, ErrorCode::InvalidArgument,
                {"empty function"});
+}
+
+// keep_until_done holds its value while the work before it has yet to run (here held back by a
+// callback waiting on a flag), and lets it go once that work has run.
+TEST_P(StreamSuite, KeepUntilDoneHoldsItsValueUntilTheWorkBeforeItHasRun) {
+  Stream stream = device().create_stream();
+  std::promise<void> open;
+  std::shared_future<void> opened = open.get_future().share();
+  stream.host_callback([opened] { opened.wait(); });
+  auto value = std::make_shared<std::vector<float>>(16, 1.0f);
+  const std::weak_ptr<std::vector<float>> watch = value;
+  stream.keep_until_done(std::move(value));
+  EXPECT_FALSE(watch.expired()) << "let go while the work before it was held back";
+  open.set_value();
+  stream.synchronize();
+  // Dropped by whichever thread ran the work: at most a moment after synchronize.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!watch.expired() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(watch.expired()) << "still held 2 s after the stream synchronized";
+  expect_error([&] { stream.keep_until_done(nullptr); }, ErrorCode::InvalidArgument,
+               {id(), "keep_until_done", "empty pointer"});
 }
 
 HAL_DEVICE_SUITE(StreamSuite);

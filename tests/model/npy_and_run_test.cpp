@@ -105,6 +105,26 @@ TEST(Npy, RowsAreReadWithoutTheRestOfTheFile) {
   EXPECT_TRUE(read_npy_info(dir / "fortran.npy").fortran_order);
   EXPECT_EQ(read_npy_rows(dir / "fortran.npy", 1, 2, stream).to_vector<float>(stream),
             (std::vector<float>{3, 4, 5}));
+  // Format version 2 (a 4-byte header length; NumPy writes it for headers over 64 KiB) reads
+  // the same, and one whose length runs past the file is refused before anything is allocated.
+  std::string v2_header = "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }";
+  v2_header.append((64 - (12 + v2_header.size() + 1) % 64) % 64, ' ');
+  v2_header += '\n';
+  const uint32_t v2_length = static_cast<uint32_t>(v2_header.size());
+  std::string v2 = std::string("\x93NUMPY\x02\x00", 8) +
+                   std::string(reinterpret_cast<const char*>(&v2_length), 4) + v2_header;
+  const int32_t v2_values[] = {-7, 9};
+  v2.append(reinterpret_cast<const char*>(v2_values), sizeof v2_values);
+  std::ofstream(dir / "v2.npy", std::ios::binary) << v2;
+  EXPECT_EQ(read_npy(dir / "v2.npy", stream).to_vector<int32_t>(stream),
+            (std::vector<int32_t>{-7, 9}));
+  EXPECT_EQ(read_npy_rows(dir / "v2.npy", 1, 2, stream).to_vector<int32_t>(stream),
+            (std::vector<int32_t>{9}));
+  std::string claims =
+      std::string("\x93NUMPY\x02\x00", 8) + std::string("\xff\xff\xff\x7f", 4) + "{'descr'";
+  std::ofstream(dir / "claims.npy", std::ios::binary) << claims;
+  expect_error([&] { read_npy_info(dir / "claims.npy"); }, ErrorCode::InvalidArgument,
+               {"claims.npy", "ends inside its header"});
   // The size is checked from the header alone, and a scalar has no rows.
   fs::resize_file(dir / "rows.npy", fs::file_size(dir / "rows.npy") - 4);
   expect_error([&] { read_npy_info(dir / "rows.npy"); }, ErrorCode::InvalidArgument,

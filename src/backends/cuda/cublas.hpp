@@ -66,6 +66,11 @@ class Cublas {
   int major_ = 0, minor_ = 0, patch_ = 0;
 };
 
+// The math mode of hal's cuBLAS handles: cuBLAS's defaults, less reduced-precision reductions,
+// so that f16 and bf16 products accumulate in f32 as hal's matmul does on every device.
+inline constexpr cublasMath_t kMathMode = static_cast<cublasMath_t>(
+    CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+
 // The hal ErrorCode that a cublasStatus_t stands for.
 ErrorCode error_code(cublasStatus_t status);
 

@@ -111,9 +111,13 @@ void CudaStream::enqueue_blas(std::vector<Ref> refs, std::string_view what, cons
       if (status == CUBLAS_STATUS_SUCCESS)
         status = cublas->cublasSetWorkspace_v2(
             handle, reinterpret_cast<void*>(address_of(*workspace)), workspace_bytes);
+      // f16 and bf16 products accumulate in f32 throughout: by default cuBLAS may reduce split-K
+      // partial sums in the output's own type.
+      if (status == CUBLAS_STATUS_SUCCESS) status = cublas->cublasSetMathMode(handle, kMathMode);
       if (status != CUBLAS_STATUS_SUCCESS) {
         cublas->cublasDestroy_v2(handle);
-        cublas->throw_status(status, where(what), "cublasSetStream / cublasSetWorkspace");
+        cublas->throw_status(status, where(what),
+                             "cublasSetStream / cublasSetWorkspace / cublasSetMathMode");
       }
       cublas_ = std::move(cublas);
       blas_ = handle;
@@ -270,6 +274,16 @@ void CudaStream::host_callback(std::function<void()> fn) {
   if (result != CUDA_SUCCESS) fail(result, "host_callback", "cuLaunchHostFunc");
   call.release();  // run_host_call owns it now
   refs_.add_command();
+}
+
+void CudaStream::keep_until_done(std::shared_ptr<const void> value) {
+  Batches done;
+  {
+    std::lock_guard lock(mutex_);
+    std::vector<Ref> refs{std::move(value)};
+    enqueued(refs, done);  // in the open batch: released once a fence after it has passed
+  }
+  refs_.release(done);
 }
 
 void CudaStream::record(EventImpl& event) {

@@ -41,6 +41,7 @@ class CudaStream final : public StreamImpl {
   void fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
             size_t pattern_size) override;
   void host_callback(std::function<void()> fn) override;
+  void keep_until_done(std::shared_ptr<const void> value) override;  // with the commands' refs
   void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
               std::span<const KernelArg> args) override;
   void begin_capture() override;
