@@ -4,14 +4,14 @@
 # real driver, and the benchmarks whose baselines call the driver directly. Every step has a
 # time limit; logs and JSON go to $OUT (default .gpu/out), a table of the steps is printed last.
 #   scripts/gpu/check.sh [step...]   steps: info, tests, other, suites, correct (those three side
-#   by side), bench, compare, sanitize; default: info correct bench compare
+#   by side), bench, compare, models, sanitize; default: info correct bench compare models
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 out=${OUT:-$root/.gpu/out}
 mkdir -p "$out/logs"
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(info correct bench compare)
+[ ${#steps[@]} -eq 0 ] && steps=(info correct bench compare models)
 # Steps are cut short so that the whole run ends within GPU_CHECK_SECONDS (a lease is short).
 deadline=${GPU_CHECK_SECONDS:-520}
 
@@ -96,6 +96,16 @@ step() {
         run bench_$suite 100 "$bin/hal" bench $suite --quick --device cuda:0 \
           --output "$out/bench_$suite.json" --tune-budget 30
       done
+      ;;
+    models)  # the transformer encoder on cuda:0 against its expected output, with a trace
+      run transformer 90 bash -c "'$bin/hal' run models/transformer_encoder.onnx --device cuda:0 \
+        --input tokens=models/transformer_encoder.input.npy --output '$out/transformer' \
+        --trace '$out/trace_cuda.json' && python3 -c \"import numpy as np, glob; \
+        got = np.load(glob.glob('$out/transformer/*.npy')[0]); \
+        want = np.load('models/transformer_encoder.expected.npy'); \
+        d = float(np.abs(got - want).max()); print('max abs difference', d); \
+        raise SystemExit(0 if d < 1e-3 else 1)\""
+      run tune 90 "$bin/hal" tune --device cuda:0 --budget 60s --json
       ;;
     sanitize)
       run memcheck 240 compute-sanitizer --tool memcheck "$bin/cuda_backend_test" --gtest_brief=1
