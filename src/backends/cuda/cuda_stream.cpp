@@ -280,6 +280,7 @@ void CudaStream::keep_until_done(std::shared_ptr<const void> value) {
   Batches done;
   {
     std::lock_guard lock(mutex_);
+    device_->make_current();  // a full batch is fenced here: cuEventRecord needs the context
     std::vector<Ref> refs{std::move(value)};
     enqueued(refs, done);  // in the open batch: released once a fence after it has passed
   }
