@@ -31,7 +31,8 @@ bin=$root/build/release/bin
 cuda_dirs=$(find /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /usr/local/nvidia/lib64 \
   /usr/lib/x86_64-linux-gnu /opt /usr/local/lib -maxdepth 7 \
   \( -name 'libcublas.so*' -o -name 'libnvrtc.so*' -o -name 'libnccl.so*' -o -name 'libnvToolsExt.so*' \
-     -o -name 'libnvidia-ml.so*' -o -name 'libcuda.so*' \) -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)
+     -o -name 'libnvidia-ml.so*' -o -name 'libcuda.so*' \) -printf '%h\n' 2>/dev/null |
+  grep -v '/stubs$' | sort -u | paste -sd:)  # the toolkit's stubs would shadow the driver
 export LD_LIBRARY_PATH=$root/.gpu/lib:${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export HAL_CACHE_DIR=$root/.gpu/cache
 [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] &&
