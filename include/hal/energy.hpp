@@ -45,9 +45,6 @@ class EnergyMeter {
   // What it reads: "powercap intel-rapl:0 (package-0), intel-rapl:1 (package-1)", or
   // "nvml GPU-8f6c...".
   const std::string& source() const { return source_; }
-  // About how often the counter moves (RAPL's about once a millisecond; NVML's less often): a
-  // figure over a window not many times longer measures the counter's steps, not the work.
-  double update_seconds() const { return update_seconds_; }
 
  private:
   // One cumulative counter: a RAPL package's (microjoules, wrapping at its range) or a GPU's
@@ -62,7 +59,6 @@ class EnergyMeter {
   };
   std::vector<Domain> domains_;
   std::string source_;
-  double update_seconds_ = 0.001;
 };
 
 }  // namespace hal

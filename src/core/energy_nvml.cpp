@@ -104,7 +104,6 @@ EnergyMeter EnergyMeter::of_nvidia_gpu(const std::string& uuid) {
   domain.last = first;
   EnergyMeter meter;
   meter.source_ = "nvml " + nvml_uuid;
-  meter.update_seconds_ = 0.1;
   meter.domains_.push_back(std::move(domain));
   return meter;
 }

@@ -171,19 +171,19 @@ void expect_refused(const std::string& arguments, const std::string& code,
 }
 
 // A stand-in package of the host's CPU that draws 1 W: its counter (microjoules), rewritten every
-// half millisecond, holds the microseconds since it started. At 1 W a run's joules are its
-// seconds, so a slower side uses more energy.
+// `period` (half a millisecond, as RAPL's move), holds the microseconds since it started. At 1 W
+// a run's joules are its seconds, so a slower side uses more energy.
 class SteadyPackage {
  public:
-  SteadyPackage()
+  explicit SteadyPackage(std::chrono::microseconds period = std::chrono::microseconds(500))
       : root_(fs::temp_directory_path() / ("hal_powercap_" + std::to_string(getpid()))) {
     fs::create_directories(root_ / "intel-rapl:0");
     std::ofstream(root_ / "intel-rapl:0" / "name") << "package-0\n";
     write(0);
-    writer_ = std::jthread([this](std::stop_token stop) {
+    writer_ = std::jthread([this, period](std::stop_token stop) {
       const auto start = std::chrono::steady_clock::now();
       while (!stop.stop_requested()) {
-        std::this_thread::sleep_for(std::chrono::microseconds(500));
+        std::this_thread::sleep_for(period);
         write(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                         std::chrono::steady_clock::now() - start)
                                         .count()));
@@ -206,6 +206,25 @@ class SteadyPackage {
   fs::path root_;
   std::jthread writer_;
 };
+
+// A counter that moves only every 120 ms (NVML's move seldom too): each sample lasts until it
+// has moved ten times, so none is empty. Samples of a 50 ms window alone would see no move 58 %
+// of the time, and the first such sample ends the command ("did not move").
+TEST(CompareCli, ASlowCounterIsSampledOverTenOfItsMoves) {
+  const SteadyPackage package(std::chrono::milliseconds(120));
+  const nlohmann::json report =
+      report_of(run(package.environment(),
+                    "--a cpu:0 --b cpu:0 --workload matmul:64 --metric energy --max-time 8s "
+                    "--first-look 3 --warmup 1 --json"));
+  EXPECT_EQ(report["metric"], "energy");
+  for (const char* side : {"samples_a", "samples_b"}) {
+    ASSERT_GE(report[side].size(), 3u) << side;
+    for (const auto& joules : report[side]) {
+      EXPECT_GT(joules.get<double>(), 0.0) << side;
+      EXPECT_LT(joules.get<double>(), 0.1) << side;  // a 64^3 product takes well under 0.1 s
+    }
+  }
+}
 
 // Side B runs the same softmax with its vector kernels in plain C++ (HAL_CPU_ISA=scalar), in a
 // child process: slower at the same power, so more joules a run.

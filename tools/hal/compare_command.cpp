@@ -98,22 +98,26 @@ void write_compare_page(const CompareOptions& o, nlohmann::json report) {
   write_report(o.html, report_html(content));
 }
 
-// An energy sample covers at least this much of a side's runs, and ten of its counter's steps
-// (RAPL's move about once a millisecond, NVML's less often): a shorter window would measure the
-// steps rather than the runs.
-constexpr double kEnergyWindowSeconds = 0.05;
+// An energy sample covers at least this much of a side's runs and ten moves of its counter, read
+// after each run (RAPL's move about once a millisecond, NVML's much less often: fewer moves would
+// measure the counter's steps rather than the runs), but no more than kEnergyLongestSample.
+constexpr double kEnergyWindowSeconds = 0.05, kEnergyLongestSample = 10.0;
+constexpr int kEnergyMoves = 10;
 
 // Joules per run of `side`, over as many runs as fill the window.
 double energy_sample(CompareSide& side, EnergyMeter& meter, const std::string& name) {
-  const double window = std::max(kEnergyWindowSeconds, 10 * meter.update_seconds());
   const double before = meter.joules();
-  double busy = 0;
-  int runs = 0;
+  double busy = 0, last = before;
+  int runs = 0, moves = 0;
   do {
     busy += side.timed_run();
     ++runs;
-  } while (busy < window);
-  const double joules = (meter.joules() - before) / runs;
+    if (const double now = meter.joules(); now != last) {
+      ++moves;
+      last = now;
+    }
+  } while ((busy < kEnergyWindowSeconds || moves < kEnergyMoves) && busy < kEnergyLongestSample);
+  const double joules = (last - before) / runs;
   if (!(joules > 0))
     throw Error(ErrorCode::Unsupported, "--metric energy: the counter (" + meter.source() +
                                             ") did not move over " + std::to_string(runs) +
