@@ -12,23 +12,14 @@
 namespace hal::bench {
 namespace {
 
-cudaDataType element_type(DType dtype) {
-  switch (dtype) {
-    case DType::f16:
-      return CUDA_R_16F;
-    case DType::bf16:
-      return CUDA_R_16BF;
-    case DType::f32:
-      return CUDA_R_32F;
-    default:
-      throw std::invalid_argument("cuBLAS baseline: no GEMM in " + std::string(to_string(dtype)));
-  }
-}
-
 class CublasGemm final : public GemmBaseline {
  public:
   CublasGemm(const Tensor& a, const Tensor& b, Tensor& c)
-      : api_(cuda::CuApi::load()), blas_(cuda::Cublas::load()), type_(element_type(a.dtype())) {
+      : api_(cuda::CuApi::load()),
+        blas_(cuda::Cublas::load()),
+        type_(cuda::gemm_types(a.dtype()).element) {
+    if (a.dtype() == DType::f64)  // alpha and beta below are floats
+      throw std::invalid_argument("cuBLAS baseline: no GEMM in f64");
     m_ = static_cast<int>(a.shape()[0]);
     k_ = static_cast<int>(a.shape()[1]);
     n_ = static_cast<int>(b.shape()[1]);

@@ -180,6 +180,7 @@ uint32_t little_endian(const unsigned char* bytes, size_t count) {
 struct Prefix {
   Header header;
   size_t data_start = 0;  // in bytes from the start of the file
+  size_t data_size = 0;   // the bytes after the header: the elements'
 };
 
 Prefix read_prefix(std::istream& file, const std::filesystem::path& path) {
@@ -210,7 +211,8 @@ Prefix read_prefix(std::istream& file, const std::filesystem::path& path) {
   file.read(text.data(), static_cast<std::streamsize>(header_length));
   if (static_cast<size_t>(file.gcount()) != header_length)
     bad(path, "the file ends inside its header");
-  return {HeaderParser(text, path).parse(), kMagicSize + 2 + length_size + header_length};
+  return {HeaderParser(text, path).parse(), kMagicSize + 2 + length_size + header_length,
+          static_cast<size_t>(left) - header_length};
 }
 
 // A whole .npy file: its header, and its elements' bytes.
@@ -234,15 +236,32 @@ Contents read_contents(const std::filesystem::path& path) {
   return contents;
 }
 
-// That the data holds numel(shape) elements of `item_size` bytes each.
-void check_size(const std::filesystem::path& path, const Contents& contents, size_t item_size,
-                const std::string& what) {
-  const auto expected =
-      detail::checked_mul(static_cast<size_t>(numel(contents.header.shape)), item_size);
-  if (!expected || contents.data_size() != *expected)
-    bad(path, "holds " + std::to_string(contents.data_size()) + " bytes of data; shape " +
-                  to_string(contents.header.shape) + " of " + what + " needs " +
+// That `data_size` bytes hold numel(shape) elements of `item_size` bytes each.
+void check_size(const std::filesystem::path& path, const Shape& shape, size_t data_size,
+                size_t item_size, const std::string& what) {
+  const auto expected = detail::checked_mul(static_cast<size_t>(numel(shape)), item_size);
+  if (!expected || data_size != *expected)
+    bad(path, "holds " + std::to_string(data_size) + " bytes of data; shape " + to_string(shape) +
+                  " of " + what + " needs " +
                   (expected ? std::to_string(*expected) : std::string("more than memory holds")));
+}
+
+// A numeric .npy file opened, its header read and its size checked; `file` is left where the
+// elements start.
+struct NumericFile {
+  std::ifstream file;
+  Prefix prefix;
+  DType dtype = DType::f32;
+};
+
+NumericFile open_numeric(const std::filesystem::path& path) {
+  NumericFile out{std::ifstream(path, std::ios::binary), {}, DType::f32};
+  if (!out.file) bad(path, "cannot open the file");
+  out.prefix = read_prefix(out.file, path);
+  out.dtype = dtype_of_descr(out.prefix.header.descr, path);
+  check_size(path, out.prefix.header.shape, out.prefix.data_size, size_of(out.dtype),
+             std::string(to_string(out.dtype)));
+  return out;
 }
 
 // Row-major position -> the element's position in a Fortran-order (column-major) file.
@@ -290,7 +309,8 @@ Tensor read_npy(const std::filesystem::path& path, Stream& stream) {
   const Contents contents = read_contents(path);
   const Header& header = contents.header;
   const DType dtype = dtype_of_descr(header.descr, path);
-  check_size(path, contents, size_of(dtype), std::string(to_string(dtype)));
+  check_size(path, header.shape, contents.data_size(), size_of(dtype),
+             std::string(to_string(dtype)));
   const void* elements = contents.data();
   if (!header.fortran_order) return from_host(elements, header.shape, dtype, stream);
   // Column-major: the reversed shape row-major, then its dimensions reversed.
@@ -301,47 +321,33 @@ Tensor read_npy(const std::filesystem::path& path, Stream& stream) {
 }
 
 NpyInfo read_npy_info(const std::filesystem::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) bad(path, "cannot open the file");
-  const Prefix prefix = read_prefix(file, path);
-  const DType dtype = dtype_of_descr(prefix.header.descr, path);
-  std::error_code error;
-  const uintmax_t file_size = std::filesystem::file_size(path, error);
-  const auto expected =
-      detail::checked_mul(static_cast<size_t>(numel(prefix.header.shape)), size_of(dtype));
-  if (error || !expected || file_size != prefix.data_start + *expected)
-    bad(path, "holds " + std::to_string(error ? 0 : file_size - prefix.data_start) +
-                  " bytes of data; shape " + to_string(prefix.header.shape) + " of " +
-                  std::string(to_string(dtype)) + " needs " +
-                  (expected ? std::to_string(*expected) : std::string("more than memory holds")));
-  return {dtype, prefix.header.shape, prefix.header.fortran_order};
+  const NumericFile npy = open_numeric(path);
+  return {npy.dtype, npy.prefix.header.shape, npy.prefix.header.fortran_order};
 }
 
 Tensor read_npy_rows(const std::filesystem::path& path, int64_t begin, int64_t end,
                      Stream& stream) {
-  const NpyInfo info = read_npy_info(path);
-  if (info.shape.empty()) bad(path, "holds a scalar, which has no rows");
-  if (begin < 0 || begin > end || end > info.shape[0])
+  NumericFile npy = open_numeric(path);
+  const Shape& full_shape = npy.prefix.header.shape;
+  if (full_shape.empty()) bad(path, "holds a scalar, which has no rows");
+  if (begin < 0 || begin > end || end > full_shape[0])
     throw Error(ErrorCode::OutOfRange, path.string() + ": rows [" + std::to_string(begin) + ", " +
                                            std::to_string(end) + ") of " +
-                                           std::to_string(info.shape[0]));
-  if (info.fortran_order)  // a row's elements are apart: all of it, then the rows
+                                           std::to_string(full_shape[0]));
+  if (npy.prefix.header.fortran_order)  // a row's elements are apart: all of it, then the rows
     return read_npy(path, stream).slice(0, begin, end).contiguous(stream);
-  Shape shape = info.shape;
+  Shape shape = full_shape;
   shape[0] = end - begin;
   const size_t row_bytes =
-      static_cast<size_t>(numel(info.shape) / std::max<int64_t>(info.shape[0], 1)) *
-      size_of(info.dtype);
-  std::ifstream file(path, std::ios::binary);
-  if (!file) bad(path, "cannot open the file");
-  const Prefix prefix = read_prefix(file, path);
+      static_cast<size_t>(numel(full_shape) / std::max<int64_t>(full_shape[0], 1)) *
+      size_of(npy.dtype);
   std::vector<unsigned char> rows(static_cast<size_t>(end - begin) * row_bytes);
-  file.seekg(
-      static_cast<std::streamoff>(prefix.data_start + static_cast<size_t>(begin) * row_bytes));
-  file.read(reinterpret_cast<char*>(rows.data()), static_cast<std::streamsize>(rows.size()));
-  if (static_cast<size_t>(file.gcount()) != rows.size())
+  npy.file.seekg(
+      static_cast<std::streamoff>(npy.prefix.data_start + static_cast<size_t>(begin) * row_bytes));
+  npy.file.read(reinterpret_cast<char*>(rows.data()), static_cast<std::streamsize>(rows.size()));
+  if (static_cast<size_t>(npy.file.gcount()) != rows.size())
     bad(path, "ends before row " + std::to_string(end));
-  return from_host(rows.data(), shape, info.dtype, stream);
+  return from_host(rows.data(), shape, npy.dtype, stream);
 }
 
 void write_npy(const std::filesystem::path& path, const Tensor& tensor, Stream& stream) {
@@ -360,7 +366,7 @@ StringTensor read_npy_strings(const std::filesystem::path& path) {
   const Header& header = contents.header;
   const auto type = string_type(header.descr);
   if (!type) bad(path, "NumPy dtype '" + header.descr + "' is not strings ('<U<n>' or '|S<n>')");
-  check_size(path, contents, type->item_size(), "'" + header.descr + "'");
+  check_size(path, header.shape, contents.data_size(), type->item_size(), "'" + header.descr + "'");
   StringTensor tensor{header.shape, {}};
   // Strings of no characters need no data, so the data does not bound their number.
   if (type->width == 0 && tensor.numel() > (int64_t{1} << 24))

@@ -74,6 +74,23 @@ void Cublas::throw_status(cublasStatus_t status, std::string_view where,
               static_cast<int>(status));
 }
 
+GemmTypes gemm_types(DType dtype) {
+  switch (dtype) {
+    case DType::f64:
+      return {CUDA_R_64F, CUBLAS_COMPUTE_64F, 8};
+    case DType::f16:
+      return {CUDA_R_16F, CUBLAS_COMPUTE_32F, 2};
+    case DType::bf16:
+      return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2};
+    case DType::f32:
+      return {CUDA_R_32F, CUBLAS_COMPUTE_32F, 4};
+    default:
+      throw Error(ErrorCode::Unsupported, std::string("cuBLAS GEMM in ") +
+                                              std::string(to_string(dtype)) +
+                                              ": hal multiplies f32, f64, f16 and bf16 with it");
+  }
+}
+
 ErrorCode error_code(cublasStatus_t status) {
   switch (status) {
     case CUBLAS_STATUS_SUCCESS:

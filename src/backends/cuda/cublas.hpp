@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "hal/dtype.hpp"
 #include "hal/error.hpp"
 
 namespace hal::cuda {
@@ -70,6 +71,16 @@ class Cublas {
 // so that f16 and bf16 products accumulate in f32 as hal's matmul does on every device.
 inline constexpr cublasMath_t kMathMode = static_cast<cublasMath_t>(
     CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+
+// cuBLAS's names of a GEMM's element type and of its arithmetic: f16 and bf16 multiply on the
+// tensor cores and accumulate in f32 (CUBLAS_COMPUTE_32F), as hal's matmul does everywhere.
+struct GemmTypes {
+  cudaDataType element;
+  cublasComputeType_t compute;
+  size_t bytes;  // of one element
+};
+// Unsupported for a dtype other than f32, f64, f16 and bf16.
+GemmTypes gemm_types(DType dtype);
 
 // The hal ErrorCode that a cublasStatus_t stands for.
 ErrorCode error_code(cublasStatus_t status);

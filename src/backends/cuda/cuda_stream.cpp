@@ -129,36 +129,8 @@ void CudaStream::enqueue_blas(std::vector<Ref> refs, std::string_view what, cons
   refs_.release(done);
 }
 
-namespace {
-
-// cuBLAS's names of a GEMM's element type and of its arithmetic: f16 and bf16 multiply on the
-// tensor cores and accumulate in f32 (CUBLAS_COMPUTE_32F), as hal's matmul does everywhere.
-struct BlasTypes {
-  cudaDataType element;
-  cublasComputeType_t compute;
-  size_t bytes;
-};
-BlasTypes blas_types(DType dtype) {
-  switch (dtype) {
-    case DType::f64:
-      return {CUDA_R_64F, CUBLAS_COMPUTE_64F, 8};
-    case DType::f16:
-      return {CUDA_R_16F, CUBLAS_COMPUTE_32F, 2};
-    case DType::bf16:
-      return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2};
-    case DType::f32:
-      return {CUDA_R_32F, CUBLAS_COMPUTE_32F, 4};
-    default:
-      throw Error(ErrorCode::Unsupported, std::string("cuBLAS GEMM in ") +
-                                              std::string(to_string(dtype)) +
-                                              ": hal multiplies f32, f64, f16 and bf16 with it");
-  }
-}
-
-}  // namespace
-
 void CudaStream::gemm(const GemmDesc& g) {
-  const BlasTypes types = blas_types(g.dtype);
+  const GemmTypes types = gemm_types(g.dtype);
   const auto pointer = [&types](const GemmOperand& operand) {
     return reinterpret_cast<void*>(address_of(*operand.buffer, operand.offset * types.bytes));
   };
