@@ -45,7 +45,6 @@ NpyDirectory scan_npy_directory(const std::string& directory, const char* option
                                                   " holds a scalar; examples are rows of axis 0");
     if (data.files.empty()) {
       first = info;
-      data.dtype = info.dtype;
     } else if (info.dtype != first.dtype ||
                !std::equal(info.shape.begin() + 1, info.shape.end(), first.shape.begin() + 1,
                            first.shape.end())) {

@@ -26,7 +26,6 @@ struct NpyDirectory {
     int64_t first_row = 0, rows = 0;
   };
   std::vector<File> files;
-  DType dtype = DType::f32;
   int64_t rows = 0;
 };
 // InvalidArgument naming `option` and the directory when it has no .npy file, or the file whose
