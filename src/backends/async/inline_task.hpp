@@ -80,8 +80,10 @@ class InlineTask {
     if (ops_) std::exchange(ops_, nullptr)->destroy(storage_);
   }
 
-  alignas(std::max_align_t) unsigned char storage_[kInlineBytes];
+  // ops_ first: a small task and its ops fill the first cache lines of its slot, not its first
+  // lines and its last.
   const Ops* ops_ = nullptr;
+  alignas(std::max_align_t) unsigned char storage_[kInlineBytes];
 };
 
 }  // namespace hal::async

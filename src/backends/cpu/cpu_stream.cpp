@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "backends/cpu/borrowed_args.hpp"
 #include "backends/cpu/cpu_event.hpp"
 #include "backends/cpu/kernel_arg_list.hpp"
 #include "core/trace_record.hpp"
@@ -90,7 +91,7 @@ void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchCo
   const auto* host = dynamic_cast<const HostKernelImpl*>(kernel.get());
   if (!host)
     throw_unsupported(*device_, "kernel '" + kernel->name() + "': only host kernels run here");
-  if (args.size() > KernelArgList::kInline) {
+  if (args.size() > BorrowedArgs::kMax) {
     // Many arguments: the task holds them itself (and the kernel), as any other task does.
     // `this` outlives the task: the destructor drains the queue before the members go.
     auto task = [this, owned = std::static_pointer_cast<HostKernelImpl>(kernel), config,
@@ -104,16 +105,11 @@ void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchCo
       queue_.push(std::move(task));
     return;
   }
-  // The task sees its buffers through handles that own nothing (no reference count to touch);
-  // refs_ holds the kernel and the buffers until it has run.
-  std::array<KernelArg, KernelArgList::kInline> views;
-  for (size_t i = 0; i < args.size(); ++i)
-    views[i] = args[i].kind() == KernelArg::Kind::buffer
-                   ? KernelArg(Buffer(BufferPtr(BufferPtr(), args[i].buffer().impl().get())),
-                               args[i].offset())
-                   : args[i];
-  auto task = [this, host, config, held = KernelArgList({views.data(), args.size()})] {
-    run_host_kernel(*pool_, *host, config, held.view());
+  // The task sees its buffers by address (no reference count to touch); refs_ holds the
+  // kernel and the buffers until it has run.
+  auto task = [this, host, config, held = BorrowedArgs(args)] {
+    held.with_args(
+        [&](std::span<const KernelArg> view) { run_host_kernel(*pool_, *host, config, view); });
   };
   static_assert(async::InlineTask::kFitsInline<decltype(task)>, "a launch should not allocate");
   // Under the queue's lock, right after the push: a sweep takes that lock too, so it cannot
@@ -126,10 +122,11 @@ void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchCo
   if (trace::enabled()) [[unlikely]] {
     // The same task timed on the worker: one word more (the track), so that it stays inline
     // too, its name and arguments taken from the kernel and the configuration as it ends.
-    auto timed = [this, host, config, held = KernelArgList({views.data(), args.size()}),
+    auto timed = [this, host, config, held = BorrowedArgs(args),
                   track = trace::detail::execution_track(*this).id] {
       const uint64_t start = trace::detail::now();
-      run_host_kernel(*pool_, *host, config, held.view());
+      held.with_args(
+          [&](std::span<const KernelArg> view) { run_host_kernel(*pool_, *host, config, view); });
       trace::detail::span({track}, "kernel", host->name(), start, trace::detail::now(),
                           trace::detail::launch_args(config));
     };
