@@ -81,6 +81,11 @@ step() {
       # start before each line.
       run cts 140 bash -c "set -o pipefail; '$bin/hal' cts --device cuda:0 --junit '$out/cts-cuda.xml' 2>&1 |
         while IFS= read -r line; do printf '%4d %s\\n' \$SECONDS \"\$line\"; done" &
+      # The same with host callbacks posted off the driver's thread (HAL_CUDA_HOST_CALLS).
+      HAL_CUDA_HOST_CALLS=posted run cts.posted 140 bash -c "set -o pipefail; '$bin/hal' cts \
+        --device cuda:0 --junit '$out/cts-cuda-posted.xml' 2>&1 |
+        while IFS= read -r line; do printf '%4d %s\\n' \$SECONDS \"\$line\"; done" &
+      HAL_CUDA_HOST_CALLS=posted gtest core_device_suite_test '*cuda_*' 140 posted &
       wait
       ;;
     other)  # NCCL, NVML, NVTX, traces

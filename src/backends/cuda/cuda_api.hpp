@@ -26,7 +26,7 @@ namespace hal::cuda {
   X(cuCtxSetCurrent) X(cuCtxEnablePeerAccess) X(cuMemGetInfo) X(cuMemAlloc) X(cuMemFree) \
   X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemAllocManaged) X(cuStreamCreate) \
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery) X(cuStreamWaitEvent) \
-  X(cuLaunchHostFunc) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery) \
+  X(cuLaunchHostFunc) X(cuStreamWaitValue32) X(cuMemHostGetDevicePointer) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery) \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) \
   X(cuMemcpyDtoDAsync) X(cuMemcpyPeerAsync) X(cuMemsetD8Async) X(cuMemsetD16Async) \
   X(cuMemsetD32Async) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \

@@ -1,11 +1,14 @@
 #include "backends/cuda/cuda_stream.hpp"
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 
 #include "backends/cuda/cuda_buffer.hpp"
 #include "backends/cuda/cuda_event.hpp"
 #include "backends/cuda/cuda_graph.hpp"
+#include "hal/log.hpp"
 
 namespace hal::cuda {
 namespace {
@@ -14,7 +17,40 @@ namespace {
 struct HostCall {
   std::function<void()> fn;
   std::shared_ptr<async::WorkQueue> thread;
+  std::shared_ptr<void> flag_owner;  // keeps `flag` while the call is on its way
+  uint32_t* flag = nullptr;          // null: the driver's thread waits for the call instead
+  uint32_t number = 0;
 };
+
+// Hands the call to the stream's thread and returns: the stream waits on the flag, which the
+// thread sets to the call's number once it has returned (thrown too: the work queue keeps the
+// exception for the stream's synchronize).
+void CUDA_CB post_host_call(void* user) {
+  std::shared_ptr<HostCall> call(static_cast<HostCall*>(user));
+  // Moved into the task: what the call holds (the flag's pinned memory among it) is released on
+  // the stream's thread, never here, where the driver forbids CUDA calls.
+  const std::shared_ptr<async::WorkQueue> thread = call->thread;
+  thread->push([call = std::move(call)] {
+    struct Release {
+      HostCall& call;
+      ~Release() {
+        std::atomic_ref<uint32_t>(*call.flag).store(call.number, std::memory_order_release);
+      }
+    } release{*call};
+    call->fn();
+  });
+}
+
+// HAL_CUDA_HOST_CALLS=posted: callbacks leave the driver's thread at once and the stream waits
+// on a flag (not yet run on a GPU, so not the default); otherwise (`blocking`) the driver's
+// thread waits for each callback.
+bool posted_host_calls() {
+  static const bool posted = [] {
+    const char* value = std::getenv("HAL_CUDA_HOST_CALLS");
+    return value && std::string_view(value) == "posted";
+  }();
+  return posted;
+}
 
 void CUDA_CB run_host_call(void* user) {
   std::unique_ptr<HostCall> call(static_cast<HostCall*>(user));
@@ -33,6 +69,20 @@ void CUDA_CB run_host_call(void* user) {
 bool overlaps(CUdeviceptr a, CUdeviceptr b, size_t bytes) { return a < b + bytes && b < a + bytes; }
 
 }  // namespace
+
+// A word of pinned host memory the GPU reads (mapped), freed with the last call that holds it.
+struct CudaStream::HostFlag {
+  std::shared_ptr<CudaDevice> device;
+  uint32_t* host = nullptr;
+  CUdeviceptr address = 0;
+  ~HostFlag() {
+    try {
+      device->make_current();
+      device->api().cuMemFreeHost(host);
+    } catch (const Error&) {
+    }
+  }
+};
 
 CudaStream::CudaStream(std::shared_ptr<CudaDevice> device)
     : device_(std::move(device)), api_(device_->api()), refs_(CuFences{&api_}) {
@@ -241,11 +291,55 @@ void CudaStream::host_callback(std::function<void()> fn) {
   refuse_while_capturing("host_callback");
   device_->make_current();
   if (!callbacks_) callbacks_ = std::make_shared<async::WorkQueue>();
-  auto call = std::make_unique<HostCall>(HostCall{std::move(fn), callbacks_});
-  const CUresult result = api_.cuLaunchHostFunc(stream_, &run_host_call, call.get());
-  if (result != CUDA_SUCCESS) fail(result, "host_callback", "cuLaunchHostFunc");
-  call.release();  // run_host_call owns it now
+  if (!host_flag_tried_) {
+    host_flag_tried_ = true;
+    if (posted_host_calls()) host_flag_ = make_host_flag();
+  }
+  if (!host_flag_) {  // the driver's thread waits for the call
+    auto call =
+        std::make_unique<HostCall>(HostCall{std::move(fn), callbacks_, nullptr, nullptr, 0});
+    const CUresult result = api_.cuLaunchHostFunc(stream_, &run_host_call, call.get());
+    if (result != CUDA_SUCCESS) fail(result, "host_callback", "cuLaunchHostFunc");
+    call.release();  // run_host_call owns it now
+    refs_.add_command();
+    return;
+  }
+  const uint32_t number = ++host_calls_;
+  auto call = std::make_unique<HostCall>(
+      HostCall{std::move(fn), callbacks_, host_flag_, host_flag_->host, number});
+  CUresult result = api_.cuLaunchHostFunc(stream_, &post_host_call, call.get());
+  if (result != CUDA_SUCCESS) {
+    --host_calls_;
+    fail(result, "host_callback", "cuLaunchHostFunc");
+  }
+  call.release();  // post_host_call owns it now
+  // GEQ compares cyclically: the count may wrap.
+  result = api_.cuStreamWaitValue32(stream_, host_flag_->address, number, CU_STREAM_WAIT_VALUE_GEQ);
+  if (result != CUDA_SUCCESS)  // the callback is enqueued, and later work would not wait for it
+    fail(result, "host_callback", "cuStreamWaitValue32 (the stream no longer waits for callbacks)");
   refs_.add_command();
+}
+
+// Under mutex_, the context current: the flag, or null where the driver refuses a wait on it
+// (the wait probed here is satisfied at once).
+std::shared_ptr<CudaStream::HostFlag> CudaStream::make_host_flag() {
+  void* memory = nullptr;
+  if (api_.cuMemHostAlloc(&memory, sizeof(uint32_t),
+                          CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
+    return nullptr;
+  auto flag = std::make_shared<HostFlag>();
+  flag->device = device_;
+  flag->host = static_cast<uint32_t*>(memory);
+  *flag->host = 0;
+  if (api_.cuMemHostGetDevicePointer(&flag->address, memory, 0) != CUDA_SUCCESS ||
+      api_.cuStreamWaitValue32(stream_, flag->address, 0, CU_STREAM_WAIT_VALUE_GEQ) !=
+          CUDA_SUCCESS) {
+    log(LogLevel::info, where("host_callback") +
+                            ": the driver refuses cuStreamWaitValue32 on pinned memory; host "
+                            "callbacks hold the driver's host-function thread");
+    return nullptr;
+  }
+  return flag;
 }
 
 void CudaStream::keep_until_done(std::shared_ptr<const void> value) {

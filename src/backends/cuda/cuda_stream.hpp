@@ -5,8 +5,12 @@
 //
 // Host callbacks: the driver's host-function thread may not call CUDA, and a hal callback may
 // (a staged copy, a wait on another stream). The host function therefore hands the callback to
-// the stream's own callback thread and blocks until it has returned, which keeps the stream's
-// later work behind it.
+// the stream's own callback thread and, by default, blocks until it has returned, which keeps
+// the stream's later work behind it. The driver runs every stream's host functions on one
+// thread, so one that waits holds up the others; with HAL_CUDA_HOST_CALLS=posted the host
+// function returns at once and the stream's later work waits behind cuStreamWaitValue32 on a
+// pinned word that thread sets when the callback has returned (blocking again where the driver
+// has no stream memory operations). Posted is not the default until it has run on a GPU.
 #pragma once
 
 #include <functional>
@@ -104,6 +108,8 @@ class CudaStream final : public StreamImpl {
   // Under mutex_: records a fence after the open batch's commands and closes it.
   void fence_open_batch();
   std::string where(std::string_view operation) const;
+  struct HostFlag;  // cuda_stream.cpp
+  std::shared_ptr<HostFlag> make_host_flag();
   // Under mutex_: throws InvalidState when the stream is capturing.
   void refuse_while_capturing(std::string_view operation) const;
   [[noreturn]] void fail(CUresult result, std::string_view operation, std::string_view call,
@@ -115,6 +121,11 @@ class CudaStream final : public StreamImpl {
   std::mutex mutex_;
   async::FencedRefs<CuFences> refs_;
   std::shared_ptr<async::WorkQueue> callbacks_;  // made on the first host callback
+  // The word the callback thread sets to the number of the callback that has just returned;
+  // made with the first callback, null where the driver refuses cuStreamWaitValue32.
+  std::shared_ptr<HostFlag> host_flag_;
+  bool host_flag_tried_ = false;
+  uint32_t host_calls_ = 0;  // callbacks enqueued: the value the newest waits for
   // While capturing: what the captured work uses, for the graph to keep (no fences are
   // recorded then: the work does not run until the graph is replayed).
   std::unique_ptr<std::vector<Ref>> capture_;
