@@ -95,6 +95,9 @@ class KernelImpl {
   virtual ~KernelImpl() = default;
   const std::string& name() const { return name_; }
   const DeviceImpl* device() const { return device_; }
+  // Whether this is a HostKernelImpl (as_host_kernel): asked on every launch, where a
+  // dynamic_cast would cost more than the rest of the launch's checks.
+  bool is_host() const { return is_host_; }
   // The signature launches are checked against (Kernel::params). A backend that reflects it
   // sets it in compile; hal fills in the declared one where the backend left none. Set only
   // before the kernel is shared: it is read without a lock.
@@ -102,9 +105,11 @@ class KernelImpl {
   void set_params(std::optional<std::vector<KernelParam>> params) { params_ = std::move(params); }
 
  private:
+  friend class HostKernelImpl;
   std::string name_;
   const DeviceImpl* device_;
   std::optional<std::vector<KernelParam>> params_;
+  bool is_host_ = false;
 };
 
 // What DeviceImpl::compile returns: the kernel and whether the disk cache supplied it.
@@ -117,12 +122,19 @@ struct CompiledKernel {
 class HostKernelImpl final : public KernelImpl {
  public:
   HostKernelImpl(std::string name, HostKernelFn fn)
-      : KernelImpl(std::move(name)), fn_(std::move(fn)) {}
+      : KernelImpl(std::move(name)), fn_(std::move(fn)) {
+    is_host_ = true;
+  }
   const HostKernelFn& fn() const { return fn_; }
 
  private:
   HostKernelFn fn_;
 };
+
+// `kernel` as a host kernel, or null.
+inline const HostKernelImpl* as_host_kernel(const KernelImpl& kernel) {
+  return kernel.is_host() ? static_cast<const HostKernelImpl*>(&kernel) : nullptr;
+}
 
 // A captured graph, ready to replay.
 class GraphImpl {

@@ -242,7 +242,7 @@ namespace {
   const DeviceInfo& info = stream.device().info();
   // Messages are built only on failure: launch is on the hot path.
   auto what = [&] { return where(stream, "launch of '" + kernel.name() + "'"); };
-  const bool host_kernel = dynamic_cast<const HostKernelImpl*>(kernel.impl().get()) != nullptr;
+  const bool host_kernel = kernel.impl()->is_host();
   if (host_kernel && !info.has_feature(feature::kHostKernels))
     throw Error(ErrorCode::Unsupported,
                 what() + ": a host (C++) kernel, and " + info.id + " runs only compiled kernels");

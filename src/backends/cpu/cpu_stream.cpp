@@ -88,7 +88,7 @@ void CpuStream::host_callback(std::function<void()> fn) { queue_.push(std::move(
 
 void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
                        std::span<const KernelArg> args) {
-  const auto* host = dynamic_cast<const HostKernelImpl*>(kernel.get());
+  const auto* host = as_host_kernel(*kernel);
   if (!host)
     throw_unsupported(*device_, "kernel '" + kernel->name() + "': only host kernels run here");
   if (args.size() > BorrowedArgs::kMax) {
