@@ -3,10 +3,14 @@
 // NVIDIA GPU each test skips with the backend's reason. The device suites of tests/core run on
 // CUDA devices as well.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <numeric>
 
 #include "test_util.hpp"
+#include "trace_json.hpp"
 
 namespace hal::test {
 namespace {
@@ -71,6 +75,72 @@ template __global__ void scale<float>(float*, float, unsigned);
   stream.copy_to_host(host.data(), x, n * sizeof(float));
   stream.synchronize();
   for (unsigned i = 0; i < n; i += 997) ASSERT_EQ(host[i], 3.0f * static_cast<float>(i)) << i;
+}
+
+// While a trace records, a CUDA stream's copies and kernels also show when the GPU ran them, on
+// the stream's device track: timing events around each command, placed on the host's clock
+// through a reference event (cuda_device_spans.hpp).
+TEST_F(CudaTest, TracesShowWhenCommandsRanOnTheGpu) {
+  namespace fs = std::filesystem;
+  const Kernel scale = device.compile({"scale<float>", R"(
+template <class T> __global__ void scale(T* x, T a, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
+template __global__ void scale<float>(float*, float, unsigned);
+)",
+                                       KernelLanguage::cuda});
+  const fs::path file =
+      fs::temp_directory_path() / ("hal_cuda_trace_" + std::to_string(::getpid()) + ".json");
+  const unsigned n = 4u << 20;  // 16 MiB of floats
+  std::vector<float> host(n, 1.0f);
+  Buffer x = device.allocate(size_t{n} * 4);
+  Stream stream = device.create_stream();
+  stream.synchronize();
+  trace::start(file);
+  stream.copy_from_host(x, host.data(), size_t{n} * 4);
+  stream.launch(scale, LaunchConfig{{n, 1, 1}, {256, 1, 1}}, {x, 2.0f, n});
+  stream.copy_to_host(host.data(), x, size_t{n} * 4);
+  stream.synchronize();
+  trace::stop();
+  EXPECT_EQ(host[n - 1], 2.0f);
+
+  const nlohmann::json trace = take_trace(file);
+  const int64_t issue_track = track_id(trace, device.id() + " stream 0");
+  const int64_t device_track = track_id(trace, device.id() + " stream 0 (device)");
+  ASSERT_GE(issue_track, 0) << trace.dump();
+  ASSERT_GE(device_track, 0) << trace.dump();
+  std::vector<nlohmann::json> ran;
+  double first_issue = 1e300, synchronized = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    if (e["tid"] == device_track) ran.push_back(e);
+    if (e["tid"] == issue_track) first_issue = std::min(first_issue, e["ts"].get<double>());
+    if (e["tid"] == issue_track && e["name"] == "synchronize")
+      synchronized = e["ts"].get<double>() + e["dur"].get<double>();
+  }
+  std::sort(ran.begin(), ran.end(), [](const auto& a, const auto& b) { return a["ts"] < b["ts"]; });
+  std::vector<std::string> names;
+  for (const auto& e : ran) names.push_back(e["name"]);
+  ASSERT_EQ(names, (std::vector<std::string>{"copy_from_host", scale.name(), "copy_to_host"}))
+      << trace.dump();
+  // In stream order, within the first issue and the synchronize's return, give or take the
+  // reference's bracket (an event record and wait, tens of microseconds at most).
+  constexpr double kSlackUs = 200;
+  const auto end = [](const nlohmann::json& e) {
+    return e["ts"].get<double>() + e["dur"].get<double>();
+  };
+  EXPECT_GE(ran.front()["ts"].get<double>(), first_issue - kSlackUs) << ran.front();
+  for (size_t i = 1; i < ran.size(); ++i)
+    EXPECT_LE(end(ran[i - 1]), ran[i]["ts"].get<double>() + 1) << ran[i - 1] << ran[i];
+  EXPECT_LE(end(ran.back()), synchronized + kSlackUs) << ran.back();
+  EXPECT_EQ(ran[1]["args"]["global"], nlohmann::json({n, 1, 1})) << ran[1];
+  for (const auto& copy : {ran[0], ran[2]}) {
+    EXPECT_EQ(copy["args"]["bytes"], size_t{n} * 4) << copy;
+    // 16 MiB over PCIe or NVLink-C2C: between a fraction of a GB/s and a few hundred.
+    EXPECT_GT(copy["args"]["GB/s"].get<double>(), 0.1) << copy;
+    EXPECT_LT(copy["args"]["GB/s"].get<double>(), 1000) << copy;
+  }
 }
 
 TEST_F(CudaTest, DynamicSharedMemoryAboveTheDefaultLimit) {

@@ -106,7 +106,8 @@ void CudaStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl, const La
         fail(result, "launch of '" + kernel.name() + "'",
              "cuLaunchKernel with grid " + detail::format_sizes(grid) + " and block " +
                  detail::format_sizes(block));
-      });
+      },
+      CommandSpan{"kernel", kernel.name(), trace::detail::launch_args(config)});
 }
 
 }  // namespace hal::cuda

@@ -98,6 +98,10 @@ CudaStream::~CudaStream() {
     return;  // the driver is gone: so are the stream and its events
   }
   api_.cuStreamSynchronize(stream_);
+  if (spans_) {
+    spans_->collect();
+    spans_.reset();
+  }
   Batches batches;
   std::vector<Ref> open;
   refs_.take_all(batches, open);
@@ -173,7 +177,16 @@ void CudaStream::enqueue_blas(std::vector<Ref> refs, std::string_view what, cons
       blas_ = handle;
       blas_workspace_ = std::move(workspace);
     }
-    cublas_->check(call(*cublas_, blas_), where(what), "cuBLAS");
+    const CommandSpan span{"kernel", what, {}};
+    DeviceSpans* timed = timing(span);
+    if (timed) [[unlikely]]
+      timed->begin(stream_, span);
+    if (const cublasStatus_t status = call(*cublas_, blas_); status != CUBLAS_STATUS_SUCCESS) {
+      if (timed) timed->cancel();
+      cublas_->throw_status(status, where(what), "cuBLAS");
+    }
+    if (timed) [[unlikely]]
+      timed->end(stream_);
     enqueued(refs, done);
   }
   refs_.release(done);
@@ -392,6 +405,7 @@ void CudaStream::synchronize() {
     std::lock_guard lock(mutex_);
     const CUresult earlier = refs_.take_failure();
     if (failed == CUDA_SUCCESS) failed = earlier;
+    if (spans_) spans_->collect();  // every traced command has run: a stopped trace has them
   }
   if (failed != CUDA_SUCCESS)
     throw Error(ErrorCode::AsyncFailure,
@@ -412,6 +426,7 @@ bool CudaStream::query() {
     if (refs_.has_open_commands()) fence_open_batch();
     refs_.take_completed(done);
     idle = refs_.idle();
+    if (spans_) spans_->collect();
   }
   refs_.release(done);
   return idle;

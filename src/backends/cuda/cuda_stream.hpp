@@ -24,6 +24,7 @@
 #include "backends/async/work_queue.hpp"
 #include "backends/cuda/cublas.hpp"
 #include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/cuda_device_spans.hpp"
 #include "hal/backend.hpp"
 
 namespace hal::cuda {
@@ -84,23 +85,42 @@ class CudaStream final : public StreamImpl {
   // Runs `enqueue` (which enqueues one command and returns its CUresult) under mutex_ with the
   // context current, then keeps `refs` until that command has run. `fail_with(result)` throws
   // the error of a failed enqueue: its message is built only then.
+  // While a trace records, the command's GPU time goes to the stream's device track as `span`.
   template <class Enqueue, class Fail>
-  void submit(std::vector<Ref> refs, Enqueue&& enqueue, Fail&& fail_with) {
+  void submit(std::vector<Ref> refs, Enqueue&& enqueue, Fail&& fail_with,
+              const CommandSpan& span = {}) {
     Batches done;
     {
       std::lock_guard lock(mutex_);
       device_->make_current();
-      if (const CUresult result = enqueue(); result != CUDA_SUCCESS) [[unlikely]]
+      DeviceSpans* timed = timing(span);
+      if (timed) [[unlikely]]
+        timed->begin(stream_, span);
+      if (const CUresult result = enqueue(); result != CUDA_SUCCESS) [[unlikely]] {
+        if (timed) timed->cancel();
         fail_with(result);
+      }
+      if (timed) [[unlikely]]
+        timed->end(stream_);
       enqueued(refs, done);
     }
     refs_.release(done);
   }
+  // `operation`: a literal, also the span's name on the device track.
   template <class Enqueue>
   void submit(std::vector<Ref> refs, const char* operation, const char* call, size_t bytes,
               Enqueue&& enqueue) {
-    submit(std::move(refs), std::forward<Enqueue>(enqueue),
-           [&](CUresult result) { fail(result, operation, call, bytes); });
+    submit(
+        std::move(refs), std::forward<Enqueue>(enqueue),
+        [&](CUresult result) { fail(result, operation, call, bytes); },
+        CommandSpan{"copy", operation, trace::detail::transfer_args(bytes)});
+  }
+  // Under mutex_: the device spans to time `span` with, or null (no trace, no name, capturing).
+  DeviceSpans* timing(const CommandSpan& span) {
+    if (span.name.empty() || !trace::enabled() || capture_) [[likely]]
+      return nullptr;
+    if (!spans_) spans_ = std::make_unique<DeviceSpans>(device_, *this);
+    return spans_.get();
   }
   // Under mutex_: keeps the references of the command just enqueued (for the graph while
   // capturing), fencing the open batch when it is full.
@@ -121,6 +141,7 @@ class CudaStream final : public StreamImpl {
   std::mutex mutex_;
   async::FencedRefs<CuFences> refs_;
   std::shared_ptr<async::WorkQueue> callbacks_;  // made on the first host callback
+  std::unique_ptr<DeviceSpans> spans_;           // made on the first traced command
   // The word the callback thread sets to the number of the callback that has just returned;
   // made with the first callback, null where the driver refuses cuStreamWaitValue32.
   std::shared_ptr<HostFlag> host_flag_;
