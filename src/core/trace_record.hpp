@@ -54,6 +54,14 @@ uint64_t now();
 void span(Track track, std::string_view category, std::string_view name, uint64_t start,
           uint64_t end, const SpanArgs& args = {});
 
+// What a backend's device command is, for its span on the stream's device track: a literal
+// category ("copy", "kernel") and a name. An empty name: no span.
+struct CommandSpan {
+  std::string_view category;
+  std::string_view name;
+  SpanArgs args;
+};
+
 // A span timed by a device rather than by the host: its start and end are steady_clock's
 // nanoseconds (steady_now_ns), to which the backend has mapped the device's own timestamps.
 uint64_t steady_now_ns();

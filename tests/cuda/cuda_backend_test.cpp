@@ -25,6 +25,18 @@ class CudaTest : public ::testing::Test {
   Device device;
 };
 
+// x[i] *= a for i < n, a CUDA C++ template instantiated for float.
+Kernel compile_scale(const Device& device) {
+  return device.compile({"scale<float>", R"(
+template <class T> __global__ void scale(T* x, T a, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
+template __global__ void scale<float>(float*, float, unsigned);
+)",
+                         KernelLanguage::cuda});
+}
+
 TEST_F(CudaTest, DevicesReportWhatTheyAre) {
   for (const Device& gpu : backend_devices("cuda")) {
     const DeviceInfo& info = gpu.info();
@@ -57,14 +69,7 @@ TEST_F(CudaTest, CompileErrorsCarryTheNvrtcLog) {
 }
 
 TEST_F(CudaTest, CudaCppTemplatesRun) {
-  const Kernel scale = device.compile({"scale<float>", R"(
-template <class T> __global__ void scale(T* x, T a, unsigned n) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) x[i] *= a;
-}
-template __global__ void scale<float>(float*, float, unsigned);
-)",
-                                       KernelLanguage::cuda});
+  const Kernel scale = compile_scale(device);
   const unsigned n = 100'000;
   std::vector<float> host(n);
   std::iota(host.begin(), host.end(), 0.0f);
@@ -82,14 +87,7 @@ template __global__ void scale<float>(float*, float, unsigned);
 // through a reference event (cuda_device_spans.hpp).
 TEST_F(CudaTest, TracesShowWhenCommandsRanOnTheGpu) {
   namespace fs = std::filesystem;
-  const Kernel scale = device.compile({"scale<float>", R"(
-template <class T> __global__ void scale(T* x, T a, unsigned n) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) x[i] *= a;
-}
-template __global__ void scale<float>(float*, float, unsigned);
-)",
-                                       KernelLanguage::cuda});
+  const Kernel scale = compile_scale(device);
   const fs::path file =
       fs::temp_directory_path() / ("hal_cuda_trace_" + std::to_string(::getpid()) + ".json");
   const unsigned n = 4u << 20;  // 16 MiB of floats
@@ -106,34 +104,18 @@ template __global__ void scale<float>(float*, float, unsigned);
   EXPECT_EQ(host[n - 1], 2.0f);
 
   const nlohmann::json trace = take_trace(file);
-  const int64_t issue_track = track_id(trace, device.id() + " stream 0");
-  const int64_t device_track = track_id(trace, device.id() + " stream 0 (device)");
-  ASSERT_GE(issue_track, 0) << trace.dump();
-  ASSERT_GE(device_track, 0) << trace.dump();
-  std::vector<nlohmann::json> ran;
-  double first_issue = 1e300, synchronized = 0;
-  for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] != "X") continue;
-    if (e["tid"] == device_track) ran.push_back(e);
-    if (e["tid"] == issue_track) first_issue = std::min(first_issue, e["ts"].get<double>());
-    if (e["tid"] == issue_track && e["name"] == "synchronize")
-      synchronized = e["ts"].get<double>() + e["dur"].get<double>();
-  }
-  std::sort(ran.begin(), ran.end(), [](const auto& a, const auto& b) { return a["ts"] < b["ts"]; });
-  std::vector<std::string> names;
-  for (const auto& e : ran) names.push_back(e["name"]);
-  ASSERT_EQ(names, (std::vector<std::string>{"copy_from_host", scale.name(), "copy_to_host"}))
+  ASSERT_GE(track_id(trace, device.id() + " stream 0 (device)"), 0) << trace.dump();
+  const DeviceTrackRun run = device_track_run(trace, device.id());
+  const std::vector<nlohmann::json>& ran = run.ran;
+  ASSERT_EQ(run.names(), (std::vector<std::string>{"copy_from_host", scale.name(), "copy_to_host"}))
       << trace.dump();
   // In stream order, within the first issue and the synchronize's return, give or take the
   // reference's bracket (an event record and wait, tens of microseconds at most).
   constexpr double kSlackUs = 200;
-  const auto end = [](const nlohmann::json& e) {
-    return e["ts"].get<double>() + e["dur"].get<double>();
-  };
-  EXPECT_GE(ran.front()["ts"].get<double>(), first_issue - kSlackUs) << ran.front();
+  EXPECT_GE(ran.front()["ts"].get<double>(), run.first_issue - kSlackUs) << ran.front();
   for (size_t i = 1; i < ran.size(); ++i)
-    EXPECT_LE(end(ran[i - 1]), ran[i]["ts"].get<double>() + 1) << ran[i - 1] << ran[i];
-  EXPECT_LE(end(ran.back()), synchronized + kSlackUs) << ran.back();
+    EXPECT_LE(span_end(ran[i - 1]), ran[i]["ts"].get<double>() + 1) << ran[i - 1] << ran[i];
+  EXPECT_LE(span_end(ran.back()), run.synchronized + kSlackUs) << ran.back();
   EXPECT_EQ(ran[1]["args"]["global"], nlohmann::json({n, 1, 1})) << ran[1];
   for (const auto& copy : {ran[0], ran[2]}) {
     EXPECT_EQ(copy["args"]["bytes"], size_t{n} * 4) << copy;

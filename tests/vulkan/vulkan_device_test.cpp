@@ -176,21 +176,10 @@ TEST_F(VulkanDeviceTest, TracesShowWhenCommandsRanOnTheDevice) {
   EXPECT_EQ(host[n - 1], 2.0f);
 
   const nlohmann::json trace = take_trace(file);
-  const int64_t issue_track = track_id(trace, device.id() + " stream 0");
-  const int64_t device_track = track_id(trace, device.id() + " stream 0 (device)");
-  ASSERT_GE(issue_track, 0) << trace.dump();
-  std::vector<nlohmann::json> ran;
-  double first_issue = 1e300, synchronized = 0;
-  for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] != "X") continue;
-    if (e["tid"] == device_track) ran.push_back(e);
-    if (e["tid"] == issue_track) first_issue = std::min(first_issue, e["ts"].get<double>());
-    if (e["tid"] == issue_track && e["name"] == "synchronize")
-      synchronized = e["ts"].get<double>() + e["dur"].get<double>();
-  }
-  std::sort(ran.begin(), ran.end(), [](const auto& a, const auto& b) { return a["ts"] < b["ts"]; });
-  std::vector<std::string> names, expected;
-  for (const auto& e : ran) names.push_back(e["name"]);
+  ASSERT_GE(track_id(trace, device.id() + " stream 0"), 0) << trace.dump();
+  const DeviceTrackRun run = device_track_run(trace, device.id());
+  const std::vector<nlohmann::json>& ran = run.ran;
+  std::vector<std::string> expected;
   // What runs where: host copies on the worker; device commands only with calibrated clocks.
   const bool device_spans = facts.calibrated_timestamps;
   if (staged) expected.push_back("copy_from_host (into staging)");
@@ -200,19 +189,16 @@ TEST_F(VulkanDeviceTest, TracesShowWhenCommandsRanOnTheDevice) {
   if (!staged) expected.push_back("copy_to_host");
   if (staged && device_spans) expected.push_back("copy_to_host");
   if (staged) expected.push_back("copy_to_host (out of staging)");
-  ASSERT_EQ(names, expected) << (device_spans ? "" : "(the driver cannot calibrate its clock) ")
-                             << trace.dump();
+  ASSERT_EQ(run.names(), expected)
+      << (device_spans ? "" : "(the driver cannot calibrate its clock) ") << trace.dump();
   // In queue order, within the issue of the first command and the synchronize's return: the
   // host's clock and the device's calibrated one agree to well under 0.1 ms (lavapipe's device
   // clock is CLOCK_MONOTONIC itself), and the trace rounds to 0.1 us.
   constexpr double kSlackUs = 100;
-  const auto end = [](const nlohmann::json& e) {
-    return e["ts"].get<double>() + e["dur"].get<double>();
-  };
-  EXPECT_GE(ran.front()["ts"].get<double>(), first_issue - kSlackUs) << ran.front();
+  EXPECT_GE(ran.front()["ts"].get<double>(), run.first_issue - kSlackUs) << ran.front();
   for (size_t i = 1; i < ran.size(); ++i)
-    EXPECT_LE(end(ran[i - 1]), ran[i]["ts"].get<double>() + kSlackUs) << ran[i - 1] << ran[i];
-  EXPECT_LE(end(ran.back()), synchronized + kSlackUs) << ran.back();
+    EXPECT_LE(span_end(ran[i - 1]), ran[i]["ts"].get<double>() + kSlackUs) << ran[i - 1] << ran[i];
+  EXPECT_LE(span_end(ran.back()), run.synchronized + kSlackUs) << ran.back();
   for (const auto& e : ran) {
     if (e["name"] == add.name()) {
       EXPECT_EQ(e["args"]["global"], nlohmann::json({n, 1, 1})) << e;

@@ -22,13 +22,7 @@
 
 namespace hal::cuda {
 
-// What a command is, for its span: a literal category ("copy", "kernel") and a name. An empty
-// name: no span.
-struct CommandSpan {
-  std::string_view category;
-  std::string_view name;
-  trace::detail::SpanArgs args;
-};
+using trace::detail::CommandSpan;  // an empty name: no span of its own
 
 class DeviceSpans {
  public:

@@ -19,13 +19,7 @@
 
 namespace hal::vulkan {
 
-// What a device command is, for its span: a literal category ("copy", "kernel") and a name.
-// An empty name: not a span of its own (an event's timestamp).
-struct CommandSpan {
-  std::string_view category;
-  std::string_view name;
-  trace::detail::SpanArgs args;
-};
+using trace::detail::CommandSpan;  // an empty name: no span of its own
 
 class DeviceSpans {
  public:
