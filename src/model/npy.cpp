@@ -303,21 +303,27 @@ void write_file(const std::filesystem::path& path, const std::string& descr, con
   if (!out) bad(path, "cannot write the file");
 }
 
-}  // namespace
-
-Tensor read_npy(const std::filesystem::path& path, Stream& stream) {
-  const Contents contents = read_contents(path);
-  const Header& header = contents.header;
-  const DType dtype = dtype_of_descr(header.descr, path);
-  check_size(path, header.shape, contents.data_size(), size_of(dtype),
-             std::string(to_string(dtype)));
-  const void* elements = contents.data();
-  if (!header.fortran_order) return from_host(elements, header.shape, dtype, stream);
+// The elements of a file open_numeric has opened, as a row-major tensor.
+Tensor read_elements(NumericFile& npy, const std::filesystem::path& path, Stream& stream) {
+  const Header& header = npy.prefix.header;
+  std::vector<unsigned char> elements(npy.prefix.data_size);
+  npy.file.read(reinterpret_cast<char*>(elements.data()),
+                static_cast<std::streamsize>(elements.size()));
+  if (static_cast<size_t>(npy.file.gcount()) != elements.size())
+    bad(path, "ends before its data does");  // shorter than when its size was checked
+  if (!header.fortran_order) return from_host(elements.data(), header.shape, npy.dtype, stream);
   // Column-major: the reversed shape row-major, then its dimensions reversed.
   Shape reversed(header.shape.rbegin(), header.shape.rend());
   std::vector<int64_t> order(header.shape.size());
   std::iota(order.rbegin(), order.rend(), 0);
-  return from_host(elements, reversed, dtype, stream).permute(order).contiguous(stream);
+  return from_host(elements.data(), reversed, npy.dtype, stream).permute(order).contiguous(stream);
+}
+
+}  // namespace
+
+Tensor read_npy(const std::filesystem::path& path, Stream& stream) {
+  NumericFile npy = open_numeric(path);
+  return read_elements(npy, path, stream);
 }
 
 NpyInfo read_npy_info(const std::filesystem::path& path) {
@@ -335,7 +341,7 @@ Tensor read_npy_rows(const std::filesystem::path& path, int64_t begin, int64_t e
                                            std::to_string(end) + ") of " +
                                            std::to_string(full_shape[0]));
   if (npy.prefix.header.fortran_order)  // a row's elements are apart: all of it, then the rows
-    return read_npy(path, stream).slice(0, begin, end).contiguous(stream);
+    return read_elements(npy, path, stream).slice(0, begin, end).contiguous(stream);
   Shape shape = full_shape;
   shape[0] = end - begin;
   const size_t row_bytes =
