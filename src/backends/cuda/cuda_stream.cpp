@@ -177,16 +177,9 @@ void CudaStream::enqueue_blas(std::vector<Ref> refs, std::string_view what, cons
       blas_ = handle;
       blas_workspace_ = std::move(workspace);
     }
-    const CommandSpan span{"kernel", what, {}};
-    DeviceSpans* timed = timing(span);
-    if (timed) [[unlikely]]
-      timed->begin(stream_, span);
-    if (const cublasStatus_t status = call(*cublas_, blas_); status != CUBLAS_STATUS_SUCCESS) {
-      if (timed) timed->cancel();
-      cublas_->throw_status(status, where(what), "cuBLAS");
-    }
-    if (timed) [[unlikely]]
-      timed->end(stream_);
+    const auto enqueue = [&] { return call(*cublas_, blas_); };
+    cublas_->check(timed_enqueue(CommandSpan{"kernel", what, {}}, enqueue, CUBLAS_STATUS_SUCCESS),
+                   where(what), "cuBLAS");
     enqueued(refs, done);
   }
   refs_.release(done);

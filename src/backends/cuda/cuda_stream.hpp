@@ -93,15 +93,9 @@ class CudaStream final : public StreamImpl {
     {
       std::lock_guard lock(mutex_);
       device_->make_current();
-      DeviceSpans* timed = timing(span);
-      if (timed) [[unlikely]]
-        timed->begin(stream_, span);
-      if (const CUresult result = enqueue(); result != CUDA_SUCCESS) [[unlikely]] {
-        if (timed) timed->cancel();
+      if (const CUresult result = timed_enqueue(span, enqueue, CUDA_SUCCESS);
+          result != CUDA_SUCCESS) [[unlikely]]
         fail_with(result);
-      }
-      if (timed) [[unlikely]]
-        timed->end(stream_);
       enqueued(refs, done);
     }
     refs_.release(done);
@@ -115,12 +109,20 @@ class CudaStream final : public StreamImpl {
         [&](CUresult result) { fail(result, operation, call, bytes); },
         CommandSpan{"copy", operation, trace::detail::transfer_args(bytes)});
   }
-  // Under mutex_: the device spans to time `span` with, or null (no trace, no name, capturing).
-  DeviceSpans* timing(const CommandSpan& span) {
+  // Under mutex_: returns enqueue()'s status; while a trace records (and the stream is not
+  // capturing), the command is timed as `span` unless that status is not `success`.
+  template <class Enqueue, class Status>
+  Status timed_enqueue(const CommandSpan& span, Enqueue& enqueue, Status success) {
     if (span.name.empty() || !trace::enabled() || capture_) [[likely]]
-      return nullptr;
+      return enqueue();
     if (!spans_) spans_ = std::make_unique<DeviceSpans>(device_, *this);
-    return spans_.get();
+    spans_->begin(stream_, span);
+    const Status status = enqueue();
+    if (status == success)
+      spans_->end(stream_);
+    else
+      spans_->cancel();
+    return status;
   }
   // Under mutex_: keeps the references of the command just enqueued (for the graph while
   // capturing), fencing the open batch when it is full.
