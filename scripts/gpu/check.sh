@@ -60,6 +60,12 @@ run() {
 # gtest PROGRAM FILTER SECONDS: a test program, its failures listed in the log's tail.
 gtest() { run "$1${4:+.$4}" "$3" "$bin/$1" --gtest_filter="$2" --gtest_brief=1 --gtest_output="xml:$out/logs/$1${4:+.$4}.xml"; }
 
+# cts NAME JUNIT: hal cts on cuda:0, each line of its output after the seconds it came at.
+cts() {
+  run "$1" 140 bash -c "set -o pipefail; '$bin/hal' cts --device cuda:0 --junit '$out/$2.xml' 2>&1 |
+    while IFS= read -r line; do printf '%4d %s\\n' \$SECONDS \"\$line\"; done"
+}
+
 step() {
   case $1 in
     info)
@@ -78,13 +84,8 @@ step() {
       for t in core_device_suite_test tensor_test bad_input_test model_suite_test \
                autograd_gradient_test; do gtest $t '*cuda_*' 140 & done
       # The conformance cases through hal cts, which names each as it ends: seconds since the
-      # start before each line.
-      run cts 140 bash -c "set -o pipefail; '$bin/hal' cts --device cuda:0 --junit '$out/cts-cuda.xml' 2>&1 |
-        while IFS= read -r line; do printf '%4d %s\\n' \$SECONDS \"\$line\"; done" &
-      # The same with host callbacks posted off the driver's thread (HAL_CUDA_HOST_CALLS).
-      HAL_CUDA_HOST_CALLS=posted run cts.posted 140 bash -c "set -o pipefail; '$bin/hal' cts \
-        --device cuda:0 --junit '$out/cts-cuda-posted.xml' 2>&1 |
-        while IFS= read -r line; do printf '%4d %s\\n' \$SECONDS \"\$line\"; done" &
+      # start before each line; again with host callbacks posted off the driver's thread.
+      cts cts cts-cuda & HAL_CUDA_HOST_CALLS=posted cts cts.posted cts-cuda-posted &
       HAL_CUDA_HOST_CALLS=posted gtest core_device_suite_test '*cuda_*' 140 posted &
       wait
       ;;
