@@ -59,9 +59,28 @@ class KernelArg {
     arg.offset_ = bytes;
     return arg;
   }
+  // A buffer argument that refers to `buffer` without a reference of its own, for an argument
+  // list built and dropped around one launch call (taking and dropping a reference costs two
+  // atomic operations an argument). `buffer` must outlive this KernelArg; a copy or a move of it
+  // holds a reference of its own, so a stream that keeps its arguments keeps their buffers.
+  static KernelArg borrow(const Buffer& buffer, size_t offset = 0) {
+    return KernelArg(&buffer, offset);
+  }
+
+  KernelArg(const KernelArg& other) { take(other, Buffer(other.buffer())); }
+  KernelArg(KernelArg&& other) noexcept { take(other, other.moved_buffer()); }
+  KernelArg& operator=(const KernelArg& other) {
+    take(other, Buffer(other.buffer()));
+    return *this;
+  }
+  KernelArg& operator=(KernelArg&& other) noexcept {
+    take(other, other.moved_buffer());
+    return *this;
+  }
+  ~KernelArg() = default;
 
   Kind kind() const { return kind_; }
-  const Buffer& buffer() const { return buffer_; }
+  const Buffer& buffer() const { return borrowed_ ? *borrowed_ : buffer_; }
   size_t offset() const { return offset_; }  // bytes into buffer(); the size for local_memory
   const void* scalar_data() const { return scalar_.data(); }
   size_t scalar_size() const { return scalar_size_; }
@@ -72,6 +91,19 @@ class KernelArg {
   std::array<unsigned char, 8> scalar_{};
   size_t offset_ = 0;
   Buffer buffer_;
+  const Buffer* borrowed_ = nullptr;  // instead of buffer_ (borrow)
+
+  KernelArg(const Buffer* borrowed, size_t offset)
+      : kind_(Kind::buffer), offset_(offset), borrowed_(borrowed) {}
+  Buffer moved_buffer() noexcept { return borrowed_ ? *borrowed_ : std::move(buffer_); }
+  void take(const KernelArg& other, Buffer buffer) noexcept {
+    kind_ = other.kind_;
+    scalar_size_ = other.scalar_size_;
+    scalar_ = other.scalar_;
+    offset_ = other.offset_;
+    buffer_ = std::move(buffer);
+    borrowed_ = nullptr;
+  }
 };
 
 // One parameter of a kernel's signature: what Stream::launch checks the argument against.

@@ -86,7 +86,7 @@ Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
             "the residual " + r.describe() + " is not the result's " + to_string(out_shape) +
                 " on " + x_in.device().id());
   const auto prepared = [&](const Tensor& t) {
-    Tensor cast;
+    std::optional<Tensor> cast;
     return ops::in_compute_dtype(t, plan, stream, cast).contiguous(stream);
   };
   if (numel(out_shape) == 0) return empty(out_shape, plan.result, x_in.device());

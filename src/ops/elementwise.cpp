@@ -23,10 +23,10 @@ const Shape& result_shape(std::string_view op, const Tensor& a, const Tensor& b,
 
 }  // namespace
 
-const Tensor& in_compute_dtype(const Tensor& x, const OpPlan& plan, Stream& stream, Tensor& cast) {
+const Tensor& in_compute_dtype(const Tensor& x, const OpPlan& plan, Stream& stream,
+                               std::optional<Tensor>& cast) {
   if (x.dtype() == plan.compute) return x;
-  cast = cast_of(x, plan.compute, stream);
-  return cast;
+  return cast.emplace(cast_of(x, plan.compute, stream));
 }
 
 Tensor as_result(Tensor out, const OpPlan& plan, Stream& stream) {
@@ -47,7 +47,7 @@ Tensor binary(Binary op, const Tensor& a_in, const Tensor& b_in, Stream& stream)
   const Shape& shape = result_shape(desc.name, a_in, b_in, broadcast);
   const OpPlan plan =
       plan_or_throw(desc, promote_types(a_in.dtype(), b_in.dtype()), {&a_in, &b_in});
-  Tensor a_cast, b_cast;
+  std::optional<Tensor> a_cast, b_cast;
   const Tensor& a = in_compute_dtype(a_in, plan, stream, a_cast);
   const Tensor& b = in_compute_dtype(b_in, plan, stream, b_cast);
   Tensor out = empty(shape, result_dtype(desc, plan.compute), a.device());
@@ -62,7 +62,7 @@ Tensor unary(Unary op, const Tensor& x_in, Stream& stream) {
   check_defined(desc.name, x_in);
   check_stream(desc.name, x_in, stream);
   const OpPlan plan = plan_or_throw(desc, x_in.dtype(), {&x_in});
-  Tensor x_cast;
+  std::optional<Tensor> x_cast;
   const Tensor& x = in_compute_dtype(x_in, plan, stream, x_cast);
   Tensor out = empty(x.shape(), result_dtype(desc, plan.compute), x.device());
   if (out.numel() > 0)
@@ -86,7 +86,7 @@ Tensor where_of(const Tensor& cond, const Tensor& a_in, const Tensor& b_in, Stre
       broadcast_shapes(cond.shape(), result_shape(desc.name, a_in, b_in, broadcast));
   const OpPlan plan =
       plan_or_throw(desc, promote_types(a_in.dtype(), b_in.dtype()), {&cond, &a_in, &b_in});
-  Tensor a_cast, b_cast;
+  std::optional<Tensor> a_cast, b_cast;
   const Tensor& a = in_compute_dtype(a_in, plan, stream, a_cast);
   const Tensor& b = in_compute_dtype(b_in, plan, stream, b_cast);
   Tensor out = empty(shape, plan.compute, a.device());

@@ -10,6 +10,7 @@
 #include "hal/log.hpp"
 #include "hal/ops.hpp"
 #include "hal/registry.hpp"
+#include "ops/op_checks.hpp"
 
 namespace hal {
 namespace {
@@ -51,7 +52,7 @@ namespace {
 [[gnu::always_inline]] inline Tensor run_outermost(std::string_view op, OpInputs inputs,
                                                    Stream& stream, const OpBody& body) {
   DepthGuard outermost;
-  const detail::ErrorContext context(stream.device().id(), op);
+  const detail::ErrorContext context(device_of(stream).info().id, op);
   if (!CpuFallback::allowed()) return body(inputs, stream);
   std::string refusal;
   try {

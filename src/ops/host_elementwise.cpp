@@ -98,9 +98,10 @@ void launch_binary(Binary op, Fn fn, const Tensor& a, const Tensor& b, const Ten
       for (uint64_t i = begin; i < end; ++i) dst[i] = apply(x[i], y[i]);
     });
     const auto bytes = [](int64_t elements) { return static_cast<size_t>(elements) * sizeof(T); };
-    stream.launch(kernel, config,
-                  {out.storage(), KernelArg(a.storage(), bytes(layout.offsets[0])),
-                   KernelArg(b.storage(), bytes(layout.offsets[1]))});
+    stream.launch(
+        kernel, config,
+        {KernelArg::borrow(out.storage()), KernelArg::borrow(a.storage(), bytes(layout.offsets[0])),
+         KernelArg::borrow(b.storage(), bytes(layout.offsets[1]))});
     return;
   }
   const Kernel kernel = host_kernel("binary", [=](const KernelChunk& chunk) {
@@ -135,7 +136,9 @@ void launch_binary(Binary op, Fn fn, const Tensor& a, const Tensor& b, const Ten
       walk.advance_inner(n);
     }
   });
-  stream.launch(kernel, config, {out.storage(), a.storage(), b.storage()});
+  stream.launch(kernel, config,
+                {KernelArg::borrow(out.storage()), KernelArg::borrow(a.storage()),
+                 KernelArg::borrow(b.storage())});
 }
 
 template <class T>
@@ -162,7 +165,8 @@ void launch_unary(Unary op, Fn fn, const Tensor& x, const Tensor& out,
       for (uint64_t i = begin; i < end; ++i) dst[i] = apply(in[i]);
     });
     const auto bytes = static_cast<size_t>(layout.offsets[0]) * sizeof(T);
-    stream.launch(kernel, config, {out.storage(), KernelArg(x.storage(), bytes)});
+    stream.launch(kernel, config,
+                  {KernelArg::borrow(out.storage()), KernelArg::borrow(x.storage(), bytes)});
     return;
   }
   const Kernel kernel = host_kernel("unary", [=](const KernelChunk& chunk) {
@@ -180,7 +184,7 @@ void launch_unary(Unary op, Fn fn, const Tensor& x, const Tensor& out,
       walk.advance_inner(n);
     }
   });
-  stream.launch(kernel, config, {out.storage(), x.storage()});
+  stream.launch(kernel, config, {KernelArg::borrow(out.storage()), KernelArg::borrow(x.storage())});
 }
 
 // Calls body.template operator()<T>() with the C++ type of `dtype`.

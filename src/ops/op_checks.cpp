@@ -1,6 +1,7 @@
 #include "ops/op_checks.hpp"
 
 #include "core/error_context.hpp"
+#include "hal/backend.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 
@@ -11,8 +12,16 @@ void check_defined(std::string_view op, const Tensor& x) {
     throw Error(ErrorCode::InvalidArgument, std::string(op) + " of an undefined tensor");
 }
 
+const DeviceImpl& device_of(const Tensor& x) {
+  return x.defined() ? x.storage().impl()->device() : *x.device().impl();
+}
+
+const DeviceImpl& device_of(const Stream& stream) {
+  return stream.impl() ? stream.impl()->device() : *stream.device().impl();
+}
+
 void check_same_device(std::string_view op, const Tensor& a, const Tensor& b) {
-  if (!(a.device() == b.device()))
+  if (&device_of(a) != &device_of(b)) [[unlikely]]
     throw Error(ErrorCode::InvalidArgument,
                 std::string(op) + " of " + a.describe() + " and " + b.describe() +
                     ": the tensors are on different devices (" + a.device().id() + " and " +
@@ -27,7 +36,7 @@ void check_same_dtype(std::string_view op, const Tensor& a, const Tensor& b) {
 }
 
 void check_stream(std::string_view op, const Tensor& x, const Stream& stream) {
-  if (!(stream.device() == x.device()))
+  if (&device_of(stream) != &device_of(x)) [[unlikely]]
     throw Error(ErrorCode::InvalidArgument, std::string(op) + " of " + x.describe() +
                                                 " on a stream of " + stream.device().id() +
                                                 ": use a stream of " + x.device().id());

@@ -9,6 +9,11 @@
 namespace hal::ops {
 
 void check_defined(std::string_view op, const Tensor& x);
+// The backend's object of the device a tensor's memory or a stream belongs to, read without
+// making a Device handle, whose reference count costs two atomic operations a look: an op's
+// checks look several times. An undefined tensor or empty stream throws as device() does.
+const DeviceImpl& device_of(const Tensor& x);
+const DeviceImpl& device_of(const Stream& stream);
 // InvalidArgument naming both devices: ops never move data implicitly.
 void check_same_device(std::string_view op, const Tensor& a, const Tensor& b);
 // InvalidArgument: for operands that must agree (a norm's weight and its input).

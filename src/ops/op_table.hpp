@@ -10,6 +10,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -160,8 +161,9 @@ OpPlan plan_or_throw(const OpDescriptor& op, DType input,
 
 // Operand `x` in the plan's compute dtype: x itself when it has it (a tensor's copy copies its
 // shape and strides, allocations a small op would spend on nothing), else its cast on `stream`,
-// kept in `cast`.
-const Tensor& in_compute_dtype(const Tensor& x, const OpPlan& plan, Stream& stream, Tensor& cast);
+// kept in `cast` (an optional: a tiny op should not spend the zeroing of two unused Tensors).
+const Tensor& in_compute_dtype(const Tensor& x, const OpPlan& plan, Stream& stream,
+                               std::optional<Tensor>& cast);
 // The op's result in the plan's result dtype (f16 computed in f32 goes back to f16).
 Tensor as_result(Tensor out, const OpPlan& plan, Stream& stream);
 

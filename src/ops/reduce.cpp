@@ -76,7 +76,7 @@ Tensor reduce(Reduce op, const Tensor& x_in, const std::vector<int64_t>& axes, b
     return binary(Binary::div, total, full({}, static_cast<double>(count), DType::f32, stream),
                   stream);
   }
-  Tensor x_cast;
+  std::optional<Tensor> x_cast;
   const Tensor& x = in_compute_dtype(x_in, plan, stream, x_cast);
   Shape shape;
   for (size_t d = 0; d < reduced.size(); ++d) {
