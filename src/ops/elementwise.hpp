@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <boost/container/small_vector.hpp>
 #include <string_view>
 #include <vector>
 
@@ -51,10 +52,13 @@ std::string_view name(Unary op);
 // repeated) and with dimensions that every operand walks as one merged. The output is
 // contiguous. `flat`: every operand is contiguous and unbroadcast, so element i of each is at
 // its offset + i.
+// A layout's dimensions, inline up to four (merging leaves most tensors fewer; more spill to the
+// heap): laying out a tiny op allocates nothing.
+using LayoutDims = boost::container::small_vector<int64_t, 4>;
 template <size_t kInputs>
 struct ElementwiseLayout {
-  Shape shape;
-  std::array<Shape, kInputs> strides;
+  LayoutDims shape;
+  std::array<LayoutDims, kInputs> strides;
   std::array<int64_t, kInputs> offsets;
   int64_t count = 0;
   bool flat = false;

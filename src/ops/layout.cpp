@@ -50,6 +50,12 @@ ElementwiseLayout<kInputs> merge(const Shape& shape, std::span<const Tensor* con
   for (size_t v = 0; v < kInputs; ++v) layout.offsets[v] = v < in.size() ? in[v]->offset() : 0;
   layout.flat = true;
   for (const Tensor* t : in) layout.flat = layout.flat && t->shape() == shape && t->is_contiguous();
+  // At most one merged dimension per dimension of `shape`, and one for a single element (for
+  // kernels that walk rows); sized once, trimmed at the end.
+  const size_t most = std::max<size_t>(shape.size(), 1);
+  layout.shape.resize(most);
+  for (LayoutDims& strides : layout.strides) strides.resize(most);
+  size_t rank = 0;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
     // The operands' strides along d (computed per dimension, not kept in vectors of their own:
@@ -57,21 +63,23 @@ ElementwiseLayout<kInputs> merge(const Shape& shape, std::span<const Tensor* con
     std::array<int64_t, kInputs> stride{};
     for (size_t v = 0; v < kInputs && v < in.size(); ++v)
       stride[v] = broadcast_stride(*in[v], shape, d);
-    bool joins = !layout.shape.empty();
+    bool joins = rank > 0;
     for (size_t v = 0; v < kInputs && joins; ++v)
-      joins = layout.strides[v].back() == stride[v] * shape[d];
+      joins = layout.strides[v][rank - 1] == stride[v] * shape[d];
     if (joins) {
-      layout.shape.back() *= shape[d];
-      for (size_t v = 0; v < kInputs; ++v) layout.strides[v].back() = stride[v];
+      layout.shape[rank - 1] *= shape[d];
     } else {
-      layout.shape.push_back(shape[d]);
-      for (size_t v = 0; v < kInputs; ++v) layout.strides[v].push_back(stride[v]);
+      layout.shape[rank++] = shape[d];
     }
+    for (size_t v = 0; v < kInputs; ++v) layout.strides[v][rank - 1] = stride[v];
   }
-  if (layout.shape.empty()) {  // one element: one dimension still, for kernels that walk rows
-    layout.shape.push_back(1);
-    for (size_t v = 0; v < kInputs; ++v) layout.strides[v].push_back(0);
+  if (rank == 0) {  // one element
+    layout.shape[0] = 1;
+    for (LayoutDims& strides : layout.strides) strides[0] = 0;
+    rank = 1;
   }
+  layout.shape.resize(rank);
+  for (LayoutDims& strides : layout.strides) strides.resize(rank);
   return layout;
 }
 

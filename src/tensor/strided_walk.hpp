@@ -4,8 +4,9 @@
 #pragma once
 
 #include <array>
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
-#include <vector>
+#include <span>
 
 namespace hal::tensor {
 
@@ -14,10 +15,13 @@ class StridedWalk {
  public:
   // `strides[v]` are view v's strides (in elements) and `offsets[v]` its offset; the walk starts
   // at row-major element `first`.
-  StridedWalk(const std::vector<int64_t>& shape,
-              const std::array<std::vector<int64_t>, kViews>& strides,
+  // `Dims`: any contiguous container of int64_t (a Shape, an elementwise layout's inline dims);
+  // the walk refers to `shape` and `strides`, which must outlive it.
+  template <class Dims>
+  StridedWalk(const Dims& shape, const std::array<Dims, kViews>& strides,
               const std::array<int64_t, kViews>& offsets, int64_t first)
-      : shape_(shape), strides_(strides), at_(offsets), index_(shape.size()) {
+      : shape_(shape.data(), shape.size()), at_(offsets), index_(shape.size()) {
+    for (size_t v = 0; v < kViews; ++v) strides_[v] = {strides[v].data(), strides[v].size()};
     for (size_t d = shape_.size(); d-- > 0;) {
       index_[d] = first % shape_[d];
       first /= shape_[d];
@@ -57,10 +61,11 @@ class StridedWalk {
     }
   }
 
-  const std::vector<int64_t>& shape_;
-  const std::array<std::vector<int64_t>, kViews>& strides_;
+  std::span<const int64_t> shape_;
+  std::array<std::span<const int64_t>, kViews> strides_;
   std::array<int64_t, kViews> at_;
-  std::vector<int64_t> index_;
+  boost::container::small_vector<int64_t, 6>
+      index_;  // inline: a chunk of a kernel allocates nothing
 };
 
 }  // namespace hal::tensor
