@@ -9,6 +9,7 @@ packages=(
   libhwloc-dev nlohmann-json3-dev libcli11-dev
   libboost-math-dev  # hal compare's statistics: Boost.Math's distributions and quantiles
   libboost-dev  # Boost.Container's small_vector (header-only): inline dimensions in the ops
+  python3-websocket  # scripts/trace_screenshot.py: a trace in Chromium's DevTools, for the docs
   chromium  # renders hal report's page headless in its test (console errors, figures, screenshot)
   libopenblas-dev  # the CPU's matrix products
   libdnnl-dev      # the CPU's convolutions and bf16/f16 matrix products (oneDNN)
