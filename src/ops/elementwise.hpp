@@ -48,13 +48,14 @@ std::string_view name(Binary op);
 constexpr bool is_comparison(Binary op) { return op >= Binary::eq; }
 std::string_view name(Unary op);
 
+// A layout's dimensions, inline up to four (merging leaves most tensors fewer; more spill to the
+// heap): laying out a tiny op allocates nothing.
+using LayoutDims = boost::container::small_vector<int64_t, 4>;
+
 // The operands of one launch, broadcast to the output's shape (stride 0 where an operand is
 // repeated) and with dimensions that every operand walks as one merged. The output is
 // contiguous. `flat`: every operand is contiguous and unbroadcast, so element i of each is at
 // its offset + i.
-// A layout's dimensions, inline up to four (merging leaves most tensors fewer; more spill to the
-// heap): laying out a tiny op allocates nothing.
-using LayoutDims = boost::container::small_vector<int64_t, 4>;
 template <size_t kInputs>
 struct ElementwiseLayout {
   LayoutDims shape;

@@ -5,6 +5,7 @@
 
 #include "core/device_core.hpp"
 #include "hal/error.hpp"
+#include "ops/op_checks.hpp"
 #include "ops/op_kernels.hpp"
 #include "ops/op_table.hpp"
 
@@ -142,7 +143,7 @@ CachedPlan& slot_of(const OpDescriptor& op, DType input, const DeviceInfo& devic
 OpPlan plan_or_throw(const OpDescriptor& op, DType input,
                      std::initializer_list<const Tensor*> operands) {
   const Tensor& first = **operands.begin();
-  const DeviceInfo& info = first.storage().impl()->device().info();
+  const DeviceInfo& info = device_of(first).info();
   const uint64_t generation = detail::device_generation();
   CachedPlan& slot = slot_of(op, input, info);
   if (slot.op == &op && slot.device == &info && slot.input == input &&
