@@ -3,6 +3,7 @@
 // reason. `hal cts --device ID` runs it; so do hal's own tests, on every device here.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,8 +31,11 @@ struct Report {
 // The names of every case, in the order they run.
 std::vector<std::string> case_names();
 // Runs the cases whose names contain `filter` (all when empty) on `device`. A case that throws
-// anything but NotSupported fails; nothing a case does stops the others.
-Report run(const Device& device, const std::string& filter = "");
+// anything but NotSupported fails; nothing a case does stops the others. `on_case`, when set, is
+// called with each result as its case ends (a command shows progress, and a case that hangs is
+// the one after the last reported).
+using CaseCallback = std::function<void(const CaseResult&)>;
+Report run(const Device& device, const std::string& filter = "", const CaseCallback& on_case = {});
 
 // {"schema":"hal.cts/1","device",...,"passed","failed","not_supported","cases":[...]}
 std::string to_json(const Report& report);

@@ -94,7 +94,7 @@ std::vector<std::string> case_names() {
   return names;
 }
 
-Report run(const Device& device, const std::string& filter) {
+Report run(const Device& device, const std::string& filter, const CaseCallback& on_case) {
   Report report{device.id(), {}};
   for (const Case& c : all_cases()) {
     if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
@@ -117,6 +117,7 @@ Report run(const Device& device, const std::string& filter) {
     }
     result.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (on_case) on_case(result);
     report.cases.push_back(std::move(result));
   }
   return report;

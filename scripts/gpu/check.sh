@@ -60,10 +60,11 @@ run() {
 # gtest PROGRAM FILTER SECONDS: a test program, its failures listed in the log's tail.
 gtest() { run "$1${4:+.$4}" "$3" "$bin/$1" --gtest_filter="$2" --gtest_brief=1 --gtest_output="xml:$out/logs/$1${4:+.$4}.xml"; }
 
-# cts NAME JUNIT: hal cts on cuda:0, each line of its output after the seconds it came at.
+# cts NAME JUNIT [FILTER]: hal cts on cuda:0 (the cases containing FILTER), each case's line as
+# it ends after the seconds it came at; a case that hangs is the one after the last line.
 cts() {
-  run "$1" 140 bash -c "set -o pipefail; '$bin/hal' cts --device cuda:0 --junit '$out/$2.xml' 2>&1 |
-    while IFS= read -r line; do printf '%4d %s\\n' \$SECONDS \"\$line\"; done"
+  run "$1" "${CTS_SECONDS:-140}" bash -c "set -o pipefail; '$bin/hal' cts --device cuda:0 --junit '$out/$2.xml' \
+    ${3:+--filter '$3'} 2>&1 | while IFS= read -r line; do printf '%4d %s\\n' \$SECONDS \"\$line\"; done"
 }
 
 step() {
@@ -86,6 +87,13 @@ step() {
       # The conformance cases through hal cts, which names each as it ends: seconds since the
       # start before each line; again with host callbacks posted off the driver's thread.
       cts cts cts-cuda & HAL_CUDA_HOST_CALLS=posted cts cts.posted cts-cuda-posted &
+      # Each group alone too, so that a case that hangs leaves the other groups' results.
+      for group in device memory stream event copy kernel tensor threads op.table op.cast op.unary \
+          op.reduce op.conv op.layers op.compare op.binary op.matmul op.errors op.sum op.integers \
+          op.half_precision op.where op.softmax op.promotion op.pow op.log_softmax op.layer_norm_and_rms_norm \
+          op.elementwise; do
+        cts cts.$group cts-cuda-$group $group. &
+      done
       HAL_CUDA_HOST_CALLS=posted gtest core_device_suite_test '*cuda_*' 140 posted &
       wait
       ;;
@@ -100,8 +108,8 @@ step() {
       ;;
     bench)
       for suite in dispatch copy ops; do
-        run bench_$suite 100 "$bin/hal" bench $suite --quick --device cuda:0 \
-          --output "$out/bench_$suite.json" --tune-budget 30
+        run bench_$suite 80 "$bin/hal" bench $suite --quick --device cuda:0 \
+          --output "$out/bench_$suite.json"
       done
       ;;
     models)  # the transformer encoder on cuda:0 against its expected output, with a trace

@@ -51,6 +51,21 @@ TEST(ConformanceCases, EachBelongsToARunGroup) {
   }
 }
 
+// Each result reaches the callback as its case ends, in the report's order, so a command can
+// print progress and a run stopped by a hang still names the cases that ended.
+TEST(ConformanceCases, ReportsEachCaseAsItEnds) {
+  std::vector<cts::CaseResult> seen;
+  const cts::Report report = cts::run(
+      device("cpu:0"), "memory.", [&](const cts::CaseResult& result) { seen.push_back(result); });
+  ASSERT_FALSE(report.cases.empty());
+  ASSERT_EQ(seen.size(), report.cases.size());
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].name, report.cases[i].name);
+    EXPECT_EQ(seen[i].status, report.cases[i].status) << seen[i].name;
+    EXPECT_EQ(seen[i].reason, report.cases[i].reason) << seen[i].name;
+  }
+}
+
 // The CUDA instantiation exists wherever a GPU is; here it says why it is absent.
 TEST(ConformanceOnCuda, RunsWhereACudaDeviceIs) {
   for (const BackendStatus& backend : Registry::instance().backends())

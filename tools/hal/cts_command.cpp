@@ -43,19 +43,22 @@ void add_cts_command(CLI::App& app) {
   set_work(*command, [=] {
     if (*list) return list_cases(*json);
     if (id->empty()) throw CLI::RequiredError("--device ID (or --list)");
-    const cts::Report report = cts::run(device(*id), *filter);
+    // Text lines are printed as each case ends, so a run that is stopped still shows how far
+    // it came; JSON is one document, printed at the end.
+    const cts::CaseCallback print_case = [](const cts::CaseResult& result) {
+      std::cout << (result.status == cts::Status::passed   ? "  pass  "
+                    : result.status == cts::Status::failed ? "  FAIL  "
+                                                           : "  n/s   ")
+                << result.name;
+      if (!result.reason.empty()) std::cout << ": " << result.reason;
+      std::cout << std::endl;
+    };
+    const cts::Report report =
+        cts::run(device(*id), *filter, *json ? cts::CaseCallback{} : print_case);
     if (!junit->empty()) cts::write_junit(*junit, report);
     if (*json) {
       std::cout << cts::to_json(report) << "\n";
     } else {
-      for (const cts::CaseResult& result : report.cases) {
-        std::cout << (result.status == cts::Status::passed   ? "  pass  "
-                      : result.status == cts::Status::failed ? "  FAIL  "
-                                                             : "  n/s   ")
-                  << result.name;
-        if (!result.reason.empty()) std::cout << ": " << result.reason;
-        std::cout << "\n";
-      }
       std::cout << report.device << ": " << report.count(cts::Status::passed) << " passed, "
                 << report.count(cts::Status::failed) << " failed, "
                 << report.count(cts::Status::not_supported) << " not supported\n";
