@@ -15,7 +15,8 @@ KERNEL void saxpy(float a, GLOBAL const float* x, GLOBAL float* y, uint n) {
 })";
 
 const char* const kGrid = R"(
-KERNEL void grid(GLOBAL uint* out, uint width) {
+KERNEL void grid(GLOBAL uint* out, uint width, uint height) {
+  if (global_id(0) >= width || global_id(1) >= height) return;  // whole groups may run past
   out[global_id(1) * width + global_id(0)] = (uint)(global_id(0) + 1000 * global_id(1));
 })";
 
@@ -114,7 +115,7 @@ void add_kernel_cases(Cases& cases) {
                      Stream stream = d.create_stream();
                      const uint32_t width = 33, height = 7;
                      Buffer out = d.allocate(width * height * 4);
-                     stream.launch(grid, LaunchConfig::grid(width, height), {out, width});
+                     stream.launch(grid, LaunchConfig::grid(width, height), {out, width, height});
                      std::vector<uint32_t> got(width * height);
                      stream.copy_to_host(got.data(), out, got.size() * 4);
                      stream.synchronize();

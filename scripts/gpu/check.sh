@@ -63,7 +63,7 @@ gtest() { run "$1${4:+.$4}" "$3" "$bin/$1" --gtest_filter="$2" --gtest_brief=1 -
 # cts NAME JUNIT [FILTER]: hal cts on cuda:0 (the cases containing FILTER), each case's line as
 # it ends after the seconds it came at; a case that hangs is the one after the last line.
 cts() {
-  run "$1" "${CTS_SECONDS:-140}" bash -c "set -o pipefail; '$bin/hal' cts --device cuda:0 --junit '$out/$2.xml' \
+  run "$1" "${CTS_SECONDS:-140}" bash -c "set -o pipefail; '$bin/hal' cts --device cuda:0 --junit '$out/logs/$2.xml' \
     ${3:+--filter '$3'} 2>&1 | while IFS= read -r line; do printf '%4d %s\\n' \$SECONDS \"\$line\"; done"
 }
 
@@ -85,8 +85,8 @@ step() {
       for t in core_device_suite_test tensor_test bad_input_test model_suite_test \
                autograd_gradient_test; do gtest $t '*cuda_*' 140 & done
       # The conformance cases through hal cts, which names each as it ends: seconds since the
-      # start before each line; again with host callbacks posted off the driver's thread.
-      cts cts cts-cuda & HAL_CUDA_HOST_CALLS=posted cts cts.posted cts-cuda-posted &
+      # start before each line; again with host callbacks held on the driver's thread (blocking).
+      cts cts cts-cuda & HAL_CUDA_HOST_CALLS=blocking cts cts.blocking cts-cuda-blocking &
       # Each group alone too, so that a case that hangs leaves the other groups' results.
       for group in device memory stream event copy kernel tensor threads op.table op.cast op.unary \
           op.reduce op.conv op.layers op.compare op.binary op.matmul op.errors op.sum op.integers \
@@ -94,7 +94,7 @@ step() {
           op.elementwise; do
         cts cts.$group cts-cuda-$group $group. &
       done
-      HAL_CUDA_HOST_CALLS=posted gtest core_device_suite_test '*cuda_*' 140 posted &
+      HAL_CUDA_HOST_CALLS=blocking gtest core_device_suite_test '*cuda_*' 140 blocking &
       wait
       ;;
     other)  # NCCL, NVML, NVTX, traces

@@ -251,6 +251,28 @@ TEST_F(CudaTest, PoolMemoryGoesBackToTheDeviceWhenTheCacheIsEmptied) {
       << "the pool kept memory after cuMemFreeAsync";
 }
 
+// Pageable host memory goes through pinned staging (cuda_staging.hpp) in the stream's order: a
+// source written by an earlier host callback is read after it, and a copy of several staging
+// chunks (8 MiB each) arrives whole, both ways, also into pinned memory, which is not staged.
+TEST_F(CudaTest, PageableCopiesRunInTheStreamsOrderAChunkAtATime) {
+  Stream stream = device.create_stream();
+  const size_t count = (size_t{20} << 20) / 4 + 3;  // three chunks, the last a short one
+  std::vector<uint32_t> source(count, 0), back(count, 0);
+  Buffer buffer = device.allocate(count * 4);
+  stream.host_callback([&source] { std::iota(source.begin(), source.end(), 7u); });
+  stream.copy_from_host(buffer, source.data(), count * 4);
+  stream.copy_to_host(back.data(), buffer, count * 4);
+  stream.synchronize();
+  std::vector<uint32_t> want(count);
+  std::iota(want.begin(), want.end(), 7u);
+  EXPECT_TRUE(back == want) << "the round trip through staging changed the data";
+
+  Buffer pinned = device.allocate(count * 4, MemoryKind::pinned_host);
+  stream.copy_to_host(pinned.data<uint32_t>(), buffer, count * 4);
+  stream.synchronize();
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), pinned.data<uint32_t>()));
+}
+
 TEST(CudaPeers, CopiesRunBetweenEveryPairOfGpus) {
   const auto gpus = backend_devices("cuda");
   if (gpus.size() < 2) GTEST_SKIP() << "needs two CUDA devices, found " << gpus.size();

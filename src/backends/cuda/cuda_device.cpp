@@ -12,10 +12,12 @@ CudaDevice::CudaDevice(std::shared_ptr<const CuApi> api, CUdevice device,
     : api_(std::move(api)),
       device_(device),
       info_(std::move(description.info)),
-      traits_(std::move(description.traits)) {}
+      traits_(std::move(description.traits)),
+      staging_(std::make_shared<PinnedStaging>(api_, describe(*this))) {}
 
 CudaDevice::~CudaDevice() {
   // At process exit the driver may already be gone; there is nothing to do about an error.
+  staging_.reset();  // its blocks are freed in the context, before it is released
   if (!context_) return;
   if (allocation_stream_ && api_->cuCtxSetCurrent(context_) == CUDA_SUCCESS)
     api_->cuStreamDestroy(allocation_stream_);

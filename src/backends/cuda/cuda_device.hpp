@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "backends/cuda/cuda_device_info.hpp"
+#include "backends/cuda/cuda_staging.hpp"
 #include "hal/backend.hpp"
 
 namespace hal::cuda {
@@ -39,6 +40,8 @@ class CudaDevice final : public DeviceImpl {
   // free then waits for nothing else, where cuMemFree waits for the whole device. Null
   // without pools.
   CUstream allocation_stream() const;
+  // Pinned memory for copies from and to pageable host memory.
+  PinnedStaging& staging() const { return *staging_; }
 
  private:
   std::shared_ptr<const CuApi> api_;
@@ -49,6 +52,7 @@ class CudaDevice final : public DeviceImpl {
   mutable CUcontext context_ = nullptr;
   mutable std::once_flag allocation_stream_once_;
   mutable CUstream allocation_stream_ = nullptr;
+  std::shared_ptr<PinnedStaging> staging_;  // shared with the blocks it lends
 };
 
 // "cuda:0 (NVIDIA H100 80GB HBM3)": how errors name a device.

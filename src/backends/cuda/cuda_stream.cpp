@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_stream.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include "backends/cuda/cuda_buffer.hpp"
 #include "backends/cuda/cuda_event.hpp"
 #include "backends/cuda/cuda_graph.hpp"
+#include "backends/cuda/cuda_staging.hpp"
 #include "hal/log.hpp"
 
 namespace hal::cuda {
@@ -41,13 +43,13 @@ void CUDA_CB post_host_call(void* user) {
   });
 }
 
-// HAL_CUDA_HOST_CALLS=posted: callbacks leave the driver's thread at once and the stream waits
-// on a flag (not yet run on a GPU, so not the default); otherwise (`blocking`) the driver's
-// thread waits for each callback.
+// By default callbacks leave the driver's thread at once and the stream waits on a flag, so
+// that a callback that waits (for another stream, say) holds no other stream's host work.
+// HAL_CUDA_HOST_CALLS=blocking: the driver's thread waits for each callback, as before.
 bool posted_host_calls() {
   static const bool posted = [] {
     const char* value = std::getenv("HAL_CUDA_HOST_CALLS");
-    return value && std::string_view(value) == "posted";
+    return !(value && std::string_view(value) == "blocking");
   }();
   return posted;
 }
@@ -65,6 +67,24 @@ void CUDA_CB run_host_call(void* user) {
   });
   done.wait();  // the stream's later work stays behind the callback
 }
+
+// One chunk of a staged copy between pinned and pageable memory, which the driver's
+// host-function thread runs in the stream's order (a memcpy: the driver forbids CUDA calls
+// there). It deletes itself once it has run; the stream keeps the pinned block.
+struct HostCopy {
+  void* to;
+  const void* from;
+  size_t bytes;
+};
+
+void CUDA_CB run_host_copy(void* user) {
+  std::unique_ptr<HostCopy> copy(static_cast<HostCopy*>(user));
+  std::memcpy(copy->to, copy->from, copy->bytes);
+}
+
+// The most a staged copy pins: a larger copy goes through its block a chunk at a time, which
+// the stream's order makes safe (a chunk's DMA has run before the next chunk's memcpy).
+constexpr size_t kStagingChunkBytes = size_t{8} << 20;
 
 bool overlaps(CUdeviceptr a, CUdeviceptr b, size_t bytes) { return a < b + bytes && b < a + bytes; }
 
@@ -213,17 +233,59 @@ void CudaStream::gemm(const GemmDesc& g) {
   });
 }
 
+// Pageable host memory is staged (cuda_staging.hpp): the driver would read a pageable source
+// at once, before earlier work (a host callback that writes it, say) has run, and return from a
+// copy into pageable memory only once it has run (behind a held host callback: never).
 void CudaStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
                                 size_t bytes) {
   const CUdeviceptr to = address_of(*dst, dst_offset);
-  submit({dst}, "copy_from_host", "cuMemcpyHtoDAsync", bytes,
-         [&] { return api_.cuMemcpyHtoDAsync(to, src, bytes, stream_); });
+  std::shared_ptr<void> block = staging_block(src, bytes);
+  submit({dst, block}, "copy_from_host", "cuMemcpyHtoDAsync", bytes, [&] {
+    if (!block || capture_) return api_.cuMemcpyHtoDAsync(to, src, bytes, stream_);
+    return staged_copy(to, const_cast<void*>(src), block.get(), bytes, true);
+  });
 }
 
 void CudaStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
   const CUdeviceptr from = address_of(*src, src_offset);
-  submit({src}, "copy_to_host", "cuMemcpyDtoHAsync", bytes,
-         [&] { return api_.cuMemcpyDtoHAsync(dst, from, bytes, stream_); });
+  std::shared_ptr<void> block = staging_block(dst, bytes);
+  submit({src, block}, "copy_to_host", "cuMemcpyDtoHAsync", bytes, [&] {
+    if (!block || capture_) return api_.cuMemcpyDtoHAsync(dst, from, bytes, stream_);
+    return staged_copy(from, dst, block.get(), bytes, false);
+  });
+}
+
+std::shared_ptr<void> CudaStream::staging_block(const void* host, size_t bytes) {
+  if (bytes == 0) return nullptr;
+  device_->make_current();
+  PinnedStaging& staging = device_->staging();
+  if (staging.pinned(host)) return nullptr;
+  return staging.take(std::min(bytes, kStagingChunkBytes));
+}
+
+CUresult CudaStream::staged_copy(CUdeviceptr device, void* host, void* block, size_t bytes,
+                                 bool to_device) {
+  auto* host_bytes = static_cast<unsigned char*>(host);
+  for (size_t done = 0; done < bytes;) {
+    const size_t chunk = std::min(bytes - done, kStagingChunkBytes);
+    auto copy = std::make_unique<HostCopy>(to_device ? HostCopy{block, host_bytes + done, chunk}
+                                                     : HostCopy{host_bytes + done, block, chunk});
+    CUresult result =
+        to_device ? CUDA_SUCCESS : api_.cuMemcpyDtoHAsync(block, device + done, chunk, stream_);
+    if (result == CUDA_SUCCESS) result = api_.cuLaunchHostFunc(stream_, &run_host_copy, copy.get());
+    if (result == CUDA_SUCCESS) {
+      copy.release();  // run_host_copy owns it now
+      if (to_device) result = api_.cuMemcpyHtoDAsync(device + done, block, chunk, stream_);
+    }
+    if (result != CUDA_SUCCESS) {
+      // The block is released with a failed command's references: first let what is already
+      // enqueued, which uses it, run.
+      api_.cuStreamSynchronize(stream_);
+      return result;
+    }
+    done += chunk;
+  }
+  return CUDA_SUCCESS;
 }
 
 bool CudaStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& src,

@@ -4,13 +4,16 @@
 // (async::FencedRefs, as in the OpenCL backend).
 //
 // Host callbacks: the driver's host-function thread may not call CUDA, and a hal callback may
-// (a staged copy, a wait on another stream). The host function therefore hands the callback to
-// the stream's own callback thread and, by default, blocks until it has returned, which keeps
-// the stream's later work behind it. The driver runs every stream's host functions on one
-// thread, so one that waits holds up the others; with HAL_CUDA_HOST_CALLS=posted the host
-// function returns at once and the stream's later work waits behind cuStreamWaitValue32 on a
-// pinned word that thread sets when the callback has returned (blocking again where the driver
-// has no stream memory operations). Posted is not the default until it has run on a GPU.
+// (a staged copy, a wait on another stream). The driver runs every stream's host functions on
+// one thread, so a callback held there would hold up every other stream's (a callback waiting
+// for another stream's would never run). The host function therefore hands the callback to the
+// stream's own callback thread and returns at once; the stream's later work waits behind
+// cuStreamWaitValue32 on a pinned word that thread sets when the callback has returned.
+// HAL_CUDA_HOST_CALLS=blocking (and a driver without stream memory operations) keeps the
+// driver's thread waiting for each callback instead.
+//
+// Copies from and to pageable host memory go through pinned staging (cuda_staging.hpp), a host
+// function copying each chunk, so they read and write the host memory in the stream's order.
 #pragma once
 
 #include <functional>
@@ -132,6 +135,13 @@ class CudaStream final : public StreamImpl {
   std::string where(std::string_view operation) const;
   struct HostFlag;  // cuda_stream.cpp
   std::shared_ptr<HostFlag> make_host_flag();
+  // The pinned block a copy of `bytes` from or to `host` goes through; null where `host` is
+  // pinned already (or nothing is copied).
+  std::shared_ptr<void> staging_block(const void* host, size_t bytes);
+  // Under mutex_, the context current: a copy between pageable host memory and `device`
+  // through `block`, a chunk at a time, so that the host memory is read and written when the
+  // stream reaches the copy, as pinned memory would be.
+  CUresult staged_copy(CUdeviceptr device, void* host, void* block, size_t bytes, bool to_device);
   // Under mutex_: throws InvalidState when the stream is capturing.
   void refuse_while_capturing(std::string_view operation) const;
   [[noreturn]] void fail(CUresult result, std::string_view operation, std::string_view call,
