@@ -2,7 +2,8 @@
 // the raw driver API in the same run (clEnqueue{Write,Read,Copy}Buffer, cuMemcpy*Async), each
 // followed by a wait: host to device, device to host and device to device, 4 KiB (what a
 // copy's dispatch costs) and 64 MiB (bandwidth), and memcpy of the same host memory. On CUDA
-// the host side is pinned memory for hal and the baseline alike, as CUDA programs transfer.
+// the host side is pinned memory for hal and the baseline alike, as CUDA programs transfer, and
+// pageable memory too (`*_pageable`), which hal stages itself where the stream has work ahead.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -43,6 +44,12 @@ unsigned char* host_in() {
 unsigned char* host_out() {
   static HostMemory memory;
   return memory.data();
+}
+// Pageable memory on every backend (CUDA's pageable rows).
+unsigned char* pageable(int which) {
+  static std::vector<unsigned char> memory[2] = {std::vector<unsigned char>(kLarge, 7),
+                                                 std::vector<unsigned char>(kLarge, 7)};
+  return memory[which].data();
 }
 
 size_t bytes_of(const benchmark::State& state) { return static_cast<size_t>(state.range(0)); }
@@ -89,6 +96,46 @@ void hal_d2d(benchmark::State& state) {
   count_bytes(state);
 }
 
+// From and to pageable memory, with a copy on the device ahead of each (so that hal's stream
+// has work in flight, as in a program, and stages the copy), against the driver's own pageable
+// copies after the same device copy (which the baseline waits for: its calls each wait).
+void hal_h2d_pageable(benchmark::State& state) {
+  DeviceBuffers d;
+  for (auto _ : state) {
+    d.stream.copy(d.b, d.a, kSmall);
+    d.stream.copy_from_host(d.a, pageable(0), bytes_of(state));
+    d.stream.synchronize();
+  }
+  count_bytes(state);
+}
+
+void hal_d2h_pageable(benchmark::State& state) {
+  DeviceBuffers d;
+  for (auto _ : state) {
+    d.stream.copy(d.b, d.a, kSmall);
+    d.stream.copy_to_host(pageable(1), d.a, bytes_of(state));
+    d.stream.synchronize();
+  }
+  count_bytes(state);
+}
+
+void raw_h2d_pageable(benchmark::State& state) {
+  for (auto _ : state) {
+    g_target.raw->copy_on_device(kSmall);
+    g_target.raw->write(pageable(0), bytes_of(state));
+  }
+  count_bytes(state);
+}
+
+void raw_d2h_pageable(benchmark::State& state) {
+  g_target.raw->write(host_in(), kLarge);
+  for (auto _ : state) {
+    g_target.raw->copy_on_device(kSmall);
+    g_target.raw->read(pageable(1), bytes_of(state));
+  }
+  count_bytes(state);
+}
+
 void raw_h2d(benchmark::State& state) {
   for (auto _ : state) g_target.raw->write(host_in(), bytes_of(state));
   count_bytes(state);
@@ -126,6 +173,18 @@ void register_benchmarks() {
           ->ReportAggregatesOnly(true)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
+  if (g_target.device.info().backend() != "cuda") return;
+  const std::pair<const char*, Fn> pageable_suite[] = {{"hal_h2d_pageable", hal_h2d_pageable},
+                                                       {"raw_h2d_pageable", raw_h2d_pageable},
+                                                       {"hal_d2h_pageable", hal_d2h_pageable},
+                                                       {"raw_d2h_pageable", raw_d2h_pageable}};
+  for (const auto& [name, fn] : pageable_suite)
+    for (size_t bytes : {kSmall, kLarge})
+      register_guarded_arg(name, static_cast<int64_t>(bytes), fn)
+          ->Repetitions(5)
+          ->ReportAggregatesOnly(true)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
 }
 
 std::vector<Comparison> comparisons() {
@@ -133,7 +192,7 @@ std::vector<Comparison> comparisons() {
   const std::string bandwidth_goal = "ratio <= 1.053 (bandwidth >= 0.95x)";
   const bool cuda = g_target.device.info().backend() == "cuda";
   const std::string small = "/" + std::to_string(kSmall), large = "/" + std::to_string(kLarge);
-  return {
+  std::vector<Comparison> out = {
       {"copy_h2d_4k", "hal_h2d" + small, "raw_h2d" + small, ""},
       {"copy_d2h_4k", "hal_d2h" + small, "raw_d2h" + small, ""},
       {"copy_d2d_4k", "hal_d2d" + small, "raw_d2d" + small, ""},
@@ -143,6 +202,13 @@ std::vector<Comparison> comparisons() {
       {"copy_h2d_64m_vs_memcpy", "hal_h2d" + large, "memcpy" + large, ""},
       {"copy_d2h_64m_vs_memcpy", "hal_d2h" + large, "memcpy" + large, ""},
   };
+  if (cuda)
+    for (const char* way : {"h2d", "d2h"})
+      for (const auto& [size, suffix] : {std::pair{small, "4k"}, std::pair{large, "64m"}})
+        out.push_back({std::string("copy_") + way + "_" + suffix + "_pageable",
+                       std::string("hal_") + way + "_pageable" + size,
+                       std::string("raw_") + way + "_pageable" + size, ""});
+  return out;
 }
 
 }  // namespace

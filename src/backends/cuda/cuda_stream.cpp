@@ -241,7 +241,10 @@ void CudaStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const v
   const CUdeviceptr to = address_of(*dst, dst_offset);
   std::shared_ptr<void> block = staging_block(src, bytes);
   submit({dst, block}, "copy_from_host", "cuMemcpyHtoDAsync", bytes, [&] {
-    if (!block || capture_) return api_.cuMemcpyHtoDAsync(to, src, bytes, stream_);
+    // On an idle stream the driver's read at once is the read in the stream's order, and its
+    // own staging overlaps the host's copy with the DMA, where hal's runs them in turn.
+    if (!block || capture_ || api_.cuStreamQuery(stream_) == CUDA_SUCCESS)
+      return api_.cuMemcpyHtoDAsync(to, src, bytes, stream_);
     return staged_copy(to, const_cast<void*>(src), block.get(), bytes, true);
   });
 }

@@ -13,7 +13,8 @@
 // driver's thread waiting for each callback instead.
 //
 // Copies from and to pageable host memory go through pinned staging (cuda_staging.hpp), a host
-// function copying each chunk, so they read and write the host memory in the stream's order.
+// function copying each chunk, so they read and write the host memory in the stream's order
+// (an upload on an idle stream takes the driver's own path, which reads at once: the same).
 #pragma once
 
 #include <functional>
