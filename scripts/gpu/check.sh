@@ -139,6 +139,10 @@ for s in "${steps[@]}"; do step "$s"; done
 for f in "$out"/logs/*.log; do
   grep -E '^\[  FAILED  \]|^\[  SKIPPED \]' "$f" | sort -u | head -15 | sed "s|^|$(basename "$f" .log): |"
 done > "$out/failures.txt"
-tar -C "$out" -czf "$out/logs.tar.gz" logs && rm -rf "$out/logs"
+# Everything but the two tables in one archive: the device tool brings back only a few files.
+archive=$(mktemp)
+tar -C "$out" -czf "$archive" --exclude=./summary.txt --exclude=./failures.txt . &&
+  find "$out" -mindepth 1 -maxdepth 1 ! -name summary.txt ! -name failures.txt -exec rm -rf {} + &&
+  mv "$archive" "$out/results.tar.gz"
 cat "$out/failures.txt" | cut -c1-200 | head -60
 cat "$out/summary.txt"
