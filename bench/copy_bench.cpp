@@ -69,54 +69,41 @@ struct DeviceBuffers {
   Buffer b = g_target.device.allocate(kLarge);
 };
 
+// One copy through hal per iteration, each followed by a wait.
+template <class Copy>
+void hal_copies(benchmark::State& state, Copy copy) {
+  DeviceBuffers d;
+  for (auto _ : state) {
+    copy(d, bytes_of(state));
+    d.stream.synchronize();
+  }
+  count_bytes(state);
+}
+
 void hal_h2d(benchmark::State& state) {
-  DeviceBuffers d;
-  for (auto _ : state) {
-    d.stream.copy_from_host(d.a, host_in(), bytes_of(state));
-    d.stream.synchronize();
-  }
-  count_bytes(state);
+  hal_copies(state, [](DeviceBuffers& d, size_t n) { d.stream.copy_from_host(d.a, host_in(), n); });
 }
-
 void hal_d2h(benchmark::State& state) {
-  DeviceBuffers d;
-  for (auto _ : state) {
-    d.stream.copy_to_host(host_out(), d.a, bytes_of(state));
-    d.stream.synchronize();
-  }
-  count_bytes(state);
+  hal_copies(state, [](DeviceBuffers& d, size_t n) { d.stream.copy_to_host(host_out(), d.a, n); });
 }
-
 void hal_d2d(benchmark::State& state) {
-  DeviceBuffers d;
-  for (auto _ : state) {
-    d.stream.copy(d.b, d.a, bytes_of(state));
-    d.stream.synchronize();
-  }
-  count_bytes(state);
+  hal_copies(state, [](DeviceBuffers& d, size_t n) { d.stream.copy(d.b, d.a, n); });
 }
 
 // From and to pageable memory, with a copy on the device ahead of each (so that hal's stream
 // has work in flight, as in a program, and stages the copy), against the driver's own pageable
 // copies after the same device copy (which the baseline waits for: its calls each wait).
 void hal_h2d_pageable(benchmark::State& state) {
-  DeviceBuffers d;
-  for (auto _ : state) {
+  hal_copies(state, [](DeviceBuffers& d, size_t n) {
     d.stream.copy(d.b, d.a, kSmall);
-    d.stream.copy_from_host(d.a, pageable(0), bytes_of(state));
-    d.stream.synchronize();
-  }
-  count_bytes(state);
+    d.stream.copy_from_host(d.a, pageable(0), n);
+  });
 }
-
 void hal_d2h_pageable(benchmark::State& state) {
-  DeviceBuffers d;
-  for (auto _ : state) {
+  hal_copies(state, [](DeviceBuffers& d, size_t n) {
     d.stream.copy(d.b, d.a, kSmall);
-    d.stream.copy_to_host(pageable(1), d.a, bytes_of(state));
-    d.stream.synchronize();
-  }
-  count_bytes(state);
+    d.stream.copy_to_host(pageable(1), d.a, n);
+  });
 }
 
 void raw_h2d_pageable(benchmark::State& state) {
@@ -163,22 +150,15 @@ void host_memcpy(benchmark::State& state) {
 
 void register_benchmarks() {
   using Fn = void (*)(benchmark::State&);
-  const std::pair<const char*, Fn> suite[] = {
+  std::vector<std::pair<const char*, Fn>> suite = {
       {"hal_h2d", hal_h2d}, {"raw_h2d", raw_h2d}, {"hal_d2h", hal_d2h},   {"raw_d2h", raw_d2h},
       {"hal_d2d", hal_d2d}, {"raw_d2d", raw_d2d}, {"memcpy", host_memcpy}};
+  if (g_target.device.info().backend() == "cuda")
+    suite.insert(suite.end(), {{"hal_h2d_pageable", hal_h2d_pageable},
+                               {"raw_h2d_pageable", raw_h2d_pageable},
+                               {"hal_d2h_pageable", hal_d2h_pageable},
+                               {"raw_d2h_pageable", raw_d2h_pageable}});
   for (const auto& [name, fn] : suite)
-    for (size_t bytes : {kSmall, kLarge})
-      register_guarded_arg(name, static_cast<int64_t>(bytes), fn)
-          ->Repetitions(5)
-          ->ReportAggregatesOnly(true)
-          ->UseRealTime()
-          ->Unit(benchmark::kMicrosecond);
-  if (g_target.device.info().backend() != "cuda") return;
-  const std::pair<const char*, Fn> pageable_suite[] = {{"hal_h2d_pageable", hal_h2d_pageable},
-                                                       {"raw_h2d_pageable", raw_h2d_pageable},
-                                                       {"hal_d2h_pageable", hal_d2h_pageable},
-                                                       {"raw_d2h_pageable", raw_d2h_pageable}};
-  for (const auto& [name, fn] : pageable_suite)
     for (size_t bytes : {kSmall, kLarge})
       register_guarded_arg(name, static_cast<int64_t>(bytes), fn)
           ->Repetitions(5)
