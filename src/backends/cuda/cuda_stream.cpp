@@ -240,22 +240,25 @@ void CudaStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const v
                                 size_t bytes) {
   const CUdeviceptr to = address_of(*dst, dst_offset);
   std::shared_ptr<void> block = staging_block(src, bytes);
-  submit({dst, block}, "copy_from_host", "cuMemcpyHtoDAsync", bytes, [&] {
-    // On an idle stream the driver's read at once is the read in the stream's order, and its
-    // own staging overlaps the host's copy with the DMA, where hal's runs them in turn.
-    if (!block || capture_ || api_.cuStreamQuery(stream_) == CUDA_SUCCESS)
-      return api_.cuMemcpyHtoDAsync(to, src, bytes, stream_);
-    return staged_copy(to, const_cast<void*>(src), block.get(), bytes, true);
-  });
+  submit(block ? std::vector<Ref>{dst, block} : std::vector<Ref>{dst}, "copy_from_host",
+         "cuMemcpyHtoDAsync", bytes, [&] {
+           // On an idle stream the driver's read at once is the read in the stream's order, and its
+           // own staging overlaps the host's copy with the DMA, where hal's runs them in turn.
+           if (!block || capture_ || api_.cuStreamQuery(stream_) == CUDA_SUCCESS)
+             return api_.cuMemcpyHtoDAsync(to, src, bytes, stream_);
+           return staged_copy(to, const_cast<void*>(src), block.get(), bytes, true);
+         });
 }
 
 void CudaStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
   const CUdeviceptr from = address_of(*src, src_offset);
   std::shared_ptr<void> block = staging_block(dst, bytes);
-  submit({src, block}, "copy_to_host", "cuMemcpyDtoHAsync", bytes, [&] {
-    if (!block || capture_) return api_.cuMemcpyDtoHAsync(dst, from, bytes, stream_);
-    return staged_copy(from, dst, block.get(), bytes, false);
-  });
+  // A pinned copy keeps one reference, as before staging: references count toward a fence.
+  submit(block ? std::vector<Ref>{src, block} : std::vector<Ref>{src}, "copy_to_host",
+         "cuMemcpyDtoHAsync", bytes, [&] {
+           if (!block || capture_) return api_.cuMemcpyDtoHAsync(dst, from, bytes, stream_);
+           return staged_copy(from, dst, block.get(), bytes, false);
+         });
 }
 
 std::shared_ptr<void> CudaStream::staging_block(const void* host, size_t bytes) {
