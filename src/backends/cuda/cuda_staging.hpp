@@ -29,8 +29,9 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
   // runs may drop it. OutOfMemory naming the device when the driver cannot pin more.
   std::shared_ptr<void> take(size_t bytes);
 
-  // Whether `pointer` lies in memory pinned by the driver (cuMemHostAlloc), which the GPU reads
-  // and writes when a copy runs. With the context current; false for anything else.
+  // Whether `pointer` lies in memory pinned by the driver (anywhere in a cuMemHostAlloc range),
+  // which the GPU reads and writes when a copy runs. With the context current; false for
+  // anything else, memory pinned by cuMemHostRegister too (staged: correct, one copy more).
   bool pinned(const void* pointer) const;
 
  private:
