@@ -3,6 +3,7 @@
 // Operands whose memory a BLAS cannot describe (neither rows nor columns contiguous, or batches not
 // one stride apart) are copied contiguous first.
 #include <limits>
+#include <optional>
 
 #include "autograd/record.hpp"
 #include "hal/backend.hpp"
@@ -35,12 +36,13 @@ std::optional<int64_t> batch_stride(const Tensor& t) {
   return stride.value_or(0);
 }
 
-// How the BLAS reads `t`'s matrices, copying `t` contiguous first when it cannot.
-GemmOperand operand_of(Tensor& t, Stream& stream) {
-  const size_t rank = t.shape().size();
-  const int64_t rows = t.shape()[rank - 2], cols = t.shape()[rank - 1];
-  const int64_t row_stride = t.strides()[rank - 2], col_stride = t.strides()[rank - 1];
-  std::optional<int64_t> batch = batch_stride(t);
+// How the BLAS reads `in`'s matrices, copying it contiguous into `packed` first when it cannot.
+GemmOperand operand_of(const Tensor& in, std::optional<Tensor>& packed, Stream& stream) {
+  const Tensor* operand = &in;
+  const size_t rank = in.shape().size();
+  const int64_t rows = in.shape()[rank - 2], cols = in.shape()[rank - 1];
+  const int64_t row_stride = in.strides()[rank - 2], col_stride = in.strides()[rank - 1];
+  std::optional<int64_t> batch = batch_stride(in);
   GemmOperand out;
   if (batch && (col_stride == 1 || cols == 1) && (row_stride >= cols || rows == 1)) {
     out.ld = rows == 1 ? std::max<int64_t>(cols, 1) : row_stride;
@@ -48,12 +50,12 @@ GemmOperand operand_of(Tensor& t, Stream& stream) {
     out.transposed = true;
     out.ld = cols == 1 ? std::max<int64_t>(rows, 1) : col_stride;
   } else {
-    t = t.contiguous(stream);
-    batch = batch_stride(t);
+    operand = &packed.emplace(in.contiguous(stream));
+    batch = batch_stride(*operand);
     out.ld = std::max<int64_t>(cols, 1);
   }
-  out.buffer = t.storage().impl();
-  out.offset = static_cast<uint64_t>(t.offset());
+  out.buffer = operand->storage().impl();
+  out.offset = static_cast<uint64_t>(operand->offset());
   out.batch_stride = *batch;
   return out;
 }
@@ -79,55 +81,67 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
   check_operands(a_in, b_in, stream);
   const ops::OpPlan plan = ops::plan_or_throw(
       ops::matmul_descriptor(), promote_types(a_in.dtype(), b_in.dtype()), {&a_in, &b_in});
+  // The operands as the product reads them: views and casts only where needed, so that two
+  // matrices of the compute type are read in place, without copies of their shapes.
+  std::optional<Tensor> a_view, b_view;
+  const Tensor* a = &a_in;
+  const Tensor* b = &b_in;
   // Vectors are a row of A or a column of B, squeezed out of the result again.
-  Tensor a = a_in.dim() == 1 ? a_in.unsqueeze(0) : a_in;
-  Tensor b = b_in.dim() == 1 ? b_in.unsqueeze(1) : b_in;
-  if (a.dtype() != plan.compute) a = ops::cast_of(a, plan.compute, stream);
-  if (b.dtype() != plan.compute) b = ops::cast_of(b, plan.compute, stream);
+  if (a->dim() == 1) a = &a_view.emplace(a->unsqueeze(0));
+  if (b->dim() == 1) b = &b_view.emplace(b->unsqueeze(1));
+  if (a->dtype() != plan.compute) a = &a_view.emplace(ops::cast_of(*a, plan.compute, stream));
+  if (b->dtype() != plan.compute) b = &b_view.emplace(ops::cast_of(*b, plan.compute, stream));
   // A batch of A's against one B is one product with the batches' rows stacked: a single GEMM
   // instead of a call per batch entry (a sequence of [1, k] rows times a weight matrix).
-  if (a.dim() > 2 && b.dim() == 2 && a.is_contiguous() && a.size(-1) == b.size(0) &&
-      a.numel() > 0) {
-    Shape shape = a.shape();
-    shape.back() = b.size(1);
+  if (a->dim() > 2 && b->dim() == 2 && a->is_contiguous() && a->size(-1) == b->size(0) &&
+      a->numel() > 0) {
+    Shape shape = a->shape();
+    shape.back() = b->size(1);
     Tensor out =
-        matmul_of(a.reshape({a.numel() / a.size(-1), a.size(-1)}), b, stream).reshape(shape);
+        matmul_of(a->reshape({a->numel() / a->size(-1), a->size(-1)}), *b, stream).reshape(shape);
     if (b_in.dim() == 1) out = out.squeeze(-1);
     return ops::as_result(std::move(out), plan, stream);
   }
-  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
-  if (b.size(-2) != k)
+  const int64_t m = a->size(-2), k = a->size(-1), n = b->size(-1);
+  if (b->size(-2) != k)
     throw Error(ErrorCode::InvalidArgument,
                 "matmul of " + a_in.describe() + " and " + b_in.describe() +
                     ": the inner dimensions differ (" + std::to_string(k) + " and " +
-                    std::to_string(b.size(-2)) + ")");
-  const Shape a_batch(a.shape().begin(), a.shape().end() - 2);
-  const Shape b_batch(b.shape().begin(), b.shape().end() - 2);
-  Shape shape = broadcast_shapes(a_batch, b_batch);
-  const int64_t batch = numel(shape);
-  Shape a_shape = shape, b_shape = shape;
-  a_shape.insert(a_shape.end(), {m, k});
-  b_shape.insert(b_shape.end(), {k, n});
-  shape.insert(shape.end(), {m, n});
+                    std::to_string(b->size(-2)) + ")");
+  const Shape a_batch(a->shape().begin(), a->shape().end() - 2);
+  const Shape b_batch(b->shape().begin(), b->shape().end() - 2);
+  const Shape batch_shape = broadcast_shapes(a_batch, b_batch);
+  const int64_t batch = numel(batch_shape);
   constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
   if (m > kIntMax || n > kIntMax || k > kIntMax || batch > kIntMax)
     throw Error(ErrorCode::Unsupported, "matmul of " + a_in.describe() + " and " + b_in.describe() +
                                             ": a dimension exceeds the BLAS's 32-bit sizes");
 
-  Tensor out = empty(shape, a.dtype(), a.device());
+  Shape shape = batch_shape;
+  shape.insert(shape.end(), {m, n});
+  Tensor out = empty(shape, a->dtype(), a->device());
   if (out.numel() > 0 && k == 0) {
     stream.fill(out.storage(), uint8_t{0}, out.nbytes());  // an empty sum
   } else if (out.numel() > 0) {
-    a = a.expand(a_shape);
-    b = b.expand(b_shape);
+    // Only an operand whose batch is broadcast needs a new view.
+    const auto broadcast = [&](const Tensor*& t, std::optional<Tensor>& view, const Shape& own,
+                               int64_t rows, int64_t cols) {
+      if (own == batch_shape) return;
+      Shape full = batch_shape;
+      full.insert(full.end(), {rows, cols});
+      t = &view.emplace(t->expand(full));
+    };
+    broadcast(a, a_view, a_batch, m, k);
+    broadcast(b, b_view, b_batch, k, n);
+    std::optional<Tensor> a_packed, b_packed;
     GemmDesc gemm;
-    gemm.dtype = a.dtype();
+    gemm.dtype = a->dtype();
     gemm.m = m;
     gemm.n = n;
     gemm.k = k;
     gemm.batch = batch;
-    gemm.a = operand_of(a, stream);
-    gemm.b = operand_of(b, stream);
+    gemm.a = operand_of(*a, a_packed, stream);
+    gemm.b = operand_of(*b, b_packed, stream);
     gemm.c = {out.storage().impl(), 0, n, m * n, false};
     std::get<ops::GemmKernel>(plan.implementation->kernel)(gemm, stream);
   }
