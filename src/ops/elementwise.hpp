@@ -5,11 +5,11 @@
 #pragma once
 
 #include <array>
-#include <boost/container/small_vector.hpp>
 #include <string_view>
 #include <vector>
 
 #include "hal/tensor.hpp"
+#include "ops/layout_dims.hpp"
 
 namespace hal::ops {
 
@@ -47,10 +47,6 @@ enum class Unary : uint8_t {
 std::string_view name(Binary op);
 constexpr bool is_comparison(Binary op) { return op >= Binary::eq; }
 std::string_view name(Unary op);
-
-// A layout's dimensions, inline up to four (merging leaves most tensors fewer; more spill to the
-// heap): laying out a tiny op allocates nothing.
-using LayoutDims = boost::container::small_vector<int64_t, 4>;
 
 // The operands of one launch, broadcast to the output's shape (stride 0 where an operand is
 // repeated) and with dimensions that every operand walks as one merged. The output is

@@ -111,7 +111,7 @@ Accumulator<kOp, T> reduce_range(const T* x, int64_t base, const ReduceLayout& l
     for (int64_t r = first; r < last; ++r) acc.add(row[r], r);
     return acc;
   }
-  const std::array<Shape, 1> strides{layout.reduced_strides};
+  const std::array<LayoutDims, 1> strides{layout.reduced_strides};
   tensor::StridedWalk<1> walk(layout.reduced, strides, {base}, first);
   for (int64_t r = first; r < last; ++r, walk.next()) acc.add(x[walk.at(0)], r);
   return acc;

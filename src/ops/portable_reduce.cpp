@@ -16,7 +16,7 @@ namespace hal::ops {
 namespace {
 
 // Sizes then strides, padded at the front to kMaxDims with size 1, stride 0.
-void append_dims(const Shape& shape, const Shape& strides, std::vector<KernelArg>& args) {
+void append_dims(const LayoutDims& shape, const LayoutDims& strides, std::vector<KernelArg>& args) {
   const size_t pad = kMaxDims - shape.size();
   for (size_t d = 0; d < kMaxDims; ++d)
     args.emplace_back(static_cast<uint64_t>(d < pad ? 1 : shape[d - pad]));

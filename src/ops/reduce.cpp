@@ -17,7 +17,7 @@ namespace {
 
 // Appends dimension (size, stride) to a merged list: joined with the last one when stepping
 // the last one by one equals stepping this one across its whole size.
-void append_merged(Shape& shape, Shape& strides, int64_t size, int64_t stride) {
+void append_merged(LayoutDims& shape, LayoutDims& strides, int64_t size, int64_t stride) {
   if (size == 1) return;
   if (!shape.empty() && strides.back() == stride * size) {
     shape.back() *= size;

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "hal/tensor.hpp"
+#include "ops/layout_dims.hpp"
 
 namespace hal::ops {
 
@@ -15,8 +16,8 @@ std::string_view name(Reduce op);
 // offset + position(o in kept, kept_strides) + position(r in reduced, reduced_strides) for r in
 // [0, count), r row-major over `reduced` — the order argmax counts in.
 struct ReduceLayout {
-  Shape kept, kept_strides;
-  Shape reduced, reduced_strides;
+  LayoutDims kept, kept_strides;  // inline: laying out a small reduction allocates nothing
+  LayoutDims reduced, reduced_strides;
   int64_t offset = 0;
   int64_t outputs = 0;  // elements of the result
   int64_t count = 0;    // elements each one reduces

@@ -75,8 +75,8 @@ void append_layout(const ElementwiseLayout<kInputs>& layout, std::string_view op
       args.emplace_back(d < pad ? 0u : index32(layout.strides[v][d - pad], op, x));
 }
 
-void append_dims(const Shape& shape, const Shape& strides, std::string_view op, const Tensor& x,
-                 std::vector<KernelArg>& args) {
+void append_dims(const LayoutDims& shape, const LayoutDims& strides, std::string_view op,
+                 const Tensor& x, std::vector<KernelArg>& args) {
   const size_t pad = kReduceDims - shape.size();
   for (size_t d = 0; d < kReduceDims; ++d)
     args.emplace_back(d < pad ? 1u : index32(shape[d - pad], op, x));
