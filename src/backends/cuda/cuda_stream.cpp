@@ -239,38 +239,35 @@ void CudaStream::gemm(const GemmDesc& g) {
 void CudaStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
                                 size_t bytes) {
   const CUdeviceptr to = address_of(*dst, dst_offset);
-  std::shared_ptr<void> block = staging_block(src, bytes);
-  submit(block ? std::vector<Ref>{dst, block} : std::vector<Ref>{dst}, "copy_from_host",
-         "cuMemcpyHtoDAsync", bytes, [&] {
-           // On an idle stream the driver's read at once is the read in the stream's order, and its
-           // own staging overlaps the host's copy with the DMA, where hal's runs them in turn.
-           if (!block || capture_ || api_.cuStreamQuery(stream_) == CUDA_SUCCESS)
-             return api_.cuMemcpyHtoDAsync(to, src, bytes, stream_);
-           return staged_copy(to, const_cast<void*>(src), block.get(), bytes, true);
-         });
+  std::shared_ptr<void> block;  // a staged copy's, kept until the copy has run
+  submit({dst}, "copy_from_host", "cuMemcpyHtoDAsync", bytes, [&] {
+    // On an idle stream the driver's read at once is the read in the stream's order, and its
+    // own staging overlaps the host's copy with the DMA, where hal's runs them in turn.
+    if (!stages(src, bytes) || api_.cuStreamQuery(stream_) == CUDA_SUCCESS)
+      return api_.cuMemcpyHtoDAsync(to, src, bytes, stream_);
+    return staged_copy(to, const_cast<void*>(src), bytes, true, block);
+  });
+  if (block) keep_until_done(std::move(block));
 }
 
 void CudaStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
   const CUdeviceptr from = address_of(*src, src_offset);
-  std::shared_ptr<void> block = staging_block(dst, bytes);
-  // A pinned copy keeps one reference, as before staging: references count toward a fence.
-  submit(block ? std::vector<Ref>{src, block} : std::vector<Ref>{src}, "copy_to_host",
-         "cuMemcpyDtoHAsync", bytes, [&] {
-           if (!block || capture_) return api_.cuMemcpyDtoHAsync(dst, from, bytes, stream_);
-           return staged_copy(from, dst, block.get(), bytes, false);
-         });
+  std::shared_ptr<void> block;
+  submit({src}, "copy_to_host", "cuMemcpyDtoHAsync", bytes, [&] {
+    if (!stages(dst, bytes)) return api_.cuMemcpyDtoHAsync(dst, from, bytes, stream_);
+    return staged_copy(from, dst, bytes, false, block);
+  });
+  if (block) keep_until_done(std::move(block));
 }
 
-std::shared_ptr<void> CudaStream::staging_block(const void* host, size_t bytes) {
-  if (bytes == 0) return nullptr;
-  device_->make_current();
-  PinnedStaging& staging = device_->staging();
-  if (staging.pinned(host)) return nullptr;
-  return staging.take(std::min(bytes, kStagingChunkBytes));
+bool CudaStream::stages(const void* host, size_t bytes) const {
+  return bytes > 0 && !capture_ && !device_->staging().pinned(host);
 }
 
-CUresult CudaStream::staged_copy(CUdeviceptr device, void* host, void* block, size_t bytes,
-                                 bool to_device) {
+CUresult CudaStream::staged_copy(CUdeviceptr device, void* host, size_t bytes, bool to_device,
+                                 std::shared_ptr<void>& block_owner) {
+  block_owner = device_->staging().take(std::min(bytes, kStagingChunkBytes));
+  void* const block = block_owner.get();
   auto* host_bytes = static_cast<unsigned char*>(host);
   for (size_t done = 0; done < bytes;) {
     const size_t chunk = std::min(bytes - done, kStagingChunkBytes);
@@ -284,7 +281,7 @@ CUresult CudaStream::staged_copy(CUdeviceptr device, void* host, void* block, si
       if (to_device) result = api_.cuMemcpyHtoDAsync(device + done, block, chunk, stream_);
     }
     if (result != CUDA_SUCCESS) {
-      // The block is released with a failed command's references: first let what is already
+      // The caller drops the block when the failure is thrown: first let what is already
       // enqueued, which uses it, run.
       api_.cuStreamSynchronize(stream_);
       return result;

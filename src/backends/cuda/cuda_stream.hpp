@@ -136,13 +136,15 @@ class CudaStream final : public StreamImpl {
   std::string where(std::string_view operation) const;
   struct HostFlag;  // cuda_stream.cpp
   std::shared_ptr<HostFlag> make_host_flag();
-  // The pinned block a copy of `bytes` from or to `host` goes through; null where `host` is
-  // pinned already (or nothing is copied).
-  std::shared_ptr<void> staging_block(const void* host, size_t bytes);
+  // Under mutex_, the context current: whether a copy of `bytes` from or to `host` goes through
+  // pinned staging (pageable memory, outside a capture).
+  bool stages(const void* host, size_t bytes) const;
   // Under mutex_, the context current: a copy between pageable host memory and `device`
-  // through `block`, a chunk at a time, so that the host memory is read and written when the
-  // stream reaches the copy, as pinned memory would be.
-  CUresult staged_copy(CUdeviceptr device, void* host, void* block, size_t bytes, bool to_device);
+  // through a pinned block it takes into `block_owner` (which the caller keeps until the copy
+  // has run), a chunk at a time, so that the host memory is read and written when the stream
+  // reaches the copy, as pinned memory would be.
+  CUresult staged_copy(CUdeviceptr device, void* host, size_t bytes, bool to_device,
+                       std::shared_ptr<void>& block_owner);
   // Under mutex_: throws InvalidState when the stream is capturing.
   void refuse_while_capturing(std::string_view operation) const;
   [[noreturn]] void fail(CUresult result, std::string_view operation, std::string_view call,
