@@ -87,11 +87,9 @@ step() {
       # The conformance cases through hal cts, which names each as it ends: seconds since the
       # start before each line; again with host callbacks held on the driver's thread (blocking).
       cts cts cts-cuda & HAL_CUDA_HOST_CALLS=blocking cts cts.blocking cts-cuda-blocking &
-      # Each group alone too, so that a case that hangs leaves the other groups' results.
-      for group in device memory stream event copy kernel tensor threads op.table op.cast op.unary \
-          op.reduce op.conv op.layers op.compare op.binary op.matmul op.errors op.sum op.integers \
-          op.half_precision op.where op.softmax op.promotion op.pow op.log_softmax op.layer_norm_and_rms_norm \
-          op.elementwise; do
+      # Each group alone too (op.* by its second part), so that a case that hangs leaves the
+      # other groups' results.
+      for group in $("$bin/hal" cts --list | awk -F. '{print ($1 == "op" ? $1 "." $2 : $1)}' | sort -u); do
         cts cts.$group cts-cuda-$group $group. &
       done
       HAL_CUDA_HOST_CALLS=blocking gtest core_device_suite_test '*cuda_*' 140 blocking &
