@@ -28,8 +28,10 @@ const std::vector<std::string> kSuites = {"stream", "thread_pool", "memory",   "
 // Suites run only when named: models needs PyTorch and the exported models, train needs
 // PyTorch (scripts/setup-bench-models.sh); collectives wants several processes (mpirun -np 4
 // hal bench collectives), every one of which runs it while rank 0 alone reports; serve runs
-// servers and load for about a minute.
-const std::vector<std::string> kNamedSuites = {"models", "train", "collectives", "serve"};
+// servers and load for about a minute; cuda_host measures the CUDA backend on a stand-in
+// driver (built where the CUDA headers are).
+const std::vector<std::string> kNamedSuites = {"models", "train", "collectives", "serve",
+                                               "cuda_host"};
 
 struct Options {
   std::vector<std::string> suites;
@@ -69,11 +71,11 @@ std::vector<Run> plan(const Options& options) {
   for (const std::string& suite : suites)
     if (std::find(kSuites.begin(), kSuites.end(), suite) == kSuites.end() &&
         std::find(kNamedSuites.begin(), kNamedSuites.end(), suite) == kNamedSuites.end())
-      throw Error(
-          ErrorCode::InvalidArgument,
-          "no benchmark suite '" + suite +
-              "'; the suites are stream, thread_pool, memory, dispatch, copy, ops, "
-              "select, pipeline, mesh, and models, train, collectives and serve when named");
+      throw Error(ErrorCode::InvalidArgument,
+                  "no benchmark suite '" + suite +
+                      "'; the suites are stream, thread_pool, memory, dispatch, copy, ops, "
+                      "select, pipeline, mesh, and models, train, collectives, serve and cuda_host "
+                      "when named");
   std::vector<Run> runs;
   for (const std::string& suite : suites) {
     if (options.device != "all") {

@@ -17,6 +17,11 @@
 //   using Fence = ...;  using Status = ...;  static constexpr Status kSuccess = ...;
 //   std::optional<Status> poll(Fence) const;  // nullopt while pending; else kSuccess or an error
 //   void destroy(Fence) const;
+//   static constexpr bool kReusable = ...;  // optional: a passed fence may be recorded again
+//
+// Where fences are reusable (CUevents), those that passed are kept as spares (up to kSpares)
+// for the next batches, so that a busy stream does not create and destroy a driver object
+// every batch; the stream destroys them with destroy_spares() when it goes.
 //
 // Not thread-safe: the stream's mutex guards it. Batches taken out under that lock are released
 // after it (dropping a buffer may call into its allocator, and a fence's destruction into the
@@ -27,6 +32,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace hal::async {
@@ -47,9 +53,11 @@ class FencedRefs {
   explicit FencedRefs(Fences fences, size_t refs_per_fence = kRefsPerFence)
       : fences_(fences), refs_per_fence_(refs_per_fence) {}
 
+  static constexpr size_t kSpares = 4;
+
   // Takes the references of one command just enqueued. Returns true when the open batch is
   // full: the stream then records a fence and close()s it.
-  bool add(std::vector<Ref>& refs) {
+  bool add(std::span<Ref> refs) {
     for (Ref& ref : refs) open_refs_.push_back(std::move(ref));
     ++open_commands_;
     return open_refs_.size() >= refs_per_fence_;
@@ -74,6 +82,10 @@ class FencedRefs {
       if (*status != Fences::kSuccess && failure_ == Fences::kSuccess) failure_ = *status;
       done.push_back(std::move(in_flight_.front()));
       in_flight_.pop_front();
+      if (reusable() && *status == Fences::kSuccess && spares_.size() < kSpares) {
+        spares_.push_back(done.back().fence);
+        done.back().fence = Fence{};
+      }
     }
   }
   bool idle() const { return in_flight_.empty(); }
@@ -104,18 +116,39 @@ class FencedRefs {
     return failure;
   }
 
-  // Destroys the fences of `batches` and drops their references.
+  // Destroys the fences of `batches` (those not kept as spares) and drops their references.
   void release(Batches& batches) const {
-    for (Batch& batch : batches) fences_.destroy(batch.fence);
+    for (Batch& batch : batches)
+      if (batch.fence != Fence{}) fences_.destroy(batch.fence);
     batches.clear();
   }
 
+  // A fence that has passed, to record again; Fence{} when there is none.
+  Fence take_spare() {
+    if (spares_.empty()) return Fence{};
+    const Fence fence = spares_.back();
+    spares_.pop_back();
+    return fence;
+  }
+  void destroy_spares() {
+    for (Fence fence : spares_) fences_.destroy(fence);
+    spares_.clear();
+  }
+
  private:
+  static constexpr bool reusable() {
+    if constexpr (requires { Fences::kReusable; })
+      return Fences::kReusable;
+    else
+      return false;
+  }
+
   Fences fences_;
   size_t refs_per_fence_;
   std::vector<Ref> open_refs_;   // of the commands after the last fence
   size_t open_commands_ = 0;     // commands after the last fence
   std::deque<Batch> in_flight_;  // closed batches, oldest first
+  std::vector<Fence> spares_;    // passed, to be recorded again (reusable fences only)
   Status failure_ = Fences::kSuccess;
 };
 

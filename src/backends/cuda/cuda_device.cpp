@@ -18,20 +18,24 @@ CudaDevice::CudaDevice(std::shared_ptr<const CuApi> api, CUdevice device,
 CudaDevice::~CudaDevice() {
   // At process exit the driver may already be gone; there is nothing to do about an error.
   staging_.reset();  // its blocks are freed in the context, before it is released
-  if (!context_) return;
-  if (allocation_stream_ && api_->cuCtxSetCurrent(context_) == CUDA_SUCCESS)
+  CUcontext context = context_.load();
+  if (!context) return;
+  if (allocation_stream_ && api_->cuCtxSetCurrent(context) == CUDA_SUCCESS)
     api_->cuStreamDestroy(allocation_stream_);
   api_->cuDevicePrimaryCtxRelease(device_);
 }
 
 CUcontext CudaDevice::context() const {
+  // Read before the once-flag: every enqueue asks.
+  if (CUcontext context = context_.load(std::memory_order_acquire)) [[likely]]
+    return context;
   std::call_once(context_once_, [this] {
     CUcontext context = nullptr;
     api_->check(api_->cuDevicePrimaryCtxRetain(&context, device_), describe(*this),
                 "cuDevicePrimaryCtxRetain");
-    context_ = context;
+    context_.store(context, std::memory_order_release);
   });
-  return context_;
+  return context_.load(std::memory_order_acquire);
 }
 
 void CudaDevice::make_current() const {

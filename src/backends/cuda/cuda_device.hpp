@@ -2,6 +2,7 @@
 // CUDA runtime uses too, so hal shares memory and modules with PyTorch and friends).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -49,7 +50,7 @@ class CudaDevice final : public DeviceImpl {
   DeviceInfo info_;
   CuDeviceTraits traits_;
   mutable std::once_flag context_once_;
-  mutable CUcontext context_ = nullptr;
+  mutable std::atomic<CUcontext> context_{nullptr};
   mutable std::once_flag allocation_stream_once_;
   mutable CUstream allocation_stream_ = nullptr;
   std::shared_ptr<PinnedStaging> staging_;  // shared with the blocks it lends

@@ -75,8 +75,7 @@ void CudaStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl, const La
     addresses = heap_addresses.data();
     params = heap_params.data();
   }
-  std::vector<Ref> refs;
-  refs.reserve(args.size() + 1);
+  Refs refs;
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelArg& arg = args[i];
     switch (arg.kind()) {
@@ -107,7 +106,8 @@ void CudaStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl, const La
              "cuLaunchKernel with grid " + detail::format_sizes(grid) + " and block " +
                  detail::format_sizes(block));
       },
-      CommandSpan{"kernel", kernel.name(), trace::detail::launch_args(config)});
+      trace::enabled() ? CommandSpan{"kernel", kernel.name(), trace::detail::launch_args(config)}
+                       : CommandSpan{});
 }
 
 }  // namespace hal::cuda

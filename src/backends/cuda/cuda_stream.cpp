@@ -126,6 +126,7 @@ CudaStream::~CudaStream() {
   std::vector<Ref> open;
   refs_.take_all(batches, open);
   refs_.release(batches);
+  refs_.destroy_spares();
   if (blas_) cublas_->cublasDestroy_v2(blas_);
   api_.cuStreamDestroy(stream_);
   if (callbacks_) callbacks_->wait_all();
@@ -147,7 +148,7 @@ void CudaStream::refuse_while_capturing(std::string_view operation) const {
                 where(operation) + ": the stream is capturing a graph; call end_capture() first");
 }
 
-void CudaStream::enqueued(std::vector<Ref>& refs, Batches& done) {
+void CudaStream::enqueued(std::span<Ref> refs, Batches& done) {
   if (capture_) {
     for (Ref& ref : refs) capture_->push_back(std::move(ref));
     return;
@@ -159,8 +160,8 @@ void CudaStream::enqueued(std::vector<Ref>& refs, Batches& done) {
 }
 
 void CudaStream::fence_open_batch() {
-  CUevent fence = nullptr;
-  CUresult result = api_.cuEventCreate(&fence, CU_EVENT_DISABLE_TIMING);
+  CUevent fence = refs_.take_spare();
+  CUresult result = fence ? CUDA_SUCCESS : api_.cuEventCreate(&fence, CU_EVENT_DISABLE_TIMING);
   if (result == CUDA_SUCCESS) result = api_.cuEventRecord(fence, stream_);
   if (result != CUDA_SUCCESS) {
     if (fence) api_.cuEventDestroy(fence);
@@ -418,8 +419,8 @@ void CudaStream::keep_until_done(std::shared_ptr<const void> value) {
   {
     std::lock_guard lock(mutex_);
     device_->make_current();  // a full batch is fenced here: cuEventRecord needs the context
-    std::vector<Ref> refs{std::move(value)};
-    enqueued(refs, done);  // in the open batch: released once a fence after it has passed
+    Ref ref = std::move(value);
+    enqueued({&ref, 1}, done);  // in the open batch: released once a fence after it has passed
   }
   refs_.release(done);
 }

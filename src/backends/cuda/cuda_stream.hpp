@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "backends/async/fenced_refs.hpp"
 #include "backends/async/work_queue.hpp"
 #include "backends/cuda/cublas.hpp"
@@ -36,6 +38,8 @@ namespace hal::cuda {
 class CudaStream final : public StreamImpl {
  public:
   using Ref = std::shared_ptr<const void>;
+  // What one command holds until it has run: inline, since every enqueue makes one.
+  using Refs = boost::container::small_vector<Ref, 6>;
   using BlasCall = std::function<cublasStatus_t(const Cublas&, cublasHandle_t)>;
 
   explicit CudaStream(std::shared_ptr<CudaDevice> device);
@@ -76,6 +80,7 @@ class CudaStream final : public StreamImpl {
     using Fence = CUevent;
     using Status = CUresult;
     static constexpr CUresult kSuccess = CUDA_SUCCESS;
+    static constexpr bool kReusable = true;  // a passed CUevent may be recorded again
     const CuApi* api;
     std::optional<CUresult> poll(CUevent fence) const {
       const CUresult result = api->cuEventQuery(fence);
@@ -91,8 +96,7 @@ class CudaStream final : public StreamImpl {
   // the error of a failed enqueue: its message is built only then.
   // While a trace records, the command's GPU time goes to the stream's device track as `span`.
   template <class Enqueue, class Fail>
-  void submit(std::vector<Ref> refs, Enqueue&& enqueue, Fail&& fail_with,
-              const CommandSpan& span = {}) {
+  void submit(Refs refs, Enqueue&& enqueue, Fail&& fail_with, const CommandSpan& span = {}) {
     Batches done;
     {
       std::lock_guard lock(mutex_);
@@ -100,14 +104,13 @@ class CudaStream final : public StreamImpl {
       if (const CUresult result = timed_enqueue(span, enqueue, CUDA_SUCCESS);
           result != CUDA_SUCCESS) [[unlikely]]
         fail_with(result);
-      enqueued(refs, done);
+      enqueued({refs.data(), refs.size()}, done);
     }
     refs_.release(done);
   }
   // `operation`: a literal, also the span's name on the device track.
   template <class Enqueue>
-  void submit(std::vector<Ref> refs, const char* operation, const char* call, size_t bytes,
-              Enqueue&& enqueue) {
+  void submit(Refs refs, const char* operation, const char* call, size_t bytes, Enqueue&& enqueue) {
     submit(
         std::move(refs), std::forward<Enqueue>(enqueue),
         [&](CUresult result) { fail(result, operation, call, bytes); },
@@ -130,8 +133,9 @@ class CudaStream final : public StreamImpl {
   }
   // Under mutex_: keeps the references of the command just enqueued (for the graph while
   // capturing), fencing the open batch when it is full.
-  void enqueued(std::vector<Ref>& refs, Batches& done);
-  // Under mutex_: records a fence after the open batch's commands and closes it.
+  void enqueued(std::span<Ref> refs, Batches& done);
+  // Under mutex_: records a fence (a spare that has passed, or a new CUevent) after the open
+  // batch's commands and closes it.
   void fence_open_batch();
   std::string where(std::string_view operation) const;
   struct HostFlag;  // cuda_stream.cpp
