@@ -54,11 +54,28 @@ class FencedRefs {
       : fences_(fences), refs_per_fence_(refs_per_fence) {}
 
   static constexpr size_t kSpares = 4;
+  static constexpr size_t kRecent = 8;
 
   // Takes the references of one command just enqueued. Returns true when the open batch is
   // full: the stream then records a fence and close()s it.
   bool add(std::span<Ref> refs) {
     for (Ref& ref : refs) open_refs_.push_back(std::move(ref));
+    ++open_commands_;
+    return open_refs_.size() >= refs_per_fence_;
+  }
+  // Or, one reference at a time: keeps `ref` in the open batch unless one of the batch's latest
+  // kRecent references is to the same object (which the batch's fence already covers), so that
+  // a loop launching one kernel on the same buffers does no reference counting; then
+  // end_command(), which returns what add() does.
+  template <class T>
+  void hold(const std::shared_ptr<T>& ref) {
+    const void* object = ref.get();
+    const size_t held = open_refs_.size();
+    for (size_t i = held; i > 0 && held - i < kRecent; --i)
+      if (open_refs_[i - 1].get() == object) return;
+    open_refs_.push_back(ref);
+  }
+  bool end_command() {
     ++open_commands_;
     return open_refs_.size() >= refs_per_fence_;
   }
@@ -70,6 +87,7 @@ class FencedRefs {
   void close(Fence fence) {
     in_flight_.push_back({fence, std::move(open_refs_)});
     open_refs_.clear();
+    open_refs_.reserve(refs_per_fence_);  // one allocation a batch, not one per doubling
     open_commands_ = 0;
   }
 

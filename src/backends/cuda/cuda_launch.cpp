@@ -75,14 +75,12 @@ void CudaStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl, const La
     addresses = heap_addresses.data();
     params = heap_params.data();
   }
-  Refs refs;
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelArg& arg = args[i];
     switch (arg.kind()) {
       case KernelArg::Kind::buffer:
         addresses[i] = address_of(*arg.buffer().impl(), arg.offset());
         params[i] = &addresses[i];
-        refs.push_back(arg.buffer().impl());
         break;
       case KernelArg::Kind::scalar:
         params[i] = const_cast<void*>(arg.scalar_data());
@@ -94,9 +92,12 @@ void CudaStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl, const La
                         "a SHARED array in the kernel, or pass LaunchConfig::shared_bytes");
     }
   }
-  refs.push_back(kernel_impl);
-  submit(
-      std::move(refs),
+  submit_holding(
+      [&](auto&& keep) {
+        for (const KernelArg& arg : args)
+          if (arg.kind() == KernelArg::Kind::buffer) keep(arg.buffer().impl());
+        keep(kernel_impl);
+      },
       [&] {
         return api_.cuLaunchKernel(kernel.native(), grid[0], grid[1], grid[2], block[0], block[1],
                                    block[2], config.shared_bytes, stream_, params, nullptr);

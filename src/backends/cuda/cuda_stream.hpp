@@ -108,6 +108,32 @@ class CudaStream final : public StreamImpl {
     }
     refs_.release(done);
   }
+  // The same for a command that uses objects its caller holds: `hold(keep)` calls
+  // keep(const std::shared_ptr<T>&) for each, under mutex_ once the command is enqueued, and an
+  // object the open batch already holds takes no reference again (FencedRefs::hold): a loop
+  // launching one kernel on the same buffers does no reference counting.
+  template <class Hold, class Enqueue, class Fail>
+  void submit_holding(Hold&& hold, Enqueue&& enqueue, Fail&& fail_with,
+                      const CommandSpan& span = {}) {
+    Batches done;
+    {
+      std::lock_guard lock(mutex_);
+      device_->make_current();
+      if (const CUresult result = timed_enqueue(span, enqueue, CUDA_SUCCESS);
+          result != CUDA_SUCCESS) [[unlikely]]
+        fail_with(result);
+      if (capture_) {
+        hold([this](const auto& ref) { capture_->push_back(ref); });
+      } else {
+        hold([this](const auto& ref) { refs_.hold(ref); });
+        if (refs_.end_command()) {
+          fence_open_batch();
+          refs_.take_completed(done);
+        }
+      }
+    }
+    refs_.release(done);
+  }
   // `operation`: a literal, also the span's name on the device track.
   template <class Enqueue>
   void submit(Refs refs, const char* operation, const char* call, size_t bytes, Enqueue&& enqueue) {
