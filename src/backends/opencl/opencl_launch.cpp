@@ -58,8 +58,6 @@ void OpenClStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl,
                       " allows at most " + std::to_string(max_items));
   }
 
-  std::vector<Ref> refs;
-  refs.reserve(args.size());
   SubBuffers sub_buffers(api_);
   const size_t align = device_->traits().base_address_align_bytes;
   std::lock_guard kernel_lock(kernel.launch_mutex());
@@ -88,7 +86,6 @@ void OpenClStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl,
         }
         status = api_.clSetKernelArg(kernel.native(), i, sizeof mem, &mem);
         if (status != CL_SUCCESS) throw_status(status, which() + " (a buffer)", "clSetKernelArg");
-        refs.push_back(buffer);
         break;
       }
       case KernelArg::Kind::scalar:
@@ -107,7 +104,11 @@ void OpenClStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl,
         break;
     }
   }
-  submit(std::move(refs), [&] {
+  const auto hold = [&](auto&& keep) {
+    for (const KernelArg& arg : args)
+      if (arg.kind() == KernelArg::Kind::buffer) keep(arg.buffer().impl());
+  };
+  submit_holding(hold, [&] {
     DeviceSpan span(*this, device_spans_, "kernel", kernel.name(),
                     trace::detail::launch_args(config));
     cl_int status =

@@ -84,6 +84,23 @@ class OpenClStream final : public StreamImpl {
     }
     refs_.release(done);
   }
+  // The same for a command that uses buffers its caller holds: `hold(keep)` calls
+  // keep(const BufferPtr&) for each, under mutex_ once the command is enqueued, and a buffer the
+  // open batch already holds takes no reference again (FencedRefs::hold).
+  template <class Hold, class Enqueue>
+  void submit_holding(Hold&& hold, Enqueue&& enqueue) {
+    Batches done;
+    {
+      std::lock_guard lock(mutex_);
+      enqueue();
+      hold([this](const auto& ref) { refs_.hold(ref); });
+      if (refs_.end_command()) {
+        fence_open_batch(false);
+        refs_.take_completed(done);
+      }
+    }
+    refs_.release(done);
+  }
   // Closes the open batch with a marker; returns the marker's event (one reference is the
   // caller's) or null when asked not to keep it.
   cl_event fence_open_batch(bool keep_event);
