@@ -26,7 +26,7 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-// Nanoseconds a launch, timed over a block; `drain` (untimed) afterwards.
+// Nanoseconds a call (a launch, a copy), timed over a block; `drain` (untimed) afterwards.
 template <class Launch, class Drain>
 double per_launch(Launch&& launch, Drain&& drain) {
   const Clock::time_point start = Clock::now();
@@ -60,6 +60,19 @@ std::vector<Figure> measure() {
   const auto raw_args = [&] {
     api.cuLaunchKernel(native, 1, 1, 1, 64, 1, 1, 0, raw, params, nullptr);
   };
+  // A 4 KiB upload and download (the stand-in copies at once, in both loops).
+  std::vector<unsigned char> host(4096, 1);
+  const Buffer page = device.allocate(4096);
+  const CUdeviceptr page_address =
+      reinterpret_cast<CUdeviceptr>(native_memory(page).handle) + native_memory(page).offset;
+  const auto hal_upload = [&] { stream.copy_from_host(page, host.data(), host.size()); };
+  const auto raw_upload = [&] {
+    api.cuMemcpyHtoDAsync(page_address, host.data(), host.size(), raw);
+  };
+  const auto hal_download = [&] { stream.copy_to_host(host.data(), page, host.size()); };
+  const auto raw_download = [&] {
+    api.cuMemcpyDtoHAsync(host.data(), page_address, host.size(), raw);
+  };
   const auto drain_hal = [&] { stream.synchronize(); };
   const auto drain_raw = [&] { api.cuStreamSynchronize(raw); };
 
@@ -67,7 +80,7 @@ std::vector<Figure> measure() {
     per_launch(hal_empty, drain_hal);
     per_launch(raw_empty, drain_raw);
   }
-  std::vector<double> hal_e, raw_e, hal_a, raw_a;
+  std::vector<double> hal_e, raw_e, hal_a, raw_a, hal_up, raw_up, hal_down, raw_down;
   const cuda::stand_in::Counts before = driver.counts();
   for (int round = 0; round < kRounds; ++round) {
     hal_e.push_back(per_launch(hal_empty, drain_hal));
@@ -76,6 +89,12 @@ std::vector<Figure> measure() {
     raw_a.push_back(per_launch(raw_args, drain_raw));
   }
   const cuda::stand_in::Counts after = driver.counts();
+  for (int round = 0; round < kRounds; ++round) {
+    hal_up.push_back(per_launch(hal_upload, drain_hal));
+    raw_up.push_back(per_launch(raw_upload, drain_raw));
+    hal_down.push_back(per_launch(hal_download, drain_hal));
+    raw_down.push_back(per_launch(raw_download, drain_raw));
+  }
   api.cuStreamDestroy(raw);
 
   // Driver calls a hal launch makes, cuLaunchKernel included (the raw loop makes one), over
@@ -95,6 +114,9 @@ std::vector<Figure> measure() {
        added_empty / kBudgetNs, "lower", "ratio <= 1"},
       {"launch_3_args_added_stand_in", added_args, "ns", "goal_budget", kBudgetNs,
        added_args / kBudgetNs, "lower", "ratio <= 1"},
+      {"copy_h2d_4k_added_stand_in", median(hal_up) - median(raw_up), "ns", "", 0, 0, "lower", ""},
+      {"copy_d2h_4k_added_stand_in", median(hal_down) - median(raw_down), "ns", "", 0, 0, "lower",
+       ""},
       {"driver_calls_per_launch", calls / hal_launches, "calls", "raw_cuLaunchKernel", 1.0,
        calls / hal_launches, "lower", ""},
   };

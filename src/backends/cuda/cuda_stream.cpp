@@ -241,23 +241,29 @@ void CudaStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const v
                                 size_t bytes) {
   const CUdeviceptr to = address_of(*dst, dst_offset);
   std::shared_ptr<void> block;  // a staged copy's, kept until the copy has run
-  submit({dst}, "copy_from_host", "cuMemcpyHtoDAsync", bytes, [&] {
-    // On an idle stream the driver's read at once is the read in the stream's order, and its
-    // own staging overlaps the host's copy with the DMA, where hal's runs them in turn.
-    if (!stages(src, bytes) || api_.cuStreamQuery(stream_) == CUDA_SUCCESS)
-      return api_.cuMemcpyHtoDAsync(to, src, bytes, stream_);
-    return staged_copy(to, const_cast<void*>(src), bytes, true, block);
-  });
+  submit(
+      "copy_from_host", "cuMemcpyHtoDAsync", bytes,
+      [&] {
+        // On an idle stream the driver's read at once is the read in the stream's order, and its
+        // own staging overlaps the host's copy with the DMA, where hal's runs them in turn.
+        if (!stages(src, bytes) || api_.cuStreamQuery(stream_) == CUDA_SUCCESS)
+          return api_.cuMemcpyHtoDAsync(to, src, bytes, stream_);
+        return staged_copy(to, const_cast<void*>(src), bytes, true, block);
+      },
+      dst);
   if (block) keep_until_done(std::move(block));
 }
 
 void CudaStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
   const CUdeviceptr from = address_of(*src, src_offset);
   std::shared_ptr<void> block;
-  submit({src}, "copy_to_host", "cuMemcpyDtoHAsync", bytes, [&] {
-    if (!stages(dst, bytes)) return api_.cuMemcpyDtoHAsync(dst, from, bytes, stream_);
-    return staged_copy(from, dst, bytes, false, block);
-  });
+  submit(
+      "copy_to_host", "cuMemcpyDtoHAsync", bytes,
+      [&] {
+        if (!stages(dst, bytes)) return api_.cuMemcpyDtoHAsync(dst, from, bytes, stream_);
+        return staged_copy(from, dst, bytes, false, block);
+      },
+      src);
   if (block) keep_until_done(std::move(block));
 }
 
@@ -301,14 +307,16 @@ bool CudaStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& 
   if (&dst_device != &src_device) {
     // Direct over NVLink or PCIe where peer access is possible, staged by the driver otherwise.
     const CUcontext dst_context = dst_device.context(), src_context = src_device.context();
-    submit({dst, src}, "copy between devices", "cuMemcpyPeerAsync", bytes, [&] {
-      return api_.cuMemcpyPeerAsync(to, dst_context, from, src_context, bytes, stream_);
-    });
+    submit(
+        "copy between devices", "cuMemcpyPeerAsync", bytes,
+        [&] { return api_.cuMemcpyPeerAsync(to, dst_context, from, src_context, bytes, stream_); },
+        dst, src);
     return true;
   }
   if (!overlaps(to, from, bytes)) {
-    submit({dst, src}, "copy", "cuMemcpyDtoDAsync", bytes,
-           [&] { return api_.cuMemcpyDtoDAsync(to, from, bytes, stream_); });
+    submit(
+        "copy", "cuMemcpyDtoDAsync", bytes,
+        [&] { return api_.cuMemcpyDtoDAsync(to, from, bytes, stream_); }, dst, src);
     return true;
   }
   // cuMemcpy leaves overlapping copies undefined: go through scratch memory, freed once both
@@ -325,10 +333,14 @@ bool CudaStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& 
     } catch (const Error&) {
     }
   });
-  submit({dst, src, owner}, "copy", "cuMemcpyDtoDAsync", bytes, [&] {
-    CUresult status = api_.cuMemcpyDtoDAsync(scratch, from, bytes, stream_);
-    return status == CUDA_SUCCESS ? api_.cuMemcpyDtoDAsync(to, scratch, bytes, stream_) : status;
-  });
+  submit(
+      "copy", "cuMemcpyDtoDAsync", bytes,
+      [&] {
+        CUresult status = api_.cuMemcpyDtoDAsync(scratch, from, bytes, stream_);
+        return status == CUDA_SUCCESS ? api_.cuMemcpyDtoDAsync(to, scratch, bytes, stream_)
+                                      : status;
+      },
+      dst, src, owner);
   return true;
 }
 
@@ -338,24 +350,29 @@ void CudaStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, con
   if (pattern_size <= 4 && to % pattern_size == 0) {
     uint32_t value = 0;
     std::memcpy(&value, pattern, pattern_size);
-    submit({dst}, "fill", "cuMemsetD*Async", bytes, [&] {
-      switch (pattern_size) {
-        case 1:
-          return api_.cuMemsetD8Async(to, static_cast<unsigned char>(value), bytes, stream_);
-        case 2:
-          return api_.cuMemsetD16Async(to, static_cast<unsigned short>(value), bytes / 2, stream_);
-        default:
-          return api_.cuMemsetD32Async(to, value, bytes / 4, stream_);
-      }
-    });
+    submit(
+        "fill", "cuMemsetD*Async", bytes,
+        [&] {
+          switch (pattern_size) {
+            case 1:
+              return api_.cuMemsetD8Async(to, static_cast<unsigned char>(value), bytes, stream_);
+            case 2:
+              return api_.cuMemsetD16Async(to, static_cast<unsigned short>(value), bytes / 2,
+                                           stream_);
+            default:
+              return api_.cuMemsetD32Async(to, value, bytes / 4, stream_);
+          }
+        },
+        dst);
     return;
   }
   // 8- and 16-byte patterns, and unaligned ones: write the repeated pattern from the host.
   auto data = std::make_shared<std::vector<unsigned char>>(bytes);
   for (size_t at = 0; at < bytes; at += pattern_size)
     std::memcpy(data->data() + at, pattern, pattern_size);
-  submit({dst, data}, "fill", "cuMemcpyHtoDAsync", bytes,
-         [&] { return api_.cuMemcpyHtoDAsync(to, data->data(), bytes, stream_); });
+  submit(
+      "fill", "cuMemcpyHtoDAsync", bytes,
+      [&] { return api_.cuMemcpyHtoDAsync(to, data->data(), bytes, stream_); }, dst, data);
 }
 
 void CudaStream::host_callback(std::function<void()> fn) {
@@ -440,8 +457,9 @@ void CudaStream::record(EventImpl& event) {
 void CudaStream::wait(EventImpl& event) {
   std::shared_ptr<CudaFence> fence = static_cast<CudaEvent&>(event).cuda_fence();
   // Events of other CUDA devices too: the driver orders the streams on the device.
-  submit({fence}, "wait", "cuStreamWaitEvent", 0,
-         [&] { return api_.cuStreamWaitEvent(stream_, fence->native(), 0); });
+  submit(
+      "wait", "cuStreamWaitEvent", 0,
+      [&] { return api_.cuStreamWaitEvent(stream_, fence->native(), 0); }, fence);
 }
 
 void CudaStream::synchronize() {
@@ -526,8 +544,9 @@ std::shared_ptr<GraphImpl> CudaStream::end_capture() {
 
 void CudaStream::launch_graph(const std::shared_ptr<GraphImpl>& graph) {
   CUgraphExec exec = static_cast<const CudaGraph&>(*graph).native();
-  submit({graph}, "launch of a graph", "cuGraphLaunch", 0,
-         [&] { return api_.cuGraphLaunch(exec, stream_); });
+  submit(
+      "launch of a graph", "cuGraphLaunch", 0, [&] { return api_.cuGraphLaunch(exec, stream_); },
+      graph);
 }
 
 }  // namespace hal::cuda

@@ -24,8 +24,6 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/container/small_vector.hpp>
-
 #include "backends/async/fenced_refs.hpp"
 #include "backends/async/work_queue.hpp"
 #include "backends/cuda/cublas.hpp"
@@ -38,8 +36,6 @@ namespace hal::cuda {
 class CudaStream final : public StreamImpl {
  public:
   using Ref = std::shared_ptr<const void>;
-  // What one command holds until it has run: inline, since every enqueue makes one.
-  using Refs = boost::container::small_vector<Ref, 6>;
   using BlasCall = std::function<cublasStatus_t(const Cublas&, cublasHandle_t)>;
 
   explicit CudaStream(std::shared_ptr<CudaDevice> device);
@@ -92,26 +88,12 @@ class CudaStream final : public StreamImpl {
   using Batches = async::FencedRefs<CuFences>::Batches;
 
   // Runs `enqueue` (which enqueues one command and returns its CUresult) under mutex_ with the
-  // context current, then keeps `refs` until that command has run. `fail_with(result)` throws
-  // the error of a failed enqueue: its message is built only then.
-  // While a trace records, the command's GPU time goes to the stream's device track as `span`.
-  template <class Enqueue, class Fail>
-  void submit(Refs refs, Enqueue&& enqueue, Fail&& fail_with, const CommandSpan& span = {}) {
-    Batches done;
-    {
-      std::lock_guard lock(mutex_);
-      device_->make_current();
-      if (const CUresult result = timed_enqueue(span, enqueue, CUDA_SUCCESS);
-          result != CUDA_SUCCESS) [[unlikely]]
-        fail_with(result);
-      enqueued({refs.data(), refs.size()}, done);
-    }
-    refs_.release(done);
-  }
-  // The same for a command that uses objects its caller holds: `hold(keep)` calls
-  // keep(const std::shared_ptr<T>&) for each, under mutex_ once the command is enqueued, and an
-  // object the open batch already holds takes no reference again (FencedRefs::hold): a loop
-  // launching one kernel on the same buffers does no reference counting.
+  // context current; then `hold(keep)` calls keep(const std::shared_ptr<T>&) for each object
+  // the command uses, which the stream keeps until the command has run. An object the open
+  // batch already holds takes no reference again (FencedRefs::hold): a loop launching one
+  // kernel on the same buffers does no reference counting. `fail_with(result)` throws the
+  // error of a failed enqueue: its message is built only then. While a trace records, the
+  // command's GPU time goes to the stream's device track as `span`.
   template <class Hold, class Enqueue, class Fail>
   void submit_holding(Hold&& hold, Enqueue&& enqueue, Fail&& fail_with,
                       const CommandSpan& span = {}) {
@@ -134,13 +116,16 @@ class CudaStream final : public StreamImpl {
     }
     refs_.release(done);
   }
-  // `operation`: a literal, also the span's name on the device track.
-  template <class Enqueue>
-  void submit(Refs refs, const char* operation, const char* call, size_t bytes, Enqueue&& enqueue) {
-    submit(
-        std::move(refs), std::forward<Enqueue>(enqueue),
-        [&](CUresult result) { fail(result, operation, call, bytes); },
-        CommandSpan{"copy", operation, trace::detail::transfer_args(bytes)});
+  // A command that uses `objects` (shared_ptrs). `operation`: a literal, also the span's name
+  // on the device track.
+  template <class Enqueue, class... Objects>
+  void submit(const char* operation, const char* call, size_t bytes, Enqueue&& enqueue,
+              const Objects&... objects) {
+    submit_holding([&](auto&& keep) { (keep(objects), ...); }, std::forward<Enqueue>(enqueue),
+                   [&](CUresult result) { fail(result, operation, call, bytes); },
+                   trace::enabled()
+                       ? CommandSpan{"copy", operation, trace::detail::transfer_args(bytes)}
+                       : CommandSpan{});
   }
   // Under mutex_: returns enqueue()'s status; while a trace records (and the stream is not
   // capturing), the command is timed as `span` unless that status is not `success`.
