@@ -25,13 +25,17 @@ GemmChoice gemm_choice(const DeviceInfo& device, const GemmDesc& gemm) {
   if (gemm.dtype != DType::f32) return choice;
   choice.params = default_gemm_params(device);
   const auto table = tuning_table(device);
-  if (const TuneEntry* entry = nearest_entry(*table, "matmul", "f32", gemm_shape_class(gemm))) {
-    choice.own_kernel = entry->choice == "hal";
-    if (auto params = GemmParams::parse(entry->params); params && !unusable(*params, device))
-      choice.params = *params;
+  const TuneEntry* entry = table->entries.empty()
+                               ? nullptr
+                               : nearest_entry(table, "matmul", "f32", gemm_shape_class(gemm));
+  if (!entry) {
+    choice.own_kernel = device.kind == DeviceKind::cpu && device.backend() == "opencl";
     return choice;
   }
-  choice.own_kernel = device.kind == DeviceKind::cpu && device.backend() == "opencl";
+  choice.own_kernel = entry->choice == "hal";
+  if (choice.own_kernel)
+    if (auto params = GemmParams::parse(entry->params); params && !unusable(*params, device))
+      choice.params = *params;
   return choice;
 }
 

@@ -1,25 +1,42 @@
 #include "ops/shape_class.hpp"
 
+#include <array>
 #include <cctype>
+#include <charconv>
 #include <cmath>
-#include <sstream>
+#include <string_view>
 
 namespace hal::ops {
 namespace {
 
-std::vector<std::string> words(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> out;
-  for (std::string word; in >> word;) out.push_back(word);
+// The words of a class, each split into its letters and its trailing number ("m2048" ->
+// ("m", 2048); a word without a trailing number has size 0). Views into `text`, no allocation
+// beyond the vector: ops look classes up on every call.
+struct Word {
+  std::string_view name;
+  double size = 0;
+};
+std::vector<Word> words(std::string_view text) {
+  std::vector<Word> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
+    size_t end = at;
+    while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end]))) ++end;
+    if (end == at) break;
+    const std::string_view word = text.substr(at, end - at);
+    size_t digits = word.size();
+    while (digits > 0 && std::isdigit(static_cast<unsigned char>(word[digits - 1]))) --digits;
+    Word parsed{word.substr(0, digits), 0};
+    if (digits < word.size()) {
+      uint64_t number = 0;
+      std::from_chars(word.data() + digits, word.data() + word.size(), number);
+      parsed.size = static_cast<double>(number);
+    }
+    out.push_back(parsed);
+    at = end;
+  }
   return out;
-}
-
-// "m2048" -> ("m", 2048); a word without a trailing number has size 0.
-std::pair<std::string, double> split_word(const std::string& word) {
-  size_t digits = word.size();
-  while (digits > 0 && std::isdigit(static_cast<unsigned char>(word[digits - 1]))) --digits;
-  if (digits == word.size()) return {word, 0};
-  return {word.substr(0, digits), std::stod(word.substr(digits))};
 }
 
 }  // namespace
@@ -31,12 +48,12 @@ uint64_t class_size(uint64_t value) {
 }
 
 double class_distance(const std::string& a, const std::string& b) {
-  const std::vector<std::string> x = words(a), y = words(b);
+  const std::vector<Word> x = words(a), y = words(b);
   double distance =
       4.0 * static_cast<double>(x.size() > y.size() ? x.size() - y.size() : y.size() - x.size());
   for (size_t i = 0; i < std::min(x.size(), y.size()); ++i) {
-    const auto [x_name, x_size] = split_word(x[i]);
-    const auto [y_name, y_size] = split_word(y[i]);
+    const auto [x_name, x_size] = x[i];
+    const auto [y_name, y_size] = y[i];
     if (x_name != y_name)
       distance += 4;
     else if (x_size > 0 && y_size > 0)
@@ -60,6 +77,29 @@ const TuneEntry* nearest_entry(const TuningTable& table, const std::string& op,
     }
   }
   return best;
+}
+
+const TuneEntry* nearest_entry(const std::shared_ptr<const TuningTable>& table,
+                               const std::string& op, const std::string& dtype,
+                               const std::string& shape_class) {
+  if (table->entries.empty()) return nullptr;
+  // A few answers per thread, each with the table it came from (held, so that a table the
+  // store has replaced cannot be mistaken for a new one at the same address).
+  struct Answer {
+    std::shared_ptr<const TuningTable> table;
+    std::string op, dtype, shape_class;
+    const TuneEntry* entry = nullptr;
+  };
+  thread_local std::array<Answer, 16> answers;
+  thread_local size_t next = 0;
+  for (const Answer& answer : answers)
+    if (answer.table == table && answer.shape_class == shape_class && answer.op == op &&
+        answer.dtype == dtype)
+      return answer.entry;
+  Answer& answer = answers[next];
+  next = (next + 1) % answers.size();
+  answer = {table, op, dtype, shape_class, nearest_entry(*table, op, dtype, shape_class)};
+  return answer.entry;
 }
 
 }  // namespace hal::ops

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,5 +22,12 @@ double class_distance(const std::string& a, const std::string& b);
 // null when the table has none of that op and dtype.
 const TuneEntry* nearest_entry(const TuningTable& table, const std::string& op,
                                const std::string& dtype, const std::string& shape_class);
+
+// The same for a table of the store (tuning_table), remembered per thread for the latest 16
+// questions: ops ask on every call, and the search reads every entry's class. Null at once for
+// an empty table.
+const TuneEntry* nearest_entry(const std::shared_ptr<const TuningTable>& table,
+                               const std::string& op, const std::string& dtype,
+                               const std::string& shape_class);
 
 }  // namespace hal::ops

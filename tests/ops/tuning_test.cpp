@@ -115,6 +115,36 @@ TEST(ShapeClass, UntunedShapesTakeTheNearestTunedClass) {
   EXPECT_EQ(nearest_entry(table, "matmul", "f64", "NN m256 n256 k256"), nullptr);
 }
 
+// Ops ask for the nearest entry on every call, and each thread remembers its answers: a table
+// the store replaces (a new tuning, forget_tunings) must be asked again, never answered from
+// what the thread remembered of the old one.
+TEST(ShapeClass, RememberedAnswersFollowTheStoresTable) {
+  DeviceInfo device;
+  device.id = "opencl:9";
+  device.uuid = "remembered-answers-test";
+  device.kind = DeviceKind::gpu;
+  device.limits.max_work_group_size = 1024;
+  GemmDesc gemm;
+  gemm.m = gemm.n = gemm.k = 256;
+  gemm.dtype = DType::f32;
+  const auto tuned = [&](const std::string& params) {
+    return TuningTable{{}, {entry("matmul", "NN m256 n256 k256", params)}};
+  };
+  remember_tuning(device, tuned("tiled 32x32x8 wg8x8 v1"));
+  for (int i = 0; i < 3; ++i) {
+    const GemmChoice choice = gemm_choice(device, gemm);
+    EXPECT_TRUE(choice.own_kernel);
+    EXPECT_EQ(choice.params.text(), "tiled 32x32x8 wg8x8 v1");
+  }
+  remember_tuning(device, tuned("tiled 64x64x16 wg16x16 v1"));
+  EXPECT_EQ(gemm_choice(device, gemm).params.text(), "tiled 64x64x16 wg16x16 v1");
+  TuningTable vendor = tuned("tiled 64x64x16 wg16x16 v1");
+  vendor.entries[0].choice = "CLBlast";
+  remember_tuning(device, vendor);
+  EXPECT_FALSE(gemm_choice(device, gemm).own_kernel);
+  forget_tunings();
+}
+
 TEST(GemmParams, TextRoundTripsAndUnusableOnesSayWhy) {
   for (const char* text : {"direct 8x32 v16", "tiled 64x64x16 wg16x16 v4"})
     EXPECT_EQ(GemmParams::parse(text)->text(), text);
