@@ -214,6 +214,26 @@ TEST_F(StandInCuda, WorkThatFailedOnTheDeviceSurfacesAtSynchronize) {
   driver.fail_work(CUDA_SUCCESS);
 }
 
+TEST_F(StandInCuda, AnEventIsDoneWhenTheWorkBeforeItHasRun) {
+  Stream first = device.create_stream(), second = device.create_stream();
+  driver.hold(true);
+  first.launch(kernel, LaunchConfig::linear(1), {buffer(64)});
+  const Event event = first.record();
+  EXPECT_TRUE(event.recorded());
+  EXPECT_FALSE(event.query());
+  second.wait(event);  // enqueued behind the event, which the second stream keeps
+  second.launch(kernel, LaunchConfig::linear(1));
+  EXPECT_FALSE(second.query());  // fences its commands, which are held too
+  EXPECT_FALSE(first.query());
+  EXPECT_EQ(driver.counts().allocations_live, 1u);
+  driver.complete();
+  EXPECT_TRUE(event.query());
+  EXPECT_TRUE(first.query());
+  EXPECT_TRUE(second.query());
+  EXPECT_EQ(driver.counts().allocations_live, 0u);
+  driver.hold(false);
+}
+
 TEST_F(StandInCuda, CopiesAndFillsMoveTheBytes) {
   Stream stream = device.create_stream();
   const Buffer data = buffer(64);
