@@ -1,5 +1,7 @@
 #include "ops/gemm_choice.hpp"
 
+#include <array>
+
 #include "hal/device.hpp"
 #include "ops/shape_class.hpp"
 #include "ops/tuning_store.hpp"
@@ -20,22 +22,45 @@ std::string vendor_blas(const DeviceInfo& device) {
   return std::string(device.backend()) + " BLAS";
 }
 
+namespace {
+
+// What the table says for a class: parsed once per thread, since every matmul asks.
+GemmChoice tuned_choice(const DeviceInfo& device, const std::shared_ptr<const TuningTable>& table,
+                        const std::string& shape_class) {
+  struct Answer {
+    std::shared_ptr<const TuningTable> table;  // held: a replaced table is never mistaken
+    std::string shape_class;
+    GemmChoice choice;
+  };
+  thread_local std::array<Answer, 8> answers;
+  thread_local size_t next = 0;
+  for (const Answer& answer : answers)
+    if (answer.table == table && answer.shape_class == shape_class) return answer.choice;
+  GemmChoice choice;
+  choice.params = default_gemm_params(device);
+  const TuneEntry* entry = nearest_entry(*table, "matmul", "f32", shape_class);
+  if (!entry) {
+    choice.own_kernel = device.kind == DeviceKind::cpu && device.backend() == "opencl";
+  } else {
+    choice.own_kernel = entry->choice == "hal";
+    // The tuned parameters even where the vendor BLAS won: the benchmarks time them.
+    if (auto params = GemmParams::parse(entry->params); params && !unusable(*params, device))
+      choice.params = *params;
+  }
+  answers[next] = {table, shape_class, choice};
+  next = (next + 1) % answers.size();
+  return choice;
+}
+
+}  // namespace
+
 GemmChoice gemm_choice(const DeviceInfo& device, const GemmDesc& gemm) {
   GemmChoice choice;
   if (gemm.dtype != DType::f32) return choice;
-  choice.params = default_gemm_params(device);
   const auto table = tuning_table(device);
-  const TuneEntry* entry = table->entries.empty()
-                               ? nullptr
-                               : nearest_entry(table, "matmul", "f32", gemm_shape_class(gemm));
-  if (!entry) {
-    choice.own_kernel = device.kind == DeviceKind::cpu && device.backend() == "opencl";
-    return choice;
-  }
-  choice.own_kernel = entry->choice == "hal";
-  if (choice.own_kernel)
-    if (auto params = GemmParams::parse(entry->params); params && !unusable(*params, device))
-      choice.params = *params;
+  if (!table->entries.empty()) return tuned_choice(device, table, gemm_shape_class(gemm));
+  choice.params = default_gemm_params(device);
+  choice.own_kernel = device.kind == DeviceKind::cpu && device.backend() == "opencl";
   return choice;
 }
 

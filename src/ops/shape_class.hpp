@@ -24,8 +24,8 @@ const TuneEntry* nearest_entry(const TuningTable& table, const std::string& op,
                                const std::string& dtype, const std::string& shape_class);
 
 // The same for a table of the store (tuning_table), remembered per thread for the latest 16
-// questions: ops ask on every call, and the search reads every entry's class. Null at once for
-// an empty table.
+// questions (with the tables they were asked of): ops ask on every call, and the search reads
+// every entry's class. Null at once for an empty table. The entry lives as long as `table`.
 const TuneEntry* nearest_entry(const std::shared_ptr<const TuningTable>& table,
                                const std::string& op, const std::string& dtype,
                                const std::string& shape_class);

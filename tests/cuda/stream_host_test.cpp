@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -97,7 +98,7 @@ TEST_F(StandInCuda, ArgumentsReachTheDriverAsParameters) {
 
 TEST_F(StandInCuda, ALaunchKeepsItsBuffersUntilAFenceAfterItHasPassed) {
   Stream stream = device.create_stream();
-  driver.hold(true);
+  driver.defer_completion(true);
   {
     const Buffer input = buffer(4096);
     EXPECT_EQ(driver.counts().allocations_live, 1u);
@@ -108,35 +109,38 @@ TEST_F(StandInCuda, ALaunchKeepsItsBuffersUntilAFenceAfterItHasPassed) {
   driver.complete();
   EXPECT_TRUE(stream.query());
   EXPECT_EQ(driver.counts().allocations_live, 0u) << "kept after its launch had run";
-  driver.hold(false);
+  driver.defer_completion(false);
 }
 
 TEST_F(StandInCuda, SynchronizeReleasesWhatUnfencedLaunchesHeld) {
   Stream stream = device.create_stream();
-  driver.hold(true);
+  driver.defer_completion(true);
   stream.launch(kernel, LaunchConfig::linear(1), {buffer(256)});
   EXPECT_EQ(driver.counts().allocations_live, 1u);
   stream.synchronize();  // the driver runs everything enqueued
   EXPECT_EQ(driver.counts().allocations_live, 0u);
-  driver.hold(false);
+  driver.defer_completion(false);
 }
 
 TEST_F(StandInCuda, ALoopOverTheSameBuffersTakesNoReferenceALaunch) {
   Stream stream = device.create_stream();
-  driver.hold(true);
+  driver.defer_completion(true);
   {
     const Buffer data = buffer(256);
-    for (int i = 0; i < 1000; ++i) stream.launch(kernel, LaunchConfig::linear(64), {data});
-    // The caller's and the open batch's: the batch's fence comes after every one of them.
-    EXPECT_EQ(data.impl().use_count(), 2);
-    EXPECT_EQ(kernel.impl().use_count(), 2);
+    constexpr int kLaunches = 1000;
+    for (int i = 0; i < kLaunches; ++i) stream.launch(kernel, LaunchConfig::linear(64), {data});
+    // The caller's and one per batch, a batch closing every 64 commands: its fence comes after
+    // every one of them.
+    const long batches = (kLaunches + 63) / 64;
+    EXPECT_EQ(data.impl().use_count(), 1 + batches);
+    EXPECT_EQ(kernel.impl().use_count(), 1 + batches);
   }
   EXPECT_FALSE(stream.query());
   EXPECT_EQ(driver.counts().allocations_live, 1u) << "freed under launches still in flight";
   driver.complete();
   EXPECT_TRUE(stream.query());
   EXPECT_EQ(driver.counts().allocations_live, 0u);
-  driver.hold(false);
+  driver.defer_completion(false);
 }
 
 TEST_F(StandInCuda, FencesAreReusedRatherThanMadePerBatch) {
@@ -216,22 +220,27 @@ TEST_F(StandInCuda, WorkThatFailedOnTheDeviceSurfacesAtSynchronize) {
 
 TEST_F(StandInCuda, AnEventIsDoneWhenTheWorkBeforeItHasRun) {
   Stream first = device.create_stream(), second = device.create_stream();
-  driver.hold(true);
+  driver.defer_completion(true);
   first.launch(kernel, LaunchConfig::linear(1), {buffer(64)});
-  const Event event = first.record();
-  EXPECT_TRUE(event.recorded());
-  EXPECT_FALSE(event.query());
-  second.wait(event);  // enqueued behind the event, which the second stream keeps
+  auto event = std::make_unique<Event>(first.record());
+  EXPECT_TRUE(event->recorded());
+  EXPECT_FALSE(event->query());
+  second.wait(*event);  // enqueued behind the event, which the second stream keeps
   second.launch(kernel, LaunchConfig::linear(1));
   EXPECT_FALSE(second.query());  // fences its commands, which are held too
   EXPECT_FALSE(first.query());
   EXPECT_EQ(driver.counts().allocations_live, 1u);
   driver.complete();
-  EXPECT_TRUE(event.query());
+  EXPECT_TRUE(event->query());
   EXPECT_TRUE(first.query());
-  EXPECT_TRUE(second.query());
   EXPECT_EQ(driver.counts().allocations_live, 0u);
-  driver.hold(false);
+  // The caller's event goes; the wait's reference keeps its CUevent until the wait has run.
+  const uint64_t events = driver.counts().events_live;
+  event.reset();
+  EXPECT_EQ(driver.counts().events_live, events);
+  second.synchronize();
+  EXPECT_LT(driver.counts().events_live, events);
+  driver.defer_completion(false);
 }
 
 TEST_F(StandInCuda, CopiesAndFillsMoveTheBytes) {
@@ -253,6 +262,7 @@ TEST_F(StandInCuda, CopiesAndFillsMoveTheBytes) {
 TEST_F(StandInCuda, ManyThreadsLaunchOnOneStream) {
   constexpr int kThreads = 8, kEach = 2000;
   Stream stream = device.create_stream();
+  driver.defer_completion(true);  // every buffer stays in use until complete()
   {
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t)
@@ -265,6 +275,9 @@ TEST_F(StandInCuda, ManyThreadsLaunchOnOneStream) {
       });
     for (std::thread& thread : threads) thread.join();
   }
+  EXPECT_EQ(driver.counts().allocations_live, static_cast<uint64_t>(kThreads))
+      << "a thread's buffer was freed under its launches";
+  driver.defer_completion(false);  // runs everything
   stream.synchronize();
   const stand_in::Counts counts = driver.counts();
   EXPECT_EQ(counts.launches, static_cast<uint64_t>(kThreads) * kEach);

@@ -19,9 +19,16 @@
 //   void destroy(Fence) const;
 //   static constexpr bool kReusable = ...;  // optional: a passed fence may be recorded again
 //
-// Where fences are reusable (CUevents), those that passed are kept as spares (up to kSpares)
-// for the next batches, so that a busy stream does not create and destroy a driver object
-// every batch; the stream destroys them with destroy_spares() when it goes.
+// Where fences are reusable (CUevents; Fence{} is then never a fence), those that passed are
+// kept as spares (up to kSpares) for the next batches, so that a busy stream does not create
+// and destroy a driver object every batch; destroy_spares() (or the destructor) destroys them.
+//
+// A command's references come either all at once (add) or one at a time (hold, then
+// end_command). hold() skips an object the open batch already holds among its latest kRecent
+// references: the batch's fence comes after the new command as well, so a loop launching one
+// kernel on the same buffers does no reference counting. A batch is then also closed every
+// `refs_per_fence` commands, so that what the batch took before the loop, and the batches in
+// flight, are still released while the loop runs.
 //
 // Not thread-safe: the stream's mutex guards it. Batches taken out under that lock are released
 // after it (dropping a buffer may call into its allocator, and a fence's destruction into the
@@ -50,11 +57,14 @@ class FencedRefs {
   using Batches = std::vector<Batch>;
   static constexpr size_t kRefsPerFence = 64;
 
-  explicit FencedRefs(Fences fences, size_t refs_per_fence = kRefsPerFence)
-      : fences_(fences), refs_per_fence_(refs_per_fence) {}
-
   static constexpr size_t kSpares = 4;
   static constexpr size_t kRecent = 8;
+
+  explicit FencedRefs(Fences fences, size_t refs_per_fence = kRefsPerFence)
+      : fences_(fences), refs_per_fence_(refs_per_fence) {}
+  ~FencedRefs() { destroy_spares(); }
+  FencedRefs(const FencedRefs&) = delete;
+  FencedRefs& operator=(const FencedRefs&) = delete;
 
   // Takes the references of one command just enqueued. Returns true when the open batch is
   // full: the stream then records a fence and close()s it.
@@ -63,21 +73,20 @@ class FencedRefs {
     ++open_commands_;
     return open_refs_.size() >= refs_per_fence_;
   }
-  // Or, one reference at a time: keeps `ref` in the open batch unless one of the batch's latest
-  // kRecent references is to the same object (which the batch's fence already covers), so that
-  // a loop launching one kernel on the same buffers does no reference counting; then
-  // end_command(), which returns what add() does.
+  // Or one at a time: keeps `ref` in the open batch unless one of its latest kRecent
+  // references owns the same object (compared by owner, not by address: an aliasing pointer
+  // keeps nothing alive of its own); then end_command(), which returns true when the open batch
+  // is full or has `refs_per_fence` commands.
   template <class T>
   void hold(const std::shared_ptr<T>& ref) {
-    const void* object = ref.get();
     const size_t held = open_refs_.size();
     for (size_t i = held; i > 0 && held - i < kRecent; --i)
-      if (open_refs_[i - 1].get() == object) return;
+      if (!open_refs_[i - 1].owner_before(ref) && !ref.owner_before(open_refs_[i - 1])) return;
     open_refs_.push_back(ref);
   }
   bool end_command() {
     ++open_commands_;
-    return open_refs_.size() >= refs_per_fence_;
+    return open_refs_.size() >= refs_per_fence_ || open_commands_ >= refs_per_fence_;
   }
   // A command that holds nothing still counts: query() must fence it to know it has run.
   void add_command() { ++open_commands_; }
@@ -137,7 +146,7 @@ class FencedRefs {
   // Destroys the fences of `batches` (those not kept as spares) and drops their references.
   void release(Batches& batches) const {
     for (Batch& batch : batches)
-      if (batch.fence != Fence{}) fences_.destroy(batch.fence);
+      if (!reusable() || batch.fence != Fence{}) fences_.destroy(batch.fence);
     batches.clear();
   }
 

@@ -88,14 +88,14 @@ class CudaStream final : public StreamImpl {
   using Batches = async::FencedRefs<CuFences>::Batches;
 
   // Runs `enqueue` (which enqueues one command and returns its CUresult) under mutex_ with the
-  // context current; then `hold(keep)` calls keep(const std::shared_ptr<T>&) for each object
+  // context current; then `each_object(keep)` calls keep(const std::shared_ptr<T>&) for each object
   // the command uses, which the stream keeps until the command has run. An object the open
   // batch already holds takes no reference again (FencedRefs::hold): a loop launching one
   // kernel on the same buffers does no reference counting. `fail_with(result)` throws the
   // error of a failed enqueue: its message is built only then. While a trace records, the
   // command's GPU time goes to the stream's device track as `span`.
-  template <class Hold, class Enqueue, class Fail>
-  void submit_holding(Hold&& hold, Enqueue&& enqueue, Fail&& fail_with,
+  template <class EachObject, class Enqueue, class Fail>
+  void submit_holding(EachObject&& each_object, Enqueue&& enqueue, Fail&& fail_with,
                       const CommandSpan& span = {}) {
     Batches done;
     {
@@ -105,9 +105,9 @@ class CudaStream final : public StreamImpl {
           result != CUDA_SUCCESS) [[unlikely]]
         fail_with(result);
       if (capture_) {
-        hold([this](const auto& ref) { capture_->push_back(ref); });
+        each_object([this](const auto& ref) { capture_->push_back(ref); });
       } else {
-        hold([this](const auto& ref) { refs_.hold(ref); });
+        each_object([this](const auto& ref) { refs_.hold(ref); });
         if (refs_.end_command()) {
           fence_open_batch();
           refs_.take_completed(done);

@@ -1,5 +1,6 @@
 #include "backends/cuda/stand_in_driver.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -13,7 +14,7 @@ struct Driver::State {
   // The completion sequence: commands take numbers from `enqueued`; those up to `completed`
   // have run.
   std::atomic<uint64_t> enqueued{0}, completed{0};
-  std::atomic<bool> held{false};
+  std::atomic<bool> deferred{false};
   std::atomic<uint64_t> launches{0}, events_created{0}, events_live{0}, event_records{0},
       event_queries{0}, context_queries{0}, allocations_live{0};
   std::mutex launch_mutex;
@@ -26,7 +27,14 @@ namespace {
 
 std::atomic<Driver*> g_driver{nullptr};
 
-Driver& driver() { return *g_driver.load(std::memory_order_acquire); }
+Driver& driver() {
+  Driver* live = g_driver.load(std::memory_order_acquire);
+  if (!live) {  // a handle outlived its driver: say so rather than crash somewhere else
+    std::fputs("hal's stand-in CUDA driver: called after it was destroyed\n", stderr);
+    std::abort();
+  }
+  return *live;
+}
 
 // A stream or event handle: the number of its latest command.
 struct Handle {
@@ -89,11 +97,11 @@ int attribute(CUdevice_attribute which) {
 struct EntryPoints {
   static Driver::State& state() { return driver().state(); }
 
-  // A command enqueued: its number, completed at once unless the driver holds work.
+  // A command enqueued: its number, completed at once unless completion is deferred.
   static uint64_t enqueue() {
     Driver::State& s = state();
     const uint64_t number = s.enqueued.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (!s.held.load(std::memory_order_relaxed)) complete_up_to(number);
+    if (!s.deferred.load(std::memory_order_relaxed)) complete_up_to(number);
     return number;
   }
   static void complete_up_to(uint64_t number) {
@@ -113,6 +121,14 @@ struct EntryPoints {
 #define HAL_STAND_IN_REFUSE(name) api.name = &Refuse<decltype(api.name)>::call;
     HAL_CU_FUNCTIONS(HAL_STAND_IN_REFUSE)
 #undef HAL_STAND_IN_REFUSE
+    install_errors(api);
+    install_device(api);
+    install_memory(api);
+    install_streams_and_events(api);
+    install_work(api);
+  }
+
+  static void install_errors(CuApi& api) {
     api.driver_version = 13000;
     api.cuDriverGetVersion = [](int* version) {
       *version = 13000;
@@ -148,8 +164,10 @@ struct EntryPoints {
       *text = "reported by hal's stand-in CUDA driver";
       return CUDA_SUCCESS;
     };
+  }
 
-    // The device and its primary context.
+  // The device and its primary context.
+  static void install_device(CuApi& api) {
     api.cuDeviceGetCount = [](int* count) {
       *count = 1;
       return CUDA_SUCCESS;
@@ -159,7 +177,8 @@ struct EntryPoints {
       return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
     };
     api.cuDeviceGetName = [](char* name, int length, CUdevice) {
-      std::strncpy(name, "hal stand-in GPU", static_cast<size_t>(length) - 1);
+      if (length <= 0) return CUDA_ERROR_INVALID_VALUE;
+      std::snprintf(name, static_cast<size_t>(length), "%s", "hal stand-in GPU");
       return CUDA_SUCCESS;
     };
     api.cuDeviceGetUuid = [](CUuuid* uuid, CUdevice) {
@@ -188,14 +207,16 @@ struct EntryPoints {
       t_current = context;
       return CUDA_SUCCESS;
     };
+  }
 
-    // Memory: the host's, all of it "pinned".
+  // Memory: the host's, all of it "pinned".
+  static void install_memory(CuApi& api) {
     api.cuMemGetInfo = [](size_t* free, size_t* total) {
       *free = *total = kMemoryTotal;
       return CUDA_SUCCESS;
     };
     api.cuMemAlloc = [](CUdeviceptr* address, size_t bytes) {
-      void* memory = std::malloc(bytes);
+      void* memory = std::malloc(bytes > 0 ? bytes : 1);
       if (!memory) return CUDA_ERROR_OUT_OF_MEMORY;
       state().allocations_live.fetch_add(1, std::memory_order_relaxed);
       *address = reinterpret_cast<CUdeviceptr>(memory);
@@ -207,7 +228,7 @@ struct EntryPoints {
       return CUDA_SUCCESS;
     };
     api.cuMemHostAlloc = [](void** memory, size_t bytes, unsigned int) {
-      *memory = std::malloc(bytes);
+      *memory = std::malloc(bytes > 0 ? bytes : 1);
       if (!*memory) return CUDA_ERROR_OUT_OF_MEMORY;
       state().allocations_live.fetch_add(1, std::memory_order_relaxed);
       return CUDA_SUCCESS;
@@ -221,8 +242,9 @@ struct EntryPoints {
       *flags = CU_MEMHOSTALLOC_PORTABLE;
       return CUDA_SUCCESS;
     };
+  }
 
-    // Streams and events.
+  static void install_streams_and_events(CuApi& api) {
     api.cuStreamCreate = [](CUstream* stream, unsigned int) {
       *stream = reinterpret_cast<CUstream>(new Handle);
       return CUDA_SUCCESS;
@@ -270,8 +292,10 @@ struct EntryPoints {
       synchronize();
       return work_status();
     };
+  }
 
-    // Work: done when enqueued.
+  // Work: done when enqueued.
+  static void install_work(CuApi& api) {
     api.cuMemcpyHtoDAsync = [](CUdeviceptr to, const void* from, size_t bytes, CUstream stream) {
       std::memcpy(reinterpret_cast<void*>(to), from, bytes);
       reinterpret_cast<Handle*>(stream)->command = enqueue();
@@ -355,9 +379,9 @@ Kernel Driver::kernel(const Device& device, std::string name) const {
 
 CUfunction Driver::function() const { return reinterpret_cast<CUfunction>(&state_->function); }
 
-void Driver::hold(bool held) {
-  state_->held = held;
-  if (!held) EntryPoints::synchronize();
+void Driver::defer_completion(bool deferred) {
+  state_->deferred = deferred;
+  if (!deferred) EntryPoints::synchronize();
 }
 
 void Driver::complete() { EntryPoints::synchronize(); }

@@ -7,7 +7,7 @@
 // says when it is enqueued (a copy copies, a memset sets), and the driver counts each call.
 // Completion is one sequence over all streams: each command takes the next number, and an event
 // or stream reports done once the driver has completed that number: at once, or, while
-// hold()ing, only at complete() or a synchronisation. Host functions and stream memory
+// completion is deferred, only at complete() or a synchronisation. Host functions and stream memory
 // operations are refused (CUDA_ERROR_NOT_SUPPORTED), as is every entry point not listed in
 // stand_in_driver.cpp.
 //
@@ -67,8 +67,8 @@ class Driver {
   // The function handle of every such kernel.
   CUfunction function() const;
 
-  // While held, enqueued work is not reported done until complete() or a synchronisation.
-  void hold(bool held);
+  // While deferred, enqueued work is not reported done until complete() or a synchronisation.
+  void defer_completion(bool deferred);
   void complete();
   // The status the next cuLaunchKernel calls return (CUDA_SUCCESS: launches succeed again).
   void fail_launches(CUresult result) { fail_launches_ = result; }

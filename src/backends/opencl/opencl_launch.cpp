@@ -104,11 +104,11 @@ void OpenClStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl,
         break;
     }
   }
-  const auto hold = [&](auto&& keep) {
+  const auto each_buffer = [&](auto&& keep) {
     for (const KernelArg& arg : args)
       if (arg.kind() == KernelArg::Kind::buffer) keep(arg.buffer().impl());
   };
-  submit_holding(hold, [&] {
+  submit_holding(each_buffer, [&] {
     DeviceSpan span(*this, device_spans_, "kernel", kernel.name(),
                     trace::detail::launch_args(config));
     cl_int status =

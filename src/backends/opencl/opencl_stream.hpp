@@ -84,16 +84,16 @@ class OpenClStream final : public StreamImpl {
     }
     refs_.release(done);
   }
-  // The same for a command that uses buffers its caller holds: `hold(keep)` calls
+  // The same for a command that uses buffers its caller holds: `each_object(keep)` calls
   // keep(const BufferPtr&) for each, under mutex_ once the command is enqueued, and a buffer the
   // open batch already holds takes no reference again (FencedRefs::hold).
-  template <class Hold, class Enqueue>
-  void submit_holding(Hold&& hold, Enqueue&& enqueue) {
+  template <class EachObject, class Enqueue>
+  void submit_holding(EachObject&& each_object, Enqueue&& enqueue) {
     Batches done;
     {
       std::lock_guard lock(mutex_);
       enqueue();
-      hold([this](const auto& ref) { refs_.hold(ref); });
+      each_object([this](const auto& ref) { refs_.hold(ref); });
       if (refs_.end_command()) {
         fence_open_batch(false);
         refs_.take_completed(done);
