@@ -1,7 +1,5 @@
 #include "ops/gemm_choice.hpp"
 
-#include <array>
-
 #include "hal/device.hpp"
 #include "ops/shape_class.hpp"
 #include "ops/tuning_store.hpp"
@@ -24,44 +22,33 @@ std::string vendor_blas(const DeviceInfo& device) {
 
 namespace {
 
-// What the table says for a class: parsed once per thread, since every matmul asks.
-GemmChoice tuned_choice(const DeviceInfo& device, const std::shared_ptr<const TuningTable>& table,
-                        const std::string& shape_class) {
-  struct Answer {
-    std::shared_ptr<const TuningTable> table;  // held: a replaced table is never mistaken
-    std::string shape_class;
-    GemmChoice choice;
-  };
-  thread_local std::array<Answer, 8> answers;
-  thread_local size_t next = 0;
-  for (const Answer& answer : answers)
-    if (answer.table == table && answer.shape_class == shape_class) return answer.choice;
+// What the table says for a class (parsed parameters included); the defaults where it says
+// nothing.
+GemmChoice choice_from(const DeviceInfo& device, const TuningTable& table,
+                       const std::string& shape_class) {
   GemmChoice choice;
   choice.params = default_gemm_params(device);
-  const TuneEntry* entry = nearest_entry(*table, "matmul", "f32", shape_class);
+  const TuneEntry* entry = nearest_entry(table, "matmul", "f32", shape_class);
   if (!entry) {
     choice.own_kernel = device.kind == DeviceKind::cpu && device.backend() == "opencl";
-  } else {
-    choice.own_kernel = entry->choice == "hal";
-    // The tuned parameters even where the vendor BLAS won: the benchmarks time them.
-    if (auto params = GemmParams::parse(entry->params); params && !unusable(*params, device))
-      choice.params = *params;
+    return choice;
   }
-  answers[next] = {table, shape_class, choice};
-  next = (next + 1) % answers.size();
+  choice.own_kernel = entry->choice == "hal";
+  // The tuned parameters even where the vendor BLAS won: the benchmarks time them.
+  if (auto params = GemmParams::parse(entry->params); params && !unusable(*params, device))
+    choice.params = *params;
   return choice;
 }
 
 }  // namespace
 
 GemmChoice gemm_choice(const DeviceInfo& device, const GemmDesc& gemm) {
-  GemmChoice choice;
-  if (gemm.dtype != DType::f32) return choice;
+  if (gemm.dtype != DType::f32) return {};
   const auto table = tuning_table(device);
-  if (!table->entries.empty()) return tuned_choice(device, table, gemm_shape_class(gemm));
-  choice.params = default_gemm_params(device);
-  choice.own_kernel = device.kind == DeviceKind::cpu && device.backend() == "opencl";
-  return choice;
+  if (table->entries.empty()) return choice_from(device, *table, {});
+  const std::string shape_class = gemm_shape_class(gemm);
+  return remembered<GemmChoice>(table, shape_class,
+                                [&] { return choice_from(device, *table, shape_class); });
 }
 
 void chosen_gemm(const GemmDesc& gemm, Stream& stream) {

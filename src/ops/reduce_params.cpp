@@ -55,11 +55,14 @@ std::string reduce_shape_class(uint64_t outputs, uint64_t count) {
 ReduceParams reduce_params_for(const DeviceInfo& device, DType dtype, const ReduceLayout& layout) {
   const auto table = tuning_table(device);
   if (table->entries.empty()) return default_reduce_params(device);
-  const TuneEntry* entry = nearest_entry(table, "reduce", std::string(to_string(dtype)),
-                                         reduce_shape_class(static_cast<uint64_t>(layout.outputs),
-                                                            static_cast<uint64_t>(layout.count)));
-  if (!entry) return default_reduce_params(device);
-  return ReduceParams::parse(entry->params).value_or(default_reduce_params(device));
+  const std::string dtype_name(to_string(dtype));
+  const std::string shape_class = reduce_shape_class(static_cast<uint64_t>(layout.outputs),
+                                                     static_cast<uint64_t>(layout.count));
+  return remembered<ReduceParams>(table, dtype_name + " " + shape_class, [&] {
+    const TuneEntry* entry = nearest_entry(*table, "reduce", dtype_name, shape_class);
+    if (!entry) return default_reduce_params(device);
+    return ReduceParams::parse(entry->params).value_or(default_reduce_params(device));
+  });
 }
 
 }  // namespace hal::ops

@@ -1,6 +1,5 @@
 #include "ops/shape_class.hpp"
 
-#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -77,29 +76,6 @@ const TuneEntry* nearest_entry(const TuningTable& table, const std::string& op,
     }
   }
   return best;
-}
-
-const TuneEntry* nearest_entry(const std::shared_ptr<const TuningTable>& table,
-                               const std::string& op, const std::string& dtype,
-                               const std::string& shape_class) {
-  if (table->entries.empty()) return nullptr;
-  // A few answers per thread, each with the table it came from (held, so that a table the
-  // store has replaced cannot be mistaken for a new one at the same address).
-  struct Answer {
-    std::shared_ptr<const TuningTable> table;
-    std::string op, dtype, shape_class;
-    const TuneEntry* entry = nullptr;
-  };
-  thread_local std::array<Answer, 16> answers;
-  thread_local size_t next = 0;
-  for (const Answer& answer : answers)
-    if (answer.table == table && answer.shape_class == shape_class && answer.op == op &&
-        answer.dtype == dtype)
-      return answer.entry;
-  Answer& answer = answers[next];
-  next = (next + 1) % answers.size();
-  answer = {table, op, dtype, shape_class, nearest_entry(*table, op, dtype, shape_class)};
-  return answer.entry;
 }
 
 }  // namespace hal::ops

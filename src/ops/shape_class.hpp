@@ -2,6 +2,8 @@
 // ("NN m2048 n2048 k512"), and the nearest tuned class to an untuned one.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,11 +25,26 @@ double class_distance(const std::string& a, const std::string& b);
 const TuneEntry* nearest_entry(const TuningTable& table, const std::string& op,
                                const std::string& dtype, const std::string& shape_class);
 
-// The same for a table of the store (tuning_table), remembered per thread for the latest 16
-// questions (with the tables they were asked of): ops ask on every call, and the search reads
-// every entry's class. Null at once for an empty table. The entry lives as long as `table`.
-const TuneEntry* nearest_entry(const std::shared_ptr<const TuningTable>& table,
-                               const std::string& op, const std::string& dtype,
-                               const std::string& shape_class);
+// An answer about a table of the store (tuning_table) to `question`, made by `answer()` once
+// and then remembered per thread for the latest kSlots questions, each with its table held, so
+// that a table the store has replaced is asked again, never mistaken for a new one at the same
+// address. Ops ask on every call, and answering reads every entry's class.
+template <class Answer, size_t kSlots = 8, class Make>
+Answer remembered(const std::shared_ptr<const TuningTable>& table, const std::string& question,
+                  Make&& answer) {
+  struct Slot {
+    std::shared_ptr<const TuningTable> table;
+    std::string question;
+    Answer answer{};
+  };
+  thread_local std::array<Slot, kSlots> slots;
+  thread_local size_t next = 0;
+  for (const Slot& slot : slots)
+    if (slot.table == table && slot.question == question) return slot.answer;
+  Slot& slot = slots[next];
+  next = (next + 1) % kSlots;
+  slot = {table, question, answer()};
+  return slot.answer;
+}
 
 }  // namespace hal::ops
