@@ -148,17 +148,6 @@ void CudaStream::refuse_while_capturing(std::string_view operation) const {
                 where(operation) + ": the stream is capturing a graph; call end_capture() first");
 }
 
-void CudaStream::enqueued(std::span<Ref> refs, Batches& done) {
-  if (capture_) {
-    for (Ref& ref : refs) capture_->push_back(std::move(ref));
-    return;
-  }
-  if (refs_.add(refs)) {
-    fence_open_batch();
-    refs_.take_completed(done);
-  }
-}
-
 void CudaStream::fence_open_batch() {
   CUevent fence = refs_.take_spare();
   CUresult result = fence ? CUDA_SUCCESS : api_.cuEventCreate(&fence, CU_EVENT_DISABLE_TIMING);
@@ -201,7 +190,10 @@ void CudaStream::enqueue_blas(std::vector<Ref> refs, std::string_view what, cons
     const auto enqueue = [&] { return call(*cublas_, blas_); };
     cublas_->check(timed_enqueue(CommandSpan{"kernel", what, {}}, enqueue, CUBLAS_STATUS_SUCCESS),
                    where(what), "cuBLAS");
-    enqueued(refs, done);
+    auto each_object = [&](auto&& keep) {
+      for (const Ref& ref : refs) keep(ref);
+    };
+    keep_objects(each_object, done);
   }
   refs_.release(done);
 }
@@ -436,8 +428,9 @@ void CudaStream::keep_until_done(std::shared_ptr<const void> value) {
   {
     std::lock_guard lock(mutex_);
     device_->make_current();  // a full batch is fenced here: cuEventRecord needs the context
-    Ref ref = std::move(value);
-    enqueued({&ref, 1}, done);  // in the open batch: released once a fence after it has passed
+    // In the open batch: released once a fence after it has passed.
+    auto each_object = [&](auto&& keep) { keep(value); };
+    keep_objects(each_object, done);
   }
   refs_.release(done);
 }

@@ -104,15 +104,7 @@ class CudaStream final : public StreamImpl {
       if (const CUresult result = timed_enqueue(span, enqueue, CUDA_SUCCESS);
           result != CUDA_SUCCESS) [[unlikely]]
         fail_with(result);
-      if (capture_) {
-        each_object([this](const auto& ref) { capture_->push_back(ref); });
-      } else {
-        each_object([this](const auto& ref) { refs_.hold(ref); });
-        if (refs_.end_command()) {
-          fence_open_batch();
-          refs_.take_completed(done);
-        }
-      }
+      keep_objects(each_object, done);
     }
     refs_.release(done);
   }
@@ -142,9 +134,21 @@ class CudaStream final : public StreamImpl {
       spans_->cancel();
     return status;
   }
-  // Under mutex_: keeps the references of the command just enqueued (for the graph while
-  // capturing), fencing the open batch when it is full.
-  void enqueued(std::span<Ref> refs, Batches& done);
+  // Under mutex_: keeps what the command just enqueued uses (`each_object(keep)` calls keep for
+  // each shared_ptr): for the graph while capturing, else in the open batch, which is fenced
+  // when it is full (its completed predecessors go to `done`).
+  template <class EachObject>
+  void keep_objects(EachObject& each_object, Batches& done) {
+    if (capture_) {
+      each_object([this](const auto& ref) { capture_->push_back(ref); });
+      return;
+    }
+    each_object([this](const auto& ref) { refs_.hold(ref); });
+    if (refs_.end_command()) {
+      fence_open_batch();
+      refs_.take_completed(done);
+    }
+  }
   // Under mutex_: records a fence (a spare that has passed, or a new CUevent) after the open
   // batch's commands and closes it.
   void fence_open_batch();
