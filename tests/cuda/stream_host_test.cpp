@@ -11,12 +11,14 @@
 
 #include "backends/cuda/stand_in_driver.hpp"
 #include "hal/hal.hpp"
+#include "test_util.hpp"
 
 namespace hal::cuda {
 namespace {
 
 using stand_in::Driver;
 using stand_in::Launch;
+using test::expect_error;
 
 class StandInCuda : public ::testing::Test {
  protected:
@@ -165,17 +167,10 @@ TEST_F(StandInCuda, FencesAreReusedRatherThanMadePerBatch) {
 TEST_F(StandInCuda, AFailedLaunchNamesTheKernelAndItsGeometry) {
   Stream stream = device.create_stream();
   driver.fail_launches(CUDA_ERROR_INVALID_VALUE);
-  try {
-    stream.launch(kernel, LaunchConfig::linear(1000));
-    FAIL() << "the driver's failure was not reported";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.code(), ErrorCode::InvalidArgument);
-    const std::string message = error.what();
-    EXPECT_NE(message.find("cuda:0 (hal stand-in GPU)"), std::string::npos) << message;
-    EXPECT_NE(message.find("launch of 'empty'"), std::string::npos) << message;
-    EXPECT_NE(message.find("grid {4, 1, 1} and block {256, 1, 1}"), std::string::npos) << message;
-    EXPECT_NE(message.find("CUDA_ERROR_INVALID_VALUE"), std::string::npos) << message;
-  }
+  expect_error([&] { stream.launch(kernel, LaunchConfig::linear(1000)); },
+               ErrorCode::InvalidArgument,
+               {"cuda:0 (hal stand-in GPU)", "launch of 'empty'",
+                "grid {4, 1, 1} and block {256, 1, 1}", "CUDA_ERROR_INVALID_VALUE"});
   driver.fail_launches(CUDA_SUCCESS);
   stream.launch(kernel, LaunchConfig::linear(1));  // the stream is intact
   stream.synchronize();
@@ -186,15 +181,8 @@ TEST_F(StandInCuda, GeometryBeyondTheDevicesLimitsIsRefusedBeforeTheDriver) {
   Stream stream = device.create_stream();
   LaunchConfig config = LaunchConfig::linear(4096);
   config.local = {2048, 1, 1};
-  try {
-    stream.launch(kernel, config);
-    FAIL() << "2048 threads a block were accepted";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.code(), ErrorCode::InvalidArgument);
-    EXPECT_NE(std::string(error.what()).find("has 2048 threads; cuda:0 allows at most 1024"),
-              std::string::npos)
-        << error.what();
-  }
+  expect_error([&] { stream.launch(kernel, config); }, ErrorCode::InvalidArgument,
+               {"has 2048 threads; cuda:0 allows at most 1024"});
   config = LaunchConfig::grid(1, 1u << 20);  // 65 536 blocks of 16 in y: the limit is 65 535
   EXPECT_THROW(stream.launch(kernel, config), Error);
   config = LaunchConfig::linear(1);
@@ -207,14 +195,8 @@ TEST_F(StandInCuda, WorkThatFailedOnTheDeviceSurfacesAtSynchronize) {
   Stream stream = device.create_stream();
   stream.launch(kernel, LaunchConfig::linear(1));
   driver.fail_work(CUDA_ERROR_ILLEGAL_ADDRESS);
-  try {
-    stream.synchronize();
-    FAIL() << "the failure was not reported";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.code(), ErrorCode::AsyncFailure);
-    EXPECT_NE(std::string(error.what()).find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos)
-        << error.what();
-  }
+  expect_error([&] { stream.synchronize(); }, ErrorCode::AsyncFailure,
+               {"CUDA_ERROR_ILLEGAL_ADDRESS"});
   driver.fail_work(CUDA_SUCCESS);
 }
 

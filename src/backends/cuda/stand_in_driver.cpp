@@ -116,6 +116,20 @@ struct EntryPoints {
   // What finished work reports: the injected failure, if any.
   static CUresult work_status() { return driver().fail_work_.load(); }
   static void synchronize() { complete_up_to(state().enqueued.load()); }
+  static Handle& handle(void* stream_or_event) { return *static_cast<Handle*>(stream_or_event); }
+  // A command enqueued on `stream`, which it is now the latest of.
+  static CUresult enqueue_on(CUstream stream) {
+    handle(stream).command = enqueue();
+    return CUDA_SUCCESS;
+  }
+  // A stream's or event's status: done once its latest command has run.
+  static CUresult status_of(void* stream_or_event) {
+    return done(handle(stream_or_event).command.load()) ? work_status() : CUDA_ERROR_NOT_READY;
+  }
+  static CUresult run_everything() {
+    synchronize();
+    return work_status();
+  }
 
   static void install(CuApi& api) {
 #define HAL_STAND_IN_REFUSE(name) api.name = &Refuse<decltype(api.name)>::call;
@@ -253,17 +267,10 @@ struct EntryPoints {
       delete reinterpret_cast<Handle*>(stream);
       return CUDA_SUCCESS;
     };
-    api.cuStreamSynchronize = [](CUstream) {
-      synchronize();
-      return work_status();
-    };
-    api.cuStreamQuery = [](CUstream stream) {
-      return done(reinterpret_cast<Handle*>(stream)->command.load()) ? work_status()
-                                                                     : CUDA_ERROR_NOT_READY;
-    };
+    api.cuStreamSynchronize = [](CUstream) { return run_everything(); };
+    api.cuStreamQuery = [](CUstream stream) { return status_of(stream); };
     api.cuStreamWaitEvent = [](CUstream stream, CUevent, unsigned int) {
-      reinterpret_cast<Handle*>(stream)->command = enqueue();
-      return CUDA_SUCCESS;
+      return enqueue_on(stream);
     };
     api.cuEventCreate = [](CUevent* event, unsigned int) {
       state().events_created.fetch_add(1, std::memory_order_relaxed);
@@ -278,55 +285,44 @@ struct EntryPoints {
     };
     api.cuEventRecord = [](CUevent event, CUstream stream) {
       state().event_records.fetch_add(1, std::memory_order_relaxed);
-      const uint64_t number = enqueue();
-      reinterpret_cast<Handle*>(stream)->command = number;
-      reinterpret_cast<Handle*>(event)->command = number;
+      handle(event).command = enqueue();
+      handle(stream).command = handle(event).command.load();
       return CUDA_SUCCESS;
     };
     api.cuEventQuery = [](CUevent event) {
       state().event_queries.fetch_add(1, std::memory_order_relaxed);
-      return done(reinterpret_cast<Handle*>(event)->command.load()) ? work_status()
-                                                                    : CUDA_ERROR_NOT_READY;
+      return status_of(event);
     };
-    api.cuEventSynchronize = [](CUevent) {
-      synchronize();
-      return work_status();
-    };
+    api.cuEventSynchronize = [](CUevent) { return run_everything(); };
   }
 
   // Work: done when enqueued.
   static void install_work(CuApi& api) {
     api.cuMemcpyHtoDAsync = [](CUdeviceptr to, const void* from, size_t bytes, CUstream stream) {
       std::memcpy(reinterpret_cast<void*>(to), from, bytes);
-      reinterpret_cast<Handle*>(stream)->command = enqueue();
-      return CUDA_SUCCESS;
+      return enqueue_on(stream);
     };
     api.cuMemcpyDtoHAsync = [](void* to, CUdeviceptr from, size_t bytes, CUstream stream) {
       std::memcpy(to, reinterpret_cast<const void*>(from), bytes);
-      reinterpret_cast<Handle*>(stream)->command = enqueue();
-      return CUDA_SUCCESS;
+      return enqueue_on(stream);
     };
     api.cuMemcpyDtoDAsync = [](CUdeviceptr to, CUdeviceptr from, size_t bytes, CUstream stream) {
       std::memmove(reinterpret_cast<void*>(to), reinterpret_cast<const void*>(from), bytes);
-      reinterpret_cast<Handle*>(stream)->command = enqueue();
-      return CUDA_SUCCESS;
+      return enqueue_on(stream);
     };
     api.cuMemsetD8Async = [](CUdeviceptr to, unsigned char value, size_t count, CUstream stream) {
       std::memset(reinterpret_cast<void*>(to), value, count);
-      reinterpret_cast<Handle*>(stream)->command = enqueue();
-      return CUDA_SUCCESS;
+      return enqueue_on(stream);
     };
     api.cuMemsetD16Async = [](CUdeviceptr to, unsigned short value, size_t count, CUstream stream) {
       auto* out = reinterpret_cast<unsigned short*>(to);
       for (size_t i = 0; i < count; ++i) out[i] = value;
-      reinterpret_cast<Handle*>(stream)->command = enqueue();
-      return CUDA_SUCCESS;
+      return enqueue_on(stream);
     };
     api.cuMemsetD32Async = [](CUdeviceptr to, unsigned int value, size_t count, CUstream stream) {
       auto* out = reinterpret_cast<unsigned int*>(to);
       for (size_t i = 0; i < count; ++i) out[i] = value;
-      reinterpret_cast<Handle*>(stream)->command = enqueue();
-      return CUDA_SUCCESS;
+      return enqueue_on(stream);
     };
     api.cuModuleUnload = [](CUmodule) { return CUDA_SUCCESS; };
     api.cuFuncSetAttribute = [](CUfunction, CUfunction_attribute, int) { return CUDA_SUCCESS; };
@@ -348,8 +344,7 @@ struct EntryPoints {
         d.state().last_launch = std::move(launch);
       }
       d.state().launches.fetch_add(1, std::memory_order_relaxed);
-      reinterpret_cast<Handle*>(stream)->command = enqueue();
-      return CUDA_SUCCESS;
+      return enqueue_on(stream);
     };
   }
 };
