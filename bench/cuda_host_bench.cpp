@@ -6,7 +6,10 @@
 // calls hal makes beside cuLaunchKernel (the current context, fences) are counted, since on a
 // GPU each costs what the driver takes for it.
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <functional>
+#include <string_view>
 #include <vector>
 
 #include "backends/cuda/stand_in_driver.hpp"
@@ -17,7 +20,7 @@ namespace hal::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kBlock = 4096;       // launches timed together
+constexpr int kBlock = 4096;       // calls timed together
 constexpr int kRounds = 21;        // blocks of hal and of the raw call, alternating
 constexpr double kBudgetNs = 200;  // #24: hal <= raw cuLaunchKernel + 0.2 us
 
@@ -27,10 +30,10 @@ double median(std::vector<double> values) {
 }
 
 // Nanoseconds a call (a launch, a copy), timed over a block; `drain` (untimed) afterwards.
-template <class Launch, class Drain>
-double per_launch(Launch&& launch, Drain&& drain) {
+template <class Call, class Drain>
+double per_call(Call&& call, Drain&& drain) {
   const Clock::time_point start = Clock::now();
-  for (int i = 0; i < kBlock; ++i) launch();
+  for (int i = 0; i < kBlock; ++i) call();
   const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
   drain();
   return ns / kBlock;
@@ -76,50 +79,52 @@ std::vector<Figure> measure() {
   const auto drain_hal = [&] { stream.synchronize(); };
   const auto drain_raw = [&] { api.cuStreamSynchronize(raw); };
 
-  for (int warm = 0; warm < 2; ++warm) {
-    per_launch(hal_empty, drain_hal);
-    per_launch(raw_empty, drain_raw);
-  }
-  std::vector<double> hal_e, raw_e, hal_a, raw_a, hal_up, raw_up, hal_down, raw_down;
+  // Each figure: hal's call beside the stand-in's own, blocks alternating.
+  struct Pair {
+    const char* name;
+    std::function<void()> hal, raw;
+    std::vector<double> hal_ns{}, raw_ns{};
+  };
+  std::array<Pair, 4> pairs{{{"launch_empty_added_stand_in", hal_empty, raw_empty},
+                             {"launch_3_args_added_stand_in", hal_args, raw_args},
+                             {"copy_h2d_4k_added_stand_in", hal_upload, raw_upload},
+                             {"copy_d2h_4k_added_stand_in", hal_download, raw_download}}};
+  for (int warm = 0; warm < 2; ++warm)
+    for (Pair& pair : pairs) {
+      per_call(pair.hal, drain_hal);
+      per_call(pair.raw, drain_raw);
+    }
+  for (int round = 0; round < kRounds; ++round)
+    for (Pair& pair : pairs) {
+      pair.hal_ns.push_back(per_call(pair.hal, drain_hal));
+      pair.raw_ns.push_back(per_call(pair.raw, drain_raw));
+    }
+
+  // Driver calls a hal launch makes, cuLaunchKernel included (the raw loop makes one).
   const cuda::stand_in::Counts before = driver.counts();
   for (int round = 0; round < kRounds; ++round) {
-    hal_e.push_back(per_launch(hal_empty, drain_hal));
-    raw_e.push_back(per_launch(raw_empty, drain_raw));
-    hal_a.push_back(per_launch(hal_args, drain_hal));
-    raw_a.push_back(per_launch(raw_args, drain_raw));
+    per_call(hal_empty, drain_hal);
+    per_call(hal_args, drain_hal);
   }
   const cuda::stand_in::Counts after = driver.counts();
-  for (int round = 0; round < kRounds; ++round) {
-    hal_up.push_back(per_launch(hal_upload, drain_hal));
-    raw_up.push_back(per_launch(raw_upload, drain_raw));
-    hal_down.push_back(per_launch(hal_download, drain_hal));
-    raw_down.push_back(per_launch(raw_download, drain_raw));
-  }
   api.cuStreamDestroy(raw);
-
-  // Driver calls a hal launch makes, cuLaunchKernel included (the raw loop makes one), over
-  // the hal blocks only: the raw blocks launched as many.
-  const double hal_launches = (after.launches - before.launches) / 2.0;
-  const double events_made = static_cast<double>(after.events_created - before.events_created);
-  const double calls = hal_launches +
+  const double launches = static_cast<double>(after.launches - before.launches);
+  const double calls = launches +
                        static_cast<double>(after.context_queries - before.context_queries) +
-                       2 * events_made +  // created and destroyed
+                       2.0 * static_cast<double>(after.events_created - before.events_created) +
                        static_cast<double>(after.event_records - before.event_records) +
                        static_cast<double>(after.event_queries - before.event_queries);
 
-  const double added_empty = median(hal_e) - median(raw_e);
-  const double added_args = median(hal_a) - median(raw_a);
-  return {
-      {"launch_empty_added_stand_in", added_empty, "ns", "goal_budget", kBudgetNs,
-       added_empty / kBudgetNs, "lower", "ratio <= 1"},
-      {"launch_3_args_added_stand_in", added_args, "ns", "goal_budget", kBudgetNs,
-       added_args / kBudgetNs, "lower", "ratio <= 1"},
-      {"copy_h2d_4k_added_stand_in", median(hal_up) - median(raw_up), "ns", "", 0, 0, "lower", ""},
-      {"copy_d2h_4k_added_stand_in", median(hal_down) - median(raw_down), "ns", "", 0, 0, "lower",
-       ""},
-      {"driver_calls_per_launch", calls / hal_launches, "calls", "raw_cuLaunchKernel", 1.0,
-       calls / hal_launches, "lower", ""},
-  };
+  std::vector<Figure> figures;
+  for (const Pair& pair : pairs) {
+    const double added = median(pair.hal_ns) - median(pair.raw_ns);
+    const bool launch = std::string_view(pair.name).starts_with("launch");
+    figures.push_back({pair.name, added, "ns", launch ? "goal_budget" : "", launch ? kBudgetNs : 0,
+                       launch ? added / kBudgetNs : 0, "lower", launch ? "ratio <= 1" : ""});
+  }
+  figures.push_back({"driver_calls_per_launch", calls / launches, "calls", "raw_cuLaunchKernel",
+                     1.0, calls / launches, "lower", ""});
+  return figures;
 }
 
 }  // namespace
