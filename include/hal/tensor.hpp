@@ -162,6 +162,11 @@ class Tensor {
 
  private:
   friend class autograd::Access;
+  // empty()'s tensor: contiguous storage it has just sized for the shape, after its own checks
+  // of the dtype and the byte count, so only the strides are left to make.
+  friend Tensor empty(const Shape& shape, DType dtype, const Device& device);
+  struct Fresh {};
+  Tensor(Buffer storage, DType dtype, const Shape& shape, Fresh);
   void check_host_type(bool matches, std::string_view host_type) const;
   int64_t wrap_dim(int64_t dim, const char* operation, int64_t extra = 0) const;
 

@@ -237,16 +237,17 @@ namespace {
                                                    const Kernel& kernel, const LaunchConfig& config,
                                                    std::span<const KernelArg> args) {
   StreamImpl& stream = checked(self);
-  const detail::ErrorContext context(stream.device().info().id, "launch");
+  DeviceImpl& device = stream.device();  // asked once: a virtual call
+  const DeviceInfo& info = device.info();
+  const detail::ErrorContext context(info.id, "launch");
   if (!kernel) throw Error(ErrorCode::InvalidArgument, where(stream, "launch") + ": empty kernel");
-  const DeviceInfo& info = stream.device().info();
   // Messages are built only on failure: launch is on the hot path.
   auto what = [&] { return where(stream, "launch of '" + kernel.name() + "'"); };
   const bool host_kernel = kernel.impl()->is_host();
   if (host_kernel && !info.has_feature(feature::kHostKernels))
     throw Error(ErrorCode::Unsupported,
                 what() + ": a host (C++) kernel, and " + info.id + " runs only compiled kernels");
-  if (const DeviceImpl* home = kernel.impl()->device(); home && home != &stream.device())
+  if (const DeviceImpl* home = kernel.impl()->device(); home && home != &device)
     throw Error(ErrorCode::InvalidArgument, what() + ": the kernel was compiled for " +
                                                 home->info().id + "; compile it for " + info.id);
   uint64_t total = 1;
@@ -286,7 +287,7 @@ namespace {
                                              " is past the end of its " +
                                              std::to_string(buffer.size()) + "-byte buffer");
     const bool reachable =
-        &buffer.device() == &stream.device() || (host_kernel && buffer.host_pointer() != nullptr);
+        &buffer.device() == &device || (host_kernel && buffer.host_pointer() != nullptr);
     if (!reachable)
       throw Error(ErrorCode::InvalidArgument, which() + " is a buffer of " +
                                                   buffer.device().info().id + ", not of " +

@@ -50,6 +50,13 @@ ElementwiseLayout<kInputs> merge(const Shape& shape, std::span<const Tensor* con
   for (size_t v = 0; v < kInputs; ++v) layout.offsets[v] = v < in.size() ? in[v]->offset() : 0;
   layout.flat = true;
   for (const Tensor* t : in) layout.flat = layout.flat && t->shape() == shape && t->is_contiguous();
+  if (layout.flat && layout.count > 1) {
+    // What the merge below makes of contiguous operands of the result's shape, without its
+    // walk over the dimensions: one dimension, every operand at stride 1 (unused ones at 0).
+    layout.shape.assign(1, layout.count);
+    for (size_t v = 0; v < kInputs; ++v) layout.strides[v].assign(1, v < in.size() ? 1 : 0);
+    return layout;
+  }
   // At most one merged dimension per dimension of `shape`, and one for a single element (for
   // kernels that walk rows); sized once, trimmed at the end.
   const size_t most = std::max<size_t>(shape.size(), 1);

@@ -28,7 +28,7 @@ Tensor empty(const Shape& shape, DType dtype, const Device& device) {
   // A tensor without elements still has storage (of one element), so that it has a device.
   const auto bytes =
       std::max<int64_t>(tensor::byte_count(shape, dtype), static_cast<int64_t>(size_of(dtype)));
-  return Tensor(device.allocate(static_cast<size_t>(bytes)), dtype, shape);
+  return Tensor(device.allocate(static_cast<size_t>(bytes)), dtype, shape, Tensor::Fresh{});
 }
 
 Tensor full(const Shape& shape, double value, DType dtype, Stream& stream) {

@@ -20,19 +20,22 @@ std::string to_string(const Shape& shape) {
 }
 
 int64_t numel(const Shape& shape) {
-  for (int64_t size : shape)
-    if (size < 0)
-      throw Error(ErrorCode::InvalidArgument, "shape " + to_string(shape) + " has a negative size");
-  // No elements, however large the other sizes are.
-  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
+  // One pass (numel is asked several times by every op): a negative size is an error; a zero
+  // makes the count 0 however large the other sizes are, so an overflow is reported only when
+  // no size is zero.
   int64_t count = 1;
+  bool negative = false, zero = false, overflow = false;
   for (int64_t size : shape) {
-    const auto product = detail::checked_mul(count, size);
-    if (!product)
-      throw Error(ErrorCode::InvalidArgument,
-                  "shape " + to_string(shape) + " has more elements than int64 can count");
-    count = *product;
+    negative |= size < 0;
+    zero |= size == 0;
+    overflow |= __builtin_mul_overflow(count, size, &count);
   }
+  if (negative) [[unlikely]]
+    throw Error(ErrorCode::InvalidArgument, "shape " + to_string(shape) + " has a negative size");
+  if (zero) return 0;
+  if (overflow) [[unlikely]]
+    throw Error(ErrorCode::InvalidArgument,
+                "shape " + to_string(shape) + " has more elements than int64 can count");
   return count;
 }
 
@@ -95,6 +98,12 @@ Tensor::Tensor(Buffer storage, DType dtype, Shape shape, Shape strides, int64_t 
                                            ", past the " + std::to_string(capacity) +
                                            " elements of its storage");
 }
+
+Tensor::Tensor(Buffer storage, DType dtype, const Shape& shape, Fresh)
+    : storage_(std::move(storage)),
+      dtype_(dtype),
+      shape_(shape),
+      strides_(contiguous_strides(shape_)) {}
 
 int64_t Tensor::numel() const { return hal::numel(shape_); }
 

@@ -40,6 +40,9 @@ TEST(TensorLimits, ElementCountsPastInt64AreRefused) {
       ErrorCode::InvalidArgument, {"[9223372036854775807, 2]", "more elements"});
   // A size of 0 empties any shape, however large the other sizes.
   EXPECT_EQ(numel({kMax, 2, 0}), 0);
+  EXPECT_EQ(numel({0, kMax, kMax}), 0);
+  // A negative size is an error even beside a zero.
+  expect_error([&] { numel({0, -1}); }, ErrorCode::InvalidArgument, {"[0, -1]", "negative size"});
   EXPECT_EQ(empty({int64_t{1} << 62, 0}, DType::f32, cpu()).numel(), 0);
 }
 
