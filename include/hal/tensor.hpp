@@ -33,6 +33,13 @@ struct Meta;
 class Access;
 }  // namespace autograd
 
+class Tensor;
+namespace detail {
+// empty() on the device `device` names (hal's ops allocate results beside an operand this way,
+// without a Device handle of their own).
+Tensor empty_on(const Shape& shape, DType dtype, const std::shared_ptr<DeviceImpl>& device);
+}  // namespace detail
+
 // "[2, 3, 4]".
 std::string to_string(const Shape& shape);
 // The product of the sizes (1 for a 0-d shape); InvalidArgument for a negative size or a
@@ -164,7 +171,8 @@ class Tensor {
   friend class autograd::Access;
   // empty()'s tensor: contiguous storage it has just sized for the shape, after its own checks
   // of the dtype and the byte count, so only the strides are left to make.
-  friend Tensor empty(const Shape& shape, DType dtype, const Device& device);
+  friend Tensor detail::empty_on(const Shape& shape, DType dtype,
+                                 const std::shared_ptr<DeviceImpl>& device);
   struct Fresh {};
   Tensor(Buffer storage, DType dtype, const Shape& shape, Fresh);
   void check_host_type(bool matches, std::string_view host_type) const;

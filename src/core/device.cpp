@@ -11,6 +11,7 @@
 
 #include "core/caching_allocator.hpp"
 #include "core/declared_signature.hpp"
+#include "core/device_allocate.hpp"
 #include "core/device_core.hpp"
 #include "hal/backend.hpp"
 #include "hal/units.hpp"
@@ -118,10 +119,15 @@ namespace {
 
 }  // namespace
 
-Buffer Device::allocate(size_t bytes, MemoryKind kind, AllocationMode mode) const {
+Buffer detail::allocate(const std::shared_ptr<DeviceImpl>& device, size_t bytes, MemoryKind kind,
+                        AllocationMode mode) {
   if (trace::enabled()) [[unlikely]]
-    return traced_allocate(impl_, bytes, kind, mode);
-  return allocate_untraced(impl_, bytes, kind, mode);
+    return traced_allocate(device, bytes, kind, mode);
+  return allocate_untraced(device, bytes, kind, mode);
+}
+
+Buffer Device::allocate(size_t bytes, MemoryKind kind, AllocationMode mode) const {
+  return detail::allocate(impl_, bytes, kind, mode);
 }
 
 Allocator& Device::allocator(MemoryKind kind) const {

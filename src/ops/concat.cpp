@@ -54,7 +54,7 @@ Tensor concat_of(const std::vector<Tensor>& parts, int64_t axis_in, Stream& stre
     shape[static_cast<size_t>(axis)] += part.size(axis);
   }
   const OpPlan plan = plan_or_throw(concat_descriptor(), first.dtype(), {&first});
-  Tensor out = empty(shape, first.dtype(), first.device());
+  Tensor out = empty_beside(first, shape, first.dtype());
   if (out.numel() == 0) return out;
   std::vector<Tensor> packed;
   for (const Tensor& part : parts) packed.push_back(part.contiguous(stream));
@@ -71,7 +71,7 @@ void copied_concat(const std::vector<Tensor>& parts, int64_t axis, const Tensor&
                                               [](int64_t size) { return size != 1; });
   Shape moved_shape;
   for (int64_t d : order) moved_shape.push_back(out.size(d));
-  const Tensor target = moved ? empty(moved_shape, out.dtype(), out.device()) : out;
+  const Tensor target = moved ? empty_beside(out, moved_shape, out.dtype()) : out;
   size_t offset = 0;
   for (const Tensor& part : parts) {
     const Tensor block = moved ? part.permute(order).contiguous(stream) : part;

@@ -6,6 +6,7 @@
 #include "hal/ops.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/fallback.hpp"
+#include "ops/op_checks.hpp"
 #include "ops/op_table.hpp"
 #include "ops/window.hpp"
 
@@ -89,7 +90,7 @@ Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
     std::optional<Tensor> cast;
     return ops::in_compute_dtype(t, plan, stream, cast).contiguous(stream);
   };
-  if (numel(out_shape) == 0) return empty(out_shape, plan.result, x_in.device());
+  if (numel(out_shape) == 0) return ops::empty_beside(x_in, out_shape, plan.result);
   if (!plan.implementation) {
     // No convolution of the device's own in this dtype: im2col and matmul.
     ops::Window window{Shape(w_in.shape().begin() + 2, w_in.shape().end()),
@@ -105,7 +106,7 @@ Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
     if (options.relu) y = relu(y, stream);
     return ops::as_result(std::move(y), plan, stream);
   }
-  Tensor out = empty(out_shape, plan.compute, x_in.device());
+  Tensor out = ops::empty_beside(x_in, out_shape, plan.compute);
   if (out.numel() == 0) return ops::as_result(std::move(out), plan, stream);
   const Tensor x = prepared(x_in), w = prepared(w_in);
   const Tensor bias = bias_in.defined() ? prepared(bias_in) : Tensor();

@@ -90,7 +90,7 @@ Tensor cross_entropy_of(const Tensor& logits, const Tensor& targets, int64_t ign
         cross_entropy_of(cast(logits, plan.compute, s), targets, ignore_index, smoothing, s),
         logits.dtype(), s);
   if (plan.implementation && logits.numel() > 0) {
-    Tensor out = empty({}, logits.dtype(), logits.device());
+    Tensor out = empty_beside(logits, {}, logits.dtype());
     std::get<CrossEntropyKernel>(plan.implementation->kernel)(
         logits.contiguous(s), targets.contiguous(s), out, ignore_index, smoothing, s);
     return out;
@@ -114,7 +114,7 @@ Tensor cross_entropy_backward_of(const Tensor& logits, const Tensor& targets, co
                                           cast(grad, plan.compute, s), ignore_index, smoothing, s),
                 logits.dtype(), s);
   if (plan.implementation) {
-    Tensor out = empty(logits.shape(), logits.dtype(), logits.device());
+    Tensor out = empty_beside(logits, logits.shape(), logits.dtype());
     if (out.numel() > 0)
       std::get<CrossEntropyBackwardKernel>(plan.implementation->kernel)(
           logits.contiguous(s), targets.contiguous(s), grad, out, ignore_index, smoothing, s);

@@ -28,9 +28,9 @@ Tensor dropout_of(const Tensor& x, double p, uint64_t seed, Stream& s) {
   const OpPlan plan = plan_or_throw(dropout_descriptor(), x.dtype(), {&x});
   if (plan.compute != x.dtype())
     return cast(dropout_of(cast(x, plan.compute, s), p, seed, s), x.dtype(), s);
-  if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
+  if (x.numel() == 0) return empty_beside(x, x.shape(), x.dtype());
   if (plan.implementation) {
-    Tensor out = empty(x.shape(), x.dtype(), x.device());
+    Tensor out = empty_beside(x, x.shape(), x.dtype());
     std::get<DropoutKernel>(plan.implementation->kernel)(x.contiguous(s), out, p, seed, s);
     return out;
   }

@@ -37,6 +37,32 @@ Tensor as_result(Tensor out, const OpPlan& plan, Stream& stream) {
 std::string_view name(Binary op) { return descriptor(op).name; }
 std::string_view name(Unary op) { return descriptor(op).name; }
 
+namespace {
+
+// The op on operands already in the plan's compute dtype.
+Tensor run_binary(Binary op, const OpDescriptor& desc, const OpPlan& plan, const Tensor& a,
+                  const Tensor& b, const Shape& shape, Stream& stream) {
+  Tensor out = empty_beside(a, shape, result_dtype(desc, plan.compute));
+  if (out.numel() > 0)
+    std::get<BinaryKernel>(plan.implementation->kernel)(op, a, b, out, layout_of(a, b, shape),
+                                                        stream);
+  return as_result(std::move(out), plan, stream);
+}
+
+// Apart, so that the common case (no cast) does not build the casts' empty tensors.
+[[gnu::noinline]] Tensor binary_with_casts(Binary op, const OpDescriptor& desc, const OpPlan& plan,
+                                           const Tensor& a_in, const Tensor& b_in,
+                                           const Shape& shape, Stream& stream) {
+  std::optional<Tensor> a_cast, b_cast;
+  return run_binary(op, desc, plan, in_compute_dtype(a_in, plan, stream, a_cast),
+                    in_compute_dtype(b_in, plan, stream, b_cast), shape, stream);
+}
+
+[[gnu::noinline]] Tensor unary_with_cast(Unary op, const OpDescriptor& desc, const OpPlan& plan,
+                                         const Tensor& x_in, Stream& stream);
+
+}  // namespace
+
 Tensor binary(Binary op, const Tensor& a_in, const Tensor& b_in, Stream& stream) {
   const OpDescriptor& desc = descriptor(op);
   check_defined(desc.name, a_in);
@@ -47,27 +73,37 @@ Tensor binary(Binary op, const Tensor& a_in, const Tensor& b_in, Stream& stream)
   const Shape& shape = result_shape(desc.name, a_in, b_in, broadcast);
   const OpPlan plan =
       plan_or_throw(desc, promote_types(a_in.dtype(), b_in.dtype()), {&a_in, &b_in});
-  std::optional<Tensor> a_cast, b_cast;
-  const Tensor& a = in_compute_dtype(a_in, plan, stream, a_cast);
-  const Tensor& b = in_compute_dtype(b_in, plan, stream, b_cast);
-  Tensor out = empty(shape, result_dtype(desc, plan.compute), a.device());
+  if (a_in.dtype() == plan.compute && b_in.dtype() == plan.compute) [[likely]]
+    return run_binary(op, desc, plan, a_in, b_in, shape, stream);
+  return binary_with_casts(op, desc, plan, a_in, b_in, shape, stream);
+}
+
+namespace {
+
+Tensor run_unary(Unary op, const OpDescriptor& desc, const OpPlan& plan, const Tensor& x,
+                 Stream& stream) {
+  Tensor out = empty_beside(x, x.shape(), result_dtype(desc, plan.compute));
   if (out.numel() > 0)
-    std::get<BinaryKernel>(plan.implementation->kernel)(op, a, b, out, layout_of(a, b, shape),
-                                                        stream);
+    std::get<UnaryKernel>(plan.implementation->kernel)(op, x, out, layout_of(x), stream);
   return as_result(std::move(out), plan, stream);
 }
+
+Tensor unary_with_cast(Unary op, const OpDescriptor& desc, const OpPlan& plan, const Tensor& x_in,
+                       Stream& stream) {
+  std::optional<Tensor> x_cast;
+  return run_unary(op, desc, plan, in_compute_dtype(x_in, plan, stream, x_cast), stream);
+}
+
+}  // namespace
 
 Tensor unary(Unary op, const Tensor& x_in, Stream& stream) {
   const OpDescriptor& desc = descriptor(op);
   check_defined(desc.name, x_in);
   check_stream(desc.name, x_in, stream);
   const OpPlan plan = plan_or_throw(desc, x_in.dtype(), {&x_in});
-  std::optional<Tensor> x_cast;
-  const Tensor& x = in_compute_dtype(x_in, plan, stream, x_cast);
-  Tensor out = empty(x.shape(), result_dtype(desc, plan.compute), x.device());
-  if (out.numel() > 0)
-    std::get<UnaryKernel>(plan.implementation->kernel)(op, x, out, layout_of(x), stream);
-  return as_result(std::move(out), plan, stream);
+  if (x_in.dtype() == plan.compute) [[likely]]
+    return run_unary(op, desc, plan, x_in, stream);
+  return unary_with_cast(op, desc, plan, x_in, stream);
 }
 
 Tensor where_of(const Tensor& cond, const Tensor& a_in, const Tensor& b_in, Stream& stream) {
@@ -89,7 +125,7 @@ Tensor where_of(const Tensor& cond, const Tensor& a_in, const Tensor& b_in, Stre
   std::optional<Tensor> a_cast, b_cast;
   const Tensor& a = in_compute_dtype(a_in, plan, stream, a_cast);
   const Tensor& b = in_compute_dtype(b_in, plan, stream, b_cast);
-  Tensor out = empty(shape, plan.compute, a.device());
+  Tensor out = empty_beside(a, shape, plan.compute);
   if (out.numel() > 0)
     std::get<WhereKernel>(plan.implementation->kernel)(cond, a, b, out,
                                                        layout_of(cond, a, b, shape), stream);
@@ -111,7 +147,7 @@ Tensor cast_of(const Tensor& x, DType dtype, Stream& stream) {
                     ": no kernel for " + std::string(to_string(dtype)) + " on " + x.device().id() +
                     " (its " + std::string(kernel.provider) + " convert between " +
                     kernel.dtypes.describe() + ")");
-  Tensor out = empty(x.shape(), dtype, x.device());
+  Tensor out = empty_beside(x, x.shape(), dtype);
   if (out.numel() > 0) std::get<CastKernel>(kernel.kernel)(x, out, layout_of(x), stream);
   return out;
 }

@@ -50,7 +50,7 @@ Tensor embedding_of(const Tensor& weight, const Tensor& indices, Stream& s) {
   Shape shape = indices.shape();
   shape.push_back(weight.size(1));
   if (plan.implementation) {
-    Tensor out = empty(shape, weight.dtype(), weight.device());
+    Tensor out = empty_beside(weight, shape, weight.dtype());
     if (out.numel() > 0)
       std::get<RowsKernel>(plan.implementation->kernel)(weight.contiguous(s), indices.contiguous(s),
                                                         out, s);
@@ -78,7 +78,7 @@ Tensor embedding_backward_of(const Tensor& grad, const Tensor& indices, int64_t 
   const int64_t dim = grad.size(-1);
   const Tensor flat = grad.contiguous(s).reshape({indices.numel(), dim});
   if (plan.implementation) {
-    Tensor out = empty({rows, dim}, grad.dtype(), grad.device());
+    Tensor out = empty_beside(grad, {rows, dim}, grad.dtype());
     if (out.numel() == 0) return out;
     if (indices.numel() == 0) return zeros({rows, dim}, grad.dtype(), s);
     std::get<RowsKernel>(plan.implementation->kernel)(flat, indices.contiguous(s), out, s);

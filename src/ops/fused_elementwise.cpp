@@ -92,7 +92,7 @@ Tensor fused_of(const ElementwiseProgram& program, const std::vector<Tensor>& in
   std::vector<Tensor> inputs;
   for (const Tensor& input : inputs_in)
     inputs.push_back(input.dtype() == plan.compute ? input : cast_of(input, plan.compute, stream));
-  Tensor out = empty(shape, plan.compute, inputs[0].device());
+  Tensor out = empty_beside(inputs[0], shape, plan.compute);
   if (out.numel() > 0)
     std::get<FusedKernel>(plan.implementation->kernel)(compiled, inputs, out,
                                                        layout_of(inputs, shape), stream);

@@ -35,7 +35,7 @@ Tensor run_rows(RowwiseKernel kernel, std::string_view op, const Tensor& x, int6
   const Tensor input = x.contiguous(stream);
   const Tensor w = weight.defined() ? weight.contiguous(stream) : weight;
   const Tensor b = bias.defined() ? bias.contiguous(stream) : bias;
-  const Tensor out = empty(x.shape(), x.dtype(), x.device());
+  const Tensor out = empty_beside(x, x.shape(), x.dtype());
   kernel(descriptor(op), {input, w, b, out, x.numel() / cols, cols, eps}, stream);
   return out;
 }
@@ -57,7 +57,7 @@ Tensor softmax_of(const Tensor& x, int64_t axis, bool logarithm, Stream& stream)
   const DType compute = plan.compute;
   if (compute != x.dtype())
     return cast(softmax_of(cast(x, compute, stream), dim, logarithm, stream), x.dtype(), stream);
-  if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
+  if (x.numel() == 0) return empty_beside(x, x.shape(), x.dtype());
   if (const RowwiseKernel kernel = fused_kernel(plan); kernel && dim == x.dim() - 1)
     return run_rows(kernel, op, x, x.size(dim), Tensor(), Tensor(), 0, stream);
   const Tensor shifted = sub(x, max(x, {dim}, true, stream), stream);
@@ -114,7 +114,7 @@ Tensor layer_norm_of(const Tensor& x, const Shape& normalized_shape, const Tenso
     return cast(layer_norm_of(as_f32(x, stream), normalized_shape, as_f32(weight, stream),
                               as_f32(bias, stream), eps, stream),
                 x.dtype(), stream);
-  if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
+  if (x.numel() == 0) return empty_beside(x, x.shape(), x.dtype());
   if (const RowwiseKernel kernel = fused_kernel(plan))
     return run_rows(kernel, "layer_norm", x, numel(normalized_shape), weight, bias, eps, stream);
   const Tensor centred = sub(x, mean(x, axes, true, stream), stream);
@@ -131,7 +131,7 @@ Tensor rms_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor&
     return cast(
         rms_norm_of(as_f32(x, stream), normalized_shape, as_f32(weight, stream), eps, stream),
         x.dtype(), stream);
-  if (x.numel() == 0) return empty(x.shape(), x.dtype(), x.device());
+  if (x.numel() == 0) return empty_beside(x, x.shape(), x.dtype());
   if (const RowwiseKernel kernel = fused_kernel(plan))
     return run_rows(kernel, "rms_norm", x, numel(normalized_shape), weight, Tensor(), eps, stream);
   const Tensor square_mean = mean(mul(x, x, stream), axes, true, stream);

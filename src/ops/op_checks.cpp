@@ -20,6 +20,11 @@ const DeviceImpl& device_of(const Stream& stream) {
   return stream.impl() ? stream.impl()->device() : *stream.device().impl();
 }
 
+Tensor empty_beside(const Tensor& x, const Shape& shape, DType dtype) {
+  if (!x.defined()) return empty(shape, dtype, x.device());  // throws, as device() does
+  return detail::empty_on(shape, dtype, x.storage().impl()->device_ptr());
+}
+
 void check_same_device(std::string_view op, const Tensor& a, const Tensor& b) {
   if (&device_of(a) != &device_of(b)) [[unlikely]]
     throw Error(ErrorCode::InvalidArgument,

@@ -35,7 +35,7 @@ Tensor pool_of(bool max, const Tensor& x, const PoolOptions& options, Stream& s)
   if (plan.implementation) {
     Shape shape{x.size(0), x.size(1)};
     shape.insert(shape.end(), w.out.begin(), w.out.end());
-    Tensor out = empty(shape, x.dtype(), x.device());
+    Tensor out = empty_beside(x, shape, x.dtype());
     if (out.numel() > 0)
       std::get<PoolKernel>(plan.implementation->kernel)(max, x.contiguous(s), out, w,
                                                         options.count_include_pad, s);

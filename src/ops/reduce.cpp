@@ -89,7 +89,7 @@ Tensor reduce(Reduce op, const Tensor& x_in, const std::vector<int64_t>& axes, b
   if (layout.count == 0 && op != Reduce::sum && op != Reduce::mean && layout.outputs > 0)
     throw Error(ErrorCode::InvalidArgument, std::string(op_name) + " of " + x_in.describe() +
                                                 ": the reduced dimensions hold no elements");
-  Tensor out = empty(shape, result_dtype(desc, plan.compute), x.device());
+  Tensor out = empty_beside(x, shape, result_dtype(desc, plan.compute));
   if (out.numel() > 0)
     std::get<ReduceKernel>(plan.implementation->kernel)(op, x, out, layout, reduced, stream);
   return as_result(std::move(out), plan, stream);

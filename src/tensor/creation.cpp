@@ -4,6 +4,7 @@
 #include <memory>
 #include <sstream>
 
+#include "core/device_allocate.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
 #include "tensor/element_codec.hpp"
@@ -23,12 +24,18 @@ void upload(Stream& stream, const Buffer& dst, std::vector<unsigned char> bytes)
 
 }  // namespace
 
-Tensor empty(const Shape& shape, DType dtype, const Device& device) {
+Tensor detail::empty_on(const Shape& shape, DType dtype,
+                        const std::shared_ptr<DeviceImpl>& device) {
   tensor::check_dtype(dtype, [&] { return "empty of " + to_string(shape); });
   // A tensor without elements still has storage (of one element), so that it has a device.
   const auto bytes =
       std::max<int64_t>(tensor::byte_count(shape, dtype), static_cast<int64_t>(size_of(dtype)));
-  return Tensor(device.allocate(static_cast<size_t>(bytes)), dtype, shape, Tensor::Fresh{});
+  return Tensor(detail::allocate(device, static_cast<size_t>(bytes)), dtype, shape,
+                Tensor::Fresh{});
+}
+
+Tensor empty(const Shape& shape, DType dtype, const Device& device) {
+  return detail::empty_on(shape, dtype, device.impl());
 }
 
 Tensor full(const Shape& shape, double value, DType dtype, Stream& stream) {
