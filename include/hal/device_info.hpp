@@ -93,13 +93,11 @@ struct DeviceInfo {
   bool supports(DType dtype) const {
     return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
   }
-  // Asked on every launch: a scan that compares a name's bytes only when its length matches
-  // (a device has a dozen features or so) costs less than a binary search's string compares.
+  // A scan rather than a binary search of the sorted list: asked on every launch, and a
+  // device has a dozen features or so, most of other lengths than the one asked for.
   bool has_feature(std::string_view feature_name) const {
     for (const std::string& each : features)
-      if (each.size() == feature_name.size() &&
-          std::char_traits<char>::compare(each.data(), feature_name.data(), each.size()) == 0)
-        return true;
+      if (each == feature_name) return true;
     return false;
   }
   std::string_view backend() const { return std::string_view(id).substr(0, id.find(':')); }

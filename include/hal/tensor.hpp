@@ -35,8 +35,8 @@ class Access;
 
 class Tensor;
 namespace detail {
-// empty() on the device `device` names (hal's ops allocate results beside an operand this way,
-// without a Device handle of their own).
+// Not API: empty() on the device `device` names, what hal's ops use to allocate a result
+// beside an operand without making a Device handle.
 Tensor empty_on(const Shape& shape, DType dtype, const std::shared_ptr<DeviceImpl>& device);
 }  // namespace detail
 

@@ -54,12 +54,11 @@ Tensor run_binary(Binary op, const OpDescriptor& desc, const OpPlan& plan, const
                                            const Tensor& a_in, const Tensor& b_in,
                                            const Shape& shape, Stream& stream) {
   std::optional<Tensor> a_cast, b_cast;
-  return run_binary(op, desc, plan, in_compute_dtype(a_in, plan, stream, a_cast),
-                    in_compute_dtype(b_in, plan, stream, b_cast), shape, stream);
+  // a's cast is enqueued (and fails) first, as named statements keep it.
+  const Tensor& a = in_compute_dtype(a_in, plan, stream, a_cast);
+  const Tensor& b = in_compute_dtype(b_in, plan, stream, b_cast);
+  return run_binary(op, desc, plan, a, b, shape, stream);
 }
-
-[[gnu::noinline]] Tensor unary_with_cast(Unary op, const OpDescriptor& desc, const OpPlan& plan,
-                                         const Tensor& x_in, Stream& stream);
 
 }  // namespace
 
@@ -88,8 +87,8 @@ Tensor run_unary(Unary op, const OpDescriptor& desc, const OpPlan& plan, const T
   return as_result(std::move(out), plan, stream);
 }
 
-Tensor unary_with_cast(Unary op, const OpDescriptor& desc, const OpPlan& plan, const Tensor& x_in,
-                       Stream& stream) {
+[[gnu::noinline]] Tensor unary_with_cast(Unary op, const OpDescriptor& desc, const OpPlan& plan,
+                                         const Tensor& x_in, Stream& stream) {
   std::optional<Tensor> x_cast;
   return run_unary(op, desc, plan, in_compute_dtype(x_in, plan, stream, x_cast), stream);
 }

@@ -14,7 +14,8 @@ void check_defined(std::string_view op, const Tensor& x);
 // checks look several times. An undefined tensor or empty stream throws as device() does.
 const DeviceImpl& device_of(const Tensor& x);
 const DeviceImpl& device_of(const Stream& stream);
-// empty(shape, dtype, x.device()) without the Device handle (x is defined: the op checked it).
+// empty(shape, dtype, x.device()) without making a Device handle; an undefined x throws as
+// x.device() does.
 Tensor empty_beside(const Tensor& x, const Shape& shape, DType dtype);
 // InvalidArgument naming both devices: ops never move data implicitly.
 void check_same_device(std::string_view op, const Tensor& a, const Tensor& b);

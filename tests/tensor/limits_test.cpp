@@ -43,6 +43,8 @@ TEST(TensorLimits, ElementCountsPastInt64AreRefused) {
   EXPECT_EQ(numel({0, kMax, kMax}), 0);
   // A negative size is an error even beside a zero.
   expect_error([&] { numel({0, -1}); }, ErrorCode::InvalidArgument, {"[0, -1]", "negative size"});
+  // And after a product that overflowed.
+  expect_error([&] { numel({kMax, 2, -1}); }, ErrorCode::InvalidArgument, {"negative size"});
   EXPECT_EQ(empty({int64_t{1} << 62, 0}, DType::f32, cpu()).numel(), 0);
 }
 
