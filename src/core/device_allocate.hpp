@@ -9,10 +9,6 @@
 #include "hal/buffer.hpp"
 #include "hal/device.hpp"
 
-namespace hal {
-class DeviceImpl;
-}
-
 namespace hal::detail {
 
 // As Device::allocate (the same checks, errors and trace span); `device` may be null, which is

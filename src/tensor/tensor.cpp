@@ -28,7 +28,10 @@ int64_t numel(const Shape& shape) {
   for (int64_t size : shape) {
     negative |= size < 0;
     zero |= size == 0;
-    overflow |= __builtin_mul_overflow(count, size, &count);
+    if (const auto product = detail::checked_mul(count, size))
+      count = *product;
+    else
+      overflow = true;
   }
   if (negative) [[unlikely]]
     throw Error(ErrorCode::InvalidArgument, "shape " + to_string(shape) + " has a negative size");
