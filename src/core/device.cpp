@@ -212,7 +212,14 @@ Kernel compile_program(const Device& device, std::string_view program, std::stri
   if (auto kernel = core.cached_kernel(key)) return Kernel(kernel, KernelOrigin::memory_cache);
   std::string source(embedded_kernel(program));
   if (!generated.empty()) source.append("\n").append(generated);
-  Kernel kernel = device.compile({std::string(entry), std::move(source)}, {.defines = defines});
+  // The program's other kernels are left out (docs/design.md, "Kernels"): a driver compiles
+  // every kernel of a program, and PoCL compiles each again when asked for the binary that the
+  // disk cache keeps.
+  std::vector<std::string> with_entry = defines;
+  with_entry.emplace_back("HAL_ENTRY");
+  with_entry.push_back("HAL_ENTRY_" + std::string(entry));
+  Kernel kernel =
+      device.compile({std::string(entry), std::move(source)}, {.defines = std::move(with_entry)});
   core.cache_kernel(key, kernel.impl());
   return kernel;
 }

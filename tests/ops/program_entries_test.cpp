@@ -1,0 +1,84 @@
+// hal's programs with several kernels compile one kernel at a time (detail::compile_program
+// defines HAL_ENTRY_<entry>): every entry survives its own guard, and the program holds nothing
+// else, so a driver that compiles every kernel of a program (PoCL, twice) compiles one.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/embedded_kernels.hpp"
+#include "core/program_kernels.hpp"
+#include "ops/portable_defines.hpp"
+#include "test_util.hpp"
+
+namespace hal {
+namespace {
+
+struct Program {
+  const char* file;
+  std::vector<std::string> entries;  // every kernel of the file under `defines`
+  std::vector<std::string> defines;
+};
+
+std::vector<Program> programs_with_several_kernels() {
+  std::vector<std::string> reduce = ops::reduce_defines(ops::Reduce::sum, DType::f32, 64);
+  reduce.emplace_back("REDUCED_CONTIGUOUS");
+  return {
+      {"ops/elementwise",
+       {"binary_flat", "binary_strided"},
+       ops::binary_defines(ops::Binary::add, DType::f32)},
+      {"ops/elementwise",
+       {"unary_flat", "unary_strided"},
+       ops::unary_defines(ops::Unary::relu, DType::f32)},
+      {"ops/elementwise", {"where_flat", "where_strided"}, ops::where_defines(4)},
+      {"ops/cast", {"cast_flat", "cast_strided"}, ops::cast_defines(DType::f32, DType::i32)},
+      {"ops/reduce", {"reduce", "reduce_partial", "reduce_final"}, reduce},
+      {"tensor/random", {"random_uniform", "random_normal"}, {}},
+  };
+}
+
+class ProgramEntries : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      device_ = device("opencl:0");
+    } catch (const Error&) {
+      GTEST_SKIP() << "no opencl:0: " << test::backend_reason("opencl");
+    }
+  }
+  Device device_;
+};
+
+TEST_F(ProgramEntries, EveryEntryCompilesAlone) {
+  for (const Program& program : programs_with_several_kernels())
+    for (const std::string& entry : program.entries) {
+      SCOPED_TRACE(std::string(program.file) + " " + entry);
+      const Kernel kernel = detail::compile_program(device_, program.file, entry, program.defines);
+      EXPECT_EQ(kernel.name(), entry);
+    }
+}
+
+// The source of one entry, asked for another of the program's kernels: the driver names the
+// one kernel the program holds.
+TEST_F(ProgramEntries, AnEntrysProgramHoldsNoOtherKernel) {
+  for (const Program& program : programs_with_several_kernels()) {
+    const std::string& kept = program.entries.front();
+    std::vector<std::string> defines = program.defines;
+    defines.emplace_back("HAL_ENTRY");
+    defines.push_back("HAL_ENTRY_" + kept);
+    for (size_t i = 1; i < program.entries.size(); ++i) {
+      const std::string& other = program.entries[i];
+      SCOPED_TRACE(std::string(program.file) + ": " + other + " beside " + kept);
+      test::expect_error(
+          [&] {
+            device_.compile(
+                {other, std::string(embedded_kernel(program.file)), KernelLanguage::portable},
+                {.defines = defines, .disk_cache = false});
+          },
+          ErrorCode::NotFound, {"has no kernel '" + other + "'", "it has: " + kept});
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hal
