@@ -7,6 +7,7 @@
 
 #include "hal/model.hpp"
 #include "hal/npy.hpp"
+#include "timed_passes.hpp"
 
 namespace hal::tool {
 namespace {
@@ -16,25 +17,6 @@ void add_op(Workload& w, double flops, double elements_moved) {
   w.flops += flops;
   w.bytes += 4 * elements_moved;
   w.launches += 1;
-}
-
-// A warm-up pass (it compiles kernels, fills the allocator's cache), then up to `repeat` timed
-// passes, as many as fit in about 2 s. A first pass of a second or more is the measurement
-// itself: first-use costs are small beside it, and repeating it would keep the demo busy for
-// minutes on a slow device (lavapipe's matmul takes tens of seconds).
-template <class Pass>
-WorkloadResult timed_passes(Stream& stream, int repeat, Pass&& pass) {
-  const auto start = std::chrono::steady_clock::now();
-  Tensor out = pass();
-  stream.synchronize();
-  const double first =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (first >= 1.0) return {first, out.to_vector<float>(stream)};
-  const int passes = std::clamp(static_cast<int>(2.0 / std::max(first, 1e-9)), 1, repeat);
-  const double seconds = timed_on_device(stream, [&] {
-    for (int i = 0; i < passes; ++i) out = pass();
-  });
-  return {seconds / passes, out.to_vector<float>(stream)};
 }
 
 }  // namespace

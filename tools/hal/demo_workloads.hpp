@@ -8,13 +8,14 @@
 
 #include "hal/execution_plan.hpp"
 #include "hal/hal.hpp"
+#include "timed_passes.hpp"
 
 namespace hal::tool {
 
 struct DemoSizes {
   int64_t batch, input, hidden, classes;  // the MLP: [batch x input] -> hidden -> classes
   int64_t matmul;                         // n of the n x n x n matmul
-  int repeat;  // timed passes at most, after one warm-up (timed_passes in demo_workloads.cpp)
+  int repeat;  // timed passes at most, after the warm-up (timed_passes.hpp)
 };
 
 inline constexpr DemoSizes kQuickDemo{128, 512, 2048, 512, 1024, 3};
@@ -23,11 +24,6 @@ inline constexpr DemoSizes kFullDemo{256, 1024, 4096, 1000, 2048, 5};
 // The work of one pass, op by op, as the cost model counts it.
 Workload mlp_workload(const DemoSizes& sizes);
 Workload matmul_workload(const DemoSizes& sizes);
-
-struct WorkloadResult {
-  double seconds = 0;         // per pass, by the device's events
-  std::vector<float> output;  // of the last pass
-};
 
 // Inputs come from fixed Philox seeds, so every device computes on the same numbers.
 WorkloadResult run_mlp(const Device& device, const DemoSizes& sizes);
