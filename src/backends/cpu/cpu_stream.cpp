@@ -138,10 +138,25 @@ void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchCo
   queue_.push(std::move(task), hold);
 }
 
+namespace {
+// Whether this thread is dropping launch references: a deleter run by such a drop that
+// synchronizes a stream must not wait for the drop it runs in.
+thread_local int dropping_here = 0;
+}  // namespace
+
 void CpuStream::release_launch_refs() {
   std::vector<LaunchRefs::Ref> released;
-  queue_.locked([&] { refs_.sweep(queue_.completed(), released); });
-  // Dropped here, outside the lock.
+  queue_.locked([&] {
+    refs_.sweep(queue_.completed(), released);
+    // Counted under the lock: a synchronize that sweeps after this sweep sees the count.
+    if (!released.empty()) dropping_.fetch_add(1);
+  });
+  if (released.empty()) return;
+  ++dropping_here;
+  released.clear();  // dropped here, outside the lock (a drop may call an allocator, a deleter)
+  --dropping_here;
+  dropping_.fetch_sub(1);
+  dropped_.notify();
 }
 
 bool CpuStream::query() {
@@ -169,6 +184,9 @@ void CpuStream::synchronize() {
   // While the worker runs a kernel across the pool, this thread takes chunks of it.
   queue_.wait_all([this] { return pool_->help(); });
   release_launch_refs();  // the worker's last sweep may still be on its way
+  // Or it has taken the references already and is dropping them: after synchronize, nothing the
+  // work used is held (a DLPack producer's deleter has run; python/tests/test_gil.py).
+  if (dropping_here == 0) dropped_.wait([this] { return dropping_.load() == 0; });
   if (auto error = queue_.take_error()) throw_async_failure(*device_, error);
 }
 

@@ -43,7 +43,11 @@ class CpuStream final : public StreamImpl {
 
   std::shared_ptr<DeviceImpl> device_;
   std::shared_ptr<ThreadPool> pool_;
-  LaunchRefs refs_;         // under the queue's lock
+  LaunchRefs refs_;  // under the queue's lock
+  // Sweeps that have taken references out of refs_ and are dropping them; synchronize waits
+  // for them.
+  std::atomic<int> dropping_{0};
+  async::WaitPoint dropped_;
   async::WorkQueue queue_;  // last: its destructor drains work that uses the members above
 };
 
