@@ -223,7 +223,7 @@ TEST_P(SimdKernels, SumsEqualTheF64Reference) {
     EXPECT_NEAR(table->sum(finite.data(), n), want, 1e-12 * magnitude + 1e-300) << n;
   }
   // Columns: rows x cols inside a wider row stride, added to what the sums held.
-  for (size_t rows : {size_t{1}, size_t{5}, size_t{64}})
+  for (size_t rows : {size_t{1}, size_t{5}, size_t{13}, size_t{64}})  // 13: 8 + 4 + 1
     for (size_t cols : {size_t{16}, size_t{37}, size_t{100}}) {
       const size_t stride = cols + 3;
       const std::vector<float> x = values(rows * stride, 6, 1.0f);
