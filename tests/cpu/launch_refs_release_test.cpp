@@ -10,6 +10,7 @@
 
 #include "hal/hal.hpp"
 #include "hal/native_memory.hpp"
+#include "test_util.hpp"
 
 namespace hal {
 namespace {
@@ -47,6 +48,10 @@ TEST(LaunchRefsRelease, SynchronizeWaitsForADropTheWorkerHasBegun) {
   std::vector<float> memory(256, 1.0f);
   const std::thread::id test_thread = std::this_thread::get_id();
   std::atomic<bool> entered{false}, go{false}, released{false};
+  // The launch runs only once this thread has let go of the buffer: its references are then
+  // the stream's alone, for the worker's sweep to drop.
+  test::Gate gate;
+  stream.host_callback(gate.hold());
   {
     const Buffer out = launch_on_adopted(stream, memory, [&] {
       if (std::this_thread::get_id() != test_thread) {  // the worker's sweep: held back
@@ -56,6 +61,7 @@ TEST(LaunchRefsRelease, SynchronizeWaitsForADropTheWorkerHasBegun) {
       released = true;
     });
   }
+  gate.open();
   // The worker sweeps what finished work held when it goes idle.
   ASSERT_TRUE(wait_until(entered, 30s)) << "the stream's worker never let go of the buffer";
   std::atomic<bool> synchronized{false};
@@ -71,8 +77,9 @@ TEST(LaunchRefsRelease, SynchronizeWaitsForADropTheWorkerHasBegun) {
   EXPECT_TRUE(released.load());
 }
 
-// A release that synchronizes the stream itself (on whichever thread drops the buffer) does not
-// wait for the drop it runs in.
+// A release that synchronizes the stream itself once its work is done (on whichever thread drops
+// the buffer) does not wait for the drop it runs in. (From a task of the stream's own, as any
+// synchronize there, it would wait for itself.)
 TEST(LaunchRefsRelease, AReleaseThatSynchronizesTheStreamDoesNotWaitForItself) {
   Stream stream = device("cpu:0").create_stream();
   std::vector<float> memory(256, 2.0f);

@@ -16,6 +16,9 @@ struct WorkloadResult {
   std::vector<float> output;  // of the last pass
 };
 
+// Seconds of building kernels a pass may take and still count as having built nothing.
+inline constexpr double kBuiltNothing = 0.01;
+
 // Seconds this process has spent building kernels (compiling, or reading the disk cache).
 inline double build_seconds() {
   const KernelBuildStats stats = kernel_build_stats();
@@ -27,15 +30,15 @@ inline double build_seconds() {
 // is the measurement itself: first-use costs are small beside it, and repeating it would keep
 // the demo busy for minutes on a slow device (lavapipe's matmul takes tens of seconds). A pass
 // that built kernels is a warm-up however long it took, and the next pass is looked at
-// instead: the driver compiles again at a kernel's first launch (PoCL), so a cold cache made
-// opencl:0's MLP take 4 s against 75 ms warm. Kernels built in no measurable time (Vulkan's
-// embedded SPIR-V) do not count.
+// instead (up to kMostUntimed passes): the driver compiles again at a kernel's first launch (PoCL),
+// so a cold cache made opencl:0's MLP take 4 s against 75 ms warm. Kernels built in no measurable
+// time (Vulkan's embedded SPIR-V) do not count.
 template <class Pass>
 WorkloadResult timed_passes(Stream& stream, int repeat, Pass&& pass) {
-  constexpr double kBuiltNothing = 0.01;  // seconds of building a pass may take and still count
+  constexpr int kMostUntimed = 4;  // a workload that builds kernels on every pass gives up
   Tensor out;
   double untimed = 0;  // seconds of the last untimed pass
-  for (int warm_ups = 0; warm_ups < 2; ++warm_ups) {
+  for (int warm_ups = 0; warm_ups < kMostUntimed; ++warm_ups) {
     const double built_before = build_seconds();
     const auto start = std::chrono::steady_clock::now();
     out = pass();

@@ -139,8 +139,9 @@ void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchCo
 }
 
 namespace {
-// Whether this thread is dropping launch references: a deleter run by such a drop that
-// synchronizes a stream must not wait for the drop it runs in.
+// Whether this thread is dropping launch references. A deleter run by such a drop that
+// synchronizes a stream waits for no stream's drops (its own is among them), only for the
+// stream's work.
 thread_local int dropping_here = 0;
 }  // namespace
 

@@ -1,6 +1,9 @@
 // A CPU stream: its work runs in order on its own thread; kernels spread over the device's pool.
 #pragma once
 
+#include <atomic>
+
+#include "backends/async/wait_point.hpp"
 #include "backends/async/work_queue.hpp"
 #include "backends/cpu/launch_refs.hpp"
 #include "backends/cpu/thread_pool.hpp"
