@@ -215,13 +215,16 @@ Kernel compile_program(const Device& device, std::string_view program, std::stri
   // The program's other kernels are left out (docs/design.md, "Kernels"): a driver compiles
   // every kernel of a program, and PoCL compiles each again when asked for the binary that the
   // disk cache keeps.
-  std::vector<std::string> with_entry = defines;
-  with_entry.emplace_back("HAL_ENTRY");
-  with_entry.push_back("HAL_ENTRY_" + std::string(entry));
-  Kernel kernel =
-      device.compile({std::string(entry), std::move(source)}, {.defines = std::move(with_entry)});
+  Kernel kernel = device.compile({std::string(entry), std::move(source)},
+                                 {.defines = entry_defines(defines, entry)});
   core.cache_kernel(key, kernel.impl());
   return kernel;
+}
+
+std::vector<std::string> entry_defines(std::vector<std::string> defines, std::string_view entry) {
+  defines.emplace_back("HAL_ENTRY");
+  defines.push_back("HAL_ENTRY_" + std::string(entry));
+  return defines;
 }
 
 }  // namespace detail

@@ -17,4 +17,9 @@ namespace hal::detail {
 Kernel compile_program(const Device& device, std::string_view program, std::string_view entry,
                        const std::vector<std::string>& defines, std::string_view generated = {});
 
+// `defines` and the two that keep `entry` the program's only kernel (HAL_ENTRY and
+// HAL_ENTRY_<entry>, which guard each kernel of a program with several), as compile_program
+// passes them to the device.
+std::vector<std::string> entry_defines(std::vector<std::string> defines, std::string_view entry);
+
 }  // namespace hal::detail

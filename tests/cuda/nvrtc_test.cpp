@@ -7,6 +7,7 @@
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/nvrtc.hpp"
 #include "core/embedded_kernels.hpp"
+#include "core/program_kernels.hpp"
 #include "hal/error.hpp"
 #include "ops/portable_defines.hpp"
 
@@ -169,8 +170,8 @@ TEST(Nvrtc, TheLibrarysKernelsCompile) {
     if (v.kernel == "reduce_partial") all.push_back({v.file, "reduce_final", v.options});
   }
   for (Variant& v : all) {
-    v.options.emplace_back("-DHAL_ENTRY");
-    v.options.push_back("-DHAL_ENTRY_" + v.kernel);
+    for (const std::string& define : detail::entry_defines({}, v.kernel))
+      v.options.push_back("-D" + define);
     const NvrtcOutput output = nvrtc->compile(
         kPortablePrelude + std::string(embedded_kernel(v.file)), v.kernel, 90, v.options);
     std::string options;

@@ -40,11 +40,9 @@ std::vector<Program> programs_with_several_kernels() {
 class ProgramEntries : public ::testing::Test {
  protected:
   void SetUp() override {
-    try {
-      device_ = device("opencl:0");
-    } catch (const Error&) {
-      GTEST_SKIP() << "no opencl:0: " << test::backend_reason("opencl");
-    }
+    const std::vector<Device> opencl = test::backend_devices("opencl");
+    if (opencl.empty()) GTEST_SKIP() << "no opencl:0: " << test::backend_reason("opencl");
+    device_ = opencl.front();
   }
   Device device_;
 };
@@ -63,9 +61,7 @@ TEST_F(ProgramEntries, EveryEntryCompilesAlone) {
 TEST_F(ProgramEntries, AnEntrysProgramHoldsNoOtherKernel) {
   for (const Program& program : programs_with_several_kernels())
     for (const std::string& kept : program.entries) {
-      std::vector<std::string> defines = program.defines;
-      defines.emplace_back("HAL_ENTRY");
-      defines.push_back("HAL_ENTRY_" + kept);
+      const std::vector<std::string> defines = detail::entry_defines(program.defines, kept);
       for (const std::string& other : program.entries) {
         if (other == kept) continue;
         SCOPED_TRACE(std::string(program.file) + ": " + other + " beside " + kept);
