@@ -27,6 +27,10 @@ class DeviceSelector {
   static DeviceSelector parse(std::string_view text);
 
   bool matches(const DeviceInfo& info) const;
+  // False when no device of `backend` can match: the registry does not probe (load the driver
+  // of) such a backend for the visible list, so `HAL_DEVICES=cpu:*` starts without OpenCL's or
+  // Vulkan's drivers.
+  bool may_show_backend(std::string_view backend) const;
   // Throws InvalidArgument if a term names a backend not in `known`.
   void check_backends(const std::vector<std::string>& known) const;
   const std::string& text() const { return text_; }

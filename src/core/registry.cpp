@@ -144,9 +144,11 @@ std::vector<Device> Registry::all_devices() {
 
 std::vector<Device> Registry::visible(const DeviceSelector& selector) {
   std::vector<Device> devices;
-  for (auto& entry : entries_)
+  for (auto& entry : entries_) {
+    if (!selector.may_show_backend(entry->name)) continue;  // its driver stays unloaded
     for (const Device& device : probed(*entry).devices)
       if (selector.matches(device.info())) devices.push_back(device);
+  }
   return devices;
 }
 
@@ -161,6 +163,12 @@ Device Registry::device(std::string_view id_or_uuid) {
   const DeviceSelector selector = current_selector();
   const std::vector<Device> shown = visible(selector);
 
+  // A device of a backend the selector hides entirely is still named as hidden, not unknown.
+  const size_t colon = wanted.find(':');
+  const std::string backend = colon == std::string::npos ? "" : wanted.substr(0, colon);
+  for (auto& entry : entries_)
+    if (entry->name == backend) probed(*entry);
+
   for (auto& entry : entries_) {
     for (const Device& device : entry->devices) {
       if (device.id() != wanted) continue;
@@ -172,9 +180,7 @@ Device Registry::device(std::string_view id_or_uuid) {
     }
   }
 
-  const size_t colon = wanted.find(':');
   if (colon != std::string::npos) {
-    const std::string backend = wanted.substr(0, colon);
     for (auto& entry : entries_)
       if (entry->name == backend && !entry->available)
         throw Error(ErrorCode::NotFound, "no device '" + std::string(id_or_uuid) + "': backend " +

@@ -128,6 +128,23 @@ bool DeviceSelector::matches(const DeviceInfo& info) const {
   return selected || !any_positive;
 }
 
+bool DeviceSelector::may_show_backend(std::string_view backend) const {
+  const std::string name = to_lower(backend);
+  bool any_positive = false;
+  bool named = false;
+  for (const Term& term : terms_) {
+    const bool covers = term.backend == "*" || term.backend == name;
+    if (!term.discard) {
+      any_positive = true;
+      named = named || covers;
+    } else if (covers) {
+      for (const DeviceTerm& device : term.devices)
+        if (device.kind == DeviceTerm::Kind::any) return false;  // "!opencl:*" or "!*:*"
+    }
+  }
+  return named || !any_positive;
+}
+
 void DeviceSelector::check_backends(const std::vector<std::string>& known) const {
   for (const Term& term : terms_) {
     if (term.backend == "*" || std::find(known.begin(), known.end(), term.backend) != known.end())

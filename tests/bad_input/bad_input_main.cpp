@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "bad_input_case.hpp"
+#include "case_helpers.hpp"
 #include "case_runner.hpp"
 #include "child_process.hpp"
 #include "test_util.hpp"
@@ -32,14 +33,17 @@ class AreaOnDevice : public ::testing::Test {
   AreaOnDevice(Area area, Device device) : area_(std::move(area)), device_(std::move(device)) {}
 
   void TestBody() override {
+    std::string visible;
+    for (const Device& touched : devices_a_case_may_touch(device_))
+      visible += (visible.empty() ? "" : ";") + touched.id();
     size_t ran = 0;
     for (const Case& c : area_.cases) {
       if (c.applies && !c.applies(device_)) continue;
       ++ran;
       const std::string name = area_.name + "/" + c.name;
       const ChildResult child = run_child(
-          "/proc/self/exe", {"bad_input_test", "--case=" + name, "--device=" + device_.id()}, {},
-          kCaseLimit);
+          "/proc/self/exe", {"bad_input_test", "--case=" + name, "--device=" + device_.id()},
+          {"HAL_DEVICES=" + visible}, kCaseLimit);
       if (child.timed_out || child.signal || child.exit_status != 0) {
         ADD_FAILURE() << name << " on " << device_.id() << ": the child "
                       << describe(child, kCaseLimit) << "\n"

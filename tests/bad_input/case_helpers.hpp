@@ -1,10 +1,12 @@
 // Small helpers the case tables share.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "bad_input_case.hpp"
 
@@ -33,6 +35,28 @@ inline bool runs_host_kernels(const Device& device) {
 }
 inline bool compiles_portable_kernels(const Device& device) {
   return device.info().has_feature(feature::kPortableKernels);
+}
+inline bool runs_compiled_kernels(const Device& device) {
+  return compiles_portable_kernels(device) && !runs_host_kernels(device);
+}
+
+// Another device that compiles kernels for itself, or none.
+inline Device another_compiling_device(const Device& device) {
+  for (const Device& other : other_devices(device))
+    if (runs_compiled_kernels(other)) return other;
+  return {};
+}
+
+// What a case on `device` may touch: the device, another_device and another_compiling_device.
+// The parent starts each child with only these visible (HAL_DEVICES), so that a child does not
+// load drivers its case never uses (lavapipe's alone is a third of a child's start under ASan);
+// a child sees them in the registry's order, so it picks the same partners as the parent.
+inline std::vector<Device> devices_a_case_may_touch(const Device& device) {
+  std::vector<Device> touched{device};
+  for (const Device& partner : {another_device(device), another_compiling_device(device)})
+    if (partner && std::find(touched.begin(), touched.end(), partner) == touched.end())
+      touched.push_back(partner);
+  return touched;
 }
 
 }  // namespace hal::test::bad_input

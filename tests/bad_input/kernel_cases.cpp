@@ -16,9 +16,6 @@ KERNEL void saxpy(float a, GLOBAL const float* x, GLOBAL float* y, uint n) {
 
 bool is_sim(const Device& device) { return device.info().backend() == "sim"; }
 bool compiles(const Device& device) { return compiles_portable_kernels(device); }
-bool runs_compiled_kernels(const Device& device) {
-  return compiles(device) && !runs_host_kernels(device);
-}
 // Devices saxpy() below has a kernel for. Vulkan devices take SPIR-V written to hal's Vulkan
 // interface; tests/vulkan checks their launch errors.
 bool has_saxpy(const Device& device) {
@@ -37,13 +34,6 @@ Kernel saxpy(const Device& device) {
     });
   if (is_sim(device)) return device.compile({"saxpy", "kernel saxpy", KernelLanguage::native});
   return device.compile({"saxpy", kPortableSaxpy});
-}
-
-// Another device that compiles kernels for itself, or none.
-Device another_compiling_device(const Device& device) {
-  for (const Device& other : other_devices(device))
-    if (runs_compiled_kernels(other)) return other;
-  return {};
 }
 
 // Launches saxpy over 16 items with `args` and waits for it.

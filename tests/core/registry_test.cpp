@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
+#include "far_backend.hpp"
 #include "hal/backend.hpp"
 #include "test_util.hpp"
 
@@ -132,6 +134,49 @@ TEST(Registry, ABackendThatFailsToProbeIsUnavailableWithTheReason) {
   }
   EXPECT_TRUE(seen_throwing && seen_empty);
   EXPECT_EQ(device("cpu:0").id(), "cpu:0");  // other backends unaffected
+}
+
+// A backend whose probe is counted: a stand-in for a driver that is slow to load.
+class CountedBackend final : public Backend {
+ public:
+  std::string name() const override { return "counted"; }
+  BackendProbe probe() override {
+    ++probes;
+    return {false, "counted backend without devices", {}};
+  }
+  std::atomic<int> probes{0};
+};
+
+TEST(Registry, ABackendTheSelectorHidesEntirelyIsNotProbed) {
+  auto counted = std::make_shared<CountedBackend>();
+  register_backend(counted);
+  {
+    ScopedSelector cpu_only("cpu:*");
+    EXPECT_EQ(devices().front().id(), "cpu:0");
+    EXPECT_EQ(counted->probes.load(), 0);
+    ScopedSelector not_counted("!counted:*");
+    EXPECT_FALSE(devices().empty());
+    EXPECT_EQ(counted->probes.load(), 0);
+  }
+  {
+    // Asking for one of its devices by id probes it, so the error gives the backend's reason.
+    ScopedSelector cpu_only("cpu:*");
+    expect_error([] { device("counted:0"); }, ErrorCode::NotFound,
+                 {"counted", "unavailable", "counted backend without devices"});
+    EXPECT_EQ(counted->probes.load(), 1);
+  }
+  // Probed once, whatever the selector after.
+  devices();
+  Registry::instance().backends();
+  EXPECT_EQ(counted->probes.load(), 1);
+}
+
+TEST(Registry, ADeviceOfAnUnprobedBackendIsNamedAsHidden) {
+  test::register_far_backend();  // in a process of its own (CTest's), not yet probed here
+  ScopedSelector cpu_only("cpu:*");
+  expect_error([] { device("far:1"); }, ErrorCode::NotFound,
+               {"far:1", "hidden", "'cpu:*'", "visible: cpu:0"});
+  expect_error([] { device("far:9"); }, ErrorCode::NotFound, {"'far:9'", "visible: cpu:0"});
 }
 
 TEST(Registry, IsSafeToUseFromManyThreads) {

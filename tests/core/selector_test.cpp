@@ -57,6 +57,33 @@ TEST(Selector, CombinesTermsAndDiscards) {
   EXPECT_TRUE(visible(DeviceSelector::parse("cuda:0;!cuda:*")).empty());
 }
 
+// The registry leaves a backend unprobed when may_show_backend says no device of it can match:
+// that must never hide a device the selector would show.
+TEST(Selector, SaysWhichBackendsCannotShowAnyDevice) {
+  const std::vector<std::string> backends = {"cpu", "cuda", "opencl", "sim", "vulkan"};
+  const auto shown_backends = [&](const char* text) {
+    const DeviceSelector selector = text ? DeviceSelector::parse(text) : DeviceSelector();
+    Ids may;
+    for (const std::string& backend : backends)
+      if (selector.may_show_backend(backend)) may.push_back(backend);
+    for (const DeviceInfo* info : {&kCpu0, &kCuda0, &kCuda1, &kOpenclCpu, &kOpenclGpu, &kSim3})
+      if (selector.matches(*info)) {
+        EXPECT_TRUE(selector.may_show_backend(info->backend()))
+            << (text ? text : "(none)") << " shows " << info->id;
+      }
+    return may;
+  };
+  EXPECT_EQ(shown_backends(nullptr), backends);
+  EXPECT_EQ(shown_backends("cpu:*"), (Ids{"cpu"}));
+  EXPECT_EQ(shown_backends("CUDA:1;opencl:gpu"), (Ids{"cuda", "opencl"}));
+  EXPECT_EQ(shown_backends("*:gpu"), backends);
+  EXPECT_EQ(shown_backends("!opencl:*;!vulkan:*"), (Ids{"cpu", "cuda", "sim"}));
+  EXPECT_EQ(shown_backends("!opencl:1"), backends);  // opencl:0 may still show
+  EXPECT_EQ(shown_backends("cuda:0;!cuda:*"), (Ids{}));
+  EXPECT_EQ(shown_backends("*:*;!*:*"), (Ids{}));
+  EXPECT_EQ(shown_backends("sim:3;!*:gpu"), (Ids{"sim"}));
+}
+
 TEST(Selector, IgnoresCaseAndSpaces) {
   EXPECT_EQ(visible(DeviceSelector::parse(" CUDA : 0 , 1 ; ! Cuda:1 ")), (Ids{"cuda:0"}));
   EXPECT_EQ(visible(DeviceSelector::parse("OpenCL:GPU")), (Ids{"opencl:1"}));
