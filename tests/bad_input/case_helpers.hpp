@@ -53,6 +53,7 @@ inline Device another_compiling_device(const Device& device) {
 // a child sees them in the registry's order, so it picks the same partners as the parent.
 inline std::vector<Device> devices_a_case_may_touch(const Device& device) {
   std::vector<Device> touched{device};
+  if (other_devices(device).empty()) return touched;  // cases that need a partner say so
   for (const Device& partner : {another_device(device), another_compiling_device(device)})
     if (partner && std::find(touched.begin(), touched.end(), partner) == touched.end())
       touched.push_back(partner);

@@ -172,7 +172,7 @@ TEST(Registry, ABackendTheSelectorHidesEntirelyIsNotProbed) {
 }
 
 TEST(Registry, ADeviceOfAnUnprobedBackendIsNamedAsHidden) {
-  test::register_far_backend();  // in a process of its own (CTest's), not yet probed here
+  test::register_far_backend();  // unprobed in a process of its own (release CTest)
   ScopedSelector cpu_only("cpu:*");
   expect_error([] { device("far:1"); }, ErrorCode::NotFound,
                {"far:1", "hidden", "'cpu:*'", "visible: cpu:0"});
