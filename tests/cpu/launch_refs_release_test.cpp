@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -78,8 +80,7 @@ TEST(LaunchRefsRelease, SynchronizeWaitsForADropTheWorkerHasBegun) {
 }
 
 // A release that synchronizes the stream itself once its work is done (on whichever thread drops
-// the buffer) does not wait for the drop it runs in. (From a task of the stream's own, as any
-// synchronize there, it would wait for itself.)
+// the buffer) does not wait for the drop it runs in.
 TEST(LaunchRefsRelease, AReleaseThatSynchronizesTheStreamDoesNotWaitForItself) {
   Stream stream = device("cpu:0").create_stream();
   std::vector<float> memory(256, 2.0f);
@@ -92,6 +93,63 @@ TEST(LaunchRefsRelease, AReleaseThatSynchronizesTheStreamDoesNotWaitForItself) {
   }
   stream.synchronize();
   EXPECT_TRUE(released.load());
+}
+
+// A release on the stream's worker that synchronizes that stream returns at once (it used to
+// wait for itself for ever): the process ends rather than hang when it does not.
+void expect_released(const std::atomic<bool>& released) {
+  if (!wait_until(released, 30s)) {
+    std::fprintf(stderr, "FAILED: the release's synchronize hung on the stream's worker\n");
+    std::_Exit(1);  // the worker waits for itself: no teardown could finish
+  }
+}
+
+// Dropped by an event's record: a task of the stream.
+TEST(LaunchRefsRelease, AReleaseThatSynchronizesTheStreamFromItsRecordDoesNotHang) {
+  Stream stream = device("cpu:0").create_stream();
+  std::vector<float> memory(256, 3.0f);
+  std::atomic<bool> released{false};
+  std::atomic<bool> record_pending{false};
+  const Event event = stream.device().create_event();
+  {
+    // The gate holds the worker until the launch and the record are queued: no idle sweep
+    // comes between them, so the record's sweep drops the buffer.
+    test::Gate gate;
+    stream.host_callback(gate.hold());
+    const Buffer out = launch_on_adopted(stream, memory, [&] {
+      record_pending = !event.query();  // its fence is signalled after the sweep
+      stream.synchronize();
+      released = true;
+    });
+    stream.record(event);
+  }
+  expect_released(released);
+  event.synchronize();
+  stream.synchronize();
+  EXPECT_TRUE(record_pending.load()) << "the record's sweep should have dropped the buffer";
+}
+
+// Dropped by the worker's idle sweep, with work the release itself enqueues after it.
+TEST(LaunchRefsRelease, AReleaseThatSynchronizesTheStreamFromTheIdleSweepDoesNotHang) {
+  Stream stream = device("cpu:0").create_stream();
+  std::vector<float> memory(256, 4.0f);
+  const std::thread::id test_thread = std::this_thread::get_id();
+  std::atomic<bool> released{false}, on_worker{false};
+  std::atomic<int> callbacks{0};
+  {
+    test::Gate gate;
+    stream.host_callback(gate.hold());
+    const Buffer out = launch_on_adopted(stream, memory, [&] {
+      on_worker = std::this_thread::get_id() != test_thread;
+      stream.host_callback([&] { ++callbacks; });
+      stream.synchronize();
+      released = true;
+    });
+  }
+  expect_released(released);
+  stream.synchronize();
+  EXPECT_TRUE(on_worker.load()) << "the worker's sweep should have dropped the buffer";
+  EXPECT_EQ(callbacks.load(), 1);
 }
 
 }  // namespace

@@ -34,6 +34,7 @@ std::exception_ptr WorkQueue::take_error() {
 }
 
 void WorkQueue::run() {
+  worker_of_this_thread = this;
   uint64_t taken = 0, idle_at = 0;
   std::vector<Task> batch;
   bool streaming = false;  // the last batch came within kGatherTime of the one before

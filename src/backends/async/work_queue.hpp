@@ -85,6 +85,9 @@ class WorkQueue {
     work_done_.sleep_until(ready);
   }
   bool idle() const { return completed_.load() == pushed_.load(); }
+  // Whether the calling thread is this queue's worker: inside a task, or on_idle, or what they
+  // call (a deleter of something they drop). Waiting for the queue there would wait for itself.
+  bool on_worker_thread() const { return worker_of_this_thread == this; }
   uint64_t completed() const { return completed_.load(); }
   // The first exception a task threw since the last call, or null.
   std::exception_ptr take_error();
@@ -112,6 +115,9 @@ class WorkQueue {
     ~Hurry() { count_.fetch_sub(1); }
     std::atomic<int>& count_;
   };
+
+  // The queue whose worker this thread is: set when the worker starts.
+  static inline constinit thread_local const WorkQueue* worker_of_this_thread = nullptr;
 
   SpinLock queue_lock_;      // guards tasks_
   std::vector<Task> tasks_;  // swapped with the worker's batch: no allocation once warm

@@ -182,6 +182,12 @@ void CpuStream::wait(EventImpl& event) {
 }
 
 void CpuStream::synchronize() {
+  // From the stream's own worker: a deleter run by a sweep (an event's record, or the worker
+  // going idle, drops what finished launches held). What the worker had taken has run, and
+  // nothing after it can run until the deleter returns: waiting would wait for itself, so this
+  // returns at once, and work the deleter itself enqueues is not waited for. (A host callback
+  // doing the same is refused by Stream::synchronize.)
+  if (queue_.on_worker_thread()) return;
   // While the worker runs a kernel across the pool, this thread takes chunks of it.
   queue_.wait_all([this] { return pool_->help(); });
   release_launch_refs();  // the worker's last sweep may still be on its way
