@@ -163,11 +163,13 @@ Device Registry::device(std::string_view id_or_uuid) {
   const DeviceSelector selector = current_selector();
   const std::vector<Device> shown = visible(selector);
 
-  // A device of a backend the selector hides entirely is still named as hidden, not unknown.
+  // The backend the id names, probed even where the selector hides it entirely: its device is
+  // then named as hidden, not unknown.
   const size_t colon = wanted.find(':');
-  const std::string backend = colon == std::string::npos ? "" : wanted.substr(0, colon);
-  for (auto& entry : entries_)
-    if (entry->name == backend) probed(*entry);
+  Entry* named = nullptr;
+  if (colon != std::string::npos)
+    for (auto& entry : entries_)
+      if (entry->name == std::string_view(wanted).substr(0, colon)) named = &probed(*entry);
 
   for (auto& entry : entries_) {
     for (const Device& device : entry->devices) {
@@ -181,10 +183,9 @@ Device Registry::device(std::string_view id_or_uuid) {
   }
 
   if (colon != std::string::npos) {
-    for (auto& entry : entries_)
-      if (entry->name == backend && !entry->available)
-        throw Error(ErrorCode::NotFound, "no device '" + std::string(id_or_uuid) + "': backend " +
-                                             backend + " is unavailable (" + entry->reason + ")");
+    if (named && !named->available)
+      throw Error(ErrorCode::NotFound, "no device '" + std::string(id_or_uuid) + "': backend " +
+                                           named->name + " is unavailable (" + named->reason + ")");
   } else if (wanted.size() >= 4) {
     std::vector<Device> matches;
     const std::string prefix = detail::without_dashes(wanted);
