@@ -1,6 +1,7 @@
 // Default methods of the backend interfaces (backend.hpp).
 #include "hal/backend.hpp"
 
+#include "core/callback_thread.hpp"
 #include "core/error_context.hpp"
 
 namespace hal {
@@ -31,7 +32,8 @@ void StreamImpl::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchC
 }
 
 void StreamImpl::keep_until_done(std::shared_ptr<const void> value) {
-  host_callback([value = std::move(value)] {});
+  // Dropped as a callback's capture: a deleter of `value` may synchronize this stream.
+  host_callback(detail::HeldCallback(this, [value = std::move(value)] {}));
 }
 
 void StreamImpl::begin_capture() {

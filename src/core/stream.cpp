@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 
+#include "core/callback_thread.hpp"
 #include "core/kernel_arg_check.hpp"
 #include "core/staged_copy.hpp"
 #include "core/trace_record.hpp"
@@ -54,22 +55,6 @@ void check_host_pointer(const StreamImpl& stream, std::string_view operation, co
 bool same_backend(const DeviceImpl& a, const DeviceImpl& b) {
   return a.info().backend() == b.info().backend();
 }
-
-// The streams whose host callbacks run on this thread now (callbacks of one stream may call
-// into another's: the innermost is enough to catch waiting for oneself).
-class RunningCallback {
- public:
-  explicit RunningCallback(const StreamImpl* stream) : previous_(current_) { current_ = stream; }
-  ~RunningCallback() { current_ = previous_; }
-  RunningCallback(const RunningCallback&) = delete;
-  RunningCallback& operator=(const RunningCallback&) = delete;
-  static bool of(const StreamImpl* stream) { return current_ == stream; }
-
- private:
-  static thread_local const StreamImpl* current_;
-  const StreamImpl* previous_;
-};
-thread_local const StreamImpl* RunningCallback::current_ = nullptr;
 
 // A span on the stream's track while tracing (hal/trace.hpp); nothing otherwise.
 using TracedSpan = std::optional<trace::detail::Span>;
@@ -218,11 +203,9 @@ void Stream::host_callback(std::function<void()> fn) {
   if (!fn)
     throw Error(ErrorCode::InvalidArgument, where(stream, "host_callback") + ": empty function");
   // The callback runs marked as this stream's, so that a synchronize of the same stream from
-  // inside it, which would wait for itself forever, is refused instead.
-  stream.host_callback([fn = std::move(fn), self = &stream] {
-    const RunningCallback running(self);
-    fn();
-  });
+  // inside it, which would wait for itself forever, is refused instead; its captures are dropped
+  // marked too, so that a deleter's synchronize returns.
+  stream.host_callback(detail::HeldCallback(&stream, std::move(fn)));
 }
 
 void Stream::keep_until_done(std::shared_ptr<const void> value) {
@@ -379,7 +362,10 @@ namespace {
 [[gnu::always_inline]] inline void synchronize_untraced(const std::shared_ptr<StreamImpl>& self) {
   StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "synchronize");
-  if (RunningCallback::of(&stream))
+  // From a deleter of what the stream's own callback held: the work before the callback is
+  // done, the work after it waits for this thread. Nothing may be waited for here.
+  if (detail::ReleasingCallback::of(&stream)) return;
+  if (detail::RunningCallback::of(&stream))
     throw Error(ErrorCode::InvalidState,
                 where(stream, "synchronize") +
                     " from one of the stream's own host callbacks: it would wait for itself; "

@@ -2,7 +2,14 @@
 // stream left usable: synchronize from the stream's own host callback, local memory past the
 // device's limit.
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "device_suite.hpp"
 #include "test_util.hpp"
@@ -40,6 +47,53 @@ TEST_P(MisuseSuite, SynchronizeFromTheStreamsOwnCallbackIsRefused) {
   });
   stream.synchronize();
   EXPECT_TRUE(other_done);
+}
+
+// What the stream's own callback held is dropped on the callback's thread once it ran; a
+// deleter there that synchronizes the stream (a DLPack producer's, say) returns instead of waiting
+// for itself. When it does not, the process ends by name rather than hang.
+void expect_released(Stream& stream, const std::atomic<bool>& released, const std::string& how) {
+  using namespace std::chrono_literals;
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (!released.load() && std::chrono::steady_clock::now() < until) {
+    stream.query();  // a backend that drops what its commands held as it polls
+    std::this_thread::sleep_for(1ms);
+  }
+  if (released.load()) return;
+  std::fprintf(stderr, "FAILED: %s: the deleter's synchronize waited for its own thread\n",
+               how.c_str());
+  std::_Exit(1);  // the stream's callback thread waits for itself: no teardown could finish
+}
+
+std::shared_ptr<int> synchronizes_when_dropped(Stream& stream, std::atomic<bool>& released) {
+  return {new int(7), [&stream, &released](int* value) {
+            delete value;
+            stream.synchronize();
+            released = true;
+          }};
+}
+
+TEST_P(MisuseSuite, ADeleterOfWhatTheStreamsCallbackHeldMaySynchronizeIt) {
+  std::atomic<bool> released{false};
+  std::atomic<int> ran{0};
+  stream.host_callback(
+      [held = synchronizes_when_dropped(stream, released), &ran] { ran += *held; });
+  expect_released(stream, released, id() + " host_callback");
+  EXPECT_EQ(ran.load(), 7);
+  // The stream works on: later work runs and is waited for.
+  const Buffer buffer = device().allocate(64);
+  stream.fill(buffer, uint32_t{0x5a5a5a5a}, 16);
+  std::vector<uint32_t> back(16);
+  stream.copy_to_host(back.data(), buffer, 64);
+  stream.synchronize();
+  EXPECT_EQ(back, std::vector<uint32_t>(16, 0x5a5a5a5a));
+}
+
+TEST_P(MisuseSuite, ADeleterOfWhatTheStreamKeptMaySynchronizeIt) {
+  std::atomic<bool> released{false};
+  stream.keep_until_done(synchronizes_when_dropped(stream, released));
+  expect_released(stream, released, id() + " keep_until_done");
+  stream.synchronize();
 }
 
 TEST_P(MisuseSuite, LocalMemoryPastTheDevicesLimitIsRefused) {
