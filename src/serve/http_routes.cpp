@@ -18,7 +18,7 @@ const std::string kModel = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
 
 void reply_json(httplib::Response& response, int status, const json& body) {
   response.status = status;
-  response.set_content(body.dump(), "application/json");
+  response.set_content(response_text(body), "application/json");
 }
 
 void reply_error(httplib::Response& response, int status, const std::string& message) {

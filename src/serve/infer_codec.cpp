@@ -74,16 +74,19 @@ void append_element(std::string& bytes, DType dtype, const json& value, const st
   }
 }
 
-// Flattens nested arrays (KServe allows row-major flat or nested data) into `out`.
-void flatten(const json& data, std::vector<const json*>& out, size_t limit,
+// Flattens nested arrays (KServe allows row-major flat or nested data) into `out`. Arrays
+// nested deeper than the shape has dimensions are refused before they are walked: the walk
+// recurses once a level, and a body of a million '[' would otherwise take the thread's stack.
+void flatten(const json& data, std::vector<const json*>& out, size_t limit, size_t depth_left,
              const std::string& where) {
   if (!data.is_array()) {
     out.push_back(&data);
     return;
   }
+  if (depth_left == 0) refuse(where + ": 'data' is nested deeper than its shape");
   for (const json& element : data) {
     if (out.size() > limit) return;  // more than the shape holds: counted as a mismatch
-    flatten(element, out, limit, where);
+    flatten(element, out, limit, depth_left - 1, where);
   }
 }
 
@@ -311,7 +314,8 @@ InferRequest parse_infer_request(std::string_view body,
       if (!data) refuse(where + ": 'data' is missing");
       if (!data->is_array()) refuse(where + ": 'data' is not an array");
       std::vector<const json*> elements;
-      flatten(*data, elements, static_cast<size_t>(count), where);
+      flatten(*data, elements, static_cast<size_t>(count), std::max<size_t>(tensor.shape.size(), 1),
+              where);
       if (elements.size() != static_cast<size_t>(count))
         refuse(where + ": 'data' has " +
                (elements.size() > static_cast<size_t>(count) ? "more than " + std::to_string(count)
@@ -327,8 +331,6 @@ InferRequest parse_infer_request(std::string_view body,
         refuse(where + ": a batch of " + std::to_string(tensor.shape[0]) +
                " where the other inputs have " + std::to_string(rows));
       rows = tensor.shape[0];
-      out.shape_key +=
-          kserve_datatype(*dtype) + shape_text({tensor.shape.begin() + 1, tensor.shape.end()});
     }
     out.inputs.emplace(text, std::move(tensor));
   }
@@ -338,6 +340,14 @@ InferRequest parse_infer_request(std::string_view body,
   for (const TensorSpec& spec : signature.inputs)
     if (!out.inputs.contains(spec.name))
       refuse("'inputs': input '" + spec.name + "' of model '" + signature.name + "' is missing");
+  // Requests batch together when every input has the same row shape; the key lists them in
+  // the model's order, whatever order the request gave them in.
+  if (signature.batchable)
+    for (const TensorSpec& spec : signature.inputs) {
+      const HostTensor& tensor = out.inputs.at(spec.name);
+      out.shape_key += spec.name + ":" + kserve_datatype(tensor.dtype) +
+                       shape_text({tensor.shape.begin() + 1, tensor.shape.end()});
+    }
   out.rows = signature.batchable ? rows : 1;
   read_outputs(request, signature, binary_default, out);
   return out;
@@ -364,7 +374,7 @@ InferResponse encode_infer_response(const ModelSignature& signature, const Infer
     list.push_back(std::move(entry));
   }
   document["outputs"] = std::move(list);
-  InferResponse response{document.dump(), std::nullopt};
+  InferResponse response{response_text(document), std::nullopt};
   if (!binary.empty() || std::find(request.binary_outputs.begin(), request.binary_outputs.end(),
                                    true) != request.binary_outputs.end()) {
     response.header_length = response.body.size();
@@ -389,6 +399,10 @@ json model_metadata(const ModelSignature& signature) {
           {"parameters", {{"max_batch_size", signature.batchable ? signature.max_batch : 0}}}};
 }
 
-std::string error_body(const std::string& message) { return json{{"error", message}}.dump(); }
+std::string response_text(const json& body) {
+  return body.dump(-1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace);
+}
+
+std::string error_body(const std::string& message) { return response_text({{"error", message}}); }
 
 }  // namespace hal::serve

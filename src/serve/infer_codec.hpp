@@ -47,6 +47,11 @@ InferResponse encode_infer_response(const ModelSignature& signature, const Infer
 // GET /v2/models/NAME: {"name", "versions", "platform", "inputs", "outputs"}.
 nlohmann::json model_metadata(const ModelSignature& signature);
 
+// A response's JSON text. Bytes that are not UTF-8 (a percent-decoded path, a header's value)
+// become U+FFFD: nlohmann's strict dump would throw, and an error handler's throw ends the
+// server (cpp-httplib calls it outside its own try).
+std::string response_text(const nlohmann::json& body);
+
 // The KServe error body: {"error": message}.
 std::string error_body(const std::string& message);
 

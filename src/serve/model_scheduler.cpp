@@ -18,10 +18,11 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
 }
 
 // Errors that come from what a request holds rather than from the device: the request fails,
-// the instance stays in rotation.
+// the instance stays in rotation. Out of memory is one: a request's own dimensions (up to the
+// protocol's limits) can ask for more than the device has, and the device is not at fault.
 bool request_fault(const Error& error) {
   return error.code() == ErrorCode::InvalidArgument || error.code() == ErrorCode::OutOfRange ||
-         error.code() == ErrorCode::Unsupported;
+         error.code() == ErrorCode::Unsupported || error.code() == ErrorCode::OutOfMemory;
 }
 
 }  // namespace
@@ -38,6 +39,7 @@ struct ModelScheduler::Batch {
   std::vector<std::shared_ptr<Pending>> requests;
   int64_t rows = 0;
   double predicted_s = 0;
+  bool alone = false;  // a member of a batch that failed, run by itself: it takes no others
 };
 
 struct ModelScheduler::Worker {
@@ -381,6 +383,7 @@ void ModelScheduler::top_up_waiting_batches(int64_t max_rows) {
   for (const auto& entry : waiting) {
     Worker* worker = entry.second;
     Batch& batch = worker->batches.back();
+    if (batch.alone) continue;
     const std::string& shapes = batch.requests.front()->request.shape_key;
     const int64_t rows_before = batch.rows;
     for (auto& level : levels_)
@@ -450,6 +453,18 @@ void ModelScheduler::run_front(Worker& worker, std::unique_lock<std::mutex>& loc
     metrics_.count_instance_batch(config_.name, device, done.rows);
     for (size_t i = 0; i < done.requests.size(); ++i)
       finish(done.requests[i], {200, "", std::move(results[i])});
+  } else if (request_fault(*failure) && done.requests.size() > 1) {
+    // One request's data (an index out of range, a size past the device's memory) fails the
+    // whole batch: each member runs again by itself, first in this instance's queue, so that
+    // the fault is answered to the request that has it and the others are served.
+    for (auto it = done.requests.rbegin(); it != done.requests.rend(); ++it) {
+      const int64_t own_rows = (*it)->request.rows;
+      worker.batches.push_front({{std::move(*it)},
+                                 own_rows,
+                                 worker.instance->predicted_seconds(own_rows),
+                                 /*alone=*/true});
+      ++worker.requests;
+    }
   } else if (request_fault(*failure)) {
     for (auto& pending : done.requests)
       finish(pending, {400, "model '" + config_.name + "': " + failure->what(), {}});

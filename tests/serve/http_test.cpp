@@ -67,6 +67,13 @@ TEST_F(ServeHttp, HealthMetadataAndReadyEndpoints) {
   auto no_route = c.Get("/v3/anything");
   EXPECT_EQ(no_route->status, 404);
   EXPECT_EQ(json::parse(no_route->body)["error"], "no route for GET /v3/anything");
+  // A path that decodes to bytes that are not UTF-8 gets its error too (a strict JSON dump of
+  // it threw in the error handler, which ended the server).
+  auto not_utf8 = c.Get("/%FF");
+  ASSERT_TRUE(not_utf8);
+  EXPECT_EQ(not_utf8->status, 404);
+  EXPECT_EQ(json::parse(not_utf8->body)["error"], "no route for GET /\xef\xbf\xbd");
+  EXPECT_EQ(c.Get("/v2/models/%FF")->status, 404);
 
   auto metrics = c.Get("/metrics");
   EXPECT_EQ(metrics->status, 200);

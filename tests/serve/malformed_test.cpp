@@ -88,6 +88,12 @@ std::vector<Case> cases() {
        in + "'data' has more than 4 elements; shape [1, 4] holds 4"},
       {"ragged data", one(kX + R"(,"data":[[1,2],[3]])"), "", Header::none, "", 400,
        in + "'data' has 3 elements; shape [1, 4] holds 4"},
+      {"data nested past the shape", one(kX + R"(,"data":[[[1,2,3,4]]])"), "", Header::none, "",
+       400, in + "'data' is nested deeper than its shape"},
+      // Walked level by level, a million would take the handler thread's stack.
+      {"data nested a million deep",
+       one(kX + R"(,"data":)" + std::string(1'000'000, '[') + std::string(1'000'000, ']')), "",
+       Header::none, "", 400, in + "'data' is nested deeper than its shape"},
       {"a string element", one(kX + R"(,"data":["a",2,3,4])"), "", Header::none, "", 400,
        in + "data[0] is not a number"},
       {"a boolean element", one(kX + R"(,"data":[1,true,3,4])"), "", Header::none, "", 400,
@@ -120,6 +126,9 @@ std::vector<Case> cases() {
        400, "outputs[0]: parameters.binary_data is not true or false"},
       {"header length not a number", one(kX + "," + kData), "", Header::text, "abc", 400,
        "Inference-Header-Content-Length 'abc' is not a whole number"},
+      // Bytes that are not UTF-8 come back as U+FFFD in the error's JSON.
+      {"header length not UTF-8", one(kX + "," + kData), "", Header::text, "\xff", 400,
+       "Inference-Header-Content-Length '\xef\xbf\xbd' is not a whole number"},
       {"header length past the body", one(kX + "," + kData), "", Header::text, "999", 400,
        "Inference-Header-Content-Length 999 is larger than the body (" +
            std::to_string(one(kX + "," + kData).size()) + " bytes)"},
@@ -142,6 +151,8 @@ std::vector<Case> cases() {
        in + "parameters.binary_data_size is -16, out of range (0 to 9223372036854775807)"},
       {"unknown model", one(kX + "," + kData), "", Header::none, "", 404, "unknown model 'nope'",
        "/v2/models/nope/infer"},
+      {"unknown model not UTF-8", one(kX + "," + kData), "", Header::none, "", 404,
+       "unknown model '\xef\xbf\xbd'", "/v2/models/%FF/infer"},
       {"unknown version", one(kX + "," + kData), "", Header::none, "", 404,
        "model 'mlp' has no version '7' (it has 1)", "/v2/models/mlp/versions/7/infer"},
   };
