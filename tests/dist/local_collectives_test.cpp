@@ -4,6 +4,8 @@
 // and from a thread per rank, and over cpu, opencl and sim devices together.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -252,6 +254,47 @@ TEST_F(LocalGroupTest, SendAndRecvAroundARingMatchByPeerAndTag) {
     EXPECT_TRUE(
         same_values(read(back[r], g.streams[r]), values((r + 1) % p, 17, DType::i32), DType::i32));
   }
+}
+
+// Every work of `works` completes within 30 s, or the process ends by name: a group whose
+// executor waits for a stream held by a collective queued behind it never ends.
+void expect_completed(const std::vector<Work>& works, const std::string& what) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (const Work& work : works)
+    while (!work.completed()) {
+      if (std::chrono::steady_clock::now() > until) {
+        std::fprintf(stderr, "FAILED: %s: the group never ran them\n", what.c_str());
+        std::_Exit(1);  // the group's executor is stuck: no teardown could finish
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
+// Receives are posted in one order and their sends come in another: the recv whose data came
+// first waits on its stream behind the other's gate, so the group runs the other first.
+TEST_F(LocalGroupTest, SendsThatComeInAnotherOrderThanTheirReceivesAreMatched) {
+  Group g({devices_[0], devices_[1], devices_[2]});
+  std::vector<Tensor> in, out;
+  for (int r = 0; r < 3; ++r) {
+    in.push_back(tensor_of(values(r, 13, DType::f32), DType::f32, g.streams[r]));
+    out.push_back(empty({13}, DType::f32, devices_[0]));
+  }
+  Tensor tagged = empty({13}, DType::f32, devices_[0]);
+  const Tensor second = tensor_of(values(5, 13, DType::f32), DType::f32, g.streams[1]);
+  std::vector<Work> works;
+  // Rank 0 takes from rank 1 (tag 1, then tag 2), then from rank 2.
+  works.push_back(g.comms[0].recv(out[1], 1, g.streams[0], 1));
+  works.push_back(g.comms[0].recv(tagged, 1, g.streams[0], 2));
+  works.push_back(g.comms[0].recv(out[2], 2, g.streams[0]));
+  // Rank 2 sends first; rank 1 sends tag 2 before tag 1.
+  works.push_back(g.comms[2].send(in[2], 0, g.streams[2]));
+  works.push_back(g.comms[1].send(second, 0, g.streams[1], 2));
+  works.push_back(g.comms[1].send(in[1], 0, g.streams[1], 1));
+  expect_completed(works, "receives posted in another order than their sends");
+  wait_all(works);
+  EXPECT_TRUE(same_values(read(out[1], g.streams[0]), values(1, 13, DType::f32), DType::f32));
+  EXPECT_TRUE(same_values(read(tagged, g.streams[0]), values(5, 13, DType::f32), DType::f32));
+  EXPECT_TRUE(same_values(read(out[2], g.streams[0]), values(2, 13, DType::f32), DType::f32));
 }
 
 TEST_F(LocalGroupTest, CollectivesWaitForEarlierWorkAndLaterWorkWaitsForThem) {

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "dist_reference.hpp"
 #include "test_util.hpp"
@@ -170,6 +172,44 @@ TEST_F(LocalFaults, ARecvOfAnotherSizeThanItsSendFails) {
   for (Work* w : {&s, &r})
     expect_error([&] { w->wait(); }, ErrorCode::InvalidArgument,
                  {"rank 0 sent send(f32[4])", "rank 1 expected recv(f32[5])"});
+}
+
+// Ranks 0 and 1 each receive from the other before they send: each send waits on its stream
+// behind the rank's own receive, which waits for the other's send. A program that deadlocks by
+// its order; the group fails it with Timeout naming the stream that never came (it used to run
+// one of the pair and wait for its lanes for ever).
+TEST_F(LocalFaults, RanksThatEachReceiveBeforeTheySendTimeOutInsteadOfHanging) {
+  const Patience patience("0.3");
+  const Tensor in0 = ones({5}, DType::f32, streams_[0]), in1 = ones({5}, DType::f32, streams_[1]);
+  Tensor out0 = zeros({5}, DType::f32, streams_[0]), out1 = zeros({5}, DType::f32, streams_[1]);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Work> works = {
+      comms_[0].recv(out0, 1, streams_[0]), comms_[1].recv(out1, 0, streams_[1]),
+      comms_[0].send(in0, 1, streams_[0]), comms_[1].send(in1, 0, streams_[1])};
+  for (const Work& w : works)
+    while (!w.completed()) {
+      if (std::chrono::steady_clock::now() - start > std::chrono::seconds(30)) {
+        std::fprintf(stderr, "FAILED: the crossed receives never ended\n");
+        std::_Exit(1);  // the group's executor is stuck: no teardown could finish
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  // The first of the pair to run out of patience fails; that opens its gate, and the other may
+  // then run.
+  int named = 0;
+  for (Work& w : works) try {
+      w.wait();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::Timeout) << e.message();
+      if (e.message().find("every rank joined, but the stream of rank") != std::string::npos &&
+          e.message().find("did not reach it") != std::string::npos)
+        ++named;
+    }
+  EXPECT_GE(named, 1);
+  for (Stream& stream : streams_) try {
+      stream.synchronize();
+    } catch (const Error&) {  // the gates' failures, reported once
+    }
 }
 
 TEST_F(LocalFaults, AMalformedTimeoutIsRefused) {

@@ -51,7 +51,9 @@ LocalGroup::LocalGroup(std::vector<Device> devices, std::string name)
     : devices_(std::move(devices)),
       name_(std::move(name)),
       link_(link_model(devices_)),
-      calls_(devices_.size(), 0) {}
+      calls_(devices_.size(), 0),
+      joins_(devices_.size(), 0),
+      open_holds_(devices_.size()) {}
 
 LocalGroup::~LocalGroup() {
   {
@@ -205,6 +207,9 @@ void LocalGroup::joined(const SlotPtr& slot, size_t member, Member entry, DebugL
   m.claimed = m.joined = true;
   m.reached = reached;
   m.reached_at = reached_at;
+  m.order = ++joins_[static_cast<size_t>(rank)];
+  m.holds = !point_to_point(s.kind) || member == 1;  // a recv holds, a send does not
+  if (!failed && m.holds) open_holds_[static_cast<size_t>(rank)].emplace_back(m.order, &s);
   if (failed) {  // a failed slot holds no tensors
     m.call = {};
     m.ready = {};
@@ -226,6 +231,14 @@ void LocalGroup::finish(const SlotPtr& slot, std::exception_ptr failure) {
   if (s.finished) return;
   s.finished = true;
   s.failure = std::move(failure);
+  for (size_t k = 0; k < s.members.size(); ++k) {
+    if (!s.members[k].joined || !s.members[k].holds) continue;
+    auto& holds = open_holds_[static_cast<size_t>(s.ranks[k])];
+    const auto it = std::find_if(holds.begin(), holds.end(),
+                                 [&](const auto& hold) { return hold.second == &s; });
+    if (it != holds.end()) holds.erase(it);
+  }
+  work_ready_.notify_all();  // a slot that waited behind this one may run now
   for (Member& m : s.members) {
     m.call = {};
     m.ready = {};
@@ -244,7 +257,15 @@ std::exception_ptr LocalGroup::timeout_error(const Slot& slot, size_t member,
     (slot.members[k].joined ? present : absent).push_back(slot.ranks[k]);
   const std::string waited = format_seconds(std::chrono::duration<double>(patience).count());
   std::string text = where(slot) + ": ";
-  if (point_to_point(slot.kind))
+  if (absent.empty()) {  // every rank joined; a stream has not come to it
+    std::vector<int> behind;
+    for (size_t k = 0; k < slot.members.size(); ++k)
+      if (!slot.members[k].reached) behind.push_back(slot.ranks[k]);
+    text += "every rank joined, but the stream of rank" +
+            std::string(behind.size() == 1 ? " " : "s ") + list_ranks(behind) +
+            " did not reach it within " + waited +
+            " (HAL_DIST_TIMEOUT): work before it there waits for another call of the group";
+  } else if (point_to_point(slot.kind))
     text += "rank " + list_ranks(absent) + " did not " + (member == 0 ? "receive" : "send") +
             " within " + waited + " (HAL_DIST_TIMEOUT)";
   else
@@ -258,7 +279,7 @@ std::exception_ptr LocalGroup::timeout_error(const Slot& slot, size_t member,
 Clock::time_point LocalGroup::check_patience(const SlotPtr& slot, size_t member,
                                              Clock::duration patience) {
   Slot& s = *slot;
-  if (s.finished || s.joined == static_cast<int>(s.members.size()))
+  if (s.finished || s.running)
     return Clock::time_point::max();  // ended, or the executor has it: it ends, well or not
   Clock::time_point end = Clock::time_point::max();
   for (size_t k = 0; k < s.members.size(); ++k)
@@ -278,6 +299,7 @@ void LocalGroup::gate(const SlotPtr& slot, size_t member, Clock::duration patien
       m.reached = true;
       m.reached_at = Clock::now();
       slot->changed.notify_all();  // a waiting Work now has a deadline
+      work_ready_.notify_all();    // and the slot may be runnable now
     }
     if (!hold) return;
     while (!slot->finished) {
@@ -386,13 +408,43 @@ std::exception_ptr LocalGroup::run(const SlotPtr& slot) {
   }
 }
 
+bool LocalGroup::runnable(const Slot& slot) const {
+  for (size_t k = 0; k < slot.members.size(); ++k) {
+    const Member& m = slot.members[k];
+    if (m.reached) continue;
+    const auto& holds = open_holds_[static_cast<size_t>(slot.ranks[k])];
+    if (!holds.empty() && holds.front().first < m.order) return false;
+  }
+  return true;
+}
+
+LocalGroup::SlotPtr LocalGroup::take_runnable() {
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if ((*it)->finished) {  // timed out while it waited
+      it = queue_.erase(it);
+      continue;
+    }
+    if (runnable(**it)) {
+      SlotPtr slot = std::move(*it);
+      queue_.erase(it);
+      return slot;
+    }
+    ++it;
+  }
+  return nullptr;
+}
+
 void LocalGroup::executor_loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    work_ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;
-    SlotPtr slot = queue_.front();
-    queue_.pop_front();
+    SlotPtr slot;
+    // Stopping waits for the queue to empty: its slots run, or time out where they cannot.
+    work_ready_.wait(lock, [&] {
+      slot = take_runnable();
+      return slot || (stopping_ && queue_.empty());
+    });
+    if (!slot) return;
+    slot->running = true;
     lock.unlock();
     std::exception_ptr failure = run(slot);
     lock.lock();

@@ -5,8 +5,11 @@
 // on the caller's stream (Lane::ready) and enqueues there a gate, a host callback that keeps
 // the stream's later work waiting until the collective is done. When the last rank joins, the
 // group's executor thread enqueues the algorithm on the group's own stream per rank, waits for
-// those streams, and opens the gates. A send copies its tensor at its place in the stream and
-// does not hold the stream (so that a ring of sends, then receives, cannot deadlock); a recv
+// those streams, and opens the gates. It takes the full collectives one at a time, each once
+// none of its members' events waits behind the gate of another that has not run (a rank's
+// earlier call, or one its stream has not reached): receives posted in one order and sent in
+// another would otherwise wait for each other. A send copies its tensor at its place in the stream
+// and does not hold the stream (so that a ring of sends, then receives, cannot deadlock); a recv
 // does. A collective that does not fill within HAL_DIST_TIMEOUT of a member's stream reaching
 // it fails with Timeout naming the ranks that did not join (seen by the gate or by
 // Work::wait); signatures that disagree fail it at once; a device lost during it fails it, and
@@ -51,6 +54,8 @@ class LocalGroup : public std::enable_shared_from_this<LocalGroup> {
     bool joined = false;   // its event and gate are enqueued
     bool reached = false;  // its stream has come to it
     Clock::time_point reached_at;
+    uint64_t order = 0;  // the rank's how-manieth call this is (its stream's order)
+    bool holds = false;  // its gate holds the stream until the end (all but a send)
     std::shared_ptr<WorkState> work;
     CollectiveCall call;
     Event ready;
@@ -64,6 +69,7 @@ class LocalGroup : public std::enable_shared_from_this<LocalGroup> {
     std::vector<Member> members;
     int joined = 0;
     std::optional<AllReduceAlgorithm> algorithm;  // HAL_DIST_LOCAL_ALGORITHM at rank 0's call
+    bool running = false;                         // the executor has it: it ends, well or not
     bool finished = false;
     std::exception_ptr failure;
     std::condition_variable changed;  // under the group's mutex
@@ -92,6 +98,11 @@ class LocalGroup : public std::enable_shared_from_this<LocalGroup> {
   Clock::time_point check_patience(const SlotPtr& slot, size_t member, Clock::duration patience);
   std::exception_ptr timeout_error(const Slot& slot, size_t member, Clock::duration patience) const;
   std::exception_ptr run(const SlotPtr& slot);
+  // Under mutex_: whether every member's event can complete without another slot running
+  // first: its stream has reached the gate, or no earlier call of its rank holds a stream.
+  bool runnable(const Slot& slot) const;
+  // Under mutex_: the first runnable full slot, out of the queue (finished ones dropped).
+  SlotPtr take_runnable();
   void executor_loop();
   Stream& lane_stream(int rank, bool side);  // executor thread only
   std::string where(const Slot& slot) const;
@@ -101,7 +112,11 @@ class LocalGroup : public std::enable_shared_from_this<LocalGroup> {
   const LinkModel link_;
 
   std::mutex mutex_;
-  std::vector<uint64_t> calls_;                   // collectives each rank has joined
+  std::vector<uint64_t> calls_;  // collectives each rank has joined
+  std::vector<uint64_t> joins_;  // calls each rank has joined, of any kind
+  // Per rank, the slots whose gates hold one of its streams and that have not finished, by
+  // the member's order: the front is the earliest.
+  std::vector<std::deque<std::pair<uint64_t, const Slot*>>> open_holds_;
   std::map<uint64_t, SlotPtr> collectives_;       // by number, until every member has joined
   std::map<PairKey, std::deque<SlotPtr>> pairs_;  // unmatched sends and recvs
   std::map<PairKey, uint64_t> pair_counts_;
