@@ -85,6 +85,40 @@ TEST(MpiFaults, ARankThatDiesIsNamed) {
   // (Open MPI's MPI_Finalize would wait for the dead rank).
 }
 
+// Rank 3's sim device is lost (HAL_SIM_CONFIG=...,lose_device_at=N for rank 3 alone, set by
+// CTest) after it made its tensor: its all_reduce cannot stage the tensor and fails at once. The
+// others hear that it could not take part (not a timeout), and the next collective, on host
+// memory, finds every rank at the same number.
+TEST(MpiFaults, ARankThatCannotStageItsTensorIsNamedAndTheGroupGoesOn) {
+  Communicator world = Communicator::world();
+  ASSERT_EQ(world.size(), 4) << "run with mpirun -np 4";
+  const Device sim = device("sim:0");
+  Stream stream = sim.create_stream();
+  const Tensor t = ones({1031}, DType::f32, stream);  // past the exchange's 64 bytes: staged
+  stream.synchronize();
+  if (world.rank() == kAbsent) {
+    bool lost = false;
+    for (int i = 0; i < 100000 && !lost; ++i) try {
+        (void)sim.allocate(1, MemoryKind::device, AllocationMode::direct);
+      } catch (const Error& e) {
+        lost = e.code() == ErrorCode::DeviceLost;
+      }
+    ASSERT_TRUE(lost) << "run rank 3 with HAL_SIM_CONFIG=devices=1,lose_device_at=N";
+    expect_error([&] { world.all_reduce(t, ReduceOp::sum, stream); }, ErrorCode::DeviceLost,
+                 {"was lost"});
+  } else {
+    expect_error(
+        [&] { world.all_reduce(t, ReduceOp::sum, stream).wait(); }, ErrorCode::InvalidState,
+        {"all_reduce #1 on communicator 'world'", "rank 3 could not take part", "was lost"});
+  }
+  Stream host = device("cpu:0").create_stream();
+  Tensor counted = ones({1031}, DType::f32, host);
+  world.all_reduce(counted, ReduceOp::sum, host).wait();
+  const std::vector<float> sums = counted.to_vector<float>(host);
+  EXPECT_EQ(sums.front(), 4.0f);
+  EXPECT_EQ(sums.back(), 4.0f);
+}
+
 // Run with HAL_DIST_INJECT_STALL=3:3: rank 3 stalls after the exchange, before MPI's blocking
 // collective, which the others are already in and which MPI cannot cancel. Their watchdog names
 // rank 3 and ends the job with MPI_Abort (CTest looks for that in the output): no hang.

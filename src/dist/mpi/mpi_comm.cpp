@@ -171,6 +171,7 @@ Work MpiComm::submit(const CollectiveCall& call) {
                   std::string(to_string(call.kind)) + " on communicator '" + name_ + "': " +
                       t->describe() + " has more elements than one MPI call takes (2^31 - 1)");
   std::shared_ptr<MpiOp> op;
+  std::exception_ptr unprepared;
   {
     std::lock_guard lock(mutex_);
     if (broken_)
@@ -186,13 +187,19 @@ Work MpiComm::submit(const CollectiveCall& call) {
     op->patience = patience;
     op->level = level;
     op->signature_only = false;
-    prepare_memory(*op);
+    try {
+      prepare_memory(*op);  // a staging buffer of a lost or full device may throw
+    } catch (...) {
+      unprepared = std::current_exception();
+    }
     if (level == DebugLevel::detail)
       log(LogLevel::info,
           "hal dist: " + where(*op) + ": " + describe(signature_of(call, sequence)));
+    // The number is taken: an op this rank cannot run still goes to the others, as failed
+    // (below), or their #n would meet this rank's #n + 1.
     ops_.push_back(op);
     // Host memory on an idle stream: nothing to wait for, so the exchange is posted now.
-    if (!op->stage_in && op->call.stream.query()) {
+    if (!unprepared && !op->stage_in && op->call.stream.query()) {
       op->stage = Stage::ready;
       op->ready_at = Clock::now();
       auto serial = runtime_->serialize();
@@ -202,6 +209,10 @@ Work MpiComm::submit(const CollectiveCall& call) {
   // The op lets go of the caller's stream: a stream let go of while the gate runs on it must
   // not end on its own thread.
   Stream stream = std::exchange(op->call.stream, Stream());
+  if (unprepared) {
+    mark_ready(*op, unprepared);
+    std::rethrow_exception(unprepared);
+  }
   // A small collective posted at once gets a few microseconds to end here: done, it needs no
   // gate on the stream (whose worker would have to wake for it), and the next call finds the
   // stream idle again.
