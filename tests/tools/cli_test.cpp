@@ -516,6 +516,33 @@ TEST(Cli, BenchWritesOneDocumentForManySuites) {
   EXPECT_TRUE(figures.count("select/select_1024_ms")) << json["results"];
 }
 
+// --device all runs a driver-comparing suite on every device it has a raw baseline for:
+// dispatch on OpenCL, CUDA and Vulkan devices (Vulkan's was left out).
+TEST(Cli, BenchDispatchOnAllDevicesMeasuresEveryBackendWithABaseline) {
+  const std::string cli = HAL_CLI_PATH;
+  const std::string suite = cli.substr(0, cli.rfind('/')) + "/hal_bench_dispatch";
+  if (access(suite.c_str(), X_OK) != 0)
+    GTEST_SKIP() << suite << " is not built (this preset builds no benchmarks)";
+  std::set<std::string> expected;
+  for (const char* backend : {"opencl", "cuda", "vulkan"})
+    for (const hal::Device& d : hal::test::backend_devices(backend)) expected.insert(d.id());
+  if (expected.empty()) GTEST_SKIP() << "no OpenCL, CUDA or Vulkan device here";
+  CacheDir cache;
+  const std::string file = (cache.path() / "bench.json").string();
+  const Result result = run(cache.environment(), "bench dispatch --device all --quick --output " +
+                                                     file + " '--benchmark_filter=enqueue'");
+  ASSERT_EQ(result.status, 0) << result.output;
+  std::ifstream in(file);
+  const auto json = nlohmann::json::parse(in);
+  std::set<std::string> measured;
+  for (const auto& run : json["suites"]) {
+    EXPECT_EQ(run["suite"], "dispatch") << run;
+    EXPECT_EQ(run["status"], 0) << run;
+    measured.insert(run["device"].get<std::string>());
+  }
+  EXPECT_EQ(measured, expected);
+}
+
 TEST(Cli, BenchPipelineReportsItsSpeedupOverTheStagesOneAfterAnother) {
   const std::string cli = HAL_CLI_PATH;
   const std::string suite = cli.substr(0, cli.rfind('/')) + "/hal_bench_pipeline";

@@ -58,11 +58,13 @@ std::filesystem::path find_suite(const std::string& suite) {
 }
 
 // Which devices a suite measures: dispatch and copy compare with a raw driver, so they take
-// OpenCL and CUDA devices; ops takes any; the others measure the host.
+// the backends they have one for (dispatch: OpenCL, CUDA, Vulkan; copy: OpenCL, CUDA); ops takes
+// any; the others measure the host.
 bool suite_takes(const std::string& suite, const Device& device) {
+  const std::string_view backend = device.info().backend();
   if (suite == "ops") return true;
-  if (suite == "dispatch" || suite == "copy")
-    return device.info().backend() == "opencl" || device.info().backend() == "cuda";
+  if (suite == "dispatch") return backend == "opencl" || backend == "cuda" || backend == "vulkan";
+  if (suite == "copy") return backend == "opencl" || backend == "cuda";
   return false;
 }
 
@@ -229,13 +231,13 @@ void add_bench_command(CLI::App& app) {
   auto* command = app.add_subcommand(
       "bench",
       "Run benchmark suites (stream, thread_pool, memory, dispatch, copy, ops, select, pipeline, "
-      "mesh; default all; models, train, collectives and serve when named); figures are ratios to "
-      "same-run baselines");
+      "mesh; default all; models, train, collectives, serve and cuda_host when named); figures "
+      "are ratios to same-run baselines");
   auto options = std::make_shared<Options>();
   command->add_option("suite", options->suites, "Suites to run (default: all)");
   command->add_option("--device", options->device,
-                      "The device to measure, or 'all' (dispatch, copy: opencl:N or cuda:N; "
-                      "ops: any)");
+                      "The device to measure, or 'all' (dispatch: opencl:N, cuda:N or "
+                      "vulkan:N; copy: opencl:N or cuda:N; ops: any)");
   command->add_flag("--quick", options->quick, "Shorter runs (--benchmark_min_time=0.05)");
   command->add_flag("--json", options->json, "Print one JSON document (schema hal.bench/1)");
   command->add_option("--output", options->output,
