@@ -282,16 +282,23 @@ TEST(ServeCli, AConfigFileServesItsModels) {
       {"port", 1},  // replaced by --port 0
       {"balancer", "least-outstanding"},
       {"models",
-       {{{"name", "a"}, {"path", a.string()}, {"max_batch", 4}, {"devices", {"cpu:0"}}},
+       {{{"name", "a"}, {"path", a.string()}, {"max_batch", 4}},  // on --devices
         {{"name", "b"}, {"path", b.string()}, {"priority_levels", 3}, {"devices", {"cpu:0"}}}}}};
   const auto file = dir.write("serve.json", config.dump());
-  ServeProcess serve({"serve", "--config", file.string(), "--port", "0"});
+  ServeProcess serve(
+      {"serve", "--config", file.string(), "--port", "0", "--devices", "cpu:0,sim:0"});
   ASSERT_GT(serve.port, 0) << serve.output;
   EXPECT_NE(serve.output.find("balancer least-outstanding"), std::string::npos) << serve.output;
   httplib::Client c("127.0.0.1", serve.port);
   c.set_read_timeout(std::chrono::seconds(60));
   EXPECT_EQ(json::parse(c.Get("/v2/models/a")->body)["parameters"]["max_batch_size"], 4);
   EXPECT_EQ(json::parse(c.Get("/v2/models/b")->body)["outputs"][0]["shape"], json({-1, 2}));
+  // A model without "devices" runs on --devices; one with its own list on that.
+  EXPECT_EQ(
+      json::parse(c.Get("/v2/models/a/ready")->body)["instances"],
+      json::parse(R"([{"device":"cpu:0","healthy":true},{"device":"sim:0","healthy":true}])"));
+  EXPECT_EQ(json::parse(c.Get("/v2/models/b/ready")->body)["instances"],
+            json::parse(R"([{"device":"cpu:0","healthy":true}])"));
   const std::vector<float> x = rows_of(2, 4);
   auto answer = c.Post("/v2/models/a/infer", infer_body(x, 2, 4).dump(), "application/json");
   ASSERT_EQ(answer->status, 200) << answer->body;

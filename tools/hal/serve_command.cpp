@@ -60,8 +60,10 @@ serve::BatchingOptions batching_from(const Options& o) {
 
 // --config FILE: {"host", "port", "balancer", "http_threads", "models": [{"name", "path",
 // "devices": [...], "max_batch", "max_queue_delay_us", "max_queue", "preferred_batch_sizes",
-// "priority_levels"}]}; options on the command line take precedence over its server fields.
-void read_config(const std::string& file, Options& o, const CLI::App& command) {
+// "priority_levels"}]}; options on the command line take precedence over its server fields, and
+// give a model what it leaves out (`devices`: --devices, resolved).
+void read_config(const std::string& file, Options& o, const CLI::App& command,
+                 const std::vector<std::string>& devices) {
   std::ifstream in(file);
   if (!in) throw Error(ErrorCode::InvalidArgument, "--config " + file + ": cannot read the file");
   const json config = json::parse(in, nullptr, false);
@@ -72,7 +74,8 @@ void read_config(const std::string& file, Options& o, const CLI::App& command) {
       o.server.host = config["host"].get<std::string>();
     if (config.contains("port") && command.count("--port") == 0)
       o.server.port = config["port"].get<int>();
-    if (config.contains("http_threads")) o.server.http_threads = config["http_threads"].get<int>();
+    if (config.contains("http_threads") && command.count("--http-threads") == 0)
+      o.server.http_threads = config["http_threads"].get<int>();
     if (config.contains("balancer") && command.count("--balancer") == 0) {
       const auto b = serve::parse_balancer(config["balancer"].get<std::string>());
       if (!b)
@@ -85,8 +88,9 @@ void read_config(const std::string& file, Options& o, const CLI::App& command) {
       serve::ModelConfig model;
       model.name = m.at("name").get<std::string>();
       model.path = m.at("path").get<std::string>();
-      if (m.contains("devices"))
-        model.devices = resolve_devices(m["devices"].get<std::vector<std::string>>());
+      model.devices = m.contains("devices")
+                          ? resolve_devices(m["devices"].get<std::vector<std::string>>())
+                          : devices;
       model.batching = batching_from(o);
       model.batching.max_batch = m.value("max_batch", model.batching.max_batch);
       model.batching.max_queue_delay_us =
@@ -131,7 +135,7 @@ void serve_until_signalled(Options& o, const CLI::App& command) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   const std::vector<std::string> devices = resolve_devices(names_option("--devices", o.devices));
   for (serve::ModelConfig& model : o.server.models) model.devices = devices;
-  if (!o.config.empty()) read_config(o.config, o, command);
+  if (!o.config.empty()) read_config(o.config, o, command, devices);
   serve::validate(o.server);
   serve::Server server(o.server);
   server.start();
