@@ -501,18 +501,36 @@ void CachingAllocator::hold_until(BufferPtr buffer, std::shared_ptr<HostFence> f
   hold_count_.store(holds_.size());
 }
 
+namespace {
+// A fence whose device was lost (or whose work failed) throws rather than answer: its work runs
+// no more (a backend reports a loss only once the device's streams run nothing), so it counts as
+// done. Asked inside the allocator, a throw would fail an allocation on another device.
+bool fence_done(HostFence& fence) {
+  try {
+    return fence.ready();
+  } catch (const Error&) {
+    return true;
+  }
+}
+void wait_for_fence(HostFence& fence) {
+  try {
+    fence.wait();
+  } catch (const Error&) {  // as above: nothing of its work is left to wait for
+  }
+}
+}  // namespace
+
 size_t CachingAllocator::drop_holds(bool wait) {
   std::vector<Hold> dropped;
   {
     std::lock_guard lock(mutex_);
-    auto done = std::stable_partition(holds_.begin(), holds_.end(), [&](const Hold& hold) {
-      return !wait && !hold.fence->ready();  // kept
-    });
-    std::move(done, holds_.end(), std::back_inserter(dropped));
-    holds_.erase(done, holds_.end());
+    std::vector<Hold> kept;
+    for (Hold& hold : holds_)
+      (!wait && !fence_done(*hold.fence) ? kept : dropped).push_back(std::move(hold));
+    holds_ = std::move(kept);
     hold_count_.store(holds_.size());
   }
-  for (Hold& hold : dropped) hold.fence->wait();
+  for (Hold& hold : dropped) wait_for_fence(*hold.fence);
   return dropped.size();  // the buffers are released here, outside the lock
 }
 

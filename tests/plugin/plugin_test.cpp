@@ -355,6 +355,31 @@ TEST(SimFaults, ALostDeviceStaysLostAndOthersWork) {
   EXPECT_EQ(from_vector(floats({5}), {1}, s).to_vector<float>(s), floats({5}));
 }
 
+// A CPU buffer recorded on a sim stream is held until that stream's work is done; once sim:0 is
+// lost its fence throws instead of answering, and the hold counts as done: allocations on cpu:0
+// go on (they threw DeviceLost about sim:0 each time, then crashed on a half-partitioned list),
+// and so does the process's exit.
+TEST(SimFaults, AHoldOnALostDevicesStreamDoesNotFailAnotherDevicesAllocations) {
+  // HAL_SIM_CONFIG=devices=2,lose_device_at=12,fault_device=0
+  const Device cpu = device("cpu:0");
+  const Device lost = device("sim:0");
+  Stream on_cpu = cpu.create_stream();
+  Stream on_sim = lost.create_stream();
+  {
+    const Buffer a = cpu.allocate(4096), b = cpu.allocate(8192);
+    record_stream(a, on_cpu);
+    on_cpu.synchronize();
+    record_stream(b, on_sim);
+  }  // both held: a until on_cpu's fence (done), b until on_sim's
+  ASSERT_EQ(work_until_a_failure(lost), ErrorCode::DeviceLost) << "the injected loss never came";
+  for (size_t bytes : {size_t{100}, size_t{2000}, size_t{1} << 20, size_t{3} << 20}) {
+    Buffer buffer;
+    EXPECT_NO_THROW(buffer = cpu.allocate(bytes)) << bytes << " bytes";
+    EXPECT_EQ(buffer.size(), bytes);
+  }
+  on_cpu.synchronize();
+}
+
 TEST(SimFaults, LosingADeviceStopsItsStreamsBeforeAnyCallSaysSo) {
   // HAL_SIM_CONFIG=devices=1,lose_device_at=20. A copy into host memory waits behind a gate
   // when the device is lost; once hal reports the loss, the caller frees that memory (as
