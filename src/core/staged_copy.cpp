@@ -36,6 +36,22 @@ char* host_address(const BufferPtr& buffer, size_t offset) {
   return base ? base + offset : nullptr;
 }
 
+// Enqueues the parts of a copy after its first. When one cannot be enqueued, the first (a copy
+// into or out of host memory that only the later parts would hold) is still in flight: the
+// stream runs it before the error goes up and that memory with it.
+template <class Rest>
+void then(StreamImpl& stream, Rest rest) {
+  try {
+    rest();
+  } catch (...) {
+    try {
+      stream.synchronize();
+    } catch (...) {  // the error to report is the enqueue's
+    }
+    throw;
+  }
+}
+
 }  // namespace
 
 void read_now(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
@@ -67,24 +83,28 @@ void enqueue_staged_copy(StreamImpl& stream, const BufferPtr& dst, size_t dst_of
   if (src_here && !dst_here) {
     if (char* host = host_address(dst, dst_offset)) {  // e.g. into CPU memory: no staging
       stream.copy_to_host(host, src, src_offset, bytes);
-      stream.keep_until_done(dst);
+      then(stream, [&] { stream.keep_until_done(dst); });
       return;
     }
     auto staging = std::make_shared<Staging>(here, bytes);
     stream.copy_to_host(staging->data(), src, src_offset, bytes);
-    stream.host_callback([=] { write_now(dst, dst_offset, staging->data(), bytes); });
+    then(stream, [&] {
+      stream.host_callback([=] { write_now(dst, dst_offset, staging->data(), bytes); });
+    });
     return;
   }
   if (dst_here && !src_here) {
     if (const char* host = host_address(src, src_offset)) {
       stream.copy_from_host(dst, dst_offset, host, bytes);
-      stream.keep_until_done(src);
+      then(stream, [&] { stream.keep_until_done(src); });
       return;
     }
     auto staging = std::make_shared<Staging>(here, bytes);
     stream.host_callback([=] { read_now(staging->data(), src, src_offset, bytes); });
-    stream.copy_from_host(dst, dst_offset, staging->data(), bytes);
-    stream.keep_until_done(staging);
+    then(stream, [&] {
+      stream.copy_from_host(dst, dst_offset, staging->data(), bytes);
+      stream.keep_until_done(staging);
+    });
     return;
   }
   // Neither buffer is here (or the backend could not copy between two of its devices).
