@@ -157,6 +157,11 @@ Outputs conv_transpose(const OpContext& ctx, const Inputs& in) {
   if (pads.empty()) pads.assign(2 * spatial, 0);
   if (pads.size() != 2 * spatial) ctx.invalid("pads do not match the input's rank");
   const std::vector<int64_t> output_shape = ctx.attr_ints("output_shape");
+  // ONNX lets output_shape name the spatial sizes alone or lead them with N and C: its last
+  // `spatial` values are used.
+  if (!output_shape.empty() && output_shape.size() < spatial)
+    ctx.invalid("output_shape " + to_string(output_shape) + " has fewer values than the input's " +
+                std::to_string(spatial) + " spatial dimensions");
   const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
   if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t i = 0; i < spatial; ++i) {

@@ -154,13 +154,29 @@ std::set<std::string> free_names(const ModelGraph& graph) {
 // The functions a model defines itself, by domain and name.
 using LocalFunctions = std::map<std::pair<std::string, std::string>, const onnx::FunctionProto*>;
 
+// The nodes a file writes: a graph's, with those of the subgraphs its nodes carry.
+template <class Nodes>
+size_t written_nodes(const Nodes& nodes) {
+  size_t count = static_cast<size_t>(nodes.size());
+  for (const onnx::NodeProto& node : nodes)
+    for (const onnx::AttributeProto& attribute : node.attribute()) {
+      if (attribute.has_g()) count += written_nodes(attribute.g().node());
+      for (const onnx::GraphProto& graph : attribute.graphs()) count += written_nodes(graph.node());
+    }
+  return count;
+}
+
 class Importer {
  public:
   Importer(const onnx::ModelProto& proto, std::string name, std::filesystem::path directory)
       : proto_(proto), name_(std::move(name)), directory_(std::move(directory)) {
     for (const auto& opset : proto.opset_import()) opsets_[opset.domain()] = opset.version();
-    for (const auto& function : proto.functions())
+    size_t written = written_nodes(proto.graph().node());
+    for (const auto& function : proto.functions()) {
       functions_[{function.domain(), function.name()}] = &function;
+      written += written_nodes(function.node());
+    }
+    node_budget_ = kNodesAlways + kNodesPerWrittenNode * written;
   }
 
   ModelGraph run() {
@@ -325,6 +341,10 @@ class Importer {
     }
     node.op = find_onnx_op(node.domain, node.op_type, node.opset);
     if (node.op) {
+      if (++nodes_added_ > node_budget_)
+        unsupported(name_ + ": expanding its functions makes more than " +
+                    std::to_string(node_budget_) + " nodes (at " + node.describe() +
+                    "); functions that call each other many times over grow without bound");
       record_types(node, graph);
       if (node.domain.empty()) node_proto.set_domain("");
       graph.nodes.push_back(std::move(node));
@@ -581,24 +601,50 @@ class Importer {
   std::map<std::string, int64_t> opsets_;
   LocalFunctions functions_;
   size_t expansions_ = 0;
+  // Functions calling functions (8 levels deep) can make a 1 KB file into 10^8 nodes: the
+  // nodes hal runs are bounded by the nodes the file writes, with room for real expansions
+  // (an op hal runs as its ONNX function body becomes ten or so).
+  static constexpr size_t kNodesAlways = 100'000;
+  static constexpr size_t kNodesPerWrittenNode = 16;
+  size_t node_budget_ = 0;
+  size_t nodes_added_ = 0;
   std::map<std::string, int32_t> produced_types_;
   std::vector<onnx::NodeProto> expanded_;  // the nodes hal runs, as ONNX nodes
   // Per subgraph being imported, the names the graphs around it define before its node.
   std::vector<std::set<std::string, std::less<>>> scopes_;
 };
 
-// External data read into the initializers themselves (with hal's checks of where it may come
+// External data read into the tensors themselves (with hal's checks of where it may come
 // from): ONNX's checker looks for the files relative to the working directory otherwise.
+void inline_tensor(onnx::TensorProto& tensor, const std::filesystem::path& directory,
+                   const std::string& where) {
+  if (tensor.data_location() != onnx::TensorProto::EXTERNAL) return;
+  const HostTensor read = tensor_from_onnx(tensor, directory, where);
+  tensor.clear_external_data();
+  tensor.set_data_location(onnx::TensorProto::DEFAULT);
+  tensor.set_raw_data(read.bytes.data(), read.bytes.size());
+}
+
+// A graph's initializers and its nodes' tensor attributes (a Constant's value), and those of
+// the subgraphs its nodes carry.
+void inline_graph(onnx::GraphProto& graph, const std::string& name,
+                  const std::filesystem::path& directory) {
+  for (auto& init : *graph.mutable_initializer())
+    inline_tensor(init, directory, "initializer '" + init.name() + "' of " + name);
+  for (auto& node : *graph.mutable_node())
+    for (auto& attribute : *node.mutable_attribute()) {
+      const std::string where =
+          "attribute '" + attribute.name() + "' of node '" + node.name() + "' of " + name;
+      if (attribute.has_t()) inline_tensor(*attribute.mutable_t(), directory, where);
+      for (auto& tensor : *attribute.mutable_tensors()) inline_tensor(tensor, directory, where);
+      if (attribute.has_g()) inline_graph(*attribute.mutable_g(), name, directory);
+      for (auto& subgraph : *attribute.mutable_graphs()) inline_graph(subgraph, name, directory);
+    }
+}
+
 void inline_external_data(onnx::ModelProto& proto, const std::string& name,
                           const std::filesystem::path& directory) {
-  for (auto& init : *proto.mutable_graph()->mutable_initializer()) {
-    if (init.data_location() != onnx::TensorProto::EXTERNAL) continue;
-    const HostTensor tensor =
-        tensor_from_onnx(init, directory, "initializer '" + init.name() + "' of " + name);
-    init.clear_external_data();
-    init.set_data_location(onnx::TensorProto::DEFAULT);
-    init.set_raw_data(tensor.bytes.data(), tensor.bytes.size());
-  }
+  inline_graph(*proto.mutable_graph(), name, directory);
 }
 
 Model import(onnx::ModelProto& proto, const std::string& name,

@@ -1,6 +1,8 @@
 #include "model/onnx_tensor.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "core/checked_math.hpp"
@@ -49,8 +51,25 @@ std::vector<std::byte> read_external(const TensorProto& proto,
     invalid(where, "external data length " + std::to_string(*length) + " is not the " +
                        std::to_string(expected) + " bytes its dims need");
   const std::filesystem::path path = directory / relative;
+  // A link inside the model's folder may point anywhere: what the path names once resolved must
+  // lie in the folder too (a model must not make hal read /etc/passwd).
+  std::error_code error;
+  const auto inside = std::filesystem::weakly_canonical(directory, error);
+  const auto target = std::filesystem::weakly_canonical(path, error);
+  if (error) invalid(where, "cannot resolve external data file " + path.string());
+  const auto [end, _] = std::mismatch(inside.begin(), inside.end(), target.begin(), target.end());
+  if (end != inside.end())
+    invalid(where, "external data location '" + location + "' resolves to " + target.string() +
+                       ", outside the model's directory");
   std::ifstream file(path, std::ios::binary);
   if (!file) invalid(where, "cannot open external data file " + path.string());
+  // The file's size first: the dims may ask for far more than it holds.
+  const auto size = std::filesystem::file_size(path, error);
+  if (error) invalid(where, "cannot read the size of external data file " + path.string());
+  if (offset > size || expected > size - offset)
+    invalid(where, "external data file " + path.string() + " holds " + std::to_string(size) +
+                       " bytes, fewer than the " + std::to_string(offset) + " + " +
+                       std::to_string(expected) + " its offset and dims need");
   std::vector<std::byte> bytes(expected);
   file.seekg(static_cast<std::streamoff>(offset));
   file.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(expected));

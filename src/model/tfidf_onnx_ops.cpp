@@ -37,7 +37,10 @@ class NgramTrie {
              Found found) const {
     const auto end = static_cast<int64_t>(row.size());
     int64_t start_n = min_n;
-    for (int64_t distance = 1; distance <= max_skip + 1; ++distance) {
+    // A skip that leaves no room for a second item matches nothing more than 1-grams, which
+    // the first distance counted: the distances stop at the row's length, whatever max_skip.
+    const int64_t last_distance = max_skip < end ? max_skip + 1 : std::max<int64_t>(end, 1);
+    for (int64_t distance = 1; distance <= last_distance; ++distance) {
       for (int64_t start = 0; start < end; ++start) {
         if (start + distance * (start_n - 1) >= end) break;  // no n-gram fits from here on
         size_t at = 0;

@@ -67,6 +67,89 @@ TEST(ModelLoad, LoadsAFileAndItsExternalData) {
                ErrorCode::InvalidArgument, {"cannot open external data file", "missing.bin"});
   expect_error([&] { load_onnx_bytes(builder.bytes(), "in memory"); }, ErrorCode::InvalidArgument,
                {"not loaded from a file"});
+  // A link in the model's folder to a file outside it is refused like a path that leaves it.
+  std::filesystem::remove(scratch("link.bin"));
+  std::filesystem::create_symlink("/etc/passwd", scratch("link.bin"));
+  location->set_value("link.bin");
+  expect_error([&] { load_onnx_bytes(builder.bytes(), "link", scratch("").parent_path()); },
+               ErrorCode::InvalidArgument,
+               {"initializer 'w'", "link.bin", "outside the model's directory"});
+  // Dims that ask for 2 GiB of an 8-byte file are refused before anything is allocated.
+  location->set_value("weights.bin");
+  w.clear_dims();
+  w.add_dims(int64_t{1} << 28);
+  w.add_dims(2);
+  expect_error([&] { load_onnx_bytes(builder.bytes(), "big", scratch("").parent_path()); },
+               ErrorCode::InvalidArgument,
+               {"initializer 'w'", "holds 8 bytes, fewer than the 0 + 2147483648"});
+}
+
+// A Constant whose value is external data is read from the model's folder too, wherever the
+// process runs (ONNX's checker looked for it in the working directory).
+TEST(ModelLoad, AConstantsExternalValueIsReadFromTheModelsFolder) {
+  ModelBuilder builder;
+  builder.input("x", TensorProto::FLOAT, {"2"}).output("y", TensorProto::FLOAT, {"2"});
+  auto& constant = builder.node("Constant", {}, {"c"}, "c");
+  auto* value = constant.add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  TensorProto* tensor = value->mutable_t();
+  tensor->set_data_type(TensorProto::FLOAT);
+  tensor->add_dims(2);
+  tensor->set_data_location(TensorProto::EXTERNAL);
+  auto* location = tensor->add_external_data();
+  location->set_key("location");
+  location->set_value("constant.bin");
+  builder.node("Add", {"x", "c"}, {"y"}, "plus");
+  const float values[] = {0.25f, 4.0f};
+  std::ofstream(scratch("constant.bin"), std::ios::binary)
+      .write(reinterpret_cast<const char*>(values), sizeof values);
+  write(scratch("constant.onnx"), builder.bytes());
+  ASSERT_FALSE(std::filesystem::exists("constant.bin")) << "the test runs in the model's folder";
+  const Model model = load_onnx(scratch("constant.onnx"));
+  Stream stream = device("cpu:0").create_stream();
+  const auto y = model.run({{"x", from_vector<float>({1, 2}, {2}, stream)}}, stream).at("y");
+  EXPECT_EQ(y.to_vector<float>(stream), (std::vector<float>{1.25f, 6.0f}));
+}
+
+// Local functions F0 ... F7, each calling the next six times: 6^8 (1.7 million) Relus from a
+// model of a few hundred bytes. Refused once the expansion passes its bound (it took gigabytes).
+TEST(ModelLoad, FunctionsThatCallEachOtherManyTimesOverAreRefused) {
+  ModelBuilder builder(17);
+  builder.input("x", TensorProto::FLOAT, {"2"}).output("y", TensorProto::FLOAT, {"2"});
+  builder.node("F0", {"x"}, {"y"}, "bomb").set_domain("bomb");
+  auto* opset = builder.proto().add_opset_import();
+  opset->set_domain("bomb");
+  opset->set_version(1);
+  constexpr int kLevels = 8, kFan = 6;
+  for (int level = 0; level < kLevels; ++level) {
+    onnx::FunctionProto* function = builder.proto().add_functions();
+    function->set_name("F" + std::to_string(level));
+    function->set_domain("bomb");
+    function->add_input("x");
+    function->add_output("y");
+    for (const auto& [domain, version] : {std::pair<std::string, int>{"", 17}, {"bomb", 1}}) {
+      auto* import = function->add_opset_import();
+      import->set_domain(domain);
+      import->set_version(version);
+    }
+    std::string previous = "x";
+    for (int k = 0; k < kFan; ++k) {
+      const std::string out = k + 1 < kFan ? "t" + std::to_string(k) : "y";
+      onnx::NodeProto* node = function->add_node();
+      node->add_input(previous);
+      node->add_output(out);
+      if (level + 1 < kLevels) {
+        node->set_op_type("F" + std::to_string(level + 1));
+        node->set_domain("bomb");
+      } else {
+        node->set_op_type("Relu");
+      }
+      previous = out;
+    }
+  }
+  expect_error([&] { load_onnx_bytes(builder.bytes(), "bomb.onnx"); }, ErrorCode::Unsupported,
+               {"bomb.onnx", "expanding its functions makes more than", "nodes"});
 }
 
 TEST(ModelLoad, AMissingTruncatedOrForeignFileIsRefusedNamingIt) {

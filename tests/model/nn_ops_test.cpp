@@ -73,5 +73,39 @@ TEST(NnOps, LrnWithoutASizeIsRefusedNamingTheNode) {
       ErrorCode::InvalidArgument, {"lrn_without_size", "size"});
 }
 
+// ConvTranspose's output_shape gives the spatial sizes (optionally after N and C): a list shorter
+// than the input's spatial dimensions is refused naming the node (it was read before its start).
+TEST(NnOps, AConvTransposeOutputShapeShorterThanItsSpatialDimensionsIsRefused) {
+  ModelBuilder builder;
+  builder.input("x", TensorProto::FLOAT, {"1", "1", "3", "3"});
+  builder.input("w", TensorProto::FLOAT, {"1", "1", "2", "2"});
+  builder.output("y", TensorProto::FLOAT, {"1", "1", "H", "W"});
+  auto& node = builder.node("ConvTranspose", {"x", "w"}, {"y"}, "up");
+  ModelBuilder::set_ints(node, "output_shape", {7});
+  const Model model = load_onnx_bytes(builder.bytes(), "convt");
+  Stream stream = device("cpu:0").create_stream();
+  const Tensor x = from_vector(std::vector<float>(9, 1.0f), {1, 1, 3, 3}, stream);
+  const Tensor w = from_vector(std::vector<float>(4, 1.0f), {1, 1, 2, 2}, stream);
+  expect_error(
+      [&] {
+        model.run({{"x", x}, {"w", w}}, stream);
+      },
+      ErrorCode::InvalidArgument,
+      {"'up'", "output_shape [7] has fewer values than the input's 2 spatial dimensions"});
+  // The spatial sizes alone, and after N and C, are both taken.
+  for (std::vector<int64_t> shape :
+       {std::vector<int64_t>{5, 6}, std::vector<int64_t>{1, 1, 5, 6}}) {
+    ModelBuilder good;
+    good.input("x", TensorProto::FLOAT, {"1", "1", "3", "3"});
+    good.input("w", TensorProto::FLOAT, {"1", "1", "2", "2"});
+    good.output("y", TensorProto::FLOAT, {"1", "1", "H", "W"});
+    ModelBuilder::set_ints(good.node("ConvTranspose", {"x", "w"}, {"y"}, "up"), "output_shape",
+                           shape);
+    const Tensor y =
+        load_onnx_bytes(good.bytes(), "convt").run({{"x", x}, {"w", w}}, stream).at("y");
+    EXPECT_EQ(y.shape(), (Shape{1, 1, 5, 6}));
+  }
+}
+
 }  // namespace
 }  // namespace hal::test

@@ -475,6 +475,14 @@ TEST(TfIdfVectorizer, CountsUnigramsAndBigramsWithSkips) {
   const Tensor tf = vectorize(t, x, stream);
   EXPECT_EQ(tf.shape(), (Shape{5}));
   EXPECT_EQ(tf.to_vector<float>(stream), (std::vector<float>{2, 2, 1, 2, 0}));
+  // Skips up to the row's length find (1, 2) three times; any larger skip finds the same, and
+  // takes no longer (it used to try every skip up to max_skip_count: 2^40 ran for ever).
+  for (int64_t skip : {int64_t{4}, int64_t{1} << 40}) {
+    t.max_skip = skip;
+    EXPECT_EQ(vectorize(t, x, stream).to_vector<float>(stream), (std::vector<float>{2, 2, 1, 3, 0}))
+        << "max_skip_count " << skip;
+  }
+  t.max_skip = 1;
   t.min_n = 2;  // 2-grams only
   EXPECT_EQ(vectorize(t, x, stream).to_vector<float>(stream), (std::vector<float>{0, 0, 0, 2, 0}));
   t.min_n = 1;
