@@ -1,10 +1,13 @@
 // ONNX's elementwise math, logic and activation ops, from hal's elementwise ops. Constants take
 // the input's dtype so that an f16 activation stays f16.
+#include <cmath>
+#include <cstddef>
 #include <limits>
 
 #include "hal/ops.hpp"
 #include "model/onnx_dtype.hpp"
 #include "model/onnx_ops.hpp"
+#include "tensor/element_codec.hpp"
 
 namespace hal::model {
 namespace {
@@ -189,8 +192,24 @@ Outputs clip(const OpContext& ctx, const Inputs& in) {
   return {result.contiguous(s)};
 }
 
+// std::fmod of the elements of `a` and `b` (broadcast), on the host: exact where
+// a - trunc(a / b) * b rounds once the quotient outgrows the mantissa (fmod(1e10f, 3) = 1), with
+// C's NaN for b = 0 and a for infinite b. In double, exact for every floating dtype: the result
+// is a value of a's dtype.
+Tensor host_fmod(const OpContext& ctx, const Tensor& a, const Tensor& b) {
+  const Shape shape = broadcast_shapes(a.shape(), b.shape());
+  const std::vector<double> x = ctx.read_values(a.expand(shape));
+  const std::vector<double> y = ctx.read_values(b.expand(shape));
+  const size_t element = a.element_size();
+  std::vector<std::byte> bytes(x.size() * element);
+  for (size_t i = 0; i < x.size(); ++i)
+    tensor::encode(std::fmod(x[i], y[i]), a.dtype(), bytes.data() + i * element, "Mod");
+  return from_host(bytes.data(), shape, a.dtype(), ctx.stream());
+}
+
 // Mod: integers take the divisor's sign (Python's %), fmod=1 the dividend's (C's fmod), from
-// truncating division: r = a - trunc(a / b) * b, moved by b where the signs disagree.
+// truncating division: r = a - trunc(a / b) * b, moved by b where the signs disagree. Floating
+// inputs (fmod=1 only) take C's fmod itself.
 Outputs mod(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   const Tensor& a = in.at(0);
@@ -199,9 +218,8 @@ Outputs mod(const OpContext& ctx, const Inputs& in) {
                         a.dtype() == DType::f16 || a.dtype() == DType::bf16;
   const bool fmod = ctx.attr_int("fmod", 0) != 0;
   if (floating && !fmod) ctx.invalid("fmod must be 1 for floating-point inputs");
-  Tensor quotient = div(a, b, s);
-  if (floating) quotient = cast(cast(quotient, DType::i64, s), a.dtype(), s);
-  const Tensor r = sub(a, mul(quotient, b, s), s);
+  if (floating) return {host_fmod(ctx, a, b)};
+  const Tensor r = sub(a, mul(div(a, b, s), b, s), s);
   if (fmod) return {r};
   const Tensor zero = constant(0, r, ctx);
   const Tensor disagree = ne(lt(r, zero, s), lt(b, zero, s), s);

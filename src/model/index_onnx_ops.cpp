@@ -2,6 +2,7 @@
 // and take(); ops whose result's size depends on the values (NonZero, Compress) read those to
 // the host first.
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "hal/ops.hpp"
@@ -21,7 +22,8 @@ std::vector<int64_t> reversed(int64_t extent) {
 }
 
 // ArgMax/ArgMin with select_last_index: over the axis reversed, the first of equal extremes is
-// the last of the original's.
+// the last of the original's. ArgMin is the ArgMax of an order-reversing map: -x for floating
+// types, -1 - x (~x) for integers, where -x would wrap the type's minimum onto itself.
 Tensor arg_extreme(const OpContext& ctx, const Tensor& x, bool smallest) {
   Stream& s = ctx.stream();
   const int64_t axis = ctx.axis(ctx.attr_int("axis", 0), x.dim());
@@ -31,7 +33,9 @@ Tensor arg_extreme(const OpContext& ctx, const Tensor& x, bool smallest) {
   if (smallest) {
     if (x.dtype() == DType::boolean) ctx.unsupported("bool inputs");
     if (x.dtype() == DType::u8) values = cast(values, DType::i32, s);
-    values = neg(values, s);
+    const bool integer =
+        values.dtype() == DType::i8 || values.dtype() == DType::i32 || values.dtype() == DType::i64;
+    values = integer ? sub(full({}, -1, values.dtype(), s), values, s) : neg(values, s);
   }
   if (!last) return argmax(values, {axis}, keepdims, s);
   const int64_t extent = x.size(axis);
@@ -143,9 +147,16 @@ Outputs eye_like(const OpContext& ctx, const Inputs& in) {
 Outputs one_hot(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   Tensor indices = in.at(0);
-  const auto depth = static_cast<int64_t>(ctx.read_scalar(in.at(1)));
+  // Checked as a double first: converting NaN or 1e30 to int64 is undefined (it said
+  // "depth -9223372036854775808 is not positive").
+  const double given_depth = ctx.read_scalar(in.at(1));
+  if (!(given_depth >= 1 && given_depth <= static_cast<double>(int64_t{1} << 40))) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", given_depth);
+    ctx.invalid("depth " + std::string(text) + " is not a positive count (1 to 2^40)");
+  }
+  const auto depth = static_cast<int64_t>(given_depth);
   const Tensor& values = in.at(2);
-  if (depth <= 0) ctx.invalid("depth " + std::to_string(depth) + " is not positive");
   if (values.numel() != 2) ctx.invalid("values must hold [off, on]");
   const int64_t rank = indices.dim() + 1;
   const int64_t axis = ctx.axis(ctx.attr_int("axis", -1), rank);

@@ -19,7 +19,7 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"Add", {"add"}},
       {"And", {"mul"}},
       {"ArgMax", {"argmax"}},
-      {"ArgMin", {"argmax", "neg"}},
+      {"ArgMin", {"argmax", "neg", "sub"}},
       {"Asin", {"asin"}},
       {"Asinh", {"asinh"}},
       {"Atan", {"atan"}},

@@ -62,13 +62,18 @@ Outputs reduce_log_sum(const OpContext& ctx, const Inputs& in) {
   return reduce<sum>(ctx, in, nullptr, log);
 }
 
-// log(sum(exp(x - max))) + max, stable for large x.
+// log(sum(exp(x - max))) + max, stable for large x. An infinite max (a row of -inf, or one
+// holding inf) would make x - max NaN: there the shift is 0, which gives log(0) = -inf and
+// log(inf) = inf as they should be.
 Outputs reduce_log_sum_exp(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
   Stream& s = ctx.stream();
   const ReduceArgs args = reduce_args(ctx, in, 18);
   const Tensor peak = max(x, args.axes, true, s);
-  Tensor result = add(log(sum(exp(sub(x, peak, s), s), args.axes, true, s), s), peak, s);
+  const Tensor zero = full({}, 0, peak.dtype(), s);
+  const Tensor finite = eq(sub(peak, peak, s), zero, s);  // inf - inf and NaN - NaN are NaN
+  const Tensor shift = where(finite, peak, zero, s);
+  Tensor result = add(log(sum(exp(sub(x, shift, s), s), args.axes, true, s), s), shift, s);
   if (!args.keepdims) {
     const Tensor dropped = sum(x, args.axes, false, s);  // the shape without the axes
     result = result.reshape(dropped.shape());
@@ -98,16 +103,9 @@ Tensor hardmax_of(const Tensor& x, int64_t axis, Stream& s) {
   return cast(eq(index, winner, s), x.dtype(), s);
 }
 
-// GatherElements: out[..., i, ...] = data[..., index[..., i, ...], ...] along `axis`, as a
-// masked sum: each index compared with every position of the axis picks one element.
-Outputs gather_elements(const OpContext& ctx, const Inputs& in) {
-  Stream& s = ctx.stream();
-  const Tensor& data = in.at(0);
-  Tensor index = in.at(1);
-  if (index.dim() != data.dim())
-    ctx.invalid("indices " + to_string(index.shape()) + " and data " + to_string(data.shape()) +
-                " differ in rank");
-  const int64_t axis = ctx.axis(ctx.attr_int("axis", 0), data.dim());
+// GatherElements by a masked sum: each index compared with every position of the axis picks
+// one element. Device ops only, and fast where the axis is short; indices x axis elements.
+Tensor masked_gather_elements(const Tensor& data, Tensor index, int64_t axis, Stream& s) {
   const int64_t extent = data.size(axis);
   if (index.dtype() != DType::i64) index = cast(index, DType::i64, s);
   const Tensor zero = full({}, 0, DType::i64, s);
@@ -116,12 +114,7 @@ Outputs gather_elements(const OpContext& ctx, const Inputs& in) {
   // data cut to the indices' extent off the axis, the axis moved last behind a size-1 axis.
   Tensor values = data;
   for (int64_t d = 0; d < data.dim(); ++d)
-    if (d != axis) {
-      if (index.size(d) > data.size(d))
-        ctx.invalid("indices " + to_string(index.shape()) + " exceed data " +
-                    to_string(data.shape()));
-      values = values.slice(d, 0, index.size(d));
-    }
+    if (d != axis) values = values.slice(d, 0, index.size(d));
   std::vector<int64_t> order;
   for (int64_t d = 0; d < data.dim(); ++d)
     if (d != axis) order.push_back(d);
@@ -132,7 +125,66 @@ Outputs gather_elements(const OpContext& ctx, const Inputs& in) {
   const Tensor mask =
       eq(index.unsqueeze(data.dim()), arange(extent, DType::i64, s).reshape(positions), s);
   const Tensor picked = where(mask, values, full({}, 0, data.dtype(), s), s);
-  return {as_dtype(sum(picked, {data.dim()}, false, s), data.dtype(), s)};
+  return as_dtype(sum(picked, {data.dim()}, false, s), data.dtype(), s);
+}
+
+// GatherElements by copies: each output element's position in data found on the host, the
+// elements moved by device copies (runs of consecutive positions in one). Memory for the output
+// only, one copy per run.
+Tensor copied_gather_elements(const Tensor& data, const Tensor& indices, int64_t axis,
+                              const std::vector<int64_t>& picks, Stream& s) {
+  const int64_t extent = data.size(axis);
+  const Shape& shape = indices.shape();
+  const Shape strides = contiguous_strides(data.shape());
+  std::vector<int64_t> sources(picks.size());
+  Shape at(shape.size(), 0);  // the coordinates of output element p
+  for (size_t p = 0; p < picks.size(); ++p) {
+    const int64_t pick = picks[p] < 0 ? picks[p] + extent : picks[p];
+    for (size_t d = 0; d < shape.size(); ++d)
+      sources[p] += (static_cast<int64_t>(d) == axis ? pick : at[d]) * strides[d];
+    for (size_t d = shape.size(); d-- > 0 && ++at[d] == shape[d];) at[d] = 0;  // the next p's
+  }
+  const Tensor source = data.contiguous(s);
+  const Tensor out = empty(shape, data.dtype(), s.device());
+  const size_t element = data.element_size();
+  const size_t base = static_cast<size_t>(source.offset()) * element;
+  for (size_t p = 0; p < sources.size();) {
+    size_t run = 1;
+    while (p + run < sources.size() && sources[p + run] == sources[p] + static_cast<int64_t>(run))
+      ++run;
+    s.copy(out.storage(), source.storage(), run * element, p * element,
+           base + static_cast<size_t>(sources[p]) * element);
+    p += run;
+  }
+  return out;
+}
+
+// GatherElements: out[..., i, ...] = data[..., index[..., i, ...], ...] along `axis`. The
+// indices are read to the host and checked as Gather's are (ONNX: within [-s, s-1]); then a
+// masked sum where indices x axis stays small, else copies (a 50 000-element permutation would
+// take a 9 GiB mask).
+Outputs gather_elements(const OpContext& ctx, const Inputs& in) {
+  constexpr int64_t kMaskedElements = int64_t{1} << 24;
+  Stream& s = ctx.stream();
+  const Tensor& data = in.at(0);
+  const Tensor& indices = in.at(1);
+  if (indices.dim() != data.dim())
+    ctx.invalid("indices " + to_string(indices.shape()) + " and data " + to_string(data.shape()) +
+                " differ in rank");
+  const int64_t axis = ctx.axis(ctx.attr_int("axis", 0), data.dim());
+  const int64_t extent = data.size(axis);
+  for (int64_t d = 0; d < data.dim(); ++d)
+    if (d != axis && indices.size(d) > data.size(d))
+      ctx.invalid("indices " + to_string(indices.shape()) + " exceed data " +
+                  to_string(data.shape()));
+  const std::vector<int64_t> picks = ctx.read_ints(indices);
+  for (const int64_t pick : picks)
+    if (pick < -extent || pick >= extent)
+      ctx.invalid("index " + std::to_string(pick) + " is out of range for dimension " +
+                  std::to_string(axis) + " of " + to_string(data.shape()));
+  if (extent > 0 && indices.numel() <= kMaskedElements / extent)
+    return {masked_gather_elements(data, indices, axis, s)};
+  return {copied_gather_elements(data, indices, axis, picks, s)};
 }
 
 }  // namespace

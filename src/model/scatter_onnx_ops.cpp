@@ -239,21 +239,27 @@ Outputs gather_nd(const OpContext& ctx, const Inputs& in) {
   return {take(ctx, rows, 0, picks).reshape(out_shape)};
 }
 
-// The value no element ranks below (largest) or above (smallest) in `dtype`.
-double beyond_every(DType dtype, bool largest) {
-  const double infinity = std::numeric_limits<double>::infinity();
+// A scalar of `dtype` no element ranks below (largest) or above (smallest): an integer type's
+// bound made from its own bits, since i64's maximum has no double (full() would get 2^63).
+template <class T>
+Tensor bound_of(bool lowest, DType dtype, Stream& s) {
+  const T value = lowest ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max();
+  return from_host(&value, {}, dtype, s);
+}
+Tensor beyond_every(DType dtype, bool largest, Stream& s) {
   switch (dtype) {
     case DType::i8:
-      return largest ? std::numeric_limits<int8_t>::min() : std::numeric_limits<int8_t>::max();
+      return bound_of<int8_t>(largest, dtype, s);
     case DType::u8:
-      return largest ? 0 : std::numeric_limits<uint8_t>::max();
+      return bound_of<uint8_t>(largest, dtype, s);
     case DType::i32:
-      return largest ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max();
+      return bound_of<int32_t>(largest, dtype, s);
     case DType::i64:
-      return largest ? static_cast<double>(std::numeric_limits<int64_t>::min())
-                     : static_cast<double>(std::numeric_limits<int64_t>::max());
-    default:
-      return largest ? -infinity : infinity;
+      return bound_of<int64_t>(largest, dtype, s);
+    default: {
+      const double infinity = std::numeric_limits<double>::infinity();
+      return full({}, largest ? -infinity : infinity, dtype, s);
+    }
   }
 }
 
@@ -286,7 +292,7 @@ Outputs top_k(const OpContext& ctx, const Inputs& in) {
   Shape positions_shape(static_cast<size_t>(x.dim()), 1);
   positions_shape[static_cast<size_t>(axis)] = extent;
   const Tensor positions = arange(extent, DType::i64, s).reshape(positions_shape);
-  const Tensor out_of_reach = full({}, beyond_every(x.dtype(), largest), x.dtype(), s);
+  const Tensor out_of_reach = beyond_every(x.dtype(), largest, s);
   const Tensor no = full({}, 0, DType::boolean, s);
   const Tensor yes = full({}, 1, DType::boolean, s);
   const bool floating = x.dtype() != DType::i8 && x.dtype() != DType::u8 &&

@@ -2,7 +2,9 @@
 // makes the result contiguous runs on the device (strided copy).
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
+#include "core/checked_math.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 #include "model/onnx_dtype.hpp"
@@ -284,8 +286,14 @@ Outputs split(const OpContext& ctx, const Inputs& in) {
                   std::to_string(outputs) + " equal parts");
     sizes.assign(static_cast<size_t>(outputs), x.size(axis) / outputs);
   }
-  int64_t total = 0;
-  for (int64_t size : sizes) total += size;
+  // Sizes non-negative, as SplitToSequence's, and summed with a check: a negative size, or huge
+  // ones wrapping, could otherwise add up to the axis' size. An overflowing sum stays nullopt.
+  std::optional<int64_t> total = 0;
+  for (int64_t size : sizes) {
+    if (size < 0)
+      ctx.invalid("split " + to_string(sizes) + " has a negative size " + std::to_string(size));
+    if (total) total = detail::checked_add(*total, size);
+  }
   if (total != x.size(axis) || static_cast<int64_t>(sizes.size()) != outputs)
     ctx.invalid("split " + to_string(sizes) + " does not divide dimension " + std::to_string(axis) +
                 " of " + to_string(x.shape()) + " into " + std::to_string(outputs) + " outputs");
