@@ -69,6 +69,8 @@ bool apply(const std::string& key, const std::string& text, Config& c, std::stri
   if (key == "fail_alloc_at")
     return set(parse_count(key, text, 0, UINT64_MAX), c.fail_alloc_at, error);
   if (key == "fail_op_at") return set(parse_count(key, text, 0, UINT64_MAX), c.fail_op_at, error);
+  if (key == "fail_event_at")
+    return set(parse_count(key, text, 0, UINT64_MAX), c.fail_event_at, error);
   if (key == "lose_device_at")
     return set(parse_count(key, text, 0, UINT64_MAX), c.lose_device_at, error);
   if (key == "fault_device")
@@ -77,7 +79,7 @@ bool apply(const std::string& key, const std::string& text, Config& c, std::stri
   if (key == "pace") return set(parse_count(key, text, 0, 1), c.pace, error);
   error = "HAL_SIM_CONFIG: unknown key '" + key +
           "' (devices, memory, bandwidth_gbps, gflops, launch_us, fail_alloc_at, fail_op_at, "
-          "lose_device_at, fault_device, mixed, pace)";
+          "fail_event_at, lose_device_at, fault_device, mixed, pace)";
   return false;
 }
 

@@ -322,6 +322,14 @@ hal_status host_callback(hal_plugin_stream stream, hal_plugin_host_fn fn, void* 
 
 hal_status event_create(hal_plugin_device device, hal_plugin_event* out) {
   SIM_CHECK_DEVICE(device);
+  {
+    std::lock_guard lock(device->mutex);
+    const uint64_t n = ++device->events;
+    if (device->index == device->config.fault_device && n == device->config.fail_event_at)
+      return fail(HAL_STATUS_OUT_OF_MEMORY, "sim:" + std::to_string(device->index) +
+                                                ": no room for event " + std::to_string(n) +
+                                                " (injected fault)");
+  }
   auto* event = new hal_plugin_event_s;
   event->device = device;
   *out = event;

@@ -904,7 +904,11 @@ void CachingAllocator::set_limit_fraction(double fraction) {
   if (!(fraction > 0.0 && fraction <= 1.0))
     throw Error(ErrorCode::InvalidArgument, "allocator of " + info.id + ": limit fraction " +
                                                 std::to_string(fraction) + " is not in (0, 1]");
-  set_limit(static_cast<uint64_t>(fraction * static_cast<double>(info.memory_total.bytes)));
+  // In double, a total near 2^64 (a plugin's claim) rounds up past uint64_t's range, whose
+  // conversion is undefined (it gave 0: no limit at all).
+  const double bytes = fraction * static_cast<double>(info.memory_total.bytes);
+  constexpr double kPastLargest = 18446744073709551616.0;  // 2^64
+  set_limit(bytes >= kPastLargest ? info.memory_total.bytes : static_cast<uint64_t>(bytes));
 }
 
 uint64_t CachingAllocator::add_pressure_callback(MemoryPressureCallback callback) {

@@ -248,10 +248,12 @@ namespace {
     if (auto mismatch = detail::argument_mismatch(*params, args)) [[unlikely]]
       throw Error(ErrorCode::InvalidArgument, what() + ": " + *mismatch);
   // Work-group memory in all: the dynamic shared memory of the launch and the local-memory
-  // arguments.
+  // arguments, the sum saturating (two of 2^63 bytes must not wrap to 0 and pass).
   uint64_t local_bytes = config.shared_bytes;
   for (const KernelArg& arg : args)
-    if (arg.kind() == KernelArg::Kind::local_memory) local_bytes += arg.offset();
+    if (arg.kind() == KernelArg::Kind::local_memory &&
+        __builtin_add_overflow(local_bytes, arg.offset(), &local_bytes))
+      local_bytes = UINT64_MAX;
   if (local_bytes > 0 && info.limits.max_shared_memory_bytes > 0 &&
       local_bytes > info.limits.max_shared_memory_bytes)
     throw Error(ErrorCode::InvalidArgument,

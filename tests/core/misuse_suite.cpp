@@ -117,6 +117,22 @@ TEST_P(MisuseSuite, LocalMemoryPastTheDevicesLimitIsRefused) {
                       {out, KernelArg::local_memory(size_t{1} << 40)});
       },
       ErrorCode::InvalidArgument, {"uses_local", id(), "1099511627776 bytes of local memory"});
+  // Two arguments whose sizes sum past 2^64 count as the most there is, not as what wraps (0).
+  const Kernel two = device().compile({"uses_two", R"(
+    __kernel void uses_two(__global float* out, __local float* a, __local float* b) {
+      a[get_local_id(0)] = 1.0f;
+      b[get_local_id(0)] = 2.0f;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      out[get_global_id(0)] = a[0] + b[0];
+    })",
+                                       KernelLanguage::opencl_c});
+  expect_error(
+      [&] {
+        stream.launch(two, LaunchConfig{{64, 1, 1}, {64, 1, 1}},
+                      {out, KernelArg::local_memory(size_t{1} << 63),
+                       KernelArg::local_memory(size_t{1} << 63)});
+      },
+      ErrorCode::InvalidArgument, {"uses_two", "18446744073709551615 bytes of local memory"});
   stream.launch(kernel, LaunchConfig{{64, 1, 1}, {64, 1, 1}},
                 {out, KernelArg::local_memory(64 * sizeof(float))});
   std::vector<float> got(64);

@@ -9,6 +9,7 @@
 
 #include "hal/model.hpp"
 #include "hal/npy.hpp"
+#include "model_builder.hpp"
 #include "test_util.hpp"
 
 namespace hal::test {
@@ -291,6 +292,34 @@ TEST(HalRun, RunsAStringModelFromNumPyStrings) {
   EXPECT_EQ(wrong.status, 1);
   EXPECT_NE(wrong.output.find("numbers.npy"), std::string::npos) << wrong.output;
   EXPECT_NE(wrong.output.find("not strings"), std::string::npos) << wrong.output;
+}
+
+// Outputs named "a/b" and "a_b" both make the file name a_b.npy: the second is written to
+// a_b_2.npy (it overwrote the first), and the report says which file holds which.
+TEST(HalRun, OutputsWhoseNamesMakeOneFileNameEachGetAFile) {
+  ModelBuilder builder;
+  builder.input("x", onnx::TensorProto::FLOAT, {"2"});
+  builder.output("a/b", onnx::TensorProto::FLOAT, {"2"});
+  builder.output("a_b", onnx::TensorProto::FLOAT, {"2"});
+  builder.node("Identity", {"x"}, {"a/b"}, "same");
+  builder.node("Neg", {"x"}, {"a_b"}, "negated");
+  const fs::path dir = scratch_dir() / "clash";
+  fs::create_directories(dir);
+  std::ofstream(dir / "model.onnx", std::ios::binary) << builder.bytes();
+  Stream stream = device("cpu:0").create_stream();
+  write_npy(dir / "x.npy", from_vector<float>({1.5f, -2}, {2}, stream), stream);
+  const ShellResult run = run_shell(
+      kCliSanitizer + HAL_CLI_PATH " run " + (dir / "model.onnx").string() +
+      " --input x=" + (dir / "x.npy").string() + " --json --output " + (dir / "out").string());
+  ASSERT_EQ(run.status, 0) << run.output;
+  const auto report = nlohmann::json::parse(run.output);
+  ASSERT_EQ(report["outputs"].size(), 2u);
+  EXPECT_EQ(report["outputs"][0]["file"], (dir / "out" / "a_b.npy").string());
+  EXPECT_EQ(report["outputs"][1]["file"], (dir / "out" / "a_b_2.npy").string());
+  EXPECT_EQ(read_npy(dir / "out" / "a_b.npy", stream).to_vector<float>(stream),
+            (std::vector<float>{1.5f, -2}));
+  EXPECT_EQ(read_npy(dir / "out" / "a_b_2.npy", stream).to_vector<float>(stream),
+            (std::vector<float>{-1.5f, 2}));
 }
 
 TEST(HalRun, RunsAnOnnxTestModelFromNpyFilesAndWritesItsOutputs) {

@@ -1,6 +1,7 @@
 // Plugins that fail to load, each in its own way, built from this file with one of:
 // BROKEN_MAJOR (speaks plugin ABI 2.0), BROKEN_INIT (its init fails with a message),
-// BROKEN_NO_ENTRY (exports no hal_plugin_init).
+// BROKEN_NO_ENTRY (exports no hal_plugin_init), BROKEN_TABLE (its init succeeds with a table
+// whose functions, but last_error, are NULL).
 #include <cstddef>
 
 #include "hal/plugin.h"

@@ -53,6 +53,13 @@ TEST(Plugins, EveryCandidateIsListedWithWhyItLoadedOrNot) {
   EXPECT_FALSE(entry->loaded);
   EXPECT_NE(entry->reason.find("exports no hal_plugin_init"), std::string::npos) << entry->reason;
 
+  const PluginInfo* table = find_plugin(all, "libbroken_table.so");
+  ASSERT_NE(table, nullptr);
+  EXPECT_FALSE(table->loaded);
+  for (const char* part :
+       {"BackendUnavailable", "libbroken_table.so", "required function device_count", "NULL"})
+    EXPECT_NE(table->reason.find(part), std::string::npos) << table->reason;
+
   const PluginInfo* garbage = find_plugin(all, "not_a_library.so");
   ASSERT_NE(garbage, nullptr);
   EXPECT_FALSE(garbage->loaded);
@@ -378,6 +385,23 @@ TEST(SimFaults, AHoldOnALostDevicesStreamDoesNotFailAnotherDevicesAllocations) {
     EXPECT_EQ(buffer.size(), bytes);
   }
   on_cpu.synchronize();
+}
+
+// HAL_SIM_CONFIG=devices=1,fail_event_at=2: the fence of the second command that holds host
+// memory cannot be made. The command was enqueued: it is not reported as failed (its caller
+// would free or retry what it runs on), and it runs, its memory held until a later fence.
+TEST(SimFaults, ACommandWhoseFenceCannotBeMadeRunsAndIsNotReportedAsFailed) {
+  Device sim = device("sim:0");
+  Stream stream = sim.create_stream();
+  const Buffer buffer = sim.allocate(4 * 1024);
+  for (int round = 0; round < 4; ++round) {
+    std::vector<uint32_t> host(1024, 0x1000u + static_cast<uint32_t>(round));
+    EXPECT_NO_THROW(stream.copy_from_host(buffer, host.data(), 4096)) << "round " << round;
+    std::vector<uint32_t> back(1024, 0);
+    EXPECT_NO_THROW(stream.copy_to_host(back.data(), buffer, 4096)) << "round " << round;
+    stream.synchronize();
+    EXPECT_EQ(back, host) << "round " << round;
+  }
 }
 
 TEST(SimFaults, LosingADeviceStopsItsStreamsBeforeAnyCallSaysSo) {

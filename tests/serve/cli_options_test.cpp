@@ -1,6 +1,10 @@
 // `hal serve` and `hal loadgen` refuse option values they cannot honour, naming the option,
 // before anything is loaded or sent (exit status 1).
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "test_util.hpp"
 
@@ -37,6 +41,22 @@ TEST(ServeCli, BadOptionsAreRefusedNamingTheOption) {
     EXPECT_EQ(result.status, 1) << arguments << "\n" << result.output;
     EXPECT_NE(result.output.find(message), std::string::npos) << arguments << "\n" << result.output;
   }
+  // A config file's numbers are checked as the options are: 2^32 does not wrap to port 0.
+  const std::string config =
+      std::filesystem::temp_directory_path() / ("hal_serve_cli_" + std::to_string(getpid()));
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"port": 4294967296})", "port 4294967296 is out of range (0 to 65535)"},
+           {R"({"http_threads": 0})", "http_threads 0 is out of range (1 to 4096)"},
+           {R"({"port": "80"})", "port \"80\" is not an integer"}}) {
+    std::ofstream(config) << text;
+    const ShellResult result =
+        run_shell(hal + " serve --model m=/nonexistent/a.onnx --config " + config + " 2>&1");
+    EXPECT_EQ(result.status, 1) << text << "\n" << result.output;
+    EXPECT_NE(result.output.find("--config " + config + ": " + message), std::string::npos)
+        << text << "\n"
+        << result.output;
+  }
+  std::filesystem::remove(config);
 }
 
 }  // namespace

@@ -101,6 +101,21 @@ TEST(TrainCli, RefusesWhatItCannotDo) {
   result = hal::test::run_shell(HAL_CLI_PATH " train --data /nonexistent --epochs 1 2>&1");
   EXPECT_EQ(result.status, 1) << result.output;
   EXPECT_NE(result.output.find("/nonexistent/train_x.npy"), std::string::npos) << result.output;
+  // A data set of no rows is refused naming the file (it trained, and reported a NaN loss).
+  const std::filesystem::path empty = temporary("empty_digits");
+  std::filesystem::create_directories(empty);
+  const Result made =
+      hal::test::run_shell("cd " + empty.string() +
+                           " && /usr/bin/python3 -c \"import numpy as np\n"
+                           "for s in ('train', 'test'):\n"
+                           "  np.save(s + '_x.npy', np.zeros((0, 64), np.float32)); "
+                           "np.save(s + '_y.npy', np.zeros((0,), np.int64))\" 2>&1");
+  ASSERT_EQ(made.status, 0) << made.output;
+  result =
+      hal::test::run_shell(HAL_CLI_PATH " train --data " + empty.string() + " --epochs 1 2>&1");
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_NE(result.output.find("train_x.npy has no rows"), std::string::npos) << result.output;
+  std::filesystem::remove_all(empty);
 }
 
 }  // namespace

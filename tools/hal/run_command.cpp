@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "commands.hpp"
 #include "hal/error.hpp"
@@ -33,14 +34,17 @@ struct Options {
   bool json = false;
 };
 
-// An output's file name: its name with path separators and other odd characters replaced.
-std::string file_name(const std::string& name) {
+// An output's file name: its name with path separators and other odd characters replaced, and
+// a number added where two outputs would share one ("a/b" and "a_b": a_b.npy and a_b_2.npy).
+std::string file_name(const std::string& name, std::set<std::string>& taken) {
   std::string out;
   for (char c : name)
     out +=
         std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ? c : '_';
   if (out.empty() || out == "." || out == "..") out = "output";
-  return out + ".npy";
+  std::string file = out + ".npy";
+  for (int n = 2; !taken.insert(file).second; ++n) file = out + "_" + std::to_string(n) + ".npy";
+  return file;
 }
 
 double percentile(std::vector<double> values, double p) {
@@ -131,6 +135,7 @@ void run_model(const Options& options) {
   });
   nlohmann::ordered_json written = nlohmann::ordered_json::array();
   if (!options.output_dir.empty()) std::filesystem::create_directories(options.output_dir);
+  std::set<std::string> files;
   for (const ModelValue& declared : model.outputs()) {
     const RunValue& value = outputs.at(declared.name);
     const auto* tensor = std::get_if<Tensor>(&value);
@@ -141,7 +146,7 @@ void run_model(const Options& options) {
                                               "; hal run writes tensors and string tensors");
     std::string path;
     if (!options.output_dir.empty()) {
-      path = (std::filesystem::path(options.output_dir) / file_name(declared.name)).string();
+      path = (std::filesystem::path(options.output_dir) / file_name(declared.name, files)).string();
       if (strings) {
         write_npy(path, *strings);
       } else {

@@ -72,10 +72,24 @@ void read_config(const std::string& file, Options& o, const CLI::App& command,
   try {
     if (config.contains("host") && command.count("--host") == 0)
       o.server.host = config["host"].get<std::string>();
+    // Read as the wide integers JSON holds and checked here: get<int>() would wrap 2^32 to 0.
+    auto bounded = [&](const char* field, int64_t low, int64_t high) {
+      const json& value = config[field];
+      if (!value.is_number_integer())
+        throw Error(ErrorCode::InvalidArgument,
+                    "--config " + file + ": " + field + " " + value.dump() + " is not an integer");
+      const bool huge = value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX);
+      const int64_t number = huge ? INT64_MAX : value.get<int64_t>();
+      if (number < low || number > high)
+        throw Error(ErrorCode::InvalidArgument,
+                    "--config " + file + ": " + field + " " + value.dump() + " is out of range (" +
+                        std::to_string(low) + " to " + std::to_string(high) + ")");
+      return static_cast<int>(number);
+    };
     if (config.contains("port") && command.count("--port") == 0)
-      o.server.port = config["port"].get<int>();
+      o.server.port = bounded("port", 0, 65535);
     if (config.contains("http_threads") && command.count("--http-threads") == 0)
-      o.server.http_threads = config["http_threads"].get<int>();
+      o.server.http_threads = bounded("http_threads", 1, 4096);
     if (config.contains("balancer") && command.count("--balancer") == 0) {
       const auto b = serve::parse_balancer(config["balancer"].get<std::string>());
       if (!b)

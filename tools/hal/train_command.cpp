@@ -66,6 +66,9 @@ Split read_split(const std::filesystem::path& dir, const std::string& name) {
     throw Error(ErrorCode::InvalidArgument,
                 "digits data in " + dir.string() + ": " + name + "_x.npy must be [n, 64] and " +
                     name + "_y.npy int64 [n], got " + x.describe() + " and " + y.describe());
+  if (x.size(0) == 0)  // a loss and an accuracy over no rows are NaN, not results
+    throw Error(ErrorCode::InvalidArgument,
+                "digits data in " + dir.string() + ": " + name + "_x.npy has no rows");
   Split split;
   split.n = x.size(0);
   for (float v : cast(x, DType::f32, cpu).to_vector<float>(cpu)) split.x.push_back(v / 16.0f);

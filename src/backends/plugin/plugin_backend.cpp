@@ -95,6 +95,13 @@ BackendProbe PluginBackend::probe() {
   BackendProbe probe;
   uint32_t count = 0;
   library_->check(library_->api->device_count(&count), name() + ": device count");
+  // A count past any machine's (a plugin's garbage) would be probed a device at a time for
+  // hours under the registry's lock.
+  constexpr uint32_t kMostDevices = uint32_t{1} << 20;
+  if (count > kMostDevices)
+    throw Error(ErrorCode::BackendUnavailable,
+                "plugin " + library_->path + " (" + name() + ") reports " + std::to_string(count) +
+                    " devices, more than hal takes (" + std::to_string(kMostDevices) + ")");
   for (uint32_t i = 0; i < count; ++i) {
     // A device lost while hal reads its facts fails alone: it is listed as lost, under its own
     // id, and the others stay usable.
@@ -102,6 +109,10 @@ BackendProbe PluginBackend::probe() {
       hal_plugin_device handle = nullptr;
       library_->check(library_->api->device_get(i, &handle),
                       name() + ":" + std::to_string(i) + ": get the device");
+      if (!handle)
+        throw Error(ErrorCode::BackendUnavailable,
+                    "plugin " + library_->path + ": " + name() + ":" + std::to_string(i) +
+                        ": device_get returned success and no device");
       probe.devices.push_back(std::make_shared<PluginDevice>(library_, i, handle));
     } catch (const Error& error) {
       if (error.code() != ErrorCode::DeviceLost) throw;

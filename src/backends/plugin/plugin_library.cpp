@@ -68,33 +68,36 @@ void check_plugin_table(const hal_plugin_api* api, const std::string& path) {
                 "plugin " + path + ": its table holds " + std::to_string(api->struct_size) +
                     " bytes, fewer than the " + std::to_string(required) +
                     " that every version of the ABI requires");
-  const void* const required_functions[] = {reinterpret_cast<const void*>(api->last_error),
-                                            reinterpret_cast<const void*>(api->device_count),
-                                            reinterpret_cast<const void*>(api->device_get),
-                                            reinterpret_cast<const void*>(api->device_properties),
-                                            reinterpret_cast<const void*>(api->device_memory_free),
-                                            reinterpret_cast<const void*>(api->buffer_allocate),
-                                            reinterpret_cast<const void*>(api->buffer_free),
-                                            reinterpret_cast<const void*>(api->stream_create),
-                                            reinterpret_cast<const void*>(api->stream_destroy),
-                                            reinterpret_cast<const void*>(api->stream_synchronize),
-                                            reinterpret_cast<const void*>(api->stream_query),
-                                            reinterpret_cast<const void*>(api->copy_to_device),
-                                            reinterpret_cast<const void*>(api->copy_to_host),
-                                            reinterpret_cast<const void*>(api->copy_on_device),
-                                            reinterpret_cast<const void*>(api->fill),
-                                            reinterpret_cast<const void*>(api->host_callback),
-                                            reinterpret_cast<const void*>(api->event_create),
-                                            reinterpret_cast<const void*>(api->event_destroy),
-                                            reinterpret_cast<const void*>(api->event_record),
-                                            reinterpret_cast<const void*>(api->stream_wait_event),
-                                            reinterpret_cast<const void*>(api->event_synchronize),
-                                            reinterpret_cast<const void*>(api->event_query),
-                                            reinterpret_cast<const void*>(api->event_elapsed_ms)};
-  for (const void* function : required_functions)
+  // Named, so that a vendor reading the error knows which entry to fill in.
+  const std::pair<const char*, const void*> required_functions[] = {
+      {"last_error", reinterpret_cast<const void*>(api->last_error)},
+      {"device_count", reinterpret_cast<const void*>(api->device_count)},
+      {"device_get", reinterpret_cast<const void*>(api->device_get)},
+      {"device_properties", reinterpret_cast<const void*>(api->device_properties)},
+      {"device_memory_free", reinterpret_cast<const void*>(api->device_memory_free)},
+      {"buffer_allocate", reinterpret_cast<const void*>(api->buffer_allocate)},
+      {"buffer_free", reinterpret_cast<const void*>(api->buffer_free)},
+      {"stream_create", reinterpret_cast<const void*>(api->stream_create)},
+      {"stream_destroy", reinterpret_cast<const void*>(api->stream_destroy)},
+      {"stream_synchronize", reinterpret_cast<const void*>(api->stream_synchronize)},
+      {"stream_query", reinterpret_cast<const void*>(api->stream_query)},
+      {"copy_to_device", reinterpret_cast<const void*>(api->copy_to_device)},
+      {"copy_to_host", reinterpret_cast<const void*>(api->copy_to_host)},
+      {"copy_on_device", reinterpret_cast<const void*>(api->copy_on_device)},
+      {"fill", reinterpret_cast<const void*>(api->fill)},
+      {"host_callback", reinterpret_cast<const void*>(api->host_callback)},
+      {"event_create", reinterpret_cast<const void*>(api->event_create)},
+      {"event_destroy", reinterpret_cast<const void*>(api->event_destroy)},
+      {"event_record", reinterpret_cast<const void*>(api->event_record)},
+      {"stream_wait_event", reinterpret_cast<const void*>(api->stream_wait_event)},
+      {"event_synchronize", reinterpret_cast<const void*>(api->event_synchronize)},
+      {"event_query", reinterpret_cast<const void*>(api->event_query)},
+      {"event_elapsed_ms", reinterpret_cast<const void*>(api->event_elapsed_ms)}};
+  for (const auto& [field, function] : required_functions)
     if (!function)
-      throw Error(ErrorCode::BackendUnavailable,
-                  "plugin " + path + " leaves a required function of its table NULL");
+      throw Error(
+          ErrorCode::BackendUnavailable,
+          "plugin " + path + " leaves the required function " + field + " of its table NULL");
   if (!valid_name(api->name))
     throw Error(ErrorCode::BackendUnavailable,
                 "plugin " + path + " names its backend '" + (api->name ? api->name : "") +

@@ -107,7 +107,13 @@ void PluginStream::check_not_lost() {
 void PluginStream::enqueued(hal_status status, const std::string& what, std::vector<Ref> refs) {
   check(status, what);
   // A command that holds nothing needs no fence: query() asks the plugin whether it is idle.
-  if (!refs.empty() && refs_.add(refs)) check(fence_open_batch(), what);
+  if (refs.empty() || !refs_.add(refs)) return;
+  // The command is enqueued, whatever the fence does: one the plugin cannot make (out of
+  // events) leaves the batch open, what it holds kept until a later fence or synchronize. An
+  // error here would say the command failed, and its caller would free or retry what it runs
+  // on. Only a lost device is said at once.
+  const hal_status fenced = fence_open_batch();
+  if (fenced == HAL_STATUS_DEVICE_LOST) check(fenced, what + " (its fence)");
 }
 
 hal_status PluginStream::fence_open_batch() {
