@@ -508,14 +508,14 @@ namespace {
 bool fence_done(HostFence& fence) {
   try {
     return fence.ready();
-  } catch (const Error&) {
+  } catch (...) {
     return true;
   }
 }
 void wait_for_fence(HostFence& fence) {
   try {
     fence.wait();
-  } catch (const Error&) {  // as above: nothing of its work is left to wait for
+  } catch (...) {  // as above: nothing of its work is left to wait for
   }
 }
 }  // namespace
@@ -525,6 +525,8 @@ size_t CachingAllocator::drop_holds(bool wait) {
   {
     std::lock_guard lock(mutex_);
     std::vector<Hold> kept;
+    kept.reserve(holds_.size());  // no allocation once holds begin to move
+    dropped.reserve(holds_.size());
     for (Hold& hold : holds_)
       (!wait && !fence_done(*hold.fence) ? kept : dropped).push_back(std::move(hold));
     holds_ = std::move(kept);

@@ -43,10 +43,22 @@ template <class Rest>
 void then(StreamImpl& stream, Rest rest) {
   try {
     rest();
+  } catch (const Error& enqueue) {
+    try {
+      stream.synchronize();
+    } catch (const Error& earlier) {
+      // The synchronize took the failure of earlier work from the stream: the caller hears of
+      // both, or the earlier one would never be reported.
+      throw Error(enqueue.code(),
+                  enqueue.message() + "; earlier work on the stream failed too: " +
+                      earlier.message(),
+                  enqueue.native_code());
+    }
+    throw;
   } catch (...) {
     try {
       stream.synchronize();
-    } catch (...) {  // the error to report is the enqueue's
+    } catch (...) {  // not a hal::Error: the enqueue's failure is the one to report
     }
     throw;
   }

@@ -364,8 +364,9 @@ namespace {
 [[gnu::always_inline]] inline void synchronize_untraced(const std::shared_ptr<StreamImpl>& self) {
   StreamImpl& stream = checked(self);
   const detail::ErrorContext context(stream.device().info().id, "synchronize");
-  // From a deleter of what the stream's own callback held: the work before the callback is
-  // done, the work after it waits for this thread. Nothing may be waited for here.
+  // From a deleter of what the stream's own callback held, on the backend's callback thread:
+  // the work before the callback is done, and waiting for the rest could wait for this very
+  // thread (later work may or may not wait for it, as the backend orders callbacks).
   if (detail::ReleasingCallback::of(&stream)) return;
   if (detail::RunningCallback::of(&stream))
     throw Error(ErrorCode::InvalidState,

@@ -617,9 +617,9 @@ class Importer {
 // External data read into the tensors themselves (with hal's checks of where it may come
 // from): ONNX's checker looks for the files relative to the working directory otherwise.
 void inline_tensor(onnx::TensorProto& tensor, const std::filesystem::path& directory,
-                   const std::string& where) {
+                   const std::filesystem::path& model_file, const std::string& where) {
   if (tensor.data_location() != onnx::TensorProto::EXTERNAL) return;
-  const HostTensor read = tensor_from_onnx(tensor, directory, where);
+  const HostTensor read = tensor_from_onnx(tensor, directory, where, model_file);
   tensor.clear_external_data();
   tensor.set_data_location(onnx::TensorProto::DEFAULT);
   tensor.set_raw_data(read.bytes.data(), read.bytes.size());
@@ -628,28 +628,31 @@ void inline_tensor(onnx::TensorProto& tensor, const std::filesystem::path& direc
 // A graph's initializers and its nodes' tensor attributes (a Constant's value), and those of
 // the subgraphs its nodes carry.
 void inline_graph(onnx::GraphProto& graph, const std::string& name,
-                  const std::filesystem::path& directory) {
+                  const std::filesystem::path& directory, const std::filesystem::path& model_file) {
   for (auto& init : *graph.mutable_initializer())
-    inline_tensor(init, directory, "initializer '" + init.name() + "' of " + name);
+    inline_tensor(init, directory, model_file, "initializer '" + init.name() + "' of " + name);
   for (auto& node : *graph.mutable_node())
     for (auto& attribute : *node.mutable_attribute()) {
       const std::string where =
           "attribute '" + attribute.name() + "' of node '" + node.name() + "' of " + name;
-      if (attribute.has_t()) inline_tensor(*attribute.mutable_t(), directory, where);
-      for (auto& tensor : *attribute.mutable_tensors()) inline_tensor(tensor, directory, where);
-      if (attribute.has_g()) inline_graph(*attribute.mutable_g(), name, directory);
-      for (auto& subgraph : *attribute.mutable_graphs()) inline_graph(subgraph, name, directory);
+      if (attribute.has_t()) inline_tensor(*attribute.mutable_t(), directory, model_file, where);
+      for (auto& tensor : *attribute.mutable_tensors())
+        inline_tensor(tensor, directory, model_file, where);
+      if (attribute.has_g()) inline_graph(*attribute.mutable_g(), name, directory, model_file);
+      for (auto& subgraph : *attribute.mutable_graphs())
+        inline_graph(subgraph, name, directory, model_file);
     }
 }
 
 void inline_external_data(onnx::ModelProto& proto, const std::string& name,
-                          const std::filesystem::path& directory) {
-  inline_graph(*proto.mutable_graph(), name, directory);
+                          const std::filesystem::path& directory,
+                          const std::filesystem::path& model_file) {
+  inline_graph(*proto.mutable_graph(), name, directory, model_file);
 }
 
 Model import(onnx::ModelProto& proto, const std::string& name,
-             const std::filesystem::path& directory) {
-  inline_external_data(proto, name, directory);
+             const std::filesystem::path& directory, const std::filesystem::path& model_file) {
+  inline_external_data(proto, name, directory, model_file);
   try {
     onnx::checker::check_model(proto);
   } catch (const std::exception& error) {
@@ -667,8 +670,11 @@ std::string Node::describe() const {
 
 }  // namespace model
 
-Model load_onnx_bytes(std::string_view bytes, std::string_view name,
-                      const std::filesystem::path& directory) {
+namespace {
+
+Model parse_and_import(std::string_view bytes, std::string_view name,
+                       const std::filesystem::path& directory,
+                       const std::filesystem::path& model_file) {
   onnx::ModelProto proto;
   if (bytes.size() > static_cast<size_t>(INT32_MAX))
     throw Error(ErrorCode::Unsupported,
@@ -678,7 +684,14 @@ Model load_onnx_bytes(std::string_view bytes, std::string_view name,
                 std::string(name) +
                     ": not an ONNX model (the protobuf does not parse: truncated "
                     "or another kind of file)");
-  return model::import(proto, std::string(name), directory);
+  return model::import(proto, std::string(name), directory, model_file);
+}
+
+}  // namespace
+
+Model load_onnx_bytes(std::string_view bytes, std::string_view name,
+                      const std::filesystem::path& directory) {
+  return parse_and_import(bytes, name, directory, {});
 }
 
 Model load_onnx(const std::filesystem::path& path) {
@@ -687,8 +700,8 @@ Model load_onnx(const std::filesystem::path& path) {
   std::stringstream contents;
   contents << file.rdbuf();
   const std::string bytes = std::move(contents).str();
-  return load_onnx_bytes(bytes, path.string(),
-                         path.parent_path().empty() ? "." : path.parent_path());
+  return parse_and_import(bytes, path.string(),
+                          path.parent_path().empty() ? "." : path.parent_path(), path);
 }
 
 }  // namespace hal

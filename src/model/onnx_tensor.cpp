@@ -18,10 +18,12 @@ using onnx::TensorProto;
 }
 
 // The external file's bytes [offset, offset + length), from a path that must stay inside
-// `directory`: a model must not make hal read /etc/passwd.
+// `directory` (or the folder `model_file` resolves to): a model must not make hal read
+// /etc/passwd.
 std::vector<std::byte> read_external(const TensorProto& proto,
                                      const std::filesystem::path& directory, size_t expected,
-                                     std::string_view where) {
+                                     std::string_view where,
+                                     const std::filesystem::path& model_file) {
   std::string location;
   uint64_t offset = 0;
   std::optional<uint64_t> length;
@@ -51,14 +53,26 @@ std::vector<std::byte> read_external(const TensorProto& proto,
     invalid(where, "external data length " + std::to_string(*length) + " is not the " +
                        std::to_string(expected) + " bytes its dims need");
   const std::filesystem::path path = directory / relative;
-  // A link inside the model's folder may point anywhere: what the path names once resolved must
-  // lie in the folder too (a model must not make hal read /etc/passwd).
+  // A link in the model's folder may point anywhere: resolved, the file must lie in that folder
+  // too (a model must not make hal read /etc/passwd), or in the folder the model file itself
+  // resolves to (a Hugging Face snapshot links both the model and its data into one blobs/).
   std::error_code error;
-  const auto inside = std::filesystem::weakly_canonical(directory, error);
   const auto target = std::filesystem::weakly_canonical(path, error);
   if (error) invalid(where, "cannot resolve external data file " + path.string());
-  const auto [end, _] = std::mismatch(inside.begin(), inside.end(), target.begin(), target.end());
-  if (end != inside.end())
+  const auto within = [&](const std::filesystem::path& folder) {
+    std::error_code folder_error;
+    const auto root = std::filesystem::weakly_canonical(folder, folder_error);
+    if (folder_error || root.empty()) return false;
+    return std::mismatch(root.begin(), root.end(), target.begin(), target.end()).first ==
+           root.end();
+  };
+  std::filesystem::path model_folder;  // where the model file resolves to, if loaded from one
+  if (!model_file.empty()) {
+    std::error_code model_error;
+    const auto resolved = std::filesystem::weakly_canonical(model_file, model_error);
+    if (!model_error) model_folder = resolved.parent_path();
+  }
+  if (!within(directory) && (model_folder.empty() || !within(model_folder)))
     invalid(where, "external data location '" + location + "' resolves to " + target.string() +
                        ", outside the model's directory");
   std::ifstream file(path, std::ios::binary);
@@ -164,7 +178,7 @@ std::string onnx_type_name(int32_t elem_type) {
 }
 
 HostTensor tensor_from_onnx(const TensorProto& proto, const std::filesystem::path& directory,
-                            std::string_view where) {
+                            std::string_view where, const std::filesystem::path& model_file) {
   const auto dtype = dtype_from_onnx(proto.data_type());
   if (!dtype)
     throw Error(ErrorCode::Unsupported,
@@ -185,7 +199,7 @@ HostTensor tensor_from_onnx(const TensorProto& proto, const std::filesystem::pat
   if (!bytes)
     invalid(where, "dims " + to_string(tensor.shape) + " hold more bytes than memory can");
   if (proto.data_location() == TensorProto::EXTERNAL) {
-    tensor.bytes = read_external(proto, directory, *bytes, where);
+    tensor.bytes = read_external(proto, directory, *bytes, where, model_file);
   } else if (proto.has_raw_data()) {
     const std::string& raw = proto.raw_data();  // little-endian, as this host is
     if (raw.size() != *bytes)

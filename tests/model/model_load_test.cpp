@@ -84,6 +84,39 @@ TEST(ModelLoad, LoadsAFileAndItsExternalData) {
                {"initializer 'w'", "holds 8 bytes, fewer than the 0 + 2147483648"});
 }
 
+// A Hugging Face cache: snapshots/<rev>/ holds links into blobs/ for the model and its data.
+// The data resolves outside the snapshot folder, but into the folder the model file resolves
+// to: it loads. A link from a real model's folder to a file elsewhere is still refused.
+TEST(ModelLoad, ExternalDataLinkedBesideItsLinkedModelLoads) {
+  const std::filesystem::path hub = scratch("hub");
+  std::filesystem::remove_all(hub);
+  std::filesystem::create_directories(hub / "blobs");
+  std::filesystem::create_directories(hub / "snapshots" / "rev");
+  ModelBuilder builder = add_model();
+  auto& w = builder.proto().mutable_graph()->mutable_initializer()->at(0);
+  w.clear_float_data();
+  w.set_data_location(TensorProto::EXTERNAL);
+  auto* location = w.add_external_data();
+  location->set_key("location");
+  location->set_value("weights.bin");
+  const float values[] = {3.0f, -1.0f};
+  std::ofstream(hub / "blobs" / "5e1f", std::ios::binary)
+      .write(reinterpret_cast<const char*>(values), sizeof values);
+  write(hub / "blobs" / "a9c0", builder.bytes());
+  std::filesystem::create_symlink("../../blobs/a9c0", hub / "snapshots" / "rev" / "model.onnx");
+  std::filesystem::create_symlink("../../blobs/5e1f", hub / "snapshots" / "rev" / "weights.bin");
+  const Model model = load_onnx(hub / "snapshots" / "rev" / "model.onnx");
+  Stream stream = device("cpu:0").create_stream();
+  const auto y = model.run({{"x", from_vector<float>({1, 1}, {1, 2}, stream)}}, stream).at("y");
+  EXPECT_EQ(y.to_vector<float>(stream), (std::vector<float>{4.0f, 0.0f}));
+
+  std::filesystem::create_directories(hub / "evil");
+  write(hub / "evil" / "model.onnx", builder.bytes());
+  std::filesystem::create_symlink("/etc/passwd", hub / "evil" / "weights.bin");
+  expect_error([&] { load_onnx(hub / "evil" / "model.onnx"); }, ErrorCode::InvalidArgument,
+               {"initializer 'w'", "weights.bin", "outside the model's directory"});
+}
+
 // A Constant whose value is external data is read from the model's folder too, wherever the
 // process runs (ONNX's checker looked for it in the working directory).
 TEST(ModelLoad, AConstantsExternalValueIsReadFromTheModelsFolder) {

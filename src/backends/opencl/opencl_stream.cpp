@@ -283,6 +283,9 @@ void OpenClStream::synchronize() {
   std::shared_ptr<async::WorkQueue> callbacks;
   {
     std::lock_guard lock(mutex_);
+    // On the callback thread itself (a deleter of a callback that was skipped, its work having
+    // failed): waiting would wait for this thread. The work before the callback is over.
+    if (callbacks_ && callbacks_->on_worker_thread()) return;
     refs_.take_all(batches, open);
     callbacks = callbacks_;
   }

@@ -370,6 +370,9 @@ void VulkanStream::wait(EventImpl& event) {
 }
 
 void VulkanStream::synchronize() {
+  // On the worker itself (a deleter of a host command that did not run, its wait having
+  // failed): waiting would wait for this thread.
+  if (worker_.on_worker_thread()) return;
   const uint64_t last = last_value();
   worker_.wait_all();
   timeline_->wait(last);

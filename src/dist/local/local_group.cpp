@@ -279,8 +279,12 @@ std::exception_ptr LocalGroup::timeout_error(const Slot& slot, size_t member,
 Clock::time_point LocalGroup::check_patience(const SlotPtr& slot, size_t member,
                                              Clock::duration patience) {
   Slot& s = *slot;
-  if (s.finished || s.running)
-    return Clock::time_point::max();  // ended, or the executor has it: it ends, well or not
+  // Ended, or the executor has it (it ends, well or not), or full with nothing ahead of it but
+  // what the executor runs now (it comes next, however long that takes): no clock. A full slot
+  // behind a gate that no running collective will open may never run; its patience runs.
+  if (s.finished || s.running ||
+      (s.joined == static_cast<int>(s.members.size()) && only_running_ahead(s)))
+    return Clock::time_point::max();
   Clock::time_point end = Clock::time_point::max();
   for (size_t k = 0; k < s.members.size(); ++k)
     if (s.members[k].reached) end = std::min(end, s.members[k].reached_at + patience);
@@ -406,6 +410,16 @@ std::exception_ptr LocalGroup::run(const SlotPtr& slot) {
     return std::make_exception_ptr(
         Error(ErrorCode::Internal, where(s) + " failed: " + error.what()));
   }
+}
+
+bool LocalGroup::only_running_ahead(const Slot& slot) const {
+  for (size_t k = 0; k < slot.members.size(); ++k) {
+    const Member& m = slot.members[k];
+    if (m.reached) continue;
+    for (const auto& [order, ahead] : open_holds_[static_cast<size_t>(slot.ranks[k])])
+      if (order < m.order && !ahead->running) return false;
+  }
+  return true;
 }
 
 bool LocalGroup::runnable(const Slot& slot) const {

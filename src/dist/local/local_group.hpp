@@ -12,8 +12,9 @@
 // and does not hold the stream (so that a ring of sends, then receives, cannot deadlock); a recv
 // does. A collective that does not fill within HAL_DIST_TIMEOUT of a member's stream reaching
 // it fails with Timeout naming the ranks that did not join (seen by the gate or by
-// Work::wait); signatures that disagree fail it at once; a device lost during it fails it, and
-// every later call of the group, with DeviceLost.
+// Work::wait), and so does a full one that waits that long behind a gate no collective will
+// open (naming the ranks whose streams did not reach it); signatures that disagree fail it at once;
+// a device lost during it fails it, and every later call of the group, with DeviceLost.
 #pragma once
 
 #include <condition_variable>
@@ -101,6 +102,9 @@ class LocalGroup : public std::enable_shared_from_this<LocalGroup> {
   // Under mutex_: whether every member's event can complete without another slot running
   // first: its stream has reached the gate, or no earlier call of its rank holds a stream.
   bool runnable(const Slot& slot) const;
+  // Under mutex_: whether every gate ahead of the slot's members belongs to the collective the
+  // executor runs now (none at all: runnable).
+  bool only_running_ahead(const Slot& slot) const;
   // Under mutex_: the first runnable full slot, out of the queue (finished ones dropped).
   SlotPtr take_runnable();
   void executor_loop();
