@@ -56,8 +56,8 @@ class Stream {
 
   // Runs `fn` on a host thread once the work before it is done; later work waits for it.
   // `fn` may not synchronize this stream (InvalidState: it would wait for itself). What it
-  // captured is dropped on that thread after it ran; a deleter there that synchronizes this
-  // stream returns at once (the work before `fn` is done).
+  // captured is dropped once it ran, on a thread of the backend's; a deleter there that
+  // synchronizes this stream returns at once (the work before `fn` is done).
   void host_callback(std::function<void()> fn);
   // Holds `value` (the host data an upload reads, a staging buffer) until the work enqueued so
   // far has run, then drops it: what a host callback holding it does, without running one where
