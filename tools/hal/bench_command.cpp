@@ -38,6 +38,7 @@ struct Options {
   std::string device;  // an id, "all", or "" for each suite's default
   bool quick = false;
   bool json = false;
+  bool list = false;  // print what would run, run nothing
   std::string output;
   std::vector<std::string> extra;  // passed on to Google Benchmark
 };
@@ -163,6 +164,11 @@ json devices_json() {
 
 int run(const Options& options) {
   const std::vector<Run> runs = plan(options);
+  if (options.list) {  // one line per run: the suite, then its device ("-" for the host's)
+    for (const Run& r : runs)
+      std::cout << r.suite << " " << (r.device.empty() ? "-" : r.device) << "\n";
+    return 0;
+  }
   // Under mpirun every rank runs the suites (collectives need them all); rank 0 reports.
   const bool reporting = dist::launch_info().rank == 0;
   const bool capture = options.json || !options.output.empty() || !reporting;
@@ -240,6 +246,8 @@ void add_bench_command(CLI::App& app) {
                       "vulkan:N; copy: opencl:N or cuda:N; ops: any)");
   command->add_flag("--quick", options->quick, "Shorter runs (--benchmark_min_time=0.05)");
   command->add_flag("--json", options->json, "Print one JSON document (schema hal.bench/1)");
+  command->add_flag("--list", options->list,
+                    "Print each suite and device that would run (one per line), run nothing");
   command->add_option("--output", options->output,
                       "Write the JSON document (schema hal.bench/1) to FILE");
   command->allow_extras();  // passed on to Google Benchmark, e.g. --benchmark_filter=hit

@@ -309,14 +309,18 @@ void LocalGroup::gate(const SlotPtr& slot, size_t member, Clock::duration patien
     while (!slot->finished) {
       const Clock::time_point end = check_patience(slot, member, patience);
       if (slot->finished) break;
-      if (end != Clock::time_point::max()) {
+      const bool full = slot->joined == static_cast<int>(slot->members.size());
+      if (!full) {
         slot->changed.wait_until(lock, end);
         continue;
       }
-      // Running. A plugin answers for a lost device only once its streams run nothing (this
-      // gate included), so a gate that waited long looks at its own device, and leaves if it
-      // is lost: the executor's call then returns, and the collective fails with the loss.
-      if (slot->changed.wait_for(lock, std::chrono::milliseconds(50)) == std::cv_status::no_timeout)
+      // Full: running, next, or behind a gate (with its patience's end). A plugin answers for a
+      // lost device only once its streams run nothing (this gate included), so a gate that
+      // waited long looks at its own device, and leaves if it is lost: the executor's call then
+      // returns, and the collective fails with the loss.
+      const Clock::time_point poll = Clock::now() + std::chrono::milliseconds(50);
+      if (slot->changed.wait_until(lock, std::min(end, poll)) == std::cv_status::no_timeout ||
+          Clock::now() < poll)
         continue;
       lock.unlock();
       try {
