@@ -13,14 +13,16 @@ class StreamImpl;
 
 namespace detail {
 
-// The stream whose host callback this thread runs now (callbacks of one stream may call into
-// another's: the innermost is enough to catch waiting for oneself).
-class RunningCallback {
+// Marks this thread as doing `Phase` for a stream's callback, for the scope of the object
+// (nested marks of one phase restore the one before: callbacks of one stream may call into
+// another's, and the innermost is enough to catch waiting for oneself).
+template <class Phase>
+class CallbackMark {
  public:
-  explicit RunningCallback(const StreamImpl* stream) : previous_(current_) { current_ = stream; }
-  ~RunningCallback() { current_ = previous_; }
-  RunningCallback(const RunningCallback&) = delete;
-  RunningCallback& operator=(const RunningCallback&) = delete;
+  explicit CallbackMark(const StreamImpl* stream) : previous_(current_) { current_ = stream; }
+  ~CallbackMark() { current_ = previous_; }
+  CallbackMark(const CallbackMark&) = delete;
+  CallbackMark& operator=(const CallbackMark&) = delete;
   static bool of(const StreamImpl* stream) { return current_ == stream; }
 
  private:
@@ -28,21 +30,12 @@ class RunningCallback {
   const StreamImpl* previous_;
 };
 
+// The stream whose host callback this thread runs now.
+using RunningCallback = CallbackMark<struct RunningPhase>;
 // The stream whose callback's captures this thread drops now, after the callback ran. A deleter
 // among them (a DLPack producer's, a kept buffer's) cannot be refused the way a callback is,
 // since it may not throw: its synchronize of that stream returns at once instead.
-class ReleasingCallback {
- public:
-  explicit ReleasingCallback(const StreamImpl* stream) : previous_(current_) { current_ = stream; }
-  ~ReleasingCallback() { current_ = previous_; }
-  ReleasingCallback(const ReleasingCallback&) = delete;
-  ReleasingCallback& operator=(const ReleasingCallback&) = delete;
-  static bool of(const StreamImpl* stream) { return current_ == stream; }
-
- private:
-  static inline thread_local const StreamImpl* current_ = nullptr;
-  const StreamImpl* previous_;
-};
+using ReleasingCallback = CallbackMark<struct ReleasingPhase>;
 
 // A callback's function, dropped under ReleasingCallback wherever the backend destroys it once
 // it has run (on the callback's thread: the backend's task ends there). One that never ran (its

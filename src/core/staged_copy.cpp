@@ -49,10 +49,10 @@ void then(StreamImpl& stream, Rest rest) {
     } catch (const Error& earlier) {
       // The synchronize took the failure of earlier work from the stream: the caller hears of
       // both, or the earlier one would never be reported.
-      throw Error(enqueue.code(),
-                  enqueue.message() + "; earlier work on the stream failed too: " +
-                      earlier.message(),
-                  enqueue.native_code());
+      throw Error(
+          enqueue.code(),
+          enqueue.message() + "; earlier work on the stream failed too: " + earlier.message(),
+          enqueue.native_code());
     }
     throw;
   } catch (...) {

@@ -32,6 +32,18 @@ void write(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
+// Makes `tensor` say its elements are in the file `location` (its own elements dropped);
+// returns the location entry, for a test to point elsewhere.
+onnx::StringStringEntryProto* move_to_external_data(TensorProto& tensor,
+                                                    const std::string& location) {
+  tensor.clear_float_data();
+  tensor.set_data_location(TensorProto::EXTERNAL);
+  auto* entry = tensor.add_external_data();
+  entry->set_key("location");
+  entry->set_value(location);
+  return entry;
+}
+
 TEST(ModelLoad, DescribesItsInputsOutputsAndOps) {
   const Model model = load_onnx_bytes(add_model().bytes(), "add");
   ASSERT_EQ(model.inputs().size(), 1u);  // the initializer is not an input
@@ -45,11 +57,7 @@ TEST(ModelLoad, DescribesItsInputsOutputsAndOps) {
 TEST(ModelLoad, LoadsAFileAndItsExternalData) {
   ModelBuilder builder = add_model();
   auto& w = builder.proto().mutable_graph()->mutable_initializer()->at(0);
-  w.clear_float_data();
-  w.set_data_location(TensorProto::EXTERNAL);
-  auto* location = w.add_external_data();
-  location->set_key("location");
-  location->set_value("weights.bin");
+  auto* location = move_to_external_data(w, "weights.bin");
   const float values[] = {1.5f, -2.0f};
   std::ofstream(scratch("weights.bin"), std::ios::binary)
       .write(reinterpret_cast<const char*>(values), sizeof values);
@@ -93,12 +101,8 @@ TEST(ModelLoad, ExternalDataLinkedBesideItsLinkedModelLoads) {
   std::filesystem::create_directories(hub / "blobs");
   std::filesystem::create_directories(hub / "snapshots" / "rev");
   ModelBuilder builder = add_model();
-  auto& w = builder.proto().mutable_graph()->mutable_initializer()->at(0);
-  w.clear_float_data();
-  w.set_data_location(TensorProto::EXTERNAL);
-  auto* location = w.add_external_data();
-  location->set_key("location");
-  location->set_value("weights.bin");
+  move_to_external_data(builder.proto().mutable_graph()->mutable_initializer()->at(0),
+                        "weights.bin");
   const float values[] = {3.0f, -1.0f};
   std::ofstream(hub / "blobs" / "5e1f", std::ios::binary)
       .write(reinterpret_cast<const char*>(values), sizeof values);
@@ -129,10 +133,7 @@ TEST(ModelLoad, AConstantsExternalValueIsReadFromTheModelsFolder) {
   TensorProto* tensor = value->mutable_t();
   tensor->set_data_type(TensorProto::FLOAT);
   tensor->add_dims(2);
-  tensor->set_data_location(TensorProto::EXTERNAL);
-  auto* location = tensor->add_external_data();
-  location->set_key("location");
-  location->set_value("constant.bin");
+  move_to_external_data(*tensor, "constant.bin");
   builder.node("Add", {"x", "c"}, {"y"}, "plus");
   const float values[] = {0.25f, 4.0f};
   std::ofstream(scratch("constant.bin"), std::ios::binary)

@@ -13,6 +13,7 @@
 #include "hal/model.hpp"
 #include "hal/ops.hpp"
 #include "model_builder.hpp"
+#include "one_node_model.hpp"
 #include "test_util.hpp"
 
 namespace hal::test {
@@ -20,34 +21,12 @@ namespace {
 
 using onnx::TensorProto;
 
-// A graph value of one node's model: its rank known, every dimension symbolic.
-struct Value {
-  std::string name;
-  int32_t elem;
-  int64_t rank;
-};
-
+// one_node (one_node_model.hpp) at `opset`.
 Model one_node(int64_t opset, const std::string& op, const std::vector<Value>& inputs,
                const std::vector<Value>& outputs,
                const std::function<void(onnx::NodeProto&)>& attributes = {}) {
   ModelBuilder builder(opset);
-  std::vector<std::string> in_names, out_names;
-  auto dims = [](const Value& value) {
-    std::vector<std::string> names;
-    for (int64_t d = 0; d < value.rank; ++d) names.push_back(value.name + std::to_string(d));
-    return names;
-  };
-  for (const Value& value : inputs) {
-    builder.input(value.name, value.elem, dims(value));
-    in_names.push_back(value.name);
-  }
-  for (const Value& value : outputs) {
-    builder.output(value.name, value.elem, dims(value));
-    out_names.push_back(value.name);
-  }
-  auto& node = builder.node(op, in_names, out_names, "under_test");
-  if (attributes) attributes(node);
-  return load_onnx_bytes(builder.bytes(), op);
+  return ::hal::test::one_node(builder, op, inputs, outputs, attributes);
 }
 
 // TopK of a 1-d `x` of T (ONNX type `elem`): its values and indices.

@@ -6,6 +6,7 @@
 
 #include "hal/model.hpp"
 #include "model_builder.hpp"
+#include "one_node_model.hpp"
 #include "test_util.hpp"
 
 namespace hal::test {
@@ -17,36 +18,6 @@ std::vector<float> ramp(size_t count) {
   std::vector<float> values(count);
   for (size_t i = 0; i < count; ++i) values[i] = static_cast<float>((i * 7) % 11) - 3.5f;
   return values;
-}
-
-// A graph value of one node's model: its rank known, every dimension symbolic.
-struct Value {
-  std::string name;
-  int32_t elem;
-  int64_t rank;
-};
-
-std::vector<std::string> symbolic_dims(const Value& value) {
-  std::vector<std::string> dims;
-  for (int64_t d = 0; d < value.rank; ++d) dims.push_back(value.name + std::to_string(d));
-  return dims;
-}
-
-Model one_node(ModelBuilder& builder, const std::string& op, const std::vector<Value>& inputs,
-               const std::vector<Value>& outputs,
-               const std::function<void(onnx::NodeProto&)>& attributes = {}) {
-  std::vector<std::string> in_names, out_names;
-  for (const Value& value : inputs) {
-    builder.input(value.name, value.elem, symbolic_dims(value));
-    in_names.push_back(value.name);
-  }
-  for (const Value& value : outputs) {
-    builder.output(value.name, value.elem, symbolic_dims(value));
-    out_names.push_back(value.name);
-  }
-  auto& node = builder.node(op, in_names, out_names, "under_test");
-  if (attributes) attributes(node);
-  return load_onnx_bytes(builder.bytes(), op);
 }
 
 Model scatter_elements_model(int64_t axis, const std::string& reduction) {

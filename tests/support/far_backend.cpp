@@ -1,7 +1,9 @@
 #include "far_backend.hpp"
 
+#include <chrono>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "backends/async/work_queue.hpp"
@@ -34,10 +36,10 @@ class FarStream final : public StreamImpl {
   DeviceImpl& device() const override { return *device_; }
 
   void copy_from_host(const BufferPtr& dst, size_t offset, const void* src, size_t bytes) override {
-    queue_.push([=] { std::memcpy(storage(dst, offset), src, bytes); });
+    host_copy([=] { std::memcpy(storage(dst, offset), src, bytes); });
   }
   void copy_to_host(void* dst, const BufferPtr& src, size_t offset, size_t bytes) override {
-    queue_.push([=] { std::memcpy(dst, storage(src, offset), bytes); });
+    host_copy([=] { std::memcpy(dst, storage(src, offset), bytes); });
   }
   bool copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& src, size_t src_offset,
             size_t bytes) override {
@@ -55,7 +57,16 @@ class FarStream final : public StreamImpl {
         std::memcpy(storage(dst, offset + i), value.data(), pattern_size);
     });
   }
-  void host_callback(std::function<void()> fn) override { queue_.push(std::move(fn)); }
+  void host_callback(std::function<void()> fn) override {
+    std::atomic<int>& allowed = far_faults().callbacks_allowed;
+    int left = allowed.load();
+    while (left > 0 && !allowed.compare_exchange_weak(left, left - 1)) {
+    }
+    if (left == 0)
+      throw Error(ErrorCode::OutOfMemory,
+                  device_->info().id + ": no room for another host callback");
+    queue_.push(std::move(fn));
+  }
   void record(EventImpl& event) override {
     auto fence = static_cast<cpu::CpuEvent&>(event).rearm();
     queue_.push([fence] { fence->signal(); });
@@ -71,6 +82,19 @@ class FarStream final : public StreamImpl {
   bool query() override { return queue_.idle(); }
 
  private:
+  // A copy to or from the host, taking far_faults().copy_delay_ms when it runs.
+  template <class Copy>
+  void host_copy(Copy copy) {
+    FarFaults& faults = far_faults();
+    ++faults.copies_pending;
+    queue_.push([copy, &faults] {
+      if (const int delay = faults.copy_delay_ms.load(); delay > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+      copy();
+      --faults.copies_pending;
+    });
+  }
+
   std::shared_ptr<DeviceImpl> device_;
   async::WorkQueue queue_;
 };
@@ -119,6 +143,11 @@ class FarBackend final : public Backend {
 };
 
 }  // namespace
+
+FarFaults& far_faults() {
+  static FarFaults faults;
+  return faults;
+}
 
 void register_far_backend() {
   static std::once_flag once;
