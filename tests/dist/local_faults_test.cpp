@@ -226,6 +226,11 @@ TEST(LocalDeviceLost, ACollectiveOverALostDeviceFailsAndLeaksNothing) {
   if (sims.size() < 4 || !std::getenv("HAL_DIST_TEST_LOSE"))
     GTEST_SKIP() << "run by CTest with sim:2 set to be lost (dist_local_device_lost)";
   sims.resize(4);
+  // A gate that came before its collective was full must still see its device's loss: the ranks
+  // join 20 ms apart, so the early gates wait for the later ones. The loss is reported well
+  // within HAL_DIST_TIMEOUT, not by the timeout (once, a gate slept until it).
+  const Patience patience("20");
+  const auto start = std::chrono::steady_clock::now();
   std::vector<Stream> streams;
   for (const Device& d : sims) streams.push_back(d.create_stream());
   std::vector<uint64_t> before;
@@ -239,8 +244,10 @@ TEST(LocalDeviceLost, ACollectiveOverALostDeviceFailsAndLeaksNothing) {
       try {
         for (int r = 0; r < 4; ++r)
           t.push_back(tensor_of(values(r, 4099, DType::f32), DType::f32, streams[r]));
-        for (int r = 0; r < 4; ++r)
+        for (int r = 0; r < 4; ++r) {
           works.push_back(comms[r].all_reduce(t[r], ReduceOp::sum, streams[r]));
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
       } catch (const Error& e) {  // lost before the call: the call itself says so
         EXPECT_EQ(e.code(), ErrorCode::DeviceLost) << e.what();
         lost = true;
@@ -256,6 +263,8 @@ TEST(LocalDeviceLost, ACollectiveOverALostDeviceFailsAndLeaksNothing) {
       }
     }
     ASSERT_TRUE(lost) << "sim:2 was never lost: HAL_SIM_CONFIG's lose_device_at is too late";
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15))
+        << "the loss was found by HAL_DIST_TIMEOUT (20 s), not by the gates";
     // A group with a lost device refuses further collectives at once.
     Tensor t = zeros({4}, DType::f32, streams[0]);
     EXPECT_THROW(comms[0].all_reduce(t, ReduceOp::sum, streams[0]), Error);

@@ -220,6 +220,9 @@ void LocalGroup::joined(const SlotPtr& slot, size_t member, Member entry, DebugL
   const bool full = s.joined == static_cast<int>(s.members.size());
   if (full && failed && !point_to_point(s.kind)) collectives_.erase(s.sequence);
   if (!full || failed) return;
+  // Gates that came first wait for the slot to fill with their patience as the deadline: full,
+  // they must look again (poll their device, or keep no clock behind the running collective).
+  s.changed.notify_all();
   if (!point_to_point(s.kind)) collectives_.erase(s.sequence);
   queue_.push_back(slot);
   if (!executor_.joinable()) executor_ = std::thread([this] { executor_loop(); });
