@@ -73,9 +73,15 @@ SequentialRun run_sequential(
     const std::function<void(std::vector<double>& a, std::vector<double>& b)>& draw,
     const std::function<bool()>& may_continue, size_t max_samples);
 
+// The ratio the tests decide on: geometric mean of B over that of A (exp of Welch's difference
+// of log means), with its interval at mean_ratio_confidence = 1 - 2 look_alpha.
+RatioInterval mean_ratio(const Analysis& analysis);
+double mean_ratio_confidence(const Analysis& analysis);
+
 // "B faster by 23 % (95 % CI 19–27 %, p < 1e-6, n = 40+40)" (energy: "B uses less energy by
-// 23 % ..."), "no difference larger than 2 % (...)", "inconclusive: need ≈ 120 more samples per
-// side (...)".
+// 23 % ..."), "no difference larger than 2 % (...)": from mean_ratio, so the claim and its
+// interval are those of the decision. "inconclusive: need ≈ 120 more samples per side (...)":
+// the median ratio and its bootstrap interval.
 std::string verdict(const Analysis& analysis, const SequentialDesign& design, Metric metric);
 
 }  // namespace hal::evidence

@@ -227,24 +227,30 @@ void write_locked(Recorder& r) {
                       {"tid", track},
                       {"name", "thread_name"},
                       {"args", {{"name", name}}}});
-  // By track, then by start; a span before the flow events inside it.
-  std::stable_sort(records.begin(), records.end(), [](const Record& a, const Record& b) {
-    if (a.track != b.track) return a.track < b.track;
-    if (a.ts != b.ts) return a.ts < b.ts;
-    return a.phase == 'X' && b.phase != 'X';
-  });
   // Ticks per microsecond from the clock's and steady_clock's progress over the trace.
   const uint64_t ticks = detail::now() - r.epoch_ticks;
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - r.epoch).count();
   const TimeScale time{r.epoch_ticks, steady_ns(r.epoch),
                        tsc_is_constant && ticks > 0 ? us / static_cast<double>(ticks) : 1e-3};
+  // By track, then by start in microseconds (a device's track mixes steady_clock spans of its
+  // commands with tick spans of host-side copies); a span before the flow events inside it.
+  std::stable_sort(records.begin(), records.end(), [&time](const Record& a, const Record& b) {
+    if (a.track != b.track) return a.track < b.track;
+    const double at = time.us(a), bt = time.us(b);
+    if (at != bt) return at < bt;
+    return a.phase == 'X' && b.phase != 'X';
+  });
   for (const Record& record : records) events.push_back(to_json(record, pid, time));
   const nlohmann::ordered_json document{
       {"displayTimeUnit", "ns"},
       {"otherData", {{"dropped_events", dropped}, {"max_events", kMaxRecords}}},
       {"traceEvents", events}};
+  // Names come from users and drivers: bytes that are not UTF-8 become U+FFFD rather than cost
+  // the whole trace. The text is made before the file is opened, which truncates it.
+  const std::string text =
+      document.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   std::ofstream out(r.file);
-  out << document.dump() << "\n";
+  out << text << "\n";
   if (!out) throw Error(ErrorCode::InvalidArgument, "trace: cannot write " + r.file.string());
 }
 

@@ -1,7 +1,9 @@
 // Effect size and the power of a two-sample t-test (Boost.Math's noncentral t).
 #include <boost/math/distributions/non_central_t.hpp>
+#include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
+#include <exception>
 #include <string>
 
 #include "hal/error.hpp"
@@ -28,21 +30,33 @@ double t_test_power(double d, size_t n, double alpha) {
                     std::to_string(n) + ", alpha " + std::to_string(alpha) + ", d " +
                     std::to_string(d) + ")");
   const double df = 2 * static_cast<double>(n) - 2;
-  const double critical = quantile(complement(boost::math::students_t(df), alpha / 2));
-  const boost::math::non_central_t shifted(df, std::fabs(d) * std::sqrt(n / 2.0));
-  return cdf(complement(shifted, critical)) + cdf(shifted, -critical);
+  const double delta = std::fabs(d) * std::sqrt(static_cast<double>(n) / 2);
+  try {
+    const double critical = quantile(complement(boost::math::students_t(df), alpha / 2));
+    const boost::math::non_central_t shifted(df, delta);
+    return cdf(complement(shifted, critical)) + cdf(shifted, -critical);
+  } catch (const std::exception&) {
+    // Boost's series cannot take a noncentrality of tens of thousands (it counts terms in an
+    // int); there the t-test is as good as the z-test and the normal approximation is exact to
+    // double precision.
+    const boost::math::normal z;
+    const double critical = quantile(complement(z, alpha / 2));
+    return cdf(complement(z, critical - delta)) + cdf(z, -critical - delta);
+  }
 }
 
 size_t samples_for_power(double d, double alpha, double power, size_t max_n) {
   if (!(power > 0 && power < 1))
     throw Error(ErrorCode::InvalidArgument,
                 "samples_for_power: power must lie in (0, 1), got " + std::to_string(power));
-  if (d == 0 || t_test_power(d, max_n, alpha) < power) return max_n;
-  // Power grows with n: double to bracket the answer, then bisect.
+  if (d == 0 || max_n <= 2) return std::max<size_t>(max_n, 2);
+  // Power grows with n: double to bracket the answer (from below: a large effect is settled at a
+  // small n, and the cap's huge noncentrality is never evaluated unless needed), then bisect.
   size_t low = 2, high = 2;
   while (t_test_power(d, high, alpha) < power) {
+    if (high == max_n) return max_n;
     low = high;
-    high = std::min(max_n, high * 2);
+    high = high > max_n / 2 ? max_n : high * 2;
   }
   while (low < high) {
     const size_t middle = low + (high - low) / 2;

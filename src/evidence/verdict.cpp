@@ -26,37 +26,52 @@ std::string sizes(const Analysis& a) {
   return "n = " + std::to_string(a.n_a) + "+" + std::to_string(a.n_b);
 }
 
-std::string confidence(const SequentialDesign& d) { return percent(1 - d.alpha) + " % CI "; }
+std::string confidence(double level) {  // 95, 97.5, 98.75: a later look's level in full
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g %% CI ", 100 * level);
+  return text;
+}
 
-std::string ratio_text(const Analysis& a, const SequentialDesign& d) {
+std::string ratio_text(const RatioInterval& r, double level) {
   char text[96];
-  std::snprintf(text, sizeof text, "B/A %.3f, %s%.3f–%.3f", a.ratio.ratio, confidence(d).c_str(),
-                a.ratio.low, a.ratio.high);
+  std::snprintf(text, sizeof text, "B/A %.3f, %s%.3f–%.3f", r.ratio, confidence(level).c_str(),
+                r.low, r.high);
   return text;
 }
 
 }  // namespace
 
+RatioInterval mean_ratio(const Analysis& a) {
+  return {std::exp(a.welch.difference), std::exp(a.welch.ci_low), std::exp(a.welch.ci_high)};
+}
+
+double mean_ratio_confidence(const Analysis& a) { return 1 - 2 * a.look_alpha; }
+
 std::string verdict(const Analysis& a, const SequentialDesign& d, Metric metric) {
   const std::string tail = p_text(a.welch.p_value) + ", " + sizes(a) + ")";
-  if (a.decision == Decision::equivalent)
-    return "no difference larger than " + percent(d.min_effect) + " % (" + ratio_text(a, d) + ", " +
-           tail;
   if (a.decision == Decision::undecided)
     return "inconclusive: need ≈ " + std::to_string(a.more_samples) + " more samples per side (" +
-           ratio_text(a, d) + ", " + tail;
+           ratio_text(a.ratio, 1 - d.alpha) + ", " + tail;
+  // A claim states the figure the tests decided on: Welch's difference of log means, as a ratio
+  // of geometric means with its interval. The median ratio may point the other way (a slow
+  // path in a minority of B's runs moves the mean of the logs, not the median).
+  const RatioInterval r = mean_ratio(a);
+  const double level = mean_ratio_confidence(a);
+  if (a.decision == Decision::equivalent)
+    return "no difference larger than " + percent(d.min_effect) + " % (" + ratio_text(r, level) +
+           ", " + tail;
   // A ratio of latencies (or energies) below 1, or of throughputs above 1, means B is better.
   const bool higher_is_better = metric == Metric::throughput;
-  const bool b_faster = higher_is_better ? a.ratio.ratio > 1 : a.ratio.ratio < 1;
+  const bool b_faster = higher_is_better ? r.ratio > 1 : r.ratio < 1;
   const double sign = b_faster == higher_is_better ? 1 : -1;
-  double by = sign * (a.ratio.ratio - 1), low = sign * (a.ratio.low - 1),
-         high = sign * (a.ratio.high - 1);
+  double by = sign * (r.ratio - 1), low = sign * (r.low - 1), high = sign * (r.high - 1);
   if (low > high) std::swap(low, high);
   const char* better = metric == Metric::energy ? "uses less energy" : "faster";
   const char* worse = metric == Metric::energy ? "uses more energy" : "slower";
   std::string text = std::string("B ") + (b_faster ? better : worse) + " by " + percent(by) +
-                     " % (" + confidence(d) + percent(low) + "–" + percent(high) + " %, " + tail;
-  if (d.min_effect > 0 && std::fabs(std::log(a.ratio.ratio)) < std::log1p(d.min_effect))
+                     " % (" + confidence(level) + percent(low) + "–" + percent(high) + " %, " +
+                     tail;
+  if (d.min_effect > 0 && std::fabs(a.welch.difference) < std::log1p(d.min_effect))
     text += "; smaller than the " + percent(d.min_effect) + " % that counts";
   return text;
 }

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -260,6 +261,50 @@ TEST(Trace, OffRecordsNothingAndBadFilesAreRefused) {
                           hal::ErrorCode::InvalidArgument,
                           {"trace: cannot create /nonexistent-dir/trace.json"});
   EXPECT_FALSE(hal::trace::enabled());
+}
+
+// A name from a user or a driver may hold bytes that are not UTF-8: the trace is still written,
+// the bad byte as U+FFFD (before, the JSON writer threw and left an empty file).
+TEST(Trace, ANameThatIsNotUtf8IsWrittenReplaced) {
+  const std::filesystem::path file = temporary("utf8.json");
+  hal::trace::start(file);
+  { const hal::trace::Scope step("caf\xe9 step"); }
+  hal::trace::stop();
+  const nlohmann::json trace = read_json(file);
+  ASSERT_EQ(spans(trace, "user").size(), 1u);
+  EXPECT_EQ(spans(trace, "user")[0]["name"], "caf\xef\xbf\xbd step");
+  std::filesystem::remove(file);
+}
+
+// A Vulkan stream's track holds its commands' spans (timestamp queries on steady_clock) beside
+// host-side copies (the tick clock): in time order together, not one clock's spans after the
+// other's.
+TEST(Trace, ADeviceTrackOfTwoClocksIsInTimeOrder) {
+  std::optional<hal::Device> vulkan;
+  for (const hal::Device& d : hal::devices())
+    if (d.info().backend() == "vulkan") vulkan = d;
+  if (!vulkan) GTEST_SKIP() << "no Vulkan device here";
+  const std::filesystem::path file = temporary("vulkan.json");
+  hal::trace::start(file);
+  {
+    hal::Stream stream = vulkan->create_stream();
+    std::vector<float> host(4096, 1.0f);
+    hal::Tensor x = hal::zeros({4096}, hal::DType::f32, stream);
+    for (int i = 0; i < 4; ++i) {
+      stream.copy_from_host(x.storage(), host.data(), host.size() * sizeof(float));
+      x = hal::add(x, x, stream);
+      stream.synchronize();
+    }
+  }
+  hal::trace::stop();
+  const nlohmann::json trace = read_json(file);
+  const auto names = expect_valid_trace(trace);
+  std::set<std::string> kinds;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.at("ph") == "X" && names.at(e.at("tid")).find("(device)") != std::string::npos)
+      kinds.insert(e.at("cat").get<std::string>());
+  EXPECT_TRUE(kinds.count("kernel") && kinds.count("copy")) << trace.dump();
+  std::filesystem::remove(file);
 }
 
 // Each thread records into buffers of its own, chunk by chunk (4 096 events), kept for the next

@@ -155,10 +155,17 @@ TEST(Sequential, StopsWhenTimeRunsOutAndSaysWhatIsMissing) {
       hal::ErrorCode::InvalidArgument, {"time ran out after 0+0 samples", "allow more time"});
 }
 
+// A decided analysis at the first look (its Welch interval at 95 %), the ratio of geometric
+// means `ratio` in [low, high]; the median ratio is set apart (1.5) to show which one is stated.
 ev::Analysis decided(double ratio, double low, double high, double p) {
   ev::Analysis a;
   a.n_a = a.n_b = 40;
-  a.ratio = {ratio, low, high};
+  a.look = 1;
+  a.look_alpha = 0.025;
+  a.ratio = {1.5, 1.4, 1.6};
+  a.welch.difference = std::log(ratio);
+  a.welch.ci_low = std::log(low);
+  a.welch.ci_high = std::log(high);
   a.welch.p_value = p;
   a.decision = ev::Decision::differ;
   return a;
@@ -182,6 +189,41 @@ TEST(Sequential, VerdictsReadAsDocumented) {
   EXPECT_EQ(ev::verdict(same, d, ev::Metric::latency),
             "no difference larger than 2.0 % (B/A 1.001, 95 % CI 0.995–1.006, p = 0.7, n = "
             "40+40)");
+  // A later look states its own level: look 2 tests at 0.0125, its interval is 97.5 %.
+  same.look = 2;
+  same.look_alpha = 0.0125;
+  EXPECT_EQ(ev::verdict(same, d, ev::Metric::latency),
+            "no difference larger than 2.0 % (B/A 1.001, 97.5 % CI 0.995–1.006, p = 0.7, n = "
+            "40+40)");
+}
+
+// The audit's case: B's median is a little faster, but 40 % of its runs take a slow path twice
+// as long; both tests find B slower. The verdict says so, with the tested figure's interval.
+TEST(Sequential, TheVerdictFollowsTheTestsNotTheMedian) {
+  std::vector<double> a, b;
+  for (int i = 0; i < 160; ++i) a.push_back(1e-3 * (1 + 2.0 * i / 159));  // 1-3 ms, even
+  for (int i = 0; i < 160; ++i) b.push_back((i % 5 < 3 ? 1.96e-3 : 4e-3) * (1 + 1e-5 * i));
+  ev::SequentialDesign d;
+  const ev::Analysis r = ev::analyze(a, b, d, 1);
+  ASSERT_EQ(r.decision, ev::Decision::differ);
+  EXPECT_LT(r.ratio.ratio, 1) << "the median ratio says B is faster";
+  const ev::RatioInterval m = ev::mean_ratio(r);
+  EXPECT_GT(m.low, 1) << "the geometric means say B is slower";
+  const std::string text = ev::verdict(r, d, ev::Metric::latency);
+  EXPECT_EQ(text.rfind("B slower by ", 0), 0u) << text;
+}
+
+// Three samples a side, 5 % apart with a 0.3 % spread: too few for a verdict, and the power
+// estimate must not ask Boost for a noncentrality of tens of thousands (it threw "itrunc").
+TEST(Sequential, ATightSmallSampleGivesAnEstimateNotAnError) {
+  const std::vector<double> a{1.000, 1.003, 0.997}, b{1.050, 1.053, 1.047};
+  ev::SequentialDesign d;
+  d.first_look = 3;
+  const ev::Analysis r = ev::analyze(a, b, d, 1);
+  EXPECT_EQ(r.decision, ev::Decision::undecided);
+  EXPECT_GE(r.more_samples, 1u);
+  EXPECT_LT(r.more_samples, 100u);
+  EXPECT_DOUBLE_EQ(ev::t_test_power(3.0, 1'000'000'000, 0.05), 1.0);
 }
 
 TEST(Sequential, RefusesADesignItCannotHonour) {
