@@ -38,7 +38,8 @@ class Module {
   virtual Tensor forward(const Tensor& x, Stream& stream) = 0;
 
   // Every parameter of this module and its children, depth-first in registration order, with
-  // dotted names. The tensors share storage and autograd state with the module's own.
+  // dotted names; one a shared child holds is listed once, under its first name. The tensors
+  // share storage and autograd state with the module's own.
   std::vector<NamedTensor> parameters() const;
   // The parameter named so (dotted, from this module); NotFound naming it otherwise.
   Tensor& parameter(const std::string& name);

@@ -52,13 +52,24 @@ std::vector<Tensor> binary_rule(Binary op, const Tensor& a, const Tensor& b, con
       if (want_b) db = where(a_wins, scalar(0.0, dy, s), dy, s);
       break;
     }
-    case Binary::pow:
+    case Binary::pow: {
+      // As PyTorch: 0 where the formula is 0 * inf but the derivative is 0, at b == 0 for a
+      // (b a^(b-1) at a = 0) and at a == 0, b >= 0 for b (a^b log a).
+      const Tensor zero = scalar(0.0, dy, s);
       if (want_a) {
         const Tensor exponent = cast(b, y.dtype(), s);
-        da = mul(dy, mul(exponent, pow(a, sub(exponent, scalar(1.0, exponent, s), s), s), s), s);
+        const Tensor d =
+            mul(dy, mul(exponent, pow(a, sub(exponent, scalar(1.0, exponent, s), s), s), s), s);
+        da = where(eq(exponent, scalar(0.0, exponent, s), s), zero, d, s);
       }
-      if (want_b) db = mul(dy, mul(y, log(a, s), s), s);
+      if (want_b) {
+        const Tensor d = mul(dy, mul(y, log(a, s), s), s);
+        const Tensor a_zero = eq(a, scalar(0.0, a, s), s);
+        const Tensor b_nonnegative = ge(b, scalar(0.0, b, s), s);
+        db = where(a_zero, where(b_nonnegative, zero, d, s), d, s);
+      }
       break;
+    }
     default:  // comparisons give bool: never recorded
       break;
   }

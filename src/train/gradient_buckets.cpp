@@ -33,15 +33,18 @@ struct GradientBuckets::State {
   size_t early = 0;
   std::chrono::steady_clock::time_point backward_done, reduced;
 
-  // Packs bucket b (a missing gradient as zeros, scaled by the weight) and starts its sum on
-  // the communication stream, after `stream`'s work so far.
+  // Packs bucket b (scaled by the weight) and starts its sum on the communication stream,
+  // after `stream`'s work so far. A parameter whose hook did not fire in the armed backward
+  // goes as the gradient it holds (earlier micro-batches' sum), or as zeros when it has none.
   void launch(size_t b, Stream& stream) {
     Bucket& bucket = buckets[b];
     const NoGrad untracked;
     std::vector<Tensor> parts;
     for (size_t p : bucket.members) {
-      const Tensor& g = grads[p].defined()
-                            ? grads[p]
+      const Tensor held = grads[p].defined() ? Tensor() : parameters[p].grad();
+      const Tensor& g = grads[p].defined() ? grads[p]
+                        : held.defined()
+                            ? held
                             : zeros(parameters[p].shape(), parameters[p].dtype(), stream);
       parts.push_back(g.contiguous(stream).reshape({g.numel()}));
     }
@@ -149,7 +152,7 @@ void GradientBuckets::finish(Stream& stream) {
     const std::lock_guard lock(s.mutex);
     if (!s.armed)
       throw Error(ErrorCode::InvalidState, "data-parallel: finish() without arm() before backward");
-    // Parameters that got no gradient this step (unused) go as zeros, in bucket order.
+    // Buckets with parameters the last micro-batch did not reach, in bucket order.
     while (s.next_launch < s.buckets.size()) s.launch(s.next_launch++, stream);
     buckets = s.buckets;
     s.reset();

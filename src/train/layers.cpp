@@ -104,6 +104,9 @@ void Dropout::load_own_extra_state(const std::map<std::string, std::string>& sta
   const auto found = state.find("calls");
   if (found == state.end()) return;
   try {
+    // Digits only: stoull takes a sign or spaces ("-1" wraps to 2^64 - 1).
+    if (found->second.empty() || found->second.find_first_not_of("0123456789") != std::string::npos)
+      throw std::invalid_argument("not digits");
     size_t used = 0;
     calls_ = std::stoull(found->second, &used);
     if (used != found->second.size()) throw std::invalid_argument("trailing characters");

@@ -1,4 +1,6 @@
 // Module: named parameters and children, moving them, modes, and host-side state.
+#include <set>
+
 #include "hal/error.hpp"
 #include "hal/nn.hpp"
 
@@ -19,8 +21,15 @@ void Module::collect(const std::string& prefix, std::vector<NamedTensor>& out) c
 }
 
 std::vector<NamedTensor> Module::parameters() const {
+  std::vector<NamedTensor> all;
+  collect("", all);
+  // A module registered twice (a shared layer) holds one parameter under two names: listed once,
+  // under the first, as torch's named_parameters() does; else an optimizer steps it twice.
   std::vector<NamedTensor> out;
-  collect("", out);
+  std::set<const Tensor*> seen;
+  for (NamedTensor& p : all)
+    if (seen.insert(const_cast<Module*>(this)->find_parameter(p.name)).second)
+      out.push_back(std::move(p));
   return out;
 }
 

@@ -1,6 +1,8 @@
 // Optimizer: parameters, per-parameter buffers and steps, in-place writes, and the state that
 // checkpoints keep.
 #include <cmath>
+#include <map>
+#include <utility>
 
 #include "hal/autograd.hpp"
 #include "hal/error.hpp"
@@ -9,12 +11,20 @@
 namespace hal::optim {
 
 Optimizer::Optimizer(std::vector<NamedTensor> parameters) : parameters_(std::move(parameters)) {
-  for (const NamedTensor& p : parameters_)
+  std::map<std::pair<const BufferImpl*, int64_t>, const std::string*> places;
+  for (const NamedTensor& p : parameters_) {
     if (!p.tensor.defined() || !p.tensor.requires_grad() || !p.tensor.is_leaf() ||
         !p.tensor.is_contiguous())
       throw Error(ErrorCode::InvalidArgument, "optimizer: parameter '" + p.name + "' (" +
                                                   p.tensor.describe() +
                                                   ") must be a contiguous leaf that requires grad");
+    // One tensor twice would be stepped twice per step (torch refuses it too).
+    const auto [at, added] =
+        places.try_emplace({p.tensor.storage().impl().get(), p.tensor.offset()}, &p.name);
+    if (!added)
+      throw Error(ErrorCode::InvalidArgument, "optimizer: parameters '" + *at->second + "' and '" +
+                                                  p.name + "' are the same tensor");
+  }
 }
 
 void Optimizer::zero_grad() {
@@ -130,8 +140,15 @@ void Optimizer::load_state(const std::vector<NamedTensor>& tensors,
                                                 found->second + "', not a number");
   };
   const double steps = number("step"), lr = number("lr");
-  if (!(steps >= 0 && steps == std::floor(steps)))
-    throw Error(ErrorCode::InvalidArgument, "optimizer state: step must be a whole number >= 0");
+  // Up to 2^53, every whole number a double holds (and int64 can: "inf" or 1e300 could not).
+  if (!(steps >= 0 && steps <= 9007199254740992.0 && steps == std::floor(steps)))
+    throw Error(ErrorCode::InvalidArgument,
+                "optimizer state: step must be a whole number in [0, "
+                "2^53], got '" +
+                    values.at("step") + "'");
+  if (!(lr >= 0 && std::isfinite(lr)))
+    throw Error(ErrorCode::InvalidArgument,
+                "optimizer state: lr must be finite and >= 0, got '" + values.at("lr") + "'");
   const std::vector<std::string> names = buffer_names();
   const size_t expected = steps > 0 ? parameters_.size() * names.size() : 0;
   if (tensors.size() != expected && !(steps > 0 && tensors.empty() && names.empty()))

@@ -44,8 +44,8 @@ Tensor Trainer::forward_loss(const Tensor& x, const Tensor& y) {
   const DType compute = options_.mixed_precision.compute;
   struct Restore {
     std::vector<std::pair<Tensor*, Tensor>> masters;
-    ~Restore() {
-      for (auto& [slot, master] : masters) *slot = master;
+    ~Restore() {  // in reverse: a slot saved twice ends with what it held first
+      for (auto it = masters.rbegin(); it != masters.rend(); ++it) *it->first = it->second;
     }
   } restore;
   for (const nn::NamedTensor& p : model_.parameters()) {

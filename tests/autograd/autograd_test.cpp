@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <thread>
 
 #include "support/far_backend.hpp"
@@ -98,6 +99,26 @@ TEST_F(Autograd, BackwardTwiceThroughAReleasedGraphNamesTheOp) {
   loss.backward(s);
   expect_error([&] { loss.backward(s); }, ErrorCode::InvalidState,
                {"backward through 'sum' a second time", "released", "retain_graph"});
+}
+
+// pow's gradient at base 0, as PyTorch gives it (torch.pow(a, b).sum().backward(), f64): d/da of
+// a^0 is 0 (not 0 * 0^-1 = NaN) and d/db of 0^b for b >= 0 is 0 (not 0 * log 0 = NaN); elsewhere
+// the formulas as before. Before, hal gave [0, nan, 12] and [nan, -inf, 5.545].
+TEST_F(Autograd, PowsGradientAtZeroIsPyTorchs) {
+  Tensor a = from_vector<double>({0, 0, 2, 0}, {4}, s),
+         b = from_vector<double>({2, 0, 3, -1}, {4}, s);
+  a.requires_grad_();
+  b.requires_grad_();
+  sum(pow(a, b, s), {}, false, s).backward(s);
+  const std::vector<double> da = a.grad().to_vector<double>(s), db = b.grad().to_vector<double>(s);
+  EXPECT_EQ(da[0], 0);
+  EXPECT_EQ(da[1], 0);
+  EXPECT_DOUBLE_EQ(da[2], 12);
+  EXPECT_TRUE(std::isinf(da[3]) && da[3] < 0) << da[3];  // -1 * 0^-2: torch gives -inf too
+  EXPECT_EQ(db[0], 0);
+  EXPECT_EQ(db[1], 0);
+  EXPECT_NEAR(db[2], 8 * std::log(2.0), 1e-12);
+  EXPECT_TRUE(std::isinf(db[3]) && db[3] < 0) << db[3];  // 0^-1 log 0 = inf * -inf, as torch
 }
 
 TEST_F(Autograd, ANonDifferentiableOpIsNamed) {

@@ -2,6 +2,7 @@
 // epochs, prints hal.train/1 with --json, writes its loss curve, and refuses what it cannot do.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -72,6 +73,17 @@ TEST(TrainCli, ReachesTheGoalDataParallelOnAMixedSet) { reaches_the_goal("cpu:0,
 TEST(TrainCli, ReachesTheGoalInMixedPrecision) {
   reaches_the_goal("cpu:0", "bf16");
   reaches_the_goal("cpu:0", "f16");
+}
+
+// 1 438 training digits in batches of 479 leave 1 sample, too few for two devices: it joins the
+// batch before, and the epoch completes (before: "a batch of 1 samples cannot give 2 ranks one
+// sample each" three quarters of the way through).
+TEST(TrainCli, ALastBatchTooSmallForTheDevicesJoinsTheOneBefore) {
+  const Result result = run("train --devices cpu:0,sim:0 --batch 479 --epochs 1 --json --curve ''");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto report = nlohmann::json::parse(result.output);
+  ASSERT_EQ(report["epochs"].size(), 1u);
+  EXPECT_TRUE(std::isfinite(report["epochs"][0]["loss"].get<double>())) << result.output;
 }
 
 TEST(TrainCli, ShowsProgressAndTheResult) {

@@ -262,6 +262,11 @@ TEST_F(Checkpoint, CorruptFilesAreRefusedByName) {
               R"({"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}})", 4),
           {"tensor 'a' has shape [-1]"});
   refused(raw("meta.safetensors", R"({"__metadata__": {"k": 1}})", 0), {"__metadata__ 'k'"});
+  // 2^61 f64 elements: 2^64 bytes, 0 when the product wraps, which matched offsets [0, 0].
+  refused(
+      raw("wrap.safetensors",
+          R"({"a": {"dtype": "F64", "shape": [2305843009213693952], "data_offsets": [0, 0]}})", 0),
+      {"wrap.safetensors", "tensor 'a' (F64[2305843009213693952]) has data_offsets [0,0]"});
   expect_error(
       [&] {
         save_safetensors(dir / "x.safetensors",

@@ -171,6 +171,50 @@ TEST(DataParallel, AllReducesBucketsWhileBackwardRuns) {
   EXPECT_GE(parallel.rank(0).buckets_launched_early(), 2u);
 }
 
+// y = x w1, plus x w2 for micro-batches of two rows only: with 3 rows in micro-batches of 2 and
+// 1, w2's gradient comes from the first micro-batch alone. Before, data-parallel training sent
+// it as zeros (the hooks fire for the last micro-batch only) and w2 never moved.
+class UsedByTheFirstMicroBatch : public nn::Module {
+ public:
+  explicit UsedByTheFirstMicroBatch(Stream& s) {
+    register_parameter("w1", full({2, 1}, 0.5, DType::f32, s));
+    register_parameter("w2", full({2, 1}, 0.25, DType::f32, s));
+  }
+  Tensor forward(const Tensor& x, Stream& s) override {
+    Tensor y = matmul(x, parameter("w1"), s);
+    if (x.size(0) == 2) y = add(y, matmul(x, parameter("w2"), s), s);
+    return y;
+  }
+};
+
+TEST(DataParallel, AGradientOfAnEarlierMicroBatchOnlyIsReduced) {
+  const train::LossFn mse = [](nn::Module& m, const Tensor& x, const Tensor& y, Stream& s) {
+    const Tensor d = sub(m.forward(x, s), y, s);
+    return mean(mul(d, d, s), {}, false, s);
+  };
+  const optim::SGDOptions sgd{.lr = 0.1};
+  Stream s = device("cpu:0").create_stream();
+  const Tensor x = from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2}, s);
+  const Tensor y = from_vector<float>({1, 0, 1}, {3, 1}, s);
+  s.synchronize();
+  UsedByTheFirstMicroBatch single(s);
+  optim::SGD optimizer(single.parameters(), sgd);
+  train::Trainer(single, optimizer, mse, s, {.micro_batch = 2}).step(x, y);
+  const std::vector<float> expected = single.parameter("w2").to_vector<float>(s);
+  ASSERT_NE(expected[0], 0.25f) << "the reference must move w2";
+  train::LocalDataParallel parallel(
+      {device("cpu:0")}, [](Stream& st) { return std::make_shared<UsedByTheFirstMicroBatch>(st); },
+      [&](std::vector<nn::NamedTensor> p) {
+        return std::make_unique<optim::SGD>(std::move(p), sgd);
+      },
+      mse, {.trainer = {.micro_batch = 2}, .balance = false});
+  parallel.step(x, y);
+  const std::vector<float> got =
+      parallel.replica(0).parameter("w2").to_vector<float>(parallel.stream(0));
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-5) << i;
+}
+
 TEST(DataParallel, RejectsBadInputAndKeepsTraining) {
   auto parallel = make_parallel(devices_named({"sim:0", "sim:1"}), {});
   Stream cpu = device("cpu:0").create_stream();

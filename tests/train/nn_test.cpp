@@ -78,6 +78,13 @@ TEST_F(NnModules, DropoutOnlyWhileTraining) {
   EXPECT_GT(zeros, 10);
   EXPECT_LT(zeros, 54);
   EXPECT_EQ(net.extra_state().at("0.calls"), "1");
+  for (const char* bad : {"-1", " 5", "+5", "x"})  // stoull alone wrapped "-1" to 2^64 - 1
+    expect_error(
+        [&] {
+          net.load_extra_state({{"0.calls", bad}});
+        },
+        ErrorCode::InvalidArgument, {"saved call count", bad});
+  EXPECT_EQ(net.extra_state().at("0.calls"), "1");
   net.train(false);
   EXPECT_EQ(net.forward(x, s).to_vector<float>(s), std::vector<float>(64, 1));
   expect_error([] { nn::Dropout(1.5, 0); }, ErrorCode::InvalidArgument, {"Dropout", "p 1.5"});

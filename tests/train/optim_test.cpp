@@ -174,7 +174,22 @@ TEST_F(Optim, StateLivesOnTheDeviceAndRoundTrips) {
         resumed.load_state(state, {{"step", "x"}, {"lr", "1"}}, s);
       },
       ErrorCode::InvalidArgument, {"'step' is 'x'"});
+  // Numbers that parse but cannot be: a learning rate set_learning_rate would refuse, a step
+  // past what int64 (or a double, whole) holds.
+  for (const char* lr : {"nan", "-5", "inf"})
+    expect_error(
+        [&] {
+          resumed.load_state(state, {{"step", "2"}, {"lr", lr}}, s);
+        },
+        ErrorCode::InvalidArgument, {"lr must be finite and >= 0", lr});
+  for (const char* step : {"1e300", "inf", "-1", "2.5"})
+    expect_error(
+        [&] {
+          resumed.load_state(state, {{"step", step}, {"lr", "0.1"}}, s);
+        },
+        ErrorCode::InvalidArgument, {"step must be a whole number", step});
   EXPECT_EQ(resumed.steps(), 3);
+  EXPECT_EQ(resumed.learning_rate(), adamw.learning_rate());
 }
 
 TEST_F(Optim, ClipGradNormScalesByTheTotalNorm) {

@@ -192,6 +192,53 @@ TEST(Trainer, MixedPrecisionStepsF32MastersLikeF32Training) {
   }
 }
 
+// A layer applied twice (weights shared): its parameters are listed once, stepped once per
+// step, and in mixed precision the module keeps its f32 leaf after each forward. Before, the
+// second listing saved the bf16 cast as the "master" and step 2 failed ("backward through
+// 'cast' a second time"), and SGD moved the shared weight twice.
+TEST(Trainer, ASharedLayerIsOneParameterSteppedOnce) {
+  Stream s = device("cpu:0").create_stream();
+  for (bool mixed : {false, true}) {
+    nn::Sequential twice;
+    const auto layer = std::make_shared<nn::Linear>(2, 2, true, 1, s);
+    twice.add(layer);
+    twice.add(layer);
+    std::vector<std::string> names;
+    for (const nn::NamedTensor& p : twice.parameters()) names.push_back(p.name);
+    EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "0.bias"}));
+    optim::SGD sgd(twice.parameters(), {.lr = 0.1});
+    train::TrainerOptions options;
+    if (mixed) options.mixed_precision = {.compute = DType::bf16};
+    train::Trainer trainer(
+        twice, sgd,
+        [](nn::Module& m, const Tensor& x, const Tensor& y, Stream& st) {
+          const Tensor d = sub(m.forward(x, st), y, st);
+          return mean(mul(d, d, st), {}, false, st);
+        },
+        s, options);
+    const Tensor x = from_vector<float>({1, 2, 3, 4}, {2, 2}, s);
+    const Tensor y = zeros({2, 2}, DType::f32, s);
+    for (int step = 0; step < 3; ++step) {
+      const std::vector<float> before = layer->weight().detach().to_vector<float>(s);
+      trainer.step(x, y);
+      const Tensor w = layer->weight();
+      ASSERT_EQ(w.dtype(), DType::f32) << "mixed " << mixed << ", step " << step;
+      ASSERT_TRUE(w.is_leaf()) << "mixed " << mixed << ", step " << step;
+      const std::vector<float> after = w.detach().to_vector<float>(s);
+      const std::vector<float> grad = w.grad().to_vector<float>(s);
+      for (size_t i = 0; i < after.size(); ++i)
+        EXPECT_NEAR(after[i], before[i] - 0.1f * grad[i], 1e-6) << "mixed " << mixed << " " << i;
+    }
+  }
+  Tensor p = from_vector<float>({1, 2}, {2}, s);
+  p.requires_grad_();
+  expect_error(
+      [&] {
+        optim::SGD({{"a", p}, {"b", p}}, {.lr = 0.1});
+      },
+      ErrorCode::InvalidArgument, {"'a' and 'b' are the same tensor"});
+}
+
 TEST(Trainer, LossScalingSkipsOverflowsAndGrows) {
   // 2^30 overflows f16: each such step is skipped and halves the scale, until 2^15.
   const MixedRun overflowing = mixed_run({.compute = DType::f16, .scale = 1073741824.0}, 20);

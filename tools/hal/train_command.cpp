@@ -217,7 +217,11 @@ void train_digits(const TrainOptions& options) {
   std::mt19937_64 random(options.seed);
   nlohmann::ordered_json epochs = nlohmann::ordered_json::array();
   std::vector<CurvePoint> curve;
-  const int64_t batches = (train_set.n + options.batch - 1) / options.batch;
+  int64_t batches = (train_set.n + options.batch - 1) / options.batch;
+  // A last batch too small to give every device a sample joins the one before.
+  if (batches > 1 &&
+      train_set.n - (batches - 1) * options.batch < static_cast<int64_t>(devices.size()))
+    --batches;
   const int64_t report_every = std::max<int64_t>(1, batches / 10);
   double seconds_total = 0, last_accuracy = 0;
   for (int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
@@ -239,7 +243,8 @@ void train_digits(const TrainOptions& options) {
     int64_t interval_batches = 0;
     double epoch_loss = 0;
     for (int64_t b = 0; b < batches; ++b) {
-      const int64_t first = b * options.batch, last = std::min(train_set.n, first + options.batch);
+      const int64_t first = b * options.batch,
+                    last = b + 1 == batches ? train_set.n : first + options.batch;
       // Cosine decay from the given rate to 0 over the run: late steps settle.
       const double done = static_cast<double>((epoch - 1) * batches + b) /
                           static_cast<double>(options.epochs * batches);
