@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -60,9 +63,12 @@ uint64_t kernel_cache_cap() {
   constexpr uint64_t kDefault = uint64_t{512} << 20;
   const char* text = env("HAL_KERNEL_CACHE_MAX_BYTES");
   if (!text) return kDefault;
+  // Digits only: strtoull takes a sign ("-1" wraps to 2^64 - 1) and spaces, and saturates.
   char* end = nullptr;
+  errno = 0;
   const unsigned long long value = std::strtoull(text, &end, 10);
-  if (end == text || *end != '\0') {
+  if (!std::isdigit(static_cast<unsigned char>(text[0])) || end == text || *end != '\0' ||
+      errno == ERANGE) {
     log(LogLevel::warn, std::string("HAL_KERNEL_CACHE_MAX_BYTES='") + text +
                             "' is not a whole number of bytes; the cap stays 512 MiB");
     return kDefault;
@@ -75,8 +81,14 @@ std::vector<CacheFile> cache_files(const fs::path& root) {
   std::error_code error;
   auto collect = [&](const fs::path& directory, const std::string& kind, const char* extension) {
     for (const auto& item : fs::directory_iterator(directory, error)) {
-      if (!item.is_regular_file(error) || item.path().extension() != extension) continue;
-      CacheFile file{item.path(), kind, item.file_size(error), item.last_write_time(error)};
+      if (!item.is_regular_file(error)) continue;
+      // A store writes "<entry><extension>.tmp..." and renames it: one left by a process that
+      // died counts too, as "unfinished".
+      const std::string name = item.path().filename().string();
+      const bool unfinished = name.find(std::string(extension) + ".tmp") != std::string::npos;
+      if (!unfinished && item.path().extension() != extension) continue;
+      CacheFile file{item.path(), unfinished ? "unfinished" : kind, item.file_size(error),
+                     item.last_write_time(error)};
       if (!error) out.push_back(std::move(file));
     }
   };
@@ -91,11 +103,17 @@ std::vector<CacheFile> cache_files(const fs::path& root) {
 
 size_t prune_kernel_cache(const fs::path& root, uint64_t cap) {
   std::vector<CacheFile> files = cache_files(root);
-  std::erase_if(files, [](const CacheFile& f) { return f.kind == "tuning"; });
-  uint64_t total = 0;
-  for (const CacheFile& f : files) total += f.bytes;
   size_t removed = 0;
   std::error_code error;
+  // Unfinished files an hour old belong to no store still writing.
+  const auto stale = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  std::erase_if(files, [&](const CacheFile& f) {
+    if (f.kind != "unfinished") return f.kind == "tuning";
+    if (f.last_used < stale && fs::remove(f.path, error)) ++removed;
+    return true;
+  });
+  uint64_t total = 0;
+  for (const CacheFile& f : files) total += f.bytes;
   for (const CacheFile& f : files) {  // least recently used first
     if (total <= cap) break;
     if (fs::remove(f.path, error)) ++removed;

@@ -33,7 +33,7 @@ uint64_t kernel_cache_cap();
 // One file of the cache under a root: a kernel binary or a tuning table.
 struct CacheFile {
   std::filesystem::path path;
-  std::string kind;  // "kernels/opencl", "kernels/cuda", "tuning"
+  std::string kind;  // "kernels/opencl", "kernels/cuda", "tuning", "unfinished" (a died store's)
   uint64_t bytes = 0;
   std::filesystem::file_time_type last_used;
 };

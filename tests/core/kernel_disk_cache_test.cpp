@@ -139,6 +139,27 @@ TEST_F(KernelDiskCacheTest, PruningAndClearingCountWhatTheyRemove) {
   EXPECT_TRUE(cache_files(root_).empty());
 }
 
+// What a store that died left (its temporary, before the rename) is listed as "unfinished",
+// pruned once an hour old (a younger one may still be written), and cleared.
+TEST_F(KernelDiskCacheTest, UnfinishedFilesAreListedPrunedWhenStaleAndCleared) {
+  const fs::path entry = cache_.entry_path("key");
+  fs::create_directories(entry.parent_path());
+  const fs::path stale = entry.string() + ".tmp.4242.0", fresh = entry.string() + ".tmp.4243.0";
+  std::ofstream(stale) << std::string(1000, 'x');
+  std::ofstream(fresh) << std::string(1000, 'x');
+  age(stale, 2 * 3600);
+  fs::create_directories(root_ / "tuning");
+  std::ofstream(root_ / "tuning" / "x.json.tmp999") << "{}";
+  const std::vector<CacheFile> files = cache_files(root_);
+  ASSERT_EQ(files.size(), 3u);
+  for (const CacheFile& f : files) EXPECT_EQ(f.kind, "unfinished") << f.path;
+  EXPECT_EQ(prune_kernel_cache(root_, uint64_t{1} << 30), 1u);
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(fresh));
+  EXPECT_EQ(clear_cache(root_), 2u);
+  EXPECT_TRUE(cache_files(root_).empty());
+}
+
 TEST(KernelCacheCap, ReadFromTheEnvironment) {
   const char* old = std::getenv("HAL_KERNEL_CACHE_MAX_BYTES");
   const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
@@ -146,8 +167,11 @@ TEST(KernelCacheCap, ReadFromTheEnvironment) {
   EXPECT_EQ(kernel_cache_cap(), uint64_t{512} << 20);
   ::setenv("HAL_KERNEL_CACHE_MAX_BYTES", "123456", 1);
   EXPECT_EQ(kernel_cache_cap(), 123456u);
-  ::setenv("HAL_KERNEL_CACHE_MAX_BYTES", "12 MB", 1);  // not a number of bytes: the default
-  EXPECT_EQ(kernel_cache_cap(), uint64_t{512} << 20);
+  // Not a number of bytes: the default. strtoull alone took "-1" as 2^64 - 1 and saturated.
+  for (const char* bad : {"12 MB", "-1", " 5", "+5", "99999999999999999999999"}) {
+    ::setenv("HAL_KERNEL_CACHE_MAX_BYTES", bad, 1);
+    EXPECT_EQ(kernel_cache_cap(), uint64_t{512} << 20) << bad;
+  }
   if (saved)
     ::setenv("HAL_KERNEL_CACHE_MAX_BYTES", saved->c_str(), 1);
   else
