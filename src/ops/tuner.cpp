@@ -211,6 +211,7 @@ TuneReport tune(const Device& device, const TuneOptions& options) {
     if (options.retune || !table.find(job.matmul ? "matmul" : "reduce", "f32", job.shape_class))
       ++to_search;
   tuner.set_classes_left(to_search);
+  std::vector<TuneEntry> fresh;
   for (const Job& job : jobs) {
     const std::string op = job.matmul ? "matmul" : "reduce";
     if (const TuneEntry* cached = table.find(op, "f32", job.shape_class);
@@ -226,10 +227,12 @@ TuneReport tune(const Device& device, const TuneOptions& options) {
     });
     table.entries.push_back(entry);
     report.entries.push_back(entry);
+    fresh.push_back(entry);
   }
   report.budget_exhausted = tuner.exhausted();
   if (const std::filesystem::path file = ops::tuning_file(info.uuid); !file.empty()) {
-    if (to_search > 0) ops::save_tuning(file, table);
+    // Merged with what another process may have saved since this one read the file.
+    if (to_search > 0) table = ops::merge_and_save_tuning(file, table, fresh);
     report.cache_file = file.string();
   }
   ops::remember_tuning(info, std::move(table));

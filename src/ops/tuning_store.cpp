@@ -1,7 +1,12 @@
 #include "ops/tuning_store.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -119,7 +124,9 @@ void save_tuning(const std::filesystem::path& file, const TuningTable& table) {
       {"entries", entries}}.dump(2);
   std::error_code error;
   std::filesystem::create_directories(file.parent_path(), error);
-  const std::filesystem::path temporary = file.string() + ".tmp" + std::to_string(::getpid());
+  static std::atomic<uint64_t> counter{0};  // threads of one process write their own files
+  const std::filesystem::path temporary = file.string() + ".tmp" + std::to_string(::getpid()) +
+                                          "." + std::to_string(counter.fetch_add(1));
   {
     std::ofstream out(temporary, std::ios::trunc);
     out << text << "\n";
@@ -134,6 +141,40 @@ void save_tuning(const std::filesystem::path& file, const TuningTable& table) {
     throw Error(ErrorCode::InvalidState,
                 "cannot rename the tuning cache into " + file.string() + ": " + error.message());
   }
+}
+
+TuningTable merge_and_save_tuning(const std::filesystem::path& file, const TuningTable& table,
+                                  const std::vector<TuneEntry>& fresh) {
+  std::error_code error;
+  std::filesystem::create_directories(file.parent_path(), error);
+  const std::string lock_path = file.string() + ".lock";
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0)
+    throw Error(ErrorCode::InvalidState, "cannot open the tuning cache's lock " + lock_path);
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }  // closing drops the flock
+  } unlock{lock};
+  while (::flock(lock, LOCK_EX) != 0)
+    if (errno != EINTR)
+      throw Error(ErrorCode::InvalidState, "cannot lock the tuning cache's lock " + lock_path);
+  const auto same_class = [](const TuneEntry& a, const TuneEntry& b) {
+    return a.op == b.op && a.dtype == b.dtype && a.shape_class == b.shape_class;
+  };
+  const auto put = [&](std::vector<TuneEntry>& entries, const TuneEntry& e, bool replace) {
+    const auto at = std::find_if(entries.begin(), entries.end(),
+                                 [&](const TuneEntry& x) { return same_class(x, e); });
+    if (at == entries.end())
+      entries.push_back(e);
+    else if (replace)
+      *at = e;
+  };
+  TuningTable merged{table.key, {}};
+  if (std::optional<TuningTable> now = load_tuning(file, table.key)) merged.entries = now->entries;
+  for (const TuneEntry& e : table.entries) put(merged.entries, e, false);
+  for (const TuneEntry& e : fresh) put(merged.entries, e, true);
+  save_tuning(file, merged);
+  return merged;
 }
 
 std::shared_ptr<const TuningTable> tuning_table(const DeviceInfo& device) {

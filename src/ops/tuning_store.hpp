@@ -44,6 +44,11 @@ std::optional<TuningTable> load_tuning(const std::filesystem::path& file, const 
 // Writes `table` to `file` (a temporary file renamed into place); InvalidState naming the file
 // when it cannot be written.
 void save_tuning(const std::filesystem::path& file, const TuningTable& table);
+// Adds `fresh` (classes just tuned) to what `file` holds now under `table.key`, and to `table`'s
+// entries the file lacks, then saves it: under an exclusive lock on "<file>.lock", so that two
+// processes tuning one device at once keep each other's classes. Returns the table saved.
+TuningTable merge_and_save_tuning(const std::filesystem::path& file, const TuningTable& table,
+                                  const std::vector<TuneEntry>& fresh);
 
 // The device's table as this process sees it: read once, then kept in memory; empty (no
 // entries) when nothing valid is cached. `remember` replaces it after a tune.

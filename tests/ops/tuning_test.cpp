@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "core/declared_signature.hpp"
 #include "core/embedded_kernels.hpp"
@@ -78,6 +79,34 @@ TEST_F(TuningStoreTest, ATableComesBackUnderItsOwnKeyOnly) {
   std::ofstream(file_, std::ios::trunc) << "{\"schema\": \"hal.tuning/1\", \"key\": 3}";
   EXPECT_FALSE(load_tuning(file_, key_));  // damaged: ignored, never trusted
   EXPECT_FALSE(load_tuning(dir_ / "missing.json", key_));
+}
+
+// Two processes tuning one device at once each read the file first and saved their whole table
+// last: the later save dropped the other's classes. A save now merges with the file, under a
+// lock; here from 8 threads, each adding its own class to a table read before any saved.
+TEST_F(TuningStoreTest, ConcurrentSavesKeepEachOthersClasses) {
+  const TuningTable start{key_, {entry("matmul", "NN m256 n256 k256", "direct 8x32 v16")}};
+  save_tuning(file_, start);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      TuningTable mine = start;  // as read before the others saved
+      const TuneEntry fresh = entry("reduce", "outputs1 count" + std::to_string(t), "group 256");
+      mine.entries.push_back(fresh);
+      merge_and_save_tuning(file_, mine, {fresh});
+    });
+  for (std::thread& t : threads) t.join();
+  const std::optional<TuningTable> saved = load_tuning(file_, key_);
+  ASSERT_TRUE(saved);
+  EXPECT_EQ(saved->entries.size(), 9u);
+  for (int t = 0; t < 8; ++t)
+    EXPECT_TRUE(saved->find("reduce", "f32", "outputs1 count" + std::to_string(t))) << t;
+  // A fresh entry replaces the file's for its class; the others stay.
+  const TuneEntry better = entry("matmul", "NN m256 n256 k256", "tiled 16x16");
+  const TuningTable merged = merge_and_save_tuning(file_, start, {better});
+  EXPECT_EQ(merged.entries.size(), 9u);
+  EXPECT_EQ(load_tuning(file_, key_)->find("matmul", "f32", "NN m256 n256 k256")->params,
+            "tiled 16x16");
 }
 
 TEST(TuningKey, NamesTheDeviceDriverHalAndKernels) {
