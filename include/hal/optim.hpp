@@ -38,8 +38,9 @@ class Optimizer {
   void set_learning_rate(double lr);
 
   // The state as named tensors ("<parameter>.<buffer>", e.g. "0.weight.exp_avg": the live
-  // buffers, which later steps may update in place) and host values ("step", "lr"), for
-  // checkpoints; load_state copies exactly what state() gives (names, shapes, dtypes), or throws
+  // buffers, which later steps may update in place) and host values ("step", "lr", and
+  // "step:<parameter>" for a parameter that took part in fewer steps), for checkpoints;
+  // load_state copies exactly what state() gives (names, shapes, dtypes), or throws
   // InvalidArgument naming what differs, having changed nothing.
   std::vector<NamedTensor> state_tensors() const;
   std::map<std::string, std::string> state_values() const;
@@ -50,8 +51,10 @@ class Optimizer {
   // The buffers each parameter keeps (momentum: "momentum_buffer"; AdamW: "exp_avg",
   // "exp_avg_sq"), made as zeros on the parameter's device before the first step.
   virtual std::vector<std::string> buffer_names() const = 0;
-  // The step's scalars (learning rate, decay factors ...), for step number `step` (1 for the
-  // first), handed to update() as 0-d views of one small tensor in the parameter's dtype.
+  // The step's scalars (learning rate, decay factors ...), for a parameter's step number `step`
+  // (1 for its first: steps it took no part in, without a gradient, do not count, as PyTorch's
+  // per-parameter state['step']), handed to update() as 0-d views of one small tensor in the
+  // parameter's dtype.
   virtual std::vector<double> constants(int64_t step) const = 0;
   // A parameter's new value and buffers from its value p, gradient g and buffers; computes,
   // changes nothing.
@@ -70,6 +73,7 @@ class Optimizer {
 
   std::vector<NamedTensor> parameters_;
   std::vector<std::vector<Tensor>> buffers_;
+  std::vector<int64_t> taken_;  // per parameter: the steps it had a gradient in
   int64_t steps_ = 0;
   double lr_ = 0;
 };

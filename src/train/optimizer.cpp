@@ -25,6 +25,7 @@ Optimizer::Optimizer(std::vector<NamedTensor> parameters) : parameters_(std::mov
       throw Error(ErrorCode::InvalidArgument, "optimizer: parameters '" + *at->second + "' and '" +
                                                   p.name + "' are the same tensor");
   }
+  taken_.assign(parameters_.size(), 0);
 }
 
 void Optimizer::zero_grad() {
@@ -56,7 +57,14 @@ void Optimizer::step(Stream& stream) {
       buffers.push_back(std::move(zero));
     }
   }
-  const std::vector<double> scalars = constants(steps_ + 1);
+  // Each parameter's scalars for its own step number (most share one).
+  std::map<int64_t, std::vector<double>> scalars_of;
+  const auto scalars = [&](size_t i) -> const std::vector<double>& {
+    const int64_t step = taken_[i] + 1;
+    auto [at, added] = scalars_of.try_emplace(step);
+    if (added) at->second = constants(step);
+    return at->second;
+  };
   // In place where every parameter with a gradient can be: what that needs is allocated first
   // (contiguous gradients), and the kernels that follow allocate nothing.
   bool in_place = stream.device().info().has_feature(feature::kHostKernels);
@@ -67,22 +75,27 @@ void Optimizer::step(Stream& stream) {
     for (size_t i = 0; i < parameters_.size(); ++i)
       if (const Tensor g = parameters_[i].tensor.grad(); g.defined())
         grads.emplace_back(i, g.contiguous(stream));
+    for (const auto& [i, g] : grads) scalars(i);  // nothing to allocate after this
     buffers_ = std::move(buffers);
     for (const auto& [i, g] : grads)
-      update_in_place(parameters_[i].tensor.detach(), g, buffers_[i], scalars, steps_ + 1, stream);
+      update_in_place(parameters_[i].tensor.detach(), g, buffers_[i], scalars(i), taken_[i] + 1,
+                      stream);
+    for (const auto& [i, g] : grads) ++taken_[i];
     ++steps_;
     return;
   }
-  // Elsewhere: the step's scalars, one upload per parameter dtype, seen as 0-d views.
-  std::map<DType, std::vector<Tensor>> by_dtype;
-  const auto constants_in = [&](DType dtype) -> const std::vector<Tensor>& {
-    auto [at, added] = by_dtype.try_emplace(dtype);
+  // Elsewhere: the step's scalars, one upload per parameter dtype and step, seen as 0-d views.
+  std::map<std::pair<DType, int64_t>, std::vector<Tensor>> by_dtype;
+  const auto constants_in = [&](DType dtype, size_t i) -> const std::vector<Tensor>& {
+    auto [at, added] = by_dtype.try_emplace({dtype, taken_[i] + 1});
     if (added) {
+      const std::vector<double>& values = scalars(i);
+      const auto n = static_cast<int64_t>(values.size());
       const Tensor packed =
-          dtype == DType::f64 ? from_vector(scalars, {static_cast<int64_t>(scalars.size())}, stream)
-                              : cast(from_vector(std::vector<float>(scalars.begin(), scalars.end()),
-                                                 {static_cast<int64_t>(scalars.size())}, stream),
-                                     dtype, stream);
+          dtype == DType::f64
+              ? from_vector(values, {n}, stream)
+              : cast(from_vector(std::vector<float>(values.begin(), values.end()), {n}, stream),
+                     dtype, stream);
       for (int64_t k = 0; k < packed.numel(); ++k)
         at->second.push_back(packed.slice(0, k, k + 1).reshape({}));
     }
@@ -93,7 +106,7 @@ void Optimizer::step(Stream& stream) {
     const Tensor g = parameters_[i].tensor.grad();
     if (!g.defined()) continue;
     const Tensor p = parameters_[i].tensor.detach();
-    Update u = update(p, g, buffers[i], constants_in(p.dtype()), steps_ + 1, stream);
+    Update u = update(p, g, buffers[i], constants_in(p.dtype(), i), taken_[i] + 1, stream);
     values.emplace_back(i, std::move(u.value));
     buffers[i] = std::move(u.buffers);
   }
@@ -104,6 +117,7 @@ void Optimizer::step(Stream& stream) {
                 static_cast<size_t>(value.offset()) * value.element_size());
   }
   buffers_ = std::move(buffers);
+  for (const auto& [i, value] : values) ++taken_[i];
   ++steps_;
 }
 
@@ -119,7 +133,10 @@ std::vector<NamedTensor> Optimizer::state_tensors() const {
 std::map<std::string, std::string> Optimizer::state_values() const {
   char lr[32];
   std::snprintf(lr, sizeof lr, "%.17g", lr_);
-  return {{"step", std::to_string(steps_)}, {"lr", lr}};
+  std::map<std::string, std::string> out{{"step", std::to_string(steps_)}, {"lr", lr}};
+  for (size_t i = 0; i < parameters_.size(); ++i)
+    if (taken_[i] != steps_) out["step:" + parameters_[i].name] = std::to_string(taken_[i]);
+  return out;
 }
 
 void Optimizer::load_state(const std::vector<NamedTensor>& tensors,
@@ -143,12 +160,24 @@ void Optimizer::load_state(const std::vector<NamedTensor>& tensors,
   // Up to 2^53, every whole number a double holds (and int64 can: "inf" or 1e300 could not).
   if (!(steps >= 0 && steps <= 9007199254740992.0 && steps == std::floor(steps)))
     throw Error(ErrorCode::InvalidArgument,
-                "optimizer state: step must be a whole number in [0, "
-                "2^53], got '" +
+                "optimizer state: step must be a whole number in [0, 2^53], got '" +
                     values.at("step") + "'");
   if (!(lr >= 0 && std::isfinite(lr)))
     throw Error(ErrorCode::InvalidArgument,
                 "optimizer state: lr must be finite and >= 0, got '" + values.at("lr") + "'");
+  // A parameter's own count where it took part in fewer steps (older files have none).
+  std::vector<int64_t> taken(parameters_.size(), static_cast<int64_t>(steps));
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    const std::string key = "step:" + parameters_[i].name;
+    if (!values.count(key)) continue;
+    const double own = number(key.c_str());
+    if (!(own >= 0 && own <= steps && own == std::floor(own)))
+      throw Error(ErrorCode::InvalidArgument, "optimizer state: '" + key +
+                                                  "' must be a whole "
+                                                  "number in [0, step], got '" +
+                                                  values.at(key) + "'");
+    taken[i] = static_cast<int64_t>(own);
+  }
   const std::vector<std::string> names = buffer_names();
   const size_t expected = steps > 0 ? parameters_.size() * names.size() : 0;
   if (tensors.size() != expected && !(steps > 0 && tensors.empty() && names.empty()))
@@ -172,6 +201,7 @@ void Optimizer::load_state(const std::vector<NamedTensor>& tensors,
       loaded[i].push_back(match->tensor.to(p.device(), stream));
     }
   buffers_ = std::move(loaded);
+  taken_ = std::move(taken);
   steps_ = static_cast<int64_t>(steps);
   lr_ = lr;
 }

@@ -145,6 +145,72 @@ TEST_F(Optim, EveryDeviceTakesTheCpusSteps) {
   }
 }
 
+// A parameter without a gradient in step 1 takes its first step in step 2: AdamW's bias
+// correction and SGD's momentum start count its own steps, as PyTorch's per-parameter
+// state['step'] (torch 2.x: AdamW lr 0.1 wd 0 gives p2 [0.9, 2.1]; SGD lr 0.1 momentum 0.9
+// dampening 0.5 gives [0.95, 2.025]). Before, hal counted the optimizer's steps. On cpu:0 (the
+// in-place kernels) and on every other device (the programs), and through a checkpoint.
+TEST_F(Optim, AParameterCountsOnlyTheStepsItTookPartIn) {
+  register_far_backend();
+  const CpuFallback allowed;
+  for (const Device& d : devices()) {
+    Stream on = d.create_stream();
+    for (bool adam : {true, false}) {
+      const auto make = [&](Tensor& p1, Tensor& p2) -> std::unique_ptr<optim::Optimizer> {
+        std::vector<NamedTensor> named{{"p1", p1}, {"p2", p2}};
+        if (adam)
+          return std::make_unique<optim::AdamW>(named,
+                                                optim::AdamWOptions{.lr = 0.1, .weight_decay = 0});
+        return std::make_unique<optim::SGD>(
+            named, optim::SGDOptions{.lr = 0.1, .momentum = 0.9, .dampening = 0.5});
+      };
+      const auto on_device = [&](const std::vector<float>& values) {
+        const Tensor host = from_vector(values, {2}, s);
+        s.synchronize();  // `on` copies it
+        return host.to(d, on);
+      };
+      const auto leaf = [&] {
+        Tensor t = on_device({1, 2});
+        t.requires_grad_();
+        return t;
+      };
+      const auto grad = [&] { return on_device({0.5, -0.25}); };
+      Tensor p1 = leaf(), p2 = leaf();
+      std::unique_ptr<optim::Optimizer> o = make(p1, p2);
+      p1.set_grad(grad());
+      o->step(on);
+      EXPECT_EQ(o->state_values().at("step:p2"), "0") << d.id();
+      // A second optimizer resumed from the first's checkpoint takes the same second step.
+      const auto copy_of = [&](const Tensor& p) {
+        Tensor t = add(p.detach(), zeros({2}, DType::f32, on), on);
+        t.requires_grad_();
+        return t;
+      };
+      Tensor q1 = copy_of(p1), q2 = copy_of(p2);
+      std::unique_ptr<optim::Optimizer> resumed = make(q1, q2);
+      resumed->load_state(o->state_tensors(), o->state_values(), on);
+      for (auto* opt : {o.get(), resumed.get()}) {
+        const std::vector<NamedTensor>& ps = opt->parameters();
+        Tensor a = ps[0].tensor, b = ps[1].tensor;
+        a.set_grad(grad());
+        b.set_grad(grad());
+        opt->step(on);
+      }
+      const std::vector<float> want =
+          adam ? std::vector<float>{0.9f, 2.1f} : std::vector<float>{0.95f, 2.025f};
+      for (const Tensor* t : {&p2, &q2}) {
+        const Tensor back = t->detach().to(cpu, on);
+        on.synchronize();
+        const std::vector<float> got = back.to_vector<float>(s);
+        for (size_t i = 0; i < 2; ++i)
+          EXPECT_NEAR(got[i], want[i], 2e-6) << d.id() << (adam ? " AdamW " : " SGD ") << i;
+      }
+      EXPECT_EQ(o->state_values().at("step:p2"), "1");
+      EXPECT_EQ(o->state_values().count("step:p1"), 0u) << "p1 took part in every step";
+    }
+  }
+}
+
 TEST_F(Optim, StateLivesOnTheDeviceAndRoundTrips) {
   Tensor p = parameter();
   optim::AdamW adamw({{"w", p}}, {});
