@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,14 +55,42 @@ py::tuple to_tuple(const Shape& shape);
 // of this thread for that device, else the device's default stream (one per device, made on
 // first use). Cheap: the last answer is kept per thread.
 Stream& current_stream(const Device& device);
-// `stream` if the caller gave one (not None), else current_stream(device).
-Stream resolve_stream(py::handle stream, const Device& device);
+// InvalidArgument for work enqueued on a stream of the wrong device, worded as hal's ops word
+// it: "<what> on a stream of opencl:0: use a stream of <use>".
+[[noreturn]] void refuse_stream(const std::string& what, const Stream& stream,
+                                const std::string& use);
+// `stream` if the caller gave one (not None), else current_stream(device). A stream of another
+// device is refused (refuse_stream), what() naming the call ("numpy() of f32[2] on cpu:0"); it
+// is called only then.
+template <class Describe>
+Stream resolve_stream(py::handle stream, const Device& device, Describe&& what) {
+  if (stream.is_none()) return current_stream(device);
+  Stream given = stream.cast<Stream>();
+  if (!(given.device() == device)) refuse_stream(what(), given, device.id());
+  return given;
+}
 // Synchronises every default stream made so far (hal.synchronize()).
 void synchronize_default_streams();
 
-// A copy of anything NumPy reads as an array on `stream`'s device, enqueued there. Python
-// floats become f32 and ints i64 (as in PyTorch); a NumPy array keeps its dtype unless `dtype`
-// says otherwise.
+// A Python number as a fill value: a bool, an int or a float, or a NumPy scalar of one of those
+// kinds, which counts as the Python number of its kind (np.float32(2) as 2.0, np.int64(1) as 1).
+struct Scalar {
+  enum class Kind { boolean, integer, floating };
+  Kind kind;
+  double real;                     // the value (rounded, for an integer past 2**53)
+  std::optional<int64_t> integer;  // the value exactly, for a bool or an int that int64 holds
+};
+// std::nullopt for anything else.
+std::optional<Scalar> to_scalar(py::handle value);
+// `shape` filled with `value` in `dtype`, enqueued on `stream`, as hal::full does, except that an
+// integer fills an i64 tensor exactly (hal::full takes a double, which rounds past 2**53).
+// Needs no GIL.
+Tensor fill_scalar(const Shape& shape, const Scalar& value, DType dtype, Stream& stream);
+
+// A copy of anything NumPy reads as an array on `stream`'s device, enqueued there, in its shape
+// (0-d included). Python floats, alone or in lists, become f32 and ints i64 (as in PyTorch);
+// what carries a dtype of its own (a NumPy array or scalar, a hal or PyTorch tensor) keeps it,
+// unless `dtype` says otherwise.
 Tensor tensor_from(py::handle data, std::optional<DType> dtype, Stream& stream);
 
 }  // namespace hal::python

@@ -22,7 +22,63 @@ constexpr DTypeName kNames[] = {
 
 std::string python_repr(py::handle value) { return py::repr(value).cast<std::string>(); }
 
+// numpy.generic, the class of NumPy's scalars. Imported once and never released: a static
+// py::object would be released after the interpreter has gone.
+py::handle numpy_scalar_type() {
+  static py::handle type = py::object(py::module_::import("numpy").attr("generic")).release();
+  return type;
+}
+
+// A Python int: exact where int64 holds it, else only as a double (OverflowError past that).
+Scalar integer_scalar(PyObject* integer) {
+  int overflow = 0;
+  const long long exact = PyLong_AsLongLongAndOverflow(integer, &overflow);
+  if (exact == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (overflow == 0)
+    return {Scalar::Kind::integer, static_cast<double>(exact), static_cast<int64_t>(exact)};
+  const double real = PyLong_AsDouble(integer);
+  if (real == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  return {Scalar::Kind::integer, real, std::nullopt};
+}
+
 }  // namespace
+
+std::optional<Scalar> to_scalar(py::handle value) {
+  PyObject* object = value.ptr();
+  if (PyBool_Check(object)) {
+    const bool truth = object == Py_True;
+    return Scalar{Scalar::Kind::boolean, truth ? 1.0 : 0.0, truth ? 1 : 0};
+  }
+  if (PyLong_Check(object)) return integer_scalar(object);
+  if (PyFloat_Check(object))  // np.float64 too: it is a float
+    return Scalar{Scalar::Kind::floating, PyFloat_AsDouble(object), std::nullopt};
+  if (!py::isinstance(value, numpy_scalar_type())) return std::nullopt;
+  const std::string kind = py::str(value.attr("dtype").attr("kind"));
+  if (kind == "b") {
+    const int truth = PyObject_IsTrue(object);
+    if (truth < 0) throw py::error_already_set();
+    return Scalar{Scalar::Kind::boolean, truth ? 1.0 : 0.0, truth ? 1 : 0};
+  }
+  if (kind == "i" || kind == "u") {
+    const auto integer = py::reinterpret_steal<py::object>(PyNumber_Long(object));
+    if (!integer) throw py::error_already_set();
+    return integer_scalar(integer.ptr());
+  }
+  if (kind == "f") {
+    const double real = PyFloat_AsDouble(object);
+    if (real == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+    return Scalar{Scalar::Kind::floating, real, std::nullopt};
+  }
+  return std::nullopt;  // complex, datetime, str ...
+}
+
+Tensor fill_scalar(const Shape& shape, const Scalar& value, DType dtype, Stream& stream) {
+  if (dtype != DType::i64 || !value.integer) return hal::full(shape, value.real, dtype, stream);
+  const int64_t pattern = *value.integer;
+  Tensor out = hal::empty(shape, dtype, stream.device());
+  if (out.numel() > 0) stream.fill(out.storage(), &pattern, sizeof pattern, out.nbytes());
+  return out;
+}
 
 const char* numpy_name(DType dtype) {
   if (dtype == DType::bf16) return "";
@@ -56,6 +112,10 @@ DType dtype_of_numpy(py::handle numpy_dtype) {
 
 DType to_dtype(py::handle value) {
   if (py::isinstance<DType>(value)) return value.cast<DType>();
+  // numpy.dtype(None) is float64: a None here would pick f64 where the caller gave nothing.
+  if (value.is_none())
+    throw Error(ErrorCode::InvalidArgument,
+                "None is not a dtype: give a hal.DType, a name such as 'f32', or a NumPy dtype");
   if (py::isinstance<py::str>(value)) {
     const std::string text = value.cast<std::string>();
     if (std::optional<DType> parsed = parse_dtype(text)) return *parsed;
@@ -79,9 +139,18 @@ DType to_dtype(py::handle value) {
 }
 
 Device to_device(py::handle value) {
-  if (value.is_none()) return default_device();
+  // The first lookup discovers every backend's devices (and the default ranks them): other
+  // Python threads run meanwhile.
+  if (value.is_none()) {
+    py::gil_scoped_release unlocked;
+    return default_device();
+  }
   if (py::isinstance<Device>(value)) return value.cast<Device>();
-  if (py::isinstance<py::str>(value)) return device(value.cast<std::string>());
+  if (py::isinstance<py::str>(value)) {
+    const std::string id = value.cast<std::string>();
+    py::gil_scoped_release unlocked;
+    return device(id);
+  }
   throw Error(ErrorCode::InvalidArgument,
               python_repr(value) + " is not a device: give a hal.Device or an id such as 'cpu:0'");
 }

@@ -186,7 +186,13 @@ void bind_devices(py::module_& m) {
           },
           py::arg("op"), py::arg("dtype"))
       .def("clear_kernel_cache", &Device::clear_kernel_cache)
-      .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
+      // NotImplemented for another type: `device == None` is False, not a TypeError.
+      .def("__eq__",
+           [](const Device& a, const py::object& b) -> py::object {
+             if (!py::isinstance<Device>(b))
+               return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+             return py::bool_(a == b.cast<const Device&>());
+           })
       .def("__hash__", [](const Device& d) { return std::hash<const void*>()(d.impl().get()); })
       .def("__str__", &Device::id)
       .def("__repr__", [](const Device& d) { return "hal.device('" + d.id() + "')"; });

@@ -253,6 +253,12 @@ Managed open_capsule(PyObject* capsule) {
                                               std::to_string(m->version.major) + "." +
                                               std::to_string(m->version.minor) + "; hal reads " +
                                               std::to_string(dlpack::kMajor) + ".x and 0.x");
+    // hal has no read-only tensors (numpy() of one is a writable view), and read-only memory
+    // may be read-only pages, where a write would crash the process.
+    if (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY)
+      throw Error(ErrorCode::InvalidArgument,
+                  "from_dlpack: the capsule's memory is read-only (DLPACK_FLAG_BITMASK_READ_ONLY), "
+                  "and hal's tensors are writable: give a writable copy (numpy: array.copy())");
     managed.tensor = &m->dl_tensor;
     managed.context = m->manager_ctx;
     managed.ours = m->deleter == &delete_export<DLManagedTensorVersioned>;

@@ -3,6 +3,7 @@
 // (InvalidArgument is a ValueError, OutOfMemory a MemoryError, ...). str() of one is what() of
 // the C++ error, word for word; its attributes give the parts.
 #include <array>
+#include <string_view>
 #include <utility>
 
 #include "bindings.hpp"
@@ -27,16 +28,26 @@ PyObject* class_for(ErrorCode code) {
   return base_class;
 }
 
+// A message as a Python str. hal's messages are UTF-8 but may quote bytes that are not (a file
+// name, a name read from a model): those become \xff escapes, where strict decoding would
+// replace the hal error with a UnicodeDecodeError.
+py::object text(std::string_view message) {
+  PyObject* decoded = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()),
+                                           "backslashreplace");
+  if (!decoded) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(decoded);
+}
+
 // Raises the Python exception for `error`, with code, message, device, op and native_code set.
 void raise(const Error& error) {
   PyObject* cls = class_for(error.code());
   py::object instance =
-      py::reinterpret_steal<py::object>(PyObject_CallFunction(cls, "s", error.what()));
+      py::reinterpret_steal<py::object>(PyObject_CallOneArg(cls, text(error.what()).ptr()));
   if (!instance) return;  // the call raised; that error stands
   instance.attr("code") = py::str(std::string(to_string(error.code())));
-  instance.attr("message") = py::str(error.message());
-  instance.attr("device") = py::str(error.device());
-  instance.attr("op") = py::str(error.op());
+  instance.attr("message") = text(error.message());
+  instance.attr("device") = text(error.device());
+  instance.attr("op") = text(error.op());
   instance.attr("native_code") = py::int_(error.native_code());
   PyErr_SetObject(cls, instance.ptr());
 }

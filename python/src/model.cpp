@@ -12,9 +12,33 @@ namespace {
 
 using py::arg;
 
+// Names read from a model as Python strs. ONNX names are UTF-8, but nothing checks that a file's
+// are: other bytes become surrogates (as os.fsdecode makes them), where strict decoding would
+// raise UnicodeDecodeError, and go back as the same bytes (name_bytes), so that a name read
+// from `inputs` is one run() accepts.
+py::str name_text(const std::string& name) {
+  PyObject* decoded =
+      PyUnicode_DecodeUTF8(name.data(), static_cast<Py_ssize_t>(name.size()), "surrogateescape");
+  if (!decoded) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(decoded);
+}
+
+std::string name_bytes(py::handle name) {
+  const auto encoded = py::reinterpret_steal<py::bytes>(
+      PyUnicode_AsEncodedString(py::str(name).ptr(), "utf-8", "surrogateescape"));
+  if (!encoded) throw py::error_already_set();
+  return std::string(encoded);
+}
+
+py::list name_list(const std::vector<std::string>& names) {
+  py::list list;
+  for (const std::string& name : names) list.append(name_text(name));
+  return list;
+}
+
 py::dict value_dict(const ModelValue& value) {
   py::dict dict;
-  dict["name"] = value.name;
+  dict["name"] = name_text(value.name);
   dict["dtype"] = element_type(value);
   py::object shape = py::none();
   if (value.ranked) {
@@ -23,7 +47,7 @@ py::dict value_dict(const ModelValue& value) {
       if (dim.size >= 0)
         dims.append(dim.size);
       else if (!dim.symbol.empty())
-        dims.append(dim.symbol);
+        dims.append(name_text(dim.symbol));
       else
         dims.append(py::none());
     }
@@ -48,7 +72,8 @@ const ModelValue* declared_input(const Model& model, const std::string& name) {
 }
 
 // Runs `model` with inputs given as hal tensors or as arrays (copied to the device in the
-// declared dtype). The device: `device`, else the first hal tensor's, else the default.
+// declared dtype). The device: `device`, else the first hal tensor's, else the default. An
+// empty ONNX optional output is None.
 py::dict run(const Model& model, const py::dict& inputs, py::handle device_arg,
              py::handle stream_arg) {
   py::object device_handle = py::reinterpret_borrow<py::object>(device_arg);
@@ -61,10 +86,10 @@ py::dict run(const Model& model, const py::dict& inputs, py::handle device_arg,
         break;
       }
   const Device device = to_device(device_handle);
-  Stream stream = resolve_stream(stream_arg, device);
+  Stream stream = resolve_stream(stream_arg, device, [&] { return "Model.run on " + device.id(); });
   std::map<std::string, Tensor> tensors;
   for (auto [key, value] : inputs) {
-    const std::string name = py::str(key);
+    const std::string name = name_bytes(key);
     if (py::isinstance<Tensor>(value)) {
       tensors[name] = value.cast<Tensor>();
       continue;
@@ -80,7 +105,12 @@ py::dict run(const Model& model, const py::dict& inputs, py::handle device_arg,
     outputs = model.run(tensors, stream);
   }
   py::dict result;
-  for (auto& [name, tensor] : outputs) result[py::str(name)] = wrap(std::move(tensor));
+  for (auto& [name, tensor] : outputs) {
+    if (tensor.defined())
+      result[name_text(name)] = wrap(std::move(tensor));
+    else
+      result[name_text(name)] = py::none();  // an optional without a value
+  }
   return result;
 }
 
@@ -94,7 +124,8 @@ void bind_model(py::module_& m) {
       .def_property_readonly("outputs", [](const Model& model) { return values(model.outputs()); })
       .def_property_readonly("opset", &Model::opset)
       .def_property_readonly("node_count", &Model::node_count)
-      .def_property_readonly("op_types", &Model::op_types)
+      .def_property_readonly("op_types",
+                             [](const Model& model) { return name_list(model.op_types()); })
       .def("run", &run, arg("inputs"), arg("device") = py::none(), arg("stream") = py::none(),
            "Runs the model: inputs by name (hal tensors, or arrays copied to the device in the "
            "declared dtype); returns every output by name, on the device.")

@@ -32,28 +32,22 @@ Stream& stream_for(py::handle stream, const Tensor& like) {
 
 // A Python number (or NumPy value) beside `like`, as a tensor on its device: bools stay bool,
 // ints take an integer tensor's dtype (i64 beside bool), floats a floating tensor's (f32 beside
-// integers), as PyTorch promotes them. NumPy arrays are copied in with their dtype. Null for
-// anything else.
+// integers), as PyTorch promotes them; a NumPy scalar counts as the Python number of its kind,
+// and an int is exact in i64. NumPy arrays are copied in with their dtype. Null for anything
+// else.
 std::optional<Tensor> operand_like(py::handle value, const Tensor& like, Stream& stream) {
   if (py::isinstance<py::array>(value)) {
     return tensor_from(value, std::nullopt, stream);
   }
-  DType dtype;
-  double number;
-  if (PyBool_Check(value.ptr())) {
-    dtype = DType::boolean;
-    number = value.ptr() == Py_True ? 1.0 : 0.0;
-  } else if (PyLong_Check(value.ptr())) {
+  const std::optional<Scalar> number = to_scalar(value);
+  if (!number) return std::nullopt;
+  DType dtype = DType::boolean;
+  if (number->kind == Scalar::Kind::integer)
     dtype = like.dtype() == DType::boolean ? DType::i64 : like.dtype();
-    number = value.cast<double>();
-  } else if (PyFloat_Check(value.ptr())) {
+  else if (number->kind == Scalar::Kind::floating)
     dtype = is_floating(like.dtype()) ? like.dtype() : DType::f32;
-    number = value.cast<double>();
-  } else {
-    return std::nullopt;
-  }
   py::gil_scoped_release unlocked;
-  return full({}, number, dtype, stream);
+  return fill_scalar({}, *number, dtype, stream);
 }
 
 // hal.add(a, b) and friends: at least one tensor; the other may be a number or an array.

@@ -75,6 +75,14 @@ void exit(const Stream& stream) {
   thread_streams.last_device = nullptr;
 }
 
+// a == b for a Stream or an Event: the same one; NotImplemented for another type, so that
+// `stream == None` is False (Python's fallback) instead of a TypeError.
+template <class Handle>
+py::object same_handle(const Handle& a, const py::object& b) {
+  if (!py::isinstance<Handle>(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  return py::bool_(a.impl() == b.cast<const Handle&>().impl());
+}
+
 }  // namespace
 
 Stream& current_stream(const Device& device) {
@@ -90,9 +98,9 @@ Stream& current_stream(const Device& device) {
   return *found;
 }
 
-Stream resolve_stream(py::handle stream, const Device& device) {
-  if (stream.is_none()) return current_stream(device);
-  return stream.cast<Stream>();
+void refuse_stream(const std::string& what, const Stream& stream, const std::string& use) {
+  throw Error(ErrorCode::InvalidArgument,
+              what + " on a stream of " + stream.device().id() + ": use a stream of " + use);
 }
 
 void synchronize_default_streams() {
@@ -118,7 +126,7 @@ void bind_streams(py::module_& m) {
            "Blocks (without the GIL) until the work before the latest record has completed.")
       .def_static("elapsed_ms", &Event::elapsed_ms, py::arg("start"), py::arg("end"), release_gil(),
                   "Milliseconds between two completed records of one device.")
-      .def("__eq__", [](const Event& a, const Event& b) { return a.impl() == b.impl(); })
+      .def("__eq__", [](const Event& a, const py::object& b) { return same_handle(a, b); })
       .def("__hash__", [](const Event& e) { return std::hash<const void*>()(e.impl().get()); })
       .def("__repr__", [](const Event& e) {
         return "hal.Event(" + e.device().id() + (e.recorded() ? ", recorded)" : ")");
@@ -154,7 +162,7 @@ void bind_streams(py::module_& m) {
              return stream;
            })
       .def("__exit__", [](Stream& stream, py::args) { exit(stream); })
-      .def("__eq__", [](const Stream& a, const Stream& b) { return a.impl() == b.impl(); })
+      .def("__eq__", [](const Stream& a, const py::object& b) { return same_handle(a, b); })
       .def("__hash__", [](const Stream& s) { return std::hash<const void*>()(s.impl().get()); })
       .def("__repr__", [](const Stream& s) { return "hal.Stream(" + s.device().id() + ")"; });
 

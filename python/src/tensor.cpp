@@ -27,9 +27,13 @@ void order_after(Stream& from, Stream& to) {
 }
 
 // A copy of `tensor` on `device`, ordered after this thread's current stream of the source and
-// before that of the destination.
+// before that of the destination. A stream given may be of either device, as hal's to() takes.
 Tensor copy_to_device(const Tensor& tensor, const Device& device, py::handle stream_arg) {
-  Stream source = resolve_stream(stream_arg, tensor.device());
+  Stream source =
+      stream_arg.is_none() ? current_stream(tensor.device()) : stream_arg.cast<Stream>();
+  if (!(source.device() == tensor.device()) && !(source.device() == device))
+    refuse_stream("to(" + device.id() + ") of " + tensor.describe(), source,
+                  tensor.device().id() + " or " + device.id());
   py::gil_scoped_release unlocked;
   Tensor copy = tensor.to(device, source);
   order_after(source, current_stream(device));
@@ -55,7 +59,8 @@ uintptr_t data_pointer(const Tensor& t) {
 // keeps the tensor's storage alive, after this thread's current stream has finished; elsewhere
 // a copy. bf16, which NumPy has not, comes back as float32.
 py::object to_numpy(const Tensor& tensor, py::handle stream_arg) {
-  Stream stream = resolve_stream(stream_arg, tensor.device());
+  Stream stream = resolve_stream(stream_arg, tensor.device(),
+                                 [&] { return "numpy() of " + tensor.describe(); });
   if (tensor.dtype() == DType::bf16) {
     Tensor wide = [&] {
       py::gil_scoped_release unlocked;
@@ -152,11 +157,24 @@ Tensor index(const Tensor& tensor, py::handle key) {
   return result;
 }
 
-py::object item(const Tensor& tensor) {
+// The one element as a Python number, for item(), float() and int() (`call`, in the refusal).
+py::object one_element(const Tensor& tensor, const char* call) {
+  if (tensor.numel() != 1)
+    throw Error(ErrorCode::InvalidArgument, std::string(call) + " of " + tensor.describe() +
+                                                ": only a tensor of one element has one");
+  return to_numpy(tensor, py::none()).attr("reshape")(py::tuple()).attr("item")();
+}
+
+py::object item(const Tensor& tensor) { return one_element(tensor, "item()"); }
+
+// bool(t), which `if t:`, `and` and `in` use: as NumPy and PyTorch, the truth of the one
+// element; a tensor of any other count has none (without __bool__, Python took len() for it).
+py::bool_ truth(const Tensor& tensor) {
   if (tensor.numel() != 1)
     throw Error(ErrorCode::InvalidArgument,
-                "item() of " + tensor.describe() + ": only a tensor of one element has one");
-  return to_numpy(tensor, py::none()).attr("reshape")(py::tuple()).attr("item")();
+                "bool() of " + tensor.describe() + ": the truth value of a tensor of " +
+                    std::to_string(tensor.numel()) + " elements is ambiguous");
+  return py::bool_(one_element(tensor, "bool()"));
 }
 
 Tensor to_target(const Tensor& tensor, py::handle target, py::handle stream_arg) {
@@ -166,37 +184,60 @@ Tensor to_target(const Tensor& tensor, py::handle target, py::handle stream_arg)
                                          target.cast<std::string>().find(':') != std::string::npos);
   if (names_device) return copy_to_device(tensor, to_device(target), stream_arg);
   const DType dtype = to_dtype(target);
-  Stream stream = resolve_stream(stream_arg, tensor.device());
+  Stream stream = resolve_stream(stream_arg, tensor.device(), [&] {
+    return "to(" + std::string(to_string(dtype)) + ") of " + tensor.describe();
+  });
   py::gil_scoped_release unlocked;
   return cast(tensor, dtype, stream);
 }
 
-// Arguments the creation functions share: where, and on which stream.
+// Arguments the creation functions share: where, and on which stream (`function` names the
+// call in the refusal of a stream of another device).
 struct Placement {
   Device device;
   Stream stream;
 };
-Placement place(py::handle device_arg, py::handle stream_arg) {
+Placement place(py::handle device_arg, py::handle stream_arg, const char* function) {
   if (device_arg.is_none() && !stream_arg.is_none()) {
     Stream stream = stream_arg.cast<Stream>();
     return {stream.device(), stream};
   }
   Device device = to_device(device_arg);
-  return {device, resolve_stream(stream_arg, device)};
+  Stream stream = resolve_stream(stream_arg, device,
+                                 [&] { return std::string(function) + " on " + device.id(); });
+  return {device, stream};
+}
+
+// full()'s value: a number (an integer exactly), or anything Python reads as a float.
+Scalar fill_value(py::handle value) {
+  if (std::optional<Scalar> number = to_scalar(value)) return *number;
+  const double real = PyFloat_AsDouble(value.ptr());
+  if (real == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw Error(ErrorCode::InvalidArgument,
+                "full: " + py::repr(value).cast<std::string>() + " is not a number");
+  }
+  return {Scalar::Kind::floating, real, std::nullopt};
 }
 
 }  // namespace
 
 Tensor tensor_from(py::handle data, std::optional<DType> dtype, Stream& stream) {
-  const bool is_array = py::isinstance<py::array>(data);
+  // A hal tensor keeps its dtype: NumPy reads bf16 as float32.
+  if (const Tensor* held = tensor_of(data); held && !dtype) dtype = held->dtype();
   py::object array = numpy().attr("asarray")(data);
   DType source = dtype_of_numpy(array.attr("dtype"));
-  if (!is_array && !dtype && source == DType::f64) source = DType::f32;
+  // Python floats are f32, as in PyTorch; NumPy scalars (np.float64 is a float too) and
+  // anything with a dtype of its own keep theirs.
+  const bool python_floats =
+      PyFloat_CheckExact(data.ptr()) || PyList_Check(data.ptr()) || PyTuple_Check(data.ptr());
+  if (python_floats && !dtype && source == DType::f64) source = DType::f32;
   // NumPy converts to every dtype but bf16, which hal converts from f32 on the device.
   const DType target = dtype.value_or(source);
   const DType staged = target == DType::bf16 ? DType::f32 : target;
+  // asarray, as ascontiguousarray makes a 0-d array 1-d.
   py::array contiguous =
-      numpy().attr("ascontiguousarray")(array, py::arg("dtype") = numpy_name(staged));
+      numpy().attr("asarray")(array, py::arg("dtype") = numpy_name(staged), py::arg("order") = "C");
   Shape shape(contiguous.shape(), contiguous.shape() + contiguous.ndim());
   const void* host = contiguous.data();
   py::gil_scoped_release unlocked;
@@ -245,6 +286,15 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
                throw Error(ErrorCode::InvalidArgument, "len() of a 0-d tensor " + t.describe());
              return t.size(0);
            })
+      .def("__bool__", &truth)
+      .def("__float__", [](const Tensor& t) { return py::float_(one_element(t, "float()")); })
+      .def("__int__",
+           [](const Tensor& t) {
+             // PyNumber_Long: py::int_ would hand a bool (an int already) back as it is.
+             PyObject* integer = PyNumber_Long(one_element(t, "int()").ptr());
+             if (!integer) throw py::error_already_set();
+             return py::reinterpret_steal<py::int_>(integer);
+           })
       .def("__repr__", [](const Tensor& t) { return "hal.Tensor(" + describe_shape(t) + ")"; })
       // Views: new tensors over the same storage.
       .def(
@@ -265,7 +315,8 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       .def(
           "contiguous",
           [](const Tensor& t, py::handle stream_arg) {
-            Stream stream = resolve_stream(stream_arg, t.device());
+            Stream stream = resolve_stream(stream_arg, t.device(),
+                                           [&] { return "contiguous() of " + t.describe(); });
             py::gil_scoped_release unlocked;
             return t.contiguous(stream);
           },
@@ -292,7 +343,7 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
   m.def(
       "tensor",
       [](py::handle data, py::handle dtype, py::handle device, py::handle stream) {
-        Placement at = place(device, stream);
+        Placement at = place(device, stream, "tensor");
         std::optional<DType> type;
         if (!dtype.is_none()) type = to_dtype(dtype);
         return tensor_from(data, type, at.stream);
@@ -310,21 +361,24 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       "Uninitialised elements.");
   m.def(
       "full",
-      [](py::handle shape, double value, py::handle dtype, py::handle device, py::handle stream) {
-        Placement at = place(device, stream);
+      [](py::handle shape, py::handle value, py::handle dtype, py::handle device,
+         py::handle stream) {
+        Placement at = place(device, stream, "full");
         const Shape dims = to_shape(shape);
+        const Scalar fill = fill_value(value);
         const DType type = to_dtype(dtype);
         py::gil_scoped_release unlocked;
-        return hal::full(dims, value, type, at.stream);
+        return fill_scalar(dims, fill, type, at.stream);
       },
       arg("shape"), arg("value"), arg("dtype") = py::cast(DType::f32), arg("device") = py::none(),
       arg("stream") = py::none());
   for (const auto& [name, value] : {std::pair{"zeros", 0.0}, std::pair{"ones", 1.0}}) {
     const double fill = value;
+    const char* function = name;
     m.def(
         name,
-        [fill](py::handle shape, py::handle dtype, py::handle device, py::handle stream) {
-          Placement at = place(device, stream);
+        [fill, function](py::handle shape, py::handle dtype, py::handle device, py::handle stream) {
+          Placement at = place(device, stream, function);
           const Shape dims = to_shape(shape);
           const DType type = to_dtype(dtype);
           py::gil_scoped_release unlocked;
@@ -337,7 +391,7 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       "arange",
       [](double start, std::optional<double> end, double step, py::handle dtype, py::handle device,
          py::handle stream) {
-        Placement at = place(device, stream);
+        Placement at = place(device, stream, "arange");
         const DType type = dtype.is_none() ? DType::i64 : to_dtype(dtype);
         const double from = end ? start : 0.0, to = end ? *end : start;
         py::gil_scoped_release unlocked;
@@ -350,7 +404,7 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       "uniform",
       [](py::handle shape, uint64_t seed, double low, double high, py::handle dtype,
          py::handle device, py::handle stream) {
-        Placement at = place(device, stream);
+        Placement at = place(device, stream, "uniform");
         const Shape dims = to_shape(shape);
         const DType type = to_dtype(dtype);
         py::gil_scoped_release unlocked;
@@ -363,7 +417,7 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       "normal",
       [](py::handle shape, uint64_t seed, double mean, double stddev, py::handle dtype,
          py::handle device, py::handle stream) {
-        Placement at = place(device, stream);
+        Placement at = place(device, stream, "normal");
         const Shape dims = to_shape(shape);
         const DType type = to_dtype(dtype);
         py::gil_scoped_release unlocked;

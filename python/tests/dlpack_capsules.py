@@ -62,11 +62,16 @@ api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 _alive = []
 
 
+# DLPack 1.0's flags of a versioned capsule.
+READ_ONLY, IS_COPIED = 1, 2
+
+
 class Producer:
-    """Owns `array` and hands it out as one capsule; `deleted` counts deleter calls."""
+    """Owns `array` and hands it out as one capsule; `deleted` counts deleter calls. `flags`
+    (READ_ONLY, IS_COPIED) go into a versioned capsule."""
 
     def __init__(self, array, device=(1, 0), dtype=None, strides="numpy", version=None,
-                 byte_offset=0, data_offset=0, on_delete=None):
+                 byte_offset=0, data_offset=0, on_delete=None, flags=0):
         self.array = array
         self.deleted = 0
         self.on_delete = on_delete  # called first, on the thread that hands the memory back
@@ -85,7 +90,7 @@ class Producer:
         if version:
             self.deleter = VERSIONED_DELETER(self._on_delete)
             self.managed = DLManagedTensorVersioned(DLPackVersion(*version), None, self.deleter,
-                                                    0, dl)
+                                                    flags, dl)
         else:
             self.deleter = DELETER(self._on_delete)
             self.managed = DLManagedTensor(dl, None, self.deleter)

@@ -27,6 +27,17 @@ def test_device_by_id_and_by_uuid_prefix(device):
     assert hash(device) == hash(hal.device(device.id))
 
 
+def test_handles_are_unequal_to_other_types(cpu):
+    # NotImplemented, then Python's fallback: False, where a TypeError broke `in` and `==`.
+    stream, event = hal.Stream(cpu), hal.Event(cpu)
+    for handle in (cpu, stream, event):
+        assert (handle == None) is False and (handle != None) is True  # noqa: E711
+        assert (handle == "cpu:0") is False and handle != 3
+        assert handle in [None, "x", handle] and None not in [handle]
+    assert cpu == hal.device("cpu:0") and stream == stream and event == event
+    assert stream != hal.Stream(cpu) and event != hal.Event(cpu)
+
+
 def test_an_unknown_device_is_not_found_naming_it():
     with pytest.raises(hal.NotFound) as caught:
         hal.device("nowhere:7")

@@ -11,7 +11,8 @@ import pytest
 import hal
 from conftest import DEVICES
 from dlpack_capsules import (
-    CAPSULE_DESTRUCTOR, Producer, api, capsule_name, float_array, versioned_header)
+    CAPSULE_DESTRUCTOR, IS_COPIED, READ_ONLY, Producer, api, capsule_name, float_array,
+    versioned_header)
 
 KDL_CPU, KDL_CUDA, KDL_OPENCL, KDL_VULKAN = 1, 2, 4, 7
 
@@ -173,6 +174,7 @@ def test_refused_capsules_stay_with_their_producer(cpu):
         (dict(strides=[-4, 1]), hal.InvalidArgument, "step backwards"),
         (dict(data_offset=2), hal.InvalidArgument, "not aligned"),
         (dict(version=(2, 0)), hal.Unsupported, "DLPack 2.0"),
+        (dict(version=(1, 0), flags=READ_ONLY), hal.InvalidArgument, "read-only"),
         (dict(device=(KDL_OPENCL, 0)), (hal.Unsupported, hal.NotFound), "opencl:0"),
     ]
     if not any(d.backend == "cuda" for d in DEVICES):
@@ -187,6 +189,23 @@ def test_refused_capsules_stay_with_their_producer(cpu):
         del capsule
         gc.collect()
         assert producer.deleted == 1, fields
+
+
+def test_read_only_memory_is_refused_and_other_flags_are_not(cpu, tmp_path):
+    # Read-only pages, as NumPy 2 flags a read-only array's: a hal tensor over them would be
+    # written through (its numpy() is a writable view), which crashes the process.
+    path = tmp_path / "read_only.bin"
+    np.arange(4, dtype=np.float32).tofile(path)
+    pages = np.memmap(path, dtype=np.float32, mode="r")
+    producer = Producer(pages, version=(1, 0), flags=READ_ONLY | IS_COPIED)
+    capsule = producer.capsule()
+    with pytest.raises(hal.InvalidArgument, match="read-only .DLPACK_FLAG_BITMASK_READ_ONLY."):
+        hal.from_dlpack(capsule)
+    assert capsule_name(capsule) == "dltensor_versioned" and producer.deleted == 0
+    copied = Producer(float_array(), version=(1, 0), flags=IS_COPIED)
+    t = hal.from_dlpack(copied.capsule())
+    assert t.data_ptr() == address(copied.array)
+    np.testing.assert_array_equal(t.numpy(), copied.array)
 
 
 def test_foreign_capsules_with_offsets_and_without_strides(cpu):

@@ -87,6 +87,23 @@ def test_bad_values_from_python_are_hal_errors_naming_them(cpu):
         hal.zeros((2, 3), device=cpu)[5]
     with pytest.raises(hal.InvalidArgument, match="memory kind"):
         cpu.memory_stats("swap")
+    # numpy.dtype(None) is float64; hal gives None no meaning where a dtype is due.
+    for call in (lambda: hal.zeros((2,), dtype=None, device=cpu),
+                 lambda: hal.cast(hal.zeros((2,), device=cpu), None),
+                 lambda: hal.dtype(None)):
+        with pytest.raises(hal.InvalidArgument, match="None is not a dtype"):
+            call()
+
+
+def test_bytes_that_are_not_utf8_in_a_message_keep_it_a_hal_error():
+    # A file name that is not UTF-8, as os.fsdecode gives it (surrogateescape).
+    path = os.fsdecode(b"/nonexistent/missing-\xff.onnx")
+    with pytest.raises(hal.InvalidArgument) as caught:
+        hal.load_onnx(path)
+    error = caught.value
+    assert "/nonexistent/missing-\\xff.onnx" in str(error)  # the byte, escaped
+    assert str(error) == f"hal: InvalidArgument: {error.message}"
+    assert error.code == "InvalidArgument"
 
 
 def run_isolated(code, sim_config):

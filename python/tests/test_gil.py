@@ -84,3 +84,46 @@ def test_waits_let_go_of_the_gil():
         assert lines[call] == "True", (call, result.stdout)
     # The probe can tell: a call that keeps the GIL shows as one.
     assert lines["a pure Python call"] == "False", result.stdout
+
+
+# The first device lookup of a process discovers every backend's devices (and the default device
+# ranks them): hundreds of milliseconds, with the GIL let go. The same probe: a thread makes the
+# lookup, and the main thread, blocked in Thread.start() with a switch interval longer than the
+# test, runs again before the call returns only if the call let go of the GIL.
+DISCOVERY_PROBE = textwrap.dedent(
+    """
+    import sys, threading, time
+    import hal
+
+    state = {"entered": False, "returned": False}
+
+    def waiter():
+        state["entered"] = True
+        start = time.perf_counter()
+        CALL
+        state["took"] = time.perf_counter() - start
+        state["returned"] = True
+
+    sys.setswitchinterval(1000.0)
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    ran_meanwhile = state["entered"] and not state["returned"]
+    sys.setswitchinterval(0.005)
+    thread.join(60)
+    print(ran_meanwhile, state["took"])
+    """
+)
+
+
+@pytest.mark.parametrize("call", ["hal.Event()", "hal.device_scope('cpu:0')",
+                                  "hal.current_stream(None)"])
+def test_device_discovery_lets_go_of_the_gil(call):
+    # Each a device=None or an id, through the module's own lookup (hal.default_device() and
+    # hal.device() themselves let go of it already).
+    result = subprocess.run([sys.executable, "-c", DISCOVERY_PROBE.replace("CALL", call)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    ran_meanwhile, took = result.stdout.split()
+    if ran_meanwhile != "True" and float(took) < 0.05:
+        pytest.skip(f"discovery took {float(took) * 1000:.1f} ms: too quick to tell")
+    assert ran_meanwhile == "True", f"{call} kept the GIL for {float(took) * 1000:.0f} ms"

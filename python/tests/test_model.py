@@ -1,6 +1,8 @@
 """ONNX models from Python: the transformer encoder of models/ (exported from PyTorch) run on
 every device against PyTorch's own output, and the errors of loading and running."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -58,3 +60,57 @@ def test_loading_and_running_errors_name_what_is_wrong(model, cpu, tmp_path):
         model.run({"no_such_input": hal.zeros((1,), device=cpu)})
     with pytest.raises(hal.InvalidArgument, match=name):
         model.run({name: hal.zeros((1, 2, 3, 4, 5), device=cpu)})
+
+
+# Small ONNX models written field by field (protobuf's wire format), for what an exporter does
+# not make: an empty optional output, names that are not UTF-8.
+def varint(n):
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def field(number, data):  # length-delimited
+    data = data.encode() if isinstance(data, str) else data
+    return varint(number << 3 | 2) + varint(len(data)) + data
+
+
+def number(field_number, n):
+    return varint(field_number << 3) + varint(n)
+
+
+F32 = field(1, number(1, 1))  # TypeProto {tensor_type {elem_type: FLOAT}}
+F32_2 = field(1, number(1, 1) + field(2, field(1, number(1, 2))))  # ... shape [2]
+
+
+def onnx_model(nodes, inputs, outputs):
+    """ModelProto of opset 17: nodes as NodeProto bytes, inputs and outputs as (name, type)."""
+    graph = b"".join(field(1, node) for node in nodes) + field(2, "g")
+    graph += b"".join(field(11, field(1, name) + field(2, kind)) for name, kind in inputs)
+    graph += b"".join(field(12, field(1, name) + field(2, kind)) for name, kind in outputs)
+    return number(1, 8) + field(8, field(1, "") + number(2, 17)) + field(7, graph)
+
+
+def test_an_empty_optional_output_is_none(cpu):
+    # y = Optional() with no input: an optional that holds no tensor.
+    attribute = field(1, "type") + number(20, 13) + field(14, F32)  # type: TYPE_PROTO
+    node = field(2, "y") + field(3, "empty") + field(4, "Optional") + field(5, attribute)
+    optional_f32 = field(9, field(1, F32))
+    model = hal.load_onnx_bytes(onnx_model([node], [], [("y", optional_f32)]), name="optional")
+    assert model.outputs[0]["name"] == "y" and model.outputs[0]["optional"]
+    assert model.run({}, device=cpu) == {"y": None}
+
+
+def test_names_that_are_not_utf8_read_as_os_fsdecode_reads_them(cpu):
+    x, y = b"x\xff", b"y\xfe"
+    node = field(1, x) + field(2, y) + field(4, "Identity")
+    model = hal.load_onnx_bytes(onnx_model([node], [(x, F32_2)], [(y, F32_2)]), name="bytes")
+    [declared] = model.inputs
+    assert declared["name"] == os.fsdecode(x) and model.outputs[0]["name"] == os.fsdecode(y)
+    assert model.op_types == ["Identity"]
+    array = np.array([1.5, -2.0], dtype=np.float32)
+    outputs = model.run({declared["name"]: array}, device=cpu)  # the name goes back as its bytes
+    np.testing.assert_array_equal(outputs[os.fsdecode(y)].numpy(), array)

@@ -114,6 +114,39 @@ def test_operators_with_tensors_numbers_and_arrays(cpu):
         a + "text"
 
 
+def test_numpy_scalars_beside_a_tensor_count_as_python_numbers(cpu):
+    a = hal.tensor(A, device=cpu)
+    assert_close((a * np.float32(2)).numpy(), A * 2)
+    assert_close((np.float32(2) * a).numpy(), A * 2)  # NumPy defers to Tensor.__rmul__
+    assert_close((a - np.float16(0.5)).numpy(), A - 0.5)
+    assert_close(hal.add(a, np.int64(1)).numpy(), A + 1)
+    assert_close(hal.where(hal.tensor(A > 0, device=cpu), a, np.float32(0)).numpy(),
+                 np.where(A > 0, A, 0))
+    i = hal.tensor(np.array([1, 2, 3], dtype=np.int32), device=cpu)
+    # Of the Python number's kind, as PyTorch promotes them: an int keeps i32, a float is f32.
+    assert (i + np.int64(3)).dtype == hal.i32 and (i + np.int64(3)).numpy().tolist() == [4, 5, 6]
+    assert (i * np.float64(0.5)).dtype == hal.f32
+    assert (i + np.uint8(1)).numpy().tolist() == [2, 3, 4]
+    assert (hal.tensor([True, False], device=cpu) == np.bool_(True)).numpy().tolist() == [
+        True, False]
+    with pytest.raises(TypeError):
+        a + np.str_("text")
+
+
+def test_integers_beside_an_i64_tensor_are_exact(cpu):
+    values = np.array([0, 1, -5], dtype=np.int64)
+    t = hal.tensor(values, device=cpu)
+    big = 2**53 + 1  # a double rounds it to 2**53
+    np.testing.assert_array_equal((t + big).numpy(), values + big)
+    np.testing.assert_array_equal((big - t).numpy(), big - values)
+    np.testing.assert_array_equal(hal.add(t, np.int64(big)).numpy(), values + big)
+    np.testing.assert_array_equal((t == big).numpy(), values == big)
+    np.testing.assert_array_equal((hal.zeros((2,), dtype="i64", device=cpu) + (2**63 - 1))
+                                  .numpy(), np.full(2, 2**63 - 1, dtype=np.int64))
+    with pytest.raises(hal.InvalidArgument, match="not a value of i64"):
+        t + 2**63
+
+
 def test_matmul(device):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 5, 3)).astype(np.float32)

@@ -65,3 +65,33 @@ def test_copies_between_devices_are_ordered_for_the_destination():
     for device in DEVICES:
         device.synchronize()
         hal.synchronize(device)
+
+
+def test_a_stream_of_another_device_is_refused_naming_both():
+    if len(DEVICES) < 2:
+        pytest.skip("one device visible")
+    here, there = DEVICES[0], DEVICES[1]
+    other = hal.Stream(there)
+    t = hal.ones((2,), device=here)
+    calls = {
+        "zeros": lambda: hal.zeros((2,), device=here, stream=other),
+        "full": lambda: hal.full((2,), 1.0, device=here, stream=other),
+        "tensor": lambda: hal.tensor([1.0], device=here, stream=other),
+        "numpy()": lambda: t.numpy(stream=other),
+        "contiguous()": lambda: t.contiguous(stream=other),
+        "to(i32)": lambda: t.to("i32", stream=other),
+    }
+    for name, call in calls.items():
+        with pytest.raises(hal.InvalidArgument) as caught:
+            call()
+        assert str(caught.value).startswith(f"hal: InvalidArgument: {name}"), name
+        assert f"on a stream of {there.id}: use a stream of {here.id}" in str(caught.value)
+    # A copy takes a stream of either device (hal's to() does), and no other.
+    hal.synchronize(here)  # `other` does not wait for the stream that filled t
+    np.testing.assert_array_equal(t.to(there, stream=other).numpy(stream=other), [1, 1])
+    if len(DEVICES) < 3:
+        return
+    third = hal.Stream(DEVICES[2])
+    with pytest.raises(hal.InvalidArgument,
+                       match=f"use a stream of {here.id} or {there.id}"):
+        t.to(there, stream=third)

@@ -41,6 +41,62 @@ def test_python_numbers_become_f32_and_i64_as_in_pytorch(cpu):
     assert hal.tensor([1, 2], dtype="f16", device=cpu).numpy().dtype == np.float16
 
 
+def test_what_carries_a_dtype_keeps_it(cpu):
+    # Only Python floats (alone or in lists) default to f32; a value with a dtype of its own
+    # keeps it, and with it its precision.
+    x = 0.1 + 1e-12
+    for data in (np.float64(x), np.array([x]), hal.tensor(np.array([x]), device=cpu)):
+        t = hal.tensor(data, device=cpu)
+        assert t.dtype == hal.f64, type(data)
+        assert t.numpy().reshape(-1)[0] == np.float64(x)
+    assert hal.tensor(np.float32(x), device=cpu).dtype == hal.f32
+    assert hal.tensor(np.int32(3), device=cpu).dtype == hal.i32
+    assert hal.tensor(x, device=cpu).dtype == hal.f32
+    assert hal.tensor((x, 1.0), device=cpu).dtype == hal.f32
+    if cpu.supports("bf16"):  # NumPy would read it as float32
+        assert hal.tensor(hal.ones((2,), dtype="bf16", device=cpu), device=cpu).dtype == hal.bf16
+
+
+def test_zero_d_data_makes_a_zero_d_tensor(cpu):
+    array = np.array(3.0)
+    t = hal.tensor(array, device=cpu)
+    assert t.shape == array.shape == () and t.dtype == hal.f64 and t.item() == 3.0
+    scalar = hal.tensor(5.0, device=cpu)
+    assert scalar.shape == () and scalar.dtype == hal.f32
+    assert np.asarray(scalar).shape == () and scalar.item() == 5.0
+    assert hal.tensor(np.int64(7), device=cpu).shape == ()
+    zero_d = np.zeros((), dtype=np.float32)
+    for result in (hal.zeros((), device=cpu) + np.array(2.0, np.float32),
+                   np.array(2.0, np.float32) + hal.zeros((), device=cpu),
+                   hal.add(hal.zeros((), device=cpu), np.array(2.0, np.float32))):
+        expected = zero_d + np.array(2.0, np.float32)
+        assert result.shape == expected.shape == ()
+        np.testing.assert_array_equal(result.numpy(), expected)
+
+
+def test_truth_value_and_numbers_of_one_element(cpu):
+    for values in ([0.0], [2.5], [-0.0], [True], [False], [0]):
+        array = np.array(values)
+        t = hal.tensor(array, device=cpu)
+        assert bool(t) is bool(array), values
+        assert float(t) == float(array[0]) and int(t) == int(array[0])
+    assert bool(hal.zeros((), device=cpu)) is False
+    assert not (hal.tensor([1.0], device=cpu) == hal.tensor([2.0], device=cpu))
+    assert int(hal.tensor([-2.7], device=cpu)) == int(np.float32(-2.7)) == -2
+    assert int(hal.tensor([2**62 + 1], device=cpu)) == 2**62 + 1
+    t = hal.tensor([1.0, 2.0], device=cpu)
+    assert (2.0 in t) is True and (-999.0 in t) is False  # `in` compares element by element
+    with pytest.raises(hal.InvalidArgument,
+                       match="truth value of a tensor of 2 elements is ambiguous"):
+        bool(t)
+    with pytest.raises(hal.InvalidArgument, match="of 0 elements is ambiguous"):
+        bool(hal.zeros((0,), device=cpu))
+    with pytest.raises(hal.InvalidArgument, match=r"float\(\) of f32\[2\].*one element"):
+        float(t)
+    with pytest.raises(hal.InvalidArgument, match=r"int\(\) of f32\[2\].*one element"):
+        int(t)
+
+
 def test_bf16_goes_through_f32(device):
     if not device.supports("bf16"):
         pytest.skip(f"{device.id} has no bf16")
@@ -169,6 +225,18 @@ def test_creation_functions(device):
     assert hal.zeros((0, 3), device=device).numpy().shape == (0, 3)
     with pytest.raises(hal.InvalidArgument, match="step"):
         hal.arange(0, 1, 0, device=device)
+
+
+def test_full_fills_integers_exactly(cpu):
+    for value in (2**63 - 1, -2**63, 2**53 + 1, np.int64(2**62 + 3)):
+        t = hal.full((2, 3), value, dtype="i64", device=cpu)
+        np.testing.assert_array_equal(t.numpy(), np.full((2, 3), value, dtype=np.int64))
+    assert hal.full((2,), np.float32(1.5), device=cpu).numpy().tolist() == [1.5, 1.5]
+    assert hal.full((2,), True, dtype="i32", device=cpu).numpy().tolist() == [1, 1]
+    with pytest.raises(hal.InvalidArgument, match="not a value of i64"):
+        hal.full((1,), 2**63, dtype="i64", device=cpu)
+    with pytest.raises(hal.InvalidArgument, match="'seven' is not a number"):
+        hal.full((1,), "seven", device=cpu)
 
 
 def test_random_numbers_are_the_same_on_every_device():

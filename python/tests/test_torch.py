@@ -31,6 +31,13 @@ def test_torch_tensor_into_hal_without_a_copy(torch, cpu):
     np.testing.assert_array_equal(strided.numpy(), tt.t().numpy())
 
 
+def test_hal_tensor_of_a_torch_tensor_keeps_its_dtype(torch, cpu):
+    value = 0.1 + 1e-12  # not an f32
+    t = hal.tensor(torch.tensor([value], dtype=torch.float64), device=cpu)
+    assert t.dtype == hal.f64 and t.numpy()[0] == np.float64(value)
+    assert hal.tensor(torch.tensor([1, 2], dtype=torch.int32), device=cpu).dtype == hal.i32
+
+
 @pytest.mark.parametrize("name", DTYPES)
 def test_every_dtype_both_ways(torch, cpu, name):
     dtype = getattr(torch, name)
