@@ -121,7 +121,12 @@ BufferPtr CpuDevice::allocate(size_t bytes, MemoryKind kind) {
                     " memory; total " + format_bytes(info_.memory_total.bytes) + ", free " +
                     format_memory(free) + "; free some buffers or ask for less");
   }
-  return std::make_shared<CpuBuffer>(shared_from_this(), bytes, kind, data);
+  try {
+    return std::make_shared<CpuBuffer>(shared_from_this(), bytes, kind, data);
+  } catch (...) {  // the buffer's own allocation failed: it never took the memory
+    std::free(data);
+    throw;
+  }
 }
 
 BufferPtr CpuDevice::wrap_native(void* data, size_t bytes, std::function<void()> release) {

@@ -121,13 +121,23 @@ BufferPtr PluginDevice::allocate(size_t bytes, MemoryKind kind) {
     void* host = nullptr;
     check(HAL_PLUGIN_FN(*library_, host_buffer_allocate)(handle_, bytes, &handle, &host),
           "allocate " + std::to_string(bytes) + " bytes of pinned host memory");
-    return std::make_shared<PluginBuffer>(
-        std::static_pointer_cast<PluginDevice>(shared_from_this()), bytes, handle, host);
+    try {
+      return std::make_shared<PluginBuffer>(
+          std::static_pointer_cast<PluginDevice>(shared_from_this()), bytes, handle, host);
+    } catch (...) {
+      library_->api->buffer_free(handle);
+      throw;
+    }
   }
   check(library_->api->buffer_allocate(handle_, bytes, &handle),
         "allocate " + std::to_string(bytes) + " bytes");
-  return std::make_shared<PluginBuffer>(std::static_pointer_cast<PluginDevice>(shared_from_this()),
-                                        bytes, handle);
+  try {
+    return std::make_shared<PluginBuffer>(
+        std::static_pointer_cast<PluginDevice>(shared_from_this()), bytes, handle);
+  } catch (...) {  // the wrapper's own allocation failed: the plugin's buffer goes back
+    library_->api->buffer_free(handle);
+    throw;
+  }
 }
 
 std::shared_ptr<StreamImpl> PluginDevice::create_stream() {
