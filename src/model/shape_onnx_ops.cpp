@@ -216,7 +216,30 @@ Outputs constant_of_shape(const OpContext& ctx, const Inputs& in) {
   return {upload(*value, ctx.stream()).reshape({}).expand(shape).contiguous(ctx.stream())};
 }
 
+// A 0-d i64 tensor of `value` exactly (full() takes a double, which rounds past 2^53).
+Tensor exact_i64(int64_t value, Stream& s) { return from_vector<int64_t>({value}, {}, s); }
+
+// Integer Range in integers: start + i delta for i < ceil((limit - start) / delta), exact for
+// any int64 values (as doubles, 2^60 + 1 would be 2^60).
+Tensor integer_range(const OpContext& ctx, const Inputs& in) {
+  const int64_t start = ctx.read_int(in.at(0)), limit = ctx.read_int(in.at(1)),
+                delta = ctx.read_int(in.at(2));
+  if (delta == 0) ctx.invalid("delta is 0");
+  __extension__ typedef __int128 Wide;  // limit - start may not fit int64
+  const Wide span = static_cast<Wide>(limit) - start;
+  const Wide count =
+      span == 0 || (span > 0) != (delta > 0) ? 0 : (span + delta + (delta > 0 ? -1 : 1)) / delta;
+  if (count > (int64_t{1} << 53))
+    ctx.invalid("the range has " + std::to_string(static_cast<int64_t>(count)) + " elements");
+  Stream& s = ctx.stream();
+  const Tensor steps = arange(0.0, static_cast<double>(count), 1.0, DType::i64, s);
+  const Tensor values = add(mul(steps, exact_i64(delta, s), s), exact_i64(start, s), s);
+  return in[0].dtype() == DType::i64 ? values : cast(values, in[0].dtype(), s);
+}
+
 Outputs range(const OpContext& ctx, const Inputs& in) {
+  if (in.at(0).dtype() == DType::i64 || in[0].dtype() == DType::i32)
+    return {integer_range(ctx, in)};
   const double start = ctx.read_scalar(in.at(0));
   const double limit = ctx.read_scalar(in.at(1));
   const double delta = ctx.read_scalar(in.at(2));
@@ -393,12 +416,12 @@ Outputs trilu(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   const Tensor& x = in.at(0);
   if (x.dim() < 2) ctx.invalid("expects at least 2 dimensions, got " + to_string(x.shape()));
-  const int64_t k = given(in, 1) ? static_cast<int64_t>(ctx.read_scalar(in[1])) : 0;
+  const int64_t k = given(in, 1) ? ctx.read_int(in[1]) : 0;
   const int64_t rows = x.size(x.dim() - 2), cols = x.size(x.dim() - 1);
   const Tensor row = arange(rows, DType::i64, s).reshape({rows, 1});
   const Tensor col = arange(cols, DType::i64, s).reshape({1, cols});
   const Tensor diagonal = sub(col, row, s);
-  const Tensor bound = full({}, static_cast<double>(k), DType::i64, s);
+  const Tensor bound = exact_i64(k, s);
   const Tensor keep = ctx.attr_int("upper", 1) ? ge(diagonal, bound, s) : le(diagonal, bound, s);
   return {where(keep, x, full({}, 0, x.dtype(), s), s)};
 }

@@ -2,6 +2,7 @@
 // GatherElements and Split refusing indices and sizes ONNX does not allow, ReduceLogSumExp over
 // infinities and Mod's fmod of floats, each against the values ONNX's reference gives.
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <map>
@@ -286,6 +287,46 @@ TEST(OpEdgeCases, OneHotRefusesADepthThatIsNoCount) {
   for (const float depth : {std::numeric_limits<float>::quiet_NaN(), 1e30f, 0.0f, -2.0f})
     expect_error([&] { run(depth); }, ErrorCode::InvalidArgument,
                  {"node 'under_test'", "is not a positive count (1 to 2^40)"});
+}
+
+// Integer Range and Trilu's k are integers throughout: as doubles, 2^60 + 1 was 2^60.
+TEST(OpEdgeCases, IntegerRangeAndTriluAreExactPastTwoToThe53) {
+  Stream stream = device("cpu:0").create_stream();
+  const Model range = one_node(11, "Range",
+                               {{"start", TensorProto::INT64, 0},
+                                {"limit", TensorProto::INT64, 0},
+                                {"delta", TensorProto::INT64, 0}},
+                               {{"y", TensorProto::INT64, 1}});
+  const auto run = [&](int64_t start, int64_t limit, int64_t delta) {
+    return range
+        .run({{"start", from_vector<int64_t>({start}, {}, stream)},
+              {"limit", from_vector<int64_t>({limit}, {}, stream)},
+              {"delta", from_vector<int64_t>({delta}, {}, stream)}},
+             stream)
+        .at("y")
+        .to_vector<int64_t>(stream);
+  };
+  const int64_t big = (int64_t{1} << 60) + 1;
+  EXPECT_EQ(run(big, big + 7, 3), (std::vector<int64_t>{big, big + 3, big + 6}));
+  EXPECT_EQ(run(10, 0, -4), (std::vector<int64_t>{10, 6, 2}));  // ceil(10 / 4) = 3
+  EXPECT_EQ(run(0, 10, -1), (std::vector<int64_t>{}));
+  EXPECT_EQ(run(INT64_MAX - 2, INT64_MAX, 1), (std::vector<int64_t>{INT64_MAX - 2, INT64_MAX - 1}));
+  expect_error([&] { run(0, 5, 0); }, ErrorCode::InvalidArgument, {"delta is 0"});
+
+  const Model trilu =
+      one_node(14, "Trilu", {{"x", TensorProto::FLOAT, 2}, {"k", TensorProto::INT64, 0}},
+               {{"y", TensorProto::FLOAT, 2}});
+  const auto upper = [&](int64_t k) {
+    return trilu
+        .run({{"x", from_vector<float>({1, 2, 3, 4}, {2, 2}, stream)},
+              {"k", from_vector<int64_t>({k}, {}, stream)}},
+             stream)
+        .at("y")
+        .to_vector<float>(stream);
+  };
+  EXPECT_EQ(upper(1), (std::vector<float>{0, 2, 0, 0}));
+  EXPECT_EQ(upper(INT64_MIN + 1), (std::vector<float>{1, 2, 3, 4}));  // every diagonal is above it
+  EXPECT_EQ(upper(INT64_MAX), (std::vector<float>{0, 0, 0, 0}));
 }
 
 }  // namespace
