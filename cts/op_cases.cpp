@@ -4,6 +4,7 @@
 // not list must refuse (Unsupported, reported as not supported with hal's reason).
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "case.hpp"
@@ -35,22 +36,14 @@ double tolerance(DType dtype) {
   }
 }
 
-// Makes the inputs on cpu:0 (integers: reals truncated), runs `fn` there and on `d` on copies,
-// and compares the results element by element.
+// Runs `fn` on `cpu_inputs` (made on cpu:0 by `on_cpu`) and on `d` on copies, and compares the
+// results element by element.
 // `must_run`: the op table says the device runs it, so Unsupported is a failure.
-void differential(const Device& d, const std::vector<Input>& inputs, const OpFn& fn,
-                  bool must_run = false) {
+void differential(const Device& d, const std::vector<Tensor>& cpu_inputs, Stream& on_cpu,
+                  const OpFn& fn, bool must_run) {
   Device cpu = device("cpu:0");
-  Stream on_cpu = cpu.create_stream(), here = d.create_stream();
-  std::vector<Tensor> cpu_inputs, device_inputs;
-  uint64_t seed = 1;
-  for (const Input& in : inputs) {
-    const bool real = in.dtype == DType::f32 || in.dtype == DType::f64;
-    // Integers: reals truncated; bool: reals not 0 (half of them, for ranges around 0).
-    Tensor t = uniform(in.shape, real ? in.dtype : DType::f32, seed++, on_cpu, in.low, in.high);
-    if (!real) t = cast(t, in.dtype, on_cpu);
-    cpu_inputs.push_back(t);
-  }
+  Stream here = d.create_stream();
+  std::vector<Tensor> device_inputs;
   on_cpu.synchronize();
   for (const Tensor& t : cpu_inputs) device_inputs.push_back(t.to(d, here));
   const Tensor want = fn(cpu_inputs, on_cpu);
@@ -82,6 +75,39 @@ void differential(const Device& d, const std::vector<Input>& inputs, const OpFn&
           "element " + std::to_string(i) + " is " + std::to_string(g[i]) + ", cpu:0 gives " +
               std::to_string(w[i]));
   }
+}
+
+// The same on inputs made on cpu:0 (integers: reals truncated).
+void differential(const Device& d, const std::vector<Input>& inputs, const OpFn& fn,
+                  bool must_run = false) {
+  Stream on_cpu = device("cpu:0").create_stream();
+  std::vector<Tensor> cpu_inputs;
+  uint64_t seed = 1;
+  for (const Input& in : inputs) {
+    const bool real = in.dtype == DType::f32 || in.dtype == DType::f64;
+    // Integers: reals truncated; bool: reals not 0 (half of them, for ranges around 0).
+    Tensor t = uniform(in.shape, real ? in.dtype : DType::f32, seed++, on_cpu, in.low, in.high);
+    if (!real) t = cast(t, in.dtype, on_cpu);
+    cpu_inputs.push_back(t);
+  }
+  differential(d, cpu_inputs, on_cpu, fn, must_run);
+}
+
+// pow's edges, beyond its table inputs (positive bases): negative bases with integer exponents
+// (odd ones keep the sign, -1 to the infinities is 1), zero and negative zero bases (0^0 is 1,
+// 0 to a negative power an infinity), infinite bases and exponents, as C's pow gives them.
+// GLSL's pow leaves all of these undefined.
+std::vector<Tensor> pow_edge_inputs(DType dtype, Stream& on_cpu) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> base{-2,  -2,   -0.5, 0,    0,  -0.0, -1, -8,   -3,
+                                 -3,  -0.0, 0,    -1,   -1, 0.5,  -2, -inf, -inf,
+                                 inf, -1.5, -2.5, -0.5, 2,  -0.0, -4, 0};
+  const std::vector<double> exponent{2,    3,  -2,   0,    -1,   3,   inf,  1.0 / 3, 5,
+                                     -3,   -1, -inf, -inf, inf,  inf, -inf, 3,       -2,
+                                     -0.5, -4, 2,    -inf, -inf, 0.5, 1.5,  2};
+  const Shape shape{static_cast<int64_t>(base.size())};
+  return {cast(from_vector(base, shape, on_cpu), dtype, on_cpu),
+          cast(from_vector(exponent, shape, on_cpu), dtype, on_cpu)};
 }
 
 // The inputs every op of the table is checked on, by family, for inputs of `dtype`: ranges
@@ -204,7 +230,14 @@ void table_case(const Device& d, const std::string& op, DType dtype) {
   const OpFn fn = [op](const std::vector<Tensor>& in, Stream& s) {
     return run_table_op(op, in, s);
   };
-  if (supports_op(d, op, dtype)) return differential(d, inputs, fn, true);
+  if (supports_op(d, op, dtype)) {
+    differential(d, inputs, fn, true);
+    if (op == "pow") {
+      Stream on_cpu = device("cpu:0").create_stream();
+      differential(d, pow_edge_inputs(dtype, on_cpu), on_cpu, fn, true);
+    }
+    return;
+  }
   try {
     differential(d, inputs, fn);
   } catch (const NotSupported&) {

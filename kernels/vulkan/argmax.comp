@@ -9,6 +9,7 @@
 // hal-variant argmax_i64 -DT=int64_t -DBYTES=8 -DACC=int64_t
 #version 450
 #include "types.glsl"
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #ifdef FLOATING
 #define IS_NAN(x) isnan(x)
@@ -51,16 +52,25 @@ void main() {
   const uint lane = gl_LocalInvocationID.x;
   ACC value = ACC(0);
   uint index = 0xffffffffu;
-  for (uint r = lane; r < args.count; r += 128) {
-    uint at = base, left = r;
-    for (int d = 3; d >= 0; --d) {
-      at += (left % args.reduced[d]) * args.reduced_stride[d];
-      left /= args.reduced[d];
-    }
-    const ACC v = ACC(x_[at]);
-    if (beats(v, r, value, index)) {
-      value = v;
-      index = r;
+  // r = lane, lane + 128, ... below count, in order, HAL_UNROLL a round (common.glsl).
+  const uint rounds = hal_rounds(args.count, 128u);
+  for (uint round = 0u; round < rounds; ++round) {
+    const uint first = round * 128u * HAL_UNROLL;
+    [[unroll]] for (uint u = 0u; u < HAL_UNROLL; ++u) {
+      const uint step = u * 128u + lane;
+      if (step < args.count - first) {
+        const uint r = first + step;
+        uint at = base, left = r;
+        for (int d = 3; d >= 0; --d) {
+          at += (left % args.reduced[d]) * args.reduced_stride[d];
+          left /= args.reduced[d];
+        }
+        const ACC v = ACC(x_[at]);
+        if (beats(v, r, value, index)) {
+          value = v;
+          index = r;
+        }
+      }
     }
   }
   best_value[lane] = value;

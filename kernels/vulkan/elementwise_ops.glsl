@@ -55,6 +55,55 @@ float log_precise(float x) {
   return log(x);
 }
 
+// pow as C's: GLSL's pow is undefined for a < 0, and for a == 0 with b <= 0 (drivers compute
+// exp2(b * log2(a)), NaN there). Negative bases take integer exponents, with the sign of a for
+// odd ones; zeros, infinities and infinite exponents give C's limits.
+float pow_c(float a, float b) {
+  if (b == 0.0 || a == 1.0) return 1.0;  // even for NaN
+  if (isnan(a) || isnan(b)) return a + b;
+  const float m = abs(a);
+  if (isinf(b)) {
+    if (m == 1.0) return 1.0;                          // (-1)^inf
+    return (m > 1.0) == (b > 0.0) ? 1.0 / 0.0 : 0.0;  // |a|^inf grows or vanishes
+  }
+  const bool integer = floor(b) == b;
+  // Floats of 2^24 and beyond are even integers.
+  const bool odd = integer && abs(b) < 16777216.0 && (int(abs(b)) & 1) == 1;
+  const bool negative = (floatBitsToUint(a) & 0x80000000u) != 0u;  // -0 too
+  float r;
+  if (m == 0.0 || isinf(m))
+    r = (m == 0.0) == (b < 0.0) ? 1.0 / 0.0 : 0.0;
+  else if (negative && !integer)
+    return uintBitsToFloat(0x7fc00000u);  // NaN: a negative base's non-integer power
+  else
+    r = pow(m, b);
+  return negative && odd ? -r : r;
+}
+
+// sinh, cosh, asinh and acosh where GLSL's (defined through e^x and x * x) overflow: beyond
+// |x| = 88 e^-|x| is below float's precision and e^|x| / 2 is taken as e^(|x|/2) * e^(|x|/2) / 2,
+// which overflows only where the result does; beyond 2^12 the 1 in sqrt(x^2 +- 1) is, and
+// asinh(|x|) = acosh(|x|) = log(2|x|). asinh of |x| keeps x + sqrt(x^2 + 1) from cancelling for
+// negative x.
+float cosh_wide(float x) {
+  const float a = abs(x);
+  if (a <= 88.0) return cosh(x);
+  const float half_power = exp(0.5 * a);
+  return half_power * (0.5 * half_power);
+}
+
+float sinh_wide(float x) { return abs(x) <= 88.0 ? sinh(x) : sign(x) * cosh_wide(x); }
+
+float asinh_wide(float x) {
+  const float a = abs(x);
+  return sign(x) * (a > 4096.0 ? log_precise(a) + 0.6931471805599453 : asinh(a));
+}
+
+float acosh_wide(float x) {
+  if (x < 1.0) return uintBitsToFloat(0x7fc00000u);  // NaN, which GLSL leaves undefined
+  return x > 4096.0 ? log_precise(x) + 0.6931471805599453 : acosh(x);
+}
+
 float apply_binary(uint op, float a, float b) {
   switch (op) {
     case 0: return a + b;
@@ -63,7 +112,7 @@ float apply_binary(uint op, float a, float b) {
     case 3: return a / b;
     case 4: return (isnan(a) || isnan(b)) ? a + b : max(a, b);
     case 5: return (isnan(a) || isnan(b)) ? a + b : min(a, b);
-    case 6: return pow(a, b);
+    case 6: return pow_c(a, b);
   }
   return 0.0;
 }
@@ -98,10 +147,10 @@ float apply_unary(uint op, float x) {
     case 18: return asin_precise(x);
     case 19: return acos_precise(x);
     case 20: return atan_precise(x);
-    case 21: return sinh(x);
-    case 22: return cosh(x);
-    case 23: return asinh(x);
-    case 24: return acosh(x);
+    case 21: return sinh_wide(x);
+    case 22: return cosh_wide(x);
+    case 23: return asinh_wide(x);
+    case 24: return acosh_wide(x);
     case 25: return atanh(x);
   }
   return 0.0;

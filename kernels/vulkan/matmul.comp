@@ -1,4 +1,4 @@
-// C[m x n] = op(A)[m x k] * op(B)[k x n], row-major, batched in z: 16 x 16 tiles of A and B
+// C[m x n] (+)= op(A)[m x k] * op(B)[k x n], row-major, batched in z: 16 x 16 tiles of A and B
 // staged through shared memory (src/ops's GemmDesc: offsets, leading dimensions and batch
 // strides in elements; a transposed operand's memory holds the k x m or n x k matrix). f16
 // products accumulate in f32, f64 in f64.
@@ -21,7 +21,11 @@ void main() {
   const uint batch = gl_WorkGroupID.z;
   const uint a0 = args.buffer_offset[1] / BYTES + args.offset_a + batch * args.stride_a;
   const uint b0 = args.buffer_offset[2] / BYTES + args.offset_b + batch * args.stride_b;
+  const bool inside = row < args.m && col < args.n;
+  const uint c_at =
+      args.buffer_offset[0] / BYTES + args.offset_c + batch * args.stride_c + row * args.ldc + col;
   ACC sum = ACC(0.0);
+  if (inside && args.accumulate != 0u) sum = ACC(c_[c_at]);
   for (uint t = 0; t < args.k; t += TILE) {
     // A(row, t + tx) and B(t + ty, col), zero past the edges.
     const uint ak = t + tx, bk = t + ty;
@@ -36,6 +40,5 @@ void main() {
     for (uint i = 0; i < TILE; ++i) sum += tile_a[ty][i] * tile_b[i][tx];
     barrier();
   }
-  if (row < args.m && col < args.n)
-    c_[args.buffer_offset[0] / BYTES + args.offset_c + batch * args.stride_c + row * args.ldc + col] = T(sum);
+  if (inside) c_[c_at] = T(sum);
 }

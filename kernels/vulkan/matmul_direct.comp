@@ -23,9 +23,10 @@ void main() {
   const uint a_step = args.transpose_a != 0 ? args.lda : 1u;
   const uint b_at = args.transpose_b != 0 ? b0 + col * args.ldb : b0 + col;
   const uint b_step = args.transpose_b != 0 ? 1u : args.ldb;
-  ACC sum = ACC(0.0);
+  const uint c_at =
+      args.buffer_offset[0] / BYTES + args.offset_c + batch * args.stride_c + row * args.ldc + col;
+  ACC sum = args.accumulate != 0u ? ACC(c_[c_at]) : ACC(0.0);
   for (uint p = 0; p < args.k; ++p)
     sum += ACC(a_[a_at + p * a_step]) * ACC(b_[b_at + p * b_step]);
-  c_[args.buffer_offset[0] / BYTES + args.offset_c + batch * args.stride_c + row * args.ldc + col] =
-      T(sum);
+  c_[c_at] = T(sum);
 }

@@ -11,6 +11,7 @@
 // hal-variant reduce_f64_subgroup -DT=double -DBYTES=8 -DACC=double -DSUBGROUP
 #version 450
 #include "types.glsl"
+#extension GL_EXT_control_flow_attributes : require
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_vote : require
@@ -62,13 +63,21 @@ void main() {
   }
   const uint lane = gl_LocalInvocationID.x;
   ACC value = identity();
-  for (uint r = lane; r < args.count; r += 128) {
-    uint at = base, left = r;
-    for (int d = 3; d >= 0; --d) {
-      at += (left % args.reduced[d]) * args.reduced_stride[d];
-      left /= args.reduced[d];
+  // r = lane, lane + 128, ... below count, in order, HAL_UNROLL a round (common.glsl).
+  const uint rounds = hal_rounds(args.count, 128u);
+  for (uint round = 0u; round < rounds; ++round) {
+    const uint first = round * 128u * HAL_UNROLL;
+    [[unroll]] for (uint u = 0u; u < HAL_UNROLL; ++u) {
+      const uint step = u * 128u + lane;
+      if (step < args.count - first) {
+        uint at = base, left = first + step;
+        for (int d = 3; d >= 0; --d) {
+          at += (left % args.reduced[d]) * args.reduced_stride[d];
+          left /= args.reduced[d];
+        }
+        value = combine(value, ACC(x_[at]));
+      }
     }
-    value = combine(value, ACC(x_[at]));
   }
 #ifdef SUBGROUP
   value = fold_subgroup(value);

@@ -5,6 +5,7 @@
 // hal-variant rowwise_f16 -DT=float16_t -DBYTES=2
 #version 450
 #include "types.glsl"
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 layout(constant_id = 0) const uint OP = 0;  // softmax, log_softmax, layer_norm, rms_norm
@@ -38,6 +39,20 @@ float group_reduce(float value, bool take_max) {
   return partial[0];
 }
 
+// BODY for each element i of the row this lane takes: lane, lane + 128, ... below n, in order,
+// HAL_UNROLL of them a round (common.glsl: a row's loops together stay below lavapipe's 65535).
+#define FOR_LANE_ELEMENTS(BODY)                                        \
+  for (uint round = 0u; round < rounds; ++round) {                     \
+    const uint first = round * 128u * HAL_UNROLL;                      \
+    [[unroll]] for (uint u = 0u; u < HAL_UNROLL; ++u) {                \
+      const uint step = u * 128u + lane;                               \
+      if (step < n - first) {                                          \
+        const uint i = first + step;                                   \
+        BODY                                                           \
+      }                                                                \
+    }                                                                  \
+  }
+
 void main() {
   const uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (row >= args.rows) return;  // the whole group leaves together
@@ -45,42 +60,43 @@ void main() {
   const uint n = args.cols;
   const uint x0 = args.buffer_offset[1] / BYTES + args.offset_x + row * n;
   const uint y0 = args.buffer_offset[0] / BYTES + args.offset_out + row * n;
+  const uint rounds = hal_rounds(n, 128u);
   if (OP <= 1) {
     float top = -1.0 / 0.0;
-    for (uint i = lane; i < n; i += 128) top = max(top, float(x_[x0 + i]));
+    FOR_LANE_ELEMENTS(top = max(top, float(x_[x0 + i]));)
     top = group_reduce(top, true);
     if (isinf(top) && top < 0.0) top = 0.0;  // a row of -inf: exp gives 0s, as the parts do
     float total = 0.0;
-    for (uint i = lane; i < n; i += 128) total += exp(float(x_[x0 + i]) - top);
+    FOR_LANE_ELEMENTS(total += exp(float(x_[x0 + i]) - top);)
     total = group_reduce(total, false);
     if (OP == 1) {
       const float shift = top + log(total);
-      for (uint i = lane; i < n; i += 128) out_[y0 + i] = T(float(x_[x0 + i]) - shift);
+      FOR_LANE_ELEMENTS(out_[y0 + i] = T(float(x_[x0 + i]) - shift);)
     } else {
       const float scale = 1.0 / total;
-      for (uint i = lane; i < n; i += 128) out_[y0 + i] = T(exp(float(x_[x0 + i]) - top) * scale);
+      FOR_LANE_ELEMENTS(out_[y0 + i] = T(exp(float(x_[x0 + i]) - top) * scale);)
     }
     return;
   }
   float mean = 0.0;
   if (OP == 2) {
     float sum = 0.0;
-    for (uint i = lane; i < n; i += 128) sum += float(x_[x0 + i]);
+    FOR_LANE_ELEMENTS(sum += float(x_[x0 + i]);)
     mean = group_reduce(sum, false) / float(n);
   }
   float squares = 0.0;
-  for (uint i = lane; i < n; i += 128) {
+  FOR_LANE_ELEMENTS({
     const float d = float(x_[x0 + i]) - mean;
     squares += d * d;
-  }
+  })
   squares = group_reduce(squares, false);
   const float scale = inversesqrt(squares / float(n) + args.eps);
   const uint w0 = args.buffer_offset[2] / BYTES + args.offset_w;
   const uint b0 = args.buffer_offset[3] / BYTES + args.offset_b;
-  for (uint i = lane; i < n; i += 128) {
+  FOR_LANE_ELEMENTS({
     float v = (float(x_[x0 + i]) - mean) * scale;
     if (HAS_WEIGHT != 0) v *= float(w_[w0 + i]);
     if (HAS_BIAS != 0) v += float(b_[b0 + i]);
     out_[y0 + i] = T(v);
-  }
+  })
 }

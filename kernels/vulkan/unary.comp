@@ -49,8 +49,12 @@ double log_f64(double x) {
   if (isnan(x) || x < 0.0LF) return (x - x) / (x - x);  // NaN
   if (x == 0.0LF) return -1.0LF / 0.0LF;
   if (isinf(x)) return x;
+  // Subnormals scaled by 2^54 first: drivers' frexp may get them wrong (lavapipe's does).
+  const bool subnormal = x < 2.2250738585072014e-308LF;
+  if (subnormal) x *= 18014398509481984.0LF;
   int e;
   double m = frexp(x, e);  // m in [1/2, 1)
+  if (subnormal) e -= 54;
   if (m < 0.7071067811865476LF) {
     m *= 2.0LF;
     e -= 1;

@@ -1,10 +1,14 @@
 // The ops on Vulkan devices: each op's shader compiled once per device and specialization (the
 // device's kernel cache keeps it under a short key), its operands' layout in push constants.
-// The shaders index with 32-bit integers: larger operands are refused with the reason.
+// The shaders index with 32-bit integers, and reach as far into an operand as one binding of a
+// storage buffer does: larger operands are refused with the reason, before anything is enqueued.
 #include "ops/vulkan_kernels.hpp"
 
+#include <algorithm>
 #include <limits>
+#include <tuple>
 
+#include "backends/vulkan/vulkan_limits.hpp"
 #include "backends/vulkan/vulkan_shaders.hpp"
 #include "core/device_core.hpp"
 #include "hal/error.hpp"
@@ -17,6 +21,10 @@ constexpr size_t kReduceDims = 4;  // reduce.comp, kept and reduced each
 constexpr size_t kWhereDims = 4;   // where.comp
 constexpr uint32_t kReduceGroup = 128;
 constexpr uint32_t kTile = 16;
+// The most rounds matmul's k loop goes in one launch, one k (matmul_direct) or one tile a round:
+// lavapipe stops a shader's loops at 65535 rounds in all (kernels/vulkan/common.glsl), so a
+// longer k is split over launches.
+constexpr int64_t kMatmulRounds = 32768;
 
 }  // namespace
 
@@ -53,6 +61,31 @@ uint32_t index32(int64_t value, std::string_view op, const Tensor& x) {
                                             ": Vulkan shaders index with 32 bits, and this needs " +
                                             std::to_string(value));
   return static_cast<uint32_t>(value);
+}
+
+// Refuses `what` where its shader would address byte `end` (exclusive) of `buffer` or beyond
+// what one binding spans: the launch binds a buffer from its offset rounded down to the
+// device's alignment for at most maxStorageBufferRange bytes, past which reads give 0 and
+// writes are lost (backends/vulkan/vulkan_limits.hpp).
+void check_binding(const std::string& what, const Buffer& buffer, uint64_t end,
+                   const Device& device) {
+  const uint64_t limit = vulkan::vulkan_limits(device).max_storage_buffer_range;
+  const uint64_t bytes = vulkan::vulkan_bound_bytes(buffer, end);
+  if (bytes > limit)
+    throw Error(ErrorCode::Unsupported,
+                what + ": the Vulkan shader would address " + std::to_string(bytes) +
+                    " bytes from where the buffer is bound, past the device's " +
+                    "maxStorageBufferRange of " + std::to_string(limit) + " bytes");
+}
+
+// The same for an operand of `op`, up to the last element its view reaches.
+void check_binding(std::string_view op, const Tensor& t) {
+  if (!t.defined() || t.numel() == 0) return;
+  int64_t last = t.offset();
+  for (size_t d = 0; d < t.shape().size(); ++d)
+    last += (t.shape()[d] - 1) * std::max<int64_t>(t.strides()[d], 0);
+  check_binding(std::string(op) + " of " + t.describe(), t.storage(),
+                static_cast<uint64_t>(last + 1) * t.element_size(), t.device());
 }
 
 void check_dims(size_t dims, size_t limit, std::string_view op, const Tensor& x) {
@@ -102,6 +135,7 @@ void vulkan_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& ou
                    const ElementwiseLayout<2>& layout, Stream& stream) {
   if (layout.count == 0) return;
   if (!layout.flat) check_dims(layout.shape.size(), kShaderDims, name(op), a);
+  for (const Tensor* t : {&a, &b, &out}) check_binding(name(op), *t);
   // f32 arithmetic in binary.comp; integers' in binary_int.comp; comparisons in compare.comp.
   std::string shader = "binary";
   uint32_t code = static_cast<uint32_t>(op);
@@ -126,6 +160,7 @@ void vulkan_unary(Unary op, const Tensor& x, const Tensor& out, const Elementwis
                   Stream& stream) {
   if (layout.count == 0) return;
   if (!layout.flat) check_dims(layout.shape.size(), kShaderDims, name(op), x);
+  for (const Tensor* t : {&x, &out}) check_binding(name(op), *t);
   const std::string shader =
       x.dtype() == DType::f32 ? "unary" : "unary_" + std::string(dtype_name(x.dtype()));
   const Kernel kernel =
@@ -140,6 +175,7 @@ void vulkan_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Te
                   const ElementwiseLayout<3>& layout, Stream& stream) {
   if (layout.count == 0) return;
   if (!layout.flat) check_dims(layout.shape.size(), kWhereDims, "where", a);
+  for (const Tensor* t : {&cond, &a, &b, &out}) check_binding("where", *t);
   const Kernel kernel = shader_kernel(a.device(), "where_" + std::to_string(a.element_size()),
                                       {0u, layout.flat ? 0u : 1u});
   std::vector<KernelArg> args{out.storage(),
@@ -165,6 +201,7 @@ void vulkan_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>&
                  Stream& stream) {
   if (layout.count == 0) return;
   if (!layout.flat) check_dims(layout.shape.size(), kShaderDims, "cast", x);
+  for (const Tensor* t : {&x, &out}) check_binding("cast", *t);
   const std::string shader =
       "cast_" + std::string(dtype_name(x.dtype())) + "_" + std::string(dtype_name(out.dtype()));
   const Kernel kernel = shader_kernel(x.device(), shader, {0u, layout.flat ? 0u : 1u});
@@ -179,6 +216,7 @@ void vulkan_reduce(Reduce op, const Tensor& x, const Tensor& out, const ReduceLa
   if (layout.outputs == 0) return;
   check_dims(layout.kept.size(), kReduceDims, name(op), x);
   check_dims(layout.reduced.size(), kReduceDims, name(op), x);
+  for (const Tensor* t : {&x, &out}) check_binding(name(op), *t);
   // reduce, reduce_f16, reduce_f64, each with subgroup arithmetic where the device has it.
   std::string shader = "reduce";
   if (x.dtype() != DType::f32) shader += "_" + std::string(dtype_name(x.dtype()));
@@ -201,6 +239,7 @@ void vulkan_reduce(Reduce op, const Tensor& x, const Tensor& out, const ReduceLa
 void vulkan_rowwise(const OpDescriptor& op, const RowwiseArgs& a, Stream& stream) {
   if (a.rows == 0 || a.cols == 0) return;
   const bool has_weight = a.weight.defined(), has_bias = a.bias.defined();
+  for (const Tensor* t : {&a.x, &a.weight, &a.bias, &a.out}) check_binding(op.name, *t);
   const Kernel kernel =
       shader_kernel(a.x.device(), a.x.dtype() == DType::f16 ? "rowwise_f16" : "rowwise",
                     {row_op_code(op), has_weight ? 1u : 0u, has_bias ? 1u : 0u});
@@ -225,17 +264,36 @@ void vulkan_rowwise(const OpDescriptor& op, const RowwiseArgs& a, Stream& stream
 void vulkan_gemm(const GemmDesc& g, Stream& stream) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
   const Device device = stream.device();
+  const std::string what = "matmul " + std::to_string(g.m) + "x" + std::to_string(g.k) + " @ " +
+                           std::to_string(g.k) + "x" + std::to_string(g.n) + " on " +
+                           device.info().id;
   const auto check = [&](int64_t value) {
     if (value < 0 || value > std::numeric_limits<uint32_t>::max())
-      throw Error(ErrorCode::Unsupported,
-                  "matmul " + std::to_string(g.m) + "x" + std::to_string(g.k) + " @ " +
-                      std::to_string(g.k) + "x" + std::to_string(g.n) + " on " + device.info().id +
-                      ": Vulkan shaders index with 32 bits, and this needs " +
-                      std::to_string(value));
+      throw Error(
+          ErrorCode::Unsupported,
+          what + ": Vulkan shaders index with 32 bits, and this needs " + std::to_string(value));
     return static_cast<uint32_t>(value);
   };
-  check(g.batch * std::max({g.a.batch_stride, g.b.batch_stride, g.c.batch_stride}) +
-        std::max({g.m, g.n, g.k}) * std::max({g.a.ld, g.b.ld, g.c.ld, int64_t{1}}));
+  // Each operand's end: its last batch entry's last row (column, transposed) ends it, and every
+  // index the shader forms in it, in any part launched below, lies before.
+  const auto end_of = [&](const GemmOperand& o, int64_t rows, int64_t cols) {
+    const int64_t lines = o.transposed ? cols : rows, length = o.transposed ? rows : cols;
+    if (lines == 0 || length == 0) return static_cast<int64_t>(o.offset);  // k == 0: unread
+    return static_cast<int64_t>(o.offset) + (g.batch - 1) * o.batch_stride + (lines - 1) * o.ld +
+           length;
+  };
+  const std::tuple<const char*, const GemmOperand*, int64_t> ends[] = {
+      {"A", &g.a, end_of(g.a, g.m, g.k)},
+      {"B", &g.b, end_of(g.b, g.k, g.n)},
+      {"C", &g.c, end_of(g.c, g.m, g.n)}};
+  for (const auto& [label, operand, end] : ends) {
+    check(end);
+    check_binding(what + ", its " + label, Buffer(operand->buffer),
+                  static_cast<uint64_t>(end) * size_of(g.dtype), device);
+  }
+  for (int64_t value : {g.m, g.n, g.k, g.a.ld, g.b.ld, g.c.ld, g.a.batch_stride, g.b.batch_stride,
+                        g.c.batch_stride})
+    check(value);
   // A Vulkan device on the CPU (lavapipe) runs barriers as switches between invocations: the
   // untiled shader there (matmul_direct.comp), the shared-memory tiles elsewhere.
   const bool on_cpu = device.info().kind == DeviceKind::cpu && g.dtype == DType::f32;
@@ -245,28 +303,50 @@ void vulkan_gemm(const GemmDesc& g, Stream& stream) {
                     : g.dtype == DType::f32 ? "matmul"
                                             : "matmul_" + std::string(dtype_name(g.dtype)),
                     {});
-  std::vector<KernelArg> args{Buffer(g.c.buffer),
-                              Buffer(g.a.buffer),
-                              Buffer(g.b.buffer),
-                              check(g.c.offset),
-                              check(g.a.offset),
-                              check(g.b.offset),
-                              check(g.m),
-                              check(g.n),
-                              check(g.k),
-                              check(g.c.ld),
-                              check(g.a.ld),
-                              check(g.b.ld),
-                              check(g.c.batch_stride),
-                              check(g.a.batch_stride),
-                              check(g.b.batch_stride),
-                              g.a.transposed ? 1u : 0u,
-                              g.b.transposed ? 1u : 0u};
-  LaunchConfig config = LaunchConfig::grid((static_cast<uint64_t>(g.n) + kTile - 1) / kTile * kTile,
-                                           (static_cast<uint64_t>(g.m) + kTile - 1) / kTile * kTile,
-                                           static_cast<uint64_t>(g.batch));
-  config.local = {kTile, kTile, 1};
-  stream.launch(kernel, config, args);
+  // In parts: of at most the device's work-group counts (columns in x, rows in y, the batch in
+  // z), and of k within kMatmulRounds (the parts after the first add to C; f16's C rounds in
+  // between). Each part starts where its offsets say, within the ends checked above.
+  const vulkan::VulkanLimits limits = vulkan::vulkan_limits(device);
+  const int64_t n_part = int64_t{limits.max_group_count[0]} * kTile;
+  const int64_t m_part = int64_t{limits.max_group_count[1]} * kTile;
+  const int64_t batch_part = limits.max_group_count[2];
+  const int64_t k_part = on_cpu ? kMatmulRounds : kMatmulRounds * kTile;
+  const auto at = [](const GemmOperand& o, int64_t batch, int64_t row, int64_t col) {
+    // (row, col) of op(o): a transposed operand's memory holds the transpose.
+    return static_cast<uint32_t>(static_cast<int64_t>(o.offset) + batch * o.batch_stride +
+                                 (o.transposed ? col * o.ld + row : row * o.ld + col));
+  };
+  for (int64_t b0 = 0; b0 < g.batch; b0 += batch_part)
+    for (int64_t m0 = 0; m0 < g.m; m0 += m_part)
+      for (int64_t n0 = 0; n0 < g.n; n0 += n_part)
+        for (int64_t k0 = 0; k0 == 0 || k0 < g.k; k0 += k_part) {
+          const int64_t batch = std::min(batch_part, g.batch - b0);
+          const int64_t m = std::min(m_part, g.m - m0), n = std::min(n_part, g.n - n0);
+          const int64_t k = std::min(k_part, g.k - k0);
+          std::vector<KernelArg> args{Buffer(g.c.buffer),
+                                      Buffer(g.a.buffer),
+                                      Buffer(g.b.buffer),
+                                      at(g.c, b0, m0, n0),
+                                      at(g.a, b0, m0, k0),
+                                      at(g.b, b0, k0, n0),
+                                      static_cast<uint32_t>(m),
+                                      static_cast<uint32_t>(n),
+                                      static_cast<uint32_t>(k),
+                                      static_cast<uint32_t>(g.c.ld),
+                                      static_cast<uint32_t>(g.a.ld),
+                                      static_cast<uint32_t>(g.b.ld),
+                                      static_cast<uint32_t>(g.c.batch_stride),
+                                      static_cast<uint32_t>(g.a.batch_stride),
+                                      static_cast<uint32_t>(g.b.batch_stride),
+                                      g.a.transposed ? 1u : 0u,
+                                      g.b.transposed ? 1u : 0u,
+                                      k0 == 0 ? 0u : 1u};
+          LaunchConfig config = LaunchConfig::grid(
+              (static_cast<uint64_t>(n) + kTile - 1) / kTile * kTile,
+              (static_cast<uint64_t>(m) + kTile - 1) / kTile * kTile, static_cast<uint64_t>(batch));
+          config.local = {kTile, kTile, 1};
+          stream.launch(kernel, config, args);
+        }
 }
 
 }  // namespace hal::ops

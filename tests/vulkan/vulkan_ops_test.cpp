@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "hal/log.hpp"
 #include "hal/ops.hpp"
@@ -255,6 +256,163 @@ TEST_F(VulkanOpsTest, ConvolutionsMatchTheCpu) {
 std::vector<double> elements(const Tensor& t, Stream& stream) {
   const Tensor wide = cast(t, DType::f64, stream);  // every dtype here converts exactly
   return wide.to_vector<double>(stream);
+}
+
+// `got` against `want` element by element: NaN where want is, infinities and zeros equal with
+// their signs, others within `tolerance` relative to the larger of 1 and the value.
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tolerance,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i])) {
+      ASSERT_TRUE(std::isnan(got[i])) << what << ": element " << i << " is " << got[i];
+    } else if (std::isinf(want[i]) || want[i] == 0) {
+      ASSERT_TRUE(got[i] == want[i] && std::signbit(got[i]) == std::signbit(want[i]))
+          << what << ": element " << i << " is " << got[i] << ", not " << want[i];
+    } else {
+      ASSERT_NEAR(got[i], want[i], tolerance * std::max(1.0, std::fabs(want[i])))
+          << what << ": element " << i;
+    }
+  }
+}
+
+// pow as C's: GLSL's pow is undefined for negative bases and for 0^b with b <= 0 (lavapipe gave
+// NaN for (-2)^2 and 0^0). Odd integer powers of negatives keep the sign, non-integer ones are
+// NaN; zeros, infinities and infinite exponents give C's limits.
+TEST_F(VulkanOpsTest, PowOfNegativeAndZeroBasesIsCs) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const std::vector<float> a{-2,  -2,    -0.5f, 0,     0,     -0.0f, 2,  -1,    -8,   -3,
+                             -3,  -0.0f, -0.0f, 0,     -1,    0.5f,  -2, -inf,  -inf, -inf,
+                             inf, nan,   1,     -2.5f, -1.5f, 10,    -7, -0.5f, 2,    -0.0f};
+  const std::vector<float> b{2,  3,  -2,  0,    -1,   3,   0.5f, inf,  1.0f / 3, 5,
+                             -3, -1, -2,  -inf, -inf, inf, -inf, 3,    -2,       0.5f,
+                             -1, 0,  nan, 2,    -4,   -2,  1e8f, -inf, -inf,     0.5f};
+  const auto n = static_cast<int64_t>(a.size());
+  for (DType dtype : {DType::f32, DType::f16}) {
+    if (!supports_op(device, "pow", dtype)) continue;
+    const auto run = [&](Stream& s) {
+      const Tensor x = cast(from_vector(a, {n}, s), dtype, s);
+      const Tensor y = cast(from_vector(b, {n}, s), dtype, s);
+      return elements(pow(x, y, s), s);
+    };
+    expect_close(run(here), run(there), dtype == DType::f16 ? 2e-3 : 2e-5,
+                 "pow in " + std::string(to_string(dtype)));
+  }
+  // x ** 2 and x ** 3 of negatives, as the squares of a loss are.
+  const std::vector<float> x = random_values(1000, 80, -5, 5);
+  for (float exponent : {2.0f, 3.0f, -1.0f}) {
+    const auto run = [&](Stream& s) {
+      return elements(pow(from_vector(x, {1000}, s), full({}, exponent, DType::f32, s), s), s);
+    };
+    expect_close(run(here), run(there), 2e-5, "x ** " + std::to_string(exponent));
+  }
+}
+
+// sinh, cosh, asinh and acosh where GLSL's builtins (through e^x and x * x) overflowed: asinh(1e30)
+// and cosh(89) were inf.
+TEST_F(VulkanOpsTest, HyperbolicFunctionsOfLargeArguments) {
+  const std::vector<float> x{1e19f, -2e19f, 1e30f, -1e30f, 3e38f, 4096,  4097,  -5000,
+                             1e4f,  88,     88.5f, -89,    89.4f, 90,    -100,  -1000,
+                             3,     -3,     -10,   0.5f,   1.5f,  -0.5f, 87.9f, 5000.5f};
+  using UnaryFn = Tensor (*)(const Tensor&, Stream&);
+  using Reference = double (*)(double);
+  const std::tuple<const char*, UnaryFn, Reference> cases[] = {
+      {"sinh", sinh, [](double v) { return std::sinh(v); }},
+      {"cosh", cosh, [](double v) { return std::cosh(v); }},
+      {"asinh", asinh, [](double v) { return std::asinh(v); }},
+      {"acosh", acosh, [](double v) { return std::acosh(v); }}};
+  const Tensor t = from_vector(x, {static_cast<int64_t>(x.size())}, here);
+  for (const auto& [name, fn, reference] : cases) {
+    std::vector<double> want;
+    for (float v : x) want.push_back(static_cast<float>(reference(v)));  // rounded as f32
+    expect_close(elements(fn(t, here), here), want, 1e-5, name);
+  }
+}
+
+// f64 log of subnormals, which lavapipe's frexp took for 2^-1022: log(1e-310) was -709.085.
+TEST_F(VulkanOpsTest, LogOfF64Subnormals) {
+  const std::vector<DType>& dtypes = device.info().dtypes;
+  if (std::find(dtypes.begin(), dtypes.end(), DType::f64) == dtypes.end())
+    GTEST_SKIP() << device.info().name << " has no f64";
+  const std::vector<double> x{1e-310, 5e-324, 0x1p-1022, 0x1p-1030, 2.2250738585072009e-308,
+                              3e-320, 1e-300, 0.5,       2.0};
+  std::vector<double> want;
+  for (double v : x) want.push_back(std::log(v));
+  const Tensor t = from_vector(x, {static_cast<int64_t>(x.size())}, here);
+  expect_close(hal::log(t, here).to_vector<double>(here), want, 1e-12, "log of f64 subnormals");
+}
+
+// lavapipe stops a shader's loops after 65535 rounds in all (kernels/vulkan/common.glsl): the
+// sum of 9e6 ones was 4194240, and a row of 9e6 lost its tail. 9e6 f32 are 36 MB, within one
+// storage buffer binding.
+TEST_F(VulkanOpsTest, ReductionsAndRowsOfNineMillionElements) {
+  constexpr int64_t n = 9'000'000;
+  std::vector<float> x = random_values(n, 81, 0, 1);
+  x[n - 1] = 5;  // the largest, last
+  expect_same(
+      {{{n}, x}}, [](auto& in, Stream& s) { return sum(in[0], {}, false, s); }, "sum of 9e6", 1e-4);
+  expect_same(
+      {{{n}, x}}, [](auto& in, Stream& s) { return argmax(in[0], {}, false, s); }, "argmax of 9e6");
+  expect_same(
+      {{{n}, x}}, [](auto& in, Stream& s) { return max(in[0], {}, false, s); }, "max of 9e6");
+  // Scaled by n: each element is about 1 / n.
+  expect_same(
+      {{{1, n}, x}},
+      [](auto& in, Stream& s) {
+        return mul(softmax(in[0], -1, s), full({}, static_cast<double>(n), DType::f32, s), s);
+      },
+      "softmax of a row of 9e6, times 9e6", 1e-4);
+}
+
+// maxStorageBufferRange (128 MiB on lavapipe) bounds what one binding reaches, and the shaders
+// read zeros past it: an op whose operand goes further is refused, naming the limit, where the
+// device binds less (lavapipe), and right where it binds more.
+TEST_F(VulkanOpsTest, OperandsPastOneBindingAreRefusedOrRight) {
+  const int64_t n = (int64_t{1} << 25) + 1024;  // 128 MiB and 4 KiB of f32
+  const Tensor a = full({n}, 1.5, DType::f32, here), b = full({n}, 2.0, DType::f32, here);
+  const bool lavapipe = device.info().name.find("llvmpipe") != std::string::npos;
+  try {
+    const std::vector<float> got = add(a, b, here).to_vector<float>(here);
+    EXPECT_FALSE(lavapipe) << "lavapipe binds 128 MiB, and the add ran";
+    ASSERT_EQ(got.size(), static_cast<size_t>(n));
+    EXPECT_EQ(std::count(got.begin(), got.end(), 3.5f), n) << "elements of 1.5 + 2";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::Unsupported) << error.what();
+    for (const char* part : {"add of f32[33555456]", "vulkan:0", "maxStorageBufferRange"})
+      EXPECT_NE(error.message().find(part), std::string::npos) << error.message();
+  }
+}
+
+// Batches past the 65535 work groups a dispatch has in z, k past lavapipe's 65535 loop rounds,
+// n past 65535: split over launches (the 32-bit bound is each operand's own).
+TEST_F(VulkanOpsTest, MatmulsOfLongBatchesAndDimensions) {
+  const auto product = [](auto& in, Stream& s) { return matmul(in[0], in[1], s); };
+  expect_same(
+      {{{70000, 1, 2}, random_values(140000, 82)}, {{70000, 2, 1}, random_values(140000, 83)}},
+      product, "matmul [70000, 1, 2] @ [70000, 2, 1]", 1e-4);
+  std::vector<float> row = random_values(65536, 84), column = random_values(65536, 85);
+  row.back() = column.back() = 2;  // the last product weighs
+  expect_same({{{1, 65536}, row}, {{65536, 1}, column}}, product, "matmul [1, 65536] @ [65536, 1]",
+              1e-4);
+  expect_same({{{2, 3}, random_values(6, 86)}, {{3, 70000}, random_values(210000, 87)}}, product,
+              "matmul [2, 3] @ [3, 70000]", 1e-4);
+  expect_same(
+      {{{70000, 1, 2}, random_values(140000, 88)}, {{1, 1, 2}, random_values(2, 89)}},
+      [](auto& in, Stream& s) { return conv(in[0], in[1], Tensor(), {}, s); },
+      "conv of x [70000, 1, 2]", 1e-4);
+}
+
+// A conv whose columns (im2col) pass what one binding reaches on lavapipe (5 entries of 37.7 MB):
+// im2col and the matmuls run on as many batch entries at a time as fit.
+TEST_F(VulkanOpsTest, ConvolutionWithColumnsPastOneBinding) {
+  const Shape x{5, 4, 512, 512}, w{3, 4, 3, 3};
+  ConvOptions options;
+  options.pads_before = {1, 1};
+  options.pads_after = {1, 1};
+  expect_same(
+      {{x, random_values(count(x), 90)}, {w, random_values(count(w), 91)}},
+      [options](auto& in, Stream& s) { return conv(in[0], in[1], Tensor(), options, s); },
+      "conv of x [5, 4, 512, 512]", 1e-4);
 }
 
 TEST_F(VulkanOpsTest, IntegersComparisonsWhereAndCastsMatchTheCpu) {

@@ -6,10 +6,18 @@
 
 #include "backends/vulkan/vulkan_buffer.hpp"
 #include "backends/vulkan/vulkan_kernel.hpp"
+#include "backends/vulkan/vulkan_limits.hpp"
 #include "backends/vulkan/vulkan_stream.hpp"
 
 namespace hal::vulkan {
 namespace {
+
+const VulkanDevice& vulkan_device(const DeviceImpl& device) {
+  const auto* vulkan = dynamic_cast<const VulkanDevice*>(&device);
+  if (vulkan == nullptr)
+    throw Error(ErrorCode::Internal, device.info().id + " is not a Vulkan device");
+  return *vulkan;
+}
 
 // The work-group size when the launch leaves it to the backend.
 std::array<uint32_t, 3> default_local(const LaunchConfig& config) {
@@ -19,6 +27,20 @@ std::array<uint32_t, 3> default_local(const LaunchConfig& config) {
 }
 
 }  // namespace
+
+VulkanLimits vulkan_limits(const Device& device) {
+  const VkDeviceTraits& traits = vulkan_device(*device.impl()).traits();
+  return {traits.max_storage_buffer_range,
+          traits.storage_offset_alignment,
+          {traits.max_group_count[0], traits.max_group_count[1], traits.max_group_count[2]}};
+}
+
+uint64_t vulkan_bound_bytes(const Buffer& buffer, uint64_t end) {
+  const BufferImpl& impl = *buffer.impl();
+  const VkDeviceTraits& traits = vulkan_device(impl.device()).traits();
+  // As launch binds it: from the buffer's offset in its segment rounded down to the alignment.
+  return region_of(impl, 0).offset % traits.storage_offset_alignment + end;
+}
 
 void VulkanStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
                           std::span<const KernelArg> args) {
@@ -73,6 +95,9 @@ void VulkanStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
         const VkDeviceSize base =
             region.offset / traits.storage_offset_alignment * traits.storage_offset_alignment;
         const uint64_t rest = region.offset - base;
+        // At most what one binding may span: buffers are pieces of larger segments, whose rest
+        // the shader does not need. Past it reads give 0 and writes are lost, so the ops check
+        // beforehand that their shaders address no further (vulkan_limits.hpp).
         const VkDeviceSize range =
             std::min<VkDeviceSize>(region.root->size() - base, traits.max_storage_buffer_range);
         const auto rest32 = static_cast<uint32_t>(rest);
