@@ -97,7 +97,11 @@ void check_agreement(const BenchModel& m, const Measured& hal, const Measured& t
                                          std::to_string(torch.output.size()));
   double worst = 0, scale = 1e-6;
   for (size_t i = 0; i < hal.output.size(); ++i) {
-    worst = std::max(worst, double(std::fabs(hal.output[i] - torch.output[i])));
+    const double d = std::fabs(double(hal.output[i]) - double(torch.output[i]));
+    // A NaN on one side is no agreement (std::max would skip it); on both, the same result.
+    worst = std::max(worst, std::isnan(hal.output[i]) == std::isnan(torch.output[i])
+                                ? (std::isnan(d) ? 0.0 : d)
+                                : INFINITY);
     scale = std::max(scale, double(std::fabs(torch.output[i])));
   }
   if (!(worst <= 1e-3 * scale))

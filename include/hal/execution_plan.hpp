@@ -7,10 +7,11 @@
 //   auto outputs = hal::run_planned(model, plan, inputs);   // each node on its planned device
 //
 // Placement, node by node in order: each candidate device that runs the node's kernels in its
-// dtype and has memory left is priced by the cost model (the node's arithmetic and bytes, plus
-// copying in the inputs that live elsewhere); the cheapest wins. A node no candidate can run
-// goes to cpu:0, and a node that fails as unsupported when run falls back to cpu:0 there; both
-// record the reason.
+// dtype and can hold the node's values (each within its largest allocation, together within its
+// memory) is priced by the cost model (the node's arithmetic and bytes, plus copying in the
+// inputs that live elsewhere and were not copied there before); the cheapest wins. A node no
+// candidate can run goes to cpu:0, and a node that fails as unsupported when run falls back to
+// cpu:0 there; both record the reason.
 #pragma once
 
 #include <cstdint>

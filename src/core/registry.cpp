@@ -1,4 +1,5 @@
 #include "hal/registry.hpp"
+#include "core/host_cpu.hpp"
 
 #include "core/error_context.hpp"
 
@@ -229,5 +230,25 @@ void Registry::set_selector(std::optional<std::string> selector) {
   std::lock_guard lock(mutex_);
   selector_override_ = std::move(selector);
 }
+
+namespace detail {
+
+Device host_cpu() {
+  Registry& registry = Registry::instance();
+  try {
+    return registry.device("cpu:0");  // probes the CPU backend alone
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::NotFound) throw;
+  }
+  // Hidden by the selector: found among every device (probing every backend, once).
+  static const Device hidden = [&registry] {
+    for (const Device& device : registry.all_devices())
+      if (device.id() == "cpu:0") return device;
+    throw Error(ErrorCode::NotFound, "no cpu:0: the host's CPU backend did not load");
+  }();
+  return hidden;
+}
+
+}  // namespace detail
 
 }  // namespace hal

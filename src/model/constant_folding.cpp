@@ -1,4 +1,5 @@
 #include "model/constant_folding.hpp"
+#include "core/host_cpu.hpp"
 
 #include "model/fusion.hpp"
 
@@ -28,7 +29,7 @@ std::optional<std::vector<HostTensor>> evaluate_on_host(
     const Node& node, const std::vector<const HostTensor*>& inputs) {
   // Value ops (sequences, subgraphs, which may read more than the node's inputs) are not folded.
   if (!node.op || !node.op->run) return std::nullopt;
-  Stream stream = device("cpu:0").create_stream();
+  Stream stream = hal::detail::host_cpu().create_stream();
   try {
     std::vector<Tensor> in;
     for (const HostTensor* input : inputs) in.push_back(input ? upload(*input, stream) : Tensor());

@@ -1,4 +1,5 @@
 #include "model/executor.hpp"
+#include "core/host_cpu.hpp"
 
 #include <set>
 
@@ -221,7 +222,7 @@ void run_value_node(const Node& node, ValueOpFunction run, Device where, Values&
   try {
     out = attempt(where);
   } catch (const Error& error) {
-    const Device cpu = device("cpu:0");
+    const Device cpu = hal::detail::host_cpu();
     if (!execution.fallbacks || error.code() != ErrorCode::Unsupported || where == cpu) throw;
     execution.fallbacks->push_back({node.name, node.op_type, cpu.id(), 0,
                                     where.id() + " could not run it: " + error.message()});
@@ -259,7 +260,7 @@ void run_nodes(const ModelGraph& graph, Values& values, RunStreams& streams,
       try {
         out = run_node(graph, node, inputs_on(where), streams.of(where));
       } catch (const Error& error) {
-        const Device cpu = device("cpu:0");
+        const Device cpu = hal::detail::host_cpu();
         if (!execution.fallbacks || error.code() != ErrorCode::Unsupported || where == cpu) throw;
         execution.fallbacks->push_back({node.name, node.op_type, cpu.id(), 0,
                                         where.id() + " could not run it: " + error.message()});

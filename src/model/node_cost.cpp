@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <variant>
 
 namespace hal::model {
 namespace {
@@ -36,6 +37,7 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"Cosh", {"cosh"}},
       {"CumSum", {"add"}},
       {"Div", {"div"}},
+      {"Einsum", {"matmul"}},
       {"Elu", {"exp", "where"}},
       {"Equal", {"eq"}},
       {"Erf", {"erf"}},
@@ -47,9 +49,10 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"GlobalMaxPool", {"max"}},
       {"Greater", {"gt"}},
       {"GreaterOrEqual", {"ge"}},
+      {"HardSigmoid", {"mul", "add", "maximum", "minimum"}},
       {"InstanceNormalization", {"mean", "rsqrt"}},
-      {"LSTM", {"matmul", "sigmoid", "tanh"}},
       {"LRN", {"mul", "add", "div", "pow"}},
+      {"LSTM", {"matmul", "sigmoid", "tanh"}},
       {"LayerNormalization", {"layer_norm"}},
       {"LeakyRelu", {"where", "mul"}},
       {"Less", {"lt"}},
@@ -79,16 +82,23 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"ReduceSumSquare", {"sum", "mul"}},
       {"Relu", {"relu"}},
       {"Round", {"round"}},
+      {"Selu", {"exp", "mul", "sub", "le", "where"}},
+      {"Shrink", {"gt", "lt", "add", "sub", "where"}},
       {"Sigmoid", {"sigmoid"}},
+      {"Sign", {"gt", "lt", "cast", "sub"}},
       {"Sin", {"sin"}},
       {"Sinh", {"sinh"}},
       {"Softmax", {"softmax"}},
+      {"Softplus", {"exp", "add", "log"}},
+      {"Softsign", {"abs", "add", "div"}},
       {"Sqrt", {"sqrt"}},
       {"Sub", {"sub"}},
       {"Sum", {"add"}},
       {"Tan", {"tan"}},
       {"Tanh", {"tanh"}},
+      {"ThresholdedRelu", {"gt", "where"}},
       {"Where", {"where"}},
+      {"Xor", {"ne"}},
   };
   return table;
 }
@@ -117,6 +127,8 @@ double matmul_like_flops(const Node& node, const ValueTypes& types) {
     const int64_t k = trans_a ? a->shape.front() : a->shape.back();
     return 2.0 * elements(out) * static_cast<double>(k);
   }
+  // A weight of no output channels has no fan-in to divide by (0 / 0): no work.
+  if ((op == "Conv" || op == "ConvTranspose") && b->shape[0] == 0) return 0;
   if (op == "Conv") return 2.0 * elements(out) * elements(b) / static_cast<double>(b->shape[0]);
   if (op == "ConvTranspose")
     return 2.0 * elements(a) * elements(b) / static_cast<double>(b->shape[0]);
@@ -125,6 +137,38 @@ double matmul_like_flops(const Node& node, const ValueTypes& types) {
   if (a->shape.size() != 3 || !r) return elements(out);
   const double steps_by_batch = static_cast<double>(a->shape[0] * a->shape[1]);
   return 2.0 * steps_by_batch * (elements(b) + elements(r));
+}
+
+// Einsum: one multiply-add per combination of the equation's indices (2 flops; 1 for one
+// operand), their sizes read from the inputs' shapes; the output's elements where the equation
+// has an ellipsis or a shape is unknown.
+double einsum_flops(const Node& node, const ValueTypes& types) {
+  const double fallback = node.outputs.empty() ? 0 : elements(type_of(node.outputs[0], types));
+  const auto found = node.attributes.find("equation");
+  if (found == node.attributes.end() || !std::holds_alternative<std::string>(found->second))
+    return fallback;
+  const std::string& equation = std::get<std::string>(found->second);
+  const std::string lhs = equation.substr(0, equation.find("->"));
+  if (lhs.find('.') != std::string::npos) return fallback;
+  std::map<char, int64_t> sizes;
+  size_t operand = 0, dim = 0;
+  for (char c : lhs + ',') {
+    if (c == ' ') continue;
+    const ValueType* type =
+        operand < node.inputs.size() ? type_of(node.inputs[operand], types) : nullptr;
+    if (!type) return fallback;
+    if (c == ',') {
+      if (dim != type->shape.size()) return fallback;
+      ++operand;
+      dim = 0;
+      continue;
+    }
+    if (dim >= type->shape.size()) return fallback;
+    sizes[c] = type->shape[dim++];
+  }
+  double combinations = 1;
+  for (const auto& [index, size] : sizes) combinations *= static_cast<double>(size);
+  return (operand > 1 ? 2.0 : 1.0) * combinations;
 }
 
 }  // namespace
@@ -162,7 +206,8 @@ Workload node_workload(const Node& node, const ValueTypes& types) {
     if (const ValueType* type = type_of(output, types))
       work.bytes += static_cast<double>(type->bytes());
   const bool has_output = !node.outputs.empty();
-  work.flops = matmul_like.contains(node.op_type) && !node.inputs.empty() && has_output
+  work.flops = node.op_type == "Einsum" ? einsum_flops(node, types)
+               : matmul_like.contains(node.op_type) && !node.inputs.empty() && has_output
                    ? matmul_like_flops(node, types)
                : has_output ? elements(type_of(node.outputs[0], types))
                             : 0;

@@ -6,10 +6,12 @@
 #include <set>
 #include <sstream>
 
+#include "core/host_cpu.hpp"
 #include "hal/error.hpp"
 #include "hal/execution_plan.hpp"
 #include "hal/ops.hpp"
 #include "hal/registry.hpp"
+#include "hal/units.hpp"
 #include "model/executor.hpp"
 #include "model/memory_plan.hpp"
 #include "model/node_cost.hpp"
@@ -80,6 +82,18 @@ class Planner {
     plan_.model = graph.name;
     types_ =
         model::infer_value_types(graph, options.input_shapes, options.symbol_size, plan_.bindings);
+    // Byte counts are summed over values and steps in int64: a value past 2^50 bytes (a PiB,
+    // far past any device) is refused here rather than wrap (a [2^61] f64 value was 0 bytes).
+    for (const auto& [name, type] : types_) {
+      if (!type.known || type.strings) continue;
+      int64_t bytes = 0;
+      if (__builtin_mul_overflow(numel(type.shape), static_cast<int64_t>(size_of(type.dtype)),
+                                 &bytes) ||
+          bytes > (int64_t{1} << 50))
+        throw Error(ErrorCode::InvalidArgument,
+                    graph.name + ": value '" + name + "' (" + std::string(to_string(type.dtype)) +
+                        to_string(type.shape) + ") has more bytes than a plan can hold (2^50)");
+    }
     for (const ModelValue& input : graph.inputs) location_[input.name] = cpu_.id();
   }
 
@@ -108,6 +122,36 @@ class Planner {
     return false;
   }
 
+  // Why `device` cannot hold what `node` reads and writes, or empty: a value past its largest
+  // allocation, or all of them past its memory (the rest alive there is the memory plan's).
+  std::string cannot_hold(const Device& device, const Node& node) const {
+    const DeviceInfo& info = device.info();
+    uint64_t total = 0;
+    for (const auto* names : {&node.inputs, &node.outputs})
+      for (const std::string& name : *names) {
+        if (name.empty() || is_strings(name)) continue;
+        const auto bytes = static_cast<uint64_t>(bytes_of(name));
+        if (info.limits.max_allocation_bytes > 0 && bytes > info.limits.max_allocation_bytes)
+          return device.id() + " allocates at most " +
+                 format_bytes(info.limits.max_allocation_bytes) + ", '" + name + "' takes " +
+                 format_bytes(bytes);
+        total += bytes;
+      }
+    if (info.memory_total.bytes > 0 && total > info.memory_total.bytes)
+      return device.id() + " has " + format_bytes(info.memory_total.bytes) +
+             " of memory, the node's values take " + format_bytes(total);
+    return {};
+  }
+
+  // The device a value is made on: the host (whether or not HAL_DEVICES shows it) or a
+  // candidate.
+  Device located(const std::string& id) const {
+    if (id == cpu_.id()) return cpu_;
+    for (const Device& device : candidates_)
+      if (device.id() == id) return device;
+    return hal::device(id);
+  }
+
   int64_t bytes_of(const std::string& name) const {
     const auto found = types_.find(name);
     return found == types_.end() ? 0 : found->second.bytes();
@@ -122,8 +166,12 @@ class Planner {
       if (input.empty() || made == location_.end() || made->second == device.id() ||
           is_strings(input))
         continue;
+      // Already copied there for an earlier node (record_transfers copies it once).
+      if (const auto copies = copied_.find(input);
+          copies != copied_.end() && copies->second.contains(device.id()))
+        continue;
       seconds +=
-          transfer_seconds(static_cast<double>(bytes_of(input)), hal::device(made->second), device);
+          transfer_seconds(static_cast<double>(bytes_of(input)), located(made->second), device);
     }
     return seconds;
   }
@@ -139,7 +187,7 @@ class Planner {
     for (const std::string& input : node.inputs) {
       const auto made = location_.find(input);
       if (input.empty() || made == location_.end()) continue;
-      if (candidate(made->second)) return device(made->second);
+      if (candidate(made->second)) return located(made->second);
       break;
     }
     return candidate(cpu_.id()) ? cpu_ : candidates_.front();
@@ -176,7 +224,9 @@ class Planner {
     std::string refused;  // why candidates could not take it
     std::string priced;   // the candidates' prices, for the reason
     for (const Device& device : candidates_) {
-      if (std::string why = cannot_run(device, node, dtype); !why.empty()) {
+      std::string why = cannot_run(device, node, dtype);
+      if (why.empty()) why = cannot_hold(device, node);
+      if (!why.empty()) {
         refused += (refused.empty() ? "" : "; ") + why;
         continue;
       }
@@ -226,7 +276,8 @@ class Planner {
         continue;
       if (!moved.insert(input).second || !copied_[input].insert(to.id()).second) continue;
       const int64_t bytes = bytes_of(input);
-      const double seconds = transfer_seconds(static_cast<double>(bytes), device(made->second), to);
+      const double seconds =
+          transfer_seconds(static_cast<double>(bytes), located(made->second), to);
       plan_.transfers.push_back({input, made->second, to.id(), bytes, seconds * 1e6});
       plan_.predicted_us += seconds * 1e6;
     }
@@ -276,7 +327,7 @@ class Planner {
 
   const ModelGraph& graph_;
   const PlanOptions& options_;
-  const Device cpu_ = device("cpu:0");
+  const Device cpu_ = hal::detail::host_cpu();
   std::vector<Device> candidates_;
   ValueTypes types_;
   ExecutionPlan plan_;
@@ -306,10 +357,12 @@ PlannedValuesRun run_planned_values(const Model& model, const ExecutionPlan& pla
                                                 ", " + std::to_string(graph.nodes.size()) + ")");
   model::check_inputs(graph, inputs, nullptr);
   std::vector<Device> placement;
-  for (const PlannedNode& node : plan.nodes) placement.push_back(device(node.device));
+  const Device host = hal::detail::host_cpu();  // where HAL_DEVICES hides it too
+  for (const PlannedNode& node : plan.nodes)
+    placement.push_back(node.device == host.id() ? host : device(node.device));
   model::RunStreams streams;
   PlannedValuesRun run;
-  run.outputs = model::execute(graph, inputs, streams, device("cpu:0"),
+  run.outputs = model::execute(graph, inputs, streams, hal::detail::host_cpu(),
                                {.placement = &placement,
                                 .fallbacks = &run.fallbacks,
                                 .weights = model.resident_weights().get()});

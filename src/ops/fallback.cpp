@@ -1,4 +1,5 @@
 #include "ops/fallback.hpp"
+#include "core/host_cpu.hpp"
 
 #include <cstdlib>
 #include <string>
@@ -67,7 +68,7 @@ namespace {
     refusal = error.message();
   }
   const Device here = stream.device();
-  const Device cpu = device("cpu:0");
+  const Device cpu = hal::detail::host_cpu();
   if (here == cpu) throw Error(ErrorCode::Unsupported, refusal);
   if (log_enabled(LogLevel::warn))
     log(LogLevel::warn, std::string(op) + " runs on cpu:0 instead of " + here.id() +

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 
+#include "core/host_cpu.hpp"
 #include "hal/error.hpp"
 #include "hal/log.hpp"
 #include "hal/ops.hpp"
@@ -34,13 +35,13 @@ class Tuner {
         start_(Clock::now()),
         deadline_(start_ + options.budget),
         stream_(device.create_stream()),
-        cpu_stream_(hal::device("cpu:0").create_stream()) {}
+        cpu_stream_(hal::detail::host_cpu().create_stream()) {}
 
   bool over_budget() const { return Clock::now() >= deadline_; }
   bool exhausted() const { return exhausted_; }
 
   TuneEntry matmul(const TuneShape& shape, const std::string& shape_class) {
-    const Device cpu = hal::device("cpu:0");
+    const Device cpu = hal::detail::host_cpu();
     const Tensor a = uniform({shape.m, shape.k}, DType::f32, 11, stream_, -1, 1);
     const Tensor b = uniform({shape.k, shape.n}, DType::f32, 12, stream_, -1, 1);
     const Tensor c = empty({shape.m, shape.n}, DType::f32, device_);

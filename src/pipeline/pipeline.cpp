@@ -169,9 +169,13 @@ Pipeline::Pipeline(std::vector<PipelineStage> stages, PipelineOptions options)
     : state_(std::make_unique<State>()) {
   if (stages.empty())
     throw Error(ErrorCode::InvalidArgument, "pipeline: no stages; give at least one");
-  if (options.buffers == 0)
+  // Each buffer is a slot of events per stage, made here: a count past any use is a mistake.
+  constexpr size_t kMaxBuffers = 1024;
+  if (options.buffers == 0 || options.buffers > kMaxBuffers)
     throw Error(ErrorCode::InvalidArgument,
-                "pipeline: buffers is 0; each stage needs at least 1 (2 double-buffers)");
+                "pipeline: buffers is " + std::to_string(options.buffers) +
+                    "; each stage needs 1 to " + std::to_string(kMaxBuffers) +
+                    " (2 double-buffers)");
   for (size_t k = 0; k < stages.size(); ++k) {
     if (!stages[k].device)
       throw Error(ErrorCode::InvalidArgument, describe(k, stages[k]) + " has no device");

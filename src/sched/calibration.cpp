@@ -63,9 +63,11 @@ void measure_copies(const Device& device, const Plan& plan, Calibration& out) {
 }
 
 // Products of doubling sizes until one takes the plan's target time: the throughput curve.
-std::vector<MatmulFigure> measure_matmul(const Device& device, DType dtype, const Plan& plan) {
+// Adds each size's figure to `curve` as it is measured: a size that fails (too large for the
+// device's memory) keeps the smaller ones.
+void measure_matmul(const Device& device, DType dtype, const Plan& plan,
+                    std::vector<MatmulFigure>& curve) {
   Stream stream = device.create_stream();
-  std::vector<MatmulFigure> curve;
   for (int64_t n = plan.matmul_first; n <= plan.matmul_last; n *= 2) {
     const Tensor a = full({n, n}, 0.5, dtype, stream), b = full({n, n}, 0.25, dtype, stream);
     Tensor c;
@@ -73,7 +75,6 @@ std::vector<MatmulFigure> measure_matmul(const Device& device, DType dtype, cons
     curve.push_back({dtype, n, 2.0 * n * n * n / seconds / 1e9});
     if (seconds >= plan.matmul_target_seconds) break;
   }
-  return curve;
 }
 
 // What one launch costs a chain of dependent one-element ops: the host's enqueue or the
@@ -103,16 +104,24 @@ std::string utc_now() {
   return text;
 }
 
-// Runs one measurement; a device that cannot do it (Unsupported, say) leaves its figure at 0.
-// A lost device is an error for the caller.
+// Runs one measurement; a device that cannot do it (Unsupported; OutOfMemory: too little
+// memory) leaves its figure at 0, or the part measured. A lost device is an error for the
+// caller. Any other failure (a fault, not a property of the device) returns false: the
+// calibration is not kept, so that the next one measures again.
 template <class Measure>
-void attempt(const Device& device, const char* what, Measure&& measure) {
+bool attempt(const Device& device, const char* what, Measure&& measure) {
   try {
     measure();
+    return true;
   } catch (const Error& error) {
     if (error.code() == ErrorCode::DeviceLost) throw;
-    log(LogLevel::info,
-        "calibrating " + device.id() + ": no " + what + " figure: " + std::string(error.what()));
+    const bool lacks = error.code() == ErrorCode::Unsupported ||
+                       error.code() == ErrorCode::OutOfMemory ||
+                       error.code() == ErrorCode::BackendUnavailable;
+    log(lacks ? LogLevel::info : LogLevel::warn,
+        "calibrating " + device.id() + ": no " + what + " figure: " + std::string(error.what()) +
+            (lacks ? "" : " (not cached: the next calibration measures again)"));
+    return lacks;
   }
 }
 
@@ -131,22 +140,19 @@ Calibration calibrate(const Device& device, const CalibrationOptions& options) {
   out.device_id = info.id;
   out.uuid = info.uuid;
   out.driver_version = info.driver_version;
-  attempt(device, "copy bandwidth", [&] { measure_copies(device, plan, out); });
+  bool whole = attempt(device, "copy bandwidth", [&] { measure_copies(device, plan, out); });
   std::vector<DType> dtypes{DType::f32};
   if (!options.quick)
     for (DType dtype : {DType::f16, DType::bf16})
       if (info.supports(dtype)) dtypes.push_back(dtype);
   for (DType dtype : dtypes)
-    attempt(device, "matmul", [&] {
-      for (const MatmulFigure& figure : measure_matmul(device, dtype, plan))
-        out.matmul.push_back(figure);
-    });
-  attempt(device, "launch latency",
-          [&] { out.launch_latency_us = measure_launch_latency_us(device, plan); });
+    whole &= attempt(device, "matmul", [&] { measure_matmul(device, dtype, plan, out.matmul); });
+  whole &= attempt(device, "launch latency",
+                   [&] { out.launch_latency_us = measure_launch_latency_us(device, plan); });
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.measured_at = utc_now();
   out.quick = options.quick;
-  detail::store_calibration(device, out);
+  if (whole) detail::store_calibration(device, out);
   return out;
 }
 

@@ -34,6 +34,12 @@ PerformanceFigures performance_figures(const Device& device, DType dtype, double
     figures.device_to_host_gbps = calibration->device_to_host_gbps;
     figures.launch_latency_us = calibration->launch_latency_us;
     figures.provenance = Provenance::measured;
+    // A figure the calibration could not measure falls back to the stated peak, one by one: a
+    // missing one would count as free (Estimate::unknown) and flatter the device.
+    const PeakFigures& peak = device.info().peak;
+    if (figures.gflops <= 0) figures.gflops = peak.f32_gflops;
+    if (figures.bandwidth_gbps <= 0) figures.bandwidth_gbps = peak.bandwidth_gbps;
+    if (figures.launch_latency_us <= 0) figures.launch_latency_us = peak.launch_latency_us;
     return figures;
   }
   const PeakFigures& peak = device.info().peak;

@@ -51,7 +51,16 @@ struct Ranked {
   size_t vendor = 0;
   int priority = 0;
   size_t order = 0;
+  // Figures the estimate lacked (Estimate::unknown): its time counts none of them, a lower
+  // bound that ranks after complete estimates.
+  std::vector<std::string> unknown;
 };
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& part : parts) out += (out.empty() ? "" : ", ") + part;
+  return out;
+}
 
 // The requirement the device fails, or "" when it meets them all.
 std::string failed_requirement(const Requirements& r, const Device& device, const Workload& work) {
@@ -96,15 +105,19 @@ bool ranks_before(const Ranked& a, const Ranked& b) {
   const bool a_known = !std::isnan(a.candidate.predicted_seconds);
   const bool b_known = !std::isnan(b.candidate.predicted_seconds);
   if (a_known != b_known) return a_known;
+  if (a_known && a.unknown.empty() != b.unknown.empty()) return a.unknown.empty();
   if (a_known && a.candidate.predicted_seconds != b.candidate.predicted_seconds)
     return a.candidate.predicted_seconds < b.candidate.predicted_seconds;
   if (a.priority != b.priority) return a.priority < b.priority;
   return a.order < b.order;
 }
 
-std::string prediction_words(const Candidate& c) {
-  return "predicted " + format_seconds(c.predicted_seconds) +
-         (c.figures == Provenance::measured ? " (calibrated)" : " (stated peaks)");
+std::string prediction_words(const Ranked& r) {
+  const Candidate& c = r.candidate;
+  std::string words = "predicted " + format_seconds(c.predicted_seconds) +
+                      (c.figures == Provenance::measured ? " (calibrated)" : " (stated peaks)");
+  if (!r.unknown.empty()) words += ", at least: no " + joined(r.unknown) + " figure";
+  return words;
 }
 
 // Why `loser` ranks below `choice`, both eligible; `choice_time` reads "sim:3's 1.20 ms".
@@ -120,10 +133,12 @@ std::string lost_because(const Ranked& loser, const Ranked& choice, const Requir
   const bool c_known = !std::isnan(c.predicted_seconds);
   if (!l_known && c_known)
     return "no performance figures (not calibrated, no stated peaks): run `hal calibrate`";
+  if (l_known && c_known && !loser.unknown.empty() && choice.unknown.empty())
+    return prediction_words(loser) + ", which " + choice_time + " (every figure known) outranks";
   if (l_known && c_known && l.predicted_seconds != c.predicted_seconds) {
     char ratio[32];
     std::snprintf(ratio, sizeof ratio, "%.2fx", l.predicted_seconds / c.predicted_seconds);
-    return prediction_words(l) + ", " + ratio + " " + choice_time;
+    return prediction_words(loser) + ", " + ratio + " " + choice_time;
   }
   if (loser.priority != choice.priority)
     return std::string(kind_words(loser.priority)) + " ranks below " + kind_words(choice.priority) +
@@ -137,7 +152,7 @@ std::string chosen_because(const Ranked& choice, const Requirements& r, size_t e
   if (!r.vendors.empty() && choice.vendor != kUnlisted)
     grounds.push_back("vendor " + c.device.info().vendor + " preferred");
   grounds.push_back(!std::isnan(c.predicted_seconds)
-                        ? prediction_words(c)
+                        ? prediction_words(choice)
                         : std::string(kind_words(choice.priority)) + " (no performance figures)");
   std::string reason = "chosen: " + grounds.front();
   for (size_t i = 1; i < grounds.size(); ++i) reason += ", " + grounds[i];
@@ -156,6 +171,22 @@ Workload reference_workload() {
 
 Selection rank_devices(const Requirements& requirements, const std::vector<Device>& devices) {
   const Workload work = requirements.workload ? *requirements.workload : reference_workload();
+  // NaN or a negative amount would rank nothing it says (a NaN time reads as "no figures").
+  const auto refuse_unless = [](bool ok, const std::string& what, double value) {
+    if (!ok)
+      throw Error(ErrorCode::InvalidArgument,
+                  what + " " + std::to_string(value) + " must be finite and >= 0");
+  };
+  const auto amount = [](double value) { return std::isfinite(value) && value >= 0; };
+  refuse_unless(amount(requirements.min_tflops), "requirements: min_tflops",
+                requirements.min_tflops);
+  const std::string of = "workload '" + work.name + "': ";
+  refuse_unless(amount(work.flops), of + "flops", work.flops);
+  refuse_unless(amount(work.bytes), of + "bytes", work.bytes);
+  refuse_unless(amount(work.host_to_device_bytes), of + "host_to_device_bytes",
+                work.host_to_device_bytes);
+  refuse_unless(amount(work.device_to_host_bytes), of + "device_to_host_bytes",
+                work.device_to_host_bytes);
   std::vector<std::string> vendors;
   for (const std::string& vendor : requirements.vendors)
     vendors.push_back(detail::to_lower(vendor));
@@ -170,6 +201,7 @@ Selection rank_devices(const Requirements& requirements, const std::vector<Devic
     const Estimate estimate = hal::estimate(work, devices[i]);
     ranked.candidate.predicted_seconds = estimate.seconds;
     ranked.candidate.figures = estimate.provenance;
+    ranked.unknown = estimate.unknown;
     std::string failed = failed_requirement(requirements, devices[i], work);
     ranked.candidate.eligible = failed.empty();
     ranked.candidate.reason = std::move(failed);

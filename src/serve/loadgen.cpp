@@ -1,4 +1,5 @@
 #include "hal/loadgen.hpp"
+#include "core/host_cpu.hpp"
 
 #include <httplib.h>
 
@@ -55,7 +56,7 @@ struct Body {
 };
 
 Body make_body(const LoadgenOptions& options, const json& metadata) {
-  Stream stream = device("cpu:0").create_stream();
+  Stream stream = hal::detail::host_cpu().create_stream();
   json request{{"inputs", json::array()}};
   std::string binary;
   std::set<std::string> used;

@@ -271,6 +271,43 @@ TEST(Plan, PlansThatDoNotFitAreRefusedNamingWhy) {
                {"input 'x'", "missing"});
 }
 
+// A device that cannot hold a node's values is no candidate for it, and says so (before, the
+// plan put it there and the run failed with OutOfMemory); a value of more bytes than int64
+// counts is refused (a [2^61] f64 value was planned as 0 bytes).
+TEST(Plan, ANodeTooLargeForADeviceIsNotPlacedThere) {
+  const Model model = load_onnx_bytes(mlp(false).bytes(), "mlp");
+  const int64_t rows = int64_t{1} << 36;  // h: 2 TiB, more than any device here
+  const ExecutionPlan plan = plan_model(model, options("auto", {{"x", {rows, 4}}}));
+  const PlannedNode& fc1 = plan.nodes.at(0);
+  EXPECT_EQ(fc1.device, "cpu:0");
+  EXPECT_TRUE(fc1.reason.find("of memory, the node's values take") != std::string::npos ||
+              fc1.reason.find("allocates at most") != std::string::npos)
+      << fc1.reason;
+  expect_error(
+      [&] {
+        plan_model(model, options("auto", {{"x", {int64_t{1} << 57, 4}}}));
+      },
+      ErrorCode::InvalidArgument, {"mlp: value '", "more bytes than a plan can hold"});
+}
+
+// Einsum is priced by its contraction: "ij,jk->ik" as the MatMul it is (before, one flop per
+// output element: 2 000 times too cheap at 1024^2).
+TEST(Plan, AnEinsumCostsWhatItsContractionDoes) {
+  const auto priced = [](bool einsum) {
+    ModelBuilder builder(13);
+    builder.input("a", TensorProto::FLOAT, {"1024", "1024"});
+    builder.input("b", TensorProto::FLOAT, {"1024", "1024"});
+    builder.output("c", TensorProto::FLOAT, {"1024", "1024"});
+    onnx::NodeProto& node = builder.node(einsum ? "Einsum" : "MatMul", {"a", "b"}, {"c"}, "n");
+    if (einsum) ModelBuilder::set_string(node, "equation", "ij,jk->ik");
+    const Model model = load_onnx_bytes(builder.bytes(), "contraction");
+    return plan_model(model, options("cpu:0")).nodes.at(0).predicted_us;
+  };
+  const double matmul = priced(false), einsum = priced(true);
+  ASSERT_GT(matmul, 0);
+  EXPECT_NEAR(einsum / matmul, 1.0, 0.01) << einsum << " us against " << matmul;
+}
+
 }  // namespace
 }  // namespace hal::test
 

@@ -348,6 +348,12 @@ TEST_F(Pipelines, BadPipelinesAndMicroBatchesAreRefused) {
         Pipeline({{"a", sims[0], identity}}, {.buffers = 0});
       },
       ErrorCode::InvalidArgument, {"buffers is 0"});
+  // 2^62 slots of events threw std::length_error from the vector, no hal::Error.
+  expect_error(
+      [&] {
+        Pipeline({{"a", sims[0], identity}}, {.buffers = size_t{1} << 62});
+      },
+      ErrorCode::InvalidArgument, {"buffers is 4611686018427387904", "1 to 1024"});
   expect_error(
       [&] {
         Pipeline({{"a", sims[0], identity}, {"b", Device(), identity}});

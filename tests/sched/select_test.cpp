@@ -122,6 +122,16 @@ TEST_F(SelectTest, EachRequirementSaysWhyADeviceFailedIt) {
   const auto [fast_enough, why] = reason_of(faster, "sim:3");
   EXPECT_FALSE(fast_enough);
   EXPECT_NE(why.find("measured 0.016 TFLOP/s, needs 1"), std::string::npos) << why;
+  // What cannot rank anything is refused: NaN was accepted and ignored.
+  Requirements nan_tflops;
+  nan_tflops.min_tflops = std::nan("");
+  expect_error([&] { select_device(nan_tflops); }, ErrorCode::InvalidArgument,
+               {"min_tflops", "must be finite and >= 0"});
+  Requirements negative_work;
+  negative_work.workload = Workload::matmul(8, 8, 8);
+  negative_work.workload->flops = -5;
+  expect_error([&] { select_device(negative_work); }, ErrorCode::InvalidArgument,
+               {"workload 'matmul 8x8x8 f32': flops -5", "must be finite and >= 0"});
 }
 
 TEST_F(SelectTest, PreferredVendorsRankBeforeTime) {

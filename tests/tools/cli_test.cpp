@@ -4,8 +4,11 @@
 
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -719,6 +722,14 @@ TEST(Cli, UnderJsonEveryCommandReportsAnErrorAsJsonOnStdout) {
       {bad_selector, "select --json", 1, "InvalidArgument", "'cuda:zz'"},
       {bad_selector, "memory --json", 1, "InvalidArgument", "'cuda:zz'"},
       {bad_selector, "cts --device cpu:0 --json", 1, "InvalidArgument", "'cuda:zz'"},
+      // A byte that is not UTF-8 in the message: U+FFFD in the JSON (the dump threw, and the
+      // error report's own throw ended the process).
+      {"", "select --kind \"$(printf 'x\\377')\" --json", 1, "InvalidArgument", "x\xef\xbf\xbd"},
+      // A misspelt suite, or data with no suite, is no pass of 0 cases.
+      {"", "onnx-tests --device cpu:0 --data \"$(mktemp -d)\" --suite nodes --json", 1,
+       "InvalidArgument", "--suite nodes: no such suite"},
+      {"", "onnx-tests --device cpu:0 --data \"$(mktemp -d)\" --json", 1, "InvalidArgument",
+       "no ONNX test suite in"},
   };
   for (const Case& c : cases) {
     const Result result = run_stdout(c.environment, c.arguments);
@@ -817,6 +828,75 @@ TEST(Cli, DemoReportsEveryRunAndFailsNamingTheDeviceThatFailed) {
   EXPECT_EQ(text.status, 1) << text.output;
   EXPECT_NE(text.output.find("FAILED on sim:0:"), std::string::npos) << text.output;
   EXPECT_EQ(text.output.find("All results agree"), std::string::npos) << text.output;
+}
+
+// The transformer given an all-NaN input: its output is NaN where PyTorch's is not, which is no
+// agreement (std::max skipped the NaN differences: "All results agree", exit 0).
+TEST(Cli, DemoCallsANanResultAMismatch) {
+  namespace fs = std::filesystem;
+  const fs::path models = fs::path(__FILE__).parent_path().parent_path().parent_path() / "models";
+  const fs::path dir = fs::temp_directory_path() / ("hal_cli_nan_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  for (const char* file : {"transformer_encoder.onnx", "transformer_encoder.expected.npy"})
+    fs::copy_file(models / file, dir / file, fs::copy_options::overwrite_existing);
+  // The input's data (after the .npy header: magic, version, its length, the header) as NaN.
+  std::ifstream in(models / "transformer_encoder.input.npy", std::ios::binary);
+  std::string bytes{std::istreambuf_iterator<char>(in), {}};
+  ASSERT_GT(bytes.size(), 10u);
+  const size_t data =
+      10 + static_cast<unsigned char>(bytes[8]) + 256 * static_cast<unsigned char>(bytes[9]);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t at = data; at + 4 <= bytes.size(); at += 4) std::memcpy(&bytes[at], &nan, 4);
+  std::ofstream(dir / "transformer_encoder.input.npy", std::ios::binary) << bytes;
+  CacheDir cache;
+  const Result result =
+      run(cache.environment() + " HAL_DEVICES=cpu:0 HAL_MODELS_DIR=" + dir.string(),
+          "demo --quick 2>&1");
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_EQ(result.output.find("All results agree"), std::string::npos) << result.output;
+  fs::remove_all(dir);
+}
+
+// What calibration could not measure never makes a device look faster. A sim of 4 MiB cannot
+// hold the quick plan's largest matmul (1024^2): the sizes before it are kept (before, the whole
+// curve went, its throughput counted as free: 15 us predicted for a 256^3 matmul at 100
+// GFLOP/s, which takes 335 us). A fault during calibration leaves nothing cached (before, the
+// failed figure was cached as "lacks it", and the 10 GFLOP/s device won over the 1000 one).
+TEST(Cli, ACalibrationThatCouldNotMeasureEverythingFlattersNoDevice) {
+  CacheDir cache;
+  const std::string small =
+      cache.environment() + " HAL_DEVICES='sim:*' HAL_SIM_CONFIG=devices=1,memory=4M,gflops=100 ";
+  ASSERT_EQ(run(small, "calibrate --quick 2>&1").status, 0);
+  const Result chosen = run_stdout(small, "select --matmul 256 --json");
+  ASSERT_EQ(chosen.status, 0) << chosen.output;
+  const auto selection = nlohmann::json::parse(chosen.output);
+  EXPECT_EQ(selection["choice"], "sim:0");
+  EXPECT_GT(selection["candidates"][0]["predicted_s"].get<double>(), 2e-4) << selection;
+
+  CacheDir second;
+  const std::string two =
+      second.environment() + " HAL_DEVICES='sim:*' HAL_SIM_CONFIG=devices=2,gflops=10:1000";
+  ASSERT_EQ(run(two + ",fail_op_at=1,fault_device=0", "calibrate --quick 2>&1").status, 0);
+  const Result summary = run_stdout(two, "summary --json");
+  ASSERT_EQ(summary.status, 0) << summary.output;
+  for (const auto& d : nlohmann::json::parse(summary.output)["devices"])
+    EXPECT_EQ(d["calibrated"].get<bool>(), d["id"] == "sim:1") << d;
+  const Result faster = run_stdout(two, "select --matmul 256 --json");
+  EXPECT_EQ(nlohmann::json::parse(faster.output)["choice"], "sim:1") << faster.output;
+}
+
+// The host stays a helper where HAL_DEVICES names only other devices: `hal run --device auto`
+// reads its inputs on cpu:0 (before: "device cpu:0 is hidden by the device selector").
+TEST(Cli, HalDevicesHidingTheHostLeavesItToHelp) {
+  const std::filesystem::path models =
+      std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "models";
+  CacheDir cache;
+  const Result result =
+      run_stdout(cache.environment() + " HAL_DEVICES='sim:*' HAL_SIM_CONFIG=devices=1",
+                 "run " + (models / "transformer_encoder.onnx").string() + " --input tokens=" +
+                     (models / "transformer_encoder.input.npy").string() + " --device auto --json");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_EQ(nlohmann::json::parse(result.output)["schema"], "hal.run/1");
 }
 
 TEST(Cli, FreeMemoryADeviceCannotTellIsUnknownNotZero) {

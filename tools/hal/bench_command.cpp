@@ -15,8 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "core/host_cpu.hpp"
 #include "hal/dist.hpp"
 #include "hal/hal.hpp"
+#include "json_text.hpp"
 
 namespace hal::tool {
 namespace {
@@ -140,7 +142,7 @@ std::pair<int, std::string> execute(const Run& run, const Options& options, bool
 json machine_json() {
   utsname system{};
   ::uname(&system);
-  const DeviceInfo& cpu = device("cpu:0").info();
+  const DeviceInfo& cpu = hal::detail::host_cpu().info();
   return {{"hostname", system.nodename},
           {"os", std::string(system.sysname) + " " + system.release},
           {"cpu", cpu.name},
@@ -222,12 +224,12 @@ int run(const Options& options) {
   document["results"] = results;
   if (!options.output.empty()) {
     std::ofstream file(options.output);
-    file << document.dump(2) << "\n";
+    file << document.dump(2, ' ', false, kReplaceBadUtf8) << "\n";
     if (!file) throw Error(ErrorCode::InvalidArgument, "cannot write " + options.output);
     std::cerr << "hal bench: " << results.size() << " figures from " << runs.size()
               << " runs written to " << options.output << "\n";
   }
-  if (options.json) std::cout << document.dump(2) << "\n";
+  if (options.json) std::cout << document.dump(2, ' ', false, kReplaceBadUtf8) << "\n";
   return worst;
 }
 

@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "hal/cache.hpp"
 #include "hal/units.hpp"
+#include "json_text.hpp"
 
 namespace hal::tool {
 namespace {
@@ -55,7 +56,7 @@ void add_cache_command(CLI::App& app) {
     const size_t cleared = *clear ? clear_cache() : 0;
     const CacheContents contents = cache_contents();
     if (*json)
-      std::cout << to_json(contents, cleared, *clear).dump(2) << "\n";
+      std::cout << to_json(contents, cleared, *clear).dump(2, ' ', false, kReplaceBadUtf8) << "\n";
     else
       print_text(contents, cleared, *clear);
   });

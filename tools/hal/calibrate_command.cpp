@@ -5,6 +5,7 @@
 
 #include "choice_json.hpp"
 #include "commands.hpp"
+#include "json_text.hpp"
 
 namespace hal::tool {
 namespace {
@@ -41,7 +42,8 @@ void run(const std::string& id, bool quick, bool force, bool json) {
                 c.from_cache ? " (cached)" : "");
   }
   if (json)
-    std::cout << nlohmann::ordered_json{{"schema", "hal.calibrate/1"}, {"devices", list}}.dump(2)
+    std::cout << nlohmann::ordered_json{{"schema", "hal.calibrate/1"}, {"devices", list}}.dump(
+                     2, ' ', false, kReplaceBadUtf8)
               << "\n";
   else if (!devices.empty() && !calibration_cache_file(devices.front()).empty())
     std::cout << "cached in " << calibration_cache_file(devices.front()).parent_path().string()

@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 
+#include "agreement.hpp"
 #include "commands.hpp"
 #include "compare_side.hpp"
 #include "hal/compare.hpp"
@@ -17,6 +18,7 @@
 #include "hal/error.hpp"
 #include "hal/registry.hpp"
 #include "hal/units.hpp"
+#include "json_text.hpp"
 #include "option_values.hpp"
 #include "report_html.hpp"
 
@@ -63,7 +65,7 @@ double max_abs_difference(const std::vector<float>& a, const std::vector<float>&
   double worst = 0;
   largest = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+    worst = std::max(worst, element_difference(a[i], b[i]));
     largest = std::max(largest, double(std::fabs(a[i])));
   }
   return worst;
@@ -222,9 +224,10 @@ void compare(const CompareOptions& o) {
         {"samples_a", run.a},
         {"samples_b", run.b}};
     if (energy) report["energy_sources"] = {{"a", meter_a->source()}, {"b", meter_b->source()}};
-    if (!o.html.empty()) write_compare_page(o, nlohmann::json::parse(report.dump()));
+    if (!o.html.empty())
+      write_compare_page(o, nlohmann::json::parse(report.dump(-1, ' ', false, kReplaceBadUtf8)));
     if (o.json) {
-      std::cout << report.dump(2) << "\n";
+      std::cout << report.dump(2, ' ', false, kReplaceBadUtf8) << "\n";
       return;
     }
   }

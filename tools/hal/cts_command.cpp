@@ -8,6 +8,7 @@
 #include "cts.hpp"
 #include "hal/error.hpp"
 #include "hal/registry.hpp"
+#include "json_text.hpp"
 
 namespace hal::tool {
 namespace {
@@ -17,9 +18,9 @@ void list_cases(bool json) {
     for (const std::string& name : cts::case_names()) std::cout << name << "\n";
     return;
   }
-  std::cout
-      << nlohmann::ordered_json{{"schema", "hal.cts.list/1"}, {"cases", cts::case_names()}}.dump(2)
-      << "\n";
+  std::cout << nlohmann::ordered_json{{"schema", "hal.cts.list/1"}, {"cases", cts::case_names()}}
+                   .dump(2, ' ', false, kReplaceBadUtf8)
+            << "\n";
 }
 
 }  // namespace

@@ -10,12 +10,15 @@
 #include <map>
 #include <optional>
 
+#include "agreement.hpp"
 #include "choice_json.hpp"
 #include "commands.hpp"
+#include "core/host_cpu.hpp"
 #include "demo_report.hpp"
 #include "demo_workloads.hpp"
 #include "hal/cache.hpp"
 #include "hal/units.hpp"
+#include "json_text.hpp"
 #include "plan_json.hpp"
 
 namespace hal::tool {
@@ -58,19 +61,12 @@ RunRecord measure(const Device& device, const Reference& reference, const DemoSi
   record.speedup = on_cpu.seconds / result.seconds;
   double diff = result.output.size() == on_cpu.output.size() ? 0 : INFINITY;
   for (size_t i = 0; diff != INFINITY && i < result.output.size(); ++i)
-    diff = std::max(diff, double(std::fabs(result.output[i] - on_cpu.output[i])));
+    diff = std::max(diff, element_difference(result.output[i], on_cpu.output[i]));
   record.max_abs_diff = diff;
   record.status = diff <= reference.tolerance * std::max(1.0, largest_magnitude(on_cpu.output))
                       ? RunStatus::ok
                       : RunStatus::mismatch;
   return record;
-}
-
-// cpu:0 checks every result, even where HAL_DEVICES hides it from the runs.
-Device reference_cpu() {
-  for (const Device& device : Registry::instance().all_devices())
-    if (device.id() == "cpu:0") return device;
-  throw Error(ErrorCode::NotFound, "hal demo: no cpu:0 to check results against");
 }
 
 void say(bool json_mode, const std::string& line) { (json_mode ? std::cerr : std::cout) << line; }
@@ -132,7 +128,8 @@ std::vector<RunRecord> run_references(const std::vector<Reference>& references,
                                       const std::vector<Device>& devices, const DemoSizes& sizes,
                                       bool json_mode) {
   std::vector<RunRecord> runs;
-  const Device cpu = reference_cpu();
+  const Device cpu =
+      hal::detail::host_cpu();  // checks every result, even where HAL_DEVICES hides it
   for (const Reference& reference : references) {
     say(json_mode, "running " + std::string(reference.name) + " (" + reference.cost.name +
                        ") on every device ...\n");
@@ -260,7 +257,7 @@ int run(bool quick, bool json_mode) {
                         {"from_disk_cache", builds.from_disk},
                         {"disk_cache_seconds", builds.disk_seconds}}},
                       {"seconds", took}}
-                     .dump(2)
+                     .dump(2, ' ', false, kReplaceBadUtf8)
               << "\n";
   } else {
     print_table(runs);

@@ -1,10 +1,12 @@
 #include "demo_workloads.hpp"
+#include "agreement.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 
+#include "core/host_cpu.hpp"
 #include "hal/model.hpp"
 #include "hal/npy.hpp"
 #include "timed_passes.hpp"
@@ -86,12 +88,12 @@ std::filesystem::path demo_models_dir() {
 
 // The largest difference from PyTorch's stored output (infinity for a wrong size).
 double worst_difference(const std::filesystem::path& dir, const std::vector<float>& output) {
-  Stream cpu = device("cpu:0").create_stream();
+  Stream cpu = hal::detail::host_cpu().create_stream();
   const auto expected =
       read_npy(dir / (std::string(kTransformer) + ".expected.npy"), cpu).to_vector<float>(cpu);
   double worst = expected.size() == output.size() ? 0 : INFINITY;
   for (size_t i = 0; worst != INFINITY && i < expected.size(); ++i)
-    worst = std::max(worst, double(std::fabs(output[i] - expected[i])));
+    worst = std::max(worst, element_difference(output[i], expected[i]));
   return worst;
 }
 
@@ -135,7 +137,7 @@ WorkloadResult run_transformer(const Device& device, const DemoSizes& s) {
 PlannedTransformer run_planned_transformer(const std::vector<std::string>& devices) {
   const std::filesystem::path dir = demo_models_dir();
   const Model model = load_onnx(dir / (std::string(kTransformer) + ".onnx"));
-  Stream cpu = device("cpu:0").create_stream();
+  Stream cpu = hal::detail::host_cpu().create_stream();
   const Tensor tokens = read_npy(dir / (std::string(kTransformer) + ".input.npy"), cpu);
   PlannedTransformer planned;
   PlanOptions options;

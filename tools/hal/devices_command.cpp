@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "device_json.hpp"
 #include "hal/units.hpp"
+#include "json_text.hpp"
 
 namespace hal::tool {
 namespace {
@@ -38,7 +39,8 @@ void run(bool all, bool json) {
   if (json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const BackendStatus& backend : backends) list.push_back(to_json(backend, devices));
-    std::cout << nlohmann::ordered_json{{"schema", "hal.devices/1"}, {"backends", list}}.dump(2)
+    std::cout << nlohmann::ordered_json{{"schema", "hal.devices/1"}, {"backends", list}}.dump(
+                     2, ' ', false, kReplaceBadUtf8)
               << "\n";
     return;
   }

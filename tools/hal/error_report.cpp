@@ -1,4 +1,5 @@
 #include "error_report.hpp"
+#include "json_text.hpp"
 
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -22,7 +23,7 @@ void report_error(bool json, std::string_view code, const std::string& message) 
   std::cout << nlohmann::ordered_json{{"schema", "hal.error/1"},
                                       {"code", std::string(code)},
                                       {"message", message}}
-                   .dump(2)
+                   .dump(2, ' ', false, kReplaceBadUtf8)
             << "\n";
 }
 

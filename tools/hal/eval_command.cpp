@@ -9,9 +9,11 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "commands.hpp"
+#include "core/host_cpu.hpp"
 #include "eval_data.hpp"
 #include "eval_processes.hpp"
 #include "hal/error.hpp"
@@ -19,7 +21,9 @@
 #include "hal/npy.hpp"
 #include "hal/ops.hpp"
 #include "hal/registry.hpp"
+#include "json_text.hpp"
 #include "option_values.hpp"
+#include "output_files.hpp"
 
 namespace hal::tool {
 namespace {
@@ -54,7 +58,7 @@ void run_shard(const std::string& model_path, const Tensor& data, const std::str
                int64_t batch, ShardRun& shard) {
   try {
     const Model model = load_onnx(model_path);
-    const Device target = device(shard.device), host = device("cpu:0");
+    const Device target = device(shard.device), host = hal::detail::host_cpu();
     Stream stream = target.create_stream();
     const auto started = std::chrono::steady_clock::now();
     for (int64_t begin = shard.rows.begin; begin < shard.rows.end; begin += batch) {
@@ -79,13 +83,6 @@ void run_shard(const std::string& model_path, const Tensor& data, const std::str
   } catch (...) {
     shard.error = std::current_exception();
   }
-}
-
-std::string output_file_name(const std::string& name) {
-  std::string out;
-  for (char c : name)
-    out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '_';
-  return (out.empty() ? std::string("output") : out) + ".npy";
 }
 
 // Where `ProcessPart` errors go: a hal::Error kept with its code, anything else as Internal.
@@ -192,7 +189,7 @@ void evaluate(const EvalOptions& o) {
   // --devices; rank 0 gathers, scores and reports.
   const dist::Communicator world = eval_processes();
   const int rank = world ? world.rank() : 0, processes = world ? world.size() : 1;
-  Stream host = device("cpu:0").create_stream();
+  Stream host = hal::detail::host_cpu().create_stream();
 
   ProcessPart mine;
   std::vector<ModelValue> declared;
@@ -248,12 +245,15 @@ void evaluate(const EvalOptions& o) {
 
   nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
   std::map<std::string, Tensor> gathered;
+  std::set<std::string> files;
   for (const auto& [name, all] : join_parts(parts, declared, host)) {
     gathered[name] = all;
     outputs.push_back({{"name", name}, {"shape", all.shape()}});
     if (!o.output.empty()) {
       std::filesystem::create_directories(o.output);
-      write_npy(std::filesystem::path(o.output) / output_file_name(name), all, host);
+      const std::string file = output_file_name(name, files);
+      write_npy(std::filesystem::path(o.output) / file, all, host);
+      outputs.back()["file"] = file;
     }
   }
   nlohmann::ordered_json reference = nullptr;
@@ -279,7 +279,7 @@ void evaluate(const EvalOptions& o) {
       {"outputs", outputs},
       {"reference", reference}};
   if (o.json) {
-    std::cout << report.dump(2) << "\n";
+    std::cout << report.dump(2, ' ', false, kReplaceBadUtf8) << "\n";
     return;
   }
   std::printf("hal eval: %s on %lld rows of %s, batches of %lld", o.model.c_str(),

@@ -1,6 +1,7 @@
 #include "eval_processes.hpp"
 
 #include "hal/dtype.hpp"
+#include "json_text.hpp"
 
 namespace hal::tool {
 namespace {
@@ -30,7 +31,7 @@ nlohmann::ordered_json header_of(const ProcessPart& part) {
 }
 
 void send_part(const dist::Communicator& world, const ProcessPart& part, Stream& host) {
-  const std::string header = header_of(part).dump();
+  const std::string header = header_of(part).dump(-1, ' ', false, kReplaceBadUtf8);
   const Tensor length =
       from_vector(std::vector<int64_t>{static_cast<int64_t>(header.size())}, {1}, host);
   world.send(length, 0, host, kHeaderLengthTag).wait();

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "hal/hal.hpp"
 #include "hal/units.hpp"
+#include "json_text.hpp"
 
 namespace hal::tool {
 namespace {
@@ -103,7 +104,7 @@ void run(const std::string& id, bool json_output) {
                       {"kind", "device"},
                       {"stats", to_json(stats)},
                       {"segments", to_json(snapshot)}}
-                     .dump(2)
+                     .dump(2, ' ', false, kReplaceBadUtf8)
               << "\n";
   } else {
     print_text(device, stats, snapshot);

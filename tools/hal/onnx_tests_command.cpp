@@ -17,11 +17,13 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "core/host_cpu.hpp"
 #include "cts.hpp"
 #include "hal/error.hpp"
 #include "hal/model.hpp"
 #include "hal/ops.hpp"
 #include "hal/registry.hpp"
+#include "json_text.hpp"
 
 namespace hal::tool {
 namespace {
@@ -78,7 +80,7 @@ std::vector<fs::path> sorted_entries(const fs::path& dir, std::string_view prefi
 
 // Elements as doubles on the host, row-major.
 std::vector<double> host_values(const Tensor& tensor, Stream& stream, Stream& cpu_stream) {
-  const Tensor here = tensor.to(device("cpu:0"), stream);
+  const Tensor here = tensor.to(hal::detail::host_cpu(), stream);
   stream.synchronize();
   return cast(here, DType::f64, cpu_stream).to_vector<double>(cpu_stream);
 }
@@ -197,7 +199,7 @@ CaseResult run_case(const fs::path& dir, const std::string& suite, const Device&
   result.name = dir.filename().string();
   const auto start = std::chrono::steady_clock::now();
   Stream stream = target.create_stream();
-  Stream cpu_stream = device("cpu:0").create_stream();
+  Stream cpu_stream = hal::detail::host_cpu().create_stream();
   try {
     const Model model = load_onnx(dir / "model.onnx");
     const auto data_sets = sorted_entries(dir, "test_data_set_");
@@ -292,6 +294,15 @@ void run_all(const Options& options) {
     throw Error(ErrorCode::InvalidArgument,
                 "no ONNX test data in " + options.data +
                     " (Debian: apt-get install libonnx-testdata, or --data DIR)");
+  // A suite asked for by name must be there (a misspelt one passed with 0 cases); of the
+  // default ones, those the data has.
+  std::string present;
+  for (const fs::path& dir : sorted_entries(options.data, ""))
+    if (fs::is_directory(dir)) present += (present.empty() ? "" : ", ") + dir.filename().string();
+  for (const std::string& suite : options.suites)
+    if (!fs::is_directory(fs::path(options.data) / suite))
+      throw Error(ErrorCode::InvalidArgument, "--suite " + suite + ": no such suite in " +
+                                                  options.data + " (it has: " + present + ")");
   const CpuFallback fallback(!options.no_fallback);
   std::vector<CaseResult> results;
   std::vector<std::string> found_suites;
@@ -314,6 +325,12 @@ void run_all(const Options& options) {
       }
     }
   }
+  // Nothing run is no pass: a gate that read 0 of 0 as success would check nothing.
+  if (results.empty())
+    throw Error(ErrorCode::InvalidArgument,
+                found_suites.empty()
+                    ? "no ONNX test suite in " + options.data + " (it has: " + present + ")"
+                    : "no case of " + options.data + " matches --filter '" + options.filter + "'");
   if (!options.junit.empty()) write_junit(options.junit, target.id(), results);
   const size_t passed = count(results, Status::passed), failed = count(results, Status::failed),
                unsupported = count(results, Status::unsupported);
@@ -333,7 +350,7 @@ void run_all(const Options& options) {
                                         {"failed", failed},
                                         {"unsupported", unsupported},
                                         {"cases", cases}}
-                     .dump(2)
+                     .dump(2, ' ', false, kReplaceBadUtf8)
               << "\n";
   } else {
     std::cout << target.id() << ": " << passed << " passed, " << failed << " failed, "

@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "hal/ops.hpp"
 #include "hal/registry.hpp"
+#include "json_text.hpp"
 
 namespace hal::tool {
 namespace {
@@ -55,7 +56,8 @@ void add_ops_command(CLI::App& app) {
     if (*json) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
       for (const Device& device : chosen) list.push_back(device_ops_json(device));
-      std::cout << nlohmann::ordered_json{{"schema", "hal.ops/1"}, {"devices", list}}.dump(2)
+      std::cout << nlohmann::ordered_json{{"schema", "hal.ops/1"}, {"devices", list}}.dump(
+                       2, ' ', false, kReplaceBadUtf8)
                 << "\n";
       return;
     }

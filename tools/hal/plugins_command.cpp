@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "hal/plugin_discovery.hpp"
+#include "json_text.hpp"
 
 namespace hal::tool {
 
@@ -26,7 +27,8 @@ void add_plugins_command(CLI::App& app) {
                         {"abi_version", plugin.abi_version},
                         {"version", plugin.version},
                         {"reason", plugin.reason}});
-      std::cout << nlohmann::ordered_json{{"schema", "hal.plugins/1"}, {"plugins", list}}.dump(2)
+      std::cout << nlohmann::ordered_json{{"schema", "hal.plugins/1"}, {"plugins", list}}.dump(
+                       2, ' ', false, kReplaceBadUtf8)
                 << "\n";
       return;
     }

@@ -8,6 +8,7 @@
 #include "hal/calibration.hpp"
 #include "hal/error.hpp"
 #include "hal/registry.hpp"
+#include "json_text.hpp"
 #include "option_values.hpp"
 #include "report_html.hpp"
 
@@ -57,7 +58,7 @@ void write_device_report(const ReportOptions& o) {
                                         {"html", o.html},
                                         {"devices", ids},
                                         {"comparisons", content.comparisons.size()}}
-                     .dump(2)
+                     .dump(2, ' ', false, kReplaceBadUtf8)
               << "\n";
     return;
   }

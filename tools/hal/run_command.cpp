@@ -12,12 +12,15 @@
 #include <set>
 
 #include "commands.hpp"
+#include "core/host_cpu.hpp"
 #include "hal/error.hpp"
 #include "hal/execution_plan.hpp"
 #include "hal/model.hpp"
 #include "hal/npy.hpp"
 #include "hal/registry.hpp"
+#include "json_text.hpp"
 #include "option_values.hpp"
+#include "output_files.hpp"
 #include "plan_json.hpp"
 
 namespace hal::tool {
@@ -36,17 +39,6 @@ struct Options {
 
 // An output's file name: its name with path separators and other odd characters replaced, and
 // a number added where two outputs would share one ("a/b" and "a_b": a_b.npy and a_b_2.npy).
-std::string file_name(const std::string& name, std::set<std::string>& taken) {
-  std::string out;
-  for (char c : name)
-    out +=
-        std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ? c : '_';
-  if (out.empty() || out == "." || out == "..") out = "output";
-  std::string file = out + ".npy";
-  for (int n = 2; !taken.insert(file).second; ++n) file = out + "_" + std::to_string(n) + ".npy";
-  return file;
-}
-
 double percentile(std::vector<double> values, double p) {
   std::sort(values.begin(), values.end());
   const auto index = static_cast<size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
@@ -101,7 +93,7 @@ void run_model(const Options& options) {
   // auto and --plan run through the plan (each node on its device); a device ID alone runs
   // every node on one stream of it.
   const bool planned = options.plan || options.device_id == "auto";
-  const Device input_device = planned ? device("cpu:0") : device(options.device_id);
+  const Device input_device = planned ? hal::detail::host_cpu() : device(options.device_id);
   Stream stream = input_device.create_stream();
   const std::map<std::string, RunValue> inputs = read_inputs(options, model, stream);
   stream.synchronize();
@@ -115,7 +107,8 @@ void run_model(const Options& options) {
     plan = plan_model(model, plan_options);
     if (inputs.empty() && options.plan) {  // plan only: nothing to run it on
       if (options.json)
-        std::cout << plan_json(plan, options.device_id).dump(2) << "\n";
+        std::cout << plan_json(plan, options.device_id).dump(2, ' ', false, kReplaceBadUtf8)
+                  << "\n";
       else
         print_plan(std::cout, plan);
       return;
@@ -146,7 +139,8 @@ void run_model(const Options& options) {
                                               "; hal run writes tensors and string tensors");
     std::string path;
     if (!options.output_dir.empty()) {
-      path = (std::filesystem::path(options.output_dir) / file_name(declared.name, files)).string();
+      path = (std::filesystem::path(options.output_dir) / output_file_name(declared.name, files))
+                 .string();
       if (strings) {
         write_npy(path, *strings);
       } else {
@@ -180,7 +174,7 @@ void run_model(const Options& options) {
                          {"reason", node.reason}});
       report["fallbacks"] = moved;
     }
-    std::cout << report.dump(2) << "\n";
+    std::cout << report.dump(2, ' ', false, kReplaceBadUtf8) << "\n";
     return;
   }
   if (planned && options.plan) print_plan(std::cout, plan);

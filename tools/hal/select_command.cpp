@@ -5,6 +5,7 @@
 
 #include "choice_json.hpp"
 #include "commands.hpp"
+#include "json_text.hpp"
 #include "option_values.hpp"
 
 namespace hal::tool {
@@ -73,7 +74,7 @@ int run(const Options& options) {
                                                          ? requirements.workload->name
                                                          : reference_workload().name},
                                         {"candidates", candidates_json(selection)}}
-                     .dump(2)
+                     .dump(2, ' ', false, kReplaceBadUtf8)
               << "\n";
   } else {
     if (selection.device)

@@ -4,6 +4,7 @@
 #include "choice_json.hpp"
 #include "commands.hpp"
 #include "hal/units.hpp"
+#include "json_text.hpp"
 
 namespace hal::tool {
 namespace {
@@ -69,7 +70,7 @@ void add_summary_command(CLI::App& app) {
     if (!*json) return print(s);
     nlohmann::ordered_json out{{"schema", "hal.summary/1"}};
     out.update(to_json(s));
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, kReplaceBadUtf8) << "\n";
   });
 }
 

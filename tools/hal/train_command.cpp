@@ -14,6 +14,7 @@
 #include <random>
 
 #include "commands.hpp"
+#include "core/host_cpu.hpp"
 #include "hal/autograd.hpp"
 #include "hal/data_parallel.hpp"
 #include "hal/error.hpp"
@@ -22,6 +23,7 @@
 #include "hal/optim.hpp"
 #include "hal/registry.hpp"
 #include "hal/train.hpp"
+#include "json_text.hpp"
 #include "loss_curve.hpp"
 #include "option_values.hpp"
 
@@ -58,7 +60,7 @@ std::filesystem::path digits_dir(const TrainOptions& options) {
 }
 
 Split read_split(const std::filesystem::path& dir, const std::string& name) {
-  Stream cpu = device("cpu:0").create_stream();
+  Stream cpu = hal::detail::host_cpu().create_stream();
   const Tensor x = read_npy(dir / (name + "_x.npy"), cpu);
   const Tensor y = read_npy(dir / (name + "_y.npy"), cpu);
   if (x.dim() != 2 || x.size(1) != kPixels || y.dim() != 1 || y.size(0) != x.size(0) ||
@@ -192,7 +194,7 @@ class DigitsLearner {
  private:
   std::vector<Device> devices_;
   Stream stream_;
-  Stream cpu_stream_ = device("cpu:0").create_stream();
+  Stream cpu_stream_ = hal::detail::host_cpu().create_stream();
   std::shared_ptr<nn::Module> model_;
   std::unique_ptr<optim::AdamW> optimizer_;
   std::unique_ptr<train::Trainer> trainer_;
@@ -290,7 +292,7 @@ void train_digits(const TrainOptions& options) {
   if (options.json) {
     const nlohmann::ordered_json report{
         {"schema", "hal.train/1"}, {"devices", learner.devices_json(rate)}, {"epochs", epochs}};
-    std::cout << report.dump(2) << "\n";
+    std::cout << report.dump(2, ' ', false, kReplaceBadUtf8) << "\n";
     return;
   }
   std::cout << "digits MLP 64-" << options.hidden << "-10 on " << names << ": test accuracy "

@@ -10,6 +10,7 @@
 #include "hal/error.hpp"
 #include "hal/registry.hpp"
 #include "hal/tune.hpp"
+#include "json_text.hpp"
 #include "option_values.hpp"
 
 namespace hal::tool {
@@ -128,7 +129,7 @@ void add_tune_command(CLI::App& app) {
     options.retune = *retune;
     const TuneReport report = tune(device(*id), options);
     if (*json)
-      std::cout << to_json(report).dump(2) << "\n";
+      std::cout << to_json(report).dump(2, ' ', false, kReplaceBadUtf8) << "\n";
     else
       print_text(report);
   });

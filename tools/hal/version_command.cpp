@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "hal/version.hpp"
+#include "json_text.hpp"
 
 namespace hal::tool {
 
@@ -13,7 +14,7 @@ void print_version(bool json) {
     std::cout << nlohmann::ordered_json{{"schema", "hal.version/1"},
                                         {"version", std::string(version())},
                                         {"backends", compiled_backends()}}
-                     .dump(2)
+                     .dump(2, ' ', false, kReplaceBadUtf8)
               << "\n";
     return;
   }
