@@ -11,7 +11,7 @@ namespace hal {
 
 struct CacheFileInfo {
   std::string path;
-  std::string kind;  // "kernels/opencl", "kernels/cuda", "tuning"
+  std::string kind;  // "kernels/opencl", "kernels/cuda", "tuning", "unfinished" (a died store's)
   uint64_t bytes = 0;
   double idle_seconds = 0;  // since it was last used (kernels) or written (tuning)
 };

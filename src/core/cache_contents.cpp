@@ -16,7 +16,11 @@ CacheContents cache_contents() {
   if (root.empty()) return out;
   const auto now = std::filesystem::file_time_type::clock::now();
   for (const detail::CacheFile& file : detail::cache_files(root)) {
-    (file.kind == "tuning" ? out.tuning_bytes : out.kernel_bytes) += file.bytes;
+    // A died store's leftovers count against neither (pruning leaves them out of the cap too).
+    if (file.kind == "tuning")
+      out.tuning_bytes += file.bytes;
+    else if (file.kind != "unfinished")
+      out.kernel_bytes += file.bytes;
     out.files.push_back({file.path.string(), file.kind, file.bytes,
                          std::chrono::duration<double>(now - file.last_used).count()});
   }

@@ -234,19 +234,18 @@ void Registry::set_selector(std::optional<std::string> selector) {
 namespace detail {
 
 Device host_cpu() {
-  Registry& registry = Registry::instance();
-  try {
-    return registry.device("cpu:0");  // probes the CPU backend alone
-  } catch (const Error& error) {
-    if (error.code() != ErrorCode::NotFound) throw;
-  }
-  // Hidden by the selector: found among every device (probing every backend, once).
-  static const Device hidden = [&registry] {
+  // Found once per process: by id where the selector shows it (probing the backends it shows,
+  // as any lookup does), else among every device (probing the hidden backends once too).
+  // Registry::instance() is made first, so it outlives this handle.
+  static const Device host = [] {
+    Registry& registry = Registry::instance();
+    for (const Device& device : registry.devices())
+      if (device.id() == "cpu:0") return device;
     for (const Device& device : registry.all_devices())
       if (device.id() == "cpu:0") return device;
     throw Error(ErrorCode::NotFound, "no cpu:0: the host's CPU backend did not load");
   }();
-  return hidden;
+  return host;
 }
 
 }  // namespace detail

@@ -49,7 +49,8 @@ size_t samples_for_power(double d, double alpha, double power, size_t max_n) {
   if (!(power > 0 && power < 1))
     throw Error(ErrorCode::InvalidArgument,
                 "samples_for_power: power must lie in (0, 1), got " + std::to_string(power));
-  if (d == 0 || max_n <= 2) return std::max<size_t>(max_n, 2);
+  (void)t_test_power(d, 2, alpha);  // refuses a NaN effect or an alpha outside (0, 1)
+  if (d == 0 || max_n <= 2) return max_n;
   // Power grows with n: double to bracket the answer (from below: a large effect is settled at a
   // small n, and the cap's huge noncentrality is never evaluated unless needed), then bisect.
   size_t low = 2, high = 2;

@@ -232,6 +232,19 @@ Tensor integer_range(const OpContext& ctx, const Inputs& in) {
   if (count > (int64_t{1} << 53))
     ctx.invalid("the range has " + std::to_string(static_cast<int64_t>(count)) + " elements");
   Stream& s = ctx.stream();
+  const Wide reach = (count - 1) * (delta < 0 ? -static_cast<Wide>(delta) : delta);
+  if (count > 0 && reach > INT64_MAX) {
+    // i delta passes int64 midway though every value fits (a span past 2^63, so few steps):
+    // made on the host in wrapping unsigned arithmetic, which gives the int64 values exactly.
+    std::vector<int64_t> values(static_cast<size_t>(count));
+    uint64_t value = static_cast<uint64_t>(start);
+    for (int64_t& v : values) {
+      v = static_cast<int64_t>(value);
+      value += static_cast<uint64_t>(delta);
+    }
+    const Tensor made = from_vector(values, {static_cast<int64_t>(count)}, s);
+    return in[0].dtype() == DType::i64 ? made : cast(made, in[0].dtype(), s);
+  }
   const Tensor steps = arange(0.0, static_cast<double>(count), 1.0, DType::i64, s);
   const Tensor values = add(mul(steps, exact_i64(delta, s), s), exact_i64(start, s), s);
   return in[0].dtype() == DType::i64 ? values : cast(values, in[0].dtype(), s);

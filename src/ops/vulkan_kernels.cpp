@@ -217,6 +217,17 @@ void vulkan_reduce(Reduce op, const Tensor& x, const Tensor& out, const ReduceLa
   check_dims(layout.kept.size(), kReduceDims, name(op), x);
   check_dims(layout.reduced.size(), kReduceDims, name(op), x);
   for (const Tensor* t : {&x, &out}) check_binding(name(op), *t);
+  // llvmpipe (Vulkan on the CPU) ends a shader's loops after 65 535 iterations in all, and the
+  // loop over an output's elements takes count / (128 x 32) of them (common.glsl). One binding
+  // bounds that for contiguous data; a view that repeats elements (stride 0) can ask for more,
+  // which is refused rather than cut short (a few iterations are left to the folds after).
+  constexpr int64_t kPerRound = int64_t{kReduceGroup} * 32, kRounds = 65535 - 64;
+  if (x.device().info().kind == DeviceKind::cpu && layout.count > kPerRound * kRounds)
+    throw Error(ErrorCode::Unsupported,
+                std::string(name(op)) + " of " + x.describe() + " on " + x.device().id() + ": " +
+                    std::to_string(layout.count) + " elements an output, more than " +
+                    std::to_string(kPerRound * kRounds) +
+                    " (lavapipe's limit of 65 535 loop iterations a shader); reduce in parts");
   // reduce, reduce_f16, reduce_f64, each with subgroup arithmetic where the device has it.
   std::string shader = "reduce";
   if (x.dtype() != DType::f32) shader += "_" + std::string(dtype_name(x.dtype()));

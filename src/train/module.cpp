@@ -1,5 +1,6 @@
 // Module: named parameters and children, moving them, modes, and host-side state.
 #include <set>
+#include <utility>
 
 #include "hal/error.hpp"
 #include "hal/nn.hpp"
@@ -23,12 +24,13 @@ void Module::collect(const std::string& prefix, std::vector<NamedTensor>& out) c
 std::vector<NamedTensor> Module::parameters() const {
   std::vector<NamedTensor> all;
   collect("", all);
-  // A module registered twice (a shared layer) holds one parameter under two names: listed once,
-  // under the first, as torch's named_parameters() does; else an optimizer steps it twice.
+  // One tensor reached under two names (a module registered twice, a weight tied into two
+  // modules) is listed once, under the first, as torch's named_parameters() does; else an
+  // optimizer steps it twice. Identity is its memory, as the optimizer checks it.
   std::vector<NamedTensor> out;
-  std::set<const Tensor*> seen;
+  std::set<std::pair<const BufferImpl*, int64_t>> seen;
   for (NamedTensor& p : all)
-    if (seen.insert(const_cast<Module*>(this)->find_parameter(p.name)).second)
+    if (seen.insert({p.tensor.storage().impl().get(), p.tensor.offset()}).second)
       out.push_back(std::move(p));
   return out;
 }

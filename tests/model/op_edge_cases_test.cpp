@@ -312,6 +312,10 @@ TEST(OpEdgeCases, IntegerRangeAndTriluAreExactPastTwoToThe53) {
   EXPECT_EQ(run(0, 10, -1), (std::vector<int64_t>{}));
   EXPECT_EQ(run(INT64_MAX - 2, INT64_MAX, 1), (std::vector<int64_t>{INT64_MAX - 2, INT64_MAX - 1}));
   expect_error([&] { run(0, 5, 0); }, ErrorCode::InvalidArgument, {"delta is 0"});
+  // i delta passes int64 midway (3 x 2^62) though every value fits.
+  const int64_t quarter = int64_t{1} << 62;
+  EXPECT_EQ(run(INT64_MIN, INT64_MAX, quarter),
+            (std::vector<int64_t>{INT64_MIN, -quarter, 0, quarter}));
 
   const Model trilu =
       one_node(14, "Trilu", {{"x", TensorProto::FLOAT, 2}, {"k", TensorProto::INT64, 0}},

@@ -707,6 +707,10 @@ TEST(Cli, UnderJsonEveryCommandReportsAnErrorAsJsonOnStdout) {
     std::string code, message;
   };
   const std::string bad_selector = "HAL_DEVICES='cuda:zz'";
+  const std::filesystem::path empty_dir =
+      std::filesystem::temp_directory_path() / ("hal_cli_empty_" + std::to_string(getpid()));
+  std::filesystem::create_directories(empty_dir);
+  const std::string empty = empty_dir.string();
   const std::vector<Case> cases{
       {"", "memory --device cpu:9 --json", 1, "NotFound", "no device 'cpu:9'"},
       {"", "calibrate --device cpu:7 --json", 1, "NotFound", "no device 'cpu:7'"},
@@ -726,9 +730,9 @@ TEST(Cli, UnderJsonEveryCommandReportsAnErrorAsJsonOnStdout) {
       // error report's own throw ended the process).
       {"", "select --kind \"$(printf 'x\\377')\" --json", 1, "InvalidArgument", "x\xef\xbf\xbd"},
       // A misspelt suite, or data with no suite, is no pass of 0 cases.
-      {"", "onnx-tests --device cpu:0 --data \"$(mktemp -d)\" --suite nodes --json", 1,
+      {"", "onnx-tests --device cpu:0 --data " + empty + " --suite nodes --json", 1,
        "InvalidArgument", "--suite nodes: no such suite"},
-      {"", "onnx-tests --device cpu:0 --data \"$(mktemp -d)\" --json", 1, "InvalidArgument",
+      {"", "onnx-tests --device cpu:0 --data " + empty + " --json", 1, "InvalidArgument",
        "no ONNX test suite in"},
   };
   for (const Case& c : cases) {
@@ -741,6 +745,7 @@ TEST(Cli, UnderJsonEveryCommandReportsAnErrorAsJsonOnStdout) {
     EXPECT_NE(error["message"].get<std::string>().find(c.message), std::string::npos)
         << c.arguments << ": " << error;
   }
+  std::filesystem::remove_all(empty_dir);
   // Without --json the error stays a line on stderr, and stdout is empty.
   const Result text = run_stdout("", "memory --device cpu:9");
   EXPECT_EQ(text.status, 1);

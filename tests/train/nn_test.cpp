@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "hal/nn.hpp"
+#include "hal/optim.hpp"
 #include "support/far_backend.hpp"
 #include "test_util.hpp"
 
@@ -39,6 +40,25 @@ TEST_F(NnModules, ParametersAreNamedAsPyTorchNamesThem) {
     EXPECT_TRUE(p.tensor.requires_grad()) << p.name;
     EXPECT_TRUE(p.tensor.is_leaf()) << p.name;
   }
+}
+
+// One tensor registered under two names (a tied weight) is one parameter, listed under its
+// first name as torch lists it, and an optimizer takes the list.
+class TiedWeights : public nn::Module {
+ public:
+  explicit TiedWeights(Stream& s) {
+    const Tensor shared = ones({2, 2}, DType::f32, s);
+    register_parameter("embedding", shared);
+    register_parameter("projection", shared);
+  }
+  Tensor forward(const Tensor& x, Stream&) override { return x; }
+};
+
+TEST_F(NnModules, ATiedWeightIsOneParameter) {
+  TiedWeights tied(s);
+  EXPECT_EQ(names(tied), (std::vector<std::string>{"embedding"}));
+  optim::SGD sgd(tied.parameters(), {.lr = 0.1});
+  EXPECT_EQ(sgd.parameters().size(), 1u);
 }
 
 TEST_F(NnModules, LinearAndEmbeddingAgreeWithLoops) {

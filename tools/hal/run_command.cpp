@@ -37,8 +37,6 @@ struct Options {
   bool json = false;
 };
 
-// An output's file name: its name with path separators and other odd characters replaced, and
-// a number added where two outputs would share one ("a/b" and "a_b": a_b.npy and a_b_2.npy).
 double percentile(std::vector<double> values, double p) {
   std::sort(values.begin(), values.end());
   const auto index = static_cast<size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
