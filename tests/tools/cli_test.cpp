@@ -734,6 +734,8 @@ TEST(Cli, UnderJsonEveryCommandReportsAnErrorAsJsonOnStdout) {
        "InvalidArgument", "--suite nodes: no such suite"},
       {"", "onnx-tests --device cpu:0 --data " + empty + " --json", 1, "InvalidArgument",
        "no ONNX test suite in"},
+      {"", "cts --device cpu:0 --filter zzzz --json", 1, "InvalidArgument",
+       "--filter 'zzzz' matches no case"},
   };
   for (const Case& c : cases) {
     const Result result = run_stdout(c.environment, c.arguments);

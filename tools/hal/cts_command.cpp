@@ -1,5 +1,6 @@
 // `hal cts --device ID [--json] [--junit FILE] [--filter TEXT]`: runs the conformance suite
 // against one device; exits 1 when any case fails. `hal cts --list [--json]` names the cases.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -54,6 +55,13 @@ void add_cts_command(CLI::App& app) {
       if (!result.reason.empty()) std::cout << ": " << result.reason;
       std::cout << std::endl;
     };
+    // A filter that matches nothing would pass 0 of 0: a gate that checks nothing.
+    const std::vector<std::string> names = cts::case_names();
+    if (std::none_of(names.begin(), names.end(), [&](const std::string& name) {
+          return name.find(*filter) != std::string::npos;
+        }))
+      throw Error(ErrorCode::InvalidArgument,
+                  "--filter '" + *filter + "' matches no case (hal cts --list names them)");
     const cts::Report report =
         cts::run(device(*id), *filter, *json ? cts::CaseCallback{} : print_case);
     if (!junit->empty()) cts::write_junit(*junit, report);
