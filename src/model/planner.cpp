@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/checked_math.hpp"
 #include "core/host_cpu.hpp"
 #include "hal/error.hpp"
 #include "hal/execution_plan.hpp"
@@ -86,10 +87,9 @@ class Planner {
     // far past any device) is refused here rather than wrap (a [2^61] f64 value was 0 bytes).
     for (const auto& [name, type] : types_) {
       if (!type.known || type.strings) continue;
-      int64_t bytes = 0;
-      if (__builtin_mul_overflow(numel(type.shape), static_cast<int64_t>(size_of(type.dtype)),
-                                 &bytes) ||
-          bytes > (int64_t{1} << 50))
+      const std::optional<int64_t> bytes =
+          detail::checked_mul(numel(type.shape), static_cast<int64_t>(size_of(type.dtype)));
+      if (!bytes || *bytes > (int64_t{1} << 50))
         throw Error(ErrorCode::InvalidArgument,
                     graph.name + ": value '" + name + "' (" + std::string(to_string(type.dtype)) +
                         to_string(type.shape) + ") has more bytes than a plan can hold (2^50)");

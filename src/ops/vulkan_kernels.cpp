@@ -12,6 +12,7 @@
 #include "backends/vulkan/vulkan_shaders.hpp"
 #include "core/device_core.hpp"
 #include "hal/error.hpp"
+#include "tensor/extent.hpp"
 
 namespace hal::ops {
 namespace {
@@ -81,9 +82,7 @@ void check_binding(const std::string& what, const Buffer& buffer, uint64_t end,
 // The same for an operand of `op`, up to the last element its view reaches.
 void check_binding(std::string_view op, const Tensor& t) {
   if (!t.defined() || t.numel() == 0) return;
-  int64_t last = t.offset();
-  for (size_t d = 0; d < t.shape().size(); ++d)
-    last += (t.shape()[d] - 1) * std::max<int64_t>(t.strides()[d], 0);
+  const int64_t last = tensor::furthest_element(t.shape(), t.strides(), t.offset());
   check_binding(std::string(op) + " of " + t.describe(), t.storage(),
                 static_cast<uint64_t>(last + 1) * t.element_size(), t.device());
 }

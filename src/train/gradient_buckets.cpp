@@ -41,11 +41,9 @@ struct GradientBuckets::State {
     const NoGrad untracked;
     std::vector<Tensor> parts;
     for (size_t p : bucket.members) {
-      const Tensor held = grads[p].defined() ? Tensor() : parameters[p].grad();
-      const Tensor& g = grads[p].defined() ? grads[p]
-                        : held.defined()
-                            ? held
-                            : zeros(parameters[p].shape(), parameters[p].dtype(), stream);
+      Tensor g = grads[p];
+      if (!g.defined()) g = parameters[p].grad();
+      if (!g.defined()) g = zeros(parameters[p].shape(), parameters[p].dtype(), stream);
       parts.push_back(g.contiguous(stream).reshape({g.numel()}));
     }
     Tensor flat = parts.size() == 1 ? parts.front() : concat(parts, 0, stream);

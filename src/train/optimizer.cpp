@@ -156,27 +156,28 @@ void Optimizer::load_state(const std::vector<NamedTensor>& tensors,
     throw Error(ErrorCode::InvalidArgument, std::string("optimizer state: '") + key + "' is '" +
                                                 found->second + "', not a number");
   };
-  const double steps = number("step"), lr = number("lr");
-  // Up to 2^53, every whole number a double holds (and int64 can: "inf" or 1e300 could not).
-  if (!(steps >= 0 && steps <= 9007199254740992.0 && steps == std::floor(steps)))
-    throw Error(ErrorCode::InvalidArgument,
-                "optimizer state: step must be a whole number in [0, 2^53], got '" +
-                    values.at("step") + "'");
+  // A whole number in [0, most], `what` naming it: up to 2^53, every whole number a double holds
+  // (and int64 can: "inf" or 1e300 could not).
+  const auto whole = [&](const std::string& key, const std::string& what, double most,
+                         const std::string& most_text) {
+    const double value = number(key.c_str());
+    if (!(value >= 0 && value <= most && value == std::floor(value)))
+      throw Error(ErrorCode::InvalidArgument, "optimizer state: " + what +
+                                                  " must be a whole number in [0, " + most_text +
+                                                  "], got '" + values.at(key) + "'");
+    return static_cast<int64_t>(value);
+  };
+  const int64_t steps = whole("step", "step", 9007199254740992.0, "2^53");
+  const double lr = number("lr");
   if (!(lr >= 0 && std::isfinite(lr)))
     throw Error(ErrorCode::InvalidArgument,
                 "optimizer state: lr must be finite and >= 0, got '" + values.at("lr") + "'");
   // A parameter's own count where it took part in fewer steps (older files have none).
-  std::vector<int64_t> taken(parameters_.size(), static_cast<int64_t>(steps));
+  std::vector<int64_t> taken(parameters_.size(), steps);
   for (size_t i = 0; i < parameters_.size(); ++i) {
     const std::string key = "step:" + parameters_[i].name;
-    if (!values.count(key)) continue;
-    const double own = number(key.c_str());
-    if (!(own >= 0 && own <= steps && own == std::floor(own)))
-      throw Error(ErrorCode::InvalidArgument, "optimizer state: '" + key +
-                                                  "' must be a whole "
-                                                  "number in [0, step], got '" +
-                                                  values.at(key) + "'");
-    taken[i] = static_cast<int64_t>(own);
+    if (values.count(key))
+      taken[i] = whole(key, "'" + key + "'", static_cast<double>(steps), "step");
   }
   const std::vector<std::string> names = buffer_names();
   const size_t expected = steps > 0 ? parameters_.size() * names.size() : 0;
@@ -202,7 +203,7 @@ void Optimizer::load_state(const std::vector<NamedTensor>& tensors,
     }
   buffers_ = std::move(loaded);
   taken_ = std::move(taken);
-  steps_ = static_cast<int64_t>(steps);
+  steps_ = steps;
   lr_ = lr;
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/checked_math.hpp"
 #include "hal/checkpoint.hpp"
 #include "hal/error.hpp"
 
@@ -163,10 +164,9 @@ Safetensors load_safetensors(const std::filesystem::path& path, Stream& stream) 
       bad_file(path, "tensor '" + name + "' has shape " + shape.dump() + ", too many elements");
     }
     // The byte count as a checked product: [2^61] f64 wraps to 0 bytes and would match [0, 0].
-    uint64_t bytes = 0;
-    const bool fits = !__builtin_mul_overflow(static_cast<uint64_t>(count),
-                                              static_cast<uint64_t>(size_of(e.dtype)), &bytes);
-    if (!fits || e.end < e.begin || e.end > data_size || e.end - e.begin != bytes)
+    const std::optional<uint64_t> bytes =
+        detail::checked_mul(static_cast<uint64_t>(count), static_cast<uint64_t>(size_of(e.dtype)));
+    if (!bytes || e.end < e.begin || e.end > data_size || e.end - e.begin != *bytes)
       bad_file(path, "tensor '" + name + "' (" + dtype.get<std::string>() + to_string(e.shape) +
                          ") has data_offsets " + offsets.dump() + " for " +
                          std::to_string(data_size) + " bytes of data");
