@@ -142,9 +142,10 @@ Tensor clip_grad_norm(const std::vector<NamedTensor>& parameters, double max_nor
   for (const NamedTensor& p : parameters) {
     const Tensor g = p.tensor.grad();
     if (!g.defined()) continue;
-    const Tensor squares = sum(mul(g, g, s), {}, false, s);
-    total = total.defined() ? add(total, cast(squares, DType::f32, s), s)
-                            : cast(squares, DType::f32, s);
+    // f16/bf16 squares sum in f32: a norm over 256 (squares over 65504) overflows f16.
+    const Tensor wide = g.dtype() == DType::f64 ? g : cast(g, DType::f32, s);
+    const Tensor squares = cast(sum(mul(wide, wide, s), {}, false, s), DType::f32, s);
+    total = total.defined() ? add(total, squares, s) : squares;
   }
   if (!total.defined()) return zeros({}, DType::f32, s);
   const Tensor norm = sqrt(total, s);

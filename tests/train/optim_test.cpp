@@ -279,6 +279,18 @@ TEST_F(Optim, ClipGradNormScalesByTheTotalNorm) {
       ErrorCode::InvalidArgument, {"clip_grad_norm", "max_norm"});
 }
 
+TEST_F(Optim, ClipGradNormOfHalfGradientsSumsTheirSquaresInF32) {
+  // 1024 gradients of 16 in f16: each square (256) fits, their sum (262144) does not; the norm
+  // (512) does. PyTorch's vector_norm accumulates in f32 and gives 512.
+  Tensor h = zeros({1024}, DType::f16, s);
+  h.requires_grad_();
+  h.set_grad(full({1024}, 16.0, DType::f16, s));
+  const Tensor norm = optim::clip_grad_norm({{"h", h}}, 256, s);
+  EXPECT_FLOAT_EQ(norm.to_vector<float>(s)[0], 512.0f);
+  for (const float g : cast(h.grad(), DType::f32, s).to_vector<float>(s))
+    ASSERT_NEAR(g, 8.0f, 0.01f);
+}
+
 TEST_F(Optim, BadOptionsAndParametersAreRefused) {
   Tensor p = parameter();
   expect_error(
