@@ -87,12 +87,18 @@ void check_binding(std::string_view op, const Tensor& t) {
                 static_cast<uint64_t>(last + 1) * t.element_size(), t.device());
 }
 
-void check_dims(size_t dims, size_t limit, std::string_view op, const Tensor& x) {
-  if (dims > limit)
-    throw Error(ErrorCode::Unsupported,
-                std::string(op) + " of " + x.describe() + ": the operands walk " +
-                    std::to_string(dims) + " separate dimensions, more than the " +
-                    std::to_string(limit) + " the Vulkan shaders take; call contiguous() first");
+// Contiguous operands of one shape walk a single dimension; broadcasting and strides keep the
+// others apart, so the advice names both ways of merging them.
+void check_dims(size_t dims, size_t limit, std::string_view op,
+                std::initializer_list<const Tensor*> operands) {
+  if (dims <= limit) return;
+  std::string described;
+  for (const Tensor* t : operands) described += (described.empty() ? "" : ", ") + t->describe();
+  throw Error(ErrorCode::Unsupported,
+              std::string(op) + " of " + described + ": the operands walk " + std::to_string(dims) +
+                  " separate dimensions, more than the " + std::to_string(limit) +
+                  " the Vulkan shaders take; call contiguous() on strided operands and expand "
+                  "broadcast ones to the result's shape first");
 }
 
 // Sizes then each operand's strides, padded at the front to `dims` with size 1, stride 0.
@@ -133,7 +139,7 @@ uint32_t row_op_code(const OpDescriptor& op) {
 void vulkan_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& out,
                    const ElementwiseLayout<2>& layout, Stream& stream) {
   if (layout.count == 0) return;
-  if (!layout.flat) check_dims(layout.shape.size(), kShaderDims, name(op), a);
+  if (!layout.flat) check_dims(layout.shape.size(), kShaderDims, name(op), {&a, &b});
   for (const Tensor* t : {&a, &b, &out}) check_binding(name(op), *t);
   // f32 arithmetic in binary.comp; integers' in binary_int.comp; comparisons in compare.comp.
   std::string shader = "binary";
@@ -158,7 +164,7 @@ void vulkan_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& ou
 void vulkan_unary(Unary op, const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                   Stream& stream) {
   if (layout.count == 0) return;
-  if (!layout.flat) check_dims(layout.shape.size(), kShaderDims, name(op), x);
+  if (!layout.flat) check_dims(layout.shape.size(), kShaderDims, name(op), {&x});
   for (const Tensor* t : {&x, &out}) check_binding(name(op), *t);
   const std::string shader =
       x.dtype() == DType::f32 ? "unary" : "unary_" + std::string(dtype_name(x.dtype()));
@@ -173,7 +179,7 @@ void vulkan_unary(Unary op, const Tensor& x, const Tensor& out, const Elementwis
 void vulkan_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
                   const ElementwiseLayout<3>& layout, Stream& stream) {
   if (layout.count == 0) return;
-  if (!layout.flat) check_dims(layout.shape.size(), kWhereDims, "where", a);
+  if (!layout.flat) check_dims(layout.shape.size(), kWhereDims, "where", {&cond, &a, &b});
   for (const Tensor* t : {&cond, &a, &b, &out}) check_binding("where", *t);
   const Kernel kernel = shader_kernel(a.device(), "where_" + std::to_string(a.element_size()),
                                       {0u, layout.flat ? 0u : 1u});
@@ -199,7 +205,7 @@ void vulkan_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Te
 void vulkan_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                  Stream& stream) {
   if (layout.count == 0) return;
-  if (!layout.flat) check_dims(layout.shape.size(), kShaderDims, "cast", x);
+  if (!layout.flat) check_dims(layout.shape.size(), kShaderDims, "cast", {&x});
   for (const Tensor* t : {&x, &out}) check_binding("cast", *t);
   const std::string shader =
       "cast_" + std::string(dtype_name(x.dtype())) + "_" + std::string(dtype_name(out.dtype()));
@@ -213,8 +219,8 @@ void vulkan_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>&
 void vulkan_reduce(Reduce op, const Tensor& x, const Tensor& out, const ReduceLayout& layout,
                    const std::vector<bool>&, Stream& stream) {
   if (layout.outputs == 0) return;
-  check_dims(layout.kept.size(), kReduceDims, name(op), x);
-  check_dims(layout.reduced.size(), kReduceDims, name(op), x);
+  check_dims(layout.kept.size(), kReduceDims, name(op), {&x});
+  check_dims(layout.reduced.size(), kReduceDims, name(op), {&x});
   for (const Tensor* t : {&x, &out}) check_binding(name(op), *t);
   // llvmpipe (Vulkan on the CPU) ends a shader's loops after 65 535 iterations in all, and the
   // loop over an output's elements takes count / (128 x 32) of them (common.glsl). One binding

@@ -504,6 +504,29 @@ TEST_F(VulkanOpsTest, WhatVulkanLacksIsRefusedOrFallsBack) {
       << log.lines();
 }
 
+// Broadcasting that alternates between operands keeps five dimensions apart, past where.comp's
+// four: refused naming every operand, and the advice in the message (expand, contiguous) runs.
+TEST_F(VulkanOpsTest, WherePastItsDimensionsNamesTheOperandsAndItsAdviceWorks) {
+  const Shape result{2, 2, 2, 2, 2};
+  const std::vector<float> cond_values = random_values(8, 11), a_values = random_values(4, 12);
+  const std::vector<float> b_values = random_values(32, 13);
+  const auto inputs = [&](Stream& s) {
+    return std::vector<Tensor>{
+        gt(from_vector(cond_values, {2, 1, 2, 1, 2}, s), full({}, 0.0, DType::f32, s), s),
+        from_vector(a_values, {1, 2, 1, 2, 1}, s), from_vector(b_values, result, s)};
+  };
+  const std::vector<Tensor> v = inputs(here);
+  expect_error([&] { where(v[0], v[1], v[2], here); }, ErrorCode::Unsupported,
+               {"where of bool[2, 1, 2, 1, 2]", "f32[1, 2, 1, 2, 1]", "5 separate dimensions",
+                "expand broadcast ones to the result's shape"});
+  const auto expanded = [&](const std::vector<Tensor>& t, Stream& s) {
+    return where(t[0].expand(result).contiguous(s), t[1].expand(result).contiguous(s), t[2], s);
+  };
+  const std::vector<Tensor> c = inputs(there);
+  const std::vector<float> got = expanded(v, here).to_vector<float>(here);
+  EXPECT_EQ(got, where(c[0], c[1], c[2], there).to_vector<float>(there));
+}
+
 // The ops Vulkan runs in f16 and f64 on the device that lists those dtypes (shaderFloat16,
 // shaderFloat64): by its own shaders, not through f32, and agreeing with cpu:0.
 class VulkanFloatDTypesTest : public VulkanOpsTest, public ::testing::WithParamInterface<DType> {
