@@ -46,7 +46,14 @@ const char* numpy_name(DType dtype);
 // (the innermost hal.device_scope of this thread, else the best visible device).
 Device to_device(py::handle value);
 
+// Whether `value` is an int or has __index__ (a NumPy integer).
+bool is_integer(py::handle value);
+// Such a value as int64; std::nullopt where int64 cannot hold it, for the caller to refuse
+// naming what it was (pybind11's cast would say only "Unable to cast Python instance").
+std::optional<int64_t> to_int64(py::handle value);
+
 // A shape from a sequence of ints, or from the ints of a call's *args (reshape(2, 3)).
+// InvalidArgument naming the shape, and the dimension, for a size that is no int or past int64.
 Shape to_shape(py::handle value);
 Shape shape_from_args(const py::args& args);
 py::tuple to_tuple(const Shape& shape);

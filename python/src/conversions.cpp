@@ -155,18 +155,43 @@ Device to_device(py::handle value) {
               python_repr(value) + " is not a device: give a hal.Device or an id such as 'cpu:0'");
 }
 
+bool is_integer(py::handle value) {
+  return py::isinstance<py::int_>(value) || py::hasattr(value, "__index__");
+}
+
+std::optional<int64_t> to_int64(py::handle value) {
+  const auto integer = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (!integer) throw py::error_already_set();
+  int overflow = 0;
+  const long long exact = PyLong_AsLongLongAndOverflow(integer.ptr(), &overflow);
+  if (exact == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (overflow != 0) return std::nullopt;
+  return static_cast<int64_t>(exact);
+}
+
+namespace {
+
+// The size of dimension `dim` of `shape`; InvalidArgument naming both where it is no int or
+// one past int64 (pybind11's cast would say only "Unable to cast Python instance").
+int64_t shape_size(py::handle shape, py::handle size, size_t dim) {
+  if (!is_integer(size))
+    throw Error(ErrorCode::InvalidArgument,
+                python_repr(shape) + " is not a shape: " + python_repr(size) + " is not an int");
+  if (std::optional<int64_t> exact = to_int64(size)) return *exact;
+  throw Error(ErrorCode::InvalidArgument,
+              python_repr(shape) + " is not a shape: the size of dimension " + std::to_string(dim) +
+                  ", " + python_repr(size) + ", does not fit in int64");
+}
+
+}  // namespace
+
 Shape to_shape(py::handle value) {
-  if (py::isinstance<py::int_>(value)) return {value.cast<int64_t>()};
+  if (py::isinstance<py::int_>(value)) return {shape_size(value, value, 0)};
   if (!py::isinstance<py::sequence>(value) || py::isinstance<py::str>(value))
     throw Error(ErrorCode::InvalidArgument,
                 python_repr(value) + " is not a shape: give a sequence of ints");
   Shape shape;
-  for (py::handle size : value) {
-    if (!py::isinstance<py::int_>(size) && !py::hasattr(size, "__index__"))
-      throw Error(ErrorCode::InvalidArgument,
-                  python_repr(value) + " is not a shape: " + python_repr(size) + " is not an int");
-    shape.push_back(py::int_(py::reinterpret_borrow<py::object>(size)).cast<int64_t>());
-  }
+  for (py::handle size : value) shape.push_back(shape_size(value, size, shape.size()));
   return shape;
 }
 

@@ -93,6 +93,13 @@ std::optional<DLDevice> dl_device(const Device& device) {
 Device hal_device(DLDevice device) {
   switch (device.device_type) {
     case kDLCPU:
+      // The host is one device, index 0 (as the array API has it): another index is no memory
+      // this process knows, and taking it as cpu:0 would hide the producer's mistake.
+      if (device.device_id != 0)
+        throw Error(ErrorCode::NotFound, "from_dlpack: DLPack device (CPU, index " +
+                                             std::to_string(device.device_id) +
+                                             ") is not the host: hal's host, cpu:0, is (CPU, 0)");
+      return hal::device("cpu:0");
     case kDLCUDAHost:  // pinned host memory: the host addresses it
       return hal::device("cpu:0");
     case kDLCUDA:
@@ -173,10 +180,22 @@ py::capsule make_capsule(const Tensor& tensor, DLDevice device, uint64_t flags) 
 
 [[noreturn]] void refuse(const std::string& message) { throw py::buffer_error(message); }
 
-std::pair<int, int> device_pair(py::handle value) {
-  auto pair = value.cast<py::sequence>();
-  if (pair.size() != 2) refuse("__dlpack__: dl_device must be (device type, index)");
-  return {pair[0].cast<int>(), pair[1].cast<int>()};
+// __dlpack__'s argument `name` (dl_device, max_version), `what` (its two ints) as ints. BufferError
+// naming the argument and its value for anything else, where pybind11's casts would name neither
+// ("Object of type 'int' is not an instance of 'sequence'").
+std::pair<int, int> int_pair(py::handle value, const char* name, const char* what) {
+  const auto refuse_value = [&] {
+    refuse(std::string("__dlpack__: ") + name + " must be " + what + ", two ints, not " +
+           py::repr(value).cast<std::string>());
+  };
+  if (!py::isinstance<py::sequence>(value) || py::isinstance<py::str>(value)) refuse_value();
+  const auto pair = py::reinterpret_borrow<py::sequence>(value);
+  if (pair.size() != 2 || !is_integer(pair[0]) || !is_integer(pair[1])) refuse_value();
+  const std::optional<int64_t> first = to_int64(pair[0]), second = to_int64(pair[1]);
+  constexpr int64_t low = std::numeric_limits<int>::min(), high = std::numeric_limits<int>::max();
+  if (!first || !second || *first < low || *first > high || *second < low || *second > high)
+    refuse_value();
+  return {static_cast<int>(*first), static_cast<int>(*second)};
 }
 
 py::capsule export_tensor(const Tensor& self, py::handle stream, py::handle max_version,
@@ -185,6 +204,8 @@ py::capsule export_tensor(const Tensor& self, py::handle stream, py::handle max_
   // copy: None lets hal copy where it must, True always copies, False never does.
   const bool copy_forbidden = !copy_arg.is_none() && !copy_arg.cast<bool>();
   const bool copy_required = !copy_arg.is_none() && copy_arg.cast<bool>();
+  const bool versioned =
+      !max_version.is_none() && int_pair(max_version, "max_version", "(major, minor)").first >= 1;
   std::optional<DLDevice> device = dl_device(self.device());
   if (!device)
     refuse("__dlpack__: " + self.describe() + ": DLPack has no device type for the " +
@@ -193,12 +214,12 @@ py::capsule export_tensor(const Tensor& self, py::handle stream, py::handle max_
   Tensor tensor = self;
   bool copied = false;
   if (!dl_device_arg.is_none()) {
-    const auto [type, index] = device_pair(dl_device_arg);
+    const auto [type, index] = int_pair(dl_device_arg, "dl_device", "(device type, index)");
     if (type != device->device_type || index != device->device_id) {
-      if (type != kDLCPU)
+      if (type != kDLCPU || index != 0)  // the host is (CPU, 0), as from_dlpack reads it
         refuse("__dlpack__: " + self.describe() + " cannot be exported to DLPack device (" +
                std::to_string(type) + ", " + std::to_string(index) +
-               "); only to its own or the CPU");
+               "); only to its own or the CPU (1, 0)");
       if (copy_forbidden)
         refuse("__dlpack__: " + self.describe() +
                " is not on the CPU, and copy=False forbids the copy there");
@@ -220,8 +241,6 @@ py::capsule export_tensor(const Tensor& self, py::handle stream, py::handle max_
     py::gil_scoped_release unlocked;
     work.synchronize();
   }
-  const bool versioned =
-      !max_version.is_none() && max_version.cast<py::sequence>()[0].cast<int>() >= 1;
   const uint64_t flags = copied ? DLPACK_FLAG_BITMASK_IS_COPIED : 0;
   if (versioned) return make_capsule<DLManagedTensorVersioned>(tensor, *device, flags);
   return make_capsule<DLManagedTensor>(tensor, *device, flags);
@@ -364,7 +383,8 @@ Tensor consume(PyObject* capsule) {
 }
 
 py::object from_dlpack(py::handle source) {
-  if (py::isinstance<Tensor>(source)) return py::reinterpret_borrow<py::object>(source);
+  // tensor_of refuses a hal.Tensor object that holds no tensor.
+  if (tensor_of(source)) return py::reinterpret_borrow<py::object>(source);
   py::object capsule;
   if (PyCapsule_CheckExact(source.ptr())) {
     capsule = py::reinterpret_borrow<py::object>(source);

@@ -132,9 +132,14 @@ Tensor reduce(const Tensor& x, py::handle axis, bool keepdim, py::handle stream_
   return op(x, axes, keepdim, stream);
 }
 
-Tensor optional_tensor(py::handle value) {
+// An optional tensor argument (`function`'s `name`): None is no tensor. InvalidArgument naming
+// both for anything else but a hal.Tensor (pybind11's cast would name neither).
+Tensor optional_tensor(py::handle value, const char* function, const char* name) {
   if (value.is_none()) return Tensor();
-  return value.cast<Tensor>();
+  if (const Tensor* tensor = tensor_of(value)) return *tensor;
+  throw Error(ErrorCode::InvalidArgument, std::string(function) + ": " + name + " is " +
+                                              py::repr(value).cast<std::string>() +
+                                              ", not a hal.Tensor or None");
 }
 
 std::vector<int64_t> optional_list(py::handle value) {
@@ -300,7 +305,8 @@ void bind_ops(py::module_& m, py::class_<Tensor>& tensor) {
       [](const Tensor& x, py::handle normalized_shape, py::handle weight, py::handle bias,
          double eps, py::handle stream_arg) {
         const Shape shape = to_shape(normalized_shape);
-        const Tensor w = optional_tensor(weight), b = optional_tensor(bias);
+        const Tensor w = optional_tensor(weight, "layer_norm", "weight");
+        const Tensor b = optional_tensor(bias, "layer_norm", "bias");
         Stream& stream = stream_for(stream_arg, x);
         py::gil_scoped_release unlocked;
         return layer_norm(x, shape, w, b, eps, stream);
@@ -313,7 +319,7 @@ void bind_ops(py::module_& m, py::class_<Tensor>& tensor) {
       [](const Tensor& x, py::handle normalized_shape, py::handle weight, double eps,
          py::handle stream_arg) {
         const Shape shape = to_shape(normalized_shape);
-        const Tensor w = optional_tensor(weight);
+        const Tensor w = optional_tensor(weight, "rms_norm", "weight");
         Stream& stream = stream_for(stream_arg, x);
         py::gil_scoped_release unlocked;
         return rms_norm(x, shape, w, eps, stream);
@@ -332,9 +338,9 @@ void bind_ops(py::module_& m, py::class_<Tensor>& tensor) {
         options.pads_after = optional_list(pads_after);
         options.groups = groups;
         options.relu = relu;
-        options.residual = optional_tensor(residual);
+        options.residual = optional_tensor(residual, "conv", "residual");
         options.constant_weights = constant_weights;
-        const Tensor b = optional_tensor(bias);
+        const Tensor b = optional_tensor(bias, "conv", "bias");
         Stream& stream = stream_for(stream_arg, x);
         py::gil_scoped_release unlocked;
         return conv(x, weight, b, options, stream);

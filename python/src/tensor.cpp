@@ -55,9 +55,17 @@ uintptr_t data_pointer(const Tensor& t) {
                   " names its memory by handle (a cl_mem), not by address; use __dlpack__");
 }
 
+// Whether elements of `t` share memory: an expanded dimension (stride 0) repeats one element.
+bool repeats_elements(const Tensor& t) {
+  for (size_t dim = 0; dim < t.shape().size(); ++dim)
+    if (t.strides()[dim] == 0 && t.shape()[dim] > 1) return true;
+  return false;
+}
+
 // A NumPy array of the elements. On memory the host addresses (the CPU) it is a view that
 // keeps the tensor's storage alive, after this thread's current stream has finished; elsewhere
-// a copy. bf16, which NumPy has not, comes back as float32.
+// a copy. bf16, which NumPy has not, comes back as float32. A view that repeats elements is
+// read-only, as numpy.broadcast_to's is: a write to one would change them all.
 py::object to_numpy(const Tensor& tensor, py::handle stream_arg) {
   Stream stream = resolve_stream(stream_arg, tensor.device(),
                                  [&] { return "numpy() of " + tensor.describe(); });
@@ -81,7 +89,9 @@ py::object to_numpy(const Tensor& tensor, py::handle stream_arg) {
     char* data = static_cast<char*>(tensor.storage().host_data()) + tensor.offset() * item;
     // The array's base owns a copy of the tensor: the storage lives as long as the array.
     py::capsule owner(new Tensor(tensor), [](void* held) { delete static_cast<Tensor*>(held); });
-    return py::array(dtype, shape, strides, data, owner);
+    py::array view(dtype, shape, strides, data, owner);
+    if (repeats_elements(tensor)) view.attr("flags").attr("writeable") = false;
+    return view;
   }
   std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
   py::array array(dtype, shape);
@@ -92,6 +102,14 @@ py::object to_numpy(const Tensor& tensor, py::handle stream_arg) {
     stream.synchronize();
   }
   return array;
+}
+
+// An int index into a dimension of `size`, counted from the front (-1 is the last element);
+// std::nullopt where it is past either end, int64's included.
+std::optional<int64_t> position_in(py::handle item, int64_t size) {
+  const std::optional<int64_t> position = to_int64(item);
+  if (!position || *position < -size || *position >= size) return std::nullopt;
+  return *position < 0 ? *position + size : *position;
 }
 
 // t[index]: ints, slices with a positive step, None (a new axis) and one Ellipsis, as NumPy
@@ -137,16 +155,16 @@ Tensor index(const Tensor& tensor, py::handle key) {
       result = result.slice(dim, start, start + length * step, step);
       ++dim;
       ++source;
-    } else if (py::isinstance<py::int_>(item) || py::hasattr(item, "__index__")) {
-      const auto position = py::int_(py::reinterpret_borrow<py::object>(item)).cast<int64_t>();
+    } else if (is_integer(item)) {
       const int64_t size = result.size(dim);
-      if (position < -size || position >= size)
-        throw Error(ErrorCode::OutOfRange, "index " + std::to_string(position) +
-                                               " is out of range for dimension " +
-                                               std::to_string(source) + " (size " +
-                                               std::to_string(size) + ") of " + tensor.describe());
-      const int64_t first = position < 0 ? position + size : position;
-      result = result.slice(dim, first, first + 1).squeeze(dim);
+      const std::optional<int64_t> first = position_in(item, size);
+      if (!first)
+        throw Error(ErrorCode::OutOfRange,
+                    "index " +
+                        std::string(py::str(py::int_(py::reinterpret_borrow<py::object>(item)))) +
+                        " is out of range for dimension " + std::to_string(source) + " (size " +
+                        std::to_string(size) + ") of " + tensor.describe());
+      result = result.slice(dim, *first, *first + 1).squeeze(dim);
       ++source;
     } else {
       throw Error(ErrorCode::InvalidArgument, "index of " + tensor.describe() + ": " +
@@ -329,7 +347,8 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
           "A copy on cpu:0.")
       .def("numpy", &to_numpy, arg("stream") = py::none(),
            "The elements as a NumPy array, once the stream (the current one when None) has "
-           "finished: a view that shares the memory on the CPU, a copy elsewhere.")
+           "finished: a view that shares the memory on the CPU (read-only where it repeats "
+           "elements, as an expanded view does), a copy elsewhere.")
       .def(
           "__array__",
           [](const Tensor& t, py::handle dtype) {

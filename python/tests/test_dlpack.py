@@ -4,6 +4,7 @@ producer deleted first), and every refusal: a capsule consumed twice, a device o
 cannot take, strides that step backwards, a layout that is not contiguous."""
 
 import gc
+import re
 
 import numpy as np
 import pytest
@@ -232,3 +233,32 @@ def test_what_is_not_dlpack_is_refused(cpu):
         hal.from_dlpack(other)
     t = hal.zeros((2,), device=cpu)
     assert hal.from_dlpack(t) is t
+
+
+def test_dl_device_and_max_version_that_are_no_pair_of_ints_are_named(cpu):
+    t = hal.arange(4, dtype="f32", device=cpu)
+    for value in (5, ("a", "b"), (1, 2**64), "cpu", (1, 0, 0)):
+        with pytest.raises(BufferError, match=r"__dlpack__: dl_device must be \(device type, "
+                                              rf"index\), two ints, not {re.escape(repr(value))}"):
+            t.__dlpack__(dl_device=value)
+    with pytest.raises(BufferError, match=r"max_version must be \(major, minor\), two ints, not 5"):
+        t.__dlpack__(max_version=5)
+
+
+def test_the_host_is_cpu_index_0_only(cpu):
+    # DLPack's (CPU, 5) is no memory of this process's host, which is (CPU, 0): refused, not
+    # taken as cpu:0, and the capsule stays with its producer.
+    producer = Producer(float_array(), device=(KDL_CPU, 5))
+    capsule = producer.capsule()
+    with pytest.raises(hal.NotFound, match=r"from_dlpack: DLPack device \(CPU, index 5\) is not "
+                                           r"the host: hal's host, cpu:0, is \(CPU, 0\)"):
+        hal.from_dlpack(capsule)
+    assert capsule_name(capsule) == "dltensor" and producer.deleted == 0
+    del capsule
+    gc.collect()
+    assert producer.deleted == 1
+    t = hal.arange(4, dtype="f32", device=cpu)
+    with pytest.raises(BufferError, match=r"cannot be exported to DLPack device \(1, 5\); only "
+                                          r"to its own or the CPU \(1, 0\)"):
+        t.__dlpack__(dl_device=(KDL_CPU, 5))
+    assert hal.from_dlpack(t.__dlpack__(dl_device=(KDL_CPU, 0))).device == cpu

@@ -278,3 +278,22 @@ def test_ops_on_an_explicit_stream_and_in_a_with_block(device):
         c = a * 3
         assert_close(c.numpy(), A * 3)
     assert hal.current_stream(device) != stream
+
+
+def test_an_optional_weight_that_is_no_tensor_is_named(cpu):
+    x = hal.ones((2, 4), device=cpu)
+    cases = [
+        (lambda: hal.layer_norm(x, [4], weight="w"), "layer_norm: weight is 'w'"),
+        (lambda: hal.layer_norm(x, [4], bias=5), "layer_norm: bias is 5"),
+        (lambda: hal.rms_norm(x, [4], weight=[1.0] * 4), r"rms_norm: weight is \[1\.0, "),
+        (lambda: hal.conv(x.reshape(1, 2, 4), hal.ones((1, 2, 1), device=cpu), bias="b"),
+         "conv: bias is 'b'"),
+        (lambda: hal.conv(x.reshape(1, 2, 4), hal.ones((1, 2, 1), device=cpu), residual=np.ones(4)),
+         "conv: residual is array"),
+    ]
+    for call, text in cases:
+        with pytest.raises(hal.InvalidArgument, match=text + ".*, not a hal.Tensor or None"):
+            call()
+    # A required weight is converted by pybind11, whose refusal names the function and argument.
+    with pytest.raises(TypeError, match=r"(?s)conv\(\): incompatible function arguments.*weight: "):
+        hal.conv(x.reshape(1, 2, 4), "w")

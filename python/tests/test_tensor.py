@@ -265,3 +265,64 @@ def test_tensor_cannot_be_made_directly_and_says_what_makes_one():
         hal.Tensor()
     with pytest.raises(TypeError, match="from_numpy"):
         hal.Tensor([1, 2, 3], dtype=hal.f32)
+
+
+class TensorSubclass(hal.Tensor):
+    pass
+
+
+@pytest.mark.parametrize("cls", [hal.Tensor, TensorSubclass])
+def test_an_uninitialised_tensor_is_refused_where_it_is_used(cpu, cls):
+    # __new__ without __init__ leaves an object that holds no tensor; reading one crashed.
+    shell = cls.__new__(cls)
+    x = hal.ones((2,), device=cpu)
+    uses = [
+        lambda: shell.shape, lambda: shell.dtype, lambda: repr(shell), lambda: len(shell),
+        lambda: shell.numpy(), lambda: shell[0], lambda: shell.reshape(2),
+        lambda: shell + 1, lambda: x + shell, lambda: hal.add(shell, x), lambda: hal.relu(shell),
+        lambda: hal.tensor(shell), lambda: hal.from_dlpack(shell), lambda: shell.__dlpack__(),
+        lambda: hal.layer_norm(x, [2], weight=shell),
+    ]
+    for use in uses:
+        with pytest.raises(hal.InvalidState, match=r"hal\.Tensor was not initialised: .*__new__"):
+            use()
+
+
+def test_numpy_of_an_expanded_view_is_read_only(cpu):
+    # Its rows share memory: a write to one would change all four, so, as with
+    # numpy.broadcast_to, there is none.
+    t = hal.tensor([1.0, 2.0, 3.0], device=cpu)
+    expanded = t.reshape(1, 3).expand(4, 3)
+    for array in (expanded.numpy(), np.asarray(expanded)):
+        assert not array.flags.writeable
+        np.testing.assert_array_equal(array, np.broadcast_to([1.0, 2.0, 3.0], (4, 3)))
+        with pytest.raises(ValueError, match="read-only"):
+            array[0, 0] = 9.0
+    assert t.numpy().tolist() == [1.0, 2.0, 3.0]
+    # Views that repeat nothing stay writable: an expansion of a dimension of one, a copy.
+    assert t.reshape(1, 3).expand(1, 3).numpy().flags.writeable
+    assert expanded.contiguous().numpy().flags.writeable
+    assert t.numpy().flags.writeable
+
+
+def test_sizes_past_int64_name_the_shape_and_the_dimension(cpu):
+    past = 2**64
+    with pytest.raises(hal.InvalidArgument,
+                       match=rf"\[{past}\] is not a shape: the size of dimension 0, {past}, "
+                             "does not fit in int64"):
+        hal.empty([past], device=cpu)
+    with pytest.raises(hal.InvalidArgument, match=rf"^hal: InvalidArgument: {past} is not a shape"):
+        hal.zeros(past, device=cpu)
+    below = -2**63 - 1
+    with pytest.raises(hal.InvalidArgument, match=rf"the size of dimension 1, {below}, does not"):
+        hal.full((2, below), 1.0, device=cpu)
+    t = hal.zeros((2, 3), device=cpu)
+    with pytest.raises(hal.InvalidArgument, match=rf"\(3, {past}\) is not a shape: .*dimension 1"):
+        t.reshape(3, past)
+    with pytest.raises(hal.OutOfRange,
+                       match=rf"index {past} is out of range for dimension 1 \(size 3\)"):
+        t[0, past]
+    # Arguments pybind11 converts say which function and which argument.
+    with pytest.raises(TypeError, match=r"(?s)transpose\(\): incompatible function arguments"
+                                        r".*dim1: int"):
+        t.transpose(0, past)
