@@ -1,6 +1,7 @@
 #include "sample_checks.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "hal/error.hpp"
@@ -18,6 +19,17 @@ void check_samples(std::span<const double> values, const char* side, size_t min)
       throw Error(ErrorCode::InvalidArgument, std::string(side) + ": sample " + std::to_string(i) +
                                                   " is not finite (" + std::to_string(values[i]) +
                                                   ")");
+}
+
+void check_positive_samples(std::span<const double> values, const char* side, size_t min) {
+  check_samples(values, side, min);
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!(values[i] > 0)) {
+      char value[32];
+      std::snprintf(value, sizeof value, "%g", values[i]);
+      throw Error(ErrorCode::InvalidArgument, std::string(side) + ": sample " + std::to_string(i) +
+                                                  " (" + value + ") is not positive");
+    }
 }
 
 double mean(std::span<const double> values) {

@@ -2,12 +2,45 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "hal/compare.hpp"
 #include "hal/error.hpp"
 #include "sample_checks.hpp"
 
 namespace hal::evidence {
+namespace {
+
+bool constant(std::span<const double> values) {
+  return std::all_of(values.begin(), values.end(), [&](double v) { return v == values[0]; });
+}
+
+// Constant sides that differ: Welch's p is 0 already, and Mann-Whitney's falls as n grows for as
+// long as the samples stay as they are. The least n per side above `have` at which it passes
+// `level`, or `cap`.
+size_t apart_samples_needed(double value_a, double value_b, double level, size_t have, size_t cap) {
+  const auto passes = [&](size_t n) {
+    const std::vector<double> a(n, value_a), b(n, value_b);
+    return mann_whitney_u(a, b).p_value < level;
+  };
+  // Double to bracket the answer, then bisect: `low` fails, `high` passes.
+  size_t low = have, high = have + 1;
+  while (!passes(high)) {
+    if (high >= cap) return cap;
+    low = high;
+    high = std::min(cap, 2 * high);
+  }
+  while (high - low > 1) {
+    const size_t middle = low + (high - low) / 2;
+    if (passes(middle))
+      high = middle;
+    else
+      low = middle;
+  }
+  return high;
+}
+
+}  // namespace
 
 void check_design(const SequentialDesign& d) {
   const auto refuse = [](const std::string& what) {
@@ -52,10 +85,22 @@ Analysis analyze(std::span<const double> a, std::span<const double> b,
   else if (design.min_effect > 0 && out.welch.ci_low > -margin && out.welch.ci_high < margin)
     out.decision = Decision::equivalent;
   if (out.decision != Decision::undecided) return out;
+  const size_t have = std::min(a.size(), b.size());
+  if (constant(a) && constant(b)) {
+    // Identical sides, reached with min_effect 0 alone (Welch's interval is then a point at 0,
+    // inside any other margin): no number of samples tells them apart, so there is no estimate,
+    // which more_samples 0 says (verdict). Sides apart: what Mann-Whitney needs at the next
+    // look's level (a million per side at most: its vectors are made).
+    if (a[0] != b[0]) {
+      const size_t cap = std::max(have + 1, size_t{1'000'000});
+      out.more_samples =
+          apart_samples_needed(a[0], b[0], look_alpha(design, look + 1), have, cap) - have;
+    }
+    return out;
+  }
   // Power against the smallest difference that counts, at the next look's level.
   const double spread = std::sqrt((variance(log_a) + variance(log_b)) / 2);
   const double target = design.min_effect > 0 ? margin : std::fabs(out.welch.difference);
-  const size_t have = std::min(a.size(), b.size());
   constexpr size_t kCap = 1'000'000'000;
   const size_t need = spread == 0 ? have
                                   : samples_for_power(target / spread, look_alpha(design, look + 1),

@@ -49,6 +49,14 @@ double mean_ratio_confidence(const Analysis& a) { return 1 - 2 * a.look_alpha; }
 
 std::string verdict(const Analysis& a, const SequentialDesign& d, Metric metric) {
   const std::string tail = p_text(a.welch.p_value) + ", " + sizes(a) + ")";
+  // analyze() leaves no estimate for sides identical in every sample: more of them would not
+  // decide, so "need ≈ N more" would mislead.
+  if (a.decision == Decision::undecided && a.more_samples == 0)
+    return std::string(
+               "inconclusive: every sample of A and B is the same value, so more samples "
+               "cannot tell them apart") +
+           (d.min_effect > 0 ? "" : ", and a min_effect of 0 never calls sides equivalent") + " (" +
+           ratio_text(a.ratio, 1 - d.alpha) + ", " + tail;
   if (a.decision == Decision::undecided)
     return "inconclusive: need ≈ " + std::to_string(a.more_samples) + " more samples per side (" +
            ratio_text(a.ratio, 1 - d.alpha) + ", " + tail;

@@ -226,6 +226,33 @@ TEST(Sequential, ATightSmallSampleGivesAnEstimateNotAnError) {
   EXPECT_DOUBLE_EQ(ev::t_test_power(3.0, 1'000'000'000, 0.05), 1.0);
 }
 
+// Constant sides (a coarse timer, a counter that moves in steps). Identical ones are equivalent
+// with a min_effect; with none, more samples cannot decide and the verdict says so rather than
+// "need ≈ 1 more". Constant sides apart have Welch's p at 0 and wait for Mann-Whitney's, which
+// passes look 2's level (0.0125) at 5 per side (p 0.0040; 0.013 at 4).
+TEST(Sequential, ConstantSidesGetAnHonestVerdict) {
+  const std::vector<double> same(20, 1e-3);
+  ev::SequentialDesign d;
+  EXPECT_EQ(ev::analyze(same, same, d, 1).decision, ev::Decision::equivalent);
+  d.min_effect = 0;
+  const ev::Analysis identical = ev::analyze(same, same, d, 1);
+  EXPECT_EQ(identical.decision, ev::Decision::undecided);
+  EXPECT_EQ(identical.more_samples, 0u);
+  const std::string text = ev::verdict(identical, d, ev::Metric::latency);
+  EXPECT_EQ(text.rfind("inconclusive: every sample of A and B is the same value, so more samples "
+                       "cannot tell them apart, and a min_effect of 0 never calls sides "
+                       "equivalent (B/A 1.000, ",
+                       0),
+            0u)
+      << text;
+  const std::vector<double> ones(3, 1.0), twos(3, 2.0);
+  d.first_look = 3;
+  const ev::Analysis apart = ev::analyze(ones, twos, d, 1);
+  EXPECT_EQ(apart.decision, ev::Decision::undecided);
+  EXPECT_EQ(apart.welch.p_value, 0);
+  EXPECT_EQ(apart.more_samples, 2u);
+}
+
 TEST(Sequential, RefusesADesignItCannotHonour) {
   ev::SequentialDesign d;
   d.alpha = 0.7;

@@ -129,4 +129,21 @@ TEST(Statistics, RefusesTooFewOrBadSamples) {
                           {"t_test_power", "n >= 2"});
 }
 
+// A 0 or a negative value beside positive ones leaves a positive median, but a resample's median
+// could be 0 (an infinite ratio) or negative (a ratio of the wrong sign): refused, named.
+TEST(Statistics, BootstrapRefusesValuesThatAreNotPositive) {
+  using hal::ErrorCode;
+  const std::vector<double> fine{1.0, 2.0, 3.0}, zero_in_a{0.0, 1.0, 2.0},
+      negative_in_b{1.0, -0.5, 2.0}, infinite_in_b{1.0, INFINITY, 2.0};
+  hal::test::expect_error([&] { ev::bootstrap_median_ratio(zero_in_a, fine, 0.95, 100, 1); },
+                          ErrorCode::InvalidArgument,
+                          {"bootstrap: sample a", "sample 0 (0)", "is not positive"});
+  hal::test::expect_error([&] { ev::bootstrap_median_ratio(fine, negative_in_b, 0.95, 100, 1); },
+                          ErrorCode::InvalidArgument,
+                          {"bootstrap: sample b", "sample 1 (-0.5)", "is not positive"});
+  hal::test::expect_error([&] { ev::bootstrap_median_ratio(fine, infinite_in_b, 0.95, 100, 1); },
+                          ErrorCode::InvalidArgument,
+                          {"bootstrap: sample b", "sample 1", "not finite"});
+}
+
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -143,6 +144,52 @@ TEST(CompareCli, WritesATrace) {
   std::filesystem::remove(file);
 }
 
+// Side B in a child process (--b-env) records its trace into a file of its own, merged into this
+// one's after the run: B's process with its stream's ops beside A's, on A's clock (B's span of
+// serving starts within A's span of starting it), and no file of B's left behind. Both ways of
+// asking for a trace: the child inherited HAL_TRACE and overwrote A's trace with its own, and
+// got none at all with --trace.
+TEST(CompareCli, MergesTheTraceOfSideBsChildProcess) {
+  const std::string stem =
+      (fs::temp_directory_path() / ("hal_compare_b_trace_" + std::to_string(getpid()))).string();
+  const std::string file = stem + ".json", side_b = stem + ".side-b.json";
+  for (const bool environment : {false, true}) {
+    fs::remove(file);
+    const Result result = run(environment ? "HAL_TRACE=" + file + " " : "",
+                              "--a cpu:0 --b cpu:0 --b-env HAL_CPU_ISA=scalar --workload "
+                              "softmax:8x8 --max-time 0.2s --first-look 3" +
+                                  (environment ? std::string() : " --trace " + file));
+    ASSERT_EQ(result.status, 0) << result.output;
+    EXPECT_FALSE(fs::exists(side_b)) << "side B's own file is left";
+    std::ifstream in(file);
+    ASSERT_TRUE(in) << "no trace in " << file;
+    const nlohmann::json trace = nlohmann::json::parse(in);
+    std::map<int, std::string> processes;  // pid: process_name
+    std::set<int> softmax_processes;
+    double starting = -1, started = -1, serving = -1;
+    for (const auto& e : trace["traceEvents"]) {
+      if (e["ph"] == "M" && e["name"] == "process_name")
+        processes[e["pid"].get<int>()] = e["args"]["name"].get<std::string>();
+      if (e["ph"] != "X") continue;
+      if (e["cat"] == "op" && e["name"] == "softmax") softmax_processes.insert(e["pid"].get<int>());
+      if (e["name"] == "hal compare: start side B") {
+        starting = e["ts"].get<double>();
+        started = starting + e["dur"].get<double>();
+      }
+      if (e["name"] == "hal compare-worker: side B") serving = e["ts"].get<double>();
+    }
+    ASSERT_EQ(processes.size(), 2u) << (environment ? "HAL_TRACE" : "--trace");
+    EXPECT_TRUE(processes.begin()->second == "hal compare-worker (side B)" ||
+                processes.rbegin()->second == "hal compare-worker (side B)");
+    EXPECT_EQ(softmax_processes.size(), 2u) << "each side's softmax ops";
+    ASSERT_GE(starting, 0) << "no span of starting side B";
+    ASSERT_GE(serving, 0) << "no span of side B serving";
+    EXPECT_GE(serving, starting - 50) << "B's span, in microseconds, before A started B";
+    EXPECT_LE(serving, started + 50) << "B's span, in microseconds, after B answered";
+  }
+  fs::remove(file);
+}
+
 // Side B's matmul made fast and wrong (a preloaded cblas_sgemm that writes zeros): no verdict,
 // an error that says the outputs differ.
 TEST(CompareCli, RefusesToRankAWrongAnswer) {
@@ -246,6 +293,21 @@ TEST(CompareCli, ComparesEnergyPerRunWhereTheDevicesHaveACounter) {
       EXPECT_GT(joules.get<double>(), 0.0) << side;
       EXPECT_LT(joules.get<double>(), 1.0) << side;  // a softmax of 1 Mi floats takes no second
     }
+}
+
+// --alpha lies in [1e-9, 0.5) as the design requires: just below 0.5 is taken (the command capped
+// it at 0.499), 0.5 itself and 0 are not.
+TEST(CompareCli, TakesAnAlphaUpToOneHalf) {
+  const nlohmann::json report =
+      report_of(run("",
+                    "--a cpu:0 --b cpu:0 --workload softmax:8x8 --max-time 0.2s "
+                    "--first-look 3 --alpha 0.4995 --json"));
+  EXPECT_DOUBLE_EQ(report["alpha"].get<double>(), 0.4995);
+  EXPECT_DOUBLE_EQ(report["confidence"].get<double>(), 1 - 0.4995);
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --alpha 0.5", "InvalidArgument",
+                 "--alpha: '0.5' is out of range (at least 1e-09, below 0.5)");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --alpha 0", "InvalidArgument",
+                 "--alpha: '0' is out of range (at least 1e-09, below 0.5)");
 }
 
 TEST(CompareCli, RefusesBadInput) {

@@ -151,6 +151,34 @@ TEST(ReportCliInput, RefusesBadInput) {
   fs::remove_all(directory);
 }
 
+// Side B's environment entries must be VAR=VALUE strings: another type is refused naming the
+// field and the entry (it was an "Internal" JSON type error); strings are shown beside B.
+TEST_F(ReportCli, ChecksSideBsEnvironment) {
+  nlohmann::json comparison = nlohmann::json::parse(read_text(file("compare.json")));
+  const auto report = [&](const nlohmann::json& b_env) {
+    comparison["b_env"] = b_env;
+    std::ofstream(file("b_env.json")) << comparison.dump();
+    return hal::test::run_shell(
+        std::string(HAL_CLI_PATH) + " report --devices cpu:0 --no-calibrate --json --compare " +
+        file("b_env.json").string() + " --html " + file("b_env.html").string() + " 2>/dev/null");
+  };
+  for (const auto& [b_env, message] :
+       {std::pair{nlohmann::json::array({"X=1", 5}),
+                  "report: comparison 1: 'b_env' entry 2 is number, not a VAR=VALUE string"},
+        std::pair{nlohmann::json("X=1"),
+                  "report: comparison 1: 'b_env' is string, not an array of VAR=VALUE strings"}}) {
+    const Result refused = report(b_env);
+    EXPECT_EQ(refused.status, 1) << refused.output;
+    const nlohmann::json error = nlohmann::json::parse(refused.output);
+    EXPECT_EQ(error["code"], "InvalidArgument") << refused.output;
+    EXPECT_EQ(error["message"].get<std::string>(), message);
+  }
+  const Result shown = report(nlohmann::json::array({"HAL_CPU_ISA=scalar", "X=1"}));
+  ASSERT_EQ(shown.status, 0) << shown.output;
+  EXPECT_NE(read_text(file("b_env.html")).find("vs B sim:1 with HAL_CPU_ISA=scalar X=1</h3>"),
+            std::string::npos);
+}
+
 // The page in a real browser: it loads without a console message (the page itself reports an
 // empty figure as a console error), every figure is drawn, and the screenshot is kept.
 std::optional<std::string> chromium() {

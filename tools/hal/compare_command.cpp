@@ -5,6 +5,8 @@
 // faster, by how much and how sure that is (docs/evidence.md). --json prints hal.compare/1.
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -17,6 +19,7 @@
 #include "hal/energy.hpp"
 #include "hal/error.hpp"
 #include "hal/registry.hpp"
+#include "hal/trace.hpp"
 #include "hal/units.hpp"
 #include "json_text.hpp"
 #include "option_values.hpp"
@@ -36,8 +39,21 @@ struct CompareOptions {
   double max_seconds = 60;
   uint64_t warmup = 2;
   bool json = false;
-  std::string html;  // --html FILE: the comparison as a report page too
+  std::string html;                    // --html FILE: the comparison as a report page too
+  const CLI::Option* trace = nullptr;  // --trace FILE, which set_work adds
 };
+
+// --alpha lies in [1e-9, 0.5), open at 0.5 as check_design requires: at 0.5 or above a test calls
+// a true "no difference" a difference at least as often as not, and the ratio's 1 - alpha
+// interval holds half the bootstrap's resamples or fewer. The floor, far below any level a
+// comparison uses, keeps 1 - alpha a double below 1.
+double alpha_option(const std::string& text) {
+  const double alpha = real_option("--alpha", text, -HUGE_VAL, HUGE_VAL);
+  if (!(alpha >= 1e-9 && alpha < 0.5))
+    throw Error(ErrorCode::InvalidArgument,
+                "--alpha: '" + text + "' is out of range (at least 1e-09, below 0.5)");
+  return alpha;
+}
 
 // "2%" -> 0.02, "0.02" -> 0.02.
 double fraction_option(std::string_view option, std::string text, double max) {
@@ -127,6 +143,41 @@ double energy_sample(CompareSide& side, EnergyMeter& meter, const std::string& n
   return joules;
 }
 
+// The file this process's trace goes to: --trace's, else HAL_TRACE's (which --trace replaces);
+// empty when none is recorded.
+std::filesystem::path trace_file(const CompareOptions& o) {
+  if (!hal::trace::enabled()) return {};
+  if (o.trace && !o.trace->results().empty() && !o.trace->results().back().empty())
+    return o.trace->results().back();
+  const char* file = std::getenv("HAL_TRACE");
+  return file ? file : "";
+}
+
+// Side B's trace when it runs in a child while this process records one: the child's own file
+// beside this one (FILE.json -> FILE.side-b.json), merged into it after the run. None when the
+// user gave the child a HAL_TRACE of their own (--b-env): theirs to keep.
+std::optional<ChildTrace> child_trace(const CompareOptions& o, const std::filesystem::path& file) {
+  if (o.b_env.empty() || file.empty()) return std::nullopt;
+  for (const std::string& entry : o.b_env)
+    if (entry.rfind("HAL_TRACE=", 0) == 0) return std::nullopt;
+  ChildTrace trace;
+  trace.file = file.parent_path() / (file.stem().string() + ".side-b" + file.extension().string());
+  return trace;
+}
+
+// Writes this process's trace now, not when the command ends, so that side B's, written as its
+// child exited, can be added to it. A failure leaves B's spans in their own file, said on stderr:
+// the comparison stands.
+void merge_side_b_trace(const ChildTrace& trace, const std::filesystem::path& file) {
+  hal::trace::stop();
+  try {
+    merge_child_trace(trace, file);
+  } catch (const Error& error) {
+    std::cerr << "hal compare: side B's trace is left in " << trace.file.string() << ", not in "
+              << file.string() << ": " << error.message() << "\n";
+  }
+}
+
 void compare(const CompareOptions& o) {
   if (!o.html.empty()) check_writable(o.html);  // before the run, not after it
   const auto started = std::chrono::steady_clock::now();
@@ -141,9 +192,14 @@ void compare(const CompareOptions& o) {
     meter_a = EnergyMeter::of(device(o.a));
     meter_b = EnergyMeter::of(device(o.b));
   }
+  // Side B in a child writes its trace to a file of its own (HAL_TRACE is inherited: both would
+  // write the same file, and this process's, written last, would hold A's spans alone).
+  const std::filesystem::path traced = trace_file(o);
+  std::optional<ChildTrace> b_trace = child_trace(o, traced);
   std::unique_ptr<CompareSide> a = local_side(o.a, o.workload);
   std::unique_ptr<CompareSide> b =
-      o.b_env.empty() ? local_side(o.b, o.workload) : child_side(o.b, o.workload, o.b_env);
+      o.b_env.empty() ? local_side(o.b, o.workload)
+                      : child_side(o.b, o.workload, o.b_env, b_trace ? &*b_trace : nullptr);
   for (uint64_t i = 0; i < o.warmup; ++i) {  // compiles kernels, fills caches: not measured
     a->timed_run();
     b->timed_run();
@@ -184,6 +240,10 @@ void compare(const CompareOptions& o) {
         }
       },
       [&] { return since(sampling_from) < o.max_seconds; }, 1'000'000);
+  if (b_trace) {
+    b.reset();  // the child exits, writing its trace
+    merge_side_b_trace(*b_trace, traced);
+  }
   const evidence::Analysis& r = run.analysis;
   const std::string text = evidence::verdict(r, o.design, o.metric);
   const bool latency = o.metric == evidence::Metric::latency;
@@ -265,7 +325,8 @@ void add_compare_command(CLI::App& app) {
                       "latency (default), throughput, or energy (joules per run, where the "
                       "devices have an energy counter: hal/energy.hpp)");
   command->add_option("--alpha", o->alpha_text,
-                      "False-positive rate over the whole run, in (0, 0.5) (default 0.05)");
+                      "False-positive rate over the whole run: at least 1e-9, below 0.5 "
+                      "(default 0.05)");
   command->add_option("--min-effect", o->min_effect_text,
                       "The smallest difference that counts: '2%' or 0.02 (default 2%); 0 never "
                       "calls the sides equivalent");
@@ -293,9 +354,7 @@ void add_compare_command(CLI::App& app) {
     else
       throw Error(ErrorCode::InvalidArgument,
                   "--metric: '" + o->metric_text + "' is not latency, throughput or energy");
-    o->design.alpha = real_option("--alpha", o->alpha_text, 1e-9, 0.499);
-    if (o->design.alpha >= 0.5)
-      throw Error(ErrorCode::InvalidArgument, "--alpha: must be below 0.5");
+    o->design.alpha = alpha_option(o->alpha_text);
     o->design.min_effect = fraction_option("--min-effect", o->min_effect_text, 9.99);
     o->max_seconds = seconds_option("--max-time", o->max_time_text);
     o->design.seed = count_option("--seed", o->seed_text, 0, UINT64_MAX);
@@ -308,6 +367,7 @@ void add_compare_command(CLI::App& app) {
     }
   });
   set_work(*command, [o] { compare(*o); });
+  o->trace = command->get_option("--trace");
 
   // Side B of `--b-env`, in the child process: hidden from --help.
   auto* worker = app.add_subcommand("compare-worker", "");

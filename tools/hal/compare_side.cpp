@@ -4,15 +4,33 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "hal/trace.hpp"
+#include "json_text.hpp"
 
 extern char** environ;
 
 namespace hal::tool {
 namespace {
+
+// The spans whose starts align the child's trace with this process's: this process's around the
+// child's start, and the child's around its whole service.
+constexpr const char* kStartSpan = "hal compare: start side B";
+constexpr const char* kWorkerSpan = "hal compare-worker: side B";
+
+uint64_t steady_now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
 
 class LocalSide final : public CompareSide {
  public:
@@ -33,8 +51,11 @@ ErrorCode code_named(const std::string& name) {
 // Speaks to `hal compare-worker` over two pipes, a line per command and per answer.
 class ChildSide final : public CompareSide {
  public:
-  ChildSide(const std::string& id, const WorkloadSpec& spec, const std::vector<std::string>& env)
+  ChildSide(const std::string& id, const WorkloadSpec& spec, const std::vector<std::string>& env,
+            ChildTrace* trace)
       : what_("side B (" + id + " in a child process with " + join(env) + ")") {
+    if (trace) trace->parent_anchor_ns = steady_now_ns();
+    const hal::trace::Scope starting(kStartSpan);
     std::signal(SIGPIPE, SIG_IGN);  // a child that died is an error on write, not a signal
     int to_child[2], from_child[2];
     if (pipe(to_child) != 0 || pipe(from_child) != 0)
@@ -45,7 +66,9 @@ class ChildSide final : public CompareSide {
     posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
     for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]})
       posix_spawn_file_actions_addclose(&actions, fd);
-    std::vector<std::string> environment = merged_environment(env);
+    std::vector<std::string> given = env;
+    if (trace) given.push_back("HAL_TRACE=" + trace->file.string());  // not this process's file
+    std::vector<std::string> environment = merged_environment(given);
     std::vector<char*> envp;
     for (std::string& entry : environment) envp.push_back(entry.data());
     envp.push_back(nullptr);
@@ -64,7 +87,9 @@ class ChildSide final : public CompareSide {
       close();
       throw Error(ErrorCode::Internal, what_ + ": cannot start: " + std::strerror(spawned));
     }
-    expect_ok(answer());  // "ok" once the workload's inputs are made
+    // "ok ANCHOR" once the workload's inputs are made: ANCHOR is the child's kWorkerSpan start.
+    const std::string started = expect_ok(answer());
+    if (trace) trace->child_anchor_ns = std::strtoull(started.c_str(), nullptr, 10);
   }
   ~ChildSide() override { close(); }
 
@@ -139,6 +164,44 @@ class ChildSide final : public CompareSide {
   FILE* from_ = nullptr;
 };
 
+// A trace file's JSON, or InvalidArgument naming the file.
+nlohmann::ordered_json read_trace(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw Error(ErrorCode::InvalidArgument, "trace: cannot read " + file.string());
+  try {
+    nlohmann::ordered_json trace = nlohmann::ordered_json::parse(in);
+    if (trace.contains("traceEvents") && trace["traceEvents"].is_array()) return trace;
+  } catch (const nlohmann::json::exception&) {
+  }
+  throw Error(ErrorCode::InvalidArgument, "trace: " + file.string() + " is not a hal trace");
+}
+
+// `event`'s string `key`, or "" (metadata events have no category, flows no arguments).
+std::string text_of(const nlohmann::ordered_json& event, const char* key) {
+  const auto found = event.find(key);
+  return found != event.end() && found->is_string() ? found->get<std::string>() : std::string();
+}
+
+// The start (microseconds into its trace) of `trace`'s span `name`.
+double span_start(const nlohmann::ordered_json& trace, const char* name,
+                  const std::filesystem::path& file) {
+  for (const nlohmann::ordered_json& event : trace["traceEvents"]) {
+    const auto ts = event.find("ts");
+    if (text_of(event, "ph") == "X" && text_of(event, "name") == name && ts != event.end() &&
+        ts->is_number())
+      return ts->get<double>();
+  }
+  throw Error(ErrorCode::InvalidArgument,
+              "trace: " + file.string() + " has no '" + name + "' span to align side B's trace by");
+}
+
+uint64_t dropped_events(const nlohmann::ordered_json& trace) {
+  const auto other = trace.find("otherData");
+  if (other == trace.end() || !other->is_object()) return 0;
+  const auto dropped = other->find("dropped_events");
+  return dropped != other->end() && dropped->is_number_unsigned() ? dropped->get<uint64_t>() : 0;
+}
+
 }  // namespace
 
 std::unique_ptr<CompareSide> local_side(const std::string& device_id, const WorkloadSpec& spec) {
@@ -146,11 +209,43 @@ std::unique_ptr<CompareSide> local_side(const std::string& device_id, const Work
 }
 
 std::unique_ptr<CompareSide> child_side(const std::string& device_id, const WorkloadSpec& spec,
-                                        const std::vector<std::string>& environment) {
-  return std::make_unique<ChildSide>(device_id, spec, environment);
+                                        const std::vector<std::string>& environment,
+                                        ChildTrace* trace) {
+  return std::make_unique<ChildSide>(device_id, spec, environment, trace);
+}
+
+void merge_child_trace(const ChildTrace& trace, const std::filesystem::path& into) {
+  if (trace.parent_anchor_ns == 0 || trace.child_anchor_ns == 0)
+    throw Error(ErrorCode::InvalidArgument,
+                "trace: side B gave no clock reading to align " + trace.file.string() + " by");
+  nlohmann::ordered_json merged = read_trace(into), child = read_trace(trace.file);
+  // A child's time, in microseconds from its anchor span, is on steady_clock the child's anchor
+  // plus that; this process's anchor span began parent_anchor_ns on the same clock.
+  const int64_t apart_ns = static_cast<int64_t>(trace.child_anchor_ns - trace.parent_anchor_ns);
+  const double shift = span_start(merged, kStartSpan, into) -
+                       span_start(child, kWorkerSpan, trace.file) +
+                       static_cast<double>(apart_ns) / 1e3;
+  nlohmann::ordered_json& events = merged["traceEvents"];
+  for (nlohmann::ordered_json& event : child["traceEvents"]) {
+    if (const auto ts = event.find("ts"); ts != event.end() && ts->is_number())
+      *ts = ts->get<double>() + shift;
+    if (text_of(event, "name") == "process_name")
+      event["args"] = {{"name", "hal compare-worker (side B)"}};
+    events.push_back(std::move(event));
+  }
+  merged["otherData"]["dropped_events"] = dropped_events(merged) + dropped_events(child);
+  const std::string text = merged.dump(-1, ' ', false, kReplaceBadUtf8);
+  std::ofstream out(into);
+  out << text << "\n";
+  out.close();
+  if (!out) throw Error(ErrorCode::InvalidArgument, "trace: cannot write " + into.string());
+  std::error_code ignored;  // a stray copy of B's spans is no failure of the comparison
+  std::filesystem::remove(trace.file, ignored);
 }
 
 void serve_compare_side(const std::string& device_id, const WorkloadSpec& spec) {
+  const uint64_t anchor = steady_now_ns();  // sent to the parent: merge_child_trace
+  const hal::trace::Scope serving(kWorkerSpan);
   const auto fail = [](const Error& error) {
     std::string message = error.message();
     for (char& c : message)
@@ -165,7 +260,7 @@ void serve_compare_side(const std::string& device_id, const WorkloadSpec& spec) 
     fail(error);
     return;
   }
-  std::printf("ok\n");
+  std::printf("ok %llu\n", static_cast<unsigned long long>(anchor));
   std::fflush(stdout);
   char line[64];
   while (std::fgets(line, sizeof line, stdin)) {

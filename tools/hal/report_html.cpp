@@ -227,6 +227,25 @@ T field(const nlohmann::json& j, const char* name, size_t index) {
   }
 }
 
+// Side B's environment ("b_env", VAR=VALUE strings; none when absent), or InvalidArgument
+// naming the entry that is not a string.
+std::vector<std::string> environment_entries(const nlohmann::json& j, size_t index) {
+  std::vector<std::string> entries;
+  if (!j.contains("b_env")) return entries;
+  const std::string where = "report: comparison " + std::to_string(index + 1) + ": 'b_env'";
+  if (!j["b_env"].is_array())
+    throw Error(ErrorCode::InvalidArgument,
+                where + " is " + j["b_env"].type_name() + ", not an array of VAR=VALUE strings");
+  for (size_t i = 0; i < j["b_env"].size(); ++i) {
+    const nlohmann::json& entry = j["b_env"][i];
+    if (!entry.is_string())
+      throw Error(ErrorCode::InvalidArgument, where + " entry " + std::to_string(i + 1) + " is " +
+                                                  entry.type_name() + ", not a VAR=VALUE string");
+    entries.push_back(entry.get<std::string>());
+  }
+  return entries;
+}
+
 std::string comparison(const nlohmann::json& j, size_t index) {
   if (field<std::string>(j, "schema", index) != "hal.compare/1")
     throw Error(ErrorCode::InvalidArgument,
@@ -254,10 +273,9 @@ std::string comparison(const nlohmann::json& j, size_t index) {
     for (double& v : sb) v *= scale;
   }
   std::string b_side = b;
-  if (j.contains("b_env") && j["b_env"].is_array() && !j["b_env"].empty()) {
-    b_side += " with";
-    for (const auto& e : j["b_env"]) b_side += " " + e.get<std::string>();
-  }
+  const std::vector<std::string> b_env = environment_entries(j, index);
+  if (!b_env.empty()) b_side += " with";
+  for (const std::string& e : b_env) b_side += " " + e;
   const std::string x_label = field<std::string>(j, "metric", index) + " (" + shown_unit + ")";
   std::string html = "<h3>" + escape(workload) + ": A " + escape(a) + " vs B " + escape(b_side) +
                      "</h3><p class=\"verdict " + escape(decision) + "\">" +
