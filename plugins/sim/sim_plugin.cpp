@@ -96,6 +96,31 @@ hal_status device_get(uint32_t index, hal_plugin_device* device) {
   return HAL_STATUS_OK;
 }
 
+// FNV-1a of `size` bytes at `bytes`, continuing from `hash`.
+uint32_t fnv1a(uint32_t hash, const void* bytes, size_t size) {
+  for (size_t i = 0; i < size; ++i)
+    hash = (hash ^ static_cast<const uint8_t*>(bytes)[i]) * 16777619u;
+  return hash;
+}
+
+// A UUID stable across runs that names what the device is: a prefix, a hash of the backend's
+// name and of the figures HAL_SIM_CONFIG gives the device (memory, bandwidth, throughput, launch
+// cost: what it models), then its index. Calibrations are cached by UUID: one measured under
+// another config is another device's (the UUID named the index alone, so sim:0 kept the figures
+// of a config ten times slower). Faults and pacing change no figure, so not the UUID.
+void write_uuid(const hal_plugin_device_s& device, uint8_t* uuid) {
+  const uint8_t prefix[4] = {0x5a, 0x11, 0x0c, 0xa1};
+  std::memcpy(uuid, prefix, sizeof prefix);
+  const Config& c = device.config;
+  uint32_t hash = fnv1a(2166136261u, SIM_BACKEND_NAME, std::strlen(SIM_BACKEND_NAME));
+  hash = fnv1a(hash, &c.memory_bytes, sizeof c.memory_bytes);
+  for (const double figure : {c.bandwidth_gbps, c.gflops, c.launch_us})
+    hash = fnv1a(hash, &figure, sizeof figure);
+  for (int i = 0; i < 4; ++i) uuid[4 + i] = static_cast<uint8_t>(hash >> (8 * (3 - i)));
+  for (int i = 0; i < 8; ++i)
+    uuid[8 + i] = static_cast<uint8_t>(uint64_t{device.index} >> (8 * (7 - i)));
+}
+
 hal_status device_properties(hal_plugin_device device, hal_plugin_device_properties* out) {
   SIM_CHECK_DEVICE(device);
   if (out->struct_size < offsetof(hal_plugin_device_properties, launch_latency_us) + sizeof(double))
@@ -105,15 +130,7 @@ hal_status device_properties(hal_plugin_device device, hal_plugin_device_propert
   copy_string(out->vendor, sizeof out->vendor, "hal");
   copy_string(out->architecture, sizeof out->architecture, "sim1");
   copy_string(out->driver_version, sizeof out->driver_version, "1.0");
-  // A stable UUID: a prefix, a hash of the backend's name, and the device index.
-  const uint8_t prefix[4] = {0x5a, 0x11, 0x0c, 0xa1};
-  std::memcpy(out->uuid, prefix, sizeof prefix);
-  uint32_t hash = 2166136261u;  // FNV-1a
-  for (const char* letter = SIM_BACKEND_NAME; *letter; ++letter)
-    hash = (hash ^ static_cast<uint8_t>(*letter)) * 16777619u;
-  for (int i = 0; i < 4; ++i) out->uuid[4 + i] = static_cast<uint8_t>(hash >> (8 * (3 - i)));
-  for (int i = 0; i < 8; ++i)
-    out->uuid[8 + i] = static_cast<uint8_t>(uint64_t{device->index} >> (8 * (7 - i)));
+  write_uuid(*device, out->uuid);
   out->kind = HAL_PLUGIN_DEVICE_ACCELERATOR;
   out->compute_units = 64;
   out->clock_mhz = 1000;

@@ -9,14 +9,42 @@
 namespace hal::model {
 namespace {
 
-using Kernels = std::vector<std::string_view>;
+using Kernels = std::vector<NodeKernel>;
 
-// The ops whose implementation runs kernels; the rest are views, takes and copies.
+Kernels joined(Kernels a, const Kernels& b, const Kernels& c = {}) {
+  a.insert(a.end(), b.begin(), b.end());
+  a.insert(a.end(), c.begin(), c.end());
+  return a;
+}
+
+// The ops whose implementation runs kernels, as they call them (quantize_onnx_ops.cpp,
+// scatter_onnx_ops.cpp ...). The index arithmetic of Hardmax, Trilu, TopK and the like is i64;
+// masks are bool.
 const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
+  // The integer products centre their 8-bit inputs and multiply them in f32 (f64 for long
+  // sums), cast to i32; QLinear* then requantize: scale, round, add the zero point, saturate.
+  static const Kernels integer_matmul{
+      {"cast"}, {"sub", DType::f32}, {"matmul", DType::f32}, {"cast", DType::f32}};
+  static const Kernels integer_conv = joined(integer_matmul, {{"add", DType::f32}});
+  static const Kernels requantize{
+      {"cast", DType::i32}, {"mul", DType::f32},     {"div", DType::f32},    {"round", DType::f32},
+      {"add", DType::f32},  {"maximum", DType::f32}, {"minimum", DType::f32}};
   static const std::map<std::string_view, Kernels, std::less<>> table{
       {"Abs", {"abs"}},
       {"Acos", {"acos"}},
       {"Acosh", {"acosh"}},
+      {"Adagrad",
+       {{"cast", DType::i64}, {"gt", DType::i64}, {"add"}, {"sub"}, {"mul"}, {"div"}, {"sqrt"}}},
+      {"Adam",
+       {{"cast", DType::i64},
+        {"gt", DType::i64},
+        {"add"},
+        {"sub"},
+        {"mul"},
+        {"div"},
+        {"sqrt"},
+        {"pow"},
+        {"where"}}},
       {"Add", {"add"}},
       {"And", {"mul"}},
       {"ArgMax", {"argmax"}},
@@ -32,25 +60,33 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"Ceil", {"ceil"}},
       {"Clip", {"maximum", "minimum"}},
       {"Conv", {"matmul", "add"}},
+      {"ConvInteger", integer_conv},
       {"ConvTranspose", {"matmul", "add"}},
       {"Cos", {"cos"}},
       {"Cosh", {"cosh"}},
       {"CumSum", {"add"}},
+      {"DequantizeLinear", {{"cast"}, {"sub", DType::f32}, {"mul", DType::f32}}},
       {"Div", {"div"}},
       {"Einsum", {"matmul"}},
       {"Elu", {"exp", "where"}},
       {"Equal", {"eq"}},
       {"Erf", {"erf"}},
       {"Exp", {"exp"}},
+      {"EyeLike", {{"sub", DType::i64}, {"eq", DType::i64}, {"cast", DType::boolean}}},
       {"Floor", {"floor"}},
       {"GRU", {"matmul", "sigmoid", "tanh"}},
+      {"GatherElements",
+       {{"cast"}, {"lt", DType::i64}, {"add", DType::i64}, {"eq", DType::i64}, {"where"}, {"sum"}}},
       {"Gemm", {"matmul", "add"}},
       {"GlobalAveragePool", {"mean"}},
       {"GlobalMaxPool", {"max"}},
       {"Greater", {"gt"}},
       {"GreaterOrEqual", {"ge"}},
       {"HardSigmoid", {"mul", "add", "maximum", "minimum"}},
+      {"Hardmax", {{"argmax"}, {"eq", DType::i64}, {"cast", DType::boolean}}},
       {"InstanceNormalization", {"mean", "rsqrt"}},
+      {"IsInf", {{"abs"}, {"neg"}, {"eq"}}},
+      {"IsNaN", {{"ne"}}},
       {"LRN", {"mul", "add", "div", "pow"}},
       {"LSTM", {"matmul", "sigmoid", "tanh"}},
       {"LayerNormalization", {"layer_norm"}},
@@ -60,24 +96,46 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"Log", {"log"}},
       {"LogSoftmax", {"log_softmax"}},
       {"MatMul", {"matmul"}},
+      {"MatMulInteger", integer_matmul},
       {"Max", {"maximum"}},
       {"MaxPool", {"max"}},
       {"Mean", {"add", "div"}},
       {"Min", {"minimum"}},
+      {"Momentum",
+       {{"cast", DType::i64}, {"gt", DType::i64}, {"add"}, {"sub"}, {"mul"}, {"where"}}},
       {"Mul", {"mul"}},
       {"Neg", {"neg"}},
       {"Not", {"eq"}},
+      {"OneHot",
+       {{"cast"},
+        {"lt", DType::i64},
+        {"add", DType::i64},
+        {"where", DType::i64},
+        {"eq", DType::i64},
+        {"where"}}},
       {"Or", {"maximum"}},
       {"PRelu", {"where", "mul"}},
       {"Pow", {"pow"}},
+      {"QLinearConv", joined(integer_conv, requantize, {{"add", DType::i32}})},
+      {"QLinearMatMul", joined(integer_matmul, requantize)},
+      {"QuantizeLinear",
+       {{"div"},
+        {"round", DType::f32},
+        {"add", DType::f32},
+        {"maximum", DType::f32},
+        {"minimum", DType::f32},
+        {"cast", DType::f32}}},
       {"RNN", {"matmul", "tanh"}},
+      {"Range", {{"mul", DType::i64}, {"add", DType::i64}, {"cast", DType::i64}}},
       {"Reciprocal", {"div"}},
       {"ReduceL1", {"sum", "abs"}},
       {"ReduceL2", {"sum", "sqrt"}},
+      {"ReduceLogSum", {{"sum"}, {"log"}}},
       {"ReduceLogSumExp", {"sum", "exp", "log"}},
       {"ReduceMax", {"max"}},
       {"ReduceMean", {"mean"}},
       {"ReduceMin", {"min"}},
+      {"ReduceProd", {{"mul"}}},
       {"ReduceSum", {"sum"}},
       {"ReduceSumSquare", {"sum", "mul"}},
       {"Relu", {"relu"}},
@@ -97,10 +155,88 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"Tan", {"tan"}},
       {"Tanh", {"tanh"}},
       {"ThresholdedRelu", {"gt", "where"}},
+      {"TopK",
+       {{"max"},
+        {"min"},
+        {"eq"},
+        {"ne"},
+        {"where"},
+        {"where", DType::boolean},
+        {"cast", DType::boolean},
+        {"argmax", DType::i32},
+        {"eq", DType::i64}}},
+      {"Trilu", {{"sub", DType::i64}, {"ge", DType::i64}, {"le", DType::i64}, {"where"}}},
       {"Where", {"where"}},
       {"Xor", {"ne"}},
   };
   return table;
+}
+
+// The ops that only move data: views, copies, fills, and values read to the host and back
+// (NonZero, Unique, NonMaxSuppression compute there). Every device runs them.
+bool moves_data_only(std::string_view op_type) {
+  static const std::set<std::string_view, std::less<>> ops{
+      "Compress",     "Concat",   "Constant", "ConstantOfShape",
+      "DepthToSpace", "Dropout",  "Expand",   "Flatten",
+      "Gather",       "GatherND", "Identity", "NonMaxSuppression",
+      "NonZero",      "Pad",      "Reshape",  "ReverseSequence",
+      "Shape",        "Size",     "Slice",    "SpaceToDepth",
+      "Split",        "Squeeze",  "Tile",     "Transpose",
+      "Unique",       "Unsqueeze"};
+  return ops.contains(op_type);
+}
+
+template <class T>
+T attribute(const Node& node, std::string_view name, T fallback) {
+  const auto found = node.attributes.find(name);
+  const T* value = found == node.attributes.end() ? nullptr : std::get_if<T>(&found->second);
+  return value ? *value : fallback;
+}
+
+// The ops whose kernels follow an attribute: a scatter's reduction ("none" only copies rows),
+// a resize's mode (nearest only picks elements), Mod's fmod (C's sign needs no compares).
+std::optional<Kernels> attribute_kernels(const Node& node) {
+  const std::string& op = node.op_type;
+  if (op == "Scatter" || op == "ScatterElements" || op == "ScatterND") {
+    const std::string reduction = attribute<std::string>(node, "reduction", "none");
+    if (reduction == "add") return Kernels{"add"};
+    if (reduction == "mul") return Kernels{"mul"};
+    if (reduction == "max") return Kernels{"maximum"};
+    if (reduction == "min") return Kernels{"minimum"};
+    return Kernels{};
+  }
+  if (op == "Resize" || op == "Upsample") {
+    if (attribute<std::string>(node, "mode", "nearest") == "nearest") return Kernels{};
+    return Kernels{"mul", "sum"};  // the taps weighed and summed (halves in f32)
+  }
+  if (op == "Mod") {
+    if (attribute<int64_t>(node, "fmod", 0) != 0) return Kernels{"div", "mul", "sub"};
+    return Kernels{"div",
+                   "mul",
+                   "sub",
+                   "lt",
+                   "ne",
+                   "where",
+                   "add",
+                   {"ne", DType::boolean},
+                   {"where", DType::boolean}};
+  }
+  return std::nullopt;
+}
+
+void add_unique(Kernels& kernels, const NodeKernel& kernel) {
+  if (std::find(kernels.begin(), kernels.end(), kernel) == kernels.end()) kernels.push_back(kernel);
+}
+
+// A device without the fused kernel runs the chain's nodes: it needs every one's kernels.
+std::optional<Kernels> chain_kernels(const ElementwiseChain& chain) {
+  Kernels out;
+  for (const Node& step : chain.nodes) {
+    const std::optional<Kernels> kernels = node_kernels(step);
+    if (!kernels) return std::nullopt;
+    for (const NodeKernel& kernel : *kernels) add_unique(out, kernel);
+  }
+  return out;
 }
 
 const ValueType* type_of(const std::string& name, const ValueTypes& types) {
@@ -114,22 +250,24 @@ double elements(const ValueType* type) {
 }
 
 // 2 x (multiply-adds): MatMul/Gemm from A's rows and B's columns, convolutions from the output
-// and the weight's per-output fan-in, recurrences from their weight matrices per step.
+// and the weight's per-output fan-in, recurrences from their weight matrices per step. The
+// integer forms (MatMulInteger, ConvInteger) multiply as many.
 double matmul_like_flops(const Node& node, const ValueTypes& types) {
   const ValueType* a = type_of(node.inputs.at(0), types);
   const ValueType* b = node.inputs.size() > 1 ? type_of(node.inputs[1], types) : nullptr;
   const ValueType* out = type_of(node.outputs.at(0), types);
   if (!a || !b || !out || a->shape.empty() || b->shape.empty()) return elements(out);
   const std::string& op = node.op_type;
-  if (op == "MatMul" || op == "Gemm") {
+  if (op == "MatMul" || op == "Gemm" || op == "MatMulInteger") {
     const bool trans_a = op == "Gemm" && node.attributes.contains("transA") &&
                          std::get<int64_t>(node.attributes.at("transA")) != 0;
     const int64_t k = trans_a ? a->shape.front() : a->shape.back();
     return 2.0 * elements(out) * static_cast<double>(k);
   }
   // A weight of no output channels has no fan-in to divide by (0 / 0): no work.
-  if ((op == "Conv" || op == "ConvTranspose") && b->shape[0] == 0) return 0;
-  if (op == "Conv") return 2.0 * elements(out) * elements(b) / static_cast<double>(b->shape[0]);
+  const bool convolution = op == "Conv" || op == "ConvInteger";
+  if ((convolution || op == "ConvTranspose") && b->shape[0] == 0) return 0;
+  if (convolution) return 2.0 * elements(out) * elements(b) / static_cast<double>(b->shape[0]);
   if (op == "ConvTranspose")
     return 2.0 * elements(a) * elements(b) / static_cast<double>(b->shape[0]);
   // RNN/GRU/LSTM: X [seq, batch, input], W [dirs, gates*hidden, input], R likewise for hidden.
@@ -173,16 +311,18 @@ double einsum_flops(const Node& node, const ValueTypes& types) {
 
 }  // namespace
 
-std::vector<std::string_view> node_kernels(const Node& node) {
-  if (node.chain) {  // a device without the fused kernel runs the chain's nodes
-    Kernels out;
-    for (const Node& step : node.chain->nodes)
-      for (std::string_view kernel : node_kernels(step))
-        if (std::find(out.begin(), out.end(), kernel) == out.end()) out.push_back(kernel);
-    return out;
+std::optional<std::vector<NodeKernel>> node_kernels(const Node& node) {
+  if (node.chain) return chain_kernels(*node.chain);
+  std::optional<Kernels> kernels = attribute_kernels(node);
+  if (!kernels) {
+    if (const auto found = kernel_table().find(node.op_type); found != kernel_table().end())
+      kernels = found->second;
+    else if (moves_data_only(node.op_type))
+      kernels = Kernels{};
   }
-  const auto found = kernel_table().find(node.op_type);
-  return found == kernel_table().end() ? Kernels{} : found->second;
+  // A Conv with a Relu folded in (fusion.hpp) applies relu itself where the device lacks conv.
+  if (kernels && node.fused.find("Relu") != std::string::npos) add_unique(*kernels, {"relu"});
+  return kernels;  // nothing: an op the planner does not know (fail closed)
 }
 
 DType node_dtype(const Node& node, const ValueTypes& types) {
@@ -193,8 +333,9 @@ DType node_dtype(const Node& node, const ValueTypes& types) {
 }
 
 Workload node_workload(const Node& node, const ValueTypes& types) {
-  static const std::set<std::string_view> matmul_like{"MatMul", "Gemm", "Conv", "ConvTranspose",
-                                                      "RNN",    "GRU",  "LSTM"};
+  static const std::set<std::string_view> matmul_like{"MatMul",     "Gemm", "Conv", "ConvTranspose",
+                                                      "RNN",        "GRU",  "LSTM", "MatMulInteger",
+                                                      "ConvInteger"};
   Workload work;
   work.name = node.name;
   work.dtype = node_dtype(node, types);

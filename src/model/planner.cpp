@@ -3,6 +3,7 @@
 // elsewhere), then each device's memory planned from the values' lifetimes there.
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -56,11 +57,20 @@ double transfer_seconds(double bytes, const Device& from, const Device& to) {
   return seconds;
 }
 
-// Why `device` cannot run `node`, or empty.
-std::string cannot_run(const Device& device, const Node& node, DType dtype) {
-  for (std::string_view kernel : model::node_kernels(node))
-    if (!supports_op(device, kernel, dtype))
-      return device.id() + " has no " + std::string(to_string(dtype)) + " " + std::string(kernel);
+// Why `device` cannot run `node`, or empty. An op the kernel table does not know may need any
+// kernel: only `host`, whose CPU backend runs every hal op, takes it (priced as a data move, it
+// went anywhere and failed there at run time).
+std::string cannot_run(const Device& device, const Node& node, DType dtype, const Device& host) {
+  const std::optional<std::vector<model::NodeKernel>> kernels = model::node_kernels(node);
+  if (!kernels)
+    return device.id() == host.id() ? std::string()
+                                    : device.id() + " may lack what " + node.op_type +
+                                          " needs (the planner does not know its kernels)";
+  for (const model::NodeKernel& kernel : *kernels) {
+    const DType in = kernel.dtype.value_or(dtype);
+    if (!supports_op(device, kernel.op, in))
+      return device.id() + " has no " + std::string(to_string(in)) + " " + std::string(kernel.op);
+  }
   return {};
 }
 
@@ -224,7 +234,7 @@ class Planner {
     std::string refused;  // why candidates could not take it
     std::string priced;   // the candidates' prices, for the reason
     for (const Device& device : candidates_) {
-      std::string why = cannot_run(device, node, dtype);
+      std::string why = cannot_run(device, node, dtype, cpu_);
       if (why.empty()) why = cannot_hold(device, node);
       if (!why.empty()) {
         refused += (refused.empty() ? "" : "; ") + why;

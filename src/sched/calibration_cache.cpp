@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <mutex>
@@ -39,6 +40,28 @@ Memo& memo() {
   return instance;
 }
 
+// Products are timed at sizes up to a few thousand; 2^20 is a 4 TiB f32 matrix, past any device.
+constexpr double kMaxMatmulSize = 1 << 20;
+
+// Entry `i` of a cached "matmul" list. get<int64_t>() of 1e30 is undefined behaviour and of 2.5
+// silently 2: the size is checked as a number first.
+MatmulFigure matmul_figure(const nlohmann::json& entry, size_t i) {
+  const std::string field = "matmul[" + std::to_string(i) + "].";
+  const nlohmann::json& dtype_name = entry.at("dtype");
+  const std::optional<DType> dtype =
+      dtype_name.is_string() ? parse_dtype(dtype_name.get<std::string>()) : std::nullopt;
+  if (!dtype) throw std::runtime_error(field + "dtype " + dtype_name.dump() + " is no dtype");
+  const nlohmann::json& size = entry.at("size");
+  const double n = size.is_number() ? size.get<double>() : 0;
+  if (!(n >= 1 && n <= kMaxMatmulSize && n == std::floor(n)))
+    throw std::runtime_error(field + "size " + size.dump() + " is not a whole number from 1 to " +
+                             std::to_string(static_cast<int64_t>(kMaxMatmulSize)));
+  const nlohmann::json& gflops = entry.at("gflops");
+  if (!gflops.is_number() || !(gflops.get<double>() >= 0))
+    throw std::runtime_error(field + "gflops " + gflops.dump() + " is not a number >= 0");
+  return {*dtype, static_cast<int64_t>(n), gflops.get<double>()};
+}
+
 std::optional<Calibration> parse(const std::string& text, std::string& problem) {
   const nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded() || !json.is_object() || json.value("schema", "") != kSchema) {
@@ -57,12 +80,9 @@ std::optional<Calibration> parse(const std::string& text, std::string& problem) 
     c.seconds = json.at("seconds").get<double>();
     c.measured_at = json.at("measured_at").get<std::string>();
     c.quick = json.value("quick", false);
-    for (const auto& entry : json.at("matmul")) {
-      const std::optional<DType> dtype = parse_dtype(entry.at("dtype").get<std::string>());
-      if (!dtype) throw std::runtime_error("unknown dtype " + entry.at("dtype").dump());
-      c.matmul.push_back(
-          {*dtype, entry.at("size").get<int64_t>(), entry.at("gflops").get<double>()});
-    }
+    const nlohmann::json& matmul = json.at("matmul");
+    if (!matmul.is_array()) throw std::runtime_error("matmul " + matmul.dump() + " is not a list");
+    for (size_t i = 0; i < matmul.size(); ++i) c.matmul.push_back(matmul_figure(matmul.at(i), i));
     return c;
   } catch (const std::exception& error) {
     problem = error.what();
@@ -192,10 +212,14 @@ void store_calibration(const Device& device, const Calibration& calibration) {
     std::lock_guard lock(memo().mutex);
     memo().entries[file.native()] = std::move(entry);
   }
-  // Best effort, as the kernel cache: written to a temporary file, renamed into place.
+  // Best effort, as the kernel cache: written to a temporary file, renamed into place. Named
+  // as the kernel and tuning caches name theirs, by process and a count in it: threads storing
+  // at once shared one pid-named file, and one's rename took the other's half-written file.
   std::error_code error;
   std::filesystem::create_directories(file.parent_path(), error);
-  const std::filesystem::path temporary = file.string() + ".tmp" + std::to_string(::getpid());
+  static std::atomic<uint64_t> counter{0};
+  const std::filesystem::path temporary = file.string() + ".tmp" + std::to_string(::getpid()) +
+                                          "." + std::to_string(counter.fetch_add(1));
   {
     std::ofstream out(temporary);
     out << to_json(calibration) << "\n";
@@ -206,9 +230,11 @@ void store_calibration(const Device& device, const Calibration& calibration) {
     }
   }
   std::filesystem::rename(temporary, file, error);
-  if (error)
+  if (error) {
     log(LogLevel::warn,
         "could not write the calibration cache " + file.string() + ": " + error.message());
+    std::filesystem::remove(temporary, error);
+  }
 }
 
 }  // namespace detail

@@ -62,6 +62,34 @@ std::string joined(const std::vector<std::string>& parts) {
   return out;
 }
 
+// Why the calibration of `info` has no figure in `dtype`, and what would give one.
+std::string unmeasured_because(const Calibration& calibration, const DeviceInfo& info,
+                               DType dtype) {
+  if (!info.supports(dtype)) return info.id + " has no " + std::string(to_string(dtype));
+  if (calibration.quick && dtype != DType::f32)
+    return "a quick calibration measures f32 only: run `hal calibrate --device " + info.id + "`";
+  return "the device could not run it";
+}
+
+// The measured matmul throughput in `dtype` against `min_tflops`, or "" when it suffices. Only a
+// figure in that dtype counts: f32's says nothing of f16 (which may run at twice its rate, or
+// half), so a dtype not measured is unknown and fails, as an uncalibrated device does.
+std::string failed_throughput(double min_tflops, const Device& device, DType dtype) {
+  const DeviceInfo& info = device.info();
+  const std::shared_ptr<const Calibration> calibration = detail::find_calibration(device);
+  if (!calibration)
+    return "no measured throughput (not calibrated: run `hal calibrate --device " + info.id + "`)";
+  const double measured_tflops = calibration->matmul_gflops(dtype) / 1e3;
+  if (measured_tflops == 0)
+    return "unknown " + std::string(to_string(dtype)) + " throughput: not measured (" +
+           unmeasured_because(*calibration, info, dtype) + ")";
+  if (measured_tflops >= min_tflops) return {};
+  char text[96];
+  std::snprintf(text, sizeof text, "measured %.3g TFLOP/s, needs %.3g", measured_tflops,
+                min_tflops);
+  return text;
+}
+
 // The requirement the device fails, or "" when it meets them all.
 std::string failed_requirement(const Requirements& r, const Device& device, const Workload& work) {
   const DeviceInfo& info = device.info();
@@ -82,21 +110,7 @@ std::string failed_requirement(const Requirements& r, const Device& device, cons
       return format_bytes(free.bytes) + " free, needs " + format_bytes(needed);
     }
   }
-  if (r.min_tflops > 0) {
-    const std::shared_ptr<const Calibration> calibration = detail::find_calibration(device);
-    if (!calibration)
-      return "no measured throughput (not calibrated: run `hal calibrate --device " + info.id +
-             "`)";
-    double gflops = calibration->matmul_gflops(work.dtype);
-    if (gflops == 0) gflops = calibration->matmul_gflops(DType::f32);
-    const double measured_tflops = gflops / 1e3;
-    if (measured_tflops < r.min_tflops) {
-      char text[96];
-      std::snprintf(text, sizeof text, "measured %.3g TFLOP/s, needs %.3g", measured_tflops,
-                    r.min_tflops);
-      return text;
-    }
-  }
+  if (r.min_tflops > 0) return failed_throughput(r.min_tflops, device, work.dtype);
   return {};
 }
 

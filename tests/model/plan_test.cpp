@@ -3,13 +3,17 @@
 // and shapes resolved while planning, planned runs checked against a run on cpu:0, and the
 // errors for plans that do not fit.
 #include <cstdlib>
+#include <functional>
 #include <random>
 
 #include "hal/execution_plan.hpp"
 #include "hal/model.hpp"
 #include "hal/ops.hpp"
 #include "model/memory_plan.hpp"
+#include "model/node_cost.hpp"
+#include "model/onnx_ops.hpp"
 #include "model_builder.hpp"
+#include "one_node_model.hpp"
 #include "test_util.hpp"
 
 namespace hal::test {
@@ -306,6 +310,154 @@ TEST(Plan, AnEinsumCostsWhatItsContractionDoes) {
   const double matmul = priced(false), einsum = priced(true);
   ASSERT_GT(matmul, 0);
   EXPECT_NEAR(einsum / matmul, 1.0, 0.01) << einsum << " us against " << matmul;
+}
+
+// Hardmax, TopK, MatMulInteger, ConvInteger, QuantizeLinear, Resize, Trilu and Mod were missing
+// from the planner's kernel table, so they were priced as data moves, which every device runs:
+// pinned to the simulator, which lacks eq, cast, round, ge and lt, each stayed there (and
+// failed at run time). Now each goes to cpu:0 naming the kernel the simulator lacks, in the
+// dtype the op computes in (MatMulInteger casts its u8 inputs; Trilu compares i64 positions),
+// and cpu:0, which has them all, keeps it.
+TEST(Plan, ComputingOpsGoOnlyWhereTheirKernelsRun) {
+  const auto sims = backend_devices("sim");
+  if (sims.empty()) GTEST_SKIP() << backend_reason("sim");
+  const std::string sim = sims[0].id();
+  constexpr int32_t kF32 = TensorProto::FLOAT, kF16 = TensorProto::FLOAT16,
+                    kU8 = TensorProto::UINT8, kI32 = TensorProto::INT32, kI64 = TensorProto::INT64;
+  struct Case {
+    std::string op;
+    int64_t opset;
+    std::vector<Value> inputs, outputs;
+    std::function<void(onnx::NodeProto&)> attributes;
+    std::string missing;  // what the simulator lacks; empty: it runs the op
+  };
+  const auto with_mode = [](const char* name) {
+    return [name](onnx::NodeProto& node) { ModelBuilder::set_string(node, "mode", name); };
+  };
+  const auto with_fmod = [](int64_t value) {
+    return [value](onnx::NodeProto& node) { ModelBuilder::set_int(node, "fmod", value); };
+  };
+  const std::vector<Case> cases{
+      {"Hardmax", 13, {{"x", kF32, 2}}, {{"y", kF32, 2}}, {}, "i64 eq"},
+      {"TopK",
+       11,
+       {{"x", kF32, 2}, {"k", kI64, 1}},
+       {{"values", kF32, 2}, {"indices", kI64, 2}},
+       {},
+       "f32 eq"},
+      {"MatMulInteger", 10, {{"a", kU8, 2}, {"b", kU8, 2}}, {{"y", kI32, 2}}, {}, "u8 cast"},
+      {"ConvInteger", 10, {{"x", kU8, 4}, {"w", kU8, 4}}, {{"y", kI32, 4}}, {}, "u8 cast"},
+      {"QuantizeLinear",
+       13,
+       {{"x", kF32, 1}, {"scale", kF32, 0}, {"zero", kU8, 0}},
+       {{"y", kU8, 1}},
+       {},
+       "f32 round"},
+      {"Resize",
+       10,
+       {{"x", kF16, 4}, {"scales", kF32, 1}},
+       {{"y", kF16, 4}},
+       with_mode("linear"),
+       "f16 mul"},
+      {"Resize",
+       10,
+       {{"x", kF16, 4}, {"scales", kF32, 1}},
+       {{"y", kF16, 4}},
+       with_mode("nearest"),
+       ""},
+      {"Trilu", 14, {{"x", kF32, 2}}, {{"y", kF32, 2}}, {}, "i64 ge"},
+      {"Mod", 13, {{"a", kI32, 1}, {"b", kI32, 1}}, {{"y", kI32, 1}}, with_fmod(0), "i32 lt"},
+      {"Mod", 13, {{"a", kI32, 1}, {"b", kI32, 1}}, {{"y", kI32, 1}}, with_fmod(1), ""},
+  };
+  for (const Case& c : cases) {
+    ModelBuilder builder(c.opset);
+    const Model model = one_node(builder, c.op, c.inputs, c.outputs, c.attributes);
+    const PlannedNode on_sim = plan_model(model, options(sim)).nodes.at(0);
+    const PlannedNode on_cpu = plan_model(model, options("cpu:0")).nodes.at(0);
+    EXPECT_EQ(on_cpu.device, "cpu:0") << c.op;
+    EXPECT_EQ(on_cpu.reason, "pinned") << c.op;
+    if (c.missing.empty()) {
+      EXPECT_EQ(on_sim.device, sim) << c.op << ": " << on_sim.reason;
+      continue;
+    }
+    EXPECT_EQ(on_sim.device, "cpu:0") << c.op << ": " << on_sim.reason;
+    EXPECT_NE(on_sim.reason.find(sim + " has no " + c.missing), std::string::npos)
+        << c.op << ": " << on_sim.reason;
+  }
+}
+
+// An op the planner's table does not know may need any kernel: it fails closed, onto cpu:0,
+// which runs every hal op (before, it was priced as a data move and placed anywhere). Gradient
+// is one: its kernels are those of the nodes it differentiates.
+TEST(Plan, AnOpThePlannerDoesNotKnowRunsOnlyOnCpu) {
+  model::Node unknown;
+  unknown.op_type = "NoSuchOp";
+  EXPECT_FALSE(model::node_kernels(unknown));
+  model::Node reshape;
+  reshape.op_type = "Reshape";
+  ASSERT_TRUE(model::node_kernels(reshape));
+  EXPECT_TRUE(model::node_kernels(reshape)->empty()) << "a data move needs no kernel";
+
+  const auto sims = backend_devices("sim");
+  if (sims.empty()) GTEST_SKIP() << backend_reason("sim");
+  const std::string sim = sims[0].id();
+  constexpr const char* kTraining = "ai.onnx.preview.training";
+  ModelBuilder builder(12);
+  auto* import = builder.proto().add_opset_import();
+  import->set_domain(kTraining);
+  import->set_version(1);
+  builder.input("a", TensorProto::FLOAT, {}).input("b", TensorProto::FLOAT, {});
+  builder.output("d", TensorProto::FLOAT, {}).output("dd_da", TensorProto::FLOAT, {});
+  builder.output("dd_db", TensorProto::FLOAT, {});
+  builder.node("Add", {"a", "b"}, {"c"}, "add");
+  builder.node("Mul", {"c", "a"}, {"d"}, "mul");
+  auto& gradient = builder.node("Gradient", {"a", "b"}, {"dd_da", "dd_db"}, "grad");
+  gradient.set_domain(kTraining);
+  ModelBuilder::set_strings(gradient, "xs", {"a", "b"});
+  ModelBuilder::set_string(gradient, "y", "d");
+  const Model model = load_onnx_bytes(builder.bytes(), "gradient");
+
+  const ExecutionPlan pinned = plan_model(model, options(sim));
+  ASSERT_EQ(pinned.nodes.size(), 3u);
+  EXPECT_EQ(pinned.nodes[1].device, sim) << pinned.nodes[1].reason;
+  const PlannedNode& grad = pinned.nodes[2];
+  EXPECT_EQ(grad.op, "Gradient");
+  EXPECT_EQ(grad.device, "cpu:0") << grad.reason;
+  EXPECT_NE(grad.reason.find(sim + " may lack what Gradient needs"), std::string::npos)
+      << grad.reason;
+  const ExecutionPlan both = plan_model(model, options("auto", {}, 1, {sim, "cpu:0"}));
+  EXPECT_EQ(both.nodes.at(2).device, "cpu:0") << both.nodes[2].reason;
+  EXPECT_EQ(plan_model(model, options("cpu:0")).nodes.at(2).reason, "pinned");
+}
+
+// Every op hal runs is in the planner's kernel table or known to move data only, but for the
+// value ops and host ops, placed without it, and Gradient: an op added without an entry would
+// fail closed onto cpu:0 and is caught here instead.
+TEST(Plan, ThePlannerKnowsTheKernelsOfEveryOpHalRuns) {
+  for (const std::string& name : model::onnx_op_types()) {
+    const size_t dot = name.rfind('.');
+    model::Node node;
+    node.domain = dot == std::string::npos ? "" : name.substr(0, dot);
+    node.op_type = dot == std::string::npos ? name : name.substr(dot + 1);
+    node.op = model::find_onnx_op(node.domain, node.op_type, 1000);
+    ASSERT_NE(node.op, nullptr) << name;
+    if (node.op->run_values || node.op->host || node.op_type == "Gradient") continue;
+    EXPECT_TRUE(model::node_kernels(node)) << name << " is not in the planner's kernel table";
+  }
+}
+
+// The integer products are priced as the products they are (before, one flop per output
+// element: 2 048 times too cheap at 1024^3).
+TEST(Plan, AnIntegerMatMulCostsWhatAMatMulDoes) {
+  model::Node node;
+  node.op_type = "MatMulInteger";
+  node.inputs = {"a", "b"};
+  node.outputs = {"y"};
+  model::ValueTypes types;
+  types["a"] = {DType::u8, {1024, 1024}, true};
+  types["b"] = {DType::u8, {1024, 1024}, true};
+  types["y"] = {DType::i32, {1024, 1024}, true};
+  EXPECT_DOUBLE_EQ(model::node_workload(node, types).flops, 2.0 * 1024 * 1024 * 1024);
 }
 
 }  // namespace

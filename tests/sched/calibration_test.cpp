@@ -1,11 +1,14 @@
 // Calibration: what it measures (checked on sim, whose events keep a modelled clock), the cache
 // by UUID and driver version, and what it does with stale or corrupt entries.
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "hal/calibration.hpp"
 #include "hal/cost_model.hpp"
+#include "sched/calibration_store.hpp"
 #include "sim_fleet.hpp"
 #include "test_util.hpp"
 
@@ -148,6 +151,84 @@ TEST_F(CalibrationTest, ACorruptEntryIsIgnoredWithAWarning) {
   }
   EXPECT_FALSE(calibrate(sim, {.use_cache = true, .quick = true}).from_cache);
   EXPECT_TRUE(cached_calibration(sim));
+}
+
+// A matmul size past int64 went through get<int64_t>() (undefined: 1e30 came back as INT64_MIN)
+// and a fractional one was cut to a whole one: now the entry is ignored, naming the field.
+TEST_F(CalibrationTest, AnEntryWithAnImpossibleMatmulSizeIsIgnoredNamingIt) {
+  const Device sim = hal::device("sim:80");
+  calibrate(sim, {.use_cache = true, .quick = true});
+  const std::filesystem::path file = calibration_cache_file(sim);
+  const auto original = nlohmann::json::parse(read_text(file));
+  for (const nlohmann::json& size :
+       {nlohmann::json(1e30), nlohmann::json(uint64_t{1} << 63), nlohmann::json(-128),
+        nlohmann::json(0), nlohmann::json(128.5), nlohmann::json("128")}) {
+    auto json = original;
+    json["matmul"][0]["size"] = size;
+    write_text(file, json.dump());
+    reload_calibrations();
+    LogCapture log(LogLevel::info);
+    EXPECT_FALSE(cached_calibration(sim)) << size;
+    EXPECT_NE(log.lines().find("matmul[0].size " + size.dump() +
+                               " is not a whole number from 1 to 1048576"),
+              std::string::npos)
+        << log.lines();
+  }
+  write_text(file, original.dump());
+  reload_calibrations();
+  ASSERT_TRUE(cached_calibration(sim));
+  EXPECT_EQ(cached_calibration(sim)->matmul.at(0).size,
+            original["matmul"][0]["size"].get<int64_t>());
+}
+
+// Threads of one process named their temporaries by the pid alone: when two stored at once, one
+// rename took the other's half-written file and the other's rename failed (a warning), or the
+// entry held both threads' text. Each store now writes a temporary of its own, as the kernel
+// and tuning caches do.
+TEST_F(CalibrationTest, ThreadsStoringAtOnceEachWriteTheirOwnTemporary) {
+  const Device sim = hal::device("sim:64");
+  LogCapture log;  // warnings
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&sim, t] {
+      Calibration c;
+      c.device_id = sim.id();
+      c.uuid = sim.info().uuid;
+      c.driver_version = sim.info().driver_version;
+      c.measured_at = "2026-01-01T00:00:00Z";
+      // Each thread's text has its own length: two in one file would not parse.
+      c.matmul.assign(static_cast<size_t>(t + 1), {DType::f32, 128, 1.0 + t});
+      for (int i = 0; i < 50; ++i) hal::detail::store_calibration(sim, c);
+    });
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(log.lines(), "");
+  const std::filesystem::path file = calibration_cache_file(sim);
+  reload_calibrations();
+  EXPECT_TRUE(cached_calibration(sim)) << read_text(file);
+  for (const auto& entry : std::filesystem::directory_iterator(file.parent_path()))
+    EXPECT_EQ(entry.path(), file) << "a temporary was left behind";
+}
+
+// sim's UUID named the backend and the index alone, so a calibration made under one
+// HAL_SIM_CONFIG was served under another whose device is a hundred times faster. The UUID, the
+// cache's key, now follows the figures the config gives the device; faults change none. sim
+// reads its config once, so each config is asked of a process of its own (sched_test_main.cpp).
+TEST_F(CalibrationTest, AnotherSimConfigIsAnotherDeviceToTheCache) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const auto uuid_under = [&self](const std::string& config) {
+    const ShellResult run = run_shell(child_sanitizer_options() + "HAL_SIM_CONFIG='" + config +
+                                      "' '" + self + "' --print-sim-uuid");
+    EXPECT_EQ(run.status, 0) << config << ": " << run.output;
+    // sim's UUIDs begin so (8-4-4-4-12 hex); a backend may log around it.
+    const size_t at = run.output.find("5a110ca1-");
+    EXPECT_NE(at, std::string::npos) << config << ": " << run.output;
+    return at == std::string::npos ? run.output : run.output.substr(at, 36);
+  };
+  const std::string slow = uuid_under("devices=1,gflops=10");
+  EXPECT_EQ(uuid_under("devices=1,gflops=10"), slow) << "one config, one UUID";
+  EXPECT_NE(uuid_under("devices=1,gflops=1000"), slow);
+  EXPECT_NE(uuid_under("devices=1,gflops=10,memory=2G"), slow);
+  EXPECT_EQ(uuid_under("devices=1,gflops=10,fail_op_at=7"), slow) << "a fault changes no figure";
 }
 
 TEST(Calibration, ThroughputFollowsTheMeasuredCurveBySize) {

@@ -134,6 +134,26 @@ TEST_F(SelectTest, EachRequirementSaysWhyADeviceFailedIt) {
                {"workload 'matmul 8x8x8 f32': flops -5", "must be finite and >= 0"});
 }
 
+// An f16 workload's min_tflops was judged by the f32 figure where f16 was not measured (a quick
+// calibration measures f32 only; sim has no f16 at all): f32's rate says nothing of f16's. Only
+// a figure in the workload's dtype counts now; without one the throughput is unknown and the
+// reason says so.
+TEST_F(SelectTest, AThroughputRequirementCountsOnlyTheWorkloadsDtype) {
+  const Device sim = sims[5];
+  calibrate(sim, {.use_cache = true, .quick = true});  // 10 GFLOP/s in f32, nothing in f16
+  Requirements needs;
+  needs.min_tflops = 0.001;
+  needs.workload = Workload::matmul(64, 64, 64, DType::f16);
+  const Candidate f16 = rank_devices(needs, {sim}).candidates.at(0);
+  EXPECT_FALSE(f16.eligible) << "judged by the f32 figure: " << f16.reason;
+  EXPECT_NE(f16.reason.find("unknown f16 throughput: not measured (" + sim.id() + " has no f16)"),
+            std::string::npos)
+      << f16.reason;
+  needs.workload = Workload::matmul(64, 64, 64, DType::f32);
+  const Candidate f32 = rank_devices(needs, {sim}).candidates.at(0);
+  EXPECT_TRUE(f32.eligible) << f32.reason;
+}
+
 TEST_F(SelectTest, PreferredVendorsRankBeforeTime) {
   const Device cpu = hal::device("cpu:0");
   const std::vector<Device> two{cpu, sims[3]};
