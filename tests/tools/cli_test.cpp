@@ -448,6 +448,24 @@ TEST(Cli, SelectPrintsTheChoiceAndEveryOtherDevicesReason) {
   EXPECT_NE(bad_kind.output.find("no device kind 'tpu'"), std::string::npos) << bad_kind.output;
 }
 
+// A quick calibration measures f32 only: a throughput requirement in f16 calibrates in full,
+// over a quick entry too, and is then judged by the f16 figure.
+TEST(Cli, SelectCalibratesInFullForAThroughputInAnotherDtype) {
+  CacheDir cache;
+  const std::string only_cpu = cache.environment() + " HAL_DEVICES=cpu:0";
+  ASSERT_EQ(run(only_cpu, "calibrate --device cpu:0 --quick").status, 0);
+  const Result result = run(only_cpu, "select --dtype f16 --min-tflops 1e-6 --json");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_EQ(parse_json(result)["choice"], "cpu:0") << result.output;
+  const Result cached = run(only_cpu, "calibrate --device cpu:0 --json");
+  ASSERT_EQ(cached.status, 0) << cached.output;
+  const auto figures = parse_json(cached)["devices"][0];
+  EXPECT_TRUE(figures["from_cache"].get<bool>()) << figures;
+  bool f16 = false;
+  for (const auto& m : figures["matmul"]) f16 = f16 || m["dtype"] == "f16";
+  EXPECT_TRUE(f16) << "the f16 figure was measured: " << figures;
+}
+
 TEST(Cli, DemoRunsTheReferenceWorkloadsOnEveryDeviceAndAgreesWithCpu) {
   CacheDir cache;
   const Result result = run(cache.environment(), "demo --quick --json");
@@ -929,6 +947,210 @@ TEST(Cli, FreeMemoryADeviceCannotTellIsUnknownNotZero) {
   }
   EXPECT_NE(text.output.find("(free unknown on " + unknown.front()), std::string::npos)
       << text.output;
+}
+
+// Protocol-buffer fields as an ONNX model is written: a varint, and bytes after their length.
+std::string varint(uint64_t n) {
+  std::string out;
+  for (; n >= 0x80; n >>= 7) out += static_cast<char>((n & 0x7f) | 0x80);
+  return out + static_cast<char>(n);
+}
+std::string bytes_field(uint64_t number, const std::string& payload) {
+  return varint(number << 3 | 2) + varint(payload.size()) + payload;
+}
+std::string varint_field(uint64_t number, uint64_t value) {
+  return varint(number << 3) + varint(value);
+}
+
+// ONNX's TypeProto of a float tensor of shape [2], and of a sequence of float tensors.
+std::string float_vector_type() {
+  return bytes_field(1, varint_field(1, 1) + bytes_field(2, bytes_field(1, varint_field(1, 2))));
+}
+std::string float_sequence_type() {
+  return bytes_field(4, bytes_field(1, bytes_field(1, varint_field(1, 1))));
+}
+std::string value_info(const std::string& name, const std::string& type) {
+  return bytes_field(1, name) + bytes_field(2, type);
+}
+std::string onnx_node(const std::string& op, const std::string& input, const std::string& output) {
+  return bytes_field(1, input) + bytes_field(2, output) + bytes_field(3, output) +
+         bytes_field(4, op);
+}
+// A model (IR 8, opset 13) of input x, a float tensor of shape [2], with these nodes and outputs.
+std::string onnx_model(const std::vector<std::string>& nodes,
+                       const std::vector<std::string>& outputs) {
+  std::string graph;
+  for (const std::string& node : nodes) graph += bytes_field(1, node);
+  graph += bytes_field(2, "g") + bytes_field(11, value_info("x", float_vector_type()));
+  for (const std::string& output : outputs) graph += bytes_field(12, output);
+  return varint_field(1, 8) + bytes_field(8, bytes_field(1, "") + varint_field(2, 13)) +
+         bytes_field(7, graph);
+}
+
+// A little-endian f32 .npy file of shape [values.size()], its data aligned to 64 bytes.
+void write_f32_npy(const std::filesystem::path& file, const std::vector<float>& values) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
+                       std::to_string(values.size()) + ",), }";
+  header.append((64 - (11 + header.size()) % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(file, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  out.put(static_cast<char>(header.size() & 0xff));
+  out.put(static_cast<char>(header.size() >> 8));
+  out << header;
+  out.write(reinterpret_cast<const char*>(values.data()),
+            static_cast<std::streamsize>(values.size() * sizeof(float)));
+}
+
+// y = Identity(x), written with its input to `dir`: `hal run` arguments that run it.
+std::string identity_run(const std::filesystem::path& dir) {
+  std::ofstream(dir / "identity.onnx", std::ios::binary)
+      << onnx_model({onnx_node("Identity", "x", "y")}, {value_info("y", float_vector_type())});
+  write_f32_npy(dir / "x.npy", {1.5f, -2});
+  return "run " + (dir / "identity.onnx").string() + " --input x=" + (dir / "x.npy").string();
+}
+
+// Outputs y (a tensor) then s (a sequence, which hal run does not write): y is not written
+// before s is refused, whether the model declares s a sequence (refused before the run) or, as
+// a tensor, only the run shows it (refused after the run, before any file is written).
+TEST(Cli, RunRefusesASequenceOutputBeforeWritingAnyOutput) {
+  CacheDir dir;
+  write_f32_npy(dir.path() / "x.npy", {1.5f, -2});
+  for (const bool declared : {true, false}) {
+    const std::string name = declared ? "declared" : "undeclared";
+    std::ofstream(dir.path() / (name + ".onnx"), std::ios::binary)
+        << onnx_model({onnx_node("Identity", "x", "y"), onnx_node("SequenceConstruct", "x", "s")},
+                      {value_info("y", float_vector_type()),
+                       value_info("s", declared ? float_sequence_type() : float_vector_type())});
+    const std::filesystem::path out = dir.path() / (name + "_out");
+    const Result result =
+        run("", "run " + (dir.path() / (name + ".onnx")).string() +
+                    " --input x=" + (dir.path() / "x.npy").string() + " --output " + out.string());
+    EXPECT_EQ(result.status, 1) << name << ": " << result.output;
+    EXPECT_NE(result.output.find("output 's' is a sequence; hal run writes tensors"),
+              std::string::npos)
+        << name << ": " << result.output;
+    EXPECT_FALSE(std::filesystem::exists(out / "y.npy")) << name << ": y was written";
+  }
+}
+
+// --output naming a file, not a directory: refused before the run naming the path (it was an
+// Internal filesystem error after the run), and the file is left alone.
+TEST(Cli, RunRefusesAnOutputThatIsAFileBeforeRunning) {
+  CacheDir dir;
+  const std::filesystem::path file = dir.path() / "taken";
+  std::ofstream(file) << "a file";
+  const Result result =
+      run_stdout("", identity_run(dir.path()) + " --output " + file.string() + " --json");
+  EXPECT_EQ(result.status, 1) << result.output;
+  const auto error = nlohmann::json::parse(result.output);
+  EXPECT_EQ(error["code"], "InvalidArgument") << error;
+  EXPECT_EQ(error["message"], "--output " + file.string() + ": not a directory") << error;
+  std::ifstream in(file);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()),
+            "a file");
+}
+
+// The median of an even number of runs is the mean of the middle two (it was the slower one):
+// of two runs, halfway between the fastest and the slowest (p90's nearest rank).
+TEST(Cli, RunMedianOfTwoRunsIsTheirMean) {
+  CacheDir dir;
+  const Result result = run_stdout("", identity_run(dir.path()) + " --repeat 2 --json");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const auto latency = nlohmann::json::parse(result.output)["latency_ms"];
+  const double min = latency["min"].get<double>(), p90 = latency["p90"].get<double>();
+  EXPECT_DOUBLE_EQ(latency["median"].get<double>(), (min + p90) / 2) << latency;
+}
+
+// An empty level in --concurrency is refused naming the option (CLI11's delimiter dropped it,
+// and "1,,4" ran levels 1 and 4), before any request is sent.
+TEST(Cli, LoadgenRefusesAnEmptyConcurrencyLevel) {
+  for (const std::string levels : {"1,,4", "4,", ",4"}) {
+    const Result result = run("",
+                              "loadgen --model m --url http://127.0.0.1:1 --duration 0.1s "
+                              "--concurrency " +
+                                  levels);
+    EXPECT_EQ(result.status, 1) << levels << ": " << result.output;
+    EXPECT_NE(result.output.find("hal: error: --concurrency: an empty name in '" + levels + "'"),
+              std::string::npos)
+        << levels << ": " << result.output;
+    EXPECT_NE(result.output.find("[InvalidArgument]"), std::string::npos) << result.output;
+  }
+}
+
+// --list refuses what the suites would refuse once run (exit 2, as they exit): a device a suite
+// does not take and a flag none takes, as a usage error; and lists under --json as JSON.
+TEST(Cli, BenchListRefusesWhatTheRunWouldAndPrintsJsonUnderJson) {
+  const std::vector<std::pair<std::string, std::string>> refused{
+      {"bench stream --device opencl:7 --list",
+       "hal bench stream: this suite measures hal on the host and runs on cpu:0; --device "
+       "opencl:7 does not apply"},
+      {"bench ops --device opencl:7 --list", "hal bench ops: no device 'opencl:7'"},
+      {"bench copy --device cpu:0 --list", "hal bench copy: --device cpu:0 has no driver"},
+      {"bench --list --quik", "hal bench stream: unrecognized flag --quik"},
+      {"bench memory --list --benchmark_filter", "unrecognized flag --benchmark_filter"},
+      {"bench memory --list --models=/nonexistent", "unrecognized flag --models=/nonexistent"},
+  };
+  for (const auto& [arguments, message] : refused) {
+    const Result text = run("", arguments);
+    EXPECT_EQ(text.status, 2) << arguments << ": " << text.output;
+    EXPECT_NE(text.output.find(message), std::string::npos) << arguments << ": " << text.output;
+    const Result json = run_stdout("", arguments + " --json");
+    EXPECT_EQ(json.status, 2) << arguments << ": " << json.output;
+    const auto error = nlohmann::json::parse(json.output, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(error.is_object()) << arguments << " printed: '" << json.output << "'";
+    EXPECT_EQ(error["code"], "UsageError") << arguments;
+    EXPECT_NE(error["message"].get<std::string>().find(message), std::string::npos)
+        << arguments << ": " << error;
+  }
+
+  const Result listed = run_stdout("",
+                                   "bench memory ops models --device cpu:0 --list --json "
+                                   "--benchmark_filter=x --benchmark_list_tests");
+  ASSERT_EQ(listed.status, 0) << listed.output;
+  const auto list = nlohmann::json::parse(listed.output);
+  EXPECT_EQ(list["schema"], "hal.bench.list/1");
+  EXPECT_EQ(list["runs"], nlohmann::json::parse(R"([{"suite": "memory", "device": "cpu:0"},
+                                                    {"suite": "ops", "device": "cpu:0"},
+                                                    {"suite": "models", "device": "cpu:0"}])"));
+  // A suite's own flag, and each suite's own device (null; "-" in text).
+  const Result own = run_stdout("", "bench models --list --json --models=/nonexistent");
+  ASSERT_EQ(own.status, 0) << own.output;
+  EXPECT_EQ(nlohmann::json::parse(own.output)["runs"],
+            nlohmann::json::parse(R"([{"suite": "models", "device": null}])"));
+  EXPECT_EQ(run_stdout("", "bench models --list").output, "models -\n");
+}
+
+// --output is checked before any suite runs (a directory is no file to write), and the
+// document replaces the file whole: a reader of the file as it was still reads all of it, and
+// no temporary file is left beside it.
+TEST(Cli, BenchWritesItsDocumentWholeOrNotAtAll) {
+  CacheDir cache;
+  const Result directory =
+      run(cache.environment(), "bench memory --output " + cache.path().string());
+  EXPECT_EQ(directory.status, 1) << directory.output;
+  EXPECT_NE(
+      directory.output.find("--output " + cache.path().string() + ": a directory, not a file"),
+      std::string::npos)
+      << directory.output;
+  EXPECT_EQ(directory.output.find("FAILED"), std::string::npos) << directory.output;
+
+  if (!suite_built("memory")) GTEST_SKIP() << "hal_bench_memory is not built";
+  const std::filesystem::path out = cache.path() / "out";  // the document's alone
+  std::filesystem::create_directories(out);
+  const std::filesystem::path file = out / "bench.json";
+  std::ofstream(file) << "the document before";
+  std::ifstream before(file);  // open across the run
+  const Result result = run(cache.environment(), "bench memory --quick --output " + file.string() +
+                                                     " --benchmark_filter=alloc_free/4096");
+  ASSERT_EQ(result.status, 0) << result.output;
+  std::stringstream old_text;
+  old_text << before.rdbuf();
+  EXPECT_EQ(old_text.str(), "the document before") << "the file was rewritten in place";
+  std::ifstream after(file);
+  EXPECT_EQ(nlohmann::json::parse(after)["schema"], "hal.bench/1");
+  for (const auto& entry : std::filesystem::directory_iterator(out))
+    EXPECT_EQ(entry.path().filename().string(), "bench.json") << "left beside it";
 }
 
 }  // namespace

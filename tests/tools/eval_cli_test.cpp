@@ -224,4 +224,65 @@ TEST_F(EvalCli, RefusesBadInput) {
           "is neither the output's [11, 16, 10]");
 }
 
+// A difference that is not finite (NaN or infinity in the reference where the output has a
+// number) is null in the JSON, as the tool writes a number it cannot give, and counted in
+// nonfinite_elements; the table says inf and how many (it said "mean nan", and the JSON had
+// nulls with nothing to say why).
+TEST_F(EvalCli, ADifferenceThatIsNotFiniteIsNullAndCounted) {
+  report_of(eval("--data " + path("data") + " --devices cpu:0 --json --output " + path("one")));
+  std::vector<float> expected = read("one/probabilities.npy").to_vector<float>(stream_);
+  expected[3] = std::nanf("");
+  expected[7] = INFINITY;
+  fs::create_directories(directory_ / "odd");
+  hal::write_npy(directory_ / "odd" / "r.npy", hal::from_vector(expected, {11, 16, 10}, stream_),
+                 stream_);
+  const std::string arguments =
+      "--data " + path("data") + " --devices cpu:0 --reference " + path("odd");
+  const nlohmann::json r = report_of(eval(arguments + " --json"));
+  nlohmann::json reference = r["reference"];
+  EXPECT_TRUE(reference["max_abs_diff"].is_null()) << reference;
+  EXPECT_TRUE(reference["mean_abs_diff"].is_null()) << reference;
+  EXPECT_EQ(reference["nonfinite_elements"], 2) << reference;
+  EXPECT_FALSE(reference["agree"].get<bool>()) << reference;
+  EXPECT_TRUE(reference["argmax_agreement"].is_number()) << reference;
+
+  const Result text = eval(arguments);
+  ASSERT_EQ(text.status, 0) << text.output;
+  EXPECT_NE(text.output.find("DIFFER, max|out - ref| = inf, mean inf"), std::string::npos)
+      << text.output;
+  EXPECT_NE(text.output.find("2 element(s) NaN or infinite"), std::string::npos) << text.output;
+}
+
+// --reference with data of no rows is refused (it was ignored: nothing to score, exit 0).
+TEST_F(EvalCli, RefusesAReferenceWhenTheDataHasNoRows) {
+  fs::create_directories(directory_ / "none");
+  hal::write_npy(directory_ / "none" / "x.npy", hal::zeros({0, 16, 64}, hal::DType::f32, stream_),
+                 stream_);
+  fs::create_directories(directory_ / "labels");
+  hal::write_npy(directory_ / "labels" / "y.npy", hal::zeros({0, 16}, hal::DType::i64, stream_),
+                 stream_);
+  const Result r = eval(" --data " + path("none") + " --devices cpu:0 --reference " +
+                        path("labels") + " --json");
+  EXPECT_EQ(r.status, 1) << r.output;
+  const nlohmann::json error = nlohmann::json::parse(r.output);
+  EXPECT_EQ(error["code"], "InvalidArgument") << error;
+  EXPECT_EQ(error["message"], "--reference " + path("labels") + ": --data " + path("none") +
+                                  " has no rows to score against it")
+      << error;
+  // Without --reference, no rows is no error.
+  EXPECT_EQ(eval(" --data " + path("none") + " --devices cpu:0 --json").status, 0);
+}
+
+// --output naming a file is refused before any row runs, naming the path (it was an Internal
+// filesystem error once every row had run).
+TEST_F(EvalCli, RefusesAnOutputThatIsAFileBeforeRunning) {
+  std::ofstream(directory_ / "taken") << "a file";
+  const Result r =
+      eval("--data " + path("data") + " --devices cpu:0 --json --output " + path("taken"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  const nlohmann::json error = nlohmann::json::parse(r.output);
+  EXPECT_EQ(error["code"], "InvalidArgument") << error;
+  EXPECT_EQ(error["message"], "--output " + path("taken") + ": not a directory") << error;
+}
+
 }  // namespace

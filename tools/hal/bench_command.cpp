@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -19,6 +18,7 @@
 #include "hal/dist.hpp"
 #include "hal/hal.hpp"
 #include "json_text.hpp"
+#include "output_files.hpp"
 
 namespace hal::tool {
 namespace {
@@ -69,6 +69,85 @@ bool suite_takes(const std::string& suite, const Device& device) {
   if (suite == "dispatch") return backend == "opencl" || backend == "cuda" || backend == "vulkan";
   if (suite == "copy") return backend == "opencl" || backend == "cuda";
   return false;
+}
+
+// Google Benchmark's flags (1.7), which every suite takes: switches stand alone or take
+// "=VALUE"; the others need "=VALUE".
+const std::vector<std::string> kBenchmarkSwitches = {
+    "benchmark_list_tests", "benchmark_enable_random_interleaving",
+    "benchmark_report_aggregates_only", "benchmark_display_aggregates_only",
+    "benchmark_counters_tabular"};
+const std::vector<std::string> kBenchmarkValueFlags = {
+    "benchmark_filter",      "benchmark_min_time",  "benchmark_min_warmup_time",
+    "benchmark_repetitions", "benchmark_format",    "benchmark_out",
+    "benchmark_out_format",  "benchmark_color",     "benchmark_perf_counters",
+    "benchmark_context",     "benchmark_time_unit", "v"};
+
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Whether `suite` takes `flag`, one passed on from hal bench's command line: Google Benchmark's,
+// or the suite's own (models: --models=DIR; ops: --tune-budget=SECONDS).
+bool suite_takes_flag(const std::string& suite, const std::string& flag) {
+  if (!flag.starts_with("--")) return false;
+  const size_t equals = flag.find('=');
+  const std::string name = flag.substr(2, equals == std::string::npos ? equals : equals - 2);
+  if (listed(kBenchmarkSwitches, name)) return true;
+  if (equals == std::string::npos) return false;
+  return listed(kBenchmarkValueFlags, name) || (suite == "models" && name == "models") ||
+         (suite == "ops" && name == "tune-budget");
+}
+
+// Refuses, for --list, a run the suite would refuse once started (it exits 2, a usage error):
+// a --device it does not take (the host's suites take cpu:0 alone; ops any device there is;
+// dispatch and copy a device of a backend whose driver they compare with), or a flag it does
+// not know.
+void check_run(const Run& run, const Options& options) {
+  const std::string suite = "hal bench " + run.suite + ": ";
+  for (const std::string& flag : options.extra)
+    if (!suite_takes_flag(run.suite, flag))
+      throw CLI::ExtrasError(suite + "unrecognized flag " + flag +
+                                 " (the suites take Google Benchmark's --benchmark_* flags)",
+                             CLI::ExitCodes::ExtrasError);
+  if (run.device.empty()) return;
+  const bool host_suite = run.suite != "ops" && run.suite != "dispatch" && run.suite != "copy";
+  if (host_suite) {
+    if (run.device != "cpu:0")
+      throw CLI::ValidationError(suite +
+                                 "this suite measures hal on the host and runs on "
+                                 "cpu:0; --device " +
+                                 run.device + " does not apply");
+    return;
+  }
+  Device target;
+  try {
+    target = device(run.device);
+  } catch (const Error& error) {
+    throw CLI::ValidationError(suite + error.message());
+  }
+  if (!suite_takes(run.suite, target))
+    throw CLI::ValidationError(
+        suite + "--device " + run.device + " has no driver to compare with: " + run.suite +
+        " measures " + (run.suite == "copy" ? "OpenCL and CUDA" : "OpenCL, CUDA and Vulkan") +
+        " devices against their driver API");
+}
+
+// What --list prints: each run's suite and device ("-" in text, null in JSON, where the suite
+// picks its own), once every run is one its suite would start.
+void list_runs(const std::vector<Run>& runs, const Options& options) {
+  for (const Run& r : runs) check_run(r, options);
+  if (!options.json) {
+    for (const Run& r : runs)
+      std::cout << r.suite << " " << (r.device.empty() ? "-" : r.device) << "\n";
+    return;
+  }
+  json list = json::array();
+  for (const Run& r : runs)
+    list.push_back({{"suite", r.suite}, {"device", r.device.empty() ? json() : json(r.device)}});
+  std::cout << json{{"schema", "hal.bench.list/1"}, {"runs", list}}.dump(2, ' ', false,
+                                                                         kReplaceBadUtf8)
+            << "\n";
 }
 
 std::vector<Run> plan(const Options& options) {
@@ -166,11 +245,11 @@ json devices_json() {
 
 int run(const Options& options) {
   const std::vector<Run> runs = plan(options);
-  if (options.list) {  // one line per run: the suite, then its device ("-" for the host's)
-    for (const Run& r : runs)
-      std::cout << r.suite << " " << (r.device.empty() ? "-" : r.device) << "\n";
+  if (options.list) {
+    list_runs(runs, options);
     return 0;
   }
+  if (!options.output.empty()) check_output_file(options.output, "--output");  // before the runs
   // Under mpirun every rank runs the suites (collectives need them all); rank 0 reports.
   const bool reporting = dist::launch_info().rank == 0;
   const bool capture = options.json || !options.output.empty() || !reporting;
@@ -223,9 +302,8 @@ int run(const Options& options) {
   document["suites"] = suites;
   document["results"] = results;
   if (!options.output.empty()) {
-    std::ofstream file(options.output);
-    file << document.dump(2, ' ', false, kReplaceBadUtf8) << "\n";
-    if (!file) throw Error(ErrorCode::InvalidArgument, "cannot write " + options.output);
+    write_file_atomically(options.output, document.dump(2, ' ', false, kReplaceBadUtf8) + "\n",
+                          "--output");
     std::cerr << "hal bench: " << results.size() << " figures from " << runs.size()
               << " runs written to " << options.output << "\n";
   }
@@ -249,7 +327,8 @@ void add_bench_command(CLI::App& app) {
   command->add_flag("--quick", options->quick, "Shorter runs (--benchmark_min_time=0.05)");
   command->add_flag("--json", options->json, "Print one JSON document (schema hal.bench/1)");
   command->add_flag("--list", options->list,
-                    "Print each suite and device that would run (one per line), run nothing");
+                    "Print each suite and device that would run (one per line; with --json: "
+                    "hal.bench.list/1), refusing a device or flag as the run would; run nothing");
   command->add_option("--output", options->output,
                       "Write the JSON document (schema hal.bench/1) to FILE");
   command->allow_extras();  // passed on to Google Benchmark, e.g. --benchmark_filter=hit

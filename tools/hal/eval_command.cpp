@@ -184,6 +184,34 @@ void throw_first_failure(const std::vector<ProcessPart>& parts) {
                             : std::string()));
 }
 
+// What would fail or be skipped once every row has run, refused before: a --reference with no
+// rows to score against it (it was ignored), an --output that cannot be a directory.
+void check_before_evaluating(const EvalOptions& o, int64_t rows) {
+  if (!o.reference.empty() && rows == 0)
+    throw Error(ErrorCode::InvalidArgument, "--reference " + o.reference + ": --data " + o.data +
+                                                " has no rows to score against it");
+  if (!o.output.empty()) check_output_directory(o.output, "--output");
+}
+
+// A difference as text: JSON's null is an infinite one (NaN or infinity on one side alone).
+std::string difference_text(const nlohmann::ordered_json& value) {
+  if (value.is_null()) return "inf";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value.get<double>());
+  return text;
+}
+
+void print_agreement(const std::string& directory, const nlohmann::ordered_json& reference) {
+  std::printf("against %s: %s, max|out - ref| = %s, mean %s, argmax agreement %.4f\n",
+              directory.c_str(), reference["agree"].get<bool>() ? "agree" : "DIFFER",
+              difference_text(reference["max_abs_diff"]).c_str(),
+              difference_text(reference["mean_abs_diff"]).c_str(),
+              reference["argmax_agreement"].get<double>());
+  if (const auto nonfinite = reference["nonfinite_elements"].get<size_t>(); nonfinite > 0)
+    std::printf("  %zu element(s) NaN or infinite in one of output and reference alone\n",
+                nonfinite);
+}
+
 void evaluate(const EvalOptions& o) {
   // Under mpirun each process takes a contiguous share of the rows and splits it over its own
   // --devices; rank 0 gathers, scores and reports.
@@ -210,6 +238,7 @@ void evaluate(const EvalOptions& o) {
     // Each process reads only the files, and the rows of them, that its share holds.
     const NpyDirectory all = scan_npy_directory(o.data, "--data");
     rows = all.rows;
+    check_before_evaluating(o, rows);
     part_rows = shard_rows(rows, processes)[rank];
     data = read_rows(all, part_rows, host);
     if (data.dtype() != input.dtype) data = cast(data, input.dtype, host);
@@ -250,7 +279,7 @@ void evaluate(const EvalOptions& o) {
     gathered[name] = all;
     outputs.push_back({{"name", name}, {"shape", all.shape()}});
     if (!o.output.empty()) {
-      std::filesystem::create_directories(o.output);
+      make_output_directory(o.output, "--output");
       const std::string file = output_file_name(name, files);
       write_npy(std::filesystem::path(o.output) / file, all, host);
       outputs.back()["file"] = file;
@@ -302,10 +331,7 @@ void evaluate(const EvalOptions& o) {
                 reference["accuracy"].get<double>(), reference["correct"].get<size_t>(),
                 reference["positions"].get<size_t>());
   else
-    std::printf("against %s: %s, max|out - ref| = %.3g, mean %.3g, argmax agreement %.4f\n",
-                o.reference.c_str(), reference["agree"].get<bool>() ? "agree" : "DIFFER",
-                reference["max_abs_diff"].get<double>(), reference["mean_abs_diff"].get<double>(),
-                reference["argmax_agreement"].get<double>());
+    print_agreement(o.reference, reference);
 }
 
 }  // namespace

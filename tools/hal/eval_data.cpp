@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "agreement.hpp"
 #include "hal/error.hpp"
 #include "hal/npy.hpp"
 #include "hal/ops.hpp"
@@ -19,6 +20,12 @@ std::string shape_text(const Shape& shape) {
 
 bool integer(DType dtype) {
   return dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i32 || dtype == DType::i64;
+}
+
+// A number for JSON: null where it is not finite, as the tool writes a number it cannot give
+// (choice_json.hpp); nlohmann would write null for it all the same, but silently.
+nlohmann::ordered_json finite_or_null(double value) {
+  return std::isfinite(value) ? nlohmann::ordered_json(value) : nlohmann::ordered_json(nullptr);
 }
 
 }  // namespace
@@ -121,24 +128,32 @@ nlohmann::ordered_json score_against(const Tensor& output, const Tensor& referen
                     std::string(to_string(reference.dtype())) + ") is neither the output's " +
                     shape_text(shape) + " nor integer labels of " + shape_text(without_last));
   const std::vector<float> expected = cast(reference, DType::f32, stream).to_vector<float>(stream);
+  // As hal compare holds outputs (agreement.hpp): NaN against NaN agrees, NaN or infinity on one
+  // side alone is an infinite difference. Those are counted, and the tolerance scales with the
+  // finite reference values alone (an infinite one would make any difference agree).
   double largest_difference = 0, sum = 0, largest = 0;
+  size_t nonfinite = 0;
   for (size_t i = 0; i < out.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(out[i]) - expected[i]);
-    largest_difference = std::max(largest_difference, std::isnan(d) ? INFINITY : d);
+    const double d = element_difference(out[i], expected[i]);
+    nonfinite += std::isfinite(d) ? 0 : 1;
+    largest_difference = std::max(largest_difference, d);
     sum += d;
-    largest = std::max(largest, std::fabs(static_cast<double>(expected[i])));
+    if (std::isfinite(expected[i]))
+      largest = std::max(largest, std::fabs(static_cast<double>(expected[i])));
   }
   size_t same = 0;
   for (size_t p = 0; p < positions; ++p) {
     const auto row = expected.begin() + static_cast<std::ptrdiff_t>(p * classes);
     same += argmax_at(p) == std::max_element(row, row + classes) - row ? 1 : 0;
   }
-  return {{"kind", "outputs"},
-          {"max_abs_diff", largest_difference},
-          {"mean_abs_diff", out.empty() ? 0.0 : sum / static_cast<double>(out.size())},
-          {"argmax_agreement",
-           positions ? static_cast<double>(same) / static_cast<double>(positions) : 0.0},
-          {"agree", largest_difference <= 1e-3 * std::max(1.0, largest)}};
+  return {
+      {"kind", "outputs"},
+      {"max_abs_diff", finite_or_null(largest_difference)},
+      {"mean_abs_diff", finite_or_null(out.empty() ? 0.0 : sum / static_cast<double>(out.size()))},
+      {"nonfinite_elements", nonfinite},
+      {"argmax_agreement",
+       positions ? static_cast<double>(same) / static_cast<double>(positions) : 0.0},
+      {"agree", nonfinite == 0 && largest_difference <= 1e-3 * std::max(1.0, largest)}};
 }
 
 }  // namespace hal::tool

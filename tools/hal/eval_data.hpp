@@ -44,8 +44,10 @@ std::vector<ShardRange> shard_rows(int64_t rows, size_t parts);
 // `output` scored against `reference`, both on `stream`'s device (the host's):
 // - integer labels with the output's shape less its last axis: "labels", accuracy = the
 //   fraction of positions whose argmax over the last axis is the label;
-// - otherwise the output's own shape: "outputs", the largest and mean |difference|, the fraction
-//   of positions whose argmax agrees, and agree = largest <= 1e-3 max(1, largest |reference|).
+// - otherwise the output's own shape: "outputs", the largest and mean |difference| (NaN against
+//   NaN none, NaN or infinity on one side alone infinite: null, with nonfinite_elements counting
+//   those), the fraction of positions whose argmax agrees, and agree = no infinite difference
+//   and largest <= 1e-3 max(1, largest finite |reference|).
 // InvalidArgument naming both shapes when the reference fits neither.
 nlohmann::ordered_json score_against(const Tensor& output, const Tensor& reference, Stream& stream);
 

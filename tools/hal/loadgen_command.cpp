@@ -81,10 +81,9 @@ void add_loadgen_command(CLI::App& app) {
       ->required();
   command->add_option("--input", options->inputs,
                       "NAME=FILE.npy (default: zeros of the declared shape)");
-  command
-      ->add_option("--concurrency", options->concurrency,
-                   "Requests kept in flight, per level (comma-separated)")
-      ->delimiter(',');
+  // Split by names_option rather than CLI11's delimiter, which drops empty items ("1,,4").
+  command->add_option("--concurrency", options->concurrency,
+                      "Requests kept in flight, per level (comma-separated)");
   command->add_option("--rate", options->rate,
                       "Requests per second on a fixed schedule (open loop)");
   command->add_option("--duration", options->duration, "Per level: 10s, 500ms, 2m (default 10s)");

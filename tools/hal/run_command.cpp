@@ -18,6 +18,7 @@
 #include "hal/model.hpp"
 #include "hal/npy.hpp"
 #include "hal/registry.hpp"
+#include "hal/statistics.hpp"
 #include "json_text.hpp"
 #include "option_values.hpp"
 #include "output_files.hpp"
@@ -37,6 +38,8 @@ struct Options {
   bool json = false;
 };
 
+// The value at fraction `p` of the sorted values, nearest rank (p90; the median is
+// evidence::median's, the mean of the middle two of an even count).
 double percentile(std::vector<double> values, double p) {
   std::sort(values.begin(), values.end());
   const auto index = static_cast<size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
@@ -86,6 +89,31 @@ std::vector<double> timed_runs(int repeat, RunOnce&& run_once) {
   return latencies_ms;
 }
 
+// The outputs as run writes them: each a tensor or a string tensor. All are checked before
+// any file is written, so a refused output leaves no outputs of the run behind.
+void check_outputs(const Options& options, const Model& model,
+                   const std::map<std::string, RunValue>& outputs) {
+  for (const ModelValue& declared : model.outputs()) {
+    const RunValue& value = outputs.at(declared.name);
+    const auto* tensor = std::get_if<Tensor>(&value);
+    if ((!tensor || !tensor->defined()) && !std::holds_alternative<StringTensor>(value))
+      throw Error(ErrorCode::Unsupported, options.model + ": output '" + declared.name + "' is " +
+                                              (tensor ? "an empty optional" : "a sequence") +
+                                              "; hal run writes tensors and string tensors");
+  }
+}
+
+// What would be refused once the runs are done, refused before them: an --output that cannot
+// be a directory, and an output the model declares as a sequence.
+void check_before_running(const Options& options, const Model& model) {
+  if (!options.output_dir.empty()) check_output_directory(options.output_dir, "--output");
+  for (const ModelValue& declared : model.outputs())
+    if (declared.sequence)
+      throw Error(ErrorCode::Unsupported, options.model + ": output '" + declared.name +
+                                              "' is a sequence; hal run writes tensors and "
+                                              "string tensors");
+}
+
 void run_model(const Options& options) {
   const Model model = load_onnx(options.model);
   // auto and --plan run through the plan (each node on its device); a device ID alone runs
@@ -112,6 +140,7 @@ void run_model(const Options& options) {
       return;
     }
   }
+  check_before_running(options, model);
   std::map<std::string, RunValue> outputs;
   std::vector<PlannedNode> fallbacks;
   const std::vector<double> latencies_ms = timed_runs(options.repeat, [&] {
@@ -124,17 +153,14 @@ void run_model(const Options& options) {
       stream.synchronize();
     }
   });
+  check_outputs(options, model, outputs);
   nlohmann::ordered_json written = nlohmann::ordered_json::array();
-  if (!options.output_dir.empty()) std::filesystem::create_directories(options.output_dir);
+  if (!options.output_dir.empty()) make_output_directory(options.output_dir, "--output");
   std::set<std::string> files;
   for (const ModelValue& declared : model.outputs()) {
     const RunValue& value = outputs.at(declared.name);
     const auto* tensor = std::get_if<Tensor>(&value);
     const auto* strings = std::get_if<StringTensor>(&value);
-    if ((!tensor || !tensor->defined()) && !strings)
-      throw Error(ErrorCode::Unsupported, options.model + ": output '" + declared.name + "' is " +
-                                              (tensor ? "an empty optional" : "a sequence") +
-                                              "; hal run writes tensors and string tensors");
     std::string path;
     if (!options.output_dir.empty()) {
       path = (std::filesystem::path(options.output_dir) / output_file_name(declared.name, files))
@@ -153,7 +179,7 @@ void run_model(const Options& options) {
          {"file", path.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(path)}});
   }
   const double min = *std::min_element(latencies_ms.begin(), latencies_ms.end());
-  const double median = percentile(latencies_ms, 0.5), p90 = percentile(latencies_ms, 0.9);
+  const double median = evidence::median(latencies_ms), p90 = percentile(latencies_ms, 0.9);
   if (options.json) {
     nlohmann::ordered_json report{{"schema", "hal.run/1"},
                                   {"model", options.model},

@@ -56,13 +56,16 @@ Requirements requirements_of(const Options& o) {
 int run(const Options& options) {
   const Requirements requirements = requirements_of(options);
   const std::vector<Device> devices = hal::devices();
-  // A throughput requirement needs measured figures: measure what is not cached yet.
+  // A throughput requirement needs measured figures: measure what is not cached yet. A quick
+  // calibration measures f32 only, so another dtype asks for a full one (over a quick entry).
+  const bool f32_only = requirements.dtypes.empty() || requirements.dtypes.front() == DType::f32;
   if (options.calibrate || requirements.min_tflops > 0)
-    for (const Device& device : devices)
-      if (!cached_calibration(device)) {
-        if (!options.json) std::cerr << "calibrating " << device.id() << " ...\n";
-        calibrate(device, {.use_cache = true, .quick = true});
-      }
+    for (const Device& device : devices) {
+      const std::optional<Calibration> cached = cached_calibration(device);
+      if (cached && (f32_only || !cached->quick)) continue;
+      if (!options.json) std::cerr << "calibrating " << device.id() << " ...\n";
+      calibrate(device, {.use_cache = true, .quick = f32_only});
+    }
   const Selection selection = rank_devices(requirements, devices);
   if (options.json) {
     std::cout << nlohmann::ordered_json{{"schema", "hal.select/1"},
