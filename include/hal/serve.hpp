@@ -79,9 +79,9 @@ class Server {
   // Binds host:port and serves on a thread of its own; returns once it accepts connections.
   void start();
   int port() const;
-  // Stops accepting requests (new ones and /v2/health/ready answer 503), waits up to `timeout`
-  // for every request queued or running to be answered, then stops listening. Returns whether
-  // every one was answered in time.
+  // Stops accepting requests (new ones answer 503, /v2/health/ready 400), waits up to `timeout`
+  // for every request queued or running to be answered, answers those still waiting then 503,
+  // and stops listening. Returns whether every one was answered by its model.
   bool drain(std::chrono::milliseconds timeout);
   // The metrics as GET /metrics prints them (Prometheus text format).
   std::string metrics_text() const;

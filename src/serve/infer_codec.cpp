@@ -1,19 +1,28 @@
 #include "serve/infer_codec.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <set>
 
 #include "hal/dtype.hpp"
 #include "serve/kserve_datatype.hpp"
 #include "serve/request_error.hpp"
+#include "tensor/element_codec.hpp"
 
 namespace hal::serve {
 namespace {
 
 using json = nlohmann::json;
+
+// A shape's elements past this are refused: a guard before anything is allocated for them.
+constexpr double kMaxElements = 1e9;
+// Dimensions a request's 'shape' may list; past this it is refused as it is read.
+constexpr size_t kMaxDimensions = 64;
+// The magnitude from which a double rounds to an infinite FP32: 2^128 - 2^103, halfway between
+// the largest float and 2^128.
+constexpr double kFloatOverflow = 0x1.ffffffp+127;
 
 [[noreturn]] void refuse(const std::string& message) { throw RequestError(400, message); }
 
@@ -50,13 +59,58 @@ void append_integer(std::string& bytes, const json& value, const std::string& wh
   append_value(bytes, static_cast<T>(v));
 }
 
+// The shortest text that reads back as `value`; a whole number keeps its ".0", as nlohmann
+// writes it, so that it reads back as a float. NaN and the infinities as Triton writes them.
+void append_double(std::string& out, double value) {
+  if (std::isnan(value)) {
+    out += "NaN";
+  } else if (std::isinf(value)) {
+    out += value > 0 ? "Infinity" : "-Infinity";
+  } else {
+    char text[32];
+    const char* end = std::to_chars(text, text + sizeof text, value).ptr;
+    const std::string_view written(text, static_cast<size_t>(end - text));
+    out += written;
+    if (written.find_first_of(".e") == std::string_view::npos) out += ".0";
+  }
+}
+
+std::string number_text(double value) {
+  std::string text;
+  append_double(text, value);
+  return text;
+}
+
+double largest_finite(DType dtype) {
+  if (dtype == DType::f16) return tensor::f16_to_f32(0x7bff);
+  if (dtype == DType::bf16) return tensor::bf16_to_f32(0x7f7f);
+  return std::numeric_limits<float>::max();
+}
+
+// A JSON number as an element of a floating dtype. One the dtype would hold as infinity (1e39
+// in FP32) is refused: the client sent a finite number, and the model would see another.
+void append_floating(std::string& bytes, DType dtype, double value, const std::string& where) {
+  if (dtype == DType::f64) return append_value(bytes, value);
+  if (dtype == DType::f32 && std::fabs(value) < kFloatOverflow)
+    return append_value(bytes, static_cast<float>(value));
+  if (dtype == DType::f16 || dtype == DType::bf16) {
+    const bool half = dtype == DType::f16;
+    const uint16_t bits = half ? tensor::f64_to_f16(value) : tensor::f64_to_bf16(value);
+    if (!std::isinf(half ? tensor::f16_to_f32(bits) : tensor::bf16_to_f32(bits)))
+      return append_value(bytes, bits);
+  }
+  refuse(where + " is " + number_text(value) + ", which " + kserve_datatype(dtype) +
+         " cannot hold (its largest is " + number_text(largest_finite(dtype)) + ")");
+}
+
 void append_element(std::string& bytes, DType dtype, const json& value, const std::string& where) {
   switch (dtype) {
     case DType::f32:
     case DType::f64:
+    case DType::f16:
+    case DType::bf16:
       if (!value.is_number()) refuse(where + " is not a number");
-      if (dtype == DType::f32) return append_value(bytes, value.get<float>());
-      return append_value(bytes, value.get<double>());
+      return append_floating(bytes, dtype, value.get<double>(), where);
     case DType::i8:
       return append_integer<int8_t>(bytes, value, where);
     case DType::u8:
@@ -68,10 +122,16 @@ void append_element(std::string& bytes, DType dtype, const json& value, const st
     case DType::boolean:
       if (!value.is_boolean()) refuse(where + " is not true or false");
       return append_value(bytes, static_cast<uint8_t>(value.get<bool>() ? 1 : 0));
-    default:
-      refuse(where + ": " + kserve_datatype(dtype) +
-             " tensors come as binary data (parameters.binary_data_size)");
   }
+}
+
+// BOOL elements travel as one byte each, 0 or 1; another value would be true to some ops and
+// false to others (a bitwise Not of 2 is 253), so it is refused, as a strict server does.
+void check_bool_bytes(std::string_view bytes, const std::string& where) {
+  for (size_t i = 0; i < bytes.size(); ++i)
+    if (bytes[i] != 0 && bytes[i] != 1)
+      refuse(where + ": byte " + std::to_string(i) + " of its binary data is " +
+             std::to_string(static_cast<unsigned char>(bytes[i])) + "; a BOOL element is 0 or 1");
 }
 
 // Flattens nested arrays (KServe allows row-major flat or nested data) into `out`. Arrays
@@ -90,44 +150,407 @@ void flatten(const json& data, std::vector<const json*>& out, size_t limit, size
   }
 }
 
-template <class T>
-json decode_elements(const std::string& bytes) {
-  json data = json::array();
-  const size_t n = bytes.size() / sizeof(T);
-  for (size_t i = 0; i < n; ++i) {
-    T value;
-    std::memcpy(&value, bytes.data() + i * sizeof(T), sizeof(T));
-    if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, int8_t>)
-      data.push_back(static_cast<int>(value));
-    else
-      data.push_back(value);
+// Reading the request as it is parsed (nlohmann's SAX interface) rather than from a document of
+// all of it: a document costs 16 bytes and more a value, so that a 40 MB body of numbers for an
+// input of 4 took about 0.9 GB before its count was checked. The reader keeps only the fields
+// the checks below read, and of lists only what the model can use (see DataLimit), so that a
+// body costs about its own size; the checks then read what is kept, and say what they said of
+// the whole document. It stops at once at an input's 'data' past what its shape holds, where the
+// shape came first (as Triton's clients write it).
+
+// Where a value sits in the request, as far as reading it goes.
+enum class Role {
+  root,
+  request_parameters,
+  inputs,
+  input,
+  input_parameters,
+  shape,
+  data,
+  outputs,
+  output,
+  output_parameters,
+  field,    // a value the checks read as it is (a name, a number)
+  skipped,  // a field hal does not read: not kept
+};
+
+struct Child {
+  Role parent;
+  std::string_view key;
+  Role role;
+};
+
+// The fields the checks read, by the object they sit in; any other key's value is skipped.
+constexpr Child kChildren[] = {
+    {Role::root, "id", Role::field},
+    {Role::root, "parameters", Role::request_parameters},
+    {Role::root, "inputs", Role::inputs},
+    {Role::root, "outputs", Role::outputs},
+    {Role::request_parameters, "timeout_us", Role::field},
+    {Role::request_parameters, "priority", Role::field},
+    {Role::request_parameters, "binary_data_output", Role::field},
+    {Role::input, "name", Role::field},
+    {Role::input, "datatype", Role::field},
+    {Role::input, "shape", Role::shape},
+    {Role::input, "parameters", Role::input_parameters},
+    {Role::input, "data", Role::data},
+    {Role::input_parameters, "binary_data_size", Role::field},
+    {Role::output, "name", Role::field},
+    {Role::output, "parameters", Role::output_parameters},
+    {Role::output_parameters, "binary_data", Role::field},
+};
+
+// The container a role's checks expect; another container there is kept empty (its type is all
+// the checks read of it) and what it holds is skipped.
+json::value_t container_of(Role role) {
+  switch (role) {
+    case Role::inputs:
+    case Role::outputs:
+    case Role::shape:
+    case Role::data:
+      return json::value_t::array;
+    case Role::root:
+    case Role::request_parameters:
+    case Role::input:
+    case Role::input_parameters:
+    case Role::output:
+    case Role::output_parameters:
+      return json::value_t::object;
+    case Role::field:
+    case Role::skipped:
+      break;
   }
-  return data;
+  return json::value_t::discarded;
 }
 
-json decode_data(const HostTensor& tensor) {
-  switch (tensor.dtype) {
-    case DType::f32:
-      return decode_elements<float>(tensor.bytes);
-    case DType::f64:
-      return decode_elements<double>(tensor.bytes);
-    case DType::i8:
-      return decode_elements<int8_t>(tensor.bytes);
-    case DType::u8:
-      return decode_elements<uint8_t>(tensor.bytes);
-    case DType::i32:
-      return decode_elements<int32_t>(tensor.bytes);
-    case DType::i64:
-      return decode_elements<int64_t>(tensor.bytes);
-    case DType::boolean: {
-      json data = json::array();
-      for (char c : tensor.bytes) data.push_back(c != 0);
-      return data;
+const TensorSpec* spec_named(const json& input, const ModelSignature& signature) {
+  const json* name = member(input, "name");
+  if (!name || !name->is_string()) return nullptr;
+  const auto spec =
+      std::find_if(signature.inputs.begin(), signature.inputs.end(),
+                   [&](const auto& s) { return s.name == name->get_ref<const std::string&>(); });
+  return spec == signature.inputs.end() ? nullptr : &*spec;
+}
+
+// "inputs[2]", with the input's name where it came first and the model has it.
+std::string input_where(const json& input, size_t index, const ModelSignature& signature) {
+  const TensorSpec* spec = spec_named(input, signature);
+  return "inputs[" + std::to_string(index) + "]" + (spec ? " ('" + spec->name + "')" : "");
+}
+
+// The input's 'shape' where it came before 'data' and lists sizes; nullopt otherwise.
+std::optional<std::vector<int64_t>> given_shape(const json& input) {
+  const json* shape = member(input, "shape");
+  if (!shape || !shape->is_array()) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const json& d : *shape) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0 ||
+        d.get<int64_t>() > std::numeric_limits<int32_t>::max())
+      return std::nullopt;
+    dims.push_back(d.get<int64_t>());
+  }
+  return dims;
+}
+
+// Whether `dims` pass checked_shape for `spec`.
+bool fits(const std::vector<int64_t>& dims, const TensorSpec& spec,
+          const ModelSignature& signature) {
+  if (dims.size() != spec.shape.size()) return false;
+  double elements = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (spec.shape[i] >= 0 && dims[i] != spec.shape[i]) return false;
+    elements *= static_cast<double>(dims[i]);
+  }
+  if (signature.batchable && (dims[0] < 1 || dims[0] > signature.max_batch)) return false;
+  return elements <= kMaxElements;
+}
+
+// What an input's 'data' may hold, as far as the fields before it tell. Where its 'shape' came
+// first and fits the model, more elements than it holds are refused at once (the checks would
+// refuse them after the whole body). Otherwise the model's input of its name (or the largest)
+// bounds what is kept: elements past it are dropped but one, so that the checks, which read
+// the shape, find the count too large, and as for every bound, nothing valid is dropped.
+struct DataLimit {
+  std::string refusal;  // past `elements` where the shape is known; "" drops instead
+  size_t elements = 0;
+  size_t arrays = 0;  // kept inside 'data': the shape's rows, and as many again as elements
+  size_t depth = 1;   // arrays nested in 'data', itself included; deeper ones are kept empty
+};
+
+// The limit of a tensor of `dims` (a free one given as kMaxElements).
+DataLimit extent(const std::vector<double>& dims) {
+  double elements = 1, arrays = 0;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i > 0) arrays += elements;  // the rows of the dimensions before this one
+    elements *= dims[i];
+  }
+  DataLimit limit;
+  limit.elements = static_cast<size_t>(std::min(elements, kMaxElements));
+  limit.arrays = static_cast<size_t>(std::min(arrays + elements + 1, kMaxElements));
+  limit.depth = std::max<size_t>(dims.size(), 1);
+  return limit;
+}
+
+// The most `spec` holds: a free first dimension at the max batch where the model batches; any
+// other free one at the protocol's limit.
+DataLimit most_of(const TensorSpec& spec, const ModelSignature& signature) {
+  std::vector<double> dims;
+  for (size_t i = 0; i < spec.shape.size(); ++i)
+    dims.push_back(spec.shape[i] >= 0              ? static_cast<double>(spec.shape[i])
+                   : i == 0 && signature.batchable ? static_cast<double>(signature.max_batch)
+                                                   : kMaxElements);
+  return extent(dims);
+}
+
+DataLimit data_limit(const json& input, size_t index, const ModelSignature& signature) {
+  const TensorSpec* spec = spec_named(input, signature);
+  const auto dims = given_shape(input);
+  if (spec && dims && fits(*dims, *spec, signature)) {
+    DataLimit limit = extent(std::vector<double>(dims->begin(), dims->end()));
+    limit.refusal = input_where(input, index, signature) + ": 'data' has more than " +
+                    std::to_string(limit.elements) + " elements; shape " + shape_text(*dims) +
+                    " holds " + std::to_string(limit.elements);
+    return limit;
+  }
+  if (spec) return most_of(*spec, signature);
+  DataLimit limit;
+  for (const TensorSpec& s : signature.inputs) {
+    const DataLimit most = most_of(s, signature);
+    limit.elements = std::max(limit.elements, most.elements);
+    limit.arrays = std::max(limit.arrays, most.arrays);
+    limit.depth = std::max(limit.depth, most.depth);
+  }
+  return limit;
+}
+
+class RequestReader {
+ public:
+  explicit RequestReader(const ModelSignature& signature) : signature_(signature) {}
+
+  json take_document() { return std::move(document_); }
+  // Set where the reader stopped the parse to refuse the request.
+  const std::optional<std::string>& refusal() const { return refusal_; }
+
+  // nlohmann's SAX interface (json::sax_parse); false stops the parse.
+  bool null() { return skips() || add(nullptr); }
+  bool boolean(bool value) { return skips() || add(value); }
+  bool number_integer(json::number_integer_t value) { return skips() || add(value); }
+  bool number_unsigned(json::number_unsigned_t value) { return skips() || add(value); }
+  bool number_float(json::number_float_t value, const json::string_t& /*text*/) {
+    return skips() || add(value);
+  }
+  bool string(json::string_t& value) { return skips() || add(std::move(value)); }
+  bool binary(json::binary_t& /*value*/) { return true; }  // binary formats only, not JSON text
+  bool key(json::string_t& name) {
+    if (skipping_ == 0) key_ = std::move(name);
+    return true;
+  }
+  bool start_object(std::size_t /*size*/) { return open(json::value_t::object); }
+  bool start_array(std::size_t /*size*/) { return open(json::value_t::array); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool parse_error(std::size_t /*position*/, const std::string& token,
+                   const json::exception& error) {
+    if (error.id == 406)  // nlohmann's "number overflow": JSON, but no double holds it
+      refusal_ = "the request body holds the number " + token + ", beyond FP64's range";
+    return false;
+  }
+
+ private:
+  struct Frame {
+    json* value;  // the open container, where it is kept
+    Role role;
+    size_t index = 0;  // an input's place in 'inputs'
+    size_t depth = 0;  // in 'data': 1 for 'data' itself, 2 for an array in it, ...
+  };
+
+  // The role of the value that comes next: by its array, or by its key in its object.
+  Role next_role() const {
+    if (frames_.empty()) return Role::root;
+    const Role parent = frames_.back().role;
+    if (parent == Role::inputs) return Role::input;
+    if (parent == Role::outputs) return Role::output;
+    if (parent == Role::shape) return Role::field;
+    if (parent == Role::data) return Role::data;
+    for (const Child& child : kChildren)
+      if (child.parent == parent && child.key == key_) return child.role;
+    return Role::skipped;
+  }
+
+  const Frame& input_frame() const {
+    return *std::find_if(frames_.rbegin(), frames_.rend(),
+                         [](const Frame& f) { return f.role == Role::input; });
+  }
+
+  // Whether the value that comes next, of `type`, is kept; false with refusal_ set where the
+  // request is refused. Entries of 'inputs' and 'outputs' past one more than the model has are
+  // dropped: the checks find a bad one by then and name it. 'shape' past kMaxDimensions is
+  // refused; 'data' is kept as data_room says.
+  bool room_for(json::value_t type) {
+    if (frames_.empty()) return true;
+    const Frame& parent = frames_.back();
+    switch (parent.role) {
+      case Role::inputs:
+        return parent.value->size() <= signature_.inputs.size();
+      case Role::outputs:
+        return parent.value->size() <= signature_.outputs.size();
+      case Role::shape:
+        if (parent.value->size() < kMaxDimensions) return true;
+        refusal_ = input_where(*input_frame().value, input_frame().index, signature_) +
+                   ": 'shape' has more than " + std::to_string(kMaxDimensions) + " dimensions";
+        return false;
+      case Role::data:
+        return data_room(type);
+      default:
+        return true;
     }
-    default:
-      return nullptr;  // f16, bf16: sent as binary (encode_infer_response)
+  }
+
+  // Whether the next value inside 'data' is kept, by data_limit_; false with refusal_ set where
+  // the request is refused.
+  bool data_room(json::value_t type) {
+    if (type == json::value_t::array) return ++data_arrays_ <= data_limit_.arrays;
+    if (++data_elements_ <= data_limit_.elements) return true;
+    if (data_limit_.refusal.empty()) return data_elements_ == data_limit_.elements + 1;
+    refusal_ = data_limit_.refusal;
+    return false;
+  }
+
+  // An array in 'data' nested deeper than data_limit_ allows: kept empty, so that the checks
+  // find it there and say so.
+  bool too_deep(Role role) const {
+    return role == Role::data && !frames_.empty() && frames_.back().role == Role::data &&
+           frames_.back().depth >= data_limit_.depth;
+  }
+
+  // Puts `value` where the parse is: the document, the end of the array on top, or the key just
+  // read in the object on top. Where it now is stays put while it is open.
+  json* place(json value) {
+    if (frames_.empty()) return &(document_ = std::move(value));
+    json& parent = *frames_.back().value;
+    if (!parent.is_array()) return &(parent[key_] = std::move(value));
+    parent.push_back(std::move(value));
+    return &parent.back();
+  }
+
+  // Whether the value that comes next is not kept: it is in a container not kept, or a field hal
+  // does not read. Checked before a value is made of it (a string would be copied).
+  bool skips() const { return skipping_ > 0 || next_role() == Role::skipped; }
+
+  bool add(json value) {
+    if (!room_for(value.type())) return !refusal_;
+    place(std::move(value));
+    return true;
+  }
+
+  bool open(json::value_t type) {
+    if (skipping_ > 0) {
+      ++skipping_;  // its end comes as end_object or end_array
+      return true;
+    }
+    const Role role = next_role();
+    if (role == Role::skipped || !room_for(type)) {
+      ++skipping_;
+      return !refusal_;
+    }
+    json* placed = place(json(type));
+    if (container_of(role) != type || too_deep(role)) {
+      ++skipping_;
+      return true;
+    }
+    Frame frame{placed, role};
+    if (role == Role::input) frame.index = frames_.back().value->size() - 1;
+    if (role == Role::data) enter_data(frame);
+    frames_.push_back(frame);
+    return true;
+  }
+
+  void enter_data(Frame& frame) {
+    const Frame& parent = frames_.back();
+    if (parent.role == Role::data) {
+      frame.depth = parent.depth + 1;
+      return;
+    }
+    frame.depth = 1;
+    data_elements_ = 0;
+    data_arrays_ = 0;
+    data_limit_ = data_limit(*parent.value, parent.index, signature_);
+  }
+
+  bool close() {
+    if (skipping_ > 0)
+      --skipping_;
+    else
+      frames_.pop_back();
+    return true;
+  }
+
+  const ModelSignature& signature_;
+  json document_;
+  std::vector<Frame> frames_;
+  std::string key_;       // the key just read
+  size_t skipping_ = 0;   // containers open inside one not kept
+  DataLimit data_limit_;  // of the 'data' being read
+  size_t data_elements_ = 0, data_arrays_ = 0;
+  std::optional<std::string> refusal_;
+};
+
+json read_request(std::string_view text, const ModelSignature& signature) {
+  RequestReader reader(signature);
+  if (!json::sax_parse(text, &reader))
+    refuse(reader.refusal().value_or("the request body is not valid JSON"));
+  return reader.take_document();
+}
+
+template <class T>
+T element(const std::string& bytes, size_t i) {
+  T value;
+  std::memcpy(&value, bytes.data() + i * sizeof(T), sizeof(T));
+  return value;
+}
+
+void append_integer_text(std::string& out, int64_t value) {
+  char text[24];
+  out.append(text, std::to_chars(text, text + sizeof text, value).ptr);
+}
+
+void append_element_text(std::string& out, const HostTensor& host, size_t i) {
+  const std::string& b = host.bytes;
+  switch (host.dtype) {
+    case DType::f32:
+      return append_double(out, element<float>(b, i));
+    case DType::f64:
+      return append_double(out, element<double>(b, i));
+    case DType::f16:
+      return append_double(out, tensor::f16_to_f32(element<uint16_t>(b, i)));
+    case DType::bf16:
+      return append_double(out, tensor::bf16_to_f32(element<uint16_t>(b, i)));
+    case DType::i8:
+      return append_integer_text(out, element<int8_t>(b, i));
+    case DType::u8:
+      return append_integer_text(out, element<uint8_t>(b, i));
+    case DType::i32:
+      return append_integer_text(out, element<int32_t>(b, i));
+    case DType::i64:
+      return append_integer_text(out, element<int64_t>(b, i));
+    case DType::boolean:
+      out += b[i] != 0 ? "true" : "false";
+      return;
   }
 }
+
+// An output's elements as a flat, row-major JSON array (which KServe allows).
+void append_data(std::string& out, const HostTensor& host) {
+  const size_t count = host.bytes.size() / size_of(host.dtype);
+  out += '[';
+  for (size_t i = 0; i < count; ++i) {
+    if (i > 0) out += ',';
+    append_element_text(out, host, i);
+  }
+  out += ']';
+}
+
+std::string quoted(const std::string& text) { return response_text(json(text)); }
 
 int64_t integer_field(const json& value, const std::string& where, int64_t low, int64_t high) {
   if (!value.is_number_integer()) refuse(where + " is not an integer");
@@ -179,7 +602,8 @@ std::vector<int64_t> checked_shape(const json& input, const TensorSpec& spec,
   // Guard the element count before anything is allocated for it.
   double elements = 1;
   for (int64_t d : dims) elements *= static_cast<double>(d);
-  if (elements > 1e9) refuse(where + ": shape " + shape_text(dims) + " holds too many elements");
+  if (elements > kMaxElements)
+    refuse(where + ": shape " + shape_text(dims) + " holds too many elements");
   return dims;
 }
 
@@ -245,8 +669,7 @@ InferRequest parse_infer_request(std::string_view body,
   size_t json_size = body.size();
   if (header_length) json_size = parse_header_length(*header_length, body.size());
   if (json_size == 0) refuse("the request body is empty; expected a JSON object");
-  const json request = json::parse(body.substr(0, json_size), nullptr, false);
-  if (request.is_discarded()) refuse("the request body is not valid JSON");
+  const json request = read_request(body.substr(0, json_size), signature);
   if (!request.is_object()) refuse("the request body is not a JSON object");
 
   InferRequest out;
@@ -309,6 +732,7 @@ InferRequest parse_infer_request(std::string_view body,
         refuse(where + ": the body ends before its " + std::to_string(bytes) +
                " bytes of binary data");
       tensor.bytes.assign(body.substr(binary_offset, bytes));
+      if (*dtype == DType::boolean) check_bool_bytes(tensor.bytes, where);
       binary_offset += bytes;
     } else {
       if (!data) refuse(where + ": 'data' is missing");
@@ -355,28 +779,29 @@ InferRequest parse_infer_request(std::string_view body,
 
 InferResponse encode_infer_response(const ModelSignature& signature, const InferRequest& request,
                                     const HostTensors& outputs) {
-  json document{{"model_name", signature.name}, {"model_version", "1"}};
-  if (!request.id.empty()) document["id"] = request.id;
-  json list = json::array();
+  // Written here rather than dumped by nlohmann, which writes NaN and infinities as null.
+  std::string text = "{\"model_name\":" + quoted(signature.name) + ",\"model_version\":\"1\"";
+  if (request.id) text += ",\"id\":" + quoted(*request.id);
+  text += ",\"outputs\":[";
   std::string binary;
   for (size_t i = 0; i < request.outputs.size(); ++i) {
     const HostTensor& tensor = outputs.at(request.outputs[i]);
-    json entry{{"name", request.outputs[i]},
-               {"datatype", kserve_datatype(tensor.dtype)},
-               {"shape", tensor.shape}};
-    json data = request.binary_outputs[i] ? json() : decode_data(tensor);
-    if (data.is_null()) {  // binary as asked, or a dtype JSON has no numbers for
-      entry["parameters"] = {{"binary_data_size", tensor.bytes.size()}};
+    text += i > 0 ? ",{" : "{";
+    text += "\"name\":" + quoted(request.outputs[i]) + ",\"datatype\":\"" +
+            kserve_datatype(tensor.dtype) + "\",\"shape\":" + json(tensor.shape).dump();
+    if (request.binary_outputs[i]) {
+      text += ",\"parameters\":{\"binary_data_size\":" + std::to_string(tensor.bytes.size()) + "}";
       binary += tensor.bytes;
     } else {
-      entry["data"] = std::move(data);
+      text += ",\"data\":";
+      append_data(text, tensor);
     }
-    list.push_back(std::move(entry));
+    text += '}';
   }
-  document["outputs"] = std::move(list);
-  InferResponse response{response_text(document), std::nullopt};
-  if (!binary.empty() || std::find(request.binary_outputs.begin(), request.binary_outputs.end(),
-                                   true) != request.binary_outputs.end()) {
+  text += "]}";
+  InferResponse response{std::move(text), std::nullopt};
+  if (std::find(request.binary_outputs.begin(), request.binary_outputs.end(), true) !=
+      request.binary_outputs.end()) {
     response.header_length = response.body.size();
     response.body += binary;
   }

@@ -17,7 +17,7 @@
 namespace hal::serve {
 
 struct InferRequest {
-  std::string id;
+  std::optional<std::string> id;  // echoed in the response where the request has one, even ""
   HostTensors inputs;
   int64_t rows = 1;  // the first dimension's size where the model batches, else 1
   // The inputs' datatypes and shapes but the first dimension: requests with equal keys stack.
@@ -31,6 +31,9 @@ struct InferRequest {
 };
 
 // `header_length` is the Inference-Header-Content-Length header's text, if the request has one.
+// The JSON is read against the signature as it is parsed: an input's 'data' past what its shape
+// holds, or nested deeper, is refused there, and fields hal does not read are not kept, so that
+// a large body costs little more than its own bytes.
 InferRequest parse_infer_request(std::string_view body,
                                  const std::optional<std::string>& header_length,
                                  const ModelSignature& signature);
@@ -40,7 +43,9 @@ struct InferResponse {
   std::optional<size_t> header_length;  // set where binary outputs follow the JSON
 };
 
-// `outputs` holds at least the request's outputs.
+// `outputs` holds at least the request's outputs. Outputs not asked for as binary data are JSON
+// numbers (FP16 and BF16 too, exactly); NaN and infinities are written NaN, Infinity and
+// -Infinity, as Triton writes them (RapidJSON's kWriteNanAndInfFlag; Python's json reads them).
 InferResponse encode_infer_response(const ModelSignature& signature, const InferRequest& request,
                                     const HostTensors& outputs);
 

@@ -134,7 +134,7 @@ std::string Metrics::render(
   const std::tuple<const char*, const char*, const std::map<std::string, Histogram>*> histograms[] =
       {{"hal_request_duration_seconds", "Time from a request's arrival to its answer.",
         &request_seconds_},
-       {"hal_queue_duration_seconds", "Time a request waited before its batch started.",
+       {"hal_queue_duration_seconds", "Time a request waited before it first ran.",
         &queue_seconds_},
        {"hal_batch_size", "Rows in each batch run.", &batch_sizes_}};
   for (const auto& [name, help, map] : histograms) {

@@ -25,6 +25,12 @@ double planned_seconds(const Model& model, const std::string& device_id, int64_t
   }
 }
 
+std::string shape_text(const Shape& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
 }  // namespace
 
 ModelInstance::ModelInstance(const std::string& device_id, const std::filesystem::path& path,
@@ -105,9 +111,10 @@ std::vector<HostTensors> ModelInstance::run(const ModelSignature& signature,
       continue;
     }
     if (host.shape.empty() || host.shape[0] != total)
-      throw Error(ErrorCode::Internal, "model '" + signature.name + "': output '" + name +
-                                           "' does not have the batch's " + std::to_string(total) +
-                                           " rows in its first dimension");
+      throw UnsplittableBatch("model '" + signature.name + "': output '" + name +
+                              "' of a batch of " + std::to_string(total) + " rows has shape " +
+                              shape_text(host.shape) +
+                              ", which does not split into the requests' rows");
     const size_t row_bytes = host.bytes.size() / static_cast<size_t>(total);
     size_t offset = 0;
     for (size_t i = 0; i < parts.size(); ++i) {

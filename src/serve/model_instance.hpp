@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,13 @@
 #include "serve/model_signature.hpp"
 
 namespace hal::serve {
+
+// What run throws where a batch's output does not have the batch's rows in its first dimension
+// (a model that declares a batch dimension but computes across it, a ReduceSum over axis 0):
+// the outputs cannot be split back into the requests', and nothing is wrong with the device.
+struct UnsplittableBatch : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 class ModelInstance {
  public:
@@ -25,7 +33,7 @@ class ModelInstance {
 
   // Runs the requests' inputs stacked (each input of `parts` holds its request's rows) and
   // returns each request's outputs, split as the inputs were. hal::Error from the model or the
-  // device.
+  // device; UnsplittableBatch where the outputs of several requests cannot be split.
   std::vector<HostTensors> run(const ModelSignature& signature,
                                const std::vector<const HostTensors*>& parts,
                                const std::vector<int64_t>& rows);

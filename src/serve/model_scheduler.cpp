@@ -25,13 +25,66 @@ bool request_fault(const Error& error) {
          error.code() == ErrorCode::Unsupported || error.code() == ErrorCode::OutOfMemory;
 }
 
+// Now + timeout_us, or no deadline where that lies past what the clock holds: timeout_us may be
+// up to INT64_MAX / 1000 microseconds, which as steady_clock's nanoseconds from now overflows.
+Clock::time_point deadline_after(Clock::time_point from, int64_t timeout_us) {
+  const auto room =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::time_point::max() - from);
+  if (std::chrono::microseconds(timeout_us) >= room) return Clock::time_point::max();
+  return from + std::chrono::microseconds(timeout_us);
+}
+
+// The warm-up's inputs: zeros, every free dimension 1.
+HostTensors warm_up_inputs(const ModelSignature& signature) {
+  HostTensors zeros;
+  for (const TensorSpec& spec : signature.inputs) {
+    HostTensor t{spec.dtype, {}, {}};
+    for (int64_t d : spec.shape) t.shape.push_back(d < 0 ? 1 : d);
+    t.bytes.assign(static_cast<size_t>(element_count(t.shape)) * size_of(spec.dtype), '\0');
+    zeros[spec.name] = std::move(t);
+  }
+  return zeros;
+}
+
+// A first run on each device uploads its weights, so that no request pays for it; the second
+// run's time is the first measurement (the first's includes the upload and first-use costs,
+// which would keep the balancer off a fast device it then never measures again). Whether the
+// instance goes into rotation.
+bool warm_up(ModelInstance& instance, const ModelSignature& signature, const HostTensors& zeros) {
+  try {
+    instance.run(signature, {&zeros}, {1});
+    const auto start = Clock::now();
+    instance.run(signature, {&zeros}, {1});
+    instance.record(1, seconds_between(start, Clock::now()));
+    return true;
+  } catch (const Error& error) {
+    return survives_warm_up_failure(signature.name, instance.device().id(), error);
+  }
+}
+
 }  // namespace
+
+bool survives_warm_up_failure(const std::string& model, const std::string& device,
+                              const Error& error) {
+  if (request_fault(error) && error.code() != ErrorCode::OutOfMemory) {
+    log(LogLevel::warn,
+        "hal serve: model '" + model + "' on " + device +
+            ": the warm-up run on zeros (every free dimension 1) failed: " + error.what() +
+            "; the instance stays in rotation, and its first request pays for "
+            "the upload");
+    return true;
+  }
+  log(LogLevel::error, "hal serve: model '" + model + "' on " + device +
+                           " is out of rotation: its warm-up run failed: " + error.what());
+  return false;
+}
 
 struct ModelScheduler::Pending {
   InferRequest request;
   Clock::time_point arrived = Clock::now();
   Clock::time_point deadline = Clock::time_point::max();
-  int attempts = 0;
+  int attempts = 0;      // instances it has failed on
+  bool started = false;  // run once: its queue time is measured
   std::promise<Outcome> promise;
 };
 
@@ -65,29 +118,8 @@ ModelScheduler::ModelScheduler(const ModelConfig& config, Balancer balancer, Met
   }
   signature_ = signature_of(config.name, workers_.front()->instance->model(), b.max_batch,
                             b.priority_levels);
-  // A first run on each device uploads its weights, so that no request pays for it; the second
-  // run's time is the first measurement (the first's includes the upload and first-use costs,
-  // which would keep the balancer off a fast device it then never measures again).
-  HostTensors zeros;
-  for (const TensorSpec& spec : signature_.inputs) {
-    HostTensor t{spec.dtype, {}, {}};
-    for (int64_t d : spec.shape) t.shape.push_back(d < 0 ? 1 : d);
-    t.bytes.assign(static_cast<size_t>(element_count(t.shape)) * size_of(spec.dtype), '\0');
-    zeros[spec.name] = std::move(t);
-  }
-  for (auto& worker : workers_) {
-    try {
-      worker->instance->run(signature_, {&zeros}, {1});
-      const auto start = Clock::now();
-      worker->instance->run(signature_, {&zeros}, {1});
-      worker->instance->record(1, seconds_between(start, Clock::now()));
-    } catch (const Error& error) {
-      worker->healthy = false;
-      log(LogLevel::warn, "hal serve: model '" + config.name + "' on " +
-                              worker->instance->device().id() +
-                              " is out of rotation: its first runs failed: " + error.what());
-    }
-  }
+  const HostTensors zeros = warm_up_inputs(signature_);
+  for (auto& worker : workers_) worker->healthy = warm_up(*worker->instance, signature_, zeros);
   for (auto& worker : workers_)
     worker->thread = std::thread([this, w = worker.get()] { work(*w); });
   scheduler_ = std::thread([this] { schedule(); });
@@ -120,7 +152,7 @@ ModelScheduler::~ModelScheduler() {
 std::future<Outcome> ModelScheduler::submit(InferRequest request) {
   auto pending = std::make_shared<Pending>();
   if (request.timeout_us > 0)
-    pending->deadline = pending->arrived + std::chrono::microseconds(request.timeout_us);
+    pending->deadline = deadline_after(pending->arrived, request.timeout_us);
   const size_t level = static_cast<size_t>(request.priority - 1);
   pending->request = std::move(request);
   std::future<Outcome> future = pending->promise.get_future();
@@ -239,10 +271,11 @@ void ModelScheduler::expire(Clock::time_point now) {
 
 void ModelScheduler::requeue(std::vector<std::shared_ptr<Pending>> pendings,
                              const std::string& reason) {
-  // Back to the front of their levels, oldest first, each with one more attempt.
+  // Back to the front of their levels, oldest first; one that has failed on as many instances
+  // as there are is answered.
   for (auto it = pendings.rbegin(); it != pendings.rend(); ++it) {
     auto& pending = *it;
-    if (++pending->attempts >= static_cast<int>(workers_.size())) {
+    if (pending->attempts >= static_cast<int>(workers_.size())) {
       finish(pending,
              {503,
               "model '" + config_.name + "': the request failed on every instance: " + reason,
@@ -313,7 +346,7 @@ Clock::time_point ModelScheduler::dispatch_ready(std::vector<Worker*>* woken) {
     for (auto& level : levels_)
       for (auto& pending : level) {
         if (pending->request.shape_key != head->request.shape_key) continue;
-        if (rows + pending->request.rows > max_rows) {
+        if (rows + pending->request.rows > max_rows || (batch_singly_ && !candidates.empty())) {
           full = true;
           continue;
         }
@@ -321,7 +354,7 @@ Clock::time_point ModelScheduler::dispatch_ready(std::vector<Worker*>* woken) {
         candidates.push_back(pending);
         prefix_rows.push_back(rows);
       }
-    full = full || rows >= max_rows;
+    full = full || rows >= max_rows || batch_singly_;  // singly: no company to wait for
     // The largest preferred size some prefix of the candidates makes exactly.
     size_t take = candidates.size();
     bool preferred = false;
@@ -368,7 +401,7 @@ Clock::time_point ModelScheduler::dispatch_ready(std::vector<Worker*>* woken) {
 // instance is idle, a request starts a batch there instead; and configured preferred batch
 // sizes are kept as formed.
 void ModelScheduler::top_up_waiting_batches(int64_t max_rows) {
-  if (queued_ == 0 || !config_.batching.preferred_batch_sizes.empty()) return;
+  if (queued_ == 0 || !config_.batching.preferred_batch_sizes.empty() || batch_singly_) return;
   std::vector<std::pair<double, Worker*>> waiting;  // by predicted work ahead, soonest first
   const auto now = Clock::now();
   for (const auto& worker : workers_) {
@@ -426,13 +459,20 @@ void ModelScheduler::run_front(Worker& worker, std::unique_lock<std::mutex>& loc
   for (const auto& pending : batch.requests) {
     parts.push_back(&pending->request.inputs);
     rows.push_back(pending->request.rows);
-    metrics_.observe_queue(config_.name, seconds_between(pending->arrived, worker.running_since));
+    // A request waits in the queue once: running again (alone, or on another instance after a
+    // device failed) is not a second wait.
+    if (!pending->started)
+      metrics_.observe_queue(config_.name, seconds_between(pending->arrived, worker.running_since));
+    pending->started = true;
   }
   lock.unlock();
   std::vector<HostTensors> results;
   std::optional<Error> failure;
+  std::optional<std::string> unsplittable;
   try {
     results = worker.instance->run(signature_, parts, rows);
+  } catch (const UnsplittableBatch& error) {
+    unsplittable = error.what();
   } catch (const Error& error) {
     failure = error;
   } catch (const std::exception& error) {
@@ -447,7 +487,15 @@ void ModelScheduler::run_front(Worker& worker, std::unique_lock<std::mutex>& loc
   const double seconds = seconds_between(worker.running_since, ended);
   worker.busy_s += seconds;
   const std::string& device = worker.instance->device().id();
-  if (!failure) {
+  if (unsplittable) {
+    // The model computes across its batch dimension (it ran; the device is fine): its requests
+    // run one at a time from now on, these first.
+    if (!batch_singly_)
+      log(LogLevel::warn,
+          "hal serve: " + *unsplittable + "; its requests run one at a time from now on");
+    batch_singly_ = true;
+    run_each_alone(worker, std::move(done));
+  } else if (!failure) {
     worker.instance->record(done.rows, seconds);
     metrics_.observe_batch(config_.name, done.rows);
     metrics_.count_instance_batch(config_.name, device, done.rows);
@@ -455,36 +503,48 @@ void ModelScheduler::run_front(Worker& worker, std::unique_lock<std::mutex>& loc
       finish(done.requests[i], {200, "", std::move(results[i])});
   } else if (request_fault(*failure) && done.requests.size() > 1) {
     // One request's data (an index out of range, a size past the device's memory) fails the
-    // whole batch: each member runs again by itself, first in this instance's queue, so that
-    // the fault is answered to the request that has it and the others are served.
-    for (auto it = done.requests.rbegin(); it != done.requests.rend(); ++it) {
-      const int64_t own_rows = (*it)->request.rows;
-      worker.batches.push_front({{std::move(*it)},
-                                 own_rows,
-                                 worker.instance->predicted_seconds(own_rows),
-                                 /*alone=*/true});
-      ++worker.requests;
-    }
+    // whole batch: each member runs again by itself, so that the fault is answered to the
+    // request that has it and the others are served.
+    run_each_alone(worker, std::move(done));
   } else if (request_fault(*failure)) {
     for (auto& pending : done.requests)
       finish(pending, {400, "model '" + config_.name + "': " + failure->what(), {}});
   } else {
-    // The device failed: out of rotation, its batches back to the queue for the others.
-    worker.healthy = false;
-    log(LogLevel::warn, "hal serve: model '" + config_.name + "' on " + device +
-                            " is out of rotation: " + failure->what());
-    std::vector<std::shared_ptr<Pending>> again = std::move(done.requests);
-    for (Batch& waiting : worker.batches)
-      for (auto& pending : waiting.requests) again.push_back(std::move(pending));
-    worker.requests = 0;
-    worker.batches.clear();
-    requeue(std::move(again), failure->what());
+    fail_instance(worker, std::move(done), *failure);
   }
   // The room this batch leaves is filled from this thread; the scheduler's thread keeps the
   // timed waits, the worker's thread what waits behind.
   dispatch_ready();
   if (queued_ > 0) changed_.notify_all();
   if (!worker.batches.empty()) worker.wake.notify_all();
+}
+
+void ModelScheduler::run_each_alone(Worker& worker, Batch batch) {
+  // First in this instance's queue, in their order; a batch of one takes no others.
+  for (auto it = batch.requests.rbegin(); it != batch.requests.rend(); ++it) {
+    const int64_t own_rows = (*it)->request.rows;
+    worker.batches.push_front({{std::move(*it)},
+                               own_rows,
+                               worker.instance->predicted_seconds(own_rows),
+                               /*alone=*/true});
+    ++worker.requests;
+  }
+}
+
+// The device failed: out of rotation (logged at error, visible by default), its batches, the
+// failed one and those waiting, back to the queue for the others. Only the failed batch's
+// requests have failed here; those waiting behind it never ran.
+void ModelScheduler::fail_instance(Worker& worker, Batch failed, const Error& error) {
+  worker.healthy = false;
+  log(LogLevel::error, "hal serve: model '" + config_.name + "' on " +
+                           worker.instance->device().id() + " is out of rotation: " + error.what());
+  std::vector<std::shared_ptr<Pending>> again = std::move(failed.requests);
+  for (auto& pending : again) ++pending->attempts;
+  for (Batch& waiting : worker.batches)
+    for (auto& pending : waiting.requests) again.push_back(std::move(pending));
+  worker.requests = 0;
+  worker.batches.clear();
+  requeue(std::move(again), error.what());
 }
 
 }  // namespace hal::serve

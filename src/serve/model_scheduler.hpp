@@ -1,7 +1,8 @@
 // A served model: its queue (bounded, by priority level), the dynamic batcher that stacks
 // compatible requests, the balancer that sends each batch to an instance, and one worker
 // thread per instance. A batch that fails on its device takes that instance out of rotation
-// and goes back to the queue for the others.
+// and goes back to the queue for the others; one whose outputs do not split by rows runs its
+// requests again one by one, and the model's batches hold one request from then on.
 #pragma once
 
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "hal/error.hpp"
 #include "hal/serve.hpp"
 #include "serve/balancer.hpp"
 #include "serve/infer_codec.hpp"
@@ -37,6 +39,15 @@ struct InstanceStatus {
   double memory_used_bytes = 0;
   int64_t outstanding_requests = 0;
 };
+
+// What a failed warm-up run (zeros, every free dimension 1) means for its instance, logged
+// naming the model, the device and the error. A fault of those made-up inputs (InvalidArgument,
+// OutOfRange, Unsupported: a 3x3 convolution of a 1x1 image) keeps the instance in rotation,
+// logged at warn: real requests bring other shapes. Any other error (the device's; out of
+// memory, which the smallest input meets only where the model does not fit the device) takes
+// it out, logged at error. Whether the instance stays in rotation.
+bool survives_warm_up_failure(const std::string& model, const std::string& device,
+                              const Error& error);
 
 class ModelScheduler {
  public:
@@ -72,6 +83,10 @@ class ModelScheduler {
   // Under the lock (released while it runs): runs the worker's first batch and answers it.
   void run_front(Worker& worker, std::unique_lock<std::mutex>& lock);
   void finish(const std::shared_ptr<Pending>& pending, Outcome outcome);
+  // Under the lock: each request of `batch` runs again by itself, first on `worker`.
+  void run_each_alone(Worker& worker, Batch batch);
+  // Under the lock: `worker`'s device failed running `failed`; see the .cpp.
+  void fail_instance(Worker& worker, Batch failed, const Error& error);
   void requeue(std::vector<std::shared_ptr<Pending>> pendings, const std::string& reason);
   void expire(Clock::time_point now);
   double work_ahead_s(const Worker& worker, Clock::time_point now) const;
@@ -90,6 +105,8 @@ class ModelScheduler {
   std::vector<std::deque<std::shared_ptr<Pending>>> levels_;  // by priority, 1 first
   int64_t queued_ = 0, outstanding_ = 0;
   bool accepting_ = true, stopping_ = false;
+  // Set once a batch's outputs did not split by rows: each batch holds one request from then on.
+  bool batch_singly_ = false;
   size_t next_ = 0;  // round-robin cursor
   std::vector<std::unique_ptr<Worker>> workers_;
   std::thread scheduler_;

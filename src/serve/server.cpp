@@ -13,6 +13,22 @@ void check(bool ok, const std::string& message) {
   if (!ok) throw Error(ErrorCode::InvalidArgument, message);
 }
 
+// New requests answer 503 and batches go without waiting for company.
+void stop_accepting(Server::Impl& impl) {
+  impl.accepting = false;
+  for (auto& [name, model] : impl.models) model->stop_accepting();
+}
+
+// Requests still waiting for their model are answered 503 (Impl::cut_off) and the HTTP threads
+// joined. An idle keep-alive connection holds its thread until httplib's keep-alive timeout
+// (5 s) ends: httplib gives no handle on accepted connections to close them sooner.
+void stop_listening(Server::Impl& impl) {
+  impl.cut_off = true;
+  if (!impl.listener.joinable()) return;
+  impl.http.stop();
+  impl.listener.join();
+}
+
 }  // namespace
 
 void validate(const ServerOptions& options) {
@@ -111,18 +127,15 @@ Server::Server(const ServerOptions& options) : impl_(std::make_unique<Impl>()) {
     ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     impl->listen_socket = socket;
   });
-  impl_->http.set_payload_max_length(size_t{1} << 30);
+  impl_->http.set_payload_max_length(kPayloadLimit);
   add_routes(*impl_);
 }
 
 Server::~Server() {
-  // Batches go without waiting for company, so that the HTTP threads stop() joins are answered.
-  impl_->accepting = false;
-  for (auto& [name, model] : impl_->models) model->stop_accepting();
-  if (impl_->listener.joinable()) {
-    impl_->http.stop();
-    impl_->listener.join();
-  }
+  // What is still queued is answered 503 by the HTTP threads now, and again (to no one) by the
+  // schedulers' destructors, which wait for the batches running.
+  stop_accepting(*impl_);
+  stop_listening(*impl_);
 }
 
 void Server::start() {
@@ -147,16 +160,13 @@ void Server::start() {
 int Server::port() const { return impl_->port; }
 
 bool Server::drain(std::chrono::milliseconds timeout) {
-  impl_->accepting = false;
-  for (auto& [name, model] : impl_->models) model->stop_accepting();
+  stop_accepting(*impl_);
   const auto deadline = Clock::now() + timeout;
-  bool all = true;
-  for (auto& [name, model] : impl_->models) all = model->wait_idle(deadline) && all;
-  if (impl_->listener.joinable()) {
-    impl_->http.stop();
-    impl_->listener.join();
-  }
-  return all;
+  for (auto& [name, model] : impl_->models) model->wait_idle(deadline);
+  stop_listening(*impl_);
+  // False where a request was answered 503 at the deadline (one whose batch ran past it and
+  // answered counts as answered).
+  return impl_->cut_off_requests == 0;
 }
 
 std::string Server::metrics_text() const { return impl_->metrics_text(); }

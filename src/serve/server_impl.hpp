@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <thread>
@@ -15,6 +16,9 @@
 
 namespace hal::serve {
 
+// The largest request body read (the binary-tensor extension carries tensors of this size).
+constexpr size_t kPayloadLimit = size_t{1} << 30;
+
 struct Server::Impl {
   ServerOptions options;
   Metrics metrics;
@@ -24,6 +28,10 @@ struct Server::Impl {
   int port = -1;
   std::atomic<int> listen_socket{-1};
   std::atomic<bool> accepting{true};
+  // Set when the server stops waiting for answers (a drain's deadline, or its destruction):
+  // an HTTP thread still waiting for its model answers 503 at once and counts itself here.
+  std::atomic<bool> cut_off{false};
+  std::atomic<int64_t> cut_off_requests{0};
 
   // Every model ready and the server accepting.
   bool ready() const;

@@ -83,9 +83,10 @@ TEST(ServeFault, TheOnlyDeviceFailsAndTheModelIsNotReady) {
         << answer->body;
   }
   ASSERT_GE(failed_at, 0) << "the injected fault never came";
-  EXPECT_EQ(served.client->Get("/v2/health/ready")->status, 503);
+  // Not ready is a 4xx (KServe v2), 400 as Triton answers; 503 would read as overload.
+  EXPECT_EQ(served.client->Get("/v2/health/ready")->status, 400);
   auto ready = served.client->Get("/v2/models/mlp/ready");
-  EXPECT_EQ(ready->status, 503);
+  EXPECT_EQ(ready->status, 400);
   EXPECT_EQ(json::parse(ready->body)["ready"], false);
   auto refused = served.client->Post("/v2/models/mlp/infer", body, "application/json");
   EXPECT_EQ(refused->status, 503);

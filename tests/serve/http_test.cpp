@@ -1,8 +1,13 @@
 // The KServe v2 endpoints over loopback with cpp-httplib's client: every endpoint, JSON and
 // binary tensors checked against the model run in process, batching seen in the metrics,
 // overload, timeouts, models that do not batch, instances on several devices, bad options.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <thread>
@@ -29,6 +34,63 @@ void expect_error(const std::function<void()>& fn, ErrorCode code, const std::st
 void expect_close(const std::vector<float>& got, const std::vector<float>& want) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f) << "element " << i;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// One answer read off a connection of the test's own.
+struct RawAnswer {
+  int status = 0;  // 0: none came within 3 s
+  std::string error;
+  double seconds = 0;  // from the request's last byte to the answer's
+};
+
+// Writes `request` as it is on a new connection to 127.0.0.1:`port` and reads one answer for up
+// to 3 s. The connection is left open: a server waiting for more of the request answers nothing
+// in that time. (httplib writes nothing to a client that has shut its writing side.)
+RawAnswer raw_request(int port, const std::string& request) {
+  RawAnswer answer;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    if (fd >= 0) ::close(fd);
+    return answer;
+  }
+  for (size_t sent = 0; sent < request.size();) {
+    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::string text;
+  size_t header_end = std::string::npos, length = 0;
+  while (seconds_since(start) < 3) {
+    if (header_end == std::string::npos &&
+        (header_end = text.find("\r\n\r\n")) != std::string::npos) {
+      const size_t field = text.find("\r\nContent-Length: ");
+      if (field < header_end) length = std::stoul(text.substr(field + 18));
+    }
+    if (header_end != std::string::npos && text.size() >= header_end + 4 + length) {
+      answer.status = std::stoi(text.substr(9, 3));  // "HTTP/1.1 404 Not Found"
+      const json parsed = json::parse(text.substr(header_end + 4, length), nullptr, false);
+      if (parsed.is_object()) answer.error = parsed.value("error", std::string());
+      answer.seconds = seconds_since(start);
+      break;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    char chunk[4096];
+    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n <= 0) break;
+    text.append(chunk, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return answer;
 }
 
 TEST_F(ServeHttp, HealthMetadataAndReadyEndpoints) {
@@ -322,6 +384,76 @@ TEST_F(ServeHttp, InstancesOnSeveralDevicesAllAnswer) {
         << id;
 }
 
+// curl -d and Python's urllib send Content-Type application/x-www-form-urlencoded, for which
+// httplib itself would refuse a body over 8192 bytes (413); a chunked body is read as well.
+TEST_F(ServeHttp, ALargeFormUrlencodedOrChunkedBodyIsServed) {
+  ServedModel served(options_for("mlp", mlp));
+  const std::vector<float> x = rows_of(2, 4);
+  const std::string body = infer_body(x, 2, 4).dump() + std::string(9000, ' ');
+  auto form =
+      served.client->Post("/v2/models/mlp/infer", body, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(form);
+  ASSERT_EQ(form->status, 200) << form->body;
+  expect_close(json::parse(form->body)["outputs"][0]["data"].get<std::vector<float>>(),
+               reference(mlp, x, 2));
+  auto chunked = served.client->Post(
+      "/v2/models/mlp/infer",
+      [&](size_t, httplib::DataSink& sink) {
+        sink.write(body.data(), body.size());
+        sink.done();
+        return true;
+      },
+      "application/json");
+  ASSERT_TRUE(chunked);
+  ASSERT_EQ(chunked->status, 200) << chunked->body;
+  // A multipart form is read and refused.
+  auto multipart = served.client->Post(
+      "/v2/models/mlp/infer", httplib::MultipartFormDataItems{{"x", body, "x.json", "text/plain"}});
+  ASSERT_TRUE(multipart);
+  EXPECT_EQ(multipart->status, 415);
+  EXPECT_EQ(json::parse(multipart->body)["error"],
+            "a multipart form is not an inference request: send the JSON (or binary-tensor) "
+            "body as it is");
+}
+
+// What httplib refuses before any route says what it is, not "no route".
+TEST_F(ServeHttp, RefusedRequestsSayWhy) {
+  ServedModel served(options_for("mlp", mlp));
+  const int port = served.server.port();
+  RawAnswer answer = raw_request(port, "GET /" + std::string(9000, 'a') + " HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(answer.status, 414);
+  EXPECT_EQ(answer.error, "the request line is longer than the server's limit of 8192 bytes");
+  answer = raw_request(port, "NOPE / HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(answer.status, 400);
+  EXPECT_EQ(answer.error, "malformed HTTP request line");
+  // A path no route serves, whatever its body.
+  auto put = served.client->Put("/v2/nothing", std::string(9000, 'x'),
+                                "application/x-www-form-urlencoded");
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->status, 404);
+  EXPECT_EQ(json::parse(put->body)["error"], "no route for PUT /v2/nothing");
+  auto get = served.client->Get("/v2/models/mlp/infer");
+  EXPECT_EQ(get->status, 404);
+  EXPECT_EQ(json::parse(get->body)["error"], "no route for GET /v2/models/mlp/infer");
+}
+
+// A request that gives no length has no body (RFC 9112): answered at once, not after httplib's
+// 5 s read timeout.
+TEST_F(ServeHttp, ARequestWithoutContentLengthIsAnsweredAtOnce) {
+  ServedModel served(options_for("mlp", mlp));
+  const int port = served.server.port();
+  RawAnswer answer = raw_request(port, "POST /v2/models/mlp/infer HTTP/1.1\r\nHost: h\r\n\r\n");
+  EXPECT_EQ(answer.status, 411);
+  EXPECT_EQ(answer.error,
+            "POST /v2/models/mlp/infer: the request has no Content-Length (nor "
+            "Transfer-Encoding: chunked)");
+  EXPECT_LT(answer.seconds, 1.0);
+  answer = raw_request(port, "PUT /v2/nothing HTTP/1.1\r\nHost: h\r\n\r\n");
+  EXPECT_EQ(answer.status, 404);
+  EXPECT_EQ(answer.error, "no route for PUT /v2/nothing");
+  EXPECT_LT(answer.seconds, 1.0);
+}
+
 TEST_F(ServeHttp, BadOptionsAreRefusedNamingTheOption) {
   serve::ServerOptions options = options_for("mlp", mlp);
   options.models[0].batching.max_batch = 0;
@@ -362,6 +494,66 @@ TEST_F(ServeHttp, APortInUseIsRefused) {
 
 namespace hal::test {
 namespace {
+
+// On the paced fleet (ctest's serve_fleet, where sim:0 does 2 MFLOP/s, hence the suite):
+// destroying the server answers what still waits 503 at once instead of running the whole
+// queue first.
+TEST(ServeFleet, DestroyingTheServerAnswersWhatStillWaits503) {
+  if (backend_devices("sim").size() != 4)
+    GTEST_SKIP() << "needs the paced fleet of 4 sim devices (ctest -L serve)";
+  TempDir dir;
+  const auto model = dir.write("wide.onnx", mlp_bytes(256, 1024, 8));  // about 0.27 s a row
+  serve::ServerOptions options = options_for("wide", model, {"sim:0"});
+  options.models[0].batching.max_batch = 1;
+  options.models[0].batching.max_queue_delay_us = 0;
+  auto served = std::make_unique<ServedModel>(options);
+  const std::string body = infer_body(rows_of(1, 256), 1, 256).dump();
+  const auto alone = std::chrono::steady_clock::now();
+  auto first = served->client->Post("/v2/models/wide/infer", body, "application/json");
+  const double one_s = seconds_since(alone);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200) << first->body;
+  ASSERT_GT(one_s, 0.1) << "sim:0 is not paced";
+  constexpr int kClients = 12;
+  std::vector<int> statuses(kClients, 0);
+  std::vector<std::string> bodies(kClients);
+  std::vector<std::thread> clients;
+  const int port = served->server.port();
+  for (int i = 0; i < kClients; ++i)
+    clients.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", port);
+      c.set_read_timeout(std::chrono::seconds(60));
+      if (auto answer = c.Post("/v2/models/wide/infer", body, "application/json")) {
+        statuses[static_cast<size_t>(i)] = answer->status;
+        bodies[static_cast<size_t>(i)] = answer->body;
+      }
+    });
+  // Until every request is in: queued, running or answered (bounded: 10 s).
+  for (int i = 0; i < 500; ++i) {
+    const std::string text = served->server.metrics_text();
+    const double in =
+        metric(text, "hal_requests_in_flight{model=\"wide\"}") +
+        std::max(0.0, metric(text, "hal_requests_total{model=\"wide\",code=\"200\"}"));
+    if (in >= kClients + 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const auto destroyed = std::chrono::steady_clock::now();
+  served.reset();
+  const double destroy_s = seconds_since(destroyed);
+  for (auto& client : clients) client.join();
+  // The batch running then, not the queue (about kClients * one_s).
+  EXPECT_LT(destroy_s, 3 * one_s + 0.5);
+  int ok = 0, cut = 0;
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    if (statuses[i] == 200) ++ok;
+    if (statuses[i] != 503) continue;
+    ++cut;
+    EXPECT_EQ(json::parse(bodies[i])["error"],
+              "the server stopped before model 'wide' answered the request");
+  }
+  EXPECT_EQ(ok + cut, kClients);
+  EXPECT_GE(cut, kClients / 2);
+}
 
 // y = x + x on INT32: integers in JSON, refused when fractional or out of INT32's range.
 TEST(ServeDatatypes, IntegerTensorsRoundTrip) {

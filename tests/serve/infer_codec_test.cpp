@@ -1,10 +1,14 @@
 // The request codec alone (no server, no device): what decides which requests stack into one
-// batch.
+// batch, how values JSON cannot write plainly go back, what is refused as it is read, and what
+// reading a large body costs.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <limits>
 #include <string>
 
 #include "serve/infer_codec.hpp"
+#include "serve/request_error.hpp"
 
 namespace hal::test {
 namespace {
@@ -44,6 +48,214 @@ TEST(ServeCodec, RequestsStackOnlyWhereEveryInputHasTheSameRowShape) {
   // would be 3 and 2 floats long in one tensor.
   EXPECT_NE(key(body("b", 3, "a", 2)), a3_b2);
   EXPECT_NE(key(body("a", 2, "b", 3)), a3_b2);
+}
+
+serve::ModelSignature one_input(DType dtype) {
+  serve::ModelSignature signature;
+  signature.name = "one";
+  signature.inputs = {{"x", dtype, {-1, 4}}};
+  signature.outputs = {{"y", dtype, {-1, 4}}};
+  signature.batchable = true;
+  signature.max_batch = 8;
+  return signature;
+}
+
+// The refusal's message; "" where the body is accepted.
+std::string refusal(const std::string& body, const serve::ModelSignature& signature,
+                    const std::optional<std::string>& header_length = std::nullopt) {
+  try {
+    serve::parse_infer_request(body, header_length, signature);
+  } catch (const serve::RequestError& error) {
+    EXPECT_EQ(error.status, 400);
+    return error.what();
+  }
+  return "";
+}
+
+std::string x_body(const std::string& datatype, const std::string& data) {
+  return R"({"inputs":[{"name":"x","datatype":")" + datatype + R"(","shape":[1,4],"data":[)" +
+         data + "]}]}";
+}
+
+template <class T>
+serve::HostTensor host(DType dtype, const std::vector<T>& values) {
+  serve::HostTensor tensor{dtype, {1, static_cast<int64_t>(values.size())}, {}};
+  tensor.bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+  return tensor;
+}
+
+// The response's body for output y, as JSON unless `binary`.
+serve::InferResponse respond(const serve::HostTensor& y, bool binary = false,
+                             std::optional<std::string> id = std::nullopt) {
+  serve::InferRequest request;
+  request.id = std::move(id);
+  request.outputs = {"y"};
+  request.binary_outputs = {binary};
+  return serve::encode_infer_response(one_input(y.dtype), request, {{"y", y}});
+}
+
+// nlohmann writes NaN and infinities as null (and -Infinity then reads back as NaN): they go
+// as Triton writes them, which Python's json reads.
+TEST(ServeCodec, NonFiniteOutputsAreWrittenNaNAndInfinity) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+  serve::InferResponse f32 = respond(host<float>(DType::f32, {kNaN, kInf, -kInf, 1.5f}));
+  EXPECT_FALSE(f32.header_length);
+  EXPECT_NE(f32.body.find(R"("data":[NaN,Infinity,-Infinity,1.5])"), std::string::npos) << f32.body;
+  serve::InferResponse f64 = respond(
+      host<double>(DType::f64, {-std::numeric_limits<double>::infinity(), 0.1, -0.0, 1e300}));
+  EXPECT_NE(f64.body.find(R"("data":[-Infinity,0.1,-0.0,1e+300])"), std::string::npos) << f64.body;
+}
+
+// FP16 and BF16 values are doubles exactly: a client that asked for JSON gets JSON numbers.
+TEST(ServeCodec, HalfOutputsAreJsonNumbersUnlessAskedForAsBinary) {
+  const serve::HostTensor f16 = host<uint16_t>(DType::f16, {0x3800, 0xc000, 0x7bff, 0x3c01});
+  serve::InferResponse json_only = respond(f16);
+  EXPECT_FALSE(json_only.header_length);
+  const auto body = nlohmann::json::parse(json_only.body);
+  EXPECT_EQ(body["outputs"][0]["datatype"], "FP16");
+  EXPECT_EQ(body["outputs"][0]["data"], nlohmann::json({0.5, -2.0, 65504.0, 1.0009765625}));
+  const serve::HostTensor bf16 = host<uint16_t>(DType::bf16, {0x3fc0, 0xbe80});
+  EXPECT_EQ(nlohmann::json::parse(respond(bf16).body)["outputs"][0]["data"],
+            nlohmann::json({1.5, -0.25}));
+  serve::InferResponse binary = respond(f16, /*binary=*/true);
+  ASSERT_TRUE(binary.header_length);
+  EXPECT_EQ(binary.body.substr(*binary.header_length), f16.bytes);
+}
+
+TEST(ServeCodec, AnEmptyIdIsEchoed) {
+  const serve::ModelSignature signature = one_input(DType::f32);
+  const auto id_of = [&](const std::string& id_field) {
+    const serve::InferRequest request = serve::parse_infer_request(
+        R"({)" + id_field + R"("inputs":[{"name":"x","datatype":"FP32","shape":[1,4],)" +
+            R"("data":[1,2,3,4]}]})",
+        std::nullopt, signature);
+    const serve::HostTensor y = host<float>(DType::f32, {1, 2, 3, 4});
+    return nlohmann::json::parse(respond(y, false, request.id).body);
+  };
+  const nlohmann::json empty = id_of(R"("id":"",)");
+  ASSERT_TRUE(empty.contains("id")) << empty;
+  EXPECT_EQ(empty["id"], "");
+  EXPECT_EQ(id_of(R"("id":"r1",)")["id"], "r1");
+  EXPECT_FALSE(id_of("").contains("id"));
+}
+
+// A number the input's datatype would hold as infinity is refused naming the element, not
+// stored as infinity; one that rounds to the largest finite value is taken.
+TEST(ServeCodec, NumbersPastTheInputDatatypesRangeAreRefused) {
+  const serve::ModelSignature f32 = one_input(DType::f32);
+  EXPECT_EQ(refusal(x_body("FP32", "1,1e39,3,4"), f32),
+            "inputs[0] ('x'): data[1] is 1e+39, which FP32 cannot hold (its largest is "
+            "3.4028234663852886e+38)");
+  EXPECT_EQ(refusal(x_body("FP32", "1,2,-1e39,4"), f32),
+            "inputs[0] ('x'): data[2] is -1e+39, which FP32 cannot hold (its largest is "
+            "3.4028234663852886e+38)");
+  EXPECT_EQ(refusal(x_body("FP32", "3.4028235e38,-3.4028235e38,0,1e-50"), f32), "");
+  EXPECT_EQ(refusal(x_body("FP32", "1,1e400,3,4"), f32),
+            "the request body holds the number 1e400, beyond FP64's range");
+  // FP16 and BF16 come as JSON numbers too, rounded to the nearest.
+  const serve::ModelSignature f16 = one_input(DType::f16);
+  const serve::InferRequest half =
+      serve::parse_infer_request(x_body("FP16", "0.5,-2,65504,1.0009765625"), std::nullopt, f16);
+  const std::vector<uint16_t> want = {0x3800, 0xc000, 0x7bff, 0x3c01};
+  EXPECT_EQ(half.inputs.at("x").bytes,
+            std::string(reinterpret_cast<const char*>(want.data()), want.size() * 2));
+  EXPECT_EQ(refusal(x_body("FP16", "1,2,3,1e5"), f16),
+            "inputs[0] ('x'): data[3] is 1e+05, which FP16 cannot hold (its largest is "
+            "65504.0)");
+  EXPECT_EQ(refusal(x_body("BF16", "1,2,3,4"), one_input(DType::bf16)), "");
+}
+
+// BOOL is one byte an element, 0 or 1: another byte is refused naming where it is.
+TEST(ServeCodec, BoolBinaryBytesOtherThanZeroOrOneAreRefused) {
+  serve::ModelSignature signature = one_input(DType::boolean);
+  signature.inputs[0].shape = {-1, 3};
+  const std::string header = R"({"inputs":[{"name":"x","datatype":"BOOL","shape":[1,3],)"
+                             R"("parameters":{"binary_data_size":3}}]})";
+  const std::string length = std::to_string(header.size());
+  EXPECT_EQ(refusal(header + std::string("\1\2\0", 3), signature, length),
+            "inputs[0] ('x'): byte 1 of its binary data is 2; a BOOL element is 0 or 1");
+  const serve::InferRequest ok =
+      serve::parse_infer_request(header + std::string("\1\0\1", 3), length, signature);
+  EXPECT_EQ(ok.inputs.at("x").bytes, std::string("\1\0\1", 3));
+}
+
+// 'data' past what its shape holds is refused as it is read where the shape came first: before
+// the body's end, which this one never reaches. Where it came after, what the model's input
+// holds is kept and the checks, which read the shape, say what they said of the whole body.
+TEST(ServeCodec, DataPastItsShapeIsRefusedAsItIsRead) {
+  const serve::ModelSignature signature = one_input(DType::f32);
+  std::string zeros = "0";
+  for (int i = 0; i < 1000; ++i) zeros += ",0";
+  const std::string too_many =
+      "inputs[0] ('x'): 'data' has more than 4 elements; shape [1, 4] holds 4";
+  EXPECT_EQ(refusal(R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,4],"data":[)" + zeros,
+                    signature),
+            too_many);
+  // As nlohmann writes an object (its keys sorted): 'data' first.
+  EXPECT_EQ(refusal(R"({"inputs":[{"data":[)" + zeros +
+                        R"(],"datatype":"FP32","name":"x","shape":[1,4]}]})",
+                    signature),
+            too_many);
+  EXPECT_EQ(refusal(R"({"inputs":[{"data":[)" + zeros +
+                        R"(],"datatype":"FP32","name":"x","shape":[1,5]}]})",
+                    signature),
+            "inputs[0] ('x'): shape [1, 5] does not match the model's [-1, 4] at dimension 1");
+  EXPECT_EQ(refusal(R"({"inputs":[{"data":[[[[)" + zeros +
+                        R"(]]]],"datatype":"FP32","name":"x","shape":[1,4]}]})",
+                    signature),
+            "inputs[0] ('x'): 'data' is nested deeper than its shape");
+  // Data first, nested as its shape says and within the model's input, is kept whole.
+  EXPECT_EQ(refusal(R"({"inputs":[{"data":[[1,2,3,4],[5,6,7,8]],"datatype":"FP32","name":"x",)"
+                    R"("shape":[2,4]}]})",
+                    signature),
+            "");
+  std::string shape = "1";
+  for (int i = 0; i < 64; ++i) shape += ",1";
+  EXPECT_EQ(refusal(R"({"inputs":[{"name":"x","shape":[)" + shape, signature),
+            "inputs[0] ('x'): 'shape' has more than 64 dimensions");
+}
+
+// The process's peak resident memory (VmHWM), in bytes, after resetting it to the current
+// size where `reset` (Linux's /proc/self/clear_refs); -1 where that cannot be done.
+int64_t peak_rss(bool reset) {
+  if (reset) {
+    std::ofstream clear("/proc/self/clear_refs");
+    clear << "5" << std::flush;
+    if (!clear) return -1;
+  }
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  return -1;
+}
+
+// Reading a body costs about its own size, not a document of all of it (16 bytes a value and
+// more): 2 M numbers for an input of 4 once took 50 MB before their count was checked.
+TEST(ServeCodec, ALargeBodyCostsLittleMoreThanItsBytes) {
+  const serve::ModelSignature signature = one_input(DType::f32);
+  std::string numbers;
+  for (int i = 0; i < 2'000'000; ++i) numbers += "0,";
+  numbers += "0";
+  const std::string too_much =
+      R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,4],"data":[)" + numbers + "]}]}";
+  // 'data' before its shape (as nlohmann writes it): no more than the model's input holds is kept.
+  const std::string data_first =
+      R"({"inputs":[{"data":[)" + numbers + R"(],"datatype":"FP32","name":"x","shape":[1,4]}]})";
+  // A field hal does not read is skipped, not kept.
+  const std::string unread = R"({"extra":[)" + numbers +
+                             R"(],"inputs":[{"name":"x","datatype":"FP32","shape":[1,4],)"
+                             R"("data":[1,2,3,4]}]})";
+  if (peak_rss(/*reset=*/true) < 0) GTEST_SKIP() << "no /proc/self/clear_refs";
+  const int64_t before = peak_rss(false);
+  const std::string too_many =
+      "inputs[0] ('x'): 'data' has more than 4 elements; shape [1, 4] holds 4";
+  EXPECT_EQ(refusal(too_much, signature), too_many);
+  EXPECT_EQ(refusal(data_first, signature), too_many);
+  EXPECT_EQ(refusal(unread, signature), "");
+  const int64_t grown = peak_rss(false) - before;
+  EXPECT_LT(grown, static_cast<int64_t>(numbers.size()))
+      << "reading " << numbers.size() << " bytes of numbers took " << grown << " bytes";
 }
 
 }  // namespace

@@ -29,6 +29,12 @@ std::string with(const std::string& extra) {
   return R"({"inputs":[{)" + kX + "," + kData + "}]," + extra + "}";
 }
 const std::string kBytes16(16, '\0');
+// "item,item,...", `count` of them.
+std::string list_of(const std::string& item, int count) {
+  std::string text = item;
+  for (int i = 1; i < count; ++i) text += "," + item;
+  return text;
+}
 
 std::vector<Case> cases() {
   const std::string in = "inputs[0] ('x'): ";
@@ -100,6 +106,19 @@ std::vector<Case> cases() {
        in + "data[1] is not a number"},
       {"a null element", one(kX + R"(,"data":[1,2,null,4])"), "", Header::none, "", 400,
        in + "data[2] is not a number"},
+      // Stored as FP32, it would be infinity: the model would see another number than was sent.
+      {"past FP32's range", one(kX + R"(,"data":[1,2,1e39,4])"), "", Header::none, "", 400,
+       in + "data[2] is 1e+39, which FP32 cannot hold (its largest is 3.4028234663852886e+38)"},
+      {"past FP64's range", one(kX + R"(,"data":[1,2,1e400,4])"), "", Header::none, "", 400,
+       "the request body holds the number 1e400, beyond FP64's range"},
+      // Read before its shape, 'data' is kept only as far as the model's input holds (32 at
+      // its max batch); the answer is the same.
+      {"data before its shape",
+       one(R"("name":"x","datatype":"FP32","data":[)" + list_of("0", 40) + R"(],"shape":[1,4])"),
+       "", Header::none, "", 400, in + "'data' has more than 4 elements; shape [1, 4] holds 4"},
+      {"shape of 65 dimensions",
+       one(R"("name":"x","datatype":"FP32","shape":[)" + list_of("1", 65) + "]"), "", Header::none,
+       "", 400, in + "'shape' has more than 64 dimensions"},
       {"input parameters a list", one(kX + "," + kData + R"(,"parameters":[])"), "", Header::none,
        "", 400, in + "'parameters' is not an object"},
       {"parameters a string", with(R"("parameters":"fast")"), "", Header::none, "", 400,
@@ -181,6 +200,20 @@ TEST(ServeMalformed, EachRequestIsRefusedNamingWhatWasWrong) {
   auto good =
       served.client->Post("/v2/models/mlp/infer", one(kX + "," + kData), "application/json");
   EXPECT_EQ(good->status, 200);
+}
+
+// The largest timeout_us the protocol takes (INT64_MAX / 1000) lies past what the clock holds
+// as a deadline: it is no limit, not one already past (which answered 504 at once).
+TEST(ServeMalformed, TheLargestTimeoutIsServed) {
+  TempDir dir;
+  ServedModel served(options_for("mlp", dir.write("mlp.onnx", mlp_bytes(4, 8, 3))));
+  for (const std::string timeout : {"9223372036854775", "9000000000000000", "1000000"}) {
+    auto answer = served.client->Post("/v2/models/mlp/infer",
+                                      with(R"("parameters":{"timeout_us":)" + timeout + "}"),
+                                      "application/json");
+    ASSERT_TRUE(answer) << timeout;
+    EXPECT_EQ(answer->status, 200) << timeout << ": " << answer->body;
+  }
 }
 
 }  // namespace

@@ -1,16 +1,22 @@
 // What the serving tests share: a small MLP written as an ONNX file (built with ONNX's own
-// protobuf classes), a server on a free port of 127.0.0.1 with an HTTP client beside it, and
-// the model's reference outputs from running it in process.
+// protobuf classes), a server on a free port of 127.0.0.1 with an HTTP client beside it, the
+// model's reference outputs from running it in process, and `hal serve` as a child process.
 #pragma once
 
+#include <fcntl.h>
 #include <httplib.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hal/model.hpp"
@@ -115,6 +121,89 @@ inline nlohmann::json infer_body(const std::vector<float>& x, int64_t rows, int6
   return {
       {"inputs", {{{"name", "x"}, {"shape", {rows, columns}}, {"datatype", "FP32"}, {"data", x}}}}};
 }
+
+// `hal serve` (`program`, the test's HAL_CLI_PATH) run as a child process with `environment`
+// ("NAME=VALUE", in place of the test's own values of those names); its stdout and stderr
+// together in `output`, its port read from its first line ("listening on ...", within 60 s).
+class ServeChild {
+ public:
+  ServeChild(const std::string& program, std::vector<std::string> arguments,
+             std::vector<std::string> environment = {}) {
+    std::vector<std::string> variables = environment;
+    for (char** variable = environ; *variable; ++variable) {
+      const std::string text = *variable;
+      const std::string name = text.substr(0, text.find('=') + 1);
+      bool replaced = false;
+      for (const std::string& mine : environment) replaced = replaced || mine.rfind(name, 0) == 0;
+      if (!replaced) variables.push_back(text);
+    }
+    arguments.insert(arguments.begin(), program);
+    std::vector<char*> argv, envp;
+    for (std::string& a : arguments) argv.push_back(a.data());
+    for (std::string& v : variables) envp.push_back(v.data());
+    argv.push_back(nullptr);
+    envp.push_back(nullptr);
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return;
+    pid = ::fork();
+    if (pid == 0) {  // only async-signal-safe calls until exec: the test has threads
+      ::dup2(pipe_fds[1], STDOUT_FILENO);
+      ::dup2(pipe_fds[1], STDERR_FILENO);
+      ::execve(program.c_str(), argv.data(), envp.data());
+      ::_exit(127);
+    }
+    ::close(pipe_fds[1]);
+    out_ = pipe_fds[0];
+    const std::string listening = "listening on http://127.0.0.1:";
+    for (int i = 0; i < 600 && output.find(listening) == std::string::npos; ++i) read_some(100);
+    const size_t at = output.find(listening);
+    if (at != std::string::npos) port = std::stoi(output.substr(at + listening.size()));
+  }
+  ServeChild(const ServeChild&) = delete;
+  ServeChild& operator=(const ServeChild&) = delete;
+  ~ServeChild() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (out_ >= 0) ::close(out_);
+  }
+
+  void send_signal(int number) const { ::kill(pid, number); }
+  // Its exit status (128 + the signal that ended it), waiting up to `timeout`; -1 past it.
+  int wait_exit(std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (pid > 0 && std::chrono::steady_clock::now() < until) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        for (int chunks = 0; chunks < 1024 && read_some(100); ++chunks) {
+        }
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      // Read meanwhile: a full pipe would stop it.
+      if (!read_some(10)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+
+  pid_t pid = -1;
+  int port = -1;
+  std::string output;
+
+ private:
+  // Appends what it wrote within `timeout_ms`; whether there was any.
+  bool read_some(int timeout_ms) {
+    pollfd p{out_, POLLIN, 0};
+    if (out_ < 0 || ::poll(&p, 1, timeout_ms) <= 0) return false;
+    char chunk[512];
+    const ssize_t n = ::read(out_, chunk, sizeof chunk);
+    if (n <= 0) return false;
+    output.append(chunk, static_cast<size_t>(n));
+    return true;
+  }
+  int out_ = -1;
+};
 
 // The value of a Prometheus sample line "NAME{LABELS} VALUE"; -1 where there is none.
 inline double metric(const std::string& text, const std::string& series) {

@@ -3,6 +3,7 @@ endpoint, JSON and binary tensors checked against `hal run` on the same input, m
 requests, and SIGTERM. CTest sets HAL_CLI (the hal command) and HAL_SERVE_TEST_MODEL (a program
 that writes the test's ONNX model)."""
 import json
+import math
 import os
 import signal
 import struct
@@ -23,8 +24,12 @@ def served(tmp_path_factory):
     folder = tmp_path_factory.mktemp("serve")
     model = folder / "mlp.onnx"
     subprocess.run([WRITER, str(model)], check=True, timeout=60)
-    process = subprocess.Popen([HAL, "serve", "--model", f"mlp={model}", "--port", "0"],
-                               stdout=subprocess.PIPE, text=True)
+    arguments = ["--model", f"mlp={model}"]
+    for kind in ("log", "half"):  # y = Log(x) and y = Cast(x) to FP16, x[batch, 3]
+        subprocess.run([WRITER, str(folder / f"{kind}.onnx"), kind], check=True, timeout=60)
+        arguments += ["--model", f"{kind}={folder / f'{kind}.onnx'}"]
+    process = subprocess.Popen([HAL, "serve", *arguments, "--port", "0"], stdout=subprocess.PIPE,
+                               text=True)
     line = process.stdout.readline()
     assert "listening on http://127.0.0.1:" in line, line
     port = int(line.split("127.0.0.1:")[1].split()[0])
@@ -108,6 +113,50 @@ def test_malformed_requests(served, body, status, error):
     got, _, answer = call(served["url"] + "/v2/models/mlp/infer", body, {"Content-Type": "application/json"})
     assert got == status
     assert json.loads(answer) == {"error": error}
+
+
+def infer_json(served, model, request):
+    """The status and the parsed JSON body of an inference request sent as JSON."""
+    status, headers, body = call(f"{served['url']}/v2/models/{model}/infer", json.dumps(request).encode(),
+                                 {"Content-Type": "application/json"})
+    assert "Inference-Header-Content-Length" not in headers, body
+    return status, json.loads(body)
+
+
+def x3(data, datatype="FP32"):
+    return {"inputs": [{"name": "x", "shape": [1, len(data)], "datatype": datatype, "data": data}]}
+
+
+def test_non_finite_outputs_read_back(served):
+    """NaN and infinities come back as Triton writes them (NaN, Infinity, -Infinity), which Python's
+    json reads; as JSON's null they read back as None, and -inf as nothing a float can be."""
+    status, answer = infer_json(served, "log", x3([-1.0, 0.0, 1.0]))
+    assert status == 200, answer
+    data = answer["outputs"][0]["data"]
+    assert math.isnan(data[0]) and data[1] == -math.inf and data[2] == 0.0
+
+
+def test_half_outputs_are_json_numbers(served):
+    """An FP16 output to a client that asked for JSON is JSON numbers (exactly the FP16 values)."""
+    status, answer = infer_json(served, "half", x3([0.5, -2.0, 0.1]))
+    assert status == 200, answer
+    output = answer["outputs"][0]
+    assert output["datatype"] == "FP16" and output["shape"] == [1, 3]
+    np.testing.assert_array_equal(np.array(output["data"], np.float16),
+                                  np.array([0.5, -2.0, 0.1], np.float16))
+
+
+def test_an_empty_id_is_echoed(served):
+    request = dict(x3([1.0, 2.0, 3.0, 4.0]), id="")
+    status, answer = infer_json(served, "mlp", request)
+    assert status == 200 and answer["id"] == ""
+
+
+def test_a_number_fp32_cannot_hold_is_refused(served):
+    status, answer = infer_json(served, "mlp", x3([1.0, 1e39, 3.0, 4.0]))
+    assert status == 400
+    assert answer == {"error": "inputs[0] ('x'): data[1] is 1e+39, which FP32 cannot hold (its largest is "
+                               "3.4028234663852886e+38)"}
 
 
 def test_unknown_model_is_404(served):

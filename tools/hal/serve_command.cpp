@@ -2,10 +2,15 @@
 // [--port P] [--max-batch N] [--max-queue-delay-us U] [--max-queue N] [--preferred-batch-sizes
 // 4,8] [--priority-levels L] [--balancer predicted|round-robin|least-outstanding]
 // [--config FILE]`: serves models with the KServe v2 protocol (docs/serving.md) until SIGTERM
-// or SIGINT, then drains: stops accepting, answers what is in flight, exits 0.
+// or SIGINT, then drains: stops accepting, answers what is in flight, exits 0. A second signal
+// during the drain is ignored.
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -140,13 +145,68 @@ void prepare(Options& o) {
   }
 }
 
+// SIGTERM and SIGINT: the first starts the drain, the later ones are ignored (and said so).
+// Caught by a handler, not left to sigwait alone: threads that libraries start before main
+// (OpenBLAS's pool) have both unblocked, and the kernel hands a signal to any such thread, where
+// the default action would end the process in the middle of the drain.
+namespace {
+namespace stop_signal {
+
+sem_t posted;  // posted by the first
+std::atomic<int> first{0}, count{0};
+static_assert(std::atomic<int>::is_always_lock_free, "used in a signal handler");
+
+void on_signal(int number) {
+  const int saved_errno = errno;
+  if (count.fetch_add(1) == 0) {
+    first = number;
+    sem_post(&posted);
+  } else {
+    static constexpr char note[] =
+        "hal serve: already draining; the signal is ignored (SIGKILL stops at once)\n";
+    [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, note, sizeof note - 1);
+  }
+  errno = saved_errno;
+}
+
+sigset_t both() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+// Catches both from now on, and blocks them in this thread until wait_first(): the threads the
+// server starts inherit the mask, so that no signal interrupts their system calls (an HTTP
+// thread's select() would drop its connection).
+void catch_and_block() {
+  sem_init(&posted, 0, 0);
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  const sigset_t set = both();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+// Unblocks both in this thread (which then takes them, the drain included) and waits for the
+// first; its number.
+int wait_first() {
+  const sigset_t set = both();
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  while (sem_wait(&posted) != 0 && errno == EINTR) {
+  }
+  return first;
+}
+
+}  // namespace stop_signal
+}  // namespace
+
 void serve_until_signalled(Options& o, const CLI::App& command) {
-  // Blocked in every thread the server starts, and taken here by sigwait: a drain, not a kill.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  stop_signal::catch_and_block();
   const std::vector<std::string> devices = resolve_devices(names_option("--devices", o.devices));
   for (serve::ModelConfig& model : o.server.models) model.devices = devices;
   if (!o.config.empty()) read_config(o.config, o, command, devices);
@@ -158,14 +218,15 @@ void serve_until_signalled(Options& o, const CLI::App& command) {
     std::cout << (i ? "; " : "") << o.server.models[i].name << " on "
               << o.server.models[i].devices.size() << " device(s)";
   std::cout << "; balancer " << serve::to_string(o.server.balancer) << ")" << std::endl;
-  int signal = 0;
-  sigwait(&signals, &signal);
+  const int signal = stop_signal::wait_first();
   std::cout << "hal serve: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining"
             << std::endl;
   const bool drained =
       server.drain(std::chrono::milliseconds(static_cast<int64_t>(o.drain_s * 1000)));
   std::cout << "hal serve: "
-            << (drained ? "every request answered; stopped" : "stopped with requests unanswered")
+            << (drained ? "every request answered; stopped"
+                        : "requests still waiting at the drain deadline (--drain-timeout-s " +
+                              o.drain_timeout_s + ") were answered 503; stopped")
             << std::endl;
   if (!drained) throw ExitStatus{1};
 }
@@ -200,7 +261,8 @@ void add_serve_command(CLI::App& app) {
   command->add_option("--http-threads", options->http_threads,
                       "Connections served at once (default 96)");
   command->add_option("--drain-timeout-s", options->drain_timeout_s,
-                      "On SIGTERM, how long to wait for requests in flight (default 30)");
+                      "On SIGTERM, how long to wait for requests in flight before answering "
+                      "those still waiting 503 (default 30)");
   command->add_option("--config", options->config,
                       "A JSON file of models and server settings (docs/serving.md)");
   command->parse_complete_callback([options] { serve_cli::prepare(*options); });
