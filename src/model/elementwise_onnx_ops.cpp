@@ -144,10 +144,13 @@ Outputs hard_sigmoid(const OpContext& ctx, const Inputs& in) {
       hard_sigmoid_of(ctx, in.at(0), ctx.attr_float("alpha", 0.2f), ctx.attr_float("beta", 0.5f))};
 }
 
+// log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)): exp(x) overflows from x = 89 in f32
+// (11 in f16), exp(-|x|) never.
 Outputs softplus(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
   Stream& s = ctx.stream();
-  return {log(add(exp(x, s), constant(1, x, ctx), s), s)};
+  const Tensor tail = log(add(constant(1, x, ctx), exp(neg(abs(x, s), s), s), s), s);
+  return {add(maximum(x, constant(0, x, ctx), s), tail, s)};
 }
 
 Outputs softsign(const OpContext& ctx, const Inputs& in) {
@@ -266,13 +269,15 @@ std::vector<Value> identity_of_values(const OpContext& ctx, const std::vector<Va
   return {x};
 }
 
-// Inference: the input unchanged, and a mask of ones where one is asked for.
+// Inference: the input unchanged, and a mask of ones where one is asked for: bool from opset
+// 10, of the input's type before.
 Outputs dropout(const OpContext& ctx, const Inputs& in) {
   if (given(in, 2) && ctx.read_scalar(in[2]) != 0.0)
     ctx.unsupported("training_mode: dropout runs as in inference only");
   Tensor x = in.at(0).contiguous(ctx.stream());
   if (ctx.node().outputs.size() < 2 || ctx.node().outputs[1].empty()) return {x};
-  return {x, full(x.shape(), 1, DType::boolean, ctx.stream())};
+  const DType mask = ctx.opset() >= 10 ? DType::boolean : x.dtype();
+  return {x, full(x.shape(), 1, mask, ctx.stream())};
 }
 
 }  // namespace

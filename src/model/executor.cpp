@@ -102,6 +102,7 @@ class Values {
       Stream& stream = streams_.of(device);
       const Tensor uploaded =
           weights_ ? weights_->on(name, init->second, stream) : upload(init->second, stream);
+      if (weights_) resident_.insert(uploaded.storage().impl().get());
       copies_[name][device.id()] = uploaded;
       return uploaded;
     }
@@ -145,6 +146,10 @@ class Values {
     const auto found = copies_.find(name);
     return found == copies_.end() ? on(name, device) : found->second.begin()->second;
   }
+  // Whether `tensor` is (a view of) a weight kept between runs, which this run read.
+  bool resident(const Tensor& tensor) const {
+    return tensor.defined() && resident_.contains(tensor.storage().impl().get());
+  }
   void drop(const std::string& name) {
     copies_.erase(name);
     sequences_.erase(name);
@@ -161,7 +166,25 @@ class Values {
   std::map<std::string, TensorSequence> sequences_;
   std::map<std::string, StringTensor, std::less<>> strings_;  // on the host, whatever the device
   std::set<std::string> nones_;                               // empty optionals
+  std::set<const void*> resident_;  // the storage of the resident weights read (ResidentWeights)
 };
+
+// An output that is a resident weight, or a view of one (an initializer as a graph output,
+// its Identity or Reshape): a copy, since the caller may write to what a run gives it and the
+// next run reads the weight.
+Tensor owned(const Tensor& tensor, const Values& values, RunStreams& streams) {
+  if (!values.resident(tensor)) return tensor;
+  Stream& stream = streams.of(tensor.device());
+  return tensor.is_contiguous() ? tensor.to(tensor.device(), stream) : tensor.contiguous(stream);
+}
+RunValue owned(RunValue value, const Values& values, RunStreams& streams) {
+  if (Tensor* tensor = std::get_if<Tensor>(&value)) {
+    *tensor = owned(*tensor, values, streams);
+  } else if (auto* sequence = std::get_if<TensorSequence>(&value)) {
+    for (Tensor& element : sequence->tensors) element = owned(element, values, streams);
+  }
+  return value;
+}
 
 void run_nodes(const ModelGraph& graph, Values& values, RunStreams& streams,
                const Device& default_device, const Execution& execution);
@@ -212,9 +235,14 @@ ValueOpFunction value_function(const Node& node, const Values& values) {
 void run_value_node(const Node& node, ValueOpFunction run, Device where, Values& values,
                     RunStreams& streams, const ModelGraph& graph, const Execution& execution) {
   auto attempt = [&](const Device& device) {
-    std::vector<Value> in;
-    for (const std::string& name : node.inputs)
-      in.push_back(name.empty() ? Value(Tensor()) : values.value_on(name, device));
+    // Gathered as part of the node's work: a failure (a sequence's tensor that cannot move
+    // there) names the node.
+    const std::vector<Value> in = reported_for(node, [&] {
+      std::vector<Value> gathered;
+      for (const std::string& name : node.inputs)
+        gathered.push_back(name.empty() ? Value(Tensor()) : values.value_on(name, device));
+      return gathered;
+    });
     const Subgraphs subgraphs(values, streams, device, execution);
     return run_value_node(node, run, in, streams.of(device), subgraphs);
   };
@@ -398,8 +426,9 @@ std::map<std::string, RunValue> execute(const ModelGraph& graph,
   run_nodes(graph, values, streams, default_device, execution);
   std::map<std::string, RunValue> outputs;
   for (const ModelValue& output : graph.outputs) {
-    outputs[output.name] = execution.placement ? values.made(output.name, default_device)
-                                               : values.value_on(output.name, default_device);
+    RunValue value = execution.placement ? values.made(output.name, default_device)
+                                         : values.value_on(output.name, default_device);
+    outputs[output.name] = owned(std::move(value), values, streams);
   }
   return outputs;
 }

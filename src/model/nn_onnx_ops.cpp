@@ -175,11 +175,20 @@ Outputs lrn(const OpContext& ctx, const Inputs& in) {
   return {div(x, pow(scaled, constant(beta, x, ctx), s), s)};
 }
 
+// Over the spatial axes. A [N, C] input has none and is its own result: to mean and max an
+// empty list of axes would be every axis.
+Outputs global_pool(const OpContext& ctx, const Inputs& in,
+                    Tensor (*reduce)(const Tensor&, const std::vector<int64_t>&, bool, Stream&)) {
+  const Tensor& x = in.at(0);
+  const std::vector<int64_t> axes = spatial_axes(x);
+  if (axes.empty()) return {x.contiguous(ctx.stream())};
+  return {reduce(x, axes, true, ctx.stream())};
+}
 Outputs global_average_pool(const OpContext& ctx, const Inputs& in) {
-  return {mean(in.at(0), spatial_axes(in[0]), true, ctx.stream())};
+  return global_pool(ctx, in, mean);
 }
 Outputs global_max_pool(const OpContext& ctx, const Inputs& in) {
-  return {max(in.at(0), spatial_axes(in[0]), true, ctx.stream())};
+  return global_pool(ctx, in, max);
 }
 
 }  // namespace

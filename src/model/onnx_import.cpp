@@ -336,7 +336,7 @@ class Importer {
       if (node.outputs.size() != 1 || node.outputs[0].empty())
         invalid(node.describe() + ": a Constant has one output");
       graph.string_initializers[node.outputs[0]] = std::move(*strings);
-      produced_types_[node.outputs[0]] = onnx::TensorProto::STRING;
+      produced_types_[node.outputs[0]] = tensor_type(onnx::TensorProto::STRING);
       return;
     }
     node.op = find_onnx_op(node.domain, node.op_type, node.opset);
@@ -364,13 +364,7 @@ class Importer {
       if (schema->HasFunction() && schema->GetFunction()) {
         body = *schema->GetFunction();
       } else if (schema->HasContextDependentFunction()) {
-        std::vector<onnx::TypeProto> types;  // the functions that need input types get them
-        for (const auto& input : node_proto.input()) types.push_back(type_of(input, graph));
-        onnx::FunctionBodyBuildContextImpl context(node_proto, types);
-        if (!schema->BuildContextDependentFunction(context, body))
-          unsupported(node.describe() +
-                      ": hal has no kernel for it and its function body "
-                      "does not build for these inputs");
+        build_function(node, node_proto, *schema, graph, body);
       } else {
         unsupported(node.describe() + ": hal has no kernel for this op");
       }
@@ -383,55 +377,150 @@ class Importer {
     unsupported(node.describe() + ": ops of domain '" + node.domain + "' are not supported");
   }
 
+  // The body of an op whose function depends on its inputs' types (type_of): ONNX's builders
+  // throw their own exceptions (SequenceMap's "Expected a sequence type for input 0"), which
+  // become hal's, naming the node.
+  void build_function(const Node& node, const onnx::NodeProto& node_proto,
+                      const onnx::OpSchema& schema, const ModelGraph& graph,
+                      onnx::FunctionProto& body) const {
+    std::vector<onnx::TypeProto> types;  // the functions that need input types get them
+    for (const auto& input : node_proto.input()) types.push_back(type_of(input, graph));
+    bool built = false;
+    try {
+      onnx::FunctionBodyBuildContextImpl context(node_proto, types);
+      built = schema.BuildContextDependentFunction(context, body);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& error) {
+      unsupported(node.describe() + ": hal has no kernel for it and its function body does not " +
+                  "build for these inputs: " + error.what());
+    }
+    if (!built)
+      unsupported(node.describe() +
+                  ": hal has no kernel for it and its function body "
+                  "does not build for these inputs");
+  }
+
   const onnx::FunctionProto* local_function(const onnx::NodeProto& node) const {
     const auto found = functions_.find({node.domain(), node.op_type()});
     return found == functions_.end() ? nullptr : found->second;
   }
 
-  // The element type of a value known so far, for the function bodies that depend on their
-  // inputs' types (SoftmaxCrossEntropyLoss casts constants to them). Values the graph declares
-  // have theirs; a node's outputs are guessed from its op (record_types), which is enough for a
-  // body's constants: its results are checked like any other node's.
+  // The type of a value known so far, for the function bodies that depend on their inputs'
+  // types (SoftmaxCrossEntropyLoss casts constants to them; SequenceMap needs a sequence).
+  // Values the graph declares have theirs; a node's outputs are guessed from its op
+  // (record_types), which is enough for a body's constants: its results are checked like any
+  // other node's.
   onnx::TypeProto type_of(const std::string& value, const ModelGraph& graph) const {
-    onnx::TypeProto type;
     for (const auto& input : proto_.graph().input())
       if (input.name() == value) return input.type();
     for (const auto& info : proto_.graph().value_info())
       if (info.name() == value) return info.type();
-    int32_t elem = 0;
     if (auto init = graph.initializers.find(value); init != graph.initializers.end())
-      elem = onnx_elem_type(init->second.dtype);
-    else if (graph.string_initializers.contains(value))
-      elem = onnx::TensorProto::STRING;
-    else if (auto known = produced_types_.find(value); known != produced_types_.end())
-      elem = known->second;
+      return tensor_type(onnx_elem_type(init->second.dtype));
+    if (graph.string_initializers.contains(value)) return tensor_type(onnx::TensorProto::STRING);
+    if (auto known = produced_types_.find(value); known != produced_types_.end())
+      return known->second;
+    for (const ModelValue& input : graph.inputs)  // a subgraph's: a sequence, or unknown
+      if (input.name == value && input.sequence) return sequence_type(0);
+    return {};
+  }
+
+  // A tensor's type of element type `elem`; unknown (no type) where `elem` is 0.
+  static onnx::TypeProto tensor_type(int32_t elem) {
+    onnx::TypeProto type;
     if (elem != 0) type.mutable_tensor_type()->set_elem_type(elem);
     return type;
   }
+  // A sequence's type, of tensors of element type `elem` (0: unknown).
+  static onnx::TypeProto sequence_type(int32_t elem) {
+    onnx::TypeProto type;
+    auto* tensor = type.mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type();
+    if (elem != 0) tensor->set_elem_type(elem);
+    return type;
+  }
+  // The element type a type names: a tensor's, or its tensors' for a sequence (0: unknown).
+  static int32_t elem_of(const onnx::TypeProto& type) {
+    if (type.has_sequence_type()) return type.sequence_type().elem_type().tensor_type().elem_type();
+    return type.tensor_type().elem_type();
+  }
+  // A subgraph output's type as its declaration tells it: the element type only where a shape
+  // was declared with it (an undeclared one reads as f32).
+  static onnx::TypeProto declared_type(const ModelValue& value) {
+    const int32_t elem = value.strings  ? onnx::TensorProto::STRING
+                         : value.ranked ? onnx_elem_type(value.dtype)
+                                        : 0;
+    return value.sequence ? sequence_type(elem) : tensor_type(elem);
+  }
 
+  // Each output's type, guessed from the node's op and its inputs' types.
   void record_types(const Node& node, const ModelGraph& graph) {
-    int32_t elem = 0;
+    const std::vector<onnx::TypeProto> types = output_types(node, graph);
+    for (size_t o = 0; o < node.outputs.size() && o < types.size(); ++o)
+      if (!node.outputs[o].empty() && types[o].value_case() != onnx::TypeProto::VALUE_NOT_SET)
+        produced_types_[node.outputs[o]] = types[o];
+  }
+
+  std::vector<onnx::TypeProto> output_types(const Node& node, const ModelGraph& graph) const {
+    static const std::set<std::string> sequences{"SequenceConstruct", "SplitToSequence",
+                                                 "SequenceInsert", "SequenceErase"};
+    const size_t outputs = node.outputs.size();
+    if (node.op_type == "SequenceEmpty") {
+      const auto dtype = node.attributes.find("dtype");
+      const auto* code =
+          dtype == node.attributes.end() ? nullptr : std::get_if<int64_t>(&dtype->second);
+      return {sequence_type(code ? static_cast<int32_t>(*code) : onnx::TensorProto::FLOAT)};
+    }
+    if (sequences.contains(node.op_type) && !node.inputs.empty())
+      return {sequence_type(elem_of(type_of(node.inputs[0], graph)))};
+    // Identity and the optional ops pass their input's type on, a sequence's too (hal's
+    // optional is its value, or none).
+    static const std::set<std::string> passing{"Identity", "Optional", "OptionalGetElement"};
+    if (passing.contains(node.op_type) && !node.inputs.empty())
+      return {type_of(node.inputs[0], graph)};
+    // Loop: the loop-carried values keep their initial values' types (inputs 2 on); the scan
+    // outputs' are left unknown.
+    if (node.op_type == "Loop") {
+      std::vector<onnx::TypeProto> types;
+      for (size_t i = 2; i < node.inputs.size(); ++i)
+        types.push_back(type_of(node.inputs[i], graph));
+      return types;
+    }
+    if (node.op_type == "If") return branch_types(node);
+    return std::vector<onnx::TypeProto>(outputs, tensor_type(tensor_elem(node, graph)));
+  }
+
+  // An If's outputs: its then_branch's, as declared.
+  static std::vector<onnx::TypeProto> branch_types(const Node& node) {
+    const auto branch = node.attributes.find("then_branch");
+    const auto* body = branch == node.attributes.end()
+                           ? nullptr
+                           : std::get_if<std::shared_ptr<const ModelGraph>>(&branch->second);
+    std::vector<onnx::TypeProto> types;
+    if (body && *body)
+      for (const ModelValue& output : (*body)->outputs) types.push_back(declared_type(output));
+    return types;
+  }
+
+  // The element type of a tensor op's outputs: its op's, or its first input's.
+  int32_t tensor_elem(const Node& node, const ModelGraph& graph) const {
     static const std::set<std::string> boolean{
         "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor"};
-    static const std::set<std::string> index{"Shape", "Size", "ArgMax", "ArgMin"};
-    if (boolean.contains(node.op_type)) {
-      elem = onnx::TensorProto::BOOL;
-    } else if (index.contains(node.op_type)) {
-      elem = onnx::TensorProto::INT64;
-    } else if (node.op_type == "TfIdfVectorizer") {
-      elem = onnx::TensorProto::FLOAT;
-    } else if (node.op_type == "CastLike" && node.inputs.size() > 1) {
-      elem = type_of(node.inputs[1], graph).tensor_type().elem_type();
-    } else if (node.op_type == "Cast") {
+    static const std::set<std::string> index{"Shape", "Size", "ArgMax", "ArgMin", "SequenceLength"};
+    if (boolean.contains(node.op_type)) return onnx::TensorProto::BOOL;
+    if (index.contains(node.op_type)) return onnx::TensorProto::INT64;
+    if (node.op_type == "TfIdfVectorizer") return onnx::TensorProto::FLOAT;
+    if (node.op_type == "CastLike" && node.inputs.size() > 1)
+      return elem_of(type_of(node.inputs[1], graph));
+    if (node.op_type == "Cast") {
       const auto to = node.attributes.find("to");
       if (to != node.attributes.end())
         if (const auto* number = std::get_if<int64_t>(&to->second))
-          elem = static_cast<int32_t>(*number);
-    } else if (!node.inputs.empty()) {
-      elem = type_of(node.inputs[0], graph).tensor_type().elem_type();
+          return static_cast<int32_t>(*number);
+      return 0;
     }
-    if (elem != 0)
-      for (const auto& output : node.outputs) produced_types_[output] = elem;
+    // SequenceAt and ConcatFromSequence give their sequence's element type.
+    return node.inputs.empty() ? 0 : elem_of(type_of(node.inputs[0], graph));
   }
 
   // The model as hal runs it (functions expanded, constants folded), for shape inference:
@@ -608,7 +697,7 @@ class Importer {
   static constexpr size_t kNodesPerWrittenNode = 16;
   size_t node_budget_ = 0;
   size_t nodes_added_ = 0;
-  std::map<std::string, int32_t> produced_types_;
+  std::map<std::string, onnx::TypeProto> produced_types_;
   std::vector<onnx::NodeProto> expanded_;  // the nodes hal runs, as ONNX nodes
   // Per subgraph being imported, the names the graphs around it define before its node.
   std::vector<std::set<std::string, std::less<>>> scopes_;

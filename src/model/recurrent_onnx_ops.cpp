@@ -46,7 +46,9 @@ Tensor apply(const Activation& f, const Tensor& x, Stream& s) {
   if (n == "tanh") return tanh(x, s);
   if (n == "relu") return relu(x, s);
   if (n == "softsign") return div(x, add(abs(x, s), scalar(1.0, x, s), s), s);
-  if (n == "softplus") return log(add(exp(x, s), scalar(1.0, x, s), s), s);
+  if (n == "softplus")  // max(x, 0) + log(1 + exp(-|x|)): exp(x) would overflow
+    return add(maximum(x, scalar(0.0, x, s), s),
+               log(add(scalar(1.0, x, s), exp(neg(abs(x, s), s), s), s), s), s);
   const Tensor alpha = scalar(f.alpha, x, s), beta = scalar(f.beta, x, s);
   const Tensor zero = scalar(0.0, x, s);
   if (n == "affine") return add(mul(x, alpha, s), beta, s);

@@ -1,5 +1,7 @@
 // ONNX's reductions, arg-reductions and softmaxes, from hal's reductions. Results keep the
-// input's dtype as ONNX says (hal sums integers into i64 and averages them in f32).
+// input's dtype as ONNX says (hal sums integers into i64; their mean divides that in i64).
+#include <limits>
+
 #include "hal/ops.hpp"
 #include "model/onnx_ops.hpp"
 
@@ -44,6 +46,20 @@ Outputs reduce(const OpContext& ctx, const Inputs& in, Tensor (*before)(const Te
 }
 
 Tensor square(const Tensor& x, Stream& s) { return mul(x, x, s); }
+
+bool floating(DType dtype) {
+  return dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
+}
+
+// ReduceMean of integers: the exact i64 sum divided in i64, truncating toward zero as ONNX's
+// reference does (NumPy's mean in the input's dtype); hal's mean divides in f32, which rounds
+// past 2^24.
+Tensor exact_mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims, Stream& s) {
+  if (floating(x.dtype())) return mean(x, axes, keepdims, s);
+  const Tensor total = sum(x, axes, keepdims, s);
+  const int64_t count = total.numel() == 0 ? 1 : x.numel() / total.numel();
+  return div(total, from_host(&count, {}, DType::i64, s), s);  // of no elements: 0
+}
 
 template <Reduction reduction, int64_t since = 18>
 Outputs plain(const OpContext& ctx, const Inputs& in) {
@@ -124,6 +140,11 @@ Tensor masked_gather_elements(const Tensor& data, Tensor index, int64_t axis, St
   positions.back() = extent;
   const Tensor mask =
       eq(index.unsqueeze(data.dim()), arange(extent, DType::i64, s).reshape(positions), s);
+  // Floats by max over -inf elsewhere, which keeps -0 (a sum from +0 would make it +0).
+  if (floating(data.dtype())) {
+    const Tensor low = full({}, -std::numeric_limits<double>::infinity(), data.dtype(), s);
+    return max(where(mask, values, low, s), {data.dim()}, false, s);
+  }
   const Tensor picked = where(mask, values, full({}, 0, data.dtype(), s), s);
   return as_dtype(sum(picked, {data.dim()}, false, s), data.dtype(), s);
 }
@@ -192,7 +213,7 @@ Outputs gather_elements(const OpContext& ctx, const Inputs& in) {
 std::vector<OnnxOp> reduce_onnx_ops() {
   return {
       {"ReduceSum", 1, plain<sum, 13>},
-      {"ReduceMean", 1, plain<mean>},
+      {"ReduceMean", 1, plain<exact_mean>},
       {"ReduceMax", 1, plain<max>},
       {"ReduceMin", 1, plain<min>},
       {"ReduceL1", 1, reduce_l1},

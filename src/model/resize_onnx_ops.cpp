@@ -345,9 +345,14 @@ std::vector<Axis> axes_from_scales(const OpContext& ctx, const Tensor& x,
     if (crop) axis.roi_start = roi[d], axis.roi_end = roi[d + scales.size()];
     const double span = crop ? axis.roi_end - axis.roi_start : 1;
     axis.resized = static_cast<double>(axis.in) * span * axis.scale;
-    axis.out = static_cast<int64_t>(std::floor(axis.resized));
-    if (axis.out < 0)
+    if (axis.resized < 0)
       ctx.invalid("the roi of dimension " + std::to_string(d) + " ends before it starts");
+    // Checked before the conversion, which is undefined past int64's range.
+    if (!(axis.resized < 0x1p62))
+      ctx.invalid("scale " + number(axis.scale) + " of dimension " + std::to_string(d) +
+                  " makes its length " + number(axis.resized) + " (" + std::to_string(axis.in) +
+                  " x scale), past what a tensor can hold");
+    axis.out = static_cast<int64_t>(std::floor(axis.resized));
   }
   return axes;
 }

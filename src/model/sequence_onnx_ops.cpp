@@ -24,6 +24,18 @@ size_t position(const OpContext& ctx, const Tensor& at, size_t size, bool may_be
   return static_cast<size_t>(value < 0 ? value + n : value);
 }
 
+// Input `index`, a tensor to go into a sequence: an omitted one ("") or an empty optional is
+// no tensor to hold.
+const Tensor& element(const OpContext& ctx, const Values& in, size_t index) {
+  const Tensor& tensor = ctx.tensor(in, index);
+  if (tensor.defined()) return tensor;
+  const auto& names = ctx.node().inputs;
+  const std::string name = index < names.size() ? names[index] : "";
+  ctx.invalid("input " + std::to_string(index) +
+              (name.empty() ? " is omitted ('')" : " ('" + name + "') is an empty optional") +
+              "; a sequence holds tensors");
+}
+
 void check_element(const OpContext& ctx, const TensorSequence& sequence, const Tensor& tensor) {
   if (tensor.dtype() != sequence.dtype)
     ctx.invalid("a " + std::string(to_string(tensor.dtype())) + " tensor in a sequence of " +
@@ -44,9 +56,9 @@ Values sequence_empty(const OpContext& ctx, const Values&) {
 
 Values sequence_construct(const OpContext& ctx, const Values& in) {
   if (in.empty()) ctx.invalid("needs at least one tensor");
-  TensorSequence sequence{ctx.tensor(in, 0).dtype(), {}};
+  TensorSequence sequence{element(ctx, in, 0).dtype(), {}};
   for (size_t i = 0; i < in.size(); ++i) {
-    const Tensor& tensor = ctx.tensor(in, i);
+    const Tensor& tensor = element(ctx, in, i);
     check_element(ctx, sequence, tensor);
     sequence.tensors.push_back(tensor);
   }
@@ -55,7 +67,7 @@ Values sequence_construct(const OpContext& ctx, const Values& in) {
 
 Values sequence_insert(const OpContext& ctx, const Values& in) {
   TensorSequence sequence = ctx.sequence(in, 0);
-  const Tensor& tensor = ctx.tensor(in, 1);
+  const Tensor& tensor = element(ctx, in, 1);
   check_element(ctx, sequence, tensor);
   const size_t at = given(in, 2) ? position(ctx, ctx.tensor(in, 2), sequence.tensors.size(), true)
                                  : sequence.tensors.size();

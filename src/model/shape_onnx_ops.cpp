@@ -1,6 +1,7 @@
 // ONNX's shape and layout ops, from hal's views: a view costs nothing, and the one copy that
 // makes the result contiguous runs on the device (strided copy).
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <optional>
 
@@ -257,7 +258,18 @@ Outputs range(const OpContext& ctx, const Inputs& in) {
   const double limit = ctx.read_scalar(in.at(1));
   const double delta = ctx.read_scalar(in.at(2));
   if (delta == 0) ctx.invalid("delta is 0");
-  return {arange(start, limit, delta, in[0].dtype(), ctx.stream())};
+  if (in[0].dtype() != DType::f32)
+    return {arange(start, limit, delta, in[0].dtype(), ctx.stream())};
+  // ONNX counts ceil((limit - start) / delta) in T: Range(0.7, 1.0, 0.1) of float has 3
+  // elements, where in double it has 4. arange counts in double, so it is given a limit half a
+  // step past the last element, which makes its count this one.
+  const auto f = [](double value) { return static_cast<float>(value); };
+  const double count =
+      std::max(static_cast<double>(std::ceil((f(limit) - f(start)) / f(delta))), 0.0);
+  // Past 2^53 (or infinite: limit - start overflowed f32) no tensor holds it.
+  if (std::isfinite(start) && std::isfinite(limit) && std::isfinite(delta) && !(count <= 0x1p53))
+    ctx.invalid("the range has " + std::to_string(count) + " elements");
+  return {arange(start, start + (count - 0.5) * delta, delta, DType::f32, ctx.stream())};
 }
 
 // DepthToSpace and SpaceToDepth: a reshape, a permutation and a reshape.
@@ -306,12 +318,27 @@ Outputs concat_op(const OpContext& ctx, const Inputs& in) {
   return {concat(ctx, parts, ctx.attr_int("axis", ctx.opset() < 4 ? 1 : 0))};
 }
 
+// Split-1's optional input `split`: of T (a float type) by its schema, int64 as models also
+// write it; whole, non-negative sizes either way (split() checks the sign).
+std::vector<int64_t> split_sizes(const OpContext& ctx, const Tensor& split) {
+  if (split.dtype() == DType::i64 || split.dtype() == DType::i32) return ctx.read_ints(split);
+  std::vector<int64_t> sizes;
+  for (const double size : ctx.read_values(split)) {
+    if (size != std::trunc(size) || !(std::abs(size) < 0x1p62))
+      ctx.invalid("split holds " + std::to_string(size) + ", which is no size");
+    sizes.push_back(static_cast<int64_t>(size));
+  }
+  return sizes;
+}
+
 Outputs split(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
   const int64_t axis = ctx.axis(ctx.attr_int("axis", 0), x.dim());
   std::vector<int64_t> sizes;
   if (ctx.opset() >= 13) {
     if (given(in, 1)) sizes = ctx.read_ints(in[1]);
+  } else if (ctx.opset() < 2 && given(in, 1)) {
+    sizes = split_sizes(ctx, in[1]);  // Split-1 takes it as an input too, which goes first
   } else {
     sizes = ctx.attr_ints("split");
   }
@@ -382,6 +409,36 @@ Tensor pad_constant(const OpContext& ctx, Tensor x, const std::vector<int64_t>& 
 
 namespace {
 
+// Constant padding with `fill`, a one-element tensor of x's dtype, copied as itself: exact
+// where a double (pad_constant's value) is not, an int64 past 2^53. Negative pads crop first.
+Tensor pad_with(const OpContext& ctx, const Tensor& x, const std::vector<int64_t>& before,
+                const std::vector<int64_t>& after, const Tensor& fill) {
+  Stream& s = ctx.stream();
+  std::vector<int64_t> crop_before, crop_after;
+  for (size_t d = 0; d < before.size(); ++d) {
+    crop_before.push_back(std::min<int64_t>(before[d], 0));
+    crop_after.push_back(std::min<int64_t>(after[d], 0));
+  }
+  Tensor result = pad_constant(ctx, x, crop_before, crop_after, 0.0);
+  const Tensor one = fill.contiguous(s).reshape(Shape(before.size(), 1));
+  for (int64_t d = 0; d < result.dim(); ++d) {
+    const int64_t head = std::max<int64_t>(before[static_cast<size_t>(d)], 0),
+                  tail = std::max<int64_t>(after[static_cast<size_t>(d)], 0);
+    if (head == 0 && tail == 0) continue;
+    std::vector<Tensor> parts;
+    const auto block = [&](int64_t count) {
+      Shape shape = result.shape();
+      shape[static_cast<size_t>(d)] = count;
+      parts.push_back(one.expand(shape).contiguous(s));
+    };
+    if (head > 0) block(head);
+    parts.push_back(result);
+    if (tail > 0) block(tail);
+    result = hal::concat(parts, d, s);
+  }
+  return result;
+}
+
 // Constant padding as concatenation with blocks of the value; negative pads crop.
 Outputs pad(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
@@ -390,12 +447,17 @@ Outputs pad(const OpContext& ctx, const Inputs& in) {
     ctx.invalid("mode '" + mode + "' (constant, edge or reflect)");
   std::vector<int64_t> pads;
   double value = 0;
+  std::optional<Tensor> fill;  // an int64 constant_value, used as itself (no double holds it)
   if (ctx.opset() < 11) {
     pads = ctx.attr_ints(ctx.opset() < 2 ? "paddings" : "pads");
     value = ctx.attr_float("value", 0.0f);
   } else {
     pads = ctx.read_ints(in.at(1));
-    if (given(in, 2)) value = ctx.read_scalar(in[2]);
+    if (given(in, 2) && x.dtype() == DType::i64 && in[2].dtype() == DType::i64 &&
+        in[2].numel() == 1)
+      fill = in[2];
+    else if (given(in, 2))
+      value = ctx.read_scalar(in[2]);
     if (given(in, 3)) ctx.unsupported("the axes input");
   }
   if (static_cast<int64_t>(pads.size()) != 2 * x.dim())
@@ -403,7 +465,9 @@ Outputs pad(const OpContext& ctx, const Inputs& in) {
                 to_string(x.shape()));
   const std::vector<int64_t> before(pads.begin(), pads.begin() + x.dim());
   const std::vector<int64_t> after(pads.begin() + x.dim(), pads.end());
-  if (mode == "constant") return {pad_constant(ctx, x, before, after, value)};
+  if (mode == "constant")
+    return {fill ? pad_with(ctx, x, before, after, *fill)
+                 : pad_constant(ctx, x, before, after, value)};
   // edge repeats the border element, reflect mirrors around it: both pick rows of x itself.
   Tensor result = x;
   for (int64_t d = 0; d < x.dim(); ++d) {

@@ -434,5 +434,66 @@ TEST(ControlFlowErrors, SubgraphReadingALaterValueIsRefused) {
                {"later", "early"});
 }
 
+// SequenceMap over a sequence a node makes: the function ONNX builds for it needs to know its
+// input is a sequence, which hal records for the sequence ops' outputs. The body sums each
+// tensor; the sums are stacked.
+TEST(Sequences, SequenceMapOverASequenceANodeMakes) {
+  Graph body("body");
+  body.proto.add_input()->set_name("a");
+  body.proto.mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      TensorProto::FLOAT);
+  body.proto.add_output()->set_name("b");
+  body.proto.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      TensorProto::FLOAT);
+  ModelBuilder::set_int(body.node("ReduceSum", {"a"}, {"b"}), "keepdims", 0);
+  ModelBuilder builder(17);
+  builder.input("x", TensorProto::FLOAT, {"2", "3"}).input("y", TensorProto::FLOAT, {"4", "3"});
+  builder.output("c", TensorProto::FLOAT, {"2"});
+  builder.node("SequenceConstruct", {"x", "y"}, {"s"});
+  set_graph(builder.node("SequenceMap", {"s"}, {"sums"}, "the_map"), "body", body);
+  auto& concat = builder.node("ConcatFromSequence", {"sums"}, {"c"});
+  ModelBuilder::set_int(concat, "axis", 0);
+  ModelBuilder::set_int(concat, "new_axis", 1);
+  const Model model = load_onnx_bytes(builder.bytes(), "sequence_map");
+  Stream stream = device("cpu:0").create_stream();
+  std::vector<float> x(6), y(12);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);      // sums to 15
+  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(i) * 2;  // sums to 132
+  const auto out = model.run(
+      {{"x", from_vector(x, {2, 3}, stream)}, {"y", from_vector(y, {4, 3}, stream)}}, stream);
+  EXPECT_EQ(out.at("c").shape(), (Shape{2}));
+  EXPECT_EQ(out.at("c").to_vector<float>(stream), (std::vector<float>{15, 132}));
+}
+
+// ONNX's builder of SequenceMap's function throws its own exception for a tensor where a
+// sequence goes: hal's error, naming the node (it was a plain std::invalid_argument).
+TEST(Sequences, SequenceMapOverATensorIsRefusedNamingTheNode) {
+  Graph body("body");
+  body.input("a", TensorProto::FLOAT, {3}).output("b", TensorProto::FLOAT, {3});
+  body.node("Neg", {"a"}, {"b"});
+  ModelBuilder builder(17);
+  builder.input("x", TensorProto::FLOAT, {"3"});
+  set_sequence_output(builder, "negated", TensorProto::FLOAT);
+  set_graph(builder.node("SequenceMap", {"x"}, {"negated"}, "the_map"), "body", body);
+  expect_error([&] { load_onnx_bytes(builder.bytes(), "map_of_tensor"); }, ErrorCode::Unsupported,
+               {"node 'the_map' (SequenceMap, opset 17)", "Expected a sequence type for input 0"});
+}
+
+// An omitted input has no tensor to put in a sequence: refused naming the node and the input
+// (it failed later, naming neither: "use of an empty (default-constructed) Buffer").
+TEST(ControlFlowErrors, SequenceConstructOfAnOmittedInputNamesTheNode) {
+  ModelBuilder builder(13);
+  builder.input("x", TensorProto::FLOAT, {"2"}).output("n", TensorProto::INT64, {});
+  builder.node("SequenceConstruct", {"x", ""}, {"s"}, "sc");
+  builder.node("SequenceLength", {"s"}, {"n"}, "len");
+  const Model model = load_onnx_bytes(builder.bytes(), "omitted");
+  Stream stream = device("cpu:0").create_stream();
+  expect_error(
+      [&] {
+        model.run({{"x", from_vector(std::vector<float>{1, 2}, {2}, stream)}}, stream);
+      },
+      ErrorCode::InvalidArgument, {"node 'sc' (SequenceConstruct", "input 1 is omitted"});
+}
+
 }  // namespace
 }  // namespace hal::test

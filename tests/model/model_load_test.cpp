@@ -263,6 +263,30 @@ TEST(ModelRun, WrongInputsAreRefusedNamingTheInput) {
   expect_error([] { (void)Model().inputs(); }, ErrorCode::InvalidState, {"empty"});
 }
 
+// An output that is an initializer (or made of one alone: an Identity, folded at load) is the
+// caller's own copy: writing to it, as through DLPack, leaves the model's resident weight, which
+// the next run reads, alone.
+TEST(ModelRun, AnInitializerOutputIsACopyOfTheWeight) {
+  ModelBuilder builder = add_model();  // y = x + w, w = [10, 20]
+  builder.output("w", TensorProto::FLOAT, {"2"}).output("same", TensorProto::FLOAT, {"2"});
+  builder.node("Identity", {"w"}, {"same"});
+  const Model model = load_onnx_bytes(builder.bytes(), "initializer_output");
+  Stream stream = device("cpu:0").create_stream();
+  const Tensor x = from_vector<float>({1, 2}, {1, 2}, stream);
+  const std::vector<float> scribble = {-1, -1};
+  for (int run = 0; run < 2; ++run) {
+    const auto out = model.run({{"x", x}}, stream);
+    EXPECT_EQ(out.at("y").to_vector<float>(stream), (std::vector<float>{11, 22})) << "run " << run;
+    for (const char* name : {"w", "same"}) {
+      const Tensor& weight = out.at(name);
+      EXPECT_EQ(weight.to_vector<float>(stream), (std::vector<float>{10, 20})) << name;
+      stream.copy_from_host(weight.storage(), scribble.data(), weight.nbytes(),
+                            static_cast<size_t>(weight.offset()) * sizeof(float));
+    }
+    stream.synchronize();
+  }
+}
+
 TEST(ModelRun, ASymbolicDimensionTakesOneSizePerRun) {
   ModelBuilder builder;
   builder.input("a", TensorProto::FLOAT, {"N"}).input("b", TensorProto::FLOAT, {"N"});

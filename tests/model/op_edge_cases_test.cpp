@@ -333,5 +333,190 @@ TEST(OpEdgeCases, IntegerRangeAndTriluAreExactPastTwoToThe53) {
   EXPECT_EQ(upper(INT64_MAX), (std::vector<float>{0, 0, 0, 0}));
 }
 
+// Float Range counts ceil((limit - start) / delta) in T, as ONNX does: in f32 Range(0.7, 1.0,
+// 0.1) has 3 elements (in double, 4, which it has for double's T).
+TEST(OpEdgeCases, FloatRangeCountsItsElementsInItsType) {
+  Stream stream = device("cpu:0").create_stream();
+  const auto range = [&](int32_t elem, const Tensor& start, const Tensor& limit,
+                         const Tensor& delta) {
+    const Model model =
+        one_node(11, "Range", {{"start", elem, 0}, {"limit", elem, 0}, {"delta", elem, 0}},
+                 {{"y", elem, 1}});
+    return model.run({{"start", start}, {"limit", limit}, {"delta", delta}}, stream).at("y");
+  };
+  const auto f32 = [&](float value) { return from_vector<float>({value}, {}, stream); };
+  const auto f64 = [&](double value) { return from_vector<double>({value}, {}, stream); };
+  EXPECT_EQ(range(TensorProto::FLOAT, f32(0.7f), f32(1.0f), f32(0.1f)).to_vector<float>(stream),
+            (std::vector<float>{0.7f, 0.8f, 0.9f}));
+  EXPECT_EQ(range(TensorProto::FLOAT, f32(0), f32(1), f32(0.25f)).to_vector<float>(stream),
+            (std::vector<float>{0, 0.25f, 0.5f, 0.75f}));
+  EXPECT_EQ(range(TensorProto::FLOAT, f32(3), f32(0), f32(-1.5f)).to_vector<float>(stream),
+            (std::vector<float>{3, 1.5f}));
+  EXPECT_EQ(range(TensorProto::FLOAT, f32(1), f32(0), f32(0.5f)).to_vector<float>(stream),
+            (std::vector<float>{}));
+  EXPECT_EQ(range(TensorProto::DOUBLE, f64(0.7), f64(1.0), f64(0.1)).shape(), (Shape{4}));
+}
+
+// GlobalAveragePool and GlobalMaxPool of [N, C]: no spatial axes, so the input itself (an
+// empty axis list had reduced every axis to one number).
+TEST(OpEdgeCases, GlobalPoolsOfARank2InputGiveTheInput) {
+  Stream stream = device("cpu:0").create_stream();
+  const std::vector<float> x = {0, 1, 2, 3, 4, 5};
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    const Model rank2 =
+        one_node(13, op, {{"x", TensorProto::FLOAT, 2}}, {{"y", TensorProto::FLOAT, 2}});
+    const Tensor y = rank2.run({{"x", from_vector(x, {2, 3}, stream)}}, stream).at("y");
+    EXPECT_EQ(y.shape(), (Shape{2, 3})) << op;
+    EXPECT_EQ(y.to_vector<float>(stream), x) << op;
+    const Model rank3 =
+        one_node(13, op, {{"x", TensorProto::FLOAT, 3}}, {{"y", TensorProto::FLOAT, 3}});
+    const Tensor pooled = rank3.run({{"x", from_vector(x, {1, 2, 3}, stream)}}, stream).at("y");
+    EXPECT_EQ(pooled.shape(), (Shape{1, 2, 1})) << op;
+    EXPECT_EQ(pooled.to_vector<float>(stream), std::string(op) == "GlobalMaxPool"
+                                                   ? (std::vector<float>{2, 5})
+                                                   : (std::vector<float>{1, 4}));
+  }
+}
+
+// Softplus = log(1 + exp(x)) without exp(x) overflowing: 90 in f32 (exp(90) > 3.4e38) and 12 in
+// f16 (exp(12) > 65504) were inf.
+TEST(OpEdgeCases, SoftplusOfLargeInputsIsFinite) {
+  Stream stream = device("cpu:0").create_stream();
+  const auto softplus = [&](int32_t elem, const Tensor& x) {
+    const Model model = one_node(13, "Softplus", {{"x", elem, 1}}, {{"y", elem, 1}});
+    return model.run({{"x", x}}, stream).at("y");
+  };
+  const std::vector<float> y =
+      softplus(TensorProto::FLOAT, from_vector<float>({90, 1000, -1000, 12, 0, -5}, {6}, stream))
+          .to_vector<float>(stream);
+  ASSERT_EQ(y.size(), 6u);
+  EXPECT_EQ(y[0], 90.0f);
+  EXPECT_EQ(y[1], 1000.0f);
+  EXPECT_EQ(y[2], 0.0f);
+  EXPECT_NEAR(y[3], 12 + std::log1p(std::exp(-12.0)), 2e-6);
+  EXPECT_FLOAT_EQ(y[4], std::log(2.0f));
+  EXPECT_NEAR(y[5], std::log1p(std::exp(-5.0)), 1e-6);
+
+  const Tensor half =
+      softplus(TensorProto::FLOAT16,
+               cast(from_vector<float>({12, 90, 1000, -1000}, {4}, stream), DType::f16, stream));
+  EXPECT_EQ(half.dtype(), DType::f16);
+  EXPECT_EQ(cast(half, DType::f32, stream).to_vector<float>(stream),
+            (std::vector<float>{12, 90, 1000, 0}));
+}
+
+// ReduceMean of integers is the exact sum divided in integers, truncating toward zero as
+// ONNX's reference (NumPy's mean in the input's dtype) does: averaged in f32, 2^40 + 2 was 2^40.
+TEST(OpEdgeCases, IntegerReduceMeanIsExactAndTruncates) {
+  Stream stream = device("cpu:0").create_stream();
+  const Model i64 =
+      one_node(13, "ReduceMean", {{"x", TensorProto::INT64, 1}}, {{"y", TensorProto::INT64, 0}},
+               [](onnx::NodeProto& node) { ModelBuilder::set_int(node, "keepdims", 0); });
+  const auto mean64 = [&](const std::vector<int64_t>& x) {
+    return i64.run({{"x", from_vector(x, {static_cast<int64_t>(x.size())}, stream)}}, stream)
+        .at("y")
+        .to_vector<int64_t>(stream);
+  };
+  const int64_t big = int64_t{1} << 40;
+  EXPECT_EQ(mean64({big + 1, big + 3}), std::vector<int64_t>{big + 2});
+  EXPECT_EQ(mean64({3, 4}), std::vector<int64_t>{3});
+  EXPECT_EQ(mean64({-3, -4}), std::vector<int64_t>{-3});
+
+  const Model i32 =
+      one_node(13, "ReduceMean", {{"x", TensorProto::INT32, 2}}, {{"y", TensorProto::INT32, 2}},
+               [](onnx::NodeProto& node) { ModelBuilder::set_ints(node, "axes", {1}); });
+  const Tensor y =
+      i32.run({{"x", from_vector<int32_t>({7, 8, 8, -7, -8, -8}, {2, 3}, stream)}}, stream).at("y");
+  EXPECT_EQ(y.dtype(), DType::i32);
+  EXPECT_EQ(y.shape(), (Shape{2, 1}));
+  EXPECT_EQ(y.to_vector<int32_t>(stream), (std::vector<int32_t>{7, -7}));  // 23 / 3, -23 / 3
+}
+
+// Dropout's mask is of the input's type before opset 10 (Dropout-7's T), bool from 10.
+TEST(OpEdgeCases, DropoutMaskIsOfTheInputsTypeBeforeOpset10) {
+  Stream stream = device("cpu:0").create_stream();
+  for (const int64_t opset : {7, 9, 10}) {
+    const int32_t mask_elem = opset < 10 ? TensorProto::FLOAT : TensorProto::BOOL;
+    const Model model = one_node(opset, "Dropout", {{"x", TensorProto::FLOAT, 2}},
+                                 {{"y", TensorProto::FLOAT, 2}, {"mask", mask_elem, 2}});
+    const auto out =
+        model.run({{"x", from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}, stream)}}, stream);
+    EXPECT_EQ(out.at("y").to_vector<float>(stream), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+    const Tensor& mask = out.at("mask");
+    EXPECT_EQ(mask.shape(), (Shape{2, 3})) << "opset " << opset;
+    if (opset < 10) {
+      EXPECT_EQ(mask.dtype(), DType::f32) << "opset " << opset;
+      EXPECT_EQ(mask.to_vector<float>(stream), std::vector<float>(6, 1.0f));
+    } else {
+      EXPECT_EQ(mask.dtype(), DType::boolean);
+      EXPECT_EQ(mask.to_vector<uint8_t>(stream), std::vector<uint8_t>(6, 1));
+    }
+  }
+}
+
+// Pad's int64 constant_value is kept as itself: read as a double, 2^53 + 1 was 2^53.
+TEST(OpEdgeCases, PadKeepsAnInt64ConstantExact) {
+  Stream stream = device("cpu:0").create_stream();
+  const Model model = one_node(13, "Pad",
+                               {{"x", TensorProto::INT64, 1},
+                                {"pads", TensorProto::INT64, 1},
+                                {"value", TensorProto::INT64, 0}},
+                               {{"y", TensorProto::INT64, 1}});
+  const int64_t odd = (int64_t{1} << 53) + 1;
+  const auto pad = [&](const std::vector<int64_t>& pads) {
+    return model
+        .run({{"x", from_vector<int64_t>({7, 8, 9}, {3}, stream)},
+              {"pads", from_vector(pads, {2}, stream)},
+              {"value", from_vector<int64_t>({odd}, {}, stream)}},
+             stream)
+        .at("y")
+        .to_vector<int64_t>(stream);
+  };
+  EXPECT_EQ(pad({1, 1}), (std::vector<int64_t>{odd, 7, 8, 9, odd}));
+  EXPECT_EQ(pad({-1, 2}), (std::vector<int64_t>{8, 9, odd, odd}));  // a negative pad crops
+  EXPECT_EQ(pad({0, -2}), (std::vector<int64_t>{7}));
+}
+
+// Split-1 takes `split` as an optional second input too (of T by its schema; int64 as models
+// write it), which Split-2 to 12 take as an attribute only.
+TEST(OpEdgeCases, Split1TakesItsSizesAsAnInput) {
+  Stream stream = device("cpu:0").create_stream();
+  const Tensor x = from_vector<float>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {2, 5}, stream);
+  for (const int32_t elem : {int32_t{TensorProto::INT64}, int32_t{TensorProto::FLOAT}}) {
+    const Model model =
+        one_node(1, "Split", {{"x", TensorProto::FLOAT, 2}, {"split", elem, 1}},
+                 {{"a", TensorProto::FLOAT, 2}, {"b", TensorProto::FLOAT, 2}},
+                 [](onnx::NodeProto& node) { ModelBuilder::set_int(node, "axis", 1); });
+    const Tensor sizes = elem == TensorProto::INT64 ? from_vector<int64_t>({2, 3}, {2}, stream)
+                                                    : from_vector<float>({2, 3}, {2}, stream);
+    const auto parts = model.run({{"x", x}, {"split", sizes}}, stream);
+    EXPECT_EQ(parts.at("a").to_vector<float>(stream), (std::vector<float>{0, 1, 5, 6}));
+    EXPECT_EQ(parts.at("b").to_vector<float>(stream), (std::vector<float>{2, 3, 4, 7, 8, 9}));
+  }
+}
+
+// GatherElements keeps -0 (a masked sum from +0 gave +0), NaN and -inf.
+TEST(OpEdgeCases, GatherElementsKeepsNegativeZero) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  Stream stream = device("cpu:0").create_stream();
+  const Model model =
+      one_node(13, "GatherElements", {{"x", TensorProto::FLOAT, 2}, {"i", TensorProto::INT64, 2}},
+               {{"y", TensorProto::FLOAT, 2}},
+               [](onnx::NodeProto& node) { ModelBuilder::set_int(node, "axis", 1); });
+  const std::vector<float> y =
+      model
+          .run({{"x", from_vector<float>({-0.0f, std::nanf(""), -inf, 2}, {1, 4}, stream)},
+                {"i", from_vector<int64_t>({0, 1, 2, 3, -4}, {1, 5}, stream)}},
+               stream)
+          .at("y")
+          .to_vector<float>(stream);
+  ASSERT_EQ(y.size(), 5u);
+  EXPECT_TRUE(y[0] == 0 && std::signbit(y[0])) << y[0];
+  EXPECT_TRUE(std::isnan(y[1])) << y[1];
+  EXPECT_EQ(y[2], -inf);
+  EXPECT_EQ(y[3], 2.0f);
+  EXPECT_TRUE(y[4] == 0 && std::signbit(y[4])) << y[4];
+}
+
 }  // namespace
 }  // namespace hal::test

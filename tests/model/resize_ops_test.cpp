@@ -216,6 +216,11 @@ TEST(ResizeOps, BadInputsAreRefusedNamingWhatWasWrong) {
       ErrorCode::InvalidArgument, {"scale -2 is not a positive finite number"});
   expect_error(
       [&] {
+        run_one(resize_model("nearest", {1, 1e30f}, {}), x, stream);
+      },
+      ErrorCode::InvalidArgument, {"scale 1e+30 of dimension 1", "past what a tensor can hold"});
+  expect_error(
+      [&] {
         run_one(resize_model("linear", {}, {4, -1}), x, stream);
       },
       ErrorCode::InvalidArgument, {"size -1 is negative"});
