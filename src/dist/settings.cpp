@@ -48,5 +48,16 @@ Clock::duration timeout() {
       std::chrono::duration<double>(timeout_seconds()));
 }
 
+std::optional<Clock::duration> finalize_timeout() {
+  const char* text = std::getenv("HAL_DIST_FINALIZE_TIMEOUT");
+  if (text == nullptr) return std::nullopt;
+  const std::string value = hal::detail::to_lower(hal::detail::trim(text));
+  if (value.empty() || value == "none") return std::nullopt;
+  const Parsed<double> parsed =
+      parse_real("HAL_DIST_FINALIZE_TIMEOUT", value, 1e-3, 7 * 24 * 3600.0);
+  if (!parsed.value) throw Error(ErrorCode::InvalidArgument, parsed.error + " (seconds, or none)");
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*parsed.value));
+}
+
 }  // namespace detail
 }  // namespace hal::dist

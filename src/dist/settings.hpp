@@ -23,4 +23,9 @@ using Clock = std::chrono::steady_clock;
 // HAL_DIST_TIMEOUT as a duration.
 Clock::duration timeout();
 
+// HAL_DIST_FINALIZE_TIMEOUT: how long hal's MPI_Finalize at exit may wait for the other
+// processes before this one exits without it (EXIT_FAILURE). Unset, empty or "none": no bound
+// (MPI's own behaviour). InvalidArgument for a malformed value, naming it.
+std::optional<Clock::duration> finalize_timeout();
+
 }  // namespace hal::dist::detail

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "dist_reference.hpp"
@@ -31,6 +33,24 @@ class Patience {
  public:
   explicit Patience(const char* seconds) { setenv("HAL_DIST_TIMEOUT", seconds, 1); }
   ~Patience() { unsetenv("HAL_DIST_TIMEOUT"); }
+};
+
+// Sets HAL_DIST_DEBUG for one scope, then restores the environment's (a run may set it).
+class DebugLevel {
+ public:
+  explicit DebugLevel(const char* level) {
+    if (const char* old = std::getenv("HAL_DIST_DEBUG")) old_ = old;
+    setenv("HAL_DIST_DEBUG", level, 1);
+  }
+  ~DebugLevel() {
+    if (old_)
+      setenv("HAL_DIST_DEBUG", old_->c_str(), 1);
+    else
+      unsetenv("HAL_DIST_DEBUG");
+  }
+
+ private:
+  std::optional<std::string> old_;
 };
 
 class LocalFaults : public ::testing::Test {
@@ -161,6 +181,44 @@ TEST_F(LocalFaults, RanksThatDisagreeFailAtOnceAndTheGroupGoesOn) {
   for (Stream& s : streams_) EXPECT_THROW(s.synchronize(), Error);
   works.clear();
   for (int r = 0; r < 4; ++r) works.push_back(comms_[r].barrier(streams_[r]));
+  for (Work& w : works) EXPECT_NO_THROW(w.wait());
+}
+
+// Under HAL_DIST_DEBUG=detail the message shows what differs: the outputs' shapes, or that the
+// shapes differ past the dimensions it prints.
+TEST_F(LocalFaults, DetailNamesTheShapesThatDiffer) {
+  const DebugLevel detail("detail");
+  std::vector<Work> works;
+  for (int r = 0; r < 4; ++r) {
+    const Tensor in = ones({13}, DType::f32, streams_[r]);
+    const Tensor out =
+        r == 2 ? empty({52}, DType::f32, devices_[r]) : empty({4, 13}, DType::f32, devices_[r]);
+    works.push_back(comms_[r].all_gather(in, out, streams_[r]));
+  }
+  for (Work& w : works)
+    expect_error([&] { w.wait(); }, ErrorCode::InvalidArgument,
+                 {"the ranks disagree", "rank 0 called all_gather(f32[13] into f32[4, 13])",
+                  "rank 2 called all_gather(f32[13] into f32[52])"});
+  for (Stream& s : streams_) EXPECT_THROW(s.synchronize(), Error);
+  works.clear();
+  for (int r = 0; r < 4; ++r) {
+    const Shape shape = r == 1 ? Shape{1, 1, 1, 1, 1, 1, 3, 2} : Shape{1, 1, 1, 1, 1, 1, 2, 3};
+    works.push_back(
+        comms_[r].all_reduce(ones(shape, DType::f32, streams_[r]), ReduceOp::sum, streams_[r]));
+  }
+  for (Work& w : works)
+    expect_error([&] { w.wait(); }, ErrorCode::InvalidArgument,
+                 {"rank 1 called all_reduce(f32[1, 1, 1, 1, 1, 1, ...], sum)",
+                  "(the shapes differ past the first 6 dimensions)"});
+  for (Stream& s : streams_) EXPECT_THROW(s.synchronize(), Error);
+  // Under check, shapes of the same element count meet.
+  const DebugLevel check("check");
+  works.clear();
+  for (int r = 0; r < 4; ++r) {
+    const Tensor in = ones({13}, DType::f32, streams_[r]);
+    works.push_back(comms_[r].all_gather(
+        in, empty(r == 2 ? Shape{52} : Shape{4, 13}, DType::f32, devices_[r]), streams_[r]));
+  }
   for (Work& w : works) EXPECT_NO_THROW(w.wait());
 }
 

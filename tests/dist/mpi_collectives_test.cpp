@@ -5,6 +5,10 @@
 // (device memory, staged through host memory); point to point; ranks that disagree.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "dist_reference.hpp"
@@ -18,6 +22,24 @@ using dist::ReduceOp;
 using dist::Work;
 
 const std::vector<int64_t> kCounts = {0, 1, 13, 1031};
+
+// Sets HAL_DIST_DEBUG for one scope, then restores the environment's (a run may set it).
+class DebugLevel {
+ public:
+  explicit DebugLevel(const char* level) {
+    if (const char* old = std::getenv("HAL_DIST_DEBUG")) old_ = old;
+    setenv("HAL_DIST_DEBUG", level, 1);
+  }
+  ~DebugLevel() {
+    if (old_)
+      setenv("HAL_DIST_DEBUG", old_->c_str(), 1);
+    else
+      unsetenv("HAL_DIST_DEBUG");
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
 
 Device first_of(const std::string& backend) {
   for (const Device& d : devices())
@@ -202,6 +224,113 @@ TEST(MpiWorld, ARecvLargerThanItsSendSaysSo) {
                  {"recv #1 from rank 0 (tag 9)", "sent 3 elements", "holds 4"});
     EXPECT_THROW(s.synchronize(), Error);
   }
+  world.barrier(s).wait();
+}
+
+// A recv of another dtype than its send is refused before its data is taken, naming both sides
+// (it took the bytes as its own dtype, or counted them in it); the refused message is taken all
+// the same, so that the pair's next send meets the next recv.
+TEST(MpiWorld, ARecvOfAnotherDtypeThanItsSendSaysSo) {
+  Communicator world = Communicator::world();
+  if (world.size() < 2) GTEST_SKIP() << "needs two ranks";
+  Stream s = device("cpu:0").create_stream();
+  if (world.rank() == 0) {
+    world.send(ones({4}, DType::f32, s), 1, s, 11).wait();
+    world.send(ones({4}, DType::f16, s), 1, s, 11).wait();
+    world.send(ones({1031}, DType::f64, s), 1, s, 11).wait();  // past the eager limit
+    world.send(full({3}, 2.0, DType::f32, s), 1, s, 11).wait();
+    world.send(full({2}, 5.0, DType::i64, s), 1, s, 11).wait();
+  } else if (world.rank() == 1) {
+    const Tensor as_i32 = zeros({4}, DType::i32, s);
+    expect_error([&] { world.recv(as_i32, 0, s, 11).wait(); }, ErrorCode::InvalidArgument,
+                 {"from rank 0 (tag 11)", "rank 0 sent 4 elements of f32 (16 bytes)",
+                  "holds 4 elements of i32 (16 bytes)"});
+    EXPECT_THROW(s.synchronize(), Error);
+    EXPECT_TRUE(same_values(read(as_i32, s), std::vector<double>(4, 0.0), DType::i32));
+    const Tensor as_f32 = zeros({4}, DType::f32, s);
+    expect_error([&] { world.recv(as_f32, 0, s, 11).wait(); }, ErrorCode::InvalidArgument,
+                 {"rank 0 sent 4 elements of f16 (8 bytes)", "holds 4 elements of f32 (16 bytes)"});
+    EXPECT_THROW(s.synchronize(), Error);
+    const Tensor same_bytes = zeros({2062}, DType::f32, s);
+    expect_error([&] { world.recv(same_bytes, 0, s, 11).wait(); }, ErrorCode::InvalidArgument,
+                 {"rank 0 sent 1031 elements of f64", "holds 2062 elements of f32"});
+    EXPECT_THROW(s.synchronize(), Error);
+    // Two dtypes on one tag, each received as sent.
+    const Tensor floats = zeros({3}, DType::f32, s), longs = zeros({2}, DType::i64, s);
+    Work first = world.recv(floats, 0, s, 11);
+    Work second = world.recv(longs, 0, s, 11);
+    first.wait();
+    second.wait();
+    EXPECT_TRUE(same_values(read(floats, s), std::vector<double>(3, 2.0), DType::f32));
+    EXPECT_TRUE(same_values(read(longs, s), std::vector<double>(2, 5.0), DType::i64));
+  }
+  world.barrier(s).wait();
+}
+
+// Max and min of f32 and f64 in MPI's collective (past the exchange's 64 bytes) as in the
+// exchange and in f16 and bf16: a NaN on any one rank is the result on every rank (MPI_MAX and
+// MPI_MIN kept or dropped it by the ranks' order).
+TEST(MpiWorld, MaxAndMinKeepANaNFromAnyRank) {
+  Communicator world = Communicator::world();
+  Stream s = device("cpu:0").create_stream();
+  const int p = world.size();
+  for (DType dtype : {DType::f32, DType::f64, DType::f16, DType::bf16})
+    for (int64_t count : {int64_t{5}, int64_t{1031}})
+      for (ReduceOp op : {ReduceOp::max, ReduceOp::min})
+        for (int holder = 0; holder < p; ++holder) {
+          SCOPED_TRACE(std::string(to_string(dtype)) + " " + std::string(to_string(op)) +
+                       " n=" + std::to_string(count) + ", NaN on rank " + std::to_string(holder));
+          const size_t at = static_cast<size_t>(count / 2);
+          std::vector<double> mine = values(world.rank(), count, dtype);
+          if (world.rank() == holder) mine[at] = std::nan("");
+          const Tensor t = tensor_of(mine, dtype, s);
+          world.all_reduce(t, op, s).wait();
+          std::vector<double> got = read(t, s);
+          EXPECT_TRUE(std::isnan(got[at])) << "element " << at << " is " << got[at];
+          std::vector<double> expected = reduced(op, dtype, p, count);
+          got[at] = expected[at] = 0.0;
+          EXPECT_TRUE(same_values(got, expected, dtype));
+          const int root = (holder + 1) % p;
+          const Tensor out =
+              world.rank() == root ? empty({count}, dtype, device("cpu:0")) : Tensor();
+          world.reduce(tensor_of(mine, dtype, s), out, op, root, s).wait();
+          if (world.rank() == root) {
+            EXPECT_TRUE(std::isnan(read(out, s)[at])) << "reduce to root " << root;
+          }
+        }
+}
+
+// HAL_DIST_DEBUG=detail (shapes compared too) on every rank: a reduce whose output the root
+// alone passes is valid, in the exchange (13 elements) and in MPI's collective (1031); outputs
+// of other shapes are named.
+TEST(MpiWorld, DetailAcceptsAReduceWhoseOutputIsTheRootsAlone) {
+  const DebugLevel detail("detail");
+  Communicator world = Communicator::world();
+  Stream s = device("cpu:0").create_stream();
+  const int p = world.size();
+  for (int64_t count : {int64_t{13}, int64_t{1031}})
+    for (int root = 0; root < p; ++root)
+      for (bool in_place : {true, false}) {
+        SCOPED_TRACE("n=" + std::to_string(count) + " root " + std::to_string(root) +
+                     (in_place ? " in place" : " out of place"));
+        const Tensor in = tensor_of(values(world.rank(), count, DType::f32), DType::f32, s);
+        const Tensor out = world.rank() != root ? Tensor()
+                           : in_place           ? in
+                                                : empty({count}, DType::f32, device("cpu:0"));
+        world.reduce(in, out, ReduceOp::sum, root, s).wait();
+        if (world.rank() == root) {
+          EXPECT_TRUE(
+              same_values(read(out, s), reduced(ReduceOp::sum, DType::f32, p, count), DType::f32));
+        }
+      }
+  if (p < 2) return;
+  const Tensor in = ones({13}, DType::f32, s);
+  const Tensor out =
+      empty(world.rank() == 1 ? Shape{p * 13} : Shape{p, 13}, DType::f32, device("cpu:0"));
+  expect_error([&] { world.all_gather(in, out, s).wait(); }, ErrorCode::InvalidArgument,
+               {"rank 0 called all_gather(f32[13] into f32[" + std::to_string(p) + ", 13])",
+                "rank 1 called all_gather(f32[13] into f32[" + std::to_string(p * 13) + "])"});
+  EXPECT_THROW(s.synchronize(), Error);
   world.barrier(s).wait();
 }
 

@@ -23,6 +23,27 @@ namespace {
 constexpr int kControlTag = 7;
 enum ControlType : uint64_t { kAbandon = 1, kPresent = 2 };
 
+// A point-to-point message's MPI tag, from the low bits: the caller's tag (15 bits, up to
+// communicator.cpp's 32767), the sender's dtype (4 bits) and the pair's message number modulo
+// 2^sequence_bits_ (12 bits where MPI_TAG_UB is 2^31 - 1, as in Open MPI). The k-th recv probes
+// for number k in every dtype: it meets the k-th send whatever that sent, unless the sender runs
+// 4096 messages of that pair and tag ahead. Fewer than 8 bits for the number: tags as given.
+constexpr int kUserTagBits = 15, kDTypeBits = 4, kMinSequenceBits = 8, kMaxSequenceBits = 12;
+
+int sequence_bits(int tag_ub) {
+  const int64_t tags = static_cast<int64_t>(tag_ub) + 1;
+  int bits = 0;
+  while (bits < kMaxSequenceBits && (int64_t{1} << (kUserTagBits + kDTypeBits + bits + 1)) <= tags)
+    ++bits;
+  return bits >= kMinSequenceBits ? bits : -1;
+}
+
+// "3 elements of f32 (12 bytes)".
+std::string elements_text(int64_t count, DType dtype) {
+  return std::to_string(count) + " elements of " + std::string(to_string(dtype)) + " (" +
+         std::to_string(count * static_cast<int64_t>(size_of(dtype))) + " bytes)";
+}
+
 using Stage = MpiOp::Stage;
 
 bool point_to_point(Collective kind) {
@@ -99,6 +120,7 @@ MpiComm::MpiComm(std::shared_ptr<MpiRuntime> runtime, MPI_Comm parent, std::stri
   }
   MPI_Comm_rank(data_, &rank_);
   MPI_Comm_size(data_, &size_);
+  sequence_bits_ = sequence_bits(runtime_->tag_ub());
   const LaunchInfo launch = launch_info();
   oversubscribed_ = launch.local_size > static_cast<int>(std::thread::hardware_concurrency());
 }
@@ -416,6 +438,8 @@ void MpiComm::pump() {
         else
           post_data(op);
       }
+      if (op.stage == Stage::matching) match_recv(op);
+      if (broken_) return;
       if (op.stage == Stage::data_posted) {
         int flag = 0;
         MPI_Status status{};
@@ -433,6 +457,8 @@ void MpiComm::pump() {
                                        std::to_string(op.call.output.numel()) + " elements of " +
                                        op.call.output.describe()
                                  : MpiRuntime::describe(code))));
+        } else if (flag && op.refusal) {
+          fail_op(op, op.refusal);
         } else if (flag) {
           data_done(op, status);
         }
@@ -740,9 +766,14 @@ void MpiComm::post_data(MpiOp& op) {
                            &op.request);
       break;
     case Collective::send:
-      code = MPI_Isend(op.send, count, type, call.root, call.tag, data_, &op.request);
+      code =
+          MPI_Isend(op.send, count, type, call.root, wire_tag(op, t.dtype()), data_, &op.request);
       break;
     case Collective::recv:
+      if (sequence_bits_ >= 0) {
+        op.stage = Stage::matching;  // match_recv finds and checks its message first
+        return;
+      }
       code = MPI_Irecv(op.recv, count, type, call.root, call.tag, data_, &op.request);
       break;
     case Collective::barrier:
@@ -751,6 +782,62 @@ void MpiComm::post_data(MpiOp& op) {
   if (code != MPI_SUCCESS)
     return break_down(error(op, ErrorCode::Internal,
                             where(op) + ": posting it failed: " + MpiRuntime::describe(code)));
+  op.stage = Stage::data_posted;
+}
+
+int MpiComm::wire_tag(const MpiOp& op, DType dtype) const {
+  if (sequence_bits_ < 0) return op.call.tag;
+  const uint64_t number = op.sequence() & ((uint64_t{1} << sequence_bits_) - 1);
+  return static_cast<int>((number << (kUserTagBits + kDTypeBits)) |
+                          (static_cast<uint64_t>(dtype) << kUserTagBits) |
+                          static_cast<uint64_t>(op.call.tag));
+}
+
+void MpiComm::match_recv(MpiOp& op) {
+  const DType expected = op.call.output.dtype();
+  if (probe_as(op, expected)) return;
+  for (DType sent : kAllDTypes)
+    if (sent != expected && probe_as(op, sent)) return;
+}
+
+// Whether the message of `op`'s number came from its peer in `sent` (or MPI failed); if it
+// came, it is taken.
+bool MpiComm::probe_as(MpiOp& op, DType sent) {
+  int found = 0;
+  MPI_Message message = MPI_MESSAGE_NULL;
+  MPI_Status status{};
+  const int code = MPI_Improbe(op.call.root, wire_tag(op, sent), data_, &found, &message, &status);
+  if (code != MPI_SUCCESS) {
+    break_down(error(op, ErrorCode::Internal,
+                     where(op) + ": MPI_Improbe failed: " + MpiRuntime::describe(code)));
+    return true;
+  }
+  if (!found) return false;
+  take_message(op, sent, message, status);
+  return true;
+}
+
+void MpiComm::take_message(MpiOp& op, DType sent, MPI_Message& message, const MPI_Status& status) {
+  const Tensor& into = op.call.output;
+  const MPI_Datatype type = runtime_->datatype(sent);
+  int count = 0;  // of whole elements of `sent`: what the sender passed to MPI_Isend
+  MPI_Get_count(&status, type, &count);
+  if (count == MPI_UNDEFINED) count = 0;
+  int code = MPI_SUCCESS;
+  if (sent == into.dtype() && count == into.numel()) {
+    code = MPI_Imrecv(op.recv, count, type, &message, &op.request);
+  } else {
+    // Received aside all the same: left in MPI, it would hold its sender, or meet a later recv.
+    op.refusal = error(op, ErrorCode::InvalidArgument,
+                       where(op) + ": rank " + std::to_string(op.call.root) + " sent " +
+                           elements_text(count, sent) + "; the receiving tensor " +
+                           into.describe() + " holds " + elements_text(into.numel(), into.dtype()));
+    op.refused_data.resize(static_cast<size_t>(count) * size_of(sent));
+    code = MPI_Imrecv(op.refused_data.data(), count, type, &message, &op.request);
+  }
+  if (code != MPI_SUCCESS)
+    return break_down(error(op, ErrorCode::Internal,
+                            where(op) + ": MPI_Imrecv failed: " + MpiRuntime::describe(code)));
   op.stage = Stage::data_posted;
 }
 
@@ -857,7 +944,8 @@ void MpiComm::check_control(Clock::time_point now, bool now_anyway) {
 void MpiComm::check_deadlines(Clock::time_point now) {
   for (const std::shared_ptr<MpiOp>& op : ops_) {
     const Stage stage = op->stage;
-    if (stage != Stage::sig_posted && stage != Stage::data_posted) continue;
+    if (stage != Stage::sig_posted && stage != Stage::matching && stage != Stage::data_posted)
+      continue;
     if (now < op->ready_at + op->patience - grace_of(op->patience)) continue;
     const std::string waited = format_seconds(std::chrono::duration<double>(op->patience).count());
     if (point_to_point(op->kind())) {

@@ -6,12 +6,14 @@
 // (Bruck's allgather over MPI_Isend/MPI_Irecv on a communicator of its own): the signature
 // (compared across ranks), a rank's own failure, and up to 64 bytes of data, so that a small
 // collective is that exchange alone, reduced here in rank order. Larger ones then post the MPI
-// collective itself on the data communicator, in call order. Requests advance while some thread
-// tests them: the gate, and Work::wait. A request that has not completed within HAL_DIST_TIMEOUT of
-// its op becoming ready starts a roll call on a third communicator: every rank still waiting
-// answers, and the error names those that did not (stalled, dead, or elsewhere); the communicator
-// is unusable after (its requests cannot be cancelled, and the memory they may still write is
-// kept).
+// collective itself on the data communicator, in call order. A send and a recv have no exchange:
+// the send's MPI tag carries its dtype and number, so that the recv probes for the message of
+// its number and refuses one of another dtype or size before taking its data. Requests advance
+// while some thread tests them: the gate, and Work::wait. A request that has not completed
+// within HAL_DIST_TIMEOUT of its op becoming ready starts a roll call on a third communicator:
+// every rank still waiting answers, and the error names those that did not (stalled, dead, or
+// elsewhere); the communicator is unusable after (its requests cannot be cancelled, and the
+// memory they may still write is kept).
 #pragma once
 
 #include <array>
@@ -52,6 +54,7 @@ class MpiOp final : public WorkState {
   enum class Stage {
     staging,
     ready,
+    matching,  // a recv probing for its message (match_recv)
     sig_posted,
     sig_done,
     data_claimed,
@@ -88,6 +91,9 @@ class MpiOp final : public WorkState {
   Clock::duration patience{};
   std::exception_ptr failure;        // set with Stage::failed
   std::exception_ptr local_failure;  // this rank's own (staging, enqueue), told to the others
+  // A recv whose message is not what it expects: received here, then the op fails with refusal.
+  std::vector<unsigned char> refused_data;
+  std::exception_ptr refusal;
   DebugLevel level = DebugLevel::check;
 
  protected:
@@ -136,6 +142,12 @@ class MpiComm final : public CommunicatorImpl, public std::enable_shared_from_th
   bool exchange_progress(MpiOp& op);
   void exchanged(MpiOp& op);
   void post_data(MpiOp& op);
+  // Point to point: the MPI tag of `op`'s message sent in `dtype` (see mpi_comm.cpp).
+  int wire_tag(const MpiOp& op, DType dtype) const;
+  // A recv's look for its message, in its own dtype first, then in the others.
+  void match_recv(MpiOp& op);
+  bool probe_as(MpiOp& op, DType sent);
+  void take_message(MpiOp& op, DType sent, MPI_Message& message, const MPI_Status& status);
   // Runs the claimed collective, if any, as MPI's blocking call on this thread (drive).
   void run_claimed();
   int call_blocking(MpiOp& op, MPI_Status& status);
@@ -162,6 +174,9 @@ class MpiComm final : public CommunicatorImpl, public std::enable_shared_from_th
   MPI_Comm data_ = MPI_COMM_NULL, exchange_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   bool oversubscribed_ = false;  // more ranks on this node than cores
+  // The bits of the pair's message number in a point-to-point tag; -1 where MPI's tags are
+  // too short to carry it and the dtype (the recv is then unchecked but for its size).
+  int sequence_bits_ = -1;
 
   std::mutex mutex_;
   std::deque<std::shared_ptr<MpiOp>> ops_;  // in call order, until done

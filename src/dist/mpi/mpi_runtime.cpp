@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "dist/host_reduce.hpp"
 #include "hal/error.hpp"
@@ -29,7 +30,7 @@ void finalize_at_exit() {
 }
 
 template <DType Dtype, ReduceOp Op>
-void half_op(void* in, void* inout, int* length, MPI_Datatype*) {
+void host_op(void* in, void* inout, int* length, MPI_Datatype*) {
   // MPI's user function: `inout` = `in` (op) `inout`; the ops are commutative.
   reduce_into(Dtype, Op, inout, in, static_cast<size_t>(*length));
 }
@@ -88,18 +89,41 @@ void MpiRuntime::start() {
 #if defined(MPIX_CUDA_AWARE_SUPPORT)
   cuda_aware_ = MPIX_Query_cuda_support() == 1;  // the library's answer, at run time
 #endif
-  static constexpr UserFunction kFunctions[2][4] = {
-      {half_op<DType::f16, ReduceOp::sum>, half_op<DType::f16, ReduceOp::prod>,
-       half_op<DType::f16, ReduceOp::min>, half_op<DType::f16, ReduceOp::max>},
-      {half_op<DType::bf16, ReduceOp::sum>, half_op<DType::bf16, ReduceOp::prod>,
-       half_op<DType::bf16, ReduceOp::min>, half_op<DType::bf16, ReduceOp::max>}};
-  for (int d = 0; d < 2; ++d)
-    for (int o = 0; o < 4; ++o)
-      check_mpi(MPI_Op_create(kFunctions[d][o], /*commute=*/1, &half_ops_[d][o]), "hal dist",
-                "MPI_Op_create");
+  create_ops();
+  read_tag_bound();
   log(LogLevel::debug, std::string("hal dist: MPI ") + (by_hal_ ? "initialised by hal" : "in use") +
                            ", thread level " + std::to_string(provided_) +
                            (cuda_aware_ ? ", CUDA-aware" : ", not CUDA-aware"));
+}
+
+void MpiRuntime::create_ops() {
+  static constexpr UserFunction kHalf[2][4] = {
+      {host_op<DType::f16, ReduceOp::sum>, host_op<DType::f16, ReduceOp::prod>,
+       host_op<DType::f16, ReduceOp::min>, host_op<DType::f16, ReduceOp::max>},
+      {host_op<DType::bf16, ReduceOp::sum>, host_op<DType::bf16, ReduceOp::prod>,
+       host_op<DType::bf16, ReduceOp::min>, host_op<DType::bf16, ReduceOp::max>}};
+  // MPI_MAX and MPI_MIN leave NaN to the C comparison, which keeps or drops it by the ranks'
+  // order; hal's own propagate it, as torch and hal's small collectives do.
+  static constexpr UserFunction kFloat[2][2] = {
+      {host_op<DType::f32, ReduceOp::min>, host_op<DType::f32, ReduceOp::max>},
+      {host_op<DType::f64, ReduceOp::min>, host_op<DType::f64, ReduceOp::max>}};
+  for (int d = 0; d < 2; ++d) {
+    for (int o = 0; o < 4; ++o)
+      check_mpi(MPI_Op_create(kHalf[d][o], /*commute=*/1, &half_ops_[d][o]), "hal dist",
+                "MPI_Op_create");
+    for (int o = 0; o < 2; ++o)
+      check_mpi(MPI_Op_create(kFloat[d][o], /*commute=*/1, &float_ops_[d][o]), "hal dist",
+                "MPI_Op_create");
+  }
+}
+
+void MpiRuntime::read_tag_bound() {
+  int* bound = nullptr;
+  int found = 0;
+  // The same on every process of the job (MPI's attribute of MPI_COMM_WORLD).
+  if (MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &bound, &found) == MPI_SUCCESS && found &&
+      bound != nullptr)
+    tag_ub_ = *bound;
 }
 
 MpiRuntime::~MpiRuntime() = default;
@@ -142,27 +166,41 @@ void MpiRuntime::finalize() {
   int done = 0;
   MPI_Finalized(&done);
   if (done) return;
-  for (auto& ops : half_ops_)
-    for (MPI_Op& op : ops)
-      if (op != MPI_OP_NULL && op != nullptr) MPI_Op_free(&op);
-  if (by_hal_) finalize_within_timeout();
+  free_ops();
+  if (by_hal_) finalize_within_bound();
 }
 
-void MpiRuntime::finalize_within_timeout() {
-  // Open MPI's MPI_Finalize waits for every process of the job. One that saw a peer fail exits
-  // unfinalised, and one that died never finalises: without a bound a rank that left early
-  // would wait for them until the job's own time limit.
-  Clock::duration bound = std::chrono::seconds(60);
+void MpiRuntime::free_ops() {
+  auto free_all = [](auto& table) {
+    for (auto& ops : table)
+      for (MPI_Op& op : ops)
+        if (op != MPI_OP_NULL && op != nullptr) MPI_Op_free(&op);
+  };
+  free_all(half_ops_);
+  free_all(float_ops_);
+}
+
+void MpiRuntime::finalize_within_bound() {
+  // MPI_Finalize waits for every process of the job: for one still at work (a checkpoint) as
+  // for one that left without finalising, and this process cannot tell them apart. So hal waits
+  // as MPI does (plain mpirun ends the job once a process exits unfinalised), unless
+  // HAL_DIST_FINALIZE_TIMEOUT bounds it (for --enable-recovery, where mpirun does not).
+  std::optional<Clock::duration> bound;
   try {
-    bound = timeout();
-  } catch (const Error&) {  // a malformed HAL_DIST_TIMEOUT was reported at the collectives
+    bound = finalize_timeout();
+  } catch (const Error& e) {  // too late to throw: said, and MPI waits as it would
+    std::fprintf(stderr, "hal: %s; MPI_Finalize waits without a bound\n", e.message().c_str());
   }
-  const double seconds = std::chrono::duration<double>(bound).count();
-  const uint64_t ticket = watch(Clock::now() + bound, [seconds] {
+  if (!bound) {
+    MPI_Finalize();
+    return;
+  }
+  const double seconds = std::chrono::duration<double>(*bound).count();
+  const uint64_t ticket = watch(Clock::now() + *bound, [seconds] {
     std::fprintf(stderr,
-                 "hal: MPI_Finalize did not complete within %.2f s (HAL_DIST_TIMEOUT): another "
-                 "process of the job left without finalising (after a fault, or dead); this one "
-                 "exits without it\n",
+                 "hal: MPI_Finalize did not complete within %.2f s (HAL_DIST_FINALIZE_TIMEOUT): "
+                 "another process of the job left without finalising (after a fault, or dead), "
+                 "or is still working; this one exits without it\n",
                  seconds);
     std::fflush(stderr);
     std::_Exit(EXIT_FAILURE);
@@ -196,6 +234,8 @@ MPI_Datatype MpiRuntime::datatype(DType dtype) const {
 MPI_Op MpiRuntime::op(ReduceOp op, DType dtype) const {
   if (dtype == DType::f16 || dtype == DType::bf16)
     return half_ops_[dtype == DType::f16 ? 0 : 1][op_index(op)];
+  if ((dtype == DType::f32 || dtype == DType::f64) && (op == ReduceOp::min || op == ReduceOp::max))
+    return float_ops_[dtype == DType::f32 ? 0 : 1][op == ReduceOp::max ? 1 : 0];
   if (dtype == DType::boolean)  // bytes of 0 and 1: or is max, and is min
     return (op == ReduceOp::sum || op == ReduceOp::max) ? MPI_MAX : MPI_MIN;
   switch (op) {

@@ -1,6 +1,7 @@
 // MPI for hal: initialised on first use (MPI_THREAD_MULTIPLE) unless the application did it,
 // finalised at exit if hal initialised it; the datatypes and reduction ops of hal's dtypes
-// (f16 and bf16 through user ops); whether the library is CUDA-aware.
+// (f16 and bf16, and f32 and f64 min and max, through user ops); whether the library is
+// CUDA-aware; its largest tag.
 #pragma once
 
 #include <mpi.h>
@@ -34,8 +35,10 @@ class MpiRuntime {
 
   MPI_Datatype datatype(DType dtype) const;
   // The reduction of `op` in `dtype` (avg: sum, which the caller divides; bool: logic on
-  // bytes).
+  // bytes; floating min and max: NaN wins, whatever the order of the ranks).
   MPI_Op op(ReduceOp op, DType dtype) const;
+  // MPI_TAG_UB: the largest tag a message may carry (32767 at least; the same on every process).
+  int tag_ub() const { return tag_ub_; }
 
   // "MPI_ERR_TRUNCATE: message truncated" for an error code.
   static std::string describe(int code);
@@ -58,8 +61,12 @@ class MpiRuntime {
  private:
   MpiRuntime() = default;
   void start();
-  // MPI_Finalize, or after HAL_DIST_TIMEOUT a line on stderr and _Exit(EXIT_FAILURE).
-  void finalize_within_timeout();
+  void create_ops();
+  void free_ops();
+  void read_tag_bound();
+  // MPI_Finalize; with HAL_DIST_FINALIZE_TIMEOUT set, past it a line on stderr and
+  // _Exit(EXIT_FAILURE).
+  void finalize_within_bound();
 
   bool by_hal_ = false;
   bool cuda_aware_ = false;
@@ -70,6 +77,9 @@ class MpiRuntime {
   std::mutex serial_;
   // f16 and bf16, each for sum, prod, min, max.
   MPI_Op half_ops_[2][4] = {};
+  // f32 and f64, each for min and max.
+  MPI_Op float_ops_[2][2] = {};
+  int tag_ub_ = 32767;  // MPI's guaranteed least until read
 
   void watchdog_loop();
   std::mutex watch_mutex_;
