@@ -63,7 +63,9 @@ TEST(Plugins, EveryCandidateIsListedWithWhyItLoadedOrNot) {
   const PluginInfo* garbage = find_plugin(all, "not_a_library.so");
   ASSERT_NE(garbage, nullptr);
   EXPECT_FALSE(garbage->loaded);
-  EXPECT_NE(garbage->reason.find("cannot load plugin"), std::string::npos) << garbage->reason;
+  // Its ELF header is read before dlopen sees it.
+  for (const char* part : {"skipped: ", "not_a_library.so is not an ELF file"})
+    EXPECT_NE(garbage->reason.find(part), std::string::npos) << garbage->reason;
 
   // None of them stopped hal or hid another backend.
   EXPECT_NO_THROW(device("cpu:0"));

@@ -1,12 +1,17 @@
 #include "backends/plugin/plugin_backend.hpp"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "backends/plugin/plugin_device.hpp"
 #include "hal/log.hpp"
@@ -16,21 +21,75 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// "1", "1.2.3": numbers joined by single dots, as a library's version follows its ".so".
+bool is_version(std::string_view text) {
+  if (text.empty() || text.front() == '.' || text.back() == '.') return false;
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '.' ? text[i - 1] == '.' : !std::isdigit(static_cast<unsigned char>(text[i])))
+      return false;
+  return true;
+}
+
+// A shared library's file name split after its ".so": "libx.so.1.10" is libx.so and {1, 10}.
+struct LibraryName {
+  std::string base;
+  std::vector<std::string> version;
+};
+
+// The parts of a library's name, `*.so` or `*.so.` and a version; none for any other name, so
+// that a copy put aside (libx.so.bak, libx.so.disabled) is not loaded.
+std::optional<LibraryName> library_name(const std::string& name) {
+  for (size_t at = name.find(".so", 1); at != std::string::npos; at = name.find(".so", at + 1)) {
+    const size_t end = at + 3;
+    if (end == name.size()) return LibraryName{name, {}};
+    if (name[end] != '.' || !is_version(std::string_view(name).substr(end + 1))) continue;
+    LibraryName parts{name.substr(0, end), {}};
+    std::stringstream numbers(name.substr(end + 1));
+    for (std::string number; std::getline(numbers, number, '.');) parts.version.push_back(number);
+    return parts;
+  }
+  return std::nullopt;
+}
+
 bool looks_like_library(const fs::path& path) {
-  const std::string name = path.filename().string();
-  return name.size() > 3 && (name.ends_with(".so") || name.find(".so.") != std::string::npos);
+  return library_name(path.filename().string()).has_value();
+}
+
+// Decimal numbers by value (leading zeros aside), however many digits they have.
+bool number_less(std::string_view a, std::string_view b) {
+  a.remove_prefix(std::min(a.find_first_not_of('0'), a.size()));
+  b.remove_prefix(std::min(b.find_first_not_of('0'), b.size()));
+  return a.size() != b.size() ? a.size() < b.size() : a < b;
+}
+
+// Libraries by name, a version's numbers by value (libx.so.1.9 before libx.so.1.10): the first
+// of two that name the same backend is the one loaded.
+bool library_before(const fs::path& a, const fs::path& b) {
+  const std::string a_name = a.filename().string(), b_name = b.filename().string();
+  const LibraryName x = library_name(a_name).value(), y = library_name(b_name).value();
+  if (x.base != y.base) return x.base < y.base;
+  const auto version_less = [](const LibraryName& p, const LibraryName& q) {
+    return std::lexicographical_compare(p.version.begin(), p.version.end(), q.version.begin(),
+                                        q.version.end(), number_less);
+  };
+  if (version_less(x, y) || version_less(y, x)) return version_less(x, y);
+  return a_name < b_name;  // libx.so.01 and libx.so.1: still one order
 }
 
 // Why `path` is no candidate for dlopen, empty when it is one: only regular files (links
-// followed) are, since dlopen of a FIFO, say, blocks for ever.
+// followed) are, since dlopen of a FIFO, say, blocks for ever, and only whole ELF libraries for
+// this machine, since dlopen of one cut short kills the process with SIGBUS.
 std::string why_skipped(const std::string& path) {
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
+  if (error == std::errc::too_many_symbolic_link_levels) return "a symbolic link loop";
   switch (status.type()) {
     case fs::file_type::regular:
-      return "";
+      return elf_defect(path);
     case fs::file_type::not_found:
-      return fs::is_symlink(fs::symlink_status(path, error)) ? "a link to nothing" : "no such file";
+      return fs::is_symlink(fs::symlink_status(path, error))
+                 ? "a link to nothing (a broken symbolic link)"
+                 : "no such file";
     case fs::file_type::directory:
       return "a directory, not a file";
     case fs::file_type::fifo:
@@ -49,11 +108,11 @@ std::string why_skipped(const std::string& path) {
 void add_candidates(const fs::path& entry, std::vector<std::string>& out) {
   std::error_code error;
   if (fs::is_directory(entry, error)) {
-    std::vector<std::string> found;
+    std::vector<fs::path> found;
     for (const auto& file : fs::directory_iterator(entry, error))
-      if (looks_like_library(file.path())) found.push_back(file.path().string());
-    std::sort(found.begin(), found.end());
-    out.insert(out.end(), found.begin(), found.end());
+      if (looks_like_library(file.path())) found.push_back(file.path());
+    std::sort(found.begin(), found.end(), library_before);
+    for (const fs::path& file : found) out.push_back(file.string());
   } else {
     out.push_back(entry.string());  // a file, or a path that is none: plugins() says so
   }
@@ -66,7 +125,61 @@ fs::path bundled_folder() {
   return fs::path(info.dli_fname).parent_path() / "hal" / "plugins";
 }
 
-std::vector<std::string> candidate_paths() {
+// One file to examine, and the candidate before it that is the same file by another name.
+struct Candidate {
+  std::string path;
+  std::string same_as;  // empty unless this is a duplicate
+};
+
+// A file as the system knows it: hard links (and bind mounts) share the device and inode.
+struct FileId {
+  dev_t device;
+  ino_t inode;
+  bool operator==(const FileId&) const = default;
+};
+
+std::optional<FileId> file_id(const std::string& path) {
+  struct stat file {};
+  if (::stat(path.c_str(), &file) != 0) return std::nullopt;
+  return FileId{file.st_dev, file.st_ino};
+}
+
+// `path` with its links resolved; one that cannot be (a link loop) is kept as written, made
+// absolute, so that each such path stays a candidate of its own.
+fs::path resolved(const std::string& path) {
+  std::error_code error;
+  const fs::path canonical = fs::weakly_canonical(path, error);
+  if (!error) return canonical;
+  const fs::path absolute = fs::absolute(path, error);
+  return (error ? fs::path(path) : absolute).lexically_normal();
+}
+
+// Each file once. A path that resolves to one seen (named twice, or through a link) is dropped;
+// another name of a file seen (a hard link) is kept as a duplicate, not loaded, since dlopen
+// would return the library already loaded and hal_plugin_init would run on it twice.
+std::vector<Candidate> without_repeats(const std::vector<std::string>& paths) {
+  std::vector<Candidate> out;
+  std::vector<fs::path> seen_paths;
+  std::vector<std::pair<FileId, std::string>> seen_files;
+  for (const std::string& path : paths) {
+    const fs::path canonical = resolved(path);
+    if (std::find(seen_paths.begin(), seen_paths.end(), canonical) != seen_paths.end()) continue;
+    seen_paths.push_back(canonical);
+    Candidate candidate{path, ""};
+    if (const std::optional<FileId> id = file_id(path)) {
+      const auto first = std::find_if(seen_files.begin(), seen_files.end(),
+                                      [&](const auto& seen) { return seen.first == *id; });
+      if (first != seen_files.end())
+        candidate.same_as = first->second;
+      else
+        seen_files.emplace_back(*id, path);
+    }
+    out.push_back(std::move(candidate));
+  }
+  return out;
+}
+
+std::vector<Candidate> candidate_paths() {
   std::vector<std::string> out;
   if (const char* path = std::getenv("HAL_PLUGIN_PATH")) {
     std::stringstream entries(path);
@@ -77,16 +190,14 @@ std::vector<std::string> candidate_paths() {
   const fs::path bundled = bundled_folder();
   std::error_code error;
   if (!bundled.empty() && fs::is_directory(bundled, error)) add_candidates(bundled, out);
-  // The same file twice (named by both) is examined once.
-  std::vector<std::string> unique;
-  std::vector<fs::path> seen;
-  for (const std::string& candidate : out) {
-    const fs::path canonical = fs::weakly_canonical(candidate, error);
-    if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) continue;
-    seen.push_back(canonical);
-    unique.push_back(candidate);
-  }
-  return unique;
+  return without_repeats(out);
+}
+
+std::string why_skipped(const Candidate& candidate) {
+  if (!candidate.same_as.empty())
+    return "a duplicate of " + candidate.same_as +
+           ": the same file (device and inode) by another name, examined once";
+  return why_skipped(candidate.path);
 }
 
 }  // namespace
@@ -129,10 +240,11 @@ const Discovery& discover_plugins(const std::vector<std::string>& taken) {
   static std::once_flag once;
   std::call_once(once, [&] {
     std::vector<std::string> names = taken;
-    for (const std::string& path : candidate_paths()) {
+    for (const Candidate& candidate : candidate_paths()) {
+      const std::string& path = candidate.path;
       PluginInfo info;
       info.path = path;
-      if (std::string why = why_skipped(path); !why.empty()) {
+      if (std::string why = why_skipped(candidate); !why.empty()) {
         info.reason = "skipped: " + why;
         log(LogLevel::warn, "plugin " + path + " " + info.reason);
         discovery.candidates.push_back(std::move(info));

@@ -30,9 +30,16 @@ struct PluginLibrary {
 // valid name. Throws hal::Error (PluginAbiMismatch, BackendUnavailable) saying what is wrong.
 void check_plugin_table(const hal_plugin_api* api, const std::string& path);
 
+// Why the file at `path` must not reach dlopen, empty when it may: it is an ELF shared library
+// for this machine (class, byte order, architecture) whose headers and segments all lie within
+// the file. dlopen maps a file cut short (a partial copy) and the process dies of SIGBUS where
+// the file ends, so this reads the headers with pread first. The message names the file.
+std::string elf_defect(const std::string& path);
+
 // Loads the plugin at `path` and checks what it returned: the entry point, the ABI's major
 // version (PluginAbiMismatch naming both versions), the table's required functions, the name.
-// Throws hal::Error saying what failed; a failed library is closed again.
+// Throws hal::Error saying what failed (elf_defect's reason, before dlopen); a failed library
+// is closed again.
 PluginLibrary load_plugin(const std::string& path);
 
 }  // namespace hal::plugin
