@@ -16,6 +16,24 @@ namespace {
 
 using release_gil = py::call_guard<py::gil_scoped_release>;
 
+// What a device or backend says of itself, as a Python str. A plugin's strings are cut to fit
+// their fields (plugin.h), perhaps inside a UTF-8 sequence, and a driver's messages may quote
+// file names that are not UTF-8: those bytes become \xff escapes, as in hal's error messages,
+// where strict decoding would raise UnicodeDecodeError instead of naming the device.
+py::str text(const std::string& said) {
+  PyObject* decoded =
+      PyUnicode_DecodeUTF8(said.data(), static_cast<Py_ssize_t>(said.size()), "backslashreplace");
+  if (!decoded) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(decoded);
+}
+
+// A count by name (summary's by_vendor, ...) with the names as text().
+py::dict count_dict(const std::map<std::string, uint32_t>& counts) {
+  py::dict dict;
+  for (const auto& [name, count] : counts) dict[text(name)] = count;
+  return dict;
+}
+
 // A figure the device could not tell is None, never 0.
 py::object memory_figure(const MemoryFigure& figure) {
   if (figure.provenance == Provenance::unknown) return py::none();
@@ -31,14 +49,14 @@ py::list dtype_list(const std::vector<DType>& dtypes) {
 py::dict info_dict(const Device& device) {
   const DeviceInfo& info = device.info();
   py::dict dict;
-  dict["id"] = info.id;
-  dict["uuid"] = info.uuid;
-  dict["name"] = info.name;
-  dict["vendor"] = info.vendor;
+  dict["id"] = text(info.id);
+  dict["uuid"] = text(info.uuid);
+  dict["name"] = text(info.name);
+  dict["vendor"] = text(info.vendor);
   dict["kind"] = std::string(to_string(info.kind));
-  dict["backend"] = std::string(info.backend());
-  dict["architecture"] = info.architecture;
-  dict["driver_version"] = info.driver_version;
+  dict["backend"] = text(std::string(info.backend()));
+  dict["architecture"] = text(info.architecture);
+  dict["driver_version"] = text(info.driver_version);
   dict["memory_total"] = memory_figure(info.memory_total);
   dict["memory_free"] = memory_figure(info.memory_free);
   dict["compute_units"] = info.compute_units;
@@ -60,7 +78,7 @@ py::dict info_dict(const Device& device) {
   for (const CacheInfo& cache : info.caches) {
     py::dict entry;
     entry["level"] = cache.level;
-    entry["type"] = cache.type;
+    entry["type"] = text(cache.type);
     entry["size_bytes"] = cache.size_bytes;
     entry["line_bytes"] = cache.line_bytes;
     entry["count"] = cache.count;
@@ -77,10 +95,10 @@ py::dict info_dict(const Device& device) {
 
 py::dict backend_dict(const BackendStatus& status) {
   py::dict dict;
-  dict["name"] = status.name;
+  dict["name"] = text(status.name);
   dict["compiled_in"] = status.compiled_in;
   dict["available"] = status.available;
-  dict["reason"] = status.reason;
+  dict["reason"] = text(status.reason);
   dict["device_count"] = status.device_count;
   return dict;
 }
@@ -100,9 +118,9 @@ py::dict summary_dict() {
   py::list backends;
   for (const BackendStatus& status : summary.backends) backends.append(backend_dict(status));
   dict["backends"] = backends;
-  dict["by_backend"] = summary.by_backend;
-  dict["by_vendor"] = summary.by_vendor;
-  dict["by_kind"] = summary.by_kind;
+  dict["by_backend"] = count_dict(summary.by_backend);
+  dict["by_vendor"] = count_dict(summary.by_vendor);
+  dict["by_kind"] = count_dict(summary.by_kind);
   dict["memory_total_bytes"] = summary.memory_total_bytes;
   dict["memory_free_bytes"] = summary.memory_free_bytes;
   return dict;
@@ -144,8 +162,8 @@ void bind_devices(py::module_& m) {
   py::class_<Device> device_class(m, "Device", "A handle to one compute device; cheap to copy.");
   device_class.def(py::init([](const std::string& id) { return hal::device(id); }), py::arg("id"))
       .def_property_readonly("id", &Device::id)
-      .def_property_readonly("name", [](const Device& d) { return d.info().name; })
-      .def_property_readonly("vendor", [](const Device& d) { return d.info().vendor; })
+      .def_property_readonly("name", [](const Device& d) { return text(d.info().name); })
+      .def_property_readonly("vendor", [](const Device& d) { return text(d.info().vendor); })
       .def_property_readonly("kind",
                              [](const Device& d) { return std::string(to_string(d.info().kind)); })
       .def_property_readonly("backend",

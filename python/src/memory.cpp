@@ -76,11 +76,16 @@ uint64_t limit_bytes(py::handle limit) {
     if (!parsed.value) throw Error(ErrorCode::InvalidArgument, parsed.error);
     return *parsed.value;
   }
-  const auto bytes = limit.cast<int64_t>();
-  if (bytes < 0)
+  if (!is_integer(limit))
+    throw Error(ErrorCode::InvalidArgument, "memory limit: " + py::repr(limit).cast<std::string>() +
+                                                " is not an int, a size ('8G') or None");
+  const std::optional<int64_t> bytes = to_int64(limit);
+  // 0 is the allocator's "no limit": given as a number it would lift the limit silently.
+  if (!bytes || *bytes <= 0)
     throw Error(ErrorCode::InvalidArgument,
-                "memory limit: " + std::to_string(bytes) + " bytes is negative");
-  return static_cast<uint64_t>(bytes);
+                "memory limit: " + py::repr(limit).cast<std::string>() +
+                    " bytes is not a positive int64; give None for no limit");
+  return static_cast<uint64_t>(*bytes);
 }
 
 }  // namespace
@@ -112,7 +117,7 @@ void bind_memory(py::module_&, py::class_<Device>& device) {
             d.allocator(to_kind(kind)).set_limit(limit_bytes(limit));
           },
           py::arg("limit"), py::arg("kind") = "device",
-          "A hard limit on the bytes reserved: an int, a size ('8G'), or None for none.")
+          "A hard limit on the bytes reserved: a positive int, a size ('8G'), or None for none.")
       .def(
           "memory_limit",
           [](const Device& d, const std::string& kind) -> py::object {

@@ -1,6 +1,10 @@
 """Devices: listing, lookup, what each says of itself, the summary, backends, the default device
 and its scope, selection with every candidate's reason."""
 
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 
 import numpy as np
@@ -94,6 +98,36 @@ def test_backends_say_why_one_is_unavailable():
     for backend in backends.values():
         assert backend["available"] or backend["reason"]
     assert "cpu" in hal.compiled_backends()
+
+
+def test_what_backends_say_keeps_bytes_that_are_not_utf8(tmp_path):
+    # A reason quoting a file name that is not UTF-8 (dlopen's, of a libcuda.so.1 that is no
+    # library) comes through with \xff escapes, as hal's errors do; strict decoding raised
+    # UnicodeDecodeError from hal.backends() and hal.summary(). A device's name and vendor, which
+    # a plugin may cut inside a UTF-8 sequence (plugin.h), go through the same conversion.
+    if "cuda" not in hal.compiled_backends():
+        pytest.skip("the CUDA backend is not compiled in: nothing dlopens libcuda.so.1")
+    drivers = os.path.join(os.fsencode(tmp_path), b"drivers-\xff")
+    os.mkdir(drivers)
+    with open(os.path.join(drivers, b"libcuda.so.1"), "wb") as junk:
+        junk.write(b"not a shared library")
+    code = """
+        import hal
+        reasons = [b["reason"] for b in hal.backends()]
+        assert reasons == [b["reason"] for b in hal.summary()["backends"]]
+        assert all(isinstance(d.name + d.vendor + d.info["name"], str) for d in hal.devices())
+        print("\\n".join(reason for reason in reasons if "libcuda" in reason))
+        """
+    search = [os.fsdecode(drivers), os.environ.get("LD_LIBRARY_PATH")]  # found first
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(filter(None, search))),
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    if "drivers-" not in result.stdout:
+        pytest.skip(f"the CUDA backend's reason quotes no file: {result.stdout!r}")
+    assert "drivers-\\xff/libcuda.so.1" in result.stdout
 
 
 def test_default_device_and_its_scope_per_thread(device):

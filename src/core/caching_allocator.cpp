@@ -3,7 +3,9 @@
 #include "core/trace_record.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <iterator>
 #include <thread>
 #include <utility>
@@ -188,34 +190,80 @@ CachingAllocator::~CachingAllocator() {
   release_segments();
 }
 
+namespace {
+
+// The largest allocation the device takes of `kind`: its limit is the device memory's alone
+// (pinned host memory is the host's); 0 where there is none.
+uint64_t largest_allocation(const DeviceImpl& device, MemoryKind kind) {
+  return kind == MemoryKind::device ? device.info().limits.max_allocation_bytes : 0;
+}
+
+// A request past the device's largest allocation, refused before any segment is tried, in the
+// words Device::allocate uses for a direct allocation.
+void refuse_past_largest(const DeviceImpl& device, MemoryKind kind, size_t bytes) {
+  const uint64_t limit = largest_allocation(device, kind);
+  if (limit == 0 || bytes <= limit) return;
+  const DeviceInfo& info = device.info();
+  throw Error(ErrorCode::OutOfMemory, "allocate on " + info.id + ": " + std::to_string(bytes) +
+                                          " bytes (" + format_bytes(bytes) +
+                                          ") exceeds the device's largest allocation of " +
+                                          std::to_string(limit) + " bytes (" + format_bytes(limit) +
+                                          "); total " + format_bytes(info.memory_total.bytes) +
+                                          ", free " + format_memory(device.memory_free()));
+}
+
+// Whether a flush would give the pools anything: blocks parked in, or returned to, a thread's
+// cache. caches_mutex_ held.
+bool any_parked(const std::vector<std::shared_ptr<CachingAllocator::Cache>>& caches) {
+  return std::any_of(caches.begin(), caches.end(), [](const auto& cache) {
+    return cache->parked_bytes.load(std::memory_order_relaxed) > 0 ||
+           cache->returned_bytes.load(std::memory_order_relaxed) > 0;
+  });
+}
+
+}  // namespace
+
 BufferPtr CachingAllocator::allocate_block(size_t bytes) {
   if (hold_count_.load(std::memory_order_relaxed) > 0) drop_holds(false);
   Cache* own = thread_cache(true);
   if (own) {
     if (BufferPtr parked = take_parked(*own, bytes)) return parked;
   }
-  try {
-    return allocate_once(bytes, own);
-  } catch (const Error& error) {
-    if (error.code() != ErrorCode::OutOfMemory) throw;
-    // Memory held for work of other libraries (record_stream) and blocks parked in threads'
-    // caches: wait for the one, flush the other, then try again.
+  // Memory held for work of other libraries (record_stream) and blocks parked in threads'
+  // caches: wait for the one, flush the other; whether that left anything to retry with.
+  const auto make_room = [&] {
     const size_t dropped = drop_holds(true);
-    bool flushed = false;
+    bool parked = false;
     {
       std::lock_guard lock(caches_mutex_);
-      for (const auto& cache : caches_)
-        flushed = flushed || cache->parked_bytes.load(std::memory_order_relaxed) > 0 ||
-                  cache->returned_bytes.load(std::memory_order_relaxed) > 0;
+      parked = any_parked(caches_);
     }
-    if (dropped == 0 && !flushed) throw;
+    if (dropped == 0 && !parked) return false;
     flush_thread_caches();
-    {
-      std::lock_guard lock(mutex_);
-      ++stats_.num_alloc_retries;
-      --stats_.num_ooms;  // counted again below if this attempt fails too
+    std::lock_guard lock(mutex_);
+    ++stats_.num_alloc_retries;
+    return true;
+  };
+  // Each refusal counts once in num_ooms, here: whichever check made it, after the retry where
+  // there was one.
+  try {
+    if (bytes > SIZE_MAX - kRoundLarge) {
+      std::lock_guard lock(mutex_);  // the message reads the figures
+      throw_out_of_memory(bytes, 0, "the size overflows");
+    }
+    refuse_past_largest(device_, kind_, bytes);  // no retry makes room for it
+    try {
+      return allocate_once(bytes, own);
+    } catch (const Error& error) {
+      if (error.code() != ErrorCode::OutOfMemory || !make_room()) throw;
     }
     return allocate_once(bytes, own);
+  } catch (const Error& error) {
+    if (error.code() == ErrorCode::OutOfMemory) {
+      std::lock_guard lock(mutex_);
+      ++stats_.num_ooms;
+    }
+    throw;
   }
 }
 
@@ -537,7 +585,6 @@ size_t CachingAllocator::drop_holds(bool wait) {
 }
 
 BufferPtr CachingAllocator::allocate_once(size_t bytes, Cache* own) {
-  if (bytes > SIZE_MAX - kRoundLarge) throw_out_of_memory(bytes, 0, "the size overflows");
   const size_t size = round_size(bytes);
   Pending pending;
   Block* block;
@@ -558,8 +605,8 @@ BufferPtr CachingAllocator::allocate_once(size_t bytes, Cache* own) {
     if (block) {
       ++stats_.cache_hits;
     } else {
-      ++stats_.cache_misses;
       block = new_segment(small, size);
+      ++stats_.cache_misses;  // once the segment is made: a refused allocation is no miss
     }
     block = split(block, size, pool);
     block->allocated = true;
@@ -640,7 +687,7 @@ CachingAllocator::Block* CachingAllocator::new_segment(bool small, size_t size) 
       initial_reserve_made_ = true;
     }
   }
-  const uint64_t device_max = device_.info().limits.max_allocation_bytes;
+  const uint64_t device_max = largest_allocation(device_, kind_);
   if (device_max > 0 && segment_bytes > device_max && size <= device_max) segment_bytes = size;
 
   const size_t rounded = segment_bytes;
@@ -678,8 +725,7 @@ CachingAllocator::Block* CachingAllocator::new_segment(bool small, size_t size) 
       ++stats_.num_alloc_retries;
       continue;
     }
-    ++stats_.num_ooms;
-    throw_out_of_memory(size, segment_bytes, why);
+    throw_out_of_memory(size, segment_bytes, why);  // counted by allocate_block
   }
   Segment& segment = segments_.emplace_back(
       Segment{next_segment_id_++, std::move(storage), segment_bytes, small, {}});
@@ -901,16 +947,39 @@ void CachingAllocator::set_limit(uint64_t bytes) {
   if (bytes && stats_.reserved_bytes.current > bytes) release_cached();
 }
 
+namespace {
+
+// "1e-10", "0.5", "nan": std::to_string's six decimals would show a tiny fraction as 0.
+std::string fraction_text(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", fraction);
+  return text;
+}
+
+// `fraction` (0, 1] of `total` bytes, rounded up: a positive fraction never becomes 0, which
+// means no limit. In double, a total near 2^64 (a plugin's claim) rounds up past uint64_t's
+// range, whose conversion is undefined: such a product is the total itself.
+uint64_t fraction_of(uint64_t total, double fraction) {
+  const double bytes = std::ceil(fraction * static_cast<double>(total));
+  constexpr double kPastLargest = 18446744073709551616.0;  // 2^64
+  if (bytes >= kPastLargest) return total;
+  return std::clamp<uint64_t>(static_cast<uint64_t>(bytes), 1, total);
+}
+
+}  // namespace
+
 void CachingAllocator::set_limit_fraction(double fraction) {
   const DeviceInfo& info = device_.info();
   if (!(fraction > 0.0 && fraction <= 1.0))
     throw Error(ErrorCode::InvalidArgument, "allocator of " + info.id + ": limit fraction " +
-                                                std::to_string(fraction) + " is not in (0, 1]");
-  // In double, a total near 2^64 (a plugin's claim) rounds up past uint64_t's range, whose
-  // conversion is undefined (it gave 0: no limit at all).
-  const double bytes = fraction * static_cast<double>(info.memory_total.bytes);
-  constexpr double kPastLargest = 18446744073709551616.0;  // 2^64
-  set_limit(bytes >= kPastLargest ? info.memory_total.bytes : static_cast<uint64_t>(bytes));
+                                                fraction_text(fraction) + " is not in (0, 1]");
+  // Any fraction of 0 bytes would be 0: no limit at all.
+  if (info.memory_total.bytes == 0)
+    throw Error(ErrorCode::Unsupported,
+                "allocator of " + info.id + ": limit fraction " + fraction_text(fraction) +
+                    " of the device's memory, which the device does not tell; set a limit in "
+                    "bytes (set_limit) instead");
+  set_limit(fraction_of(info.memory_total.bytes, fraction));
 }
 
 uint64_t CachingAllocator::add_pressure_callback(MemoryPressureCallback callback) {

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <limits>
+#include <optional>
 
 #include "core/text.hpp"
 #include "hal/error.hpp"
+#include "hal/plugin_discovery.hpp"
 
 namespace hal {
 namespace {
@@ -28,6 +32,39 @@ bool all_of(std::string_view text, int (*predicate)(int)) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [predicate](char c) {
     return predicate(static_cast<unsigned char>(c)) != 0;
   });
+}
+
+// A decimal index, bounded by its value, not its digits ("0000000001" is 1): at most
+// UINT32_MAX, the largest index a backend gives (plugin.h counts devices in 32 bits).
+std::optional<uint64_t> parse_index(const std::string& digits) {
+  uint32_t index = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  return index;
+}
+
+// A plugin that did not load and why, naming its file once (most reasons name it already).
+std::string why_not_loaded(const PluginInfo& plugin) {
+  if (plugin.reason.find(plugin.path) != std::string::npos) return plugin.reason;
+  return plugin.path + ": " + plugin.reason;
+}
+
+// For a selector's unknown backend, which may be a plugin's: the plugins that did not load and
+// why (only the one that names `backend`, where one does; the first few otherwise); nothing
+// when every plugin loaded. Asked only on this error path: the registry has loaded them by then.
+std::string plugins_not_loaded(const std::string& backend) {
+  constexpr size_t kListed = 3;
+  std::vector<std::string> failed;
+  for (const PluginInfo& plugin : plugins()) {
+    if (plugin.loaded) continue;
+    if (plugin.name == backend) return "; its plugin did not load: " + why_not_loaded(plugin);
+    failed.push_back(why_not_loaded(plugin));
+  }
+  if (failed.empty()) return "";
+  std::string list;
+  for (size_t i = 0; i < std::min(failed.size(), kListed); ++i) list += (i ? "; " : "") + failed[i];
+  if (failed.size() > kListed) list += "; and " + std::to_string(failed.size() - kListed) + " more";
+  return "; plugins that did not load (see `hal plugins`): " + list;
 }
 
 uint64_t device_index(const DeviceInfo& info) {
@@ -70,9 +107,12 @@ DeviceSelector DeviceSelector::parse(std::string_view text) {
       if (token == "*") {
         device.kind = DeviceTerm::Kind::any;
       } else if (all_of(token, &isdigit)) {
-        if (token.size() > 9) throw fail("device index '" + token + "' is too large");
+        const std::optional<uint64_t> index = parse_index(token);
+        if (!index)
+          throw fail("device index '" + token + "' is too large (at most " +
+                     std::to_string(std::numeric_limits<uint32_t>::max()) + ")");
         device.kind = DeviceTerm::Kind::index;
-        device.index = std::stoull(token);
+        device.index = *index;
       } else if (token == "cpu" || token == "gpu" || token == "accelerator") {
         device.kind = DeviceTerm::Kind::device_kind;
         device.device_kind = token == "cpu"   ? DeviceKind::cpu
@@ -152,7 +192,8 @@ void DeviceSelector::check_backends(const std::vector<std::string>& known) const
     std::string list;
     for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
     throw Error(ErrorCode::InvalidArgument, "device selector '" + text_ + "': unknown backend '" +
-                                                term.backend + "'; known backends: " + list);
+                                                term.backend + "'; known backends: " + list +
+                                                plugins_not_loaded(term.backend));
   }
 }
 

@@ -1,7 +1,9 @@
 #include "hal/summary.hpp"
 
 #include <algorithm>
+#include <limits>
 
+#include "core/checked_math.hpp"
 #include "hal/error.hpp"
 
 namespace hal {
@@ -16,6 +18,12 @@ MemoryFigure free_memory(const Device& device) {
   } catch (const Error&) {
     return {};
   }
+}
+
+// Device memory summed, held at the largest figure rather than wrapped: plugins may claim
+// figures near 2^64 (plugin.h takes them as given).
+uint64_t saturating_add(uint64_t sum, uint64_t bytes) {
+  return detail::checked_add(sum, bytes).value_or(std::numeric_limits<uint64_t>::max());
 }
 
 }  // namespace
@@ -37,12 +45,12 @@ Summary summary() {
     if (host_memory)
       largest_host = std::max(largest_host, info.memory_total.bytes);
     else
-      out.memory_total_bytes += info.memory_total.bytes;
+      out.memory_total_bytes = saturating_add(out.memory_total_bytes, info.memory_total.bytes);
     if (free.provenance == Provenance::unknown || (host_memory && host_free_counted)) continue;
-    out.memory_free_bytes += free.bytes;
+    out.memory_free_bytes = saturating_add(out.memory_free_bytes, free.bytes);
     host_free_counted = host_free_counted || host_memory;
   }
-  out.memory_total_bytes += largest_host;
+  out.memory_total_bytes = saturating_add(out.memory_total_bytes, largest_host);
   return out;
 }
 

@@ -44,6 +44,17 @@ const std::vector<CliCase> kCases{
     {{}, {"select", "--kind", "gpu,,cpu"}, 1, "--kind: an empty name"},
     {{"HAL_DEVICES=cpu:18446744073709551616"}, {"devices"}, 1, "HAL_DEVICES"},
     {{"HAL_DEVICES=cpu:-1"}, {"devices"}, 1, "HAL_DEVICES"},
+    // Past 9 digits but not past 2^32 - 1: the value is what counts.
+    {{"HAL_DEVICES=cpu:0000000000"}, {"devices"}, 0, "cpu:0"},
+    // A backend unknown because its plugin did not load: the error says which plugin and why.
+    {{"HAL_PLUGIN_PATH=/nonexistent/libgone.so", "HAL_DEVICES=gone:*"},
+     {"devices"},
+     1,
+     "unknown backend 'gone'; known backends: cpu"},
+    {{"HAL_PLUGIN_PATH=/nonexistent/libgone.so", "HAL_DEVICES=gone:*"},
+     {"devices"},
+     1,
+     "plugins that did not load (see `hal plugins`): /nonexistent/libgone.so"},
     {{"HAL_SIM_CONFIG=devices=4294967298"}, {"plugins"}, 0, "'4294967298' is out of range"},
     {{"HAL_SIM_CONFIG=memory=1e400"}, {"plugins"}, 0, "memory: '1e400'"},
     {{"HAL_SIM_CONFIG=fail_alloc_at=18446744073709551616"}, {"plugins"}, 0, "fail_alloc_at"},

@@ -118,6 +118,78 @@ TEST(CachingAllocator, ACallbackThatRemovesItselfIsNotCalledAgain) {
                      {std::to_string(id)});
 }
 
+// Each refused allocation is one out-of-memory, and no cache miss: a miss is an allocation a
+// new segment served, so hits and misses add up to the allocations made.
+TEST(CachingAllocator, ARefusedAllocationCountsAsAnOutOfMemoryAndNoMiss) {
+  auto device = std::make_shared<CountingDevice>(16 * kMiB);
+  auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
+  Buffer held = allocator->allocate(12 * kMiB);
+  for (int i = 0; i < 3; ++i)
+    test::expect_error([&] { allocator->allocate(12 * kMiB); }, ErrorCode::OutOfMemory,
+                       {"counting:0"});
+  const MemoryStats stats = allocator->stats();
+  EXPECT_EQ(stats.num_allocs, 1u);
+  EXPECT_EQ(stats.cache_misses, 1u);
+  EXPECT_EQ(stats.cache_hits + stats.cache_misses, stats.num_allocs);
+  EXPECT_EQ(stats.num_ooms, 3u);
+}
+
+// A size that overflows is refused at once and counted once, even with parked blocks that a
+// retry would flush (the retry's uncounting once took the count below 0: 2^64 - 1 OOMs).
+TEST(CachingAllocator, AnOverflowingSizeIsOneOutOfMemoryWithoutARetry) {
+  auto device = std::make_shared<CountingDevice>(16 * kMiB);
+  auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
+  allocator->allocate(4096);  // dropped at once: parked in this thread's cache
+  test::expect_error([&] { allocator->allocate(SIZE_MAX); }, ErrorCode::OutOfMemory,
+                     {"counting:0", "the size overflows"});
+  EXPECT_EQ(allocator->stats().num_ooms, 1u);
+  EXPECT_EQ(allocator->stats().num_alloc_retries, 0u);
+}
+
+// The device's largest allocation bounds its device memory, however it is asked for (Device,
+// its allocator, a direct allocation), and each refusal of a cached one counts; pinned host
+// memory is the host's, which the bound does not cover.
+TEST(CachingAllocator, TheLargestAllocationBoundsDeviceMemoryOnly) {
+  auto impl = std::make_shared<CountingDevice>(64 * kMiB);
+  impl->set_max_allocation(4 * kMiB);
+  impl->offer_pinned_host();
+  const Device device(impl);
+  test::expect_error([&] { device.allocate(8 * kMiB); }, ErrorCode::OutOfMemory,
+                     {"allocate on counting:0", "8388608 bytes",
+                      "largest allocation of 4194304 bytes", "free 64.0 MiB"});
+  EXPECT_EQ(device.allocator().stats().num_ooms, 1u);
+  test::expect_error([&] { device.allocator().allocate(8 * kMiB); }, ErrorCode::OutOfMemory,
+                     {"largest allocation"});
+  EXPECT_EQ(device.allocator().stats().num_ooms, 2u);
+  test::expect_error([&] { device.allocate(8 * kMiB, MemoryKind::device, AllocationMode::direct); },
+                     ErrorCode::OutOfMemory, {"largest allocation"});
+  EXPECT_EQ(device.allocate(4 * kMiB).size(), 4 * kMiB);
+  EXPECT_EQ(device.allocate(8 * kMiB, MemoryKind::pinned_host).size(), 8 * kMiB);
+  EXPECT_EQ(device.allocate(8 * kMiB, MemoryKind::pinned_host, AllocationMode::direct).size(),
+            8 * kMiB);
+  EXPECT_EQ(device.allocator(MemoryKind::pinned_host).stats().num_ooms, 0u);
+}
+
+// A positive fraction never becomes 0, which is no limit: it rounds up, to a byte at least. A
+// device that does not tell its memory has no fraction of it to give.
+TEST(CachingAllocator, ALimitFractionRoundsUpAndNeedsTheDevicesMemory) {
+  auto device = std::make_shared<CountingDevice>(size_t{1} << 30);
+  auto allocator = std::make_shared<CachingAllocator>(*device, MemoryKind::device);
+  allocator->set_limit_fraction(1e-10);  // 0.107 bytes
+  EXPECT_EQ(allocator->config().limit_bytes, 1u);
+  test::expect_error([&] { allocator->allocate(512); }, ErrorCode::OutOfMemory, {"limit 1 B"});
+  allocator->set_limit_fraction(0.3);  // 322122547.2 bytes
+  EXPECT_EQ(allocator->config().limit_bytes, 322122548u);
+  allocator->set_limit_fraction(1.0);
+  EXPECT_EQ(allocator->config().limit_bytes, size_t{1} << 30);
+
+  auto unknown = std::make_shared<CountingDevice>(0);
+  auto unknown_allocator = std::make_shared<CachingAllocator>(*unknown, MemoryKind::device);
+  test::expect_error([&] { unknown_allocator->set_limit_fraction(0.5); }, ErrorCode::Unsupported,
+                     {"counting:0", "limit fraction 0.5", "does not tell", "set_limit"});
+  EXPECT_EQ(unknown_allocator->config().limit_bytes, 0u);
+}
+
 TEST(CachingAllocator, RoundsSizes) {
   EXPECT_EQ(CachingAllocator::round_size(1), 512u);
   EXPECT_EQ(CachingAllocator::round_size(512), 512u);

@@ -19,7 +19,15 @@ class CountingDevice final : public DeviceImpl {
     info_.memory_free = info_.memory_total;
     info_.limits.max_allocation_bytes = capacity;
   }
+  // Set before use: a largest allocation below the capacity, and pinned host memory besides
+  // device memory (both counted against the capacity).
+  void set_max_allocation(uint64_t bytes) { info_.limits.max_allocation_bytes = bytes; }
+  void offer_pinned_host() { pinned_host_ = true; }
+
   const DeviceInfo& info() const override { return info_; }
+  bool supports(MemoryKind kind) const override {
+    return kind == MemoryKind::device || (pinned_host_ && kind == MemoryKind::pinned_host);
+  }
   MemoryFigure memory_free() const override {
     return {info_.memory_total.bytes - live_.load(), Provenance::measured};
   }
@@ -45,6 +53,7 @@ class CountingDevice final : public DeviceImpl {
     std::atomic<size_t>& live_;
   };
   DeviceInfo info_;
+  bool pinned_host_ = false;
   std::atomic<size_t> live_{0};
   std::atomic<int> calls_{0};  // allocations run on many threads in the fast-path tests
 };

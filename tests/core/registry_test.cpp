@@ -179,6 +179,46 @@ TEST(Registry, ADeviceOfAnUnprobedBackendIsNamedAsHidden) {
   expect_error([] { device("far:9"); }, ErrorCode::NotFound, {"'far:9'", "visible: cpu:0"});
 }
 
+// Devices that claim as much memory as they are told to (a plugin's figures are taken as
+// given): for sums past 2^64.
+class ClaimingDevice final : public DeviceImpl {
+ public:
+  ClaimingDevice(std::string id, uint64_t bytes) {
+    info_.id = std::move(id);
+    info_.kind = DeviceKind::accelerator;
+    info_.memory_total = {bytes, Provenance::measured};
+    info_.memory_free = info_.memory_total;
+  }
+  const DeviceInfo& info() const override { return info_; }
+  BufferPtr allocate(size_t, MemoryKind) override { throw_unsupported(*this, "memory"); }
+  std::shared_ptr<StreamImpl> create_stream() override { throw_unsupported(*this, "streams"); }
+  std::shared_ptr<EventImpl> create_event() override { throw_unsupported(*this, "events"); }
+
+ private:
+  DeviceInfo info_;
+};
+
+class ClaimingBackend final : public Backend {
+ public:
+  std::string name() const override { return "claiming"; }
+  BackendProbe probe() override {
+    BackendProbe found{true, "", {}};
+    for (int i = 0; i < 3; ++i)
+      found.devices.push_back(
+          std::make_shared<ClaimingDevice>("claiming:" + std::to_string(i), uint64_t{1} << 63));
+    return found;
+  }
+};
+
+TEST(Registry, SummaryHoldsMemorySumsAtTheLargestFigureRatherThanWrapping) {
+  register_backend(std::make_shared<ClaimingBackend>());
+  ScopedSelector claiming("claiming:*");
+  const Summary machine = summary();
+  ASSERT_EQ(machine.devices.size(), 3u);
+  EXPECT_EQ(machine.memory_total_bytes, UINT64_MAX);  // 3 * 2^63 wrapped to 2^63
+  EXPECT_EQ(machine.memory_free_bytes, UINT64_MAX);
+}
+
 TEST(Registry, IsSafeToUseFromManyThreads) {
   std::vector<std::thread> threads;
   std::atomic<int> found{0};

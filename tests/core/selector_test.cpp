@@ -105,6 +105,15 @@ TEST(Selector, MalformedSelectorsQuoteTheTextAndSayWhatWasExpected) {
   }
 }
 
+// An index is bounded by its value, not by how many digits spell it.
+TEST(Selector, IndexesAreBoundedByTheirValueNotTheirDigits) {
+  EXPECT_EQ(visible(DeviceSelector::parse("sim:0000000003")), (Ids{"sim:3"}));
+  EXPECT_EQ(visible(DeviceSelector::parse("cuda:00000000000000000001")), (Ids{"cuda:1"}));
+  EXPECT_TRUE(visible(DeviceSelector::parse("cuda:4294967295")).empty());
+  test::expect_error([] { DeviceSelector::parse("cuda:4294967296"); }, ErrorCode::InvalidArgument,
+                     {"device index '4294967296' is too large", "at most 4294967295"});
+}
+
 TEST(Selector, UnknownBackendIsAnError) {
   const DeviceSelector selector = DeviceSelector::parse("cpu:*;cdua:0");
   test::expect_error(

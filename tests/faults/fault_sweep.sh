@@ -36,6 +36,11 @@ for fault in fail_alloc_at=1 fail_alloc_at=5 fail_op_at=1 fail_op_at=30 lose_dev
   HAL_SIM_CONFIG="devices=1,$fault" run "cts streams on sim:0 with $fault" "sim:0: " \
     "$hal" cts --device sim:0 --filter stream.
 done
+# A failed op names the op and the device once: not its number in plugin.h ("op 0") nor the
+# device again where the plugin's own message names it ("sim:0: op 0: sim:0: op 1 failed").
+HAL_SIM_CONFIG="devices=1,fail_op_at=1" run "a failed op on sim:0 names the op" \
+  "hal: Internal: sim:0: add: op 1 failed (injected fault)" \
+  "$hal" cts --device sim:0 --filter op.table.add.f32
 for fault in fail_op_at=1 lose_device_at=40; do
   HAL_SIM_CONFIG="devices=1,$fault" HAL_DEVICES='sim:*;cpu:*' \
     run "demo with $fault" '"schema"' "$hal" demo --quick --json

@@ -25,6 +25,23 @@ DeviceKind kind_of(int32_t kind) {
   }
 }
 
+// The plugin's message without the device's id in front: hal names the device itself, once
+// ("sim:0: add: op 1 failed", not "sim:0: add: sim:0: op 1 failed").
+std::string without_id(std::string message, const std::string& id) {
+  const std::string prefix = id + ": ";
+  if (message.starts_with(prefix)) message.erase(0, prefix.size());
+  return message;
+}
+
+// A plugin that says OK hands back what it made: a null handle is its bug, refused before hal
+// keeps it (as device_get's is).
+void check_made(const void* handle, const PluginLibrary& library, const std::string& device,
+                const std::string& call) {
+  if (!handle)
+    throw Error(ErrorCode::Internal, "plugin " + library.path + ": " + device + ": " + call +
+                                         " returned success and a null handle");
+}
+
 }  // namespace
 
 PluginDevice::PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_t index,
@@ -94,11 +111,15 @@ void PluginDevice::check_not_lost() const {
 }
 
 void PluginDevice::check(hal_status status, const std::string& what) const {
+  if (status == HAL_STATUS_OK) return;
+  const std::string message = what + ": " + without_id(library_->last_error(), info_.id);
   if (status == HAL_STATUS_DEVICE_LOST) {
     std::lock_guard lock(lost_mutex_);
-    if (!is_lost_.exchange(true)) lost_ = what + ": " + library_->last_error();
+    if (!is_lost_.exchange(true)) lost_ = message;
   }
-  library_->check(status, info_.id + ": " + what);
+  // A number plugin.h lacks is the plugin's bug.
+  const ErrorCode code = error_code_of(status).value_or(ErrorCode::Internal);
+  throw Error(code, info_.id + ": " + message, status);
 }
 
 MemoryFigure PluginDevice::memory_free() const {
@@ -119,8 +140,11 @@ BufferPtr PluginDevice::allocate(size_t bytes, MemoryKind kind) {
   hal_plugin_buffer handle = nullptr;
   if (kind == MemoryKind::pinned_host) {
     void* host = nullptr;
-    check(HAL_PLUGIN_FN(*library_, host_buffer_allocate)(handle_, bytes, &handle, &host),
-          "allocate " + std::to_string(bytes) + " bytes of pinned host memory");
+    const std::string what = "allocate " + std::to_string(bytes) + " bytes of pinned host memory";
+    check(HAL_PLUGIN_FN(*library_, host_buffer_allocate)(handle_, bytes, &handle, &host), what);
+    check_made(handle, *library_, info_.id, "host_buffer_allocate (" + what + ")");
+    if (!host) library_->api->buffer_free(handle);  // no memory the host can reach: refused
+    check_made(host, *library_, info_.id, "host_buffer_allocate's host pointer (" + what + ")");
     try {
       return std::make_shared<PluginBuffer>(
           std::static_pointer_cast<PluginDevice>(shared_from_this()), bytes, handle, host);
@@ -129,8 +153,9 @@ BufferPtr PluginDevice::allocate(size_t bytes, MemoryKind kind) {
       throw;
     }
   }
-  check(library_->api->buffer_allocate(handle_, bytes, &handle),
-        "allocate " + std::to_string(bytes) + " bytes");
+  const std::string what = "allocate " + std::to_string(bytes) + " bytes";
+  check(library_->api->buffer_allocate(handle_, bytes, &handle), what);
+  check_made(handle, *library_, info_.id, "buffer_allocate (" + what + ")");
   try {
     return std::make_shared<PluginBuffer>(
         std::static_pointer_cast<PluginDevice>(shared_from_this()), bytes, handle);
@@ -144,6 +169,7 @@ std::shared_ptr<StreamImpl> PluginDevice::create_stream() {
   check_not_lost();
   hal_plugin_stream handle = nullptr;
   check(library_->api->stream_create(handle_, &handle), "create a stream");
+  check_made(handle, *library_, info_.id, "stream_create");
   return std::make_shared<PluginStream>(std::static_pointer_cast<PluginDevice>(shared_from_this()),
                                         handle);
 }
@@ -152,6 +178,7 @@ std::shared_ptr<EventImpl> PluginDevice::create_event() {
   check_not_lost();
   hal_plugin_event handle = nullptr;
   check(library_->api->event_create(handle_, &handle), "create an event");
+  check_made(handle, *library_, info_.id, "event_create");
   return std::make_shared<PluginEvent>(std::make_shared<EventHandle>(
       std::static_pointer_cast<PluginDevice>(shared_from_this()), handle));
 }
@@ -182,8 +209,10 @@ CompiledKernel PluginDevice::compile(const KernelSource& source, const CompileOp
   const hal_status status = HAL_PLUGIN_FN(*library_, kernel_compile)(
       handle_, format, source.code.data(), source.code.size(), source.name.c_str(), flags.c_str(),
       &handle);
-  check(status,
-        "compile of " + std::string(to_string(source.language)) + " kernel '" + source.name + "'");
+  const std::string what =
+      "compile of " + std::string(to_string(source.language)) + " kernel '" + source.name + "'";
+  check(status, what);
+  check_made(handle, *library_, info_.id, "kernel_compile (" + what + ")");
   return {std::make_shared<PluginKernel>(
               source.name, std::static_pointer_cast<PluginDevice>(shared_from_this()), handle),
           false};

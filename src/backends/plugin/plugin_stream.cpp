@@ -78,6 +78,19 @@ std::optional<hal_plugin_op> plugin_op_of(const BuiltinOp& op) {
   return std::nullopt;
 }
 
+// The op's name ("add", "neg", "sum") for messages; `op` is one plugin_op_of maps.
+std::string_view name_of(const BuiltinOp& op) {
+  switch (op.kind) {
+    case BuiltinOpKind::binary:
+      return ops::name(static_cast<ops::Binary>(op.op));
+    case BuiltinOpKind::unary:
+      return ops::name(static_cast<ops::Unary>(op.op));
+    case BuiltinOpKind::reduce:
+      return ops::name(static_cast<ops::Reduce>(op.op));
+  }
+  return "a built-in op";
+}
+
 }  // namespace
 
 PluginStream::PluginStream(std::shared_ptr<PluginDevice> device, hal_plugin_stream handle)
@@ -338,7 +351,7 @@ void PluginStream::run_builtin_op(const BuiltinOp& op) {
       status = op_reduce(handle_, *number, t.at(0), t.at(1), op.reduced_axes);
       break;
   }
-  enqueued(status, "op " + std::to_string(*number), std::move(holds));
+  enqueued(status, std::string(name_of(op)), std::move(holds));
 }
 
 void PluginStream::record(EventImpl& event) {
