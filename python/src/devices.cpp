@@ -27,6 +27,13 @@ py::str text(const std::string& said) {
   return py::reinterpret_steal<py::str>(decoded);
 }
 
+// Strings a plugin said, as text().
+py::list text_list(const std::vector<std::string>& said) {
+  py::list out;
+  for (const std::string& one : said) out.append(text(one));
+  return out;
+}
+
 // A count by name (summary's by_vendor, ...) with the names as text().
 py::dict count_dict(const std::map<std::string, uint32_t>& counts) {
   py::dict dict;
@@ -65,7 +72,7 @@ py::dict info_dict(const Device& device) {
   py::list dtypes;
   for (DType dtype : info.dtypes) dtypes.append(std::string(to_string(dtype)));
   dict["dtypes"] = dtypes;
-  dict["features"] = info.features;
+  dict["features"] = text_list(info.features);
   py::dict limits;
   limits["max_allocation_bytes"] = info.limits.max_allocation_bytes;
   limits["max_work_group_size"] = info.limits.max_work_group_size;
@@ -167,12 +174,13 @@ void bind_devices(py::module_& m) {
       .def_property_readonly("kind",
                              [](const Device& d) { return std::string(to_string(d.info().kind)); })
       .def_property_readonly("backend",
-                             [](const Device& d) { return std::string(d.info().backend()); })
-      .def_property_readonly("uuid", [](const Device& d) { return d.info().uuid; })
+                             [](const Device& d) { return text(std::string(d.info().backend())); })
+      .def_property_readonly("uuid", [](const Device& d) { return text(d.info().uuid); })
       .def_property_readonly("memory_total",
                              [](const Device& d) { return memory_figure(d.info().memory_total); })
       .def_property_readonly("dtypes", [](const Device& d) { return dtype_list(d.info().dtypes); })
-      .def_property_readonly("features", [](const Device& d) { return d.info().features; })
+      .def_property_readonly("features",
+                             [](const Device& d) { return text_list(d.info().features); })
       .def_property_readonly("info", &info_dict, "Everything the device says of itself, as a dict.")
       .def(
           "memory_free", [](const Device& d) { return memory_figure(d.memory_free()); },

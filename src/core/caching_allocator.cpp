@@ -190,16 +190,12 @@ CachingAllocator::~CachingAllocator() {
   release_segments();
 }
 
-namespace {
-
 // The largest allocation the device takes of `kind`: its limit is the device memory's alone
 // (pinned host memory is the host's); 0 where there is none.
 uint64_t largest_allocation(const DeviceImpl& device, MemoryKind kind) {
   return kind == MemoryKind::device ? device.info().limits.max_allocation_bytes : 0;
 }
 
-// A request past the device's largest allocation, refused before any segment is tried, in the
-// words Device::allocate uses for a direct allocation.
 void refuse_past_largest(const DeviceImpl& device, MemoryKind kind, size_t bytes) {
   const uint64_t limit = largest_allocation(device, kind);
   if (limit == 0 || bytes <= limit) return;
@@ -211,6 +207,8 @@ void refuse_past_largest(const DeviceImpl& device, MemoryKind kind, size_t bytes
                                           "); total " + format_bytes(info.memory_total.bytes) +
                                           ", free " + format_memory(device.memory_free()));
 }
+
+namespace {
 
 // Whether a flush would give the pools anything: blocks parked in, or returned to, a thread's
 // cache. caches_mutex_ held.

@@ -31,6 +31,12 @@
 
 namespace hal::detail {
 
+// The largest allocation the device takes of `kind`: its limit is the device memory's alone
+// (pinned host memory is the host's); 0 where there is none.
+uint64_t largest_allocation(const DeviceImpl& device, MemoryKind kind);
+// OutOfMemory for a request past it, cached or direct, naming the device and its figures.
+void refuse_past_largest(const DeviceImpl& device, MemoryKind kind, size_t bytes);
+
 class CachingAllocator final : public Allocator,
                                public std::enable_shared_from_this<CachingAllocator> {
  public:

@@ -66,20 +66,6 @@ MemoryFigure Device::memory_free() const { return checked(impl_).memory_free(); 
 
 namespace {
 
-// A direct allocation past the device's largest: the limit is the device memory's alone (pinned
-// host memory is the host's). The caching allocator refuses a cached one in the same words.
-void refuse_past_largest(DeviceImpl& device, MemoryKind kind, size_t bytes) {
-  const uint64_t limit = device.info().limits.max_allocation_bytes;
-  if (kind != MemoryKind::device || limit == 0 || bytes <= limit) return;
-  const DeviceInfo& info = device.info();
-  throw Error(ErrorCode::OutOfMemory, "allocate on " + info.id + ": " + std::to_string(bytes) +
-                                          " bytes (" + format_bytes(bytes) +
-                                          ") exceeds the device's largest allocation of " +
-                                          std::to_string(limit) + " bytes (" + format_bytes(limit) +
-                                          "); total " + format_bytes(info.memory_total.bytes) +
-                                          ", free " + format_memory(device.memory_free()));
-}
-
 [[gnu::always_inline]] inline Buffer allocate_untraced(const std::shared_ptr<DeviceImpl>& impl,
                                                        size_t bytes, MemoryKind kind,
                                                        AllocationMode mode) {
@@ -103,7 +89,7 @@ void refuse_past_largest(DeviceImpl& device, MemoryKind kind, size_t bytes) {
                                                 std::to_string(static_cast<int>(mode)) +
                                                 " is neither cached nor direct");
   if (mode == AllocationMode::direct) {
-    refuse_past_largest(device, kind, bytes);
+    detail::refuse_past_largest(device, kind, bytes);
     return Buffer(device.allocate(bytes, kind));
   }
   // The allocator refuses a request past the largest allocation itself, and counts it (num_ooms).

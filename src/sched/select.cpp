@@ -66,6 +66,8 @@ std::string joined(const std::vector<std::string>& parts) {
 std::string unmeasured_because(const Calibration& calibration, const DeviceInfo& info,
                                DType dtype) {
   if (!info.supports(dtype)) return info.id + " has no " + std::string(to_string(dtype));
+  if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)
+    return "calibration measures f32, f16 and bf16 matmuls only";
   if (calibration.quick && dtype != DType::f32)
     return "a quick calibration measures f32 only: run `hal calibrate --device " + info.id + "`";
   return "the device could not run it";

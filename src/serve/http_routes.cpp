@@ -217,8 +217,9 @@ void add_routes(Server::Impl& impl) {
   // read one until the client closes or its read timeout (5 s) ends: answered at once instead.
   http.set_pre_routing_handler([](const httplib::Request& request, httplib::Response& response) {
     const std::string& method = request.method;
-    const bool carries_body =
-        method == "POST" || method == "PUT" || method == "PATCH" || method == "PRI";
+    // The methods httplib reads a body for (its expect_content).
+    const bool carries_body = method == "POST" || method == "PUT" || method == "PATCH" ||
+                              method == "PRI" || method == "DELETE";
     const bool chunked =
         ::strcasecmp(request.get_header_value("Transfer-Encoding").c_str(), "chunked") == 0;
     if (!carries_body || request.has_header("Content-Length") || chunked)

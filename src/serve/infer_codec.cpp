@@ -153,8 +153,9 @@ void flatten(const json& data, std::vector<const json*>& out, size_t limit, size
 // Reading the request as it is parsed (nlohmann's SAX interface) rather than from a document of
 // all of it: a document costs 16 bytes and more a value, so that a 40 MB body of numbers for an
 // input of 4 took about 0.9 GB before its count was checked. The reader keeps only the fields
-// the checks below read, and of lists only what the model can use (see DataLimit), so that a
-// body costs about its own size; the checks then read what is kept, and say what they said of
+// the checks below read, and of lists only what the model can use (see DataLimit), so that what
+// a body costs is bounded by what the model takes (a kept number still costs a json value, ~16
+// bytes, and its pointer); the checks then read what is kept, and say what they said of
 // the whole document. It stops at once at an input's 'data' past what its shape holds, where the
 // shape came first (as Triton's clients write it).
 
@@ -409,7 +410,15 @@ class RequestReader {
   // Whether the next value inside 'data' is kept, by data_limit_; false with refusal_ set where
   // the request is refused.
   bool data_room(json::value_t type) {
-    if (type == json::value_t::array) return ++data_arrays_ <= data_limit_.arrays;
+    if (type == json::value_t::array) {
+      // No valid 'data' nests more arrays than the rows of the largest tensor it may be (the
+      // limit leaves as many again): refused, rather than dropped, which would hide what the
+      // dropped arrays hold from the checks.
+      if (++data_arrays_ <= data_limit_.arrays) return true;
+      refusal_ = input_where(*input_frame().value, input_frame().index, signature_) +
+                 ": 'data' nests more arrays than its shape has rows";
+      return false;
+    }
     if (++data_elements_ <= data_limit_.elements) return true;
     if (data_limit_.refusal.empty()) return data_elements_ == data_limit_.elements + 1;
     refusal_ = data_limit_.refusal;

@@ -42,10 +42,10 @@ struct InstanceStatus {
 
 // What a failed warm-up run (zeros, every free dimension 1) means for its instance, logged
 // naming the model, the device and the error. A fault of those made-up inputs (InvalidArgument,
-// OutOfRange, Unsupported: a 3x3 convolution of a 1x1 image) keeps the instance in rotation,
-// logged at warn: real requests bring other shapes. Any other error (the device's; out of
-// memory, which the smallest input meets only where the model does not fit the device) takes
-// it out, logged at error. Whether the instance stays in rotation.
+// OutOfRange: a 3x3 convolution of a 1x1 image) keeps the instance in rotation, logged at warn:
+// real requests bring other shapes. Any other error (the device's; Unsupported, a kernel the
+// device lacks; out of memory, which the smallest input meets only where the model does not fit
+// the device) takes it out, logged at error. Whether the instance stays in rotation.
 bool survives_warm_up_failure(const std::string& model, const std::string& device,
                               const Error& error);
 

@@ -452,6 +452,10 @@ TEST_F(ServeHttp, ARequestWithoutContentLengthIsAnsweredAtOnce) {
   EXPECT_EQ(answer.status, 404);
   EXPECT_EQ(answer.error, "no route for PUT /v2/nothing");
   EXPECT_LT(answer.seconds, 1.0);
+  answer = raw_request(port, "DELETE /v2/models/mlp HTTP/1.1\r\nHost: h\r\n\r\n");
+  EXPECT_EQ(answer.status, 404);
+  EXPECT_EQ(answer.error, "no route for DELETE /v2/models/mlp");
+  EXPECT_LT(answer.seconds, 1.0);
 }
 
 TEST_F(ServeHttp, BadOptionsAreRefusedNamingTheOption) {

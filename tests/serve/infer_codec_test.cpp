@@ -205,6 +205,16 @@ TEST(ServeCodec, DataPastItsShapeIsRefusedAsItIsRead) {
                         R"(]]]],"datatype":"FP32","name":"x","shape":[1,4]}]})",
                     signature),
             "inputs[0] ('x'): 'data' is nested deeper than its shape");
+  // Arrays past what any valid 'data' nests are refused, not dropped with what they hold.
+  const std::string rows = R"([[1,2,3,4],[],[],[],[],[],[5,6]])";
+  EXPECT_EQ(
+      refusal(R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,4],"data":)" + rows + "}]}",
+              signature),
+      "inputs[0] ('x'): 'data' nests more arrays than its shape has rows");
+  EXPECT_EQ(
+      refusal(R"({"inputs":[{"data":)" + rows + R"(,"datatype":"FP32","name":"x","shape":[1,4]}]})",
+              signature),
+      too_many);
   // Data first, nested as its shape says and within the model's input, is kept whole.
   EXPECT_EQ(refusal(R"({"inputs":[{"data":[[1,2,3,4],[5,6,7,8]],"datatype":"FP32","name":"x",)"
                     R"("shape":[2,4]}]})",

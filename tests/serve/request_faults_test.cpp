@@ -154,18 +154,22 @@ TEST(ServeRequestFaults, ABadDeviceInTheWarmUpIsAnErrorNamingModelDeviceAndError
       serve::survives_warm_up_failure("conv", "sim:1", Error(ErrorCode::DeviceLost, "sim:1 gone"));
   const bool memory = serve::survives_warm_up_failure(
       "conv", "sim:1", Error(ErrorCode::OutOfMemory, "4 GiB on a 1 GiB device"));
+  // A kernel the device lacks fails every request there: out of rotation, not 400 forever.
+  const bool lacking = serve::survives_warm_up_failure(
+      "conv", "sim:1", Error(ErrorCode::Unsupported, "sim:1 has no f32 conv"));
   set_log_sink(nullptr);
   set_log_level(level);
   EXPECT_TRUE(input);
   EXPECT_FALSE(lost);
   EXPECT_FALSE(memory);
-  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_FALSE(lacking);
+  ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0].first, LogLevel::warn);
   EXPECT_NE(lines[0].second.find("model 'conv' on cpu:0: the warm-up run"), std::string::npos)
       << lines[0].second;
   EXPECT_NE(lines[0].second.find("the window is larger than the input"), std::string::npos);
   EXPECT_NE(lines[0].second.find("stays in rotation"), std::string::npos);
-  for (size_t i : {1u, 2u}) {
+  for (size_t i : {1u, 2u, 3u}) {
     EXPECT_EQ(lines[i].first, LogLevel::error) << lines[i].second;
     EXPECT_NE(lines[i].second.find("model 'conv' on sim:1 is out of rotation: its warm-up run "
                                    "failed: "),

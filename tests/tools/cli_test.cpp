@@ -448,13 +448,13 @@ TEST(Cli, SelectPrintsTheChoiceAndEveryOtherDevicesReason) {
   EXPECT_NE(bad_kind.output.find("no device kind 'tpu'"), std::string::npos) << bad_kind.output;
 }
 
-// A quick calibration measures f32 only: a throughput requirement in f16 calibrates in full,
-// over a quick entry too, and is then judged by the f16 figure.
+// A quick calibration measures f32 only: a throughput requirement for an f16 matmul calibrates
+// in full, over a quick entry too, and is then judged by the f16 figure.
 TEST(Cli, SelectCalibratesInFullForAThroughputInAnotherDtype) {
   CacheDir cache;
   const std::string only_cpu = cache.environment() + " HAL_DEVICES=cpu:0";
   ASSERT_EQ(run(only_cpu, "calibrate --device cpu:0 --quick").status, 0);
-  const Result result = run(only_cpu, "select --dtype f16 --min-tflops 1e-6 --json");
+  const Result result = run(only_cpu, "select --dtype f16 --matmul 64 --min-tflops 1e-6 --json");
   ASSERT_EQ(result.status, 0) << result.output;
   EXPECT_EQ(parse_json(result)["choice"], "cpu:0") << result.output;
   const Result cached = run(only_cpu, "calibrate --device cpu:0 --json");

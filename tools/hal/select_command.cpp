@@ -58,7 +58,8 @@ int run(const Options& options) {
   const std::vector<Device> devices = hal::devices();
   // A throughput requirement needs measured figures: measure what is not cached yet. A quick
   // calibration measures f32 only, so another dtype asks for a full one (over a quick entry).
-  const bool f32_only = requirements.dtypes.empty() || requirements.dtypes.front() == DType::f32;
+  // The throughput is judged in the workload's dtype (the f32 reference without --matmul).
+  const bool f32_only = !requirements.workload || requirements.workload->dtype == DType::f32;
   if (options.calibrate || requirements.min_tflops > 0)
     for (const Device& device : devices) {
       const std::optional<Calibration> cached = cached_calibration(device);

@@ -152,10 +152,12 @@ std::string cut_short(const std::string& path, const std::string& part, uint64_t
 
 // The ELF identification and header: for this machine, and whole.
 std::string header_defect(const std::string& path, const ElfHeader& header, uint64_t size) {
-  if (size < sizeof header) return cut_short(path, "its ELF header", 0, sizeof header, size);
+  if (size < EI_NIDENT) return cut_short(path, "its ELF header", 0, sizeof header, size);
+  // The class first: a 32-bit file is one, whatever its length beside a 64-bit header.
   if (header.e_ident[EI_CLASS] != kHostClass)
     return path + " is a " + class_name(header.e_ident[EI_CLASS]) + " ELF file; this hal is " +
            class_name(kHostClass);
+  if (size < sizeof header) return cut_short(path, "its ELF header", 0, sizeof header, size);
   if (header.e_ident[EI_DATA] != kHostByteOrder)
     return path + " is " + byte_order_name(header.e_ident[EI_DATA]) + "; this machine is " +
            byte_order_name(kHostByteOrder);
@@ -168,7 +170,8 @@ std::string header_defect(const std::string& path, const ElfHeader& header, uint
   return "";
 }
 
-// The program headers, and the bytes of every segment they place in the file: those dlopen maps.
+// The program headers, and the file bytes of every loadable segment: those dlopen maps (a
+// segment of no file bytes, bss only, maps none, wherever its offset points).
 std::string segments_defect(const std::string& path, int fd, const ElfHeader& header,
                             uint64_t size) {
   const uint64_t table = uint64_t{header.e_phnum} * sizeof(ProgramHeader);
@@ -178,7 +181,8 @@ std::string segments_defect(const std::string& path, int fd, const ElfHeader& he
   if (!read_at(fd, segments.data(), table, header.e_phoff)) return read_failure(path);
   for (size_t i = 0; i < segments.size(); ++i) {
     const ProgramHeader& segment = segments[i];
-    if (segment.p_type != PT_NULL && !within(segment.p_offset, segment.p_filesz, size))
+    if (segment.p_type == PT_LOAD && segment.p_filesz > 0 &&
+        !within(segment.p_offset, segment.p_filesz, size))
       return cut_short(path, "segment " + std::to_string(i), segment.p_offset, segment.p_filesz,
                        size);
   }
