@@ -1,11 +1,15 @@
 // What the collectives tests compare against: each rank's input values, made on the host, and
 // the reduction over ranks computed here in double arithmetic, NumPy-style, independent of
 // hal's code. Values are small integers, so that every sum, product and mean of up to 8 ranks
-// is exact in every dtype (f16 and bf16 included) and the comparison can be exact.
+// is exact in every dtype (f16 and bf16 included) and the comparison can be exact. And the
+// scoped HAL_DIST_DEBUG level the tests of every engine set.
 #pragma once
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "hal/dist.hpp"
@@ -13,6 +17,24 @@
 #include "tensor/element_codec.hpp"
 
 namespace hal::test {
+
+// Sets HAL_DIST_DEBUG for one scope, then restores the environment's (a run may set it).
+class DebugLevel {
+ public:
+  explicit DebugLevel(const char* level) {
+    if (const char* old = std::getenv("HAL_DIST_DEBUG")) old_ = old;
+    setenv("HAL_DIST_DEBUG", level, 1);
+  }
+  ~DebugLevel() {
+    if (old_)
+      setenv("HAL_DIST_DEBUG", old_->c_str(), 1);
+    else
+      unsetenv("HAL_DIST_DEBUG");
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
 
 inline const std::vector<DType>& all_dtypes() {
   static const std::vector<DType> list = {DType::f32, DType::f16, DType::bf16,

@@ -35,24 +35,6 @@ class Patience {
   ~Patience() { unsetenv("HAL_DIST_TIMEOUT"); }
 };
 
-// Sets HAL_DIST_DEBUG for one scope, then restores the environment's (a run may set it).
-class DebugLevel {
- public:
-  explicit DebugLevel(const char* level) {
-    if (const char* old = std::getenv("HAL_DIST_DEBUG")) old_ = old;
-    setenv("HAL_DIST_DEBUG", level, 1);
-  }
-  ~DebugLevel() {
-    if (old_)
-      setenv("HAL_DIST_DEBUG", old_->c_str(), 1);
-    else
-      unsetenv("HAL_DIST_DEBUG");
-  }
-
- private:
-  std::optional<std::string> old_;
-};
-
 class LocalFaults : public ::testing::Test {
  protected:
   void SetUp() override {

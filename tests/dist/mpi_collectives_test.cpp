@@ -23,24 +23,6 @@ using dist::Work;
 
 const std::vector<int64_t> kCounts = {0, 1, 13, 1031};
 
-// Sets HAL_DIST_DEBUG for one scope, then restores the environment's (a run may set it).
-class DebugLevel {
- public:
-  explicit DebugLevel(const char* level) {
-    if (const char* old = std::getenv("HAL_DIST_DEBUG")) old_ = old;
-    setenv("HAL_DIST_DEBUG", level, 1);
-  }
-  ~DebugLevel() {
-    if (old_)
-      setenv("HAL_DIST_DEBUG", old_->c_str(), 1);
-    else
-      unsetenv("HAL_DIST_DEBUG");
-  }
-
- private:
-  std::optional<std::string> old_;
-};
-
 Device first_of(const std::string& backend) {
   for (const Device& d : devices())
     if (d.info().backend() == backend) return d;
