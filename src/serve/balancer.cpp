@@ -48,9 +48,12 @@ Choice choose_instance(Balancer policy, const std::vector<InstanceLoad>& loads, 
     for (size_t step = 0; step < n; ++step) {
       const size_t i = (next + step) % n;
       if (!loads[i].healthy) continue;
-      // Predicted compares completions, queues included: an instance past its room is never
-      // the only way to finish early, so it is passed over rather than waited for.
-      if (policy == Balancer::predicted && !has_room(policy, loads[i], horizon_s)) continue;
+      // Only instances that take the batch now compete: waiting on a full one while another
+      // has room leaves that one idle and the batch late. For predicted, an instance past its
+      // room is never the only way to finish early; for least-outstanding, requests and batches
+      // part ways (a batch holds one request or many), so the fewest requests can sit in full
+      // batch slots while an instance with more requests in fewer batches has a free one.
+      if (!has_room(policy, loads[i], horizon_s)) continue;
       const double score = policy == Balancer::least_outstanding
                                ? static_cast<double>(loads[i].requests)
                                : loads[i].work_ahead_s + loads[i].batch_s;
@@ -61,19 +64,19 @@ Choice choose_instance(Balancer policy, const std::vector<InstanceLoad>& loads, 
     }
   }
   if (!chosen) {
-    // Predicted found no instance with room: wait for the earliest to finish, if any is healthy.
-    const bool any_healthy =
-        std::any_of(loads.begin(), loads.end(), [](const InstanceLoad& l) { return l.healthy; });
-    if (policy == Balancer::predicted && any_healthy) {
-      size_t earliest = n;
-      for (size_t i = 0; i < n; ++i)
-        if (loads[i].healthy &&
-            (earliest == n || loads[i].work_ahead_s < loads[earliest].work_ahead_s))
-          earliest = i;
-      return {Choice::wait, earliest};
-    }
-    return {Choice::none_healthy, 0};
+    // No healthy instance has room (or none is healthy): wait for the one that frees first by
+    // the policy's own measure, the least work ahead or the fewest requests.
+    const auto key = [&](size_t i) {
+      return policy == Balancer::predicted ? loads[i].work_ahead_s
+                                           : static_cast<double>(loads[i].requests);
+    };
+    size_t waited = n;
+    for (size_t i = 0; i < n; ++i)
+      if (loads[i].healthy && (waited == n || key(i) < key(waited))) waited = i;
+    if (waited == n) return {Choice::none_healthy, 0};
+    return {Choice::wait, waited};
   }
+  // Round-robin only: its turn's instance is waited for when full, not skipped.
   if (!has_room(policy, loads[*chosen], horizon_s)) return {Choice::wait, *chosen};
   next = (*chosen + 1) % n;
   return {Choice::run, *chosen};

@@ -26,10 +26,12 @@ struct Choice {
 };
 
 // `next` is the cursor (round-robin's turn; where the others break ties), advanced past the
-// instance chosen. Round-robin and least-outstanding name one instance among the healthy ones;
-// where that one is full the answer is `wait` (a slot frees when one of its batches ends), so
-// that a policy is not quietly replaced by "any free one". Predicted takes the earliest
-// completion among the instances with room, and waits only when none has any. Room: fewer than
+// instance chosen. Round-robin names one instance among the healthy ones; where that one is full
+// the answer is `wait` (a slot frees when one of its batches ends), so that its strict turns are
+// not quietly replaced by "any free one". Least-outstanding takes the fewest requests queued or
+// running, and predicted the earliest completion, among the instances with room, so that a
+// batch never waits on a full instance while another could take it now; each waits only when
+// none has room, on the fewest requests or the least work ahead. Room: fewer than
 // `max_batches` queued or running; for predicted also beyond that, while the predicted work
 // queued is less than the slowest healthy instance's time for this batch (up to 8 x
 // max_batches), so that a queue on a fast instance is weighed against a slow idle one.

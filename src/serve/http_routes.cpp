@@ -130,8 +130,11 @@ void infer(Server::Impl& impl, const httplib::Request& request, const std::strin
       header_length = request.get_header_value("Inference-Header-Content-Length");
     InferRequest parsed = parse_infer_request(body, header_length, model->signature());
     // Kept for encoding the answer: which outputs, binary or not, the id.
-    InferRequest shape_of_answer{parsed.id, {}, parsed.rows,    "",
-                                 1,         0,  parsed.outputs, parsed.binary_outputs};
+    InferRequest shape_of_answer;
+    shape_of_answer.id = parsed.id;
+    shape_of_answer.rows = parsed.rows;
+    shape_of_answer.outputs = parsed.outputs;
+    shape_of_answer.binary_outputs = parsed.binary_outputs;
     std::future<Outcome> future = model->submit(std::move(parsed));
     Outcome outcome = await_answer(impl, future, name);
     if (outcome.status != 200) throw RequestError(outcome.status, outcome.message);

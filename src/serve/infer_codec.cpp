@@ -188,6 +188,7 @@ constexpr Child kChildren[] = {
     {Role::root, "inputs", Role::inputs},
     {Role::root, "outputs", Role::outputs},
     {Role::request_parameters, "timeout_us", Role::field},
+    {Role::request_parameters, "timeout", Role::field},
     {Role::request_parameters, "priority", Role::field},
     {Role::request_parameters, "binary_data_output", Role::field},
     {Role::input, "name", Role::field},
@@ -622,9 +623,24 @@ void read_parameters(const json& request, const ModelSignature& signature, Infer
   const json* parameters = member(request, "parameters");
   if (!parameters) return;
   if (!parameters->is_object()) refuse("'parameters' is not an object");
-  if (const json* timeout = member(*parameters, "timeout_us"))
-    out.timeout_us = integer_field(*timeout, "parameters.timeout_us", 1,
-                                   std::numeric_limits<int64_t>::max() / 1000);
+  // Triton's schedule-policy extension names the same limit `timeout` (microseconds), so a
+  // Triton client's timeout holds here too, 0 meaning no limit as there. Given both, they must
+  // agree: no protocol orders the two, and picking one would quietly drop the limit meant.
+  constexpr int64_t kMaxTimeoutUs = std::numeric_limits<int64_t>::max() / 1000;
+  const json* hal_timeout = member(*parameters, "timeout_us");
+  const json* triton_timeout = member(*parameters, "timeout");
+  if (hal_timeout)
+    out.timeout_us = integer_field(*hal_timeout, "parameters.timeout_us", 1, kMaxTimeoutUs);
+  if (triton_timeout) {
+    const int64_t timeout = integer_field(*triton_timeout, "parameters.timeout", 0, kMaxTimeoutUs);
+    if (hal_timeout && timeout != out.timeout_us)
+      refuse("parameters.timeout (" + std::to_string(timeout) + ") and parameters.timeout_us (" +
+             std::to_string(out.timeout_us) + ") differ; give one of them");
+    if (!hal_timeout) {
+      out.timeout_us = timeout;
+      out.timeout_name = "timeout";
+    }
+  }
   if (const json* priority = member(*parameters, "priority"))
     out.priority = integer_field(*priority, "parameters.priority", 1, signature.priority_levels);
   if (const json* binary = member(*parameters, "binary_data_output")) {

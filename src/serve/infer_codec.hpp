@@ -24,6 +24,9 @@ struct InferRequest {
   std::string shape_key;
   int64_t priority = 1;    // 1 is served first
   int64_t timeout_us = 0;  // 0: no limit
+  // The parameter that gave timeout_us, as the client named it ("timeout_us", or Triton's
+  // "timeout"), so that the 504 names what the client sent.
+  std::string_view timeout_name = "timeout_us";
   // The outputs to return, in order (all of the model's where the request names none), and
   // whether each goes back as binary data.
   std::vector<std::string> outputs;

@@ -263,9 +263,11 @@ void ModelScheduler::expire(Clock::time_point now) {
         ++it;
         continue;
       }
+      const InferRequest& request = (*it)->request;
       finish(*it, {504,
-                   "model '" + config_.name + "': the request waited longer than its timeout_us (" +
-                       std::to_string((*it)->request.timeout_us) + ") in the queue",
+                   "model '" + config_.name + "': the request waited longer than its " +
+                       std::string(request.timeout_name) + " (" +
+                       std::to_string(request.timeout_us) + ") in the queue",
                    {}});
       it = level.erase(it);
       --queued_;

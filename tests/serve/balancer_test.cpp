@@ -76,6 +76,32 @@ TEST(Balancer, LeastOutstandingPicksTheFewestRequests) {
   EXPECT_EQ(choose_instance(Balancer::least_outstanding, loads, next).instance, 1u);
 }
 
+// Requests and batches part ways (a batch holds one request or many): the instance with the
+// fewest requests can have both its batch slots taken while another, with more requests in one
+// batch, has a slot free. The batch runs there now instead of waiting on the full one.
+TEST(Balancer, LeastOutstandingTakesAnInstanceWithRoomOverAFullOne) {
+  size_t next = 0;
+  // Instance 0: 2 requests in 2 batches (full); instance 1: 8 requests in 1 batch.
+  std::vector<InstanceLoad> loads = {load(0, 1, 2, 2), load(0, 1, 8, 1)};
+  ASSERT_EQ(loads[0].batches, loads[0].max_batches);
+  Choice c = choose_instance(Balancer::least_outstanding, loads, next);
+  EXPECT_EQ(c.kind, Choice::run);
+  EXPECT_EQ(c.instance, 1u);
+  EXPECT_EQ(next, 0u);  // the cursor moves past the instance chosen
+  // Among the instances with room the fewest requests still win: 5 before 8.
+  loads.push_back(load(0, 1, 5, 1));
+  c = choose_instance(Balancer::least_outstanding, loads, next);
+  EXPECT_EQ(c.kind, Choice::run);
+  EXPECT_EQ(c.instance, 2u);
+  // Every instance full: wait, on the one with the fewest requests; the cursor stays.
+  for (InstanceLoad& l : loads) l.batches = l.max_batches;
+  next = 1;
+  c = choose_instance(Balancer::least_outstanding, loads, next);
+  EXPECT_EQ(c.kind, Choice::wait);
+  EXPECT_EQ(c.instance, 0u);
+  EXPECT_EQ(next, 1u);
+}
+
 TEST(Balancer, UnhealthyInstancesAreSkippedAndNoneHealthyIsSaid) {
   size_t next = 0;
   std::vector<InstanceLoad> loads = {load(0, 0.001), load(0, 0.002)};

@@ -329,18 +329,21 @@ TEST_F(ServeHttp, AFullQueueAnswers503WithRetryAfter) {
   EXPECT_EQ(metric(text, "hal_batch_size_sum{model=\"mlp\"}"), 3);
 }
 
+// hal's timeout_us or Triton's timeout: the 504 names the one the request gave.
 TEST_F(ServeHttp, ARequestPastItsTimeoutAnswers504) {
   serve::ServerOptions options = options_for("mlp", mlp);
   options.models[0].batching.max_batch = 64;
   options.models[0].batching.max_queue_delay_us = 2'000'000;
   ServedModel served(options);
-  json body = infer_body(rows_of(1, 4), 1, 4);
-  body["parameters"] = {{"timeout_us", 1000}};
-  auto answer = served.client->Post("/v2/models/mlp/infer", body.dump(), "application/json");
-  ASSERT_TRUE(answer);
-  EXPECT_EQ(answer->status, 504);
-  EXPECT_EQ(json::parse(answer->body)["error"],
-            "model 'mlp': the request waited longer than its timeout_us (1000) in the queue");
+  for (const std::string name : {"timeout_us", "timeout"}) {
+    json body = infer_body(rows_of(1, 4), 1, 4);
+    body["parameters"] = {{name, 1000}};
+    auto answer = served.client->Post("/v2/models/mlp/infer", body.dump(), "application/json");
+    ASSERT_TRUE(answer) << name;
+    EXPECT_EQ(answer->status, 504) << name;
+    EXPECT_EQ(json::parse(answer->body)["error"],
+              "model 'mlp': the request waited longer than its " + name + " (1000) in the queue");
+  }
 }
 
 TEST_F(ServeHttp, AModelWithAFixedBatchServesItsShapeAlone) {

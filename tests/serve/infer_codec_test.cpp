@@ -140,6 +140,52 @@ TEST(ServeCodec, AnEmptyIdIsEchoed) {
   EXPECT_FALSE(id_of("").contains("id"));
 }
 
+// Triton's `timeout` (its schedule-policy extension: the request's timeout in microseconds) is
+// read as timeout_us is, checked alike with the refusal naming the field, and remembered by the
+// name the client used (the 504 says it). Given both, they must agree.
+TEST(ServeCodec, TritonsTimeoutParameterIsReadAsTimeoutUs) {
+  const serve::ModelSignature signature = one_input(DType::f32);
+  const auto with_parameters = [](const std::string& parameters) {
+    return R"({"parameters":{)" + parameters +
+           R"(},"inputs":[{"name":"x","datatype":"FP32","shape":[1,4],"data":[1,2,3,4]}]})";
+  };
+  const auto parsed = [&](const std::string& parameters) {
+    return serve::parse_infer_request(with_parameters(parameters), std::nullopt, signature);
+  };
+  const serve::InferRequest triton = parsed(R"("timeout":50000)");
+  EXPECT_EQ(triton.timeout_us, 50000);
+  EXPECT_EQ(triton.timeout_name, "timeout");
+  const serve::InferRequest own = parsed(R"("timeout_us":50000)");
+  EXPECT_EQ(own.timeout_us, 50000);
+  EXPECT_EQ(own.timeout_name, "timeout_us");
+  EXPECT_EQ(parsed("").timeout_us, 0);  // neither: no limit
+  EXPECT_EQ(parsed(R"("timeout":9223372036854775)").timeout_us, 9223372036854775);
+  // Both, equal: taken, in either order.
+  EXPECT_EQ(parsed(R"("timeout":700,"timeout_us":700)").timeout_us, 700);
+  EXPECT_EQ(parsed(R"("timeout_us":700,"timeout":700)").timeout_us, 700);
+  // The refusals timeout_us has, naming `timeout`.
+  const std::string range = ", out of range (1 to 9223372036854775)";
+  // Triton's 0 is no limit (timeout_us starts at 1).
+  EXPECT_EQ(parsed(R"("timeout":0)").timeout_us, 0);
+  const std::string triton_range = ", out of range (0 to 9223372036854775)";
+  EXPECT_EQ(refusal(with_parameters(R"("timeout":-5)"), signature),
+            "parameters.timeout is -5" + triton_range);
+  EXPECT_EQ(refusal(with_parameters(R"("timeout":9223372036854776)"), signature),
+            "parameters.timeout is 9223372036854776" + triton_range);
+  EXPECT_EQ(refusal(with_parameters(R"("timeout":"soon")"), signature),
+            "parameters.timeout is not an integer");
+  EXPECT_EQ(refusal(with_parameters(R"("timeout":1.5)"), signature),
+            "parameters.timeout is not an integer");
+  // Both, differing: refused naming both, whichever comes first.
+  const std::string differ =
+      "parameters.timeout (1000) and parameters.timeout_us (2000) differ; give one of them";
+  EXPECT_EQ(refusal(with_parameters(R"("timeout":1000,"timeout_us":2000)"), signature), differ);
+  EXPECT_EQ(refusal(with_parameters(R"("timeout_us":2000,"timeout":1000)"), signature), differ);
+  // A bad timeout_us is named first, whatever `timeout` says.
+  EXPECT_EQ(refusal(with_parameters(R"("timeout":1000,"timeout_us":-5)"), signature),
+            "parameters.timeout_us is -5" + range);
+}
+
 // A number the input's datatype would hold as infinity is refused naming the element, not
 // stored as infinity; one that rounds to the largest finite value is taken.
 TEST(ServeCodec, NumbersPastTheInputDatatypesRangeAreRefused) {

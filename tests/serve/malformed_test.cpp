@@ -127,6 +127,14 @@ std::vector<Case> cases() {
        "parameters.timeout_us is -5, out of range (1 to 9223372036854775)"},
       {"timeout a string", with(R"("parameters":{"timeout_us":"soon"})"), "", Header::none, "", 400,
        "parameters.timeout_us is not an integer"},
+      // Triton's name for the same limit is checked alike, naming it.
+      {"negative Triton timeout", with(R"("parameters":{"timeout":-5})"), "", Header::none, "", 400,
+       "parameters.timeout is -5, out of range (0 to 9223372036854775)"},
+      {"Triton timeout a string", with(R"("parameters":{"timeout":"soon"})"), "", Header::none, "",
+       400, "parameters.timeout is not an integer"},
+      {"timeout and timeout_us differ", with(R"("parameters":{"timeout":1000,"timeout_us":2000})"),
+       "", Header::none, "", 400,
+       "parameters.timeout (1000) and parameters.timeout_us (2000) differ; give one of them"},
       {"priority out of range", with(R"("parameters":{"priority":3})"), "", Header::none, "", 400,
        "parameters.priority is 3, out of range (1 to 2)"},
       {"binary_data_output a number", with(R"("parameters":{"binary_data_output":1})"), "",
@@ -203,17 +211,19 @@ TEST(ServeMalformed, EachRequestIsRefusedNamingWhatWasWrong) {
 }
 
 // The largest timeout_us the protocol takes (INT64_MAX / 1000) lies past what the clock holds
-// as a deadline: it is no limit, not one already past (which answered 504 at once).
+// as a deadline: it is no limit, not one already past (which answered 504 at once). Triton's
+// `timeout` takes the same values.
 TEST(ServeMalformed, TheLargestTimeoutIsServed) {
   TempDir dir;
   ServedModel served(options_for("mlp", dir.write("mlp.onnx", mlp_bytes(4, 8, 3))));
-  for (const std::string timeout : {"9223372036854775", "9000000000000000", "1000000"}) {
-    auto answer = served.client->Post("/v2/models/mlp/infer",
-                                      with(R"("parameters":{"timeout_us":)" + timeout + "}"),
-                                      "application/json");
-    ASSERT_TRUE(answer) << timeout;
-    EXPECT_EQ(answer->status, 200) << timeout << ": " << answer->body;
-  }
+  for (const std::string name : {"timeout_us", "timeout"})
+    for (const std::string timeout : {"9223372036854775", "9000000000000000", "1000000"}) {
+      auto answer = served.client->Post("/v2/models/mlp/infer",
+                                        with(R"("parameters":{")" + name + R"(":)" + timeout + "}"),
+                                        "application/json");
+      ASSERT_TRUE(answer) << name << " " << timeout;
+      EXPECT_EQ(answer->status, 200) << name << " " << timeout << ": " << answer->body;
+    }
 }
 
 }  // namespace
