@@ -32,7 +32,8 @@ namespace sim {
 // speeds (config_of_device), for tests of selection. memory, bandwidth_gbps, gflops and
 // launch_us also take one figure per device, ':'-separated (`gflops=100:100:200:400`): device i
 // takes entry i mod n. pace=1 makes each piece of work take its modelled time on the wall clock
-// (hal_plugin_stream_s::advance). Unset: no devices at all.
+// (hal_plugin_stream_s::advance). zero_uuid=1 leaves every device's UUID zero (for hal's tests
+// of plugins that do). Unset: no devices at all.
 struct Config {
   uint32_t devices = 1;
   uint64_t memory_bytes = 1ull << 30;
@@ -46,6 +47,7 @@ struct Config {
   uint32_t fault_device = 0;
   bool mixed = false;
   bool pace = false;
+  bool zero_uuid = false;  // report an all-zero UUID, as a plugin that does not know one might
   // Per-device figures from ':'-separated lists; empty where the key gave one figure (above).
   std::vector<uint64_t> memory_each;
   std::vector<double> bandwidth_each, gflops_each, launch_each;

@@ -77,9 +77,10 @@ bool apply(const std::string& key, const std::string& text, Config& c, std::stri
     return set(parse_count(key, text, 0, kMaxDevices - 1), c.fault_device, error);
   if (key == "mixed") return set(parse_count(key, text, 0, 1), c.mixed, error);
   if (key == "pace") return set(parse_count(key, text, 0, 1), c.pace, error);
+  if (key == "zero_uuid") return set(parse_count(key, text, 0, 1), c.zero_uuid, error);
   error = "HAL_SIM_CONFIG: unknown key '" + key +
           "' (devices, memory, bandwidth_gbps, gflops, launch_us, fail_alloc_at, fail_op_at, "
-          "fail_event_at, lose_device_at, fault_device, mixed, pace)";
+          "fail_event_at, lose_device_at, fault_device, mixed, pace, zero_uuid)";
   return false;
 }
 

@@ -130,7 +130,10 @@ hal_status device_properties(hal_plugin_device device, hal_plugin_device_propert
   copy_string(out->vendor, sizeof out->vendor, "hal");
   copy_string(out->architecture, sizeof out->architecture, "sim1");
   copy_string(out->driver_version, sizeof out->driver_version, "1.0");
-  write_uuid(*device, out->uuid);
+  if (c.zero_uuid)
+    std::memset(out->uuid, 0, sizeof out->uuid);
+  else
+    write_uuid(*device, out->uuid);
   out->kind = HAL_PLUGIN_DEVICE_ACCELERATOR;
   out->compute_units = 64;
   out->clock_mhz = 1000;

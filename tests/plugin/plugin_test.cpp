@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/uuid.hpp"
 #include "hal/hal.hpp"
 #include "hal/ops.hpp"
 #include "hal/plugin_discovery.hpp"
@@ -458,6 +459,18 @@ TEST(SimFaults, ADeviceLostWhileListedFailsAlone) {
     Stream s = device(id).create_stream();
     EXPECT_EQ(from_vector(floats({7}), {1}, s).to_vector<float>(s), floats({7})) << id;
   }
+}
+
+// HAL_SIM_CONFIG=devices=2,zero_uuid=1: a plugin that leaves its devices' UUIDs zero. Each gets
+// a name-based one of its own, or both would share one calibration file and tuning entry.
+TEST(SimConfig, AZeroUuidIsReplacedByOneForEachDevice) {
+  const std::string first = device("sim:0").info().uuid, second = device("sim:1").info().uuid;
+  EXPECT_NE(first, "00000000-0000-0000-0000-000000000000");
+  EXPECT_NE(second, "00000000-0000-0000-0000-000000000000");
+  EXPECT_NE(first, second);
+  EXPECT_EQ(first.size(), 36u) << first;
+  // The same device gets the same UUID in every run: it is derived from what names it.
+  EXPECT_EQ(first, name_based_uuid("plugin|sim:0|hal|hal simulated accelerator|1.0"));
 }
 
 }  // namespace

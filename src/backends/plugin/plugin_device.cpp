@@ -51,11 +51,18 @@ PluginDevice::PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_
   hal_plugin_device_properties properties{};
   properties.struct_size = sizeof properties;
   check(library_->api->device_properties(handle_, &properties), "device properties");
-  info_.uuid = format_uuid(properties.uuid);
   info_.name = text(properties.name, sizeof properties.name);
   info_.vendor = text(properties.vendor, sizeof properties.vendor);
   info_.architecture = text(properties.architecture, sizeof properties.architecture);
   info_.driver_version = text(properties.driver_version, sizeof properties.driver_version);
+  // A plugin that leaves the UUID zero would give all its devices one identity (one calibration
+  // file, one tuning cache entry): each gets a name-based one, as OpenCL devices without one do.
+  if (std::any_of(std::begin(properties.uuid), std::end(properties.uuid),
+                  [](uint8_t b) { return b != 0; }))
+    info_.uuid = format_uuid(properties.uuid);
+  else
+    info_.uuid = name_based_uuid("plugin|" + info_.id + "|" + info_.vendor + "|" + info_.name +
+                                 "|" + info_.driver_version);
   info_.kind = kind_of(properties.kind);
   info_.memory_total = {properties.memory_bytes, Provenance::measured};
   info_.memory_free = memory_free();
