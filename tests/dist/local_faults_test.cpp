@@ -35,6 +35,17 @@ class Patience {
   ~Patience() { unsetenv("HAL_DIST_TIMEOUT"); }
 };
 
+// Whether every work completes within `limit` (polled: a test that would otherwise hang fails).
+bool complete_within(const std::vector<Work>& works, std::chrono::seconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  for (const Work& w : works)
+    while (!w.completed()) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  return true;
+}
+
 class LocalFaults : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -250,6 +261,108 @@ TEST_F(LocalFaults, RanksThatEachReceiveBeforeTheySendTimeOutInsteadOfHanging) {
       stream.synchronize();
     } catch (const Error&) {  // the gates' failures, reported once
     }
+}
+
+// Every rank joins, but rank 3's stream is stuck in work before its call (a host callback that
+// waits for the test, as a hung kernel or a stalled device would keep it): the others fail with
+// Timeout naming rank 3's stream within HAL_DIST_TIMEOUT, so does a collective called while it
+// is still stuck, and once it moves on the group works again, nothing of the failed collectives
+// having run. (The executor used to start the collective and wait for rank 3's stream with no
+// clock running: every rank hung, and every later collective of the group behind it.)
+TEST_F(LocalFaults, AStreamStalledBeforeAFullCollectiveTimesOutNamingItsRank) {
+  const Patience patience("0.3");
+  std::vector<Tensor> t;
+  for (int r = 0; r < 4; ++r) t.push_back(ones({5}, DType::f32, streams_[r]));
+  Gate stall;  // after streams_: it opens before they go
+  streams_[3].host_callback(stall.hold());
+  for (int round = 1; round <= 2; ++round) {
+    const std::string name = "all_reduce #" + std::to_string(round);
+    SCOPED_TRACE(name);
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<Work> works;
+    for (int r = 0; r < 4; ++r)
+      works.push_back(comms_[r].all_reduce(t[r], ReduceOp::sum, streams_[r]));
+    if (!complete_within(works, std::chrono::seconds(10))) {
+      ADD_FAILURE() << "no Timeout while rank 3's stream was stalled";
+      stall.open();  // the collective may end now (late), and the test with it
+    }
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (int r = 0; r < 4; ++r) try {
+        works[r].wait();
+        ADD_FAILURE() << "rank " << r << ": the collective completed over a stalled stream";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::Timeout) << e.message();
+        for (const std::string& part :
+             {name, std::string("every rank joined, but the stream of rank 3 did not reach it"),
+              std::string("HAL_DIST_TIMEOUT")})
+          EXPECT_NE(e.message().find(part), std::string::npos)
+              << "rank " << r << ": " << e.message();
+        EXPECT_EQ(e.op(), "all_reduce");
+      }
+    EXPECT_GE(waited, 0.3);
+    EXPECT_LT(waited, 10.0);  // bounded: no endless hang
+  }
+  stall.open();
+  // Every stream reports the failure once, rank 3's when it reaches its gates.
+  for (int r = 0; r < 4; ++r)
+    expect_error([&] { streams_[r].synchronize(); }, ErrorCode::AsyncFailure,
+                 {"the stream of rank 3 did not reach it"});
+  std::vector<Work> works;
+  for (int r = 0; r < 4; ++r)
+    works.push_back(comms_[r].all_reduce(t[r], ReduceOp::sum, streams_[r]));
+  for (Work& w : works) EXPECT_NO_THROW(w.wait());
+  for (int r = 0; r < 4; ++r)
+    EXPECT_TRUE(same_values(read(t[r], streams_[r]), std::vector<double>(5, 4.0), DType::f32))
+        << "rank " << r;
+}
+
+// Two groups over the same two devices (a mesh's dp and tp groups, say) called in opposite
+// orders: rank 0's stream comes to group a's collective first, rank 1's to group b's, and each
+// gate holds its stream until its collective is done. A program that deadlocks by its order;
+// the groups fail it with Timeout naming the stream that never came (each group's executor used
+// to start its collective and wait for the other's stream for ever), and both go on afterwards.
+TEST_F(LocalFaults, TwoGroupsCalledInOppositeOrdersTimeOutInsteadOfHanging) {
+  const Patience patience("0.3");
+  const std::vector<Device> pair = {devices_[0], devices_[1]};
+  const std::vector<Communicator> a = Communicator::local(pair), b = Communicator::local(pair);
+  std::vector<Tensor> x, y;
+  for (int r = 0; r < 2; ++r) {
+    x.push_back(ones({5}, DType::f32, streams_[r]));
+    y.push_back(ones({5}, DType::f32, streams_[r]));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Work> works = {a[0].all_reduce(x[0], ReduceOp::sum, streams_[0]),
+                             b[0].all_reduce(y[0], ReduceOp::sum, streams_[0]),
+                             b[1].all_reduce(y[1], ReduceOp::sum, streams_[1]),
+                             a[1].all_reduce(x[1], ReduceOp::sum, streams_[1])};
+  if (!complete_within(works, std::chrono::seconds(10))) {
+    std::fprintf(stderr, "FAILED: the groups called in opposite orders never ended\n");
+    std::_Exit(1);  // the groups' executors are stuck: no teardown could finish
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  // The first to run out of patience fails; that opens its gate, and the other may then run.
+  int named = 0;
+  for (Work& w : works) try {
+      w.wait();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::Timeout) << e.message();
+      if (e.message().find("every rank joined, but the stream of rank") != std::string::npos &&
+          e.message().find("did not reach it") != std::string::npos)
+        ++named;
+    }
+  EXPECT_GE(named, 1);
+  for (int r = 0; r < 2; ++r) try {
+      streams_[r].synchronize();
+    } catch (const Error&) {  // the gates' failures, reported once
+    }
+  // Called in the same order, both groups work.
+  works.clear();
+  for (int r = 0; r < 2; ++r) {
+    works.push_back(a[r].all_reduce(x[r], ReduceOp::sum, streams_[r]));
+    works.push_back(b[r].all_reduce(y[r], ReduceOp::sum, streams_[r]));
+  }
+  for (Work& w : works) EXPECT_NO_THROW(w.wait());
 }
 
 TEST_F(LocalFaults, AMalformedTimeoutIsRefused) {

@@ -53,7 +53,8 @@ LocalGroup::LocalGroup(std::vector<Device> devices, std::string name)
       link_(link_model(devices_)),
       calls_(devices_.size(), 0),
       joins_(devices_.size(), 0),
-      open_holds_(devices_.size()) {}
+      open_holds_(devices_.size()),
+      released_(devices_.size()) {}
 
 LocalGroup::~LocalGroup() {
   {
@@ -221,7 +222,7 @@ void LocalGroup::joined(const SlotPtr& slot, size_t member, Member entry, DebugL
   if (full && failed && !point_to_point(s.kind)) collectives_.erase(s.sequence);
   if (!full || failed) return;
   // Gates that came first wait for the slot to fill with their patience as the deadline: full,
-  // they must look again (poll their device, or keep no clock behind the running collective).
+  // they must look again (poll their device, or keep no clock once every stream is here).
   s.changed.notify_all();
   if (!point_to_point(s.kind)) collectives_.erase(s.sequence);
   queue_.push_back(slot);
@@ -236,12 +237,17 @@ void LocalGroup::finish(const SlotPtr& slot, std::exception_ptr failure) {
   s.failure = std::move(failure);
   for (size_t k = 0; k < s.members.size(); ++k) {
     if (!s.members[k].joined || !s.members[k].holds) continue;
-    auto& holds = open_holds_[static_cast<size_t>(s.ranks[k])];
+    const size_t rank = static_cast<size_t>(s.ranks[k]);
+    auto& holds = open_holds_[rank];
     const auto it = std::find_if(holds.begin(), holds.end(),
                                  [&](const auto& hold) { return hold.second == &s; });
-    if (it != holds.end()) holds.erase(it);
+    if (it == holds.end()) continue;
+    if (it == holds.begin()) released_[rank] = Clock::now();  // the stream goes on from here
+    holds.erase(it);
   }
   work_ready_.notify_all();  // a slot that waited behind this one may run now
+  // A full slot whose stream waited behind this one kept no clock: its waiters look again.
+  for (const SlotPtr& queued : queue_) queued->changed.notify_all();
   for (Member& m : s.members) {
     m.call = {};
     m.ready = {};
@@ -267,7 +273,8 @@ std::exception_ptr LocalGroup::timeout_error(const Slot& slot, size_t member,
     text += "every rank joined, but the stream of rank" +
             std::string(behind.size() == 1 ? " " : "s ") + list_ranks(behind) +
             " did not reach it within " + waited +
-            " (HAL_DIST_TIMEOUT): work before it there waits for another call of the group";
+            " (HAL_DIST_TIMEOUT): work before it there has not ended (a stalled stream, or one "
+            "that waits for another collective)";
   } else if (point_to_point(slot.kind))
     text += "rank " + list_ranks(absent) + " did not " + (member == 0 ? "receive" : "send") +
             " within " + waited + " (HAL_DIST_TIMEOUT)";
@@ -282,15 +289,36 @@ std::exception_ptr LocalGroup::timeout_error(const Slot& slot, size_t member,
 Clock::time_point LocalGroup::check_patience(const SlotPtr& slot, size_t member,
                                              Clock::duration patience) {
   Slot& s = *slot;
-  // Ended, or the executor has it (it ends, well or not), or full with nothing ahead of it but
-  // what the executor runs now (it comes next, however long that takes): no clock. A full slot
-  // behind a gate that no running collective will open may never run; its patience runs.
-  if (s.finished || s.running ||
-      (s.joined == static_cast<int>(s.members.size()) && only_running_ahead(s)))
-    return Clock::time_point::max();
-  Clock::time_point end = Clock::time_point::max();
-  for (size_t k = 0; k < s.members.size(); ++k)
-    if (s.members[k].reached) end = std::min(end, s.members[k].reached_at + patience);
+  // Ended, or the executor has it (every stream has reached it: it ends, well or not): no clock.
+  if (s.finished || s.running) return Clock::time_point::max();
+  // The clock starts when the first member's stream reaches the slot, and runs until it is full
+  // and every member's stream has reached it too: a stream stalled before its gate must not
+  // hold the others for ever.
+  Clock::time_point start = Clock::time_point::max();
+  for (const Member& m : s.members)
+    if (m.reached) start = std::min(start, m.reached_at);
+  if (start == Clock::time_point::max()) return start;
+  if (s.joined == static_cast<int>(s.members.size())) {
+    bool all_reached = true;
+    for (size_t k = 0; k < s.members.size(); ++k) {
+      const Member& m = s.members[k];
+      if (m.reached) continue;
+      all_reached = false;
+      const size_t rank = static_cast<size_t>(s.ranks[k]);
+      // A stream held by a collective the executor runs now, or will run once free (every
+      // stream has reached it), comes once that ends, however long it takes: no clock meanwhile
+      // (finish() wakes this slot's waiters), and then the stream has its whole patience from
+      // when it went on.
+      for (const auto& [order, ahead] : open_holds_[rank]) {
+        const bool ahead_full = ahead->joined == static_cast<int>(ahead->members.size());
+        if (order < m.order && (ahead->running || (ahead_full && runnable(*ahead))))
+          return Clock::time_point::max();
+      }
+      start = std::max(start, released_[rank]);
+    }
+    if (all_reached) return Clock::time_point::max();  // it runs once the executor is free
+  }
+  const Clock::time_point end = start + patience;
   if (Clock::now() < end) return end;
   finish(slot, timeout_error(s, member, patience));
   return Clock::time_point::max();
@@ -317,10 +345,10 @@ void LocalGroup::gate(const SlotPtr& slot, size_t member, Clock::duration patien
         slot->changed.wait_until(lock, end);
         continue;
       }
-      // Full: running, next, or behind a gate (with its patience's end). A plugin answers for a
-      // lost device only once its streams run nothing (this gate included), so a gate that
-      // waited long looks at its own device, and leaves if it is lost: the executor's call then
-      // returns, and the collective fails with the loss.
+      // Full: running, next, or waiting for a stream (with its patience's end). A plugin
+      // answers for a lost device only once its streams run nothing (this gate included), so a
+      // gate that waited long looks at its own device, and leaves if it is lost: the executor's
+      // call then returns, and the collective fails with the loss.
       const Clock::time_point poll = Clock::now() + std::chrono::milliseconds(50);
       if (slot->changed.wait_until(lock, std::min(end, poll)) == std::cv_status::no_timeout ||
           Clock::now() < poll)
@@ -419,24 +447,13 @@ std::exception_ptr LocalGroup::run(const SlotPtr& slot) {
   }
 }
 
-bool LocalGroup::only_running_ahead(const Slot& slot) const {
-  for (size_t k = 0; k < slot.members.size(); ++k) {
-    const Member& m = slot.members[k];
-    if (m.reached) continue;
-    for (const auto& [order, ahead] : open_holds_[static_cast<size_t>(slot.ranks[k])])
-      if (order < m.order && !ahead->running) return false;
-  }
-  return true;
-}
-
 bool LocalGroup::runnable(const Slot& slot) const {
-  for (size_t k = 0; k < slot.members.size(); ++k) {
-    const Member& m = slot.members[k];
-    if (m.reached) continue;
-    const auto& holds = open_holds_[static_cast<size_t>(slot.ranks[k])];
-    if (!holds.empty() && holds.front().first < m.order) return false;
-  }
-  return true;
+  // Only once every gate is reached: a member's ready event then has completed, so run() never
+  // blocks on a caller's stream (a stalled one would stop the executor, and every later
+  // collective, with no clock running), and a slot that times out before it starts has nothing
+  // enqueued that could still read or write its tensors.
+  return std::all_of(slot.members.begin(), slot.members.end(),
+                     [](const Member& m) { return m.reached; });
 }
 
 LocalGroup::SlotPtr LocalGroup::take_runnable() {
