@@ -179,6 +179,13 @@ Outputs conv_transpose(const OpContext& ctx, const Inputs& in) {
     }
   } else if (auto_pad == "VALID") {
     std::fill(pads.begin(), pads.end(), 0);
+  } else {
+    // The pads as given: ONNX's are >= 0 (a negative one cropped the output, and near INT64_MIN
+    // overflowed the padding worked out below). Those worked out above may be negative: an
+    // output_shape larger than the strides give.
+    for (const int64_t pad : pads)
+      if (pad < 0 || pad > kLimit)
+        ctx.invalid("pads " + to_string(pads) + " must lie in [0, " + std::to_string(kLimit) + "]");
   }
   Tensor input = x;
   for (size_t i = 0; i < spatial; ++i)

@@ -76,11 +76,17 @@ Outputs reciprocal(const OpContext& ctx, const Inputs& in) {
   return {div(constant(1, in.at(0), ctx), in[0], ctx.stream())};
 }
 
+// (x > 0) - (x < 0); NaN, which is neither, stays NaN as in NumPy and PyTorch (the difference
+// alone gave 0).
 Outputs sign(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
   Stream& s = ctx.stream();
   const Tensor zero = constant(0, x, ctx);
-  return {sub(cast(gt(x, zero, s), x.dtype(), s), cast(lt(x, zero, s), x.dtype(), s), s)};
+  const Tensor y = sub(cast(gt(x, zero, s), x.dtype(), s), cast(lt(x, zero, s), x.dtype(), s), s);
+  const DType dtype = x.dtype();
+  if (dtype != DType::f32 && dtype != DType::f64 && dtype != DType::f16 && dtype != DType::bf16)
+    return {y};  // integers have no NaN
+  return {where(ne(x, x, s), x, y, s)};
 }
 
 // x where x >= 0, else `negative(x)`: the shape of every leaky activation.
@@ -144,12 +150,25 @@ Outputs hard_sigmoid(const OpContext& ctx, const Inputs& in) {
       hard_sigmoid_of(ctx, in.at(0), ctx.attr_float("alpha", 0.2f), ctx.attr_float("beta", 0.5f))};
 }
 
-// log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)): exp(x) overflows from x = 89 in f32
-// (11 in f16), exp(-|x|) never.
+// log(1 + t) for t in [0, 1], accurate where t is small: log(u) (t / (u - 1)) with u = 1 + t
+// rounded (u - 1 is exact, and the ratio undoes the rounding of u; Goldberg's log1p), t itself
+// where u rounds to 1. log(u) alone loses t's digits: 0 for t below half an ulp of 1. (The ratio
+// first: log(u) t underflows to f16's subnormals.)
+Tensor log1p_of(const OpContext& ctx, const Tensor& t) {
+  Stream& s = ctx.stream();
+  const Tensor one = constant(1, t, ctx);
+  const Tensor u = add(one, t, s);
+  const Tensor corrected = mul(log(u, s), div(t, sub(u, one, s), s), s);
+  return where(eq(u, one, s), t, corrected, s);
+}
+
+// log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): exp(x) overflows from x = 89 in f32 (11 in
+// f16), exp(-|x|) never; and log1p keeps exp(x) for very negative x (log(1 + exp(-20)) in f32
+// was 0, not 2.06e-9).
 Outputs softplus(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
   Stream& s = ctx.stream();
-  const Tensor tail = log(add(constant(1, x, ctx), exp(neg(abs(x, s), s), s), s), s);
+  const Tensor tail = log1p_of(ctx, exp(neg(abs(x, s), s), s));
   return {add(maximum(x, constant(0, x, ctx), s), tail, s)};
 }
 

@@ -106,14 +106,18 @@ std::vector<int64_t> spatial_axes(const Tensor& x) {
   return axes;
 }
 
+// Statistics per instance and channel, over the spatial axes. An [N, C] input has none: as in
+// ONNX's reference (NumPy's mean and var over no axes) each element is its own mean, of variance
+// 0, so y is B (NaN where x is not finite). hal's mean over no axes would reduce every axis.
 Outputs instance_norm(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   const Tensor& x = in.at(0);
-  if (x.dim() < 3) ctx.invalid("expects [N, C, D1, ...], got " + to_string(x.shape()));
+  if (x.dim() < 2) ctx.invalid("expects [N, C, D1, ...], got " + to_string(x.shape()));
   const double eps = ctx.attr_float("epsilon", 1e-5f);
   const auto axes = spatial_axes(x);
-  const Tensor centred = sub(x, mean(x, axes, true, s), s);
-  const Tensor var = mean(mul(centred, centred, s), axes, true, s);
+  const auto mean_over = [&](const Tensor& t) { return axes.empty() ? t : mean(t, axes, true, s); };
+  const Tensor centred = sub(x, mean_over(x), s);
+  const Tensor var = mean_over(mul(centred, centred, s));
   const Tensor normalized = mul(centred, rsqrt(add(var, constant(eps, var, ctx), s), s), s);
   return {
       add(mul(normalized, per_channel(in.at(1), x.dim()), s), per_channel(in.at(2), x.dim()), s)};

@@ -1,5 +1,6 @@
 // ONNX's reductions, arg-reductions and softmaxes, from hal's reductions. Results keep the
 // input's dtype as ONNX says (hal sums integers into i64; their mean divides that in i64).
+#include <cstdint>
 #include <limits>
 
 #include "hal/ops.hpp"
@@ -78,17 +79,76 @@ Outputs reduce_log_sum(const OpContext& ctx, const Inputs& in) {
   return reduce<sum>(ctx, in, nullptr, log);
 }
 
+// Which of x's axes `axes` reduces (none given: every one).
+std::vector<bool> reduced_axes(const OpContext& ctx, const Tensor& x,
+                               const std::vector<int64_t>& axes) {
+  std::vector<bool> reduced(static_cast<size_t>(x.dim()), axes.empty());
+  for (const int64_t axis : axes) reduced[static_cast<size_t>(ctx.axis(axis, x.dim()))] = true;
+  return reduced;
+}
+
+// Whether each result reduces no elements: a reduced dimension of size 0.
+bool reduces_nothing(const OpContext& ctx, const Tensor& x, const std::vector<int64_t>& axes) {
+  const std::vector<bool> reduced = reduced_axes(ctx, x, axes);
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (reduced[static_cast<size_t>(d)] && x.size(d) == 0) return true;
+  return false;
+}
+
+// The greatest (or the least) value of `dtype` as a 0-d tensor: inf (-inf) for floats.
+Tensor extreme(DType dtype, bool greatest, Stream& s) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  switch (dtype) {
+    case DType::i64:  // 2^63 - 1 is no double
+      return from_vector<int64_t>({greatest ? INT64_MAX : INT64_MIN}, {}, s);
+    case DType::i32:
+      return full({}, greatest ? INT32_MAX : INT32_MIN, dtype, s);
+    case DType::i8:
+      return full({}, greatest ? INT8_MAX : INT8_MIN, dtype, s);
+    case DType::u8:
+      return full({}, greatest ? UINT8_MAX : 0, dtype, s);
+    case DType::boolean:
+      return full({}, greatest ? 1 : 0, dtype, s);
+    default:
+      return full({}, greatest ? inf : -inf, dtype, s);
+  }
+}
+
+// ReduceMax and ReduceMin. Over no elements (hal's max and min refuse them) the result is the
+// least and the greatest value of the type, -inf and inf for floats, as ONNX's spec says from
+// opset 18 and ONNX's reference at every opset (earlier specs leave it unsaid).
+template <Reduction reduction, bool greatest_of_none>
+Outputs extremum(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  const ReduceArgs args = reduce_args(ctx, in, 18);
+  if (args.identity || !reduces_nothing(ctx, x, args.axes)) return plain<reduction>(ctx, in);
+  const std::vector<bool> reduced = reduced_axes(ctx, x, args.axes);
+  Shape shape;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (!reduced[static_cast<size_t>(d)])
+      shape.push_back(x.size(d));
+    else if (args.keepdims)
+      shape.push_back(1);
+  }
+  Stream& s = ctx.stream();
+  return {extreme(x.dtype(), greatest_of_none, s).expand(shape).contiguous(s)};
+}
+
 // log(sum(exp(x - max))) + max, stable for large x. An infinite max (a row of -inf, or one
 // holding inf) would make x - max NaN: there the shift is 0, which gives log(0) = -inf and
-// log(inf) = inf as they should be.
+// log(inf) = inf as they should be. Over no elements there is no max (hal's max refuses them):
+// the shift is 0 and the result log(0) = -inf, ONNX's value for an empty set.
 Outputs reduce_log_sum_exp(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
   Stream& s = ctx.stream();
   const ReduceArgs args = reduce_args(ctx, in, 18);
-  const Tensor peak = max(x, args.axes, true, s);
-  const Tensor zero = full({}, 0, peak.dtype(), s);
-  const Tensor finite = eq(sub(peak, peak, s), zero, s);  // inf - inf and NaN - NaN are NaN
-  const Tensor shift = where(finite, peak, zero, s);
+  Tensor shift = full({}, 0, x.dtype(), s);
+  if (!reduces_nothing(ctx, x, args.axes)) {
+    const Tensor peak = max(x, args.axes, true, s);
+    const Tensor zero = full({}, 0, peak.dtype(), s);
+    const Tensor finite = eq(sub(peak, peak, s), zero, s);  // inf - inf and NaN - NaN are NaN
+    shift = where(finite, peak, zero, s);
+  }
   Tensor result = add(log(sum(exp(sub(x, shift, s), s), args.axes, true, s), s), shift, s);
   if (!args.keepdims) {
     const Tensor dropped = sum(x, args.axes, false, s);  // the shape without the axes
@@ -214,8 +274,8 @@ std::vector<OnnxOp> reduce_onnx_ops() {
   return {
       {"ReduceSum", 1, plain<sum, 13>},
       {"ReduceMean", 1, plain<exact_mean>},
-      {"ReduceMax", 1, plain<max>},
-      {"ReduceMin", 1, plain<min>},
+      {"ReduceMax", 1, extremum<max, false>},
+      {"ReduceMin", 1, extremum<min, true>},
       {"ReduceL1", 1, reduce_l1},
       {"ReduceL2", 1, reduce_l2},
       {"ReduceSumSquare", 1, reduce_sum_square},

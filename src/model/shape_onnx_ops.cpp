@@ -11,6 +11,7 @@
 #include "model/onnx_dtype.hpp"
 #include "model/onnx_ops.hpp"
 #include "ops/window.hpp"
+#include "tensor/element_codec.hpp"
 
 namespace hal::model {
 namespace {
@@ -258,18 +259,26 @@ Outputs range(const OpContext& ctx, const Inputs& in) {
   const double limit = ctx.read_scalar(in.at(1));
   const double delta = ctx.read_scalar(in.at(2));
   if (delta == 0) ctx.invalid("delta is 0");
-  if (in[0].dtype() != DType::f32)
-    return {arange(start, limit, delta, in[0].dtype(), ctx.stream())};
+  const DType dtype = in[0].dtype();
+  if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)
+    return {arange(start, limit, delta, dtype, ctx.stream())};
   // ONNX counts ceil((limit - start) / delta) in T: Range(0.7, 1.0, 0.1) of float has 3
-  // elements, where in double it has 4. arange counts in double, so it is given a limit half a
-  // step past the last element, which makes its count this one.
+  // elements, where in double it has 4, and Range(0.1, 1.0, 0.1) of f16 has 9, not 10 (its
+  // last one 1.0, the limit). arange counts in double, so it is given a limit half a step past
+  // the last element, which makes its count this one. f16 and bf16 work as NumPy's float16
+  // does: in float, each result rounded to the type (exact, float having over twice their bits).
+  const auto in_t = [dtype](float value) {
+    if (dtype == DType::f16) return tensor::f16_to_f32(tensor::f32_to_f16(value));
+    if (dtype == DType::bf16) return tensor::bf16_to_f32(tensor::f32_to_bf16(value));
+    return value;
+  };
   const auto f = [](double value) { return static_cast<float>(value); };
-  const double count =
-      std::max(static_cast<double>(std::ceil((f(limit) - f(start)) / f(delta))), 0.0);
-  // Past 2^53 (or infinite: limit - start overflowed f32) no tensor holds it.
+  const float span = in_t(f(limit) - f(start));
+  const double count = std::max(static_cast<double>(std::ceil(in_t(span / f(delta)))), 0.0);
+  // Past 2^53 (or infinite: limit - start or the quotient overflowed T) no tensor holds it.
   if (std::isfinite(start) && std::isfinite(limit) && std::isfinite(delta) && !(count <= 0x1p53))
     ctx.invalid("the range has " + std::to_string(count) + " elements");
-  return {arange(start, start + (count - 0.5) * delta, delta, DType::f32, ctx.stream())};
+  return {arange(start, start + (count - 0.5) * delta, delta, dtype, ctx.stream())};
 }
 
 // DepthToSpace and SpaceToDepth: a reshape, a permutation and a reshape.

@@ -1,7 +1,12 @@
 // LRN against a plain loop over the channel window, with odd and even window sizes and the
-// attributes given; a missing size refused naming the node.
+// attributes given; a missing size refused naming the node. ConvTranspose's output_shape and
+// pads, and InstanceNormalization of an [N, C] input, against ONNX's rules and reference.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
 
 #include "hal/model.hpp"
 #include "model_builder.hpp"
@@ -105,6 +110,88 @@ TEST(NnOps, AConvTransposeOutputShapeShorterThanItsSpatialDimensionsIsRefused) {
         load_onnx_bytes(good.bytes(), "convt").run({{"x", x}, {"w", w}}, stream).at("y");
     EXPECT_EQ(y.shape(), (Shape{1, 1, 5, 6}));
   }
+}
+
+// ConvTranspose's pads "can take any value greater than or equal to 0" (ONNX): a negative one is
+// refused naming the node and the pads (it was taken, and cropped the output wrongly).
+TEST(NnOps, ConvTransposeRefusesNegativePads) {
+  Stream stream = device("cpu:0").create_stream();
+  std::vector<float> input(9);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(i);
+  const Tensor x = from_vector(input, {1, 1, 3, 3}, stream);
+  const Tensor w = from_vector(std::vector<float>(4, 1.0f), {1, 1, 2, 2}, stream);
+  const auto conv_transpose = [&](const std::vector<int64_t>& pads) {
+    ModelBuilder builder;
+    builder.input("x", TensorProto::FLOAT, {"1", "1", "3", "3"});
+    builder.input("w", TensorProto::FLOAT, {"1", "1", "2", "2"});
+    builder.output("y", TensorProto::FLOAT, {"1", "1", "H", "W"});
+    ModelBuilder::set_ints(builder.node("ConvTranspose", {"x", "w"}, {"y"}, "up"), "pads", pads);
+    return load_onnx_bytes(builder.bytes(), "convt").run({{"x", x}, {"w", w}}, stream).at("y");
+  };
+  for (const std::vector<int64_t>& pads :
+       {std::vector<int64_t>{-1, 0, 0, 0}, std::vector<int64_t>{0, 0, 0, INT64_MIN}})
+    expect_error([&] { conv_transpose(pads); }, ErrorCode::InvalidArgument,
+                 {"'up'", "pads " + to_string(pads) + " must lie in [0, 16777216]"});
+  // pads [1, 0, 0, 0] drop the first row of the full [4, 4] output; NumPy's full transposed
+  // convolution of arange(9) by ones((2, 2)), [1:, :].
+  const Tensor y = conv_transpose({1, 0, 0, 0});
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 3, 4}));
+  EXPECT_EQ(y.to_vector<float>(stream),
+            (std::vector<float>{3, 8, 12, 7, 9, 20, 24, 13, 6, 13, 15, 8}));
+}
+
+// InstanceNormalization of [N, C]: ONNX's reference takes NumPy's mean and var over the spatial
+// axes, of which there are none, so each element is its own mean, of variance 0, and y is B per
+// channel (NaN where x is not finite). [N, C, D] as before; a rank-1 input is refused.
+TEST(NnOps, InstanceNormalizationOfARank2InputIsItsBias) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::nanf("");
+  Stream stream = device("cpu:0").create_stream();
+  const Tensor scale = from_vector<float>({2, 3, 4}, {3}, stream);
+  const Tensor bias = from_vector<float>({0.5f, -1, 7}, {3}, stream);
+  const auto instance_norm = [&](const Tensor& x) {
+    std::vector<std::string> dims;
+    for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(std::to_string(x.size(d)));
+    ModelBuilder builder;
+    builder.input("x", TensorProto::FLOAT, dims);
+    builder.input("scale", TensorProto::FLOAT, {"3"});
+    builder.input("bias", TensorProto::FLOAT, {"3"});
+    builder.output("y", TensorProto::FLOAT, dims);
+    builder.node("InstanceNormalization", {"x", "scale", "bias"}, {"y"}, "norm");
+    return load_onnx_bytes(builder.bytes(), "instance_norm")
+        .run({{"x", x}, {"scale", scale}, {"bias", bias}}, stream)
+        .at("y");
+  };
+  const Tensor y = instance_norm(from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}, stream));
+  EXPECT_EQ(y.shape(), (Shape{2, 3}));
+  EXPECT_EQ(y.to_vector<float>(stream), (std::vector<float>{0.5f, -1, 7, 0.5f, -1, 7}));
+
+  const std::vector<float> odd =
+      instance_norm(from_vector<float>({1, inf, nan, -inf, 5, 6}, {2, 3}, stream))
+          .to_vector<float>(stream);
+  ASSERT_EQ(odd.size(), 6u);
+  EXPECT_EQ(odd[0], 0.5f);
+  EXPECT_TRUE(std::isnan(odd[1]) && std::isnan(odd[2]) && std::isnan(odd[3]));
+  EXPECT_EQ(odd[4], -1.0f);
+  EXPECT_EQ(odd[5], 7.0f);
+
+  // [2, 3, 2] of arange(12) * 0.5 - 1: ONNX's reference, to f32.
+  std::vector<float> x3(12);
+  for (size_t i = 0; i < x3.size(); ++i) x3[i] = static_cast<float>(i) * 0.5f - 1;
+  const std::vector<float> y3 =
+      instance_norm(from_vector(x3, {2, 3, 2}, stream)).to_vector<float>(stream);
+  const std::vector<float> per_instance = {-1.4998400211334229f, 2.499840021133423f,
+                                           -3.999760150909424f,  1.9997601509094238f,
+                                           3.0003199577331543f,  10.999679565429688f};
+  ASSERT_EQ(y3.size(), 12u);
+  for (size_t i = 0; i < y3.size(); ++i)
+    EXPECT_NEAR(y3[i], per_instance[i % 6], 1e-4) << "at " << i;
+
+  expect_error(
+      [&] {
+        instance_norm(from_vector<float>({1, 2, 3}, {3}, stream));
+      },
+      ErrorCode::InvalidArgument, {"'norm'", "expects [N, C, D1, ...], got [3]"});
 }
 
 }  // namespace

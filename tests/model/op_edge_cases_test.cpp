@@ -1,6 +1,8 @@
 // ONNX ops at the edges of their types and inputs: TopK and ArgMin at the integer types' bounds,
 // GatherElements and Split refusing indices and sizes ONNX does not allow, ReduceLogSumExp over
-// infinities and Mod's fmod of floats, each against the values ONNX's reference gives.
+// infinities and Mod's fmod of floats, each against the values ONNX's reference gives; Range
+// counted in its type, Softplus of very negative inputs, Sign of NaN and reductions over no
+// elements.
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -516,6 +518,161 @@ TEST(OpEdgeCases, GatherElementsKeepsNegativeZero) {
   EXPECT_EQ(y[2], -inf);
   EXPECT_EQ(y[3], 2.0f);
   EXPECT_TRUE(y[4] == 0 && std::signbit(y[4])) << y[4];
+}
+
+// f16 and bf16 Range count ceil((limit - start) / delta) in their type too, as NumPy's float16
+// (ONNX's reference) does: in double the count was one more, its last element the limit itself.
+TEST(OpEdgeCases, HalfRangeCountsItsElementsInItsType) {
+  Stream stream = device("cpu:0").create_stream();
+  const auto range = [&](int32_t elem, DType dtype, float start, float limit, float delta) {
+    const Model model =
+        one_node(11, "Range", {{"start", elem, 0}, {"limit", elem, 0}, {"delta", elem, 0}},
+                 {{"y", elem, 1}});
+    const auto scalar = [&](float value) {
+      return cast(from_vector<float>({value}, {}, stream), dtype, stream);
+    };
+    const Tensor y =
+        model
+            .run({{"start", scalar(start)}, {"limit", scalar(limit)}, {"delta", scalar(delta)}},
+                 stream)
+            .at("y");
+    EXPECT_EQ(y.dtype(), dtype);
+    return cast(y, DType::f32, stream).to_vector<float>(stream);
+  };
+  // len(np.arange(np.float16(0.1), np.float16(1.0), np.float16(0.1))) is 9; the values are
+  // .astype(np.float16) of them (in double the count is 10).
+  const std::vector<float> tenths = {
+      0.0999755859375f, 0.199951171875f, 0.2998046875f, 0.39990234375f, 0.5f,
+      0.599609375f,     0.69970703125f,  0.7998046875f, 0.89990234375f};
+  EXPECT_EQ(range(TensorProto::FLOAT16, DType::f16, 0.1f, 1.0f, 0.1f), tenths);
+  // The values are the spec's start + i * delta (in f32, rounded to f16 once), not NumPy's
+  // arange, which steps by f16(start + delta) - start: 9 of them either way.
+  EXPECT_EQ(range(TensorProto::FLOAT16, DType::f16, 1.0f, 0.1f, -0.1f),
+            (std::vector<float>{1.0f, 0.89990234375f, 0.7998046875f, 0.7001953125f, 0.60009765625f,
+                                0.5f, 0.400146484375f, 0.30029296875f, 0.2001953125f}));
+  EXPECT_EQ(range(TensorProto::FLOAT16, DType::f16, 0, 1, 0.25f),
+            (std::vector<float>{0, 0.25f, 0.5f, 0.75f}));
+  // bf16 0.3 is 0.30078125 and 0.1 is 0.10009765625: their quotient 3.0049 is 3 in bf16 (4 in
+  // double, the fourth element 0.30078125, the limit).
+  EXPECT_EQ(range(TensorProto::BFLOAT16, DType::bf16, 0, 0.3f, 0.1f),
+            (std::vector<float>{0, 0.10009765625f, 0.2001953125f}));
+}
+
+// Softplus of very negative x is exp(x), log1p(exp(x)) to f32's precision: log(1 + exp(x))
+// rounded 1 + exp(x) to 1 and gave 0 from x = -17 (ONNX's reference, log(exp(x) + 1) in f32,
+// does the same; PyTorch's softplus uses log1p). References: np.log1p(np.exp(x)) in double,
+// rounded to f32 (f16).
+TEST(OpEdgeCases, SoftplusOfVeryNegativeInputsIsExpOfThem) {
+  Stream stream = device("cpu:0").create_stream();
+  const auto softplus = [&](int32_t elem, const Tensor& x) {
+    const Model model = one_node(13, "Softplus", {{"x", elem, 1}}, {{"y", elem, 1}});
+    return model.run({{"x", x}}, stream).at("y");
+  };
+  const std::vector<float> y =
+      softplus(TensorProto::FLOAT, from_vector<float>({-10, -17, -20, -30, -50, -80}, {6}, stream))
+          .to_vector<float>(stream);
+  const std::vector<float> want = {4.539889778243378e-05f,  4.139937459513021e-08f,
+                                   2.06115369216775e-09f,   9.357622912219837e-14f,
+                                   1.9287498933537385e-22f, 1.8048513285848406e-35f};
+  ASSERT_EQ(y.size(), want.size());
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-5 * want[i]) << "at " << i;
+
+  // f16: 1 + exp(-8) rounds to 1 (exp(-8) is below half an ulp of 1), 1 + exp(-4) does not.
+  const Tensor half = softplus(TensorProto::FLOAT16,
+                               cast(from_vector<float>({-8, -4}, {2}, stream), DType::f16, stream));
+  const std::vector<float> y16 = cast(half, DType::f32, stream).to_vector<float>(stream);
+  ASSERT_EQ(y16.size(), 2u);
+  EXPECT_NEAR(y16[0], 0.00033545494079589844f, 4e-3 * 0.00033545494079589844f);
+  EXPECT_NEAR(y16[1], 0.0181427001953125f, 4e-3 * 0.0181427001953125f);
+}
+
+// Sign of NaN is NaN, as np.sign and torch.sign give ((x > 0) - (x < 0) was 0).
+TEST(OpEdgeCases, SignOfNaNIsNaN) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  Stream stream = device("cpu:0").create_stream();
+  const auto sign = [&](int32_t elem, const Tensor& x) {
+    const Model model = one_node(13, "Sign", {{"x", elem, 1}}, {{"y", elem, 1}});
+    return model.run({{"x", x}}, stream).at("y");
+  };
+  // np.sign([nan, -2, -0.0, 0, 3, -inf, inf]) = [nan, -1, -0, 0, 1, -1, 1]
+  const std::vector<float> y =
+      sign(TensorProto::FLOAT,
+           from_vector<float>({std::nanf(""), -2, -0.0f, 0, 3, -inf, inf}, {7}, stream))
+          .to_vector<float>(stream);
+  ASSERT_EQ(y.size(), 7u);
+  EXPECT_TRUE(std::isnan(y[0])) << y[0];
+  EXPECT_EQ(std::vector<float>(y.begin() + 1, y.end()), (std::vector<float>{-1, 0, 0, 1, -1, 1}));
+
+  const std::vector<double> y64 =
+      sign(TensorProto::DOUBLE,
+           from_vector<double>({std::numeric_limits<double>::quiet_NaN(), -0.5}, {2}, stream))
+          .to_vector<double>(stream);
+  EXPECT_TRUE(std::isnan(y64.at(0))) << y64[0];
+  EXPECT_EQ(y64.at(1), -1.0);
+
+  const Tensor half =
+      sign(TensorProto::FLOAT16,
+           cast(from_vector<float>({std::nanf(""), 2}, {2}, stream), DType::f16, stream));
+  const std::vector<float> y16 = cast(half, DType::f32, stream).to_vector<float>(stream);
+  EXPECT_TRUE(std::isnan(y16.at(0))) << y16[0];
+  EXPECT_EQ(y16.at(1), 1.0f);
+
+  EXPECT_EQ(sign(TensorProto::INT32, from_vector<int32_t>({-5, 0, 7}, {3}, stream))
+                .to_vector<int32_t>(stream),
+            (std::vector<int32_t>{-1, 0, 1}));
+}
+
+// A reduction over a dimension of size 0 gives its value for an empty set, as ONNX's spec says
+// (from opset 18) and its reference gives: ReduceMax the type's least value (-inf for floats),
+// ReduceMin its greatest, ReduceLogSumExp log(0) = -inf. hal's max refused the empty set.
+TEST(OpEdgeCases, ReductionsOverNoElementsGiveTheEmptySetsValue) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  Stream stream = device("cpu:0").create_stream();
+  const auto reduce = [&](const std::string& op, int32_t elem, const Tensor& x,
+                          std::vector<int64_t> axes, bool keepdims) {
+    const int64_t rank = keepdims ? x.dim() : x.dim() - static_cast<int64_t>(axes.size());
+    const Model model =
+        one_node(13, op, {{"x", elem, x.dim()}}, {{"y", elem, rank}}, [&](onnx::NodeProto& node) {
+          if (!axes.empty()) ModelBuilder::set_ints(node, "axes", axes);
+          ModelBuilder::set_int(node, "keepdims", keepdims ? 1 : 0);
+        });
+    return model.run({{"x", x}}, stream).at("y");
+  };
+  const Tensor empty_rows = zeros({2, 0}, DType::f32, stream);
+  for (const auto& [op, want] : std::vector<std::pair<std::string, float>>{
+           {"ReduceMax", -inf}, {"ReduceMin", inf}, {"ReduceLogSumExp", -inf}}) {
+    const Tensor kept = reduce(op, TensorProto::FLOAT, empty_rows, {1}, true);
+    EXPECT_EQ(kept.shape(), (Shape{2, 1})) << op;
+    EXPECT_EQ(kept.to_vector<float>(stream), (std::vector<float>{want, want})) << op;
+    const Tensor dropped = reduce(op, TensorProto::FLOAT, empty_rows, {-1}, false);
+    EXPECT_EQ(dropped.shape(), (Shape{2})) << op;
+    EXPECT_EQ(dropped.to_vector<float>(stream), (std::vector<float>{want, want})) << op;
+    // No axes: every one, of [0, 3].
+    const Tensor all = reduce(op, TensorProto::FLOAT, zeros({0, 3}, DType::f32, stream), {}, true);
+    EXPECT_EQ(all.shape(), (Shape{1, 1})) << op;
+    EXPECT_EQ(all.to_vector<float>(stream), (std::vector<float>{want})) << op;
+    // Reducing the non-empty axis of [0, 3] has no results, and is no empty set.
+    EXPECT_EQ(reduce(op, TensorProto::FLOAT, zeros({0, 3}, DType::f32, stream), {1}, true).shape(),
+              (Shape{0, 1}))
+        << op;
+  }
+  const Tensor half =
+      reduce("ReduceMax", TensorProto::FLOAT16, zeros({2, 0}, DType::f16, stream), {1}, false);
+  EXPECT_EQ(half.dtype(), DType::f16);
+  EXPECT_EQ(cast(half, DType::f32, stream).to_vector<float>(stream),
+            (std::vector<float>{-inf, -inf}));
+  // Integers: np.iinfo(dtype).min and .max.
+  EXPECT_EQ(reduce("ReduceMax", TensorProto::INT32, zeros({2, 0}, DType::i32, stream), {1}, false)
+                .to_vector<int32_t>(stream),
+            (std::vector<int32_t>{INT32_MIN, INT32_MIN}));
+  EXPECT_EQ(reduce("ReduceMin", TensorProto::INT64, zeros({0, 2}, DType::i64, stream), {0}, false)
+                .to_vector<int64_t>(stream),
+            (std::vector<int64_t>{INT64_MAX, INT64_MAX}));
+  // Non-empty sets are reduced as before.
+  EXPECT_EQ(reduce("ReduceMax", TensorProto::FLOAT,
+                   from_vector<float>({1, 5, -2, 3}, {2, 2}, stream), {1}, false)
+                .to_vector<float>(stream),
+            (std::vector<float>{5, 3}));
 }
 
 }  // namespace
