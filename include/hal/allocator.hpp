@@ -42,7 +42,7 @@ struct MemoryStats {
   uint64_t num_segment_allocs = 0;
   uint64_t num_segment_frees = 0;
   uint64_t num_alloc_retries = 0;  // cached segments released to retry an allocation
-  uint64_t num_ooms = 0;
+  uint64_t num_ooms = 0;           // allocations refused (OutOfMemory), each once after any retry
 };
 
 struct MemoryBlockInfo {

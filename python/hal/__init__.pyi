@@ -1,5 +1,6 @@
 # Type stub of the hal package (the extension module hal._hal, re-exported): what editors
-# complete and mypy checks. docs/python.md describes each call.
+# complete and mypy checks. docs/python.md describes each call; comments here note refusals that
+# the types cannot say (the hal.Error subclass, or BufferError for DLPack's protocol).
 import builtins
 import enum
 import os
@@ -73,19 +74,23 @@ int64: DType
 
 DTypeLike: TypeAlias = DType | str | np.dtype[Any] | type
 DeviceLike: TypeAlias = Device | str
+# A shape: an int, or a sequence of ints (NumPy integers too, alone or in the sequence). A size
+# that is no int, or one past int64, is hal.InvalidArgument naming the shape and dimension.
 ShapeLike: TypeAlias = SupportsIndex | Sequence[SupportsIndex]
 Number: TypeAlias = builtins.bool | int | float
 # NumPy's scalars count as the Python number of their kind beside a tensor.
 Operand: TypeAlias = (
     Tensor | Number | np.bool_ | np.integer[Any] | np.floating[Any] | npt.NDArray[Any]
 )
-Axes: TypeAlias = SupportsIndex | Sequence[SupportsIndex] | None
+Axes: TypeAlias = SupportsIndex | Sequence[SupportsIndex] | None  # read as a shape is; None: all
 
 def dtype(value: DTypeLike) -> DType: ...
 
 # ---- devices ----
 
 class Device:
+    # What a device or backend says of itself (name, vendor, backend, uuid, features, the strs of
+    # info, backends() and summary()) keeps bytes that are not UTF-8 as \xff escapes.
     def __init__(self, id: str) -> None: ...
     @property
     def id(self) -> str: ...
@@ -119,6 +124,8 @@ class Device:
     def memory_stats(self, kind: str = "device") -> dict[str, Any]: ...
     def reset_peak_memory_stats(self, kind: str = "device") -> None: ...
     def memory_snapshot(self, kind: str = "device") -> dict[str, Any]: ...
+    # limit: bytes, a positive int64 (0 is hal.InvalidArgument: None is no limit), or a size
+    # from 1 B ('8G'); None lifts the limit.
     def set_memory_limit(self, limit: int | str | None, kind: str = "device") -> None: ...
     def memory_limit(self, kind: str = "device") -> int | None: ...
     def empty_cache(self) -> None: ...
@@ -175,6 +182,11 @@ def synchronize(device: DeviceLike | None = None) -> None: ...
 # ---- tensors ----
 
 class Tensor:
+    # Tensors come from functions (hal.tensor, zeros/ones/full/empty, arange, uniform/normal,
+    # from_dlpack, the ops): hal.Tensor(...) is a TypeError saying so. An object that
+    # hal.Tensor.__new__ made alone holds no tensor: every use of it (its attributes and methods,
+    # repr, an op or hal function given it) is hal.InvalidState.
+    __array_ufunc__: None  # NumPy defers to the operators: ndarray + t calls t.__radd__
     @property
     def dtype(self) -> DType: ...
     @property
@@ -215,12 +227,15 @@ class Tensor:
     def contiguous(self, stream: Stream | None = None) -> Tensor: ...
     def to(self, target: DeviceLike | DTypeLike, stream: Stream | None = None) -> Tensor: ...
     def cpu(self) -> Tensor: ...
+    # A view on the CPU (read-only where elements repeat: a stride-0 dimension of expand), a copy
+    # elsewhere; __array__ is the same array (with a dtype, a converted copy).
     def numpy(self, stream: Stream | None = None) -> npt.NDArray[Any]: ...
     def __array__(self, dtype: npt.DTypeLike | None = None) -> npt.NDArray[Any]: ...
     def tolist(self) -> Any: ...
     def item(self) -> Number: ...
     def cast(self, dtype: DTypeLike, stream: Stream | None = None) -> Tensor: ...
-    # DLPack
+    # DLPack. max_version and dl_device: two ints each, else BufferError naming the argument;
+    # dl_device: the tensor's own DLPack device or the host's, (1, 0), else BufferError.
     def __dlpack__(
         self,
         *,
@@ -318,6 +333,7 @@ def tensor(
     device: DeviceLike | None = None,
     stream: Stream | None = None,
 ) -> Tensor: ...
+# A DLPack device (CPU, N) with N other than 0 is hal.NotFound: the host is (1, 0).
 def from_dlpack(source: Any) -> Tensor: ...
 def from_numpy(array: npt.NDArray[Any]) -> Tensor: ...
 def empty(shape: ShapeLike, dtype: DTypeLike = ..., device: DeviceLike | None = None) -> Tensor: ...
@@ -443,6 +459,8 @@ def softmax(x: Tensor, axis: int = -1, stream: Stream | None = None) -> Tensor: 
 def log_softmax(x: Tensor, axis: int = -1, stream: Stream | None = None) -> Tensor: ...
 def cast(x: Tensor, dtype: DTypeLike, stream: Stream | None = None) -> Tensor: ...
 def where(cond: Tensor, a: Operand, b: Operand, stream: Stream | None = None) -> Tensor: ...
+# An optional tensor (weight, bias, residual) that is neither a hal.Tensor nor None is
+# hal.InvalidArgument naming the function and the argument.
 def layer_norm(
     x: Tensor,
     normalized_shape: ShapeLike,

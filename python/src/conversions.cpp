@@ -185,8 +185,19 @@ int64_t shape_size(py::handle shape, py::handle size, size_t dim) {
 
 }  // namespace
 
+namespace {
+
+// One size on its own: an int, or an integer that is not a sequence (np.int64(3); an array has
+// __index__ too, but is a sequence of sizes), as NumPy and PyTorch take a lone size.
+bool is_lone_size(py::handle value) {
+  return py::isinstance<py::int_>(value) ||
+         (is_integer(value) && !py::isinstance<py::sequence>(value));
+}
+
+}  // namespace
+
 Shape to_shape(py::handle value) {
-  if (py::isinstance<py::int_>(value)) return {shape_size(value, value, 0)};
+  if (is_lone_size(value)) return {shape_size(value, value, 0)};
   if (!py::isinstance<py::sequence>(value) || py::isinstance<py::str>(value))
     throw Error(ErrorCode::InvalidArgument,
                 python_repr(value) + " is not a shape: give a sequence of ints");
@@ -196,7 +207,7 @@ Shape to_shape(py::handle value) {
 }
 
 Shape shape_from_args(const py::args& args) {
-  if (args.size() == 1 && !py::isinstance<py::int_>(args[0])) return to_shape(args[0]);
+  if (args.size() == 1 && !is_lone_size(args[0])) return to_shape(args[0]);
   return to_shape(args);
 }
 

@@ -67,6 +67,20 @@ def test_a_limit_makes_allocations_out_of_memory(cpu):
     assert cpu.memory_limit() is None
 
 
+def test_a_limit_written_as_a_size_is_at_least_a_byte(cpu):
+    # As a number, 0 would lift the limit: as a size it is refused the same way, with the range.
+    try:
+        cpu.set_memory_limit("1K")
+        for bad in ("0", "0B", "0.4", "-1K"):
+            with pytest.raises(hal.InvalidArgument,
+                               match=rf"memory limit: '{bad}' is out of range \(1 B to "):
+                cpu.set_memory_limit(bad)
+            assert cpu.memory_limit() == 1024
+    finally:
+        cpu.set_memory_limit(None)
+    assert cpu.memory_limit() is None
+
+
 def test_the_cache_is_returned(cpu):
     t = hal.zeros((1 << 20,), device=cpu)
     del t

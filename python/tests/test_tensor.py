@@ -305,6 +305,19 @@ def test_numpy_of_an_expanded_view_is_read_only(cpu):
     assert t.numpy().flags.writeable
 
 
+def test_a_numpy_integer_alone_is_a_size_or_an_axis(cpu):
+    # As NumPy and PyTorch take one: np.zeros(np.int64(3)), torch.zeros(np.int64(3)).
+    assert hal.zeros(np.int64(3), device=cpu).shape == (3,)
+    assert hal.empty(np.int32(2), device=cpu).shape == (2,)
+    t = hal.from_numpy(np.arange(6, dtype=np.float32))
+    assert t.reshape(np.int64(6)).shape == (6,)
+    assert t.reshape(np.int64(3), 2).shape == (3, 2)
+    m = t.reshape(2, 3)
+    np.testing.assert_array_equal(m.sum(axis=np.int64(0)).numpy(), [3.0, 5.0, 7.0])
+    # An array of sizes is still a sequence of them, not one size.
+    assert hal.zeros(np.array([2, 3]), device=cpu).shape == (2, 3)
+
+
 def test_sizes_past_int64_name_the_shape_and_the_dimension(cpu):
     past = 2**64
     with pytest.raises(hal.InvalidArgument,
