@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <thread>
 
 #include "core/error_context.hpp"
 #include "dist/local/local_algorithms.hpp"
@@ -53,8 +54,7 @@ LocalGroup::LocalGroup(std::vector<Device> devices, std::string name)
       link_(link_model(devices_)),
       calls_(devices_.size(), 0),
       joins_(devices_.size(), 0),
-      open_holds_(devices_.size()),
-      released_(devices_.size()) {}
+      open_holds_(devices_.size()) {}
 
 LocalGroup::~LocalGroup() {
   {
@@ -121,6 +121,7 @@ Work LocalGroup::join(int rank, const CollectiveCall& call) {
   }
   Member entry;
   entry.call = call;
+  entry.patience = patience;
   entry.signature = signature_of(call, slot->sequence);
   if (level == DebugLevel::detail)
     log(LogLevel::info, "hal dist: rank " + std::to_string(rank) + " of '" + name_ + "' calls " +
@@ -222,7 +223,7 @@ void LocalGroup::joined(const SlotPtr& slot, size_t member, Member entry, DebugL
   if (full && failed && !point_to_point(s.kind)) collectives_.erase(s.sequence);
   if (!full || failed) return;
   // Gates that came first wait for the slot to fill with their patience as the deadline: full,
-  // they must look again (poll their device, or keep no clock once every stream is here).
+  // they must look again (poll their device, or keep no clock behind the running collective).
   s.changed.notify_all();
   if (!point_to_point(s.kind)) collectives_.erase(s.sequence);
   queue_.push_back(slot);
@@ -237,17 +238,12 @@ void LocalGroup::finish(const SlotPtr& slot, std::exception_ptr failure) {
   s.failure = std::move(failure);
   for (size_t k = 0; k < s.members.size(); ++k) {
     if (!s.members[k].joined || !s.members[k].holds) continue;
-    const size_t rank = static_cast<size_t>(s.ranks[k]);
-    auto& holds = open_holds_[rank];
+    auto& holds = open_holds_[static_cast<size_t>(s.ranks[k])];
     const auto it = std::find_if(holds.begin(), holds.end(),
                                  [&](const auto& hold) { return hold.second == &s; });
-    if (it == holds.end()) continue;
-    if (it == holds.begin()) released_[rank] = Clock::now();  // the stream goes on from here
-    holds.erase(it);
+    if (it != holds.end()) holds.erase(it);
   }
   work_ready_.notify_all();  // a slot that waited behind this one may run now
-  // A full slot whose stream waited behind this one kept no clock: its waiters look again.
-  for (const SlotPtr& queued : queue_) queued->changed.notify_all();
   for (Member& m : s.members) {
     m.call = {};
     m.ready = {};
@@ -273,8 +269,7 @@ std::exception_ptr LocalGroup::timeout_error(const Slot& slot, size_t member,
     text += "every rank joined, but the stream of rank" +
             std::string(behind.size() == 1 ? " " : "s ") + list_ranks(behind) +
             " did not reach it within " + waited +
-            " (HAL_DIST_TIMEOUT): work before it there has not ended (a stalled stream, or one "
-            "that waits for another collective)";
+            " (HAL_DIST_TIMEOUT): work before it there waits for another call of the group";
   } else if (point_to_point(slot.kind))
     text += "rank " + list_ranks(absent) + " did not " + (member == 0 ? "receive" : "send") +
             " within " + waited + " (HAL_DIST_TIMEOUT)";
@@ -286,39 +281,33 @@ std::exception_ptr LocalGroup::timeout_error(const Slot& slot, size_t member,
   return std::make_exception_ptr(Error(ErrorCode::Timeout, text));
 }
 
+std::exception_ptr LocalGroup::stalled_error(const Slot& slot, const std::vector<size_t>& behind,
+                                             Clock::duration patience) const {
+  std::vector<int> ranks;
+  for (size_t k : behind) ranks.push_back(slot.ranks[k]);
+  const std::string waited = format_seconds(std::chrono::duration<double>(patience).count());
+  const hal::detail::ErrorContext context(device(ranks.front()).id(), to_string(slot.kind));
+  return std::make_exception_ptr(
+      Error(ErrorCode::Timeout,
+            where(slot) + ": every rank joined, but the stream of rank" +
+                std::string(ranks.size() == 1 ? " " : "s ") + list_ranks(ranks) +
+                " did not reach it within " + waited +
+                " (HAL_DIST_TIMEOUT): work before it there has not ended (a stalled stream, or one "
+                "held by another collective); nothing of this one ran"));
+}
+
 Clock::time_point LocalGroup::check_patience(const SlotPtr& slot, size_t member,
                                              Clock::duration patience) {
   Slot& s = *slot;
-  // Ended, or the executor has it (every stream has reached it: it ends, well or not): no clock.
-  if (s.finished || s.running) return Clock::time_point::max();
-  // The clock starts when the first member's stream reaches the slot, and runs until it is full
-  // and every member's stream has reached it too: a stream stalled before its gate must not
-  // hold the others for ever.
-  Clock::time_point start = Clock::time_point::max();
-  for (const Member& m : s.members)
-    if (m.reached) start = std::min(start, m.reached_at);
-  if (start == Clock::time_point::max()) return start;
-  if (s.joined == static_cast<int>(s.members.size())) {
-    bool all_reached = true;
-    for (size_t k = 0; k < s.members.size(); ++k) {
-      const Member& m = s.members[k];
-      if (m.reached) continue;
-      all_reached = false;
-      const size_t rank = static_cast<size_t>(s.ranks[k]);
-      // A stream held by a collective the executor runs now, or will run once free (every
-      // stream has reached it), comes once that ends, however long it takes: no clock meanwhile
-      // (finish() wakes this slot's waiters), and then the stream has its whole patience from
-      // when it went on.
-      for (const auto& [order, ahead] : open_holds_[rank]) {
-        const bool ahead_full = ahead->joined == static_cast<int>(ahead->members.size());
-        if (order < m.order && (ahead->running || (ahead_full && runnable(*ahead))))
-          return Clock::time_point::max();
-      }
-      start = std::max(start, released_[rank]);
-    }
-    if (all_reached) return Clock::time_point::max();  // it runs once the executor is free
-  }
-  const Clock::time_point end = start + patience;
+  // Ended, or the executor has it (it ends, well or not), or full with nothing ahead of it but
+  // what the executor runs now (it comes next, however long that takes): no clock. A full slot
+  // behind a gate that no running collective will open may never run; its patience runs.
+  if (s.finished || s.running ||
+      (s.joined == static_cast<int>(s.members.size()) && only_running_ahead(s)))
+    return Clock::time_point::max();
+  Clock::time_point end = Clock::time_point::max();
+  for (size_t k = 0; k < s.members.size(); ++k)
+    if (s.members[k].reached) end = std::min(end, s.members[k].reached_at + patience);
   if (Clock::now() < end) return end;
   finish(slot, timeout_error(s, member, patience));
   return Clock::time_point::max();
@@ -345,10 +334,10 @@ void LocalGroup::gate(const SlotPtr& slot, size_t member, Clock::duration patien
         slot->changed.wait_until(lock, end);
         continue;
       }
-      // Full: running, next, or waiting for a stream (with its patience's end). A plugin
-      // answers for a lost device only once its streams run nothing (this gate included), so a
-      // gate that waited long looks at its own device, and leaves if it is lost: the executor's
-      // call then returns, and the collective fails with the loss.
+      // Full: running, next, or behind a gate (with its patience's end). A plugin answers for a
+      // lost device only once its streams run nothing (this gate included), so a gate that
+      // waited long looks at its own device, and leaves if it is lost: the executor's call then
+      // returns, and the collective fails with the loss.
       const Clock::time_point poll = Clock::now() + std::chrono::milliseconds(50);
       if (slot->changed.wait_until(lock, std::min(end, poll)) == std::cv_status::no_timeout ||
           Clock::now() < poll)
@@ -397,11 +386,38 @@ Stream& LocalGroup::lane_stream(int rank, bool side) {
   return stream;
 }
 
+namespace {
+
+// Waits until every member's stream has reached the collective (its event completed), for at
+// most the members' patience; the ranks whose streams have not, if that ran out. Polled, since a
+// stalled stream (a hung kernel, a gate of another group that waits for this one) may never get
+// there, and nothing of the collective may be enqueued before: it would wait with no clock, and
+// run whenever that stream moved on, after the collective had failed. A lost device throws.
+template <class Members>
+std::vector<size_t> streams_not_there(const Members& members, Clock::duration patience) {
+  const Clock::time_point end = Clock::now() + patience;
+  auto pause = std::chrono::microseconds(20);
+  for (;;) {
+    std::vector<size_t> behind;
+    for (size_t k = 0; k < members.size(); ++k)
+      if (!members[k].ready.query()) behind.push_back(k);
+    if (behind.empty() || Clock::now() >= end) return behind;
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
+
 std::exception_ptr LocalGroup::run(const SlotPtr& slot) {
   const Slot& s = *slot;
   std::vector<Lane> lanes(s.members.size());
   std::exception_ptr failure;
   try {
+    Clock::duration patience{};
+    for (const Member& m : s.members) patience = std::max(patience, m.patience);
+    if (const std::vector<size_t> behind = streams_not_there(s.members, patience); !behind.empty())
+      return stalled_error(s, behind, patience);
     const CollectiveCall& first = s.members[0].call;
     const Tensor& sized = first.input.defined() ? first.input : first.output;
     const double bytes = sized.defined() ? static_cast<double>(sized.nbytes()) : 0.0;
@@ -447,13 +463,24 @@ std::exception_ptr LocalGroup::run(const SlotPtr& slot) {
   }
 }
 
+bool LocalGroup::only_running_ahead(const Slot& slot) const {
+  for (size_t k = 0; k < slot.members.size(); ++k) {
+    const Member& m = slot.members[k];
+    if (m.reached) continue;
+    for (const auto& [order, ahead] : open_holds_[static_cast<size_t>(slot.ranks[k])])
+      if (order < m.order && !ahead->running) return false;
+  }
+  return true;
+}
+
 bool LocalGroup::runnable(const Slot& slot) const {
-  // Only once every gate is reached: a member's ready event then has completed, so run() never
-  // blocks on a caller's stream (a stalled one would stop the executor, and every later
-  // collective, with no clock running), and a slot that times out before it starts has nothing
-  // enqueued that could still read or write its tensors.
-  return std::all_of(slot.members.begin(), slot.members.end(),
-                     [](const Member& m) { return m.reached; });
+  for (size_t k = 0; k < slot.members.size(); ++k) {
+    const Member& m = slot.members[k];
+    if (m.reached) continue;
+    const auto& holds = open_holds_[static_cast<size_t>(slot.ranks[k])];
+    if (!holds.empty() && holds.front().first < m.order) return false;
+  }
+  return true;
 }
 
 LocalGroup::SlotPtr LocalGroup::take_runnable() {

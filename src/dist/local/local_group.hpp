@@ -1,22 +1,23 @@
 // A group of ranks in one process, each driving one device: the local engine.
 //
-// A rank's call joins the collective of its number (its k-th call joins the k-th collective; a send
-// joins the first unmatched recv of the same pair and tag). The call records an event on the
-// caller's stream (Lane::ready) and enqueues a gate, a host callback that marks the member there
-// (its stream has reached the collective) and keeps the stream's later work waiting until the
-// collective is done. The group's executor thread takes the full collectives one at a time, each
-// once every member's stream has reached its gate, enqueues the algorithm on the group's own stream
-// per rank, waits for those streams, and opens the gates. It never waits for a caller's stream
-// (which may be stalled, or wait behind another collective: receives posted in one order and sent
-// in another, or two groups over the same devices called in opposite orders), and a collective it
-// has not started has enqueued nothing that could touch its tensors later. A send copies its tensor
-// at its place in the stream and does not hold the stream (so that a ring of sends, then receives,
-// cannot deadlock); a recv does. A collective that does not fill within HAL_DIST_TIMEOUT of a
-// member's stream reaching it fails with Timeout naming the ranks that did not join (seen by the
-// gate or by Work::wait), and so does a full one that some member's stream does not reach within
-// that time (naming those ranks; time its stream is held by a collective the executor runs, or runs
-// next, does not count); signatures that disagree fail it at once; a device lost during it fails
-// it, and every later call of the group, with DeviceLost.
+// A rank's call joins the collective of its number (its k-th call joins the k-th collective;
+// a send joins the first unmatched recv of the same pair and tag). The call records an event
+// on the caller's stream (Lane::ready) and enqueues there a gate, a host callback that keeps
+// the stream's later work waiting until the collective is done. When the last rank joins, the
+// group's executor thread waits for every member's event (polled, with HAL_DIST_TIMEOUT as the
+// limit: a stream may be stalled, or held by another group's gate), enqueues the algorithm on
+// the group's own stream per rank, waits for those streams, and opens the gates; a collective
+// whose streams did not all come in time fails with Timeout naming them, nothing of it enqueued.
+// It takes the full collectives one at a time, each once
+// none of its members' events waits behind the gate of another that has not run (a rank's
+// earlier call, or one its stream has not reached): receives posted in one order and sent in
+// another would otherwise wait for each other. A send copies its tensor at its place in the stream
+// and does not hold the stream (so that a ring of sends, then receives, cannot deadlock); a recv
+// does. A collective that does not fill within HAL_DIST_TIMEOUT of a member's stream reaching
+// it fails with Timeout naming the ranks that did not join (seen by the gate or by
+// Work::wait), and so does a full one that waits that long behind a gate no collective will
+// open (naming the ranks whose streams did not reach it); signatures that disagree fail it at once;
+// a device lost during it fails it, and every later call of the group, with DeviceLost.
 #pragma once
 
 #include <condition_variable>
@@ -57,8 +58,9 @@ class LocalGroup : public std::enable_shared_from_this<LocalGroup> {
     bool joined = false;   // its event and gate are enqueued
     bool reached = false;  // its stream has come to it
     Clock::time_point reached_at;
-    uint64_t order = 0;  // the rank's how-manieth call this is (its stream's order)
-    bool holds = false;  // its gate holds the stream until the end (all but a send)
+    uint64_t order = 0;          // the rank's how-manieth call this is (its stream's order)
+    Clock::duration patience{};  // HAL_DIST_TIMEOUT at its call
+    bool holds = false;          // its gate holds the stream until the end (all but a send)
     std::shared_ptr<WorkState> work;
     CollectiveCall call;
     Event ready;
@@ -96,15 +98,22 @@ class LocalGroup : public std::enable_shared_from_this<LocalGroup> {
   // Work::wait's slice: waits for the end, failing the slot once a member's patience is over.
   friend class LocalWork;
   void drive(const SlotPtr& slot, Clock::duration patience);
-  // Under mutex_: fails the slot with Timeout once a member's stream reached it more than
-  // `patience` ago and it has not started (a member has not joined, or a member's stream has
-  // not come to it); returns when the patience ends (or max(): no clock).
+  // Under mutex_: fails the slot with Timeout when it is not full and a member reached it more
+  // than `patience` ago; returns when the next member's patience ends (or max()).
   Clock::time_point check_patience(const SlotPtr& slot, size_t member, Clock::duration patience);
   std::exception_ptr timeout_error(const Slot& slot, size_t member, Clock::duration patience) const;
+  // The executor's part: waits (with the members' patience) for every stream to reach the
+  // collective, runs it on the lanes and waits for them; its failure, or null.
   std::exception_ptr run(const SlotPtr& slot);
-  // Under mutex_: whether every member's stream has reached the slot's gate (its ready event
-  // has completed): the executor then waits only for its own streams.
+  // Timeout of a collective the streams of members `behind` did not reach in time.
+  std::exception_ptr stalled_error(const Slot& slot, const std::vector<size_t>& behind,
+                                   Clock::duration patience) const;
+  // Under mutex_: whether every member's event can complete without another slot running
+  // first: its stream has reached the gate, or no earlier call of its rank holds a stream.
   bool runnable(const Slot& slot) const;
+  // Under mutex_: whether every gate ahead of the slot's members belongs to the collective the
+  // executor runs now (none at all: runnable).
+  bool only_running_ahead(const Slot& slot) const;
   // Under mutex_: the first runnable full slot, out of the queue (finished ones dropped).
   SlotPtr take_runnable();
   void executor_loop();
@@ -121,9 +130,6 @@ class LocalGroup : public std::enable_shared_from_this<LocalGroup> {
   // Per rank, the slots whose gates hold one of its streams and that have not finished, by
   // the member's order: the front is the earliest.
   std::vector<std::deque<std::pair<uint64_t, const Slot*>>> open_holds_;
-  // Per rank, when the earliest of its open holds last ended (its stream went on): the patience
-  // of a full slot that stream has yet to reach counts from then at the earliest.
-  std::vector<Clock::time_point> released_;
   std::map<uint64_t, SlotPtr> collectives_;       // by number, until every member has joined
   std::map<PairKey, std::deque<SlotPtr>> pairs_;  // unmatched sends and recvs
   std::map<PairKey, uint64_t> pair_counts_;
