@@ -174,10 +174,15 @@ struct hal_plugin_event_s {
 
 namespace sim {
 
-// Whether an op takes the dtype (and exists): HAL_STATUS_OK, or a failure with its message.
-hal_status check_binary(hal_plugin_op op, hal_plugin_dtype dtype);
-hal_status check_unary(hal_plugin_op op, hal_plugin_dtype dtype);
-hal_status check_reduce(hal_plugin_op op, hal_plugin_dtype dtype);
+// Whether an op takes its operands: it exists, takes the dtype, and reads and writes only inside
+// their buffers (INVALID_ARGUMENT naming the op and the operand otherwise). HAL_STATUS_OK, or a
+// failure with its message.
+hal_status check_binary(hal_plugin_op op, const hal_plugin_tensor& out, const hal_plugin_tensor& a,
+                        const hal_plugin_tensor& b);
+hal_status check_unary(hal_plugin_op op, const hal_plugin_tensor& out, const hal_plugin_tensor& x);
+hal_status check_reduce(hal_plugin_op op, const hal_plugin_tensor& out, const hal_plugin_tensor& x,
+                        uint32_t axes);
+hal_status check_matmul(const hal_plugin_gemm& gemm);
 
 // The built-in ops on the arena's memory (sim_ops.cpp), checked already.
 hal_status binary(hal_plugin_op op, const hal_plugin_tensor& out, const hal_plugin_tensor& a,
@@ -193,9 +198,11 @@ hal_status compile_kernel(uint32_t format, const std::string& source, const std:
 // A launch's arguments, copied out of hal's array (whose elements are struct_size apart).
 hal_status read_args(const hal_plugin_kernel_arg* args, uint32_t count,
                      std::vector<hal_plugin_kernel_arg>& out);
-// `group`: the work-group size a launch uses, local[0] or the default.
+// `items`: the launch's work-items; `group`: the work-group size it uses, local[0] or the
+// default. Refuses buffers the kernel would run past.
 hal_status check_launch(const hal_plugin_kernel_s& kernel,
-                        const std::vector<hal_plugin_kernel_arg>& args, uint64_t group);
+                        const std::vector<hal_plugin_kernel_arg>& args, uint64_t items,
+                        uint64_t group);
 void run_kernel(const hal_plugin_kernel_s& kernel, uint64_t items, uint64_t group,
                 const std::vector<hal_plugin_kernel_arg>& args);
 

@@ -78,6 +78,21 @@ T* pointer(const hal_plugin_kernel_arg& arg) {
   return reinterpret_cast<T*>(arg.buffer->bytes.get() + arg.offset);
 }
 
+// The 4-byte elements from its offset that a launch of `items` work-items in groups of `group`
+// reads or writes of buffer argument `index`, as run_kernel runs the kernel.
+uint64_t reached(const hal_plugin_kernel_s& kernel, size_t index,
+                 const std::vector<hal_plugin_kernel_arg>& args, uint64_t items, uint64_t group) {
+  if (kernel.entry == "saxpy") return std::min<uint64_t>(items, scalar<uint32_t>(args[3]));
+  if (kernel.entry == "group_sum_f32") {
+    const uint64_t groups = items / group + (items % group != 0);
+    if (index == 1) return groups;  // out: a sum per group
+    // in: below n, over whole groups (the last one may pass `items`); below 2^33, no overflow.
+    const uint64_t n = scalar<uint32_t>(args[3]);
+    return items >= n ? n : std::min(n, groups * group);
+  }
+  return items;  // iota_u32, scale_f32: an element per item
+}
+
 }  // namespace
 
 hal_status compile_kernel(uint32_t format, const std::string& source, const std::string& entry,
@@ -129,7 +144,8 @@ hal_status read_args(const hal_plugin_kernel_arg* args, uint32_t count,
 }
 
 hal_status check_launch(const hal_plugin_kernel_s& kernel,
-                        const std::vector<hal_plugin_kernel_arg>& args, uint64_t group) {
+                        const std::vector<hal_plugin_kernel_arg>& args, uint64_t items,
+                        uint64_t group) {
   const Signature& signature = *find(kernel.entry);
   const size_t count = args.size();
   if (count != signature.kinds.size())
@@ -137,18 +153,37 @@ hal_status check_launch(const hal_plugin_kernel_s& kernel,
                                                  std::to_string(signature.kinds.size()) +
                                                  " arguments, not " + std::to_string(count));
   uint64_t local_bytes = 0;
+  bool local = false;  // a kernel that takes local memory uses 4 bytes per item, 0 given or not
   for (size_t i = 0; i < count; ++i) {
     if (args[i].kind != signature.kinds[i])
       return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: argument " + std::to_string(i) +
                                                    " of kernel '" + kernel.entry + "' must be " +
                                                    kind_name(signature.kinds[i]));
-    if (args[i].kind != HAL_PLUGIN_ARG_BUFFER && args[i].kind != HAL_PLUGIN_ARG_SCALAR)
+    if (args[i].kind != HAL_PLUGIN_ARG_BUFFER && args[i].kind != HAL_PLUGIN_ARG_SCALAR) {
+      local = true;
       local_bytes += args[i].size;
+    }
   }
-  if (local_bytes > 0 && local_bytes < 4 * group)
+  if (local && local_bytes < 4 * group)
     return fail(HAL_STATUS_INVALID_ARGUMENT,
                 "sim: kernel '" + kernel.entry + "' needs 4 bytes of local memory per item of a " +
                     std::to_string(group) + "-item work-group, not " + std::to_string(local_bytes));
+  // A kernel does not know its buffers' sizes: refused here, it would write past them.
+  for (size_t i = 0; i < count; ++i) {
+    const hal_plugin_kernel_arg& arg = args[i];
+    if (arg.kind != HAL_PLUGIN_ARG_BUFFER) continue;
+    const uint64_t elements = reached(kernel, i, args, items, group);
+    const uint64_t size = arg.buffer ? arg.buffer->size : 0;
+    uint64_t bytes = 0;
+    if (arg.buffer && !__builtin_mul_overflow(elements, uint64_t{4}, &bytes) &&
+        arg.offset <= size && bytes <= size - arg.offset)
+      continue;
+    return fail(HAL_STATUS_INVALID_ARGUMENT,
+                "sim: kernel '" + kernel.entry + "': argument " + std::to_string(i) + " (" +
+                    std::to_string(elements) + " elements of 4 bytes at byte offset " +
+                    std::to_string(arg.offset) + ") reaches outside its buffer of " +
+                    std::to_string(size) + " bytes");
+  }
   return HAL_STATUS_OK;
 }
 

@@ -454,15 +454,15 @@ double bytes_of(const hal_plugin_tensor& t) {
   return n * element;
 }
 
-// Ops are checked when enqueued, so that what fails is reported by the call, and computed by
-// the stream's worker on copies of the descriptions.
+// Ops are checked when enqueued (views against their buffers too), so that what fails is
+// reported by the call, and computed by the stream's worker on copies of the descriptions.
 hal_status op_binary(hal_plugin_stream stream, hal_plugin_op op, const hal_plugin_tensor* out,
                      const hal_plugin_tensor* a, const hal_plugin_tensor* b) {
   SIM_CHECK_DEVICE(stream->device);
   SIM_CHECK_TENSOR(out);
   SIM_CHECK_TENSOR(a);
   SIM_CHECK_TENSOR(b);
-  if (hal_status status = check_binary(op, out->dtype)) return status;
+  if (hal_status status = check_binary(op, *out, *a, *b)) return status;
   if (hal_status status = begin_op(stream)) return status;
   stream->enqueue([stream, op, o = *out, x = *a, y = *b] {
     binary(op, o, x, y);
@@ -476,7 +476,7 @@ hal_status op_unary(hal_plugin_stream stream, hal_plugin_op op, const hal_plugin
   SIM_CHECK_DEVICE(stream->device);
   SIM_CHECK_TENSOR(out);
   SIM_CHECK_TENSOR(x);
-  if (hal_status status = check_unary(op, out->dtype)) return status;
+  if (hal_status status = check_unary(op, *out, *x)) return status;
   if (hal_status status = begin_op(stream)) return status;
   stream->enqueue([stream, op, o = *out, in = *x] {
     unary(op, o, in);
@@ -490,7 +490,7 @@ hal_status op_reduce(hal_plugin_stream stream, hal_plugin_op op, const hal_plugi
   SIM_CHECK_DEVICE(stream->device);
   SIM_CHECK_TENSOR(out);
   SIM_CHECK_TENSOR(x);
-  if (hal_status status = check_reduce(op, x->dtype)) return status;
+  if (hal_status status = check_reduce(op, *out, *x, axes)) return status;
   if (hal_status status = begin_op(stream)) return status;
   stream->enqueue([stream, op, o = *out, in = *x, axes] {
     reduce(op, o, in, axes);
@@ -503,8 +503,7 @@ hal_status op_matmul(hal_plugin_stream stream, const hal_plugin_gemm* gemm) {
   SIM_CHECK_DEVICE(stream->device);
   if (gemm->struct_size < sizeof(hal_plugin_gemm))
     return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: gemm struct too small");
-  if (gemm->dtype != HAL_PLUGIN_DTYPE_F32 && gemm->dtype != HAL_PLUGIN_DTYPE_F64)
-    return fail(HAL_STATUS_UNSUPPORTED, "sim: matmul takes f32 and f64");
+  if (hal_status status = check_matmul(*gemm)) return status;
   if (hal_status status = begin_op(stream)) return status;
   stream->enqueue([stream, g = *gemm] {
     matmul(g);
@@ -536,9 +535,15 @@ hal_status kernel_launch(hal_plugin_stream stream, hal_plugin_kernel kernel,
   std::vector<hal_plugin_kernel_arg> copied;  // arguments are hal's only during the call
   if (hal_status status = read_args(args, arg_count, copied)) return status;
   const uint64_t group = local[0] != 0 ? local[0] : kDefaultGroup;
-  if (hal_status status = check_launch(*kernel, copied, group)) return status;
+  uint64_t items = 0;  // a wrapped count would slip past check_launch's bounds
+  if (__builtin_mul_overflow(global[0], global[1], &items) ||
+      __builtin_mul_overflow(items, global[2], &items))
+    return fail(HAL_STATUS_INVALID_ARGUMENT,
+                "sim: kernel '" + kernel->entry + "': " + std::to_string(global[0]) + " x " +
+                    std::to_string(global[1]) + " x " + std::to_string(global[2]) +
+                    " work-items: the count overflows 64 bits");
+  if (hal_status status = check_launch(*kernel, copied, items, group)) return status;
   if (hal_status status = begin_op(stream)) return status;  // launch failures are injected here
-  const uint64_t items = global[0] * global[1] * global[2];
   // A copy of the kernel's description too: hal may destroy the kernel once this returns.
   stream->enqueue([stream, k = *kernel, items, group, a = std::move(copied)] {
     run_kernel(k, items, group, a);

@@ -2,12 +2,16 @@
 // plugins that fail to load in every way hal must survive. CTest runs this binary with
 // HAL_PLUGIN_PATH naming the folder of test plugins and HAL_SIM_CONFIG set per test group
 // (the fault tests each get their own process and configuration).
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +19,7 @@
 #include "core/uuid.hpp"
 #include "hal/hal.hpp"
 #include "hal/ops.hpp"
+#include "hal/plugin.h"
 #include "hal/plugin_discovery.hpp"
 #include "test_util.hpp"
 
@@ -28,6 +33,23 @@ const PluginInfo* find_plugin(const std::vector<PluginInfo>& all, const std::str
 }
 
 std::vector<float> floats(std::initializer_list<float> values) { return values; }
+
+// sim's function table from the library hal loaded (RTLD_NOLOAD: never a second copy), for
+// calls as any caller of the ABI makes them, without hal's checks of its tensors in front.
+const hal_plugin_api* sim_api() {
+  const auto all = plugins();
+  const PluginInfo* sim = find_plugin(all, "libhal_plugin_sim.so");
+  if (sim == nullptr) return nullptr;
+  void* library = dlopen(sim->path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (library == nullptr) return nullptr;
+  const auto init = reinterpret_cast<hal_plugin_init_fn>(dlsym(library, HAL_PLUGIN_INIT_SYMBOL));
+  const hal_plugin_host_info host{sizeof host, HAL_PLUGIN_ABI_MAJOR, HAL_PLUGIN_ABI_MINOR, "test",
+                                  sim->path.c_str()};
+  const hal_plugin_api* api = nullptr;
+  const bool ready = init != nullptr && init(&host, &api) == HAL_STATUS_OK;
+  dlclose(library);  // hal's own handle keeps it loaded
+  return ready ? api : nullptr;
+}
 
 TEST(Plugins, EveryCandidateIsListedWithWhyItLoadedOrNot) {
   const auto all = plugins();
@@ -148,6 +170,40 @@ TEST(Plugins, WhatSimLacksIsUnsupportedUnlessFallbackIsAllowed) {
   EXPECT_EQ(squares.to_vector<float>(s), floats({1, 4, 9}));
 }
 
+// Integer arithmetic at the limits wraps (two's complement) on sim as on cpu:0, where sim's
+// kernels overflowed signed integers (undefined behaviour): INT_MAX + 1, INT_MIN - 1,
+// INT_MIN * -1 and INT_MIN / -1 are INT_MIN, INT_MAX, INT_MIN, INT_MIN; x / 0 is 0; -INT_MIN
+// and abs(INT_MIN) are INT_MIN.
+TEST(Plugins, IntegerArithmeticOnSimWrapsAsOnTheCpu) {
+  Device sim = device("sim:0"), cpu = device("cpu:0");
+  Stream s = sim.create_stream(), c = cpu.create_stream();
+  const auto check = [&]<class T>(T) {
+    constexpr T kMax = std::numeric_limits<T>::max(), kMin = std::numeric_limits<T>::min();
+    const std::vector<T> x{kMax, kMin, kMin, kMax, kMin, 7, -7, kMin};
+    const std::vector<T> y{1, 1, -1, kMax, kMin, 0, 2, 0};
+    const Shape shape{static_cast<int64_t>(x.size())};
+    const Tensor xs = from_vector(x, shape, s), ys = from_vector(y, shape, s);
+    const Tensor xc = from_vector(x, shape, c), yc = from_vector(y, shape, c);
+    const auto on_sim = [&](const Tensor& result, const Tensor& on_cpu, const char* op) {
+      EXPECT_EQ(result.device(), sim) << op << " ran elsewhere";
+      const std::vector<T> got = result.to_vector<T>(s);
+      EXPECT_EQ(got, on_cpu.to_vector<T>(c)) << op << " of " << to_string(result.dtype());
+      return got;
+    };
+    EXPECT_EQ(on_sim(add(xs, ys, s), add(xc, yc, c), "add")[0], kMin);
+    EXPECT_EQ(on_sim(sub(xs, ys, s), sub(xc, yc, c), "sub")[1], kMax);
+    EXPECT_EQ(on_sim(mul(xs, ys, s), mul(xc, yc, c), "mul")[2], kMin);
+    const std::vector<T> quotients = on_sim(div(xs, ys, s), div(xc, yc, c), "div");
+    EXPECT_EQ(quotients[2], kMin) << "MIN / -1";
+    EXPECT_EQ(quotients[5], T(0)) << "7 / 0";
+    EXPECT_EQ(quotients[6], T(-3)) << "-7 / 2 truncates";
+    EXPECT_EQ(on_sim(neg(xs, s), neg(xc, c), "neg")[1], kMin);
+    EXPECT_EQ(on_sim(abs(xs, s), abs(xc, c), "abs")[1], kMin);
+  };
+  check(int32_t{});
+  check(int64_t{});
+}
+
 // Fallbacks borrow cpu:0 streams from a pool and give them back: many threads falling back at
 // once each get a stream of their own, and every result is right.
 TEST(Plugins, FallbacksFromManyThreadsAtOnceEachGetTheirOwnResult) {
@@ -218,6 +274,138 @@ TEST(Plugins, SimCompilesAndLaunchesItsNativeKernels) {
         device("simold:0").compile({"iota_u32", "kernel iota_u32", KernelLanguage::native});
       },
       ErrorCode::Unsupported, {"simold:0"});
+}
+
+// Views reaching outside their buffers, passed to sim's table as any caller of the ABI could
+// (hal refuses such tensors before they reach a plugin): each is refused with INVALID_ARGUMENT
+// naming the op and the operand, and nothing runs. Views inside, negative strides too, run.
+TEST(Plugins, SimRefusesViewsOutsideTheirBuffersNamingTheOpAndOperand) {
+  const hal_plugin_api* api = sim_api();
+  ASSERT_NE(api, nullptr) << "sim's table, from the library hal loaded";
+  hal_plugin_device sim = nullptr;
+  hal_plugin_stream stream = nullptr;
+  hal_plugin_buffer buffer = nullptr;  // 16 f32: 0, 1, ..., 15
+  ASSERT_EQ(api->device_get(0, &sim), HAL_STATUS_OK);
+  ASSERT_EQ(api->stream_create(sim, &stream), HAL_STATUS_OK) << api->last_error();
+  ASSERT_EQ(api->buffer_allocate(sim, 64, &buffer), HAL_STATUS_OK) << api->last_error();
+  std::vector<float> values(16);
+  std::iota(values.begin(), values.end(), 0.0f);
+  ASSERT_EQ(api->copy_to_device(stream, buffer, 0, values.data(), 64), HAL_STATUS_OK);
+  const auto view = [&](uint64_t offset, std::vector<int64_t> shape, std::vector<int64_t> strides) {
+    hal_plugin_tensor t{};
+    t.struct_size = sizeof t;
+    t.buffer = buffer;
+    t.offset = offset;
+    t.dtype = HAL_PLUGIN_DTYPE_F32;
+    t.rank = static_cast<uint32_t>(shape.size());
+    std::copy(shape.begin(), shape.end(), t.shape);
+    std::copy(strides.begin(), strides.end(), t.strides);
+    return t;
+  };
+  const auto refused = [&](hal_status status, std::initializer_list<const char*> parts) {
+    EXPECT_EQ(status, HAL_STATUS_INVALID_ARGUMENT);
+    const std::string message = api->last_error();
+    for (const char* part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
+  };
+
+  // Inside: elements 3, 2, 1, 0 read backwards, negated into 8 to 11.
+  const hal_plugin_tensor x = view(0, {4}, {1}), out = view(8, {4}, {1});
+  const hal_plugin_tensor backwards = view(3, {4}, {-1});
+  EXPECT_EQ(api->op_unary(stream, HAL_PLUGIN_UNARY_NEG, &out, &backwards), HAL_STATUS_OK)
+      << api->last_error();
+  std::vector<float> negated(4);
+  ASSERT_EQ(api->copy_to_host(stream, negated.data(), buffer, 32, 16), HAL_STATUS_OK);
+  ASSERT_EQ(api->stream_synchronize(stream), HAL_STATUS_OK);
+  EXPECT_EQ(negated, floats({-3, -2, -1, 0}));
+
+  const hal_plugin_tensor past_end = view(13, {4}, {1});                   // elements 13 to 16
+  const hal_plugin_tensor before_start = view(2, {4}, {-1});               // elements 2 to -1
+  const hal_plugin_tensor strided = view(0, {4, 4}, {5, 1});               // elements 0 to 18
+  const hal_plugin_tensor whole = view(0, {4, 4}, {4, 1});                 // elements 0 to 15
+  const hal_plugin_tensor overflowing = view(0, {3}, {int64_t{1} << 62});  // 2^63: no int64
+  refused(api->op_binary(stream, HAL_PLUGIN_BINARY_ADD, &out, &x, &past_end),
+          {"add", "operand b", "element offset 13", "buffer of 16 elements"});
+  refused(api->op_binary(stream, HAL_PLUGIN_BINARY_SUB, &past_end, &x, &x), {"sub", "operand out"});
+  refused(api->op_unary(stream, HAL_PLUGIN_UNARY_ABS, &out, &before_start), {"abs", "operand x"});
+  refused(api->op_unary(stream, HAL_PLUGIN_UNARY_RELU, &whole, &strided), {"relu", "operand x"});
+  hal_plugin_tensor deep = out;
+  deep.rank = HAL_PLUGIN_MAX_RANK + 1;
+  refused(api->op_unary(stream, HAL_PLUGIN_UNARY_NEG, &deep, &x), {"neg", "operand out", "9"});
+  const hal_plugin_tensor one = view(0, {}, {});
+  refused(api->op_reduce(stream, HAL_PLUGIN_REDUCE_SUM, &one, &overflowing, 1u),
+          {"sum", "operand x"});
+  // argmax of two rows writes two i64 positions: elements 7 and 8 of the buffer's 8.
+  const hal_plugin_tensor rows = view(0, {2, 8}, {8, 1});
+  hal_plugin_tensor positions = view(7, {2}, {1});
+  positions.dtype = HAL_PLUGIN_DTYPE_I64;
+  refused(api->op_reduce(stream, HAL_PLUGIN_REDUCE_ARGMAX, &positions, &rows, 2u),
+          {"argmax", "operand out", "buffer of 8 elements"});
+
+  // 2 x 2 matrices: A at elements 0 to 3, B at 4 to 7, C at 8 to 11.
+  hal_plugin_gemm gemm{};
+  gemm.struct_size = sizeof gemm;
+  gemm.dtype = HAL_PLUGIN_DTYPE_F32;
+  gemm.m = gemm.n = gemm.k = 2;
+  gemm.batch = 1;
+  gemm.a = gemm.b = gemm.c = buffer;
+  gemm.a_offset = 0;
+  gemm.b_offset = 4;
+  gemm.c_offset = 8;
+  gemm.lda = gemm.ldb = gemm.ldc = 2;
+  hal_plugin_gemm bad = gemm;
+  bad.c_offset = 14;  // C's last element: 17
+  refused(api->op_matmul(stream, &bad), {"matmul", "operand c"});
+  bad = gemm;
+  bad.lda = 15;  // A's second row starts at 15
+  refused(api->op_matmul(stream, &bad), {"matmul", "operand a"});
+  bad = gemm;
+  bad.batch = 2;
+  bad.b_batch_stride = 12;  // B's second matrix at 16
+  refused(api->op_matmul(stream, &bad), {"matmul", "operand b"});
+  bad = gemm;
+  bad.m = -1;
+  refused(api->op_matmul(stream, &bad), {"matmul", "negative size"});
+
+  // Nothing refused ran: the buffer holds what it held.
+  std::vector<float> after(16);
+  ASSERT_EQ(api->copy_to_host(stream, after.data(), buffer, 0, 64), HAL_STATUS_OK);
+  ASSERT_EQ(api->stream_synchronize(stream), HAL_STATUS_OK);
+  std::copy(negated.begin(), negated.end(), values.begin() + 8);
+  EXPECT_EQ(after, values);
+  EXPECT_EQ(api->stream_destroy(stream), HAL_STATUS_OK);
+  EXPECT_EQ(api->buffer_free(buffer), HAL_STATUS_OK);
+}
+
+// hal cannot know how far a kernel reaches into its buffers: sim checks its own kernels' reach,
+// so a launch past a buffer is refused where it wrote past the arena. The buffer is sim's own
+// (direct): a cached one is a block of a larger segment, which is all a plugin sees.
+TEST(Plugins, SimRefusesALaunchThatWouldRunPastItsBuffers) {
+  Device sim = device("sim:0");
+  Stream stream = sim.create_stream();
+  const Kernel iota = sim.compile({"iota_u32", "kernel iota_u32", KernelLanguage::native});
+  const Kernel saxpy = sim.compile({"saxpy", "kernel saxpy", KernelLanguage::native});
+  Buffer out = sim.allocate(64, MemoryKind::device, AllocationMode::direct);  // 16 elements
+  stream.launch(iota, LaunchConfig::linear(16), {out, 0u});
+  expect_error(
+      [&] {
+        stream.launch(iota, LaunchConfig::linear(17), {out, 100u});
+      },
+      ErrorCode::InvalidArgument, {"sim:0", "iota_u32", "argument 0", "64 bytes"});
+  expect_error(
+      [&] {
+        stream.launch(iota, LaunchConfig::linear(16), {KernelArg(out, 4), 100u});
+      },
+      ErrorCode::InvalidArgument, {"sim:0", "iota_u32", "byte offset 4"});
+  expect_error(
+      [&] {
+        stream.launch(saxpy, LaunchConfig::linear(32), {2.0f, out, out, 32u});
+      },
+      ErrorCode::InvalidArgument, {"sim:0", "saxpy", "argument 1"});
+  std::vector<uint32_t> got(16), want(16);
+  std::iota(want.begin(), want.end(), 0u);
+  stream.copy_to_host(got.data(), out, 64);
+  stream.synchronize();
+  EXPECT_EQ(got, want) << "a refused launch wrote nothing";
 }
 
 TEST(Plugins, APluginOfAnOlderMinorVersionWorksWithoutItsMissingFunctions) {
