@@ -1,12 +1,14 @@
 // Ranks that stall, leave or die, run by CTest under mpirun with HAL_DIST_TIMEOUT=1, one case a
 // run (each leaves the world communicator unusable): the other ranks fail with Timeout naming
-// the absent rank and the collective within the timeout, never hang; the late rank fails too.
+// the absent rank and the collective (or the world's creation) within the timeout, never hang;
+// the late rank fails too.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "dist_reference.hpp"
@@ -20,6 +22,9 @@ using dist::ReduceOp;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kAbsent = 3;
+
+// Before main, which makes the world communicator first.
+const Clock::time_point process_start = Clock::now();
 
 struct Setting {
   Communicator world = Communicator::world();
@@ -98,6 +103,54 @@ TEST(MpiFaults, ARankThatDiesIsNamed) {
   expect_named_timeout(s);
   // The survivors return from main: hal leaves MPI unfinalised once a communicator broke down
   // (Open MPI's MPI_Finalize would wait for the dead rank).
+}
+
+// Run with HAL_DIST_INJECT_CREATE_STALL=3:2.5 (CTest sets it, with HAL_DIST_TIMEOUT=1): rank 3
+// passes MPI_Init with the others, then sleeps 2.5 s before it makes the world communicator. The
+// others' Communicator::world(), in main, fails with Timeout after HAL_DIST_TIMEOUT instead of
+// waiting in MPI_Comm_dup for ever; so does rank 3's, late; later calls throw the same error.
+TEST(MpiFaults, ARankThatDoesNotCreateTheWorldTimesOut) {
+  const char* stall = std::getenv("HAL_DIST_INJECT_CREATE_STALL");
+  ASSERT_TRUE(stall != nullptr && std::string(stall) == "3:2.5")
+      << "run with HAL_DIST_INJECT_CREATE_STALL=3:2.5 and HAL_DIST_TIMEOUT=1";
+  ASSERT_EQ(dist::timeout_seconds(), 1.0) << "run with HAL_DIST_TIMEOUT=1";
+  const double age = std::chrono::duration<double>(Clock::now() - process_start).count();
+  const int rank = dist::launch_info().rank;
+  expect_error([] { (void)Communicator::world(); }, ErrorCode::Timeout,
+               {"creating communicator 'world' (rank " + std::to_string(rank) + " of 4)",
+                "MPI_Comm_idup did not complete within 1.00 s (HAL_DIST_TIMEOUT)"});
+  if (rank == kAbsent) {
+    EXPECT_GE(age, 3.5);  // its stall, then its own HAL_DIST_TIMEOUT: the others had given up
+    EXPECT_LE(age, 13.0);
+    return;
+  }
+  EXPECT_GE(age, 1.0);
+  EXPECT_LE(age, 10.0);  // bounded, never a hang
+  // Alive (out of MPI) until rank 3 has waited too: its MPI_Test might fail, not time out, once
+  // its peers are gone.
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+}
+
+// Rank 3 comes to DeviceMesh::create 2.5 s late. MPI_Comm_split has no nonblocking form, so the
+// split of the world meets first in a bounded barrier (#2, after the test's own): the others
+// fail there with Timeout naming rank 3, and rank 3 hears that they gave up.
+TEST(MpiFaults, ARankLateToAMeshIsNamed) {
+  Setting s;
+  ASSERT_EQ(s.world.size(), 4) << "run with mpirun -np 4";
+  s.world.barrier(s.stream).wait();
+  const auto create = [] {
+    (void)dist::DeviceMesh::create({4}, {"dp"}, {.devices = {device("cpu:0")}, .backend = ""});
+  };
+  if (s.world.rank() != kAbsent) {
+    const auto start = Clock::now();
+    expect_error(
+        create, ErrorCode::Timeout,
+        {"barrier #2 on communicator 'world'", "HAL_DIST_TIMEOUT", "rank 3 did not answer"});
+    EXPECT_LE(std::chrono::duration<double>(Clock::now() - start).count(), 10.0);
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // past the others' timeout
+  expect_error(create, ErrorCode::Timeout, {"gave up barrier #2", "this rank came late"});
 }
 
 // Rank 3's sim device is lost (HAL_SIM_CONFIG=...,lose_device_at=N for rank 3 alone, set by

@@ -87,24 +87,34 @@ Clock::duration grace_of(Clock::duration patience) {
   return std::clamp<Clock::duration>(patience / 10, milliseconds(20), seconds(2));
 }
 
-// HAL_DIST_INJECT_STALL=RANK:SECONDS: that rank of world sleeps before each blocking
-// collective, as a stalled process would (the tests of the watchdog).
-void injected_stall(int rank) {
-  const char* text = std::getenv("HAL_DIST_INJECT_STALL");
+// Fault injection, RANK:SECONDS: that rank sleeps, as a stalled process would.
+// HAL_DIST_INJECT_STALL: before each blocking collective (the tests of the watchdog);
+// HAL_DIST_INJECT_CREATE_STALL: before duplicating the communicator it creates (after MPI_Init,
+// which the ranks pass together), the tests of creation's timeout.
+void injected_stall(const char* variable, int rank) {
+  const char* text = std::getenv(variable);
   if (text == nullptr || *text == '\0') return;
   const std::string value(text);
   const size_t colon = value.find(':');
-  const Parsed<uint64_t> who =
-      parse_count("HAL_DIST_INJECT_STALL", value.substr(0, colon), 0, 1u << 24);
-  const Parsed<double> seconds = parse_real(
-      "HAL_DIST_INJECT_STALL", colon == std::string::npos ? "" : value.substr(colon + 1), 0, 3600);
+  const Parsed<uint64_t> who = parse_count(variable, value.substr(0, colon), 0, 1u << 24);
+  const Parsed<double> seconds =
+      parse_real(variable, colon == std::string::npos ? "" : value.substr(colon + 1), 0, 3600);
   if (!who.value || !seconds.value) {
-    log(LogLevel::warn,
-        "hal dist: HAL_DIST_INJECT_STALL='" + value + "' is not RANK:SECONDS; no stall injected");
+    log(LogLevel::warn, "hal dist: " + std::string(variable) + "='" + value +
+                            "' is not RANK:SECONDS; no stall injected");
     return;
   }
   if (static_cast<int>(*who.value) == rank)
     std::this_thread::sleep_for(std::chrono::duration<double>(*seconds.value));
+}
+
+// Says `message` as a Timeout (in the log and on stderr, where the log may go nowhere) and ends
+// the job: a blocking MPI call that overran cannot be cancelled, and nothing returns from it.
+[[noreturn]] void end_job(const std::string& message) {
+  log(LogLevel::error, "hal dist: " + message);
+  std::fprintf(stderr, "hal: Timeout: %s\n", message.c_str());
+  MPI_Abort(MPI_COMM_WORLD, 14);
+  std::abort();
 }
 
 }  // namespace
@@ -113,16 +123,67 @@ void injected_stall(int rank) {
 
 MpiComm::MpiComm(std::shared_ptr<MpiRuntime> runtime, MPI_Comm parent, std::string name)
     : runtime_(std::move(runtime)), name_(std::move(name)) {
-  auto serial = runtime_->serialize();
-  for (MPI_Comm* comm : {&data_, &exchange_, &control_}) {
-    check_mpi(MPI_Comm_dup(parent, comm), "communicator '" + name_ + "'", "MPI_Comm_dup");
-    MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
+  {
+    auto serial = runtime_->serialize();
+    MPI_Comm_rank(parent, &rank_);  // the duplicates' too
+    MPI_Comm_size(parent, &size_);
   }
-  MPI_Comm_rank(data_, &rank_);
-  MPI_Comm_size(data_, &size_);
+  injected_stall("HAL_DIST_INJECT_CREATE_STALL", rank_);
+  duplicate(parent);
   sequence_bits_ = sequence_bits(runtime_->tag_ub());
   const LaunchInfo launch = launch_info();
   oversubscribed_ = launch.local_size > static_cast<int>(std::thread::hardware_concurrency());
+}
+
+void MpiComm::duplicate(MPI_Comm parent) {
+  const Clock::duration patience = timeout();
+  const Clock::time_point deadline = Clock::now() + patience;
+  const std::string what = "creating communicator '" + name_ + "' (rank " + std::to_string(rank_) +
+                           " of " + std::to_string(size_) + ")";
+  // Where MPI writes a duplicate's handle, which it may do until its request completes.
+  struct Pending {
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+  // One at a time: the deadline covers all three, and at most one request is left pending.
+  for (MPI_Comm* comm : {&data_, &exchange_, &control_}) {
+    auto pending = std::make_unique<Pending>();
+    {
+      auto serial = runtime_->serialize();
+      check_mpi(MPI_Comm_idup(parent, &pending->comm, &pending->request), what, "MPI_Comm_idup");
+    }
+    int done = 0, code = MPI_SUCCESS;
+    for (;;) {
+      {
+        auto serial = runtime_->serialize();
+        code = MPI_Test(&pending->request, &done, MPI_STATUS_IGNORE);
+      }
+      if (done || code != MPI_SUCCESS || Clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));  // the cores of the others
+    }
+    if (!done || code != MPI_SUCCESS) {
+      // MPI can neither cancel nor free a nonblocking collective's request, and completes it
+      // should the missing rank come after all, writing the handle: the request and its handle
+      // are left to MPI until the process ends, and so are the duplicates made before it. The
+      // constructor throws: no MpiComm holds any of them. With the request pending, MPI must
+      // not be finalised at exit (communicator_broken).
+      static_cast<void>(pending.release());
+      const std::string text =
+          what + (code != MPI_SUCCESS
+                      ? ": MPI_Test failed: " + MpiRuntime::describe(code)
+                      : ": MPI_Comm_idup did not complete within " +
+                            format_seconds(std::chrono::duration<double>(patience).count()) +
+                            " (HAL_DIST_TIMEOUT): a rank did not take part (stalled, dead, or not "
+                            "creating it), or this rank came late; the communicator is not made");
+      const Error failure(code != MPI_SUCCESS ? ErrorCode::Internal : ErrorCode::Timeout, text,
+                          code);
+      runtime_->communicator_broken(std::string(to_string(failure.code())) + ": " + text);
+      throw failure;
+    }
+    *comm = pending->comm;
+    auto serial = runtime_->serialize();
+    MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
+  }
 }
 
 MpiComm::~MpiComm() {
@@ -134,13 +195,34 @@ MpiComm::~MpiComm() {
 }
 
 std::shared_ptr<MpiComm> MpiComm::split(int color, int key, std::string name) {
+  // MPI_Comm_split has no nonblocking form (MPI-3 or 4). The ranks first meet in a barrier's
+  // exchange, bounded as any collective's: one that never comes is named there with Timeout
+  // (and this communicator is unusable after, as for any timeout). One that stalls or dies
+  // between that and the split leaves the others in MPI_Comm_split: the watchdog ends the job at
+  // HAL_DIST_TIMEOUT, as for a blocking collective, where MPI lets it call MPI_Abort from its own
+  // thread meanwhile (MPI_THREAD_MULTIPLE); below that the split's wait has no bound.
+  check_blocking(CollectiveCall{});
+  const Clock::duration patience = timeout();
+  uint64_t ticket = 0;
+  if (runtime_->thread_multiple()) {
+    const std::string overrun =
+        "splitting communicator '" + name_ + "' (rank " + std::to_string(rank_) + " of " +
+        std::to_string(size_) + "): MPI_Comm_split did not complete within " +
+        format_seconds(std::chrono::duration<double>(patience).count()) +
+        " (HAL_DIST_TIMEOUT), though every rank had met before it (one stalled or died since); "
+        "MPI cannot cancel it, so the job ends (MPI_Abort)";
+    ticket = runtime_->watch(Clock::now() + patience, [overrun] { end_job(overrun); });
+  }
   MPI_Comm sub = MPI_COMM_NULL;
+  int code = MPI_SUCCESS;
   {
     auto serial = runtime_->serialize();
-    check_mpi(MPI_Comm_split(data_, color, key, &sub), "communicator '" + name_ + "'",
-              "MPI_Comm_split");
+    code = MPI_Comm_split(data_, color, key, &sub);
   }
+  if (ticket != 0) runtime_->unwatch(ticket);
+  check_mpi(code, "communicator '" + name_ + "'", "MPI_Comm_split");
   if (sub == MPI_COMM_NULL) return nullptr;
+  // Should duplicating `sub` time out, `sub` stays: the pending duplicate is made from it.
   auto made = std::make_shared<MpiComm>(runtime_, sub, std::move(name));
   auto serial = runtime_->serialize();
   MPI_Comm_free(&sub);
@@ -156,8 +238,20 @@ void MpiComm::broadcast_setup(void* data, int bytes) {
 std::shared_ptr<MpiComm> world_comm() {
   static std::mutex mutex;
   static std::shared_ptr<MpiComm> world;  // one for the process, kept until exit
+  // Why it could not be made, thrown again by every later call: another try would post new
+  // duplicates behind those left pending, to be paired with what the other ranks do next.
+  static std::exception_ptr failed;
   std::lock_guard lock(mutex);
-  if (!world) world = std::make_shared<MpiComm>(MpiRuntime::get(), MPI_COMM_WORLD, "world");
+  if (failed) std::rethrow_exception(failed);
+  if (!world) {
+    std::shared_ptr<MpiRuntime> runtime = MpiRuntime::get();  // its refusals are not kept
+    try {
+      world = std::make_shared<MpiComm>(std::move(runtime), MPI_COMM_WORLD, "world");
+    } catch (...) {
+      failed = std::current_exception();
+      throw;
+    }
+  }
   return world;
 }
 
@@ -665,7 +759,7 @@ void MpiComm::run_claimed() {
     claimed->stage = Stage::data_running;
   }
   MpiOp& op = *claimed;
-  injected_stall(rank_);
+  injected_stall("HAL_DIST_INJECT_STALL", rank_);
   const uint64_t ticket =
       runtime_->watch(op.ready_at + op.patience,
                       [self = shared_from_this(), claimed] { self->abort_blocked(*claimed); });
@@ -726,11 +820,8 @@ void MpiComm::abort_blocked(const MpiOp& op) {
       message = e.message();
     }
   }
-  message += "; MPI cannot cancel the blocking collective it runs, so the job ends (MPI_Abort)";
-  log(LogLevel::error, "hal dist: " + message);
-  std::fprintf(stderr, "hal: Timeout: %s\n", message.c_str());
-  MPI_Abort(MPI_COMM_WORLD, 14);
-  std::abort();
+  end_job(message +
+          "; MPI cannot cancel the blocking collective it runs, so the job ends (MPI_Abort)");
 }
 
 void MpiComm::post_data(MpiOp& op) {

@@ -13,7 +13,8 @@
 // within HAL_DIST_TIMEOUT of its op becoming ready starts a roll call on a third communicator:
 // every rank still waiting answers, and the error names those that did not (stalled, dead, or
 // elsewhere); the communicator is unusable after (its requests cannot be cancelled, and the
-// memory they may still write is kept).
+// memory they may still write is kept). Creation is bounded too: the duplicates by
+// MPI_Comm_idup tested against the same timeout, a split after a barrier's exchange.
 #pragma once
 
 #include <array>
@@ -104,6 +105,7 @@ class MpiOp final : public WorkState {
 class MpiComm final : public CommunicatorImpl, public std::enable_shared_from_this<MpiComm> {
  public:
   // Duplicates `parent` (collective over its ranks): data, exchange and control communicators.
+  // Timeout when not every rank of `parent` takes part within HAL_DIST_TIMEOUT (duplicate).
   MpiComm(std::shared_ptr<MpiRuntime> runtime, MPI_Comm parent, std::string name);
   ~MpiComm() override;
 
@@ -113,7 +115,8 @@ class MpiComm final : public CommunicatorImpl, public std::enable_shared_from_th
   const std::string& name() const override { return name_; }
   Work submit(const CollectiveCall& call) override;
 
-  // MPI_Comm_split of this communicator (collective over its ranks).
+  // MPI_Comm_split of this communicator (collective over its ranks), after a bounded barrier:
+  // Timeout naming a rank that does not come; past that, the watchdog bounds the split itself.
   std::shared_ptr<MpiComm> split(int color, int key, std::string name);
   // Rank 0's `bytes` to every rank, blocking (set-up only: NCCL's unique id).
   void broadcast_setup(void* data, int bytes);
@@ -133,6 +136,10 @@ class MpiComm final : public CommunicatorImpl, public std::enable_shared_from_th
   void gate(const std::shared_ptr<MpiOp>& op);
 
  private:
+  // The three duplicates, by MPI_Comm_idup tested on this thread until HAL_DIST_TIMEOUT:
+  // MPI_Comm_dup would wait for ever for a rank that never takes part. The runtime's thread
+  // level (MPI_THREAD_MULTIPLE, or SERIALIZED under serialize()) lets any thread test.
+  void duplicate(MPI_Comm parent);
   void prepare_memory(MpiOp& op);
   void mark_ready(MpiOp& op, std::exception_ptr local_failure);
   // Under mutex_: posts what may be posted, in order, and tests what is posted.
