@@ -263,6 +263,58 @@ TEST_F(LocalFaults, RanksThatEachReceiveBeforeTheySendTimeOutInsteadOfHanging) {
     }
 }
 
+// A full slot's streams have their patience from when it filled, not from when its first
+// member's stream came: rank 0 sends to rank 1 at once; rank 1 posts a receive from rank 2, then
+// the one from rank 0, 0.4 patience later (its stream comes to the second only after the
+// first); rank 2 sends 1.2 patience in. Every call is within its time, and all complete (the
+// pair of ranks 0 and 1 used to time out at 1.0, counted from rank 0's send).
+TEST_F(LocalFaults, AFullPairWaitsItsWholePatienceFromWhenItFilled) {
+  const Patience patience("2");
+  const auto sleep = [](double seconds) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  };
+  const Tensor from0 = full({5}, 3.0, DType::f32, streams_[0]);
+  const Tensor from2 = full({5}, 7.0, DType::f32, streams_[2]);
+  Tensor into1a = zeros({5}, DType::f32, streams_[1]), into1b = zeros({5}, DType::f32, streams_[1]);
+  std::vector<Work> works = {comms_[0].send(from0, 1, streams_[0])};
+  sleep(0.8);
+  works.push_back(comms_[1].recv(into1a, 2, streams_[1]));
+  works.push_back(comms_[1].recv(into1b, 0, streams_[1]));
+  sleep(1.6);
+  works.push_back(comms_[2].send(from2, 1, streams_[2]));
+  for (Work& w : works) EXPECT_NO_THROW(w.wait());
+  EXPECT_TRUE(same_values(read(into1a, streams_[1]), std::vector<double>(5, 7.0), DType::f32));
+  EXPECT_TRUE(same_values(read(into1b, streams_[1]), std::vector<double>(5, 3.0), DType::f32));
+}
+
+// Every stream calls in a valid order, but the collective that fills first is not the first
+// that can run: group g over all four devices, group h over devices 1 and 3. Stream 3 receives
+// from rank 2 in g (C), then joins h's all-reduce (B); stream 1 joins B, then receives from
+// rank 0 in g (A); rank 0 sends before rank 2, so A fills before C. A's stream waits for B, B's
+// for C: the executor runs C first and all three complete (it used to take A, in order, and
+// wait for its stream, which only C could free: a Timeout after HAL_DIST_TIMEOUT).
+TEST_F(LocalFaults, TheExecutorRunsACollectiveWhoseStreamsAreThereBeforeOneFilledEarlier) {
+  const Patience patience("20");
+  const std::vector<Communicator> h = Communicator::local({devices_[1], devices_[3]});
+  const Tensor a = full({5}, 3.0, DType::f32, streams_[0]);
+  const Tensor c = full({5}, 5.0, DType::f32, streams_[2]);
+  Tensor into1 = zeros({5}, DType::f32, streams_[1]), into3 = zeros({5}, DType::f32, streams_[3]);
+  Tensor y1 = ones({5}, DType::f32, streams_[1]), y3 = ones({5}, DType::f32, streams_[3]);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Work> works = {comms_[3].recv(into3, 2, streams_[3]),            // C
+                             h[1].all_reduce(y3, ReduceOp::sum, streams_[3]),  // B
+                             h[0].all_reduce(y1, ReduceOp::sum, streams_[1]),  // B
+                             comms_[1].recv(into1, 0, streams_[1]),            // A
+                             comms_[0].send(a, 1, streams_[0]),                // A, full
+                             comms_[2].send(c, 3, streams_[2])};               // C, full
+  for (Work& w : works) EXPECT_NO_THROW(w.wait());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_TRUE(same_values(read(into1, streams_[1]), std::vector<double>(5, 3.0), DType::f32));
+  EXPECT_TRUE(same_values(read(into3, streams_[3]), std::vector<double>(5, 5.0), DType::f32));
+  EXPECT_TRUE(same_values(read(y1, streams_[1]), std::vector<double>(5, 2.0), DType::f32));
+  EXPECT_TRUE(same_values(read(y3, streams_[3]), std::vector<double>(5, 2.0), DType::f32));
+}
+
 // Every rank joins, but rank 3's stream is stuck in work before its call (a host callback that
 // waits for the test, as a hung kernel or a stalled device would keep it): the others fail with
 // Timeout naming rank 3's stream within HAL_DIST_TIMEOUT, so does a collective called while it

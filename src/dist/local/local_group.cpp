@@ -220,6 +220,7 @@ void LocalGroup::joined(const SlotPtr& slot, size_t member, Member entry, DebugL
   }
   ++s.joined;
   const bool full = s.joined == static_cast<int>(s.members.size());
+  if (full) s.filled_at = Clock::now();
   if (full && failed && !point_to_point(s.kind)) collectives_.erase(s.sequence);
   if (!full || failed) return;
   // Gates that came first wait for the slot to fill with their patience as the deadline: full,
@@ -308,6 +309,10 @@ Clock::time_point LocalGroup::check_patience(const SlotPtr& slot, size_t member,
   Clock::time_point end = Clock::time_point::max();
   for (size_t k = 0; k < s.members.size(); ++k)
     if (s.members[k].reached) end = std::min(end, s.members[k].reached_at + patience);
+  // Full: the streams still to come have their whole patience from when the last rank joined
+  // (a rank that joined late, within its time, may have work queued before the call).
+  if (end != Clock::time_point::max() && s.joined == static_cast<int>(s.members.size()))
+    end = std::max(end, s.filled_at + patience);
   if (Clock::now() < end) return end;
   finish(slot, timeout_error(s, member, patience));
   return Clock::time_point::max();
@@ -386,38 +391,11 @@ Stream& LocalGroup::lane_stream(int rank, bool side) {
   return stream;
 }
 
-namespace {
-
-// Waits until every member's stream has reached the collective (its event completed), for at
-// most the members' patience; the ranks whose streams have not, if that ran out. Polled, since a
-// stalled stream (a hung kernel, a gate of another group that waits for this one) may never get
-// there, and nothing of the collective may be enqueued before: it would wait with no clock, and
-// run whenever that stream moved on, after the collective had failed. A lost device throws.
-template <class Members>
-std::vector<size_t> streams_not_there(const Members& members, Clock::duration patience) {
-  const Clock::time_point end = Clock::now() + patience;
-  auto pause = std::chrono::microseconds(20);
-  for (;;) {
-    std::vector<size_t> behind;
-    for (size_t k = 0; k < members.size(); ++k)
-      if (!members[k].ready.query()) behind.push_back(k);
-    if (behind.empty() || Clock::now() >= end) return behind;
-    std::this_thread::sleep_for(pause);
-    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(1));
-  }
-}
-
-}  // namespace
-
 std::exception_ptr LocalGroup::run(const SlotPtr& slot) {
   const Slot& s = *slot;
   std::vector<Lane> lanes(s.members.size());
   std::exception_ptr failure;
   try {
-    Clock::duration patience{};
-    for (const Member& m : s.members) patience = std::max(patience, m.patience);
-    if (const std::vector<size_t> behind = streams_not_there(s.members, patience); !behind.empty())
-      return stalled_error(s, behind, patience);
     const CollectiveCall& first = s.members[0].call;
     const Tensor& sized = first.input.defined() ? first.input : first.output;
     const double bytes = sized.defined() ? static_cast<double>(sized.nbytes()) : 0.0;
@@ -449,7 +427,10 @@ std::exception_ptr LocalGroup::run(const SlotPtr& slot) {
         if (!failure) failure = std::current_exception();
       }
     }
-  if (!failure) return nullptr;
+  return failure ? with_where(s, failure) : nullptr;
+}
+
+std::exception_ptr LocalGroup::with_where(const Slot& s, std::exception_ptr failure) const {
   try {
     std::rethrow_exception(failure);
   } catch (const Error& error) {
@@ -460,6 +441,10 @@ std::exception_ptr LocalGroup::run(const SlotPtr& slot) {
     const hal::detail::ErrorContext context("", to_string(s.kind));
     return std::make_exception_ptr(
         Error(ErrorCode::Internal, where(s) + " failed: " + error.what()));
+  } catch (...) {  // thrown on from the executor's thread it would end the process
+    const hal::detail::ErrorContext context("", to_string(s.kind));
+    return std::make_exception_ptr(
+        Error(ErrorCode::Internal, where(s) + " failed: an exception that is no std::exception"));
   }
 }
 
@@ -483,45 +468,87 @@ bool LocalGroup::runnable(const Slot& slot) const {
   return true;
 }
 
-LocalGroup::SlotPtr LocalGroup::take_runnable() {
-  for (auto it = queue_.begin(); it != queue_.end();) {
-    if ((*it)->finished) {  // timed out while it waited
-      it = queue_.erase(it);
-      continue;
-    }
-    if (runnable(**it)) {
-      SlotPtr slot = std::move(*it);
-      queue_.erase(it);
-      return slot;
-    }
-    ++it;
-  }
-  return nullptr;
-}
-
 void LocalGroup::executor_loop() {
   std::unique_lock lock(mutex_);
+  auto pause = std::chrono::microseconds(20);
   for (;;) {
-    SlotPtr slot;
-    // Stopping waits for the queue to empty: its slots run, or time out where they cannot.
-    work_ready_.wait(lock, [&] {
-      slot = take_runnable();
-      return slot || (stopping_ && queue_.empty());
-    });
-    if (!slot) return;
-    slot->running = true;
-    lock.unlock();
-    std::exception_ptr failure = run(slot);
-    lock.lock();
-    if (failure) {
-      try {
-        std::rethrow_exception(failure);
-      } catch (const Error& error) {
-        if (error.code() == ErrorCode::DeviceLost && !broken_) broken_ = failure;
-      } catch (...) {
+    // The runnable full slots, in order, with their members' events (copied: a gate or a Work
+    // may finish a slot, which drops them, while they are queried without the lock).
+    std::vector<std::pair<SlotPtr, std::vector<Event>>> candidates;
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      Slot& s = **it;
+      if (s.finished) {  // timed out while it waited
+        it = queue_.erase(it);
+        continue;
       }
+      if (runnable(s)) {
+        if (!s.candidate) {
+          s.candidate = true;
+          s.candidate_since = Clock::now();
+        }
+        std::vector<Event> readies;
+        for (const Member& m : s.members) readies.push_back(m.ready);
+        candidates.emplace_back(*it, std::move(readies));
+      }
+      ++it;
     }
-    finish(slot, failure);
+    if (candidates.empty()) {
+      // Stopping waits for the queue to empty: its slots run, or time out where they cannot.
+      if (stopping_ && queue_.empty()) return;
+      work_ready_.wait(lock);
+      continue;
+    }
+    // The first whose streams have all reached it runs. Its events are polled rather than
+    // waited for: a stream may be stalled, or held by a later collective of this group (through
+    // another group, or an event of another stream), and waiting would hold every other one.
+    lock.unlock();
+    SlotPtr chosen;
+    std::exception_ptr failure;  // an event's query failed (a lost device)
+    std::vector<std::vector<size_t>> behind(candidates.size());
+    for (size_t c = 0; c < candidates.size() && !chosen; ++c) {
+      try {
+        const std::vector<Event>& readies = candidates[c].second;
+        for (size_t k = 0; k < readies.size(); ++k)
+          if (!readies[k].query()) behind[c].push_back(k);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      if (failure || behind[c].empty()) chosen = candidates[c].first;
+    }
+    lock.lock();
+    if (chosen && !chosen->finished) {
+      queue_.erase(std::find(queue_.begin(), queue_.end(), chosen));
+      chosen->running = true;
+      lock.unlock();
+      failure = failure ? with_where(*chosen, failure) : run(chosen);
+      lock.lock();
+      if (failure) {
+        try {
+          std::rethrow_exception(failure);
+        } catch (const Error& error) {
+          if (error.code() == ErrorCode::DeviceLost && !broken_) broken_ = failure;
+        } catch (...) {
+        }
+      }
+      finish(chosen, failure);
+      pause = std::chrono::microseconds(20);
+      continue;
+    }
+    // None can run yet: those whose streams did not all come within the members' patience of
+    // the executor's first look fail (nothing of them enqueued, so nothing runs later), and the
+    // rest are looked at again after a gate is reached (which wakes this), or a pause (an event
+    // may complete with no gate run: a lost device's, or one whose host calls wait in line).
+    const Clock::time_point now = Clock::now();
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      const SlotPtr& slot = candidates[c].first;
+      Clock::duration patience{};
+      for (const Member& m : slot->members) patience = std::max(patience, m.patience);
+      if (!slot->finished && !behind[c].empty() && now >= slot->candidate_since + patience)
+        finish(slot, stalled_error(*slot, behind[c], patience));
+    }
+    candidates.clear();
+    work_ready_.wait_for(lock, pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(1));
   }
 }
 

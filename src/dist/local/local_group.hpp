@@ -3,21 +3,21 @@
 // A rank's call joins the collective of its number (its k-th call joins the k-th collective;
 // a send joins the first unmatched recv of the same pair and tag). The call records an event
 // on the caller's stream (Lane::ready) and enqueues there a gate, a host callback that keeps
-// the stream's later work waiting until the collective is done. When the last rank joins, the
-// group's executor thread waits for every member's event (polled, with HAL_DIST_TIMEOUT as the
-// limit: a stream may be stalled, or held by another group's gate), enqueues the algorithm on
-// the group's own stream per rank, waits for those streams, and opens the gates; a collective
-// whose streams did not all come in time fails with Timeout naming them, nothing of it enqueued.
-// It takes the full collectives one at a time, each once
-// none of its members' events waits behind the gate of another that has not run (a rank's
-// earlier call, or one its stream has not reached): receives posted in one order and sent in
-// another would otherwise wait for each other. A send copies its tensor at its place in the stream
+// the stream's later work waiting until the collective is done. The group's executor thread
+// runs the full collectives one at a time: the first, in order, whose members' events have all
+// completed (polled, never waited for: a stream may be stalled, or held by a later collective of
+// the group through another group or another stream's event) and none of whose members' events
+// waits behind the gate of another that has not run (a rank's earlier call, or one its stream
+// has not reached): it enqueues the algorithm on the group's own stream per rank, waits for
+// those streams, and opens the gates (the second rule: receives posted in one order and sent in
+// another would otherwise wait for each other). A send copies its tensor at its place in the stream
 // and does not hold the stream (so that a ring of sends, then receives, cannot deadlock); a recv
 // does. A collective that does not fill within HAL_DIST_TIMEOUT of a member's stream reaching
 // it fails with Timeout naming the ranks that did not join (seen by the gate or by
 // Work::wait), and so does a full one that waits that long behind a gate no collective will
-// open (naming the ranks whose streams did not reach it); signatures that disagree fail it at once;
-// a device lost during it fails it, and every later call of the group, with DeviceLost.
+// open, or whose streams do not all reach it within that time of the executor's first look
+// (naming them; nothing of it enqueued, so nothing runs later); signatures that disagree fail it at
+// once; a device lost during it fails it, and every later call of the group, with DeviceLost.
 #pragma once
 
 #include <condition_variable>
@@ -73,8 +73,11 @@ class LocalGroup : public std::enable_shared_from_this<LocalGroup> {
     std::vector<int> ranks;  // the group ranks of the members, in member order
     std::vector<Member> members;
     int joined = 0;
+    Clock::time_point filled_at;                  // when the last member joined
     std::optional<AllReduceAlgorithm> algorithm;  // HAL_DIST_LOCAL_ALGORITHM at rank 0's call
-    bool running = false;                         // the executor has it: it ends, well or not
+    bool candidate = false;  // the executor has looked at it, full and runnable, since
+    Clock::time_point candidate_since;
+    bool running = false;  // the executor has it: it ends, well or not
     bool finished = false;
     std::exception_ptr failure;
     std::condition_variable changed;  // under the group's mutex
@@ -102,9 +105,11 @@ class LocalGroup : public std::enable_shared_from_this<LocalGroup> {
   // than `patience` ago; returns when the next member's patience ends (or max()).
   Clock::time_point check_patience(const SlotPtr& slot, size_t member, Clock::duration patience);
   std::exception_ptr timeout_error(const Slot& slot, size_t member, Clock::duration patience) const;
-  // The executor's part: waits (with the members' patience) for every stream to reach the
-  // collective, runs it on the lanes and waits for them; its failure, or null.
+  // The executor's part, once every member's stream has reached the collective: runs it on the
+  // lanes and waits for them; its failure (with_where), or null.
   std::exception_ptr run(const SlotPtr& slot);
+  // `failure` as the collective's: "all_reduce #3 on communicator 'x' failed: ...".
+  std::exception_ptr with_where(const Slot& slot, std::exception_ptr failure) const;
   // Timeout of a collective the streams of members `behind` did not reach in time.
   std::exception_ptr stalled_error(const Slot& slot, const std::vector<size_t>& behind,
                                    Clock::duration patience) const;
@@ -114,8 +119,6 @@ class LocalGroup : public std::enable_shared_from_this<LocalGroup> {
   // Under mutex_: whether every gate ahead of the slot's members belongs to the collective the
   // executor runs now (none at all: runnable).
   bool only_running_ahead(const Slot& slot) const;
-  // Under mutex_: the first runnable full slot, out of the queue (finished ones dropped).
-  SlotPtr take_runnable();
   void executor_loop();
   Stream& lane_stream(int rank, bool side);  // executor thread only
   std::string where(const Slot& slot) const;
