@@ -147,6 +147,8 @@ TEST(MpiFaults, ARankLateToAMeshIsNamed) {
         create, ErrorCode::Timeout,
         {"barrier #2 on communicator 'world'", "HAL_DIST_TIMEOUT", "rank 3 did not answer"});
     EXPECT_LE(std::chrono::duration<double>(Clock::now() - start).count(), 10.0);
+    // Alive until rank 3 has come and heard that they gave up (a peer's exit could lose it).
+    std::this_thread::sleep_for(std::chrono::milliseconds(3000));
     return;
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // past the others' timeout

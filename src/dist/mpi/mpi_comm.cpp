@@ -217,7 +217,11 @@ std::shared_ptr<MpiComm> MpiComm::split(int color, int key, std::string name) {
   int code = MPI_SUCCESS;
   {
     auto serial = runtime_->serialize();
-    code = MPI_Comm_split(data_, color, key, &sub);
+    // Split from exchange_, which carries only point-to-point messages: data_ may still have
+    // an earlier collective's data phase in flight on some ranks and not on others (the barrier
+    // above completes at its exchange), and collectives on one communicator must start in the
+    // same order on every rank.
+    code = MPI_Comm_split(exchange_, color, key, &sub);
   }
   if (ticket != 0) runtime_->unwatch(ticket);
   check_mpi(code, "communicator '" + name_ + "'", "MPI_Comm_split");
@@ -239,7 +243,8 @@ std::shared_ptr<MpiComm> world_comm() {
   static std::mutex mutex;
   static std::shared_ptr<MpiComm> world;  // one for the process, kept until exit
   // Why it could not be made, thrown again by every later call: another try would post new
-  // duplicates behind those left pending, to be paired with what the other ranks do next.
+  // duplicates behind those left pending, to be paired with what the other ranks do next. A
+  // malformed setting (HAL_DIST_TIMEOUT) left nothing pending: fixed, the next call may try.
   static std::exception_ptr failed;
   std::lock_guard lock(mutex);
   if (failed) std::rethrow_exception(failed);
@@ -247,8 +252,8 @@ std::shared_ptr<MpiComm> world_comm() {
     std::shared_ptr<MpiRuntime> runtime = MpiRuntime::get();  // its refusals are not kept
     try {
       world = std::make_shared<MpiComm>(std::move(runtime), MPI_COMM_WORLD, "world");
-    } catch (...) {
-      failed = std::current_exception();
+    } catch (const Error& error) {
+      if (error.code() != ErrorCode::InvalidArgument) failed = std::current_exception();
       throw;
     }
   }
