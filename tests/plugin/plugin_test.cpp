@@ -14,6 +14,7 @@
 #include <numeric>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/uuid.hpp"
@@ -49,6 +50,21 @@ const hal_plugin_api* sim_api() {
   const bool ready = init != nullptr && init(&host, &api) == HAL_STATUS_OK;
   dlclose(library);  // hal's own handle keeps it loaded
   return ready ? api : nullptr;
+}
+
+// A view of `buffer` for sim's built-in ops: element offset, shape and strides in elements.
+hal_plugin_tensor sim_view(hal_plugin_buffer buffer, uint64_t offset, std::vector<int64_t> shape,
+                           std::vector<int64_t> strides,
+                           hal_plugin_dtype dtype = HAL_PLUGIN_DTYPE_F32) {
+  hal_plugin_tensor t{};
+  t.struct_size = sizeof t;
+  t.buffer = buffer;
+  t.offset = offset;
+  t.dtype = dtype;
+  t.rank = static_cast<uint32_t>(shape.size());
+  std::copy(shape.begin(), shape.end(), t.shape);
+  std::copy(strides.begin(), strides.end(), t.strides);
+  return t;
 }
 
 TEST(Plugins, EveryCandidateIsListedWithWhyItLoadedOrNot) {
@@ -292,15 +308,7 @@ TEST(Plugins, SimRefusesViewsOutsideTheirBuffersNamingTheOpAndOperand) {
   std::iota(values.begin(), values.end(), 0.0f);
   ASSERT_EQ(api->copy_to_device(stream, buffer, 0, values.data(), 64), HAL_STATUS_OK);
   const auto view = [&](uint64_t offset, std::vector<int64_t> shape, std::vector<int64_t> strides) {
-    hal_plugin_tensor t{};
-    t.struct_size = sizeof t;
-    t.buffer = buffer;
-    t.offset = offset;
-    t.dtype = HAL_PLUGIN_DTYPE_F32;
-    t.rank = static_cast<uint32_t>(shape.size());
-    std::copy(shape.begin(), shape.end(), t.shape);
-    std::copy(strides.begin(), strides.end(), t.strides);
-    return t;
+    return sim_view(buffer, offset, std::move(shape), std::move(strides));
   };
   const auto refused = [&](hal_status status, std::initializer_list<const char*> parts) {
     EXPECT_EQ(status, HAL_STATUS_INVALID_ARGUMENT);
@@ -374,6 +382,197 @@ TEST(Plugins, SimRefusesViewsOutsideTheirBuffersNamingTheOpAndOperand) {
   EXPECT_EQ(after, values);
   EXPECT_EQ(api->stream_destroy(stream), HAL_STATUS_OK);
   EXPECT_EQ(api->buffer_free(buffer), HAL_STATUS_OK);
+}
+
+// The other side of the bounds checks: views at the very edges of their buffers, as hal sends
+// them (src/ops/builtin_ops.cpp: broadcast operands with stride 0, a keepdim reduction's out
+// without its 1s; src/ops/matmul.cpp operand_of: a broadcast batch with stride 0, a transposed
+// operand; plugin_stream.cpp passes both on as they are) and as the ABI allows them (negative
+// strides, which hal's tensors never have). A check too strict would refuse these: each is
+// accepted and computed right. Every buffer is exactly as large as what its views reach, so the
+// last element a view reaches is its buffer's last.
+TEST(Plugins, SimAcceptsViewsThatReachTheEdgesOfTheirBuffersAndComputesThem) {
+  const hal_plugin_api* api = sim_api();
+  ASSERT_NE(api, nullptr) << "sim's table, from the library hal loaded";
+  hal_plugin_device sim = nullptr;
+  hal_plugin_stream stream = nullptr;
+  ASSERT_EQ(api->device_get(0, &sim), HAL_STATUS_OK);
+  ASSERT_EQ(api->stream_create(sim, &stream), HAL_STATUS_OK) << api->last_error();
+  std::vector<hal_plugin_buffer> buffers;  // freed at the end
+  // A buffer of exactly `values`' bytes, holding them.
+  const auto buffer_of = [&]<class T>(const std::vector<T>& values) {
+    hal_plugin_buffer buffer = nullptr;
+    const uint64_t bytes = values.size() * sizeof(T);
+    EXPECT_EQ(api->buffer_allocate(sim, bytes, &buffer), HAL_STATUS_OK) << api->last_error();
+    EXPECT_EQ(api->copy_to_device(stream, buffer, 0, values.data(), bytes), HAL_STATUS_OK);
+    EXPECT_EQ(api->stream_synchronize(stream), HAL_STATUS_OK);  // the copy reads `values`
+    buffers.push_back(buffer);
+    return buffer;
+  };
+  // The `count` elements of T that `buffer` holds once the work enqueued before it is done.
+  const auto read = [&]<class T>(hal_plugin_buffer buffer, size_t count, T) {
+    std::vector<T> got(count);
+    EXPECT_EQ(api->copy_to_host(stream, got.data(), buffer, 0, count * sizeof(T)), HAL_STATUS_OK);
+    EXPECT_EQ(api->stream_synchronize(stream), HAL_STATUS_OK);
+    return got;
+  };
+  const auto accepted = [&](hal_status status, const char* what) {
+    EXPECT_EQ(status, HAL_STATUS_OK) << what << ": " << api->last_error();
+  };
+
+  // x: [3, 4] holding 0 to 11, row-major; row [4] and column [3] are broadcast against it.
+  const hal_plugin_buffer x = buffer_of(floats({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+  const hal_plugin_buffer row = buffer_of(floats({10, 20, 30, 40}));
+  const hal_plugin_buffer column = buffer_of(floats({100, 200, 300}));
+  const hal_plugin_buffer half = buffer_of(floats({0.5f}));  // one element, broadcast to all
+  const hal_plugin_buffer out = buffer_of(std::vector<float>(12));
+
+  // Binary ops: a and b in out's shape, stride 0 where broadcast (ops::broadcast_strides).
+  // x unsqueezed to [1, 3, 4] keeps stride 12 for its new dimension of size 1 (as
+  // Tensor::unsqueeze gives it; out's contiguous strides have it too): one step along it is past
+  // the buffer, but no element takes that step. row is broadcast over the rows: strides 0, 0, 1.
+  const hal_plugin_tensor out3 = sim_view(out, 0, {1, 3, 4}, {12, 4, 1});
+  const hal_plugin_tensor x3 = sim_view(x, 0, {1, 3, 4}, {12, 4, 1});
+  const hal_plugin_tensor rows3 = sim_view(row, 0, {1, 3, 4}, {0, 0, 1});
+  accepted(api->op_binary(stream, HAL_PLUGIN_BINARY_ADD, &out3, &x3, &rows3), "x + row");
+  EXPECT_EQ(read(out, 12, float{}), floats({10, 21, 32, 43, 14, 25, 36, 47, 18, 29, 40, 51}));
+  // Both operands broadcast: column [3, 1] (strides 1, 0) plus row [4] (strides 0, 1), an outer
+  // sum reading each of the two small buffers whole, many times over.
+  const hal_plugin_tensor out2 = sim_view(out, 0, {3, 4}, {4, 1});
+  const hal_plugin_tensor columns = sim_view(column, 0, {3, 4}, {1, 0});
+  const hal_plugin_tensor rows = sim_view(row, 0, {3, 4}, {0, 1});
+  accepted(api->op_binary(stream, HAL_PLUGIN_BINARY_ADD, &out2, &columns, &rows), "column + row");
+  EXPECT_EQ(read(out, 12, float{}),
+            floats({110, 120, 130, 140, 210, 220, 230, 240, 310, 320, 330, 340}));
+  // A buffer of one element broadcast to every element (strides 0, 0): it reaches element 0 only.
+  const hal_plugin_tensor x2 = sim_view(x, 0, {3, 4}, {4, 1});
+  const hal_plugin_tensor halves = sim_view(half, 0, {3, 4}, {0, 0});
+  accepted(api->op_binary(stream, HAL_PLUGIN_BINARY_SUB, &out2, &x2, &halves), "x - 0.5");
+  EXPECT_EQ(read(out, 12, float{}),
+            floats({-0.5f, 0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f, 8.5f, 9.5f, 10.5f}));
+  // x's last row as x[2:3] gives it (offset 8, shape [1, 4], strides 4, 1) ends exactly at x's
+  // last element; out's [1, 4] at offset 8 ends at out's. out's first 8 elements keep x - 0.5.
+  const hal_plugin_tensor last_out = sim_view(out, 8, {1, 4}, {4, 1});
+  const hal_plugin_tensor last_row = sim_view(x, 8, {1, 4}, {4, 1});
+  const hal_plugin_tensor half_row = sim_view(half, 0, {1, 4}, {0, 0});
+  accepted(api->op_binary(stream, HAL_PLUGIN_BINARY_MUL, &last_out, &last_row, &half_row),
+           "x[2:3] * 0.5");
+  EXPECT_EQ(read(out, 12, float{}),
+            floats({-0.5f, 0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 4, 4.5f, 5, 5.5f}));
+
+  // Unary: x[::2, 1::2] (offset 1, strides 8, 2) reads elements 1, 3, 9 and 11, x's last.
+  const hal_plugin_buffer corners = buffer_of(std::vector<float>(4));
+  const hal_plugin_tensor corners_out = sim_view(corners, 0, {2, 2}, {2, 1});
+  const hal_plugin_tensor stepped = sim_view(x, 1, {2, 2}, {8, 2});
+  accepted(api->op_unary(stream, HAL_PLUGIN_UNARY_NEG, &corners_out, &stepped), "-x[::2, 1::2]");
+  EXPECT_EQ(read(corners, 4, float{}), floats({-1, -3, -9, -11}));
+  // Negative strides (the ABI's, not hal's): x reversed in both dimensions starts at its last
+  // element, 11, and walks back to its first, 11 - 2 * 4 - 3 * 1 = 0: both ends exactly.
+  const hal_plugin_tensor reversed = sim_view(x, 11, {3, 4}, {-4, -1});
+  accepted(api->op_unary(stream, HAL_PLUGIN_UNARY_NEG, &out2, &reversed), "-x reversed");
+  EXPECT_EQ(read(out, 12, float{}), floats({-11, -10, -9, -8, -7, -6, -5, -4, -3, -2, -1, 0}));
+
+  // Reductions: out holds x's kept dimensions in order, and each out below fills its buffer.
+  // A keepdim reduction reaches sim as the plain one: builtin_reduce reshapes out to the kept
+  // dimensions, [3] here. A caller that keeps the 1s ([3, 1]) names the same 3 elements, and
+  // sim checks out against x's kept dimensions whatever out's shape says.
+  const hal_plugin_buffer per_row = buffer_of(std::vector<float>(3));
+  const hal_plugin_tensor row_sums = sim_view(per_row, 0, {3}, {1});
+  accepted(api->op_reduce(stream, HAL_PLUGIN_REDUCE_SUM, &row_sums, &x2, 2u), "sum over axis 1");
+  EXPECT_EQ(read(per_row, 3, float{}), floats({6, 22, 38}));  // 0+1+2+3, 4+5+6+7, 8+9+10+11
+  const hal_plugin_tensor row_maxima = sim_view(per_row, 0, {3, 1}, {1, 1});
+  accepted(api->op_reduce(stream, HAL_PLUGIN_REDUCE_MAX, &row_maxima, &x2, 2u),
+           "max over axis 1, keeping its 1");
+  EXPECT_EQ(read(per_row, 3, float{}), floats({3, 7, 11}));
+  const hal_plugin_buffer per_column = buffer_of(std::vector<float>(4));
+  const hal_plugin_tensor column_means = sim_view(per_column, 0, {4}, {1});
+  accepted(api->op_reduce(stream, HAL_PLUGIN_REDUCE_MEAN, &column_means, &x2, 1u),
+           "mean over axis 0");
+  EXPECT_EQ(read(per_column, 4, float{}), floats({4, 5, 6, 7}));  // (j + 4 + j + 8 + j) / 3
+  // Over every dimension (sum(x, {}, true) on hal: no dimension is kept): a 0-d out, in a buffer
+  // of one element. x is read reversed, from its last element back to its first.
+  const hal_plugin_buffer single = buffer_of(std::vector<float>(1));
+  const hal_plugin_tensor total = sim_view(single, 0, {}, {});
+  accepted(api->op_reduce(stream, HAL_PLUGIN_REDUCE_SUM, &total, &reversed, 3u),
+           "sum of x reversed");
+  EXPECT_EQ(read(single, 1, float{}), floats({66}));
+
+  // argmax writes i64 positions, 8 bytes each, into out's buffer whatever x's dtype (f32 here):
+  //   y = 3 1 4 1
+  //       5 9 2 6
+  //       5 3 5 8   (ties go to the first)
+  const hal_plugin_buffer y = buffer_of(floats({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}));
+  const hal_plugin_tensor y2 = sim_view(y, 0, {3, 4}, {4, 1});
+  const hal_plugin_buffer positions = buffer_of(std::vector<int64_t>{-7, -7, -7, -7});  // 32 bytes
+  // Per row, at offset 1: elements 1 to 3 of the 4, ending at the last exactly (where the refused
+  // case above ran one element past); element 0 keeps its -7.
+  const hal_plugin_tensor per_row_at_1 = sim_view(positions, 1, {3}, {1}, HAL_PLUGIN_DTYPE_I64);
+  accepted(api->op_reduce(stream, HAL_PLUGIN_REDUCE_ARGMAX, &per_row_at_1, &y2, 2u),
+           "argmax over axis 1");
+  EXPECT_EQ(read(positions, 4, int64_t{}), (std::vector<int64_t>{-7, 2, 1, 3}));
+  const hal_plugin_tensor per_column_positions =
+      sim_view(positions, 0, {4}, {1}, HAL_PLUGIN_DTYPE_I64);
+  accepted(api->op_reduce(stream, HAL_PLUGIN_REDUCE_ARGMAX, &per_column_positions, &y2, 1u),
+           "argmax over axis 0");
+  EXPECT_EQ(read(positions, 4, int64_t{}), (std::vector<int64_t>{1, 1, 2, 2}));
+  // Over both: one position, row-major over the reduced dimensions, in a buffer of 8 bytes.
+  const hal_plugin_buffer position = buffer_of(std::vector<int64_t>{-7});
+  const hal_plugin_tensor overall = sim_view(position, 0, {}, {}, HAL_PLUGIN_DTYPE_I64);
+  accepted(api->op_reduce(stream, HAL_PLUGIN_REDUCE_ARGMAX, &overall, &y2, 3u), "argmax of all");
+  EXPECT_EQ(read(position, 1, int64_t{}), (std::vector<int64_t>{5}));  // the 9
+
+  // Batched matmul as matmul_of and operand_of describe it: batch 2 of [2 x 3] * [3 x 2], C's
+  // matrices m * n apart (c_batch_stride 4, ldc 2).
+  //   A0 = 1 2 3   A1 = -1  0 1   B = 1 0
+  //        4 5 6         2 -2 0       0 1
+  //                                   1 1
+  hal_plugin_gemm gemm{};
+  gemm.struct_size = sizeof gemm;
+  gemm.dtype = HAL_PLUGIN_DTYPE_F32;
+  gemm.m = 2;
+  gemm.k = 3;
+  gemm.n = 2;
+  gemm.batch = 2;
+  // A [2, 2, 3] contiguous: lda 3, batch stride 6, its 12 elements the buffer's.
+  gemm.a = buffer_of(floats({1, 2, 3, 4, 5, 6, -1, 0, 1, 2, -2, 0}));
+  gemm.lda = 3;
+  gemm.a_batch_stride = 6;
+  // B [1, 3, 2], the transpose of a contiguous [1, 2, 3] (strides 6, 1, 3), expanded to the
+  // batch: strides 0, 1, 3, which operand_of passes as transposed with ldb 3 and batch stride 0.
+  // Its memory holds B's 2 x 3 transpose, 6 elements, which both batch entries read.
+  gemm.b = buffer_of(floats({1, 0, 1, 0, 1, 1}));
+  gemm.b_transposed = 1;
+  gemm.ldb = 3;
+  gemm.b_batch_stride = 0;
+  gemm.c = buffer_of(std::vector<float>(8));
+  gemm.ldc = 2;
+  gemm.c_batch_stride = 4;
+  accepted(api->op_matmul(stream, &gemm), "A * B broadcast and transposed");
+  // A0 * B = [1+3, 2+3; 4+6, 5+6], A1 * B = [-1+1, 1; 2, -2]
+  EXPECT_EQ(read(gemm.c, 8, float{}), floats({4, 5, 10, 11, 0, 1, 2, -2}));
+  // The other way round: A0 broadcast over the batch (batch stride 0) and transposed (A's
+  // [2, 3] the transpose of a contiguous [3, 2]: strides 1, 2, so lda 2 over A's 3 x 2 memory),
+  // B batched and plain, C at offset 2 of a buffer of 10, ending at its last element.
+  //   B0 = B   B1 = 2  0
+  //                 0  0
+  //                 0 -1
+  hal_plugin_gemm other = gemm;
+  other.a = buffer_of(floats({1, 4, 2, 5, 3, 6}));
+  other.a_transposed = 1;
+  other.lda = 2;
+  other.a_batch_stride = 0;
+  other.b = buffer_of(floats({1, 0, 0, 1, 1, 1, 2, 0, 0, 0, 0, -1}));
+  other.b_transposed = 0;
+  other.ldb = 2;
+  other.b_batch_stride = 6;
+  other.c = buffer_of(std::vector<float>(10, -7.0f));
+  other.c_offset = 2;
+  accepted(api->op_matmul(stream, &other), "A broadcast and transposed * B");
+  // A0 * B0 as before; A0 * B1 = [2, -3; 8, -6]. C's first two elements keep their -7.
+  EXPECT_EQ(read(other.c, 10, float{}), floats({-7, -7, 4, 5, 10, 11, 2, -3, 8, -6}));
+
+  EXPECT_EQ(api->stream_destroy(stream), HAL_STATUS_OK);
+  for (hal_plugin_buffer buffer : buffers) EXPECT_EQ(api->buffer_free(buffer), HAL_STATUS_OK);
 }
 
 // hal cannot know how far a kernel reaches into its buffers: sim checks its own kernels' reach,
