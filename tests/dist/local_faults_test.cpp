@@ -46,6 +46,21 @@ bool complete_within(const std::vector<Work>& works, std::chrono::seconds limit)
   return true;
 }
 
+// Waits for each work; each that fails must fail with Timeout. How many named a stream that did
+// not reach its collective.
+int timeouts_naming_a_stream(std::vector<Work>& works) {
+  int named = 0;
+  for (Work& w : works) try {
+      w.wait();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::Timeout) << e.message();
+      if (e.message().find("every rank joined, but the stream of rank") != std::string::npos &&
+          e.message().find("did not reach it") != std::string::npos)
+        ++named;
+    }
+  return named;
+}
+
 class LocalFaults : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -247,16 +262,7 @@ TEST_F(LocalFaults, RanksThatEachReceiveBeforeTheySendTimeOutInsteadOfHanging) {
     }
   // The first of the pair to run out of patience fails; that opens its gate, and the other may
   // then run.
-  int named = 0;
-  for (Work& w : works) try {
-      w.wait();
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::Timeout) << e.message();
-      if (e.message().find("every rank joined, but the stream of rank") != std::string::npos &&
-          e.message().find("did not reach it") != std::string::npos)
-        ++named;
-    }
-  EXPECT_GE(named, 1);
+  EXPECT_GE(timeouts_naming_a_stream(works), 1);
   for (Stream& stream : streams_) try {
       stream.synchronize();
     } catch (const Error&) {  // the gates' failures, reported once
@@ -394,16 +400,7 @@ TEST_F(LocalFaults, TwoGroupsCalledInOppositeOrdersTimeOutInsteadOfHanging) {
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   // The first to run out of patience fails; that opens its gate, and the other may then run.
-  int named = 0;
-  for (Work& w : works) try {
-      w.wait();
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::Timeout) << e.message();
-      if (e.message().find("every rank joined, but the stream of rank") != std::string::npos &&
-          e.message().find("did not reach it") != std::string::npos)
-        ++named;
-    }
-  EXPECT_GE(named, 1);
+  EXPECT_GE(timeouts_naming_a_stream(works), 1);
   for (int r = 0; r < 2; ++r) try {
       streams_[r].synchronize();
     } catch (const Error&) {  // the gates' failures, reported once
