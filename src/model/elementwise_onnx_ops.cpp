@@ -83,9 +83,7 @@ Outputs sign(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   const Tensor zero = constant(0, x, ctx);
   const Tensor y = sub(cast(gt(x, zero, s), x.dtype(), s), cast(lt(x, zero, s), x.dtype(), s), s);
-  const DType dtype = x.dtype();
-  if (dtype != DType::f32 && dtype != DType::f64 && dtype != DType::f16 && dtype != DType::bf16)
-    return {y};  // integers have no NaN
+  if (!is_floating(x.dtype())) return {y};  // integers have no NaN
   return {where(ne(x, x, s), x, y, s)};
 }
 
@@ -236,8 +234,7 @@ Outputs mod(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   const Tensor& a = in.at(0);
   const Tensor& b = in.at(1);
-  const bool floating = a.dtype() == DType::f32 || a.dtype() == DType::f64 ||
-                        a.dtype() == DType::f16 || a.dtype() == DType::bf16;
+  const bool floating = is_floating(a.dtype());
   const bool fmod = ctx.attr_int("fmod", 0) != 0;
   if (floating && !fmod) ctx.invalid("fmod must be 1 for floating-point inputs");
   if (floating) return {host_fmod(ctx, a, b)};

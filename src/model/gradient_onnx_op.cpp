@@ -20,10 +20,6 @@ using Inputs = std::vector<Tensor>;
 using Outputs = std::vector<Tensor>;
 using Named = std::map<std::string, Tensor, std::less<>>;
 
-bool is_floating(DType dtype) {
-  return dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
-}
-
 // A rule's errors naming the forward node they come from.
 template <class Body>
 auto for_node(const Node& node, Body body) -> decltype(body()) {

@@ -103,6 +103,11 @@ using ValueOpFunction = std::vector<Value> (*)(const OpContext& ctx,
                                                const std::vector<Value>& inputs);
 
 // The domain of ONNX's training ops (Gradient and the optimizers), which hal runs at opset 1.
+// f32, f64, f16 or bf16: the dtypes with NaN, infinities and fractions.
+inline bool is_floating(DType dtype) {
+  return dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
+}
+
 inline constexpr std::string_view kTrainingDomain = "ai.onnx.preview.training";
 
 struct OnnxOp {

@@ -48,15 +48,11 @@ Outputs reduce(const OpContext& ctx, const Inputs& in, Tensor (*before)(const Te
 
 Tensor square(const Tensor& x, Stream& s) { return mul(x, x, s); }
 
-bool floating(DType dtype) {
-  return dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
-}
-
 // ReduceMean of integers: the exact i64 sum divided in i64, truncating toward zero as ONNX's
 // reference does (NumPy's mean in the input's dtype); hal's mean divides in f32, which rounds
 // past 2^24.
 Tensor exact_mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims, Stream& s) {
-  if (floating(x.dtype())) return mean(x, axes, keepdims, s);
+  if (is_floating(x.dtype())) return mean(x, axes, keepdims, s);
   const Tensor total = sum(x, axes, keepdims, s);
   const int64_t count = total.numel() == 0 ? 1 : x.numel() / total.numel();
   return div(total, from_host(&count, {}, DType::i64, s), s);  // of no elements: 0
@@ -201,7 +197,7 @@ Tensor masked_gather_elements(const Tensor& data, Tensor index, int64_t axis, St
   const Tensor mask =
       eq(index.unsqueeze(data.dim()), arange(extent, DType::i64, s).reshape(positions), s);
   // Floats by max over -inf elsewhere, which keeps -0 (a sum from +0 would make it +0).
-  if (floating(data.dtype())) {
+  if (is_floating(data.dtype())) {
     const Tensor low = full({}, -std::numeric_limits<double>::infinity(), data.dtype(), s);
     return max(where(mask, values, low, s), {data.dim()}, false, s);
   }

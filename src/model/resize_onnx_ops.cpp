@@ -282,10 +282,6 @@ std::string number(double value) {
   return text.str();
 }
 
-bool is_floating(DType dtype) {
-  return dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
-}
-
 // The resize itself, innermost axis first as ONNX's reference interpolates. Half types are
 // interpolated in f32 and rounded once at the end.
 Tensor resize(const OpContext& ctx, const Tensor& x, const Method& method,
