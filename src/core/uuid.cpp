@@ -1,5 +1,6 @@
 #include "core/uuid.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
@@ -23,6 +24,10 @@ std::string name_based_uuid(std::string_view name) {
   bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0f) | 0x80);  // version 8
   bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3f) | 0x80);  // RFC variant
   return format_uuid(bytes);
+}
+
+bool is_nil_uuid(const unsigned char (&bytes)[16]) {
+  return std::all_of(std::begin(bytes), std::end(bytes), [](unsigned char b) { return b == 0; });
 }
 
 std::string format_uuid(const unsigned char (&bytes)[16]) {

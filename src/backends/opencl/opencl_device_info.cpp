@@ -158,8 +158,7 @@ ClDeviceDescription describe_device(const ClPlatform& platform, cl_device_id dev
 
   unsigned char uuid[16] = {};
   if (has("cl_khr_device_uuid") &&
-      get(device, kDeviceUuidKhr, sizeof uuid, uuid, nullptr) == CL_SUCCESS &&
-      std::any_of(std::begin(uuid), std::end(uuid), [](unsigned char b) { return b != 0; }))
+      get(device, kDeviceUuidKhr, sizeof uuid, uuid, nullptr) == CL_SUCCESS && !is_nil_uuid(uuid))
     info.uuid = format_uuid(uuid);
   else
     info.uuid = name_based_uuid("opencl|" + platform.name + "|" + info.vendor + "|" + info.name +

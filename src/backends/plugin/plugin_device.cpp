@@ -57,8 +57,7 @@ PluginDevice::PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_
   info_.driver_version = text(properties.driver_version, sizeof properties.driver_version);
   // A plugin that leaves the UUID zero would give all its devices one identity (one calibration
   // file, one tuning cache entry): each gets a name-based one, as OpenCL devices without one do.
-  if (std::any_of(std::begin(properties.uuid), std::end(properties.uuid),
-                  [](uint8_t b) { return b != 0; }))
+  if (!is_nil_uuid(properties.uuid))
     info_.uuid = format_uuid(properties.uuid);
   else
     info_.uuid = name_based_uuid("plugin|" + info_.id + "|" + info_.vendor + "|" + info_.name +

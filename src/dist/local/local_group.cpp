@@ -43,6 +43,12 @@ std::string list_ranks(const std::vector<int>& ranks) {
   return text;
 }
 
+// The start of a Timeout of a full collective whose ranks' streams did not come to it.
+std::string streams_behind(const std::vector<int>& ranks, const std::string& waited) {
+  return "every rank joined, but the stream of rank" + std::string(ranks.size() == 1 ? " " : "s ") +
+         list_ranks(ranks) + " did not reach it within " + waited + " (HAL_DIST_TIMEOUT): ";
+}
+
 // A collective's tensor as the algorithms take it: contiguous (checked) and 1-d.
 Tensor flat(const Tensor& t) { return t.defined() ? t.reshape({t.numel()}) : Tensor(); }
 
@@ -267,10 +273,8 @@ std::exception_ptr LocalGroup::timeout_error(const Slot& slot, size_t member,
     std::vector<int> behind;
     for (size_t k = 0; k < slot.members.size(); ++k)
       if (!slot.members[k].reached) behind.push_back(slot.ranks[k]);
-    text += "every rank joined, but the stream of rank" +
-            std::string(behind.size() == 1 ? " " : "s ") + list_ranks(behind) +
-            " did not reach it within " + waited +
-            " (HAL_DIST_TIMEOUT): work before it there waits for another call of the group";
+    text +=
+        streams_behind(behind, waited) + "work before it there waits for another call of the group";
   } else if (point_to_point(slot.kind))
     text += "rank " + list_ranks(absent) + " did not " + (member == 0 ? "receive" : "send") +
             " within " + waited + " (HAL_DIST_TIMEOUT)";
@@ -289,12 +293,9 @@ std::exception_ptr LocalGroup::stalled_error(const Slot& slot, const std::vector
   const std::string waited = format_seconds(std::chrono::duration<double>(patience).count());
   const hal::detail::ErrorContext context(device(ranks.front()).id(), to_string(slot.kind));
   return std::make_exception_ptr(
-      Error(ErrorCode::Timeout,
-            where(slot) + ": every rank joined, but the stream of rank" +
-                std::string(ranks.size() == 1 ? " " : "s ") + list_ranks(ranks) +
-                " did not reach it within " + waited +
-                " (HAL_DIST_TIMEOUT): work before it there has not ended (a stalled stream, or one "
-                "held by another collective); nothing of this one ran"));
+      Error(ErrorCode::Timeout, where(slot) + ": " + streams_behind(ranks, waited) +
+                                    "work before it there has not ended (a stalled stream, or "
+                                    "one held by another collective); nothing of this one ran"));
 }
 
 Clock::time_point LocalGroup::check_patience(const SlotPtr& slot, size_t member,
