@@ -16,6 +16,11 @@ struct Param {
   std::string name;
 };
 
+// A failure names the case ("GetParam() = opencl:0 pow"), not the struct's bytes.
+void PrintTo(const Param& param, std::ostream* out) {
+  *out << param.device.id() << ' ' << param.name;
+}
+
 std::vector<Param> params() {
   std::vector<Param> out;
   const std::vector<GradCase> cases = gradient_cases();

@@ -51,14 +51,14 @@ Area autograd_cases() {
              concat({zeros({2}, DType::f32, s), zeros({2}, DType::f32, s)}, 7, s);
            },
            InvalidArgument, "axis 7"},
-          {"concat_of_operands_on_two_devices",
-           [](const Device& d, Stream& s) {
-             Stream elsewhere = another_device(d).create_stream();
-             const Tensor there = zeros({2}, DType::f32, elsewhere);
-             elsewhere.synchronize();
-             concat({zeros({2}, DType::f32, s), there}, 0, s);
-           },
-           InvalidArgument, "device"},
+          with_another_device({"concat_of_operands_on_two_devices",
+                               [](const Device& d, Stream& s) {
+                                 Stream elsewhere = another_device(d).create_stream();
+                                 const Tensor there = zeros({2}, DType::f32, elsewhere);
+                                 elsewhere.synchronize();
+                                 concat({zeros({2}, DType::f32, s), there}, 0, s);
+                               },
+                               InvalidArgument, "device"}),
           {"cross_entropy_with_float_targets",
            [](const Device&, Stream& s) {
              cross_entropy(zeros({2, 3}, DType::f32, s), zeros({2}, DType::f32, s), -100, 0, s);

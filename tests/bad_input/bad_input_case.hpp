@@ -21,7 +21,16 @@ struct Case {
   std::string word;                             // in the message; "" for success
   // Devices the case applies to; empty: every device.
   std::function<bool(const Device& device)> applies = {};
+  // Set by with_another_device(): the case uses another_device or another_compiling_device,
+  // whose drivers its child then loads too. A child sees only its own device otherwise.
+  bool uses_another_device = false;
 };
+
+// `c`, marked as using another device than its own.
+inline Case with_another_device(Case c) {
+  c.uses_another_device = true;
+  return c;
+}
 
 struct Area {
   std::string name;  // "tensor", "ops", ...: tests are named <area>_<device>

@@ -33,14 +33,15 @@ class AreaOnDevice : public ::testing::Test {
   AreaOnDevice(Area area, Device device) : area_(std::move(area)), device_(std::move(device)) {}
 
   void TestBody() override {
-    std::string visible;
+    std::string with_partners;
     for (const Device& touched : devices_a_case_may_touch(device_))
-      visible += (visible.empty() ? "" : ";") + touched.id();
+      with_partners += (with_partners.empty() ? "" : ";") + touched.id();
     size_t ran = 0;
     for (const Case& c : area_.cases) {
       if (c.applies && !c.applies(device_)) continue;
       ++ran;
       const std::string name = area_.name + "/" + c.name;
+      const std::string visible = c.uses_another_device ? with_partners : device_.id();
       const ChildResult child = run_child(
           "/proc/self/exe", {"bad_input_test", "--case=" + name, "--device=" + device_.id()},
           {"HAL_DEVICES=" + visible}, kCaseLimit);

@@ -47,10 +47,12 @@ inline Device another_compiling_device(const Device& device) {
   return {};
 }
 
-// What a case on `device` may touch: the device, another_device and another_compiling_device.
-// The parent starts each child with only these visible (HAL_DEVICES), so that a child does not
-// load drivers its case never uses (lavapipe's alone is a third of a child's start under ASan);
-// a child sees them in the registry's order, so it picks the same partners as the parent.
+// What a case on `device` marked with_another_device may touch: the device, another_device and
+// another_compiling_device. The parent starts such a child with only these visible
+// (HAL_DEVICES), and any other child with its own device alone, so that a child does not load
+// drivers its case never uses (lavapipe's alone was a third of a child's start under ASan, and
+// PoCL's a third of a cpu:0 child's); a child sees them in the registry's order, so it picks the
+// same partners as the parent. A case that uses a partner unmarked finds none and fails.
 inline std::vector<Device> devices_a_case_may_touch(const Device& device) {
   std::vector<Device> touched{device};
   if (other_devices(device).empty()) return touched;  // cases that need a partner say so

@@ -52,22 +52,24 @@ Area copy_cases() {
                                                    ", not " + std::to_string(i));
                },
                Ok, ""},
-              {"copy_between_devices_past_the_destinations_end",
-               [](const Device& d, Stream& s) {
-                 s.copy(another_device(d).allocate(64), d.allocate(64), 32, 48, 0);
-               },
-               OutOfRange, "destination"},
-              {"copy_between_devices_past_the_sources_end",
-               [](const Device& d, Stream& s) {
-                 s.copy(d.allocate(64), another_device(d).allocate(64), 32, 0, kSizeMax - 8);
-               },
-               OutOfRange, "source"},
-              {"copy_of_0_bytes_at_the_end",
-               [](const Device& d, Stream& s) {
-                 const Buffer buffer = d.allocate(64);
-                 s.copy(buffer, another_device(d).allocate(64), 0, 64, 64);
-               },
-               Ok, ""},
+              with_another_device({"copy_between_devices_past_the_destinations_end",
+                                   [](const Device& d, Stream& s) {
+                                     s.copy(another_device(d).allocate(64), d.allocate(64), 32, 48,
+                                            0);
+                                   },
+                                   OutOfRange, "destination"}),
+              with_another_device({"copy_between_devices_past_the_sources_end",
+                                   [](const Device& d, Stream& s) {
+                                     s.copy(d.allocate(64), another_device(d).allocate(64), 32, 0,
+                                            kSizeMax - 8);
+                                   },
+                                   OutOfRange, "source"}),
+              with_another_device({"copy_of_0_bytes_at_the_end",
+                                   [](const Device& d, Stream& s) {
+                                     const Buffer buffer = d.allocate(64);
+                                     s.copy(buffer, another_device(d).allocate(64), 0, 64, 64);
+                                   },
+                                   Ok, ""}),
               {"copy_of_0_bytes_past_the_end",
                [](const Device& d, Stream& s) { s.copy(d.allocate(64), d.allocate(64), 0, 65, 0); },
                OutOfRange, "run past the end"},
@@ -89,11 +91,11 @@ Area copy_cases() {
               {"fill_past_the_end",
                [](const Device& d, Stream& s) { s.fill(d.allocate(64), uint32_t{7}, 4, 15); },
                OutOfRange, "run past the end"},
-              {"fill_of_a_buffer_of_another_device",
-               [](const Device& d, Stream& s) {
-                 s.fill(another_device(d).allocate(64), uint32_t{7}, 4);
-               },
-               InvalidArgument, "belongs to"},
+              with_another_device({"fill_of_a_buffer_of_another_device",
+                                   [](const Device& d, Stream& s) {
+                                     s.fill(another_device(d).allocate(64), uint32_t{7}, 4);
+                                   },
+                                   InvalidArgument, "belongs to"}),
               {"copy_on_an_empty_stream",
                [](const Device& d, Stream&) {
                  const Buffer buffer = d.allocate(64);
@@ -103,21 +105,22 @@ Area copy_cases() {
               {"host_callback_of_an_empty_function",
                [](const Device&, Stream& s) { s.host_callback({}); }, InvalidArgument,
                "empty function"},
-              {"record_of_an_event_of_another_device",
-               [](const Device& d, Stream& s) { s.record(another_device(d).create_event()); },
-               InvalidArgument, "belongs to"},
+              with_another_device(
+                  {"record_of_an_event_of_another_device",
+                   [](const Device& d, Stream& s) { s.record(another_device(d).create_event()); },
+                   InvalidArgument, "belongs to"}),
               {"wait_for_an_event_never_recorded",
                [](const Device& d, Stream& s) { s.wait(d.create_event()); }, InvalidState,
                "never recorded"},
-              {"strided_tensor_to_another_device_on_that_devices_stream",
-               [](const Device& d, Stream& s) {
-                 const Tensor t = zeros({2, 3}, DType::f32, s).transpose(0, 1);
-                 s.synchronize();
-                 const Device there = another_device(d);
-                 Stream elsewhere = there.create_stream();
-                 t.to(there, elsewhere);
-               },
-               InvalidArgument, "stream"},
+              with_another_device({"strided_tensor_to_another_device_on_that_devices_stream",
+                                   [](const Device& d, Stream& s) {
+                                     const Tensor t = zeros({2, 3}, DType::f32, s).transpose(0, 1);
+                                     s.synchronize();
+                                     const Device there = another_device(d);
+                                     Stream elsewhere = there.create_stream();
+                                     t.to(there, elsewhere);
+                                   },
+                                   InvalidArgument, "stream"}),
           }};
 }
 

@@ -93,20 +93,22 @@ Area kernel_cases() {
              launch_saxpy(d, s, {2.0f, Buffer(), y, 16u});
            },
            InvalidArgument, "empty buffer"},
-          {"launch_with_a_buffer_of_another_device",
-           [](const Device& d, Stream& s) {
-             const Buffer x = another_device(d).allocate(64), y = d.allocate(64);
-             launch_saxpy(d, s, {2.0f, x, y, 16u});
-           },
-           InvalidArgument, "copy it first",
-           // A host kernel may reach another device's buffer where the host can address it.
-           [](const Device& d) { return !runs_host_kernels(d); }},
-          {"launch_of_a_kernel_compiled_for_another_device",
-           [](const Device& d, Stream& s) {
-             s.launch(saxpy(another_compiling_device(d)), LaunchConfig::linear(1));
-           },
-           InvalidArgument, "the kernel was compiled for",
-           [](const Device& d) { return static_cast<bool>(another_compiling_device(d)); }},
+          with_another_device(
+              {"launch_with_a_buffer_of_another_device",
+               [](const Device& d, Stream& s) {
+                 const Buffer x = another_device(d).allocate(64), y = d.allocate(64);
+                 launch_saxpy(d, s, {2.0f, x, y, 16u});
+               },
+               InvalidArgument, "copy it first",
+               // A host kernel may reach another device's buffer where the host can address it.
+               [](const Device& d) { return !runs_host_kernels(d); }}),
+          with_another_device(
+              {"launch_of_a_kernel_compiled_for_another_device",
+               [](const Device& d, Stream& s) {
+                 s.launch(saxpy(another_compiling_device(d)), LaunchConfig::linear(1));
+               },
+               InvalidArgument, "the kernel was compiled for",
+               [](const Device& d) { return static_cast<bool>(another_compiling_device(d)); }}),
           {"launch_of_a_host_kernel_on_a_device_without_them",
            [](const Device&, Stream& s) {
              s.launch(host_kernel("noop", [](Index3, const KernelArgs&) {}),

@@ -18,22 +18,22 @@ Area op_cases() {
                  add(f32({2, 3}, s), f32({4}, s), s);
                },
                InvalidArgument, "broadcast"},
-              {"add_of_operands_on_two_devices",
-               [](const Device& d, Stream& s) {
-                 Stream elsewhere = another_device(d).create_stream();
-                 const Tensor there = f32({4}, elsewhere);
-                 elsewhere.synchronize();
-                 add(f32({4}, s), there, s);
-               },
-               InvalidArgument, "device"},
-              {"add_on_a_stream_of_another_device",
-               [](const Device& d, Stream& s) {
-                 const Tensor a = f32({4}, s);
-                 s.synchronize();
-                 Stream elsewhere = another_device(d).create_stream();
-                 add(a, a, elsewhere);
-               },
-               InvalidArgument, "stream"},
+              with_another_device({"add_of_operands_on_two_devices",
+                                   [](const Device& d, Stream& s) {
+                                     Stream elsewhere = another_device(d).create_stream();
+                                     const Tensor there = f32({4}, elsewhere);
+                                     elsewhere.synchronize();
+                                     add(f32({4}, s), there, s);
+                                   },
+                                   InvalidArgument, "device"}),
+              with_another_device({"add_on_a_stream_of_another_device",
+                                   [](const Device& d, Stream& s) {
+                                     const Tensor a = f32({4}, s);
+                                     s.synchronize();
+                                     Stream elsewhere = another_device(d).create_stream();
+                                     add(a, a, elsewhere);
+                                   },
+                                   InvalidArgument, "stream"}),
               {"add_of_an_undefined_tensor",
                [](const Device&, Stream& s) { add(f32({4}, s), Tensor(), s); }, InvalidArgument,
                "undefined"},

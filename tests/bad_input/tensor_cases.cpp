@@ -129,14 +129,14 @@ Area tensor_cases() {
           {"to_vector_as_another_type",
            [](const Device&, Stream& s) { zeros({2}, DType::f32, s).to_vector<double>(s); },
            InvalidArgument, "f64"},
-          {"contiguous_on_a_stream_of_another_device",
-           [](const Device& d, Stream& s) {
-             const Tensor t = zeros({2, 3}, DType::f32, s).transpose(0, 1);
-             s.synchronize();
-             Stream elsewhere = another_device(d).create_stream();
-             t.contiguous(elsewhere);
-           },
-           InvalidArgument, "stream"},
+          with_another_device({"contiguous_on_a_stream_of_another_device",
+                               [](const Device& d, Stream& s) {
+                                 const Tensor t = zeros({2, 3}, DType::f32, s).transpose(0, 1);
+                                 s.synchronize();
+                                 Stream elsewhere = another_device(d).create_stream();
+                                 t.contiguous(elsewhere);
+                               },
+                               InvalidArgument, "stream"}),
       }};
 }
 
