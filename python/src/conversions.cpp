@@ -188,10 +188,16 @@ int64_t shape_size(py::handle shape, py::handle size, size_t dim) {
 namespace {
 
 // One size on its own: an int, or an integer that is not a sequence (np.int64(3); an array has
-// __index__ too, but is a sequence of sizes), as NumPy and PyTorch take a lone size.
+// __index__ too, but is a sequence of sizes) or a sequence type without a length (a 0-d array,
+// np.array(3)), as NumPy and PyTorch take a lone size.
 bool is_lone_size(py::handle value) {
-  return py::isinstance<py::int_>(value) ||
-         (is_integer(value) && !py::isinstance<py::sequence>(value));
+  if (py::isinstance<py::int_>(value)) return true;
+  if (!is_integer(value)) return false;
+  if (!py::isinstance<py::sequence>(value)) return true;
+  if (PyObject_Length(value.ptr()) >= 0) return false;
+  if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw py::error_already_set();
+  PyErr_Clear();  // "len() of unsized object"
+  return true;
 }
 
 }  // namespace

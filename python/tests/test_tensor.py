@@ -314,8 +314,14 @@ def test_a_numpy_integer_alone_is_a_size_or_an_axis(cpu):
     assert t.reshape(np.int64(3), 2).shape == (3, 2)
     m = t.reshape(2, 3)
     np.testing.assert_array_equal(m.sum(axis=np.int64(0)).numpy(), [3.0, 5.0, 7.0])
-    # An array of sizes is still a sequence of them, not one size.
+    # An array of sizes is still a sequence of them, not one size; a 0-d array is one size, a
+    # 0-d array of floats none (NumPy's TypeError).
     assert hal.zeros(np.array([2, 3]), device=cpu).shape == (2, 3)
+    assert hal.zeros(np.array(3), device=cpu).shape == (3,)
+    assert t.reshape(np.array(2), np.array(3)).shape == (2, 3)
+    np.testing.assert_array_equal(m.sum(axis=np.array(1)).numpy(), [3.0, 12.0])
+    with pytest.raises(TypeError):
+        hal.zeros(np.array(3.0), device=cpu)
 
 
 def test_sizes_past_int64_name_the_shape_and_the_dimension(cpu):

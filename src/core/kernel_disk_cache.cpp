@@ -1,9 +1,6 @@
 #include "core/kernel_disk_cache.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -13,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/atomic_file.hpp"
 #include "core/hash.hpp"
 #include "hal/log.hpp"
 
@@ -176,10 +174,7 @@ std::optional<KernelDiskCache::Bytes> KernelDiskCache::load(std::string_view key
 
 void KernelDiskCache::store(std::string_view key, std::span<const unsigned char> payload) const {
   if (!enabled()) return;
-  static std::atomic<uint64_t> counter{0};
   const fs::path path = entry_path(key);
-  const fs::path temporary = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
-                             std::to_string(counter.fetch_add(1));
   std::string header(kMagic, sizeof kMagic);
   put_u64(header, key.size());
   header += key;
@@ -188,22 +183,11 @@ void KernelDiskCache::store(std::string_view key, std::span<const unsigned char>
 
   std::error_code error;
   fs::create_directories(directory_, error);
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file.write(header.data(), static_cast<std::streamsize>(header.size()));
-    file.write(reinterpret_cast<const char*>(payload.data()),
-               static_cast<std::streamsize>(payload.size()));
-    if (!file) {
-      log(LogLevel::warn, "kernel cache (" + backend_ + "): cannot write " + temporary.string());
-      fs::remove(temporary, error);
-      return;
-    }
-  }
-  fs::rename(temporary, path, error);
-  if (error) {
-    log(LogLevel::warn, "kernel cache (" + backend_ + "): cannot rename into " + path.string() +
-                            ": " + error.message());
-    fs::remove(temporary, error);
+  if (const std::string failed = write_file_atomically(
+          path, {header,
+                 std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size())});
+      !failed.empty()) {
+    log(LogLevel::warn, "kernel cache (" + backend_ + "): " + failed);
     return;
   }
   if (const size_t removed = prune_kernel_cache(root_, cap_); removed > 0)

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
@@ -14,6 +13,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/atomic_file.hpp"
 #include "core/embedded_kernels.hpp"
 #include "core/hash.hpp"
 #include "core/kernel_disk_cache.hpp"
@@ -124,23 +124,8 @@ void save_tuning(const std::filesystem::path& file, const TuningTable& table) {
       {"entries", entries}}.dump(2);
   std::error_code error;
   std::filesystem::create_directories(file.parent_path(), error);
-  static std::atomic<uint64_t> counter{0};  // threads of one process write their own files
-  const std::filesystem::path temporary = file.string() + ".tmp" + std::to_string(::getpid()) +
-                                          "." + std::to_string(counter.fetch_add(1));
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << text << "\n";
-    if (!out) {
-      std::filesystem::remove(temporary, error);
-      throw Error(ErrorCode::InvalidState, "cannot write the tuning cache " + temporary.string());
-    }
-  }
-  std::filesystem::rename(temporary, file, error);
-  if (error) {
-    std::filesystem::remove(temporary, error);
-    throw Error(ErrorCode::InvalidState,
-                "cannot rename the tuning cache into " + file.string() + ": " + error.message());
-  }
+  if (const std::string failed = detail::write_file_atomically(file, {text, "\n"}); !failed.empty())
+    throw Error(ErrorCode::InvalidState, "the tuning cache " + file.string() + ": " + failed);
 }
 
 TuningTable merge_and_save_tuning(const std::filesystem::path& file, const TuningTable& table,

@@ -1,9 +1,7 @@
 // The calibration cache: one JSON file per device under <cache root>/calibration, and a memo
 // in memory so that selection among many devices reads no files after the first lookup.
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <mutex>
@@ -11,6 +9,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/atomic_file.hpp"
 #include "core/kernel_disk_cache.hpp"
 #include "hal/calibration.hpp"
 #include "hal/log.hpp"
@@ -212,29 +211,13 @@ void store_calibration(const Device& device, const Calibration& calibration) {
     std::lock_guard lock(memo().mutex);
     memo().entries[file.native()] = std::move(entry);
   }
-  // Best effort, as the kernel cache: written to a temporary file, renamed into place. Named
-  // as the kernel and tuning caches name theirs, by process and a count in it: threads storing
-  // at once shared one pid-named file, and one's rename took the other's half-written file.
+  // Best effort, as the kernel cache: threads storing at once each write a file of their own
+  // (one shared pid-named file once let one's rename take the other's half-written file).
   std::error_code error;
   std::filesystem::create_directories(file.parent_path(), error);
-  static std::atomic<uint64_t> counter{0};
-  const std::filesystem::path temporary = file.string() + ".tmp" + std::to_string(::getpid()) +
-                                          "." + std::to_string(counter.fetch_add(1));
-  {
-    std::ofstream out(temporary);
-    out << to_json(calibration) << "\n";
-    if (!out) {
-      log(LogLevel::warn, "could not write the calibration cache " + temporary.string());
-      std::filesystem::remove(temporary, error);
-      return;
-    }
-  }
-  std::filesystem::rename(temporary, file, error);
-  if (error) {
-    log(LogLevel::warn,
-        "could not write the calibration cache " + file.string() + ": " + error.message());
-    std::filesystem::remove(temporary, error);
-  }
+  if (const std::string failed = write_file_atomically(file, {to_json(calibration), "\n"});
+      !failed.empty())
+    log(LogLevel::warn, "could not write the calibration cache " + file.string() + ": " + failed);
 }
 
 }  // namespace detail

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/atomic_file.hpp"
 #include "core/checked_math.hpp"
 #include "hal/checkpoint.hpp"
 #include "hal/error.hpp"
@@ -64,31 +65,15 @@ void save_safetensors(const std::filesystem::path& path,
     offset += t.tensor.nbytes();
   }
   stream.synchronize();
-  const std::filesystem::path temporary = path.string() + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    unsigned char length[8];
-    const uint64_t size = text.size();
-    std::memcpy(length, &size, 8);
-    file.write(reinterpret_cast<const char*>(length), 8);
-    file.write(text.data(), static_cast<std::streamsize>(text.size()));
-    file.write(reinterpret_cast<const char*>(data.data()),
-               static_cast<std::streamsize>(data.size()));
-    file.flush();
-    if (!file) {
-      std::error_code ignored;
-      std::filesystem::remove(temporary, ignored);
-      throw Error(ErrorCode::InvalidArgument,
-                  "save_safetensors: cannot write " + temporary.string());
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::filesystem::remove(temporary, error);
-    throw Error(ErrorCode::InvalidArgument,
-                "save_safetensors: cannot rename " + temporary.string() + " to " + path.string());
-  }
+  char length[8];
+  const uint64_t size = text.size();
+  std::memcpy(length, &size, 8);
+  // Each save writes a file of its own beside `path` (ranks saving one path at once once
+  // shared `path.tmp`, and a rename could take another's half-written file).
+  const std::string failed = hal::detail::write_file_atomically(
+      path, {std::string_view(length, 8), text,
+             std::string_view(reinterpret_cast<const char*>(data.data()), data.size())});
+  if (!failed.empty()) throw Error(ErrorCode::InvalidArgument, "save_safetensors: " + failed);
 }
 
 Safetensors load_safetensors(const std::filesystem::path& path, Stream& stream) {

@@ -1,10 +1,13 @@
 #include "case_runner.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <iostream>
 #include <sstream>
 #include <typeinfo>
+
+#include "core/host_cpu.hpp"
 
 namespace hal::test::bad_input {
 namespace {
@@ -28,11 +31,14 @@ struct AllocatorFigures {
   uint64_t reserved = 0;
 };
 
-// Every allocator of every visible device, after returning their caches: what is still
-// reserved then is held by a buffer.
+// Every allocator of every visible device and of the host's cpu:0 (where ops fall back, hidden
+// or not), after returning their caches: what is still reserved then is held by a buffer.
 std::vector<AllocatorFigures> allocator_figures() {
   std::vector<AllocatorFigures> figures;
-  for (const Device& device : devices()) {
+  std::vector<Device> checked = devices();
+  const Device host = hal::detail::host_cpu();
+  if (std::find(checked.begin(), checked.end(), host) == checked.end()) checked.push_back(host);
+  for (const Device& device : checked) {
     device.empty_cache();
     for (MemoryKind kind : {MemoryKind::device, MemoryKind::pinned_host, MemoryKind::unified}) {
       Allocator* allocator = nullptr;

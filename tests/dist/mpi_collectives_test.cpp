@@ -5,12 +5,14 @@
 // (device memory, staged through host memory); point to point; ranks that disagree.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "dist/mpi/mpi_comm.hpp"
 #include "dist_reference.hpp"
 #include "test_util.hpp"
 
@@ -169,6 +171,46 @@ TEST(MpiWorld, ALargeAllReduceOfHostMemory) {
   world.all_reduce(t, ReduceOp::sum, s).wait();
   EXPECT_TRUE(
       same_values(read(t, s), reduced(ReduceOp::sum, DType::f32, world.size(), count), DType::f32));
+}
+
+// NCCL's bootstrap: rank 0's bytes (its unique id) to every rank, through the communicator's
+// own broadcast (bounded: MpiFaults.ARankLateToANcclBootstrapIsNamed); the world goes on after.
+TEST(MpiWorld, TheSetUpBroadcastGivesEveryRankRankZerosBytes) {
+  const std::shared_ptr<dist::detail::MpiComm> world = dist::detail::world_comm();
+  std::array<unsigned char, 128> id{};  // ncclUniqueId's size
+  if (world->rank() == 0)
+    for (size_t i = 0; i < id.size(); ++i) id[i] = static_cast<unsigned char>(i * 7 + 1);
+  world->broadcast_setup(id.data(), static_cast<int>(id.size()));
+  for (size_t i = 0; i < id.size(); ++i)
+    ASSERT_EQ(id[i], static_cast<unsigned char>(i * 7 + 1))
+        << "byte " << i << " on rank " << world->rank();
+  Stream stream = device("cpu:0").create_stream();
+  Tensor one = ones({3}, DType::f32, stream);
+  Communicator::world().all_reduce(one, ReduceOp::sum, stream).wait();
+  EXPECT_EQ(one.to_vector<float>(stream), std::vector<float>(3, static_cast<float>(world->size())));
+}
+
+// A rank that cannot take part in NCCL's bootstrap (no NCCL on its node, no unique id) says so
+// in the broadcast: the others fail at once naming it and its reason (not a Timeout), it gets
+// its own error, and the world goes on.
+TEST(MpiWorld, ARankThatCannotJoinTheSetUpBroadcastIsNamedAtOnce) {
+  const std::shared_ptr<dist::detail::MpiComm> world = dist::detail::world_comm();
+  std::array<unsigned char, 128> id{};
+  std::exception_ptr unready;
+  if (world->rank() == 1)
+    unready = std::make_exception_ptr(Error(ErrorCode::BackendUnavailable, "no NCCL here"));
+  if (world->rank() == 1) {
+    expect_error([&] { world->broadcast_setup(id.data(), 128, unready); },
+                 ErrorCode::BackendUnavailable, {"no NCCL here"});
+  } else {
+    expect_error(
+        [&] { world->broadcast_setup(id.data(), 128); }, ErrorCode::InvalidState,
+        {"broadcast #", "on communicator 'world'", "rank 1 could not take part", "no NCCL here"});
+  }
+  Stream stream = device("cpu:0").create_stream();
+  Tensor one = ones({3}, DType::f32, stream);
+  Communicator::world().all_reduce(one, ReduceOp::sum, stream).wait();
+  EXPECT_EQ(one.to_vector<float>(stream), std::vector<float>(3, static_cast<float>(world->size())));
 }
 
 TEST(MpiWorld, RanksThatDisagreeFailTogetherAndTheCommunicatorGoesOn) {

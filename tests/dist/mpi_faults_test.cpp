@@ -6,11 +6,13 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <string>
 #include <thread>
 
+#include "dist/mpi/mpi_comm.hpp"
 #include "dist_reference.hpp"
 #include "test_util.hpp"
 
@@ -129,6 +131,32 @@ TEST(MpiFaults, ARankThatDoesNotCreateTheWorldTimesOut) {
   // Alive (out of MPI) until rank 3 has waited too: its MPI_Test might fail, not time out, once
   // its peers are gone.
   std::this_thread::sleep_for(std::chrono::seconds(4));
+}
+
+// Rank 3 comes to NCCL's bootstrap (broadcast_setup, rank 0's unique id to every rank) 2.5 s
+// late: the others fail in the broadcast (#2, after the test's barrier) with Timeout naming rank
+// 3, where the blocking MPI_Bcast it was waited for them without end; rank 3 hears that they
+// gave up.
+TEST(MpiFaults, ARankLateToANcclBootstrapIsNamed) {
+  Setting s;
+  ASSERT_EQ(s.world.size(), 4) << "run with mpirun -np 4";
+  s.world.barrier(s.stream).wait();
+  const auto bootstrap = [] {
+    std::array<unsigned char, 128> id{};
+    dist::detail::world_comm()->broadcast_setup(id.data(), static_cast<int>(id.size()));
+  };
+  if (s.world.rank() != kAbsent) {
+    const auto start = Clock::now();
+    expect_error(
+        bootstrap, ErrorCode::Timeout,
+        {"broadcast #2 on communicator 'world'", "HAL_DIST_TIMEOUT", "rank 3 did not answer"});
+    EXPECT_LE(std::chrono::duration<double>(Clock::now() - start).count(), 10.0);
+    // Alive until rank 3 has come and heard that they gave up (a peer's exit could lose it).
+    std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // past the others' timeout
+  expect_error(bootstrap, ErrorCode::Timeout, {"gave up broadcast #2", "this rank came late"});
 }
 
 // Rank 3 comes to DeviceMesh::create 2.5 s late. MPI_Comm_split has no nonblocking form, so the

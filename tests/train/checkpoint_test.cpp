@@ -273,6 +273,14 @@ TEST_F(Checkpoint, CorruptFilesAreRefusedByName) {
                          {{"a", ones({1}, DType::f32, s)}, {"a", ones({1}, DType::f32, s)}}, {}, s);
       },
       ErrorCode::InvalidArgument, {"'a' is reserved or given twice"});
+  // A folder that is not there: named, and nothing is left behind.
+  const fs::path nowhere = dir / "missing" / "x.safetensors";
+  expect_error(
+      [&] {
+        save_safetensors(nowhere, {{"a", ones({1}, DType::f32, s)}}, {}, s);
+      },
+      ErrorCode::InvalidArgument, {"save_safetensors: cannot write " + nowhere.string()});
+  EXPECT_FALSE(fs::exists(dir / "missing"));
 }
 
 }  // namespace

@@ -4,8 +4,8 @@
 
 namespace hal::tool {
 
-nlohmann::ordered_json seconds_json(double seconds) {
-  return std::isnan(seconds) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(seconds);
+nlohmann::ordered_json number_or_null(double value) {
+  return std::isfinite(value) ? nlohmann::ordered_json(value) : nlohmann::ordered_json(nullptr);
 }
 
 nlohmann::ordered_json to_json(const Summary& summary) {
@@ -55,7 +55,7 @@ nlohmann::ordered_json candidates_json(const Selection& selection) {
     list.push_back({{"id", c.device.id()},
                     {"eligible", c.eligible},
                     {"reason", c.reason},
-                    {"predicted_s", seconds_json(c.predicted_seconds)},
+                    {"predicted_s", number_or_null(c.predicted_seconds)},
                     {"figures", to_string(c.figures)}});
   return list;
 }

@@ -10,7 +10,8 @@ namespace hal::tool {
 nlohmann::ordered_json to_json(const Summary& summary);               // hal.summary/1's body
 nlohmann::ordered_json calibration_json(const Calibration& figures);  // hal.calibration/1
 nlohmann::ordered_json candidates_json(const Selection& selection);
-// A time for JSON: null where it is unknown (NaN).
-nlohmann::ordered_json seconds_json(double seconds);
+// A number for JSON: null where it is unknown or not finite (NaN, an infinite ratio), said
+// plainly where nlohmann would write null for it all the same, but silently.
+nlohmann::ordered_json number_or_null(double value);
 
 }  // namespace hal::tool

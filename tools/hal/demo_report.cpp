@@ -100,13 +100,13 @@ nlohmann::ordered_json runs_json(const std::vector<RunRecord>& runs) {
     nlohmann::ordered_json out{
         {"device", r.device},
         {"workload", r.workload},
-        {"time_s", seconds_json(r.seconds)},
-        {"gflops", seconds_json(r.gflops)},
-        {"gbps", seconds_json(r.gbps)},
-        {"speedup_vs_cpu", seconds_json(r.speedup)},
-        {"predicted_s", seconds_json(r.predicted)},
-        {"prediction_error", seconds_json((r.predicted - r.seconds) / r.seconds)},
-        {"max_abs_diff", seconds_json(r.max_abs_diff)},
+        {"time_s", number_or_null(r.seconds)},
+        {"gflops", number_or_null(r.gflops)},
+        {"gbps", number_or_null(r.gbps)},
+        {"speedup_vs_cpu", number_or_null(r.speedup)},
+        {"predicted_s", number_or_null(r.predicted)},
+        {"prediction_error", number_or_null((r.predicted - r.seconds) / r.seconds)},
+        {"max_abs_diff", number_or_null(r.max_abs_diff)},
         {"ok", r.status == RunStatus::ok},
         {"status", to_string(r.status)}};
     if (!r.error.empty()) out["error"] = r.error;

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "agreement.hpp"
+#include "choice_json.hpp"
 #include "hal/error.hpp"
 #include "hal/npy.hpp"
 #include "hal/ops.hpp"
@@ -20,12 +21,6 @@ std::string shape_text(const Shape& shape) {
 
 bool integer(DType dtype) {
   return dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i32 || dtype == DType::i64;
-}
-
-// A number for JSON: null where it is not finite, as the tool writes a number it cannot give
-// (choice_json.hpp); nlohmann would write null for it all the same, but silently.
-nlohmann::ordered_json finite_or_null(double value) {
-  return std::isfinite(value) ? nlohmann::ordered_json(value) : nlohmann::ordered_json(nullptr);
 }
 
 }  // namespace
@@ -148,8 +143,8 @@ nlohmann::ordered_json score_against(const Tensor& output, const Tensor& referen
   }
   return {
       {"kind", "outputs"},
-      {"max_abs_diff", finite_or_null(largest_difference)},
-      {"mean_abs_diff", finite_or_null(out.empty() ? 0.0 : sum / static_cast<double>(out.size()))},
+      {"max_abs_diff", number_or_null(largest_difference)},
+      {"mean_abs_diff", number_or_null(out.empty() ? 0.0 : sum / static_cast<double>(out.size()))},
       {"nonfinite_elements", nonfinite},
       {"argmax_agreement",
        positions ? static_cast<double>(same) / static_cast<double>(positions) : 0.0},

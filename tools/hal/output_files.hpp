@@ -3,14 +3,12 @@
 // after it, and a document written whole or not at all (hal bench --output).
 #pragma once
 
-#include <unistd.h>
-
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <string>
 
+#include "core/atomic_file.hpp"
 #include "hal/error.hpp"
 
 namespace hal::tool {
@@ -71,26 +69,8 @@ inline void check_output_file(const std::string& file, const char* option) {
 // until the new one is whole.
 inline void write_file_atomically(const std::string& file, const std::string& text,
                                   const char* option) {
-  const std::filesystem::path temporary = file + ".tmp." + std::to_string(::getpid());
-  std::error_code error;
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      std::filesystem::remove(temporary, error);
-      throw Error(ErrorCode::InvalidArgument,
-                  std::string(option) + " " + file + ": cannot write " + temporary.string());
-    }
-  }
-  std::filesystem::rename(temporary, file, error);
-  if (error) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw Error(ErrorCode::InvalidArgument, std::string(option) + " " + file + ": cannot rename " +
-                                                temporary.string() + " to it (" + error.message() +
-                                                ")");
-  }
+  if (const std::string failed = detail::write_file_atomically(file, {text}); !failed.empty())
+    throw Error(ErrorCode::InvalidArgument, std::string(option) + " " + file + ": " + failed);
 }
 
 }  // namespace hal::tool

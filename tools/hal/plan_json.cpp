@@ -5,16 +5,10 @@
 #include <map>
 #include <ostream>
 
+#include "choice_json.hpp"
 #include "hal/units.hpp"
 
 namespace hal::tool {
-namespace {
-
-nlohmann::ordered_json micros(double us) {
-  return std::isnan(us) ? nlohmann::ordered_json() : nlohmann::ordered_json(us);
-}
-
-}  // namespace
 
 nlohmann::ordered_json plan_json(const ExecutionPlan& plan, const std::string& device_choice) {
   nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
@@ -22,7 +16,7 @@ nlohmann::ordered_json plan_json(const ExecutionPlan& plan, const std::string& d
     nodes.push_back({{"name", n.name},
                      {"op", n.op},
                      {"device", n.device},
-                     {"predicted_us", micros(n.predicted_us)},
+                     {"predicted_us", number_or_null(n.predicted_us)},
                      {"reason", n.reason}});
   nlohmann::ordered_json transfers = nlohmann::ordered_json::array();
   for (const PlannedTransfer& t : plan.transfers)
@@ -30,7 +24,7 @@ nlohmann::ordered_json plan_json(const ExecutionPlan& plan, const std::string& d
                          {"from", t.from},
                          {"to", t.to},
                          {"bytes", t.bytes},
-                         {"predicted_us", micros(t.predicted_us)}});
+                         {"predicted_us", number_or_null(t.predicted_us)}});
   nlohmann::ordered_json memory = nlohmann::ordered_json::array();
   for (const PlannedMemory& m : plan.memory)
     memory.push_back({{"device", m.device},

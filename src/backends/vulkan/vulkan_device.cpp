@@ -1,7 +1,5 @@
 #include "backends/vulkan/vulkan_device.hpp"
 
-#include <unistd.h>
-
 #include <array>
 #include <fstream>
 #include <iterator>
@@ -10,6 +8,7 @@
 #include "backends/vulkan/vulkan_buffer.hpp"
 #include "backends/vulkan/vulkan_event.hpp"
 #include "backends/vulkan/vulkan_stream.hpp"
+#include "core/atomic_file.hpp"
 #include "core/kernel_disk_cache.hpp"
 #include "hal/log.hpp"
 #include "hal/units.hpp"
@@ -154,23 +153,11 @@ void VulkanDevice::save_pipeline_cache() {
   std::error_code error;
   std::filesystem::create_directories(pipeline_cache_path_.parent_path(), error);
   // Written aside and renamed into place: other processes never read half a file.
-  const std::filesystem::path temporary = pipeline_cache_path_.string() + ".tmp" +
-                                          std::to_string(::getpid()) + "-" +
-                                          std::to_string(reinterpret_cast<uintptr_t>(this));
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(data.data(), static_cast<std::streamsize>(size));
-    if (!out) {
-      log(LogLevel::warn, "vulkan: cannot write the pipeline cache " + temporary.string());
-      return;
-    }
-  }
-  std::filesystem::rename(temporary, pipeline_cache_path_, error);
-  if (error) {
-    log(LogLevel::warn, "vulkan: cannot write the pipeline cache " + pipeline_cache_path_.string() +
-                            ": " + error.message());
-    std::filesystem::remove(temporary, error);
-  }
+  if (const std::string failed = detail::write_file_atomically(
+          pipeline_cache_path_, {std::string_view(data.data(), size)});
+      !failed.empty())
+    log(LogLevel::warn,
+        "vulkan: the pipeline cache " + pipeline_cache_path_.string() + ": " + failed);
 }
 
 VkResult VulkanDevice::submit(const VkSubmitInfo& submit) {

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/error_context.hpp"
+#include "core/host_cpu.hpp"
 #include "core/staged_copy.hpp"
 #include "dist/host_reduce.hpp"
 #include "dist/mpi/device_pointer.hpp"
@@ -233,10 +234,16 @@ std::shared_ptr<MpiComm> MpiComm::split(int color, int key, std::string name) {
   return made;
 }
 
-void MpiComm::broadcast_setup(void* data, int bytes) {
-  auto serial = runtime_->serialize();
-  check_mpi(MPI_Bcast(data, bytes, MPI_BYTE, 0, data_), "communicator '" + name_ + "'",
-            "MPI_Bcast");
+void MpiComm::broadcast_setup(void* data, int bytes, std::exception_ptr unready) {
+  // This communicator's own broadcast of a host tensor, bounded as any of its collectives: a
+  // rank that does not come is named (Timeout) within HAL_DIST_TIMEOUT, where a blocking
+  // MPI_Bcast waited for it without end.
+  Stream stream = hal::detail::host_cpu().create_stream();
+  Tensor buffer = from_host(data, {bytes}, DType::u8, stream);
+  submit({Collective::broadcast, buffer, buffer, ReduceOp::sum, 0, 0, stream}, std::move(unready))
+      .wait();
+  buffer.copy_to_host(data, stream);
+  stream.synchronize();
 }
 
 std::shared_ptr<MpiComm> world_comm() {
@@ -283,7 +290,7 @@ std::exception_ptr MpiComm::error(const MpiOp& op, ErrorCode code, const std::st
 
 // ---- submission ----
 
-Work MpiComm::submit(const CollectiveCall& call) {
+Work MpiComm::submit(const CollectiveCall& call, std::exception_ptr unready) {
   const Clock::duration patience = timeout();
   const DebugLevel level = debug_level();
   for (const Tensor* t : {&call.input, &call.output})
@@ -292,7 +299,8 @@ Work MpiComm::submit(const CollectiveCall& call) {
                   std::string(to_string(call.kind)) + " on communicator '" + name_ + "': " +
                       t->describe() + " has more elements than one MPI call takes (2^31 - 1)");
   std::shared_ptr<MpiOp> op;
-  std::exception_ptr unprepared;
+  const bool told_unready = unready != nullptr;
+  std::exception_ptr unprepared = std::move(unready);
   {
     std::lock_guard lock(mutex_);
     if (broken_)
@@ -309,7 +317,7 @@ Work MpiComm::submit(const CollectiveCall& call) {
     op->level = level;
     op->signature_only = false;
     try {
-      prepare_memory(*op);  // a staging buffer of a lost or full device may throw
+      if (!unprepared) prepare_memory(*op);  // a staging buffer of a lost or full device may throw
     } catch (...) {
       unprepared = std::current_exception();
     }
@@ -332,6 +340,9 @@ Work MpiComm::submit(const CollectiveCall& call) {
   Stream stream = std::exchange(op->call.stream, Stream());
   if (unprepared) {
     mark_ready(*op, unprepared);
+    // A caller that said it cannot take part waits for the exchange, so that the others have
+    // surely heard why before it goes on (or ends); Work::wait then throws its reason.
+    if (told_unready) return Work(op);
     std::rethrow_exception(unprepared);
   }
   // A small collective posted at once gets a few microseconds to end here: done, it needs no

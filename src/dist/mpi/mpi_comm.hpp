@@ -113,13 +113,16 @@ class MpiComm final : public CommunicatorImpl, public std::enable_shared_from_th
   int size() const override { return size_; }
   Engine engine() const override { return Engine::mpi; }
   const std::string& name() const override { return name_; }
-  Work submit(const CollectiveCall& call) override;
+  Work submit(const CollectiveCall& call) override { return submit(call, nullptr); }
 
   // MPI_Comm_split of this communicator (collective over its ranks), after a bounded barrier:
   // Timeout naming a rank that does not come; past that, the watchdog bounds the split itself.
   std::shared_ptr<MpiComm> split(int color, int key, std::string name);
-  // Rank 0's `bytes` to every rank, blocking (set-up only: NCCL's unique id).
-  void broadcast_setup(void* data, int bytes);
+  // Rank 0's `bytes` to every rank, waiting for them (set-up only: NCCL's unique id); a
+  // broadcast of this communicator, so Timeout naming a rank that does not come. A rank that
+  // cannot take part gives `unready` (why): the others fail at once naming it and its reason,
+  // and it throws `unready`.
+  void broadcast_setup(void* data, int bytes, std::exception_ptr unready = nullptr);
   // The exchange alone, on the calling thread, with the timeout: NCCL's check of `call`.
   void check_blocking(const CollectiveCall& call);
   const std::shared_ptr<MpiRuntime>& runtime() const { return runtime_; }
@@ -136,6 +139,10 @@ class MpiComm final : public CommunicatorImpl, public std::enable_shared_from_th
   void gate(const std::shared_ptr<MpiOp>& op);
 
  private:
+  // submit, the op failed on this rank from the start where `unready` is set: it still goes to
+  // the others (as failed), who then fail it too, naming this rank and its reason; the Work
+  // returned throws `unready` once they have it.
+  Work submit(const CollectiveCall& call, std::exception_ptr unready);
   // The three duplicates, by MPI_Comm_idup tested on this thread until HAL_DIST_TIMEOUT:
   // MPI_Comm_dup would wait for ever for a rank that never takes part. The runtime's thread
   // level (MPI_THREAD_MULTIPLE, or SERIALIZED under serialize()) lets any thread test.

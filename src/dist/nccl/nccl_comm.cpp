@@ -53,15 +53,23 @@ class NcclWork final : public WorkState {
 class NcclComm final : public CommunicatorImpl, public std::enable_shared_from_this<NcclComm> {
  public:
   NcclComm(const Device& device, std::shared_ptr<MpiComm> bootstrap)
-      : nccl_(Nccl::load()),
-        device_(device),
+      : device_(device),
         cuda_(static_cast<cuda::CudaDevice&>(*device.impl())),
         bootstrap_(std::move(bootstrap)),
         name_(bootstrap_->name() + " (nccl)") {
+    // Every rank comes to the bootstrap's broadcast, one that cannot take part too: its reason
+    // (no NCCL here, no unique id on rank 0) goes to the others at once, instead of leaving them
+    // to time out.
     ncclUniqueId id{};
-    if (bootstrap_->rank() == 0)
-      nccl_->check(nccl_->ncclGetUniqueId(&id), name_, "ncclGetUniqueId");
-    bootstrap_->broadcast_setup(&id, sizeof id);
+    std::exception_ptr unready;
+    try {
+      nccl_ = Nccl::load();
+      if (bootstrap_->rank() == 0)
+        nccl_->check(nccl_->ncclGetUniqueId(&id), name_, "ncclGetUniqueId");
+    } catch (...) {
+      unready = std::current_exception();
+    }
+    bootstrap_->broadcast_setup(&id, sizeof id, unready);
     cuda_.make_current();
     nccl_->check(nccl_->ncclCommInitRank(&comm_, bootstrap_->size(), id, bootstrap_->rank()),
                  name_ + " on " + device_.id(), "ncclCommInitRank");

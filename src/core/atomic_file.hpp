@@ -1,0 +1,22 @@
+// Files written whole or not at all: caches, checkpoints and reports that another process (or
+// a crash) must never see half of.
+#pragma once
+
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace hal::detail {
+
+// Writes the concatenation of `parts` to `path`: into a temporary file beside it (the same file
+// system, so the rename is atomic), renamed over `path` once complete. The temporary's name
+// holds the process id and a count, so threads and processes writing one path at once each
+// write their own and the last rename wins whole. Returns "" on success, else what went wrong
+// ("cannot write <temporary>", "cannot rename <temporary> to <path>: <reason>"), the temporary
+// removed and a file already at `path` untouched. Makes no directories. After a write, the
+// temporaries of `path` that writers which died left behind (untouched for an hour) are removed.
+std::string write_file_atomically(const std::filesystem::path& path,
+                                  std::initializer_list<std::string_view> parts);
+
+}  // namespace hal::detail

@@ -1,0 +1,117 @@
+// write_file_atomically, which the kernel, tuning and calibration caches, checkpoints, the
+// Vulkan pipeline cache and `hal bench --output` share: a file appears whole or not at all, and
+// writers of one path at once never mix their bytes.
+#include "core/atomic_file.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace hal::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+class AtomicFileTest : public ::testing::Test {
+ protected:
+  AtomicFileTest()
+      : root_(fs::temp_directory_path() / ("hal-atomic-file-" + std::to_string(::getpid()) + "-" +
+                                           std::to_string(std::random_device{}()))) {
+    fs::create_directories(root_);
+  }
+  ~AtomicFileTest() override {
+    std::error_code ignored;
+    fs::remove_all(root_, ignored);
+  }
+
+  static std::string read(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  // The names in the folder: no temporary may be left behind.
+  std::vector<std::string> names() const {
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator(root_))
+      found.push_back(entry.path().filename().string());
+    return found;
+  }
+
+  fs::path root_;
+};
+
+TEST_F(AtomicFileTest, WritesThePartsInOrderAndReplacesTheFileThere) {
+  const fs::path file = root_ / "out.bin";
+  const char bytes[3] = {'\0', '\x7f', '\xff'};
+  ASSERT_EQ(write_file_atomically(file, {"head", std::string_view(bytes, 3), "", "tail"}), "");
+  EXPECT_EQ(read(file), std::string("head") + std::string(bytes, 3) + "tail");
+  ASSERT_EQ(write_file_atomically(file, {"second"}), "");
+  EXPECT_EQ(read(file), "second");
+  EXPECT_EQ(names(), std::vector<std::string>{"out.bin"});
+}
+
+TEST_F(AtomicFileTest, ManyThreadsWritingOnePathLeaveOneWholeFile) {
+  const fs::path file = root_ / "shared.json";
+  constexpr int kThreads = 16, kRounds = 20;
+  // Each writer's document is long and its own: a mix of two would show.
+  std::vector<std::string> documents;
+  for (int t = 0; t < kThreads; ++t) documents.push_back(std::string(64 * 1024, char('a' + t)));
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t)
+    writers.emplace_back([&, t] {
+      for (int round = 0; round < kRounds && failures[t].empty(); ++round)
+        failures[t] = write_file_atomically(file, {documents[t]});
+    });
+  for (std::thread& writer : writers) writer.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "writer " << t;
+  const std::string result = read(file);
+  EXPECT_NE(std::find(documents.begin(), documents.end(), result), documents.end())
+      << "the file is no one writer's whole document (" << result.size() << " bytes)";
+  EXPECT_EQ(names(), std::vector<std::string>{"shared.json"});
+}
+
+TEST_F(AtomicFileTest, AWriteRemovesTheTemporariesOfWritersThatDied) {
+  const fs::path file = root_ / "model.safetensors";
+  const fs::path abandoned = root_ / "model.safetensors.tmp.99999.0";
+  const fs::path in_progress = root_ / "model.safetensors.tmp.99999.1";
+  const fs::path other = root_ / "other.safetensors.tmp.99999.0";
+  for (const fs::path& p : {abandoned, in_progress, other}) std::ofstream(p) << "part";
+  const auto two_hours_ago = fs::file_time_type::clock::now() - std::chrono::hours(2);
+  fs::last_write_time(abandoned, two_hours_ago);
+  fs::last_write_time(other, two_hours_ago);
+  ASSERT_EQ(write_file_atomically(file, {"whole"}), "");
+  EXPECT_FALSE(fs::exists(abandoned));
+  EXPECT_TRUE(fs::exists(in_progress));  // fresh: a writer may still be at it
+  EXPECT_TRUE(fs::exists(other));        // another file's
+  EXPECT_EQ(read(file), "whole");
+}
+
+TEST_F(AtomicFileTest, AFolderThatIsNotThereIsNamedAndNothingIsMade) {
+  const fs::path file = root_ / "missing" / "out.json";
+  const std::string failed = write_file_atomically(file, {"text"});
+  EXPECT_NE(failed.find("cannot write " + file.string() + ".tmp."), std::string::npos) << failed;
+  EXPECT_FALSE(fs::exists(root_ / "missing"));
+}
+
+TEST_F(AtomicFileTest, ARenameRefusedLeavesWhatWasThereAndNoTemporary) {
+  const fs::path folder = root_ / "taken";  // a non-empty folder cannot be renamed over
+  fs::create_directories(folder / "inside");
+  const std::string failed = write_file_atomically(folder, {"text"});
+  EXPECT_NE(failed.find("cannot rename " + folder.string() + ".tmp."), std::string::npos) << failed;
+  EXPECT_NE(failed.find(" to " + folder.string() + ": "), std::string::npos) << failed;
+  EXPECT_TRUE(fs::is_directory(folder / "inside"));
+  EXPECT_EQ(names(), std::vector<std::string>{"taken"});
+}
+
+}  // namespace
+}  // namespace hal::detail
