@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -133,54 +134,46 @@ TEST(MpiFaults, ARankThatDoesNotCreateTheWorldTimesOut) {
   std::this_thread::sleep_for(std::chrono::seconds(4));
 }
 
-// Rank 3 comes to NCCL's bootstrap (broadcast_setup, rank 0's unique id to every rank) 2.5 s
-// late: the others fail in the broadcast (#2, after the test's barrier) with Timeout naming rank
-// 3, where the blocking MPI_Bcast it was waited for them without end; rank 3 hears that they
-// gave up.
-TEST(MpiFaults, ARankLateToANcclBootstrapIsNamed) {
+// Rank 3 comes to `call` 2.5 s late, after the test's barrier: the others fail in its first
+// collective (`collective`, "barrier #2") with Timeout naming rank 3 within the bound, and rank
+// 3 hears that they gave up.
+void expect_the_late_rank_named(const std::function<void()>& call, const std::string& collective) {
   Setting s;
   ASSERT_EQ(s.world.size(), 4) << "run with mpirun -np 4";
   s.world.barrier(s.stream).wait();
-  const auto bootstrap = [] {
-    std::array<unsigned char, 128> id{};
-    dist::detail::world_comm()->broadcast_setup(id.data(), static_cast<int>(id.size()));
-  };
   if (s.world.rank() != kAbsent) {
     const auto start = Clock::now();
     expect_error(
-        bootstrap, ErrorCode::Timeout,
-        {"broadcast #2 on communicator 'world'", "HAL_DIST_TIMEOUT", "rank 3 did not answer"});
+        call, ErrorCode::Timeout,
+        {collective + " on communicator 'world'", "HAL_DIST_TIMEOUT", "rank 3 did not answer"});
     EXPECT_LE(std::chrono::duration<double>(Clock::now() - start).count(), 10.0);
     // Alive until rank 3 has come and heard that they gave up (a peer's exit could lose it).
     std::this_thread::sleep_for(std::chrono::milliseconds(3000));
     return;
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // past the others' timeout
-  expect_error(bootstrap, ErrorCode::Timeout, {"gave up broadcast #2", "this rank came late"});
+  expect_error(call, ErrorCode::Timeout, {"gave up " + collective, "this rank came late"});
 }
 
-// Rank 3 comes to DeviceMesh::create 2.5 s late. MPI_Comm_split has no nonblocking form, so the
-// split of the world meets first in a bounded barrier (#2, after the test's own): the others
-// fail there with Timeout naming rank 3, and rank 3 hears that they gave up.
+// NCCL's bootstrap (broadcast_setup, rank 0's unique id to every rank) is the communicator's
+// own broadcast, bounded: the blocking MPI_Bcast it was waited for a late rank without end.
+TEST(MpiFaults, ARankLateToANcclBootstrapIsNamed) {
+  expect_the_late_rank_named(
+      [] {
+        std::array<unsigned char, 128> id{};
+        dist::detail::world_comm()->broadcast_setup(id.data(), static_cast<int>(id.size()));
+      },
+      "broadcast #2");
+}
+
+// MPI_Comm_split (DeviceMesh::create) has no nonblocking form, so the split of the world meets
+// first in a bounded barrier.
 TEST(MpiFaults, ARankLateToAMeshIsNamed) {
-  Setting s;
-  ASSERT_EQ(s.world.size(), 4) << "run with mpirun -np 4";
-  s.world.barrier(s.stream).wait();
-  const auto create = [] {
-    (void)dist::DeviceMesh::create({4}, {"dp"}, {.devices = {device("cpu:0")}, .backend = ""});
-  };
-  if (s.world.rank() != kAbsent) {
-    const auto start = Clock::now();
-    expect_error(
-        create, ErrorCode::Timeout,
-        {"barrier #2 on communicator 'world'", "HAL_DIST_TIMEOUT", "rank 3 did not answer"});
-    EXPECT_LE(std::chrono::duration<double>(Clock::now() - start).count(), 10.0);
-    // Alive until rank 3 has come and heard that they gave up (a peer's exit could lose it).
-    std::this_thread::sleep_for(std::chrono::milliseconds(3000));
-    return;
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // past the others' timeout
-  expect_error(create, ErrorCode::Timeout, {"gave up barrier #2", "this rank came late"});
+  expect_the_late_rank_named(
+      [] {
+        (void)dist::DeviceMesh::create({4}, {"dp"}, {.devices = {device("cpu:0")}, .backend = ""});
+      },
+      "barrier #2");
 }
 
 // Rank 3's sim device is lost (HAL_SIM_CONFIG=...,lose_device_at=N for rank 3 alone, set by
