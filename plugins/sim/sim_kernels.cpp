@@ -168,10 +168,17 @@ hal_status check_launch(const hal_plugin_kernel_s& kernel,
     return fail(HAL_STATUS_INVALID_ARGUMENT,
                 "sim: kernel '" + kernel.entry + "' needs 4 bytes of local memory per item of a " +
                     std::to_string(group) + "-item work-group, not " + std::to_string(local_bytes));
-  // A kernel does not know its buffers' sizes: refused here, it would write past them.
+  // A kernel does not know its buffers' sizes: refused here, it would write past them. Its
+  // elements are 4-byte words, read as such: an offset between two is refused too (a device
+  // faults on such an access; the host's would be undefined behaviour).
   for (size_t i = 0; i < count; ++i) {
     const hal_plugin_kernel_arg& arg = args[i];
     if (arg.kind != HAL_PLUGIN_ARG_BUFFER) continue;
+    if (arg.offset % 4 != 0)
+      return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: kernel '" + kernel.entry + "': argument " +
+                                                   std::to_string(i) + " is at byte offset " +
+                                                   std::to_string(arg.offset) +
+                                                   ", not a multiple of its elements' 4 bytes");
     const uint64_t elements = reached(kernel, i, args, items, group);
     const uint64_t size = arg.buffer ? arg.buffer->size : 0;
     uint64_t bytes = 0;

@@ -575,7 +575,8 @@ TEST(Plugins, SimAcceptsViewsThatReachTheEdgesOfTheirBuffersAndComputesThem) {
   for (hal_plugin_buffer buffer : buffers) EXPECT_EQ(api->buffer_free(buffer), HAL_STATUS_OK);
 }
 
-// hal cannot know how far a kernel reaches into its buffers: sim checks its own kernels' reach,
+// hal cannot know how far a kernel reaches into its buffers: sim checks its own kernels' reach
+// (and that each buffer starts on one of their 4-byte elements),
 // so a launch past a buffer is refused where it wrote past the arena. The buffer is sim's own
 // (direct): a cached one is a block of a larger segment, which is all a plugin sees.
 TEST(Plugins, SimRefusesALaunchThatWouldRunPastItsBuffers) {
@@ -595,6 +596,12 @@ TEST(Plugins, SimRefusesALaunchThatWouldRunPastItsBuffers) {
         stream.launch(iota, LaunchConfig::linear(16), {KernelArg(out, 4), 100u});
       },
       ErrorCode::InvalidArgument, {"sim:0", "iota_u32", "byte offset 4"});
+  expect_error(
+      [&] {
+        stream.launch(iota, LaunchConfig::linear(1), {KernelArg(out, 2), 1u});
+      },
+      ErrorCode::InvalidArgument,
+      {"sim:0", "iota_u32", "argument 0 is at byte offset 2, not a multiple of its elements' 4"});
   expect_error(
       [&] {
         stream.launch(saxpy, LaunchConfig::linear(32), {2.0f, out, out, 32u});
