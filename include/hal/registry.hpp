@@ -15,6 +15,10 @@ namespace hal {
 
 class Backend;
 
+namespace detail {
+Device host_cpu();  // core/host_cpu.hpp
+}  // namespace detail
+
 struct BackendStatus {
   std::string name;
   bool compiled_in = false;  // false: this build of hal lacks the backend
@@ -53,6 +57,9 @@ class Registry {
   ~Registry();
   struct Entry;
   Entry& probed(Entry& entry);
+  // The devices of backend `name`, probing that backend alone, whatever the selector shows.
+  std::vector<Device> devices_of(std::string_view name);
+  friend Device detail::host_cpu();
   DeviceSelector current_selector();
   std::vector<Device> visible(const DeviceSelector& selector);  // lock held
 

@@ -143,6 +143,13 @@ std::vector<Device> Registry::all_devices() {
   return devices;
 }
 
+std::vector<Device> Registry::devices_of(std::string_view name) {
+  std::lock_guard lock(mutex_);
+  for (auto& entry : entries_)
+    if (entry->name == name) return probed(*entry).devices;
+  return {};
+}
+
 std::vector<Device> Registry::visible(const DeviceSelector& selector) {
   std::vector<Device> devices;
   for (auto& entry : entries_) {
@@ -234,14 +241,11 @@ void Registry::set_selector(std::optional<std::string> selector) {
 namespace detail {
 
 Device host_cpu() {
-  // Found once per process: by id where the selector shows it (probing the backends it shows,
-  // as any lookup does), else among every device (probing the hidden backends once too).
+  // Found once per process, probing the CPU backend alone: a program that shows only its GPUs
+  // (or a bad-input child only its sim device) loads no other driver for the host's work.
   // Registry::instance() is made first, so it outlives this handle.
   static const Device host = [] {
-    Registry& registry = Registry::instance();
-    for (const Device& device : registry.devices())
-      if (device.id() == "cpu:0") return device;
-    for (const Device& device : registry.all_devices())
+    for (const Device& device : Registry::instance().devices_of("cpu"))
       if (device.id() == "cpu:0") return device;
     throw Error(ErrorCode::NotFound, "no cpu:0: the host's CPU backend did not load");
   }();

@@ -19,7 +19,8 @@ Processes job_processes();
 
 // The processes' communicator of the group `color` (collective over every process: each calls
 // it the same number of times, in the same order), ordered by `key`, named `name`. NCCL
-// instead of MPI when `device` is a CUDA device and NCCL loads.
+// instead of MPI when every rank of the group has a CUDA device and NCCL loads there (they
+// agree in an all_reduce of the group's, its collective #1).
 Communicator split_processes(int color, int key, std::string name, const Device& device);
 
 }  // namespace hal::dist::detail

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <thread>
 
+#include "core/host_cpu.hpp"
 #include "far_backend.hpp"
 #include "hal/backend.hpp"
 #include "test_util.hpp"
@@ -139,12 +140,16 @@ TEST(Registry, ABackendThatFailsToProbeIsUnavailableWithTheReason) {
 // A backend whose probe is counted: a stand-in for a driver that is slow to load.
 class CountedBackend final : public Backend {
  public:
-  std::string name() const override { return "counted"; }
+  explicit CountedBackend(std::string name = "counted") : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
   BackendProbe probe() override {
     ++probes;
     return {false, "counted backend without devices", {}};
   }
   std::atomic<int> probes{0};
+
+ private:
+  std::string name_;
 };
 
 TEST(Registry, ABackendTheSelectorHidesEntirelyIsNotProbed) {
@@ -169,6 +174,17 @@ TEST(Registry, ABackendTheSelectorHidesEntirelyIsNotProbed) {
   devices();
   Registry::instance().backends();
   EXPECT_EQ(counted->probes.load(), 1);
+}
+
+// hal's own host work (folding constants, an op's CPU fallback, reading values back) finds cpu:0
+// by probing the CPU backend alone, shown or not: a program that shows only its GPUs, or a
+// bad-input child only its sim device, loads no other driver for it (it probed every backend).
+TEST(Registry, TheHostCpuIsFoundWithoutProbingAnotherBackend) {
+  auto counted = std::make_shared<CountedBackend>("counted_host");
+  register_backend(counted);
+  ScopedSelector only_it("counted_host:*");
+  EXPECT_EQ(hal::detail::host_cpu().id(), "cpu:0");
+  EXPECT_EQ(counted->probes.load(), 0);
 }
 
 TEST(Registry, ADeviceOfAnUnprobedBackendIsNamedAsHidden) {

@@ -692,11 +692,12 @@ bool MpiComm::exchange_progress(MpiOp& op) {
 }
 
 void MpiComm::exchanged(MpiOp& op) {
-  // Every rank sees the same records and so decides the same: the communicator stays usable.
+  // Every rank sees the same records and so decides the same: the communicator stays usable. A
+  // rank that could not take part gets its own reason, the others the first such rank's.
+  if (op.gathered[static_cast<size_t>(rank_)].failed) return fail_op(op, op.local_failure);
   for (int r = 0; r < size_; ++r) {
     const Wire& wire = op.gathered[static_cast<size_t>(r)];
     if (!wire.failed) continue;
-    if (r == rank_) return fail_op(op, op.local_failure);
     const std::string note(wire.note, strnlen(wire.note, Wire::kNote));
     return fail_op(
         op, error(op, ErrorCode::InvalidState,
