@@ -12,11 +12,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Temporaries of `path` left by a writer that died before its rename. A writer still at work
-// keeps its file's time fresh as it writes, so one untouched for an hour is abandoned.
+// Temporaries of `path` left by writers that died before their rename.
 void remove_abandoned_temporaries(const fs::path& path) {
   const std::string prefix = path.filename().string() + ".tmp.";
-  const auto stale = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  const auto stale = fs::file_time_type::clock::now() - kAbandonedAfter;
   const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::error_code error;
   for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
@@ -30,7 +29,8 @@ void remove_abandoned_temporaries(const fs::path& path) {
 }  // namespace
 
 std::string write_file_atomically(const fs::path& path,
-                                  std::initializer_list<std::string_view> parts) {
+                                  std::initializer_list<std::string_view> parts,
+                                  Abandoned abandoned) {
   static std::atomic<uint64_t> counter{0};
   const fs::path temporary = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
                              std::to_string(counter.fetch_add(1));
@@ -51,7 +51,7 @@ std::string write_file_atomically(const fs::path& path,
     fs::remove(temporary, error);
     return "cannot rename " + temporary.string() + " to " + path.string() + ": " + reason;
   }
-  remove_abandoned_temporaries(path);
+  if (abandoned == Abandoned::removed) remove_abandoned_temporaries(path);
   return "";
 }
 

@@ -2,6 +2,7 @@
 // a crash) must never see half of.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <initializer_list>
 #include <string>
@@ -14,9 +15,16 @@ namespace hal::detail {
 // holds the process id and a count, so threads and processes writing one path at once each
 // write their own and the last rename wins whole. Returns "" on success, else what went wrong
 // ("cannot write <temporary>", "cannot rename <temporary> to <path>: <reason>"), the temporary
-// removed and a file already at `path` untouched. Makes no directories. After a write, the
-// temporaries of `path` that writers which died left behind (untouched for an hour) are removed.
+// removed and a file already at `path` untouched. Makes no directories.
+//
+// A writer that died leaves its temporary behind; one untouched for kAbandonedAfter is
+// abandoned (a writer at work keeps its file's time fresh). After a write the abandoned
+// temporaries of `path` are removed, unless `abandoned` leaves them to the caller's own pruner
+// (the kernel and tuning caches', which sweeps every unfinished file of the cache).
+inline constexpr std::chrono::hours kAbandonedAfter{1};
+enum class Abandoned { removed, left_to_pruner };
 std::string write_file_atomically(const std::filesystem::path& path,
-                                  std::initializer_list<std::string_view> parts);
+                                  std::initializer_list<std::string_view> parts,
+                                  Abandoned abandoned = Abandoned::removed);
 
 }  // namespace hal::detail

@@ -103,8 +103,8 @@ size_t prune_kernel_cache(const fs::path& root, uint64_t cap) {
   std::vector<CacheFile> files = cache_files(root);
   size_t removed = 0;
   std::error_code error;
-  // Unfinished files an hour old belong to no store still writing.
-  const auto stale = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  // Unfinished files abandoned (write_file_atomically's rule) belong to no store still writing.
+  const auto stale = fs::file_time_type::clock::now() - kAbandonedAfter;
   std::erase_if(files, [&](const CacheFile& f) {
     if (f.kind != "unfinished") return f.kind == "tuning";
     if (f.last_used < stale && fs::remove(f.path, error)) ++removed;
@@ -183,9 +183,11 @@ void KernelDiskCache::store(std::string_view key, std::span<const unsigned char>
 
   std::error_code error;
   fs::create_directories(directory_, error);
+  // The pruner below sweeps every unfinished file of the cache, this entry's among them.
   if (const std::string failed = write_file_atomically(
-          path, {header,
-                 std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size())});
+          path,
+          {header, std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size())},
+          Abandoned::left_to_pruner);
       !failed.empty()) {
     log(LogLevel::warn, "kernel cache (" + backend_ + "): " + failed);
     return;

@@ -124,7 +124,10 @@ void save_tuning(const std::filesystem::path& file, const TuningTable& table) {
       {"entries", entries}}.dump(2);
   std::error_code error;
   std::filesystem::create_directories(file.parent_path(), error);
-  if (const std::string failed = detail::write_file_atomically(file, {text, "\n"}); !failed.empty())
+  // The kernel cache's pruner sweeps the tuning folder's unfinished files too.
+  if (const std::string failed =
+          detail::write_file_atomically(file, {text, "\n"}, detail::Abandoned::left_to_pruner);
+      !failed.empty())
     throw Error(ErrorCode::InvalidState, "the tuning cache " + file.string() + ": " + failed);
 }
 
