@@ -218,6 +218,13 @@ class StreamImpl {
   virtual void fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
                     size_t pattern_size) = 0;
   virtual void host_callback(std::function<void()> fn) = 0;
+  // One of hal's own callbacks that must run even on a device lost before it began, because it
+  // finds the loss itself and reports it (an MPI collective's gate tells the other ranks). A
+  // plugin stream of ABI 1.3 drops other callbacks that begin after a loss (plugin.h); every
+  // other backend runs this as host_callback.
+  virtual void host_callback_even_if_lost(std::function<void()> fn) {
+    host_callback(std::move(fn));
+  }
   // Holds `value` until the work enqueued so far has run. The default enqueues a host callback
   // that holds it; a backend that keeps its commands' references (CUDA) holds it with them,
   // without a callback, which on CUDA would hold up the stream for a thread's round trip.

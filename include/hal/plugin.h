@@ -23,9 +23,15 @@
  * Streams run their work in order, asynchronously or not: a plugin may complete work before the
  * call returns. A device lost stays lost: every later call on it returns
  * HAL_STATUS_DEVICE_LOST. Work its streams had not started is dropped, except host callbacks,
- * which still run (what they hold is released); stream_synchronize and stream_destroy return
- * only once no work of the stream runs any more, lost device or not, because hal frees the host
- * memory that work used as soon as they return.
+ * which are still called (host_callback's run; host_callback_status's are told of the loss), so
+ * that what they hold is released; stream_synchronize and stream_destroy return only once no
+ * work of the stream runs any more, lost device or not, because hal frees the host memory that
+ * work used as soon as they return. Any call that returns DEVICE_LOST returns only once no
+ * device work of the device runs any more, since hal may free the host memory of work it had
+ * queued (a pending copy_to_host) as soon as it sees the status. Host callbacks enqueued with
+ * host_callback are waited for there too; those of host_callback_status (1.3) are not: one that
+ * began before the loss may still be running (it may be waiting for the thread that made the
+ * call), and one that begins after it is told so.
  *
  * History: 1.0 devices, memory, streams, events, built-in ops; 1.1 kernels (kernel_formats,
  * kernel_compile, kernel_destroy, kernel_launch); 1.2 struct_size first in hal_plugin_tensor and
@@ -33,7 +39,8 @@
  * layouts of their own header), local-memory kernel arguments (local_memory_bytes,
  * HAL_PLUGIN_ARG_LOCAL_MEMORY), pinned host memory (host_buffer_allocate), copies between
  * devices (copy_peer; copy_on_device keeps to one device), and what a lost device's streams do
- * with their pending work (below).
+ * with their pending work (below); 1.3 host callbacks told whether their device was lost
+ * (host_callback_status).
  *
  * Optional functions are marked so; a NULL one means the plugin lacks that capability, and
  * hal reports Unsupported (or runs the op on the CPU, if the caller allows it). */
@@ -48,7 +55,7 @@ extern "C" {
 #endif
 
 #define HAL_PLUGIN_ABI_MAJOR 1
-#define HAL_PLUGIN_ABI_MINOR 2
+#define HAL_PLUGIN_ABI_MINOR 3
 
 /* The name of the one exported symbol. */
 #define HAL_PLUGIN_INIT_SYMBOL "hal_plugin_init"
@@ -191,6 +198,9 @@ typedef struct hal_plugin_gemm {
 } hal_plugin_gemm;
 
 typedef void (*hal_plugin_host_fn)(void* user_data);
+/* Since 1.3: HAL_STATUS_OK to run, HAL_STATUS_DEVICE_LOST when the device was lost before the
+ * callback began (hal then only lets go of what user_data holds). */
+typedef void (*hal_plugin_host_status_fn)(void* user_data, hal_status status);
 
 /* One kernel argument (since 1.1): a buffer at a byte offset, a scalar of `size` bytes, or
  * (since 1.2, on devices with local_memory_bytes) `size` bytes of local memory that the
@@ -303,6 +313,12 @@ typedef struct hal_plugin_api {
    * Ordering with the other device's work is hal's (with events). */
   hal_status (*copy_peer)(hal_plugin_stream stream, hal_plugin_buffer dst, uint64_t dst_offset,
                           hal_plugin_buffer src, uint64_t src_offset, uint64_t bytes);
+  /* Since 1.3, optional: host_callback whose fn is told whether the device was lost before it
+   * began (then it is still called, at the same point of the stream, with DEVICE_LOST).
+   * hal uses it in place of host_callback; with it, a call that finds the device lost need not
+   * wait for a callback already running (the lost-device rules at the top of this file). */
+  hal_status (*host_callback_status)(hal_plugin_stream stream, hal_plugin_host_status_fn fn,
+                                     void* user_data);
 } hal_plugin_api;
 
 /* The entry point. Returns ABI_MISMATCH (with a message) for a host of another major version. */

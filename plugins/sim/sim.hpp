@@ -84,8 +84,9 @@ struct hal_plugin_device_s {
 
   // Counts a call on the device; false once it is lost (this call may be what loses it).
   bool count_call();
-  // Once lost: returns when no stream of the device runs work any more (their device work is
-  // dropped, their host callbacks run), as plugin.h asks before DEVICE_LOST is returned.
+  // Once lost: returns when no stream of the device runs device work any more (the rest of it
+  // is dropped) nor has a host callback of plugin.h 1.2's kind to run, as plugin.h asks before
+  // DEVICE_LOST is returned. Told callbacks (host_callback_status) are not waited for.
   void quiesce();
 };
 
@@ -106,8 +107,15 @@ struct hal_plugin_buffer_s {
 // A stream runs its work in order on a thread of its own, as a device's queue would, and keeps
 // the simulated time at which its work completes, from the device's performance model.
 // Work on a lost device: device work is dropped; the rest (host callbacks, event records and
-// waits) still runs, so that what it holds is let go of and waiters wake.
-enum class Work { device, always };
+// waits) still runs, so that what it holds is let go of and waiters wake. A loss waits for the
+// device work and the plain callbacks in flight (plugin.h), not for event records and waits
+// nor for told callbacks, which may be waiting for the very thread that found the loss.
+enum class Work {
+  device,
+  event,          // records and waits
+  callback,       // host_callback: runs as it is
+  told_callback,  // host_callback_status: told whether the device was lost before it began
+};
 
 using WallClock = std::chrono::steady_clock;
 
@@ -117,8 +125,13 @@ struct hal_plugin_stream_s {
 
   void enqueue(std::function<void()> work, Work kind = Work::device);
   void wait_idle();
+  // Once the device is lost: returns when the stream runs no device work and has no plain host
+  // callback to run.
+  void wait_settled();
   bool idle();
   bool on_worker() const;  // whether the calling thread is the worker
+  // On the worker: whether the device was lost when the running item began.
+  bool began_after_loss() const { return began_after_loss_; }
   // On the worker: the model's time for the work (launch_us + the longer of bytes over the
   // bandwidth and flops over the throughput). Paced, it also sleeps until the work's deadline:
   // its start on the stream's timeline plus that time.
@@ -144,6 +157,9 @@ struct hal_plugin_stream_s {
   std::condition_variable changed_;
   std::deque<Item> queue_;
   bool busy_ = false;
+  Work running_ = Work::device;    // the kind of the item that runs while busy_
+  bool began_after_loss_ = false;  // the running item's; set under mutex_, read on the worker
+  size_t queued_callbacks_ = 0;    // Work::callback items in queue_
   bool stopping_ = false;
   WallClock::time_point item_start_{};  // the running item's start on the timeline
   std::thread worker_;

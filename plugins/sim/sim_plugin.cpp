@@ -227,10 +227,16 @@ hal_status stream_destroy(hal_plugin_stream stream) {
   return HAL_STATUS_OK;
 }
 
+// Lost or not, returns once none of the stream's work runs, host callbacks that are told of the
+// loss included (plugin.h): hal frees what they used when this returns. A call on another stream
+// that finds the loss need not wait for them.
 hal_status stream_synchronize(hal_plugin_stream stream) {
-  SIM_CHECK_DEVICE(stream->device);
+  const hal_status status = [stream] {
+    SIM_CHECK_DEVICE(stream->device);
+    return HAL_STATUS_OK;
+  }();
   stream->wait_idle();
-  return HAL_STATUS_OK;
+  return status;
 }
 
 hal_status stream_query(hal_plugin_stream stream, int32_t* idle) {
@@ -324,21 +330,40 @@ hal_status fill(hal_plugin_stream stream, hal_plugin_buffer dst, uint64_t dst_of
   return HAL_STATUS_OK;
 }
 
+// On the worker: runs a host callback. The stream is held for as long as it runs: the time
+// counts as the stream's.
+template <class Call>
+void run_held(hal_plugin_stream stream, Call call) {
+  const auto start = std::chrono::steady_clock::now();
+  call();
+  const auto end = std::chrono::steady_clock::now();
+  const std::chrono::duration<double, std::micro> held = end - start;
+  stream->clock_us += held.count();
+  stream->pace_to(end);
+}
+
 hal_status host_callback(hal_plugin_stream stream, hal_plugin_host_fn fn, void* user_data) {
+  SIM_CHECK_DEVICE(stream->device);
+  stream->enqueue([=] { run_held(stream, [=] { fn(user_data); }); }, Work::callback);
+  return HAL_STATUS_OK;
+}
+
+#ifndef HAL_SIM_ABI_1_1
+hal_status host_callback_status(hal_plugin_stream stream, hal_plugin_host_status_fn fn,
+                                void* user_data) {
   SIM_CHECK_DEVICE(stream->device);
   stream->enqueue(
       [=] {
-        // The stream is held for as long as the callback runs: the time counts as the stream's.
-        const auto start = std::chrono::steady_clock::now();
-        fn(user_data);
-        const auto end = std::chrono::steady_clock::now();
-        const std::chrono::duration<double, std::micro> held = end - start;
-        stream->clock_us += held.count();
-        stream->pace_to(end);
+        if (stream->began_after_loss()) {
+          fn(user_data, HAL_STATUS_DEVICE_LOST);  // lets go of what it holds, runs nothing
+          return;
+        }
+        run_held(stream, [=] { fn(user_data, HAL_STATUS_OK); });
       },
-      Work::always);
+      Work::told_callback);
   return HAL_STATUS_OK;
 }
+#endif
 
 hal_status event_create(hal_plugin_device device, hal_plugin_event* out) {
   SIM_CHECK_DEVICE(device);
@@ -380,7 +405,7 @@ hal_status event_record(hal_plugin_event event, hal_plugin_stream stream) {
         }
         event->release();
       },
-      Work::always);
+      Work::event);
   return HAL_STATUS_OK;
 }
 
@@ -402,7 +427,7 @@ hal_status stream_wait_event(hal_plugin_stream stream, hal_plugin_event event) {
         }
         event->release();
       },
-      Work::always);
+      Work::event);
   return HAL_STATUS_OK;
 }
 
@@ -591,6 +616,7 @@ const hal_plugin_api kApi = {
 #ifndef HAL_SIM_ABI_1_1
     host_buffer_allocate,
     copy_peer,
+    host_callback_status,
 #endif
 };
 
@@ -621,7 +647,7 @@ void hal_plugin_device_s::quiesce() {
     all = streams;
   }
   for (const auto& stream : all)
-    if (!stream->on_worker()) stream->wait_idle();  // a host callback may be what calls
+    if (!stream->on_worker()) stream->wait_settled();  // a host callback may be what calls
 }
 
 void ArenaDelete::operator()(unsigned char* bytes) const {
@@ -652,6 +678,7 @@ void hal_plugin_stream_s::enqueue(std::function<void()> work, Work kind) {
   {
     std::lock_guard lock(mutex_);
     queue_.push_back({std::move(work), kind, now});
+    if (kind == Work::callback) ++queued_callbacks_;
   }
   changed_.notify_all();
 }
@@ -659,6 +686,14 @@ void hal_plugin_stream_s::enqueue(std::function<void()> work, Work kind) {
 void hal_plugin_stream_s::wait_idle() {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [this] { return queue_.empty() && !busy_; });
+}
+
+void hal_plugin_stream_s::wait_settled() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] {
+    const bool held = busy_ && (running_ == Work::device || running_ == Work::callback);
+    return !held && queued_callbacks_ == 0;
+  });
 }
 
 bool hal_plugin_stream_s::on_worker() const {
@@ -677,10 +712,15 @@ void hal_plugin_stream_s::run() {
     if (queue_.empty()) return;  // stopping, and everything has run
     Item item = std::move(queue_.front());
     queue_.pop_front();
+    if (item.kind == Work::callback) --queued_callbacks_;
     busy_ = true;
+    running_ = item.kind;
+    // Under the lock: a loss stored before quiesce looked is seen here, and quiesce finds this
+    // item running if it looked first.
+    began_after_loss_ = device->lost.load(std::memory_order_acquire);
     lock.unlock();
     item_start_ = std::max(paced_until, item.enqueued);
-    if (item.kind == Work::always || !device->lost.load(std::memory_order_acquire)) item.work();
+    if (item.kind != Work::device || !began_after_loss_) item.work();
     lock.lock();
     busy_ = false;
     changed_.notify_all();

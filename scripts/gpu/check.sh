@@ -57,7 +57,8 @@ run() {
   printf '%-28s rc=%-3s %4ss  %s\n' "$name" "$rc" $((SECONDS - start)) "$tests" >> "$out/summary.txt"
   return 0
 }
-# gtest PROGRAM FILTER SECONDS: a test program, its failures listed in the log's tail.
+# gtest PROGRAM FILTER SECONDS: a test program, its failures listed in the log's tail (rc 77:
+# no test passed and none failed, every one skipped; tests/support/test_main.hpp).
 gtest() { run "$1${4:+.$4}" "$3" "$bin/$1" --gtest_filter="$2" --gtest_brief=1 --gtest_output="xml:$out/logs/$1${4:+.$4}.xml"; }
 
 # cts NAME JUNIT [FILTER]: hal cts on cuda:0 (the cases containing FILTER), each case's line as

@@ -66,5 +66,9 @@ class HeldCallback {
   bool ran_ = false;
 };
 
+// Enqueues one of hal's own callbacks that must run even on a device lost before it began
+// (StreamImpl::host_callback_even_if_lost), marked as Stream::host_callback marks callbacks.
+void host_callback_even_if_lost(StreamImpl& stream, std::function<void()> fn);
+
 }  // namespace detail
 }  // namespace hal

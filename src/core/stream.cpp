@@ -208,6 +208,10 @@ void Stream::host_callback(std::function<void()> fn) {
   stream.host_callback(detail::HeldCallback(&stream, std::move(fn)));
 }
 
+void detail::host_callback_even_if_lost(StreamImpl& stream, std::function<void()> fn) {
+  stream.host_callback_even_if_lost(HeldCallback(&stream, std::move(fn)));
+}
+
 void Stream::keep_until_done(std::shared_ptr<const void> value) {
   StreamImpl& stream = checked(impl_);
   if (!value)

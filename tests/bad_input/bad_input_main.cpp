@@ -14,6 +14,7 @@
 #include "case_helpers.hpp"
 #include "case_runner.hpp"
 #include "child_process.hpp"
+#include "test_main.hpp"
 #include "test_util.hpp"
 
 namespace hal::test::bad_input {
@@ -100,5 +101,5 @@ int main(int argc, char** argv) {
       ::testing::RegisterTest("BadInput", test.c_str(), nullptr, nullptr, __FILE__, __LINE__,
                               [=]() -> ::testing::Test* { return new AreaOnDevice(area, device); });
     }
-  return RUN_ALL_TESTS();
+  return hal::test::run_all_tests();
 }

@@ -4,16 +4,16 @@
 #include "core/atomic_file.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <thread>
 #include <vector>
+
+#include "test_util.hpp"
 
 namespace hal::detail {
 namespace {
@@ -22,16 +22,6 @@ namespace fs = std::filesystem;
 
 class AtomicFileTest : public ::testing::Test {
  protected:
-  AtomicFileTest()
-      : root_(fs::temp_directory_path() / ("hal-atomic-file-" + std::to_string(::getpid()) + "-" +
-                                           std::to_string(std::random_device{}()))) {
-    fs::create_directories(root_);
-  }
-  ~AtomicFileTest() override {
-    std::error_code ignored;
-    fs::remove_all(root_, ignored);
-  }
-
   static std::string read(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     std::ostringstream text;
@@ -46,7 +36,8 @@ class AtomicFileTest : public ::testing::Test {
     return found;
   }
 
-  fs::path root_;
+  test::ScratchDir scratch_{"hal-atomic-file"};
+  fs::path root_ = scratch_.path();
 };
 
 TEST_F(AtomicFileTest, WritesThePartsInOrderAndReplacesTheFileThere) {

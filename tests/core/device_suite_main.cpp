@@ -5,6 +5,7 @@
 
 #include "device_suite.hpp"
 #include "support/far_backend.hpp"
+#include "test_main.hpp"
 
 namespace hal::test {
 
@@ -18,5 +19,5 @@ int main(int argc, char** argv) {
   setenv("HAL_SIM_CONFIG", "devices=2", /*overwrite=*/0);
   hal::test::register_far_backend();
   ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  return hal::test::run_all_tests();
 }

@@ -3,12 +3,12 @@
 #include "core/kernel_disk_cache.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <random>
+
+#include "test_util.hpp"
 
 namespace hal::detail {
 namespace {
@@ -17,15 +17,6 @@ namespace fs = std::filesystem;
 
 class KernelDiskCacheTest : public ::testing::Test {
  protected:
-  KernelDiskCacheTest()
-      : root_(fs::temp_directory_path() / ("hal-disk-cache-" + std::to_string(::getpid()) + "-" +
-                                           std::to_string(std::random_device{}()))),
-        cache_("test", root_) {}
-  ~KernelDiskCacheTest() override {
-    std::error_code ignored;
-    fs::remove_all(root_, ignored);
-  }
-
   // Stores `payload` under `key`, rewrites the entry's bytes with `edit`, then loads.
   std::optional<KernelDiskCache::Bytes> load_after(const std::function<void(std::string&)>& edit) {
     cache_.store(key_, payload_);
@@ -40,8 +31,9 @@ class KernelDiskCacheTest : public ::testing::Test {
     return cache_.load(key_);
   }
 
-  fs::path root_;
-  KernelDiskCache cache_;
+  test::ScratchDir scratch_{"hal-disk-cache", test::ScratchDir::Made::no};
+  fs::path root_ = scratch_.path();
+  KernelDiskCache cache_{"test", root_};
   const std::string key_ = "device: x\nsource:\nkernel void k() {}";
   const KernelDiskCache::Bytes payload_{1, 2, 3, 250, 0, 7};
 };

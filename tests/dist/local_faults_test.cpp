@@ -481,5 +481,61 @@ TEST(LocalDeviceLost, ACollectiveOverALostDeviceFailsAndLeaksNothing) {
   }
 }
 
+// sim:2 is lost while its gate for the collective waits in its stream's queue (behind a host
+// callback held shut). A plugin of 1.3 drops the callbacks that begin after a loss, that gate
+// among them: the collective still fails with the loss at once ("all_reduce #1 ... failed: sim:2
+// was lost earlier"), found where the group moves the data, not by HAL_DIST_TIMEOUT.
+TEST(LocalDeviceLostLater, AGateQueuedWhenItsDeviceIsLostFailsTheCollectiveWithTheLoss) {
+  std::vector<Device> sims = sim_devices();
+  if (sims.size() < 4 || !std::getenv("HAL_DIST_TEST_LOSE_LATER"))
+    GTEST_SKIP() << "run by CTest with sim:2 set to be lost late (dist_local_device_lost_later)";
+  sims.resize(4);
+  const Patience patience("20");
+  std::vector<Stream> streams;
+  for (const Device& d : sims) streams.push_back(d.create_stream());
+  std::vector<Communicator> comms = Communicator::local(sims);
+  std::vector<Tensor> t;
+  std::vector<Work> works;
+  Gate gate;
+  ASSERT_NO_THROW({
+    for (int r = 0; r < 4; ++r)
+      t.push_back(tensor_of(values(r, 1031, DType::f32), DType::f32, streams[r]));
+    streams[2].host_callback(gate.hold());
+    for (int r = 0; r < 4; ++r)
+      works.push_back(comms[r].all_reduce(t[r], ReduceOp::sum, streams[r]));
+  }) << "sim:2 was lost before its gate was queued: HAL_SIM_CONFIG's lose_device_at is too early";
+  bool lost = false;  // calls on sim:2 (each a direct allocation and its free) until it is lost
+  for (int i = 0; i < 1000 && !lost; ++i) {
+    try {
+      (void)sims[2].allocate(1, MemoryKind::device, AllocationMode::direct);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::DeviceLost) << e.what();
+      lost = true;
+    }
+  }
+  ASSERT_TRUE(lost) << "sim:2 was never lost: HAL_SIM_CONFIG's lose_device_at is too late";
+  const auto start = std::chrono::steady_clock::now();
+  gate.open();
+  for (size_t r = 0; r < works.size(); ++r) {
+    if (r == 2) continue;  // its own stream's failure is the loss, however it is worded
+    try {
+      works[r].wait();
+      ADD_FAILURE() << "rank " << r << "'s all_reduce over lost sim:2 succeeded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::DeviceLost) << "rank " << r << ": " << e.what();
+      EXPECT_NE(e.message().find("sim:2"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15))
+      << "the loss was found by HAL_DIST_TIMEOUT (20 s), not by sim:2's gate";
+  EXPECT_THROW(works[2].wait(), Error);
+  for (Stream& stream : streams) {
+    try {
+      stream.synchronize();
+    } catch (const Error&) {  // the collective's failure, reported once
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hal::test

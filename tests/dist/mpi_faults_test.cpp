@@ -176,38 +176,80 @@ TEST(MpiFaults, ARankLateToAMeshIsNamed) {
       "barrier #2");
 }
 
+// Calls on `sim` (a direct allocation and its free each) until it is lost: HAL_SIM_CONFIG's
+// lose_device_at, set by CTest for rank 3 alone. Whether it was.
+bool lose(const Device& sim) {
+  for (int i = 0; i < 100000; ++i) try {
+      (void)sim.allocate(1, MemoryKind::device, AllocationMode::direct);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::DeviceLost) return true;
+    }
+  return false;
+}
+
+// Each rank's sim:0 and a tensor on it, past the exchange's 64 bytes (so staged).
+struct OnSim {
+  Communicator world = Communicator::world();
+  Device sim = device("sim:0");
+  Stream stream = sim.create_stream();
+  Tensor t = ones({1031}, DType::f32, stream);
+  OnSim() { stream.synchronize(); }
+  // After a rank's failure: the next collective, on host memory, finds every rank there.
+  void expect_the_group_goes_on() {
+    Stream host = device("cpu:0").create_stream();
+    Tensor counted = ones({1031}, DType::f32, host);
+    world.all_reduce(counted, ReduceOp::sum, host).wait();
+    const std::vector<float> sums = counted.to_vector<float>(host);
+    EXPECT_EQ(sums.front(), 4.0f);
+    EXPECT_EQ(sums.back(), 4.0f);
+  }
+};
+
 // Rank 3's sim device is lost (HAL_SIM_CONFIG=...,lose_device_at=N for rank 3 alone, set by
 // CTest) after it made its tensor: its all_reduce cannot stage the tensor and fails at once. The
 // others hear that it could not take part (not a timeout), and the next collective, on host
 // memory, finds every rank at the same number.
 TEST(MpiFaults, ARankThatCannotStageItsTensorIsNamedAndTheGroupGoesOn) {
-  Communicator world = Communicator::world();
-  ASSERT_EQ(world.size(), 4) << "run with mpirun -np 4";
-  const Device sim = device("sim:0");
-  Stream stream = sim.create_stream();
-  const Tensor t = ones({1031}, DType::f32, stream);  // past the exchange's 64 bytes: staged
-  stream.synchronize();
-  if (world.rank() == kAbsent) {
-    bool lost = false;
-    for (int i = 0; i < 100000 && !lost; ++i) try {
-        (void)sim.allocate(1, MemoryKind::device, AllocationMode::direct);
-      } catch (const Error& e) {
-        lost = e.code() == ErrorCode::DeviceLost;
-      }
-    ASSERT_TRUE(lost) << "run rank 3 with HAL_SIM_CONFIG=devices=1,lose_device_at=N";
-    expect_error([&] { world.all_reduce(t, ReduceOp::sum, stream); }, ErrorCode::DeviceLost,
+  OnSim s;
+  ASSERT_EQ(s.world.size(), 4) << "run with mpirun -np 4";
+  if (s.world.rank() == kAbsent) {
+    ASSERT_TRUE(lose(s.sim)) << "run rank 3 with HAL_SIM_CONFIG=devices=1,lose_device_at=N";
+    expect_error([&] { s.world.all_reduce(s.t, ReduceOp::sum, s.stream); }, ErrorCode::DeviceLost,
                  {"was lost"});
   } else {
     expect_error(
-        [&] { world.all_reduce(t, ReduceOp::sum, stream).wait(); }, ErrorCode::InvalidState,
+        [&] { s.world.all_reduce(s.t, ReduceOp::sum, s.stream).wait(); }, ErrorCode::InvalidState,
         {"all_reduce #1 on communicator 'world'", "rank 3 could not take part", "was lost"});
   }
-  Stream host = device("cpu:0").create_stream();
-  Tensor counted = ones({1031}, DType::f32, host);
-  world.all_reduce(counted, ReduceOp::sum, host).wait();
-  const std::vector<float> sums = counted.to_vector<float>(host);
-  EXPECT_EQ(sums.front(), 4.0f);
-  EXPECT_EQ(sums.back(), 4.0f);
+  s.expect_the_group_goes_on();
+}
+
+// Rank 3's sim device is lost (HAL_SIM_CONFIG=...,lose_device_at=N for rank 3 alone) while its
+// all_reduce's gate waits in the stream's queue, behind a host callback held shut. A plugin of
+// ABI 1.3 drops the callbacks that begin after a loss; this gate runs all the same (hal's
+// host_callback_even_if_lost), finds the loss staging the tensor and tells the others: they fail
+// at once naming rank 3 (not by HAL_DIST_TIMEOUT), and rank 3's own work fails with the loss
+// (dropped, its gate left it waiting for ever).
+TEST(MpiFaults, ARankLostWhileItsGateWaitsIsNamedAtOnce) {
+  OnSim s;
+  ASSERT_EQ(s.world.size(), 4) << "run with mpirun -np 4";
+  const Clock::time_point start = Clock::now();
+  if (s.world.rank() == kAbsent) {
+    Gate gate;
+    s.stream.host_callback(gate.hold());
+    dist::Work work = s.world.all_reduce(s.t, ReduceOp::sum, s.stream);  // its gate waits behind
+    const bool lost = lose(s.sim);
+    gate.open();
+    ASSERT_TRUE(lost) << "run rank 3 with HAL_SIM_CONFIG=devices=1,lose_device_at=N";
+    expect_error([&] { work.wait(); }, ErrorCode::DeviceLost, {"was lost"});
+  } else {
+    expect_error(
+        [&] { s.world.all_reduce(s.t, ReduceOp::sum, s.stream).wait(); }, ErrorCode::InvalidState,
+        {"all_reduce #1 on communicator 'world'", "rank 3 could not take part", "was lost"});
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10))
+      << "the loss was found by HAL_DIST_TIMEOUT (20 s), not by rank 3's gate";
+  s.expect_the_group_goes_on();
 }
 
 // Run with HAL_DIST_INJECT_STALL=3:3: rank 3 stalls after the exchange, before MPI's blocking

@@ -14,6 +14,7 @@
 #include "model/onnx_ops.hpp"
 #include "model_builder.hpp"
 #include "one_node_model.hpp"
+#include "test_main.hpp"
 #include "test_util.hpp"
 
 namespace hal::test {
@@ -468,5 +469,5 @@ int main(int argc, char** argv) {
   // loads its plugins.
   setenv("HAL_SIM_CONFIG", "devices=1", /*overwrite=*/0);
   ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  return hal::test::run_all_tests();
 }

@@ -41,12 +41,8 @@ TuneEntry entry(const std::string& op, const std::string& shape_class, const std
 
 class TuningStoreTest : public ::testing::Test {
  protected:
-  ~TuningStoreTest() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  fs::path dir_ = fs::temp_directory_path() / ("hal-tuning-" + std::to_string(::getpid()) + "-" +
-                                               std::to_string(std::random_device{}()));
+  test::ScratchDir scratch_{"hal-tuning", test::ScratchDir::Made::no};
+  fs::path dir_ = scratch_.path();
   fs::path file_ = dir_ / "tuning" / "device.json";
   TuningKey key_{"0123-uuid", "PoCL 3.1", "0.9.0", 0x1234abcd5678ef00ULL};
 };

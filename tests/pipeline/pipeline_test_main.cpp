@@ -4,9 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "support/far_backend.hpp"
+#include "test_main.hpp"
 
 int main(int argc, char** argv) {
   hal::test::register_far_backend();
   ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  return hal::test::run_all_tests();
 }

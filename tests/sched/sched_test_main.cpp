@@ -9,6 +9,7 @@
 #include "hal/error.hpp"
 #include "hal/registry.hpp"
 #include "sim_fleet.hpp"
+#include "test_main.hpp"
 
 int main(int argc, char** argv) {
   // `sched_test --print-sim-uuid`: sim:0's UUID under the HAL_SIM_CONFIG given, which sim reads
@@ -24,5 +25,5 @@ int main(int argc, char** argv) {
   }
   setenv("HAL_SIM_CONFIG", hal::test::kSimFleetConfig, /*overwrite=*/1);
   ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  return hal::test::run_all_tests();
 }

@@ -115,16 +115,36 @@ std::vector<Device> backend_devices(std::string_view backend);
 // Why `backend` is unavailable (its reason as the registry gives it), for skip messages.
 std::string backend_reason(std::string_view backend);
 
+// A folder of the system's temporary one that no other test (of this process or another) uses,
+// `prefix`-pid-random, made now or left for the code under test to make (Made::no), and removed
+// with everything in it at the end of the scope.
+class ScratchDir {
+ public:
+  enum class Made { yes, no };
+  explicit ScratchDir(const std::string& prefix, Made made = Made::yes)
+      : path_(std::filesystem::temp_directory_path() /
+              (prefix + "-" + std::to_string(::getpid()) + "-" +
+               std::to_string(std::random_device{}()))) {
+    if (made == Made::yes) std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
 // HAL_CACHE_DIR pointing at a fresh directory for one test; entries() lists what `backend`
 // ("opencl", "cuda") stored there.
 class ScopedCacheDir {
  public:
   explicit ScopedCacheDir(std::string backend)
-      : backend_(std::move(backend)),
-        path_(std::filesystem::temp_directory_path() /
-              ("hal-cache-test-" + std::to_string(::getpid()) + "-" +
-               std::to_string(std::random_device{}()))) {
-    std::filesystem::create_directories(path_);
+      : backend_(std::move(backend)), scratch_("hal-cache-test"), path_(scratch_.path()) {
     const char* old = std::getenv("HAL_CACHE_DIR");
     if (old) old_ = old;
     ::setenv("HAL_CACHE_DIR", path_.c_str(), 1);
@@ -134,8 +154,6 @@ class ScopedCacheDir {
       ::setenv("HAL_CACHE_DIR", old_->c_str(), 1);
     else
       ::unsetenv("HAL_CACHE_DIR");
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
   }
   // The cache's entry files.
   std::vector<std::filesystem::path> entries() const {
@@ -148,7 +166,8 @@ class ScopedCacheDir {
 
  private:
   std::string backend_;
-  std::filesystem::path path_;
+  ScratchDir scratch_;
+  const std::filesystem::path& path_;
   std::optional<std::string> old_;
 };
 

@@ -269,7 +269,7 @@ TEST(Cli, PluginsListsEachCandidateAndWhyItDidNotLoad) {
   }
   ASSERT_TRUE(by_file.count("libhal_plugin_sim.so")) << result.output;
   EXPECT_TRUE(by_file["libhal_plugin_sim.so"]["loaded"].get<bool>());
-  EXPECT_EQ(by_file["libhal_plugin_sim.so"]["abi_version"], "1.2");
+  EXPECT_EQ(by_file["libhal_plugin_sim.so"]["abi_version"], "1.3");
   ASSERT_TRUE(by_file.count("libbroken_major.so")) << result.output;
   EXPECT_FALSE(by_file["libbroken_major.so"]["loaded"].get<bool>());
   EXPECT_NE(by_file["libbroken_major.so"]["reason"].get<std::string>().find("2.0"),
@@ -342,21 +342,11 @@ TEST(Cli, UnknownCommandIsAUsageError) {
 // A scratch HAL_CACHE_DIR for one test's runs of the hal command.
 class CacheDir {
  public:
-  CacheDir()
-      : path_(std::filesystem::temp_directory_path() /
-              ("hal-cli-cache-" + std::to_string(::getpid()) + "-" +
-               std::to_string(std::random_device{}()))) {
-    std::filesystem::create_directories(path_);
-  }
-  ~CacheDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string environment() const { return "HAL_CACHE_DIR=" + path_.string(); }
-  const std::filesystem::path& path() const { return path_; }
+  std::string environment() const { return "HAL_CACHE_DIR=" + scratch_.path().string(); }
+  const std::filesystem::path& path() const { return scratch_.path(); }
 
  private:
-  std::filesystem::path path_;
+  hal::test::ScratchDir scratch_{"hal-cli-cache"};
 };
 
 nlohmann::json parse_json(const Result& result) {

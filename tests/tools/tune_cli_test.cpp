@@ -17,10 +17,6 @@ using Result = hal::test::ShellResult;
 
 class TuneCli : public ::testing::Test {
  protected:
-  ~TuneCli() override {
-    std::error_code ignored;
-    fs::remove_all(cache_, ignored);
-  }
   // The hal command with its own cache directory; stdout only.
   Result run(const std::string& arguments) const {
     return hal::test::run_shell(hal::test::child_sanitizer_options() +
@@ -28,8 +24,8 @@ class TuneCli : public ::testing::Test {
                                 arguments + " 2>/dev/null");
   }
   bool has_opencl() const { return run("devices").output.find("[opencl:0]") != std::string::npos; }
-  fs::path cache_ = fs::temp_directory_path() / ("hal-tune-cli-" + std::to_string(::getpid()) +
-                                                 "-" + std::to_string(std::random_device{}()));
+  hal::test::ScratchDir scratch_{"hal-tune-cli", hal::test::ScratchDir::Made::no};
+  fs::path cache_ = scratch_.path();
 };
 
 TEST_F(TuneCli, ASecondProcessReusesTheTuningWithoutSearching) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "hal/train.hpp"
+#include "test_main.hpp"
 #include "test_util.hpp"
 
 namespace hal::test {
@@ -268,5 +269,5 @@ int main(int argc, char** argv) {
   // One simulated device, set before hal loads its plugins.
   setenv("HAL_SIM_CONFIG", "devices=1,memory=1G", /*overwrite=*/0);
   ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  return hal::test::run_all_tests();
 }

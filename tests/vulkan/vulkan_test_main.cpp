@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "backends/vulkan/vulkan_instance.hpp"
+#include "test_main.hpp"
 
 namespace {
 
@@ -26,5 +27,5 @@ int main(int argc, char** argv) {
   setenv("HAL_VULKAN_VALIDATION", "1", /*overwrite=*/0);  // before hal creates the instance
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::UnitTest::GetInstance()->listeners().Append(new ValidationListener);
-  return RUN_ALL_TESTS();
+  return hal::test::run_all_tests();
 }

@@ -5,15 +5,19 @@
 
 #include "backends/plugin/plugin_abi_1_1.hpp"
 #include "backends/plugin/plugin_enums.hpp"
+#include "core/callback_thread.hpp"
 
 namespace hal::plugin {
 namespace {
 
-// A host callback in flight: hal's function, and where its exception goes.
+// A host callback in flight: hal's function, its stream, where its exception goes, and whether
+// it runs on a device lost before it began.
 struct Callback {
   std::function<void()> fn;
+  const StreamImpl* stream;
   std::shared_ptr<std::exception_ptr> failure;
   std::shared_ptr<std::mutex> failure_mutex;
+  bool even_if_lost;
 };
 
 // Called by the plugin; no exception may cross back into it.
@@ -25,6 +29,18 @@ void run_callback(void* data) {
     std::lock_guard lock(*callback->failure_mutex);
     if (!*callback->failure) *callback->failure = std::current_exception();
   }
+}
+
+// host_callback_status's (1.3): a callback that begins after its device was lost does not run
+// (its host memory may be gone: a copy into memory the caller freed on hearing of the loss),
+// unless it is one of hal's that finds the loss itself (host_callback_even_if_lost). What it
+// holds is dropped on the plugin's thread, as after a run, so that a deleter among it that
+// synchronizes the stream does not wait for that thread.
+void run_told_callback(void* data, hal_status status) {
+  std::unique_ptr<Callback> callback(static_cast<Callback*>(data));
+  if (status == HAL_STATUS_OK || callback->even_if_lost) return run_callback(callback.release());
+  const detail::ReleasingCallback releasing(callback->stream);
+  callback.reset();
 }
 
 hal_plugin_tensor tensor_of(const OpOperand& operand) {
@@ -224,10 +240,21 @@ void PluginStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, c
 }
 
 void PluginStream::host_callback(std::function<void()> fn) {
+  enqueue_callback(std::move(fn), false);
+}
+
+void PluginStream::host_callback_even_if_lost(std::function<void()> fn) {
+  enqueue_callback(std::move(fn), true);
+}
+
+void PluginStream::enqueue_callback(std::function<void()> fn, bool even_if_lost) {
   std::lock_guard lock(mutex_);
   check_not_lost();
-  auto callback = std::make_unique<Callback>(Callback{std::move(fn), failure_, failure_mutex_});
-  const hal_status status = api().host_callback(handle_, run_callback, callback.get());
+  auto callback = std::make_unique<Callback>(
+      Callback{std::move(fn), this, failure_, failure_mutex_, even_if_lost});
+  const auto told = HAL_PLUGIN_FN(device_->library(), host_callback_status);
+  const hal_status status = told ? told(handle_, run_told_callback, callback.get())
+                                 : api().host_callback(handle_, run_callback, callback.get());
   if (status == HAL_STATUS_OK) callback.release();  // the plugin owns it until it runs
   check(status, "enqueue a host callback");
 }
@@ -381,8 +408,12 @@ void PluginStream::check_failure() {
 void PluginStream::synchronize() {
   {
     std::lock_guard lock(mutex_);
+    // Asked even of a device known lost: it returns once nothing of the stream runs (plugin.h),
+    // a host callback that began before the loss included, whose memory the caller may free
+    // on hearing of the loss.
+    const hal_status status = api().stream_synchronize(handle_);
     check_not_lost();
-    check(api().stream_synchronize(handle_), "synchronize a stream");
+    check(status, "synchronize a stream");
     release_all();
   }
   check_failure();

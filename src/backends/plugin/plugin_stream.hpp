@@ -31,6 +31,7 @@ class PluginStream final : public StreamImpl {
   void fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
             size_t pattern_size) override;
   void host_callback(std::function<void()> fn) override;
+  void host_callback_even_if_lost(std::function<void()> fn) override;
   void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
               std::span<const KernelArg> args) override;
   void gemm(const GemmDesc& gemm) override;
@@ -60,6 +61,9 @@ class PluginStream final : public StreamImpl {
   using Batches = async::FencedRefs<PluginFences>::Batches;
 
   const hal_plugin_api& api() const { return *device_->library().api; }
+  // host_callback_status where the plugin has it (1.3): what began after a loss runs only
+  // `even_if_lost`, else is dropped.
+  void enqueue_callback(std::function<void()> fn, bool even_if_lost);
   // Checks a status (lock held) and keeps `refs` until the enqueued command has run.
   void enqueued(hal_status status, const std::string& what, std::vector<Ref> refs);
   // Records an event behind the open batch and closes the batch with it, then lets go of

@@ -340,10 +340,10 @@ void LocalGroup::gate(const SlotPtr& slot, size_t member, Clock::duration patien
         slot->changed.wait_until(lock, end);
         continue;
       }
-      // Full: running, next, or behind a gate (with its patience's end). A plugin answers for a
-      // lost device only once its streams run nothing (this gate included), so a gate that
-      // waited long looks at its own device, and leaves if it is lost: the executor's call then
-      // returns, and the collective fails with the loss.
+      // Full: running, next, or behind a gate (with its patience's end). A plugin before ABI 1.3
+      // answers for a lost device only once its streams run nothing (this gate included), so a
+      // gate that waited long looks at its own device, and leaves if it is lost: the executor's
+      // call then returns, and the collective fails with the loss.
       const Clock::time_point poll = Clock::now() + std::chrono::milliseconds(50);
       if (slot->changed.wait_until(lock, std::min(end, poll)) == std::cv_status::no_timeout ||
           Clock::now() < poll)

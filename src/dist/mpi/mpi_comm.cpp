@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/callback_thread.hpp"
 #include "core/error_context.hpp"
 #include "core/host_cpu.hpp"
 #include "core/staged_copy.hpp"
@@ -359,7 +360,9 @@ Work MpiComm::submit(const CollectiveCall& call, std::exception_ptr unready) {
     if (op->completed() && op->stage != Stage::failed) return Work(op);
   }
   try {
-    stream.host_callback([op] { op->comm->gate(op); });
+    // Even on a device lost before it runs: the gate finds the loss staging the data and tells
+    // the other ranks, who would otherwise wait for HAL_DIST_TIMEOUT (and this rank for ever).
+    hal::detail::host_callback_even_if_lost(*stream.impl(), [op] { op->comm->gate(op); });
   } catch (...) {
     // The others must not wait for an op this rank cannot run: it goes to them as failed.
     mark_ready(*op, std::current_exception());
@@ -635,8 +638,10 @@ void MpiComm::post_exchange(MpiOp& op) {
   op.mine.signature = signature_of(op.call, op.sequence());
   if (op.local_failure) {
     op.mine.failed = 1;
-    const std::string note = message_of(op.local_failure);
-    std::memcpy(op.mine.note, note.data(), std::min(note.size(), Wire::kNote - 1));
+    // A reason too long is cut, and says so: this rank's own error has it whole.
+    std::string note = message_of(op.local_failure);
+    if (note.size() >= Wire::kNote) note = note.substr(0, Wire::kNote - 4) + "...";
+    std::memcpy(op.mine.note, note.data(), note.size());
   } else if (op.small && op.send_bytes > 0) {
     op.mine.payload_bytes = static_cast<uint32_t>(op.send_bytes);
     std::memcpy(op.mine.payload, op.send, op.send_bytes);

@@ -37,15 +37,18 @@ namespace hal::dist::detail {
 
 class MpiComm;
 
-// What every rank sends in the exchange before a collective.
+// What every rank sends in the exchange before a collective. A rank that cannot take part sends
+// no payload: its reason takes the payload's bytes too (a load error of NCCL's is about 100).
 struct Wire {
   static constexpr size_t kPayload = 64;
-  static constexpr size_t kNote = 56;
+  static constexpr size_t kNote = 120;
   Signature signature;
   uint32_t payload_bytes = 0;
   uint32_t failed = 0;  // this rank cannot take part: `note` says why
-  char note[kNote] = {};
-  unsigned char payload[kPayload] = {};
+  union {
+    char note[kNote] = {};
+    unsigned char payload[kPayload];
+  };
 };
 
 class MpiOp final : public WorkState {
