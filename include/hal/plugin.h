@@ -199,7 +199,9 @@ typedef struct hal_plugin_gemm {
 
 typedef void (*hal_plugin_host_fn)(void* user_data);
 /* Since 1.3: HAL_STATUS_OK to run, HAL_STATUS_DEVICE_LOST when the device was lost before the
- * callback began (hal then only lets go of what user_data holds). */
+ * callback began. Then hal lets go of what user_data holds and runs nothing of it, except its own
+ * callbacks that find the loss themselves, which may call this API (not for this stream) as any
+ * callback may. */
 typedef void (*hal_plugin_host_status_fn)(void* user_data, hal_status status);
 
 /* One kernel argument (since 1.1): a buffer at a byte offset, a scalar of `size` bytes, or

@@ -54,8 +54,9 @@ Plugin& plugin() {
 
 const char* last_error() { return thread_error().c_str(); }
 
-// The first check of every call naming a device. DEVICE_LOST only once the device's streams
-// run nothing more: hal may free the host memory their work used when it sees the status.
+// The first check of every call naming a device. DEVICE_LOST only once the device's streams run
+// no device work (nor plain host callbacks) any more: hal may free the host memory their work
+// used when it sees the status.
 #define SIM_CHECK_DEVICE(device)                                                            \
   do {                                                                                      \
     if (!(device)->count_call()) {                                                          \
@@ -236,6 +237,13 @@ hal_status stream_synchronize(hal_plugin_stream stream) {
     return HAL_STATUS_OK;
   }();
   stream->wait_idle();
+  // Lost while this waited: work it waited for may have been dropped, so no success. (Looked
+  // at, not counted as a call: lose_device_at counts calls.)
+  if (status == HAL_STATUS_OK && stream->device->lost.load(std::memory_order_acquire)) {
+    stream->device->quiesce();
+    return fail(HAL_STATUS_DEVICE_LOST,
+                "sim:" + std::to_string(stream->device->index) + " was lost (injected fault)");
+  }
   return status;
 }
 

@@ -1,6 +1,7 @@
 #include "core/staged_copy.hpp"
 
 #include "core/caching_allocator.hpp"
+#include "core/callback_thread.hpp"
 #include "core/device_core.hpp"
 
 #include <cstring>
@@ -36,6 +37,12 @@ char* host_address(const BufferPtr& buffer, size_t offset) {
   return base ? base + offset : nullptr;
 }
 
+// Waits for the stream's work, unless this thread runs one of the stream's callbacks: that wait
+// would be for itself (and the work before the callback is done).
+void settle(StreamImpl& stream) {
+  if (!RunningCallback::of(&stream)) stream.synchronize();
+}
+
 // Enqueues the parts of a copy after its first. When one cannot be enqueued, the first (a copy
 // into or out of host memory that only the later parts would hold) is still in flight: the
 // stream runs it before the error goes up and that memory with it.
@@ -45,7 +52,7 @@ void then(StreamImpl& stream, Rest rest) {
     rest();
   } catch (const Error& enqueue) {
     try {
-      stream.synchronize();
+      settle(stream);
     } catch (const Error& earlier) {
       // The synchronize took the failure of earlier work from the stream: the caller hears of
       // both, or the earlier one would never be reported.
@@ -57,7 +64,7 @@ void then(StreamImpl& stream, Rest rest) {
     throw;
   } catch (...) {
     try {
-      stream.synchronize();
+      settle(stream);
     } catch (...) {  // not a hal::Error: the enqueue's failure is the one to report
     }
     throw;

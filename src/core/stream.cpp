@@ -209,6 +209,7 @@ void Stream::host_callback(std::function<void()> fn) {
 }
 
 void detail::host_callback_even_if_lost(StreamImpl& stream, std::function<void()> fn) {
+  const detail::ErrorContext context(stream.device().info().id, "host_callback");
   stream.host_callback_even_if_lost(HeldCallback(&stream, std::move(fn)));
 }
 

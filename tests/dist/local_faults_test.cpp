@@ -484,7 +484,8 @@ TEST(LocalDeviceLost, ACollectiveOverALostDeviceFailsAndLeaksNothing) {
 // sim:2 is lost while its gate for the collective waits in its stream's queue (behind a host
 // callback held shut). A plugin of 1.3 drops the callbacks that begin after a loss, that gate
 // among them: the collective still fails with the loss at once ("all_reduce #1 ... failed: sim:2
-// was lost earlier"), found where the group moves the data, not by HAL_DIST_TIMEOUT.
+// was lost earlier"), found by the group's executor on sim:2's event, not by HAL_DIST_TIMEOUT,
+// and nothing waits for the dropped gate.
 TEST(LocalDeviceLostLater, AGateQueuedWhenItsDeviceIsLostFailsTheCollectiveWithTheLoss) {
   std::vector<Device> sims = sim_devices();
   if (sims.size() < 4 || !std::getenv("HAL_DIST_TEST_LOSE_LATER"))

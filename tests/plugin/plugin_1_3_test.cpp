@@ -43,6 +43,9 @@ Outcome synchronize(Stream& stream) {
 TEST(SimLostCallbacks, AStagedCopyThatFindsTheDeviceLostDoesNotWaitForACallbackWaitingForIt) {
   constexpr size_t kBytes = 4096;
   constexpr int kCopies = 16;  // each write a few calls to sim: the loss comes among them
+  // Before the streams: their callbacks use these until the streams are gone.
+  Gate gate;  // the copies start once sim's stream is waiting
+  std::atomic<bool> waiting{false}, ran_after{false};
   const Device cpu = device("cpu:0"), sim = device("sim:0");
   Stream on_cpu = cpu.create_stream(), on_sim = sim.create_stream();
   const Buffer from = cpu.allocate(kBytes);
@@ -51,8 +54,6 @@ TEST(SimLostCallbacks, AStagedCopyThatFindsTheDeviceLostDoesNotWaitForACallbackW
   on_cpu.fill(from, uint8_t{7}, kBytes);
   on_cpu.synchronize();
 
-  Gate gate;  // the copies start once sim's stream is waiting
-  std::atomic<bool> waiting{false}, ran_after{false};
   ASSERT_NO_THROW({
     on_cpu.host_callback(gate.hold());
     for (const Buffer& buffer : to) on_cpu.copy(buffer, from, kBytes);

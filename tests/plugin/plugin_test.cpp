@@ -808,12 +808,12 @@ TEST(SimFaults, ACommandWhoseFenceCannotBeMadeRunsAndIsNotReportedAsFailed) {
 // whose callbacks cannot be told) runs it before the call that found the loss returns.
 void expect_a_loss_to_stop_the_streams_before_a_call_says_so(const std::string& id) {
   SCOPED_TRACE(id);
+  std::atomic<bool> reported{false}, ran_after_report{false};  // used by the stream's callbacks
+  Gate gate;
+  std::vector<unsigned char> host(1024, 0);
   Device sim = device(id);
   Stream stream = sim.create_stream();
   Buffer buffer = sim.allocate(1024);
-  std::vector<unsigned char> host(1024, 0);
-  Gate gate;
-  std::atomic<bool> reported{false}, ran_after_report{false};
   stream.host_callback(gate.hold());
   stream.copy_to_host(host.data(), buffer, host.size());
   stream.host_callback([&] {
