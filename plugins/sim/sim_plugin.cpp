@@ -54,16 +54,18 @@ Plugin& plugin() {
 
 const char* last_error() { return thread_error().c_str(); }
 
-// The first check of every call naming a device. DEVICE_LOST only once the device's streams run
-// no device work (nor plain host callbacks) any more: hal may free the host memory their work
-// used when it sees the status.
-#define SIM_CHECK_DEVICE(device)                                                            \
-  do {                                                                                      \
-    if (!(device)->count_call()) {                                                          \
-      (device)->quiesce();                                                                  \
-      return fail(HAL_STATUS_DEVICE_LOST,                                                   \
-                  "sim:" + std::to_string((device)->index) + " was lost (injected fault)"); \
-    }                                                                                       \
+// DEVICE_LOST, once the device's streams run no device work (nor plain host callbacks) any
+// more: hal may free the host memory their work used when it sees the status.
+hal_status report_loss(hal_plugin_device device) {
+  device->quiesce();
+  return fail(HAL_STATUS_DEVICE_LOST,
+              "sim:" + std::to_string(device->index) + " was lost (injected fault)");
+}
+
+// The first check of every call naming a device.
+#define SIM_CHECK_DEVICE(device)                             \
+  do {                                                       \
+    if (!(device)->count_call()) return report_loss(device); \
   } while (0)
 
 #ifndef HAL_SIM_ABI_1_1
@@ -232,19 +234,13 @@ hal_status stream_destroy(hal_plugin_stream stream) {
 // loss included (plugin.h): hal frees what they used when this returns. A call on another stream
 // that finds the loss need not wait for them.
 hal_status stream_synchronize(hal_plugin_stream stream) {
-  const hal_status status = [stream] {
-    SIM_CHECK_DEVICE(stream->device);
-    return HAL_STATUS_OK;
-  }();
+  const bool lost_before = !stream->device->count_call();
   stream->wait_idle();
-  // Lost while this waited: work it waited for may have been dropped, so no success. (Looked
-  // at, not counted as a call: lose_device_at counts calls.)
-  if (status == HAL_STATUS_OK && stream->device->lost.load(std::memory_order_acquire)) {
-    stream->device->quiesce();
-    return fail(HAL_STATUS_DEVICE_LOST,
-                "sim:" + std::to_string(stream->device->index) + " was lost (injected fault)");
-  }
-  return status;
+  // Lost while this waited too: work it waited for may have been dropped, so no success.
+  // (Looked at, not counted as a call: lose_device_at counts calls.)
+  if (lost_before || stream->device->lost.load(std::memory_order_acquire))
+    return report_loss(stream->device);
+  return HAL_STATUS_OK;
 }
 
 hal_status stream_query(hal_plugin_stream stream, int32_t* idle) {
