@@ -13,9 +13,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// The longest a handler waits for its answer: the scheduler answers every request, so this is
-// a guard against a bug, not a timeout a client should meet.
-constexpr auto kAnswerLimit = std::chrono::minutes(10);
 // How often a handler waiting for its answer looks whether the server has stopped waiting
 // (Impl::cut_off): the scheduler's promise has no way to wake it for that.
 constexpr auto kCutOffPoll = std::chrono::milliseconds(50);

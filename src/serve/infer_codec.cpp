@@ -567,8 +567,10 @@ int64_t integer_field(const json& value, const std::string& where, int64_t low, 
   const std::string range =
       "out of range (" + std::to_string(low) + " to " + std::to_string(high) + ")";
   if (value.is_number_unsigned()) {
+    // JSON's non-negative integers arrive here: below a positive `low` is out of range too.
     const auto v = value.get<uint64_t>();
-    if (v > static_cast<uint64_t>(high)) refuse(where + " is " + std::to_string(v) + ", " + range);
+    if (v > static_cast<uint64_t>(high) || (low > 0 && v < static_cast<uint64_t>(low)))
+      refuse(where + " is " + std::to_string(v) + ", " + range);
     return static_cast<int64_t>(v);
   }
   const auto v = value.get<int64_t>();
@@ -641,8 +643,12 @@ void read_parameters(const json& request, const ModelSignature& signature, Infer
       out.timeout_name = "timeout";
     }
   }
-  if (const json* priority = member(*parameters, "priority"))
-    out.priority = integer_field(*priority, "parameters.priority", 1, signature.priority_levels);
+  // 0 is the default level, as Triton reads it (its clients may send it unasked).
+  if (const json* priority = member(*parameters, "priority")) {
+    const int64_t level =
+        integer_field(*priority, "parameters.priority", 0, signature.priority_levels);
+    if (level > 0) out.priority = level;
+  }
   if (const json* binary = member(*parameters, "binary_data_output")) {
     if (!binary->is_boolean()) refuse("parameters.binary_data_output is not true or false");
     binary_default = binary->get<bool>();

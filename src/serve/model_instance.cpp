@@ -107,7 +107,7 @@ std::vector<HostTensors> ModelInstance::run(const ModelSignature& signature,
   std::vector<HostTensors> split(parts.size());
   for (auto& [name, host] : whole) {
     if (parts.size() == 1) {
-      split[0][name] = host;
+      split[0][name] = std::move(host);
       continue;
     }
     if (host.shape.empty() || host.shape[0] != total)

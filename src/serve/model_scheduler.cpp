@@ -5,6 +5,7 @@
 #include "hal/allocator.hpp"
 #include "hal/error.hpp"
 #include "hal/log.hpp"
+#include "serve/batch_failure.hpp"
 #include "serve/request_error.hpp"
 
 namespace hal::serve {
@@ -15,14 +16,6 @@ constexpr auto kPoll = std::chrono::milliseconds(100);
 
 double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
-}
-
-// Errors that come from what a request holds rather than from the device: the request fails,
-// the instance stays in rotation. Out of memory is one: a request's own dimensions (up to the
-// protocol's limits) can ask for more than the device has, and the device is not at fault.
-bool request_fault(const Error& error) {
-  return error.code() == ErrorCode::InvalidArgument || error.code() == ErrorCode::OutOfRange ||
-         error.code() == ErrorCode::Unsupported || error.code() == ErrorCode::OutOfMemory;
 }
 
 // Now + timeout_us, or no deadline where that lies past what the clock holds: timeout_us may be
@@ -133,19 +126,7 @@ ModelScheduler::~ModelScheduler() {
     std::lock_guard lock(mutex_);
     accepting_ = false;
     stopping_ = true;
-    fail_all_queued(503, "the server stopped before model '" + config_.name + "' ran the request");
-    for (auto& worker : workers_) {
-      // What waits behind the running batch is answered now; the running one finishes.
-      while (worker->batches.size() > (worker->running ? 1u : 0u)) {
-        Batch batch = std::move(worker->batches.back());
-        worker->batches.pop_back();
-        for (auto& pending : batch.requests)
-          finish(
-              pending,
-              {503, "the server stopped before model '" + config_.name + "' ran the request", {}});
-      }
-      worker->wake.notify_all();
-    }
+    answer_unstarted(503);
     changed_.notify_all();
   }
   scheduler_.join();
@@ -156,6 +137,10 @@ std::future<Outcome> ModelScheduler::submit(InferRequest request) {
   auto pending = std::make_shared<Pending>();
   if (request.timeout_us > 0)
     pending->deadline = deadline_after(pending->arrived, request.timeout_us);
+  if (request.priority < 1 || request.priority > static_cast<int64_t>(levels_.size()))
+    throw RequestError(400, "priority " + std::to_string(request.priority) +
+                                " is not a level of model '" + config_.name + "' (1 to " +
+                                std::to_string(levels_.size()) + ")");
   const size_t level = static_cast<size_t>(request.priority - 1);
   pending->request = std::move(request);
   std::future<Outcome> future = pending->promise.get_future();
@@ -236,6 +221,30 @@ void ModelScheduler::stop_accepting() {
   changed_.notify_all();
 }
 
+int64_t ModelScheduler::cut_off_unstarted() {
+  std::lock_guard lock(mutex_);
+  return answer_unstarted(503);
+}
+
+int64_t ModelScheduler::answer_unstarted(int status) {
+  const std::string message =
+      "the server stopped before model '" + config_.name + "' answered the request";
+  int64_t answered = queued_;
+  fail_all_queued(status, message);
+  for (auto& worker : workers_) {
+    // What waits behind the running batch is answered now; the running one finishes.
+    while (worker->batches.size() > (worker->running ? 1u : 0u)) {
+      Batch batch = std::move(worker->batches.back());
+      worker->batches.pop_back();
+      worker->requests -= static_cast<int64_t>(batch.requests.size());
+      answered += static_cast<int64_t>(batch.requests.size());
+      for (auto& pending : batch.requests) finish(pending, {status, message, {}});
+    }
+    worker->wake.notify_all();
+  }
+  return answered;
+}
+
 bool ModelScheduler::wait_idle(Clock::time_point deadline) {
   std::unique_lock lock(mutex_);
   while (outstanding_ > 0 && Clock::now() < deadline)
@@ -257,21 +266,50 @@ void ModelScheduler::fail_all_queued(int status, const std::string& message) {
 }
 
 void ModelScheduler::expire(Clock::time_point now) {
+  auto answer_late = [&](const std::shared_ptr<Pending>& pending) {
+    const InferRequest& request = pending->request;
+    finish(pending, {504,
+                     "model '" + config_.name + "': the request waited longer than its " +
+                         std::string(request.timeout_name) + " (" +
+                         std::to_string(request.timeout_us) + ") in the queue",
+                     {}});
+  };
   for (auto& level : levels_)
     for (auto it = level.begin(); it != level.end();) {
       if ((*it)->deadline > now) {
         ++it;
         continue;
       }
-      const InferRequest& request = (*it)->request;
-      finish(*it, {504,
-                   "model '" + config_.name + "': the request waited longer than its " +
-                       std::string(request.timeout_name) + " (" +
-                       std::to_string(request.timeout_us) + ") in the queue",
-                   {}});
+      answer_late(*it);
       it = level.erase(it);
       --queued_;
     }
+  // A batch placed on an instance behind a running one is still a wait: its requests that have
+  // never run keep their deadlines there too.
+  for (auto& worker : workers_) {
+    auto& batches = worker->batches;
+    for (auto batch = batches.begin() + (worker->running ? 1 : 0); batch != batches.end();) {
+      auto& requests = batch->requests;
+      const size_t before = requests.size();
+      for (auto it = requests.begin(); it != requests.end();) {
+        if ((*it)->started || (*it)->deadline > now) {
+          ++it;
+          continue;
+        }
+        batch->rows -= (*it)->request.rows;
+        --worker->requests;
+        answer_late(*it);
+        it = requests.erase(it);
+      }
+      if (requests.empty()) {
+        batch = batches.erase(batch);
+        continue;
+      }
+      if (requests.size() != before)
+        batch->predicted_s = worker->instance->predicted_seconds(batch->rows);
+      ++batch;
+    }
+  }
 }
 
 void ModelScheduler::requeue(std::vector<std::shared_ptr<Pending>> pendings,
@@ -478,10 +516,8 @@ void ModelScheduler::run_front(Worker& worker, std::unique_lock<std::mutex>& loc
     results = worker.instance->run(signature_, parts, rows);
   } catch (const UnsplittableBatch& error) {
     unsplittable = error.what();
-  } catch (const Error& error) {
-    failure = error;
-  } catch (const std::exception& error) {
-    failure = Error(ErrorCode::Internal, error.what());
+  } catch (...) {
+    failure = batch_failure(std::current_exception(), parts.size());
   }
   const auto ended = Clock::now();
   lock.lock();

@@ -66,6 +66,9 @@ class ModelScheduler {
   void stop_accepting();
   // Waits until nothing is queued or running, up to `deadline`; whether that happened.
   bool wait_idle(Clock::time_point deadline);
+  // Answers 503 every request that has not begun to run (queued, or in a batch waiting behind
+  // a running one); the batches running finish and answer. How many were answered so.
+  int64_t cut_off_unstarted();
 
  private:
   struct Pending;
@@ -92,6 +95,8 @@ class ModelScheduler {
   double work_ahead_s(const Worker& worker, Clock::time_point now) const;
   std::vector<InstanceLoad> loads(int64_t rows) const;
   void fail_all_queued(int status, const std::string& message);
+  // Under the lock: cut_off_unstarted's work.
+  int64_t answer_unstarted(int status);
 
   ModelConfig config_;
   Balancer balancer_;

@@ -163,9 +163,15 @@ bool Server::drain(std::chrono::milliseconds timeout) {
   stop_accepting(*impl_);
   const auto deadline = Clock::now() + timeout;
   for (auto& [name, model] : impl_->models) model->wait_idle(deadline);
+  // At the deadline what has not begun is answered 503; the batches running finish and answer
+  // every request they hold (the thread running one inline is an HTTP thread, which stopping
+  // joins anyway), bounded as any request's wait for its answer is.
+  for (auto& [name, model] : impl_->models) impl_->cut_off_requests += model->cut_off_unstarted();
+  const auto running_deadline = Clock::now() + kAnswerLimit;
+  for (auto& [name, model] : impl_->models) model->wait_idle(running_deadline);
   stop_listening(*impl_);
-  // False where a request was answered 503 at the deadline (one whose batch ran past it and
-  // answered counts as answered).
+  // False where a request was answered 503 (one whose batch ran past the deadline and answered
+  // counts as answered).
   return impl_->cut_off_requests == 0;
 }
 

@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -18,6 +19,10 @@ namespace hal::serve {
 
 // The largest request body read (the binary-tensor extension carries tensors of this size).
 constexpr size_t kPayloadLimit = size_t{1} << 30;
+// The longest a handler waits for its answer, and a drain for the batches running at its
+// deadline: the scheduler answers every request, so this is a guard against a bug or a hung
+// device, not a timeout a client should meet.
+constexpr auto kAnswerLimit = std::chrono::minutes(10);
 
 struct Server::Impl {
   ServerOptions options;

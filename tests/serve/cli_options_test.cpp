@@ -135,7 +135,16 @@ TEST(ServeCli, BadOptionsAreRefusedNamingTheOption) {
   for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
            {R"({"port": 4294967296})", "port 4294967296 is out of range (0 to 65535)"},
            {R"({"http_threads": 0})", "http_threads 0 is out of range (1 to 4096)"},
-           {R"({"port": "80"})", "port \"80\" is not an integer"}}) {
+           {R"({"port": "80"})", "port \"80\" is not an integer"},
+           // A model's numbers too: 16.9 is not taken as 16.
+           {R"({"models": [{"name": "m", "path": "a.onnx", "max_batch": 16.9}]})",
+            "models['m'].max_batch 16.9 is not an integer"},
+           {R"({"models": [{"name": "m", "path": "a.onnx", "priority_levels": 2.5}]})",
+            "models['m'].priority_levels 2.5 is not an integer"},
+           {R"({"models": [{"name": "m", "path": "a.onnx", "preferred_batch_sizes": [2, 1.5]}]})",
+            "models['m'].preferred_batch_sizes[] 1.5 is not an integer"},
+           {R"({"models": [{"name": "m", "path": "a.onnx", "preferred_batch_sizes": 4}]})",
+            "models['m'].preferred_batch_sizes 4 is not a list"}}) {
     std::ofstream(config) << text;
     const ShellResult result =
         run_shell(hal + " serve --model m=/nonexistent/a.onnx --config " + config + " 2>&1");

@@ -562,6 +562,93 @@ TEST(ServeFleet, DestroyingTheServerAnswersWhatStillWaits503) {
   EXPECT_GE(cut, kClients / 2);
 }
 
+// At the drain's deadline a batch already running finishes and answers 200, every one of its
+// requests (before, those whose HTTP thread was not the one running the batch were answered
+// 503 as it ran); what has not begun is answered 503, and drain() says some were cut off.
+TEST(ServeFleet, ABatchRunningAtTheDrainDeadlineAnswersAllItsRequests) {
+  if (backend_devices("sim").size() != 4)
+    GTEST_SKIP() << "needs the paced fleet of 4 sim devices (ctest -L serve)";
+  TempDir dir;
+  const auto model = dir.write("wide.onnx", mlp_bytes(256, 1024, 8));  // about 0.27 s a row
+  serve::ServerOptions options = options_for("wide", model, {"sim:0"});
+  options.models[0].batching.max_batch = 2;
+  options.models[0].batching.max_queue_delay_us = 5'000'000;  // a batch goes when it is full
+  ServedModel served(options);
+  const std::string body = infer_body(rows_of(1, 256), 1, 256).dump();
+  const int port = served.server.port();
+  std::vector<int> statuses(3, 0);
+  std::vector<std::string> bodies(3);
+  auto send = [&](size_t i) {
+    return std::thread([&, i] {
+      httplib::Client c("127.0.0.1", port);
+      c.set_read_timeout(std::chrono::seconds(60));
+      if (auto answer = c.Post("/v2/models/wide/infer", body, "application/json")) {
+        statuses[i] = answer->status;
+        bodies[i] = answer->body;
+      }
+    });
+  };
+  auto in_flight_reaches = [&](double count) {  // bounded: 10 s
+    for (int i = 0; i < 500; ++i) {
+      if (metric(served.server.metrics_text(), "hal_requests_in_flight{model=\"wide\"}") >= count)
+        return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  std::vector<std::thread> clients;
+  clients.push_back(send(0));  // waits for company
+  ASSERT_TRUE(in_flight_reaches(1));
+  clients.push_back(send(1));  // fills the batch of 2, which runs about 0.54 s
+  ASSERT_TRUE(in_flight_reaches(2));
+  clients.push_back(send(2));  // waits behind it
+  ASSERT_TRUE(in_flight_reaches(3));
+  const bool all_answered = served.server.drain(std::chrono::milliseconds(100));
+  for (auto& client : clients) client.join();
+  EXPECT_EQ(statuses[0], 200) << bodies[0];
+  EXPECT_EQ(statuses[1], 200) << bodies[1];
+  EXPECT_EQ(statuses[2], 503) << bodies[2];
+  EXPECT_EQ(json::parse(bodies[2], nullptr, false).value("error", ""),
+            "the server stopped before model 'wide' answered the request");
+  EXPECT_FALSE(all_answered);
+}
+
+// A request's timeout holds wherever it waits: in the queue, or in a batch placed on an instance
+// behind the one running there (before, it was served there however long it waited).
+TEST(ServeFleet, ATimeoutHoldsInABatchWaitingBehindARunningOne) {
+  if (backend_devices("sim").size() != 4)
+    GTEST_SKIP() << "needs the paced fleet of 4 sim devices (ctest -L serve)";
+  TempDir dir;
+  const auto model = dir.write("wide.onnx", mlp_bytes(256, 1024, 8));  // about 0.27 s a row
+  serve::ServerOptions options = options_for("wide", model, {"sim:0"});
+  options.models[0].batching.max_batch = 4;
+  options.models[0].batching.max_queue_delay_us = 0;
+  ServedModel served(options);
+  const std::string body = infer_body(rows_of(4, 256), 4, 256).dump();  // a full batch, 1.1 s
+  std::thread running([&] {
+    httplib::Client c("127.0.0.1", served.server.port());
+    c.set_read_timeout(std::chrono::seconds(60));
+    auto answer = c.Post("/v2/models/wide/infer", body, "application/json");
+    ASSERT_TRUE(answer);
+    EXPECT_EQ(answer->status, 200) << answer->body;
+  });
+  for (int i = 0; i < 500; ++i) {  // until it runs (bounded: 10 s)
+    if (metric(served.server.metrics_text(), "hal_requests_in_flight{model=\"wide\"}") >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  json late = infer_body(rows_of(1, 256), 1, 256);
+  late["parameters"] = {{"timeout_us", 50'000}};
+  const auto sent = std::chrono::steady_clock::now();
+  auto answer = served.client->Post("/v2/models/wide/infer", late.dump(), "application/json");
+  const double waited_s = seconds_since(sent);
+  running.join();
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 504) << answer->body;
+  EXPECT_EQ(json::parse(answer->body, nullptr, false).value("error", ""),
+            "model 'wide': the request waited longer than its timeout_us (50000) in the queue");
+  EXPECT_LT(waited_s, 0.8) << "answered when the batch ahead ended, not at its deadline";
+}
+
 // y = x + x on INT32: integers in JSON, refused when fractional or out of INT32's range.
 TEST(ServeDatatypes, IntegerTensorsRoundTrip) {
   TempDir dir;

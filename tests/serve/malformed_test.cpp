@@ -125,6 +125,9 @@ std::vector<Case> cases() {
        "'parameters' is not an object"},
       {"negative timeout", with(R"("parameters":{"timeout_us":-5})"), "", Header::none, "", 400,
        "parameters.timeout_us is -5, out of range (1 to 9223372036854775)"},
+      // Non-negative integers take another path through the JSON reader: the low end holds too.
+      {"zero timeout", with(R"("parameters":{"timeout_us":0})"), "", Header::none, "", 400,
+       "parameters.timeout_us is 0, out of range (1 to 9223372036854775)"},
       {"timeout a string", with(R"("parameters":{"timeout_us":"soon"})"), "", Header::none, "", 400,
        "parameters.timeout_us is not an integer"},
       // Triton's name for the same limit is checked alike, naming it.
@@ -136,7 +139,9 @@ std::vector<Case> cases() {
        "", Header::none, "", 400,
        "parameters.timeout (1000) and parameters.timeout_us (2000) differ; give one of them"},
       {"priority out of range", with(R"("parameters":{"priority":3})"), "", Header::none, "", 400,
-       "parameters.priority is 3, out of range (1 to 2)"},
+       "parameters.priority is 3, out of range (0 to 2)"},
+      {"negative priority", with(R"("parameters":{"priority":-1})"), "", Header::none, "", 400,
+       "parameters.priority is -1, out of range (0 to 2)"},
       {"binary_data_output a number", with(R"("parameters":{"binary_data_output":1})"), "",
        Header::none, "", 400, "parameters.binary_data_output is not true or false"},
       {"id a number", with(R"("id":5)"), "", Header::none, "", 400, "'id' is not a string"},
@@ -224,6 +229,19 @@ TEST(ServeMalformed, TheLargestTimeoutIsServed) {
       ASSERT_TRUE(answer) << name << " " << timeout;
       EXPECT_EQ(answer->status, 200) << name << " " << timeout << ": " << answer->body;
     }
+}
+
+// Priority 0 is the model's default level, as Triton reads it (it crashed the server: the level
+// below 1 was read as the queue's 2^64 - 1st).
+TEST(ServeMalformed, PriorityZeroIsTheDefaultLevel) {
+  TempDir dir;
+  ServedModel served(options_for("mlp", dir.write("mlp.onnx", mlp_bytes(4, 8, 3))));
+  for (int round = 0; round < 3; ++round) {
+    auto answer = served.client->Post("/v2/models/mlp/infer",
+                                      with(R"("parameters":{"priority":0})"), "application/json");
+    ASSERT_TRUE(answer) << "round " << round;
+    EXPECT_EQ(answer->status, 200) << answer->body;
+  }
 }
 
 }  // namespace

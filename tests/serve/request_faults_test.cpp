@@ -4,13 +4,17 @@
 // warm-up fails on its made-up input, and one whose model does not split its batches by rows.
 #include <gtest/gtest.h>
 
+#include <exception>
+#include <new>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "hal/error.hpp"
 #include "hal/log.hpp"
+#include "serve/batch_failure.hpp"
 #include "serve/model_scheduler.hpp"
 #include "serve_fixture.hpp"
 #include "test_util.hpp"
@@ -59,6 +63,31 @@ std::vector<Answer> post_at_once(int port, const std::string& path,
     });
   for (auto& thread : threads) thread.join();
   return answers;
+}
+
+// What a batch's run threw decides whose fault it was. The host running out of memory for a
+// batch's outputs (a shape the model computes from a request's data) is the request's: before,
+// std::bad_alloc was read as Internal and took the instance out of rotation for good.
+TEST(ServeRequestFaults, ABadAllocIsTheRequestsFaultALostDeviceIsNot) {
+  auto failure_of = [](auto thrown) {
+    return serve::batch_failure(std::make_exception_ptr(thrown), 3);
+  };
+  const Error memory = failure_of(std::bad_alloc());
+  EXPECT_EQ(memory.code(), ErrorCode::OutOfMemory);
+  EXPECT_NE(std::string(memory.what()).find("the host's memory ran out running a batch of 3"),
+            std::string::npos)
+      << memory.what();
+  EXPECT_TRUE(serve::request_fault(memory));
+  const Error index = failure_of(Error(ErrorCode::OutOfRange, "index 12 of 10 rows"));
+  EXPECT_EQ(index.code(), ErrorCode::OutOfRange);
+  EXPECT_TRUE(serve::request_fault(index));
+  const Error device = failure_of(Error(ErrorCode::DeviceLost, "sim:0 was lost"));
+  EXPECT_FALSE(serve::request_fault(device));
+  const Error other = failure_of(std::runtime_error("a driver's own failure"));
+  EXPECT_EQ(other.code(), ErrorCode::Internal);
+  EXPECT_NE(std::string(other.what()).find("a driver's own failure"), std::string::npos);
+  EXPECT_FALSE(serve::request_fault(other));
+  EXPECT_EQ(failure_of(42).code(), ErrorCode::Internal);
 }
 
 TEST(ServeRequestFaults, ABadRequestInABatchFailsAloneAndTheOthersAreServed) {

@@ -77,14 +77,18 @@ void read_config(const std::string& file, Options& o, const CLI::App& command,
   try {
     if (config.contains("host") && command.count("--host") == 0)
       o.server.host = config["host"].get<std::string>();
-    // Read as the wide integers JSON holds and checked here: get<int>() would wrap 2^32 to 0.
-    auto bounded = [&](const char* field, int64_t low, int64_t high) {
-      const json& value = config[field];
+    // Read as the wide integers JSON holds and checked: get<int>() would wrap 2^32 to 0, and a
+    // model's value() would take 16.9 as 16. Past INT64_MAX reads as INT64_MAX, out of range.
+    auto whole = [&](const json& value, const std::string& field) {
       if (!value.is_number_integer())
         throw Error(ErrorCode::InvalidArgument,
                     "--config " + file + ": " + field + " " + value.dump() + " is not an integer");
       const bool huge = value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX);
-      const int64_t number = huge ? INT64_MAX : value.get<int64_t>();
+      return huge ? INT64_MAX : value.get<int64_t>();
+    };
+    auto bounded = [&](const char* field, int64_t low, int64_t high) {
+      const json& value = config[field];
+      const int64_t number = whole(value, field);
       if (number < low || number > high)
         throw Error(ErrorCode::InvalidArgument,
                     "--config " + file + ": " + field + " " + value.dump() + " is out of range (" +
@@ -111,13 +115,24 @@ void read_config(const std::string& file, Options& o, const CLI::App& command,
                           ? resolve_devices(m["devices"].get<std::vector<std::string>>())
                           : devices;
       model.batching = batching_from(o);
-      model.batching.max_batch = m.value("max_batch", model.batching.max_batch);
-      model.batching.max_queue_delay_us =
-          m.value("max_queue_delay_us", model.batching.max_queue_delay_us);
-      model.batching.max_queue = m.value("max_queue", model.batching.max_queue);
-      model.batching.priority_levels = m.value("priority_levels", model.batching.priority_levels);
-      model.batching.preferred_batch_sizes =
-          m.value("preferred_batch_sizes", model.batching.preferred_batch_sizes);
+      // Their ranges are serve::validate's, which names the model.
+      const std::string where = "models['" + model.name + "'].";
+      for (auto [field, target] : {std::pair{"max_batch", &model.batching.max_batch},
+                                   {"max_queue_delay_us", &model.batching.max_queue_delay_us},
+                                   {"max_queue", &model.batching.max_queue},
+                                   {"priority_levels", &model.batching.priority_levels}})
+        if (m.contains(field)) *target = whole(m[field], where + field);
+      if (m.contains("preferred_batch_sizes")) {
+        const json& sizes = m["preferred_batch_sizes"];
+        if (!sizes.is_array())
+          throw Error(ErrorCode::InvalidArgument, "--config " + file + ": " + where +
+                                                      "preferred_batch_sizes " + sizes.dump() +
+                                                      " is not a list");
+        model.batching.preferred_batch_sizes.clear();
+        for (const json& size : sizes)
+          model.batching.preferred_batch_sizes.push_back(
+              whole(size, where + "preferred_batch_sizes[]"));
+      }
       o.server.models.push_back(std::move(model));
     }
   } catch (const json::exception& error) {
