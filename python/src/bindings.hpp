@@ -79,6 +79,19 @@ Stream resolve_stream(py::handle stream, const Device& device, Describe&& what) 
 // Synchronises every default stream made so far (hal.synchronize()).
 void synchronize_default_streams();
 
+// Held while one of hal's own threads (a stream's worker, a callback thread) runs Python code,
+// such as a DLPack producer's deleter. A hal.Stream whose last reference goes meanwhile (the
+// code dropped it, or the garbage collector ran there) is destroyed on another thread: its
+// destructor waits for its work and joins its worker, which may be this very thread.
+class PythonOnHalThread {
+ public:
+  PythonOnHalThread();
+  ~PythonOnHalThread();
+  PythonOnHalThread(const PythonOnHalThread&) = delete;
+  PythonOnHalThread& operator=(const PythonOnHalThread&) = delete;
+  static bool active();
+};
+
 // A Python number as a fill value: a bool, an int or a float, or a NumPy scalar of one of those
 // kinds, which counts as the Python number of its kind (np.float32(2) as 2.0, np.int64(1) as 1).
 struct Scalar {

@@ -316,7 +316,10 @@ std::function<void()> with_gil(std::function<void()> call) {
   return [call = std::move(call)] {
     if (interpreter_finishing()) return;
     PyGILState_STATE state = PyGILState_Ensure();
-    call();
+    {
+      const PythonOnHalThread on_hal_thread;
+      call();
+    }
     PyGILState_Release(state);
   };
 }

@@ -1,6 +1,9 @@
 // hal.Stream and hal.Event, and which stream work goes to when the caller names none: the
 // innermost `with stream:` of the thread for that device, else the device's default stream.
+#include <condition_variable>
+#include <deque>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "bindings.hpp"
@@ -12,11 +15,61 @@ namespace {
 
 using release_gil = py::call_guard<py::gil_scoped_release>;
 
+thread_local int python_on_hal_thread = 0;
+
+// Destroys the streams whose last reference went on one of hal's threads, one after another on
+// a thread of its own (made on first use, joined at exit once they are all destroyed).
+class StreamReaper {
+ public:
+  static StreamReaper& instance() {
+    static StreamReaper reaper;
+    return reaper;
+  }
+  void destroy_later(Stream* stream) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+      streams_.push_back(stream);
+    }
+    wake_.notify_one();
+  }
+  ~StreamReaper() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [&] { return stopping_ || !streams_.empty(); });
+      if (streams_.empty()) return;  // stopping, and every stream destroyed
+      Stream* stream = streams_.front();
+      streams_.pop_front();
+      lock.unlock();
+      delete stream;  // waits for its work; without the GIL (this thread never holds it)
+      lock.lock();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Stream*> streams_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
 // Destroying a stream waits for its work, and the end of that work may hand DLPack memory back
 // to its producer, which takes the GIL: so the GIL is let go while a hal.Stream is destroyed.
+// On one of hal's threads it may be the stream's own worker: the reaper destroys it instead.
 struct DestroyWithoutGil {
   void operator()(Stream* stream) const {
-    if (PyGILState_Check() && Py_IsInitialized()) {
+    if (PythonOnHalThread::active()) {
+      StreamReaper::instance().destroy_later(stream);
+    } else if (PyGILState_Check() && Py_IsInitialized()) {
       PyThreadState* state = PyEval_SaveThread();
       delete stream;
       PyEval_RestoreThread(state);
@@ -84,6 +137,10 @@ py::object same_handle(const Handle& a, const py::object& b) {
 }
 
 }  // namespace
+
+PythonOnHalThread::PythonOnHalThread() { ++python_on_hal_thread; }
+PythonOnHalThread::~PythonOnHalThread() { --python_on_hal_thread; }
+bool PythonOnHalThread::active() { return python_on_hal_thread > 0; }
 
 Stream& current_stream(const Device& device) {
   const void* key = device.impl().get();
