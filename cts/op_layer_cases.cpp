@@ -119,6 +119,29 @@ void cross_entropy_reference(const Device& d) {
                           s),
                   grad, dtype, "cross_entropy_backward");
     }
+    // Classes masked with -inf, and an ignored (padding) row of nothing else: a finite loss and
+    // gradient, as PyTorch gives (a product with a 0/1 mask made them NaN: 0 * inf).
+    const double inf = INFINITY;
+    const std::vector<double> masked{0, -inf, 1, 2, 0.5, -inf, -inf, -inf, -inf};
+    const Tensor masked_logits = make(masked, {3, 3}, dtype, s);
+    const Tensor masked_targets = make({0, 1, -100}, {3}, DType::i64, s);
+    const double lse0 = std::log(std::exp(0.0) + std::exp(1.0));
+    const double lse1 = std::log(std::exp(2.0) + std::exp(0.5));
+    check_close(numbers(cross_entropy(masked_logits, masked_targets, -100, 0.0, s), s),
+                {((lse0 - 0) + (lse1 - 0.5)) / 2}, dtype, "cross_entropy of masked classes");
+    const std::vector<double> masked_grad{(std::exp(0 - lse0) - 1) / 2,
+                                          0,
+                                          std::exp(1 - lse0) / 2,
+                                          std::exp(2 - lse1) / 2,
+                                          (std::exp(0.5 - lse1) - 1) / 2,
+                                          0,
+                                          0,
+                                          0,
+                                          0};
+    check_close(numbers(cross_entropy_backward(masked_logits, masked_targets,
+                                               make({1.0}, {}, dtype, s), -100, 0.0, s),
+                        s),
+                masked_grad, dtype, "cross_entropy_backward of masked classes");
   });
 }
 

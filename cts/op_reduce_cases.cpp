@@ -206,6 +206,14 @@ void softmax_values(const Device& d, bool logarithm) {
       check_close(numbers(out, stream), want, dtype,
                   describe(logarithm ? "log_softmax" : "softmax", dtype) + " " + to_string(shape));
     }
+    if (logarithm && (dtype == DType::f32 || dtype == DType::f64)) {
+      // Far from 0: x - (top + log(total)) rounds the log away ([1e6, 1e6] gave -0.6875 each).
+      const Tensor far = make({1e6, 1e6, 3e4, 3e4 - 1}, {2, 2}, dtype, stream);
+      const double tail = std::log(1 + std::exp(-1.0));
+      check_close(numbers(log_softmax(far, 1, stream), stream),
+                  {-std::log(2.0), -std::log(2.0), -tail, -1 - tail}, dtype,
+                  describe("log_softmax", dtype) + " far from 0");
+    }
   });
 }
 
@@ -445,6 +453,25 @@ void add_op_reduce_cases(Cases& cases) {
                                      .to_vector<int64_t>(stream) ==
                                  std::vector<int64_t>{std::numeric_limits<int64_t>::min() + 1},
                              "i64 sums wrap in two's complement");
+                     });
+                   }});
+  // A long f32 sum stays within a few units in the last place of the sum of its terms in
+  // double (Vulkan's lanes added a 128th of it each, plainly: 5.6e-5 off at 1 Mi values).
+  cases.push_back({"op.sum.long_f32_sums_stay_accurate", [](const Device& d) {
+                     Stream stream = d.create_stream();
+                     for_listed(d, {"sum", "mean"}, {DType::f32}, [&](DType) {
+                       constexpr int64_t n = int64_t{1} << 20;
+                       const Tensor tenths = full({n}, 0.1, DType::f32, stream);
+                       const double want = static_cast<double>(n) * static_cast<double>(0.1f);
+                       const double got =
+                           sum(tenths, {}, false, stream).to_vector<float>(stream).at(0);
+                       check(std::fabs(got - want) <= 4e-6 * want,
+                             "sum of 2^20 values 0.1f: " + std::to_string(got) + ", expected " +
+                                 std::to_string(want));
+                       const double average =
+                           mean(tenths, {}, false, stream).to_vector<float>(stream).at(0);
+                       check(std::fabs(average - 0.1f) <= 4e-6 * 0.1,
+                             "mean of 2^20 values 0.1f: " + std::to_string(average));
                      });
                    }});
   cases.push_back(

@@ -70,8 +70,9 @@ void main() {
     FOR_LANE_ELEMENTS(total += exp(float(x_[x0 + i]) - top);)
     total = group_reduce(total, false);
     if (OP == 1) {
-      const float shift = top + log(total);
-      FOR_LANE_ELEMENTS(out_[y0 + i] = T(float(x_[x0 + i]) - shift);)
+      // (x - top) - log(total): their sum would round the log away where |top| is large.
+      const float log_total = log(total);
+      FOR_LANE_ELEMENTS(out_[y0 + i] = T((float(x_[x0 + i]) - top) - log_total);)
     } else {
       const float scale = 1.0 / total;
       FOR_LANE_ELEMENTS(out_[y0 + i] = T(exp(float(x_[x0 + i]) - top) * scale);)

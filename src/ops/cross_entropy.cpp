@@ -17,47 +17,52 @@ namespace {
 
 Tensor scalar(double value, DType dtype, Stream& s) { return full({}, value, dtype, s); }
 
-// [N, C] in `dtype`: row i is 1 at targets[i] (0 everywhere for a target outside [0, C)).
-Tensor one_hot(const Tensor& targets, int64_t classes, DType dtype, Stream& s) {
-  return cast(eq(targets.reshape({targets.numel(), 1}), arange(classes, targets.dtype(), s), s),
-              dtype, s);
+// [N, C], true at row i's target (nowhere for a target outside [0, C)).
+Tensor one_hot(const Tensor& targets, int64_t classes, Stream& s) {
+  return eq(targets.reshape({targets.numel(), 1}), arange(classes, targets.dtype(), s), s);
 }
 
-// [N] in `dtype`: 1 where the row counts (its target is not ignore_index).
-Tensor counted_rows(const Tensor& targets, int64_t ignore_index, DType dtype, Stream& s) {
-  return cast(ne(targets, full({}, static_cast<double>(ignore_index), targets.dtype(), s), s),
-              dtype, s);
+// [N]: true where the row counts (its target is not ignore_index).
+Tensor counted_rows(const Tensor& targets, int64_t ignore_index, Stream& s) {
+  return ne(targets, full({}, static_cast<double>(ignore_index), targets.dtype(), s), s);
 }
 
-// From the parts: the per-row losses weighted by the rows that count, over their number.
+// Selections rather than products with 0/1 masks: a class masked with -inf (log p = -inf) or an
+// ignored row of them (NaN) would make 0 * inf = NaN of every sum it enters.
+
+// From the parts: the per-row losses of the rows that count, over their number.
 Tensor cross_entropy_from_parts(const Tensor& logits, const Tensor& targets, int64_t ignore_index,
                                 double smoothing, Stream& s) {
   const DType dtype = logits.dtype();
   const Tensor log_p = log_softmax(logits, 1, s);
-  const Tensor counted = counted_rows(targets, ignore_index, dtype, s);
+  const Tensor zero = scalar(0, dtype, s);
+  const Tensor counted = counted_rows(targets, ignore_index, s);
   Tensor rows =
-      neg(sum(mul(log_p, one_hot(targets, logits.size(1), dtype, s), s), {1}, false, s), s);
+      neg(sum(where(one_hot(targets, logits.size(1), s), log_p, zero, s), {1}, false, s), s);
   if (smoothing != 0) {
     const Tensor uniform = neg(mean(log_p, {1}, false, s), s);
     rows = add(mul(rows, scalar(1 - smoothing, dtype, s), s),
                mul(uniform, scalar(smoothing, dtype, s), s), s);
   }
-  return div(sum(mul(rows, counted, s), {}, false, s), sum(counted, {}, false, s), s);
+  return div(sum(where(counted, rows, zero, s), {}, false, s),
+             sum(cast(counted, dtype, s), {}, false, s), s);
 }
 
-// From the parts: (softmax - ((1 - s) one_hot + s / C)) * counted * grad / count.
+// From the parts: (softmax - ((1 - s) one_hot + s / C)) * grad / count on the rows that count,
+// 0 on the others.
 Tensor cross_entropy_backward_from_parts(const Tensor& logits, const Tensor& targets,
                                          const Tensor& grad, int64_t ignore_index, double smoothing,
                                          Stream& s) {
   const DType dtype = logits.dtype();
   const int64_t rows = logits.size(0), classes = logits.size(1);
-  Tensor wanted = one_hot(targets, classes, dtype, s);
+  Tensor wanted = cast(one_hot(targets, classes, s), dtype, s);
   if (smoothing != 0)
     wanted = add(mul(wanted, scalar(1 - smoothing, dtype, s), s),
                  scalar(smoothing / static_cast<double>(classes), dtype, s), s);
-  const Tensor counted = counted_rows(targets, ignore_index, dtype, s);
-  const Tensor weight = mul(counted, div(grad, sum(counted, {}, false, s), s), s);
-  return mul(sub(softmax(logits, 1, s), wanted, s), weight.reshape({rows, 1}), s);
+  const Tensor counted = counted_rows(targets, ignore_index, s);
+  const Tensor weight = div(grad, sum(cast(counted, dtype, s), {}, false, s), s);
+  const Tensor rows_grad = mul(sub(softmax(logits, 1, s), wanted, s), weight, s);
+  return where(counted.reshape({rows, 1}), rows_grad, scalar(0, dtype, s), s);
 }
 
 // The checks both ops make of the logits, targets and smoothing.

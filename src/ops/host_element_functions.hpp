@@ -75,7 +75,12 @@ struct UnaryFn {
         return -v;  // -0.0 for 0.0, which 0 - v is not
     };
     if constexpr (kOp == Unary::neg) return negate(x);
-    if constexpr (kOp == Unary::abs) return x < T(0) ? negate(x) : x;
+    if constexpr (kOp == Unary::abs) {
+      if constexpr (std::is_integral_v<T>)
+        return x < T(0) ? negate(x) : x;
+      else
+        return x <= T(0) ? T(0) - x : x;  // |-0.0| is +0.0, as NumPy's (-x would keep -0.0)
+    }
     if constexpr (kOp == Unary::relu) return x < T(0) ? T(0) : x;
     if constexpr (kOp == Unary::exp) return std::exp(x);
     if constexpr (kOp == Unary::log) return std::log(x);

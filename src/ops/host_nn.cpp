@@ -147,8 +147,12 @@ void host_cross_entropy(const Tensor& logits, const Tensor& targets, const Tenso
           mean += double(row[c]);
         }
         const double lse = top + std::log(total);
-        (*losses)[r] = (1 - smoothing) * (lse - double(row[target])) +
-                       smoothing * (lse - mean / static_cast<double>(classes));
+        // The smoothing term only where it is asked for: a class masked with -inf makes the
+        // row's mean -inf, and 0 * inf would turn the row's loss into NaN.
+        double loss = lse - double(row[target]);
+        if (smoothing != 0)
+          loss = (1 - smoothing) * loss + smoothing * (lse - mean / static_cast<double>(classes));
+        (*losses)[r] = loss;
       }
     });
     stream.launch(rows, LaunchConfig::linear(static_cast<uint64_t>(n)),

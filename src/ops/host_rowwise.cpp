@@ -38,8 +38,10 @@ void softmax_row(const T* x, T* y, int64_t n, bool logarithm) {
     total += e;
   }
   if (logarithm) {
-    const T shift = top + static_cast<T>(std::log(total));
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+    // (x - top) - log(total), not x - (top + log(total)): where |top| is large, the sum would
+    // round the log away (log_softmax([1e8, 1e8]) gave [0, 0]).
+    const T log_total = static_cast<T>(std::log(total));
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - top) - log_total;
   } else {
     const T scale = static_cast<T>(1.0 / total);
     for (int64_t i = 0; i < n; ++i) y[i] *= scale;

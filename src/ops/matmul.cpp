@@ -44,9 +44,15 @@ GemmOperand operand_of(const Tensor& in, std::optional<Tensor>& packed, Stream& 
   const int64_t row_stride = in.strides()[rank - 2], col_stride = in.strides()[rank - 1];
   std::optional<int64_t> batch = batch_stride(in);
   GemmOperand out;
-  if (batch && (col_stride == 1 || cols == 1) && (row_stride >= cols || rows == 1)) {
+  // Read in place only with a leading dimension the BLAS's 32-bit ints hold: OpenBLAS refused a
+  // larger one with a message on stderr and left the result zero.
+  constexpr int64_t kLdMax = std::numeric_limits<int32_t>::max();
+  const auto fits = [&](int64_t ld) { return ld <= kLdMax; };
+  if (batch && (col_stride == 1 || cols == 1) && (row_stride >= cols || rows == 1) &&
+      fits(row_stride)) {
     out.ld = rows == 1 ? std::max<int64_t>(cols, 1) : row_stride;
-  } else if (batch && (row_stride == 1 || rows == 1) && (col_stride >= rows || cols == 1)) {
+  } else if (batch && (row_stride == 1 || rows == 1) && (col_stride >= rows || cols == 1) &&
+             fits(col_stride)) {
     out.transposed = true;
     out.ld = cols == 1 ? std::max<int64_t>(rows, 1) : col_stride;
   } else {

@@ -247,8 +247,7 @@ HWY_INLINE V binary_of(V x, V y) {
 template <Unary kOp>
 HWY_INLINE V unary_of(D d, V x) {
   if constexpr (kOp == Unary::neg) return hn::Neg(x);
-  if constexpr (kOp == Unary::abs)  // -0 stays -0, as in the reference (x < 0 ? -x : x)
-    return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Neg(x), x);
+  if constexpr (kOp == Unary::abs) return hn::Abs(x);  // |-0.0| is +0.0, as NumPy's
   if constexpr (kOp == Unary::relu) return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Zero(d), x);
   if constexpr (kOp == Unary::exp) return exp_of(d, x);
   if constexpr (kOp == Unary::log) return log_of(d, x);
@@ -552,10 +551,12 @@ void softmax_row(const float* x, float* y, size_t n, bool logarithm) {
     s1 = hn::Add(s1, e);
   }
   const double total = total_of(s0, s1);
-  if (logarithm) {
-    const V by = hn::Set(d, top + static_cast<float>(std::log(total)));
-    for (i = 0; i + lanes <= n; i += lanes) hn::StoreU(hn::Sub(hn::LoadU(d, x + i), by), d, y + i);
-    for (; i < n; ++i) y[i] = x[i] - hn::GetLane(by);
+  if (logarithm) {  // (x - top) - log(total): their sum would round the log away at large top
+    const float log_total = static_cast<float>(std::log(total));
+    const V log_all = hn::Set(d, log_total);
+    for (i = 0; i + lanes <= n; i += lanes)
+      hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), shift), log_all), d, y + i);
+    for (; i < n; ++i) y[i] = (x[i] - top) - log_total;
     return;
   }
   const V scale = hn::Set(d, static_cast<float>(1.0 / total));
