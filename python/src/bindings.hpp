@@ -66,12 +66,16 @@ Stream& current_stream(const Device& device);
 // it: "<what> on a stream of opencl:0: use a stream of <use>".
 [[noreturn]] void refuse_stream(const std::string& what, const Stream& stream,
                                 const std::string& use);
+// `stream` as a hal.Stream; TypeError naming `what` (the call) and the value for anything else
+// (pybind11's cast would say only "Unable to cast Python instance ...").
+Stream as_stream(py::handle stream, const std::string& what);
 // `stream` if the caller gave one (not None), else current_stream(device). A stream of another
 // device is refused (refuse_stream), what() naming the call ("numpy() of f32[2] on cpu:0"); it
 // is called only then.
 template <class Describe>
 Stream resolve_stream(py::handle stream, const Device& device, Describe&& what) {
   if (stream.is_none()) return current_stream(device);
+  if (!py::isinstance<Stream>(stream)) as_stream(stream, what());  // throws TypeError
   Stream given = stream.cast<Stream>();
   if (!(given.device() == device)) refuse_stream(what(), given, device.id());
   return given;

@@ -167,7 +167,10 @@ class DeviceScopeGuard {
 
 void bind_devices(py::module_& m) {
   py::class_<Device> device_class(m, "Device", "A handle to one compute device; cheap to copy.");
-  device_class.def(py::init([](const std::string& id) { return hal::device(id); }), py::arg("id"))
+  // The first lookup discovers every backend's devices (tens to hundreds of ms): without the GIL.
+  device_class
+      .def(py::init([](const std::string& id) { return hal::device(id); }), py::arg("id"),
+           py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("id", &Device::id)
       .def_property_readonly("name", [](const Device& d) { return text(d.info().name); })
       .def_property_readonly("vendor", [](const Device& d) { return text(d.info().vendor); })

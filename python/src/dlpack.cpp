@@ -9,8 +9,11 @@
 // needs it), from whichever thread that is.
 #include <Python.h>
 
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <unordered_map>
 
 #include "bindings.hpp"
 #include "dlpack_abi.hpp"
@@ -125,21 +128,49 @@ struct Export {
   Managed managed{};
 };
 
+// The exports alive, each with the number of the capsule that made it. A consumer that calls
+// the deleter and yet leaves the capsule unconsumed (PyTorch 1.13, failing to import OpenCL
+// memory) would have the capsule's destructor call it again: the destructor deletes only an
+// export still alive and still its own (an address freed and reused is another number).
+struct LiveExports {
+  std::mutex mutex;
+  std::unordered_map<const void*, uint64_t> numbers;  // by managed tensor
+  uint64_t made = 0;
+};
+LiveExports& live_exports() {
+  static auto* exports = new LiveExports;  // never destroyed: capsules may outlive statics
+  return *exports;
+}
+
 template <class Managed>
 void delete_export(Managed* self) {
+  {
+    LiveExports& live = live_exports();
+    std::lock_guard lock(live.mutex);
+    live.numbers.erase(self);
+  }
   delete static_cast<Export<Managed>*>(self->manager_ctx);
 }
 
-// A capsule the consumer never took still owns its tensor.
-void capsule_destructor(PyObject* capsule) {
-  if (PyCapsule_IsValid(capsule, kLegacyName)) {
-    auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, kLegacyName));
-    if (managed->deleter) managed->deleter(managed);
-  } else if (PyCapsule_IsValid(capsule, kVersionedName)) {
-    auto* managed =
-        static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kVersionedName));
-    if (managed->deleter) managed->deleter(managed);
+// A capsule the consumer never took still owns its tensor, unless its deleter ran already.
+template <class Managed>
+void delete_unconsumed(PyObject* capsule, const char* name) {
+  auto* managed = static_cast<Managed*>(PyCapsule_GetPointer(capsule, name));
+  const auto number = reinterpret_cast<uintptr_t>(PyCapsule_GetContext(capsule));
+  {
+    LiveExports& live = live_exports();
+    std::lock_guard lock(live.mutex);
+    const auto it = live.numbers.find(managed);
+    if (it == live.numbers.end() || it->second != number) return;
   }
+  delete_export(managed);
+}
+
+void capsule_destructor(PyObject* capsule) {
+  if (PyCapsule_IsValid(capsule, kLegacyName))
+    delete_unconsumed<DLManagedTensor>(capsule, kLegacyName);
+  else if (PyCapsule_IsValid(capsule, kVersionedName))
+    delete_unconsumed<DLManagedTensorVersioned>(capsule, kVersionedName);
 }
 
 template <class Managed>
@@ -174,6 +205,13 @@ py::capsule make_capsule(const Tensor& tensor, DLDevice device, uint64_t flags) 
   }
   PyObject* capsule = PyCapsule_New(&owned->managed, name, &capsule_destructor);
   if (!capsule) throw py::error_already_set();
+  {
+    LiveExports& live = live_exports();
+    std::lock_guard lock(live.mutex);
+    const uint64_t number = ++live.made;
+    live.numbers[&owned->managed] = number;
+    PyCapsule_SetContext(capsule, reinterpret_cast<void*>(static_cast<uintptr_t>(number)));
+  }
   owned.release();  // the capsule (then its consumer) owns it now
   return py::reinterpret_steal<py::capsule>(capsule);
 }
@@ -202,6 +240,9 @@ py::capsule export_tensor(const Tensor& self, py::handle stream, py::handle max_
                           py::handle dl_device_arg, py::handle copy_arg) {
   (void)stream;  // hal waits for its own work before it hands the memory over (below)
   // copy: None lets hal copy where it must, True always copies, False never does.
+  if (!copy_arg.is_none() && !PyBool_Check(copy_arg.ptr()))
+    refuse("__dlpack__: copy must be True, False or None, not " +
+           py::repr(copy_arg).cast<std::string>());
   const bool copy_forbidden = !copy_arg.is_none() && !copy_arg.cast<bool>();
   const bool copy_required = !copy_arg.is_none() && copy_arg.cast<bool>();
   const bool versioned =
@@ -340,7 +381,10 @@ Tensor consume(PyObject* capsule) {
   // Everything is checked before the capsule is marked consumed: a refusal leaves it to its own
   // destructor, which hands it back to the producer.
   const DType dtype = hal_dtype(dl.dtype);
-  const Device device = hal_device(dl.device);
+  const Device device = [&] {  // the process's first lookup discovers every device
+    py::gil_scoped_release unlocked;
+    return hal_device(dl.device);
+  }();
   if (dl.ndim < 0)
     throw Error(ErrorCode::InvalidArgument,
                 "from_dlpack: negative ndim " + std::to_string(dl.ndim));

@@ -78,7 +78,7 @@ py::dict run(const Model& model, const py::dict& inputs, py::handle device_arg,
              py::handle stream_arg) {
   py::object device_handle = py::reinterpret_borrow<py::object>(device_arg);
   if (device_handle.is_none() && !stream_arg.is_none())
-    device_handle = py::cast(stream_arg.cast<Stream>().device());
+    device_handle = py::cast(as_stream(stream_arg, "Model.run").device());
   if (device_handle.is_none())
     for (auto [name, value] : inputs)
       if (py::isinstance<Tensor>(value)) {

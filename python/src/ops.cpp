@@ -5,7 +5,9 @@
 // This is the path of every small op from Python, so it is kept short: tensors are read in place
 // (no copies of hal::Tensor), the stream is the thread's cached current one, and a Python number
 // beside a tensor becomes a 0-d tensor of the dtype PyTorch would give it.
+#include <limits>
 #include <memory>
+#include <optional>
 
 #include <pybind11/numpy.h>
 
@@ -27,6 +29,7 @@ bool is_floating(DType dtype) {
 
 Stream& stream_for(py::handle stream, const Tensor& like) {
   if (stream.is_none()) return current_stream(like.device());
+  if (!py::isinstance<Stream>(stream)) as_stream(stream, "an op on " + like.describe());  // throws
   return stream.cast<Stream&>();
 }
 
@@ -355,12 +358,26 @@ void bind_ops(py::module_& m, py::class_<Tensor>& tensor) {
       [](py::handle steps, const std::vector<Tensor>& inputs, py::handle stream_arg) {
         ElementwiseProgram program;
         for (py::handle step : steps) {
-          auto pair = step.cast<py::sequence>();
-          if (pair.size() != 2)
+          const auto refuse = [&] {
             throw Error(ErrorCode::InvalidArgument,
-                        "fused_elementwise: each step is (op, [operands]), not " +
+                        "fused_elementwise: each step is (op name, [operand indices]), not " +
                             py::repr(step).cast<std::string>());
-          program.steps.push_back({pair[0].cast<std::string>(), pair[1].cast<std::vector<int>>()});
+          };
+          if (!py::isinstance<py::sequence>(step) || py::isinstance<py::str>(step)) refuse();
+          auto pair = py::reinterpret_borrow<py::sequence>(step);
+          if (pair.size() != 2 || !py::isinstance<py::str>(pair[0]) ||
+              !py::isinstance<py::sequence>(pair[1]))
+            refuse();
+          std::vector<int> operands;
+          for (py::handle operand : py::reinterpret_borrow<py::sequence>(pair[1])) {
+            const std::optional<int64_t> at =
+                is_integer(operand) ? to_int64(operand) : std::nullopt;
+            if (!at || *at < std::numeric_limits<int>::min() ||
+                *at > std::numeric_limits<int>::max())
+              refuse();
+            operands.push_back(static_cast<int>(*at));
+          }
+          program.steps.push_back({pair[0].cast<std::string>(), std::move(operands)});
         }
         if (inputs.empty()) throw Error(ErrorCode::InvalidArgument, "fused_elementwise: no inputs");
         Stream& stream = stream_for(stream_arg, inputs.front());

@@ -51,7 +51,13 @@ uint64_t to_bytes(py::handle value, const char* what) {
     if (!parsed.value) throw Error(ErrorCode::InvalidArgument, parsed.error);
     return *parsed.value;
   }
-  const auto bytes = value.cast<int64_t>();
+  const std::optional<int64_t> exact = is_integer(value) ? to_int64(value) : std::nullopt;
+  if (!exact)
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(what) + ": " + py::repr(value).cast<std::string>() +
+                    " is not a whole number of bytes (an int that int64 holds, or a size such "
+                    "as '8G')");
+  const int64_t bytes = *exact;
   if (bytes < 0)
     throw Error(ErrorCode::InvalidArgument,
                 std::string(what) + ": " + std::to_string(bytes) + " bytes is negative");

@@ -138,6 +138,13 @@ py::object same_handle(const Handle& a, const py::object& b) {
 
 }  // namespace
 
+Stream as_stream(py::handle stream, const std::string& what) {
+  if (!py::isinstance<Stream>(stream))
+    throw py::type_error(what + ": stream must be a hal.Stream or None, not " +
+                         py::repr(stream).cast<std::string>());
+  return stream.cast<Stream>();
+}
+
 PythonOnHalThread::PythonOnHalThread() { ++python_on_hal_thread; }
 PythonOnHalThread::~PythonOnHalThread() { --python_on_hal_thread; }
 bool PythonOnHalThread::active() { return python_on_hal_thread > 0; }

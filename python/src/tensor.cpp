@@ -29,8 +29,9 @@ void order_after(Stream& from, Stream& to) {
 // A copy of `tensor` on `device`, ordered after this thread's current stream of the source and
 // before that of the destination. A stream given may be of either device, as hal's to() takes.
 Tensor copy_to_device(const Tensor& tensor, const Device& device, py::handle stream_arg) {
-  Stream source =
-      stream_arg.is_none() ? current_stream(tensor.device()) : stream_arg.cast<Stream>();
+  Stream source = stream_arg.is_none()
+                      ? current_stream(tensor.device())
+                      : as_stream(stream_arg, "to(" + device.id() + ") of " + tensor.describe());
   if (!(source.device() == tensor.device()) && !(source.device() == device))
     refuse_stream("to(" + device.id() + ") of " + tensor.describe(), source,
                   tensor.device().id() + " or " + device.id());
@@ -112,8 +113,17 @@ std::optional<int64_t> position_in(py::handle item, int64_t size) {
   return *position < 0 ? *position + size : *position;
 }
 
-// t[index]: ints, slices with a positive step, None (a new axis) and one Ellipsis, as NumPy
-// reads them. Every result is a view.
+// True, False or a NumPy bool: NumPy and PyTorch read it as a new axis of size 1 or 0, not as
+// the int 1 or 0 that Python's bool also is.
+bool is_boolean(py::handle item) {
+  if (PyBool_Check(item.ptr())) return true;
+  const py::handle type = py::type::handle_of(item);
+  return py::str(type.attr("__name__")).cast<std::string>() == "bool_" &&
+         py::str(type.attr("__module__")).cast<std::string>() == "numpy";
+}
+
+// t[index]: ints, slices with a positive step, None (a new axis), bools (a new axis of 1 or 0
+// elements) and one Ellipsis, as NumPy reads them. Every result is a view.
 Tensor index(const Tensor& tensor, py::handle key) {
   py::tuple items =
       py::isinstance<py::tuple>(key) ? py::reinterpret_borrow<py::tuple>(key) : py::make_tuple(key);
@@ -125,7 +135,7 @@ Tensor index(const Tensor& tensor, py::handle key) {
         throw Error(ErrorCode::InvalidArgument,
                     "index of " + tensor.describe() + ": more than one Ellipsis");
       ellipsis = true;
-    } else if (!item.is_none()) {
+    } else if (!item.is_none() && !is_boolean(item)) {
       ++consumed;
     }
   }
@@ -142,6 +152,11 @@ Tensor index(const Tensor& tensor, py::handle key) {
       source += tensor.dim() - consumed;
     } else if (item.is_none()) {
       result = result.unsqueeze(dim);
+      ++dim;
+    } else if (is_boolean(item)) {
+      result = result.unsqueeze(dim);
+      if (!py::cast<bool>(py::bool_(py::reinterpret_borrow<py::object>(item))))
+        result = result.slice(dim, 0, 0);
       ++dim;
     } else if (py::isinstance<py::slice>(item)) {
       const int64_t size = result.size(dim);
@@ -167,9 +182,9 @@ Tensor index(const Tensor& tensor, py::handle key) {
       result = result.slice(dim, *first, *first + 1).squeeze(dim);
       ++source;
     } else {
-      throw Error(ErrorCode::InvalidArgument, "index of " + tensor.describe() + ": " +
-                                                  py::repr(item).cast<std::string>() +
-                                                  " is not an int, a slice, None or Ellipsis");
+      throw Error(ErrorCode::InvalidArgument,
+                  "index of " + tensor.describe() + ": " + py::repr(item).cast<std::string>() +
+                      " is not an int, a slice, a bool, None or Ellipsis");
     }
   }
   return result;
@@ -217,13 +232,67 @@ struct Placement {
 };
 Placement place(py::handle device_arg, py::handle stream_arg, const char* function) {
   if (device_arg.is_none() && !stream_arg.is_none()) {
-    Stream stream = stream_arg.cast<Stream>();
+    Stream stream = as_stream(stream_arg, function);
     return {stream.device(), stream};
   }
   Device device = to_device(device_arg);
   Stream stream = resolve_stream(stream_arg, device,
                                  [&] { return std::string(function) + " on " + device.id(); });
   return {device, stream};
+}
+
+// arange's start, end or step as a double; InvalidArgument naming it when it is no number.
+double number(py::handle value, const char* name) {
+  if (!is_integer(value) && !PyFloat_Check(value.ptr()) && !py::hasattr(value, "__float__"))
+    throw Error(ErrorCode::InvalidArgument, std::string("arange: ") + name + " " +
+                                                py::repr(value).cast<std::string>() +
+                                                " is not a number");
+  return py::float_(py::reinterpret_borrow<py::object>(value)).cast<double>();
+}
+
+// arange of ints into an integer dtype, where a double would not hold them (past 2^53): the
+// values made exactly on the host. std::nullopt where hal::arange's doubles do.
+std::optional<Tensor> exact_integer_arange(py::handle start, py::handle end, py::handle step,
+                                           DType type, Placement& at) {
+  const bool integral =
+      type == DType::i64 || type == DType::i32 || type == DType::i8 || type == DType::u8;
+  if (!integral || !is_integer(start) || !is_integer(end) || !is_integer(step)) return std::nullopt;
+  const std::optional<int64_t> a = to_int64(start), b = to_int64(end), c = to_int64(step);
+  constexpr int64_t kExact = int64_t{1} << 53;
+  const auto beyond = [&](const std::optional<int64_t>& v) {
+    return !v || *v > kExact || *v < -kExact;
+  };
+  if (!beyond(a) && !beyond(b) && !beyond(c)) return std::nullopt;
+  if (!a || !b || !c)
+    throw Error(ErrorCode::OutOfRange, "arange: start, end and step must fit in i64 (" +
+                                           py::repr(start).cast<std::string>() + ", " +
+                                           py::repr(end).cast<std::string>() + ", " +
+                                           py::repr(step).cast<std::string>() + ")");
+  if (*c == 0) throw Error(ErrorCode::InvalidArgument, "arange: step must not be 0");
+  // In uint64, where the span and the steps cannot overflow: ceil(|end - start| / |step|)
+  // values, each start + i * step (two's complement wraps back into range).
+  const bool up = *c > 0;
+  const uint64_t span = up ? (*b > *a ? uint64_t(*b) - uint64_t(*a) : 0)
+                           : (*a > *b ? uint64_t(*a) - uint64_t(*b) : 0);
+  const uint64_t stride = up ? uint64_t(*c) : 0 - uint64_t(*c);
+  const uint64_t count = span / stride + (span % stride != 0 ? 1 : 0);
+  std::vector<int64_t> values(count);
+  for (uint64_t i = 0; i < count; ++i)
+    values[i] = static_cast<int64_t>(uint64_t(*a) + uint64_t(*c) * i);
+  py::gil_scoped_release unlocked;
+  const Tensor wide =
+      from_host(values.data(), {static_cast<int64_t>(values.size())}, DType::i64, at.stream);
+  at.stream.synchronize();  // `values` is read by the stream's copy
+  return type == DType::i64 ? wide : cast(wide, type, at.stream);
+}
+
+// A torch.Tensor of bfloat16 (checked by name: torch need not be importable).
+bool is_torch_bf16(py::handle data) {
+  const py::handle type = py::type::handle_of(data);
+  if (py::str(type.attr("__module__")).cast<std::string>() != "torch" ||
+      !py::hasattr(data, "dtype"))
+    return false;
+  return py::str(data.attr("dtype")).cast<std::string>() == "torch.bfloat16";
 }
 
 // full()'s value: a number (an integer exactly), or anything Python reads as a float.
@@ -243,15 +312,30 @@ Scalar fill_value(py::handle value) {
 Tensor tensor_from(py::handle data, std::optional<DType> dtype, Stream& stream) {
   // A hal tensor keeps its dtype: NumPy reads bf16 as float32.
   if (const Tensor* held = tensor_of(data); held && !dtype) dtype = held->dtype();
-  py::object array = numpy().attr("asarray")(data);
-  DType source = dtype_of_numpy(array.attr("dtype"));
-  // Python floats are f32, as in PyTorch; NumPy scalars (np.float64 is a float too) and
-  // anything with a dtype of its own keep theirs.
-  const bool python_floats =
-      PyFloat_CheckExact(data.ptr()) || PyList_Check(data.ptr()) || PyTuple_Check(data.ptr());
-  if (python_floats && !dtype && source == DType::f64) source = DType::f32;
+  py::object array;
+  if (is_torch_bf16(data)) {
+    // PyTorch's bf16 has no NumPy form: read through f32 (exact), bf16 again on the device.
+    array = numpy().attr("asarray")(data.attr("detach")().attr("cpu")().attr("float")());
+    if (!dtype) dtype = DType::bf16;
+  } else {
+    array = numpy().attr("asarray")(data);
+  }
+  DType target;
+  if (dtype) {
+    target = *dtype;  // NumPy converts from any dtype of its own (int16, big-endian ...)
+  } else {
+    const py::object own = array.attr("dtype");
+    // Another byte order is the same numbers: read as this machine's.
+    DType source =
+        dtype_of_numpy(own.attr("isnative").cast<bool>() ? own : own.attr("newbyteorder")("="));
+    // Python floats are f32, as in PyTorch; NumPy scalars (np.float64 is a float too) and
+    // anything with a dtype of its own keep theirs.
+    const bool python_floats =
+        PyFloat_CheckExact(data.ptr()) || PyList_Check(data.ptr()) || PyTuple_Check(data.ptr());
+    if (python_floats && source == DType::f64) source = DType::f32;
+    target = source;
+  }
   // NumPy converts to every dtype but bf16, which hal converts from f32 on the device.
-  const DType target = dtype.value_or(source);
   const DType staged = target == DType::bf16 ? DType::f32 : target;
   // asarray, as ascontiguousarray makes a 0-d array 1-d.
   py::array contiguous =
@@ -408,15 +492,20 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
   }
   m.def(
       "arange",
-      [](double start, std::optional<double> end, double step, py::handle dtype, py::handle device,
+      [](py::handle start, py::handle end, py::handle step, py::handle dtype, py::handle device,
          py::handle stream) {
         Placement at = place(device, stream, "arange");
         const DType type = dtype.is_none() ? DType::i64 : to_dtype(dtype);
-        const double from = end ? start : 0.0, to = end ? *end : start;
+        const py::object zero = py::int_(0);
+        const py::handle from = end.is_none() ? py::handle(zero) : start;
+        const py::handle to = end.is_none() ? start : end;
+        if (const std::optional<Tensor> exact = exact_integer_arange(from, to, step, type, at))
+          return *exact;
+        const double a = number(from, "start"), b = number(to, "end"), c = number(step, "step");
         py::gil_scoped_release unlocked;
-        return hal::arange(from, to, step, type, at.stream);
+        return hal::arange(a, b, c, type, at.stream);
       },
-      arg("start"), arg("end") = py::none(), arg("step") = 1.0, arg("dtype") = py::none(),
+      arg("start"), arg("end") = py::none(), arg("step") = 1, arg("dtype") = py::none(),
       arg("device") = py::none(), arg("stream") = py::none(),
       "start, start + step, ... below end; arange(n) is 0 .. n-1. i64 unless dtype says.");
   m.def(

@@ -123,5 +123,15 @@ def versioned_header(capsule):
     return managed.version.major, managed.version.minor, managed.flags
 
 
+def call_deleter_and_leave(capsule):
+    """What a consumer that fails after taking the tensor does (PyTorch 1.13 importing OpenCL
+    memory): calls the capsule's deleter yet leaves the capsule unconsumed, under its name."""
+    name = api.PyCapsule_GetName(capsule)
+    pointer = api.PyCapsule_GetPointer(capsule, name)
+    kind = DLManagedTensorVersioned if name == b"dltensor_versioned" else DLManagedTensor
+    managed = ctypes.cast(pointer, ctypes.POINTER(kind))
+    managed.contents.deleter(managed)
+
+
 def float_array(n=12):
     return np.arange(n, dtype=np.float32).reshape(3, -1) * 0.5

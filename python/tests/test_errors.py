@@ -3,6 +3,7 @@ exception of its kind, with the C++ message word for word and its parts as attri
 errors raised where work fails later (AsyncFailure, DeviceLost) in a process of their own."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -93,6 +94,24 @@ def test_bad_values_from_python_are_hal_errors_naming_them(cpu):
                  lambda: hal.dtype(None)):
         with pytest.raises(hal.InvalidArgument, match="None is not a dtype"):
             call()
+
+
+def test_arguments_of_the_wrong_type_are_type_errors_naming_the_call(cpu):
+    # pybind11's own cast said only "Unable to cast Python instance ..." (a RuntimeError).
+    x = hal.zeros((3,), device=cpu)
+    for call, named in [(lambda: hal.add(x, x, stream="cpu:0"), "an op on f32[3]"),
+                        (lambda: x.numpy(stream="cpu:0"), "numpy() of f32[3]"),
+                        (lambda: x.to("cpu:0", stream=0), "to(cpu:0) of f32[3]"),
+                        (lambda: hal.zeros(3, stream="cpu:0"), "zeros")]:
+        with pytest.raises(TypeError, match=re.escape(named) + ".*must be a hal.Stream or None"):
+            call()
+    with pytest.raises(BufferError, match="copy must be True, False or None, not 'no'"):
+        x.__dlpack__(copy="no")
+    for value in (1.5, 2**64):
+        with pytest.raises(hal.InvalidArgument, match="min_memory: .* is not a whole number"):
+            hal.select(min_memory=value)
+    with pytest.raises(hal.InvalidArgument, match=r"each step is \(op name, \[operand indices\]\)"):
+        hal.fused_elementwise([("add", "ab")], [x, x])
 
 
 def test_bytes_that_are_not_utf8_in_a_message_keep_it_a_hal_error():

@@ -57,6 +57,35 @@ def test_what_carries_a_dtype_keeps_it(cpu):
         assert hal.tensor(hal.ones((2,), dtype="bf16", device=cpu), device=cpu).dtype == hal.bf16
 
 
+def test_a_dtype_asked_for_converts_what_hal_has_no_dtype_for(cpu):
+    # NumPy converts first, as np.asarray(data, dtype) does (they were refused as int16 ...).
+    assert hal.tensor(np.array([1, -2], np.int16), dtype="i32", device=cpu).numpy().tolist() == [1, -2]
+    assert hal.tensor(np.array([1, 2], np.uint32), dtype="i64", device=cpu).numpy().tolist() == [1, 2]
+    big_endian = np.array([1.5, -2], ">f4")
+    assert hal.tensor(big_endian, dtype="f32", device=cpu).numpy().tolist() == [1.5, -2]
+    # Another byte order is the same numbers, in the same dtype.
+    assert hal.tensor(big_endian, device=cpu).dtype == hal.f32
+    assert hal.tensor(big_endian, device=cpu).numpy().tolist() == [1.5, -2]
+
+
+def test_arange_of_ints_past_2_53_is_exact(cpu):
+    start = 2**53 + 1
+    for args, kwargs in [((start, start + 2), {}), ((start + 7, start, -3), {}),
+                         ((-start, -start + 4, 3), {}), ((2**62, 2**62 + 10, 4), {}),
+                         ((start, start + 2), dict(dtype="i64"))]:
+        got = hal.arange(*args, device=cpu, **kwargs)
+        want = np.arange(*args, dtype=np.int64)
+        assert got.dtype == hal.i64
+        assert got.numpy().tolist() == want.tolist(), args
+    assert hal.arange(start, start, device=cpu).shape == (0,)
+    with pytest.raises(hal.InvalidArgument, match="step must not be 0"):
+        hal.arange(start, start + 2, 0, device=cpu)
+    with pytest.raises(hal.OutOfRange, match="fit in i64"):
+        hal.arange(2**63, 2**63 + 2, device=cpu)
+    with pytest.raises(hal.InvalidArgument, match="'a' is not a number"):
+        hal.arange("a", device=cpu)
+
+
 def test_zero_d_data_makes_a_zero_d_tensor(cpu):
     array = np.array(3.0)
     t = hal.tensor(array, device=cpu)
@@ -156,11 +185,14 @@ def test_views_match_numpy_and_copy_nothing(device):
 @pytest.mark.parametrize(
     "key",
     [1, -1, (0, 2), slice(1, None), (slice(None), 1), (Ellipsis, 2), (None, 0),
-     (slice(0, 3, 2), Ellipsis, slice(1, 3)), (1, None, slice(None, None, 3))],
+     (slice(0, 3, 2), Ellipsis, slice(1, 3)), (1, None, slice(None, None, 3)),
+     # A bool is a new axis of 1 or 0 elements, not the int 1 or 0 (it was read as one).
+     True, False, (0, True), (Ellipsis, False), (np.True_, 1), (None, False, 2)],
 )
 def test_indexing_matches_numpy(cpu, key):
     array = np.arange(60, dtype=np.int32).reshape(3, 4, 5)
     t = hal.tensor(array, device=cpu)
+    assert t[key].shape == array[key].shape
     np.testing.assert_array_equal(t[key].numpy(), array[key])
 
 

@@ -36,6 +36,13 @@ def test_hal_tensor_of_a_torch_tensor_keeps_its_dtype(torch, cpu):
     t = hal.tensor(torch.tensor([value], dtype=torch.float64), device=cpu)
     assert t.dtype == hal.f64 and t.numpy()[0] == np.float64(value)
     assert hal.tensor(torch.tensor([1, 2], dtype=torch.int32), device=cpu).dtype == hal.i32
+    # bf16, which NumPy cannot read (TypeError before): through f32, exactly.
+    if cpu.supports("bf16"):
+        halves = torch.tensor([1.5, -0.0078125, 3e38], dtype=torch.bfloat16, requires_grad=True)
+        t = hal.tensor(halves, device=cpu)
+        assert t.dtype == hal.bf16
+        assert t.to("f32").numpy().tolist() == halves.detach().float().tolist()
+        assert hal.tensor(halves, dtype="f32", device=cpu).dtype == hal.f32
 
 
 @pytest.mark.parametrize("name", DTYPES)
