@@ -183,16 +183,19 @@ Outputs thresholded_relu(const OpContext& ctx, const Inputs& in) {
   return {where(gt(x, constant(alpha, x, ctx), s), x, constant(0, x, ctx), s)};
 }
 
+// Integers compare with the float lambd and move by the float bias in f64, as ONNX's reference
+// does, the result truncated back to their type.
 Outputs shrink(const OpContext& ctx, const Inputs& in) {
-  const Tensor& x = in.at(0);
   Stream& s = ctx.stream();
+  const Tensor& input = in.at(0);
+  const Tensor x = is_floating(input.dtype()) ? input : cast(input, DType::f64, s);
   const double bias = ctx.attr_float("bias", 0.0f);
   const double lambd = ctx.attr_float("lambd", 0.5f);
   const Tensor above = where(gt(x, constant(lambd, x, ctx), s), sub(x, constant(bias, x, ctx), s),
                              constant(0, x, ctx), s);
   return {as_dtype(
       where(lt(x, constant(-lambd, x, ctx), s), add(x, constant(bias, x, ctx), s), above, s),
-      x.dtype(), ctx.stream())};
+      input.dtype(), s)};
 }
 
 Outputs clip(const OpContext& ctx, const Inputs& in) {

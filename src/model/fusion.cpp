@@ -40,6 +40,9 @@ std::vector<Fusion> find_fusions(const ModelGraph& graph) {
       continue;
     }
     if (!is(next, "Add") || next.inputs.size() != 2 || next.outputs.size() != 1) continue;
+    // Before opset 7 `broadcast`/`axis` align B from an axis, which the fused Conv's NumPy
+    // broadcasting does not: such an Add runs on its own.
+    if (next.attributes.contains("broadcast") || next.attributes.contains("axis")) continue;
     const std::string& other = next.inputs[0] == node.outputs[0] ? next.inputs[1] : next.inputs[0];
     // The residual must be ready when the Conv runs, which moves the Add up to it.
     if (other.empty() || other == node.outputs[0] || !uses.ready_before(other, i)) continue;

@@ -79,7 +79,8 @@ Outputs batch_norm_training(const OpContext& ctx, const Inputs& in) {
   return out;
 }
 
-// Inference: (x - mean) / sqrt(var + eps) * scale + bias, with the running statistics.
+// Inference: (x - mean) / sqrt(var + eps) * scale + bias, with the running statistics. Y has
+// x's dtype though the parameters' (T1, T2 from opset 15) may be wider.
 Outputs batch_norm(const OpContext& ctx, const Inputs& in) {
   const size_t outputs = ctx.node().outputs.size();
   if (ctx.opset() < 14 && outputs > 1)
@@ -97,7 +98,7 @@ Outputs batch_norm(const OpContext& ctx, const Inputs& in) {
   const Tensor scale = per_channel(in.at(1), rank), bias = per_channel(in.at(2), rank);
   const Tensor mean = per_channel(in.at(3), rank), var = per_channel(in.at(4), rank);
   const Tensor inv_std = rsqrt(add(var, constant(eps, var, ctx), s), s);
-  return {add(mul(mul(sub(x, mean, s), inv_std, s), scale, s), bias, s)};
+  return {as_dtype(add(mul(mul(sub(x, mean, s), inv_std, s), scale, s), bias, s), x.dtype(), s)};
 }
 
 std::vector<int64_t> spatial_axes(const Tensor& x) {

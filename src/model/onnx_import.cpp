@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
@@ -739,13 +740,44 @@ void inline_external_data(onnx::ModelProto& proto, const std::string& name,
   inline_graph(*proto.mutable_graph(), name, directory, model_file);
 }
 
+// The checker's message, "node 3 (Concat): " before it where an unnamed node of the main graph
+// failed it: the checker names a node by its name alone. That node is found by checking the
+// nodes one by one, in scope as check_graph has them, for the one failing with this message.
+std::string checker_error(const onnx::ModelProto& proto, const std::string& message) {
+  const std::string core = message.substr(0, message.find("\n\n==> Context:"));
+  onnx::checker::CheckerContext ctx;
+  ctx.set_ir_version(static_cast<int>(proto.ir_version()));
+  std::unordered_map<std::string, int> opsets;
+  for (const auto& opset : proto.opset_import())
+    opsets[opset.domain()] = static_cast<int>(opset.version());
+  ctx.set_opset_imports(opsets);
+  onnx::checker::LexicalScopeContext scope;
+  const onnx::GraphProto& graph = proto.graph();
+  for (const auto& input : graph.input()) scope.add(input.name());
+  for (const auto& init : graph.initializer()) scope.add(init.name());
+  for (const auto& init : graph.sparse_initializer()) scope.add(init.values().name());
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    try {
+      onnx::checker::check_node(node, ctx, scope);
+    } catch (const std::exception& error) {
+      const std::string own = error.what();
+      if (!node.name().empty() || core != own.substr(0, own.find("\n\n==> Context:")))
+        return message;
+      return "node " + std::to_string(i) + " (" + node.op_type() + "): " + core;
+    }
+    for (const auto& output : node.output()) scope.add(output);
+  }
+  return message;
+}
+
 Model import(onnx::ModelProto& proto, const std::string& name,
              const std::filesystem::path& directory, const std::filesystem::path& model_file) {
   inline_external_data(proto, name, directory, model_file);
   try {
     onnx::checker::check_model(proto);
   } catch (const std::exception& error) {
-    invalid(name + ": not a valid ONNX model: " + error.what());
+    invalid(name + ": not a valid ONNX model: " + checker_error(proto, error.what()));
   }
   return Model(std::make_shared<const ModelGraph>(Importer(proto, name, directory).run()));
 }

@@ -264,8 +264,10 @@ Tensor beyond_every(DType dtype, bool largest, Stream& s) {
 }
 
 // TopK: k rounds, each taking the extreme of the elements not yet taken and, of the elements
-// equal to it, the first not yet taken (ONNX's lower index first for ties). NaN comes first,
-// largest or smallest, as hal's max and min rank it.
+// equal to it, the first not yet taken (ONNX's lower index first for ties). NaN ranks above
+// everything, as in ONNX's reference (np.sort puts it last) and PyTorch: first of the largest,
+// as hal's max ranks it, and last of the smallest, where hal's min would rank it first, so
+// there the least number left is taken, and NaN only once none is.
 Outputs top_k(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   const Tensor& x = in.at(0);
@@ -297,14 +299,25 @@ Outputs top_k(const OpContext& ctx, const Inputs& in) {
   const Tensor yes = full({}, 1, DType::boolean, s);
   const bool floating = x.dtype() != DType::i8 && x.dtype() != DType::u8 &&
                         x.dtype() != DType::i32 && x.dtype() != DType::i64;
+  const bool nan_last = floating && !largest;
+  const Tensor is_nan = floating ? ne(x, x, s) : Tensor();
+  const Tensor numbers = nan_last ? where(is_nan, out_of_reach, x, s) : x;
   std::vector<Tensor> values, indices;
   Tensor taken;
   for (int64_t round = 0; round < k; ++round) {
-    const Tensor left = taken.defined() ? where(taken, out_of_reach, x, s) : x;
-    const Tensor extreme = largest ? max(left, {axis}, true, s) : min(left, {axis}, true, s);
+    const Tensor left = taken.defined() ? where(taken, out_of_reach, numbers, s) : numbers;
+    Tensor extreme = largest ? max(left, {axis}, true, s) : min(left, {axis}, true, s);
     Tensor equal = eq(x, extreme, s);
-    if (floating) equal = where(ne(extreme, extreme, s), ne(x, x, s), equal, s);
+    if (floating && largest) equal = where(ne(extreme, extreme, s), is_nan, equal, s);
     if (taken.defined()) equal = where(taken, no, equal, s);
+    if (nan_last) {  // no number left where none equals the least: the NaN left
+      const Tensor found =
+          gt(max(cast(equal, DType::i32, s), {axis}, true, s), full({}, 0, DType::i32, s), s);
+      const Tensor nan_left = taken.defined() ? where(taken, no, is_nan, s) : is_nan;
+      extreme = where(found, extreme,
+                      full({}, std::numeric_limits<double>::quiet_NaN(), x.dtype(), s), s);
+      equal = where(found, equal, nan_left, s);
+    }
     const Tensor index = argmax(cast(equal, DType::i32, s), {axis}, true, s);
     const Tensor hit = eq(positions, index, s);
     taken = taken.defined() ? where(hit, yes, taken, s) : hit;

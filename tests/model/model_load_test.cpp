@@ -2,6 +2,7 @@
 // opset, input or value that was wrong, and nothing crashes.
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "hal/model.hpp"
 #include "model_builder.hpp"
@@ -229,6 +230,39 @@ TEST(ModelLoad, CyclesAndUndefinedValuesAreRefusedNamingTheNode) {
   dangling.node("Add", {"x", "ghost"}, {"y"}, "haunted");
   expect_error([&] { load_onnx_bytes(dangling.bytes(), "dangling.onnx"); },
                ErrorCode::InvalidArgument, {"dangling.onnx", "ghost"});
+}
+
+// ONNX's checker names a node by its name alone, which exporters often leave empty: an unnamed
+// node's error says its index and op ("Node () has input size 1" named neither).
+TEST(ModelLoad, CheckerErrorsNameAnUnnamedNodesIndexAndOp) {
+  const auto model = [](const std::string& name,
+                        const std::function<void(onnx::NodeProto&)>& last) {
+    ModelBuilder builder;
+    builder.input("x", TensorProto::FLOAT, {"2", "3"}).output("y", TensorProto::FLOAT, {"2", "3"});
+    builder.node("Relu", {"x"}, {"r"});
+    builder.node("Neg", {"r"}, {"n"});
+    last(builder.node("Concat", {"n", "n"}, {"y"}, name));
+    return builder.bytes();
+  };
+  expect_error([&] { load_onnx_bytes(model("", [](onnx::NodeProto&) {}), "no_axis.onnx"); },
+               ErrorCode::InvalidArgument,
+               {"no_axis.onnx: not a valid ONNX model: node 2 (Concat): Required attribute 'axis' "
+                "is missing"});
+  const auto one_input = [](onnx::NodeProto& node) {
+    node.set_op_type("Add");
+    node.mutable_input()->RemoveLast();
+  };
+  expect_error([&] { load_onnx_bytes(model("", one_input), "one_input.onnx"); },
+               ErrorCode::InvalidArgument, {"node 2 (Add): Node () has input size 1"});
+  // A named node is named by the checker itself: its message stays as it was.
+  try {
+    load_onnx_bytes(model("cat", [](onnx::NodeProto&) {}), "named.onnx");
+    ADD_FAILURE() << "a Concat without axis loaded";
+  } catch (const Error& error) {
+    EXPECT_NE(error.message().find("Name: cat OpType: Concat"), std::string::npos)
+        << error.message();
+    EXPECT_EQ(error.message().find("node 2"), std::string::npos) << error.message();
+  }
 }
 
 TEST(ModelRun, WrongInputsAreRefusedNamingTheInput) {

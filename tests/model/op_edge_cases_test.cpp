@@ -2,13 +2,15 @@
 // GatherElements and Split refusing indices and sizes ONNX does not allow, ReduceLogSumExp over
 // infinities and Mod's fmod of floats, each against the values ONNX's reference gives; Range
 // counted in its type, Softplus of very negative inputs, Sign of NaN and reductions over no
-// elements.
+// elements; TopK's smallest with NaN, Shrink of integers, BatchNormalization's mixed types and a
+// Conv's legacy broadcasting Add.
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -673,6 +675,144 @@ TEST(OpEdgeCases, ReductionsOverNoElementsGiveTheEmptySetsValue) {
                    from_vector<float>({1, 5, -2, 3}, {2, 2}, stream), {1}, false)
                 .to_vector<float>(stream),
             (std::vector<float>{5, 3}));
+}
+
+// TopK of the smallest ranks NaN above everything, as ONNX's reference (np.sort) and PyTorch
+// do: last, after inf, ties in index order (hal's min had put it first). The largest keep NaN
+// first.
+TEST(OpEdgeCases, TopKPutsNaNLastOfTheSmallestAndFirstOfTheLargest) {
+  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  // NaN-aware equality: the values as text.
+  const auto text = [](const std::vector<float>& values) {
+    std::string out;
+    for (float v : values) out += (std::isnan(v) ? "nan" : std::to_string(v)) + " ";
+    return out;
+  };
+  const auto [two, two_at] = top_k<float>(TensorProto::FLOAT, {1, nan, 3, 0.5f}, 2, false);
+  EXPECT_EQ(two, (std::vector<float>{0.5f, 1}));
+  EXPECT_EQ(two_at, (std::vector<int64_t>{3, 0}));
+  const std::vector<float> x = {nan, inf, nan, -inf, 2};
+  const auto [smallest, smallest_at] = top_k<float>(TensorProto::FLOAT, x, 5, false);
+  EXPECT_EQ(text(smallest), text({-inf, 2, inf, nan, nan}));
+  EXPECT_EQ(smallest_at, (std::vector<int64_t>{3, 4, 1, 0, 2}));
+  const auto [largest, largest_at] = top_k<float>(TensorProto::FLOAT, x, 5, true);
+  EXPECT_EQ(text(largest), text({nan, nan, inf, 2, -inf}));
+  EXPECT_EQ(largest_at, (std::vector<int64_t>{0, 2, 1, 4, 3}));
+
+  // Rows of [2, 3] along axis 1: one all NaN, one without; and f16.
+  Stream stream = device("cpu:0").create_stream();
+  const auto rows = [&](int32_t elem, const Tensor& input) {
+    const Model model =
+        one_node(11, "TopK", {{"x", elem, 2}, {"k", TensorProto::INT64, 1}},
+                 {{"values", elem, 2}, {"indices", TensorProto::INT64, 2}},
+                 [&](onnx::NodeProto& node) { ModelBuilder::set_int(node, "largest", 0); });
+    const auto out =
+        model.run({{"x", input}, {"k", from_vector<int64_t>({2}, {1}, stream)}}, stream);
+    return std::pair{cast(out.at("values"), DType::f32, stream).to_vector<float>(stream),
+                     out.at("indices").to_vector<int64_t>(stream)};
+  };
+  const Tensor mixed = from_vector<float>({nan, nan, nan, 3, nan, 2}, {2, 3}, stream);
+  for (const auto& [elem, input] : std::vector<std::pair<int32_t, Tensor>>{
+           {TensorProto::FLOAT, mixed}, {TensorProto::FLOAT16, cast(mixed, DType::f16, stream)}}) {
+    const auto [values, indices] = rows(elem, input);
+    EXPECT_EQ(text(values), text({nan, nan, 2, 3})) << elem;
+    EXPECT_EQ(indices, (std::vector<int64_t>{0, 1, 2, 0})) << elem;
+  }
+}
+
+// Shrink of integers (ONNX allows every numeric type): compared with the float lambd and moved
+// by the float bias as ONNX's reference does, in float64, then truncated back to the type. The
+// default lambd 0.5 had no i32 constant.
+TEST(OpEdgeCases, ShrinkOfIntegersComparesAndShiftsInFloat) {
+  Stream stream = device("cpu:0").create_stream();
+  const auto shrink = [&](int32_t elem, const Tensor& x, std::optional<float> lambd,
+                          std::optional<float> bias) {
+    const Model model =
+        one_node(13, "Shrink", {{"x", elem, 1}}, {{"y", elem, 1}}, [&](onnx::NodeProto& node) {
+          if (lambd) ModelBuilder::set_float(node, "lambd", *lambd);
+          if (bias) ModelBuilder::set_float(node, "bias", *bias);
+        });
+    const Tensor y = model.run({{"x", x}}, stream).at("y");
+    EXPECT_EQ(y.dtype(), x.dtype());
+    return y;
+  };
+  EXPECT_EQ(shrink(TensorProto::INT32, from_vector<int32_t>({-3, -1, 0, 1, 2}, {5}, stream),
+                   std::nullopt, std::nullopt)
+                .to_vector<int32_t>(stream),
+            (std::vector<int32_t>{-3, -1, 0, 1, 2}));
+  // -3 + 1.5 = -1.5 and 3 - 1.5 = 1.5 truncate to -1 and 1; -1 .. 1 are within lambd.
+  EXPECT_EQ(shrink(TensorProto::INT8,
+                   from_vector<int8_t>({-128, -3, -1, 0, 1, 2, 3, 127}, {8}, stream), 1.5f, 1.5f)
+                .to_vector<int8_t>(stream),
+            (std::vector<int8_t>{-126, -1, 0, 0, 0, 0, 1, 125}));
+  const int64_t big = (int64_t{1} << 40) + 1;
+  EXPECT_EQ(
+      shrink(TensorProto::INT64, from_vector<int64_t>({-big, 0, big}, {3}, stream), 2.0f, 1.0f)
+          .to_vector<int64_t>(stream),
+      (std::vector<int64_t>{-big + 1, 0, big - 1}));
+}
+
+// BatchNormalization from opset 15 takes its parameters in other types than X (T1, T2): Y has
+// X's type, f16 here, not the f32 of its parameters.
+TEST(OpEdgeCases, BatchNormalizationGivesXsTypeWithWiderParameters) {
+  Stream stream = device("cpu:0").create_stream();
+  const Model model = one_node(15, "BatchNormalization",
+                               {{"x", TensorProto::FLOAT16, 3},
+                                {"scale", TensorProto::FLOAT, 1},
+                                {"bias", TensorProto::FLOAT, 1},
+                                {"mean", TensorProto::FLOAT, 1},
+                                {"var", TensorProto::FLOAT, 1}},
+                               {{"y", TensorProto::FLOAT16, 3}});
+  const std::vector<float> x = {1, 2, -1, 0.5f, 4, -2};  // [1, 2, 3]
+  const std::vector<float> scale = {2, 0.5f}, bias = {1, -1}, mean = {0.5f, 1}, var = {4, 0.25f};
+  const Tensor y = model
+                       .run({{"x", cast(from_vector(x, {1, 2, 3}, stream), DType::f16, stream)},
+                             {"scale", from_vector(scale, {2}, stream)},
+                             {"bias", from_vector(bias, {2}, stream)},
+                             {"mean", from_vector(mean, {2}, stream)},
+                             {"var", from_vector(var, {2}, stream)}},
+                            stream)
+                       .at("y");
+  EXPECT_EQ(y.dtype(), DType::f16);
+  EXPECT_EQ(y.shape(), (Shape{1, 2, 3}));
+  std::vector<float> want;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t c = i / 3;
+    want.push_back((x[i] - mean[c]) / std::sqrt(var[c] + 1e-5f) * scale[c] + bias[c]);
+  }
+  const std::vector<float> got = cast(y, DType::f32, stream).to_vector<float>(stream);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-2) << i;
+}
+
+// Before opset 7 an Add with broadcast=1 and axis=1 lines B [C] up with axis 1 of a Conv's
+// [N, C, H, W]: such an Add is not fused into the Conv, whose residual broadcasts as NumPy does
+// (from the last axis: W == C added along W; W != C failed).
+TEST(OpEdgeCases, AConvsLegacyBroadcastAddAddsAlongTheChannels) {
+  Stream stream = device("cpu:0").create_stream();
+  ModelBuilder builder(6);
+  builder.input("x", TensorProto::FLOAT, {"1", "3", "H", "W"});
+  builder.output("y", TensorProto::FLOAT, {"1", "3", "H", "W"});
+  // 1x1 weights that swap channels 0 and 2.
+  builder.initializer("w", {3, 3, 1, 1}, {0, 0, 1, 0, 1, 0, 1, 0, 0});
+  builder.initializer("b", {3}, {10, 20, 30});
+  builder.node("Conv", {"x", "w"}, {"c"});
+  auto& add = builder.node("Add", {"c", "b"}, {"y"});
+  ModelBuilder::set_int(add, "broadcast", 1);
+  ModelBuilder::set_int(add, "axis", 1);
+  const Model model = load_onnx_bytes(builder.bytes(), "legacy_add");
+  EXPECT_EQ(model.node_count(), 2u);
+  for (const int64_t size : {int64_t{3}, int64_t{4}}) {
+    std::vector<float> x(static_cast<size_t>(3 * size * size));
+    std::iota(x.begin(), x.end(), 0.0f);
+    const Tensor y = model.run({{"x", from_vector(x, {1, 3, size, size}, stream)}}, stream).at("y");
+    std::vector<float> want;
+    const size_t plane = static_cast<size_t>(size * size);
+    for (size_t c = 0; c < 3; ++c)
+      for (size_t i = 0; i < plane; ++i) want.push_back(x[(2 - c) * plane + i] + 10.0f * (c + 1));
+    EXPECT_EQ(y.to_vector<float>(stream), want) << size;
+  }
 }
 
 }  // namespace
