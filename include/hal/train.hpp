@@ -15,6 +15,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "hal/nn.hpp"
@@ -59,7 +60,18 @@ struct TrainerOptions {
   int64_t micro_batch = 0;    // 0: the largest that fits, found by the first step
   double clip_grad_norm = 0;  // > 0: clip the gradients' norm to it before each step
   MixedPrecision mixed_precision = {};
+  // The loss's ignore_index, where its mean is over the targets not equal to it (as
+  // hal::cross_entropy's): micro-batches (and data-parallel ranks) are then weighted by the
+  // targets of theirs that count rather than by their samples, so that the gradients are still
+  // those of the whole batch's mean; one with none that count is skipped. Finding the counts
+  // reads y once a step. Unset: every target counts, the weight is the share of samples.
+  std::optional<int64_t> ignore_index = std::nullopt;
 };
+
+// How many targets of each of y's rows count (every one where ignore_index is unset), read to
+// the host (one wait for `stream`).
+std::vector<int64_t> counted_targets(const Tensor& y, std::optional<int64_t> ignore_index,
+                                     Stream& stream);
 
 class Trainer {
  public:

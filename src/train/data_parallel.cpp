@@ -4,6 +4,8 @@
 #include "hal/data_parallel.hpp"
 
 #include <chrono>
+#include <cmath>
+#include <optional>
 
 #include "hal/autograd.hpp"
 #include "hal/error.hpp"
@@ -118,11 +120,23 @@ double DataParallel::step(const Tensor& x, const Tensor& y) {
   int64_t offset = 0;
   for (int r = 0; r < m.ranks.rank(); ++r) offset += m.counts[static_cast<size_t>(r)];
   const int64_t mine = m.counts[static_cast<size_t>(m.ranks.rank())];
-  const double share = static_cast<double>(mine) / static_cast<double>(batch);
+  double share = static_cast<double>(mine) / static_cast<double>(batch);
 
   m.stream.synchronize();
   const Clock::time_point start = Clock::now();
   const auto [xs, ys] = m.rows(x, y, offset, mine);
+  if (const std::optional<int64_t> ignore = m.options.trainer.ignore_index) {
+    // The share of the targets that count (the loss is a mean over them): every rank's count,
+    // each as two floats that hold it exactly.
+    int64_t counted = 0;
+    for (int64_t c : counted_targets(ys, ignore, m.stream)) counted += c;
+    constexpr double kHalf = double(1 << 24);
+    const std::vector<float> all = m.gather({static_cast<float>(std::floor(counted / kHalf)),
+                                             static_cast<float>(std::fmod(counted, kHalf))});
+    double global = 0;
+    for (size_t r = 0; r + 1 < all.size(); r += 2) global += all[r] * kHalf + all[r + 1];
+    share = global > 0 ? static_cast<double>(counted) / global : share;
+  }
   m.buckets.set_weight(share);
   const Tensor loss = m.trainer.step(xs, ys);
   const float local_loss = loss.to_vector<float>(m.stream)[0];  // waits for the step

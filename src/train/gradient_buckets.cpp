@@ -36,18 +36,24 @@ struct GradientBuckets::State {
   // Packs bucket b (scaled by the weight) and starts its sum on the communication stream,
   // after `stream`'s work so far. A parameter whose hook did not fire in the armed backward
   // goes as the gradient it holds (earlier micro-batches' sum), or as zeros when it has none.
+  // After the gradients, one element a parameter: 1 where this rank had a gradient for it, so
+  // that the sum says whether any rank had (one no rank used keeps no gradient, as alone).
   void launch(size_t b, Stream& stream) {
     Bucket& bucket = buckets[b];
     const NoGrad untracked;
     std::vector<Tensor> parts;
+    std::vector<Tensor> used;
     for (size_t p : bucket.members) {
       Tensor g = grads[p];
       if (!g.defined()) g = parameters[p].grad();
+      used.push_back(full({1}, g.defined() ? 1.0 : 0.0, bucket.dtype, stream));
       if (!g.defined()) g = zeros(parameters[p].shape(), parameters[p].dtype(), stream);
       parts.push_back(g.contiguous(stream).reshape({g.numel()}));
     }
     Tensor flat = parts.size() == 1 ? parts.front() : concat(parts, 0, stream);
-    bucket.flat = mul(flat, full({}, weight, bucket.dtype, stream), stream);
+    bucket.flat = concat({mul(flat, full({}, weight, bucket.dtype, stream), stream),
+                          used.size() == 1 ? used.front() : concat(used, 0, stream)},
+                         0, stream);
     comm_stream.wait(stream.record());
     bucket.works = ranks.all_reduce_sum(bucket.flat, comm_stream);
   }
@@ -169,12 +175,18 @@ void GradientBuckets::finish(Stream& stream) {
   }
   const NoGrad untracked;
   for (const State::Bucket& bucket : buckets) {
+    const int64_t members = static_cast<int64_t>(bucket.members.size());
+    const int64_t flags_at = bucket.flat.numel() - members;
+    const std::vector<float> used =
+        cast(bucket.flat.slice(0, flags_at, flags_at + members), DType::f32, stream)
+            .to_vector<float>(stream);
     int64_t offset = 0;
-    for (size_t p : bucket.members) {
-      const Tensor& parameter = s.parameters[p];
+    for (size_t i = 0; i < bucket.members.size(); ++i) {
+      const Tensor& parameter = s.parameters[bucket.members[i]];
       const int64_t n = parameter.numel();
       Tensor master = parameter;
-      master.set_grad(bucket.flat.slice(0, offset, offset + n).reshape(parameter.shape()));
+      if (used[i] > 0)
+        master.set_grad(bucket.flat.slice(0, offset, offset + n).reshape(parameter.shape()));
       offset += n;
     }
   }

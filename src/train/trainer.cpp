@@ -77,26 +77,68 @@ bool Trainer::unscale_gradients() {
   return true;
 }
 
+std::vector<int64_t> counted_targets(const Tensor& y, std::optional<int64_t> ignore_index,
+                                     Stream& stream) {
+  const int64_t n = y.size(0);
+  if (!ignore_index)
+    return std::vector<int64_t>(static_cast<size_t>(n), y.numel() / std::max<int64_t>(n, 1));
+  const NoGrad untracked;
+  const Tensor counts =
+      sum(cast(ne(y, full({}, static_cast<double>(*ignore_index), y.dtype(), stream), stream),
+               DType::i64, stream)
+              .reshape({n, n == 0 ? 0 : y.numel() / n}),
+          {1}, false, stream);
+  return counts.to_vector<int64_t>(stream);
+}
+
 // Forward and backward over micro-batches of `micro` samples; each micro-batch's mean loss is
-// weighted by its share of the batch, so the gradients add up to the batch mean's.
+// weighted by its share of the batch (of its samples, or of the targets that count), so the
+// gradients add up to the batch mean's.
 Tensor Trainer::accumulate(const Tensor& x, const Tensor& y, int64_t micro) {
   const int64_t n = x.size(0);
+  const double scale =
+      mixed() && options_.mixed_precision.loss_scaling ? options_.mixed_precision.scale : 1.0;
+  // Each micro-batch's weight. With ignore_index, a micro-batch's mean is over its own targets
+  // that count: weighted by its samples, a batch with padding got another gradient once split
+  // (and a micro-batch of padding alone, NaN).
+  std::vector<double> shares;
+  for (int64_t start = 0; start < n; start += micro)
+    shares.push_back(static_cast<double>(std::min(n, start + micro) - start) /
+                     static_cast<double>(n));
+  if (options_.ignore_index && (micro < n || sync_)) {
+    const std::vector<int64_t> rows = counted_targets(y, options_.ignore_index, stream_);
+    std::vector<int64_t> parts(shares.size(), 0);
+    for (int64_t i = 0; i < n; ++i)
+      parts[static_cast<size_t>(i / micro)] += rows[static_cast<size_t>(i)];
+    int64_t total = 0;
+    for (int64_t part : parts) total += part;
+    // None count: alone, the batch is as its loss makes it (its mean over no targets); with
+    // other ranks, this one adds nothing to the gradients.
+    if (total > 0 || sync_)
+      for (size_t i = 0; i < shares.size(); ++i)
+        shares[i] = total == 0 ? 0.0 : static_cast<double>(parts[i]) / static_cast<double>(total);
+  }
+  size_t last = shares.size();  // the last micro-batch that runs: the sync is armed before it
+  for (size_t i = 0; i < shares.size(); ++i)
+    if (shares[i] > 0) last = i;
   Tensor total;
   micro_steps_ = 0;
-  for (int64_t start = 0; start < n; start += micro) {
-    const int64_t end = std::min(n, start + micro);
+  if (last == shares.size()) {  // nothing to run (a rank whose targets all are ignored)
+    if (sync_) sync_->arm();
+    return zeros({}, DType::f32, stream_);
+  }
+  for (size_t i = 0; i <= last; ++i) {
+    if (shares[i] == 0) continue;
+    const int64_t start = static_cast<int64_t>(i) * micro, end = std::min(n, start + micro);
     const Tensor loss = forward_loss(x.slice(0, start, end), y.slice(0, start, end));
     ++micro_steps_;
-    const double scale =
-        mixed() && options_.mixed_precision.loss_scaling ? options_.mixed_precision.scale : 1.0;
-    if (sync_ && end == n) sync_->arm();
-    if (end - start == n && scale == 1) {  // the whole batch at once: its own loss, weight 1
+    if (sync_ && i == last) sync_->arm();
+    if (shares[i] == 1 && scale == 1) {  // one micro-batch holds the whole weight: weight 1
       loss.backward(stream_);
       return loss.detach();
     }
-    const double share = static_cast<double>(end - start) / static_cast<double>(n);
-    loss.backward(stream_, full({}, share * scale, loss.dtype(), stream_));
-    const Tensor weight = full({}, share, loss.dtype(), stream_);
+    loss.backward(stream_, full({}, shares[i] * scale, loss.dtype(), stream_));
+    const Tensor weight = full({}, shares[i], loss.dtype(), stream_);
     const NoGrad untracked;
     const Tensor part = mul(loss.detach(), weight, stream_);
     total = total.defined() ? add(total, part, stream_) : part;
@@ -158,7 +200,10 @@ Tensor Trainer::step(const Tensor& x, const Tensor& y) {
       ++skipped_steps_;
       return loss;
     }
-    if (++finite_steps_ % mp.growth_interval == 0) mp.scale *= 2;
+    // Never past what the loss's dtype holds: backward starts from the scale itself, in the
+    // compute dtype (f16's 2^16 is infinite, and every step at it was skipped).
+    const double ceiling = mp.compute == DType::f16 ? 32768.0 : 0x1p127;
+    if (++finite_steps_ % mp.growth_interval == 0 && mp.scale * 2 <= ceiling) mp.scale *= 2;
   }
   // The step changes nothing unless it completes; the gradients go either way. Short of memory,
   // it is tried once more after the work still holding buffers has finished and the cache is

@@ -215,6 +215,87 @@ TEST(DataParallel, AGradientOfAnEarlierMicroBatchOnlyIsReduced) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-5) << i;
 }
 
+// Padding targets (ignore_index): each rank weighs by its targets that count, so the ranks
+// train as one device on the whole batch, a rank whose rows are all padding included (weighted
+// by its samples it gave another step, and its NaN loss made every parameter NaN).
+TEST(DataParallel, PaddingWeighsTheRanksByTheTargetsThatCount) {
+  auto padded = [](int step, int64_t padding, Stream& cpu) {
+    auto [x, y] = batch(step, cpu);
+    std::vector<int64_t> targets = y.to_vector<int64_t>(cpu);
+    for (int64_t i = 0; i < padding; ++i) targets[static_cast<size_t>(i)] = -100;
+    std::pair<Tensor, Tensor> out{x, from_vector(targets, {kBatch}, cpu)};
+    cpu.synchronize();
+    return out;
+  };
+  const int64_t paddings[] = {20, 24,
+                              30};  // rank 0 holds rows 0-23: in steps 2 and 3, padding only
+  struct Run want;
+  {
+    Stream s = device("cpu:0").create_stream();
+    auto model = nn::make_mlp({kIn, kHidden, kClasses}, 5, s);
+    optim::SGD sgd(model->parameters(), {.lr = 0.2, .momentum = 0.9});
+    train::Trainer trainer(*model, sgd, classifier_loss(), s);
+    for (int i = 0; i < 3; ++i) {
+      const auto [x, y] = padded(i, paddings[i], s);
+      want.losses.push_back(trainer.step(x, y).to_vector<float>(s)[0]);
+    }
+    want.parameters = host_parameters(*model, s);
+  }
+  train::DataParallelOptions options{.balance = false};
+  options.trainer.ignore_index = -100;
+  options.trainer.micro_batch = 8;
+  auto parallel = make_parallel(devices_named({"cpu:0", "sim:0"}), options);
+  const CpuFallback fallback;
+  struct Run got;
+  Stream cpu = device("cpu:0").create_stream();
+  for (int i = 0; i < 3; ++i) {
+    const auto [x, y] = padded(i, paddings[i], cpu);
+    got.losses.push_back(parallel.step(x, y));
+  }
+  got.parameters = host_parameters(parallel.replica(0), parallel.stream(0));
+  expect_same_training(got, want);
+}
+
+// A parameter no rank's loss reaches keeps no gradient, so the optimizer leaves it alone, as on
+// one device (the ranks' zeros made it one, and weight decay shrank it every step).
+class WithAnUnusedHead : public nn::Module {
+ public:
+  explicit WithAnUnusedHead(Stream& s) {
+    register_parameter("used", full({2, 1}, 0.5, DType::f32, s));
+    register_parameter("unused", full({2, 1}, 0.75, DType::f32, s));
+  }
+  Tensor forward(const Tensor& x, Stream& s) override { return matmul(x, parameter("used"), s); }
+};
+
+TEST(DataParallel, AParameterNoRankUsesIsNotStepped) {
+  const train::LossFn mse = [](nn::Module& m, const Tensor& x, const Tensor& y, Stream& s) {
+    const Tensor d = sub(m.forward(x, s), y, s);
+    return mean(mul(d, d, s), {}, false, s);
+  };
+  const optim::SGDOptions sgd{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.5};
+  Stream s = device("cpu:0").create_stream();
+  const Tensor x = from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2}, s);
+  const Tensor y = from_vector<float>({1, 0, 1, 0}, {4, 1}, s);
+  s.synchronize();
+  train::LocalDataParallel parallel(
+      devices_named({"cpu:0", "sim:0"}),
+      [](Stream& st) { return std::make_shared<WithAnUnusedHead>(st); },
+      [&](std::vector<nn::NamedTensor> p) {
+        return std::make_unique<optim::SGD>(std::move(p), sgd);
+      },
+      mse, {.balance = false});
+  const CpuFallback fallback;
+  for (int step = 0; step < 3; ++step) parallel.step(x, y);
+  for (size_t r = 0; r < parallel.size(); ++r) {
+    nn::Module& replica = parallel.replica(r);
+    EXPECT_EQ(replica.parameter("unused").to_vector<float>(parallel.stream(r)),
+              (std::vector<float>{0.75f, 0.75f}))
+        << "rank " << r;
+    EXPECT_FALSE(replica.parameter("unused").grad().defined()) << "rank " << r;
+    EXPECT_NE(replica.parameter("used").to_vector<float>(parallel.stream(r))[0], 0.5f);
+  }
+}
+
 TEST(DataParallel, RejectsBadInputAndKeepsTraining) {
   auto parallel = make_parallel(devices_named({"sim:0", "sim:1"}), {});
   Stream cpu = device("cpu:0").create_stream();

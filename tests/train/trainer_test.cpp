@@ -75,6 +75,43 @@ TEST(Trainer, MicroBatchesAccumulateToTheFullBatchsStep) {
   expect_close(split, whole);
 }
 
+// With padding targets (ignore_index), micro-batches weigh by the targets that count: split,
+// the batch takes the whole batch's step (weighted by samples it did not, and a micro-batch of
+// padding alone made the loss and every parameter NaN).
+TEST(Trainer, MicroBatchesOfPaddingWeighByTheTargetsThatCount) {
+  Stream s = device("cpu:0").create_stream();
+  constexpr int64_t kRows = 8, kFeatures = 4;
+  std::vector<float> xs;
+  for (int64_t i = 0; i < kRows * kFeatures; ++i)
+    xs.push_back(std::cos(0.61f * static_cast<float>(i)));
+  const Tensor x = from_vector(xs, {kRows, kFeatures}, s);
+  // Rows 4 and 5 (one micro-batch of 2) are padding only; row 0 is padding beside row 1.
+  const Tensor y = from_vector<int64_t>({-100, 1, 2, 0, -100, -100, 1, 2}, {kRows}, s);
+  auto run = [&](train::TrainerOptions options, std::vector<float>* loss) {
+    auto model = nn::make_mlp({kFeatures, 6, 3}, 5, s);
+    optim::SGD sgd(model->parameters(), {.lr = 0.5, .momentum = 0.9});
+    train::Trainer trainer(*model, sgd, classifier_loss(), s, options);
+    for (int step = 0; step < 3; ++step) loss->push_back(trainer.step(x, y).to_vector<float>(s)[0]);
+    std::vector<std::vector<float>> out;
+    for (const nn::NamedTensor& p : model->parameters())
+      out.push_back(p.tensor.detach().to_vector<float>(s));
+    return out;
+  };
+  std::vector<float> whole_loss, split_loss;
+  const auto whole = run({}, &whole_loss);
+  const auto split = run({.micro_batch = 2, .ignore_index = -100}, &split_loss);
+  expect_close(split, whole);
+  ASSERT_EQ(split_loss.size(), whole_loss.size());
+  for (size_t i = 0; i < whole_loss.size(); ++i) EXPECT_NEAR(split_loss[i], whole_loss[i], 1e-6);
+  // Every target ignored: alone, the batch is what its loss makes of it (NaN, as PyTorch's).
+  auto model = nn::make_mlp({kFeatures, 3}, 5, s);
+  optim::SGD sgd(model->parameters(), {.lr = 0.5});
+  train::Trainer trainer(*model, sgd, classifier_loss(), s,
+                         {.micro_batch = 2, .ignore_index = -100});
+  const Tensor padding = full({kRows}, -100, DType::i64, s);
+  EXPECT_TRUE(std::isnan(trainer.step(x, padding).to_vector<float>(s)[0]));
+}
+
 TEST(Trainer, FindsTheLargestMicroBatchWithinASimDevicesBudget) {
   if (devices().end() == std::find_if(devices().begin(), devices().end(),
                                       [](const Device& d) { return d.id() == "sim:0"; }))
@@ -251,6 +288,12 @@ TEST(Trainer, LossScalingSkipsOverflowsAndGrows) {
       mixed_run({.compute = DType::bf16, .scale = 4.0, .growth_interval = 3}, 9);
   EXPECT_EQ(growing.skipped, 0);
   EXPECT_EQ(growing.scale, 32.0);
+  // In f16 the scale stops at 2^15: backward starts from it, and f16's 2^16 is infinite (every
+  // step there was skipped, and the scale went up and down for ever).
+  const MixedRun capped =
+      mixed_run({.compute = DType::f16, .scale = 8192.0, .growth_interval = 1}, 8);
+  EXPECT_EQ(capped.skipped, 0);
+  EXPECT_EQ(capped.scale, 32768.0);
   Stream s = device("cpu:0").create_stream();
   auto model = nn::make_mlp({2, 2}, 1, s);
   optim::SGD sgd(model->parameters(), {.lr = 0.1});
