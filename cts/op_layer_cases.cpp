@@ -162,6 +162,13 @@ void dropout_reference(const Device& d) {
       check_close(numbers(dropout(make(x, shape, dtype, s), p, 42, s), s), want, dtype,
                   "dropout with p " + std::to_string(p));
     }
+    // x times the mask (PyTorch's): a dropped infinity is NaN on every device (the CPU gave 0).
+    std::vector<double> infinite(x.size(), INFINITY);
+    const std::vector<double> got =
+        numbers(dropout(make(infinite, shape, dtype, s), 0.3, 42, s), s);
+    for (size_t i = 0; i < got.size(); ++i)
+      check(draws[i] >= 0.3f ? got[i] == INFINITY : std::isnan(got[i]),
+            "dropout of inf at " + std::to_string(i) + " gives " + std::to_string(got[i]));
   });
 }
 

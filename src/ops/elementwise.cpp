@@ -118,7 +118,10 @@ Tensor where_of(const Tensor& cond, const Tensor& a_in, const Tensor& b_in, Stre
                                                 " must be bool (compare, or cast it first)");
   Shape broadcast;
   const Shape shape =
-      broadcast_shapes(cond.shape(), result_shape(desc.name, a_in, b_in, broadcast));
+      broadcast_named(cond.shape(), result_shape(desc.name, a_in, b_in, broadcast), [&] {
+        return "where of condition " + cond.describe() + ", " + a_in.describe() + " and " +
+               b_in.describe();
+      });
   const OpPlan plan =
       plan_or_throw(desc, promote_types(a_in.dtype(), b_in.dtype()), {&cond, &a_in, &b_in});
   std::optional<Tensor> a_cast, b_cast;

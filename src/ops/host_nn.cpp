@@ -230,7 +230,9 @@ void host_dropout(const Tensor& x, const Tensor& out, double p, uint64_t seed, S
         for (uint64_t j = 0; j < 4; ++j) {
           const uint64_t i = block * 4 + j;
           if (i >= static_cast<uint64_t>(n)) break;
-          dst[i] = tensor::unit_f32(draws[j]) >= threshold ? in[i] * scale : T(0);
+          // x times the mask's 0 or scale, as PyTorch and the other devices have it: a
+          // dropped infinity or NaN gives NaN, not 0.
+          dst[i] = in[i] * (tensor::unit_f32(draws[j]) >= threshold ? scale : T(0));
         }
       }
     });

@@ -10,6 +10,7 @@
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 #include "ops/fallback.hpp"
+#include "ops/op_checks.hpp"
 #include "ops/op_table.hpp"
 
 namespace hal {
@@ -116,7 +117,9 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
                     std::to_string(b->size(-2)) + ")");
   const Shape a_batch(a->shape().begin(), a->shape().end() - 2);
   const Shape b_batch(b->shape().begin(), b->shape().end() - 2);
-  const Shape batch_shape = broadcast_shapes(a_batch, b_batch);
+  const Shape batch_shape = ops::broadcast_named(a_batch, b_batch, [&] {
+    return "matmul of " + a_in.describe() + " and " + b_in.describe() + ": the batch dimensions";
+  });
   const int64_t batch = numel(batch_shape);
   constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
   if (m > kIntMax || n > kIntMax || k > kIntMax || batch > kIntMax)

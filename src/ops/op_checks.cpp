@@ -57,12 +57,17 @@ int64_t wrap_axis(std::string_view op, const Tensor& x, int64_t axis) {
 }
 
 Shape broadcast_operands(std::string_view op, const Tensor& a, const Tensor& b) {
+  return broadcast_named(a.shape(), b.shape(), [&] {
+    return std::string(op) + " of " + a.describe() + " and " + b.describe();
+  });
+}
+
+Shape broadcast_named(const Shape& a, const Shape& b, const std::function<std::string()>& what) {
   try {
     const detail::ErrorReportsMuted rewrapped;  // reported below, with the op and operands
-    return broadcast_shapes(a.shape(), b.shape());
+    return broadcast_shapes(a, b);
   } catch (const Error& error) {
-    throw Error(error.code(), std::string(op) + " of " + a.describe() + " and " + b.describe() +
-                                  ": " + error.message());
+    throw Error(error.code(), what() + ": " + error.message());
   }
 }
 

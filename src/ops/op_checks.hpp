@@ -2,6 +2,8 @@
 // op, the tensors and the devices involved.
 #pragma once
 
+#include <functional>
+#include <string>
 #include <string_view>
 
 #include "hal/tensor.hpp"
@@ -27,6 +29,9 @@ int64_t wrap_axis(std::string_view op, const Tensor& x, int64_t axis);
 
 // The shape a and b broadcast to; InvalidArgument naming the op and both operands otherwise.
 Shape broadcast_operands(std::string_view op, const Tensor& a, const Tensor& b);
+// broadcast_shapes of two shapes; its error led by what(): the op and its operands, built only
+// for the error.
+Shape broadcast_named(const Shape& a, const Shape& b, const std::function<std::string()>& what);
 // InvalidArgument for a value outside DType's enumerators.
 void check_dtype(std::string_view op, const Tensor& x, DType dtype);
 

@@ -7,6 +7,8 @@
 
 #include "autograd/record.hpp"
 #include "core/checked_math.hpp"
+#include "hal/autograd.hpp"
+#include "hal/device_info.hpp"
 #include "hal/error.hpp"
 #include "tensor/extent.hpp"
 #include "tensor/strided_walk.hpp"
@@ -175,19 +177,37 @@ void Tensor::copy_to_host(void* dst, Stream& stream) const {
     stream.copy_to_host(dst, storage_, nbytes(), static_cast<size_t>(offset_) * element);
     return;
   }
-  // Strided: bring the span of storage the view reaches to the host, then gather from it in
-  // row-major order once the copy has run.
-  // The constructor checked that this extent fits in the storage.
-  const int64_t span = tensor::furthest_element(shape_, strides_, offset_) - offset_ + 1;
-  auto staging = std::make_shared<std::vector<unsigned char>>(static_cast<size_t>(span) * element);
-  stream.copy_to_host(staging->data(), storage_, staging->size(),
-                      static_cast<size_t>(offset_) * element);
-  stream.host_callback([staging, dst, shape = shape_, strides = std::array{strides_}, element] {
+  const auto gather = [dst, shape = shape_, strides = std::array{strides_},
+                       element](const unsigned char* from) {
     auto* out = static_cast<unsigned char*>(dst);
     tensor::StridedWalk<1> walk(shape, strides, {0}, 0);
     for (int64_t n = hal::numel(shape); n > 0; --n, walk.next(), out += element)
-      std::memcpy(out, staging->data() + static_cast<size_t>(walk.at(0)) * element, element);
-  });
+      std::memcpy(out, from + static_cast<size_t>(walk.at(0)) * element, element);
+  };
+  if (storage_.host_accessible()) {
+    // Gathered in place, in the stream's order: staging the span a view reaches took a second
+    // copy of all of it (a column of a 1 GiB matrix staged the whole gigabyte).
+    stream.host_callback([gather, storage = storage_, at = static_cast<size_t>(offset_) * element] {
+      gather(static_cast<const unsigned char*>(storage.host_data()) + at);
+    });
+    return;
+  }
+  // The constructor checked that this extent fits in the storage.
+  const int64_t span = tensor::furthest_element(shape_, strides_, offset_) - offset_ + 1;
+  const DeviceInfo& info = device().info();
+  if (span > 2 * numel() &&
+      (info.has_feature(feature::kHostKernels) || info.has_feature(feature::kPortableKernels))) {
+    // Sparse in its span: gathered on the device, only the elements cross to the host.
+    const NoGrad untracked;
+    contiguous(stream).copy_to_host(dst, stream);
+    return;
+  }
+  // Strided: bring the span of storage the view reaches to the host, then gather from it in
+  // row-major order once the copy has run.
+  auto staging = std::make_shared<std::vector<unsigned char>>(static_cast<size_t>(span) * element);
+  stream.copy_to_host(staging->data(), storage_, staging->size(),
+                      static_cast<size_t>(offset_) * element);
+  stream.host_callback([staging, gather] { gather(staging->data()); });
 }
 
 }  // namespace hal

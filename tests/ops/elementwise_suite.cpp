@@ -29,6 +29,13 @@ TEST_P(ElementwiseSuite, BadArgumentsAreRefusedByName) {
         pow(a, zeros({4, 3}, DType::f32, stream), stream);
       },
       ErrorCode::InvalidArgument, {"pow of f32[2, 3]", "f32[4, 3]", "do not broadcast"});
+  expect_error(
+      [&] {
+        where(zeros({3}, DType::boolean, stream), zeros({2}, DType::f32, stream),
+              zeros({2}, DType::f32, stream), stream);
+      },
+      ErrorCode::InvalidArgument,
+      {"where of condition bool[3]", ", f32[2] on " + id() + " and f32[2]", "do not broadcast"});
   expect_error([&] { exp(Tensor(), stream); }, ErrorCode::InvalidArgument, {"exp", "undefined"});
   for (const Device& other : suite_devices()) {
     if (other == device()) continue;

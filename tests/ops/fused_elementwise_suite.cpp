@@ -82,6 +82,11 @@ TEST_P(FusedElementwiseSuite, BroadcastsAndReadsStridedViewsAsTheOpsDo) {
   const Tensor sum = fused_elementwise({{{"add", {0, 1}}, {"relu", {2}}}}, {c, n}, stream);
   EXPECT_EQ(sum.dtype(), DType::f32);
   EXPECT_EQ(numbers(sum, stream), numbers(relu(add(c, n, stream), stream), stream));
+  // Integers alone are computed in f32 too, as exp of i32 is (they were refused).
+  const Tensor exps = fused_elementwise({{{"exp", {0}}}}, {n}, stream);
+  EXPECT_EQ(exps.dtype(), DType::f32);
+  const auto e = numbers(exps, stream), want_exps = numbers(exp(n, stream), stream);
+  for (size_t i = 0; i < e.size(); ++i) EXPECT_NEAR(e[i], want_exps[i], 1e-5 * want_exps[i]) << i;
 }
 
 TEST_P(FusedElementwiseSuite, AMalformedProgramIsRefusedNamingTheStep) {

@@ -45,7 +45,8 @@ TEST_P(MatmulSuite, BadArgumentsAreRefusedByName) {
       [&] {
         matmul(zeros({2, 3, 4}, DType::f32, stream), zeros({3, 4, 5}, DType::f32, stream), stream);
       },
-      ErrorCode::InvalidArgument, {"do not broadcast"});
+      ErrorCode::InvalidArgument,
+      {"matmul of f32[2, 3, 4]", "and f32[3, 4, 5]", "the batch dimensions", "do not broadcast"});
 }
 
 HAL_DEVICE_SUITE(MatmulSuite);
