@@ -43,13 +43,14 @@ class Module {
   std::vector<NamedTensor> parameters() const;
   // The parameter named so (dotted, from this module); NotFound naming it otherwise.
   Tensor& parameter(const std::string& name);
-  // Moves every parameter to `device` (a new leaf requiring grad, its gradient dropped), the
-  // copies enqueued on `stream` (a stream of either device). Make optimizers after moving.
+  // Moves every parameter to `device` (a new leaf, requiring grad as it did, its gradient
+  // dropped), the copies enqueued on `stream` (a stream of either device); a tensor tied into
+  // several slots stays one tensor. Make optimizers after moving.
   void to(const Device& device, Stream& stream);
   // Training mode (dropout active) or evaluation mode, for this module and its children.
   void train(bool on = true);
   bool training() const { return training_; }
-  // Drops every parameter's gradient.
+  // Drops every parameter's gradient (frozen ones, which do not require grad, have none).
   void zero_grad();
   // Host-side state that is not a tensor (dropout's call count), depth-first with dotted
   // names, for checkpoints; load_extra_state takes what extra_state gave.
@@ -70,6 +71,8 @@ class Module {
  private:
   void collect(const std::string& prefix, std::vector<NamedTensor>& out) const;
   Tensor* find_parameter(const std::string& name);
+  // Every parameter slot of this module and its children, a shared one once per name.
+  void slots(std::vector<Tensor*>& out);
   // Stable addresses: parameter() hands out references.
   std::vector<std::pair<std::string, std::unique_ptr<Tensor>>> parameters_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;

@@ -120,8 +120,10 @@ class AdamW : public Optimizer {
 };
 
 // Scales every gradient by max_norm / (norm + 1e-6) where the L2 norm of all gradients together
-// exceeds max_norm. Returns the norm before clipping as a 0-d f32 tensor on the first
-// parameter's device; nothing waits for it. InvalidArgument for a max_norm that is not positive.
+// exceeds max_norm. The norm and the scale are computed in f64 when a gradient is f64, in f32
+// otherwise. Returns the norm before clipping as a 0-d tensor of that dtype (f32 when no
+// parameter has a gradient) on the first parameter's device; nothing waits for it.
+// InvalidArgument for a max_norm that is not positive.
 Tensor clip_grad_norm(const std::vector<NamedTensor>& parameters, double max_norm, Stream& stream);
 
 }  // namespace hal::optim

@@ -144,18 +144,25 @@ Grads sqrt_rule(const Backward& b) {
 Grads log_rule(const Backward& b) { return {div(b.grads[0], b.inputs[0], b.ctx.stream())}; }
 
 // y = a^b: dy * b * a^(b - 1) to a; dy * y * log(a) to b (asked for only where the exponent
-// depends on xs; a constant exponent gets none).
+// depends on xs; a constant exponent gets none). As hal's autograd and PyTorch: 0 where the
+// formula is 0 * inf but the derivative is 0, at b == 0 for a and at a == 0, b >= 0 for b.
 Grads pow_rule(const Backward& b) {
   Stream& s = b.ctx.stream();
   const Tensor& a = b.inputs[0];
   const Tensor& e = b.inputs[1];
+  const Tensor zero = scalar(0.0, b.grads[0], s);
   Grads g(2);
   if (wanted(b, 0)) {
     const Tensor e_a = as_dtype(e, a.dtype(), s);
     const Tensor slope = mul(e_a, pow(a, sub(e_a, scalar(1.0, e_a, s), s), s), s);
-    g[0] = to_input(b, 0, mul(b.grads[0], slope, s));
+    const Tensor d = mul(b.grads[0], slope, s);
+    g[0] = to_input(b, 0, where(eq(e_a, scalar(0.0, e_a, s), s), zero, d, s));
   }
-  if (wanted(b, 1)) g[1] = to_input(b, 1, mul(b.grads[0], mul(b.outputs[0], log(a, s), s), s));
+  if (wanted(b, 1)) {
+    const Tensor d = mul(b.grads[0], mul(b.outputs[0], log(a, s), s), s);
+    const Tensor nonnegative = ge(e, scalar(0.0, e, s), s);
+    g[1] = to_input(b, 1, where(eq(a, scalar(0.0, a, s), s), where(nonnegative, zero, d, s), d, s));
+  }
   return g;
 }
 

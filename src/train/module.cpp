@@ -1,5 +1,7 @@
 // Module: named parameters and children, moving them, modes, and host-side state.
+#include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "hal/error.hpp"
@@ -50,14 +52,29 @@ Tensor& Module::parameter(const std::string& name) {
   throw Error(ErrorCode::NotFound, "the module has no parameter '" + name + "'");
 }
 
+void Module::slots(std::vector<Tensor*>& out) {
+  for (auto& [name, tensor] : parameters_) out.push_back(tensor.get());
+  for (auto& [name, child] : children_) child->slots(out);
+}
+
 void Module::to(const Device& device, Stream& stream) {
-  for (auto& [name, tensor] : parameters_) {
+  // A tensor tied into several slots is moved once and each slot gets the same new leaf, else
+  // the copies would train apart. Identity is its memory, as in parameters(), and its layout: a
+  // transposed view of a tied weight gets a copy of its own.
+  std::vector<Tensor*> all;
+  slots(all);
+  std::map<std::tuple<const BufferImpl*, int64_t, Shape, Shape>, Tensor> moved;
+  for (Tensor* tensor : all) {
     if (tensor->device() == device) continue;
-    Tensor moved = tensor->detach().to(device, stream);
-    moved.requires_grad_();
-    *tensor = std::move(moved);
+    auto [it, fresh] = moved.try_emplace(
+        {tensor->storage().impl().get(), tensor->offset(), tensor->shape(), tensor->strides()});
+    if (fresh) {
+      it->second = tensor->detach().to(device, stream);
+      // A frozen parameter stays frozen.
+      if (tensor->requires_grad()) it->second.requires_grad_();
+    }
+    *tensor = it->second;
   }
-  for (auto& [name, child] : children_) child->to(device, stream);
 }
 
 void Module::train(bool on) {
@@ -66,7 +83,9 @@ void Module::train(bool on) {
 }
 
 void Module::zero_grad() {
-  for (auto& [name, tensor] : parameters_) tensor->zero_grad();
+  // A frozen parameter (requires_grad_(false)) has no gradient to drop.
+  for (auto& [name, tensor] : parameters_)
+    if (tensor->requires_grad()) tensor->zero_grad();
   for (auto& [name, child] : children_) child->zero_grad();
 }
 

@@ -2,6 +2,7 @@
 // temporary file renamed over the target) and reading (every field checked before a tensor is
 // made). nlohmann::json parses and prints the header.
 #include <bit>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -77,19 +78,29 @@ void save_safetensors(const std::filesystem::path& path,
 }
 
 Safetensors load_safetensors(const std::filesystem::path& path, Stream& stream) {
+  // A directory opens as a stream on Linux and reads as nothing, which was "not a JSON object".
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) bad_file(path, "is a directory, not a file");
+  errno = 0;
   std::ifstream file(path, std::ios::binary);
-  if (!file) bad_file(path, "cannot be opened");
+  if (!file)
+    bad_file(path,
+             errno ? std::string("cannot be opened: ") + std::strerror(errno) : "cannot be opened");
   file.seekg(0, std::ios::end);
-  const auto size = static_cast<uint64_t>(file.tellg());
+  const std::streamoff end = file.tellg();
   file.seekg(0);
+  if (!file || end < 0) bad_file(path, "cannot be read (its size is unknown)");
+  const auto size = static_cast<uint64_t>(end);
   if (size < 8) bad_file(path, "shorter than the 8-byte header length");
   uint64_t length = 0;
   file.read(reinterpret_cast<char*>(&length), 8);
+  if (!file) bad_file(path, "cannot be read (the header length)");
   if (length > kMaxHeader || length > size - 8)
     bad_file(path, "the header claims " + std::to_string(length) + " bytes, the file holds " +
                        std::to_string(size - 8) + " after the length");
   std::string text(length, '\0');
   file.read(text.data(), static_cast<std::streamsize>(length));
+  if (!file) bad_file(path, "cannot be read (the header)");
   const nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!header.is_object()) bad_file(path, "the header is not a JSON object");
   const uint64_t data_size = size - 8 - length;

@@ -138,20 +138,26 @@ Tensor clip_grad_norm(const std::vector<NamedTensor>& parameters, double max_nor
     throw Error(ErrorCode::InvalidArgument,
                 "clip_grad_norm: max_norm " + std::to_string(max_norm) + " is not positive");
   const NoGrad untracked;
+  // The norm and the scale are f64 when a gradient is f64 (an f32 scale clips f64 gradients
+  // off torch's), else f32: f16/bf16 squares sum in f32, as a norm over 256 (squares over
+  // 65504) overflows f16.
+  DType dtype = DType::f32;
+  for (const NamedTensor& p : parameters)
+    if (const Tensor g = p.tensor.grad(); g.defined() && g.dtype() == DType::f64)
+      dtype = DType::f64;
   Tensor total;
   for (const NamedTensor& p : parameters) {
     const Tensor g = p.tensor.grad();
     if (!g.defined()) continue;
-    // f16/bf16 squares sum in f32: a norm over 256 (squares over 65504) overflows f16.
-    const Tensor wide = g.dtype() == DType::f64 ? g : cast(g, DType::f32, s);
-    const Tensor squares = cast(sum(mul(wide, wide, s), {}, false, s), DType::f32, s);
+    const Tensor wide = g.dtype() == dtype ? g : cast(g, dtype, s);
+    const Tensor squares = sum(mul(wide, wide, s), {}, false, s);
     total = total.defined() ? add(total, squares, s) : squares;
   }
   if (!total.defined()) return zeros({}, DType::f32, s);
   const Tensor norm = sqrt(total, s);
-  const Tensor coefficient = minimum(
-      div(full({}, max_norm, DType::f32, s), add(norm, full({}, 1e-6, DType::f32, s), s), s),
-      full({}, 1.0, DType::f32, s), s);
+  const Tensor coefficient =
+      minimum(div(full({}, max_norm, dtype, s), add(norm, full({}, 1e-6, dtype, s), s), s),
+              full({}, 1.0, dtype, s), s);
   for (const NamedTensor& p : parameters) {
     Tensor g = p.tensor.grad();
     if (!g.defined()) continue;

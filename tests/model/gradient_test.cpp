@@ -271,6 +271,24 @@ TEST(Gradient, ExpLogSqrtPowAndSumMatchDifferences) {
   c.expect_matches_differences();
 }
 
+// x^e where x = 0: the formulas' 0 * inf (e * x^(e - 1) at e = 0, y * log x at x = 0, e >= 0)
+// gave NaN and -inf where the derivative, and hal's autograd and PyTorch, give 0.
+TEST(Gradient, PowAtZeroIsZeroWhereTheFormulaIsZeroTimesInfinity) {
+  GradientCase c;
+  c.x("x", {4}, {0, 0, 2, 0}).x("e", {4}, {0, 2, 0, 1});
+  c.builder.node("Pow", {"x", "e"}, {"y"});
+  c.y_shape = {4};
+  const Model model = c.load();
+  Stream stream = device("cpu:0").create_stream();
+  const auto out = c.run(model, c.xs, stream);
+  EXPECT_EQ(out.at("d_x").to_vector<double>(stream), (std::vector<double>{0, 0, 0, 1}));
+  const std::vector<double> de = out.at("d_e").to_vector<double>(stream);
+  EXPECT_EQ(de[0], 0);
+  EXPECT_EQ(de[1], 0);
+  EXPECT_NEAR(de[2], std::log(2.0), 1e-15);
+  EXPECT_EQ(de[3], 0);
+}
+
 // Transpose, Reshape (its shape an initializer), Identity, Unsqueeze, Flatten, then * w.
 TEST(Gradient, ShapeOpsPassGradientsThroughMatchingDifferences) {
   GradientCase c;

@@ -234,6 +234,8 @@ TEST_F(Checkpoint, CorruptFilesAreRefusedByName) {
     expect_error([&] { load_safetensors(path, s); }, ErrorCode::InvalidArgument, parts);
   };
   refused(dir / "absent.safetensors", {"absent.safetensors", "cannot be opened"});
+  // A directory opens as a stream and reads as nothing: it said "not a JSON object".
+  refused(dir, {"safetensors file " + dir.string() + ": is a directory"});
   write_bytes(dir / "short.safetensors", {1, 2, 3});
   refused(dir / "short.safetensors", {"short.safetensors", "shorter than"});
   std::vector<unsigned char> huge(16, 0);

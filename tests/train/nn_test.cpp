@@ -1,6 +1,6 @@
 // hal::nn's modules: parameter names as PyTorch's state_dict gives them, forward passes against
-// plain loops, moving to another device, modes, and gradients reaching every parameter of a
-// transformer block.
+// plain loops, moving to another device (tied and frozen parameters too), modes, and gradients
+// reaching every parameter of a transformer block.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -149,6 +149,46 @@ TEST_F(NnModules, ToMovesEveryParameterAsALeaf) {
     EXPECT_TRUE(p.tensor.is_leaf() && p.tensor.requires_grad()) << p.name;
   }
   EXPECT_EQ(mlp->parameter("0.weight").to(cpu, s).to_vector<float>(s), before);
+}
+
+// to() moved each slot of a tied weight on its own: two leaves, trained apart, both listed.
+TEST_F(NnModules, ToKeepsATiedWeightOneLeaf) {
+  register_far_backend();
+  TiedWeights tied(s);
+  nn::Sequential seq;  // tied across children, as in a language model's embedding and head
+  auto a = seq.add(std::make_shared<nn::Linear>(4, 4, false, 1, s));
+  auto b = seq.add(std::make_shared<nn::Linear>(4, 4, false, 2, s));
+  b->weight() = a->weight();
+  for (const Device& to : {device("far:0"), cpu}) {
+    tied.to(to, s);
+    seq.to(to, s);
+    s.synchronize();
+    EXPECT_EQ(names(tied), (std::vector<std::string>{"embedding"}));
+    EXPECT_EQ(names(seq), (std::vector<std::string>{"0.weight"}));
+    EXPECT_EQ(a->weight().storage().impl(), b->weight().storage().impl());
+  }
+  // Both names reach one leaf: d/dw sum(w * w) = 2w, accumulated into each slot alike.
+  const Tensor& embedding = tied.parameter("embedding");
+  const Tensor& projection = tied.parameter("projection");
+  ASSERT_TRUE(embedding.is_leaf() && embedding.requires_grad());
+  sum(mul(embedding, projection, s), {}, false, s).backward(s);
+  EXPECT_EQ(embedding.grad().to_vector<float>(s), std::vector<float>(4, 2));
+  EXPECT_EQ(projection.grad().to_vector<float>(s), std::vector<float>(4, 2));
+}
+
+// A frozen parameter made zero_grad() throw (set_grad of a tensor that does not require grad)
+// and to() made it require grad again.
+TEST_F(NnModules, AFrozenParameterStaysFrozen) {
+  register_far_backend();
+  auto mlp = nn::make_mlp({3, 4, 2}, 1, s);
+  mlp->parameter("0.weight").requires_grad_(false);
+  mlp->zero_grad();
+  mlp->to(device("far:0"), s);
+  s.synchronize();
+  for (const nn::NamedTensor& p : mlp->parameters())
+    EXPECT_EQ(p.tensor.requires_grad(), p.name != "0.weight") << p.name;
+  mlp->zero_grad();
+  EXPECT_EQ(mlp->parameter("0.bias").device(), device("far:0"));
 }
 
 }  // namespace

@@ -264,7 +264,7 @@ TEST_F(Optim, ClipGradNormScalesByTheTotalNorm) {
   a.set_grad(from_vector<double>({1, 2, 2, 0, 0, 0}, {2, 3}, s));  // |a| = 3
   b.set_grad(from_vector<double>({0, 4}, {2}, s));                 // |b| = 4: total 5
   const Tensor norm = optim::clip_grad_norm({{"a", a}, {"b", b}}, 2.5, s);
-  EXPECT_FLOAT_EQ(norm.to_vector<float>(s)[0], 5.0f);
+  EXPECT_EQ(norm.to_vector<double>(s)[0], 5.0);
   const double scale = 2.5 / (5.0 + 1e-6);  // PyTorch's coefficient
   const std::vector<double> got = a.grad().to_vector<double>(s);
   EXPECT_NEAR(got[1], 2 * scale, 1e-6);
@@ -277,6 +277,25 @@ TEST_F(Optim, ClipGradNormScalesByTheTotalNorm) {
         optim::clip_grad_norm({{"a", a}}, 0, s);
       },
       ErrorCode::InvalidArgument, {"clip_grad_norm", "max_norm"});
+}
+
+// f64 gradients clip as torch's do: the norm and the scale were f32, the gradients off by ~1e-9.
+TEST_F(Optim, ClipGradNormOfDoubleGradientsWorksInF64) {
+  Tensor a = parameter(), b = from_vector<double>({-5, 0.5}, {2}, s);
+  b.requires_grad_();
+  const std::vector<double> ga{0.3, -1.2, 2.0, 0.1, 0.7, -0.4}, gb{4.0, -0.7};
+  a.set_grad(from_vector(ga, {2, 3}, s));
+  b.set_grad(from_vector(gb, {2}, s));
+  double squares = 0;
+  for (const auto* list : {&ga, &gb})
+    for (double g : *list) squares += g * g;
+  const double want = std::sqrt(squares), scale = 0.5 / (want + 1e-6);
+  const Tensor norm = optim::clip_grad_norm({{"a", a}, {"b", b}}, 0.5, s);
+  EXPECT_EQ(norm.dtype(), DType::f64);
+  EXPECT_NEAR(cast(norm, DType::f64, s).to_vector<double>(s)[0], want, 1e-14 * want);
+  const std::vector<double> got = a.grad().to_vector<double>(s);
+  for (size_t i = 0; i < ga.size(); ++i) EXPECT_NEAR(got[i], ga[i] * scale, 1e-15) << i;
+  EXPECT_NEAR(b.grad().to_vector<double>(s)[0], gb[0] * scale, 1e-15);
 }
 
 TEST_F(Optim, ClipGradNormOfHalfGradientsSumsTheirSquaresInF32) {
