@@ -72,6 +72,18 @@ void embedding_reference(const Device& d) {
                   dtype, "embedding_backward");
     }
   });
+  // Rows gathered as they are: an infinity or NaN in a row not picked changes nothing (the
+  // one-hot product other devices used made every picked row NaN: 0 * inf).
+  for_listed(d, {"embedding"}, kFloats, [&](DType dtype) {
+    const double inf = INFINITY;
+    const Tensor table = make({1, 2, inf, 4, NAN, 6, 7, -inf}, {4, 2}, dtype, s);
+    const std::vector<double> got =
+        numbers(embedding(table, make({0, 3, 0}, {3}, DType::i64, s), s), s);
+    std::string text;
+    for (double v : got) text += std::to_string(v) + " ";
+    check(got == std::vector<double>{1, 2, 7, -inf, 1, 2},
+          "embedding of rows 0, 3, 0 beside rows of inf and NaN: " + text);
+  });
 }
 
 // PyTorch's definition, row by row in double.

@@ -113,6 +113,10 @@ void portable_fused(const FusedProgram& program, const std::vector<Tensor>& inpu
                     const Tensor& out, const FusedLayout& layout, Stream& stream);
 void portable_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
                     const ElementwiseLayout<3>& layout, Stream& stream);
+// embedding's rows gathered (a contiguous [rows, dim] table, contiguous indices): an index
+// outside the table gives a row of zeros.
+void portable_embedding(const Tensor& table, const Tensor& indices, const Tensor& out,
+                        Stream& stream);
 // kernels/ops/cast.kernel.
 void portable_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                    Stream& stream);

@@ -192,6 +192,8 @@ class Registry {
         {"Vulkan shaders", vulkan_backend, kVulkanNumbers, listed, 0, &vulkan_unary});
     add({"where"}, {"Vulkan shaders", vulkan_backend, kVulkanWhere, listed, 0, &vulkan_where});
     add({"cast"}, {"Vulkan shaders", vulkan_backend, kVulkanWhere, listed, 0, &vulkan_cast});
+    add({"embedding"},
+        {"Vulkan shaders", vulkan_backend, kVulkanFloating, listed, 0, &vulkan_embedding});
     add(kFloatFunctions, {"Vulkan shaders", vulkan_backend, kVulkanHalf, listed, 0, &vulkan_unary});
     add(kKernelFloatFunctions,
         {"Vulkan shaders", vulkan_backend, kVulkanHalf, listed, 0, &vulkan_unary});
@@ -231,6 +233,10 @@ class Registry {
     add({"concat"}, {"host kernels", host_device, kAll, nullptr, 0, &host_concat});
     add({"concat"}, {"device copies", any_device, kAll, nullptr, -1, &copied_concat});
     add({"embedding"}, {"host kernels", host_device, kFloating, nullptr, 0, &host_embedding});
+    // Rows gathered: the parts' one-hot product took memory for [indices, rows] and made every
+    // row NaN where the table held an infinity or NaN anywhere (0 * inf).
+    add({"embedding"},
+        {"portable kernels", portable_device, kFloating, fp64_if_listed, 0, &portable_embedding});
     add({"embedding_backward"},
         {"host kernels", host_device, kFloat, nullptr, 0, &host_embedding_backward});
     add({"cross_entropy"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_cross_entropy});

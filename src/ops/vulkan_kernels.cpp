@@ -202,6 +202,20 @@ void vulkan_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Te
   stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.count)), args);
 }
 
+void vulkan_embedding(const Tensor& table, const Tensor& indices, const Tensor& out,
+                      Stream& stream) {
+  for (const Tensor* t : {&table, &indices, &out}) check_binding("embedding", *t);
+  const std::string shader = "gather_" + std::to_string(table.element_size()) +
+                             (indices.dtype() == DType::i64 ? "_i64" : "_i32");
+  const Kernel kernel = shader_kernel(table.device(), shader, {});
+  stream.launch(
+      kernel, LaunchConfig::linear(static_cast<uint64_t>(out.numel())),
+      {out.storage(), indices.storage(), table.storage(),
+       index32(indices.offset(), "embedding", indices), index32(table.offset(), "embedding", table),
+       index32(table.size(1), "embedding", table), index32(table.size(0), "embedding", table),
+       index32(out.numel(), "embedding", out)});
+}
+
 void vulkan_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                  Stream& stream) {
   if (layout.count == 0) return;

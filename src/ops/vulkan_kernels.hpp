@@ -17,6 +17,10 @@ void vulkan_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& ou
 void vulkan_unary(Unary op, const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                   Stream& stream);
 // cond ? a : b for elements of 1, 2, 4 or 8 bytes.
+// embedding's rows gathered (kernels/vulkan/gather.comp): contiguous table and indices; an
+// index outside the table gives a row of zeros.
+void vulkan_embedding(const Tensor& table, const Tensor& indices, const Tensor& out,
+                      Stream& stream);
 void vulkan_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
                   const ElementwiseLayout<3>& layout, Stream& stream);
 // Between f32, f64, f16, i32, i64, i8, u8 and bool.
