@@ -45,7 +45,8 @@ class Module {
   Tensor& parameter(const std::string& name);
   // Moves every parameter to `device` (a new leaf, requiring grad as it did, its gradient
   // dropped), the copies enqueued on `stream` (a stream of either device); a tensor tied into
-  // several slots stays one tensor. Make optimizers after moving.
+  // several slots stays one tensor (InvalidArgument, nothing moved, where a slot holds another
+  // view of a tied tensor's memory). Make optimizers after moving.
   void to(const Device& device, Stream& stream);
   // Training mode (dropout active) or evaluation mode, for this module and its children.
   void train(bool on = true);
@@ -71,8 +72,8 @@ class Module {
  private:
   void collect(const std::string& prefix, std::vector<NamedTensor>& out) const;
   Tensor* find_parameter(const std::string& name);
-  // Every parameter slot of this module and its children, a shared one once per name.
-  void slots(std::vector<Tensor*>& out);
+  // Every parameter slot of this module and its children, with its dotted name.
+  void slots(const std::string& prefix, std::vector<std::pair<std::string, Tensor*>>& out);
   // Stable addresses: parameter() hands out references.
   std::vector<std::pair<std::string, std::unique_ptr<Tensor>>> parameters_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;

@@ -359,7 +359,7 @@ def ones(
 def arange(
     start: float,
     end: float | None = None,
-    step: float = 1.0,
+    step: float = 1,
     dtype: DTypeLike | None = None,
     device: DeviceLike | None = None,
     stream: Stream | None = None,

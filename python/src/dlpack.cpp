@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 
 #include "bindings.hpp"
@@ -385,6 +386,15 @@ Tensor consume(PyObject* capsule) {
     py::gil_scoped_release unlocked;
     return hal_device(dl.device);
   }();
+  // Without the GIL, another thread may have consumed the capsule meanwhile: taking it again
+  // would hand the producer's memory back twice.
+  if (PyCapsule_GetName(capsule) == nullptr ||
+      std::string_view(PyCapsule_GetName(capsule)) == managed.used_name) {
+    PyErr_Clear();
+    throw Error(ErrorCode::InvalidArgument,
+                "from_dlpack: this DLPack capsule was consumed already (by another thread while "
+                "this one looked up its device): a capsule is consumed once");
+  }
   if (dl.ndim < 0)
     throw Error(ErrorCode::InvalidArgument,
                 "from_dlpack: negative ndim " + std::to_string(dl.ndim));

@@ -1,5 +1,7 @@
 // hal.Stream and hal.Event, and which stream work goes to when the caller names none: the
 // innermost `with stream:` of the thread for that device, else the device's default stream.
+#include <unistd.h>
+
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -28,6 +30,7 @@ class StreamReaper {
   void destroy_later(Stream* stream) {
     {
       std::lock_guard lock(mutex_);
+      forget_a_parents_thread();
       if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
       streams_.push_back(stream);
     }
@@ -36,6 +39,7 @@ class StreamReaper {
   ~StreamReaper() {
     {
       std::lock_guard lock(mutex_);
+      forget_a_parents_thread();
       stopping_ = true;
     }
     wake_.notify_one();
@@ -55,11 +59,19 @@ class StreamReaper {
       lock.lock();
     }
   }
+  // After fork() the child has the handle of a thread that is not there (joining it would
+  // fail): it starts one of its own when it needs one.
+  void forget_a_parents_thread() {
+    if (owner_ == ::getpid()) return;
+    if (thread_.joinable()) new (&thread_) std::thread();  // no destructor: it would terminate
+    owner_ = ::getpid();
+  }
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Stream*> streams_;
   bool stopping_ = false;
   std::thread thread_;
+  pid_t owner_ = ::getpid();
 };
 
 // Destroying a stream waits for its work, and the end of that work may hand DLPack memory back

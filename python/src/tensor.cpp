@@ -117,9 +117,10 @@ std::optional<int64_t> position_in(py::handle item, int64_t size) {
 // the int 1 or 0 that Python's bool also is.
 bool is_boolean(py::handle item) {
   if (PyBool_Check(item.ptr())) return true;
+  // numpy.bool_ in NumPy 1 and 2 (where the type is named numpy.bool).
   const py::handle type = py::type::handle_of(item);
-  return py::str(type.attr("__name__")).cast<std::string>() == "bool_" &&
-         py::str(type.attr("__module__")).cast<std::string>() == "numpy";
+  return py::str(type.attr("__module__")).cast<std::string>() == "numpy" &&
+         py::isinstance(item, numpy().attr("bool_"));
 }
 
 // t[index]: ints, slices with a positive step, None (a new axis), bools (a new axis of 1 or 0
@@ -254,9 +255,9 @@ double number(py::handle value, const char* name) {
 // values made exactly on the host. std::nullopt where hal::arange's doubles do.
 std::optional<Tensor> exact_integer_arange(py::handle start, py::handle end, py::handle step,
                                            DType type, Placement& at) {
-  const bool integral =
-      type == DType::i64 || type == DType::i32 || type == DType::i8 || type == DType::u8;
-  if (!integral || !is_integer(start) || !is_integer(end) || !is_integer(step)) return std::nullopt;
+  // i64 alone: a narrower type holds no value past 2^53, and hal::arange refuses it by name.
+  if (type != DType::i64 || !is_integer(start) || !is_integer(end) || !is_integer(step))
+    return std::nullopt;
   const std::optional<int64_t> a = to_int64(start), b = to_int64(end), c = to_int64(step);
   constexpr int64_t kExact = int64_t{1} << 53;
   const auto beyond = [&](const std::optional<int64_t>& v) {
@@ -276,20 +277,27 @@ std::optional<Tensor> exact_integer_arange(py::handle start, py::handle end, py:
                            : (*a > *b ? uint64_t(*a) - uint64_t(*b) : 0);
   const uint64_t stride = up ? uint64_t(*c) : 0 - uint64_t(*c);
   const uint64_t count = span / stride + (span % stride != 0 ? 1 : 0);
-  std::vector<int64_t> values(count);
+  std::vector<int64_t> values;
+  try {
+    values.resize(count);
+  } catch (const std::exception&) {  // length_error or bad_alloc
+    throw Error(ErrorCode::OutOfMemory,
+                "arange: " + std::to_string(count) + " values of i64 do not fit the host's memory");
+  }
   for (uint64_t i = 0; i < count; ++i)
     values[i] = static_cast<int64_t>(uint64_t(*a) + uint64_t(*c) * i);
   py::gil_scoped_release unlocked;
   const Tensor wide =
       from_host(values.data(), {static_cast<int64_t>(values.size())}, DType::i64, at.stream);
   at.stream.synchronize();  // `values` is read by the stream's copy
-  return type == DType::i64 ? wide : cast(wide, type, at.stream);
+  return wide;
 }
 
 // A torch.Tensor of bfloat16 (checked by name: torch need not be importable).
 bool is_torch_bf16(py::handle data) {
   const py::handle type = py::type::handle_of(data);
-  if (py::str(type.attr("__module__")).cast<std::string>() != "torch" ||
+  // torch.Tensor and its subclasses (torch.nn.Parameter is of torch.nn.parameter).
+  if (py::str(type.attr("__module__")).cast<std::string>().rfind("torch", 0) != 0 ||
       !py::hasattr(data, "dtype"))
     return false;
   return py::str(data.attr("dtype")).cast<std::string>() == "torch.bfloat16";
@@ -322,7 +330,11 @@ Tensor tensor_from(py::handle data, std::optional<DType> dtype, Stream& stream) 
   }
   DType target;
   if (dtype) {
-    target = *dtype;  // NumPy converts from any dtype of its own (int16, big-endian ...)
+    // NumPy converts from its other numbers (int16, big-endian ...); what is no number, or
+    // complex (whose imaginary part would be dropped), is refused as without a dtype.
+    const std::string kind = py::str(array.attr("dtype").attr("kind")).cast<std::string>();
+    if (kind.find_first_of("cUSOVMm") != std::string::npos) dtype_of_numpy(array.attr("dtype"));
+    target = *dtype;
   } else {
     const py::object own = array.attr("dtype");
     // Another byte order is the same numbers: read as this machine's.

@@ -63,6 +63,9 @@ def test_a_dtype_asked_for_converts_what_hal_has_no_dtype_for(cpu):
     assert hal.tensor(np.array([1, 2], np.uint32), dtype="i64", device=cpu).numpy().tolist() == [1, 2]
     big_endian = np.array([1.5, -2], ">f4")
     assert hal.tensor(big_endian, dtype="f32", device=cpu).numpy().tolist() == [1.5, -2]
+    # What is no real number is refused, dtype or not (complex lost its imaginary part).
+    with pytest.raises(hal.Unsupported, match="complex"):
+        hal.tensor(np.array([1 + 2j]), dtype="f32", device=cpu)
     # Another byte order is the same numbers, in the same dtype.
     assert hal.tensor(big_endian, device=cpu).dtype == hal.f32
     assert hal.tensor(big_endian, device=cpu).numpy().tolist() == [1.5, -2]
@@ -82,6 +85,11 @@ def test_arange_of_ints_past_2_53_is_exact(cpu):
         hal.arange(start, start + 2, 0, device=cpu)
     with pytest.raises(hal.OutOfRange, match="fit in i64"):
         hal.arange(2**63, 2**63 + 2, device=cpu)
+    # A narrower dtype holds none of them: refused, not wrapped ([1, 2] before).
+    with pytest.raises(hal.InvalidArgument, match="i32"):
+        hal.arange(start, start + 2, dtype="i32", device=cpu)
+    with pytest.raises(hal.OutOfMemory, match="do not fit the host's memory"):
+        hal.arange(0, 2**62, device=cpu)
     with pytest.raises(hal.InvalidArgument, match="'a' is not a number"):
         hal.arange("a", device=cpu)
 

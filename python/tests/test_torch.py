@@ -43,6 +43,8 @@ def test_hal_tensor_of_a_torch_tensor_keeps_its_dtype(torch, cpu):
         assert t.dtype == hal.bf16
         assert t.to("f32").numpy().tolist() == halves.detach().float().tolist()
         assert hal.tensor(halves, dtype="f32", device=cpu).dtype == hal.f32
+        parameter = torch.nn.Parameter(halves.detach())  # of module torch.nn.parameter
+        assert hal.tensor(parameter, device=cpu).dtype == hal.bf16
 
 
 @pytest.mark.parametrize("name", DTYPES)

@@ -9,6 +9,7 @@
 #include "core/program_kernels.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
+#include "tensor/extent.hpp"
 #include "tensor/strided_walk.hpp"
 
 namespace hal {
@@ -120,6 +121,15 @@ void gather_through_host(const Tensor& in, const Tensor& out, Stream& stream) {
 }
 
 }  // namespace
+
+bool tensor::gathers_on_device(const Tensor& t) {
+  const DeviceInfo& info = t.device().info();
+  if (info.has_feature(feature::kHostKernels)) return true;
+  if (!info.has_feature(feature::kPortableKernels)) return false;
+  Shape shape = t.shape(), strides = t.strides();
+  merge_dims(shape, strides);
+  return shape.size() <= kMaxKernelDims;
+}
 
 Tensor Tensor::contiguous(Stream& stream) const {
   if (is_contiguous()) return *this;

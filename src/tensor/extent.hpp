@@ -27,5 +27,8 @@ int64_t byte_count(const Shape& shape, DType dtype);
 // offset + sum of stride * (size - 1): the furthest element a view with at least one element
 // reaches, or -1 when the sum overflows int64. Sizes, strides and the offset are not negative.
 int64_t furthest_element(const Shape& shape, const Shape& strides, int64_t offset);
+// Whether contiguous() of `t` gathers on its device (a host kernel, or a portable kernel of its
+// merged dimensions) rather than through the host, which copy_to_host does itself.
+bool gathers_on_device(const Tensor& t);
 
 }  // namespace hal::tensor

@@ -8,7 +8,6 @@
 #include "autograd/record.hpp"
 #include "core/checked_math.hpp"
 #include "hal/autograd.hpp"
-#include "hal/device_info.hpp"
 #include "hal/error.hpp"
 #include "tensor/extent.hpp"
 #include "tensor/strided_walk.hpp"
@@ -194,10 +193,9 @@ void Tensor::copy_to_host(void* dst, Stream& stream) const {
   }
   // The constructor checked that this extent fits in the storage.
   const int64_t span = tensor::furthest_element(shape_, strides_, offset_) - offset_ + 1;
-  const DeviceInfo& info = device().info();
-  if (span > 2 * numel() &&
-      (info.has_feature(feature::kHostKernels) || info.has_feature(feature::kPortableKernels))) {
-    // Sparse in its span: gathered on the device, only the elements cross to the host.
+  if (span > 2 * numel() && stream.device() == device() && tensor::gathers_on_device(*this)) {
+    // Sparse in its span: gathered on the device, only the elements cross to the host (through
+    // the host, contiguous() would come back here).
     const NoGrad untracked;
     contiguous(stream).copy_to_host(dst, stream);
     return;

@@ -52,22 +52,34 @@ Tensor& Module::parameter(const std::string& name) {
   throw Error(ErrorCode::NotFound, "the module has no parameter '" + name + "'");
 }
 
-void Module::slots(std::vector<Tensor*>& out) {
-  for (auto& [name, tensor] : parameters_) out.push_back(tensor.get());
-  for (auto& [name, child] : children_) child->slots(out);
+void Module::slots(const std::string& prefix, std::vector<std::pair<std::string, Tensor*>>& out) {
+  for (auto& [name, tensor] : parameters_) out.emplace_back(prefix + name, tensor.get());
+  for (auto& [name, child] : children_) child->slots(prefix + name + ".", out);
 }
 
 void Module::to(const Device& device, Stream& stream) {
   // A tensor tied into several slots is moved once and each slot gets the same new leaf, else
-  // the copies would train apart. Identity is its memory, as in parameters(), and its layout: a
-  // transposed view of a tied weight gets a copy of its own.
-  std::vector<Tensor*> all;
-  slots(all);
-  std::map<std::tuple<const BufferImpl*, int64_t, Shape, Shape>, Tensor> moved;
-  for (Tensor* tensor : all) {
+  // the copies would train apart. Identity is its memory, as in parameters(). A slot holding
+  // another view of that memory (a transposed tied weight) cannot follow it: refused before
+  // anything moves, rather than untied.
+  std::vector<std::pair<std::string, Tensor*>> all;
+  slots("", all);
+  using Layout = std::tuple<int64_t, Shape, Shape>;
+  std::map<const BufferImpl*, std::pair<const std::string*, Layout>> first;
+  for (const auto& [name, tensor] : all) {
+    const Layout layout{tensor->offset(), tensor->shape(), tensor->strides()};
+    const auto [it, fresh] =
+        first.try_emplace(tensor->storage().impl().get(), std::pair{&name, layout});
+    if (!fresh && it->second.second != layout)
+      throw Error(ErrorCode::InvalidArgument,
+                  "Module::to: '" + name + "' (" + tensor->describe() + ") is another view of '" +
+                      *it->second.first +
+                      "''s memory; a view does not move with it: tie them again after to()");
+  }
+  std::map<const BufferImpl*, Tensor> moved;
+  for (const auto& [name, tensor] : all) {
     if (tensor->device() == device) continue;
-    auto [it, fresh] = moved.try_emplace(
-        {tensor->storage().impl().get(), tensor->offset(), tensor->shape(), tensor->strides()});
+    auto [it, fresh] = moved.try_emplace(tensor->storage().impl().get());
     if (fresh) {
       it->second = tensor->detach().to(device, stream);
       // A frozen parameter stays frozen.

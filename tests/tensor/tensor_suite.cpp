@@ -51,6 +51,39 @@ TEST_P(TensorSuite, ViewsArePackedOnlyByAStreamOfTheirDevice) {
   stream.synchronize();
 }
 
+// A strided view read back to the host, as its elements in row-major order, whatever the path:
+// sparse in its span (gathered on the device first, where the device can), of more merged
+// dimensions than the kernels walk (that path came back into itself until the stack ran out),
+// and read by a stream of another device (the device gather refused that stream).
+TEST_P(TensorSuite, StridedViewsReadBackOnEveryPath) {
+  std::vector<int32_t> values(128 * 64);
+  std::iota(values.begin(), values.end(), 0);
+  const Tensor matrix = from_vector(values, {128, 64}, stream);
+  const Tensor column = matrix.slice(1, 5, 6);  // [128, 1], 64 apart: sparse in its span
+  std::vector<int32_t> want;
+  for (int32_t r = 0; r < 128; ++r) want.push_back(r * 64 + 5);
+  EXPECT_EQ(column.to_vector<int32_t>(stream), want);
+  // [4] * 7 stepped by 2 in every dimension: 7 dimensions no merge joins.
+  const Shape seven(7, 4);
+  std::vector<int32_t> cube(16384);
+  std::iota(cube.begin(), cube.end(), 0);
+  Tensor stepped = from_vector(cube, seven, stream);
+  for (int64_t d = 0; d < 7; ++d) stepped = stepped.slice(d, 0, 4, 2);
+  std::vector<int32_t> want_stepped;
+  for (int32_t i = 0; i < 128; ++i) {
+    int32_t at = 0;
+    for (int d = 0; d < 7; ++d) at = at * 4 + ((i >> (6 - d)) & 1) * 2;
+    want_stepped.push_back(at);
+  }
+  EXPECT_EQ(stepped.to_vector<int32_t>(stream), want_stepped);
+  for (const Device& other : suite_devices()) {
+    if (other == device()) continue;
+    Stream there = other.create_stream();
+    stream.synchronize();
+    EXPECT_EQ(column.to_vector<int32_t>(there), want) << "read on a stream of " << other.id();
+  }
+}
+
 HAL_DEVICE_SUITE(TensorSuite);
 
 }  // namespace

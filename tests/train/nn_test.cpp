@@ -174,6 +174,17 @@ TEST_F(NnModules, ToKeepsATiedWeightOneLeaf) {
   sum(mul(embedding, projection, s), {}, false, s).backward(s);
   EXPECT_EQ(embedding.grad().to_vector<float>(s), std::vector<float>(4, 2));
   EXPECT_EQ(projection.grad().to_vector<float>(s), std::vector<float>(4, 2));
+  // A slot holding another view of a tied weight cannot follow it: refused, nothing moved
+  // (it became a leaf of its own, untied).
+  nn::Sequential transposed;
+  auto c = transposed.add(std::make_shared<nn::Linear>(4, 3, false, 1, s));
+  auto d = transposed.add(std::make_shared<nn::Linear>(3, 4, false, 2, s));
+  d->weight() = c->weight().transpose(0, 1);
+  expect_error([&] { transposed.to(device("far:0"), s); }, ErrorCode::InvalidArgument,
+               {"Module::to: '1.weight'", "another view of '0.weight''s memory",
+                "tie them again after to()"});
+  EXPECT_EQ(c->weight().device(), cpu);
+  EXPECT_EQ(d->weight().device(), cpu);
 }
 
 // A frozen parameter made zero_grad() throw (set_grad of a tensor that does not require grad)
