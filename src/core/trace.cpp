@@ -85,7 +85,13 @@ struct Record {
 // long run keeps its first million and counts the rest, which the file reports as
 // otherData.dropped_events.
 constexpr size_t kMaxRecords = 1'000'000;
-constexpr size_t kChunkRecords = 4096;  // a buffer grows by this many records (about 0.5 MB)
+// A thread's buffer grows by chunks of 64 records, then 128, ... up to 4096 (about 0.5 MB):
+// the limit counts the records chunks hold, and a program of hundreds of streams, each with a
+// worker recording a few events, took a whole 4096 a thread (244 threads reached the limit).
+constexpr size_t kFirstChunkRecords = 64, kChunkRecords = 4096;
+constexpr size_t chunk_records(size_t index) {
+  return index >= 6 ? kChunkRecords : kFirstChunkRecords << index;
+}
 using Chunk = std::vector<Record>;
 
 // One thread's events of one trace. Only its thread writes records and `count`; the recorder
@@ -93,8 +99,11 @@ using Chunk = std::vector<Record>;
 // changes only under the recorder's lock (its thread alone changes it, and reads it without).
 struct ThreadBuffer {
   uint64_t generation = 0;                     // the trace it records into
-  std::vector<std::unique_ptr<Chunk>> chunks;  // kept across traces, reused
+  std::vector<std::unique_ptr<Chunk>> chunks;  // kept across traces, reused; chunk i holds
+                                               // chunk_records(i)
   size_t chunks_in_use = 0;                    // this trace's, counted against kMaxRecords
+  size_t capacity = 0;                         // the records they hold
+  size_t current_first = 0;                    // the index of the last one's first record
   bool full = false;  // this trace reached kMaxRecords: later events are dropped
   std::atomic<size_t> count{0};
   std::atomic<uint64_t> dropped{0};
@@ -109,7 +118,7 @@ struct Recorder {
   uint64_t generation = 0;                             // a new trace gives threads new tracks
   std::atomic<uint64_t> generation_seen{0};            // the same, for reads without the lock
   std::vector<std::shared_ptr<ThreadBuffer>> buffers;  // the threads' that record this trace
-  size_t chunks_in_use = 0;                            // by all of them
+  size_t records_held = 0;                             // by all of their chunks in use
   std::map<uint64_t, std::string> track_names;
   std::map<const StreamImpl*, std::pair<uint64_t, const DeviceImpl*>> stream_tracks;  // by address:
   // a stream made where a dropped one was, on another device, gets a track of its own
@@ -214,8 +223,11 @@ void write_locked(Recorder& r) {
   uint64_t dropped = 0;
   for (const auto& buffer : r.buffers) {
     const size_t count = buffer->count.load(std::memory_order_acquire);
-    for (size_t i = 0; i < count; ++i)
-      records.push_back((*buffer->chunks[i / kChunkRecords])[i % kChunkRecords]);
+    for (size_t c = 0, i = 0; i < count; ++c)
+      for (const Record& record : *buffer->chunks[c]) {
+        if (i++ == count) break;
+        records.push_back(record);
+      }
     dropped += buffer->dropped.load(std::memory_order_relaxed);
   }
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
@@ -269,6 +281,8 @@ void write_locked(Recorder& r) {
     b.count.store(0, std::memory_order_relaxed);
     b.dropped.store(0, std::memory_order_relaxed);
     b.chunks_in_use = 0;
+    b.capacity = 0;
+    b.current_first = 0;
     b.full = false;
     r.buffers.push_back(thread_buffer_owner);
   }
@@ -279,7 +293,8 @@ void write_locked(Recorder& r) {
 // from an earlier trace, or a new one.
 [[gnu::noinline, gnu::cold]] bool next_chunk(Recorder& r, ThreadBuffer& b) {
   std::lock_guard lock(r.mutex);
-  if (r.chunks_in_use >= kMaxRecords / kChunkRecords) {
+  const size_t size = chunk_records(b.chunks_in_use);
+  if (r.records_held + size > kMaxRecords) {
     b.full = true;
     if (!r.warned_full) {
       r.warned_full = true;
@@ -288,10 +303,11 @@ void write_locked(Recorder& r) {
     }
     return false;
   }
-  if (b.chunks_in_use == b.chunks.size())
-    b.chunks.push_back(std::make_unique<Chunk>(kChunkRecords));
+  if (b.chunks_in_use == b.chunks.size()) b.chunks.push_back(std::make_unique<Chunk>(size));
   ++b.chunks_in_use;
-  ++r.chunks_in_use;
+  b.current_first = b.capacity;
+  b.capacity += size;
+  r.records_held += size;
   return true;
 }
 
@@ -307,13 +323,13 @@ Record* next_record(ThreadBuffer*& b) {
     if (b == nullptr) return nullptr;
   }
   const size_t n = b->count.load(std::memory_order_relaxed);
-  if (n == b->chunks_in_use * kChunkRecords) [[unlikely]] {
+  if (n == b->capacity) [[unlikely]] {
     if (b->full || !next_chunk(r, *b)) {
       b->dropped.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
     }
   }
-  return &(*b->chunks[n / kChunkRecords])[n % kChunkRecords];
+  return &(*b->chunks[b->chunks_in_use - 1])[n - b->current_first];
 }
 
 // Makes the record that next_record() gave visible to the recorder.
@@ -372,7 +388,7 @@ void start(const std::filesystem::path& file) {
   ++r.generation;
   r.generation_seen.store(r.generation);
   r.buffers.clear();  // each thread joins the new trace with its first event
-  r.chunks_in_use = 0;
+  r.records_held = 0;
   r.warned_full = false;
   r.track_names.clear();
   r.stream_tracks.clear();

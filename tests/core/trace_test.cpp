@@ -311,9 +311,31 @@ TEST(Trace, ADeviceTrackOfTwoClocksIsInTimeOrder) {
   std::filesystem::remove(file);
 }
 
-// Each thread records into buffers of its own, chunk by chunk (4 096 events), kept for the next
-// trace: a trace crossing chunks keeps every event in order, a thread that ended before the
-// trace was written keeps its events, and a later trace holds none of an earlier one's.
+// The limit counts events, not threads: 400 threads of a few events each (a program with
+// hundreds of streams, each with its worker) drop nothing. A thread took a chunk of 4 096
+// records for its first event, so 244 threads reached the million.
+TEST(Trace, HundredsOfThreadsOfAFewEventsDropNothing) {
+  const std::filesystem::path file = temporary("threads.json");
+  hal::trace::start(file);
+  for (int batch = 0; batch < 20; ++batch) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 20; ++t)
+      threads.emplace_back([] {
+        for (int i = 0; i < 3; ++i) const hal::trace::Scope scope("few");
+      });
+    for (std::thread& thread : threads) thread.join();
+  }
+  hal::trace::stop();
+  const nlohmann::json trace = read_json(file);
+  expect_valid_trace(trace);
+  EXPECT_EQ(spans(trace, "user").size(), 1200u);
+  EXPECT_EQ(trace["otherData"]["dropped_events"], 0);
+  std::filesystem::remove(file);
+}
+
+// Each thread records into buffers of its own, chunk by chunk (64 events, growing to 4 096), kept
+// for the next trace: a trace crossing chunks keeps every event in order, a thread that ended
+// before the trace was written keeps its events, and a later trace holds none of an earlier one's.
 TEST(Trace, ThreadBuffersSpanChunksOutliveTheirThreadsAndAreReused) {
   const std::filesystem::path file = temporary("chunks.json");
   hal::trace::start(file);

@@ -319,6 +319,13 @@ TEST(Cli, CtsFailsWhenTheJUnitReportCannotBeWritten) {
   EXPECT_NE(result.output.find("hal: error: cannot write the JUnit report to /dev/full"),
             std::string::npos)
       << result.output;
+  // Where no file can be made, refused before any case runs (the results were lost after).
+  const Result early = run("", "cts --device cpu:0 --filter device --junit /nonexistent/j.xml");
+  EXPECT_EQ(early.status, 1) << early.output;
+  EXPECT_NE(early.output.find("--junit /nonexistent/j.xml: /nonexistent is not a directory"),
+            std::string::npos)
+      << early.output;
+  EXPECT_EQ(early.output.find("pass"), std::string::npos) << early.output;
 }
 
 TEST(Cli, CtsListsItsCasesAsJson) {
@@ -331,6 +338,16 @@ TEST(Cli, CtsListsItsCasesAsJson) {
   std::string names;
   for (const auto& name : list["cases"]) names += name.get<std::string>() + "\n";
   EXPECT_EQ(names, text.output);
+  // --filter picks the cases a run would take (--list listed all).
+  const Result some = run("", "cts --list --filter op.matmul");
+  ASSERT_EQ(some.status, 0) << some.output;
+  size_t listed = 0;
+  for (size_t at = 0, end; (end = some.output.find('\n', at)) != std::string::npos; at = end + 1) {
+    ++listed;
+    EXPECT_NE(some.output.substr(at, end - at).find("op.matmul"), std::string::npos);
+  }
+  EXPECT_GE(listed, 1u);
+  EXPECT_LT(some.output.size(), text.output.size());
 }
 
 TEST(Cli, UnknownCommandIsAUsageError) {

@@ -86,6 +86,14 @@ TEST_F(TuneCli, BadInputIsRefusedByName) {
   result = run("tune --device cpu:0 --op softmax 2>&1");
   EXPECT_NE(result.status, 0);
   EXPECT_NE(result.output.find("--op"), std::string::npos) << result.output;
+  // 0 and below were taken as "all" (the default without the option).
+  for (const char* count : {"0", "-1"}) {
+    result = run("tune --device cpu:0 --max-candidates " + std::string(count) + " 2>&1");
+    EXPECT_NE(result.status, 0);
+    EXPECT_NE(result.output.find("--max-candidates " + std::string(count) + " must be at least 1"),
+              std::string::npos)
+        << result.output;
+  }
 }
 
 }  // namespace

@@ -10,17 +10,22 @@
 #include "hal/error.hpp"
 #include "hal/registry.hpp"
 #include "json_text.hpp"
+#include "output_files.hpp"
 
 namespace hal::tool {
 namespace {
 
-void list_cases(bool json) {
+// The cases' names, those containing `filter` (all for an empty one), as a run would take them.
+void list_cases(bool json, const std::string& filter) {
+  std::vector<std::string> names;
+  for (const std::string& name : cts::case_names())
+    if (name.find(filter) != std::string::npos) names.push_back(name);
   if (!json) {
-    for (const std::string& name : cts::case_names()) std::cout << name << "\n";
+    for (const std::string& name : names) std::cout << name << "\n";
     return;
   }
-  std::cout << nlohmann::ordered_json{{"schema", "hal.cts.list/1"}, {"cases", cts::case_names()}}
-                   .dump(2, ' ', false, kReplaceBadUtf8)
+  std::cout << nlohmann::ordered_json{{"schema", "hal.cts.list/1"}, {"cases", names}}.dump(
+                   2, ' ', false, kReplaceBadUtf8)
             << "\n";
 }
 
@@ -43,7 +48,7 @@ void add_cts_command(CLI::App& app) {
   command->add_flag("--list", *list,
                     "List the cases' names and stop (with --json: hal.cts.list/1)");
   set_work(*command, [=] {
-    if (*list) return list_cases(*json);
+    if (*list) return list_cases(*json, *filter);
     if (id->empty()) throw CLI::RequiredError("--device ID (or --list)");
     // Text lines are printed as each case ends, so a run that is stopped still shows how far
     // it came; JSON is one document, printed at the end.
@@ -55,6 +60,7 @@ void add_cts_command(CLI::App& app) {
       if (!result.reason.empty()) std::cout << ": " << result.reason;
       std::cout << std::endl;
     };
+    if (!junit->empty()) check_output_file(*junit, "--junit");  // before the cases run
     // A filter that matches nothing would pass 0 of 0: a gate that checks nothing.
     const std::vector<std::string> names = cts::case_names();
     if (std::none_of(names.begin(), names.end(), [&](const std::string& name) {

@@ -190,6 +190,10 @@ void check_before_evaluating(const EvalOptions& o, int64_t rows) {
   if (!o.reference.empty() && rows == 0)
     throw Error(ErrorCode::InvalidArgument, "--reference " + o.reference + ": --data " + o.data +
                                                 " has no rows to score against it");
+  std::error_code error;
+  if (!o.reference.empty() && !std::filesystem::is_directory(o.reference, error))
+    throw Error(ErrorCode::InvalidArgument,
+                "--reference " + o.reference + ": not a directory of .npy files");
   if (!o.output.empty()) check_output_directory(o.output, "--output");
 }
 

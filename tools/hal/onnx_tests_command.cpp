@@ -24,6 +24,7 @@
 #include "hal/ops.hpp"
 #include "hal/registry.hpp"
 #include "json_text.hpp"
+#include "output_files.hpp"
 
 namespace hal::tool {
 namespace {
@@ -287,6 +288,7 @@ void write_junit(const std::string& path, const std::string& device_id,
 }
 
 void run_all(const Options& options) {
+  if (!options.junit.empty()) check_output_file(options.junit, "--junit");  // before the cases
   const Device target = device(options.device_id);
   const std::regex filter(options.filter.empty() ? ".*" : options.filter);
   const std::vector<std::string>& suites = options.suites.empty() ? kSuites : options.suites;

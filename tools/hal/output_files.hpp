@@ -3,6 +3,8 @@
 // after it, and a document written whole or not at all (hal bench --output).
 #pragma once
 
+#include <unistd.h>
+
 #include <cctype>
 #include <filesystem>
 #include <set>
@@ -28,13 +30,27 @@ inline std::string output_file_name(const std::string& name, std::set<std::strin
   return file;
 }
 
-// Refuses an --output directory that exists as something else (a file) before the run, which
-// would otherwise fail only once its outputs are written.
+// Whether this process may make or change files in `directory` (an existing one).
+inline bool writable_directory(const std::filesystem::path& directory) {
+  return ::access(directory.c_str(), W_OK | X_OK) == 0;
+}
+
+// Refuses an --output directory that exists as something else (a file), or that cannot be made
+// (the nearest existing folder above it is not writable), before the run, which would otherwise
+// fail only once its outputs are written.
 inline void check_output_directory(const std::string& directory, const char* option) {
   std::error_code error;
   if (std::filesystem::exists(directory, error) && !std::filesystem::is_directory(directory, error))
     throw Error(ErrorCode::InvalidArgument,
                 std::string(option) + " " + directory + ": not a directory");
+  std::filesystem::path existing = std::filesystem::absolute(directory, error);
+  while (!existing.empty() && !std::filesystem::exists(existing, error) &&
+         existing != existing.parent_path())
+    existing = existing.parent_path();
+  if (!std::filesystem::is_directory(existing, error) || !writable_directory(existing))
+    throw Error(ErrorCode::InvalidArgument, std::string(option) + " " + directory +
+                                                ": cannot write there (" + existing.string() +
+                                                " is not a writable directory)");
 }
 
 // Makes the --output directory (and its parents); what stops it is named with the path.
@@ -61,6 +77,10 @@ inline void check_output_file(const std::string& file, const char* option) {
   if (!std::filesystem::is_directory(parent, error))
     throw Error(ErrorCode::InvalidArgument,
                 std::string(option) + " " + file + ": " + parent.string() + " is not a directory");
+  if (!writable_directory(parent) ||
+      (std::filesystem::exists(path, error) && ::access(path.c_str(), W_OK) != 0))
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(option) + " " + file + ": cannot write there (permission denied)");
 }
 
 // Writes `text` to `file` whole or not at all: into a temporary file beside it (the same file

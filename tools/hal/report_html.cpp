@@ -7,6 +7,8 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <type_traits>
 
 #include "hal/error.hpp"
 #include "hal/units.hpp"
@@ -20,6 +22,14 @@ using plot::escape;
 
 std::string figure_text(double value, const char* format = "%.3g") {
   if (!(value > 0)) return "&ndash;";
+  char text[32];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
+// Any finite value (a signed effect size, a difference of 0), a dash for the others.
+std::string number_text(double value, const char* format) {
+  if (!std::isfinite(value)) return "&ndash;";
   char text[32];
   std::snprintf(text, sizeof text, format, value);
   return text;
@@ -220,6 +230,10 @@ T field(const nlohmann::json& j, const char* name, size_t index) {
     throw Error(ErrorCode::InvalidArgument, "report: comparison " + std::to_string(index + 1) +
                                                 " has no '" + name + "' (not hal.compare/1?)");
   try {
+    // JSON has no infinity or NaN: hal.compare/1 writes them as null (an effect size of two
+    // constant sides), which reads back as NaN.
+    if constexpr (std::is_same_v<T, double>)
+      if (j.at(name).is_null()) return std::numeric_limits<double>::quiet_NaN();
     return j.at(name).get<T>();
   } catch (const nlohmann::json::exception&) {
     throw Error(ErrorCode::InvalidArgument, "report: comparison " + std::to_string(index + 1) +
@@ -281,17 +295,16 @@ std::string comparison(const nlohmann::json& j, size_t index) {
                      "</h3><p class=\"verdict " + escape(decision) + "\">" +
                      escape(field<std::string>(j, "verdict", index)) + "</p>";
   html += "<table><tr><th>ratio B/A (medians)</th><th>" +
-          figure_text(field<double>(j, "confidence", index) * 100, "%.0f") +
+          figure_text(field<double>(j, "confidence", index) * 100, "%.4g") +
           " % CI</th><th>Welch p</th><th>Mann–Whitney p</th><th>Hedges g</th><th>n</th>"
           "<th>outputs max|A−B|</th></tr><tr><td class=\"n\">" +
           figure_text(field<double>(j, "ratio", index), "%.4f") + "</td><td class=\"n\">" +
           figure_text(ci[0], "%.4f") + "–" + figure_text(ci[1], "%.4f") + "</td><td class=\"n\">" +
           figure_text(field<double>(j, "p_value", index), "%.2g") + "</td><td class=\"n\">" +
           figure_text(field<double>(j, "mann_whitney_p", index), "%.2g") + "</td><td class=\"n\">" +
-          std::to_string(field<double>(j, "effect_size", index)).substr(0, 6) +
-          "</td><td class=\"n\">" + std::to_string(sa.size()) + "+" + std::to_string(sb.size()) +
-          "</td><td class=\"n\">" + std::to_string(field<double>(j, "max_abs_diff", index)) +
-          "</td></tr></table>";
+          number_text(field<double>(j, "effect_size", index), "%.3g") + "</td><td class=\"n\">" +
+          std::to_string(sa.size()) + "+" + std::to_string(sb.size()) + "</td><td class=\"n\">" +
+          number_text(field<double>(j, "max_abs_diff", index), "%.2g") + "</td></tr></table>";
   const std::string label_a = "A " + a, label_b = "B " + b;
   plot::Histogram histogram{"Distribution of runs", x_label, {label_a, label_b}, {sa, sb}};
   plot::Chart cdf{"Cumulative distribution", {x_label}, {"fraction of runs"}, {}};

@@ -26,6 +26,7 @@
 #include "json_text.hpp"
 #include "loss_curve.hpp"
 #include "option_values.hpp"
+#include "output_files.hpp"
 
 namespace hal::tool {
 namespace {
@@ -206,6 +207,8 @@ class DigitsLearner {
 };
 
 void train_digits(const TrainOptions& options) {
+  // Before the epochs: after them, the result would be lost with the refusal.
+  if (!options.curve.empty()) check_output_file(options.curve, "--curve");
   std::vector<Device> devices;
   for (const std::string& id : options.devices_text) devices.push_back(device(id));
   std::string names;

@@ -110,8 +110,8 @@ void add_tune_command(CLI::App& app) {
   command->add_option("--shapes", *shapes,
                       "matmul shapes MxNxK, comma-separated; for reduce, element counts");
   command->add_option("--budget", *budget, "Wall time for the whole search (default 60s)");
-  command->add_option("--max-candidates", *max_candidates,
-                      "At most this many candidates per class (default all)");
+  CLI::Option* max_candidates_given = command->add_option(
+      "--max-candidates", *max_candidates, "At most this many candidates per class (default all)");
   command->add_flag("--retune", *retune, "Search again where the cache holds a result");
   command->add_flag("--json", *json, "Print JSON (schema hal.tune/1)");
   set_work(*command, [=] {
@@ -125,7 +125,11 @@ void add_tune_command(CLI::App& app) {
         options.matmul_shapes.push_back(parse_shape(text));
     }
     options.budget = parse_budget(*budget);
-    options.max_candidates = std::max(*max_candidates, 0);
+    // 0 is not "all" (the default, when the option is absent): a run that may try nothing.
+    if (max_candidates_given->count() > 0 && *max_candidates < 1)
+      throw Error(ErrorCode::InvalidArgument,
+                  "--max-candidates " + std::to_string(*max_candidates) + " must be at least 1");
+    options.max_candidates = *max_candidates;
     options.retune = *retune;
     const TuneReport report = tune(device(*id), options);
     if (*json)
