@@ -35,6 +35,8 @@ void start(const std::filesystem::path& file);
 // Writes the trace and stops recording; nothing when not recording. InvalidArgument naming the
 // file when it cannot be written.
 void stop();
+// The file the trace being recorded goes to; empty when none is recorded.
+std::filesystem::path file();
 
 // A span of the caller's on the calling thread's track, from construction to destruction.
 class Scope {

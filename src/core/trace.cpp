@@ -408,6 +408,12 @@ void stop() {
   r.buffers.clear();  // an exited thread's buffer goes now; a live one keeps its own
 }
 
+std::filesystem::path file() {
+  Recorder& r = recorder();
+  std::lock_guard lock(r.mutex);
+  return detail::recording.load() ? r.file : std::filesystem::path();
+}
+
 Scope::Scope(std::string_view name) {
   if (!enabled()) [[likely]]
     return;

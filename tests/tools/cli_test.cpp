@@ -192,6 +192,41 @@ TEST(Cli, BenchRunsASuiteAndReportsRatios) {
   EXPECT_NE(unknown.output.find("no benchmark suite 'nope'"), std::string::npos) << unknown.output;
 }
 
+// A suite runs in a process of its own: its trace is merged into the command's (the command's
+// own held one metadata event, and under HAL_TRACE it wrote its empty trace over the suite's).
+TEST(Cli, BenchTracesHoldTheSuitesWork) {
+  const std::string cli = HAL_CLI_PATH;
+  const std::string suite = cli.substr(0, cli.rfind('/')) + "/hal_bench_memory";
+  if (access(suite.c_str(), X_OK) != 0)
+    GTEST_SKIP() << suite << " is not built (this preset builds no benchmarks)";
+  hal::test::ScratchDir dir("hal-bench-trace");
+  const std::string bench =
+      "bench memory --benchmark_filter=alloc_free/4096 --benchmark_min_time=0.01";
+  for (const bool environment : {false, true}) {
+    const std::filesystem::path file = dir.path() / (environment ? "env.json" : "option.json");
+    const Result result = environment ? run("HAL_TRACE=" + file.string(), bench)
+                                      : run("", bench + " --trace " + file.string());
+    ASSERT_EQ(result.status, 0) << result.output;
+    std::ifstream in(file);
+    const auto trace = nlohmann::json::parse(in);
+    std::set<int> pids;
+    bool suite_span = false, suite_process = false;
+    for (const auto& event : trace["traceEvents"]) {
+      pids.insert(event.value("pid", 0));
+      suite_span = suite_span || event.value("name", "") == "hal bench memory";
+      suite_process = suite_process || (event.value("name", "") == "process_name" &&
+                                        event["args"].value("name", "") == "hal bench memory");
+    }
+    EXPECT_EQ(pids.size(), 2u) << "the command's process and the suite's";
+    EXPECT_TRUE(suite_span && suite_process) << file;
+    EXPECT_GT(trace["traceEvents"].size(), 100u);
+    size_t files = 0;  // the suite's own file merged and removed
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+      files += entry.is_regular_file();
+    EXPECT_EQ(files, environment ? 2u : 1u);
+  }
+}
+
 TEST(Cli, BenchModelsWithoutItsModelsSaysHowToMakeThem) {
   const std::string cli = HAL_CLI_PATH;
   const std::string suite = cli.substr(0, cli.rfind('/')) + "/hal_bench_models";

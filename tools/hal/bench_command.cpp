@@ -19,6 +19,7 @@
 #include "hal/hal.hpp"
 #include "json_text.hpp"
 #include "output_files.hpp"
+#include "trace_files.hpp"
 
 namespace hal::tool {
 namespace {
@@ -177,8 +178,18 @@ std::vector<Run> plan(const Options& options) {
   return runs;
 }
 
+// While this process records a trace, each suite's process records its own (HAL_TRACE of a
+// file beside it; the inherited HAL_TRACE would have it write over this one's), merged into this
+// one's file at the end, each within this process's span of its run.
+struct SuiteTraces {
+  std::filesystem::path into = hal::trace::file();                   // empty: no trace recorded
+  std::vector<std::pair<std::string, std::filesystem::path>> parts;  // span name, child's file
+};
+
 // Runs the suite's executable; its stdout is returned when `capture`, else shared with ours.
-std::pair<int, std::string> execute(const Run& run, const Options& options, bool capture) {
+// `child_trace`: where the suite records its trace (empty: none).
+std::pair<int, std::string> execute(const Run& run, const Options& options, bool capture,
+                                    const std::filesystem::path& child_trace = {}) {
   const std::string path = find_suite(run.suite).string();
   std::vector<std::string> arguments{path};
   if (capture) arguments.emplace_back("--json");
@@ -196,6 +207,7 @@ std::pair<int, std::string> execute(const Run& run, const Options& options, bool
   const pid_t child = ::fork();
   if (child < 0) throw Error(ErrorCode::Internal, std::string("fork: ") + std::strerror(errno));
   if (child == 0) {
+    if (!child_trace.empty()) ::setenv("HAL_TRACE", child_trace.c_str(), 1);
     if (capture) {
       ::dup2(out[1], STDOUT_FILENO);
       ::close(out[0]);
@@ -216,6 +228,67 @@ std::pair<int, std::string> execute(const Run& run, const Options& options, bool
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), text};
+}
+
+// execute() within a span of this process's trace, the suite recording its own beside it.
+std::pair<int, std::string> execute_traced(const Run& run, const Options& options, bool capture,
+                                           SuiteTraces& traces) {
+  if (traces.into.empty()) return execute(run, options, capture);
+  const std::string span =
+      "hal bench " + run.suite + (run.device.empty() ? "" : " on " + run.device);
+  const std::filesystem::path file =
+      traces.into.parent_path() /
+      (traces.into.stem().string() + ".bench-" + std::to_string(::getpid()) + "-" +
+       std::to_string(traces.parts.size()) + traces.into.extension().string());
+  traces.parts.emplace_back(span, file);
+  const hal::trace::Scope running(span);
+  return execute(run, options, capture, file);
+}
+
+// Writes this process's trace with the suites' in it: each suite's events (under its own pid)
+// shifted so that its first begins where this process's span of its run does, which places
+// them within the suite's start-up time of where they ran. A suite that left no trace (it did
+// not start) is skipped.
+void merge_suite_traces(const SuiteTraces& traces) {
+  if (traces.into.empty()) return;
+  hal::trace::stop();
+  nlohmann::ordered_json merged = read_trace(traces.into);
+  uint64_t dropped = dropped_events(merged);
+  nlohmann::ordered_json& events = merged["traceEvents"];
+  const auto time_of = [](const nlohmann::ordered_json& event) {
+    const auto ts = event.find("ts");
+    return ts != event.end() && ts->is_number() && event.value("ph", "") != "M" ? ts->get<double>()
+                                                                                : -1.0;
+  };
+  for (const auto& [span, file] : traces.parts) {
+    std::error_code ignored;
+    if (!std::filesystem::exists(file, ignored)) continue;
+    nlohmann::ordered_json child;
+    try {
+      child = read_trace(file);
+    } catch (const Error& error) {
+      std::cerr << "hal bench: " << error.message() << " (left out of the trace)\n";
+      continue;
+    }
+    double anchor = -1, first = -1;
+    for (const nlohmann::ordered_json& event : events)
+      if (event.value("ph", "") == "X" && event.value("name", "") == span) anchor = time_of(event);
+    for (const nlohmann::ordered_json& event : child["traceEvents"])
+      if (const double at = time_of(event); at >= 0 && (first < 0 || at < first)) first = at;
+    if (anchor >= 0 && first >= 0) {
+      for (nlohmann::ordered_json& event : child["traceEvents"]) {
+        if (const auto ts = event.find("ts"); ts != event.end() && ts->is_number())
+          *ts = ts->get<double>() + anchor - first;
+        if (event.value("name", "") == "process_name") event["args"] = {{"name", span}};
+        events.push_back(std::move(event));
+      }
+      dropped += dropped_events(child);
+    }
+    std::filesystem::remove(file, ignored);
+  }
+  merged["otherData"]["dropped_events"] = dropped;
+  write_file_atomically(traces.into.string(), merged.dump(-1, ' ', false, kReplaceBadUtf8) + "\n",
+                        "--trace");
 }
 
 json machine_json() {
@@ -243,7 +316,7 @@ json devices_json() {
   return list;
 }
 
-int run(const Options& options) {
+int run_suites(const Options& options, SuiteTraces& traces) {
   const std::vector<Run> runs = plan(options);
   if (options.list) {
     list_runs(runs, options);
@@ -258,17 +331,18 @@ int run(const Options& options) {
     for (const Run& r : runs) {
       if (runs.size() > 1)
         std::cout << "== " << r.suite << (r.device.empty() ? "" : " on " + r.device) << " ==\n";
-      worst = std::max(worst, execute(r, options, false).first);
+      worst = std::max(worst, execute_traced(r, options, false, traces).first);
     }
     return worst;
   }
   if (!reporting) {
-    for (const Run& r : runs) worst = std::max(worst, execute(r, options, true).first);
+    for (const Run& r : runs)
+      worst = std::max(worst, execute_traced(r, options, true, traces).first);
     return worst;
   }
   json results = json::array(), suites = json::array();
   for (const Run& r : runs) {
-    const auto [status, text] = execute(r, options, true);
+    const auto [status, text] = execute_traced(r, options, true, traces);
     worst = std::max(worst, status);
     json entry{{"suite", r.suite}, {"device", r.device}, {"status", status}};
     const size_t start = text.find('{');
@@ -309,6 +383,13 @@ int run(const Options& options) {
   }
   if (options.json) std::cout << document.dump(2, ' ', false, kReplaceBadUtf8) << "\n";
   return worst;
+}
+
+int run(const Options& options) {
+  SuiteTraces traces;
+  const int status = run_suites(options, traces);
+  merge_suite_traces(traces);
+  return status;
 }
 
 }  // namespace

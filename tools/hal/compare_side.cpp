@@ -15,6 +15,7 @@
 
 #include "hal/trace.hpp"
 #include "json_text.hpp"
+#include "trace_files.hpp"
 
 extern char** environ;
 
@@ -164,18 +165,6 @@ class ChildSide final : public CompareSide {
   FILE* from_ = nullptr;
 };
 
-// A trace file's JSON, or InvalidArgument naming the file.
-nlohmann::ordered_json read_trace(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw Error(ErrorCode::InvalidArgument, "trace: cannot read " + file.string());
-  try {
-    nlohmann::ordered_json trace = nlohmann::ordered_json::parse(in);
-    if (trace.contains("traceEvents") && trace["traceEvents"].is_array()) return trace;
-  } catch (const nlohmann::json::exception&) {
-  }
-  throw Error(ErrorCode::InvalidArgument, "trace: " + file.string() + " is not a hal trace");
-}
-
 // `event`'s string `key`, or "" (metadata events have no category, flows no arguments).
 std::string text_of(const nlohmann::ordered_json& event, const char* key) {
   const auto found = event.find(key);
@@ -193,13 +182,6 @@ double span_start(const nlohmann::ordered_json& trace, const char* name,
   }
   throw Error(ErrorCode::InvalidArgument,
               "trace: " + file.string() + " has no '" + name + "' span to align side B's trace by");
-}
-
-uint64_t dropped_events(const nlohmann::ordered_json& trace) {
-  const auto other = trace.find("otherData");
-  if (other == trace.end() || !other->is_object()) return 0;
-  const auto dropped = other->find("dropped_events");
-  return dropped != other->end() && dropped->is_number_unsigned() ? dropped->get<uint64_t>() : 0;
 }
 
 }  // namespace
