@@ -126,6 +126,8 @@ TEST(Nvrtc, TheLibrarysKernelsCompile) {
     }
   for (size_t size : {1, 2, 4, 8})
     all.push_back({"ops/elementwise", "where_strided", with_dashes(ops::where_defines(size))});
+  for (size_t size : {2, 4, 8})  // embedding's rows of f16/bf16, f32 and f64
+    all.push_back({"ops/elementwise", "gather_rows", with_dashes(ops::where_defines(size))});
   for (DType from : kAllDTypes)
     for (DType to : kAllDTypes)
       all.push_back({"ops/cast", "cast_strided", with_dashes(ops::cast_defines(from, to))});
