@@ -502,6 +502,44 @@ TEST_F(ServeHttp, APortInUseIsRefused) {
 namespace hal::test {
 namespace {
 
+// The paced fleet's slow model (about 0.27 s a row) served on sim:0 alone, batched as asked.
+serve::ServerOptions wide_on_sim0(TempDir& dir, int64_t max_batch, int64_t max_queue_delay_us) {
+  serve::ServerOptions options =
+      options_for("wide", dir.write("wide.onnx", mlp_bytes(256, 1024, 8)), {"sim:0"});
+  options.models[0].batching.max_batch = max_batch;
+  options.models[0].batching.max_queue_delay_us = max_queue_delay_us;
+  return options;
+}
+
+struct Answer {
+  int status = 0;  // 0: none came
+  std::string body;
+};
+
+// Posts `body` to model 'wide' on a connection of its own, from a new thread.
+std::thread post_to_wide(int port, const std::string& body, Answer& answer) {
+  return std::thread([port, &body, &answer] {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(std::chrono::seconds(60));
+    if (auto reply = c.Post("/v2/models/wide/infer", body, "application/json"))
+      answer = {reply->status, reply->body};
+  });
+}
+
+// Waits until `count` requests of model 'wide' have come: queued, running or answered 200
+// (bounded: 10 s).
+bool wide_requests_reach(const serve::Server& server, double count) {
+  for (int i = 0; i < 500; ++i) {
+    const std::string text = server.metrics_text();
+    const double in =
+        metric(text, "hal_requests_in_flight{model=\"wide\"}") +
+        std::max(0.0, metric(text, "hal_requests_total{model=\"wide\",code=\"200\"}"));
+    if (in >= count) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 // On the paced fleet (ctest's serve_fleet, where sim:0 does 2 MFLOP/s, hence the suite):
 // destroying the server answers what still waits 503 at once instead of running the whole
 // queue first.
@@ -509,11 +547,7 @@ TEST(ServeFleet, DestroyingTheServerAnswersWhatStillWaits503) {
   if (backend_devices("sim").size() != 4)
     GTEST_SKIP() << "needs the paced fleet of 4 sim devices (ctest -L serve)";
   TempDir dir;
-  const auto model = dir.write("wide.onnx", mlp_bytes(256, 1024, 8));  // about 0.27 s a row
-  serve::ServerOptions options = options_for("wide", model, {"sim:0"});
-  options.models[0].batching.max_batch = 1;
-  options.models[0].batching.max_queue_delay_us = 0;
-  auto served = std::make_unique<ServedModel>(options);
+  auto served = std::make_unique<ServedModel>(wide_on_sim0(dir, 1, 0));
   const std::string body = infer_body(rows_of(1, 256), 1, 256).dump();
   const auto alone = std::chrono::steady_clock::now();
   auto first = served->client->Post("/v2/models/wide/infer", body, "application/json");
@@ -522,28 +556,11 @@ TEST(ServeFleet, DestroyingTheServerAnswersWhatStillWaits503) {
   ASSERT_EQ(first->status, 200) << first->body;
   ASSERT_GT(one_s, 0.1) << "sim:0 is not paced";
   constexpr int kClients = 12;
-  std::vector<int> statuses(kClients, 0);
-  std::vector<std::string> bodies(kClients);
+  std::vector<Answer> answers(kClients);
   std::vector<std::thread> clients;
-  const int port = served->server.port();
-  for (int i = 0; i < kClients; ++i)
-    clients.emplace_back([&, i] {
-      httplib::Client c("127.0.0.1", port);
-      c.set_read_timeout(std::chrono::seconds(60));
-      if (auto answer = c.Post("/v2/models/wide/infer", body, "application/json")) {
-        statuses[static_cast<size_t>(i)] = answer->status;
-        bodies[static_cast<size_t>(i)] = answer->body;
-      }
-    });
-  // Until every request is in: queued, running or answered (bounded: 10 s).
-  for (int i = 0; i < 500; ++i) {
-    const std::string text = served->server.metrics_text();
-    const double in =
-        metric(text, "hal_requests_in_flight{model=\"wide\"}") +
-        std::max(0.0, metric(text, "hal_requests_total{model=\"wide\",code=\"200\"}"));
-    if (in >= kClients + 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  for (Answer& answer : answers)
+    clients.push_back(post_to_wide(served->server.port(), body, answer));
+  wide_requests_reach(served->server, kClients + 1);  // every one in, or 10 s
   const auto destroyed = std::chrono::steady_clock::now();
   served.reset();
   const double destroy_s = seconds_since(destroyed);
@@ -551,11 +568,11 @@ TEST(ServeFleet, DestroyingTheServerAnswersWhatStillWaits503) {
   // The batch running then, not the queue (about kClients * one_s).
   EXPECT_LT(destroy_s, 3 * one_s + 0.5);
   int ok = 0, cut = 0;
-  for (size_t i = 0; i < statuses.size(); ++i) {
-    if (statuses[i] == 200) ++ok;
-    if (statuses[i] != 503) continue;
+  for (const Answer& answer : answers) {
+    if (answer.status == 200) ++ok;
+    if (answer.status != 503) continue;
     ++cut;
-    EXPECT_EQ(json::parse(bodies[i])["error"],
+    EXPECT_EQ(json::parse(answer.body)["error"],
               "the server stopped before model 'wide' answered the request");
   }
   EXPECT_EQ(ok + cut, kClients);
@@ -569,46 +586,23 @@ TEST(ServeFleet, ABatchRunningAtTheDrainDeadlineAnswersAllItsRequests) {
   if (backend_devices("sim").size() != 4)
     GTEST_SKIP() << "needs the paced fleet of 4 sim devices (ctest -L serve)";
   TempDir dir;
-  const auto model = dir.write("wide.onnx", mlp_bytes(256, 1024, 8));  // about 0.27 s a row
-  serve::ServerOptions options = options_for("wide", model, {"sim:0"});
-  options.models[0].batching.max_batch = 2;
-  options.models[0].batching.max_queue_delay_us = 5'000'000;  // a batch goes when it is full
-  ServedModel served(options);
+  ServedModel served(wide_on_sim0(dir, 2, 5'000'000));  // a batch goes when it is full
   const std::string body = infer_body(rows_of(1, 256), 1, 256).dump();
   const int port = served.server.port();
-  std::vector<int> statuses(3, 0);
-  std::vector<std::string> bodies(3);
-  auto send = [&](size_t i) {
-    return std::thread([&, i] {
-      httplib::Client c("127.0.0.1", port);
-      c.set_read_timeout(std::chrono::seconds(60));
-      if (auto answer = c.Post("/v2/models/wide/infer", body, "application/json")) {
-        statuses[i] = answer->status;
-        bodies[i] = answer->body;
-      }
-    });
-  };
-  auto in_flight_reaches = [&](double count) {  // bounded: 10 s
-    for (int i = 0; i < 500; ++i) {
-      if (metric(served.server.metrics_text(), "hal_requests_in_flight{model=\"wide\"}") >= count)
-        return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  };
+  std::vector<Answer> answers(3);
   std::vector<std::thread> clients;
-  clients.push_back(send(0));  // waits for company
-  ASSERT_TRUE(in_flight_reaches(1));
-  clients.push_back(send(1));  // fills the batch of 2, which runs about 0.54 s
-  ASSERT_TRUE(in_flight_reaches(2));
-  clients.push_back(send(2));  // waits behind it
-  ASSERT_TRUE(in_flight_reaches(3));
+  clients.push_back(post_to_wide(port, body, answers[0]));  // waits for company
+  ASSERT_TRUE(wide_requests_reach(served.server, 1));
+  clients.push_back(post_to_wide(port, body, answers[1]));  // fills the batch of 2: 0.54 s
+  ASSERT_TRUE(wide_requests_reach(served.server, 2));
+  clients.push_back(post_to_wide(port, body, answers[2]));  // waits behind it
+  ASSERT_TRUE(wide_requests_reach(served.server, 3));
   const bool all_answered = served.server.drain(std::chrono::milliseconds(100));
   for (auto& client : clients) client.join();
-  EXPECT_EQ(statuses[0], 200) << bodies[0];
-  EXPECT_EQ(statuses[1], 200) << bodies[1];
-  EXPECT_EQ(statuses[2], 503) << bodies[2];
-  EXPECT_EQ(json::parse(bodies[2], nullptr, false).value("error", ""),
+  EXPECT_EQ(answers[0].status, 200) << answers[0].body;
+  EXPECT_EQ(answers[1].status, 200) << answers[1].body;
+  EXPECT_EQ(answers[2].status, 503) << answers[2].body;
+  EXPECT_EQ(json::parse(answers[2].body, nullptr, false).value("error", ""),
             "the server stopped before model 'wide' answered the request");
   EXPECT_FALSE(all_answered);
 }
@@ -619,29 +613,18 @@ TEST(ServeFleet, ATimeoutHoldsInABatchWaitingBehindARunningOne) {
   if (backend_devices("sim").size() != 4)
     GTEST_SKIP() << "needs the paced fleet of 4 sim devices (ctest -L serve)";
   TempDir dir;
-  const auto model = dir.write("wide.onnx", mlp_bytes(256, 1024, 8));  // about 0.27 s a row
-  serve::ServerOptions options = options_for("wide", model, {"sim:0"});
-  options.models[0].batching.max_batch = 4;
-  options.models[0].batching.max_queue_delay_us = 0;
-  ServedModel served(options);
+  ServedModel served(wide_on_sim0(dir, 4, 0));
   const std::string body = infer_body(rows_of(4, 256), 4, 256).dump();  // a full batch, 1.1 s
-  std::thread running([&] {
-    httplib::Client c("127.0.0.1", served.server.port());
-    c.set_read_timeout(std::chrono::seconds(60));
-    auto answer = c.Post("/v2/models/wide/infer", body, "application/json");
-    ASSERT_TRUE(answer);
-    EXPECT_EQ(answer->status, 200) << answer->body;
-  });
-  for (int i = 0; i < 500; ++i) {  // until it runs (bounded: 10 s)
-    if (metric(served.server.metrics_text(), "hal_requests_in_flight{model=\"wide\"}") >= 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  Answer first;
+  std::thread running = post_to_wide(served.server.port(), body, first);
+  wide_requests_reach(served.server, 1);  // it runs, or 10 s
   json late = infer_body(rows_of(1, 256), 1, 256);
   late["parameters"] = {{"timeout_us", 50'000}};
   const auto sent = std::chrono::steady_clock::now();
   auto answer = served.client->Post("/v2/models/wide/infer", late.dump(), "application/json");
   const double waited_s = seconds_since(sent);
   running.join();
+  EXPECT_EQ(first.status, 200) << first.body;
   ASSERT_TRUE(answer);
   EXPECT_EQ(answer->status, 504) << answer->body;
   EXPECT_EQ(json::parse(answer->body, nullptr, false).value("error", ""),
