@@ -286,11 +286,8 @@ std::optional<Tensor> exact_integer_arange(py::handle start, py::handle end, py:
   }
   for (uint64_t i = 0; i < count; ++i)
     values[i] = static_cast<int64_t>(uint64_t(*a) + uint64_t(*c) * i);
-  py::gil_scoped_release unlocked;
-  const Tensor wide =
-      from_host(values.data(), {static_cast<int64_t>(values.size())}, DType::i64, at.stream);
-  at.stream.synchronize();  // `values` is read by the stream's copy
-  return wide;
+  py::gil_scoped_release unlocked;  // from_host copies the values before it returns
+  return from_host(values.data(), {static_cast<int64_t>(values.size())}, DType::i64, at.stream);
 }
 
 // A torch.Tensor of bfloat16 (checked by name: torch need not be importable).

@@ -89,8 +89,7 @@ Tensor fused_of(const ElementwiseProgram& program, const std::vector<Tensor>& in
     dtype = promote_types(dtype, inputs_in[i].dtype());
   }
   // Integers and bools only: computed in f32, as their functions (exp of i32) are.
-  if (dtype != DType::f32 && dtype != DType::f64 && dtype != DType::f16 && dtype != DType::bf16)
-    dtype = DType::f32;
+  if (!dtypes::kFloating.has(dtype)) dtype = DType::f32;
   const OpPlan plan = plan_or_throw(fused_descriptor(), dtype, {&inputs_in[0]});
   std::vector<Tensor> inputs;
   for (const Tensor& input : inputs_in)

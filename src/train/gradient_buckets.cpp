@@ -42,17 +42,18 @@ struct GradientBuckets::State {
     Bucket& bucket = buckets[b];
     const NoGrad untracked;
     std::vector<Tensor> parts;
-    std::vector<Tensor> used;
+    std::vector<float> used;
     for (size_t p : bucket.members) {
       Tensor g = grads[p];
       if (!g.defined()) g = parameters[p].grad();
-      used.push_back(full({1}, g.defined() ? 1.0 : 0.0, bucket.dtype, stream));
+      used.push_back(g.defined() ? 1.0f : 0.0f);
       if (!g.defined()) g = zeros(parameters[p].shape(), parameters[p].dtype(), stream);
       parts.push_back(g.contiguous(stream).reshape({g.numel()}));
     }
     Tensor flat = parts.size() == 1 ? parts.front() : concat(parts, 0, stream);
+    const Tensor flags = from_vector(used, {static_cast<int64_t>(used.size())}, stream);
     bucket.flat = concat({mul(flat, full({}, weight, bucket.dtype, stream), stream),
-                          used.size() == 1 ? used.front() : concat(used, 0, stream)},
+                          bucket.dtype == DType::f32 ? flags : cast(flags, bucket.dtype, stream)},
                          0, stream);
     comm_stream.wait(stream.record());
     bucket.works = ranks.all_reduce_sum(bucket.flat, comm_stream);
@@ -174,18 +175,25 @@ void GradientBuckets::finish(Stream& stream) {
     s.reduced = std::chrono::steady_clock::now();
   }
   const NoGrad untracked;
+  // Every bucket's flags (how many ranks had each parameter's gradient), read in one wait.
+  std::vector<Tensor> flags;
   for (const State::Bucket& bucket : buckets) {
     const int64_t members = static_cast<int64_t>(bucket.members.size());
-    const int64_t flags_at = bucket.flat.numel() - members;
-    const std::vector<float> used =
-        cast(bucket.flat.slice(0, flags_at, flags_at + members), DType::f32, stream)
-            .to_vector<float>(stream);
+    const Tensor tail = bucket.flat.slice(0, bucket.flat.numel() - members, bucket.flat.numel());
+    flags.push_back(bucket.dtype == DType::f32 ? tail : cast(tail, DType::f32, stream));
+  }
+  const std::vector<float> used =
+      flags.empty()
+          ? std::vector<float>()
+          : (flags.size() == 1 ? flags.front() : concat(flags, 0, stream)).to_vector<float>(stream);
+  size_t flag = 0;
+  for (const State::Bucket& bucket : buckets) {
     int64_t offset = 0;
-    for (size_t i = 0; i < bucket.members.size(); ++i) {
-      const Tensor& parameter = s.parameters[bucket.members[i]];
+    for (size_t p : bucket.members) {
+      const Tensor& parameter = s.parameters[p];
       const int64_t n = parameter.numel();
       Tensor master = parameter;
-      if (used[i] > 0)
+      if (used[flag++] > 0)
         master.set_grad(bucket.flat.slice(0, offset, offset + n).reshape(parameter.shape()));
       offset += n;
     }
