@@ -20,19 +20,20 @@ namespace {
 
 using plot::escape;
 
-std::string figure_text(double value, const char* format = "%.3g") {
-  if (!(value > 0)) return "&ndash;";
+std::string formatted(double value, const char* format) {
   char text[32];
   std::snprintf(text, sizeof text, format, value);
   return text;
 }
 
+// A figure that is positive when measured, a dash otherwise.
+std::string figure_text(double value, const char* format = "%.3g") {
+  return value > 0 ? formatted(value, format) : "&ndash;";
+}
+
 // Any finite value (a signed effect size, a difference of 0), a dash for the others.
 std::string number_text(double value, const char* format) {
-  if (!std::isfinite(value)) return "&ndash;";
-  char text[32];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
+  return std::isfinite(value) ? formatted(value, format) : "&ndash;";
 }
 
 std::string utc_now() {
