@@ -323,7 +323,11 @@ typedef struct hal_plugin_api {
                                      void* user_data);
 } hal_plugin_api;
 
-/* The entry point. Returns ABI_MISMATCH (with a message) for a host of another major version. */
+/* The entry point. Returns ABI_MISMATCH (with a message) for a host of another major version.
+ * On any failure *api is left NULL or set to a table whose last_error hal may call for the
+ * message. Once init has been called, hal never unloads the library (a failed init too): what
+ * init started (threads, thread-local destructors) may go on running. A C++ exception that
+ * escapes init is the plugin's bug; hal reports the plugin not loaded and goes on. */
 typedef hal_status (*hal_plugin_init_fn)(const hal_plugin_host_info* host,
                                          const hal_plugin_api** api);
 

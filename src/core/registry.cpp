@@ -204,6 +204,17 @@ Device Registry::device(std::string_view id_or_uuid) {
     if (matches.size() > 1)
       throw Error(ErrorCode::InvalidArgument, "UUID prefix '" + std::string(id_or_uuid) +
                                                   "' is ambiguous: it matches " + id_list(matches));
+    // A hidden device of a backend already probed is named as hidden, as by its id. Backends the
+    // selector keeps unloaded are not probed for it.
+    std::vector<Device> hidden;
+    for (const auto& entry : entries_)
+      for (const Device& device : entry->devices)
+        if (detail::without_dashes(detail::to_lower(device.info().uuid)).starts_with(prefix))
+          hidden.push_back(device);
+    if (!hidden.empty())
+      throw Error(ErrorCode::NotFound, "UUID prefix '" + std::string(id_or_uuid) + "' names " +
+                                           id_list(hidden) + ", hidden by the device selector '" +
+                                           selector.text() + "'; visible: " + id_list(shown));
   }
   throw Error(ErrorCode::NotFound,
               "no device '" + std::string(id_or_uuid) +

@@ -119,13 +119,14 @@ DeviceSelector DeviceSelector::parse(std::string_view text) {
                              : token == "gpu" ? DeviceKind::gpu
                                               : DeviceKind::accelerator;
       } else if (const std::string hex = without_dashes(token);
-                 all_of(hex, &isxdigit) && hex.size() >= 4) {
+                 all_of(hex, &isxdigit) && !all_of(hex, &isdigit) && hex.size() >= 4) {
+        // Digits alone read as an index or a range ("10-13"), never as a UUID prefix.
         device.kind = DeviceTerm::Kind::uuid_prefix;
         device.uuid_prefix = hex;
       } else {
         throw fail("in term '" + std::string(term_text) + "', device '" + token +
                    "' is not '*', an index, 'cpu', 'gpu', 'accelerator' or a UUID prefix of at "
-                   "least 4 hex digits");
+                   "least 4 hex digits that are not all decimal");
       }
       term.devices.push_back(std::move(device));
     }

@@ -56,7 +56,11 @@ namespace {
 // amount x seconds_each, or 0 with `what` noted as unknown when seconds_each is (0).
 double term(double amount, double seconds_each, const char* what, Estimate& out) {
   if (amount <= 0) return 0;
-  if (seconds_each <= 0) out.unknown.emplace_back(what);
+  // Not finite or not positive: unknown (a plugin may state a negative latency).
+  if (!(seconds_each > 0 && std::isfinite(seconds_each))) {
+    out.unknown.emplace_back(what);
+    return 0;
+  }
   return amount * seconds_each;
 }
 

@@ -103,7 +103,12 @@ std::string failed_requirement(const Requirements& r, const Device& device, cons
     if (!info.has_feature(name)) return "lacks feature " + name;
   const uint64_t needed = std::max(r.min_free_memory, work.memory_bytes);
   if (needed > 0) {
-    const MemoryFigure free = device.memory_free();
+    MemoryFigure free;
+    try {
+      free = device.memory_free();
+    } catch (const Error& error) {  // this device is not eligible; the others still are
+      return "free memory unknown: " + error.message();
+    }
     if (free.provenance == Provenance::unknown) {
       if (info.memory_total.bytes < needed)
         return format_bytes(info.memory_total.bytes) + " in all, needs " + format_bytes(needed) +

@@ -71,6 +71,13 @@ TEST(Registry, SelectorHidesDevicesAndSaysSo) {
   ScopedSelector hide_cpu("!cpu:*");
   for (const Device& d : devices()) EXPECT_NE(d.id(), "cpu:0");
   expect_error([] { device("cpu:0"); }, ErrorCode::NotFound, {"cpu:0", "hidden", "!cpu:*"});
+  // By a UUID prefix too: hidden, not unknown.
+  std::string prefix;
+  for (const Device& d : Registry::instance().all_devices())
+    if (d.id() == "cpu:0") prefix = d.info().uuid.substr(0, 8);
+  ASSERT_EQ(prefix.size(), 8u);
+  expect_error([&] { device(prefix); }, ErrorCode::NotFound,
+               {"UUID prefix '" + prefix + "'", "cpu:0", "hidden", "!cpu:*"});
   // all_devices ignores the selector.
   EXPECT_FALSE(Registry::instance().all_devices().empty());
 }

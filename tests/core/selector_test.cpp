@@ -44,7 +44,7 @@ TEST(Selector, SelectsByBackendIndexKindAndUuid) {
   EXPECT_EQ(visible(DeviceSelector::parse("*:cpu")), (Ids{"cpu:0", "opencl:0"}));
   EXPECT_EQ(visible(DeviceSelector::parse("*:accelerator")), (Ids{"sim:3"}));
   EXPECT_EQ(visible(DeviceSelector::parse("cuda:abcdef02")), (Ids{"cuda:1"}));
-  EXPECT_EQ(visible(DeviceSelector::parse("*:1111-1111")), (Ids{"cpu:0"}));
+  EXPECT_EQ(visible(DeviceSelector::parse("*:ABCDEF01-0000")), (Ids{"cuda:0"}));
 }
 
 TEST(Selector, CombinesTermsAndDiscards) {
@@ -99,7 +99,9 @@ TEST(Selector, MalformedSelectorsQuoteTheTextAndSayWhatWasExpected) {
                         Case{"cuda:0;;cpu:*", "empty term"}, Case{"cuda:x", "device 'x'"},
                         Case{"cuda:0,", "device ''"}, Case{"cu-da:0", "backend 'cu-da'"},
                         Case{":0", "backend ''"}, Case{"cuda:abc", "device 'abc'"},
-                        Case{"cuda:12345678901", "too large"}, Case{"cuda:gpu;", "empty term"}}) {
+                        Case{"cuda:12345678901", "too large"}, Case{"cuda:gpu;", "empty term"},
+                        // Digits with dashes look like a range, not a UUID prefix.
+                        Case{"cpu:10-13", "not all decimal"}, Case{"cpu:1111-2222", "device"}}) {
     test::expect_error([&] { DeviceSelector::parse(c.text); }, ErrorCode::InvalidArgument,
                        {std::string(c.text), c.says, "expected"});
   }

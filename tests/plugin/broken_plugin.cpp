@@ -1,8 +1,14 @@
 // Plugins that fail to load, each in its own way, built from this file with one of:
 // BROKEN_MAJOR (speaks plugin ABI 2.0), BROKEN_INIT (its init fails with a message),
 // BROKEN_NO_ENTRY (exports no hal_plugin_init), BROKEN_TABLE (its init succeeds with a table
-// whose functions, but last_error, are NULL).
+// whose functions, but last_error, are NULL), BROKEN_THROWS (its init throws a C++ exception),
+// BROKEN_SHORT (a table of 8 bytes, too short for its version), BROKEN_KEY (its init leaves a
+// thread-local destructor of its own on the calling thread, then fails: unloading it then
+// would crash that thread's exit).
+#include <pthread.h>
+
 #include <cstddef>
+#include <stdexcept>
 
 #include "hal/plugin.h"
 
@@ -17,7 +23,11 @@ const char* last_error() { return "no such hardware in this machine"; }
 
 hal_plugin_api make_api() {
   hal_plugin_api api{};
+#ifdef BROKEN_SHORT
+  api.struct_size = 8;
+#else
   api.struct_size = sizeof api;
+#endif
 #ifdef BROKEN_MAJOR
   api.abi_major = HAL_PLUGIN_ABI_MAJOR + 1;
 #else
@@ -32,11 +42,22 @@ hal_plugin_api make_api() {
 
 const hal_plugin_api kApi = make_api();
 
+#ifdef BROKEN_KEY
+void forget(void* value) { static_cast<void>(value); }
+#endif
+
 }  // namespace
 
 EXPORT hal_status hal_plugin_init(const hal_plugin_host_info*, const hal_plugin_api** api) {
   *api = &kApi;
-#ifdef BROKEN_INIT
+#if defined(BROKEN_THROWS)
+  throw std::runtime_error("vendor runtime: no license");
+#elif defined(BROKEN_KEY)
+  pthread_key_t key;
+  static int value = 1;
+  if (pthread_key_create(&key, forget) == 0) pthread_setspecific(key, &value);
+  return HAL_STATUS_UNAVAILABLE;
+#elif defined(BROKEN_INIT)
   return HAL_STATUS_UNAVAILABLE;
 #else
   return HAL_STATUS_OK;

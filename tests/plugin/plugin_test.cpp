@@ -99,6 +99,27 @@ TEST(Plugins, EveryCandidateIsListedWithWhyItLoadedOrNot) {
        {"BackendUnavailable", "libbroken_table.so", "required function device_count", "NULL"})
     EXPECT_NE(table->reason.find(part), std::string::npos) << table->reason;
 
+  // A C++ exception out of init is that plugin's failure, not hal's.
+  const PluginInfo* throws = find_plugin(all, "libbroken_throws.so");
+  ASSERT_NE(throws, nullptr);
+  EXPECT_FALSE(throws->loaded);
+  for (const char* part : {"libbroken_throws.so", "threw while loading", "no license"})
+    EXPECT_NE(throws->reason.find(part), std::string::npos) << throws->reason;
+
+  const PluginInfo* shorter = find_plugin(all, "libbroken_short.so");
+  ASSERT_NE(shorter, nullptr);
+  EXPECT_FALSE(shorter->loaded);
+  for (const char* part : {"PluginAbiMismatch", "its table holds 8 bytes", "ABI version"})
+    EXPECT_NE(shorter->reason.find(part), std::string::npos) << shorter->reason;
+  EXPECT_EQ(shorter->reason.find("this hal speaks"), std::string::npos) << shorter->reason;
+
+  // hip is not compiled in, yet its name stays hal's.
+  const PluginInfo* hip = find_plugin(all, "libsim_named_hip.so");
+  ASSERT_NE(hip, nullptr);
+  EXPECT_FALSE(hip->loaded);
+  for (const char* part : {"names its backend 'hip'", "a name hal keeps for a backend of its own"})
+    EXPECT_NE(hip->reason.find(part), std::string::npos) << hip->reason;
+
   const PluginInfo* garbage = find_plugin(all, "not_a_library.so");
   ASSERT_NE(garbage, nullptr);
   EXPECT_FALSE(garbage->loaded);
@@ -108,6 +129,21 @@ TEST(Plugins, EveryCandidateIsListedWithWhyItLoadedOrNot) {
 
   // None of them stopped hal or hid another backend.
   EXPECT_NO_THROW(device("cpu:0"));
+  EXPECT_NO_THROW(device("sim:0"));
+}
+
+// libbroken_key.so's init leaves a destructor of its code on the thread that ran it, and fails:
+// the library must stay mapped for that thread's end (unloaded, the thread's exit crashed).
+TEST(PluginsFoundOnAThread, AFailedInitLeavesItsLibraryLoadedForWhatItStarted) {
+  std::vector<PluginInfo> all;
+  std::thread([&] { all = plugins(); }).join();
+  const PluginInfo* key = find_plugin(all, "libbroken_key.so");
+  ASSERT_NE(key, nullptr);
+  EXPECT_FALSE(key->loaded);
+  EXPECT_NE(key->reason.find("hal_plugin_init failed"), std::string::npos) << key->reason;
+  void* still = dlopen(key->path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  EXPECT_NE(still, nullptr) << "hal unloaded " << key->path << " after calling its init";
+  if (still) dlclose(still);
   EXPECT_NO_THROW(device("sim:0"));
 }
 

@@ -113,6 +113,9 @@ void add_candidates(const fs::path& entry, std::vector<std::string>& out) {
       if (looks_like_library(file.path())) found.push_back(file.path());
     std::sort(found.begin(), found.end(), library_before);
     for (const fs::path& file : found) out.push_back(file.string());
+  } else if (!entry.has_parent_path()) {
+    // dlopen would search the library path for a bare name; the file checked is this one.
+    out.push_back((fs::path(".") / entry).string());
   } else {
     out.push_back(entry.string());  // a file, or a path that is none: plugins() says so
   }
@@ -255,15 +258,29 @@ const Discovery& discover_plugins(const std::vector<std::string>& taken) {
         info.name = library->name();
         info.abi_version = library->abi_version();
         info.version = library->api->version ? library->api->version : "";
-        if (std::find(names.begin(), names.end(), info.name) != names.end())
+        // hal's own names stay reserved even where that backend is not compiled in: code
+        // outside the backends reads them (a "cuda" tensor's memory is CUDA's).
+        if (std::find(taken.begin(), taken.end(), info.name) != taken.end())
           throw Error(ErrorCode::InvalidState, "plugin " + path + " names its backend '" +
-                                                   info.name + "', which is already taken");
+                                                   info.name +
+                                                   "', a name hal keeps for a backend of its own");
+        if (std::find(names.begin(), names.end(), info.name) != names.end())
+          throw Error(ErrorCode::InvalidState,
+                      "plugin " + path + " names its backend '" + info.name +
+                          "', which an earlier plugin in the search order took");
         names.push_back(info.name);
         discovery.backends.push_back(std::make_shared<PluginBackend>(std::move(library)));
         info.loaded = true;
       } catch (const Error& error) {
         info.reason = error.what();
         log(LogLevel::warn, std::string("plugin not loaded: ") + error.what());
+      } catch (const std::exception& error) {
+        // A C++ plugin's exception through the C table: its bug, never hal's end.
+        info.reason = "plugin " + path + " threw while loading: " + error.what();
+        log(LogLevel::warn, "plugin not loaded: " + info.reason);
+      } catch (...) {
+        info.reason = "plugin " + path + " threw something not a std::exception while loading";
+        log(LogLevel::warn, "plugin not loaded: " + info.reason);
       }
       discovery.candidates.push_back(std::move(info));
     }

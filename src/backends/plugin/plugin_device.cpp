@@ -1,6 +1,7 @@
 #include "backends/plugin/plugin_device.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "backends/plugin/plugin_abi_1_1.hpp"
 #include "backends/plugin/plugin_enums.hpp"
@@ -13,6 +14,9 @@ namespace {
 std::string text(const char* field, size_t size) {
   return std::string(field, strnlen(field, size));
 }
+
+// A peak the plugin states: negative or not finite is a plugin's slip, read as unknown (0).
+double stated_figure(double value) { return value > 0 && std::isfinite(value) ? value : 0; }
 
 DeviceKind kind_of(int32_t kind) {
   switch (kind) {
@@ -68,8 +72,9 @@ PluginDevice::PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_
   info_.compute_units = properties.compute_units;
   info_.clock_mhz = properties.clock_mhz;
   info_.limits.max_allocation_bytes = properties.max_allocation_bytes;
-  info_.peak = {properties.peak_f32_gflops, properties.peak_bandwidth_gbps,
-                properties.launch_latency_us};
+  info_.peak = {stated_figure(properties.peak_f32_gflops),
+                stated_figure(properties.peak_bandwidth_gbps),
+                stated_figure(properties.launch_latency_us)};
   for (DType dtype : kAllDTypes)
     if (properties.dtypes & (1u << to_plugin(dtype))) info_.dtypes.push_back(dtype);
   // Fields a plugin of an older minor version did not know stay 0, as hal zeroed them.

@@ -218,8 +218,13 @@ void check_plugin_table(const hal_plugin_api* api, const std::string& path) {
   const std::string ours =
       std::to_string(HAL_PLUGIN_ABI_MAJOR) + "." + std::to_string(HAL_PLUGIN_ABI_MINOR);
   if (!api) throw Error(ErrorCode::BackendUnavailable, "plugin " + path + " returned no table");
-  if (api->struct_size < offsetof(hal_plugin_api, abi_minor) + sizeof(api->abi_minor) ||
-      api->abi_major != HAL_PLUGIN_ABI_MAJOR)
+  const size_t versioned = offsetof(hal_plugin_api, abi_minor) + sizeof(api->abi_minor);
+  if (api->struct_size < versioned)
+    throw Error(ErrorCode::PluginAbiMismatch, "plugin " + path + ": its table holds " +
+                                                  std::to_string(api->struct_size) +
+                                                  " bytes, too few to hold even the ABI version (" +
+                                                  std::to_string(versioned) + ")");
+  if (api->abi_major != HAL_PLUGIN_ABI_MAJOR)
     throw Error(ErrorCode::PluginAbiMismatch, "plugin " + path + " speaks plugin ABI " +
                                                   version_of(*api) + "; this hal speaks " + ours +
                                                   " and loads plugins of major version " +
@@ -308,6 +313,9 @@ PluginLibrary load_plugin(const std::string& path) {
                 "plugin " + path + " exports no " HAL_PLUGIN_INIT_SYMBOL ": not a hal plugin");
   const hal_plugin_host_info host{sizeof(hal_plugin_host_info), HAL_PLUGIN_ABI_MAJOR,
                                   HAL_PLUGIN_ABI_MINOR, kVersion.data(), path.c_str()};
+  // Once init has run the library stays mapped, whatever follows: it may have started threads
+  // or registered thread-local destructors, and the ABI has no entry to undo them.
+  guard.handle = nullptr;
   const hal_plugin_api* api = nullptr;
   const hal_status status = init(&host, &api);
   library.api = api;
@@ -322,7 +330,6 @@ PluginLibrary load_plugin(const std::string& path) {
   }
   check_plugin_table(api, path);
   library.handle = handle;
-  guard.handle = nullptr;
   return library;
 }
 
