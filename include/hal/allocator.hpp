@@ -84,8 +84,9 @@ using MemoryPressureCallback = std::function<void(const MemoryPressureEvent&)>;
 struct AllocatorConfig {
   // Hard limit on reserved bytes; 0: none (the device's own memory is the limit).
   uint64_t limit_bytes = 0;
-  // Reserved at the first allocation as one large segment, so that early work does not grow
-  // the pool piece by piece. 0: none.
+  // Reserved as one segment of the large-block pool at its first allocation (the first request
+  // over 1 MiB), so that early work does not grow that pool piece by piece; requests of 1 MiB
+  // or less keep to their own pool of 2 MiB segments, as in PyTorch. 0: none.
   uint64_t initial_reserve_bytes = 0;
   // Each new large segment is at least the previous one times this (1: no growth), but never
   // more than max_segment_bytes.
@@ -130,9 +131,10 @@ class Stream;
 // and releases what it held before it gives up.
 void record_stream(const Buffer& buffer, const Stream& stream);
 
-// Hands out buffers whose lifetime a scope ends: everything allocated through it is released
-// (returned to the cache once no enqueued work holds it) when the scope is destroyed.
-// Not thread-safe: one scope belongs to one thread.
+// Hands out buffers whose lifetime a scope ends: the scope holds a handle to everything
+// allocated through it and drops them all when it is destroyed. A buffer's memory then returns
+// to the cache once no other handle (a copy taken out of the scope) and no enqueued work holds
+// it. Not thread-safe: one scope belongs to one thread.
 class MemoryScope {
  public:
   explicit MemoryScope(Device device);

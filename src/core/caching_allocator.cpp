@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "backends/async/spin_wait.hpp"
+#include "core/callback_thread.hpp"
 
 #include "hal/log.hpp"
 #include "hal/units.hpp"
@@ -541,9 +542,10 @@ void CachingAllocator::retire_cache(const std::shared_ptr<Cache>& cache) {
   discard_parked(taken);
 }
 
-void CachingAllocator::hold_until(BufferPtr buffer, std::shared_ptr<HostFence> fence) {
+void CachingAllocator::hold_until(BufferPtr buffer, std::shared_ptr<HostFence> fence,
+                                  const StreamImpl* stream) {
   std::lock_guard lock(mutex_);
-  holds_.push_back({std::move(buffer), std::move(fence)});
+  holds_.push_back({std::move(buffer), std::move(fence), stream});
   hold_count_.store(holds_.size());
 }
 
@@ -557,6 +559,11 @@ bool fence_done(HostFence& fence) {
   } catch (...) {
     return true;
   }
+}
+// On the thread running (or releasing) one of `stream`'s callbacks, the stream's later work
+// waits for this thread: a hold on that work cannot be waited for here.
+bool waits_for_this_thread(const StreamImpl* stream) {
+  return RunningCallback::of(stream) || ReleasingCallback::of(stream);
 }
 void wait_for_fence(HostFence& fence) {
   try {
@@ -574,7 +581,8 @@ size_t CachingAllocator::drop_holds(bool wait) {
     kept.reserve(holds_.size());  // no allocation once holds begin to move
     dropped.reserve(holds_.size());
     for (Hold& hold : holds_)
-      (!wait && !fence_done(*hold.fence) ? kept : dropped).push_back(std::move(hold));
+      (!fence_done(*hold.fence) && (!wait || waits_for_this_thread(hold.stream)) ? kept : dropped)
+          .push_back(std::move(hold));
     holds_ = std::move(kept);
     hold_count_.store(holds_.size());
   }
@@ -932,17 +940,26 @@ void CachingAllocator::configure(const AllocatorConfig& config) {
     throw Error(ErrorCode::InvalidArgument, "allocator of " + id + ": max segment of " +
                                                 std::to_string(config.max_segment_bytes) +
                                                 " bytes is below 2 MiB");
+  if (config.limit_bytes) flush_thread_caches();
   std::lock_guard lock(mutex_);
   if (config.initial_reserve_bytes != config_.initial_reserve_bytes) initial_reserve_made_ = false;
   config_ = config;
-  // Under a new, lower limit, give back what the cache holds beyond it.
-  if (config_.limit_bytes && stats_.reserved_bytes.current > config_.limit_bytes) release_cached();
+  follow_new_limit();
 }
 
 void CachingAllocator::set_limit(uint64_t bytes) {
+  if (bytes) flush_thread_caches();
   std::lock_guard lock(mutex_);
   config_.limit_bytes = bytes;
-  if (bytes && stats_.reserved_bytes.current > bytes) release_cached();
+  follow_new_limit();
+}
+
+void CachingAllocator::follow_new_limit() {
+  // Under a lower limit, give back what the cache holds beyond it (blocks parked in threads'
+  // caches were flushed first: they hold segments too).
+  if (config_.limit_bytes && stats_.reserved_bytes.current > config_.limit_bytes) release_cached();
+  // Thresholds of the new limit that are not crossed fire again when they are.
+  pressure_level_ = std::min(pressure_level_, current_pressure_level());
 }
 
 namespace {

@@ -80,12 +80,16 @@ class CachingAllocator final : public Allocator,
   uint64_t add_pressure_callback(MemoryPressureCallback callback) override;
   void remove_pressure_callback(uint64_t id) override;
 
-  // Keeps `buffer` alive until `fence` is ready (record_stream). Holds whose fence is ready are
-  // dropped at the next allocation; when memory runs out, all are waited for and dropped.
-  void hold_until(BufferPtr buffer, std::shared_ptr<HostFence> fence);
+  // Keeps `buffer` alive until `fence`, on `stream`'s work, is ready (record_stream). Holds
+  // whose fence is ready are dropped at the next allocation; when memory runs out, all are
+  // waited for and dropped, but those of a stream whose callback this thread runs (its work
+  // waits for this thread).
+  void hold_until(BufferPtr buffer, std::shared_ptr<HostFence> fence, const StreamImpl* stream);
   // Drops the holds whose fences are ready (all, waiting for them, when `wait`); returns how
   // many. Takes the lock itself: dropping a buffer returns its block, which needs it.
   size_t drop_holds(bool wait);
+  // After the limit or thresholds changed (under the lock).
+  void follow_new_limit();
 
   // Returns the blocks of every thread's cache to the pools; waits for a thread that is using
   // its cache at that moment (a few instructions). Not with mutex_ held.
@@ -127,6 +131,7 @@ class CachingAllocator final : public Allocator,
   struct Hold {
     BufferPtr buffer;
     std::shared_ptr<HostFence> fence;
+    const StreamImpl* stream;  // whose work the fence follows; compared, never used
   };
   BufferPtr allocate_once(size_t bytes, Cache* own);
   // The calling thread's cache of this allocator, made on first use when `make`; null when

@@ -13,6 +13,7 @@
 #include "core/declared_signature.hpp"
 #include "core/device_allocate.hpp"
 #include "core/device_core.hpp"
+#include "core/stream_reaper.hpp"
 #include "hal/backend.hpp"
 #include "hal/units.hpp"
 
@@ -143,7 +144,7 @@ void Device::empty_cache() const {
 Stream Device::create_stream() const {
   DeviceImpl& device = checked(impl_);
   const detail::ErrorContext context(device.info().id, "create_stream");
-  std::shared_ptr<StreamImpl> stream = device.create_stream();
+  std::shared_ptr<StreamImpl> stream = detail::reaped_when_dropped_at_home(device.create_stream());
   detail::core_of(device).track_stream(stream);  // for Device::synchronize, synchronize_all
   return Stream(std::move(stream));
 }

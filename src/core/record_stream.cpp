@@ -12,7 +12,9 @@ void record_stream(const Buffer& buffer, const Stream& stream) {
   Stream target = stream;
   Event done = target.record();
   DeviceImpl& device = buffer.impl()->device();
-  detail::core_of(device).allocator(buffer.kind()).hold_until(buffer.impl(), done.impl()->fence());
+  detail::core_of(device)
+      .allocator(buffer.kind())
+      .hold_until(buffer.impl(), done.impl()->fence(), target.impl().get());
 }
 
 }  // namespace hal

@@ -1,6 +1,7 @@
 // The caching allocator on every device: reuse, rounding, splitting, coalescing, limits,
 // pressure, out-of-memory messages, scopes, and many threads at once.
 #include <cmath>
+#include <optional>
 #include <thread>
 
 #include "device_suite.hpp"
@@ -346,6 +347,49 @@ TEST_P(AllocatorSuite, OutOfMemoryWaitsForHeldMemoryBeforeGivingUp) {
   opener.join();
   EXPECT_GT(stats().num_alloc_retries, retries);
   EXPECT_EQ(stats().reserved_bytes.current, 20 * kMiB);
+}
+
+// Inside a stream's callback, a hold on that stream's later work cannot be waited for: that
+// work waits for the callback. The allocation there fails as it would without the hold.
+TEST_P(AllocatorSuite, OutOfMemoryInAStreamsCallbackDoesNotWaitForThatStreamsHolds) {
+  device().allocator().set_limit(64 * kMiB);
+  Stream stream = device().create_stream();
+  std::optional<ErrorCode> failed;
+  {
+    Buffer held = device().allocate(40 * kMiB);
+    stream.host_callback([&] {
+      try {
+        Buffer more = device().allocate(40 * kMiB);
+      } catch (const Error& error) {
+        failed = error.code();
+      }
+    });
+    record_stream(held, stream);  // its hold follows the callback
+  }
+  stream.synchronize();
+  EXPECT_EQ(failed, ErrorCode::OutOfMemory);
+  // The hold's work is done now: the same allocation fits.
+  EXPECT_NO_THROW(device().allocate(40 * kMiB));
+}
+
+// A new limit re-arms the thresholds it is not past, and one below what is reserved gives back
+// what buffers no longer use, blocks parked in a thread's cache included.
+TEST_P(AllocatorSuite, ANewLimitRearmsPressureAndGivesBackEveryUnusedSegment) {
+  device().allocator().set_limit(20 * kMiB);
+  std::vector<MemoryPressure> seen;
+  const uint64_t callback = device().allocator().add_pressure_callback(
+      [&](const MemoryPressureEvent& e) { seen.push_back(e.level); });
+  std::vector<Buffer> held{device().allocate(20 * kMiB)};  // 100 %: warning and critical
+  EXPECT_EQ(seen.size(), 2u);
+  device().allocator().set_limit(40 * kMiB);     // now at 50 %
+  held.push_back(device().allocate(16 * kMiB));  // 36 MiB, 90 %: warning again
+  EXPECT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen.back(), MemoryPressure::warning);
+  device().allocator().remove_pressure_callback(callback);
+  held.clear();
+  { Buffer parked = device().allocate(64 * 1024); }  // into this thread's cache
+  device().allocator().set_limit(1 * kMiB);
+  EXPECT_EQ(stats().reserved_bytes.current, 0u);
 }
 
 TEST_P(AllocatorSuite, ManyThreadsAllocateAndFreeMixedSizes) {

@@ -1,6 +1,11 @@
 // Events on every device: the invalid states (never recorded, timing pending work). Recording,
 // waiting, query, synchronize, timing and events of other devices are conformance
 // (cts/stream_cases.cpp, event.*).
+#include <atomic>
+#include <cmath>
+#include <string>
+#include <thread>
+
 #include "device_suite.hpp"
 
 namespace hal::test {
@@ -34,6 +39,41 @@ TEST_P(EventSuite, ElapsedTimeOfPendingWorkIsRefused) {
   gate.open();
   end.synchronize();
   EXPECT_GE(Event::elapsed_ms(start, end), 0.0);
+}
+
+// Events are thread-safe: timing them while another thread records them again gives a time
+// of the two records or InvalidState, never the time of a record not yet reached.
+TEST_P(EventSuite, ElapsedTimeWhileAnotherThreadRecordsAgainIsATimeOrRefused) {
+  Stream stream = device().create_stream();
+  Event start = stream.record();
+  Event end = stream.record();
+  stream.synchronize();
+  std::atomic<bool> recorded{false};
+  std::thread recorder([&] {
+    for (int i = 0; i < 500; ++i) {
+      stream.record(start);
+      stream.host_callback([] {});
+      stream.record(end);
+    }
+    stream.synchronize();
+    recorded = true;
+  });
+  int timed = 0;
+  std::string wrong;  // the first wrong answer; asserted once the recorder has ended
+  for (int i = 0; i < 1'000'000 && !recorded.load() && wrong.empty(); ++i) {
+    try {
+      const double ms = Event::elapsed_ms(start, end);
+      if (!(std::isfinite(ms) && std::abs(ms) < 60'000))
+        wrong = std::to_string(ms) + " ms at read " + std::to_string(i);
+      ++timed;
+    } catch (const Error& error) {
+      if (error.code() != ErrorCode::InvalidState) wrong = error.what();
+    }
+  }
+  recorder.join();
+  EXPECT_EQ(wrong, "");
+  EXPECT_GE(Event::elapsed_ms(start, end), 0.0);
+  RecordProperty("timed", timed);
 }
 
 HAL_DEVICE_SUITE(EventSuite);

@@ -57,6 +57,28 @@ TEST_P(StreamSuite, OutOfBoundsCopiesAreRefusedWithTheNumbers) {
   for (size_t i = 0; i < 100; ++i) ASSERT_EQ(host[i], 9);
 }
 
+// The last handle of a stream, held by its own callback, goes on the stream's own thread after
+// the callback ran: the stream is destroyed elsewhere, not by waiting for that thread (the CPU
+// worker joined itself and aborted the process; sim's callback thread waited for itself).
+TEST_P(StreamSuite, AStreamWhoseOwnCallbackHeldItsLastHandleIsDestroyedElsewhere) {
+  std::promise<void> ran;
+  std::future<void> done = ran.get_future();
+  Buffer buffer = device().allocate(64);
+  {
+    Gate gate;
+    Stream stream = device().create_stream();
+    stream.host_callback(gate.hold());
+    stream.fill(buffer, uint8_t{5}, 64);
+    stream.host_callback([keep = stream, &ran] { ran.set_value(); });
+  }  // the gate opens after the handle here has gone: the callback's is the last
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  Stream other = device().create_stream();
+  std::vector<unsigned char> out(64);
+  other.copy_to_host(out.data(), buffer, 64);
+  other.synchronize();
+  for (unsigned char byte : out) ASSERT_EQ(byte, 5);
+}
+
 TEST_P(StreamSuite, AnEmptyCallbackIsRefused) {
   Stream stream = device().create_stream();
   expect_error([&] { stream.host_callback(nullptr); }, ErrorCode::InvalidArgument,

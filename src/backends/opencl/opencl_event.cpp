@@ -37,6 +37,13 @@ void OpenClEvent::set_fence(std::shared_ptr<ClFence> fence) {
 double OpenClEvent::elapsed_ms_since(const EventImpl& start) const {
   auto begin = static_cast<const OpenClEvent&>(start).cl_fence();
   auto end = cl_fence();
+  // Event::elapsed_ms found both complete, but either may have been recorded again since: its
+  // new command has no times yet.
+  if (!begin->ready() || !end->ready())
+    throw Error(ErrorCode::InvalidState,
+                "elapsed_ms on an event of " + device().info().id +
+                    " recorded again while its time was read, whose new work has not completed; "
+                    "synchronize it first");
   return (static_cast<double>(end->timestamp_ns()) - static_cast<double>(begin->timestamp_ns())) /
          1e6;
 }

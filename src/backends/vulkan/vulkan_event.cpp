@@ -67,16 +67,30 @@ Timestamp::~Timestamp() {
 
 double Timestamp::nanoseconds() const {
   uint64_t ticks = 0;
-  check(device_->api().vkGetQueryPoolResults(device_->native(), pool_, 0, 1, sizeof ticks, &ticks,
-                                             sizeof ticks,
-                                             VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-        describe(*device_), "vkGetQueryPoolResults");
+  const VkResult result = device_->api().vkGetQueryPoolResults(
+      device_->native(), pool_, 0, 1, sizeof ticks, &ticks, sizeof ticks,
+      VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+  // lavapipe answers so, despite the wait bit, for a clock its queue has not written yet (an
+  // event recorded again by another thread while it was timed).
+  if (result == VK_NOT_READY)
+    throw Error(ErrorCode::InvalidState,
+                describe(*device_) +
+                    ": an event's time is not written yet (recorded again while it was timed?); "
+                    "synchronize it first");
+  check(result, describe(*device_), "vkGetQueryPoolResults");
   return static_cast<double>(ticks) * device_->traits().timestamp_period;
 }
 
 double VulkanEvent::elapsed_ms_since(const EventImpl& start) const {
   const auto* begin = dynamic_cast<const TimelineFence*>(start.fence().get());
   const auto* end = dynamic_cast<const TimelineFence*>(fence().get());
+  // Event::elapsed_ms found both complete, but either may have been recorded again since: its
+  // new fence's clock is not written yet.
+  if (begin && end && (!begin->ready() || !end->ready()))
+    throw Error(ErrorCode::InvalidState,
+                "elapsed_ms on an event of " + device_->info().id +
+                    " recorded again while its time was read, whose new work has not completed; "
+                    "synchronize it first");
   if (!begin || !end || !begin->timestamp() || !end->timestamp())
     throw Error(ErrorCode::Unsupported, describe(*device_) +
                                             ": event timing needs timestamps on the compute queue, "
