@@ -53,8 +53,11 @@ struct Analysis {
   double effect_size = 0;  // Hedges' g of the logs, b - a
   Decision decision = Decision::undecided;
   // Undecided: more samples per side for `power` against min_effect (the observed difference
-  // when min_effect is 0) at the next look's level.
+  // when min_effect is 0) at the next look's level. Where the samples taken have that power
+  // already (power_met: one test rejects and the other does not, or neither by chance), those
+  // that the next look takes instead.
   size_t more_samples = 0;
+  bool power_met = false;
 };
 
 // Analyses samples (positive values in the metric's unit) at look `look`.
@@ -63,7 +66,10 @@ Analysis analyze(std::span<const double> a, std::span<const double> b,
 
 // Runs the design: `draw` appends one sample to each side (the caller chooses their order),
 // until a look decides, `may_continue` says no (a time limit) or `max_samples` per side are
-// taken; then the last analysis. Fewer than 2 samples per side by then is InvalidArgument.
+// taken; then the last analysis: of the samples taken, or, when `may_continue` said no before
+// any sample since the last look, that look's. `may_continue` is asked before each draw, so a
+// time limit is overrun by one draw and one analysis (whose bootstrap costs the same at any n).
+// Fewer than 2 samples per side by then is InvalidArgument.
 struct SequentialRun {
   Analysis analysis;
   std::vector<double> a, b;
@@ -80,8 +86,11 @@ double mean_ratio_confidence(const Analysis& analysis);
 
 // "B faster by 23 % (95 % CI 19–27 %, p < 1e-6, n = 40+40)" (energy: "B uses less energy by
 // 23 % ..."), "no difference larger than 2 % (...)": from mean_ratio, so the claim and its
-// interval are those of the decision. "inconclusive: need ≈ 120 more samples per side (...)":
-// the median ratio and its bootstrap interval.
+// interval are those of the decision; the level to 4 significant digits, or as many more as keep
+// it below 100. "inconclusive: need ≈ 120 more samples per side (...)", or with power_met "the
+// next look takes 640 more samples per side (...)", led by the test that did not reject where
+// the other did ("Mann-Whitney's test does not reject no difference at this look's level ...
+// while Welch's t-test does; "): the median ratio and its bootstrap interval.
 std::string verdict(const Analysis& analysis, const SequentialDesign& design, Metric metric);
 
 }  // namespace hal::evidence

@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "hal/error.hpp"
 #include "hal/statistics.hpp"
@@ -11,14 +13,43 @@
 namespace hal::evidence {
 namespace {
 
-// The median of `values` drawn with replacement (into `scratch`).
-double resampled_median(std::span<const double> values, std::vector<double>& scratch,
-                        std::mt19937_64& random) {
-  std::uniform_int_distribution<size_t> pick(0, values.size() - 1);
-  scratch.resize(values.size());
-  for (double& v : scratch) v = values[pick(random)];
-  return median(scratch);
-}
+// The median of a resample of `values` (as many values drawn with replacement), drawn from its
+// exact distribution instead of by drawing the values, so that a resample costs a few variates
+// at any n: 2 000 resamples of n values each took half a minute a look at n = 327 680. Of n
+// indices drawn uniformly from [0, n) the k-th smallest is floor(n U), U the k-th smallest of n
+// uniforms on (0, 1), which is Beta(k, n + 1 - k); above it the next uniform is
+// U + (1 - U) V, V the least of the n - k uniforms left: 1 - (1 - W)^(1 / (n - k)), W uniform.
+class ResampledMedian {
+ public:
+  explicit ResampledMedian(std::span<const double> values)
+      : sorted_(values.begin(), values.end()),
+        k_((sorted_.size() + 1) / 2),  // n odd: the median; n even: the lower of the middle two
+        below_(static_cast<double>(k_)),
+        above_(static_cast<double>(sorted_.size() + 1 - k_)) {
+    std::sort(sorted_.begin(), sorted_.end());
+  }
+
+  double operator()(std::mt19937_64& random) {
+    const double x = below_(random), y = above_(random);
+    const double u = x / (x + y);
+    const size_t n = sorted_.size();
+    if (n % 2) return at(u);
+    const double w = uniform_(random);
+    const double next = u + (1 - u) * (1 - std::pow(1 - w, 1 / static_cast<double>(n - k_)));
+    return (at(u) + at(next)) / 2;
+  }
+
+ private:
+  double at(double u) const {  // the value at the index floor(n u) in [0, n)
+    const double index = std::floor(u * static_cast<double>(sorted_.size()));
+    return sorted_[std::min(sorted_.size() - 1, static_cast<size_t>(std::max(0.0, index)))];
+  }
+
+  std::vector<double> sorted_;
+  size_t k_;
+  std::gamma_distribution<double> below_, above_;
+  std::uniform_real_distribution<double> uniform_{0, 1};
+};
 
 // NumPy's default percentile: linear between the order statistics around q (n - 1).
 double percentile(const std::vector<double>& sorted, double q) {
@@ -39,14 +70,15 @@ RatioInterval bootstrap_median_ratio(std::span<const double> a, std::span<const 
   if (!(confidence > 0 && confidence < 1) || resamples < 10)
     throw Error(ErrorCode::InvalidArgument,
                 "bootstrap: confidence must lie in (0, 1) and resamples be at least 10 (got " +
-                    std::to_string(confidence) + " and " + std::to_string(resamples) + ")");
+                    value_text(confidence) + " and " + std::to_string(resamples) + ")");
   const double median_a = median(a);
   std::mt19937_64 random(seed);
-  std::vector<double> ratios, scratch;
+  ResampledMedian resampled_a(a), resampled_b(b);
+  std::vector<double> ratios;
   ratios.reserve(resamples);
   for (size_t r = 0; r < resamples; ++r) {
-    const double ma = resampled_median(a, scratch, random);
-    const double mb = resampled_median(b, scratch, random);
+    const double ma = resampled_a(random);
+    const double mb = resampled_b(random);
     ratios.push_back(mb / ma);
   }
   std::sort(ratios.begin(), ratios.end());

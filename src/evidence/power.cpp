@@ -27,8 +27,8 @@ double t_test_power(double d, size_t n, double alpha) {
   if (n < 2 || !(alpha > 0 && alpha < 1) || !std::isfinite(d))
     throw Error(ErrorCode::InvalidArgument,
                 "t_test_power: needs n >= 2, alpha in (0, 1) and a finite effect (got n " +
-                    std::to_string(n) + ", alpha " + std::to_string(alpha) + ", d " +
-                    std::to_string(d) + ")");
+                    std::to_string(n) + ", alpha " + value_text(alpha) + ", d " + value_text(d) +
+                    ")");
   const double df = 2 * static_cast<double>(n) - 2;
   const double delta = std::fabs(d) * std::sqrt(static_cast<double>(n) / 2);
   try {
@@ -48,7 +48,7 @@ double t_test_power(double d, size_t n, double alpha) {
 size_t samples_for_power(double d, double alpha, double power, size_t max_n) {
   if (!(power > 0 && power < 1))
     throw Error(ErrorCode::InvalidArgument,
-                "samples_for_power: power must lie in (0, 1), got " + std::to_string(power));
+                "samples_for_power: power must lie in (0, 1), got " + value_text(power));
   (void)t_test_power(d, 2, alpha);  // refuses a NaN effect or an alpha outside (0, 1)
   if (d == 0 || max_n <= 2) return max_n;
   // Power grows with n: double to bracket the answer (from below: a large effect is settled at a

@@ -8,6 +8,11 @@
 #include "hal/statistics.hpp"
 
 namespace hal::evidence {
+std::string value_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
 
 void check_samples(std::span<const double> values, const char* side, size_t min) {
   if (values.size() < min)
@@ -17,19 +22,16 @@ void check_samples(std::span<const double> values, const char* side, size_t min)
   for (size_t i = 0; i < values.size(); ++i)
     if (!std::isfinite(values[i]))
       throw Error(ErrorCode::InvalidArgument, std::string(side) + ": sample " + std::to_string(i) +
-                                                  " is not finite (" + std::to_string(values[i]) +
-                                                  ")");
+                                                  " is not finite (" + value_text(values[i]) + ")");
 }
 
 void check_positive_samples(std::span<const double> values, const char* side, size_t min) {
   check_samples(values, side, min);
   for (size_t i = 0; i < values.size(); ++i)
-    if (!(values[i] > 0)) {
-      char value[32];
-      std::snprintf(value, sizeof value, "%g", values[i]);
+    if (!(values[i] > 0))
       throw Error(ErrorCode::InvalidArgument, std::string(side) + ": sample " + std::to_string(i) +
-                                                  " (" + value + ") is not positive");
-    }
+                                                  " (" + value_text(values[i]) +
+                                                  ") is not positive");
 }
 
 double mean(std::span<const double> values) {
@@ -51,7 +53,7 @@ std::vector<double> logs(std::span<const double> values, const char* side) {
   for (size_t i = 0; i < values.size(); ++i) {
     if (!(values[i] > 0) || !std::isfinite(values[i]))
       throw Error(ErrorCode::InvalidArgument, std::string(side) + ": sample " + std::to_string(i) +
-                                                  " (" + std::to_string(values[i]) +
+                                                  " (" + value_text(values[i]) +
                                                   ") is not a positive finite number");
     out.push_back(std::log(values[i]));
   }

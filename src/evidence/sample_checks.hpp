@@ -2,8 +2,12 @@
 #pragma once
 
 #include <span>
+#include <string>
 
 namespace hal::evidence {
+
+// A value as an error quotes it, by %g: std::to_string's six decimals made -1e-9 "-0.000000".
+std::string value_text(double value);
 
 // At least `min` finite values, or InvalidArgument naming `side`.
 void check_samples(std::span<const double> values, const char* side, size_t min = 2);

@@ -47,13 +47,12 @@ void check_design(const SequentialDesign& d) {
     throw Error(ErrorCode::InvalidArgument, "comparison design: " + what);
   };
   if (!(d.alpha > 0 && d.alpha < 0.5))
-    refuse("alpha must lie in (0, 0.5), got " + std::to_string(d.alpha));
+    refuse("alpha must lie in (0, 0.5), got " + value_text(d.alpha));
   if (!(d.min_effect >= 0 && d.min_effect < 10))
-    refuse("min_effect must lie in [0, 10), got " + std::to_string(d.min_effect));
+    refuse("min_effect must lie in [0, 10), got " + value_text(d.min_effect));
   if (d.first_look < 3)
     refuse("first_look must be at least 3, got " + std::to_string(d.first_look));
-  if (!(d.power > 0 && d.power < 1))
-    refuse("power must lie in (0, 1), got " + std::to_string(d.power));
+  if (!(d.power > 0 && d.power < 1)) refuse("power must lie in (0, 1), got " + value_text(d.power));
   if (d.resamples < 100)
     refuse("resamples must be at least 100, got " + std::to_string(d.resamples));
 }
@@ -105,7 +104,16 @@ Analysis analyze(std::span<const double> a, std::span<const double> b,
   const size_t need = spread == 0 ? have
                                   : samples_for_power(target / spread, look_alpha(design, look + 1),
                                                       design.power, kCap);
-  out.more_samples = need > have ? need - have : 1;
+  if (need > have) {
+    out.more_samples = need - have;
+    return out;
+  }
+  // The samples taken have that power already (one test rejects and the other does not, or
+  // neither, by chance): what the next look would take. "Need 1 more" promised a decision that
+  // one more sample would not bring.
+  out.power_met = true;
+  const size_t next = look_size(design, look + 1);
+  out.more_samples = next > have ? next - have : have;
   return out;
 }
 
@@ -115,6 +123,7 @@ SequentialRun run_sequential(
     const std::function<bool()>& may_continue, size_t max_samples) {
   check_design(design);
   SequentialRun run;
+  size_t analysed_a = 0, analysed_b = 0;  // the samples of the last look
   for (int look = 1;; ++look) {
     const size_t size = std::min(look_size(design, look), max_samples);
     bool stopped = false;
@@ -125,6 +134,10 @@ SequentialRun run_sequential(
       }
       draw(run.a, run.b);
     }
+    // Stopped with no sample since the last look: that look's analysis stands. Analysing the same
+    // samples again (at the next look's level) decided nothing new and, at a large n, took as
+    // long as the look itself past the time limit.
+    if (stopped && run.a.size() == analysed_a && run.b.size() == analysed_b && look > 1) return run;
     stopped = stopped || size == max_samples;
     if (run.a.size() < 2 || run.b.size() < 2)
       throw Error(ErrorCode::InvalidArgument,
@@ -132,6 +145,8 @@ SequentialRun run_sequential(
                       std::to_string(run.b.size()) +
                       " samples; at least 2 per side are needed (allow more time)");
     run.analysis = analyze(run.a, run.b, design, look);
+    analysed_a = run.a.size();
+    analysed_b = run.b.size();
     if (stopped || run.analysis.decision != Decision::undecided) return run;
   }
 }

@@ -1,6 +1,7 @@
 // The verdict in words, from an analysis.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "hal/compare.hpp"
@@ -26,10 +27,15 @@ std::string sizes(const Analysis& a) {
   return "n = " + std::to_string(a.n_a) + "+" + std::to_string(a.n_b);
 }
 
-std::string confidence(double level) {  // 95, 97.5, 98.75: a later look's level in full
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4g %% CI ", 100 * level);
-  return text;
+// 95, 97.5, 98.75: a later look's level in full, to 4 significant digits or as many more as keep
+// a level below 1 from reading 100 (look 13's 99.9988 % was "100 % CI").
+std::string confidence(double level) {
+  char text[48];
+  for (int digits = 4; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, 100 * level);
+    if (std::strtod(text, nullptr) < 100) break;
+  }
+  return std::string(text) + " % CI ";
 }
 
 std::string ratio_text(const RatioInterval& r, double level) {
@@ -37,6 +43,21 @@ std::string ratio_text(const RatioInterval& r, double level) {
   std::snprintf(text, sizeof text, "B/A %.3f, %s%.3f–%.3f", r.ratio, confidence(level).c_str(),
                 r.low, r.high);
   return text;
+}
+
+// Where one test rejects "no difference" at the look's level and the other does not, which did
+// not: the sides then differ in a way one test sees (a slow path in a minority of runs moves
+// the mean of the logs, not the ranks), and a "differ" needs both.
+std::string split_tests(const Analysis& a) {
+  const bool welch = a.welch.p_value < a.look_alpha,
+             mann_whitney = a.mann_whitney.p_value < a.look_alpha;
+  if (welch == mann_whitney) return "";
+  char level[32];
+  std::snprintf(level, sizeof level, "%.2g", a.look_alpha);
+  const std::string which = welch ? "Mann-Whitney's test" : "Welch's t-test";
+  const double p = welch ? a.mann_whitney.p_value : a.welch.p_value;
+  return which + " does not reject no difference at this look's level " + level + " (" + p_text(p) +
+         ") while " + (welch ? "Welch's t-test" : "Mann-Whitney's test") + " does; ";
 }
 
 }  // namespace
@@ -58,7 +79,8 @@ std::string verdict(const Analysis& a, const SequentialDesign& d, Metric metric)
            (d.min_effect > 0 ? "" : ", and a min_effect of 0 never calls sides equivalent") + " (" +
            ratio_text(a.ratio, 1 - d.alpha) + ", " + tail;
   if (a.decision == Decision::undecided)
-    return "inconclusive: need ≈ " + std::to_string(a.more_samples) + " more samples per side (" +
+    return "inconclusive: " + split_tests(a) + (a.power_met ? "the next look takes " : "need ≈ ") +
+           std::to_string(a.more_samples) + " more samples per side (" +
            ratio_text(a.ratio, 1 - d.alpha) + ", " + tail;
   // A claim states the figure the tests decided on: Welch's difference of log means, as a ratio
   // of geometric means with its interval. The median ratio may point the other way (a slow

@@ -3,9 +3,11 @@
 // sides are called equivalent, and the verdict reads as documented.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 
 #include "hal/compare.hpp"
 #include "test_util.hpp"
@@ -155,6 +157,116 @@ TEST(Sequential, StopsWhenTimeRunsOutAndSaysWhatIsMissing) {
       hal::ErrorCode::InvalidArgument, {"time ran out after 0+0 samples", "allow more time"});
 }
 
+// Time running out just after a look (no sample since) leaves that look's analysis: the samples
+// were analysed once, at their own level. It analysed them again at the next look's level.
+TEST(Sequential, TimeOutRightAfterALookKeepsThatLook) {
+  const ev::SequentialDesign design = quick_design();  // looks at 10, 20, 40, ... per side
+  Timer timer(78, 0.05);
+  int pairs = 0;
+  const ev::SequentialRun run = ev::run_sequential(
+      design,
+      [&](std::vector<double>& a, std::vector<double>& b) {
+        a.push_back(timer.draw(1e-3));
+        b.push_back(timer.draw(1.01e-3));
+        ++pairs;
+      },
+      [&] { return pairs < 20; }, 1000);
+  ASSERT_EQ(run.analysis.decision, ev::Decision::undecided);
+  EXPECT_EQ(run.analysis.look, 2);
+  EXPECT_EQ(run.analysis.n_a, 20u);
+  EXPECT_DOUBLE_EQ(run.analysis.look_alpha, ev::look_alpha(design, 2));
+}
+
+// --max-time is asked before each draw, so it is overrun by one draw and one analysis: with
+// instant samples, the analysis. The bootstrap resampled n values per side 2 000 times (half a
+// minute at n = 327 680, so a 60 s limit took 169 s); a resample's median now costs the same at
+// any n.
+TEST(Sequential, ATimeLimitIsOverrunByOneQuickAnalysis) {
+  std::vector<double> a(500'000), b(500'000);
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = 1e-3 * (1 + 1e-6 * static_cast<double>(i % 997));
+    b[i] = 1e-3 * (1 + 1e-6 * static_cast<double>(i % 991));
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  const ev::RatioInterval r = ev::bootstrap_median_ratio(a, b, 0.95, 2000, 1);
+  EXPECT_LT(seconds(), 5.0) << "2 000 resamples of 500 000 values a side";
+  EXPECT_LE(r.low, r.ratio);
+  EXPECT_GE(r.high, r.ratio);
+
+  // A/A samples drawn at once from a pool, with no min_effect (never equivalent): the time
+  // limit ends the run.
+  ev::SequentialDesign design;
+  design.min_effect = 0;
+  Timer timer(79, 0.05);
+  std::vector<double> pool(65536);
+  for (double& v : pool) v = timer.draw(1e-3);
+  size_t i = 0;
+  const auto limit_from = std::chrono::steady_clock::now();
+  const ev::SequentialRun run = ev::run_sequential(
+      design,
+      [&](std::vector<double>& sa, std::vector<double>& sb) {
+        sa.push_back(pool[i % pool.size()]);
+        sb.push_back(pool[(i * 7 + 3) % pool.size()]);
+        ++i;
+      },
+      [&] {
+        return std::chrono::steady_clock::now() - limit_from < std::chrono::milliseconds(200);
+      },
+      1'000'000);  // hal compare's cap
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - limit_from).count(),
+            5.0);
+  ASSERT_EQ(run.analysis.decision, ev::Decision::undecided) << run.analysis.n_a;
+  // The last analysis is of samples no earlier look had.
+  EXPECT_GT(run.analysis.n_a, ev::look_size(design, run.analysis.look - 1));
+}
+
+// Welch's test rejects at the look's level and Mann-Whitney's does not (5 % of B's runs three
+// times as long, the rest 0.7 % faster: the mean of the logs moves, the ranks barely), with
+// enough samples for the power asked: the verdict names the test that held out and says what
+// the next look takes. It said "need ≈ 1 more samples per side".
+TEST(Sequential, OneTestAloneRejectingIsNamedWithTheNextLooksSamples) {
+  std::mt19937_64 random(11);
+  std::normal_distribution<double> noise(0, 0.05);
+  std::vector<double> a, b;
+  for (int i = 0; i < 1280; ++i) a.push_back(1e-3 * std::exp(noise(random)));
+  for (int i = 0; i < 1280; ++i)
+    b.push_back(1e-3 * std::exp(noise(random)) * (i % 20 == 0 ? 3 : 0.993));
+  ev::SequentialDesign d;
+  d.min_effect = 0.05;
+  const ev::Analysis r = ev::analyze(a, b, d, 7);  // look 7: 1280 a side, level 0.05 / 128
+  ASSERT_EQ(r.decision, ev::Decision::undecided);
+  ASSERT_LT(r.welch.p_value, r.look_alpha);
+  ASSERT_GT(r.mann_whitney.p_value, 0.01);
+  EXPECT_TRUE(r.power_met);
+  EXPECT_EQ(r.more_samples, ev::look_size(d, 8) - 1280);
+  const std::string text = ev::verdict(r, d, ev::Metric::latency);
+  EXPECT_EQ(text.rfind("inconclusive: Mann-Whitney's test does not reject no difference at this "
+                       "look's level 0.00039 (p = ",
+                       0),
+            0u)
+      << text;
+  EXPECT_NE(text.find(") while Welch's t-test does; the next look takes 1280 more samples per "
+                      "side (B/A "),
+            std::string::npos)
+      << text;
+
+  // The other way round, short of the power asked.
+  ev::Analysis other;
+  other.n_a = other.n_b = 40;
+  other.look = 1;
+  other.look_alpha = 0.025;
+  other.welch.p_value = 0.2;
+  other.mann_whitney.p_value = 1e-9;
+  other.more_samples = 7;
+  EXPECT_EQ(ev::verdict(other, d, ev::Metric::latency),
+            "inconclusive: Welch's t-test does not reject no difference at this look's level "
+            "0.025 (p = 0.2) while Mann-Whitney's test does; need ≈ 7 more samples per side (B/A "
+            "1.000, 95 % CI 1.000–1.000, p = 0.2, n = 40+40)");
+}
+
 // A decided analysis at the first look (its Welch interval at 95 %), the ratio of geometric
 // means `ratio` in [low, high]; the median ratio is set apart (1.5) to show which one is stated.
 ev::Analysis decided(double ratio, double low, double high, double p) {
@@ -195,6 +307,25 @@ TEST(Sequential, VerdictsReadAsDocumented) {
   EXPECT_EQ(ev::verdict(same, d, ev::Metric::latency),
             "no difference larger than 2.0 % (B/A 1.001, 97.5 % CI 0.995–1.006, p = 0.7, n = "
             "40+40)");
+  // Look 13 tests at 0.05 / 8192: its 99.9988 % interval read "100 % CI" at 4 digits.
+  same.look = 13;
+  same.look_alpha = ev::look_alpha(d, 13);
+  EXPECT_EQ(ev::verdict(same, d, ev::Metric::latency),
+            "no difference larger than 2.0 % (B/A 1.001, 99.999 % CI 0.995–1.006, p = 0.7, n = "
+            "40+40)");
+  // At the smallest alpha, up to look 20 (hal compare's million samples a side at the least
+  // first look, 3, are taken by look 20), the level shown is below 100.
+  ev::SequentialDesign tight;
+  tight.alpha = 1e-9;
+  for (int look = 1; look <= 20; ++look) {
+    same.look = look;
+    same.look_alpha = ev::look_alpha(tight, look);
+    const std::string text = ev::verdict(same, tight, ev::Metric::latency);
+    const size_t ci = text.find(" % CI");
+    ASSERT_NE(ci, std::string::npos) << text;
+    const size_t start = text.rfind(' ', ci - 1) + 1;
+    EXPECT_LT(std::stod(text.substr(start, ci - start)), 100) << text;
+  }
 }
 
 // The audit's case: B's median is a little faster, but 40 % of its runs take a slow path twice

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "hal/compare.hpp"
 #include "hal/statistics.hpp"
 #include "test_util.hpp"
 
@@ -127,6 +128,25 @@ TEST(Statistics, RefusesTooFewOrBadSamples) {
                           ErrorCode::InvalidArgument, {"bootstrap", "confidence"});
   hal::test::expect_error([&] { ev::t_test_power(0.5, 1, 0.05); }, ErrorCode::InvalidArgument,
                           {"t_test_power", "n >= 2"});
+}
+
+// A value is quoted with its digits: -1e-9 read "-0.000000", which looks like a 0 or a sign
+// error rather than the tiny negative time it is.
+TEST(Statistics, ErrorsQuoteTheValueAsItIs) {
+  using hal::ErrorCode;
+  const std::vector<double> tiny_negative{1e-3, 2e-3, -1e-9}, fine{1e-3, 2e-3, 3e-3};
+  hal::test::expect_error([&] { ev::analyze(tiny_negative, fine, ev::SequentialDesign{}, 1); },
+                          ErrorCode::InvalidArgument,
+                          {"sample a: sample 2 (-1e-09) is not a positive finite number"});
+  hal::test::expect_error(
+      [&] {
+        ev::logs(std::vector<double>{2.5e-12, 0.0}, "sample b");
+      },
+      ErrorCode::InvalidArgument, {"sample b: sample 1 (0) is not a positive finite number"});
+  ev::SequentialDesign d;
+  d.alpha = -1e-12;
+  hal::test::expect_error([&] { ev::check_design(d); }, ErrorCode::InvalidArgument,
+                          {"alpha must lie in (0, 0.5), got -1e-12"});
 }
 
 // A 0 or a negative value beside positive ones leaves a positive median, but a resample's median

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "../../tools/hal/agreement.hpp"  // header-only: the check hal compare runs on outputs
 #include "test_util.hpp"
 
 namespace {
@@ -206,6 +207,35 @@ TEST(CompareCli, RefusesToRankAWrongAnswer) {
   EXPECT_NE(message.find("a faster wrong answer is no winner"), std::string::npos) << message;
 }
 
+// A's output holding an infinity (a division by 0) made the tolerance 1e-3 x inf, so that any B
+// agreed: NaN or a number where A had the infinity, numbers far off elsewhere. The tolerance
+// scales with A's finite values, and only the same infinity (or NaN against NaN) matches one.
+TEST(CompareCli, AnInfinityInAsOutputAgreesOnlyWithTheSameInfinity) {
+  using hal::tool::agreement;
+  const std::vector<float> a{INFINITY, 2.0f, -3.0f, NAN};
+  const hal::tool::Agreement same = agreement(a, a);
+  EXPECT_TRUE(same.agree());
+  EXPECT_EQ(same.max_difference, 0);
+  EXPECT_DOUBLE_EQ(same.tolerance, 3e-3);  // 1e-3 x |-3|, the largest finite value
+  for (const float at_infinity : {NAN, 1e30f, -INFINITY, 0.0f}) {
+    std::vector<float> b = a;
+    b[0] = at_infinity;
+    const hal::tool::Agreement r = agreement(b, a);
+    EXPECT_FALSE(r.agree()) << at_infinity;
+    EXPECT_EQ(r.max_difference, INFINITY) << at_infinity;
+    EXPECT_EQ(r.nonfinite, 1u) << at_infinity;
+  }
+  std::vector<float> far = a;
+  far[1] = 50.0f;
+  const hal::tool::Agreement off = agreement(far, a);
+  EXPECT_FALSE(off.agree());
+  EXPECT_DOUBLE_EQ(off.max_difference, 48);
+  EXPECT_DOUBLE_EQ(off.tolerance, 3e-3);
+  std::vector<float> near = a;
+  near[1] = 2.002f;
+  EXPECT_TRUE(agreement(near, a).agree());
+}
+
 void expect_refused(const std::string& arguments, const std::string& code,
                     const std::string& message, const std::string& environment = "") {
   const Result result = run(environment, arguments + " --json");
@@ -328,7 +358,12 @@ TEST(CompareCli, RefusesBadInput) {
   expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --min-effect 2x", "InvalidArgument",
                  "--min-effect");
   expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --max-time 0s", "InvalidArgument",
-                 "--max-time: '0' is out of range");
+                 "--max-time: '0s' is out of range (1ms to 86400s)");
+  // The limits in units the option takes: it said "'0.5' is out of range (1 to 8.64e+07)".
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --max-time 0.5ms", "InvalidArgument",
+                 "--max-time: '0.5ms' is out of range (1ms to 86400s)");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --max-time 1441m", "InvalidArgument",
+                 "--max-time: '1441m' is out of range (1ms to 86400s)");
   expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --metric speed", "InvalidArgument",
                  "--metric: 'speed' is not latency, throughput or energy");
   // Energy where there is no counter: a powercap tree without packages, and a simulated device.

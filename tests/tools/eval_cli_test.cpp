@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../../tools/hal/agreement.hpp"  // header-only: the argmax hal eval scores with
 #include "hal/model.hpp"
 #include "hal/npy.hpp"
 #include "hal/ops.hpp"
@@ -251,6 +252,39 @@ TEST_F(EvalCli, ADifferenceThatIsNotFiniteIsNullAndCounted) {
   EXPECT_NE(text.output.find("DIFFER, max|out - ref| = inf, mean inf"), std::string::npos)
       << text.output;
   EXPECT_NE(text.output.find("2 element(s) NaN or infinite"), std::string::npos) << text.output;
+}
+
+// Argmax as NumPy's and PyTorch's: a NaN is the largest value, the first NaN winning.
+// std::max_element passed over a NaN that was not first, so a row with one counted as having
+// its label (accuracy) or the reference's argmax (argmax_agreement).
+TEST(EvalArgmax, ANanIsTheLargestValue) {
+  using hal::tool::row_argmax;
+  EXPECT_EQ(row_argmax(std::vector<float>{0.1f, 0.7f, 0.2f}), 1u);
+  EXPECT_EQ(row_argmax(std::vector<float>{0.1f, 0.7f, NAN, 0.2f, NAN}), 2u);
+  EXPECT_EQ(row_argmax(std::vector<float>{NAN, 0.7f}), 0u);
+  EXPECT_EQ(row_argmax(std::vector<float>{0.5f, INFINITY, NAN}), 2u);
+  EXPECT_EQ(row_argmax(std::vector<float>{0.3f, 0.3f}), 0u);  // a tie: the first
+  EXPECT_EQ(row_argmax(std::vector<float>{-INFINITY, -INFINITY}), 0u);
+}
+
+// A reference with a NaN in one position away from the output's argmax there disagrees at that
+// position alone (it agreed: the NaN was passed over).
+TEST_F(EvalCli, ANanInTheReferenceIsItsArgmax) {
+  report_of(eval("--data " + path("data") + " --devices cpu:0 --json --output " + path("one")));
+  const hal::Tensor probabilities = read("one/probabilities.npy");  // [11, 16, 10]
+  std::vector<float> expected = probabilities.to_vector<float>(stream_);
+  const int64_t label =
+      hal::argmax(probabilities, {-1}, false, stream_).to_vector<int64_t>(stream_)[0];
+  expected[static_cast<size_t>((label + 1) % 10)] = std::nanf("");
+  fs::create_directories(directory_ / "nan");
+  hal::write_npy(directory_ / "nan" / "r.npy", hal::from_vector(expected, {11, 16, 10}, stream_),
+                 stream_);
+  const nlohmann::json r = report_of(
+      eval("--data " + path("data") + " --devices cpu:0 --json --reference " + path("nan")));
+  const nlohmann::json& reference = r["reference"];
+  EXPECT_DOUBLE_EQ(reference["argmax_agreement"].get<double>(), 175.0 / 176.0) << reference;
+  EXPECT_EQ(reference["nonfinite_elements"], 1) << reference;
+  EXPECT_FALSE(reference["agree"].get<bool>()) << reference;
 }
 
 // --reference with data of no rows is refused (it was ignored: nothing to score, exit 0).

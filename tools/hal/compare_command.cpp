@@ -63,8 +63,11 @@ double fraction_option(std::string_view option, std::string text, double max) {
   return percent ? value / 100 : value;
 }
 
-// "60s", "500ms", "2m", "90" (seconds).
+// "60s", "500ms", "2m", "90" (seconds), from 1 ms to a day. The range is checked on the
+// seconds, and its error quotes the text as given with limits in units it takes: "out of range
+// (1 to 8.64e+07)" for '0.5ms' named milliseconds nowhere.
 double seconds_option(std::string_view option, std::string text) {
+  const std::string given = text;
   double scale = 1;
   if (text.size() > 2 && text.ends_with("ms")) {
     scale = 1e-3;
@@ -73,18 +76,11 @@ double seconds_option(std::string_view option, std::string text) {
     scale = text.back() == 'm' ? 60 : 1;
     text.pop_back();
   }
-  return real_option(option, text, 1e-3 / scale, 86400 / scale) * scale;
-}
-
-double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b,
-                          double& largest) {
-  double worst = 0;
-  largest = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, element_difference(a[i], b[i]));
-    largest = std::max(largest, double(std::fabs(a[i])));
-  }
-  return worst;
+  const double seconds = real_option(option, text, -HUGE_VAL, HUGE_VAL) * scale;
+  if (!(seconds >= 1e-3 && seconds <= 86400))
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(option) + ": '" + given + "' is out of range (1ms to 86400s)");
+  return seconds;
 }
 
 std::string decision_name(evidence::Decision d) {
@@ -210,13 +206,13 @@ void compare(const CompareOptions& o) {
     throw Error(ErrorCode::InvalidState, "outputs differ: A (" + o.a + ") gives " +
                                              std::to_string(out_a.size()) + " values, B (" + o.b +
                                              ") " + std::to_string(out_b.size()));
-  double largest = 0;
-  const double difference = max_abs_difference(out_a, out_b, largest);
-  const double tolerance = 1e-3 * std::max(1.0, largest);
-  if (!(difference <= tolerance))
+  // A is the reference: the tolerance scales with its finite values (agreement.hpp).
+  const Agreement agreed = agreement(out_b, out_a);
+  const double difference = agreed.max_difference;
+  if (!agreed.agree())
     throw Error(ErrorCode::InvalidState,
                 "outputs differ: max|A - B| = " + std::to_string(difference) + " > " +
-                    std::to_string(tolerance) + " between A (" + o.a + ") and B (" + o.b +
+                    std::to_string(agreed.tolerance) + " between A (" + o.a + ") and B (" + o.b +
                     "); a faster wrong answer is no winner");
 
   const double work = o.workload.work();
@@ -331,8 +327,9 @@ void add_compare_command(CLI::App& app) {
                       "The smallest difference that counts: '2%' or 0.02 (default 2%); 0 never "
                       "calls the sides equivalent");
   command->add_option("--max-time", o->max_time_text,
-                      "Stop sampling after this long (warm-up not counted): '60s' (default), "
-                      "'500ms', '2m'");
+                      "Start no sample after this long (warm-up not counted; the sample in "
+                      "flight and one analysis finish): '60s' (default), '500ms', '2m'; 1ms to "
+                      "86400s");
   command->add_option("--seed", o->seed_text, "Seed of the run order and the bootstrap");
   command->add_option("--warmup", o->warmup_text, "Discarded runs per side (default 2)");
   command->add_option("--first-look", o->first_look_text,

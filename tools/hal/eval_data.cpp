@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <span>
 
 #include "agreement.hpp"
 #include "choice_json.hpp"
@@ -101,16 +102,18 @@ nlohmann::ordered_json score_against(const Tensor& output, const Tensor& referen
   const Shape without_last(shape.begin(), shape.end() - 1);
   const int64_t classes = shape.back();
   const std::vector<float> out = cast(output, DType::f32, stream).to_vector<float>(stream);
-  const auto argmax_at = [&](size_t position) {
-    const auto row = out.begin() + static_cast<std::ptrdiff_t>(position * classes);
-    return std::max_element(row, row + classes) - row;
+  // NumPy's argmax (agreement.hpp): a row with a NaN has it as its largest value.
+  const auto row_of = [&](const std::vector<float>& values, size_t position) {
+    return std::span<const float>(values).subspan(position * static_cast<size_t>(classes),
+                                                  static_cast<size_t>(classes));
   };
   const size_t positions = classes > 0 ? out.size() / static_cast<size_t>(classes) : 0;
   if (integer(reference.dtype()) && reference.shape() == without_last) {
     const std::vector<int64_t> labels =
         cast(reference, DType::i64, stream).to_vector<int64_t>(stream);
     size_t right = 0;
-    for (size_t p = 0; p < positions; ++p) right += argmax_at(p) == labels[p] ? 1 : 0;
+    for (size_t p = 0; p < positions; ++p)
+      right += static_cast<int64_t>(row_argmax(row_of(out, p))) == labels[p] ? 1 : 0;
     return {{"kind", "labels"},
             {"positions", positions},
             {"correct", right},
@@ -124,31 +127,20 @@ nlohmann::ordered_json score_against(const Tensor& output, const Tensor& referen
                     shape_text(shape) + " nor integer labels of " + shape_text(without_last));
   const std::vector<float> expected = cast(reference, DType::f32, stream).to_vector<float>(stream);
   // As hal compare holds outputs (agreement.hpp): NaN against NaN agrees, NaN or infinity on one
-  // side alone is an infinite difference. Those are counted, and the tolerance scales with the
-  // finite reference values alone (an infinite one would make any difference agree).
-  double largest_difference = 0, sum = 0, largest = 0;
-  size_t nonfinite = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    const double d = element_difference(out[i], expected[i]);
-    nonfinite += std::isfinite(d) ? 0 : 1;
-    largest_difference = std::max(largest_difference, d);
-    sum += d;
-    if (std::isfinite(expected[i]))
-      largest = std::max(largest, std::fabs(static_cast<double>(expected[i])));
-  }
+  // side alone is an infinite difference, counted; the tolerance scales with the finite
+  // reference values alone.
+  const Agreement agreed = agreement(out, expected);
   size_t same = 0;
-  for (size_t p = 0; p < positions; ++p) {
-    const auto row = expected.begin() + static_cast<std::ptrdiff_t>(p * classes);
-    same += argmax_at(p) == std::max_element(row, row + classes) - row ? 1 : 0;
-  }
-  return {
-      {"kind", "outputs"},
-      {"max_abs_diff", number_or_null(largest_difference)},
-      {"mean_abs_diff", number_or_null(out.empty() ? 0.0 : sum / static_cast<double>(out.size()))},
-      {"nonfinite_elements", nonfinite},
-      {"argmax_agreement",
-       positions ? static_cast<double>(same) / static_cast<double>(positions) : 0.0},
-      {"agree", nonfinite == 0 && largest_difference <= 1e-3 * std::max(1.0, largest)}};
+  for (size_t p = 0; p < positions; ++p)
+    same += row_argmax(row_of(out, p)) == row_argmax(row_of(expected, p)) ? 1 : 0;
+  return {{"kind", "outputs"},
+          {"max_abs_diff", number_or_null(agreed.max_difference)},
+          {"mean_abs_diff",
+           number_or_null(out.empty() ? 0.0 : agreed.sum / static_cast<double>(out.size()))},
+          {"nonfinite_elements", agreed.nonfinite},
+          {"argmax_agreement",
+           positions ? static_cast<double>(same) / static_cast<double>(positions) : 0.0},
+          {"agree", agreed.agree()}};
 }
 
 }  // namespace hal::tool

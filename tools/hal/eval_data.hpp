@@ -41,7 +41,8 @@ Tensor read_npy_directory(const std::string& directory, const char* option, Stre
 // shards one row longer.
 std::vector<ShardRange> shard_rows(int64_t rows, size_t parts);
 
-// `output` scored against `reference`, both on `stream`'s device (the host's):
+// `output` scored against `reference`, both on `stream`'s device (the host's). Argmax is NumPy's
+// (a NaN is the largest value, the first one winning: row_argmax in agreement.hpp).
 // - integer labels with the output's shape less its last axis: "labels", accuracy = the
 //   fraction of positions whose argmax over the last axis is the label;
 // - otherwise the output's own shape: "outputs", the largest and mean |difference| (NaN against
