@@ -1,6 +1,7 @@
 // hal's on-disk cache (`hal cache`): compiled kernels per backend, capped in size with the least
-// recently used entries removed first (HAL_KERNEL_CACHE_MAX_BYTES), and the tuning tables of
-// `hal tune`. It lives under HAL_CACHE_DIR, else $XDG_CACHE_HOME/hal, else $HOME/.cache/hal.
+// recently used entries removed first (HAL_KERNEL_CACHE_MAX_BYTES), the tuning tables of
+// `hal tune` (and their lock files), and the devices' calibrations (`hal calibrate`). It lives
+// under HAL_CACHE_DIR, else $XDG_CACHE_HOME/hal, else $HOME/.cache/hal.
 #pragma once
 
 #include <cstdint>
@@ -11,16 +12,20 @@ namespace hal {
 
 struct CacheFileInfo {
   std::string path;
-  std::string kind;  // "kernels/opencl", "kernels/cuda", "tuning", "unfinished" (a died store's)
+  // "kernels/opencl", "kernels/cuda", "tuning", "tuning lock" (a tuning table's lock file),
+  // "calibration", "unfinished" (a died store's temporary)
+  std::string kind;
   uint64_t bytes = 0;
-  double idle_seconds = 0;  // since it was last used (kernels) or written (tuning)
+  double idle_seconds = 0;  // since it was last used (kernels) or written (the others)
 };
 
 struct CacheContents {
   std::string root;  // empty: no cache directory can be named, nothing is cached
   uint64_t kernel_cap_bytes = 0;
-  uint64_t kernel_bytes = 0, tuning_bytes = 0;
+  uint64_t kernel_bytes = 0, tuning_bytes = 0, calibration_bytes = 0;
   std::vector<CacheFileInfo> files;  // least recently used first
+  // Settings that were not taken, with the reason (an unreadable HAL_KERNEL_CACHE_MAX_BYTES).
+  std::vector<std::string> warnings;
 };
 
 CacheContents cache_contents();
@@ -37,7 +42,8 @@ struct KernelBuildStats {
 };
 KernelBuildStats kernel_build_stats();
 
-// Removes every cached kernel and tuning table (this process forgets the tables it read too);
+// Removes every cached kernel, tuning table and calibration, and the tuning tables' lock files
+// that no process holds (this process forgets the tables and calibrations it read too);
 // returns how many files it removed.
 size_t clear_cache();
 

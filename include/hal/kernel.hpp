@@ -108,8 +108,8 @@ class KernelArg {
 
 // One parameter of a kernel's signature: what Stream::launch checks the argument against.
 // The kind must match; a scalar must also have `scalar_bytes` bytes, unless that is 0 (a size the
-// signature does not fix: size_t, a typedef hal cannot resolve). `name` and `type` ("__global
-// const float*", "uint") are for messages and may be empty.
+// signature does not fix: size_t, a typedef hal cannot resolve); local memory must be at least
+// 1 byte. `name` and `type` ("__global const float*", "uint") are for messages and may be empty.
 struct KernelParam {
   KernelArg::Kind kind = KernelArg::Kind::scalar;
   size_t scalar_bytes = 0;
@@ -182,9 +182,16 @@ struct KernelSource {
   KernelLanguage language = KernelLanguage::portable;
 };
 
+// Compiled kernels are cached per device in memory and on disk (HAL_CACHE_DIR), keyed by the
+// source, the options, the device and its driver. A kernel whose source has an #include
+// directive, or whose flags name include paths or files (-I, -isystem, -include,
+// --include-path...), is never read from or written to the disk cache, since the key cannot
+// hold the headers' contents; each process compiles it afresh. The in-memory cache keeps it
+// for the process under the same key: after changing a header in a running process, call
+// Device::clear_kernel_cache() before compiling again.
 struct CompileOptions {
   std::vector<std::string> defines{};  // "NAME" or "NAME=VALUE", passed as -D
-  std::string flags{};                 // appended to the native compiler's options
+  std::string flags{};                 // appended to the native compiler's options (see above)
   bool disk_cache = true;              // read and write the on-disk cache under HAL_CACHE_DIR
 };
 
@@ -204,7 +211,8 @@ class Kernel {
   const std::string& name() const;
   // The kernel's parameters, which every launch's arguments are checked against (count, kinds,
   // scalar sizes), failing with InvalidArgument before anything is enqueued. Where they come
-  // from: OpenCL reflects them from the driver (clGetKernelArgInfo); otherwise hal reads the
+  // from: OpenCL reflects them from the driver (clGetKernelArgInfo; a typedef'd scalar's size,
+  // which the driver does not give, from the source's typedefs); otherwise hal reads the
   // entry point's declaration in portable, OpenCL C or CUDA source; host kernels have those
   // given to host_kernel. nullopt when none of these tells (native plugin kernels, source hal
   // cannot read unambiguously): the launch is then checked only by the backend.

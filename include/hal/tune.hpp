@@ -44,7 +44,10 @@ struct TuneEntry {
 };
 
 struct TuneReport {
-  std::string device, cache_file;  // cache_file empty: no cache root, nothing kept
+  // cache_file: where the tuning was kept; empty when it was not (no cache directory, or one
+  // that cannot be written), with the reason in cache_problem. The process that tuned uses the
+  // tuning either way.
+  std::string device, cache_file, cache_problem;
   std::vector<TuneEntry> entries;
   double seconds = 0;
   bool budget_exhausted = false;

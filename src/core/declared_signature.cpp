@@ -365,6 +365,7 @@ class SignatureReader {
     return param;
   }
 
+ public:
   // The size of a scalar type: built-in, or a typedef whose every definition is one; 0 when
   // those definitions differ in size (typedef float real; / typedef double real;). `budget`
   // bounds the typedefs followed (cycles, definitions in many #if branches).
@@ -390,6 +391,7 @@ class SignatureReader {
     return common;
   }
 
+ private:
   const Dialect& dialect_;
   const Macros& macros_;
   const Typedefs& typedefs_;
@@ -423,20 +425,56 @@ size_t skip_attributes(const std::vector<Token>& tokens, size_t at, const Dialec
   return at;
 }
 
+// A source as the reader sees it: its tokens (views into `text`), macros and typedefs.
+struct ReadSource {
+  ReadSource(const Dialect& dialect, const KernelSource& source, const CompileOptions& options)
+      : text(without_comments(source.code)), tokens(tokenize(text)) {
+    for (const Token& token : tokens)
+      if (token.kind == Token::Kind::directive) read_directive(token.text, macros);
+    read_option_macros(options, macros);
+    typedefs = read_typedefs(tokens);
+    reader.emplace(dialect, macros, typedefs);
+  }
+  ReadSource(const ReadSource&) = delete;
+  ReadSource& operator=(const ReadSource&) = delete;
+
+  const std::string text;
+  const std::vector<Token> tokens;
+  Macros macros;
+  Typedefs typedefs;
+  std::optional<SignatureReader> reader;
+};
+
 }  // namespace
+
+std::vector<size_t> declared_type_sizes(const KernelSource& source, const CompileOptions& options,
+                                        std::span<const std::string> types) {
+  std::vector<size_t> sizes(types.size(), 0);
+  const Dialect* dialect = dialect_of(source.language);
+  if (!dialect) return sizes;
+  const ReadSource read(*dialect, source, options);
+  for (size_t i = 0; i < types.size(); ++i) {
+    Words words;
+    for (const Token& token : tokenize(types[i])) {
+      if (token.kind != Token::Kind::word) {
+        words.clear();
+        break;
+      }
+      words.push_back(token.text);
+    }
+    int budget = kMaxTypedefSteps;
+    if (!words.empty()) sizes[i] = read.reader->scalar_bytes(words, budget).value_or(0);
+  }
+  return sizes;
+}
 
 std::optional<std::vector<KernelParam>> declared_params(const KernelSource& source,
                                                         const CompileOptions& options) {
   const Dialect* dialect = dialect_of(source.language);
   if (!dialect) return std::nullopt;
-  const std::string text = without_comments(source.code);
-  const std::vector<Token> tokens = tokenize(text);
-  Macros macros;
-  for (const Token& token : tokens)
-    if (token.kind == Token::Kind::directive) read_directive(token.text, macros);
-  read_option_macros(options, macros);
-  const Typedefs typedefs = read_typedefs(tokens);
-  const SignatureReader reader(*dialect, macros, typedefs);
+  const ReadSource read(*dialect, source, options);
+  const std::vector<Token>& tokens = read.tokens;
+  const SignatureReader& reader = *read.reader;
 
   std::optional<std::vector<KernelParam>> found;
   for (size_t i = 0; i < tokens.size(); ++i) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "hal/kernel.hpp"
@@ -18,5 +20,12 @@ namespace hal::detail {
 // struct, arrays, references, templates, types it does not know.
 std::optional<std::vector<KernelParam>> declared_params(const KernelSource& source,
                                                         const CompileOptions& options = {});
+
+// The sizes in bytes of scalar `types` ("real", "unsigned int") as `source` defines them: built
+// in, or typedefs of those that every definition agrees on, macros followed as declared_params
+// does; 0 for a type it cannot size (a vector, a struct, a typedef from a header, typedefs that
+// differ in size). OpenCL's reflection names a typedef's type ("real") without its size.
+std::vector<size_t> declared_type_sizes(const KernelSource& source, const CompileOptions& options,
+                                        std::span<const std::string> types);
 
 }  // namespace hal::detail

@@ -10,8 +10,10 @@ std::string sized(size_t bytes) {
   return (vowel ? "an " : "a ") + number + "-byte";
 }
 
+// Local memory of 0 bytes matches no parameter: drivers refuse it (CL_INVALID_ARG_SIZE).
 bool matches(const KernelParam& param, const KernelArg& arg) {
   if (param.kind != arg.kind()) return false;
+  if (param.kind == KernelArg::Kind::local_memory) return arg.offset() > 0;
   return param.kind != KernelArg::Kind::scalar || param.scalar_bytes == 0 ||
          param.scalar_bytes == arg.scalar_size();
 }
@@ -70,7 +72,11 @@ std::optional<std::string> argument_mismatch(const std::vector<KernelParam>& par
     if (matches(params[i], args[i])) continue;
     const std::string name = params[i].name.empty() ? "" : " (" + params[i].name + ")";
     return "argument " + std::to_string(i) + name + ": the kernel takes " + describe(params[i]) +
-           ", given " + describe(args[i]);
+           ", given " + describe(args[i]) +
+           (params[i].kind == KernelArg::Kind::local_memory &&
+                    args[i].kind() == KernelArg::Kind::local_memory
+                ? " (local memory needs at least 1 byte)"
+                : "");
   }
   return std::nullopt;
 }

@@ -11,9 +11,10 @@
 
 namespace hal::detail {
 
-// What is wrong with `args` for a kernel taking `params`, as the rest of a sentence that
-// names the launch ("argument 1 (x): the kernel takes a buffer (...), given an 8-byte
-// scalar"); nullopt when they match. Allocates only on a mismatch: launch is a hot path.
+// What is wrong with `args` for a kernel taking `params` (their count, kinds, scalar sizes, and
+// local memory of at least 1 byte), as the rest of a sentence that names the launch ("argument
+// 1 (x): the kernel takes a buffer (...), given an 8-byte scalar"); nullopt when they match.
+// Allocates only on a mismatch: launch is a hot path.
 std::optional<std::string> argument_mismatch(const std::vector<KernelParam>& params,
                                              std::span<const KernelArg> args);
 

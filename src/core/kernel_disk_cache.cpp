@@ -1,8 +1,10 @@
 #include "core/kernel_disk_cache.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +15,7 @@
 #include "core/atomic_file.hpp"
 #include "core/hash.hpp"
 #include "hal/log.hpp"
+#include "hal/units.hpp"
 
 namespace hal::detail {
 namespace {
@@ -57,21 +60,50 @@ std::string cache_root_text() {
 
 fs::path cache_root() { return cache_root_text(); }
 
-uint64_t kernel_cache_cap() {
+KernelCacheCap kernel_cache_cap_setting() {
   constexpr uint64_t kDefault = uint64_t{512} << 20;
   const char* text = env("HAL_KERNEL_CACHE_MAX_BYTES");
-  if (!text) return kDefault;
-  // Digits only: strtoull takes a sign ("-1" wraps to 2^64 - 1) and spaces, and saturates.
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (!std::isdigit(static_cast<unsigned char>(text[0])) || end == text || *end != '\0' ||
-      errno == ERANGE) {
-    log(LogLevel::warn, std::string("HAL_KERNEL_CACHE_MAX_BYTES='") + text +
-                            "' is not a whole number of bytes; the cap stays 512 MiB");
-    return kDefault;
+  if (!text) return {kDefault, {}};
+  const Parsed<uint64_t> parsed = parse_size("HAL_KERNEL_CACHE_MAX_BYTES", text, 0, UINT64_MAX);
+  if (!parsed.value) return {kDefault, parsed.error + "; the cap stays 512 MiB"};
+  return {*parsed.value, {}};
+}
+
+uint64_t kernel_cache_cap() {
+  const KernelCacheCap cap = kernel_cache_cap_setting();
+  if (!cap.problem.empty()) log(LogLevel::warn, cap.problem);
+  return cap.bytes;
+}
+
+std::string disk_cache_refusal(std::string_view code, std::string_view flags) {
+  // Options that read other files: -I<dir>, -I <dir>, and the compilers' other -i options
+  // (clang's -isystem, -iquote, -idirafter, -include, -imacros; NVRTC's --include-path,
+  // --pre-include).
+  for (size_t at = 0; at < flags.size();) {
+    const size_t start = flags.find_first_not_of(" \t\n", at);
+    if (start == std::string_view::npos) break;
+    const size_t end = std::min(flags.find_first_of(" \t\n", start), flags.size());
+    const std::string_view flag = flags.substr(start, end - start);
+    if (flag.starts_with("-I") || flag.starts_with("-i") || flag.starts_with("--include-path") ||
+        flag.starts_with("--pre-include"))
+      return "its options read other files (" + std::string(flag) +
+             "), whose contents the cache's key cannot hold";
+    at = end;
   }
-  return value;
+  // A line "# include ..." (a directive inside a comment counts too: it only costs a compile).
+  for (size_t line = 0; line < code.size();) {
+    size_t at = code.find_first_not_of(" \t", line);
+    if (at != std::string_view::npos && code[at] == '#') {
+      at = code.find_first_not_of(" \t", at + 1);
+      if (at != std::string_view::npos && code.substr(at).starts_with("include"))
+        return "its source has an #include directive, and the cache's key cannot hold the "
+               "contents of the files it reads";
+    }
+    const size_t next = code.find('\n', line);
+    if (next == std::string_view::npos) break;
+    line = next + 1;
+  }
+  return {};
 }
 
 std::vector<CacheFile> cache_files(const fs::path& root) {
@@ -94,6 +126,8 @@ std::vector<CacheFile> cache_files(const fs::path& root) {
     if (backend.is_directory(error))
       collect(backend.path(), "kernels/" + backend.path().filename().string(), ".bin");
   collect(root / "tuning", "tuning", ".json");
+  collect(root / "tuning", "tuning lock", ".lock");
+  collect(root / "calibration", "calibration", ".json");
   std::sort(out.begin(), out.end(),
             [](const CacheFile& a, const CacheFile& b) { return a.last_used < b.last_used; });
   return out;
@@ -106,7 +140,7 @@ size_t prune_kernel_cache(const fs::path& root, uint64_t cap) {
   // Unfinished files abandoned (write_file_atomically's rule) belong to no store still writing.
   const auto stale = fs::file_time_type::clock::now() - kAbandonedAfter;
   std::erase_if(files, [&](const CacheFile& f) {
-    if (f.kind != "unfinished") return f.kind == "tuning";
+    if (f.kind != "unfinished") return !f.kind.starts_with("kernels/");
     if (f.last_used < stale && fs::remove(f.path, error)) ++removed;
     return true;
   });
@@ -120,11 +154,27 @@ size_t prune_kernel_cache(const fs::path& root, uint64_t cap) {
   return removed;
 }
 
+namespace {
+
+// Whether no process holds the tuning lock at `path` now. Removing a held lock would let the
+// next tune lock a new file while the holder still merges under the old one.
+bool lock_is_free(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return true;  // gone already, or unreadable: removing it is all that is left
+  const bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+  ::close(fd);  // drops the lock taken
+  return free;
+}
+
+}  // namespace
+
 size_t clear_cache(const fs::path& root) {
   size_t removed = 0;
   std::error_code error;
-  for (const CacheFile& f : cache_files(root))
+  for (const CacheFile& f : cache_files(root)) {
+    if (f.kind == "tuning lock" && !lock_is_free(f.path)) continue;
     if (fs::remove(f.path, error)) ++removed;
+  }
   return removed;
 }
 

@@ -2,7 +2,9 @@
 //
 // An entry is one file, <root>/kernels/<backend>/<hash of key>.bin, holding a magic number, the
 // whole key, the payload's size and checksum, then the payload (a program binary, a cubin).
-// The key names everything that changes the binary: source, options, device, driver version.
+// The key names everything that changes the binary: source, options, device, driver version;
+// the contents of #include'd files it cannot name, so such kernels are never stored
+// (disk_cache_refusal).
 // A load checks all of it; an entry that is truncated, corrupt or made for another key is
 // reported, removed and treated as a miss, never trusted. Writes go to a temporary file that
 // is renamed into place, so readers in other processes never see half an entry.
@@ -27,22 +29,41 @@ std::filesystem::path cache_root();
 // The same as text, without parsing a path (for lookups on hot paths).
 std::string cache_root_text();
 
-// HAL_KERNEL_CACHE_MAX_BYTES when set (a whole number of bytes), else 512 MiB.
+// HAL_KERNEL_CACHE_MAX_BYTES when set (a size: "536870912", "1G", "512MiB"), else 512 MiB;
+// `problem` says why a value that is set was not taken ("" when it was, or none is set).
+struct KernelCacheCap {
+  uint64_t bytes = 0;
+  std::string problem;
+};
+KernelCacheCap kernel_cache_cap_setting();
+// The cap alone; a value that is set but unusable is logged (warn) and gives 512 MiB.
 uint64_t kernel_cache_cap();
 
-// One file of the cache under a root: a kernel binary or a tuning table.
+// Why a kernel built from `code` with the compiler options `flags` must not be kept in the
+// disk cache, or "" when it may be. The key holds the source and the options, not the files
+// an #include reads, so a changed header would get the old binary: a source with an #include
+// directive, or options that name include paths or files (-I, -isystem, -include,
+// --include-path, ...), is compiled every time a process first asks for it.
+std::string disk_cache_refusal(std::string_view code, std::string_view flags);
+
+// One file of the cache under a root: a kernel binary, a tuning table or its lock, a device's
+// calibration.
 struct CacheFile {
   std::filesystem::path path;
-  std::string kind;  // "kernels/opencl", "kernels/cuda", "tuning", "unfinished" (a died store's)
+  // "kernels/opencl", "kernels/cuda", "tuning", "tuning lock" (tuning/<uuid>.json.lock),
+  // "calibration", "unfinished" (a died store's temporary)
+  std::string kind;
   uint64_t bytes = 0;
   std::filesystem::file_time_type last_used;
 };
-// Every kernel entry and tuning table under `root`, least recently used first.
+// Every file of the cache under `root`, least recently used first.
 std::vector<CacheFile> cache_files(const std::filesystem::path& root);
 // Removes the least recently used kernel entries under `root` until they take at most `cap`
-// bytes; returns how many it removed.
+// bytes, and unfinished files abandoned an hour or more; returns how many it removed. Tuning
+// tables, their locks and calibrations are never pruned.
 size_t prune_kernel_cache(const std::filesystem::path& root, uint64_t cap);
-// Removes every kernel entry and tuning table under `root`; returns how many files it removed.
+// Removes every file of the cache under `root` (a tuning lock only when no process holds it);
+// returns how many it removed.
 size_t clear_cache(const std::filesystem::path& root);
 
 class KernelDiskCache {

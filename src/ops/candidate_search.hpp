@@ -1,6 +1,7 @@
-// The tuner's search over one class's candidates: each runs once and its result is checked
-// (against cpu:0's, by the caller's `correct`) before it is timed, so a wrong candidate never
-// wins however fast it is.
+// The tuner's search over one class's candidates: each runs once untimed (which builds its
+// kernel) and its result is checked (against cpu:0's, by the caller's `correct`) before it is
+// timed, so a wrong candidate never wins however fast it is, and the time to build one never
+// counts against it.
 #pragma once
 
 #include <functional>

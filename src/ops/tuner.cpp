@@ -232,9 +232,18 @@ TuneReport tune(const Device& device, const TuneOptions& options) {
   }
   report.budget_exhausted = tuner.exhausted();
   if (const std::filesystem::path file = ops::tuning_file(info.uuid); !file.empty()) {
-    // Merged with what another process may have saved since this one read the file.
-    if (to_search > 0) table = ops::merge_and_save_tuning(file, table, fresh);
-    report.cache_file = file.string();
+    // Merged with what another process may have saved since this one read the file. A cache
+    // that cannot be written loses the search for later processes only: this one keeps it.
+    try {
+      if (to_search > 0) table = ops::merge_and_save_tuning(file, table, fresh);
+      report.cache_file = file.string();
+    } catch (const Error& error) {
+      report.cache_problem = error.message();
+      log(LogLevel::warn, "hal tune: the tuning of " + info.id +
+                              " is kept in this process only: " + report.cache_problem);
+    }
+  } else {
+    report.cache_problem = "no cache directory (set HAL_CACHE_DIR, XDG_CACHE_HOME or HOME)";
   }
   ops::remember_tuning(info, std::move(table));
   report.seconds = seconds_since(start);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -134,18 +135,22 @@ void save_tuning(const std::filesystem::path& file, const TuningTable& table) {
 TuningTable merge_and_save_tuning(const std::filesystem::path& file, const TuningTable& table,
                                   const std::vector<TuneEntry>& fresh) {
   std::error_code error;
-  std::filesystem::create_directories(file.parent_path(), error);
+  if (!std::filesystem::create_directories(file.parent_path(), error) && error)
+    throw Error(ErrorCode::InvalidState, "cannot make the tuning cache's folder " +
+                                             file.parent_path().string() + ": " + error.message());
   const std::string lock_path = file.string() + ".lock";
   const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock < 0)
-    throw Error(ErrorCode::InvalidState, "cannot open the tuning cache's lock " + lock_path);
+    throw Error(ErrorCode::InvalidState,
+                "cannot open the tuning cache's lock " + lock_path + ": " + std::strerror(errno));
   struct Unlock {
     int fd;
     ~Unlock() { ::close(fd); }  // closing drops the flock
   } unlock{lock};
   while (::flock(lock, LOCK_EX) != 0)
     if (errno != EINTR)
-      throw Error(ErrorCode::InvalidState, "cannot lock the tuning cache's lock " + lock_path);
+      throw Error(ErrorCode::InvalidState,
+                  "cannot lock the tuning cache's lock " + lock_path + ": " + std::strerror(errno));
   const auto same_class = [](const TuneEntry& a, const TuneEntry& b) {
     return a.op == b.op && a.dtype == b.dtype && a.shape_class == b.shape_class;
   };

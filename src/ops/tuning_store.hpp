@@ -46,7 +46,8 @@ std::optional<TuningTable> load_tuning(const std::filesystem::path& file, const 
 void save_tuning(const std::filesystem::path& file, const TuningTable& table);
 // Adds `fresh` (classes just tuned) to what `file` holds now under `table.key`, and to `table`'s
 // entries the file lacks, then saves it: under an exclusive lock on "<file>.lock", so that two
-// processes tuning one device at once keep each other's classes. Returns the table saved.
+// processes tuning one device at once keep each other's classes. Returns the table saved;
+// InvalidState naming the folder, lock or file and the system's reason when it cannot save.
 TuningTable merge_and_save_tuning(const std::filesystem::path& file, const TuningTable& table,
                                   const std::vector<TuneEntry>& fresh);
 

@@ -186,6 +186,25 @@ TEST(DeclaredSignature, TypedefsOfScalarsAreFollowed) {
             "buffer dst, scalar0 low");
 }
 
+// The sizes OpenCL's reflection leaves open (it names a typedef's type as the source spells
+// it): each type alone, so that a parameter hal cannot read (a vector) spoils no other.
+TEST(DeclaredTypeSizes, TypedefsMacrosAndBuiltinsEachAlone) {
+  const KernelSource source{"f", R"(
+    typedef unsigned int index_t;
+    typedef index_t count_t;
+    #define REAL float
+    typedef REAL real;
+    typedef GLOBAL float* ptr;
+    typedef b a;
+    typedef a b;
+    KERNEL void f(float4 v, real r) {})"};
+  const std::vector<std::string> types{"count_t", "real", "ulong", "unsigned short",
+                                       "float4",  "ptr",  "a",     "float*"};
+  EXPECT_EQ(declared_type_sizes(source, {}, types), (std::vector<size_t>{4, 4, 8, 2, 0, 0, 0, 0}));
+  EXPECT_EQ(declared_type_sizes({"f", source.code, KernelLanguage::native}, {}, types),
+            std::vector<size_t>(types.size(), 0));
+}
+
 TEST(DeclaredSignature, MacrosAndTypedefsThatNameThemselvesGiveNone) {
   EXPECT_EQ(summary(read("#define T T T\nKERNEL void f(T a) {}", "f")), "nullopt");
   EXPECT_EQ(summary(read("typedef b a;\ntypedef a b;\nKERNEL void f(a n) {}", "f")), "nullopt");
@@ -286,6 +305,11 @@ TEST(ArgumentMismatch, CountKindAndScalarSize) {
                                                 KernelArg::local_memory(256)};
   EXPECT_EQ(argument_mismatch(params, local_for_scalar),
             "argument 3 (r): the kernel takes a scalar (real), given 256 bytes of local memory");
+  // Drivers refuse 0 bytes of local memory at enqueue (CL_INVALID_ARG_SIZE).
+  const std::vector<KernelArg> no_local{2.0f, Buffer(), KernelArg::local_memory(0), 1.0f};
+  EXPECT_EQ(argument_mismatch(params, no_local),
+            "argument 2 (scratch): the kernel takes local memory (__local float*), given 0 bytes "
+            "of local memory (local memory needs at least 1 byte)");
 }
 
 }  // namespace

@@ -1,12 +1,17 @@
-// The on-disk kernel cache on its own: round trips, every kind of damaged entry refused, and
-// the size cap's pruning of the least recently used entries.
+// The on-disk kernel cache on its own: round trips, every kind of damaged entry refused, the
+// size cap's pruning of the least recently used entries, what `hal cache` lists and clears, and
+// the kernels never kept (those that #include files).
 #include "core/kernel_disk_cache.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "test_util.hpp"
 
@@ -157,17 +162,85 @@ TEST(KernelCacheCap, ReadFromTheEnvironment) {
   const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
   ::unsetenv("HAL_KERNEL_CACHE_MAX_BYTES");
   EXPECT_EQ(kernel_cache_cap(), uint64_t{512} << 20);
-  ::setenv("HAL_KERNEL_CACHE_MAX_BYTES", "123456", 1);
-  EXPECT_EQ(kernel_cache_cap(), 123456u);
-  // Not a number of bytes: the default. strtoull alone took "-1" as 2^64 - 1 and saturated.
-  for (const char* bad : {"12 MB", "-1", " 5", "+5", "99999999999999999999999"}) {
+  EXPECT_EQ(kernel_cache_cap_setting().problem, "");
+  // Sizes as the other settings take them ("1G" was ignored with a warning shown at no default
+  // log level).
+  const std::pair<const char*, uint64_t> sizes[] = {{"123456", 123456},
+                                                    {"1G", uint64_t{1} << 30},
+                                                    {"512MiB", uint64_t{512} << 20},
+                                                    {"12 MB", uint64_t{12} << 20},
+                                                    {"0", 0}};
+  for (const auto& [text, bytes] : sizes) {
+    ::setenv("HAL_KERNEL_CACHE_MAX_BYTES", text, 1);
+    EXPECT_EQ(kernel_cache_cap(), bytes) << text;
+    EXPECT_EQ(kernel_cache_cap_setting().problem, "") << text;
+  }
+  // Not a size: the default, and why. strtoull alone took "-1" as 2^64 - 1 and saturated.
+  for (const char* bad : {"lots", "-1", "1X", "99999999999999999999999"}) {
     ::setenv("HAL_KERNEL_CACHE_MAX_BYTES", bad, 1);
     EXPECT_EQ(kernel_cache_cap(), uint64_t{512} << 20) << bad;
+    const std::string problem = kernel_cache_cap_setting().problem;
+    EXPECT_NE(problem.find("HAL_KERNEL_CACHE_MAX_BYTES"), std::string::npos) << problem;
+    EXPECT_NE(problem.find(std::string("'") + bad + "'"), std::string::npos) << problem;
+    EXPECT_NE(problem.find("the cap stays 512 MiB"), std::string::npos) << problem;
   }
   if (saved)
     ::setenv("HAL_KERNEL_CACHE_MAX_BYTES", saved->c_str(), 1);
   else
     ::unsetenv("HAL_KERNEL_CACHE_MAX_BYTES");
+}
+
+// The key holds the source and the options, never the files an #include reads: kernels that
+// read any are not kept, lest a changed header get the old binary.
+TEST(DiskCacheRefusal, IncludesAndIncludePathsAreNeverCached) {
+  const std::string plain = "__kernel void k(__global float* x) { x[0] = 1; }";
+  EXPECT_EQ(disk_cache_refusal(plain, ""), "");
+  EXPECT_EQ(disk_cache_refusal(plain, "-cl-fast-relaxed-math -DX=1 -w"), "");
+  EXPECT_EQ(disk_cache_refusal("// include guard\n#define INCLUDE 1\n" + plain, ""), "");
+  for (const char* code :
+       {"#include \"v.h\"\n", "  #  include <v.h>\n", "int a;\n#include_next <v>"}) {
+    const std::string why = disk_cache_refusal(code + plain, "");
+    EXPECT_NE(why.find("#include directive"), std::string::npos) << code;
+  }
+  for (const char* flags : {"-I/tmp/h", "-w -I /tmp/h", "-isystem /h", "-include pre.h",
+                            "--include-path=/h", "--pre-include=pre.h", "-iquote\t/h"}) {
+    const std::string why = disk_cache_refusal(plain, flags);
+    EXPECT_NE(why.find("read other files"), std::string::npos) << flags;
+  }
+  EXPECT_NE(disk_cache_refusal(plain, "-w -I/tmp/h").find("(-I/tmp/h)"), std::string::npos);
+}
+
+// Calibrations and the tuning tables' lock files are part of the cache as `hal cache` shows and
+// clears it (README: "safe to delete (hal cache --clear)"), and are never pruned as kernels are.
+TEST_F(KernelDiskCacheTest, CalibrationsAndTuningLocksAreListedClearedNeverPruned) {
+  cache_.store(key_, payload_);
+  fs::create_directories(root_ / "calibration");
+  fs::create_directories(root_ / "tuning");
+  std::ofstream(root_ / "calibration" / "uuid-1.json") << "{}";
+  std::ofstream(root_ / "tuning" / "uuid-1.json") << "{}";
+  std::ofstream(root_ / "tuning" / "uuid-1.json.lock");
+  std::ofstream(root_ / "tuning" / "uuid-2.json.lock");
+  for (const char* old : {"calibration/uuid-1.json", "tuning/uuid-1.json.lock"})
+    age(root_ / old, 1000);  // older than the kernel: first in line were they pruned
+  std::map<std::string, int> kinds;
+  for (const CacheFile& file : cache_files(root_)) ++kinds[file.kind];
+  EXPECT_EQ(kinds,
+            (std::map<std::string, int>{
+                {"calibration", 1}, {"kernels/test", 1}, {"tuning", 1}, {"tuning lock", 2}}));
+  EXPECT_EQ(prune_kernel_cache(root_, 0), 1u);  // the kernel alone
+  EXPECT_TRUE(fs::exists(root_ / "calibration" / "uuid-1.json"));
+  EXPECT_TRUE(fs::exists(root_ / "tuning" / "uuid-1.json.lock"));
+
+  // A lock a tune holds now stays (removing it would let another tune lock a new file).
+  const int held = ::open((root_ / "tuning" / "uuid-2.json.lock").c_str(), O_RDWR);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  EXPECT_EQ(clear_cache(root_), 3u);
+  ::close(held);
+  ASSERT_EQ(cache_files(root_).size(), 1u);
+  EXPECT_EQ(cache_files(root_)[0].kind, "tuning lock");
+  EXPECT_EQ(clear_cache(root_), 1u);
+  EXPECT_TRUE(cache_files(root_).empty());
 }
 
 TEST(CacheRoot, FollowsHalCacheDirThenXdgThenHome) {

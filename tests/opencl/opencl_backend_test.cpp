@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "backends/opencl/opencl_device.hpp"
+#include "backends/opencl/opencl_kernel_params.hpp"
 #include "hal/cache.hpp"
 #include "hal/ops.hpp"
 #include "test_util.hpp"
@@ -302,6 +303,126 @@ TEST_F(OpenClTest, AnEntryForAnotherKeyIsStale) {
     file.seekp(8 + 8 + 5);  // magic, key length, then a few bytes into the key
     file.put('#');
   });
+}
+
+// The disk cache's key holds the source and the options, not the headers an #include reads: a
+// header changed between two processes got the old binary. Such kernels are not kept on disk.
+TEST_F(OpenClTest, AKernelThatIncludesAHeaderIsNeverServedFromTheDiskCache) {
+  ScopedCacheDir cache("opencl");
+  ScratchDir headers("hal-include-test");
+  const fs::path header = headers.path() / "value.h";
+  const std::string source = unique_scale_source() + R"(
+#include "value.h"
+KERNEL void fill(GLOBAL float* x) { x[global_id(0)] = VALUE; }
+)";
+  std::string absolute = source;  // a header found without any include option
+  absolute.replace(absolute.find("\"value.h\""), 9, "\"" + header.string() + "\"");
+  // What the kernel writes after `header` is set to `value`, compiled as a new process would.
+  const auto fill = [&](const std::string& code, const CompileOptions& options, float value) {
+    std::ofstream(header, std::ios::trunc) << "#define VALUE " << value << "f\n";
+    device.clear_kernel_cache();
+    Kernel kernel = device.compile({"fill", code}, options);
+    EXPECT_EQ(kernel.origin(), KernelOrigin::compiled);
+    Stream stream = device.create_stream();
+    Buffer buffer = device.allocate(4);
+    float got = 0;
+    stream.launch(kernel, LaunchConfig::linear(1), {buffer});
+    stream.copy_to_host(&got, buffer, 4);
+    stream.synchronize();
+    return got;
+  };
+  const CompileOptions spaced{.flags = "-I " + headers.path().string()},
+      joined{.flags = "-I" + headers.path().string()};
+  EXPECT_EQ(fill(source, spaced, 1.5f), 1.5f);
+  EXPECT_EQ(fill(source, spaced, 2.5f), 2.5f);
+  EXPECT_EQ(fill(source, joined, 3.5f), 3.5f);
+  EXPECT_EQ(fill(absolute, {}, 4.5f), 4.5f);
+  EXPECT_TRUE(cache.entries().empty());
+  // A kernel without includes is still kept.
+  device.compile({"scale", unique_scale_source()});
+  EXPECT_EQ(cache.entries().size(), 1u);
+}
+
+// The driver reflects a typedef's type as the source spells it ("real"), without a size: any
+// scalar was taken, and a double for a float typedef reached the kernel as a wrong value. Its
+// size now comes from the source, which hal reads with its typedefs.
+TEST_F(OpenClTest, AScalarOfATypedefTypeIsCheckedAtItsSize) {
+  const std::string source =
+      "typedef float real;\n__kernel void f(__global float* x, real r) { x[0] = r; }";
+  for (bool disk : {true, false}) {  // reflected from a fresh build, and from a cached binary
+    ScopedCacheDir cache("opencl");
+    device.clear_kernel_cache();
+    device.compile({"f", source, KernelLanguage::opencl_c});
+    device.clear_kernel_cache();
+    Kernel kernel = device.compile({"f", source, KernelLanguage::opencl_c}, {.disk_cache = disk});
+    ASSERT_TRUE(kernel.params());
+    EXPECT_EQ((*kernel.params())[1], (KernelParam{KernelArg::Kind::scalar, 4, "r", "real"}));
+    Stream stream = device.create_stream();
+    Buffer buffer = device.allocate(4);
+    expect_error(
+        [&] {
+          stream.launch(kernel, LaunchConfig::linear(1), {buffer, 2.5});
+        },
+        ErrorCode::InvalidArgument,
+        {"argument 1 (r)", "a 4-byte scalar (real)", "given an 8-byte scalar"});
+    float value = 0;
+    stream.launch(kernel, LaunchConfig::linear(1), {buffer, 2.5f});
+    stream.copy_to_host(&value, buffer, 4);
+    stream.synchronize();
+    EXPECT_EQ(value, 2.5f);
+  }
+}
+
+// Reflection's unsized scalars get the size the source gives their type: a typedef's, even
+// beside parameters hal cannot read (a vector); never one the source leaves in doubt.
+TEST(OpenClParams, TypedefScalarsTakeTheSizeTheSourceDefines) {
+  using Kind = KernelArg::Kind;
+  const std::string source = R"(
+typedef float real;
+typedef unsigned short half_count;
+#ifdef WIDE
+typedef double maybe;
+#else
+typedef float maybe;
+#endif
+__kernel void f(__global float* x, real r, float2 v, half_count n, maybe m, size_t s) {})";
+  const std::vector<KernelParam> reflected{
+      {Kind::buffer, 0, "x", "__global float*"}, {Kind::scalar, 0, "r", "real"},
+      {Kind::scalar, 0, "v", "float2"},          {Kind::scalar, 0, "n", "half_count"},
+      {Kind::scalar, 0, "m", "maybe"},           {Kind::scalar, 0, "s", "size_t"}};
+  std::vector<KernelParam> params = reflected;
+  opencl::size_typedef_scalars(params, {"f", source, KernelLanguage::opencl_c}, {});
+  std::vector<size_t> sizes;
+  for (const KernelParam& param : params) sizes.push_back(param.scalar_bytes);
+  EXPECT_EQ(sizes, (std::vector<size_t>{0, 4, 0, 2, 0, 0}));
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(params[i].name, reflected[i].name);
+    EXPECT_EQ(params[i].type, reflected[i].type);
+  }
+}
+
+// Drivers refuse a local-memory argument of 0 bytes (CL_INVALID_ARG_SIZE) at enqueue; hal
+// refuses it first, by name.
+TEST_F(OpenClTest, LocalMemoryOfZeroBytesIsRefusedByName) {
+  const std::string source = R"(
+__kernel void stage(__global float* x, __local float* tmp) {
+  tmp[get_local_id(0)] = x[get_global_id(0)];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  x[get_global_id(0)] = tmp[get_local_id(0)] + 1.0f;
+})";
+  Kernel kernel = device.compile({"stage", source, KernelLanguage::opencl_c});
+  Stream stream = device.create_stream();
+  Buffer buffer = device.allocate(64);
+  LaunchConfig config = LaunchConfig::linear(16);
+  config.local = {16, 1, 1};
+  expect_error(
+      [&] {
+        stream.launch(kernel, config, {buffer, KernelArg::local_memory(0)});
+      },
+      ErrorCode::InvalidArgument,
+      {"argument 1 (tmp)", "0 bytes of local memory", "at least 1 byte"});
+  stream.launch(kernel, config, {buffer, KernelArg::local_memory(64)});
+  stream.synchronize();
 }
 
 TEST_F(OpenClTest, LocalMemoryReductionMatchesTheReference) {

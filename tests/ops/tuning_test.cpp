@@ -223,6 +223,50 @@ TEST(CandidateSearch, AWrongResultIsRejectedBeforeItIsTimed) {
   EXPECT_EQ(outcome.default_ms, outcome.best_ms);
 }
 
+// A candidate's first run builds its kernel (and PoCL compiles again at a kernel's first
+// launch), which takes many times the run itself. Timed, it made every candidate after the
+// default look over three times slower than the best and go untimed: `hal tune` kept the
+// default. Here a candidate 40 ms slow on its first run only, then faster than the default.
+TEST(CandidateSearch, TheFirstRunBuildsTheCandidateAndIsNotTimed) {
+  const Device cpu = device("cpu:0");
+  Stream stream = cpu.create_stream();
+  const Buffer out = cpu.allocate(4096);
+  int builds = 0;
+  const std::vector<Candidate> candidates{
+      {"default, 10 ms",
+       [&] {
+         std::this_thread::sleep_for(std::chrono::milliseconds(10));
+         stream.fill(out, 2.0f, 1024);
+       }},
+      {"slow to build, then fast",
+       [&] {
+         if (builds++ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(40));
+         stream.fill(out, 2.0f, 1024);
+       }},
+      {"slow", [&] {
+         std::this_thread::sleep_for(std::chrono::milliseconds(45));
+         stream.fill(out, 2.0f, 1024);
+       }}};
+  int slow_runs = 0;
+  std::vector<Candidate> counted = candidates;
+  counted[2].run = [&] {
+    ++slow_runs;
+    candidates[2].run();
+  };
+  const SearchOutcome outcome = search_candidates(
+      counted, [&] { stream.fill(out, 0.0f, 1024); },
+      [&] { return out.data<float>()[1023] == 2.0f; }, stream, 60, 0);
+  EXPECT_EQ(outcome.tried, 3);
+  EXPECT_EQ(outcome.rejected, 0);
+  EXPECT_EQ(outcome.best, 1) << "best " << outcome.best_ms << " ms, default " << outcome.default_ms
+                             << " ms";
+  EXPECT_LT(outcome.best_ms, 10);
+  EXPECT_GE(outcome.default_ms, 10);
+  EXPECT_GE(builds, 4);  // built and checked once, then timed at least three times
+  // Over three times the best at its first timed run: not timed further (1 untimed + 1 timed).
+  EXPECT_EQ(slow_runs, 2);
+}
+
 // Where the driver reflects no signature (CUDA), launches are checked against the one the
 // source declares: the new kernels' entry points must stay readable, so that a launch with a
 // wrong count or size of arguments is refused by name before it reaches the driver.
@@ -418,6 +462,38 @@ TEST_F(OpenClTuning, AStaleTableIsSearchedAgain) {
   EXPECT_FALSE(again.entries[0].from_cache);
   EXPECT_GE(again.entries[0].candidates_tried, 1);
   EXPECT_TRUE(load_tuning(first.cache_file, tuning_key(device_.info())));  // rewritten
+}
+
+// A cache directory that cannot be written threw at the very end of `hal tune`, after the whole
+// search: the tuning was lost for this process too. It is now kept in the process, and the
+// report says why nothing was written.
+TEST_F(OpenClTuning, AnUnwritableCacheKeepsTheTuningInTheProcess) {
+  test::ScratchDir scratch("hal-tuning-unwritable");
+  const fs::path blocker = scratch.path() / "a-file";
+  std::ofstream(blocker) << "not a folder";
+  const char* old = std::getenv("HAL_CACHE_DIR");
+  const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+  ::setenv("HAL_CACHE_DIR", (blocker / "cache").c_str(), 1);
+  TuneOptions options;
+  options.ops = {"reduce"};
+  options.reduce_counts = {4096};
+  options.max_candidates = 1;
+  TuneReport report;
+  EXPECT_NO_THROW(report = tune(device_, options));
+  if (saved)
+    ::setenv("HAL_CACHE_DIR", saved->c_str(), 1);
+  else
+    ::unsetenv("HAL_CACHE_DIR");
+  EXPECT_EQ(report.cache_file, "");
+  EXPECT_NE(report.cache_problem.find((blocker / "cache" / "tuning").string()), std::string::npos)
+      << report.cache_problem;
+  EXPECT_NE(report.cache_problem.find("Not a directory"), std::string::npos)
+      << report.cache_problem;
+  ASSERT_EQ(report.entries.size(), 1u);
+  EXPECT_EQ(report.entries[0].candidates_tried, 1);
+  const TuneEntry* kept = tuning_table(device_.info())->find("reduce", "f32", "outputs1 count4096");
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->params, report.entries[0].params);
 }
 
 // Few outputs of many elements run in two stages; sums, means, maxima and argmax (min shares

@@ -34,27 +34,35 @@ TuneShape parse_shape(const std::string& text) {
           static_cast<int64_t>(sizes[2])};
 }
 
-// "60s", "90", "2m", "500ms".
+// "60s", "90", "2m", "500ms": from 1 ms (less rounds to no time at all) to a day.
 std::chrono::milliseconds parse_budget(const std::string& text) {
   double scale = 1000;
-  std::string number = text;
+  std::string number = text, unit = "s";
   if (text.ends_with("ms")) {
     scale = 1;
+    unit = "ms";
     number = text.substr(0, text.size() - 2);
   } else if (text.ends_with("s")) {
     number = text.substr(0, text.size() - 1);
   } else if (text.ends_with("m")) {
     scale = 60000;
+    unit = "m";
     number = text.substr(0, text.size() - 1);
   }
-  const double value = real_option("--budget", number, 0.001, 86400.0 * 1000 / scale);
+  const double value = real_option("--budget", number, 0, 86400.0 * 1000 / scale);
+  if (value * scale < 1)
+    throw Error(ErrorCode::InvalidArgument, "--budget '" + text + "' is " + number + " " + unit +
+                                                ", under the least budget of 1 ms");
   return std::chrono::milliseconds(static_cast<int64_t>(value * scale + 0.5));
 }
 
 void print_text(const TuneReport& report) {
   std::cout << "tuned " << report.device << " in " << std::fixed << std::setprecision(1)
             << report.seconds << " s" << (report.budget_exhausted ? " (budget spent)" : "")
-            << "; cache " << (report.cache_file.empty() ? "none" : report.cache_file) << "\n";
+            << "; cache " << (report.cache_file.empty() ? "none" : report.cache_file);
+  if (!report.cache_problem.empty())
+    std::cout << " (nothing kept for later processes: " << report.cache_problem << ")";
+  std::cout << "\n";
   for (const TuneEntry& e : report.entries) {
     std::cout << "  " << e.op << " " << e.dtype << " " << e.shape_class << ": " << e.choice;
     if (e.choice == "hal") std::cout << " (" << e.params << ")";
@@ -87,6 +95,7 @@ nlohmann::ordered_json to_json(const TuneReport& report) {
   return {{"schema", "hal.tune/1"},
           {"device", report.device},
           {"cache_file", report.cache_file},
+          {"cache_problem", report.cache_problem},
           {"seconds", report.seconds},
           {"budget_exhausted", report.budget_exhausted},
           {"entries", entries}};

@@ -79,7 +79,8 @@ std::vector<std::string> nvrtc_options(const CompileOptions& options) {
   return out;
 }
 
-// Everything that changes the module. Stored whole in the entry and compared on load.
+// Everything that changes the module, but for #include'd files: a kernel that reads any is not
+// kept on disk (detail::disk_cache_refusal). Stored whole in the entry and compared on load.
 std::string cache_key(const CudaDevice& device, const Nvrtc& nvrtc, const KernelSource& source,
                       const std::vector<std::string>& options, const std::string& code) {
   std::string key = "hal-cuda-module/1\ndevice: " + device.info().name + " " +
@@ -141,8 +142,14 @@ CompiledKernel CudaDevice::compile(const KernelSource& source, const CompileOpti
   const std::string key = cache_key(*this, *nvrtc, source, flags, code);
   const detail::KernelDiskCache disk("cuda");
   CUresult result = CUDA_SUCCESS;
+  bool use_disk = options.disk_cache;
+  if (const std::string refusal = detail::disk_cache_refusal(code, options.flags);
+      use_disk && !refusal.empty()) {
+    log(LogLevel::debug, where + ": not kept in the disk cache: " + refusal);
+    use_disk = false;
+  }
 
-  if (options.disk_cache) {
+  if (use_disk) {
     if (auto payload = disk.load(key)) {
       NvrtcOutput cached;
       if (unpack(*payload, cached))
@@ -163,7 +170,7 @@ CompiledKernel CudaDevice::compile(const KernelSource& source, const CompileOpti
   }
   auto kernel = load(*this, source.name, output, result);
   if (!kernel) api_->throw_result(result, where, "cuModuleLoadData / cuModuleGetFunction");
-  if (options.disk_cache) disk.store(key, pack(output));
+  if (use_disk) disk.store(key, pack(output));
   return {kernel, false};
 }
 

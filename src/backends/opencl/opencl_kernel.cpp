@@ -49,7 +49,9 @@ std::string build_options(const CompileOptions& options) {
   return text;
 }
 
-// Everything that changes the program binary. Stored whole in the entry and compared on load.
+// Everything that changes the program binary, but for #include'd files: a kernel that reads any
+// is not kept on disk (detail::disk_cache_refusal). Stored whole in the entry and compared on
+// load.
 std::string cache_key(const OpenClDevice& device, const std::string& options,
                       const std::string& code) {
   const DeviceInfo& info = device.info();
@@ -137,8 +139,10 @@ cl_program build_from_source(const OpenClDevice& device, const std::string& code
 }
 
 std::shared_ptr<KernelImpl> make_kernel(const OpenClDevice& device, cl_program program,
-                                        const std::string& name, const std::string& where) {
+                                        const KernelSource& source, const CompileOptions& options,
+                                        const std::string& where) {
   const ClApi& api = device.api();
+  const std::string& name = source.name;
   Program owner(api, program);
   cl_int status = CL_SUCCESS;
   cl_kernel kernel = api.clCreateKernel(program, name.c_str(), &status);
@@ -151,7 +155,9 @@ std::shared_ptr<KernelImpl> make_kernel(const OpenClDevice& device, cl_program p
   }
   check(status, where, "clCreateKernel");
   auto made = std::make_shared<OpenClKernel>(name, device, owner.release(), kernel);
-  made->set_params(reflected_params(api, kernel, made->num_args()));
+  std::optional<std::vector<KernelParam>> params = reflected_params(api, kernel, made->num_args());
+  if (params) size_typedef_scalars(*params, source, options);
+  made->set_params(std::move(params));
   return made;
 }
 
@@ -168,22 +174,28 @@ CompiledKernel OpenClDevice::compile(const KernelSource& source, const CompileOp
   const std::string flags = build_options(options);
   const std::string key = cache_key(*this, flags, code);
   const detail::KernelDiskCache disk("opencl");
+  bool use_disk = options.disk_cache;
+  if (const std::string refusal = detail::disk_cache_refusal(code, options.flags);
+      use_disk && !refusal.empty()) {
+    log(LogLevel::debug, where + ": not kept in the disk cache: " + refusal);
+    use_disk = false;
+  }
 
-  if (options.disk_cache) {
+  if (use_disk) {
     if (auto binary = disk.load(key)) {
       if (cl_program program = build_from_binary(*this, *binary, flags))
-        return {make_kernel(*this, program, source.name, where), true};
+        return {make_kernel(*this, program, source, options, where), true};
       log(LogLevel::warn, where + ": the driver refused the cached binary " +
                               disk.entry_path(key).string() + "; rebuilding from source");
       disk.remove(key);
     }
   }
   cl_program program = build_from_source(*this, code, flags, where);
-  if (options.disk_cache) {
+  if (use_disk) {
     std::vector<unsigned char> binary = program_binary(api(), program);
     if (!binary.empty()) disk.store(key, binary);
   }
-  return {make_kernel(*this, program, source.name, where), false};
+  return {make_kernel(*this, program, source, options, where), false};
 }
 
 }  // namespace hal::opencl

@@ -1,6 +1,7 @@
 #include "backends/opencl/opencl_kernel_params.hpp"
 
 #include "backends/opencl/cl_platform.hpp"
+#include "core/declared_signature.hpp"
 #include "core/scalar_type_size.hpp"
 
 namespace hal::opencl {
@@ -46,6 +47,20 @@ std::optional<std::vector<KernelParam>> reflected_params(const ClApi& api, cl_ke
     params.push_back(std::move(param));
   }
   return params;
+}
+
+void size_typedef_scalars(std::vector<KernelParam>& params, const KernelSource& source,
+                          const CompileOptions& options) {
+  std::vector<size_t> unsized;
+  std::vector<std::string> types;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].kind == KernelArg::Kind::scalar && params[i].scalar_bytes == 0) {
+      unsized.push_back(i);
+      types.push_back(params[i].type);
+    }
+  if (unsized.empty()) return;  // the common case: the source is not read
+  const std::vector<size_t> sizes = detail::declared_type_sizes(source, options, types);
+  for (size_t i = 0; i < unsized.size(); ++i) params[unsized[i]].scalar_bytes = sizes[i];
 }
 
 }  // namespace hal::opencl

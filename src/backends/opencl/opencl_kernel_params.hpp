@@ -18,4 +18,11 @@ inline constexpr const char* kKernelArgInfoOption = "-cl-kernel-arg-info";
 std::optional<std::vector<KernelParam>> reflected_params(const ClApi& api, cl_kernel kernel,
                                                          cl_uint count);
 
+// Fills the scalar sizes that reflection leaves at 0 (any size) where `source` defines the type
+// (detail::declared_type_sizes): the driver names a typedef's type as the source spells it
+// ("real") without a size, and a double passed for a float typedef reached the kernel as a
+// wrong value. Vectors, structs and types from headers stay at any size.
+void size_typedef_scalars(std::vector<KernelParam>& params, const KernelSource& source,
+                          const CompileOptions& options);
+
 }  // namespace hal::opencl
