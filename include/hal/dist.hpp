@@ -12,7 +12,8 @@
 //
 // Faults (docs/distributed.md): a rank that does not arrive within HAL_DIST_TIMEOUT seconds
 // (default 60) makes the others fail with Timeout naming the collective, its number and the
-// ranks that did not answer; the communicator is unusable after that (InvalidState). Before
+// ranks that did not answer; an MPI or NCCL communicator is unusable after that (InvalidState),
+// a local one stays usable (the late rank's call fails with the same Timeout). Before
 // moving data every collective compares a small signature across ranks (kind, dtype, element
 // count, root, op): a mismatch is InvalidArgument naming both ranks' calls, and the
 // communicator stays usable. HAL_DIST_DEBUG=off skips the check, =detail adds full shapes and
@@ -79,12 +80,16 @@ class Work {
 // How the process was launched: its rank among the job's processes and on its node, from the
 // launcher's environment (OMPI_COMM_WORLD_*, PMIX_RANK, PMI_RANK/PMI_SIZE, SLURM_PROCID ...),
 // or rank 0 of 1 without a launcher. `source` names the variables read ("none" without).
+// A figure no launcher variable states is 0 (a PMIx launcher states the rank alone): MPI tells
+// the size once the job's communicator is made.
 struct LaunchInfo {
   int rank = 0;
-  int size = 1;
+  int size = 1;  // 0: unknown
   int local_rank = 0;
-  int local_size = 1;
+  int local_size = 1;  // 0: unknown
   std::string source = "none";
+  // Launched as one of several processes, or of a number the launcher does not state.
+  bool several() const { return size != 1; }
 };
 LaunchInfo launch_info();
 

@@ -53,10 +53,11 @@ void check_names(const Shape& shape, const std::vector<std::string>& names) {
   }
 }
 
-// Backends in the order a mesh prefers them when none is named: CUDA, the plugins, OpenCL,
-// the CPU.
+// Backends in the order a mesh prefers them when none is named: CUDA, the plugins, OpenCL and
+// Vulkan, the CPU.
 int preference(std::string_view backend) {
   if (backend == "cuda") return 0;
+  if (backend == "vulkan") return 2;  // hal's own, beside OpenCL: after the vendors' plugins
   if (backend == "opencl") return 2;
   if (backend == "cpu") return 3;
   return 1;
@@ -89,9 +90,17 @@ std::vector<Device> choose_devices(const MeshOptions& options, int64_t per_proce
     seen += (seen.empty() ? "" : ", ") + backend + " " + std::to_string(list.size());
     if (!options.backend.empty() && backend != options.backend) continue;
     const int64_t count = static_cast<int64_t>(list.size());
-    if (per_process == 1 && count >= 1) return {list[static_cast<size_t>(local_rank % count)]};
-    if (count >= per_process) return std::vector<Device>(list.begin(), list.begin() + per_process);
+    // One device a process: the one at its local rank, from a backend that has one there.
+    if (per_process == 1 && count > local_rank) return {list[static_cast<size_t>(local_rank)]};
+    if (per_process > 1 && count >= per_process)
+      return std::vector<Device>(list.begin(), list.begin() + per_process);
   }
+  // More processes on this node than any backend has devices: they share the first backend's,
+  // in turn (four ranks on one cpu:0, as tests and small jobs run).
+  for (const auto& [backend, list] : backends)
+    if (per_process == 1 && !list.empty() &&
+        (options.backend.empty() || backend == options.backend))
+      return {list[static_cast<size_t>(local_rank) % list.size()]};
   refuse(ErrorCode::NotFound,
          "the mesh needs " + std::to_string(per_process) + " devices in each process" +
              (options.backend.empty() ? std::string() : " of backend '" + options.backend + "'") +

@@ -32,9 +32,10 @@ namespace detail {
 
 Processes job_processes() {
   const LaunchInfo launch = launch_info();
-  if (launch.size > 1)
+  if (launch.several())
     no_mpi("this process is rank " + std::to_string(launch.rank) + " of " +
-           std::to_string(launch.size) + " (" + launch.source + ")");
+           (launch.size ? std::to_string(launch.size) : "an unstated number") + " (" +
+           launch.source + ")");
   return {};
 }
 

@@ -99,6 +99,30 @@ TEST(DistSettings, LaunchInfoReadsTheLaunchersVariables) {
     expect_error([] { dist::launch_info(); }, ErrorCode::InvalidArgument, {"rank 5 of 2"});
   }
   {
+    // srun --mpi=pmix: the rank from PMIx, the size and local rank from Slurm's variables.
+    const Env rank("PMIX_RANK", "2"), tasks("SLURM_NTASKS", "4"), local("SLURM_LOCALID", "1");
+    const dist::LaunchInfo info = dist::launch_info();
+    EXPECT_EQ(info.source, "PMIX_*");
+    EXPECT_EQ(info.size, 4);
+    EXPECT_EQ(info.local_rank, 1);
+    EXPECT_EQ(info.local_size, 0);  // unstated
+    EXPECT_TRUE(info.several());
+  }
+  {
+    // The rank alone: the size is unknown, never rank + 1 (rank 0 took itself for a job of one).
+    const Env rank("PMIX_RANK", "0");
+    const dist::LaunchInfo info = dist::launch_info();
+    EXPECT_EQ(info.size, 0);
+    EXPECT_TRUE(info.several());
+  }
+  {
+    // A second task of a node under Slurm, whose local size no variable states.
+    const Env rank("SLURM_PROCID", "1"), tasks("SLURM_NTASKS", "2"), local("SLURM_LOCALID", "1");
+    const dist::LaunchInfo info = dist::launch_info();
+    EXPECT_EQ(info.local_rank, 1);
+    EXPECT_EQ(info.local_size, 0);
+  }
+  {
     const Env rank("SLURM_PROCID", "x");
     expect_error([] { dist::launch_info(); }, ErrorCode::InvalidArgument, {"SLURM_PROCID", "'x'"});
   }

@@ -389,5 +389,20 @@ TEST(MpiWorld, ThreadsShareTheCommunicatorInOneOrder) {
                             std::vector<double>(3 + i, (1.0 + i) * world.size()), DType::f64));
 }
 
+// CTest runs this with four sim devices a process (dist_mpi_mesh_local_rank): each of the four
+// processes takes the sim device at its local rank (they all took the first device of a backend
+// with one, vulkan:0 here), and a sum over the mesh adds one value from each.
+TEST(MpiMesh, OneDeviceAProcessIsTheOneAtItsLocalRank) {
+  const dist::DeviceMesh mesh = dist::DeviceMesh::create({4}, {"dp"});
+  ASSERT_EQ(mesh.devices().size(), 1u);
+  const int local = dist::launch_info().local_rank;
+  EXPECT_EQ(mesh.devices()[0].id(), "sim:" + std::to_string(local));
+  const dist::SubMesh dp = mesh["dp"];
+  Stream stream = dp.device().create_stream();
+  const Tensor t = full({3}, 1.0 + mesh.process_rank(), DType::f32, stream);
+  dp.communicator().all_reduce(t, ReduceOp::sum, stream).wait();
+  EXPECT_EQ(t.to_vector<float>(stream), std::vector<float>(3, 1 + 2 + 3 + 4));
+}
+
 }  // namespace
 }  // namespace hal::test

@@ -81,10 +81,11 @@ ProcessPart receive_part(const dist::Communicator& world, int rank, Stream& host
 
 dist::Communicator eval_processes() {
   const dist::LaunchInfo launch = dist::launch_info();
-  if (launch.size <= 1) return {};
+  if (!launch.several()) return {};
   if (!dist::mpi_built())
     throw Error(ErrorCode::BackendUnavailable,
-                "hal eval: started as one of " + std::to_string(launch.size) + " processes (" +
+                "hal eval: started as one of " +
+                    (launch.size ? std::to_string(launch.size) : "several") + " processes (" +
                     launch.source + ") but this build of hal has no MPI engine to gather them");
   return dist::Communicator::world();
 }

@@ -21,7 +21,7 @@ bool every_rank_has_nccl(const Communicator& group, const Device& device) {
 }  // namespace
 
 Processes job_processes() {
-  if (launch_info().size <= 1) return {};
+  if (!launch_info().several()) return {};
   const std::shared_ptr<MpiComm> world = world_comm();
   return {world->rank(), world->size()};
 }
