@@ -33,12 +33,6 @@ struct Reference {
   double tolerance;  // on max |diff| from cpu:0, relative to the largest |value| of cpu:0's
 };
 
-double largest_magnitude(const std::vector<float>& values) {
-  double largest = 0;
-  for (float v : values) largest = std::max(largest, double(std::fabs(v)));
-  return largest;
-}
-
 // Runs `reference` on `device` (cpu:0 reuses its reference run) and compares with cpu:0's.
 RunRecord measure(const Device& device, const Reference& reference, const DemoSizes& sizes,
                   const Device& cpu, const WorkloadResult& on_cpu) {
@@ -59,13 +53,11 @@ RunRecord measure(const Device& device, const Reference& reference, const DemoSi
   record.gflops = reference.cost.flops / result.seconds / 1e9;
   record.gbps = reference.cost.bytes / result.seconds / 1e9;
   record.speedup = on_cpu.seconds / result.seconds;
-  double diff = result.output.size() == on_cpu.output.size() ? 0 : INFINITY;
-  for (size_t i = 0; diff != INFINITY && i < result.output.size(); ++i)
-    diff = std::max(diff, element_difference(result.output[i], on_cpu.output[i]));
-  record.max_abs_diff = diff;
-  record.status = diff <= reference.tolerance * std::max(1.0, largest_magnitude(on_cpu.output))
-                      ? RunStatus::ok
-                      : RunStatus::mismatch;
+  // The tolerance scales with cpu:0's finite values: an infinity there made it infinite.
+  const Agreement agreed = agreement(result.output, on_cpu.output, reference.tolerance);
+  const bool same_size = result.output.size() == on_cpu.output.size();
+  record.max_abs_diff = same_size ? agreed.max_difference : INFINITY;
+  record.status = same_size && agreed.agree() ? RunStatus::ok : RunStatus::mismatch;
   return record;
 }
 
