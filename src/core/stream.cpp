@@ -255,10 +255,16 @@ namespace {
   // Work-group memory in all: the dynamic shared memory of the launch and the local-memory
   // arguments, the sum saturating (two of 2^63 bytes must not wrap to 0 and pass).
   uint64_t local_bytes = config.shared_bytes;
-  for (const KernelArg& arg : args)
-    if (arg.kind() == KernelArg::Kind::local_memory &&
-        __builtin_add_overflow(local_bytes, arg.offset(), &local_bytes))
-      local_bytes = UINT64_MAX;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const KernelArg& arg = args[i];
+    if (arg.kind() != KernelArg::Kind::local_memory) continue;
+    // Checked here too for kernels whose signature hal does not know (a driver refuses 0).
+    if (arg.offset() == 0)
+      throw Error(ErrorCode::InvalidArgument,
+                  what() + ": argument " + std::to_string(i) +
+                      ": 0 bytes of local memory (local memory needs at least 1 byte)");
+    if (__builtin_add_overflow(local_bytes, arg.offset(), &local_bytes)) local_bytes = UINT64_MAX;
+  }
   if (local_bytes > 0 && info.limits.max_shared_memory_bytes > 0 &&
       local_bytes > info.limits.max_shared_memory_bytes)
     throw Error(ErrorCode::InvalidArgument,

@@ -99,6 +99,12 @@ TEST(Plugins, SimKernelsTakeLocalMemoryArguments) {
         stream.launch(group_sum, config, {bin, bout, KernelArg::local_memory(64 * 1024), n});
       },
       ErrorCode::InvalidArgument, {"sim:0", "group_sum_f32", "65536", "49152"});
+  // A native kernel's signature is the plugin's: hal itself refuses an empty local argument.
+  expect_error(
+      [&] {
+        stream.launch(group_sum, config, {bin, bout, KernelArg::local_memory(0), n});
+      },
+      ErrorCode::InvalidArgument, {"group_sum_f32", "argument 2", "0 bytes of local memory"});
   stream.synchronize();
 
   Device old = device("sim_v1_1:0");
