@@ -11,9 +11,9 @@ namespace hal {
 
 // Reads an array of f32, f64, f16, i8, u8, i32, i64 or bool (little-endian; Fortran order is
 // transposed to row-major) into a tensor on `stream`'s device. InvalidArgument naming the file
-// for a missing file, a header that is not NumPy's, or data of the wrong size; Unsupported for a
-// dtype hal has not (naming NumPy's descr, e.g. '<c8'; strings: read_npy_strings) or big-endian
-// data.
+// for a missing file, a header that is not NumPy's, a shape of more elements than int64 counts,
+// or data of the wrong size; Unsupported for a dtype hal has not (naming NumPy's descr, e.g.
+// '<c8', or a structured dtype's list of fields; strings: read_npy_strings) or big-endian data.
 Tensor read_npy(const std::filesystem::path& path, Stream& stream);
 
 // What a numeric .npy file holds, from its header and its size alone (its elements are not
@@ -30,8 +30,9 @@ NpyInfo read_npy_info(const std::filesystem::path& path);
 // InvalidArgument for a scalar; otherwise errors as read_npy's.
 Tensor read_npy_rows(const std::filesystem::path& path, int64_t begin, int64_t end, Stream& stream);
 
-// Writes `tensor` as a version 1.0 .npy file (bf16, which NumPy has not, as f32). Waits for
-// `stream`. InvalidArgument naming the file when it cannot be written.
+// Writes `tensor` as a version 1.0 .npy file (bf16, which NumPy has not, as f32: exact, widened
+// on the host, so on every device). Waits for `stream`. InvalidArgument naming the file when it
+// cannot be written.
 void write_npy(const std::filesystem::path& path, const Tensor& tensor, Stream& stream);
 
 // Reads an array of NumPy strings, '<U<n>' (n UTF-32 code points each; '>U<n>' big-endian) or

@@ -200,7 +200,9 @@ inline Tensor zeros(const Shape& shape, DType dtype, Stream& stream) {
 inline Tensor ones(const Shape& shape, DType dtype, Stream& stream) {
   return full(shape, 1.0, dtype, stream);
 }
-// start, start + step, ... below end (above it for a negative step), as a 1-d tensor.
+// start, start + step, ... below end (above it for a negative step), as a 1-d tensor. For an
+// integer dtype with a whole start and step they are computed in integers, exact past 2^53.
+// InvalidArgument for a value the dtype cannot hold (2.5 in i32, 300 in u8).
 Tensor arange(double start, double end, double step, DType dtype, Stream& stream);
 inline Tensor arange(int64_t end, DType dtype, Stream& stream) {
   return arange(0.0, static_cast<double>(end), 1.0, dtype, stream);
@@ -211,7 +213,10 @@ void check_element_count(size_t count, const Shape& shape);
 // `seed` and i, so every device makes the same draws for the same seed (uniform values in
 // [0, 1) bit for bit; scaled and normal values to within each device's rounding of the same
 // arithmetic). f32 and f64 (made on the host for devices without f64 arithmetic); other
-// dtypes are Unsupported.
+// dtypes are Unsupported. uniform's values lie in [low, high): the range is shortened by the
+// ulps that keep low + u * (high - low), rounded, below high for the largest u, so a draw never
+// rounds up to high itself. InvalidArgument for low not below high, and where the dtype has no
+// value in [low, high) (f32 between 1e8 + 5 and 1e8 + 6).
 Tensor uniform(const Shape& shape, DType dtype, uint64_t seed, Stream& stream, double low = 0.0,
                double high = 1.0);
 Tensor normal(const Shape& shape, DType dtype, uint64_t seed, Stream& stream, double mean = 0.0,

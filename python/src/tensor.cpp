@@ -2,6 +2,8 @@
 // the creation functions (hal.tensor, zeros, ones, full, arange, uniform, normal, empty).
 #include <pybind11/numpy.h>
 
+#include <cstring>
+
 #include "bindings.hpp"
 #include "hal/error.hpp"
 #include "hal/native_memory.hpp"
@@ -63,20 +65,32 @@ bool repeats_elements(const Tensor& t) {
   return false;
 }
 
+// bf16 elements as a new float32 array (NumPy has no bf16), widened on the host from their bits:
+// exact (the bits shifted up 16), and a device need have no bf16 cast (Vulkan has none).
+py::array bf16_as_float32(const Tensor& tensor, Stream& stream) {
+  std::vector<uint16_t> bits(static_cast<size_t>(tensor.numel()));
+  {
+    py::gil_scoped_release unlocked;
+    tensor.copy_to_host(bits.data(), stream);
+    stream.synchronize();
+  }
+  py::array_t<float> wide(std::vector<py::ssize_t>(tensor.shape().begin(), tensor.shape().end()));
+  float* out = wide.mutable_data();
+  for (size_t i = 0; i < bits.size(); ++i) {
+    const uint32_t word = uint32_t{bits[i]} << 16;
+    std::memcpy(out + i, &word, sizeof word);
+  }
+  return wide;
+}
+
 // A NumPy array of the elements. On memory the host addresses (the CPU) it is a view that
 // keeps the tensor's storage alive, after this thread's current stream has finished; elsewhere
-// a copy. bf16, which NumPy has not, comes back as float32. A view that repeats elements is
-// read-only, as numpy.broadcast_to's is: a write to one would change them all.
+// a copy. bf16, which NumPy has not, comes back as float32 (a copy). A view that repeats
+// elements is read-only, as numpy.broadcast_to's is: a write to one would change them all.
 py::object to_numpy(const Tensor& tensor, py::handle stream_arg) {
   Stream stream = resolve_stream(stream_arg, tensor.device(),
                                  [&] { return "numpy() of " + tensor.describe(); });
-  if (tensor.dtype() == DType::bf16) {
-    Tensor wide = [&] {
-      py::gil_scoped_release unlocked;
-      return cast(tensor, DType::f32, stream);
-    }();
-    return to_numpy(wide, py::cast(stream));
-  }
+  if (tensor.dtype() == DType::bf16) return bf16_as_float32(tensor, stream);
   py::dtype dtype(numpy_name(tensor.dtype()));
   const auto item = static_cast<int64_t>(tensor.element_size());
   if (tensor.storage().host_accessible()) {
@@ -312,6 +326,41 @@ Scalar fill_value(py::handle value) {
   return {Scalar::Kind::floating, real, std::nullopt};
 }
 
+// The hal dtype an array is handed over in, for hal's cast to make `target` of it: its own where
+// hal has it, else one that holds its values exactly (int16 and uint16 in i32, uint32 in i64).
+// Two have none: uint64 past int64's range (integers wrap into i64, as hal's narrowing casts
+// wrap; for a floating target f64, NumPy rounding once) and long double (f64, NumPy rounding).
+DType staging_dtype(const py::object& array, DType target) {
+  const py::object dtype = array.attr("dtype");
+  const std::string kind = py::str(dtype.attr("kind"));
+  const auto size = dtype.attr("itemsize").cast<size_t>();
+  if (kind == "b") return DType::boolean;
+  if (kind == "f") return size == 2 ? DType::f16 : size == 4 ? DType::f32 : DType::f64;
+  if (kind == "i") return size == 1 ? DType::i8 : size <= 4 ? DType::i32 : DType::i64;
+  if (size == 1) return DType::u8;  // kind "u": the caller refused the others
+  if (size <= 4) return size == 2 ? DType::i32 : DType::i64;
+  const bool floating =
+      target == DType::f32 || target == DType::f16 || target == DType::bf16 || target == DType::f64;
+  const bool past_i64 = array.attr("size").cast<int64_t>() > 0 &&
+                        py::int_(array.attr("max")()).cast<uint64_t>() > uint64_t{INT64_MAX};
+  return floating && past_i64 ? DType::f64 : DType::i64;
+}
+
+// Host elements of `staged` on `stream`'s device as `target`, by hal's cast (floats into integers
+// saturate, NaN giving 0; half types round once), which runs on the CPU: every device gets the
+// same numbers, and one without the source dtype (f64) or the cast (bf16 on Vulkan) is not asked.
+Tensor cast_from_host(const void* host, const Shape& shape, DType staged, DType target,
+                      Stream& stream) {
+  if (staged == target) return from_host(host, shape, target, stream);
+  if (stream.device().info().backend() == "cpu")
+    return cast(from_host(host, shape, staged, stream), target, stream);
+  Stream& cpu = current_stream(hal::device("cpu:0"));
+  Tensor converted = cast(from_host(host, shape, staged, cpu), target, cpu);
+  Tensor moved = converted.to(stream.device(), cpu);
+  order_after(cpu, stream);
+  return moved;
+}
+
 }  // namespace
 
 Tensor tensor_from(py::handle data, std::optional<DType> dtype, Stream& stream) {
@@ -319,42 +368,41 @@ Tensor tensor_from(py::handle data, std::optional<DType> dtype, Stream& stream) 
   if (const Tensor* held = tensor_of(data); held && !dtype) dtype = held->dtype();
   py::object array;
   if (is_torch_bf16(data)) {
-    // PyTorch's bf16 has no NumPy form: read through f32 (exact), bf16 again on the device.
+    // PyTorch's bf16 has no NumPy form: read through f32 (exact), bf16 again by hal's cast.
     array = numpy().attr("asarray")(data.attr("detach")().attr("cpu")().attr("float")());
     if (!dtype) dtype = DType::bf16;
   } else {
     array = numpy().attr("asarray")(data);
   }
-  DType target;
+  // The values go to hal as they are (`staged`), and hal's cast, not NumPy's, makes `target`
+  // of them: NumPy's astype wraps floats into integers (NaN, 1e20 and 3e9 all became
+  // -2147483648 in i32) and reached bf16 by rounding twice.
+  DType staged, target;
   if (dtype) {
-    // NumPy converts from its other numbers (int16, big-endian ...); what is no number, or
-    // complex (whose imaginary part would be dropped), is refused as without a dtype.
+    // What is no real number, or complex (whose imaginary part would be dropped), is refused as
+    // without a dtype; other numbers NumPy has and hal has not are staged in a wider dtype.
     const std::string kind = py::str(array.attr("dtype").attr("kind")).cast<std::string>();
-    if (kind.find_first_of("cUSOVMm") != std::string::npos) dtype_of_numpy(array.attr("dtype"));
+    if (kind.find_first_of("biuf") == std::string::npos) dtype_of_numpy(array.attr("dtype"));
     target = *dtype;
+    staged = staging_dtype(array, target);
   } else {
     const py::object own = array.attr("dtype");
     // Another byte order is the same numbers: read as this machine's.
-    DType source =
+    staged =
         dtype_of_numpy(own.attr("isnative").cast<bool>() ? own : own.attr("newbyteorder")("="));
     // Python floats are f32, as in PyTorch; NumPy scalars (np.float64 is a float too) and
     // anything with a dtype of its own keep theirs.
     const bool python_floats =
         PyFloat_CheckExact(data.ptr()) || PyList_Check(data.ptr()) || PyTuple_Check(data.ptr());
-    if (python_floats && source == DType::f64) source = DType::f32;
-    target = source;
+    target = python_floats && staged == DType::f64 ? DType::f32 : staged;
   }
-  // NumPy converts to every dtype but bf16, which hal converts from f32 on the device.
-  const DType staged = target == DType::bf16 ? DType::f32 : target;
   // asarray, as ascontiguousarray makes a 0-d array 1-d.
   py::array contiguous =
       numpy().attr("asarray")(array, py::arg("dtype") = numpy_name(staged), py::arg("order") = "C");
   Shape shape(contiguous.shape(), contiguous.shape() + contiguous.ndim());
   const void* host = contiguous.data();
   py::gil_scoped_release unlocked;
-  Tensor tensor = from_host(host, shape, staged, stream);
-  if (staged != target) tensor = cast(tensor, target, stream);
-  return tensor;
+  return cast_from_host(host, shape, staged, target, stream);
 }
 
 py::class_<Tensor> bind_tensor(py::module_& m) {

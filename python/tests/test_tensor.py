@@ -71,6 +71,50 @@ def test_a_dtype_asked_for_converts_what_hal_has_no_dtype_for(cpu):
     assert hal.tensor(big_endian, device=cpu).numpy().tolist() == [1.5, -2]
 
 
+def test_a_dtype_asked_for_converts_by_hals_cast_not_numpys(device):
+    # NumPy's astype wraps floats into integers (NaN, 1e20, -1e20 and 3e9 all became
+    # -2147483648 in i32) and reached bf16 through float32, rounding twice; hal's cast saturates,
+    # takes NaN to 0 and rounds once: hal.tensor(x, dtype) is hal.tensor(x).to(dtype).
+    x = [float("nan"), 1e20, -1e20, 3e9, 300.7, -1.5]
+    cpu = hal.device("cpu:0")
+    for dtype, want in [("i32", [0, 2**31 - 1, -(2**31), 2**31 - 1, 300, -1]),
+                        ("u8", [0, 255, 0, 255, 255, 0]),
+                        ("i8", [0, 127, -128, 127, 127, -1]),
+                        ("i64", [0, 2**63 - 1, -(2**63), 3 * 10**9, 300, -1])]:
+        got = hal.tensor(x, dtype=dtype, device=device).numpy().tolist()
+        assert got == want, dtype
+        assert got == hal.tensor(np.array(x), device=cpu).to(dtype).numpy().tolist(), dtype
+    # 1 + 2^-8 + 2^-30 is above bf16's tie between 1 and 1 + 2^-7; float32 rounds it to the tie
+    # itself, which rounds to even (1.0).
+    above_tie = 1 + 2**-8 + 2**-30
+    bf16 = hal.tensor([above_tie], dtype="bf16", device=device)
+    assert bf16.dtype == hal.bf16 and bf16.numpy().tolist() == [1.0078125]
+    assert hal.full((1,), above_tie, dtype="bf16", device=cpu).numpy().tolist() == [1.0078125]
+    # Integers past 2^53 stay exact in i64; uint64 past int64 wraps into i64 as hal's narrowing
+    # casts wrap, and reaches floats rounded once.
+    assert hal.tensor([2**62 + 1], dtype="i64", device=device).numpy().tolist() == [2**62 + 1]
+    beyond = np.array([2**64 - 1, 5], np.uint64)
+    assert hal.tensor(beyond, dtype="i64", device=device).numpy().tolist() == [-1, 5]
+    assert hal.tensor(beyond, dtype="f32", device=device).numpy().tolist() == [2.0**64, 5.0]
+    # Dtypes hal has not are staged in one that holds them (int16 in i32, big-endian f8 as f64),
+    # then cast by hal: an integer into a narrower one wraps, a float into one saturates.
+    assert hal.tensor(np.array([-300, 7], np.int16), dtype="u8",
+                      device=device).numpy().tolist() == [212, 7]
+    assert hal.tensor(np.array([-3.5, 1e9], ">f8"), dtype="u8",
+                      device=device).numpy().tolist() == [0, 255]
+
+
+def test_bf16_reads_back_on_every_device(device):
+    # bf16 is widened to float32 on the host from its bits: a device without a bf16 cast
+    # (Vulkan) still gives its elements, strided views included.
+    values = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    t = hal.tensor(values, dtype="bf16", device=device)
+    assert t.dtype == hal.bf16
+    np.testing.assert_array_equal(t.numpy(), values)
+    np.testing.assert_array_equal(t.transpose(0, 1).numpy(), values.T)
+    assert t[1, 2].item() == 2.5
+
+
 def test_arange_of_ints_past_2_53_is_exact(cpu):
     start = 2**53 + 1
     for args, kwargs in [((start, start + 2), {}), ((start + 7, start, -3), {}),

@@ -47,7 +47,8 @@ class HeaderParser {
       const std::string key = quoted();
       expect(':');
       if (key == "descr") {
-        header.descr = quoted();
+        // A structured dtype's descr is a list of fields, kept as text to name in the refusal.
+        header.descr = peek('[') ? list() : quoted();
         has_descr = true;
       } else if (key == "fortran_order") {
         header.fortran_order = boolean();
@@ -87,6 +88,23 @@ class HeaderParser {
     std::string value(text_.substr(at_, end - at_));
     at_ = end + 1;
     return value;
+  }
+  // A list literal, nested lists and tuples and quoted names (which may hold brackets) within,
+  // as its text.
+  std::string list() {
+    const size_t start = at_;
+    int depth = 0;
+    do {
+      if (at_ >= text_.size()) fail("a list does not end");
+      const char c = text_[at_];
+      if (c == '\'' || c == '"') {
+        quoted();
+        continue;
+      }
+      depth += c == '[' || c == '(' ? 1 : c == ']' || c == ')' ? -1 : 0;
+      ++at_;
+    } while (depth > 0);
+    return std::string(text_.substr(start, at_ - start));
   }
   bool boolean() {
     skip_space();
@@ -155,6 +173,10 @@ std::optional<StringType> string_type(const std::string& descr) {
 }
 
 DType dtype_of_descr(const std::string& descr, const std::filesystem::path& path) {
+  if (descr.starts_with('['))
+    throw Error(ErrorCode::Unsupported, path.string() + ": NumPy dtype " + descr +
+                                            " is structured (named fields); hal reads arrays of "
+                                            "one number type");
   if (descr.size() < 2) bad(path, "descr '" + descr + "' is not a NumPy type");
   const char order = descr[0];
   const auto code = type_codes().find(descr.substr(1));
@@ -239,7 +261,13 @@ Contents read_contents(const std::filesystem::path& path) {
 // That `data_size` bytes hold numel(shape) elements of `item_size` bytes each.
 void check_size(const std::filesystem::path& path, const Shape& shape, size_t data_size,
                 size_t item_size, const std::string& what) {
-  const auto expected = detail::checked_mul(static_cast<size_t>(numel(shape)), item_size);
+  int64_t count = 0;
+  try {
+    count = numel(shape);
+  } catch (const Error& error) {  // more elements than int64 counts: named with the file
+    bad(path, error.message());
+  }
+  const auto expected = detail::checked_mul(static_cast<size_t>(count), item_size);
   if (!expected || data_size != *expected)
     bad(path, "holds " + std::to_string(data_size) + " bytes of data; shape " + to_string(shape) +
                   " of " + what + " needs " +
@@ -357,14 +385,26 @@ Tensor read_npy_rows(const std::filesystem::path& path, int64_t begin, int64_t e
 }
 
 void write_npy(const std::filesystem::path& path, const Tensor& tensor, Stream& stream) {
-  const Tensor values = tensor.dtype() == DType::bf16 ? cast(tensor, DType::f32, stream) : tensor;
+  const bool bf16 = tensor.dtype() == DType::bf16;
+  const DType written = bf16 ? DType::f32 : tensor.dtype();
   std::string descr;
   for (const auto& [code, dtype] : type_codes())
-    if (dtype == values.dtype()) descr = (size_of(dtype) == 1 ? "|" : "<") + code;
-  std::vector<unsigned char> elements(values.nbytes());
-  values.copy_to_host(elements.data(), stream);
+    if (dtype == written) descr = (size_of(dtype) == 1 ? "|" : "<") + code;
+  std::vector<unsigned char> elements(static_cast<size_t>(tensor.numel()) * size_of(written));
+  tensor.copy_to_host(elements.data(), stream);
   stream.synchronize();
-  write_file(path, descr, values.shape(), elements.data(), elements.size());
+  if (bf16) {
+    // Widened on the host, where a device may have no bf16 cast (Vulkan): a bf16 is the top
+    // half of the f32 of the same value. Backwards, in place: element i's f32 is at 4i, its
+    // bf16 at 2i.
+    for (size_t i = static_cast<size_t>(tensor.numel()); i-- > 0;) {
+      uint16_t half;
+      std::memcpy(&half, elements.data() + 2 * i, sizeof half);
+      const uint32_t word = uint32_t{half} << 16;
+      std::memcpy(elements.data() + 4 * i, &word, sizeof word);
+    }
+  }
+  write_file(path, descr, tensor.shape(), elements.data(), elements.size());
 }
 
 StringTensor read_npy_strings(const std::filesystem::path& path) {

@@ -1,8 +1,8 @@
 // Creating tensors: empty storage, fills, ranges and host data, enqueued on a stream.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <memory>
-#include <sstream>
 
 #include "core/device_allocate.hpp"
 #include "hal/error.hpp"
@@ -47,9 +47,42 @@ Tensor full(const Shape& shape, double value, DType dtype, Stream& stream) {
   return out;
 }
 
+namespace {
+
+__extension__ typedef __int128 Wide;  // holds start + i * step of any int64 start, step and i
+
+// Whether `value` is a whole number that int64 holds: one arange can count from exactly.
+bool whole_int64(double value) {
+  return std::trunc(value) == value && value >= -0x1p63 && value < 0x1p63;
+}
+
+bool is_integer(DType dtype) {
+  return dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i32 || dtype == DType::i64;
+}
+
+// start + i * step for i below `count`, as elements of the integer `dtype`, computed in integers:
+// in doubles they round past 2^53 (2^53 - 2 + i gave 2^53 twice).
+std::vector<unsigned char> integer_range(int64_t start, int64_t step, int64_t count, DType dtype) {
+  const size_t element = size_of(dtype);
+  std::vector<unsigned char> bytes(static_cast<size_t>(count) * element);
+  for (int64_t i = 0; i < count; ++i) {
+    const Wide value = Wide{start} + Wide{i} * step;
+    unsigned char* out = bytes.data() + static_cast<size_t>(i) * element;
+    if (dtype == DType::i64 && value >= INT64_MIN && value <= INT64_MAX) {
+      const auto exact = static_cast<int64_t>(value);
+      std::memcpy(out, &exact, sizeof exact);
+    } else {  // exact in a double for every narrower type's range; refused beyond it
+      tensor::encode(static_cast<double>(value), dtype, out, "arange");
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
 Tensor arange(double start, double end, double step, DType dtype, Stream& stream) {
-  const std::string what = "arange(" + std::to_string(start) + ", " + std::to_string(end) + ", " +
-                           std::to_string(step) + ")";
+  const std::string what = "arange(" + tensor::number_text(start) + ", " +
+                           tensor::number_text(end) + ", " + tensor::number_text(step) + ")";
   if (step == 0 || !std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
     throw Error(ErrorCode::InvalidArgument, what +
                                                 ": the bounds and step must be finite and "
@@ -57,20 +90,37 @@ Tensor arange(double start, double end, double step, DType dtype, Stream& stream
   tensor::check_dtype(dtype, what);
   const double span = std::ceil((end - start) / step);
   // A larger count (or an infinite one, from a finite but tiny step) is no int64.
-  if (!(span < 0x1p63)) {
-    std::ostringstream elements;
-    elements << span;
-    throw Error(ErrorCode::InvalidArgument,
-                what + ": its " + elements.str() + " elements are more than int64 can count");
+  if (!(span < 0x1p63))
+    throw Error(ErrorCode::InvalidArgument, what + ": its " + tensor::number_text(span) +
+                                                " elements are more than int64 can count");
+  const bool exact = is_integer(dtype) && whole_int64(start) && whole_int64(step);
+  int64_t count = static_cast<int64_t>(std::max(span, 0.0));
+  if (exact) {
+    // The values below `end` (above it for a negative step), counted in integers: an integer
+    // is below a fractional end exactly when it is below its ceiling. |end - start| is under
+    // 2^63 * |step| < 2^126 (the span was checked), so Wide holds it.
+    const auto first = static_cast<Wide>(start), stride = static_cast<Wide>(step);
+    const auto last = static_cast<Wide>(step > 0 ? std::ceil(end) : std::floor(end));
+    const Wide distance = step > 0 ? last - first : first - last;
+    const Wide size = step > 0 ? stride : -stride;
+    const Wide values = distance <= 0 ? 0 : (distance + size - 1) / size;
+    if (values > INT64_MAX)  // the span's double rounded below 2^63
+      throw Error(ErrorCode::InvalidArgument,
+                  what + ": its elements are more than int64 can count");
+    count = static_cast<int64_t>(values);
   }
-  const auto count = static_cast<int64_t>(std::max(span, 0.0));
   // Made first: its checks and allocation come before the host copy of that size.
   Tensor out = empty({count}, dtype, stream.device());
-  const size_t element = size_of(dtype);
-  std::vector<unsigned char> bytes(out.nbytes());
-  for (int64_t i = 0; i < count; ++i)
-    tensor::encode(start + static_cast<double>(i) * step, dtype,
-                   bytes.data() + static_cast<size_t>(i) * element, "arange");
+  std::vector<unsigned char> bytes;
+  if (exact) {
+    bytes = integer_range(static_cast<int64_t>(start), static_cast<int64_t>(step), count, dtype);
+  } else {
+    const size_t element = size_of(dtype);
+    bytes.resize(out.nbytes());
+    for (int64_t i = 0; i < count; ++i)
+      tensor::encode(start + static_cast<double>(i) * step, dtype,
+                     bytes.data() + static_cast<size_t>(i) * element, "arange");
+  }
   upload(stream, out.storage(), std::move(bytes));
   return out;
 }

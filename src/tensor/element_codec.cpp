@@ -1,6 +1,7 @@
 #include "tensor/element_codec.hpp"
 
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -43,13 +44,19 @@ void store_integer(double value, DType dtype, void* out, const char* operation) 
   const double low = static_cast<double>(std::numeric_limits<T>::min());
   const double high = static_cast<double>(std::numeric_limits<T>::max());
   if (!whole || value < low || !(value < high + 1.0))
-    throw Error(ErrorCode::InvalidArgument, std::string(operation) + ": " + std::to_string(value) +
+    throw Error(ErrorCode::InvalidArgument, std::string(operation) + ": " + number_text(value) +
                                                 " is not a value of " +
                                                 std::string(to_string(dtype)));
   store(static_cast<T>(value), out);
 }
 
 }  // namespace
+
+std::string number_text(double value) {
+  char text[32];  // the longest shortest form, "-2.2250738585072014e-308", is 24
+  const std::to_chars_result written = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, written.ptr);
+}
 
 uint16_t f32_to_f16(float value) {
   const uint32_t bits = bits_of(value);

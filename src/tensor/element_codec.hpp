@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "hal/dtype.hpp"
 
@@ -25,5 +26,10 @@ uint16_t i64_to_bf16(int64_t value);
 void encode(double value, DType dtype, void* out, const char* operation);
 // Reads one element of `dtype`.
 double decode(DType dtype, const void* in);
+
+// The shortest text that reads back as `value` ("1e-07", "0.1", "1e+300", "inf"), for the
+// messages of the creation functions: std::to_string's six decimals showed 1e-7 as "0.000000"
+// and 1e300 as 301 digits.
+std::string number_text(double value);
 
 }  // namespace hal::tensor

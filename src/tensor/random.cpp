@@ -1,12 +1,16 @@
 // Random tensors from Philox4x32-10: the CPU runs philox.hpp in a host kernel on its thread
 // pool, devices with portable kernels run kernels/tensor/random.kernel, and any other device
 // gets the CPU's numbers uploaded. The draws are the same everywhere for the same seed.
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <optional>
 
 #include "core/program_kernels.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
+#include "tensor/element_codec.hpp"
 #include "tensor/extent.hpp"
 #include "tensor/philox.hpp"
 
@@ -84,9 +88,49 @@ void through_host(Distribution distribution, uint64_t seed, T a, T b, const Tens
   stream.keep_until_done(values);  // until the upload has run
 }
 
+// The range b for uniform draws a + u * b, u below 1 in steps of 2^-24 (f32) or 2^-53 (f64), that
+// keeps every draw below `high`: rounded, a + u * b can reach high itself (1e6 + 0.97 is 1e6 + 1
+// in f32). The largest u gives the largest draw, rounding being monotonic, whether a device fuses
+// the multiply-add or not; the largest range that keeps it below is found among the bit
+// patterns of the positive floats, which order them. std::nullopt where no range does: the
+// nearest T to low is not below high, so no T lies in [low, high).
 template <class T>
-Tensor random(Distribution distribution, const Shape& shape, DType dtype, uint64_t seed, double a,
-              double b, Stream& stream) {
+std::optional<T> range_below(T a, double low, double high) {
+  using Bits = std::conditional_t<std::is_same_v<T, double>, uint64_t, uint32_t>;
+  constexpr T kLargestUnit = T(1) - (std::is_same_v<T, double> ? T(0x1p-53) : T(0x1p-24));
+  const auto below_high = [&](T range) {
+    const T separate = a + kLargestUnit * range;
+    const T fused = std::fma(kLargestUnit, range, a);
+    return static_cast<double>(separate) < high && static_cast<double>(fused) < high;
+  };
+  const double wide = high - low;  // infinite where f32 cannot hold it
+  const T range = wide > std::numeric_limits<T>::max() ? std::numeric_limits<T>::infinity()
+                                                       : static_cast<T>(wide);
+  if (below_high(range)) return range;
+  if (!below_high(T(0))) return std::nullopt;
+  Bits fits = 0, too_far = std::bit_cast<Bits>(range);
+  while (too_far - fits > 1) {
+    const Bits middle = fits + (too_far - fits) / 2;
+    (below_high(std::bit_cast<T>(middle)) ? fits : too_far) = middle;
+  }
+  return std::bit_cast<T>(fits);
+}
+
+// `a` and `b` are low and high for uniform, mean and standard deviation for normal.
+template <class T>
+Tensor random(Distribution distribution, const char* operation, const Shape& shape, DType dtype,
+              uint64_t seed, double a, double b, Stream& stream) {
+  const T first = T(a);
+  T second = T(b);
+  if (distribution == Distribution::uniform) {
+    const std::optional<T> range = range_below<T>(first, a, b);
+    if (!range)
+      throw Error(ErrorCode::InvalidArgument, std::string(operation) + " of " + to_string(shape) +
+                                                  ": no " + std::string(to_string(dtype)) +
+                                                  " value lies in [" + tensor::number_text(a) +
+                                                  ", " + tensor::number_text(b) + ")");
+    second = *range;
+  }
   const Device device = stream.device();
   Tensor out = empty(shape, dtype, device);
   const auto n = static_cast<uint64_t>(out.numel());
@@ -94,27 +138,27 @@ Tensor random(Distribution distribution, const Shape& shape, DType dtype, uint64
   const uint64_t blocks = (n + kPerBlock<T> - 1) / kPerBlock<T>;
   const DeviceInfo& info = device.info();
   if (info.has_feature(feature::kHostKernels))
-    on_host_threads<T>(distribution, seed, T(a), T(b), out, blocks, stream);
+    on_host_threads<T>(distribution, seed, first, second, out, blocks, stream);
   else if (info.has_feature(feature::kPortableKernels) &&
            (std::is_same_v<T, float> || info.has_feature(feature::kFp64)))
-    with_kernel<T>(distribution, seed, T(a), T(b), out, blocks, stream);
+    with_kernel<T>(distribution, seed, first, second, out, blocks, stream);
   else
-    through_host<T>(distribution, seed, T(a), T(b), out, blocks, stream);
+    through_host<T>(distribution, seed, first, second, out, blocks, stream);
   return out;
 }
 
 Tensor random(Distribution distribution, const char* operation, const Shape& shape, DType dtype,
               uint64_t seed, double a, double b, Stream& stream) {
   if (!std::isfinite(a) || !std::isfinite(b))
-    throw Error(ErrorCode::InvalidArgument, std::string(operation) + " of " + to_string(shape) +
-                                                ": the parameters " + std::to_string(a) + " and " +
-                                                std::to_string(b) + " must be finite");
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(operation) + " of " + to_string(shape) + ": the parameters " +
+                    tensor::number_text(a) + " and " + tensor::number_text(b) + " must be finite");
   tensor::check_dtype(dtype, [&] { return std::string(operation) + " of " + to_string(shape); });
   switch (dtype) {
     case DType::f32:
-      return random<float>(distribution, shape, dtype, seed, a, b, stream);
+      return random<float>(distribution, operation, shape, dtype, seed, a, b, stream);
     case DType::f64:
-      return random<double>(distribution, shape, dtype, seed, a, b, stream);
+      return random<double>(distribution, operation, shape, dtype, seed, a, b, stream);
     default:
       throw Error(ErrorCode::Unsupported,
                   std::string(operation) + " of " + to_string(shape) + " on " +
@@ -129,9 +173,9 @@ Tensor uniform(const Shape& shape, DType dtype, uint64_t seed, Stream& stream, d
                double high) {
   if (!(low < high))
     throw Error(ErrorCode::InvalidArgument, "uniform of " + to_string(shape) + ": low " +
-                                                std::to_string(low) + " is not below high " +
-                                                std::to_string(high));
-  return random(Distribution::uniform, "uniform", shape, dtype, seed, low, high - low, stream);
+                                                tensor::number_text(low) + " is not below high " +
+                                                tensor::number_text(high));
+  return random(Distribution::uniform, "uniform", shape, dtype, seed, low, high, stream);
 }
 
 Tensor normal(const Shape& shape, DType dtype, uint64_t seed, Stream& stream, double mean,
@@ -139,7 +183,7 @@ Tensor normal(const Shape& shape, DType dtype, uint64_t seed, Stream& stream, do
   if (!(stddev >= 0))
     throw Error(ErrorCode::InvalidArgument, "normal of " + to_string(shape) +
                                                 ": the standard deviation " +
-                                                std::to_string(stddev) + " is negative");
+                                                tensor::number_text(stddev) + " is negative");
   return random(Distribution::normal, "normal", shape, dtype, seed, mean, stddev, stream);
 }
 

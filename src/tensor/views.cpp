@@ -177,6 +177,12 @@ Tensor Tensor::expand(const Shape& shape) const {
   if (shape.size() < shape_.size())
     throw Error(ErrorCode::InvalidArgument, what() + ": fewer dimensions than the tensor has");
   const size_t lead = shape.size() - shape_.size();
+  // A size below -1 first: the checks below would read it as a size to expand to.
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] < -1)
+      throw Error(ErrorCode::InvalidArgument, what() + ": size " + std::to_string(shape[i]) +
+                                                  " of dimension " + std::to_string(i) +
+                                                  " is negative (only -1 keeps a dimension)");
   Shape out_shape(shape.size()), out_strides(shape.size(), 0);
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i < lead) {

@@ -1,6 +1,7 @@
 // .npy files (hal/npy.hpp) against NumPy itself, their errors, and `hal run` end to end on one
 // of ONNX's test models: inputs from .npy, outputs written as .npy and checked against ONNX's
 // expected output.
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -168,6 +169,70 @@ TEST(Npy, BadFilesAreRefusedNamingTheFileAndWhatIsWrong) {
                {"odd.npy", "fortran_order"});
   const auto cut = file_with("cut.npy", "{'descr': '<f4', 'shape': (1,", 0);
   expect_error([&] { read_npy(cut, stream); }, ErrorCode::InvalidArgument, {"cut.npy", "header"});
+  // A structured dtype (np.zeros(2, dtype=[('x', '<f4'), ('y', '<i4')])): its descr is a list
+  // of fields, which the parser refused as "expected a string"; Unsupported, naming it.
+  const auto fields = file_with(
+      "fields.npy",
+      "{'descr': [('x', '<f4'), ('y', '<i4')], 'fortran_order': False, 'shape': (2,), }\n", 16);
+  expect_error([&] { read_npy(fields, stream); }, ErrorCode::Unsupported,
+               {"fields.npy", "[('x', '<f4'), ('y', '<i4')]", "structured"});
+  expect_error([&] { read_npy_info(fields); }, ErrorCode::Unsupported,
+               {"fields.npy", "structured"});
+  const auto nested = file_with("nested.npy",
+                                "{'descr': [('x', '<f4', (2,)), ('y]', [('a', '<i4')])], "
+                                "'fortran_order': False, 'shape': (1,), }\n",
+                                12);
+  expect_error([&] { read_npy(nested, stream); }, ErrorCode::Unsupported,
+               {"nested.npy", "[('x', '<f4', (2,)), ('y]', [('a', '<i4')])]"});
+  expect_error([&] { read_npy_strings(nested); }, ErrorCode::InvalidArgument,
+               {"nested.npy", "is not strings"});
+  const auto open_list =
+      file_with("open_list.npy", "{'descr': [('x', '<f4'), 'fortran_order': False}\n", 0);
+  expect_error([&] { read_npy(open_list, stream); }, ErrorCode::InvalidArgument,
+               {"open_list.npy", "a list does not end"});
+  // A shape of more elements than int64 counts: refused naming the file, as every other header
+  // fault is (numel's own message lacked it).
+  const auto huge = file_with(
+      "huge.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }\n",
+      0);
+  expect_error([&] { read_npy(huge, stream); }, ErrorCode::InvalidArgument,
+               {"huge.npy: shape [4611686018427387904, 4] has more elements than int64 can count"});
+  const auto huge_strings = file_with(
+      "huge_strings.npy",
+      "{'descr': '<U1', 'fortran_order': False, 'shape': (4611686018427387904, 4), }\n", 0);
+  expect_error([&] { read_npy_strings(huge_strings); }, ErrorCode::InvalidArgument,
+               {"huge_strings.npy: shape [4611686018427387904, 4] has more elements"});
+}
+
+// bf16, which NumPy has not, is written as f32 widened on the host from its bits: Vulkan, which
+// has no bf16 cast, refused write_npy of it.
+TEST(Npy, Bf16IsWrittenAsF32OnEveryDevice) {
+  const fs::path file = scratch_dir() / "bf16.npy";
+  // 1, -2.5, 2^-133 (a subnormal), the largest bf16, and 1 + 2^-7: exact in bf16 and in f32.
+  const std::vector<uint16_t> bits = {0x3f80, 0xc020, 0x0001, 0x7f7f, 0x3f81, 0x8000};
+  std::vector<float> want;
+  for (uint16_t b : bits) {
+    const uint32_t word = uint32_t{b} << 16;
+    float value;
+    std::memcpy(&value, &word, sizeof value);
+    want.push_back(value);
+  }
+  for (const Device& where : devices()) {
+    SCOPED_TRACE(where.id());
+    Stream stream = where.create_stream();
+    Stream cpu = device("cpu:0").create_stream();
+    const Tensor t = from_host(bits.data(), {2, 3}, DType::bf16, stream);
+    write_npy(file, t, stream);
+    const Tensor back = read_npy(file, cpu);
+    EXPECT_EQ(back.dtype(), DType::f32);
+    EXPECT_EQ(back.shape(), (Shape{2, 3}));
+    const std::vector<float> got = back.to_vector<float>(cpu);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+    // A strided view is written in its own (row-major) order.
+    write_npy(file, t.transpose(0, 1), stream);
+    EXPECT_EQ(read_npy(file, cpu).to_vector<float>(cpu),
+              (std::vector<float>{want[0], want[3], want[1], want[4], want[2], want[5]}));
+  }
 }
 
 TEST(Npy, StringsRoundTripAsNumPyUnicode) {

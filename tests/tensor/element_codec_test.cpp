@@ -64,5 +64,34 @@ TEST(ElementCodec, IntegersOutsideTheirTypeAreRefused) {
   EXPECT_EQ(out[0], 1);
 }
 
+// Numbers in messages are the shortest text that reads back as them: std::to_string printed six
+// decimals, so 1e-7 read "0.000000" and 1e300 printed 301 digits.
+TEST(ElementCodec, MessagesShowNumbersAsTheyWereGiven) {
+  EXPECT_EQ(number_text(1e-7), "1e-07");
+  EXPECT_EQ(number_text(0.1), "0.1");
+  EXPECT_EQ(number_text(-2.5), "-2.5");
+  EXPECT_EQ(number_text(300), "300");
+  EXPECT_EQ(number_text(1e300), "1e+300");
+  EXPECT_EQ(number_text(9007199254740993.0), "9007199254740992");
+  EXPECT_EQ(number_text(std::numeric_limits<double>::infinity()), "inf");
+  Stream stream = device("cpu:0").create_stream();
+  hal::test::expect_error([&] { full({1}, 1e-7, DType::i32, stream); }, ErrorCode::InvalidArgument,
+                          {"full: 1e-07 is not a value of i32"});
+  try {
+    full({1}, 1e300, DType::i64, stream);
+    ADD_FAILURE() << "full of 1e300 in i64 was not refused";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.message(), "full: 1e+300 is not a value of i64");
+  }
+  hal::test::expect_error([&] { arange(0, 1, 1e-30, DType::f32, stream); },
+                          ErrorCode::InvalidArgument, {"arange(0, 1, 1e-30): its "});
+  hal::test::expect_error([&] { arange(0, 1e-7, 1e-8, DType::i32, stream); },
+                          ErrorCode::InvalidArgument, {"arange: 1e-08 is not a value of i32"});
+  hal::test::expect_error([&] { uniform({2}, DType::f32, 0, stream, 1e-7, 1e-7); },
+                          ErrorCode::InvalidArgument, {"low 1e-07 is not below high 1e-07"});
+  hal::test::expect_error([&] { normal({2}, DType::f32, 0, stream, 0, -1e-9); },
+                          ErrorCode::InvalidArgument, {"standard deviation -1e-09 is negative"});
+}
+
 }  // namespace
 }  // namespace hal::tensor

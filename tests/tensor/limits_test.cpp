@@ -109,6 +109,36 @@ TEST(TensorLimits, ArangeCountsPastInt64AreRefused) {
                ErrorCode::InvalidArgument, {"inf elements"});
 }
 
+// Integer aranges are counted in integers: start + i * step in doubles rounded past 2^53
+// (2^53 - 2 + i gave 2^53 twice, and 2^60 + i was 2^60 for 127 of every 256 values).
+TEST(TensorLimits, ArangeOfIntegersPast2To53IsExact) {
+  Stream stream = cpu().create_stream();
+  constexpr int64_t k53 = int64_t{1} << 53, k60 = int64_t{1} << 60;
+  EXPECT_EQ(arange(9007199254740990.0, 9007199254740994.0, 1, DType::i64, stream)
+                .to_vector<int64_t>(stream),
+            (std::vector<int64_t>{k53 - 2, k53 - 1, k53, k53 + 1}));
+  EXPECT_EQ(
+      arange(-static_cast<double>(k53 - 2), -static_cast<double>(k53 + 2), -1, DType::i64, stream)
+          .to_vector<int64_t>(stream),
+      (std::vector<int64_t>{-(k53 - 2), -(k53 - 1), -k53, -(k53 + 1)}));
+  const std::vector<int64_t> run =
+      arange(static_cast<double>(k60), static_cast<double>(k60 + 512), 1, DType::i64, stream)
+          .to_vector<int64_t>(stream);
+  ASSERT_EQ(run.size(), 512u);
+  for (int64_t i = 0; i < 512; ++i) ASSERT_EQ(run[static_cast<size_t>(i)], k60 + i) << i;
+  // A fractional end bounds integers as its ceiling (its floor stepping down).
+  EXPECT_EQ(arange(0, 2.5, 1, DType::i64, stream).to_vector<int64_t>(stream),
+            (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(arange(3, -0.5, -2, DType::i32, stream).to_vector<int32_t>(stream),
+            (std::vector<int32_t>{3, 1}));
+  EXPECT_EQ(arange(5, 5, 1, DType::i64, stream).numel(), 0);
+  // A value past the dtype is refused, i64's own bound too.
+  expect_error([&] { arange(120, 131, 5, DType::i8, stream); }, ErrorCode::InvalidArgument,
+               {"arange: 130 is not a value of i8"});
+  expect_error([&] { arange(0x1p63 - 1024, 0x1p63 + 2048, 1024, DType::i64, stream); },
+               ErrorCode::InvalidArgument, {"arange: 9223372036854775808 is not a value of i64"});
+}
+
 TEST(TensorLimits, SliceWithExtremeBoundsAndStepCountsLikePython) {
   const Tensor t = empty({8, 3}, DType::f32, cpu());
   // Python: list(range(8))[-2**63 : 2**63 - 1 : 2**63 - 1] == [0]

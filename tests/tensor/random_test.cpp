@@ -86,6 +86,35 @@ TEST_P(RandomSuite, NormalDrawsFollowTheHostsAndTheDistribution) {
   for (uint64_t i = 0; i < 4; ++i) EXPECT_NEAR(shifted[i], 10.0 + 0.5 * got[i], 1e-4);
 }
 
+// low + u * (high - low) rounds up to high itself where high's ulp is coarse: in f32 about 3% of
+// draws in [1e6, 1e6 + 1) (ulp 0.0625) were 1e6 + 1. The range is shortened so none is.
+TEST_P(RandomSuite, UniformDrawsStayBelowHigh) {
+  const std::vector<float> f32 =
+      uniform({4096}, DType::f32, 11, stream, 1e6, 1e6 + 1).to_vector<float>(stream);
+  const float below = std::nextafter(1e6f + 1, 0.0f);
+  float largest = 0;
+  for (float x : f32) {
+    ASSERT_GE(x, 1e6f);
+    ASSERT_LT(x, 1e6f + 1) << "on " << id();
+    largest = std::max(largest, x);
+  }
+  EXPECT_EQ(largest, below) << "the range is shortened no more than it must be";
+  const std::vector<float> unit =
+      uniform({4096}, DType::f32, 11, stream, 1.0, 2.0).to_vector<float>(stream);
+  for (float x : unit) ASSERT_LT(x, 2.0f) << "on " << id();
+  // f64 in [1e15, 1e15 + 1) (ulp 0.125): 6% were 1e15 + 1.
+  const std::vector<double> f64 =
+      uniform({4096}, DType::f64, 11, stream, 1e15, 1e15 + 1).to_vector<double>(stream);
+  for (double x : f64) {
+    ASSERT_GE(x, 1e15);
+    ASSERT_LT(x, 1e15 + 1) << "on " << id();
+  }
+  // No f32 lies in [1e8 + 5, 1e8 + 6): refused, not filled with 1e8 + 8.
+  expect_error([&] { uniform({2}, DType::f32, 1, stream, 1e8 + 5, 1e8 + 6); },
+               ErrorCode::InvalidArgument,
+               {"uniform of [2]: no f32 value lies in [100000005, 100000006)"});
+}
+
 TEST_P(RandomSuite, BadRequestsAreRefused) {
   expect_error([&] { uniform({3}, DType::i32, 1, stream); }, ErrorCode::Unsupported,
                {"uniform", id(), "i32"});

@@ -104,6 +104,23 @@ TEST(TensorViews, ExpandBroadcastsSizeOneDimensions) {
       ErrorCode::InvalidArgument, {"expand", "dimension 0 has size 3"});
   hal::test::expect_error([&] { column.expand({4}); }, ErrorCode::InvalidArgument,
                           {"fewer dimensions"});
+  // A size below -1 is negative, not a size that dimension 0 (of size 1) cannot expand to.
+  hal::test::expect_error(
+      [&] {
+        blank({1, 3}).expand({-2, 3});
+      },
+      ErrorCode::InvalidArgument,
+      {"size -2 of dimension 0 is negative (only -1 keeps a dimension)"});
+  hal::test::expect_error(
+      [&] {
+        column.expand({-5, 3, 1});
+      },
+      ErrorCode::InvalidArgument, {"size -5 of dimension 0 is negative"});
+  hal::test::expect_error(
+      [&] {
+        column.expand({-1, 3, 1});
+      },
+      ErrorCode::InvalidArgument, {"new dimension 0 cannot be -1"});
 }
 
 TEST(TensorViews, SqueezeAndUnsqueeze) {
