@@ -127,18 +127,23 @@ TEST(Sequential, EqualSidesAreCalledEquivalent) {
   EXPECT_GE(equivalent, 18);
 }
 
-TEST(Sequential, StopsWhenTimeRunsOutAndSaysWhatIsMissing) {
-  const ev::SequentialDesign design = quick_design();
-  Timer timer(77, 0.05);
-  int pairs = 0;
-  const ev::SequentialRun run = ev::run_sequential(
+// A run of 1 ms against 1.01 ms timings (5 % noise) whose time runs out after `pairs` pairs.
+ev::SequentialRun run_for_pairs(const ev::SequentialDesign& design, uint64_t seed, int pairs) {
+  Timer timer(seed, 0.05);
+  int drawn = 0;
+  return ev::run_sequential(
       design,
       [&](std::vector<double>& a, std::vector<double>& b) {
         a.push_back(timer.draw(1e-3));
         b.push_back(timer.draw(1.01e-3));
-        ++pairs;
+        ++drawn;
       },
-      [&] { return pairs < 15; }, 1000);
+      [&] { return drawn < pairs; }, 1000);
+}
+
+TEST(Sequential, StopsWhenTimeRunsOutAndSaysWhatIsMissing) {
+  const ev::SequentialDesign design = quick_design();
+  const ev::SequentialRun run = run_for_pairs(design, 77, 15);
   EXPECT_EQ(run.a.size(), 15u);
   EXPECT_EQ(run.analysis.look, 2);
   ASSERT_EQ(run.analysis.decision, ev::Decision::undecided);
@@ -161,16 +166,7 @@ TEST(Sequential, StopsWhenTimeRunsOutAndSaysWhatIsMissing) {
 // were analysed once, at their own level. It analysed them again at the next look's level.
 TEST(Sequential, TimeOutRightAfterALookKeepsThatLook) {
   const ev::SequentialDesign design = quick_design();  // looks at 10, 20, 40, ... per side
-  Timer timer(78, 0.05);
-  int pairs = 0;
-  const ev::SequentialRun run = ev::run_sequential(
-      design,
-      [&](std::vector<double>& a, std::vector<double>& b) {
-        a.push_back(timer.draw(1e-3));
-        b.push_back(timer.draw(1.01e-3));
-        ++pairs;
-      },
-      [&] { return pairs < 20; }, 1000);
+  const ev::SequentialRun run = run_for_pairs(design, 78, 20);
   ASSERT_EQ(run.analysis.decision, ev::Decision::undecided);
   EXPECT_EQ(run.analysis.look, 2);
   EXPECT_EQ(run.analysis.n_a, 20u);
