@@ -82,8 +82,10 @@ double Timestamp::nanoseconds() const {
 }
 
 double VulkanEvent::elapsed_ms_since(const EventImpl& start) const {
-  const auto* begin = dynamic_cast<const TimelineFence*>(start.fence().get());
-  const auto* end = dynamic_cast<const TimelineFence*>(fence().get());
+  // Held here: recorded again by another thread, the event lets go of the fence it had.
+  const std::shared_ptr<HostFence> begin_fence = start.fence(), end_fence = fence();
+  const auto* begin = dynamic_cast<const TimelineFence*>(begin_fence.get());
+  const auto* end = dynamic_cast<const TimelineFence*>(end_fence.get());
   // Event::elapsed_ms found both complete, but either may have been recorded again since: its
   // new fence's clock is not written yet.
   if (begin && end && (!begin->ready() || !end->ready()))
