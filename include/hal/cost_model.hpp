@@ -36,7 +36,8 @@ struct PerformanceFigures {
   double host_to_device_gbps = 0;
   double device_to_host_gbps = 0;
   double launch_latency_us = 0;
-  // measured: from a calibration; estimated: from stated peaks; unknown: neither.
+  // measured: every figure from a calibration; estimated: from stated peaks, all or some (a
+  // calibration's gaps filled from them); unknown: neither.
   Provenance provenance = Provenance::unknown;
 };
 

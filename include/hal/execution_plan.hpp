@@ -7,11 +7,13 @@
 //   auto outputs = hal::run_planned(model, plan, inputs);   // each node on its planned device
 //
 // Placement, node by node in order: each candidate device that runs the node's kernels in its
-// dtype and can hold the node's values (each within its largest allocation, together within its
-// memory) is priced by the cost model (the node's arithmetic and bytes, plus copying in the
-// inputs that live elsewhere and were not copied there before); the cheapest wins. A node no
-// candidate can run goes to cpu:0, and a node that fails as unsupported when run falls back to
-// cpu:0 there; both record the reason.
+// dtype and can hold the node's values (each within its largest allocation, together with the
+// values alive there already within its memory or its allocator's limit) is priced by the cost
+// model (the node's arithmetic and bytes, plus copying in the values it reads that live
+// elsewhere and were not copied there before); the cheapest wins, a price with every figure
+// known before one with gaps (a lower bound), as device selection ranks. A node no candidate can
+// run or hold goes to cpu:0 as the last resort, and a node that fails as unsupported when run
+// falls back to cpu:0 there; both record the reason.
 #pragma once
 
 #include <cstdint>
@@ -46,10 +48,12 @@ struct PlannedTransfer {
   std::string value;  // the tensor that moves
   std::string from, to;
   int64_t bytes = 0;
-  double predicted_us = 0;
+  double predicted_us = 0;  // NaN where a device lacks a copy figure (not free)
 };
 
-// Memory of one device's values over the run, in bytes.
+// Memory of one device's values over the run, in bytes: each value from the node that makes or
+// first moves it there to its last reader on any device (a copy is made from it), as the
+// executor keeps it; initializers for the whole run.
 struct PlannedMemory {
   std::string device;
   // Every value placed at an offset of one arena, two values sharing bytes only when their
@@ -66,14 +70,14 @@ struct ExecutionPlan {
   std::vector<PlannedMemory> memory;  // per device used
   int64_t peak_bytes = 0;             // summed over the devices
   int64_t lower_bound_bytes = 0;
-  double predicted_us = 0;  // nodes and transfers, one after another
+  double predicted_us = 0;  // nodes and transfers, one after another (those of known time)
   // Values whose size shape inference could not give (counted as 0 bytes in the memory plan).
   std::vector<std::string> unknown_shapes;
   std::map<std::string, int64_t> bindings;  // symbolic dimension -> the size planned for
 };
 
-// Plans `model` (InvalidArgument for an unknown input name in `input_shapes`, a device ID that
-// is not there, or a shape of the wrong rank; NotFound for an unknown device).
+// Plans `model` (InvalidArgument for an unknown input name in `input_shapes` or a shape of the
+// wrong rank; NotFound for a device ID that is not there).
 ExecutionPlan plan_model(const Model& model, const PlanOptions& options = {});
 
 // The nodes that ran somewhere else than planned, and why (a device that turned out unable
@@ -84,7 +88,9 @@ struct PlannedRun {
 };
 
 // Runs `model` with each node on its planned device: inputs may live on any device and move
-// where their readers run; outputs stay where they were made. Waits for every device used.
+// where their readers run; outputs stay where they were made. It first waits for the devices
+// holding the inputs (Device::synchronize: the work that makes them may be on any stream), and
+// at the end for every device used.
 PlannedRun run_planned(const Model& model, const ExecutionPlan& plan,
                        const std::map<std::string, Tensor>& inputs);
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <variant>
 
+#include "model/onnx_dtype.hpp"
+
 namespace hal::model {
 namespace {
 
@@ -55,8 +57,6 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"Atanh", {"atanh"}},
       {"AveragePool", {"mean"}},
       {"BatchNormalization", {"mul", "add", "rsqrt"}},
-      {"Cast", {"cast"}},
-      {"CastLike", {"cast"}},
       {"Ceil", {"ceil"}},
       {"Clip", {"maximum", "minimum"}},
       {"Conv", {"matmul", "add"}},
@@ -137,7 +137,8 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"ReduceL1", {"sum", "abs"}},
       {"ReduceL2", {"sum", "sqrt"}},
       {"ReduceLogSum", {{"sum"}, {"log"}}},
-      {"ReduceLogSumExp", {"sum", "exp", "log"}},
+      // The max shifts the exponents; eq and where keep an infinite max out of it.
+      {"ReduceLogSumExp", {"max", "sub", "eq", "where", "exp", "sum", "log", "add"}},
       {"ReduceMax", {"max"}},
       {"ReduceMean", {"mean"}},
       {"ReduceMin", {"min"}},
@@ -171,6 +172,8 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
         {"where", DType::boolean},
         {"cast", DType::boolean},
         {"argmax", DType::i32},
+        {"max", DType::i32},  // largest=0 over floats: whether a number is left before NaN
+        {"gt", DType::i32},
         {"eq", DType::i64}}},
       {"Trilu", {{"sub", DType::i64}, {"ge", DType::i64}, {"le", DType::i64}, {"where"}}},
       {"Where", {"where"}},
@@ -202,8 +205,23 @@ T attribute(const Node& node, std::string_view name, T fallback) {
 
 // The ops whose kernels follow an attribute: a scatter's reduction ("none" only copies rows),
 // a resize's mode (nearest only picks elements), Mod's fmod (C's sign needs no compares).
-std::optional<Kernels> attribute_kernels(const Node& node) {
+std::optional<Kernels> attribute_kernels(const Node& node, const ValueTypes* types) {
   const std::string& op = node.op_type;
+  // One kernel converts both ways: it must take the target dtype too (`to`; CastLike's second
+  // input's), which the node's input dtype does not tell.
+  if (op == "Cast" || op == "CastLike") {
+    Kernels kernels{"cast"};
+    std::optional<DType> target;
+    if (op == "Cast") {
+      target = dtype_from_onnx(static_cast<int32_t>(attribute<int64_t>(node, "to", 0)));
+    } else if (types && node.inputs.size() > 1) {
+      if (const auto found = types->find(node.inputs[1]);
+          found != types->end() && !found->second.strings)
+        target = found->second.dtype;
+    }
+    if (target) kernels.push_back({"cast", *target});
+    return kernels;
+  }
   if (op == "Scatter" || op == "ScatterElements" || op == "ScatterND") {
     const std::string reduction = attribute<std::string>(node, "reduction", "none");
     if (reduction == "add") return Kernels{"add"};
@@ -236,10 +254,10 @@ void add_unique(Kernels& kernels, const NodeKernel& kernel) {
 }
 
 // A device without the fused kernel runs the chain's nodes: it needs every one's kernels.
-std::optional<Kernels> chain_kernels(const ElementwiseChain& chain) {
+std::optional<Kernels> chain_kernels(const ElementwiseChain& chain, const ValueTypes* types) {
   Kernels out;
   for (const Node& step : chain.nodes) {
-    const std::optional<Kernels> kernels = node_kernels(step);
+    const std::optional<Kernels> kernels = node_kernels(step, types);
     if (!kernels) return std::nullopt;
     for (const NodeKernel& kernel : *kernels) add_unique(out, kernel);
   }
@@ -318,9 +336,9 @@ double einsum_flops(const Node& node, const ValueTypes& types) {
 
 }  // namespace
 
-std::optional<std::vector<NodeKernel>> node_kernels(const Node& node) {
-  if (node.chain) return chain_kernels(*node.chain);
-  std::optional<Kernels> kernels = attribute_kernels(node);
+std::optional<std::vector<NodeKernel>> node_kernels(const Node& node, const ValueTypes* types) {
+  if (node.chain) return chain_kernels(*node.chain, types);
+  std::optional<Kernels> kernels = attribute_kernels(node, types);
   if (!kernels) {
     if (const auto found = kernel_table().find(node.op_type); found != kernel_table().end())
       kernels = found->second;

@@ -27,7 +27,9 @@ struct NodeKernel {
 // The kernels the node's implementation needs: empty for the ops that only move data (views,
 // copies, values read to the host and back), which every device does; nothing for an op the
 // planner does not know, which may need any kernel (only a device that runs them all takes it).
-std::optional<std::vector<NodeKernel>> node_kernels(const Node& node);
+// `types`, where given, tells what the attributes do not (CastLike's target dtype).
+std::optional<std::vector<NodeKernel>> node_kernels(const Node& node,
+                                                    const ValueTypes* types = nullptr);
 
 // The node's arithmetic (matmul-like ops: 2 flops per multiply-add; others one per output
 // element), the bytes it reads and writes, one launch. Values of unknown shape count 0.

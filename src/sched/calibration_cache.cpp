@@ -42,6 +42,17 @@ Memo& memo() {
 // Products are timed at sizes up to a few thousand; 2^20 is a 4 TiB f32 matrix, past any device.
 constexpr double kMaxMatmulSize = 1 << 20;
 
+// A measured figure: finite and >= 0, 0 where it was not measured (calibrate leaves what a
+// device cannot do at 0). A negative or infinite one (a hand-edited or damaged file) would price
+// the device's work as free, so that it wins every choice: the entry is refused, naming it.
+double figure(const nlohmann::json& json, const std::string& field, const std::string& where = "") {
+  const nlohmann::json& value = json.at(field);
+  const double number = value.is_number() ? value.get<double>() : -1;
+  if (!(number >= 0 && std::isfinite(number)))
+    throw std::runtime_error(where + field + " " + value.dump() + " is not a finite number >= 0");
+  return number;
+}
+
 // Entry `i` of a cached "matmul" list. get<int64_t>() of 1e30 is undefined behaviour and of 2.5
 // silently 2: the size is checked as a number first.
 MatmulFigure matmul_figure(const nlohmann::json& entry, size_t i) {
@@ -55,10 +66,7 @@ MatmulFigure matmul_figure(const nlohmann::json& entry, size_t i) {
   if (!(n >= 1 && n <= kMaxMatmulSize && n == std::floor(n)))
     throw std::runtime_error(field + "size " + size.dump() + " is not a whole number from 1 to " +
                              std::to_string(static_cast<int64_t>(kMaxMatmulSize)));
-  const nlohmann::json& gflops = entry.at("gflops");
-  if (!gflops.is_number() || !(gflops.get<double>() >= 0))
-    throw std::runtime_error(field + "gflops " + gflops.dump() + " is not a number >= 0");
-  return {*dtype, static_cast<int64_t>(n), gflops.get<double>()};
+  return {*dtype, static_cast<int64_t>(n), figure(entry, "gflops", field)};
 }
 
 std::optional<Calibration> parse(const std::string& text, std::string& problem) {
@@ -72,10 +80,10 @@ std::optional<Calibration> parse(const std::string& text, std::string& problem) 
     c.device_id = json.at("device").get<std::string>();
     c.uuid = json.at("uuid").get<std::string>();
     c.driver_version = json.at("driver_version").get<std::string>();
-    c.host_to_device_gbps = json.at("host_to_device_gbps").get<double>();
-    c.device_to_host_gbps = json.at("device_to_host_gbps").get<double>();
-    c.device_bandwidth_gbps = json.at("device_bandwidth_gbps").get<double>();
-    c.launch_latency_us = json.at("launch_latency_us").get<double>();
+    c.host_to_device_gbps = figure(json, "host_to_device_gbps");
+    c.device_to_host_gbps = figure(json, "device_to_host_gbps");
+    c.device_bandwidth_gbps = figure(json, "device_bandwidth_gbps");
+    c.launch_latency_us = figure(json, "launch_latency_us");
     c.seconds = json.at("seconds").get<double>();
     c.measured_at = json.at("measured_at").get<std::string>();
     c.quick = json.value("quick", false);

@@ -35,11 +35,17 @@ PerformanceFigures performance_figures(const Device& device, DType dtype, double
     figures.launch_latency_us = calibration->launch_latency_us;
     figures.provenance = Provenance::measured;
     // A figure the calibration could not measure falls back to the stated peak, one by one: a
-    // missing one would count as free (Estimate::unknown) and flatter the device.
+    // missing one would count as free (Estimate::unknown) and flatter the device. The figures
+    // are then no longer all measured: they say so, as estimated.
     const PeakFigures& peak = device.info().peak;
-    if (figures.gflops <= 0) figures.gflops = peak.f32_gflops;
-    if (figures.bandwidth_gbps <= 0) figures.bandwidth_gbps = peak.bandwidth_gbps;
-    if (figures.launch_latency_us <= 0) figures.launch_latency_us = peak.launch_latency_us;
+    const auto or_peak = [&](double& figure, double stated) {
+      if (figure > 0 || stated <= 0) return;
+      figure = stated;
+      figures.provenance = Provenance::estimated;
+    };
+    or_peak(figures.gflops, peak.f32_gflops);
+    or_peak(figures.bandwidth_gbps, peak.bandwidth_gbps);
+    or_peak(figures.launch_latency_us, peak.launch_latency_us);
     return figures;
   }
   const PeakFigures& peak = device.info().peak;

@@ -2,18 +2,24 @@
 // automatic (a node a device cannot run goes to cpu:0, saying why), constants folded at load
 // and shapes resolved while planning, planned runs checked against a run on cpu:0, and the
 // errors for plans that do not fit.
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <future>
 #include <random>
 
+#include "hal/calibration.hpp"
 #include "hal/execution_plan.hpp"
 #include "hal/model.hpp"
 #include "hal/ops.hpp"
 #include "model/memory_plan.hpp"
 #include "model/node_cost.hpp"
+#include "model/onnx_dtype.hpp"
 #include "model/onnx_ops.hpp"
 #include "model_builder.hpp"
 #include "one_node_model.hpp"
+#include "sched/calibration_store.hpp"
 #include "test_main.hpp"
 #include "test_util.hpp"
 
@@ -459,6 +465,264 @@ TEST(Plan, AnIntegerMatMulCostsWhatAMatMulDoes) {
   types["b"] = {DType::u8, {1024, 1024}, true};
   types["y"] = {DType::i32, {1024, 1024}, true};
   EXPECT_DOUBLE_EQ(model::node_workload(node, types).flops, 2.0 * 1024 * 1024 * 1024);
+}
+
+// A device's calibration as the cache would give it: `gflops` for f32 products, `copy_gbps`
+// each way (0: not measured).
+void calibrate_as(const Device& device, double gflops, double gbps, double copy_gbps,
+                  double launch_us) {
+  Calibration c;
+  c.device_id = device.id();
+  c.uuid = device.info().uuid;
+  c.driver_version = device.info().driver_version;
+  c.device_bandwidth_gbps = gbps;
+  c.host_to_device_gbps = copy_gbps;
+  c.device_to_host_gbps = copy_gbps;
+  c.launch_latency_us = launch_us;
+  c.matmul = {{DType::f32, 128, gflops}};
+  c.measured_at = "2026-01-01T00:00:00Z";
+  hal::detail::store_calibration(device, c);
+}
+
+// A price with gaps is a lower bound: a copy to a device without copy figures cost nothing, so
+// a device calibrated but for its copies won over one with every figure, however slow. A
+// complete price now ranks first (as `hal select` ranks), and a copy of unknown time says so.
+TEST(Plan, ADeviceLackingFiguresRanksAfterOneWithEveryFigure) {
+  const auto sims = backend_devices("sim");
+  if (sims.empty()) GTEST_SKIP() << backend_reason("sim");
+  const std::string sim = sims[0].id();
+  ScopedCacheDir cache("plan");
+  calibrate_as(device("cpu:0"), 1, 1, 1, 1000);  // slow, every figure
+  calibrate_as(sims[0], 1e6, 1e4, 0, 0.1);       // fast, its copies not measured
+  ModelBuilder builder(13);
+  builder.input("x", TensorProto::FLOAT, {"256"}).output("y", TensorProto::FLOAT, {"256"});
+  builder.node("Relu", {"x"}, {"y"}, "relu");
+  const Model model = load_onnx_bytes(builder.bytes(), "gaps");
+  const PlanOptions both = options("auto", {}, 1, {sim, "cpu:0"});
+  const PlannedNode relu = plan_model(model, both).nodes.at(0);
+  EXPECT_EQ(relu.device, "cpu:0") << relu.reason;
+  EXPECT_NE(relu.reason.find(sim + " at least "), std::string::npos) << relu.reason;
+  EXPECT_NE(relu.reason.find("(no figure for " + sim + " host_to_device_bandwidth)"),
+            std::string::npos)
+      << relu.reason;
+  const ExecutionPlan pinned = plan_model(model, options(sim));
+  ASSERT_EQ(pinned.transfers.size(), 1u);
+  EXPECT_EQ(pinned.transfers[0].value, "x");
+  EXPECT_TRUE(std::isnan(pinned.transfers[0].predicted_us)) << pinned.transfers[0].predicted_us;
+
+  calibrate_as(sims[0], 1e6, 1e4, 1e3, 0.1);  // its copies measured: now it is cheaper
+  EXPECT_EQ(plan_model(model, both).nodes.at(0).device, sim);
+}
+
+// Each node's values were checked against the device's memory alone, never with the values
+// already alive there: five 4 MiB results of one 4 MiB input were all planned on a device that
+// may hold 16 MiB. A node that would take the device past its memory (or its allocator's
+// limit) now goes elsewhere, saying so.
+TEST(Plan, TheValuesAliveOnADeviceCountAgainstItsMemory) {
+  const auto sims = backend_devices("sim");
+  if (sims.empty()) GTEST_SKIP() << backend_reason("sim");
+  const std::string sim = sims[0].id();
+  Allocator& allocator = sims[0].allocator();
+  struct Restore {
+    Allocator& allocator;
+    uint64_t limit;
+    ~Restore() { allocator.set_limit(limit); }
+  } restore{allocator, allocator.config().limit_bytes};
+  allocator.set_limit(16 << 20);
+  ModelBuilder builder(13);
+  builder.input("x", TensorProto::FLOAT, {"1048576"});  // 4 MiB, as each result
+  for (int k = 0; k < 5; ++k) {
+    const std::string y = "y" + std::to_string(k);
+    builder.output(y, TensorProto::FLOAT, {"1048576"});
+    builder.node("Relu", {"x"}, {y}, "relu" + std::to_string(k));
+  }
+  const Model model = load_onnx_bytes(builder.bytes(), "many");
+  const ExecutionPlan plan = plan_model(model, options(sim));
+  ASSERT_EQ(plan.nodes.size(), 5u);
+  for (size_t k = 0; k < 3; ++k) EXPECT_EQ(plan.nodes[k].device, sim) << plan.nodes[k].reason;
+  for (size_t k = 3; k < 5; ++k) {
+    EXPECT_EQ(plan.nodes[k].device, "cpu:0") << k;
+    EXPECT_EQ(plan.nodes[k].reason,
+              sim +
+                  " is limited to 16.0 MiB by its allocator, the node's values with the 16.0 MiB "
+                  "alive there take 20.0 MiB; cpu:0 runs it, the last resort");
+  }
+}
+
+// The memory plan freed a value on the device that made it at its last reader there, though a
+// reader on another device still had it copied from there: a made on sim, read by Erf on cpu:0
+// at the last step, is alive on sim while b and c are made.
+TEST(Plan, AValueStaysWhereItWasMadeUntilItIsCopiedAway) {
+  const auto sims = backend_devices("sim");
+  if (sims.empty()) GTEST_SKIP() << backend_reason("sim");
+  const std::string sim = sims[0].id();
+  if (supports_op(sims[0], "erf", DType::f32)) GTEST_SKIP() << sim << " runs erf";
+  ModelBuilder builder(13);
+  builder.input("x", TensorProto::FLOAT, {"1024"});
+  builder.output("c", TensorProto::FLOAT, {"1024"}).output("d", TensorProto::FLOAT, {"1024"});
+  builder.node("Softmax", {"x"}, {"a"}, "a");
+  builder.node("Softmax", {"x"}, {"b"}, "b");
+  builder.node("Softmax", {"b"}, {"c"}, "c");
+  builder.node("Erf", {"a"}, {"d"}, "d");
+  const Model model = load_onnx_bytes(builder.bytes(), "lifetimes");
+  const ExecutionPlan plan = plan_model(model, options(sim));
+  ASSERT_EQ(plan.nodes.size(), 4u);
+  EXPECT_EQ(plan.nodes[3].device, "cpu:0");
+  bool found = false;
+  for (const PlannedMemory& memory : plan.memory) {
+    if (memory.device != sim) continue;
+    found = true;
+    EXPECT_EQ(memory.lower_bound_bytes, 3 * 4096) << "a, b and c at step 2";
+    EXPECT_GE(memory.peak_bytes, memory.lower_bound_bytes);
+  }
+  EXPECT_TRUE(found);
+}
+
+// run_planned reads its inputs on streams of its own: an input still being made on the
+// caller's stream was read before it was (zeros on OpenCL and Vulkan, some runs). It now waits
+// for the work that makes its inputs.
+TEST(Plan, APlannedRunWaitsForTheWorkThatMakesItsInputs) {
+  ModelBuilder builder(13);
+  builder.input("x", TensorProto::FLOAT, {"4"}).output("y", TensorProto::FLOAT, {"4"});
+  builder.node("Relu", {"x"}, {"y"}, "relu");
+  const Model model = load_onnx_bytes(builder.bytes(), "waits");
+  const ExecutionPlan plan = plan_model(model, options("cpu:0"));
+  Stream caller = device("cpu:0").create_stream();
+  const Tensor x = full({4}, -1.0, DType::f32, caller);
+  caller.synchronize();
+  Gate gate;
+  caller.host_callback(gate.hold());
+  const std::vector<float> twos(4, 2.0f);
+  caller.copy_from_host(x.storage(), twos.data(), twos.size() * sizeof(float));  // held
+  auto run = std::async(std::launch::async, [&] { return run_planned(model, plan, {{"x", x}}); });
+  EXPECT_EQ(run.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout)
+      << "the run did not wait for x";
+  gate.open();
+  const PlannedRun result = run.get();
+  Stream out = device("cpu:0").create_stream();
+  EXPECT_EQ(result.outputs.at("y").to_vector<float>(out), twos);
+}
+
+// Values an If reads from outside (in its branches) were moved to its device but neither
+// priced nor listed: a made on cpu:0 (the simulator lacks erf) is copied to the If on sim.
+TEST(Plan, ValuesASubgraphReadsFromOutsideAreTransfers) {
+  const auto sims = backend_devices("sim");
+  if (sims.empty()) GTEST_SKIP() << backend_reason("sim");
+  const std::string sim = sims[0].id();
+  if (supports_op(sims[0], "erf", DType::f32)) GTEST_SKIP() << sim << " runs erf";
+  ModelBuilder builder(13);
+  builder.input("x", TensorProto::FLOAT, {"4"}).input("cond", TensorProto::BOOL, {});
+  builder.output("y", TensorProto::FLOAT, {"4"});
+  builder.node("Erf", {"x"}, {"a"}, "erf");
+  auto& branch = builder.node("If", {"cond"}, {"y"}, "if");
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto* attribute = branch.add_attribute();
+    attribute->set_name(name);
+    attribute->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto& graph = *attribute->mutable_g();
+    graph.set_name(name);
+    const std::string out = std::string(name) + "_y";
+    onnx::NodeProto& node = *graph.add_node();
+    node.set_op_type(std::string(name) == "then_branch" ? "Neg" : "Abs");
+    node.add_input("a");  // the outer value
+    node.add_output(out);
+    onnx::ValueInfoProto& output = *graph.add_output();
+    output.set_name(out);
+    auto* type = output.mutable_type()->mutable_tensor_type();
+    type->set_elem_type(TensorProto::FLOAT);
+    type->mutable_shape()->add_dim()->set_dim_value(4);
+  }
+  const Model model = load_onnx_bytes(builder.bytes(), "captured");
+  const ExecutionPlan plan = plan_model(model, options(sim));
+  ASSERT_EQ(plan.nodes.size(), 2u);
+  EXPECT_EQ(plan.nodes[0].device, "cpu:0");
+  EXPECT_EQ(plan.nodes[1].device, sim);
+  bool moved = false;
+  for (const PlannedTransfer& transfer : plan.transfers)
+    if (transfer.value == "a") {
+      moved = true;
+      EXPECT_EQ(transfer.from, "cpu:0");
+      EXPECT_EQ(transfer.to, sim);
+      EXPECT_EQ(transfer.bytes, 16);
+    }
+  EXPECT_TRUE(moved) << "a is not among the transfers";
+
+  Stream cpu = device("cpu:0").create_stream();
+  const Tensor x = from_vector<float>({-1, 0, 0.5f, 2}, {4}, cpu);
+  const uint8_t yes = 1;
+  const Tensor cond = from_host(&yes, {}, DType::boolean, cpu);
+  const auto expected = model.run({{"x", x}, {"cond", cond}}, cpu).at("y").to_vector<float>(cpu);
+  const PlannedRun run = run_planned(model, plan, {{"x", x}, {"cond", cond}});
+  Stream out = run.outputs.at("y").device().create_stream();
+  EXPECT_EQ(run.outputs.at("y").to_vector<float>(out), expected);
+}
+
+// The kernel table missed kernels, so that a node placed on a device lacking one fell back to
+// cpu:0 when run: Cast's target dtype (f32 to bf16 on Vulkan), ReduceLogSumExp's max, eq and
+// where (the simulator has no eq), TopK's i32 max and gt (Vulkan's max takes floats only). On
+// every device here, each case is planned there or on cpu:0 and runs where it is planned.
+TEST(Plan, ANodePlannedOnADeviceRunsThere) {
+  const auto needs = [](const model::Node& node, model::NodeKernel kernel,
+                        const model::ValueTypes* types = nullptr) {
+    const auto kernels = model::node_kernels(node, types);
+    return kernels && std::find(kernels->begin(), kernels->end(), kernel) != kernels->end();
+  };
+  model::Node cast;
+  cast.op_type = "Cast";
+  cast.attributes["to"] = int64_t{TensorProto::BFLOAT16};
+  EXPECT_TRUE(needs(cast, {"cast", DType::bf16}));
+  model::Node cast_like;
+  cast_like.op_type = "CastLike";
+  cast_like.inputs = {"x", "like"};
+  const model::ValueTypes types{{"like", {DType::f16, {1}, true}}};
+  EXPECT_TRUE(needs(cast_like, {"cast", DType::f16}, &types));
+  model::Node top_k;
+  top_k.op_type = "TopK";
+  EXPECT_TRUE(needs(top_k, {"max", DType::i32}));
+  model::Node log_sum_exp;
+  log_sum_exp.op_type = "ReduceLogSumExp";
+  EXPECT_TRUE(needs(log_sum_exp, {"eq"}));
+
+  constexpr int32_t kF32 = TensorProto::FLOAT, kI64 = TensorProto::INT64;
+  struct Case {
+    std::string op;
+    int64_t opset;
+    std::vector<Value> inputs, outputs;
+    std::function<void(onnx::NodeProto&)> attributes;
+  };
+  std::vector<Case> cases;
+  for (const int32_t to : {TensorProto::BFLOAT16, TensorProto::FLOAT16, TensorProto::DOUBLE,
+                           TensorProto::INT32, TensorProto::UINT8, TensorProto::BOOL})
+    cases.push_back({"Cast", 13, {{"x", kF32, 2}}, {{"y", to, 2}}, [to](onnx::NodeProto& node) {
+                       ModelBuilder::set_int(node, "to", to);
+                     }});
+  cases.push_back({"ReduceLogSumExp", 13, {{"x", kF32, 2}}, {{"y", kF32, 2}}, {}});
+  cases.push_back({"TopK",
+                   11,
+                   {{"x", kF32, 2}, {"k", kI64, 1}},
+                   {{"values", kF32, 2}, {"indices", kI64, 2}},
+                   [](onnx::NodeProto& node) { ModelBuilder::set_int(node, "largest", 0); }});
+  Stream cpu = device("cpu:0").create_stream();
+  const Tensor x = from_vector<float>({3, -1, 2, 0.5f, 7, -4}, {2, 3}, cpu);
+  const Tensor k = from_vector<int64_t>({2}, {1}, cpu);
+  cpu.synchronize();
+  for (const Device& here : devices()) {
+    for (const Case& c : cases) {
+      ModelBuilder builder(c.opset);
+      const Model model = one_node(builder, c.op, c.inputs, c.outputs, c.attributes);
+      const ExecutionPlan plan = plan_model(model, options(here.id(), {{"x", {2, 3}}}));
+      const PlannedNode& node = plan.nodes.at(0);
+      const std::string what =
+          c.op + " to " + model::onnx_type_name(c.outputs[0].elem) + " on " + here.id();
+      EXPECT_TRUE(node.device == here.id() || node.device == "cpu:0") << what;
+      std::map<std::string, Tensor> inputs{{"x", x}};
+      if (c.op == "TopK") inputs["k"] = k;
+      const PlannedRun run = run_planned(model, plan, inputs);
+      for (const PlannedNode& fallback : run.fallbacks)
+        ADD_FAILURE() << what << ": planned on " << node.device << " (" << node.reason
+                      << "), ran on cpu:0: " << fallback.reason;
+    }
+  }
 }
 
 }  // namespace

@@ -181,6 +181,63 @@ TEST_F(CalibrationTest, AnEntryWithAnImpossibleMatmulSizeIsIgnoredNamingIt) {
             original["matmul"][0]["size"].get<int64_t>());
 }
 
+// A negative or infinite figure was taken as measured: a copy rate of -13.3 GB/s or a latency of
+// -2 us priced the device's work below zero, so that it won every choice. Such an entry is now
+// ignored with a warning naming the field; 0, a figure not measured, is kept.
+TEST_F(CalibrationTest, AnEntryWithAFigureBelowZeroIsIgnoredNamingIt) {
+  const Device sim = hal::device("sim:96");
+  Calibration c;
+  c.device_id = sim.id();
+  c.uuid = sim.info().uuid;
+  c.driver_version = sim.info().driver_version;
+  c.host_to_device_gbps = c.device_to_host_gbps = c.device_bandwidth_gbps = 10;
+  c.launch_latency_us = 5;
+  c.matmul = {{DType::f32, 128, 100}};
+  c.measured_at = "2026-01-01T00:00:00Z";
+  const auto original = nlohmann::json::parse(to_json(c));
+  const std::filesystem::path file = calibration_cache_file(sim);
+  std::filesystem::create_directories(file.parent_path());
+  for (const auto& [field, value] :
+       std::vector<std::pair<std::string, nlohmann::json>>{{"host_to_device_gbps", -13.3},
+                                                           {"device_to_host_gbps", "fast"},
+                                                           {"device_bandwidth_gbps", -1},
+                                                           {"launch_latency_us", -2},
+                                                           {"matmul[0].gflops", -5}}) {
+    auto json = original;
+    if (field == "matmul[0].gflops")
+      json["matmul"][0]["gflops"] = value;
+    else
+      json[field] = value;
+    write_text(file, json.dump());
+    reload_calibrations();
+    LogCapture log;  // warnings
+    EXPECT_FALSE(cached_calibration(sim)) << field;
+    EXPECT_NE(
+        log.lines().find("ignored: " + field + " " + value.dump() + " is not a finite number >= 0"),
+        std::string::npos)
+        << log.lines();
+  }
+  // Past the largest double: read as infinite.
+  std::string text = original.dump();
+  const std::string latency = "\"launch_latency_us\":5.0";
+  ASSERT_NE(text.find(latency), std::string::npos) << text;
+  text.replace(text.find(latency), latency.size(), "\"launch_latency_us\":1e999");
+  write_text(file, text);
+  reload_calibrations();
+  {
+    LogCapture log;
+    EXPECT_FALSE(cached_calibration(sim));
+    EXPECT_NE(log.lines().find("ignored"), std::string::npos) << log.lines();
+  }
+
+  auto unmeasured = original;
+  unmeasured["host_to_device_gbps"] = 0;
+  write_text(file, unmeasured.dump());
+  reload_calibrations();
+  ASSERT_TRUE(cached_calibration(sim));
+  EXPECT_EQ(cached_calibration(sim)->host_to_device_gbps, 0.0);
+}
+
 // Threads of one process named their temporaries by the pid alone: when two stored at once, one
 // rename took the other's half-written file and the other's rename failed (a warning), or the
 // entry held both threads' text. Each store now writes a temporary of its own, as the kernel

@@ -1,7 +1,10 @@
 // The roofline cost model's arithmetic, and where its figures come from.
 #include <cmath>
 
+#include "hal/calibration.hpp"
 #include "hal/cost_model.hpp"
+#include "hal/select.hpp"
+#include "sched/calibration_store.hpp"
 #include "sim_fleet.hpp"
 #include "test_util.hpp"
 
@@ -94,6 +97,46 @@ TEST(CostModel, UncalibratedDevicesUseTheirStatedPeaks) {
                         : cpu.has_feature("avx")                            ? 16
                                                                             : 8;
   EXPECT_NEAR(per_cycle, widest, 1e-9);
+}
+
+// A calibration's gap (a figure it could not measure) filled from the stated peak was labelled
+// measured, so `hal select` called a figure of the peaks "(calibrated)". Figures partly from the
+// peaks are now estimated; a calibration that measured every one gives measured figures.
+TEST(CostModel, FiguresFilledFromTheStatedPeaksAreNotCalledMeasured) {
+  ScopedCacheDir cache("calibration");
+  const std::vector<Device> sims = backend_devices("sim");
+  ASSERT_EQ(sims.size(), kSimFleetSize) << backend_reason("sim");
+  const Device sim = sims[7];
+  const SimFigures want = sim_figures(7);
+  Calibration c;
+  c.device_id = sim.id();
+  c.uuid = sim.info().uuid;
+  c.driver_version = sim.info().driver_version;
+  c.matmul = {{DType::f32, 128, 2}};
+  c.host_to_device_gbps = c.device_to_host_gbps = 3;
+  c.launch_latency_us = 9;
+  c.device_bandwidth_gbps = 0;  // not measured: the peak's is taken
+  c.measured_at = "2026-01-01T00:00:00Z";
+  hal::detail::store_calibration(sim, c);
+  const PerformanceFigures mixed = performance_figures(sim);
+  EXPECT_DOUBLE_EQ(mixed.gflops, 2);
+  EXPECT_DOUBLE_EQ(mixed.bandwidth_gbps, want.bandwidth_gbps);
+  EXPECT_EQ(mixed.provenance, Provenance::estimated);
+  const Workload w = Workload::matmul(256, 256, 256);
+  EXPECT_EQ(estimate(w, sim).provenance, Provenance::estimated);
+  Requirements requirements;
+  requirements.workload = w;
+  const Selection selection = rank_devices(requirements, {sim});
+  ASSERT_EQ(selection.candidates.size(), 1u);
+  EXPECT_EQ(selection.candidates[0].figures, Provenance::estimated);
+  EXPECT_EQ(selection.candidates[0].reason.find("(calibrated)"), std::string::npos)
+      << selection.candidates[0].reason;
+
+  c.device_bandwidth_gbps = 40;
+  hal::detail::store_calibration(sim, c);
+  const PerformanceFigures measured = performance_figures(sim);
+  EXPECT_DOUBLE_EQ(measured.bandwidth_gbps, 40);
+  EXPECT_EQ(measured.provenance, Provenance::measured);
 }
 
 }  // namespace
