@@ -157,6 +157,37 @@ void cross_entropy_reference(const Device& d) {
   });
 }
 
+// In f16 the loss sums its rows and counts them past f16's 65504 at ordinary batch sizes: the
+// sum and count are f32's, the loss and gradient rounded once.
+void cross_entropy_in_half(const Device& d) {
+  Stream s = d.create_stream();
+  for_listed(d, {"cross_entropy", "cross_entropy_backward"}, {DType::f16}, [&](DType dtype) {
+    constexpr int64_t kRows = 8192, kBig = 70000;
+    std::vector<double> x(kRows * 4, 0.0);
+    for (int64_t r = 0; r < kRows; ++r) x[static_cast<size_t>(r * 4)] = 10;
+    const Tensor targets = full({kRows}, 1, DType::i64, s);
+    const double loss = 10 + std::log(1 + 3 * std::exp(-10.0));
+    const double got =
+        numbers(cross_entropy(make(x, {kRows, 4}, dtype, s), targets, -100, 0, s), s)[0];
+    check(std::fabs(got - loss) <= 1e-2, "cross_entropy of f16[8192, 4] gave " +
+                                             std::to_string(got) + ", " + std::to_string(loss) +
+                                             " expected");
+    // 70 000 rows of equal logits: log 4 each, and a gradient of (1/4 - [target]) / 70 000.
+    const Tensor even = zeros({kBig, 4}, dtype, s);
+    const Tensor big_targets = full({kBig}, 1, DType::i64, s);
+    const double even_loss = numbers(cross_entropy(even, big_targets, -100, 0, s), s)[0];
+    check(std::fabs(even_loss - std::log(4.0)) <= 1e-3,
+          "cross_entropy of f16[70000, 4] gave " + std::to_string(even_loss));
+    const std::vector<double> grad = numbers(
+        cross_entropy_backward(even, big_targets, make({1.0}, {}, dtype, s), -100, 0, s), s);
+    // f16 subnormals there: within a step of 2^-24.
+    check(
+        std::fabs(grad[0] - 0.25 / kBig) <= 0x1p-24 && std::fabs(grad[1] + 0.75 / kBig) <= 0x1p-24,
+        "cross_entropy_backward of f16[70000, 4] gave " + std::to_string(grad[0]) + " and " +
+            std::to_string(grad[1]));
+  });
+}
+
 // The mask is Philox's uniform draw i >= p: hal::uniform's draws on cpu:0 (checked against the
 // published vectors by hal's tests) are the reference.
 void dropout_reference(const Device& d) {
@@ -319,6 +350,7 @@ void add_op_layer_cases(Cases& cases) {
   cases.push_back({"op.layers.concat", concat_reference});
   cases.push_back({"op.layers.embedding", embedding_reference});
   cases.push_back({"op.layers.cross_entropy", cross_entropy_reference});
+  cases.push_back({"op.layers.cross_entropy_f16", cross_entropy_in_half});
   cases.push_back({"op.layers.dropout", dropout_reference});
   cases.push_back({"op.layers.pooling", pool_reference_case});
   cases.push_back({"op.layers.errors", layer_errors});

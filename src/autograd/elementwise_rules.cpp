@@ -46,10 +46,13 @@ std::vector<Tensor> binary_rule(Binary op, const Tensor& a, const Tensor& b, con
     }
     case Binary::maximum:
     case Binary::minimum: {
-      // Ties go to a, as the first of equal maxima takes a max reduction's index.
-      const Tensor a_wins = op == Binary::maximum ? ge(a, b, s) : le(a, b, s);
-      if (want_a) da = masked(a_wins, dy, s);
-      if (want_b) db = where(a_wins, scalar(0.0, dy, s), dy, s);
+      // As PyTorch: a tie gives each side half the gradient, the side that lost none (with a
+      // NaN neither lost: both get it whole).
+      const Tensor a_wins = op == Binary::maximum ? gt(a, b, s) : lt(a, b, s);
+      const Tensor b_wins = op == Binary::maximum ? lt(a, b, s) : gt(a, b, s);
+      const Tensor shared = where(eq(a, b, s), mul(dy, scalar(0.5, dy, s), s), dy, s);
+      if (want_a) da = where(b_wins, scalar(0.0, dy, s), shared, s);
+      if (want_b) db = where(a_wins, scalar(0.0, dy, s), shared, s);
       break;
     }
     case Binary::pow: {

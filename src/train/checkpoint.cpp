@@ -65,8 +65,16 @@ void save_checkpoint(const std::filesystem::path& path, const nn::Module& module
                      const optim::Optimizer& optimizer,
                      const std::map<std::string, std::string>& metadata, Stream& stream) {
   std::vector<nn::NamedTensor> tensors = module.parameters();
+  std::set<std::string> parameter_names;
+  for (const nn::NamedTensor& t : tensors) parameter_names.insert(t.name);
   for (nn::NamedTensor t : optimizer.state_tensors()) {
     t.name = kOptimizer + t.name;
+    // Parameters and state share the file's names; a parameter of a child named "optimizer"
+    // is told from state by the module's names at load, unless the two names are one.
+    if (parameter_names.contains(t.name))
+      throw Error(ErrorCode::InvalidArgument,
+                  "save_checkpoint: the module's parameter '" + t.name +
+                      "' has the name the optimizer's state takes in the file; rename the module");
     tensors.push_back(std::move(t));
   }
   std::map<std::string, std::string> all;
@@ -90,9 +98,12 @@ std::map<std::string, std::string> load_checkpoint(const std::filesystem::path& 
   if (format == file.metadata.end() || format->second != kFormat)
     mismatch(path, std::string("it is not a hal checkpoint (its metadata lacks format = ") +
                        kFormat + ")");
+  std::set<std::string> parameter_names;
+  for (const nn::NamedTensor& t : module.parameters()) parameter_names.insert(t.name);
   std::vector<nn::NamedTensor> parameters, state;
   for (const nn::NamedTensor& t : file.tensors) {
-    if (starts_with(t.name, kOptimizer))
+    // "optimizer.weight" of a child module named "optimizer" is a parameter.
+    if (starts_with(t.name, kOptimizer) && !parameter_names.contains(t.name))
       state.push_back({t.name.substr(kOptimizer.size()), t.tensor});
     else
       parameters.push_back(t);

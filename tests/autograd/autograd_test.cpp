@@ -121,6 +121,23 @@ TEST_F(Autograd, PowsGradientAtZeroIsPyTorchs) {
   EXPECT_TRUE(std::isinf(db[3]) && db[3] < 0) << db[3];  // 0^-1 log 0 = inf * -inf, as torch
 }
 
+// Values from torch.maximum / torch.minimum's backward: a tie splits the gradient in halves.
+TEST_F(Autograd, MaximumAndMinimumSplitATiesGradientAsPyTorch) {
+  const std::vector<float> g = {-0.65f, -0.4f, -0.15f, 0.1f};
+  for (bool largest : {true, false}) {
+    Tensor a = leaf({1, 2, 3, 4}, {4}), b = leaf({1, 3, 3, 0}, {4});
+    const Tensor y = largest ? maximum(a, b, s) : minimum(a, b, s);
+    y.backward(s, from_vector(g, {4}, s));
+    if (largest) {
+      EXPECT_EQ(grad_of(a), (std::vector<float>{-0.325f, 0, -0.075f, 0.1f}));
+      EXPECT_EQ(grad_of(b), (std::vector<float>{-0.325f, -0.4f, -0.075f, 0}));
+    } else {
+      EXPECT_EQ(grad_of(a), (std::vector<float>{-0.325f, -0.4f, -0.075f, 0}));
+      EXPECT_EQ(grad_of(b), (std::vector<float>{-0.325f, 0, -0.075f, 0.1f}));
+    }
+  }
+}
+
 TEST_F(Autograd, ANonDifferentiableOpIsNamed) {
   Tensor x = leaf({1.5f, 2.5f}, {2});
   const Tensor y = sum(floor(x, s), {}, false, s);

@@ -229,6 +229,26 @@ TEST_F(Checkpoint, MismatchedCheckpointsAreRefusedAndNothingIsHalfLoaded) {
   EXPECT_EQ(parameters_of(target), parameters_of(run));
 }
 
+// A child module named "optimizer": its parameters share the prefix the optimizer's state
+// takes in the file, and load by the module's own names (they were taken for state).
+TEST_F(Checkpoint, AChildNamedOptimizerLoadsAsParameters) {
+  struct Holder : nn::Module {
+    Holder(uint64_t seed, Stream& s) {
+      inner = register_module("optimizer", std::make_shared<nn::Linear>(2, 2, true, seed, s));
+    }
+    Tensor forward(const Tensor& x, Stream& s) override { return inner->forward(x, s); }
+    std::shared_ptr<nn::Linear> inner;
+  };
+  Holder saved(1, s), loaded(2, s);
+  optim::AdamW saved_optimizer(saved.parameters(), {}), loaded_optimizer(loaded.parameters(), {});
+  save_checkpoint(dir / "holder.safetensors", saved, saved_optimizer, {}, s);
+  load_checkpoint(dir / "holder.safetensors", loaded, loaded_optimizer, s);
+  for (size_t i = 0; i < saved.parameters().size(); ++i)
+    EXPECT_EQ(loaded.parameters()[i].tensor.detach().to_vector<float>(s),
+              saved.parameters()[i].tensor.detach().to_vector<float>(s))
+        << saved.parameters()[i].name;
+}
+
 TEST_F(Checkpoint, CorruptFilesAreRefusedByName) {
   const auto refused = [&](const fs::path& path, const std::vector<std::string>& parts) {
     expect_error([&] { load_safetensors(path, s); }, ErrorCode::InvalidArgument, parts);
