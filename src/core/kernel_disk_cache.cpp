@@ -106,6 +106,15 @@ std::string disk_cache_refusal(std::string_view code, std::string_view flags) {
   return {};
 }
 
+bool may_use_disk_cache(bool wanted, std::string_view code, std::string_view flags,
+                        const std::string& where) {
+  if (!wanted) return false;
+  const std::string refusal = disk_cache_refusal(code, flags);
+  if (refusal.empty()) return true;
+  log(LogLevel::debug, where + ": not kept in the disk cache: " + refusal);
+  return false;
+}
+
 std::vector<CacheFile> cache_files(const fs::path& root) {
   std::vector<CacheFile> out;
   std::error_code error;

@@ -45,6 +45,10 @@ uint64_t kernel_cache_cap();
 // directive, or options that name include paths or files (-I, -isystem, -include,
 // --include-path, ...), is compiled every time a process first asks for it.
 std::string disk_cache_refusal(std::string_view code, std::string_view flags);
+// Whether a backend's compile of `code` may use the disk cache: asked for (`wanted`, the
+// options' disk_cache) and not refused above; a refusal is logged at debug, naming `where`.
+bool may_use_disk_cache(bool wanted, std::string_view code, std::string_view flags,
+                        const std::string& where);
 
 // One file of the cache under a root: a kernel binary, a tuning table or its lock, a device's
 // calibration.

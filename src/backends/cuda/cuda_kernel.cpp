@@ -142,12 +142,7 @@ CompiledKernel CudaDevice::compile(const KernelSource& source, const CompileOpti
   const std::string key = cache_key(*this, *nvrtc, source, flags, code);
   const detail::KernelDiskCache disk("cuda");
   CUresult result = CUDA_SUCCESS;
-  bool use_disk = options.disk_cache;
-  if (const std::string refusal = detail::disk_cache_refusal(code, options.flags);
-      use_disk && !refusal.empty()) {
-    log(LogLevel::debug, where + ": not kept in the disk cache: " + refusal);
-    use_disk = false;
-  }
+  const bool use_disk = detail::may_use_disk_cache(options.disk_cache, code, options.flags, where);
 
   if (use_disk) {
     if (auto payload = disk.load(key)) {
