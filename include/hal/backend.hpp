@@ -78,13 +78,20 @@ class HostFence {
 
 class EventImpl {
  public:
+  EventImpl();
   virtual ~EventImpl() = default;
+  // A number no other event of this process has had: what a trace keys the event by, since a
+  // new event may be made where a dropped one's memory was.
+  uint64_t serial() const { return serial_; }
   virtual DeviceImpl& device() const = 0;
   // The fence of the latest record, nullptr if the event was never recorded.
   virtual std::shared_ptr<HostFence> fence() const = 0;
   // Milliseconds from `start`'s latest record to this one's; both have completed and belong
   // to this device.
   virtual double elapsed_ms_since(const EventImpl& start) const;
+
+ private:
+  const uint64_t serial_;
 };
 
 class KernelImpl {
@@ -204,7 +211,11 @@ struct BuiltinOp {
 
 class StreamImpl {
  public:
+  StreamImpl();
   virtual ~StreamImpl() = default;  // waits for enqueued work to finish
+  // A number no other stream of this process has had: what a trace keys the stream's track by,
+  // since a new stream may be made where a dropped one's memory was.
+  uint64_t serial() const { return serial_; }
   virtual DeviceImpl& device() const = 0;
 
   virtual void copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
@@ -249,6 +260,9 @@ class StreamImpl {
   virtual void wait(EventImpl& event) = 0;
   virtual void synchronize() = 0;
   virtual bool query() = 0;
+
+ private:
+  const uint64_t serial_;
 };
 
 // A device as its backend drives it: a pure interface. What hal keeps per device (the caching

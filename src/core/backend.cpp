@@ -1,6 +1,8 @@
 // Default methods of the backend interfaces (backend.hpp).
 #include "hal/backend.hpp"
 
+#include <atomic>
+
 #include "core/callback_thread.hpp"
 #include "core/error_context.hpp"
 
@@ -21,6 +23,16 @@ void throw_async_failure(const DeviceImpl& device, std::exception_ptr failure) {
     throw Error(ErrorCode::AsyncFailure, where + " threw a non-standard exception");
   }
 }
+
+namespace {
+uint64_t next_serial() {
+  static std::atomic<uint64_t> serials{1};
+  return serials.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+EventImpl::EventImpl() : serial_(next_serial()) {}
+StreamImpl::StreamImpl() : serial_(next_serial()) {}
 
 double EventImpl::elapsed_ms_since(const EventImpl&) const {
   throw_unsupported(device(), "event timing");

@@ -120,11 +120,11 @@ struct Recorder {
   std::vector<std::shared_ptr<ThreadBuffer>> buffers;  // the threads' that record this trace
   size_t records_held = 0;                             // by all of their chunks in use
   std::map<uint64_t, std::string> track_names;
-  std::map<const StreamImpl*, std::pair<uint64_t, const DeviceImpl*>> stream_tracks;  // by address:
-  // a stream made where a dropped one was, on another device, gets a track of its own
+  std::map<uint64_t, uint64_t> stream_tracks;  // by the stream's serial, never its address:
+  // a stream made where a dropped one's memory was gets a track of its own
   std::map<uint64_t, uint64_t> execution_tracks;  // by the stream's own track
   std::map<std::string, int> streams_per_device;
-  std::map<const EventImpl*, uint64_t> latest_flow;
+  std::map<uint64_t, uint64_t> latest_flow;  // by the event's serial
   uint64_t next_track = 1, next_flow = 1;
   bool warned_full = false;
   int threads = 0;
@@ -147,9 +147,7 @@ thread_local std::shared_ptr<ThreadBuffer> thread_buffer_owner;
 thread_local bool last_hit = false;
 // The stream this thread traced last: most work comes in runs on one stream.
 thread_local struct {
-  uint64_t generation = 0, track = 0;
-  const StreamImpl* stream = nullptr;
-  const DeviceImpl* device = nullptr;
+  uint64_t generation = 0, track = 0, stream = 0;  // the stream's serial
   bool nvtx = false;
 } stream_track_cache;
 // The same for execution tracks (asked for at every traced enqueue on a CPU stream).
@@ -441,19 +439,19 @@ Track stream_track(const StreamImpl& stream) {
   Recorder& r = recorder();
   auto& cached = stream_track_cache;
   // The generation is read without the lock: a stale one only sends the call to the map.
-  if (cached.stream == &stream && cached.device == &stream.device() &&
+  if (cached.stream == stream.serial() &&
       cached.generation == r.generation_seen.load(std::memory_order_relaxed))
     return {cached.track, cached.nvtx};
   std::lock_guard lock(r.mutex);
-  auto& [track, device] = r.stream_tracks[&stream];
-  if (track == 0 || device != &stream.device()) {
+  uint64_t& track = r.stream_tracks[stream.serial()];
+  const DeviceInfo& device = stream.device().info();
+  if (track == 0) {
     track = r.next_track++;
-    device = &stream.device();
-    const std::string& id = device->info().id;
-    r.track_names[track] = id + " stream " + std::to_string(r.streams_per_device[id]++);
+    r.track_names[track] =
+        device.id + " stream " + std::to_string(r.streams_per_device[device.id]++);
   }
-  const bool nvtx = nvtx_ranges_for(device->info().backend());
-  cached = {r.generation, track, &stream, device, nvtx};
+  const bool nvtx = nvtx_ranges_for(device.backend());
+  cached = {r.generation, track, stream.serial(), nvtx};
   return {track, nvtx};
 }
 
@@ -534,7 +532,7 @@ void flow_from_record(Track track, const EventImpl& event, uint64_t at) {
     std::lock_guard lock(r.mutex);
     if (!recording.load()) return;
     id = r.next_flow++;
-    r.latest_flow[&event] = id;
+    r.latest_flow[event.serial()] = id;
   }
   append_flow('s', track, at, id);
 }
@@ -545,7 +543,7 @@ void flow_to_wait(Track track, const EventImpl& event, uint64_t at) {
   {
     std::lock_guard lock(r.mutex);
     if (!recording.load()) return;
-    const auto found = r.latest_flow.find(&event);
+    const auto found = r.latest_flow.find(event.serial());
     if (found == r.latest_flow.end()) return;  // recorded before the trace began
     id = found->second;
   }

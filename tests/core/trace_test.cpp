@@ -248,6 +248,29 @@ TEST(Trace, ManyThreadsEachOnTheirOwnTracks) {
   std::filesystem::remove(file);
 }
 
+TEST(Trace, AStreamMadeWhereADroppedOneWasGetsATrackOfItsOwn) {
+  const std::filesystem::path file = temporary("reused.json");
+  hal::trace::start(file);
+  // Streams one after another until one is made where a dropped one's memory was (within a few).
+  std::set<const void*> addresses;
+  int made = 0;
+  bool reused = false;
+  while (!reused && made < 50) {
+    hal::Stream stream = hal::device("cpu:0").create_stream();
+    ++made;
+    reused = !addresses.insert(stream.impl().get()).second;
+    hal::Tensor x = hal::full({16}, 1.0, hal::DType::f32, stream);
+    stream.synchronize();
+  }
+  hal::trace::stop();
+  int streams = 0;
+  for (const auto& [tid, name] : expect_valid_trace(read_json(file)))
+    streams += name.rfind("cpu:0 stream", 0) == 0 && !name.ends_with(" (device)");
+  EXPECT_EQ(streams, made) << (reused ? "the last stream reused a dropped one's address"
+                                      : "no stream reused an address");
+  std::filesystem::remove(file);
+}
+
 TEST(Trace, OffRecordsNothingAndBadFilesAreRefused) {
   EXPECT_FALSE(hal::trace::enabled());
   hal::trace::stop();  // not recording: nothing to do
