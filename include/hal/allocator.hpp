@@ -89,7 +89,8 @@ struct AllocatorConfig {
   // or less keep to their own pool of 2 MiB segments, as in PyTorch. 0: none.
   uint64_t initial_reserve_bytes = 0;
   // Each new large segment is at least the previous one times this (1: no growth), but never
-  // more than max_segment_bytes.
+  // more than max_segment_bytes; nor is the segment that requests under 10 MiB share (20 MiB
+  // by default). A single request larger than max_segment_bytes still gets its own segment.
   double growth_factor = 1.0;
   uint64_t max_segment_bytes = uint64_t{1} << 30;
   // Fractions of the limit at which pressure callbacks fire, rising.

@@ -230,6 +230,7 @@ BufferPtr CachingAllocator::allocate_block(size_t bytes) {
   }
   // Memory held for work of other libraries (record_stream) and blocks parked in threads'
   // caches: wait for the one, flush the other; whether that left anything to retry with.
+  bool retried = false;
   const auto make_room = [&] {
     const size_t dropped = drop_holds(true);
     bool parked = false;
@@ -240,7 +241,7 @@ BufferPtr CachingAllocator::allocate_block(size_t bytes) {
     if (dropped == 0 && !parked) return false;
     flush_thread_caches();
     std::lock_guard lock(mutex_);
-    ++stats_.num_alloc_retries;
+    if (!std::exchange(retried, true)) ++stats_.num_alloc_retries;
     return true;
   };
   // Each refusal counts once in num_ooms, here: whichever check made it, after the retry where
@@ -252,11 +253,11 @@ BufferPtr CachingAllocator::allocate_block(size_t bytes) {
     }
     refuse_past_largest(device_, kind_, bytes);  // no retry makes room for it
     try {
-      return allocate_once(bytes, own);
+      return allocate_once(bytes, own, retried);
     } catch (const Error& error) {
       if (error.code() != ErrorCode::OutOfMemory || !make_room()) throw;
     }
-    return allocate_once(bytes, own);
+    return allocate_once(bytes, own, retried);
   } catch (const Error& error) {
     if (error.code() == ErrorCode::OutOfMemory) {
       std::lock_guard lock(mutex_);
@@ -590,7 +591,7 @@ size_t CachingAllocator::drop_holds(bool wait) {
   return dropped.size();  // the buffers are released here, outside the lock
 }
 
-BufferPtr CachingAllocator::allocate_once(size_t bytes, Cache* own) {
+BufferPtr CachingAllocator::allocate_once(size_t bytes, Cache* own, bool& retried) {
   const size_t size = round_size(bytes);
   Pending pending;
   Block* block;
@@ -611,7 +612,7 @@ BufferPtr CachingAllocator::allocate_once(size_t bytes, Cache* own) {
     if (block) {
       ++stats_.cache_hits;
     } else {
-      block = new_segment(small, size);
+      block = new_segment(small, size, retried);
       ++stats_.cache_misses;  // once the segment is made: a refused allocation is no miss
     }
     block = split(block, size, pool);
@@ -673,13 +674,19 @@ CachingAllocator::Block* CachingAllocator::take_free_block(FreeBlocks& pool, siz
   return block;
 }
 
-CachingAllocator::Block* CachingAllocator::new_segment(bool small, size_t size) {
+CachingAllocator::Block* CachingAllocator::new_segment(bool small, size_t size, bool& retried) {
   size_t segment_bytes;
   if (small) {
     segment_bytes = kSmallSegment;
   } else {
-    segment_bytes = size < kMinLargeAlloc ? kLargeSegment
-                                          : (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+    const size_t own_size = (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+    // A shared segment for requests under kMinLargeAlloc, no larger than max_segment_bytes
+    // allows (nor smaller than the request); larger requests get a segment of their own.
+    segment_bytes =
+        size < kMinLargeAlloc
+            ? std::max(own_size, std::min<size_t>(kLargeSegment, config_.max_segment_bytes /
+                                                                     kRoundLarge * kRoundLarge))
+            : own_size;
     if (config_.growth_factor > 1.0 && last_large_segment_ > 0) {
       const double grown = static_cast<double>(last_large_segment_) * config_.growth_factor;
       const size_t capped = static_cast<size_t>(
@@ -728,7 +735,7 @@ CachingAllocator::Block* CachingAllocator::new_segment(bool small, size_t size) 
     }
     // Release what the cache holds and try once more, as PyTorch does.
     if (attempt == 0 && release_cached() > 0) {
-      ++stats_.num_alloc_retries;
+      if (!std::exchange(retried, true)) ++stats_.num_alloc_retries;
       continue;
     }
     throw_out_of_memory(size, segment_bytes, why);  // counted by allocate_block

@@ -133,7 +133,9 @@ class CachingAllocator final : public Allocator,
     std::shared_ptr<HostFence> fence;
     const StreamImpl* stream;  // whose work the fence follows; compared, never used
   };
-  BufferPtr allocate_once(size_t bytes, Cache* own);
+  // `retried`: whether this allocation already counted a retry in num_alloc_retries (one
+  // allocation counts one, however many ways it made room).
+  BufferPtr allocate_once(size_t bytes, Cache* own, bool& retried);
   // The calling thread's cache of this allocator, made on first use when `make`; null when
   // the thread is ending.
   Cache* thread_cache(bool make);
@@ -167,7 +169,7 @@ class CachingAllocator final : public Allocator,
   // `parked`: the buffer was counted as freed when it was parked.
   void release(Block* block, bool parked = false);
   Block* take_free_block(FreeBlocks& pool, size_t size);
-  Block* new_segment(bool small, size_t size);
+  Block* new_segment(bool small, size_t size, bool& retried);
   Block* split(Block* block, size_t size, FreeBlocks& pool);
   size_t release_cached();    // returns bytes released; lock held
   size_t release_segments();  // the same without touching the device

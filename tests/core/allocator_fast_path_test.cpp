@@ -315,7 +315,9 @@ TEST(AllocatorFastPath, RunningOutOfMemoryFlushesOtherThreadsCaches) {
   Buffer big;
   EXPECT_NO_THROW(big = allocator->allocate(2 * kMiB));  // fits once the parked block is back
   EXPECT_EQ(big.size(), 2 * kMiB);
-  EXPECT_GE(allocator->stats().num_alloc_retries, 1u);
+  // One allocation, one retry: flushing the parked block and releasing the cached segment it
+  // left are two ways of making room for the same request.
+  EXPECT_EQ(allocator->stats().num_alloc_retries, 1u);
   EXPECT_EQ(allocator->stats().num_ooms, 0u);
 }
 

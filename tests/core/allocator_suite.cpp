@@ -149,6 +149,17 @@ TEST_P(AllocatorSuite, LargeSegmentsGrowByTheGrowthFactor) {
   EXPECT_EQ(stats().reserved_bytes.current, 20 * kMiB + 40 * kMiB);
 }
 
+TEST_P(AllocatorSuite, MaxSegmentBytesBoundsTheSharedSegment) {
+  AllocatorConfig config;
+  config.max_segment_bytes = 4 * kMiB;
+  device().allocator().configure(config);
+  std::vector<Buffer> held;
+  held.push_back(device().allocate(3 * kMiB));  // a shared segment of 4 MiB, not 20
+  EXPECT_EQ(stats().reserved_bytes.current, 4 * kMiB);
+  held.push_back(device().allocate(6 * kMiB));  // larger than the bound: a segment of its size
+  EXPECT_EQ(stats().reserved_bytes.current, 4 * kMiB + 6 * kMiB);
+}
+
 TEST_P(AllocatorSuite, LimitFractionIsChecked) {
   for (double bad : {0.0, -0.5, 1.5, std::nan("")})
     expect_error([&] { device().allocator().set_limit_fraction(bad); }, ErrorCode::InvalidArgument,
