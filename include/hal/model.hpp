@@ -15,7 +15,9 @@
 // the file); an op, attribute, dtype or opset hal cannot run (Unsupported, naming the node, the
 // op and its opset and what is missing); a graph with a cycle or an input nothing defines
 // (InvalidArgument naming the node and the value); at run time a missing or unknown input, or
-// one of the wrong dtype or shape (InvalidArgument naming the input and both shapes).
+// one of the wrong dtype or shape (InvalidArgument naming the input and both shapes). An input
+// that an initializer of the same name gives a default value (Model::optional_inputs) may be
+// given or left out.
 #pragma once
 
 #include <cstdint>
@@ -83,15 +85,20 @@ class Model {
   // outputs, in the model's order.
   const std::vector<ModelValue>& inputs() const;
   const std::vector<ModelValue>& outputs() const;
+  // The inputs the caller may give or leave out, in the model's order: those an initializer of
+  // the same name gives a default value (ONNX IR version 4 on; before, an initializer listed as
+  // an input is a constant). A run that gives one uses the value given, else the initializer.
+  const std::vector<ModelValue>& optional_inputs() const;
   // The default domain's opset the model imports, and its nodes once functions are expanded.
   int64_t opset() const;
   size_t node_count() const;
   // The ops it uses, each once, sorted, its subgraphs' (If, Loop, Scan) included.
   std::vector<std::string> op_types() const;
 
-  // Runs the graph on `stream`'s device: every input by name (tensors on that device, of the
-  // declared dtype; symbolic dimensions take any size, the same size wherever the same name
-  // appears). Returns every graph output by name, on the device, enqueued on `stream`.
+  // Runs the graph on `stream`'s device: every input by name, optional inputs where the caller
+  // replaces their default (tensors on that device, of the declared dtype; symbolic dimensions
+  // take any size, the same size wherever the same name appears). Returns every graph output by
+  // name, on the device, enqueued on `stream`.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs,
                                     Stream& stream) const;
   // The same for models with sequence or string inputs or outputs (run() refuses an output that

@@ -54,6 +54,8 @@ std::optional<std::vector<HostTensor>> evaluate_on_host(
 std::vector<bool> fold_constants(ModelGraph& graph) {
   std::set<std::string, std::less<>> graph_inputs;
   for (const ModelValue& input : graph.inputs) graph_inputs.insert(input.name);
+  // An initializer a run may replace is no constant.
+  for (const ModelValue& input : graph.optional_inputs) graph_inputs.insert(input.name);
   std::vector<bool> kept(graph.nodes.size(), true);
   std::vector<Node> remaining;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {

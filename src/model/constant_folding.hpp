@@ -16,7 +16,8 @@ std::optional<std::vector<HostTensor>> evaluate_on_host(
     const Node& node, const std::vector<const HostTensor*>& inputs);
 
 // Folds at load: each node whose inputs are all initializers (or that has none: Constant)
-// becomes initializers holding its outputs, unless an output is a graph input. Returns, per
+// becomes initializers holding its outputs, unless an output is a graph input or an input is
+// an initializer a run may replace (ModelGraph::optional_inputs). Returns, per
 // node of the graph as it was, whether it was kept; `graph.last_use` is updated.
 std::vector<bool> fold_constants(ModelGraph& graph);
 

@@ -255,14 +255,14 @@ Outputs max_pool(const OpContext& ctx, const Inputs& in) {
   return {hal::max_pool(x, options, s)};
 }
 
-// The mean of each window: explicit pads counted with count_include_pad, never auto_pad's or
-// ceil_mode's extra end.
+// The mean of each window: with count_include_pad the pads count, explicit ones and those
+// auto_pad SAME_UPPER/SAME_LOWER chose alike (as ONNX's reference and onnxruntime count them),
+// never ceil_mode's extra end.
 Outputs average_pool(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
   Stream& s = ctx.stream();
   const Window w = window_of(ctx, x, ctx.attr_ints("kernel_shape"), true);
-  const bool include = ctx.attr_int("count_include_pad", 0) != 0 &&
-                       ctx.attr_string("auto_pad", "NOTSET") == "NOTSET";
+  const bool include = ctx.attr_int("count_include_pad", 0) != 0;
   if (!pooled_by_hal(x)) return {ops::avg_pool_from_views(x, w, include, s)};
   PoolOptions options = pool_options(w, include);
   options.ceil_mode = ctx.attr_int("ceil_mode", 0) != 0;

@@ -2,6 +2,8 @@
 #include "core/host_cpu.hpp"
 
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "hal/device.hpp"
 #include "hal/error.hpp"
@@ -315,22 +317,28 @@ void run_nodes(const ModelGraph& graph, Values& values, RunStreams& streams,
 
 }  // namespace
 
-// Each given input against its declaration: present, known, on the stream's device, of the
-// declared dtype (strings: a string tensor with as many strings as its shape has elements) and
-// rank, fixed sizes equal and a symbol the same size wherever it appears; a sequence's tensors
-// of its dtype, on the device.
+// Each given input against its declaration: present (unless an initializer gives its default),
+// known, on the stream's device, of the declared dtype (strings: a string tensor with as many
+// strings as its shape has elements) and rank, fixed sizes equal and a symbol the same size
+// wherever it appears; a sequence's tensors of its dtype, on the device.
 void check_inputs(const ModelGraph& graph, const std::map<std::string, RunValue>& inputs,
                   const Device* device) {
   std::set<std::string, std::less<>> declared;
   std::map<std::string, int64_t> symbols;
-  for (const ModelValue& value : graph.inputs) {
+  std::vector<std::pair<const ModelValue*, bool>> all;  // each input, and whether it has a default
+  for (const ModelValue& value : graph.inputs) all.emplace_back(&value, false);
+  for (const ModelValue& value : graph.optional_inputs) all.emplace_back(&value, true);
+  for (const auto& [declaration, has_default] : all) {
+    const ModelValue& value = *declaration;
     declared.insert(value.name);
     const auto given = inputs.find(value.name);
     const std::string kind =
         std::string(value.optional ? "optional " : "") + (value.sequence ? "sequence of " : "");
-    if (given == inputs.end())
+    if (given == inputs.end()) {
+      if (has_default) continue;  // the initializer's value
       invalid(graph.name + ": input '" + value.name + "' (" + kind + element_type(value) + " " +
               to_string(value.shape) + ") is missing");
+    }
     const std::string where = graph.name + ": input '" + value.name + "'";
     if (const auto* none = std::get_if<Tensor>(&given->second);
         value.optional && none && !none->defined())
@@ -399,6 +407,8 @@ void check_inputs(const ModelGraph& graph, const std::map<std::string, RunValue>
       std::string names;
       for (const ModelValue& value : graph.inputs)
         names += (names.empty() ? "" : ", ") + value.name;
+      for (const ModelValue& value : graph.optional_inputs)
+        names += (names.empty() ? "" : ", ") + value.name + " (optional)";
       invalid(graph.name + ": the model has no input '" + name + "' (its inputs: " + names + ")");
     }
 }

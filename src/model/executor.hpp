@@ -17,8 +17,9 @@
 
 namespace hal::model {
 
-// Each given input against its declaration: present, known, of the declared dtype, rank and
-// sizes, a symbol the same size wherever it appears; on `device` where one is given.
+// Each given input against its declaration: present (an optional input may be left to its
+// initializer), known, of the declared dtype, rank and sizes, a symbol the same size wherever it
+// appears; on `device` where one is given.
 void check_inputs(const ModelGraph& graph, const std::map<std::string, RunValue>& inputs,
                   const Device* device);
 

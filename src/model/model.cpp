@@ -39,6 +39,9 @@ const model::ModelGraph& Model::checked_graph() const {
 
 const std::vector<ModelValue>& Model::inputs() const { return checked_graph().inputs; }
 const std::vector<ModelValue>& Model::outputs() const { return checked_graph().outputs; }
+const std::vector<ModelValue>& Model::optional_inputs() const {
+  return checked_graph().optional_inputs;
+}
 int64_t Model::opset() const { return checked_graph().opset; }
 size_t Model::node_count() const { return checked_graph().nodes.size(); }
 

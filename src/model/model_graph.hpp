@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -80,6 +81,10 @@ struct ModelGraph {
   // Initializers and Constants of STRING elements, which stay on the host (never uploaded).
   std::map<std::string, StringTensor, std::less<>> string_initializers;
   std::vector<ModelValue> inputs;  // without the initializers
+  // Inputs an initializer of the same name gives a default value (a model of IR version 4 on,
+  // not a subgraph): a run may give them, replacing the initializer for that run, which is why
+  // nothing folds through them nor takes them for constant weights. Kept in `initializers` too.
+  std::vector<ModelValue> optional_inputs;
   std::vector<ModelValue> outputs;
   // For each value, the index of the last node that reads it (graph outputs: nodes.size()),
   // so the executor frees intermediates as soon as it can.
@@ -88,6 +93,13 @@ struct ModelGraph {
   // shape computations read) kept: serialized, for the planner's shape inference (empty for a
   // subgraph).
   std::string inference_model;
+
+  // Whether a run may give `value` in place of its initializer (optional_inputs).
+  bool overridable(std::string_view value) const {
+    for (const ModelValue& input : optional_inputs)
+      if (input.name == value) return true;
+    return false;
+  }
 };
 
 }  // namespace hal::model

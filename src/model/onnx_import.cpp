@@ -188,9 +188,15 @@ class Importer {
     for (const auto& init : g.initializer())
       add_initializer(graph, init, directory_, "initializer '" + init.name() + "' of " + name_);
     if (g.sparse_initializer_size() > 0) unsupported(name_ + ": sparse initializers");
-    for (const auto& input : g.input())
+    // From IR version 4 an initializer named as an input is that input's default value (ONNX's
+    // IR spec); before, every initializer had to be listed as an input, and is a constant.
+    const bool defaults = proto_.ir_version() >= 4;
+    for (const auto& input : g.input()) {
       if (!is_initializer(graph, input.name()))
         graph.inputs.push_back(value_from_onnx(input, name_));
+      else if (defaults)
+        graph.optional_inputs.push_back(value_from_onnx(input, name_));
+    }
     for (const auto& output : g.output()) graph.outputs.push_back(value_from_onnx(output, name_));
     for (int i = 0; i < g.node_size(); ++i) add_node(g.node(i), {}, graph, 0, 0);
     link_gradients(graph, {});

@@ -78,7 +78,8 @@ bool OpContext::has(std::string_view attribute) const { return find(attribute) !
 
 bool OpContext::constant_input(size_t index) const {
   return graph_ && index < node_.inputs.size() &&
-         graph_->initializers.contains(node_.inputs[index]);
+         graph_->initializers.contains(node_.inputs[index]) &&
+         !graph_->overridable(node_.inputs[index]);
 }
 
 namespace {

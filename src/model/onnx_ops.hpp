@@ -40,7 +40,8 @@ class OpContext {
   int64_t opset() const { return node_.opset; }
   Stream& stream() const { return stream_; }
   // Whether input `index` is one of the model's initializers, whose contents never change while
-  // the model lives (a device may keep them in a layout of its own).
+  // the model lives (a device may keep them in a layout of its own); not one a run may replace
+  // (ModelGraph::optional_inputs).
   bool constant_input(size_t index) const;
 
   bool has(std::string_view attribute) const;

@@ -1,5 +1,6 @@
 // ONNX's reductions, arg-reductions and softmaxes, from hal's reductions. Results keep the
-// input's dtype as ONNX says (hal sums integers into i64; their mean divides that in i64).
+// input's dtype as ONNX says (hal sums integers into i64; their mean divides that in i64, exact
+// for i64 too).
 #include <cstdint>
 #include <limits>
 
@@ -48,14 +49,38 @@ Outputs reduce(const OpContext& ctx, const Inputs& in, Tensor (*before)(const Te
 
 Tensor square(const Tensor& x, Stream& s) { return mul(x, x, s); }
 
-// ReduceMean of integers: the exact i64 sum divided in i64, truncating toward zero as ONNX's
-// reference does (NumPy's mean in the input's dtype); hal's mean divides in f32, which rounds
-// past 2^24.
+// The mean of i64 values truncated toward zero, exact where their sum leaves i64 (values near
+// 2^62 wrapped): A, the sum of the quotients x / n, and B, that of the remainders
+// x - n * (x / n), each stay within i64; the mean A + B / n = A + c + d / n, with c = B / n and
+// |d| < n, truncates to A + c moved one toward zero where d's sign differs from that of A + c.
+Tensor exact_i64_mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims,
+                      const Tensor& n, Stream& s) {
+  const Tensor quotients = div(x, n, s);
+  const Tensor remainders = sub(x, mul(quotients, n, s), s);
+  const Tensor whole = sum(quotients, axes, keepdims, s);
+  const Tensor rest = sum(remainders, axes, keepdims, s);
+  const Tensor carried = div(rest, n, s);
+  const Tensor left = sub(rest, mul(carried, n, s), s);
+  const Tensor base = add(whole, carried, s);
+  const Tensor zero = full({}, 0, DType::i64, s), one = full({}, 1, DType::i64, s);
+  const Tensor minus_one = full({}, -1, DType::i64, s);
+  const Tensor down = where(gt(base, zero, s), minus_one, zero, s);
+  const Tensor up = where(lt(base, zero, s), one, zero, s);
+  const Tensor step = where(lt(left, zero, s), down, where(gt(left, zero, s), up, zero, s), s);
+  return add(base, step, s);
+}
+
+// ReduceMean of integers: the exact mean truncated toward zero. ONNX's reference (NumPy's mean
+// in the input's dtype) sums in that dtype, wrapping past it, and divides in f64: the same
+// wherever the sum stays within the dtype and 2^53. Narrower integers sum exactly in i64 and
+// divide there; hal's mean divides in f32, which rounds past 2^24.
 Tensor exact_mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims, Stream& s) {
   if (is_floating(x.dtype())) return mean(x, axes, keepdims, s);
   const Tensor total = sum(x, axes, keepdims, s);
   const int64_t count = total.numel() == 0 ? 1 : x.numel() / total.numel();
-  return div(total, from_host(&count, {}, DType::i64, s), s);  // of no elements: 0
+  const Tensor n = from_host(&count, {}, DType::i64, s);
+  if (x.dtype() == DType::i64) return exact_i64_mean(x, axes, keepdims, n, s);
+  return div(total, n, s);  // of no elements: 0
 }
 
 template <Reduction reduction, int64_t since = 18>

@@ -3,6 +3,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "hal/model.hpp"
 #include "model_builder.hpp"
@@ -319,6 +322,90 @@ TEST(ModelRun, AnInitializerOutputIsACopyOfTheWeight) {
     }
     stream.synchronize();
   }
+}
+
+// y = x - w with w an input whose initializer [1, 2] is its default (IR version 4 on, ONNX's IR
+// spec): a run may give w, replacing the default for that run only, and a Neg of w is not folded
+// into a constant at load. Before IR 4 every initializer is listed as an input, and stays a
+// constant. w could not be given at all ("the model has no input 'w'").
+ModelBuilder defaulted_input_model(int64_t ir_version) {
+  ModelBuilder builder(7);
+  builder.proto().set_ir_version(ir_version);
+  builder.input("x", TensorProto::FLOAT, {"2"}).input("w", TensorProto::FLOAT, {"2"});
+  builder.output("y", TensorProto::FLOAT, {"2"});
+  builder.initializer("w", {2}, {1, 2});
+  builder.node("Neg", {"w"}, {"minus_w"}, "negate");
+  builder.node("Add", {"x", "minus_w"}, {"y"}, "plus");
+  return builder;
+}
+
+TEST(ModelRun, AnInitializerNamedAsAnInputIsADefaultARunMayReplace) {
+  const Model model = load_onnx_bytes(defaulted_input_model(8).bytes(), "defaulted");
+  ASSERT_EQ(model.inputs().size(), 1u);
+  EXPECT_EQ(model.inputs()[0].name, "x");
+  ASSERT_EQ(model.optional_inputs().size(), 1u);
+  EXPECT_EQ(model.optional_inputs()[0].name, "w");
+  EXPECT_EQ(to_string(model.optional_inputs()[0].shape), "[2]");
+  EXPECT_EQ(model.node_count(), 2u);  // Neg(w) is no constant
+  Stream stream = device("cpu:0").create_stream();
+  const Tensor x = from_vector<float>({10, 20}, {2}, stream);
+  const auto y = [&](const std::map<std::string, Tensor>& inputs) {
+    return model.run(inputs, stream).at("y").to_vector<float>(stream);
+  };
+  EXPECT_EQ(y({{"x", x}}), (std::vector<float>{9, 18}));
+  EXPECT_EQ(y({{"x", x}, {"w", from_vector<float>({100, 200}, {2}, stream)}}),
+            (std::vector<float>{-90, -180}));
+  EXPECT_EQ(y({{"x", x}}), (std::vector<float>{9, 18}));  // the default again
+  expect_error(
+      [&] {
+        model.run({{"x", x}, {"w", from_vector<float>({1, 2, 3}, {3}, stream)}}, stream);
+      },
+      ErrorCode::InvalidArgument, {"input 'w'", "[3]", "declares [2]"});
+  expect_error(
+      [&] {
+        model.run({{"x", x}, {"v", x}}, stream);
+      },
+      ErrorCode::InvalidArgument, {"no input 'v'", "its inputs: x, w (optional)"});
+
+  const Model legacy = load_onnx_bytes(defaulted_input_model(3).bytes(), "ir3");
+  EXPECT_TRUE(legacy.optional_inputs().empty());
+  EXPECT_EQ(legacy.node_count(), 1u);  // Neg(w) folded
+  EXPECT_EQ(legacy.run({{"x", x}}, stream).at("y").to_vector<float>(stream),
+            (std::vector<float>{9, 18}));
+  expect_error(
+      [&] {
+        legacy.run({{"x", x}, {"w", x}}, stream);
+      },
+      ErrorCode::InvalidArgument, {"no input 'w'"});
+}
+
+// A Conv's weights that a run may give are not constant weights: the CPU keeps constant ones
+// packed by buffer, and a buffer the caller rewrote between runs gave the old weights' result.
+TEST(ModelRun, AConvsReplaceableWeightsAreReadEachRun) {
+  ModelBuilder builder(13);
+  builder.input("x", TensorProto::FLOAT, {"1", "8", "5", "5"});
+  builder.input("w", TensorProto::FLOAT, {"16", "8", "3", "3"});
+  builder.output("y", TensorProto::FLOAT, {"1", "16", "3", "3"});
+  builder.initializer("w", {16, 8, 3, 3}, std::vector<float>(16 * 8 * 3 * 3, 0.5f));
+  builder.node("Conv", {"x", "w"}, {"y"}, "conv");
+  const Model model = load_onnx_bytes(builder.bytes(), "conv_weights");
+  Stream stream = device("cpu:0").create_stream();
+  std::vector<float> pixels(8 * 5 * 5);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<float>(i % 7) - 3;
+  const Tensor x = from_vector(pixels, {1, 8, 5, 5}, stream);
+  const auto conv = [&](const Tensor& w) {
+    return model.run({{"x", x}, {"w", w}}, stream).at("y").to_vector<float>(stream);
+  };
+  std::vector<float> weights(16 * 8 * 3 * 3);
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i % 5) - 2;
+  const Tensor w = from_vector(weights, {16, 8, 3, 3}, stream);
+  const std::vector<float> first = conv(w);
+  for (float& weight : weights) weight = -2 * weight + 1;
+  stream.copy_from_host(w.storage(), weights.data(), w.nbytes(),
+                        static_cast<size_t>(w.offset()) * sizeof(float));
+  const std::vector<float> rewritten = conv(w);
+  EXPECT_EQ(rewritten, conv(from_vector(weights, {16, 8, 3, 3}, stream)));
+  EXPECT_NE(rewritten, first);
 }
 
 TEST(ModelRun, ASymbolicDimensionTakesOneSizePerRun) {

@@ -1,10 +1,12 @@
 // LRN against a plain loop over the channel window, with odd and even window sizes and the
 // attributes given; a missing size refused naming the node. ConvTranspose's output_shape and
-// pads, and InstanceNormalization of an [N, C] input, against ONNX's rules and reference.
+// pads, InstanceNormalization of an [N, C] input and AveragePool's count_include_pad with
+// auto_pad, against ONNX's rules and reference.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -192,6 +194,54 @@ TEST(NnOps, InstanceNormalizationOfARank2InputIsItsBias) {
         instance_norm(from_vector<float>({1, 2, 3}, {3}, stream));
       },
       ErrorCode::InvalidArgument, {"'norm'", "expects [N, C, D1, ...], got [3]"});
+}
+
+// AveragePool with auto_pad SAME_UPPER/SAME_LOWER and count_include_pad = 1 divides by the whole
+// window, the pads auto_pad chose counted as explicit ones are (ONNX's reference pads with 0 and
+// takes np.mean; onnxruntime likewise); they were left out, as with count_include_pad = 0.
+// x = arange(1, 13) as [1, 1, 3, 4], a 3x3 kernel every 2: pads (1, 1) on H, (0, 1) or (1, 0) on W.
+TEST(NnOps, AveragePoolCountsAutoPadsWithCountIncludePad) {
+  Stream stream = device("cpu:0").create_stream();
+  const auto average_pool = [&](const Tensor& x, const std::vector<int64_t>& kernel,
+                                const std::vector<int64_t>& strides, const std::string& auto_pad,
+                                int64_t count_include_pad) {
+    std::vector<std::string> in_dims, out_dims;
+    for (int64_t d = 0; d < x.dim(); ++d) {
+      in_dims.push_back("x" + std::to_string(d));
+      out_dims.push_back("y" + std::to_string(d));
+    }
+    ModelBuilder builder(11);
+    builder.input("x", TensorProto::FLOAT, in_dims).output("y", TensorProto::FLOAT, out_dims);
+    auto& node = builder.node("AveragePool", {"x"}, {"y"}, "pool");
+    ModelBuilder::set_ints(node, "kernel_shape", kernel);
+    ModelBuilder::set_ints(node, "strides", strides);
+    ModelBuilder::set_string(node, "auto_pad", auto_pad);
+    ModelBuilder::set_int(node, "count_include_pad", count_include_pad);
+    return load_onnx_bytes(builder.bytes(), "average_pool")
+        .run({{"x", x}}, stream)
+        .at("y")
+        .to_vector<float>(stream);
+  };
+  std::vector<float> values(12);
+  std::iota(values.begin(), values.end(), 1.0f);
+  const Tensor x = from_vector(values, {1, 1, 3, 4}, stream);
+  const auto near = [](const std::vector<float>& y, const std::vector<float>& want) {
+    ASSERT_EQ(y.size(), want.size());
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-5f) << "at " << i;
+  };
+  // ONNX's reference: the window sums over 9 with the pads counted, over the elements without.
+  near(average_pool(x, {3, 3}, {2, 2}, "SAME_UPPER", 1),
+       {24.0f / 9, 22.0f / 9, 48.0f / 9, 38.0f / 9});
+  near(average_pool(x, {3, 3}, {2, 2}, "SAME_LOWER", 1),
+       {14.0f / 9, 30.0f / 9, 30.0f / 9, 54.0f / 9});
+  near(average_pool(x, {3, 3}, {2, 2}, "SAME_UPPER", 0), {4, 5.5f, 8, 9.5f});
+  near(average_pool(x, {3, 3}, {2, 2}, "SAME_LOWER", 0), {3.5f, 5, 7.5f, 9});
+  // Four spatial dimensions, pooled from strided views: ones of [1, 1, 1, 1, 1, 3], a window
+  // of 2 along the last, its one pad at the end (SAME_UPPER) or the start (SAME_LOWER).
+  const Tensor ones = from_vector<float>({1, 1, 1}, {1, 1, 1, 1, 1, 3}, stream);
+  near(average_pool(ones, {1, 1, 1, 2}, {1, 1, 1, 1}, "SAME_UPPER", 1), {1, 1, 0.5f});
+  near(average_pool(ones, {1, 1, 1, 2}, {1, 1, 1, 1}, "SAME_LOWER", 1), {0.5f, 1, 1});
+  near(average_pool(ones, {1, 1, 1, 2}, {1, 1, 1, 1}, "SAME_UPPER", 0), {1, 1, 1});
 }
 
 }  // namespace

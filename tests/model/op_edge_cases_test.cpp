@@ -407,10 +407,26 @@ TEST(OpEdgeCases, SoftplusOfLargeInputsIsFinite) {
   EXPECT_EQ(half.dtype(), DType::f16);
   EXPECT_EQ(cast(half, DType::f32, stream).to_vector<float>(stream),
             (std::vector<float>{12, 90, 1000, 0}));
+
+  // f64 the same (np.logaddexp(x, 0)); NaN stays NaN, infinities go to inf and 0.
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> y64 =
+      softplus(TensorProto::DOUBLE,
+               from_vector<double>({100, 1000, -100, std::nan(""), inf, -inf}, {6}, stream))
+          .to_vector<double>(stream);
+  ASSERT_EQ(y64.size(), 6u);
+  EXPECT_EQ(y64[0], 100.0);
+  EXPECT_EQ(y64[1], 1000.0);
+  EXPECT_NEAR(y64[2], 3.720075976020836e-44, 1e-58);
+  EXPECT_TRUE(std::isnan(y64[3]));
+  EXPECT_EQ(y64[4], inf);
+  EXPECT_EQ(y64[5], 0.0);
 }
 
 // ReduceMean of integers is the exact sum divided in integers, truncating toward zero as
 // ONNX's reference (NumPy's mean in the input's dtype) does: averaged in f32, 2^40 + 2 was 2^40.
+// An i64 sum past 2^63 (three values of 2^62) wrapped in the division, giving a negative mean;
+// NumPy's sum wraps too, so there the reference is the exact mean (Python's integers).
 TEST(OpEdgeCases, IntegerReduceMeanIsExactAndTruncates) {
   Stream stream = device("cpu:0").create_stream();
   const Model i64 =
@@ -425,6 +441,13 @@ TEST(OpEdgeCases, IntegerReduceMeanIsExactAndTruncates) {
   EXPECT_EQ(mean64({big + 1, big + 3}), std::vector<int64_t>{big + 2});
   EXPECT_EQ(mean64({3, 4}), std::vector<int64_t>{3});
   EXPECT_EQ(mean64({-3, -4}), std::vector<int64_t>{-3});
+  const int64_t quarter = int64_t{1} << 62;  // 2^62
+  EXPECT_EQ(mean64({quarter, quarter, quarter}), std::vector<int64_t>{quarter});
+  EXPECT_EQ(mean64({-quarter, -quarter, -quarter, 5}), std::vector<int64_t>{-3458764513820540926});
+  EXPECT_EQ(mean64({quarter + 1, quarter, 0}), std::vector<int64_t>{3074457345618258603});
+  EXPECT_EQ(mean64({INT64_MAX, INT64_MAX, INT64_MAX - 3}), std::vector<int64_t>{INT64_MAX - 1});
+  EXPECT_EQ(mean64({INT64_MIN, INT64_MIN, 1}), std::vector<int64_t>{-6148914691236517205});
+  EXPECT_EQ(mean64({INT64_MAX, -7, 9}), std::vector<int64_t>{3074457345618258603});
 
   const Model i32 =
       one_node(13, "ReduceMean", {{"x", TensorProto::INT32, 2}}, {{"y", TensorProto::INT32, 2}},
