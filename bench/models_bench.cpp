@@ -35,10 +35,10 @@ fs::path models_dir(int& argc, char** argv) {
   if (dir.empty())
     if (const char* env = std::getenv("HAL_BENCH_MODELS_DIR"); env && *env) dir = env;
   if (dir.empty()) {
-    const char* cache = std::getenv("XDG_CACHE_HOME");
+    const char* cache = std::getenv("XDG_CACHE_HOME");  // ignored when relative (the XDG spec)
     const char* home = std::getenv("HOME");
-    dir = (cache && *cache ? fs::path(cache) : fs::path(home ? home : "/tmp") / ".cache") / "hal" /
-          "bench-models";
+    dir = (cache && cache[0] == '/' ? fs::path(cache) : fs::path(home ? home : "/tmp") / ".cache") /
+          "hal" / "bench-models";
   }
   return dir;
 }

@@ -1,7 +1,8 @@
 // hal's on-disk cache (`hal cache`): compiled kernels per backend, capped in size with the least
 // recently used entries removed first (HAL_KERNEL_CACHE_MAX_BYTES), the tuning tables of
 // `hal tune` (and their lock files), and the devices' calibrations (`hal calibrate`). It lives
-// under HAL_CACHE_DIR, else $XDG_CACHE_HOME/hal, else $HOME/.cache/hal.
+// under HAL_CACHE_DIR, else $XDG_CACHE_HOME/hal (a relative XDG_CACHE_HOME is ignored, as the
+// XDG Base Directory spec asks), else $HOME/.cache/hal.
 #pragma once
 
 #include <cstdint>

@@ -198,17 +198,21 @@ struct MeshOptions {
 
 class DeviceMesh;
 
-// The ranks along one named dimension through one of this process's devices.
+// The ranks along one named dimension through one of this process's devices. The mesh hands
+// one out by value, often as a temporary (`mesh["dp"].ranks()`), so its accessors return
+// copies, not references into it: `for (int64_t r : mesh["dp"].ranks())` and
+// `const auto& c = mesh["tp"].communicator();` stay valid past the temporary (a Device and a
+// Communicator are shared handles, cheap to copy).
 class SubMesh {
  public:
-  const std::string& name() const { return name_; }
+  std::string name() const { return name_; }
   int64_t size() const { return static_cast<int64_t>(ranks_.size()); }
   // This member's position along the dimension (its rank in the communicator).
   int64_t rank() const { return rank_; }
   // The mesh ranks along the dimension, in order.
-  const std::vector<int64_t>& ranks() const { return ranks_; }
-  const Device& device() const { return device_; }
-  const Communicator& communicator() const { return communicator_; }
+  std::vector<int64_t> ranks() const { return ranks_; }
+  Device device() const { return device_; }
+  Communicator communicator() const { return communicator_; }
 
  private:
   friend class DeviceMesh;

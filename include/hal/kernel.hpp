@@ -29,7 +29,10 @@ concept Arithmetic = std::is_arithmetic_v<T>;
 struct LaunchConfig {
   Index3 global{1, 1, 1};
   std::array<uint32_t, 3> local{0, 0, 0};
-  uint32_t shared_bytes = 0;  // dynamic work-group local memory
+  // Dynamic work-group memory (CUDA's extern __shared__). OpenCL and Vulkan refuse a nonzero
+  // value (Unsupported): an OpenCL kernel takes a __local argument (KernelArg::local_memory).
+  // CPU host kernels and plugins do not use it.
+  uint32_t shared_bytes = 0;
 
   static LaunchConfig linear(uint64_t n) { return LaunchConfig{{n, 1, 1}}; }
   static LaunchConfig grid(uint64_t x, uint64_t y, uint64_t z = 1) {

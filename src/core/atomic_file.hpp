@@ -11,11 +11,14 @@
 namespace hal::detail {
 
 // Writes the concatenation of `parts` to `path`: into a temporary file beside it (the same file
-// system, so the rename is atomic), renamed over `path` once complete. The temporary's name
-// holds the process id and a count, so threads and processes writing one path at once each
-// write their own and the last rename wins whole. Returns "" on success, else what went wrong
-// ("cannot write <temporary>", "cannot rename <temporary> to <path>: <reason>"), the temporary
-// removed and a file already at `path` untouched. Makes no directories.
+// system, so the rename is atomic), flushed to the disk (fsync) and renamed over `path` once
+// complete, then the folder flushed (best-effort) so the rename survives a crash too. A crash
+// leaves the old file or the new one under `path`, never an empty or partial one. The
+// temporary's name holds the process id and a count, so threads and processes writing one path
+// at once each write their own and the last rename wins whole. Returns "" on success, else what
+// went wrong ("cannot write <temporary>: <reason>", the reason "fsync: ..." when the flush
+// failed; "cannot rename <temporary> to <path>: <reason>"), the temporary removed and a file
+// already at `path` untouched. Makes no directories.
 //
 // A writer that died leaves its temporary behind; one untouched for kAbandonedAfter is
 // abandoned (a writer at work keeps its file's time fresh). After a write the abandoned

@@ -53,7 +53,10 @@ const char* env(const char* name) {
 
 std::string cache_root_text() {
   if (const char* dir = env("HAL_CACHE_DIR")) return dir;
-  if (const char* xdg = env("XDG_CACHE_HOME")) return std::string(xdg) + "/hal";
+  // The XDG Base Directory spec: a relative XDG_CACHE_HOME is invalid and is ignored (it would
+  // put the cache under whatever the current directory is).
+  if (const char* xdg = env("XDG_CACHE_HOME"); xdg && xdg[0] == '/')
+    return std::string(xdg) + "/hal";
   if (const char* home = env("HOME")) return std::string(home) + "/.cache/hal";
   return {};
 }

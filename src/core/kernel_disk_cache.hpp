@@ -24,7 +24,8 @@
 
 namespace hal::detail {
 
-// HAL_CACHE_DIR, else $XDG_CACHE_HOME/hal, else $HOME/.cache/hal; empty when none is set.
+// HAL_CACHE_DIR, else $XDG_CACHE_HOME/hal (only when absolute, as the XDG spec asks), else
+// $HOME/.cache/hal; empty when none is set.
 std::filesystem::path cache_root();
 // The same as text, without parsing a path (for lookups on hot paths).
 std::string cache_root_text();

@@ -132,7 +132,12 @@ Tensor from_host(const void* data, const Shape& shape, DType dtype, Stream& stre
                                                 ": the host pointer is null for " +
                                                 std::to_string(out.nbytes()) + " bytes");
   const auto* first = static_cast<const unsigned char*>(data);
-  upload(stream, out.storage(), std::vector<unsigned char>(first, first + out.nbytes()));
+  std::vector<unsigned char> bytes(first, first + out.nbytes());
+  // A bool is stored as 0 or 1: kernels read its byte as a number (OpenCL's and Vulkan's casts
+  // turned a byte of 2 into 2 where the CPU's gave 1), so any other byte is made 1 here.
+  if (dtype == DType::boolean)
+    for (unsigned char& byte : bytes) byte = byte != 0;
+  upload(stream, out.storage(), std::move(bytes));
   return out;
 }
 

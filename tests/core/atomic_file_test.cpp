@@ -4,9 +4,13 @@
 #include "core/atomic_file.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -92,6 +96,39 @@ TEST_F(AtomicFileTest, AFolderThatIsNotThereIsNamedAndNothingIsMade) {
   const std::string failed = write_file_atomically(file, {"text"});
   EXPECT_NE(failed.find("cannot write " + file.string() + ".tmp."), std::string::npos) << failed;
   EXPECT_FALSE(fs::exists(root_ / "missing"));
+}
+
+TEST_F(AtomicFileTest, AFolderThatIsAFileIsNamedWithTheReason) {
+  std::ofstream(root_ / "plain") << "a file, not a folder";
+  const fs::path file = root_ / "plain" / "out.json";
+  const std::string failed = write_file_atomically(file, {"text"});
+  EXPECT_NE(failed.find("cannot write " + file.string() + ".tmp."), std::string::npos) << failed;
+  EXPECT_NE(failed.find(": Not a directory"), std::string::npos) << failed;
+  EXPECT_EQ(names(), std::vector<std::string>{"plain"});
+}
+
+// The bytes are written (and flushed) by hand now, not by a stream: a write the system cuts
+// short must still fail whole. A child process caps its file size below the document.
+TEST_F(AtomicFileTest, AWriteCutShortFailsAndLeavesTheOldFileAndNoTemporary) {
+  const fs::path file = root_ / "checkpoint.bin";
+  ASSERT_EQ(write_file_atomically(file, {"old"}), "");
+  const pid_t child = ::fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);  // the write fails with EFBIG instead of killing the child
+    const rlimit cap{1024, 1024};
+    ::setrlimit(RLIMIT_FSIZE, &cap);
+    const std::string failed = write_file_atomically(file, {std::string(64 * 1024, 'x')});
+    const bool named = failed.find("cannot write " + file.string() + ".tmp.") == 0 &&
+                       failed.find(": File too large") != std::string::npos;
+    ::_exit(named ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the failure did not name the temporary and EFBIG";
+  EXPECT_EQ(read(file), "old");
+  EXPECT_EQ(names(), std::vector<std::string>{"checkpoint.bin"});
 }
 
 TEST_F(AtomicFileTest, ARenameRefusedLeavesWhatWasThereAndNoTemporary) {

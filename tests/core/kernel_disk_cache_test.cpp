@@ -262,5 +262,29 @@ TEST(CacheRoot, FollowsHalCacheDirThenXdgThenHome) {
   if (old_xdg) ::setenv("XDG_CACHE_HOME", old_xdg->c_str(), 1);
 }
 
+// The XDG Base Directory spec: a relative XDG_CACHE_HOME is invalid and must be ignored (it
+// made the cache a folder under wherever the process happened to start).
+TEST(CacheRoot, IgnoresARelativeXdgCacheHome) {
+  auto saved = [](const char* name) -> std::optional<std::string> {
+    const char* value = std::getenv(name);
+    return value ? std::optional<std::string>(value) : std::nullopt;
+  };
+  const auto old_hal = saved("HAL_CACHE_DIR"), old_xdg = saved("XDG_CACHE_HOME"),
+             old_home = saved("HOME");
+  ::unsetenv("HAL_CACHE_DIR");
+  ::setenv("HOME", "/tmp/hal-home", 1);
+  for (const char* relative : {"cache", "./cache", "../cache", "~/cache"}) {
+    ::setenv("XDG_CACHE_HOME", relative, 1);
+    EXPECT_EQ(cache_root(), fs::path("/tmp/hal-home/.cache/hal")) << relative;
+  }
+  ::unsetenv("HOME");
+  ::setenv("XDG_CACHE_HOME", "cache", 1);
+  EXPECT_EQ(cache_root(), fs::path()) << "no valid cache directory at all";
+  ::unsetenv("XDG_CACHE_HOME");
+  if (old_hal) ::setenv("HAL_CACHE_DIR", old_hal->c_str(), 1);
+  if (old_xdg) ::setenv("XDG_CACHE_HOME", old_xdg->c_str(), 1);
+  if (old_home) ::setenv("HOME", old_home->c_str(), 1);
+}
+
 }  // namespace
 }  // namespace hal::detail

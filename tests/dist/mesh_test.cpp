@@ -3,6 +3,8 @@
 // devices (HAL_SIM_CONFIG=devices=1024 in CTest's dist_mesh_1024).
 #include <gtest/gtest.h>
 
+#include <type_traits>
+
 #include "dist_reference.hpp"
 #include "test_util.hpp"
 
@@ -79,6 +81,27 @@ TEST(DeviceMeshTest, ThreeDimensionsGroupAlongEachName) {
   EXPECT_EQ(mesh.sub_mesh("dp", 5).ranks(), (std::vector<int64_t>{5, 7}));
   EXPECT_EQ(mesh.sub_mesh("tp", 5).ranks(), (std::vector<int64_t>{4, 5}));
   EXPECT_EQ(mesh.sub_mesh("dp", 5).communicator().rank(), 0);
+}
+
+// A SubMesh comes by value, often as a temporary: what its accessors return must outlive it
+// (they returned references into it, and `for (r : mesh["dp"].ranks())` read freed memory).
+TEST(DeviceMeshTest, WhatASubMeshTemporaryReturnsOutlivesIt) {
+  const DeviceMesh mesh = DeviceMesh::create({1}, {"dp"}, of_devices({device("cpu:0")}));
+  std::vector<int64_t> seen;
+  for (int64_t r : mesh["dp"].ranks()) seen.push_back(r);
+  EXPECT_EQ(seen, std::vector<int64_t>{0});
+  const auto& name = mesh["dp"].name();
+  const auto& on = mesh["dp"].device();
+  const auto& communicator = mesh["dp"].communicator();
+  EXPECT_EQ(name, "dp");
+  EXPECT_EQ(on.id(), "cpu:0");
+  EXPECT_EQ(communicator.size(), 1);
+  // Copies, not references into the SubMesh (without this, only a sanitizer would see it).
+  const SubMesh& sub = mesh["dp"];
+  EXPECT_FALSE(std::is_reference_v<decltype(sub.ranks())>);
+  EXPECT_FALSE(std::is_reference_v<decltype(sub.name())>);
+  EXPECT_FALSE(std::is_reference_v<decltype(sub.device())>);
+  EXPECT_FALSE(std::is_reference_v<decltype(sub.communicator())>);
 }
 
 TEST(DeviceMeshTest, BadShapesAndNamesAreRefused) {

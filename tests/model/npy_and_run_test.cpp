@@ -136,6 +136,40 @@ TEST(Npy, RowsAreReadWithoutTheRestOfTheFile) {
                {"scalar.npy", "scalar"});
 }
 
+// A '|b1' file whose bytes are not all 0 or 1 (NumPy writes what a view of other bytes holds):
+// each nonzero byte is true, read as 1 on every device (OpenCL and Vulkan cast a byte of 2 to
+// 2, the CPU to 1).
+TEST(Npy, BoolBytesOtherThanOneReadAsTrueOnEveryDevice) {
+  const fs::path file = scratch_dir() / "flags.npy";
+  std::string header = "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::string bytes =
+      std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header;
+  bytes.append(std::string("\x00\x01\x02\xff\x80\x00", 6));
+  std::ofstream(file, std::ios::binary) << bytes;
+  for (const Device& where : devices()) {
+    SCOPED_TRACE(where.id());
+    Stream stream = where.create_stream();
+    const auto stored = [&](const Tensor& t) {
+      std::vector<unsigned char> got(t.nbytes());
+      stream.copy_to_host(got.data(), t.storage(), got.size());
+      stream.synchronize();
+      return got;
+    };
+    const Tensor flags = read_npy(file, stream);
+    EXPECT_EQ(flags.dtype(), DType::boolean);
+    EXPECT_EQ(stored(flags), (std::vector<unsigned char>{0, 1, 1, 1, 1, 0}));
+    EXPECT_EQ(stored(read_npy_rows(file, 1, 2, stream)), (std::vector<unsigned char>{1, 1, 0}));
+    const DeviceInfo& info = where.info();
+    if (info.has_feature(feature::kHostKernels) || info.has_feature(feature::kPortableKernels) ||
+        info.backend() == "vulkan") {
+      EXPECT_EQ(cast(flags, DType::i32, stream).to_vector<int32_t>(stream),
+                (std::vector<int32_t>{0, 1, 1, 1, 1, 0}));
+    }
+  }
+}
+
 TEST(Npy, BadFilesAreRefusedNamingTheFileAndWhatIsWrong) {
   Stream stream = device("cpu:0").create_stream();
   const fs::path dir = scratch_dir();

@@ -459,6 +459,37 @@ __kernel void group_sums(__global const float* in, __global float* out, __local 
   }
 }
 
+// LaunchConfig::shared_bytes is CUDA's dynamic shared memory; OpenCL has no such launch
+// parameter (work-group memory sized at launch is a __local argument), and the value was
+// dropped unseen. Refused by name now, and a launch without it runs.
+TEST_F(OpenClTest, DynamicSharedBytesAreRefusedNotDropped) {
+  const std::string source = R"(
+__kernel void stage(__global float* x, __local float* tmp) {
+  tmp[get_local_id(0)] = x[get_global_id(0)];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  x[get_global_id(0)] = tmp[get_local_id(0)] + 1.0f;
+})";
+  Kernel kernel = device.compile({"stage", source, KernelLanguage::opencl_c});
+  Stream stream = device.create_stream();
+  Buffer buffer = device.allocate(16 * sizeof(float));
+  stream.fill(buffer, 0.0f, 16);
+  LaunchConfig config = LaunchConfig::linear(16);
+  config.local = {16, 1, 1};
+  config.shared_bytes = 64;
+  expect_error(
+      [&] {
+        stream.launch(kernel, config, {buffer, KernelArg::local_memory(64)});
+      },
+      ErrorCode::Unsupported,
+      {device.id(), "'stage'", "shared_bytes (64 bytes)", "KernelArg::local_memory"});
+  config.shared_bytes = 0;
+  stream.launch(kernel, config, {buffer, KernelArg::local_memory(64)});
+  std::vector<float> got(16);
+  stream.copy_to_host(got.data(), buffer, buffer.size());
+  stream.synchronize();
+  EXPECT_EQ(got, std::vector<float>(16, 1.0f)) << "only the launch without shared_bytes ran";
+}
+
 TEST_F(OpenClTest, PortableTiledTransposeMatchesTheReference) {
   // The portable dialect's SHARED arrays, barrier() and 2-d indices.
   const std::string source = R"(

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "device_suite.hpp"
+#include "ops/op_values.hpp"
 
 namespace hal::test {
 namespace {
@@ -34,6 +35,21 @@ TEST_P(TensorSuite, HostDataOfTheWrongSizeOrDtypeIsRefused) {
   const Tensor t = from_vector(five, {5}, stream);
   expect_error([&] { t.to_vector<int32_t>(stream); }, ErrorCode::InvalidArgument,
                {"to_vector", "f32", "i32"});
+}
+
+// A bool byte other than 0 is true, stored as 1: OpenCL's and Vulkan's casts read the byte as a
+// number (2 stayed 2 as i32) where the CPU's gave 1, so from_host, what read_npy, safetensors
+// and Python's arrays come through, makes every device agree.
+TEST_P(TensorSuite, HostBoolBytesOtherThanOneAreStoredAsTrue) {
+  const unsigned char bytes[6] = {0, 1, 2, 255, 128, 16};
+  const Tensor flags = from_host(bytes, {6}, DType::boolean, stream);
+  std::vector<unsigned char> stored(6);
+  stream.copy_to_host(stored.data(), flags.storage(), stored.size());
+  stream.synchronize();
+  EXPECT_EQ(stored, (std::vector<unsigned char>{0, 1, 1, 1, 1, 1}));
+  if (!runs_kernels(device())) return;  // no cast to read them with
+  EXPECT_EQ(cast(flags, DType::i32, stream).to_vector<int32_t>(stream),
+            (std::vector<int32_t>{0, 1, 1, 1, 1, 1}));
 }
 
 // A view that is not contiguous is packed on its own device: a stream of another is refused.

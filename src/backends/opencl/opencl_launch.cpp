@@ -32,6 +32,13 @@ void OpenClStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl,
     throw Error(ErrorCode::InvalidArgument, what() + ": the kernel takes " +
                                                 std::to_string(kernel.num_args()) + " arguments, " +
                                                 std::to_string(args.size()) + " given");
+  // OpenCL sizes work-group memory per argument (KernelArg::local_memory for a __local pointer);
+  // an enqueue has no dynamic amount of its own, so shared_bytes would be dropped unseen.
+  if (config.shared_bytes != 0)
+    throw Error(ErrorCode::Unsupported,
+                what() + ": LaunchConfig::shared_bytes (" + std::to_string(config.shared_bytes) +
+                    " bytes) is CUDA's dynamic shared memory; OpenCL kernels take a __local "
+                    "argument sized by KernelArg::local_memory, or declare SHARED arrays");
 
   // Geometry: whole work groups, so `global` rounds up to a multiple of `local`.
   const cl_uint dims = config.global[2] > 1 ? 3 : config.global[1] > 1 ? 2 : 1;
