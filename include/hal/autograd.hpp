@@ -13,6 +13,18 @@
 // when no input requires grad. Results of integer or bool dtype never require grad (comparisons,
 // argmax, casts to integers): no gradient flows through them.
 //
+// In-place writes: ops never write into their inputs, but an optimizer's step(), a checkpoint
+// load and the collectives of hal::dist write into existing tensors' storage, and count each
+// write there (Tensor::version, shared by every view; Tensor::bump_version for code that writes
+// storage() itself). A node notes the count of each tensor its rule reads when it is recorded;
+// backward checks every node it will run before running any, and one whose saved tensor was
+// written since forward (a step() between forward and backward) is InvalidState naming the op,
+// the saved input (index and name) or output, and both counts, as PyTorch's "modified by an
+// inplace operation": nothing has been added into any grad(), and the graph is kept. A node
+// checks again just before its rule runs, for a write by a hook of the running backward; leaves
+// accumulated before that keep their gradients. The count costs a relaxed atomic increment per
+// write and nothing per op.
+//
 // After backward the tape's saved tensors are released (BackwardOptions::retain_graph keeps
 // them): a second backward through the same nodes is InvalidState naming the op. An op with no
 // backward rule (floor, ceil, round, fused_elementwise) records a node that refuses backward
@@ -75,7 +87,8 @@ struct BackwardOptions {
 // devices (after Tensor::to) run on streams of their own, ordered after the gradient reached
 // them. Errors: InvalidArgument for a root that does not require grad or a gradient of another
 // shape, dtype or device; Unsupported naming the op for a node without a gradient; InvalidState
-// naming the op when its saved tensors were released by an earlier backward.
+// naming the op when its saved tensors were released by an earlier backward, or when one of
+// them was written in place after forward (In-place writes, above).
 void backward(const Tensor& root, Stream& stream, const Tensor& grad = Tensor(),
               const BackwardOptions& options = {});
 

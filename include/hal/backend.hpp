@@ -6,6 +6,8 @@
 // so that a backend can be brought up one capability at a time.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -58,11 +60,17 @@ class BufferImpl {
   // native handle through these: every buffer hal hands to a stream may be a piece of another.
   const BufferImpl& storage() const { return storage_ ? *storage_ : *this; }
   size_t storage_offset() const { return storage_offset_; }
+  // In-place writes into this memory through hal's API (Tensor::version): what autograd compares
+  // for a tensor saved for backward. Relaxed: a count, it orders no memory.
+  uint32_t version() const noexcept { return version_.load(std::memory_order_relaxed); }
+  void bump_version() noexcept { version_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   std::shared_ptr<DeviceImpl> device_;
   size_t size_;
   MemoryKind kind_;
+  // 32 bits, as PyTorch's, beside kind_: it fills padding, so a buffer is no larger.
+  std::atomic<uint32_t> version_{0};
   const BufferImpl* storage_ = nullptr;
   size_t storage_offset_ = 0;
 };

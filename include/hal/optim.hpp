@@ -7,7 +7,9 @@
 // place and allocates nothing; elsewhere every new value is computed (elementwise programs, fused
 // where the device has fused_elementwise) before any parameter or buffer is replaced. Either
 // way a step that runs out of memory changes nothing. A parameter without a gradient is
-// skipped, as PyTorch skips one whose .grad is None.
+// skipped, as PyTorch skips one whose .grad is None. Each write counts on the parameter's
+// Tensor::version, so a backward through a graph recorded before the step is refused
+// (hal/autograd.hpp) rather than run at the new values.
 #pragma once
 
 #include <cstdint>

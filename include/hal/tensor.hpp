@@ -147,6 +147,16 @@ class Tensor {
   void on_grad_ready(std::function<void(const Tensor& grad, Stream& stream)> hook);
   // The same elements, with no autograd history and not requiring grad.
   Tensor detach() const;
+  // In-place writes into this tensor's storage through hal's API (an optimizer's step, a
+  // checkpoint load, a collective into it, bump_version()), one count for every view of that
+  // storage, as PyTorch's _version; ops never write in place and leave it alone. backward()
+  // refuses a tensor its ops saved whose count moved after forward (hal/autograd.hpp). Only
+  // changes mean anything: a new tensor may start above 0 (the caching allocator reuses its
+  // buffers); 0 for an undefined tensor.
+  uint32_t version() const;
+  // Counts an in-place write, for code that writes storage() itself (Stream::copy, fill, a
+  // kernel) while a graph may have saved the tensor: one relaxed atomic increment.
+  void bump_version() const;
   // hal::backward(*this, stream, grad, {retain_graph}); without a gradient, 1 (a single-element
   // tensor only).
   void backward(Stream& stream) const;
@@ -222,7 +232,9 @@ Tensor uniform(const Shape& shape, DType dtype, uint64_t seed, Stream& stream, d
 Tensor normal(const Shape& shape, DType dtype, uint64_t seed, Stream& stream, double mean = 0.0,
               double stddev = 1.0);
 // From host elements of `dtype` in row-major order; the data is copied before return, so the
-// caller's memory may go at once.
+// caller's memory may go at once. A bool byte other than 0 is true and stored as 1 (what every
+// device's kernels expect; read_npy, load_safetensors and Python's arrays come through here).
+// A Tensor made over a Buffer is not converted: its bool bytes must already be 0 or 1.
 Tensor from_host(const void* data, const Shape& shape, DType dtype, Stream& stream);
 template <class T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape, Stream& stream) {

@@ -151,6 +151,51 @@ Tensor unary_rule(Unary op, const Tensor& x, const Tensor& y, const Tensor& dy, 
   return Tensor();
 }
 
+// The operands and output binary_rule reads for `op` and the gradients wanted: what an
+// in-place write must not change before backward (add and sub read none).
+std::vector<SavedSlot> binary_saves(Binary op, bool want_a, bool want_b) {
+  const SavedSlot a{0, "a"}, b{1, "b"}, y{kOutput, "y"};
+  switch (op) {
+    case Binary::mul: {
+      std::vector<SavedSlot> out;
+      if (want_b) out.push_back(a);
+      if (want_a) out.push_back(b);
+      return out;
+    }
+    case Binary::div:
+      return want_b ? std::vector<SavedSlot>{b, y} : std::vector<SavedSlot>{b};
+    case Binary::maximum:
+    case Binary::minimum:
+      return {a, b};
+    case Binary::pow:
+      return want_b ? std::vector<SavedSlot>{a, b, y} : std::vector<SavedSlot>{a, b};
+    default:
+      return {};
+  }
+}
+
+// Whether unary_rule reads the output (else the input; neg reads neither).
+bool reads_output(Unary op) {
+  switch (op) {
+    case Unary::relu:
+    case Unary::exp:
+    case Unary::sqrt:
+    case Unary::rsqrt:
+    case Unary::tanh:
+    case Unary::sigmoid:
+    case Unary::tan:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::vector<SavedSlot> unary_saves(Unary op) {
+  if (op == Unary::neg) return {};
+  if (reads_output(op)) return {{kOutput, "y"}};
+  return {{0, "x"}};
+}
+
 }  // namespace
 
 Tensor record_binary(Binary op, BinaryFn fn, const Tensor& a, const Tensor& b, Stream& s) {
@@ -160,7 +205,7 @@ Tensor record_binary(Binary op, BinaryFn fn, const Tensor& a, const Tensor& b, S
     y = fn(a, b, s);
   }
   const bool want_a = a.requires_grad(), want_b = b.requires_grad();
-  return attach(ops::name(op), {&a, &b}, y,
+  return attach(ops::name(op), {&a, &b}, y, binary_saves(op, want_a, want_b),
                 [op, a = saved(a), b = saved(b), y = saved(y), want_a, want_b](const Tensor& dy,
                                                                                Stream& stream) {
                   return binary_rule(op, a, b, y, want_a, want_b, dy, stream);
@@ -175,7 +220,7 @@ Tensor record_unary(Unary op, UnaryFn fn, const Tensor& x, Stream& s) {
   }
   if (op == Unary::floor || op == Unary::ceil || op == Unary::round)
     return attach_refusal(ops::name(op), {&x}, y, "its gradient is zero wherever it exists");
-  return attach(ops::name(op), {&x}, y,
+  return attach(ops::name(op), {&x}, y, unary_saves(op),
                 [op, x = saved(x), y = saved(y)](const Tensor& dy, Stream& stream) {
                   return std::vector<Tensor>{unary_rule(op, x, y, dy, stream)};
                 });
@@ -188,7 +233,7 @@ Tensor record_where(const Tensor& cond, const Tensor& a, const Tensor& b, Stream
     y = where(cond, a, b, s);
   }
   const bool want_a = a.requires_grad(), want_b = b.requires_grad();
-  return attach("where", {&cond, &a, &b}, y,
+  return attach("where", {&cond, &a, &b}, y, {{0, "cond"}},
                 [cond = saved(cond), a_shape = a.shape(), b_shape = b.shape(), want_a, want_b](
                     const Tensor& dy, Stream& stream) {
                   const Tensor zero = constant(0.0, dy.dtype(), stream);

@@ -1,7 +1,8 @@
 // backward(): the nodes reachable from the root, counted by how many edges lead to each, then
 // run in topological order (a node once every gradient for it has been summed), each on a stream
 // of its device. Streams are switched in one chain of events, so work on a second device starts
-// after the gradient that reached it was made.
+// after the gradient that reached it was made. The walk that counts also checks that no tensor a
+// node saved was written in place since forward, before anything runs.
 #include <deque>
 #include <unordered_map>
 
@@ -44,12 +45,15 @@ class Streams {
   std::deque<std::pair<Device, Stream>> others_;  // a deque: references stay valid as it grows
 };
 
+// Also checks each node's saved tensors on the way: an in-place write since forward is refused
+// before any rule has run, so nothing has been added into a grad().
 std::unordered_map<Node*, int> count_dependencies(Node* root) {
   std::unordered_map<Node*, int> dependencies{{root, 0}};
   std::vector<Node*> stack{root};
   while (!stack.empty()) {
     Node* node = stack.back();
     stack.pop_back();
+    node->check_saved();
     for (const std::shared_ptr<Node>& next : node->next()) {
       if (!next) continue;
       auto [at, first] = dependencies.try_emplace(next.get(), 0);

@@ -2,6 +2,7 @@
 #include "autograd/graph.hpp"
 
 #include "autograd/record.hpp"
+#include "hal/backend.hpp"
 #include "hal/error.hpp"
 
 namespace hal {
@@ -31,12 +32,41 @@ std::vector<Tensor> Node::run(const Tensor& grad, Stream& stream, bool retain) {
                 "backward through '" + std::string(op_) +
                     "' a second time: its saved tensors were released by the first backward "
                     "(pass retain_graph to the first to backpropagate twice)");
+  // Again here, not only in backward()'s walk: a hook of this backward (on_grad_ready) may have
+  // written a saved tensor since.
+  check_saved_locked();
   std::vector<Tensor> grads = apply(grad, stream);
   if (!retain && saves()) {
     release();
+    saved_.clear();
     released_ = true;
   }
   return grads;
+}
+
+void Node::check_saved() {
+  if (!saves()) return;  // an accumulator: not waited for while its hooks run
+  const std::lock_guard lock(mutex_);
+  check_saved_locked();
+}
+
+void Node::check_saved_locked() const {
+  for (const SavedVersion& saved : saved_) {
+    const uint32_t now = saved.storage.impl()->version();
+    if (now == saved.version) continue;
+    const SavedSlot& slot = saved.slot;
+    const std::string which = slot.input == kOutput
+                                  ? "output (" + std::string(slot.name) + ")"
+                                  : "input " + std::to_string(slot.input) + " (" +
+                                        std::string(slot.name) + ") of shape " +
+                                        to_string(inputs_[static_cast<size_t>(slot.input)].shape);
+    throw Error(ErrorCode::InvalidState,
+                "backward through '" + std::string(op_) + "': its saved " + which +
+                    " was modified by an in-place write after forward (version " +
+                    std::to_string(saved.version) + " when saved, " + std::to_string(now) +
+                    " now): an optimizer step, a checkpoint load or another in-place write ran "
+                    "between forward and backward; run backward before step(), or forward again");
+  }
 }
 
 AccumulateGrad::AccumulateGrad(std::shared_ptr<Meta> leaf, Device device, InputInfo info)
@@ -76,7 +106,7 @@ std::shared_ptr<Node> gradient_edge(const Tensor& t) {
 namespace {
 
 std::shared_ptr<Node> make_node(std::string_view op, const std::vector<const Tensor*>& inputs,
-                                const Tensor& out, Rule rule) {
+                                const Tensor& out, const std::vector<SavedSlot>& saves, Rule rule) {
   std::vector<std::shared_ptr<Node>> next;
   std::vector<InputInfo> info;
   next.reserve(inputs.size());
@@ -86,19 +116,30 @@ std::shared_ptr<Node> make_node(std::string_view op, const std::vector<const Ten
     next.push_back(needs ? gradient_edge(*input) : nullptr);
     info.push_back(input->defined() ? InputInfo{input->shape(), input->dtype()} : InputInfo{});
   }
+  std::vector<SavedVersion> saved;
+  saved.reserve(saves.size());
+  for (const SavedSlot& slot : saves) {
+    const Tensor& t = slot.input == kOutput ? out : *inputs[static_cast<size_t>(slot.input)];
+    if (t.defined()) saved.push_back({slot, t.storage(), t.version()});  // not an absent bias
+  }
   return std::make_shared<FunctionNode>(op, out.device(), std::move(next), std::move(info),
-                                        std::move(rule));
+                                        std::move(saved), std::move(rule));
 }
 
 }  // namespace
 
 Tensor attach(std::string_view op, const std::vector<const Tensor*>& inputs, Tensor out,
-              Rule rule) {
+              const std::vector<SavedSlot>& saves, Rule rule) {
   if (!floating(out.dtype())) return out;
   auto meta = std::make_shared<Meta>();
-  meta->grad_fn = make_node(op, inputs, out, std::move(rule));
+  meta->grad_fn = make_node(op, inputs, out, saves, std::move(rule));
   Access::set_meta(out, std::move(meta));
   return out;
+}
+
+Tensor attach(std::string_view op, const std::vector<const Tensor*>& inputs, Tensor out,
+              Rule rule) {
+  return attach(op, inputs, std::move(out), {}, std::move(rule));
 }
 
 Tensor attach_refusal(std::string_view op, const std::vector<const Tensor*>& inputs, Tensor out,

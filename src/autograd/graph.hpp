@@ -3,6 +3,10 @@
 // through an AccumulateGrad node per leaf (cached weakly in its Meta, so that every use of a
 // leaf in one backward sums into one node before the gradient is added to grad()).
 //
+// A node also keeps, for each tensor its rule reads, the version its storage had when the op was
+// recorded (Tensor::version): an in-place write after forward moves it on, and the node then
+// refuses backward rather than differentiate at the new values.
+//
 // Ownership runs from results to inputs only: a node holds the nodes of its inputs and its saved
 // tensors stripped of their autograd state, never its own output, so the tape has no cycles and
 // goes when the last result that needs it does.
@@ -42,12 +46,32 @@ struct InputInfo {
   DType dtype = DType::f32;
 };
 
+// A tensor a rule reads in backward, for messages: the op's input `input` (kOutput: its output),
+// and what the rule calls it ("b", "weight"; a static string).
+inline constexpr int kOutput = -1;
+struct SavedSlot {
+  int input = kOutput;
+  std::string_view name;
+};
+
+// A saved tensor's storage and its version (Tensor::version) when the op was recorded: backward
+// refuses it once an in-place write has moved the version on.
+struct SavedVersion {
+  SavedSlot slot;
+  Buffer storage;
+  uint32_t version = 0;
+};
+
 class Node {
  public:
   // `op` names a static string (an op's name).
   Node(std::string_view op, Device device, std::vector<std::shared_ptr<Node>> next,
-       std::vector<InputInfo> inputs)
-      : op_(op), device_(std::move(device)), next_(std::move(next)), inputs_(std::move(inputs)) {}
+       std::vector<InputInfo> inputs, std::vector<SavedVersion> saved = {})
+      : op_(op),
+        device_(std::move(device)),
+        next_(std::move(next)),
+        inputs_(std::move(inputs)),
+        saved_(std::move(saved)) {}
   virtual ~Node() = default;
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -61,8 +85,13 @@ class Node {
 
   // The gradients of the inputs from that of the output, one per input (undefined where none
   // is wanted), enqueued on `stream` (of device()). Releases what it saved unless `retain`.
-  // InvalidState, naming the op, after an earlier call released it.
+  // InvalidState, naming the op, after an earlier call released it, or when a tensor it saved
+  // was written in place after it was recorded (check_saved).
   std::vector<Tensor> run(const Tensor& grad, Stream& stream, bool retain);
+  // InvalidState naming the op, the saved tensor and its versions then and now when an in-place
+  // write changed a tensor the rule reads. backward() asks every node before running any, so
+  // that a refused backward has added nothing into any grad().
+  void check_saved();
 
  protected:
   // A node that saves nothing (a leaf's accumulator) runs in any number of backwards.
@@ -71,11 +100,14 @@ class Node {
   virtual void release() = 0;
 
  private:
+  void check_saved_locked() const;
+
   std::string_view op_;
   Device device_;
   std::vector<std::shared_ptr<Node>> next_;
   std::vector<InputInfo> inputs_;
-  std::mutex mutex_;  // one backward through this node at a time
+  std::mutex mutex_;  // one backward through this node at a time; guards saved_ and released_
+  std::vector<SavedVersion> saved_;
   bool released_ = false;
 };
 
@@ -85,8 +117,9 @@ using Rule = std::function<std::vector<Tensor>(const Tensor& grad, Stream& strea
 class FunctionNode final : public Node {
  public:
   FunctionNode(std::string_view op, Device device, std::vector<std::shared_ptr<Node>> next,
-               std::vector<InputInfo> inputs, Rule rule)
-      : Node(op, std::move(device), std::move(next), std::move(inputs)), rule_(std::move(rule)) {}
+               std::vector<InputInfo> inputs, std::vector<SavedVersion> saved, Rule rule)
+      : Node(op, std::move(device), std::move(next), std::move(inputs), std::move(saved)),
+        rule_(std::move(rule)) {}
 
  protected:
   std::vector<Tensor> apply(const Tensor& grad, Stream& stream) override {

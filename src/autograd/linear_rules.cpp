@@ -15,7 +15,11 @@ Tensor record_matmul(const Tensor& a, const Tensor& b, Stream& s) {
     y = matmul(a, b, s);
   }
   const bool want_a = a.requires_grad(), want_b = b.requires_grad();
-  return attach("matmul", {&a, &b}, y,
+  // da reads b and db reads a: a weight saved for x's gradient is what an optimizer step writes.
+  std::vector<SavedSlot> saves;
+  if (want_b) saves.push_back({0, "a"});
+  if (want_a) saves.push_back({1, "b"});
+  return attach("matmul", {&a, &b}, y, saves,
                 [a = saved(a), b = saved(b), want_a, want_b](const Tensor& dy, Stream& stream) {
                   MatmulGrads g = matmul_backward(a, b, dy, want_a, want_b, stream);
                   return std::vector<Tensor>{std::move(g.a), std::move(g.b)};
@@ -36,8 +40,11 @@ Tensor record_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const bool relu_after = options.relu;
   const int64_t groups = options.groups;
   const Tensor& residual = options.residual;
+  // x and weight give each other's gradient; bias and residual matter only through relu's mask.
+  std::vector<SavedSlot> saves{{0, "x"}, {1, "weight"}};
+  if (relu_after) saves.insert(saves.end(), {{2, "bias"}, {3, "residual"}});
   return attach(
-      "conv", {&x, &weight, &bias, &residual}, y,
+      "conv", {&x, &weight, &bias, &residual}, y, saves,
       [inputs = std::vector<Tensor>{saved(x), saved(weight), saved(bias), saved(residual)},
        wanted = wanted_inputs({&x, &weight, &bias, &residual}), window, groups, has_bias,
        has_residual, relu_after](const Tensor& dy, Stream& stream) {

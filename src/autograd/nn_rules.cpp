@@ -12,7 +12,7 @@ Tensor record_embedding(const Tensor& weight, const Tensor& indices, Stream& s) 
     const NoGrad untracked;
     y = embedding(weight, indices, s);
   }
-  return attach("embedding", {&weight, &indices}, y,
+  return attach("embedding", {&weight, &indices}, y, {{1, "indices"}},
                 [indices = saved(indices), rows = weight.size(0)](const Tensor& dy, Stream& st) {
                   return std::vector<Tensor>{embedding_backward(dy, indices, rows, st), Tensor()};
                 });
@@ -25,7 +25,7 @@ Tensor record_cross_entropy(const Tensor& logits, const Tensor& targets, int64_t
     const NoGrad untracked;
     y = cross_entropy(logits, targets, ignore_index, label_smoothing, s);
   }
-  return attach("cross_entropy", {&logits, &targets}, y,
+  return attach("cross_entropy", {&logits, &targets}, y, {{0, "logits"}, {1, "targets"}},
                 [logits = saved(logits), targets = saved(targets), ignore_index, label_smoothing](
                     const Tensor& dy, Stream& st) {
                   return std::vector<Tensor>{
@@ -53,7 +53,9 @@ Tensor record_pool(bool max, const Tensor& x, const PoolOptions& options, Stream
     y = max ? max_pool(x, options, s) : avg_pool(x, options, s);
   }
   const ops::Window window = ops::pool_window(max, x, options);
+  // avg_pool's gradient does not depend on x's values; max_pool's follows the maxima.
   return attach(max ? "max_pool" : "avg_pool", {&x}, y,
+                max ? std::vector<SavedSlot>{{0, "x"}} : std::vector<SavedSlot>{},
                 [max, window, include = options.count_include_pad, x = saved(x)](const Tensor& dy,
                                                                                  Stream& st) {
                   return through_parts(

@@ -32,7 +32,12 @@ inline Tensor saved(const Tensor& t) { return t.detach(); }
 
 // Gives `out` a node named `op` (a static string) over `inputs`, whose gradients `rule` computes
 // from out's. A result of integer or bool dtype is returned as it is. Inputs that do not require
-// grad get no edge; the rule may return undefined for them.
+// grad get no edge; the rule may return undefined for them. `saves` names each input (or the
+// output) whose values the rule reads, as it captured them with saved(): their versions are
+// recorded now and checked before the rule runs, so list exactly what the gradient depends on
+// (an undefined input is skipped). Without `saves`: a rule that reads no values (views, sums).
+Tensor attach(std::string_view op, const std::vector<const Tensor*>& inputs, Tensor out,
+              const std::vector<SavedSlot>& saves, Rule rule);
 Tensor attach(std::string_view op, const std::vector<const Tensor*>& inputs, Tensor out, Rule rule);
 // A node that refuses backward: Unsupported naming `op` and `why`.
 Tensor attach_refusal(std::string_view op, const std::vector<const Tensor*>& inputs, Tensor out,

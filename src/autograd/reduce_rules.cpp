@@ -65,6 +65,12 @@ std::vector<Tensor> norm_rule(bool centred, const Tensor& x_in, const Shape& nor
   return grads;
 }
 
+// What norm_rule reads: x always, the weight for x's gradient (an absent one is skipped).
+std::vector<SavedSlot> norm_saves(bool want_x) {
+  if (want_x) return {{0, "x"}, {1, "weight"}};
+  return {{0, "x"}};
+}
+
 }  // namespace
 
 Tensor record_reduce(ops::Reduce op, const Tensor& x, const std::vector<int64_t>& axes,
@@ -93,11 +99,13 @@ Tensor record_reduce(ops::Reduce op, const Tensor& x, const std::vector<int64_t>
   int64_t count = 1;
   for (int64_t axis : reduced) count *= x.size(axis);
   Tensor saved_x, saved_y;
+  std::vector<SavedSlot> saves;
   if (op == ops::Reduce::max || op == ops::Reduce::min) {
     saved_x = saved(x);
     saved_y = saved(y);
+    saves = {{0, "x"}, {kOutput, "y"}};
   }
-  return attach(ops::name(op), {&x}, y,
+  return attach(ops::name(op), {&x}, y, saves,
                 [op, shape = x.shape(), reduced, keepdim, count, x = saved_x, y = saved_y](
                     const Tensor& dy, Stream& stream) {
                   Tensor g = expand_reduced(dy, shape, reduced, keepdim, stream);
@@ -121,7 +129,7 @@ Tensor record_softmax(const Tensor& x, int64_t axis, bool logarithm, Stream& s) 
     y = logarithm ? log_softmax(x, axis, s) : softmax(x, axis, s);
   }
   const int64_t dim = ops::wrap_axis(logarithm ? "log_softmax" : "softmax", x, axis);
-  return attach(logarithm ? "log_softmax" : "softmax", {&x}, y,
+  return attach(logarithm ? "log_softmax" : "softmax", {&x}, y, {{kOutput, "y"}},
                 [logarithm, dim, y = saved(y)](const Tensor& dy, Stream& stream) {
                   return std::vector<Tensor>{logarithm ? log_softmax_backward(y, dy, dim, stream)
                                                        : softmax_backward(y, dy, dim, stream)};
@@ -137,7 +145,7 @@ Tensor record_layer_norm(const Tensor& x, const Shape& normalized_shape, const T
   }
   const bool want_x = x.requires_grad(), want_w = weight.defined() && weight.requires_grad(),
              want_b = bias.defined() && bias.requires_grad();
-  return attach("layer_norm", {&x, &weight, &bias}, y,
+  return attach("layer_norm", {&x, &weight, &bias}, y, norm_saves(want_x),
                 [x = saved(x), w = saved(weight), normalized_shape, eps, want_x, want_w, want_b](
                     const Tensor& dy, Stream& stream) {
                   return norm_rule(true, x, normalized_shape, w, eps, want_x, want_w, want_b, dy,
@@ -153,7 +161,7 @@ Tensor record_rms_norm(const Tensor& x, const Shape& normalized_shape, const Ten
     y = rms_norm(x, normalized_shape, weight, eps, s);
   }
   const bool want_x = x.requires_grad(), want_w = weight.defined() && weight.requires_grad();
-  return attach("rms_norm", {&x, &weight}, y,
+  return attach("rms_norm", {&x, &weight}, y, norm_saves(want_x),
                 [x = saved(x), w = saved(weight), normalized_shape, eps, want_x, want_w](
                     const Tensor& dy, Stream& stream) {
                   std::vector<Tensor> grads = norm_rule(false, x, normalized_shape, w, eps, want_x,

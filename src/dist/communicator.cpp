@@ -93,6 +93,12 @@ class CallCheck {
 };
 
 Work submit(detail::CommunicatorImpl& comm, detail::CollectiveCall call) {
+  // The output is written in place (a broadcast's root and a reduce's other ranks only read):
+  // counted, so that autograd refuses a tensor saved before the collective.
+  const bool root = comm.rank() == call.root;
+  if (call.output.defined() && !(call.kind == Collective::broadcast && root) &&
+      !(call.kind == Collective::reduce && !root))
+    call.output.bump_version();
   return comm.submit(call);
 }
 

@@ -8,6 +8,7 @@
 #include "autograd/record.hpp"
 #include "core/checked_math.hpp"
 #include "hal/autograd.hpp"
+#include "hal/backend.hpp"
 #include "hal/error.hpp"
 #include "tensor/extent.hpp"
 #include "tensor/strided_walk.hpp"
@@ -112,6 +113,12 @@ Tensor::Tensor(Buffer storage, DType dtype, const Shape& shape, Fresh)
 int64_t Tensor::numel() const { return hal::numel(shape_); }
 
 Device Tensor::device() const { return storage_.device(); }
+
+uint32_t Tensor::version() const { return storage_ ? storage_.impl()->version() : 0; }
+
+void Tensor::bump_version() const {
+  if (storage_) storage_.impl()->bump_version();
+}
 
 int64_t Tensor::size(int64_t dim) const {
   return shape_[static_cast<size_t>(wrap_dim(dim, "size"))];

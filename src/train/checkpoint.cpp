@@ -52,10 +52,12 @@ void assign(nn::Module& module, const std::vector<Tensor>& values, Stream& strea
     const Tensor& p = own[i].tensor;
     const Tensor value =
         values[i].device() == p.device() ? values[i] : values[i].to(p.device(), stream);
-    if (p.nbytes() > 0)
+    if (p.nbytes() > 0) {
       stream.copy(p.storage(), value.storage(), p.nbytes(),
                   static_cast<size_t>(p.offset()) * p.element_size(),
                   static_cast<size_t>(value.offset()) * value.element_size());
+      p.bump_version();  // in place: a graph recorded before the load refuses backward
+    }
   }
 }
 

@@ -77,9 +77,13 @@ void Optimizer::step(Stream& stream) {
         grads.emplace_back(i, g.contiguous(stream));
     for (const auto& [i, g] : grads) scalars(i);  // nothing to allocate after this
     buffers_ = std::move(buffers);
-    for (const auto& [i, g] : grads)
+    for (const auto& [i, g] : grads) {
       update_in_place(parameters_[i].tensor.detach(), g, buffers_[i], scalars(i), taken_[i] + 1,
                       stream);
+      // Written in place: a graph recorded before this step refuses backward (hal/autograd.hpp).
+      parameters_[i].tensor.bump_version();
+      for (const Tensor& buffer : buffers_[i]) buffer.bump_version();
+    }
     for (const auto& [i, g] : grads) ++taken_[i];
     ++steps_;
     return;
@@ -115,6 +119,7 @@ void Optimizer::step(Stream& stream) {
     stream.copy(p.storage(), value.storage(), p.nbytes(),
                 static_cast<size_t>(p.offset()) * p.element_size(),
                 static_cast<size_t>(value.offset()) * value.element_size());
+    p.bump_version();  // the buffers are replaced, not written
   }
   buffers_ = std::move(buffers);
   for (const auto& [i, value] : values) ++taken_[i];

@@ -121,6 +121,92 @@ TEST_F(Autograd, PowsGradientAtZeroIsPyTorchs) {
   EXPECT_TRUE(std::isinf(db[3]) && db[3] < 0) << db[3];  // 0^-1 log 0 = inf * -inf, as torch
 }
 
+// Writes `values` into t's storage in place, as code beside hal's API does (Stream::copy), and
+// counts the write.
+void overwrite(const Tensor& t, const std::vector<float>& values, Stream& s) {
+  const Tensor from = from_vector(values, {static_cast<int64_t>(values.size())}, s);
+  s.copy(t.storage(), from.storage(), from.nbytes(),
+         static_cast<size_t>(t.offset()) * sizeof(float));
+  t.bump_version();
+}
+
+std::string versions(uint32_t saved) {
+  return "(version " + std::to_string(saved) + " when saved, " + std::to_string(saved + 1) +
+         " now)";
+}
+
+// As PyTorch's "modified by an inplace operation": a weight that matmul saved, written after
+// forward, is refused by name before any rule runs, so no leaf's grad() has been touched; a
+// forward after the write gives the gradient at the new values.
+TEST_F(Autograd, ASavedTensorWrittenAfterForwardIsRefusedAndNothingAccumulates) {
+  Tensor h = leaf({1, 2, 3, 4}, {2, 2}), w = leaf({1, 0, 0, 1}, {2, 2}), a = leaf({1, 2}, {2});
+  // matmul reads w for h's gradient (and h for w's).
+  const auto loss = [&] {
+    return add(sum(matmul(h, w, s), {}, false, s), sum(mul(a, a, s), {}, false, s), s);
+  };
+  const Tensor first = loss();
+  const uint32_t saved = w.version();
+  overwrite(w.detach(), {2, 2, 2, 2}, s);
+  EXPECT_EQ(w.version(), saved + 1);
+  expect_error([&] { first.backward(s); }, ErrorCode::InvalidState,
+               {"backward through 'matmul'", "saved input 1 (b) of shape [2, 2]",
+                "modified by an in-place write after forward", versions(saved), "optimizer step"});
+  EXPECT_FALSE(h.grad().defined());
+  EXPECT_FALSE(w.grad().defined());
+  EXPECT_FALSE(a.grad().defined());  // its branch needs no saved tensor that changed
+  loss().backward(s);
+  EXPECT_EQ(grad_of(h), (std::vector<float>{4, 4, 4, 4}));  // ones @ w^T, at w's new values
+  EXPECT_EQ(grad_of(w), (std::vector<float>{4, 4, 6, 6}));  // h^T @ ones
+  EXPECT_EQ(grad_of(a), (std::vector<float>{2, 4}));
+}
+
+// One count per storage: views and detach() share it, ops leave it. A rule is refused only for
+// the tensors it reads: mul(w, c) reads c for w's gradient, not w; exp reads its output.
+TEST_F(Autograd, OnlyTheTensorsARuleReadsAreCheckedThroughEveryView) {
+  Tensor w = leaf({1, 2, 3, 4}, {2, 2});
+  const uint32_t start = w.version();
+  const Tensor sums = add(w, w, s);  // reads w: no count
+  EXPECT_EQ(w.version(), start);
+  w.transpose(0, 1).bump_version();
+  EXPECT_EQ(w.version(), start + 1);
+  EXPECT_EQ(w.detach().reshape({4}).version(), start + 1);
+
+  const Tensor c = from_vector<float>({5, 6, 7, 8}, {2, 2}, s);
+  const Tensor by_c = sum(mul(w, c, s), {}, false, s);
+  overwrite(w.detach(), {0, 0, 0, 0}, s);  // not read by mul's rule for w's gradient
+  by_c.backward(s);
+  EXPECT_EQ(grad_of(w), (std::vector<float>{5, 6, 7, 8}));
+
+  w.zero_grad();
+  const uint32_t c_saved = c.version();
+  const Tensor again = sum(mul(w, c, s), {}, false, s);
+  overwrite(c.slice(0, 1, 2), {1, 1}, s);  // a view of c's storage
+  expect_error([&] { again.backward(s); }, ErrorCode::InvalidState,
+               {"backward through 'mul'", "saved input 1 (b)", versions(c_saved)});
+
+  const Tensor y = exp(w, s);
+  const Tensor through_exp = sum(y, {}, false, s);
+  const uint32_t y_saved = y.version();
+  overwrite(y.detach(), {1, 1, 1, 1}, s);
+  expect_error([&] { through_exp.backward(s); }, ErrorCode::InvalidState,
+               {"backward through 'exp'", "saved output (y)", versions(y_saved)});
+  EXPECT_FALSE(w.grad().defined());
+}
+
+// A hook of the running backward (an optimizer step in backward) that writes a tensor a later
+// node still needs: that node refuses when it comes to run. The engine runs the node made ready
+// last first, so mul (a's branch) and a's hook run before matmul.
+TEST_F(Autograd, AHookThatWritesASavedTensorStopsTheNodeThatNeedsIt) {
+  Tensor h = leaf({1, 2, 3, 4}, {2, 2}), w = leaf({1, 0, 0, 1}, {2, 2}), a = leaf({1, 2}, {2});
+  a.on_grad_ready([&](const Tensor&, Stream& st) { overwrite(w.detach(), {0, 0, 0, 0}, st); });
+  const uint32_t saved = w.version();
+  const Tensor loss = add(sum(matmul(h, w, s), {}, false, s), sum(mul(a, a, s), {}, false, s), s);
+  expect_error([&] { loss.backward(s); }, ErrorCode::InvalidState,
+               {"backward through 'matmul'", "saved input 1 (b)", versions(saved)});
+  EXPECT_FALSE(h.grad().defined());
+  EXPECT_EQ(grad_of(a), (std::vector<float>{2, 4}));  // complete before the write: it stays
+}
+
 // Values from torch.maximum / torch.minimum's backward: a tie splits the gradient in halves.
 TEST_F(Autograd, MaximumAndMinimumSplitATiesGradientAsPyTorch) {
   const std::vector<float> g = {-0.65f, -0.4f, -0.15f, 0.1f};

@@ -183,6 +183,36 @@ TEST_F(Checkpoint, ResumingReproducesTheNextLossesBitForBit) {
         << "step " << i + 3 << ": " << got[i] << " against " << expected[i];
 }
 
+// Loading parameters between a forward and its backward rewrites a weight the graph saved:
+// backward is refused by name, having added to no gradient, and a forward after the load
+// differentiates the loaded values, as the model the file came from does.
+TEST_F(Checkpoint, LoadingBetweenForwardAndBackwardIsRefused) {
+  auto source = nn::make_mlp({6, 16, 4}, 1, s);
+  save_safetensors(dir / "weights.safetensors", source->parameters(), {}, s);
+  auto model = nn::make_mlp({6, 16, 4}, 2, s);
+  const Tensor x = normal({8, 6}, DType::f32, 7, s);
+  const Tensor y = from_vector<int64_t>({0, 1, 2, 3, 3, 2, 1, 0}, {8}, s);
+  const auto loss_of = [&](nn::Module& m) {
+    return cross_entropy(m.forward(x, s), y, -100, 0.0, s);
+  };
+  const Tensor stale = loss_of(*model);
+  load_parameters(dir / "weights.safetensors", *model, s);
+  // The second layer's weight, seen transposed by its matmul.
+  expect_error([&] { stale.backward(s); }, ErrorCode::InvalidState,
+               {"backward through 'matmul'", "saved input 1 (b) of shape [16, 4]",
+                "in-place write after forward", "checkpoint load"});
+  for (const nn::NamedTensor& p : model->parameters())
+    EXPECT_FALSE(p.tensor.grad().defined()) << p.name;
+  loss_of(*model).backward(s);
+  loss_of(*source).backward(s);
+  const std::vector<nn::NamedTensor> loaded = model->parameters(), original = source->parameters();
+  ASSERT_EQ(loaded.size(), original.size());
+  for (size_t i = 0; i < loaded.size(); ++i)
+    EXPECT_EQ(loaded[i].tensor.grad().to_vector<float>(s),
+              original[i].tensor.grad().to_vector<float>(s))
+        << loaded[i].name;
+}
+
 TEST_F(Checkpoint, MismatchedCheckpointsAreRefusedAndNothingIsHalfLoaded) {
   TrainingRun run = make_run(1, s);
   train_step(run, 0, s);

@@ -296,6 +296,27 @@ TEST(DataParallel, AParameterNoRankUsesIsNotStepped) {
   }
 }
 
+// A collective that writes a tensor in place after a graph saved it (an all_reduce of a weight
+// between forward and backward) is refused like any in-place write; a broadcast's root only
+// reads its tensor, so that graph still runs.
+TEST(DataParallel, ACollectiveIntoASavedTensorIsRefused) {
+  Stream s = device("cpu:0").create_stream();
+  const dist::Communicator comm = dist::Communicator::local({device("cpu:0")}).front();
+  Tensor h = from_vector<float>({1, 2}, {1, 2}, s), w = from_vector<float>({3, 4}, {2, 1}, s);
+  h.requires_grad_();
+  w.requires_grad_();
+  const Tensor read = sum(matmul(h, w, s), {}, false, s);
+  comm.broadcast(w.detach(), 0, s).wait();
+  read.backward(s);
+  EXPECT_EQ(h.grad().to_vector<float>(s), (std::vector<float>{3, 4}));
+  const Tensor stale = sum(matmul(h, w, s), {}, false, s);
+  comm.all_reduce(w.detach(), dist::ReduceOp::sum, s).wait();
+  expect_error([&] { stale.backward(s); }, ErrorCode::InvalidState,
+               {"backward through 'matmul'", "saved input 1 (b) of shape [2, 1]",
+                "in-place write after forward"});
+  EXPECT_EQ(h.grad().to_vector<float>(s), (std::vector<float>{3, 4}));  // nothing added
+}
+
 TEST(DataParallel, RejectsBadInputAndKeepsTraining) {
   auto parallel = make_parallel(devices_named({"sim:0", "sim:1"}), {});
   Stream cpu = device("cpu:0").create_stream();

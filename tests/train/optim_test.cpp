@@ -4,6 +4,7 @@
 // gradients, in f64 so that the comparison is tight.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -256,6 +257,76 @@ TEST_F(Optim, StateLivesOnTheDeviceAndRoundTrips) {
         ErrorCode::InvalidArgument, {"step must be a whole number", step});
   EXPECT_EQ(resumed.steps(), 3);
   EXPECT_EQ(resumed.learning_rate(), adamw.learning_rate());
+}
+
+// PyTorch's "modified by an inplace operation": a step between a forward and its backward
+// rewrites w2, which matmul(h, w2) saved for h's gradient. backward refuses it by name and adds
+// nothing to the gradients; the loop in its order (zero_grad, forward, backward, step) goes on,
+// at the gradient of each step's values. On cpu:0 (the in-place kernels, which write the momentum
+// buffer too) and far:0 (new values copied over the parameters).
+TEST_F(Optim, AStepBetweenForwardAndBackwardIsRefused) {
+  register_far_backend();
+  const CpuFallback allowed;  // far:0 runs no ops of its own
+  for (const Device& where : {cpu, device("far:0")}) {
+    Stream st = where.create_stream();
+    const auto on = [&](const std::vector<float>& values, const Shape& shape) {
+      const Tensor t = from_vector(values, shape, s).to(where, s);
+      s.synchronize();
+      return t;
+    };
+    const Tensor x = on({1, 2, 3, 4}, {2, 2});
+    Tensor w1 = on({0.5f, -1, 0.25f, 2}, {2, 2}), w2 = on({1.5f, -0.5f}, {2, 1});
+    w1.requires_grad_();
+    w2.requires_grad_();
+    optim::SGD sgd({{"w1", w1}, {"w2", w2}}, {.lr = 0.1, .momentum = 0.9});
+    const auto loss = [&] { return sum(matmul(matmul(x, w1, st), w2, st), {}, false, st); };
+    const auto host = [&](const Tensor& t) {
+      const Tensor back = t.to(cpu, st);
+      st.synchronize();
+      return back.to_vector<float>(s);
+    };
+    const auto expect_close = [&](const std::vector<float>& got, const std::vector<float>& want) {
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(got[i], want[i], 1e-5 * std::max(1.0f, std::fabs(want[i])))
+            << where.id() << " element " << i;
+    };
+    // At the current values: d/dw1 [i][j] = (column i of x summed) w2[j]; d/dw2 [j] = column j
+    // of x @ w1 summed.
+    const auto expect_gradients = [&] {
+      const std::vector<float> a = host(w1.detach()), b = host(w2.detach());
+      const float c0 = 1 + 3, c1 = 2 + 4;
+      expect_close(host(w1.grad()), {c0 * b[0], c0 * b[1], c1 * b[0], c1 * b[1]});
+      expect_close(host(w2.grad()), {c0 * a[0] + c1 * a[2], c0 * a[1] + c1 * a[3]});
+    };
+    for (int t = 0; t < 2; ++t) {
+      sgd.zero_grad();
+      loss().backward(st);
+      expect_gradients();
+      sgd.step(st);
+    }
+    const std::vector<float> old_grad = host(w2.grad());
+    const uint32_t saved = w2.version(), buffer = sgd.state_tensors()[1].tensor.version();
+    const Tensor stale = loss();
+    sgd.step(st);  // before stale's backward: the mistake
+    EXPECT_EQ(w2.version(), saved + 1) << where.id();
+    if (where == cpu) {  // the kernel writes w2's momentum buffer in place too
+      EXPECT_EQ(sgd.state_tensors()[1].tensor.version(), buffer + 1);
+    }
+    expect_error([&] { stale.backward(st); }, ErrorCode::InvalidState,
+                 {"backward through 'matmul'", "saved input 1 (b) of shape [2, 1]",
+                  "in-place write after forward",
+                  "(version " + std::to_string(saved) + " when saved, " +
+                      std::to_string(saved + 1) + " now)",
+                  "optimizer step"});
+    EXPECT_EQ(host(w2.grad()), old_grad) << where.id();  // nothing added
+    for (int t = 0; t < 2; ++t) {
+      sgd.zero_grad();
+      loss().backward(st);
+      expect_gradients();
+      sgd.step(st);
+    }
+  }
 }
 
 TEST_F(Optim, ClipGradNormScalesByTheTotalNorm) {
