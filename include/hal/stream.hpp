@@ -28,8 +28,9 @@ concept FillValue = std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> &&
 // host sees its results after synchronize() or an Event. Host memory handed to a copy must
 // stay valid until the copy has run. Errors in arguments throw at once and enqueue nothing;
 // a failure while the work runs (a host kernel that throws, say) is reported as AsyncFailure
-// by the next synchronize(). Thread-safe: many threads may enqueue on one stream; the order
-// between their calls is the order in which the calls return.
+// by the next synchronize(), once, and by the events recorded after it (see event.hpp).
+// Thread-safe: many threads may enqueue on one stream; the order between their calls is the
+// order in which the calls return.
 class Stream {
  public:
   Stream() = default;
@@ -55,11 +56,12 @@ class Stream {
   }
 
   // Runs `fn` on a host thread once the work before it is done; later work waits for it.
-  // `fn` may not synchronize this stream (InvalidState: it would wait for itself). What it
-  // captured is dropped once it ran, on a thread of the backend's; a deleter there that
-  // synchronizes this stream returns at once (the work before `fn` is done). On a device lost
-  // before `fn` began, `fn` may not run (as CUDA's cudaLaunchHostFunc; plugins of ABI 1.3): what
-  // it captured is dropped all the same, and synchronize reports the loss.
+  // `fn` may not synchronize this stream, nor an event this stream records after `fn`
+  // (InvalidState: it would wait for itself). What it captured is dropped once it ran, on a
+  // thread of the backend's; a deleter there that synchronizes this stream returns at once (the
+  // work before `fn` is done). On a device lost before `fn` began, `fn` may not run (as CUDA's
+  // cudaLaunchHostFunc; plugins of ABI 1.3): what it captured is dropped all the same, and
+  // synchronize reports the loss.
   void host_callback(std::function<void()> fn);
   // Holds `value` (the host data an upload reads, a staging buffer) until the work enqueued so
   // far has run, then drops it: what a host callback holding it does, without running one where
@@ -83,7 +85,9 @@ class Stream {
   void record(const Event& event);
   Event record();
   // Later work on this stream waits until `event`'s latest record has completed. The event may
-  // belong to any device of any backend.
+  // belong to any device of any backend. A failure of the work before the record (a callback
+  // that threw) is reported by the event and by the stream that recorded it, not by this one;
+  // a device's own error may be too, where its driver passes it on (CUDA keeps them).
   void wait(const Event& event);
 
   void synchronize();
@@ -100,7 +104,7 @@ class Stream {
 // Seconds the work that `enqueue` puts on `stream` takes, between events recorded around it:
 // the device's own clock, as cudaEventElapsedTime gives it (a simulated device's modelled
 // one). Where the events measure nothing, the host's clock from before the first event to the
-// end of the work. Waits for the work.
+// end of the work. Waits for the work; AsyncFailure when it failed.
 double timed_on_device(Stream& stream, const std::function<void()>& enqueue);
 
 }  // namespace hal

@@ -1,7 +1,8 @@
 // What a thread is doing for a stream's host callback: running it, or letting go of what it held.
 // Each backend runs callbacks on a thread of its own (a CPU stream's worker, OpenCL's and CUDA's
 // callback threads, a plugin's), and work enqueued after a callback waits for that thread; a
-// synchronize of the stream from there would wait for itself.
+// synchronize of the stream from there would wait for itself, as would a wait for an event that
+// the stream records after the callback (Stream::synchronize and Event::synchronize refuse them).
 #pragma once
 
 #include <functional>
@@ -24,6 +25,8 @@ class CallbackMark {
   CallbackMark(const CallbackMark&) = delete;
   CallbackMark& operator=(const CallbackMark&) = delete;
   static bool of(const StreamImpl* stream) { return current_ == stream; }
+  // The innermost stream marked on this thread, null when none.
+  static const StreamImpl* current() { return current_; }
 
  private:
   static inline thread_local const StreamImpl* current_ = nullptr;

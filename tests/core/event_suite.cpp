@@ -1,8 +1,9 @@
-// Events on every device: the invalid states (never recorded, timing pending work). Recording,
-// waiting, query, synchronize, timing and events of other devices are conformance
-// (cts/stream_cases.cpp, event.*).
+// Events on every device: the invalid states (never recorded, timing pending work) and the
+// failure of the work before a record. Recording, waiting, query, synchronize, timing and events
+// of other devices are conformance (cts/stream_cases.cpp, event.*).
 #include <atomic>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -74,6 +75,49 @@ TEST_P(EventSuite, ElapsedTimeWhileAnotherThreadRecordsAgainIsATimeOrRefused) {
   EXPECT_EQ(wrong, "");
   EXPECT_GE(Event::elapsed_ms(start, end), 0.0);
   RecordProperty("timed", timed);
+}
+
+// As CUDA's events: a record after work that failed reports the failure on every wait and
+// timing, until the event is recorded again; query, as the stream's, says only that the work
+// has completed. The stream reports it too, once, and a record made after that report is clean.
+TEST_P(EventSuite, ARecordAfterFailedWorkReportsTheFailure) {
+  Stream stream = device().create_stream();
+  const Event before = stream.record();
+  stream.host_callback([] { throw std::runtime_error("event suite: deliberate"); });
+  Event after = stream.record();
+  const std::vector<std::string> failure{id(), "before its record failed", "deliberate"};
+  expect_error([&] { after.synchronize(); }, ErrorCode::AsyncFailure, failure);
+  expect_error([&] { after.synchronize(); }, ErrorCode::AsyncFailure, failure);  // sticky
+  expect_error([&] { Event::elapsed_ms(before, after); }, ErrorCode::AsyncFailure, failure);
+  EXPECT_TRUE(after.query());
+  before.synchronize();  // the work before it did not fail
+  // A stream that waits for the event goes on after it, as the failing stream itself does.
+  Stream waiter = device().create_stream();
+  waiter.wait(after);
+  waiter.synchronize();
+  // The event did not take the stream's report: the stream reports the failure once.
+  expect_error([&] { stream.synchronize(); }, ErrorCode::AsyncFailure, {id(), "deliberate"});
+  stream.synchronize();
+  const Event clean = stream.record();
+  clean.synchronize();
+  EXPECT_TRUE(clean.query());
+  expect_error([&] { after.synchronize(); }, ErrorCode::AsyncFailure, failure);  // kept
+  stream.record(after);  // moved past the failure, which the stream has reported
+  after.synchronize();
+  EXPECT_TRUE(after.query());
+}
+
+// A failure after the record is not the record's.
+TEST_P(EventSuite, AFailureAfterARecordIsNotItsFailure) {
+  Stream stream = device().create_stream();
+  Gate gate;
+  stream.host_callback(gate.hold());
+  const Event event = stream.record();
+  stream.host_callback([] { throw std::runtime_error("event suite: after the record"); });
+  gate.open();
+  expect_error([&] { stream.synchronize(); }, ErrorCode::AsyncFailure, {"after the record"});
+  event.synchronize();
+  EXPECT_TRUE(event.query());
 }
 
 HAL_DEVICE_SUITE(EventSuite);

@@ -1,6 +1,6 @@
 // Calls that would deadlock or ask the driver for the impossible are refused by hal, with the
-// stream left usable: synchronize from the stream's own host callback, local memory past the
-// device's limit.
+// stream left usable: synchronize from the stream's own host callback (of the stream, or of an
+// event it records after the callback), local memory past the device's limit.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -47,6 +47,61 @@ TEST_P(MisuseSuite, SynchronizeFromTheStreamsOwnCallbackIsRefused) {
   });
   stream.synchronize();
   EXPECT_TRUE(other_done);
+}
+
+// Waits until `answered`, for a few seconds at most: a callback still waiting then waits for
+// itself, and no teardown could finish, so the process ends by name rather than hang.
+void expect_answered(const std::atomic<bool>& answered, const std::string& how) {
+  using namespace std::chrono_literals;
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (!answered.load() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  if (answered.load()) return;
+  std::fprintf(stderr, "FAILED: %s: the callback's wait waited for itself\n", how.c_str());
+  std::_Exit(1);
+}
+
+// The record completes only once the callback has returned: the wait is refused, not made.
+TEST_P(MisuseSuite, WaitingFromACallbackForAnEventItsStreamRecordsAfterItIsRefused) {
+  Event event = stream.record();  // recorded and complete: the record after the callback moves it
+  stream.synchronize();
+  std::atomic<bool> recorded{false}, answered{false};
+  std::atomic<int> code{-1};
+  std::string message;
+  stream.host_callback([&] {
+    using namespace std::chrono_literals;
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    while (!recorded.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    try {
+      event.synchronize();
+      code = static_cast<int>(ErrorCode::Ok);
+    } catch (const Error& error) {
+      message = error.message();
+      code = static_cast<int>(error.code());
+    }
+    answered = true;
+  });
+  stream.record(event);  // behind the callback
+  recorded = true;
+  expect_answered(answered, id() + " event.synchronize");
+  stream.synchronize();
+  EXPECT_EQ(code.load(), static_cast<int>(ErrorCode::InvalidState)) << message;
+  for (const std::string& part : {std::string("would deadlock"), std::string("host callback"),
+                                  std::string("a stream of ") + id()})
+    EXPECT_NE(message.find(part), std::string::npos) << message;
+  event.synchronize();  // the record completed once the callback returned
+  // An event recorded before the callback has completed when it runs, and one of another stream
+  // completes without it: both may be waited for there.
+  Stream other = device().create_stream();
+  const Event before = stream.record(), elsewhere = other.record();
+  std::atomic<bool> waited{false};
+  stream.host_callback([&] {
+    before.synchronize();
+    elsewhere.synchronize();
+    waited = true;
+  });
+  stream.synchronize();
+  EXPECT_TRUE(waited.load());
 }
 
 // What the stream's own callback held is dropped on the callback's thread once it ran; a

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -198,6 +199,22 @@ TEST_F(StandInCuda, WorkThatFailedOnTheDeviceSurfacesAtSynchronize) {
   expect_error([&] { stream.synchronize(); }, ErrorCode::AsyncFailure,
                {"CUDA_ERROR_ILLEGAL_ADDRESS"});
   driver.fail_work(CUDA_SUCCESS);
+}
+
+// CUDA keeps a device's error: an event after the failed work reports it, as the stream does.
+TEST_F(StandInCuda, AnEventAfterWorkThatFailedOnTheDeviceReportsIt) {
+  Stream stream = device.create_stream();
+  stream.launch(kernel, LaunchConfig::linear(1));
+  const Event event = stream.record();
+  driver.fail_work(CUDA_ERROR_ILLEGAL_ADDRESS);
+  const std::vector<std::string> failure{"cuda:0", "before its record failed",
+                                         "CUDA_ERROR_ILLEGAL_ADDRESS"};
+  expect_error([&] { event.synchronize(); }, ErrorCode::AsyncFailure, failure);
+  EXPECT_TRUE(event.query());  // completed, failed: synchronize says which
+  expect_error([&] { stream.synchronize(); }, ErrorCode::AsyncFailure,
+               {"CUDA_ERROR_ILLEGAL_ADDRESS"});
+  driver.fail_work(CUDA_SUCCESS);
+  event.synchronize();
 }
 
 TEST_F(StandInCuda, AnEventIsDoneWhenTheWorkBeforeItHasRun) {

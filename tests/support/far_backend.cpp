@@ -68,8 +68,8 @@ class FarStream final : public StreamImpl {
     queue_.push(std::move(fn));
   }
   void record(EventImpl& event) override {
-    auto fence = static_cast<cpu::CpuEvent&>(event).rearm();
-    queue_.push([fence] { fence->signal(); });
+    auto fence = static_cast<cpu::CpuEvent&>(event).rearm(*this);
+    queue_.push([this, fence] { fence->signal(queue_.peek_error()); });
   }
   void wait(EventImpl& event) override {
     auto fence = event.fence();

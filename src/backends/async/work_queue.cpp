@@ -33,6 +33,11 @@ std::exception_ptr WorkQueue::take_error() {
   return std::exchange(error_, nullptr);
 }
 
+std::exception_ptr WorkQueue::peek_error() {
+  std::lock_guard lock(error_mutex_);
+  return error_;
+}
+
 void WorkQueue::run() {
   worker_of_this_thread = this;
   uint64_t taken = 0, idle_at = 0;

@@ -91,6 +91,9 @@ class WorkQueue {
   uint64_t completed() const { return completed_.load(); }
   // The first exception a task threw since the last call, or null.
   std::exception_ptr take_error();
+  // The same, left for take_error: what a task on the worker sees of the tasks before it (an
+  // event's record, which reports their failure).
+  std::exception_ptr peek_error();
 
  private:
   void run();

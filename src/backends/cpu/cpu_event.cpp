@@ -2,8 +2,9 @@
 
 namespace hal::cpu {
 
-void CpuFence::signal() {
+void CpuFence::signal(std::exception_ptr failure) {
   signaled_at_ = std::chrono::steady_clock::now();
+  failure_ = std::move(failure);
   done_.store(true);
   signaled_.notify();
 }
@@ -13,8 +14,8 @@ std::shared_ptr<HostFence> CpuEvent::fence() const {
   return fence_;
 }
 
-std::shared_ptr<CpuFence> CpuEvent::rearm() {
-  auto fence = std::make_shared<CpuFence>();
+std::shared_ptr<CpuFence> CpuEvent::rearm(const StreamImpl& stream) {
+  auto fence = std::make_shared<CpuFence>(stream.serial());
   std::lock_guard lock(mutex_);
   fence_ = fence;
   return fence;

@@ -167,11 +167,12 @@ bool CpuStream::query() {
 }
 
 void CpuStream::record(EventImpl& event) {
-  auto fence = static_cast<CpuEvent&>(event).rearm();
-  // Launches before it have run: what they held goes first, as if their tasks had held it.
+  auto fence = static_cast<CpuEvent&>(event).rearm(*this);
+  // Launches before it have run: what they held goes first, as if their tasks had held it. A
+  // task before it that failed has left its error here, on this thread, for the record to carry.
   queue_.push([this, fence] {
     release_launch_refs();
-    fence->signal();
+    fence->signal(queue_.peek_error());
   });
 }
 

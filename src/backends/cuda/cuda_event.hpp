@@ -5,23 +5,32 @@
 #include <mutex>
 
 #include "backends/cuda/cuda_device.hpp"
+#include "core/event_record.hpp"
 
 namespace hal::cuda {
 
-class CudaFence final : public HostFence {
+class CudaFence final : public HostFence, public detail::RecordFence {
  public:
-  // Creates the CUevent; CudaStream::record records it.
-  CudaFence(std::shared_ptr<CudaDevice> device, bool timing);
+  // Creates the CUevent; CudaStream::record records it on the stream `stream` (its serial).
+  CudaFence(std::shared_ptr<CudaDevice> device, bool timing, uint64_t stream);
   ~CudaFence() override;
 
   bool ready() const override;
   void wait() const override;
+  // A host callback's failure before the record, else the driver's error for the event (a
+  // kernel that faulted: CUDA keeps such errors).
+  std::exception_ptr failure() const override;
+  // Set by CudaStream::record before the fence is shared.
+  void cover_callbacks(detail::StreamFailures::Mark callbacks) {
+    callbacks_ = std::move(callbacks);
+  }
   CUevent native() const { return event_; }
   const CudaDevice& device() const { return *device_; }
 
  private:
   std::shared_ptr<CudaDevice> device_;
   CUevent event_ = nullptr;
+  detail::StreamFailures::Mark callbacks_;
 };
 
 class CudaEvent final : public EventImpl {

@@ -22,6 +22,19 @@ struct HostCall {
   std::shared_ptr<void> flag_owner;  // keeps `flag` while the call is on its way
   uint32_t* flag = nullptr;          // null: the driver's thread waits for the call instead
   uint32_t number = 0;
+  std::shared_ptr<detail::StreamFailures> failures;
+  uint64_t position = 0;  // among the stream's host callbacks
+
+  // Runs fn; a failure is kept for the records after the call before the stream goes on (the
+  // work queue keeps the exception for the stream's synchronize).
+  void run() {
+    try {
+      fn();
+    } catch (...) {
+      failures->failed(position, std::current_exception());
+      throw;
+    }
+  }
 };
 
 // Hands the call to the stream's thread and returns: the stream waits on the flag, which the
@@ -39,7 +52,7 @@ void CUDA_CB post_host_call(void* user) {
         std::atomic_ref<uint32_t>(*call.flag).store(call.number, std::memory_order_release);
       }
     } release{*call};
-    call->fn();
+    call->run();
   });
 }
 
@@ -63,7 +76,7 @@ void CUDA_CB run_host_call(void* user) {
       std::promise<void>& promise;
       ~Signal() { promise.set_value(); }
     } signal{returned};
-    call->fn();  // an exception is kept by the work queue for the stream's synchronize
+    call->run();  // an exception is kept by the work queue for the stream's synchronize
   });
   done.wait();  // the stream's later work stays behind the callback
 }
@@ -377,8 +390,8 @@ void CudaStream::host_callback(std::function<void()> fn) {
     if (posted_host_calls()) host_flag_ = make_host_flag();
   }
   if (!host_flag_) {  // the driver's thread waits for the call
-    auto call =
-        std::make_unique<HostCall>(HostCall{std::move(fn), callbacks_, nullptr, nullptr, 0});
+    auto call = std::make_unique<HostCall>(
+        HostCall{std::move(fn), callbacks_, nullptr, nullptr, 0, failures_, ++callbacks_enqueued_});
     const CUresult result = api_.cuLaunchHostFunc(stream_, &run_host_call, call.get());
     if (result != CUDA_SUCCESS) fail(result, "host_callback", "cuLaunchHostFunc");
     call.release();  // run_host_call owns it now
@@ -386,8 +399,9 @@ void CudaStream::host_callback(std::function<void()> fn) {
     return;
   }
   const uint32_t number = ++host_calls_;
-  auto call = std::make_unique<HostCall>(
-      HostCall{std::move(fn), callbacks_, host_flag_, host_flag_->host, number});
+  auto call =
+      std::make_unique<HostCall>(HostCall{std::move(fn), callbacks_, host_flag_, host_flag_->host,
+                                          number, failures_, ++callbacks_enqueued_});
   CUresult result = api_.cuLaunchHostFunc(stream_, &post_host_call, call.get());
   if (result != CUDA_SUCCESS) {
     --host_calls_;
@@ -436,12 +450,13 @@ void CudaStream::keep_until_done(std::shared_ptr<const void> value) {
 }
 
 void CudaStream::record(EventImpl& event) {
-  auto fence = std::make_shared<CudaFence>(device_, true);
+  auto fence = std::make_shared<CudaFence>(device_, true, serial());
   {
     std::lock_guard lock(mutex_);
     device_->make_current();
     const CUresult result = api_.cuEventRecord(fence->native(), stream_);
     if (result != CUDA_SUCCESS) fail(result, "record", "cuEventRecord");
+    fence->cover_callbacks(failures_->mark(callbacks_enqueued_));
     if (refs_.has_open_commands() && !capture_) fence_open_batch();
   }
   static_cast<CudaEvent&>(event).set_fence(std::move(fence));
@@ -483,7 +498,10 @@ void CudaStream::synchronize() {
                     api_.describe(failed) + " (" + std::to_string(static_cast<int>(failed)) + ")",
                 static_cast<int>(failed));
   if (callbacks)
-    if (std::exception_ptr error = callbacks->take_error()) throw_async_failure(*device_, error);
+    if (std::exception_ptr error = callbacks->take_error()) {
+      failures_->reported();
+      throw_async_failure(*device_, error);
+    }
 }
 
 bool CudaStream::query() {

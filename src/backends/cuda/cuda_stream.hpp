@@ -29,6 +29,7 @@
 #include "backends/cuda/cublas.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_device_spans.hpp"
+#include "core/event_record.hpp"
 #include "hal/backend.hpp"
 
 namespace hal::cuda {
@@ -180,7 +181,11 @@ class CudaStream final : public StreamImpl {
   // made with the first callback, null where the driver refuses cuStreamWaitValue32.
   std::shared_ptr<HostFlag> host_flag_;
   bool host_flag_tried_ = false;
-  uint32_t host_calls_ = 0;  // callbacks enqueued: the value the newest waits for
+  uint32_t host_calls_ = 0;          // callbacks enqueued: the value the newest waits for
+  uint64_t callbacks_enqueued_ = 0;  // every callback, posted or not: their positions
+  // The callbacks' failures, for the records after them (the device's own errors are the
+  // driver's, which its events report).
+  std::shared_ptr<detail::StreamFailures> failures_ = std::make_shared<detail::StreamFailures>();
   // While capturing: what the captured work uses, for the graph to keep (no fences are
   // recorded then: the work does not run until the graph is replayed).
   std::unique_ptr<std::vector<Ref>> capture_;

@@ -10,6 +10,7 @@
 #include <new>
 
 #include "backends/async/work_queue.hpp"
+#include "core/event_record.hpp"
 
 namespace hal::null_backend {
 namespace {
@@ -38,12 +39,16 @@ unsigned char* address(const BufferPtr& buffer, size_t offset) {
 
 // Completion of one record of an event, signalled by the stream's worker when the work before
 // it has run. A real backend wraps its driver's event (a cl_event, a CUevent) and asks the
-// driver instead.
-class NullFence final : public HostFence {
+// driver instead. As a RecordFence it names its stream (a wait from that stream's own callback
+// for a record behind it is refused) and carries the failure of the work before it, which the
+// event reports.
+class NullFence final : public HostFence, public detail::RecordFence {
  public:
-  void signal() {
+  explicit NullFence(uint64_t stream) : RecordFence(stream) {}
+  void signal(std::exception_ptr failure) {
     std::lock_guard lock(mutex_);
     at_ = std::chrono::steady_clock::now();
+    failure_ = std::move(failure);
     done_ = true;
     signalled_.notify_all();
   }
@@ -59,12 +64,17 @@ class NullFence final : public HostFence {
     std::lock_guard lock(mutex_);
     return at_;
   }
+  std::exception_ptr failure() const override {
+    std::lock_guard lock(mutex_);
+    return failure_;
+  }
 
  private:
   mutable std::mutex mutex_;
   mutable std::condition_variable signalled_;
   bool done_ = false;
   std::chrono::steady_clock::time_point at_;
+  std::exception_ptr failure_;
 };
 
 class NullEvent final : public EventImpl {
@@ -80,10 +90,10 @@ class NullEvent final : public EventImpl {
     const auto& end = static_cast<const NullFence&>(*fence());
     return std::chrono::duration<double, std::milli>(end.at() - begin.at()).count();
   }
-  // Points the event at a new fence, for the stream to signal.
-  std::shared_ptr<NullFence> rearm() {
+  // Points the event at a new fence of a record on `stream`, for the stream to signal.
+  std::shared_ptr<NullFence> rearm(const StreamImpl& stream) {
     std::lock_guard lock(mutex_);
-    fence_ = std::make_shared<NullFence>();
+    fence_ = std::make_shared<NullFence>(stream.serial());
     return fence_;
   }
 
@@ -130,8 +140,11 @@ class NullStream final : public StreamImpl {
   }
   // Callbacks run on the worker, never on a driver's thread: they may call hal.
   void host_callback(std::function<void()> fn) override { queue_.push(std::move(fn)); }
+  // The record carries the failure of a task before it that synchronize has not yet reported.
   void record(EventImpl& event) override {
-    queue_.push([fence = static_cast<NullEvent&>(event).rearm()] { fence->signal(); });
+    queue_.push([this, fence = static_cast<NullEvent&>(event).rearm(*this)] {
+      fence->signal(queue_.peek_error());
+    });
   }
   // `event` may belong to another stream of this backend.
   void wait(EventImpl& event) override {

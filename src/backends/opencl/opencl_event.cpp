@@ -1,5 +1,7 @@
 #include "backends/opencl/opencl_event.hpp"
 
+#include "core/error_context.hpp"
+
 namespace hal::opencl {
 
 bool ClFence::ready() const {
@@ -10,8 +12,22 @@ bool ClFence::ready() const {
 }
 
 void ClFence::wait() const {
-  // An event that ended in an error is reported by the stream's synchronize, not here.
+  // An event that ended in an error is reported by failure(), and by the stream's synchronize.
   device_->api().clWaitForEvents(1, &event_);
+}
+
+std::exception_ptr ClFence::failure() const {
+  if (std::exception_ptr failed = callbacks_.failure()) return failed;
+  cl_int status = CL_COMPLETE;
+  device_->api().clGetEventInfo(event_, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                                nullptr);
+  if (status >= CL_COMPLETE) return nullptr;
+  const detail::ErrorReportsMuted reported_by_the_caller;  // which rethrows it as its own
+  return std::make_exception_ptr(Error(ErrorCode::AsyncFailure,
+                                       "the driver ended the record's marker with " +
+                                           status_name(status) + " (" + std::to_string(status) +
+                                           ")",
+                                       status));
 }
 
 cl_ulong ClFence::timestamp_ns() const {

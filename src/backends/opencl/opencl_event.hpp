@@ -5,18 +5,27 @@
 #include <mutex>
 
 #include "backends/opencl/opencl_device.hpp"
+#include "core/event_record.hpp"
 
 namespace hal::opencl {
 
-class ClFence final : public HostFence {
+class ClFence final : public HostFence, public detail::RecordFence {
  public:
-  // Takes over one reference to `event`.
-  ClFence(std::shared_ptr<OpenClDevice> device, cl_event event)
-      : device_(std::move(device)), event_(event) {}
+  // Takes over one reference to `event`, the marker of a record on the stream `stream` (its
+  // serial), whose host callbacks before it `callbacks` covers.
+  ClFence(std::shared_ptr<OpenClDevice> device, cl_event event, uint64_t stream,
+          detail::StreamFailures::Mark callbacks)
+      : RecordFence(stream),
+        device_(std::move(device)),
+        event_(event),
+        callbacks_(std::move(callbacks)) {}
   ~ClFence() override { device_->api().clReleaseEvent(event_); }
 
   bool ready() const override;
   void wait() const override;
+  // A host callback's failure before the record, else the marker's own error status (work
+  // before it that failed on the device, where the driver passes that on).
+  std::exception_ptr failure() const override;
   cl_event native() const { return event_; }
   const OpenClDevice& device() const { return *device_; }
   // Nanoseconds on the device's clock when the marker ran (profiling).
@@ -25,6 +34,7 @@ class ClFence final : public HostFence {
  private:
   std::shared_ptr<OpenClDevice> device_;
   cl_event event_;
+  detail::StreamFailures::Mark callbacks_;
 };
 
 class OpenClEvent final : public EventImpl {

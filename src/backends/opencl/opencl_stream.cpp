@@ -16,8 +16,14 @@ namespace {
 // gate, a user event, holds the queue's later commands until the callback has run.
 struct PendingCallback {
   PendingCallback(std::shared_ptr<OpenClDevice> device_, std::function<void()> fn_, cl_event gate_,
-                  std::shared_ptr<async::WorkQueue> thread_)
-      : device(std::move(device_)), fn(std::move(fn_)), gate(gate_), thread(std::move(thread_)) {}
+                  std::shared_ptr<async::WorkQueue> thread_,
+                  std::shared_ptr<detail::StreamFailures> failures_, uint64_t position_)
+      : device(std::move(device_)),
+        fn(std::move(fn_)),
+        gate(gate_),
+        thread(std::move(thread_)),
+        failures(std::move(failures_)),
+        position(position_) {}
   ~PendingCallback() { open_gate(); }
 
   void open_gate() {
@@ -26,11 +32,19 @@ struct PendingCallback {
     device->api().clReleaseEvent(gate);
     gate = nullptr;
   }
+  // Before the gate opens: a record after the callback carries the failure once it completes.
+  [[noreturn]] void fail() {
+    failures->failed(position, std::current_exception());
+    open_gate();
+    throw;
+  }
 
   std::shared_ptr<OpenClDevice> device;
   std::function<void()> fn;
   cl_event gate;
   std::shared_ptr<async::WorkQueue> thread;
+  std::shared_ptr<detail::StreamFailures> failures;
+  uint64_t position;  // among the stream's host callbacks
 };
 
 // Runs on the driver's thread: only hands the callback over.
@@ -40,17 +54,14 @@ void CL_CALLBACK on_marker_complete(cl_event marker, cl_int status, void* user) 
   // The task must not own the queue that runs it: its last owner would join its own thread.
   std::shared_ptr<async::WorkQueue> thread = std::move(pending->thread);
   thread->push([pending = std::move(pending), status] {
-    if (status != CL_COMPLETE) {
-      pending->open_gate();
-      throw Error(
-          ErrorCode::AsyncFailure,
-          "a host callback was skipped: the work before it failed with " + status_name(status));
-    }
     try {
+      if (status != CL_COMPLETE)
+        throw Error(
+            ErrorCode::AsyncFailure,
+            "a host callback was skipped: the work before it failed with " + status_name(status));
       pending->fn();
     } catch (...) {
-      pending->open_gate();
-      throw;
+      pending->fail();
     }
     pending->open_gate();
   });
@@ -241,7 +252,8 @@ void OpenClStream::host_callback(std::function<void()> fn) {
     fail(status, "host_callback", "clCreateUserEvent");
   }
   // From here the pending callback owns the gate: whatever happens, it opens it.
-  auto* pending = new PendingCallback(device_, std::move(fn), gate, callbacks_);
+  auto* pending = new PendingCallback(device_, std::move(fn), gate, callbacks_, failures_,
+                                      ++callbacks_enqueued_);
   status = api_.clEnqueueBarrierWithWaitList(queue_, 1, &gate, nullptr);
   if (status == CL_SUCCESS)
     status = api_.clSetEventCallback(marker, CL_COMPLETE, &on_marker_complete, pending);
@@ -256,12 +268,15 @@ void OpenClStream::host_callback(std::function<void()> fn) {
 
 void OpenClStream::record(EventImpl& event) {
   cl_event marker = nullptr;
+  detail::StreamFailures::Mark callbacks;
   {
     std::lock_guard lock(mutex_);
     marker = fence_open_batch(true);
+    callbacks = failures_->mark(callbacks_enqueued_);
     api_.clFlush(queue_);  // so that host waits and polls see progress
   }
-  static_cast<OpenClEvent&>(event).set_fence(std::make_shared<ClFence>(device_, marker));
+  static_cast<OpenClEvent&>(event).set_fence(
+      std::make_shared<ClFence>(device_, marker, serial(), std::move(callbacks)));
 }
 
 void OpenClStream::wait(EventImpl& event) {
@@ -307,7 +322,10 @@ void OpenClStream::synchronize() {
                     " failed: " + status_name(failed) + " (" + std::to_string(failed) + ")",
                 failed);
   if (callbacks)
-    if (std::exception_ptr error = callbacks->take_error()) throw_async_failure(*device_, error);
+    if (std::exception_ptr error = callbacks->take_error()) {
+      failures_->reported();
+      throw_async_failure(*device_, error);
+    }
 }
 
 bool OpenClStream::query() {

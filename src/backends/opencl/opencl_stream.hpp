@@ -18,6 +18,7 @@
 #include "backends/async/work_queue.hpp"
 #include "backends/opencl/opencl_device.hpp"
 #include "backends/opencl/opencl_device_span.hpp"
+#include "core/event_record.hpp"
 #include "hal/backend.hpp"
 
 namespace hal::opencl {
@@ -115,6 +116,10 @@ class OpenClStream final : public StreamImpl {
   std::mutex mutex_;
   async::FencedRefs<ClFences> refs_;
   std::shared_ptr<async::WorkQueue> callbacks_;  // made on the first host callback
+  uint64_t callbacks_enqueued_ = 0;              // under mutex_
+  // The callbacks' failures, for the records after them (the device's own errors are the
+  // markers').
+  std::shared_ptr<detail::StreamFailures> failures_ = std::make_shared<detail::StreamFailures>();
   PendingSpans device_spans_ = std::make_shared<std::atomic<int>>(0);  // while tracing
 };
 

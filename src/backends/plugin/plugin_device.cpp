@@ -245,9 +245,11 @@ NativeRange native(const BufferPtr& buffer, size_t offset) {
 
 namespace {
 
-class PluginFence final : public HostFence {
+class PluginFence final : public HostFence, public detail::RecordFence {
  public:
-  explicit PluginFence(std::shared_ptr<EventHandle> event) : event_(std::move(event)) {}
+  PluginFence(std::shared_ptr<EventHandle> event, uint64_t stream,
+              detail::StreamFailures::Mark callbacks)
+      : RecordFence(stream), event_(std::move(event)), callbacks_(std::move(callbacks)) {}
   bool ready() const override {
     const PluginDevice& device = *event_->device;
     device.check_not_lost();
@@ -260,20 +262,32 @@ class PluginFence final : public HostFence {
     device.check_not_lost();
     device.check(device.library().api->event_synchronize(event_->handle), "wait for an event");
   }
+  // Plugins fail work only by losing the device, which ready() and wait() report: what fails
+  // later is hal's host callbacks.
+  std::exception_ptr failure() const override { return callbacks_.failure(); }
 
  private:
   std::shared_ptr<EventHandle> event_;
+  detail::StreamFailures::Mark callbacks_;
 };
 
 }  // namespace
 
 EventHandle::~EventHandle() { device->library().api->event_destroy(handle); }
 
+void PluginEvent::mark_recorded(uint64_t stream, detail::StreamFailures::Mark callbacks) {
+  std::lock_guard lock(mutex_);
+  recorded_ = true;
+  stream_ = stream;
+  callbacks_ = std::move(callbacks);
+}
+
 std::shared_ptr<HostFence> PluginEvent::fence() const {
-  if (!recorded_.load()) return nullptr;
+  std::lock_guard lock(mutex_);
+  if (!recorded_) return nullptr;
   // The fence reads the event's latest record, which is the one asked for unless the event is
   // recorded again before the fence is read: then it waits longer, never shorter.
-  return std::make_shared<PluginFence>(handle_);
+  return std::make_shared<PluginFence>(handle_, stream_, callbacks_);
 }
 
 double PluginEvent::elapsed_ms_since(const EventImpl& start) const {

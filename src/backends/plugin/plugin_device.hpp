@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backends/plugin/plugin_library.hpp"
+#include "core/event_record.hpp"
 #include "hal/backend.hpp"
 
 namespace hal::plugin {
@@ -113,11 +114,16 @@ class PluginEvent final : public EventImpl {
   double elapsed_ms_since(const EventImpl& start) const override;
 
   hal_plugin_event handle() const { return handle_->handle; }
-  void mark_recorded() { recorded_ = true; }
+  // After the plugin recorded the event on the stream `stream` (its serial), whose host
+  // callbacks before the record `callbacks` covers.
+  void mark_recorded(uint64_t stream, detail::StreamFailures::Mark callbacks);
 
  private:
   std::shared_ptr<EventHandle> handle_;
-  std::atomic<bool> recorded_{false};
+  mutable std::mutex mutex_;
+  bool recorded_ = false;  // under mutex_, as the two below
+  uint64_t stream_ = 0;
+  detail::StreamFailures::Mark callbacks_;
 };
 
 }  // namespace hal::plugin

@@ -18,6 +18,8 @@ struct Callback {
   std::shared_ptr<std::exception_ptr> failure;
   std::shared_ptr<std::mutex> failure_mutex;
   bool even_if_lost;
+  std::shared_ptr<detail::StreamFailures> failures;  // for the records after it
+  uint64_t position;                                 // among the stream's host callbacks
 };
 
 // Called by the plugin; no exception may cross back into it.
@@ -26,6 +28,8 @@ void run_callback(void* data) {
   try {
     callback->fn();
   } catch (...) {
+    // Kept before the plugin goes on to the work after the callback.
+    callback->failures->failed(callback->position, std::current_exception());
     std::lock_guard lock(*callback->failure_mutex);
     if (!*callback->failure) *callback->failure = std::current_exception();
   }
@@ -250,8 +254,9 @@ void PluginStream::host_callback_even_if_lost(std::function<void()> fn) {
 void PluginStream::enqueue_callback(std::function<void()> fn, bool even_if_lost) {
   std::lock_guard lock(mutex_);
   check_not_lost();
-  auto callback = std::make_unique<Callback>(
-      Callback{std::move(fn), this, failure_, failure_mutex_, even_if_lost});
+  auto callback =
+      std::make_unique<Callback>(Callback{std::move(fn), this, failure_, failure_mutex_,
+                                          even_if_lost, failures_, ++callbacks_enqueued_});
   const auto told = HAL_PLUGIN_FN(device_->library(), host_callback_status);
   const hal_status status = told ? told(handle_, run_told_callback, callback.get())
                                  : api().host_callback(handle_, run_callback, callback.get());
@@ -386,7 +391,7 @@ void PluginStream::record(EventImpl& event) {
   check_not_lost();
   auto& plugin_event = static_cast<PluginEvent&>(event);
   check(api().event_record(plugin_event.handle(), handle_), "record an event");
-  plugin_event.mark_recorded();
+  plugin_event.mark_recorded(serial(), failures_->mark(callbacks_enqueued_));
 }
 
 void PluginStream::wait(EventImpl& event) {
@@ -402,7 +407,10 @@ void PluginStream::check_failure() {
     std::lock_guard lock(*failure_mutex_);
     std::swap(failure, *failure_);
   }
-  if (failure) throw_async_failure(*device_, failure);
+  if (failure) {
+    failures_->reported();
+    throw_async_failure(*device_, failure);
+  }
 }
 
 void PluginStream::synchronize() {

@@ -84,6 +84,9 @@ class PluginStream final : public StreamImpl {
   async::FencedRefs<PluginFences> refs_;
   std::shared_ptr<std::exception_ptr> failure_;  // written by host callbacks
   std::shared_ptr<std::mutex> failure_mutex_ = std::make_shared<std::mutex>();
+  uint64_t callbacks_enqueued_ = 0;  // under mutex_
+  // The callbacks' failures again, for the records after them.
+  std::shared_ptr<detail::StreamFailures> failures_ = std::make_shared<detail::StreamFailures>();
 };
 
 }  // namespace hal::plugin

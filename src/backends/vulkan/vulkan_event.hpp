@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "backends/vulkan/vulkan_device.hpp"
+#include "core/event_record.hpp"
 
 namespace hal::vulkan {
 
@@ -45,22 +46,31 @@ class Timestamp {
   VkQueryPool pool_ = VK_NULL_HANDLE;
 };
 
-// One record of an event: the stream's value at the record and, where the queue has
-// timestamps, the clock the record's command wrote.
-class TimelineFence final : public HostFence {
+// One record of an event on the stream `stream` (its serial): the stream's value at the record,
+// the failures of the commands up to it (`work`) and, where the queue has timestamps, the clock
+// the record's command wrote.
+class TimelineFence final : public HostFence, public detail::RecordFence {
  public:
-  TimelineFence(std::shared_ptr<const Timeline> timeline, uint64_t value,
+  TimelineFence(std::shared_ptr<const Timeline> timeline, uint64_t value, uint64_t stream,
+                detail::StreamFailures::Mark work,
                 std::shared_ptr<const Timestamp> timestamp = nullptr)
-      : timeline_(std::move(timeline)), value_(value), timestamp_(std::move(timestamp)) {}
+      : RecordFence(stream),
+        timeline_(std::move(timeline)),
+        value_(value),
+        work_(std::move(work)),
+        timestamp_(std::move(timestamp)) {}
   bool ready() const override { return value_ == 0 || timeline_->completed() >= value_; }
   void wait() const override {
     if (value_ != 0) timeline_->wait(value_);
   }
+  // A failed command completes its value from the host only once its failure is kept.
+  std::exception_ptr failure() const override { return work_.failure(); }
   const Timestamp* timestamp() const { return timestamp_.get(); }
 
  private:
   std::shared_ptr<const Timeline> timeline_;
   uint64_t value_;
+  detail::StreamFailures::Mark work_;
   std::shared_ptr<const Timestamp> timestamp_;
 };
 

@@ -107,8 +107,12 @@ void VulkanStream::flush() {
   if (!open_refs_.empty()) refs_.emplace_back(value, std::move(open_refs_));
   open_refs_.clear();
   if (ended != VK_SUCCESS) {
-    complete_on_host(value);
-    check(ended, where("record"), "vkEndCommandBuffer");
+    try {
+      check(ended, where("record"), "vkEndCommandBuffer");
+    } catch (...) {
+      complete_on_host(value, std::current_exception());
+      throw;
+    }
   }
   if (!worker_.idle()) {  // host commands before it: submitted after them, on the worker
     worker_.push([this, value, commands] { submit(value, commands); });
@@ -141,8 +145,12 @@ void VulkanStream::submit(uint64_t value, VkCommandBuffer commands) {
   const VkResult result = device_->submit(info);
   if (result == VK_SUCCESS) return;
   spans_.failed(value);
-  complete_on_host(value);
-  check(result, where("submit"), "vkQueueSubmit");
+  try {
+    check(result, where("submit"), "vkQueueSubmit");
+  } catch (...) {
+    complete_on_host(value, std::current_exception());
+    throw;
+  }
 }
 
 void VulkanStream::flush_keeping_error() {
@@ -177,7 +185,8 @@ void VulkanStream::host_copy(std::string_view name, size_t bytes, std::function<
   host_command(std::move(fn));
 }
 
-void VulkanStream::complete_on_host(uint64_t value) noexcept {
+void VulkanStream::complete_on_host(uint64_t value, std::exception_ptr failure) noexcept {
+  failures_.failed(value, std::move(failure));  // first: a record after it carries the failure
   try {
     timeline_->wait(value - 1);
     timeline_->signal(value);
@@ -190,7 +199,7 @@ void VulkanStream::run_host_command(uint64_t value, const std::function<void()>&
     timeline_->wait(value - 1);
     fn();
   } catch (...) {
-    complete_on_host(value);
+    complete_on_host(value, std::current_exception());
     throw;
   }
   timeline_->signal(value);
@@ -347,7 +356,9 @@ void VulkanStream::host_callback(std::function<void()> fn) { host_command(std::m
 void VulkanStream::record(EventImpl& event) {
   auto& vulkan_event = static_cast<VulkanEvent&>(event);
   if (device_->traits().timestamp_valid_bits == 0) {  // a record is then no command at all
-    vulkan_event.set_fence(std::make_shared<TimelineFence>(timeline_, last_value()));
+    const uint64_t value = last_value();
+    vulkan_event.set_fence(
+        std::make_shared<TimelineFence>(timeline_, value, serial(), failures_.mark(value)));
     return;
   }
   // A command that writes the device's clock, for elapsed_ms_since: its own one-query pool,
@@ -358,8 +369,9 @@ void VulkanStream::record(EventImpl& event) {
     api_.vkCmdResetQueryPool(commands, pool, 0, 1);
     api_.vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 0);
   });
-  vulkan_event.set_fence(
-      std::make_shared<TimelineFence>(timeline_, last_value(), std::move(timestamp)));
+  const uint64_t value = last_value();
+  vulkan_event.set_fence(std::make_shared<TimelineFence>(
+      timeline_, value, serial(), failures_.mark(value), std::move(timestamp)));
 }
 
 void VulkanStream::wait(EventImpl& event) {
@@ -384,7 +396,10 @@ void VulkanStream::synchronize() {
     submit_error_ = nullptr;
     reclaim(released);
   }
-  if (error) throw_async_failure(*device_, error);
+  if (error) {
+    failures_.reported();
+    throw_async_failure(*device_, error);
+  }
 }
 
 bool VulkanStream::query() {

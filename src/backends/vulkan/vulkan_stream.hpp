@@ -25,6 +25,7 @@
 #include "backends/async/work_queue.hpp"
 #include "backends/vulkan/vulkan_device_spans.hpp"
 #include "backends/vulkan/vulkan_event.hpp"
+#include "core/event_record.hpp"
 
 namespace hal::vulkan {
 
@@ -72,8 +73,9 @@ class VulkanStream final : public StreamImpl {
   // Submits `commands` as `value`, after value - 1; on failure completes `value` from the
   // host and throws.
   void submit(uint64_t value, VkCommandBuffer commands);
-  // Makes `value` complete from the host once value - 1 has (a command that failed).
-  void complete_on_host(uint64_t value) noexcept;
+  // Makes `value` complete from the host once value - 1 has: a command that failed with
+  // `failure`, which the records after it carry.
+  void complete_on_host(uint64_t value, std::exception_ptr failure) noexcept;
   VkCommandBuffer acquire_command_buffer();
   // Recycles the command buffers of completed batches and moves their references into
   // `released`, to be let go of outside the lock. Under mutex_.
@@ -103,7 +105,8 @@ class VulkanStream final : public StreamImpl {
   std::vector<VkCommandBuffer> free_;
   std::deque<std::pair<uint64_t, std::vector<Ref>>> refs_;
   DeviceSpans spans_;
-  async::WorkQueue worker_;  // last: its destructor runs what is queued, then joins
+  detail::StreamFailures failures_;  // of host commands and submissions, by value
+  async::WorkQueue worker_;          // last: its destructor runs what is queued, then joins
 };
 
 // A batch is submitted once it holds this many commands, so that the device starts on a long
