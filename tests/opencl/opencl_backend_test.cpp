@@ -401,16 +401,18 @@ __kernel void f(__global float* x, real r, float2 v, half_count n, maybe m, size
   }
 }
 
-// Drivers refuse a local-memory argument of 0 bytes (CL_INVALID_ARG_SIZE) at enqueue; hal
-// refuses it first, by name.
-TEST_F(OpenClTest, LocalMemoryOfZeroBytesIsRefusedByName) {
-  const std::string source = R"(
+// Adds one to each element, staged through a __local array the launch sizes.
+constexpr const char* kStageThroughLocal = R"(
 __kernel void stage(__global float* x, __local float* tmp) {
   tmp[get_local_id(0)] = x[get_global_id(0)];
   barrier(CLK_LOCAL_MEM_FENCE);
   x[get_global_id(0)] = tmp[get_local_id(0)] + 1.0f;
 })";
-  Kernel kernel = device.compile({"stage", source, KernelLanguage::opencl_c});
+
+// Drivers refuse a local-memory argument of 0 bytes (CL_INVALID_ARG_SIZE) at enqueue; hal
+// refuses it first, by name.
+TEST_F(OpenClTest, LocalMemoryOfZeroBytesIsRefusedByName) {
+  Kernel kernel = device.compile({"stage", kStageThroughLocal, KernelLanguage::opencl_c});
   Stream stream = device.create_stream();
   Buffer buffer = device.allocate(64);
   LaunchConfig config = LaunchConfig::linear(16);
@@ -463,13 +465,7 @@ __kernel void group_sums(__global const float* in, __global float* out, __local 
 // parameter (work-group memory sized at launch is a __local argument), and the value was
 // dropped unseen. Refused by name now, and a launch without it runs.
 TEST_F(OpenClTest, DynamicSharedBytesAreRefusedNotDropped) {
-  const std::string source = R"(
-__kernel void stage(__global float* x, __local float* tmp) {
-  tmp[get_local_id(0)] = x[get_global_id(0)];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  x[get_global_id(0)] = tmp[get_local_id(0)] + 1.0f;
-})";
-  Kernel kernel = device.compile({"stage", source, KernelLanguage::opencl_c});
+  Kernel kernel = device.compile({"stage", kStageThroughLocal, KernelLanguage::opencl_c});
   Stream stream = device.create_stream();
   Buffer buffer = device.allocate(16 * sizeof(float));
   stream.fill(buffer, 0.0f, 16);
