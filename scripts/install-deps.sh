@@ -24,6 +24,7 @@ packages=(
   # (about 225 MB to download and 840 MB installed beyond the rest of this list; without it the
   # PyTorch tests skip, saying so).
   pybind11-dev python3-dev libdlpack-dev python3-pytest python3-torch
+  python3-onnx  # the Python tests build small ONNX models with onnx.helper
   libcpp-httplib-dev  # hal serve and hal loadgen: HTTP (KServe v2 protocol)
   libopenmpi-dev openmpi-bin  # hal_dist's MPI engine, and mpirun for its tests
   clang libclang-rt-14-dev  # the fuzz targets (libFuzzer), built with Clang

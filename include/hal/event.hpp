@@ -33,7 +33,8 @@ class Event {
   // Blocks until the work before the latest record has completed; AsyncFailure when some of it
   // failed. From a host callback of the stream the record was made on, while the record is
   // queued behind that callback (so it cannot complete until the callback returns):
-  // InvalidState instead of waiting for ever.
+  // InvalidState instead of waiting for ever; from a deleter of what such a callback captured
+  // (which may not throw), it returns at once, as Stream::synchronize does there.
   void synchronize() const;
   // Milliseconds between two completed records of events of the same device; AsyncFailure when
   // the work before either failed.

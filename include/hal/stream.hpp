@@ -58,10 +58,10 @@ class Stream {
   // Runs `fn` on a host thread once the work before it is done; later work waits for it.
   // `fn` may not synchronize this stream, nor an event this stream records after `fn`
   // (InvalidState: it would wait for itself). What it captured is dropped once it ran, on a
-  // thread of the backend's; a deleter there that synchronizes this stream returns at once (the
-  // work before `fn` is done). On a device lost before `fn` began, `fn` may not run (as CUDA's
-  // cudaLaunchHostFunc; plugins of ABI 1.3): what it captured is dropped all the same, and
-  // synchronize reports the loss.
+  // thread of the backend's; a deleter there that synchronizes this stream, or an event it
+  // records after `fn`, returns at once (the work before `fn` is done). On a device lost before
+  // `fn` began, `fn` may not run (as CUDA's cudaLaunchHostFunc; plugins of ABI 1.3): what it
+  // captured is dropped all the same, and synchronize reports the loss.
   void host_callback(std::function<void()> fn);
   // Holds `value` (the host data an upload reads, a staging buffer) until the work enqueued so
   // far has run, then drops it: what a host callback holding it does, without running one where

@@ -66,8 +66,9 @@ py::list values(const std::vector<ModelValue>& list) {
 }
 
 const ModelValue* declared_input(const Model& model, const std::string& name) {
-  for (const ModelValue& value : model.inputs())
-    if (value.name == name) return &value;
+  for (const auto* list : {&model.inputs(), &model.optional_inputs()})
+    for (const ModelValue& value : *list)
+      if (value.name == name) return &value;
   return nullptr;
 }
 
@@ -121,6 +122,10 @@ void bind_model(py::module_& m) {
       .def_property_readonly(
           "inputs", [](const Model& model) { return values(model.inputs()); },
           "The inputs to give, as dicts (name, dtype, shape, ...).")
+      .def_property_readonly(
+          "optional_inputs", [](const Model& model) { return values(model.optional_inputs()); },
+          "The inputs a run may give or leave out: an initializer of the same name is their "
+          "default (ONNX IR version 4 on).")
       .def_property_readonly("outputs", [](const Model& model) { return values(model.outputs()); })
       .def_property_readonly("opset", &Model::opset)
       .def_property_readonly("node_count", &Model::node_count)

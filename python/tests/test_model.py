@@ -114,3 +114,27 @@ def test_names_that_are_not_utf8_read_as_os_fsdecode_reads_them(cpu):
     array = np.array([1.5, -2.0], dtype=np.float32)
     outputs = model.run({declared["name"]: array}, device=cpu)  # the name goes back as its bytes
     np.testing.assert_array_equal(outputs[os.fsdecode(y)].numpy(), array)
+
+
+def test_an_initializer_named_as_an_input_is_a_default_a_run_may_replace(cpu):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    w = np.array([1, 2, 3], dtype=np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])], "defaults",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("w", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        initializer=[numpy_helper.from_array(w, "w")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    proto.ir_version = 7
+    model = hal.load_onnx_bytes(proto.SerializeToString(), name="defaults")
+    assert [v["name"] for v in model.inputs] == ["x"]
+    assert [v["name"] for v in model.optional_inputs] == ["w"]
+    x = np.array([10, 20, 30], dtype=np.float32)
+    [y] = model.run({"x": x}, device=cpu).values()
+    np.testing.assert_array_equal(y.numpy(), x + w)
+    # A float64 array given for it is copied in its declared dtype and replaces the initializer.
+    [y] = model.run({"x": x, "w": np.array([0.5, 0.5, 0.5])}, device=cpu).values()
+    assert y.dtype == hal.f32
+    np.testing.assert_array_equal(y.numpy(), x + 0.5)

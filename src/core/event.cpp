@@ -26,15 +26,23 @@ std::shared_ptr<HostFence> recorded_fence(const EventImpl& event, std::string_vi
   return fence;
 }
 
+// Whether `fence` is a record of `stream` that has not completed.
+bool pending_record_of(const StreamImpl* stream, const HostFence& fence) {
+  if (!stream) return false;
+  const auto* record = dynamic_cast<const detail::RecordFence*>(&fence);
+  return record && record->stream() == stream->serial() && !fence.ready();
+}
+
 // A host callback that waits for a record queued behind it on its own stream would wait for
 // itself: the record completes only once the callback has returned. (A record on that stream
-// before the callback has completed: the callback runs after it.)
-void refuse_wait_behind_own_callback(const EventImpl& event, const HostFence& fence,
-                                     std::string_view operation) {
+// before the callback has completed: the callback runs after it.) Refused; and from a deleter of
+// what such a callback held, which may not throw, true: the caller returns at once, as
+// Stream::synchronize does there.
+bool waiting_would_wait_for_itself(const EventImpl& event, const HostFence& fence,
+                                   std::string_view operation) {
+  if (pending_record_of(detail::ReleasingCallback::current(), fence)) return true;
   const StreamImpl* running = detail::RunningCallback::current();
-  if (!running) return;
-  const auto* record = dynamic_cast<const detail::RecordFence*>(&fence);
-  if (!record || record->stream() != running->serial() || fence.ready()) return;
+  if (!pending_record_of(running, fence)) return false;
   const std::string& id = event.device().info().id;
   const detail::ErrorContext context(id, operation);
   throw Error(ErrorCode::InvalidState,
@@ -76,7 +84,7 @@ bool Event::query() const { return recorded_fence(checked(impl_), "query")->read
 
 void Event::synchronize() const {
   const auto fence = recorded_fence(checked(impl_), "synchronize");
-  refuse_wait_behind_own_callback(*impl_, *fence, "synchronize");
+  if (waiting_would_wait_for_itself(*impl_, *fence, "synchronize")) return;
   {
     std::optional<trace::detail::Span> traced;
     if (trace::enabled()) [[unlikely]]

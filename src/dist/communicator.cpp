@@ -94,12 +94,15 @@ class CallCheck {
 
 Work submit(detail::CommunicatorImpl& comm, detail::CollectiveCall call) {
   // The output is written in place (a broadcast's root and a reduce's other ranks only read):
-  // counted, so that autograd refuses a tensor saved before the collective.
+  // counted, so that autograd refuses a tensor saved before the collective; once the engine has
+  // taken the call (one it refuses writes nothing).
   const bool root = comm.rank() == call.root;
-  if (call.output.defined() && !(call.kind == Collective::broadcast && root) &&
-      !(call.kind == Collective::reduce && !root))
-    call.output.bump_version();
-  return comm.submit(call);
+  const bool writes = call.output.defined() && !(call.kind == Collective::broadcast && root) &&
+                      !(call.kind == Collective::reduce && !root);
+  const Tensor output = writes ? call.output : Tensor();
+  Work work = comm.submit(call);
+  if (writes) output.bump_version();
+  return work;
 }
 
 std::string context_device(const Stream& stream) {

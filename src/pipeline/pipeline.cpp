@@ -35,7 +35,9 @@ std::string describe(size_t k, const PipelineStage& stage) {
          (stage.device ? " on " + stage.device.id() : std::string());
 }
 
-// Copies `x` into `buffer` (made anew when it cannot hold it) on `stream`.
+// Copies `x` into `buffer` (made anew when it cannot hold it) on `stream`. A buffer reused for a
+// later micro-batch is written in place: its version moves, so that backward through an earlier
+// micro-batch that saved it is refused rather than run on the later one's values.
 void copy_into(Tensor& buffer, const Tensor& x, const Device& device, Stream& stream) {
   if (!buffer.defined() || buffer.dtype() != x.dtype() || buffer.shape() != x.shape())
     buffer = empty(x.shape(), x.dtype(), device);
@@ -43,6 +45,7 @@ void copy_into(Tensor& buffer, const Tensor& x, const Device& device, Stream& st
   stream.copy(buffer.storage(), x.storage(), x.nbytes(),
               static_cast<size_t>(buffer.offset()) * buffer.element_size(),
               static_cast<size_t>(x.offset()) * x.element_size());
+  buffer.bump_version();
 }
 
 // Whether `x` is a view of one of the slot's buffers.

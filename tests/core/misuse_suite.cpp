@@ -151,6 +151,30 @@ TEST_P(MisuseSuite, ADeleterOfWhatTheStreamKeptMaySynchronizeIt) {
   stream.synchronize();
 }
 
+// The same for a deleter that waits for an event the stream records after the callback: the
+// record cannot complete before the deleter returns, and a deleter may not throw.
+TEST_P(MisuseSuite, ADeleterOfWhatTheStreamsCallbackHeldMayWaitForALaterRecord) {
+  Event event = stream.record();
+  stream.synchronize();
+  std::atomic<bool> released{false};
+  std::shared_ptr<int> held(new int(7), [&event, &released](int* value) {
+    delete value;
+    event.synchronize();
+    released = true;
+  });
+  std::atomic<bool> recorded{false};
+  stream.host_callback([held = std::move(held), &recorded] {  // its last owner
+    using namespace std::chrono_literals;
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    while (!recorded.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  });
+  stream.record(event);  // behind the callback
+  recorded = true;
+  expect_released(stream, released, id() + " event.synchronize in a deleter");
+  stream.synchronize();
+  event.synchronize();
+}
+
 TEST_P(MisuseSuite, LocalMemoryPastTheDevicesLimitIsRefused) {
   const uint64_t limit = device().info().limits.max_shared_memory_bytes;
   if (limit == 0) GTEST_SKIP() << id() << " states no local-memory limit";

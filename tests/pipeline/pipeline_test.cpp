@@ -122,6 +122,34 @@ TEST_F(Pipelines, ResultsEqualRunningTheStagesOneAfterAnother) {
   }
 }
 
+// A stage's input buffers are reused for later micro-batches (written in place): backward
+// through an earlier micro-batch whose op saved its buffer is refused, not run on a later
+// micro-batch's values; through the last micro-batch it gives the gradient of that one.
+TEST_F(Pipelines, BackwardThroughAMicroBatchWhoseInputBufferWasReusedIsRefused) {
+  Stream stream = sims[1].create_stream();
+  Tensor w = from_vector<float>({1, 1}, {2, 1}, stream);
+  stream.synchronize();
+  w.requires_grad_();
+  Pipeline pipeline({{"scale", sims[0],
+                      [](const Tensors& in, Stream& s) {
+                        return Tensors{mul(in.at(0), full({}, 1.0, DType::f32, s), s)};
+                      }},
+                     {"project", sims[1], [w](const Tensors& in, Stream& s) {
+                        return Tensors{matmul(in.at(0), w, s)};
+                      }}});
+  Stream host_side = cpu.create_stream();
+  std::vector<Tensors> batches;
+  for (int i = 0; i < 4; ++i)
+    batches.push_back({from_vector<float>({1.0f + 10 * i, 2.0f + 10 * i}, {1, 2}, host_side)});
+  host_side.synchronize();
+  const std::vector<Tensors> outputs = pipeline.run(batches);  // buffers 2: 0 and 1 overwritten
+  expect_error([&] { sum(outputs[0][0], {}, false, stream).backward(stream); },
+               ErrorCode::InvalidState, {"matmul", "in-place write", "version"});
+  EXPECT_FALSE(w.grad().defined());  // nothing accumulated
+  sum(outputs[3][0], {}, false, stream).backward(stream);
+  EXPECT_EQ(w.grad().to_vector<float>(stream), std::vector<float>({31, 32}));
+}
+
 TEST_F(Pipelines, MicroBatchesGoThroughTheStagesInOrder) {
   constexpr int kBatches = 24;
   struct Entry {
