@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -22,18 +23,30 @@ class MisuseSuite : public DeviceTest {
   Stream stream = device().create_stream();
 };
 
+// What `wait` (run in a host callback) ended with: Ok, or the code of the hal::Error it threw,
+// whose message goes to `message`.
+ErrorCode code_of(const std::function<void()>& wait, std::string& message) {
+  try {
+    wait();
+    return ErrorCode::Ok;
+  } catch (const Error& error) {
+    message = error.message();
+    return error.code();
+  }
+}
+
+// Holds a callback until the test has enqueued what must come after it (a few seconds at most).
+void hold_until(const std::atomic<bool>& ready) {
+  using namespace std::chrono_literals;
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (!ready.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+}
+
 TEST_P(MisuseSuite, SynchronizeFromTheStreamsOwnCallbackIsRefused) {
   std::atomic<int> code{-1};
   std::string message;
-  stream.host_callback([&] {
-    try {
-      stream.synchronize();
-      code = static_cast<int>(ErrorCode::Ok);
-    } catch (const Error& error) {
-      message = error.message();
-      code = static_cast<int>(error.code());
-    }
-  });
+  stream.host_callback(
+      [&] { code = static_cast<int>(code_of([&] { stream.synchronize(); }, message)); });
   stream.synchronize();  // returns: the callback did not wait for itself
   EXPECT_EQ(code.load(), static_cast<int>(ErrorCode::InvalidState)) << message;
   EXPECT_NE(message.find("own host callbacks"), std::string::npos) << message;
@@ -69,16 +82,8 @@ TEST_P(MisuseSuite, WaitingFromACallbackForAnEventItsStreamRecordsAfterItIsRefus
   std::atomic<int> code{-1};
   std::string message;
   stream.host_callback([&] {
-    using namespace std::chrono_literals;
-    const auto until = std::chrono::steady_clock::now() + 5s;
-    while (!recorded.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-    try {
-      event.synchronize();
-      code = static_cast<int>(ErrorCode::Ok);
-    } catch (const Error& error) {
-      message = error.message();
-      code = static_cast<int>(error.code());
-    }
+    hold_until(recorded);
+    code = static_cast<int>(code_of([&] { event.synchronize(); }, message));
     answered = true;
   });
   stream.record(event);  // behind the callback
@@ -164,9 +169,7 @@ TEST_P(MisuseSuite, ADeleterOfWhatTheStreamsCallbackHeldMayWaitForALaterRecord) 
   });
   std::atomic<bool> recorded{false};
   stream.host_callback([held = std::move(held), &recorded] {  // its last owner
-    using namespace std::chrono_literals;
-    const auto until = std::chrono::steady_clock::now() + 5s;
-    while (!recorded.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    hold_until(recorded);
   });
   stream.record(event);  // behind the callback
   recorded = true;
