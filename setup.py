@@ -1,6 +1,7 @@
 """The hal package's build: CMake builds the module (target hal_python) as `make` does, then
-installs its component `python` (the module, libhal and libhal_model beside it, found through
-the module's RPATH $ORIGIN) into the package. pyproject.toml has the package's metadata."""
+installs its component `python` (the module, with libhal, libhal_model, libhal_train and
+libhal_dist beside it, found through the module's RPATH $ORIGIN) into the package.
+pyproject.toml has the package's metadata."""
 
 import os
 import pathlib

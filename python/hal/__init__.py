@@ -5,9 +5,14 @@ devices, streams, tensors and ops; tensors cross to NumPy and PyTorch without co
 See docs/python.md for the whole API.
 """
 
+import sys as _sys
+
 from . import _hal
 from ._hal import *  # noqa: F401,F403  (the names __all__ lists below)
-from ._hal import __version__, from_dlpack  # noqa: F401
+from ._hal import __version__, from_dlpack, optim  # noqa: F401
+
+# `import hal.optim` and `from hal.optim import SGD` find the extension's submodule.
+_sys.modules[__name__ + ".optim"] = optim
 
 
 def from_numpy(array):

@@ -4,11 +4,13 @@
 import builtins
 import enum
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal, SupportsIndex, TypeAlias, overload
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, SupportsIndex, TypeAlias, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
+
+from . import optim as optim  # SGD, AdamW, clip_grad_norm_ (hal/optim.pyi)
 
 __version__: str
 
@@ -326,6 +328,33 @@ class Tensor:
     ) -> Tensor: ...
     def softmax(self, axis: int = -1, stream: Stream | None = None) -> Tensor: ...
     def log_softmax(self, axis: int = -1, stream: Stream | None = None) -> Tensor: ...
+    # Autograd. Setting requires_grad makes a leaf: floating dtypes only (hal.InvalidArgument);
+    # False on a result of recorded ops is hal.InvalidArgument (use detach()).
+    @property
+    def requires_grad(self) -> builtins.bool: ...
+    @requires_grad.setter
+    def requires_grad(self, enabled: builtins.bool) -> None: ...
+    def requires_grad_(self, requires_grad: builtins.bool = True) -> Tensor: ...
+    @property
+    def is_leaf(self) -> builtins.bool: ...
+    @property
+    def grad_fn(self) -> str | None: ...
+    # Another shape, dtype or device than the tensor's is hal.InvalidArgument.
+    @property
+    def grad(self) -> Tensor | None: ...
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None: ...
+    @property
+    def version(self) -> int: ...
+    def detach(self) -> Tensor: ...
+    # hal.InvalidState for a graph an earlier backward released, or whose saved tensors were
+    # written in place since; hal.Unsupported naming an op without a gradient.
+    def backward(
+        self,
+        gradient: Tensor | None = None,
+        retain_graph: builtins.bool = False,
+        stream: Stream | None = None,
+    ) -> None: ...
 
 def tensor(
     data: Any,
@@ -504,6 +533,26 @@ class CpuFallback:
     def __exit__(self, *args: object) -> None: ...
 
 def cpu_fallback(allowed: builtins.bool = True) -> CpuFallback: ...
+
+# ---- autograd (hal.optim has the optimizers) ----
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+class GradMode:
+    def __enter__(self) -> None: ...  # hal.InvalidState when this object is entered already
+    def __exit__(self, *args: object) -> None: ...
+    def __call__(self, function: _F) -> _F: ...
+
+def no_grad() -> GradMode: ...
+def enable_grad() -> GradMode: ...
+def is_grad_enabled() -> builtins.bool: ...
+def cross_entropy(
+    logits: Tensor,
+    targets: Tensor,
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+    stream: Stream | None = None,
+) -> Tensor: ...
 
 # ---- choosing a device ----
 

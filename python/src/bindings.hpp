@@ -32,6 +32,8 @@ void bind_ops(py::module_& m, py::class_<Tensor>& tensor);
 void bind_dlpack(py::module_& m, py::class_<Tensor>& tensor);
 void bind_sched(py::module_& m);
 void bind_model(py::module_& m);
+// Autograd on hal.Tensor, the grad-mode scopes, cross_entropy, and the hal.optim submodule.
+void bind_autograd(py::module_& m, py::class_<Tensor>& tensor);
 
 // A dtype from a hal.DType, a name ("f32", "float32", "bool"), or a NumPy dtype or type.
 // InvalidArgument naming the value when it is none of these or a dtype hal has not.

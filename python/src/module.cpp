@@ -13,4 +13,5 @@ PYBIND11_MODULE(_hal, m) {
   bind_dlpack(m, tensor);
   bind_sched(m);
   bind_model(m);
+  bind_autograd(m, tensor);
 }

@@ -9,7 +9,7 @@ import hal
 
 TESTS = "\n".join(p.read_text() for p in pathlib.Path(__file__).parent.glob("*.py")
                   if p.name != pathlib.Path(__file__).name)
-CLASSES = ("Tensor", "Device", "Stream", "Event", "Model", "Workload", "Selection")
+CLASSES = ("Tensor", "Device", "Stream", "Event", "Model", "Workload", "Selection", "GradMode")
 ERRORS = {name for name in dir(hal) if isinstance(getattr(hal, name), type)
           and issubclass(getattr(hal, name), BaseException)}
 
@@ -30,4 +30,13 @@ def test_every_method_is_called_by_a_test():
                 continue
             if not re.search(rf"\.{name}\b|[\"']{name}[\"']", TESTS):
                 missing.append(f"{cls_name}.{name}")
+    assert not missing, f"no test uses {', '.join(missing)}"
+
+
+def test_every_name_of_hal_optim_is_used_by_a_test():
+    missing = [f"hal.optim.{name}" for name in dir(hal.optim)
+               if not name.startswith("_") and not re.search(rf"\b{name}\b", TESTS)]
+    for cls in (hal.optim.Optimizer, hal.optim.SGD, hal.optim.AdamW):
+        missing += [f"{cls.__name__}.{name}" for name in dir(cls)
+                    if not name.startswith("_") and not re.search(rf"\.{name}\b", TESTS)]
     assert not missing, f"no test uses {', '.join(missing)}"

@@ -8,6 +8,7 @@ import pathlib
 import hal
 
 STUB = pathlib.Path(hal.__file__).with_name("__init__.pyi")
+OPTIM_STUB = pathlib.Path(hal.__file__).with_name("optim.pyi")
 ALIASES = {"DTypeLike", "DeviceLike", "ShapeLike", "Number", "Operand", "Axes"}
 DUNDERS = {"__dlpack__", "__dlpack_device__", "__enter__", "__exit__", "__array__", "__len__",
            "__getitem__"}
@@ -26,6 +27,8 @@ def declared_names(body):
             names.add(node.target.id)
         elif isinstance(node, ast.Assign):
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is None:
+            names.update(alias.asname or alias.name for alias in node.names)  # a submodule
     return names
 
 
@@ -116,13 +119,27 @@ def same_name(declared, actual):
     return declared == actual or (actual.startswith("arg") and actual[3:].isdigit())
 
 
+def test_the_optim_stub_declares_every_name_and_method_of_hal_optim():
+    tree = ast.parse(OPTIM_STUB.read_text(), filename=str(OPTIM_STUB))
+    assert public(declared_names(tree.body)) == public(set(dir(hal.optim)))
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):  # what each class adds to its bases
+            cls = getattr(hal.optim, node.name)
+            assert public(declared_names(node.body)) == public(set(vars(cls))), node.name
+
+
+def stub_scopes(module, prefix, body):
+    scopes = [(module, prefix, body)]
+    scopes += [(getattr(module, node.name), f"{prefix}{node.name}.", node.body)
+               for node in body if isinstance(node, ast.ClassDef)]
+    return scopes
+
+
 def test_the_stub_gives_each_bound_function_its_parameters_and_defaults():
     # Names, order, keyword-only marks, which have defaults and what they are, as the module's
     # own signatures (pybind11's docstrings) say.
-    tree = stub_tree()
-    scopes = [(hal, "hal.", tree.body)]
-    scopes += [(getattr(hal, node.name), f"hal.{node.name}.", node.body)
-               for node in tree.body if isinstance(node, ast.ClassDef)]
+    scopes = stub_scopes(hal, "hal.", stub_tree().body)
+    scopes += stub_scopes(hal.optim, "hal.optim.", ast.parse(OPTIM_STUB.read_text()).body)
     checked, wrong = 0, []
     for owner, prefix, body in scopes:
         for node in body:
