@@ -1,6 +1,6 @@
 // out = x converted, between f32, f64, f16, i32, i64, i8, u8 and bool, as the CPU's cast does:
-// to bool, x != 0; from floating to integers, NaN to 0 and saturating at the bounds; between
-// integers, modular. Flat or strided.
+// to bool, x != 0; from bool, any byte but 0 as 1; from floating to integers, NaN to 0 and
+// saturating at the bounds; between integers, modular. Flat or strided.
 // hal-variant cast_f32_f32 -DFROM=float -DFROM_BYTES=4 -DTO=float -DTO_BYTES=4 -DFROM_FLOATING -DTO_F32 -DFROM_F32
 // hal-variant cast_f32_f64 -DFROM=float -DFROM_BYTES=4 -DTO=double -DTO_BYTES=8 -DFROM_FLOATING -DTO_F64 -DFROM_F32
 // hal-variant cast_f32_f16 -DFROM=float -DFROM_BYTES=4 -DTO=float16_t -DTO_BYTES=2 -DFROM_FLOATING -DTO_F16 -DFROM_F32
@@ -108,6 +108,11 @@ layout(push_constant) uniform Args {
 } args;
 
 TO convert(FROM x) {
+#if defined(FROM_BOOL)
+  // Any byte but 0 is true, as 1: a bool tensor over memory hal did not fill (Tensor(Buffer),
+  // wrap_native_memory, DLPack) may hold others, and the CPU's cast reads them so.
+  x = x != FROM(0) ? FROM(1) : FROM(0);
+#endif
 #if defined(TO_BOOL)
   return uint8_t(x != FROM(0) ? 1 : 0);
 #elif defined(FROM_FLOATING) && defined(TO_INTEGER)

@@ -97,6 +97,7 @@ std::vector<std::string> cast_defines(DType from, DType to) {
   if (from == DType::f64) out.emplace_back("IN_F64");
   if (from == DType::i32 || from == DType::i64) out.emplace_back("IN_WIDE_INTEGER");
   if (from == DType::bf16) out.emplace_back("IN_BF16");
+  if (from == DType::boolean) out.emplace_back("IN_BOOL");
   if (from == DType::f32 || from == DType::f64 || from == DType::f16 || from == DType::bf16)
     out.emplace_back("IN_FLOATING");
   if (to == DType::f16) out.emplace_back("OUT_F16");
