@@ -59,5 +59,15 @@ std::optional<Clock::duration> finalize_timeout() {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*parsed.value));
 }
 
+int64_t mpi_max_elements() {
+  constexpr uint64_t kMpiCountMax = 2147483647;  // INT_MAX: MPI's counts are int
+  const char* text = std::getenv("HAL_DIST_MPI_MAX_ELEMENTS");
+  if (text == nullptr || *text == '\0') return static_cast<int64_t>(kMpiCountMax);
+  const Parsed<uint64_t> parsed =
+      parse_count("HAL_DIST_MPI_MAX_ELEMENTS", hal::detail::trim(text), 1, kMpiCountMax);
+  if (!parsed.value) throw Error(ErrorCode::InvalidArgument, parsed.error + " (elements)");
+  return static_cast<int64_t>(*parsed.value);
+}
+
 }  // namespace detail
 }  // namespace hal::dist

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 
 #include "hal/dist.hpp"
@@ -27,5 +28,10 @@ Clock::duration timeout();
 // processes before this one exits without it (EXIT_FAILURE). Unset, empty or "none": no bound
 // (MPI's own behaviour). InvalidArgument for a malformed value, naming it.
 std::optional<Clock::duration> finalize_timeout();
+
+// The most elements the MPI engine passes to one MPI call: MPI's counts are int and Open MPI 4.1
+// has no MPI-4 big-count (_c) calls, so 2^31 - 1. HAL_DIST_MPI_MAX_ELEMENTS lowers it (1 to
+// 2^31 - 1), for tests of the refusal on small tensors. InvalidArgument for a malformed value.
+int64_t mpi_max_elements();
 
 }  // namespace hal::dist::detail

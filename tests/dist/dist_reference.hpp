@@ -2,7 +2,7 @@
 // the reduction over ranks computed here in double arithmetic, NumPy-style, independent of
 // hal's code. Values are small integers, so that every sum, product and mean of up to 8 ranks
 // is exact in every dtype (f16 and bf16 included) and the comparison can be exact. And the
-// scoped HAL_DIST_DEBUG level the tests of every engine set.
+// scoped settings (HAL_DIST_DEBUG ...) the tests of every engine set.
 #pragma once
 
 #include <cmath>
@@ -18,22 +18,32 @@
 
 namespace hal::test {
 
-// Sets HAL_DIST_DEBUG for one scope, then restores the environment's (a run may set it).
-class DebugLevel {
+// Sets an environment variable for one scope, then restores the environment's (a run may set
+// it): the settings are read at each call.
+class ScopedSetting {
  public:
-  explicit DebugLevel(const char* level) {
-    if (const char* old = std::getenv("HAL_DIST_DEBUG")) old_ = old;
-    setenv("HAL_DIST_DEBUG", level, 1);
+  ScopedSetting(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
   }
-  ~DebugLevel() {
+  ~ScopedSetting() {
     if (old_)
-      setenv("HAL_DIST_DEBUG", old_->c_str(), 1);
+      setenv(name_.c_str(), old_->c_str(), 1);
     else
-      unsetenv("HAL_DIST_DEBUG");
+      unsetenv(name_.c_str());
   }
+  ScopedSetting(const ScopedSetting&) = delete;
+  ScopedSetting& operator=(const ScopedSetting&) = delete;
 
  private:
+  std::string name_;
   std::optional<std::string> old_;
+};
+
+// HAL_DIST_DEBUG for one scope.
+class DebugLevel : public ScopedSetting {
+ public:
+  explicit DebugLevel(const char* level) : ScopedSetting("HAL_DIST_DEBUG", level) {}
 };
 
 inline const std::vector<DType>& all_dtypes() {

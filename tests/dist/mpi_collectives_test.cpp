@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -368,6 +369,57 @@ TEST(MpiWorld, DetailAcceptsAReduceWhoseOutputIsTheRootsAlone) {
                {"rank 0 called all_gather(f32[13] into f32[" + std::to_string(p) + ", 13])",
                 "rank 1 called all_gather(f32[13] into f32[" + std::to_string(p * 13) + "])"});
   EXPECT_THROW(s.synchronize(), Error);
+  world.barrier(s).wait();
+}
+
+// MPI's counts are int (Open MPI 4.1 has no MPI-4 big-count calls): a collective of more than
+// HAL_DIST_MPI_MAX_ELEMENTS elements (2^31 - 1 unless lowered, here to 100) is refused with
+// InvalidArgument before anything is posted, where it was run on a truncated count; its data is
+// untouched. A rank alone past it is named to the others at once, not after HAL_DIST_TIMEOUT
+// (20 s in dist_mpi_collectives); the communicator goes on, and a call at the limit runs.
+TEST(MpiWorld, ACollectivePastMpisElementCountIsRefusedOnEveryRank) {
+  const ScopedSetting limit("HAL_DIST_MPI_MAX_ELEMENTS", "100");
+  Communicator world = Communicator::world();
+  Stream s = device("cpu:0").create_stream();
+  const int p = world.size();
+  const Tensor big = full({101}, 1.0 + world.rank(), DType::f32, s);
+  expect_error([&] { world.all_reduce(big, ReduceOp::sum, s); }, ErrorCode::InvalidArgument,
+               {"all_reduce #", "on communicator 'world'", "101 elements of f32 (404 bytes)",
+                "exceed the 100 elements one MPI call takes", "no rank runs it"});
+  EXPECT_TRUE(same_values(read(big, s), std::vector<double>(101, 1.0 + world.rank()), DType::f32));
+  // All-gather's output holds every rank's part: p * part elements past the limit.
+  const int64_t part = 100 / p + 1;
+  const Tensor gathered = empty({p, part}, DType::u8, device("cpu:0"));
+  expect_error([&] { world.all_gather(ones({part}, DType::u8, s), gathered, s); },
+               ErrorCode::InvalidArgument,
+               {"all_gather #", std::to_string(p * part) + " elements of u8"});
+  if (p >= 2 && world.rank() < 2) {
+    const Tensor t = ones({101}, DType::boolean, s);
+    expect_error([&] { world.rank() == 0 ? world.send(t, 1, s, 5) : world.recv(t, 0, s, 5); },
+                 ErrorCode::InvalidArgument,
+                 {world.rank() == 0 ? "send #" : "recv #", "101 elements of bool (101 bytes)"});
+  }
+  // Rank 0 alone past it: the others fail at once, naming it and why.
+  const Tensor mixed = zeros({world.rank() == 0 ? 101 : 100}, DType::f32, s);
+  const auto start = std::chrono::steady_clock::now();
+  if (world.rank() == 0) {
+    expect_error([&] { world.all_reduce(mixed, ReduceOp::sum, s); }, ErrorCode::InvalidArgument,
+                 {"101 elements of f32 (404 bytes)", "exceed the 100 elements"});
+  } else {
+    expect_error([&] { world.all_reduce(mixed, ReduceOp::sum, s).wait(); }, ErrorCode::InvalidState,
+                 {"all_reduce #", "rank 0 could not take part: InvalidArgument: all_reduce #",
+                  "101 elements of f32 (404 bytes)"});
+    EXPECT_THROW(s.synchronize(), Error);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  const Tensor fits = ones({100}, DType::f32, s);
+  world.all_reduce(fits, ReduceOp::sum, s).wait();
+  EXPECT_TRUE(same_values(read(fits, s), std::vector<double>(100, p), DType::f32));
+  {
+    const ScopedSetting malformed("HAL_DIST_MPI_MAX_ELEMENTS", "0");
+    expect_error([&] { world.all_reduce(fits, ReduceOp::sum, s); }, ErrorCode::InvalidArgument,
+                 {"HAL_DIST_MPI_MAX_ELEMENTS: '0' is out of range (1 to 2147483647)"});
+  }
   world.barrier(s).wait();
 }
 

@@ -1,7 +1,6 @@
 #include "dist/mpi/mpi_comm.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -294,14 +293,11 @@ std::exception_ptr MpiComm::error(const MpiOp& op, ErrorCode code, const std::st
 Work MpiComm::submit(const CollectiveCall& call, std::exception_ptr unready) {
   const Clock::duration patience = timeout();
   const DebugLevel level = debug_level();
-  for (const Tensor* t : {&call.input, &call.output})
-    if (t->defined() && t->numel() > INT_MAX)
-      throw Error(ErrorCode::Unsupported,
-                  std::string(to_string(call.kind)) + " on communicator '" + name_ + "': " +
-                      t->describe() + " has more elements than one MPI call takes (2^31 - 1)");
+  const int64_t max_elements = mpi_max_elements();
   std::shared_ptr<MpiOp> op;
   const bool told_unready = unready != nullptr;
   std::exception_ptr unprepared = std::move(unready);
+  bool refused = false;
   {
     std::lock_guard lock(mutex_);
     if (broken_)
@@ -317,6 +313,10 @@ Work MpiComm::submit(const CollectiveCall& call, std::exception_ptr unready) {
     op->patience = patience;
     op->level = level;
     op->signature_only = false;
+    if (!unprepared) {
+      unprepared = count_refusal(*op, max_elements);
+      refused = unprepared != nullptr;
+    }
     try {
       if (!unprepared) prepare_memory(*op);  // a staging buffer of a lost or full device may throw
     } catch (...) {
@@ -344,6 +344,10 @@ Work MpiComm::submit(const CollectiveCall& call, std::exception_ptr unready) {
     // A caller that said it cannot take part waits for the exchange, so that the others have
     // surely heard why before it goes on (or ends); Work::wait then throws its reason.
     if (told_unready) return Work(op);
+    // A call refused for its size waits likewise: the others fail at once naming this rank (or
+    // refuse it themselves), none waits for it until HAL_DIST_TIMEOUT. Its wait throws the
+    // refusal, or what broke the communicator meanwhile.
+    if (refused) Work(op).wait();
     std::rethrow_exception(unprepared);
   }
   // A small collective posted at once gets a few microseconds to end here: done, it needs no
@@ -369,6 +373,20 @@ Work MpiComm::submit(const CollectiveCall& call, std::exception_ptr unready) {
     throw;
   }
   return Work(op);
+}
+
+std::exception_ptr MpiComm::count_refusal(const MpiOp& op, int64_t max_elements) const {
+  // The larger tensor: all_gather's output and reduce_scatter's input hold every rank's part,
+  // which MPI addresses through the same int counts.
+  const Tensor* largest = nullptr;
+  for (const Tensor* t : {&op.call.input, &op.call.output})
+    if (t->defined() && (!largest || t->numel() > largest->numel())) largest = t;
+  if (!largest || largest->numel() <= max_elements) return nullptr;
+  return error(op, ErrorCode::InvalidArgument,
+               where(op) + ": " + elements_text(largest->numel(), largest->dtype()) + " in " +
+                   largest->describe() + " exceed the " + std::to_string(max_elements) +
+                   " elements one MPI call takes (MPI's counts are int; this MPI has no MPI-4 "
+                   "big-count calls), so no rank runs it; split the tensor");
 }
 
 void MpiComm::prepare_memory(MpiOp& op) {
@@ -803,7 +821,7 @@ int MpiComm::call_blocking(MpiOp& op, MPI_Status& status) {
   const CollectiveCall& call = op.call;
   const Tensor& t = call.input.defined() ? call.input : call.output;
   const MPI_Datatype type = runtime_->datatype(t.dtype());
-  const int count = static_cast<int>(t.numel());
+  const int count = static_cast<int>(t.numel());  // fits: submit refused more (count_refusal)
   const bool in_place = op.send == op.recv;
   status = MPI_Status{};
   switch (call.kind) {
@@ -850,7 +868,7 @@ void MpiComm::post_data(MpiOp& op) {
   const CollectiveCall& call = op.call;
   const Tensor& t = call.input.defined() ? call.input : call.output;
   const MPI_Datatype type = runtime_->datatype(t.dtype());
-  const int count = static_cast<int>(t.numel());
+  const int count = static_cast<int>(t.numel());  // fits: submit refused more (count_refusal)
   const bool in_place = op.send == op.recv;
   int code = MPI_SUCCESS;
   switch (call.kind) {

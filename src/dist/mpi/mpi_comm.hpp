@@ -150,6 +150,10 @@ class MpiComm final : public CommunicatorImpl, public std::enable_shared_from_th
   // MPI_Comm_dup would wait for ever for a rank that never takes part. The runtime's thread
   // level (MPI_THREAD_MULTIPLE, or SERIALIZED under serialize()) lets any thread test.
   void duplicate(MPI_Comm parent);
+  // InvalidArgument where `op` has a tensor of more than `max_elements` (mpi_max_elements():
+  // MPI's int counts), naming it; null where it fits. Submitted as failed, so that every rank
+  // refuses it together before anything is posted.
+  std::exception_ptr count_refusal(const MpiOp& op, int64_t max_elements) const;
   void prepare_memory(MpiOp& op);
   void mark_ready(MpiOp& op, std::exception_ptr local_failure);
   // Under mutex_: posts what may be posted, in order, and tests what is posted.
