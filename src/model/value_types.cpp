@@ -34,9 +34,12 @@ std::map<std::string, int64_t> bind_symbols(const ModelGraph& graph,
   for (const auto& given : input_shapes) {
     const std::string& name = given.first;
     const Shape& shape = given.second;
-    const auto declared = std::find_if(graph.inputs.begin(), graph.inputs.end(),
-                                       [&](const ModelValue& v) { return v.name == name; });
+    // A required input, or an optional one (an initializer's default a run may replace).
+    const auto named = [&](const ModelValue& v) { return v.name == name; };
+    auto declared = std::find_if(graph.inputs.begin(), graph.inputs.end(), named);
     if (declared == graph.inputs.end())
+      declared = std::find_if(graph.optional_inputs.begin(), graph.optional_inputs.end(), named);
+    if (declared == graph.optional_inputs.end())
       invalid(graph.name + ": the model has no input '" + name + "'");
     if (!declared->ranked) continue;
     if (declared->shape.size() != shape.size())

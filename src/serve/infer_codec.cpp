@@ -263,7 +263,8 @@ bool fits(const std::vector<int64_t>& dims, const TensorSpec& spec,
     if (spec.shape[i] >= 0 && dims[i] != spec.shape[i]) return false;
     elements *= static_cast<double>(dims[i]);
   }
-  if (signature.batchable && (dims[0] < 1 || dims[0] > signature.max_batch)) return false;
+  if (signature.batchable && spec.batch_dim && (dims[0] < 1 || dims[0] > signature.max_batch))
+    return false;
   return elements <= kMaxElements;
 }
 
@@ -298,9 +299,10 @@ DataLimit extent(const std::vector<double>& dims) {
 DataLimit most_of(const TensorSpec& spec, const ModelSignature& signature) {
   std::vector<double> dims;
   for (size_t i = 0; i < spec.shape.size(); ++i)
-    dims.push_back(spec.shape[i] >= 0              ? static_cast<double>(spec.shape[i])
-                   : i == 0 && signature.batchable ? static_cast<double>(signature.max_batch)
-                                                   : kMaxElements);
+    dims.push_back(spec.shape[i] >= 0 ? static_cast<double>(spec.shape[i])
+                   : i == 0 && signature.batchable && spec.batch_dim
+                       ? static_cast<double>(signature.max_batch)
+                       : kMaxElements);
   return extent(dims);
 }
 
@@ -605,7 +607,7 @@ std::vector<int64_t> checked_shape(const json& input, const TensorSpec& spec,
     if (spec.shape[i] >= 0 && dims[i] != spec.shape[i])
       refuse(where + ": shape " + shape_text(dims) + " does not match the model's " +
              shape_text(spec.shape) + " at dimension " + std::to_string(i));
-  if (signature.batchable) {
+  if (signature.batchable && spec.batch_dim) {
     if (dims[0] < 1) refuse(where + ": the batch dimension (shape[0]) is 0");
     if (dims[0] > signature.max_batch)
       refuse(where + ": a batch of " + std::to_string(dims[0]) +
@@ -781,7 +783,7 @@ InferRequest parse_infer_request(std::string_view body,
         append_element(tensor.bytes, *dtype, *elements[e],
                        where + ": data[" + std::to_string(e) + "]");
     }
-    if (signature.batchable) {
+    if (signature.batchable && spec->batch_dim) {
       if (rows >= 0 && tensor.shape[0] != rows)
         refuse(where + ": a batch of " + std::to_string(tensor.shape[0]) +
                " where the other inputs have " + std::to_string(rows));
@@ -792,13 +794,17 @@ InferRequest parse_infer_request(std::string_view body,
   if (header_length && binary_offset != body.size())
     refuse("the body has " + std::to_string(body.size() - binary_offset) +
            " bytes after the binary data its inputs declare");
-  for (const TensorSpec& spec : signature.inputs)
-    if (!out.inputs.contains(spec.name))
+  for (const TensorSpec& spec : signature.inputs) {
+    if (spec.optional)
+      out.alone = out.alone || out.inputs.contains(spec.name);
+    else if (!out.inputs.contains(spec.name))
       refuse("'inputs': input '" + spec.name + "' of model '" + signature.name + "' is missing");
-  // Requests batch together when every input has the same row shape; the key lists them in
-  // the model's order, whatever order the request gave them in.
+  }
+  // Requests batch together when every required input has the same row shape; the key lists
+  // them in the model's order, whatever order the request gave them in.
   if (signature.batchable)
     for (const TensorSpec& spec : signature.inputs) {
+      if (spec.optional) continue;
       const HostTensor& tensor = out.inputs.at(spec.name);
       out.shape_key += spec.name + ":" + kserve_datatype(tensor.dtype) +
                        shape_text({tensor.shape.begin() + 1, tensor.shape.end()});
@@ -842,9 +848,13 @@ InferResponse encode_infer_response(const ModelSignature& signature, const Infer
 json model_metadata(const ModelSignature& signature) {
   auto describe = [](const std::vector<TensorSpec>& specs) {
     json list = json::array();
-    for (const TensorSpec& spec : specs)
-      list.push_back(
-          {{"name", spec.name}, {"datatype", kserve_datatype(spec.dtype)}, {"shape", spec.shape}});
+    for (const TensorSpec& spec : specs) {
+      json entry{
+          {"name", spec.name}, {"datatype", kserve_datatype(spec.dtype)}, {"shape", spec.shape}};
+      // Not in KServe's metadata: Triton's model configuration marks such an input so.
+      if (spec.optional) entry["optional"] = true;
+      list.push_back(std::move(entry));
+    }
     return list;
   };
   return {{"name", signature.name},

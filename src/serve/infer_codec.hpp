@@ -20,8 +20,12 @@ struct InferRequest {
   std::optional<std::string> id;  // echoed in the response where the request has one, even ""
   HostTensors inputs;
   int64_t rows = 1;  // the first dimension's size where the model batches, else 1
-  // The inputs' datatypes and shapes but the first dimension: requests with equal keys stack.
+  // The required inputs' datatypes and shapes but the first dimension: requests with equal keys
+  // stack.
   std::string shape_key;
+  // It gives an optional input: it runs in a batch of its own, as its value (a weight, say)
+  // would hold for every request of a batch. One that leaves it out gets the model's default.
+  bool alone = false;
   int64_t priority = 1;    // 1 is served first
   int64_t timeout_us = 0;  // 0: no limit
   // The parameter that gave timeout_us, as the client named it ("timeout_us", or Triton's
@@ -52,7 +56,8 @@ struct InferResponse {
 InferResponse encode_infer_response(const ModelSignature& signature, const InferRequest& request,
                                     const HostTensors& outputs);
 
-// GET /v2/models/NAME: {"name", "versions", "platform", "inputs", "outputs"}.
+// GET /v2/models/NAME: {"name", "versions", "platform", "inputs", "outputs", "parameters"}; an
+// optional input has "optional": true besides its name, datatype and shape.
 nlohmann::json model_metadata(const ModelSignature& signature);
 
 // A response's JSON text. Bytes that are not UTF-8 (a percent-decoded path, a header's value)

@@ -48,7 +48,8 @@ std::unique_ptr<httplib::Client> client(const Target& target, double timeout_s) 
   return c;
 }
 
-// The request: each input from its .npy file, or zeros of its declared shape (-1 taken as 1).
+// The request: each input from its .npy file, or zeros of its declared shape (-1 taken as 1);
+// an optional input only where a file gives it (zeros would replace its default, a weight).
 struct Body {
   std::string text;
   httplib::Headers headers;
@@ -62,6 +63,8 @@ Body make_body(const LoadgenOptions& options, const json& metadata) {
   std::set<std::string> used;
   for (const json& input : metadata.at("inputs")) {
     const std::string name = input.at("name");
+    const bool optional = input.contains("optional") && input.at("optional") == true;
+    if (optional && !options.input_files.contains(name)) continue;
     const auto dtype = parse_kserve_datatype(input.at("datatype").get<std::string>());
     if (!dtype)
       throw Error(ErrorCode::InvalidArgument, "input '" + name + "': datatype " +

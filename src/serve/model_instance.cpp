@@ -1,5 +1,6 @@
 #include "serve/model_instance.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -81,6 +82,17 @@ std::vector<HostTensors> ModelInstance::run(const ModelSignature& signature,
   for (int64_t r : rows) total += r;
   std::map<std::string, Tensor> inputs;
   for (const TensorSpec& spec : signature.inputs) {
+    if (spec.optional) {
+      const bool given = std::any_of(parts.begin(), parts.end(), [&](const HostTensors* part) {
+        return part->contains(spec.name);
+      });
+      if (!given) continue;  // the model's default
+      // One request's value would hold for the others: the scheduler runs such a request alone.
+      if (parts.size() > 1)
+        throw Error(ErrorCode::Internal, "model '" + signature.name + "': optional input '" +
+                                             spec.name + "' given in a batch of " +
+                                             std::to_string(parts.size()) + " requests");
+    }
     const HostTensor& first = parts.front()->at(spec.name);
     Shape shape = first.shape;
     if (parts.size() == 1) {

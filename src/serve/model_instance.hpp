@@ -32,8 +32,10 @@ class ModelInstance {
   const Model& model() const { return model_; }
 
   // Runs the requests' inputs stacked (each input of `parts` holds its request's rows) and
-  // returns each request's outputs, split as the inputs were. hal::Error from the model or the
-  // device; UnsplittableBatch where the outputs of several requests cannot be split.
+  // returns each request's outputs, split as the inputs were. An optional input a part leaves
+  // out takes the model's default; one given is run for a batch of one request only (Internal
+  // otherwise). hal::Error from the model or the device; UnsplittableBatch where the outputs of
+  // several requests cannot be split.
   std::vector<HostTensors> run(const ModelSignature& signature,
                                const std::vector<const HostTensors*>& parts,
                                const std::vector<int64_t>& rows);

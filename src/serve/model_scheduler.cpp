@@ -27,10 +27,11 @@ Clock::time_point deadline_after(Clock::time_point from, int64_t timeout_us) {
   return from + std::chrono::microseconds(timeout_us);
 }
 
-// The warm-up's inputs: zeros, every free dimension 1.
+// The warm-up's inputs: zeros, every free dimension 1; optional inputs left to their defaults.
 HostTensors warm_up_inputs(const ModelSignature& signature) {
   HostTensors zeros;
   for (const TensorSpec& spec : signature.inputs) {
+    if (spec.optional) continue;
     HostTensor t{spec.dtype, {}, {}};
     for (int64_t d : spec.shape) t.shape.push_back(d < 0 ? 1 : d);
     t.bytes.assign(static_cast<size_t>(element_count(t.shape)) * size_of(spec.dtype), '\0');
@@ -88,7 +89,9 @@ struct ModelScheduler::Batch {
   std::vector<std::shared_ptr<Pending>> requests;
   int64_t rows = 0;
   double predicted_s = 0;
-  bool alone = false;  // a member of a batch that failed, run by itself: it takes no others
+  // Runs by itself, taking no others: a member of a batch that failed, or a request that gives
+  // an optional input (InferRequest::alone).
+  bool alone = false;
 };
 
 struct ModelScheduler::Worker {
@@ -386,10 +389,12 @@ Clock::time_point ModelScheduler::dispatch_ready(std::vector<Worker*>* woken) {
     std::vector<int64_t> prefix_rows;
     int64_t rows = 0;
     bool full = false;
+    const bool singly = batch_singly_ || head->request.alone;
     for (auto& level : levels_)
       for (auto& pending : level) {
         if (pending->request.shape_key != head->request.shape_key) continue;
-        if (rows + pending->request.rows > max_rows || (batch_singly_ && !candidates.empty())) {
+        if (pending->request.alone && pending != head) continue;  // it heads a batch of its own
+        if (rows + pending->request.rows > max_rows || (singly && !candidates.empty())) {
           full = true;
           continue;
         }
@@ -397,7 +402,7 @@ Clock::time_point ModelScheduler::dispatch_ready(std::vector<Worker*>* woken) {
         candidates.push_back(pending);
         prefix_rows.push_back(rows);
       }
-    full = full || rows >= max_rows || batch_singly_;  // singly: no company to wait for
+    full = full || rows >= max_rows || singly;  // singly: no company to wait for
     // The largest preferred size some prefix of the candidates makes exactly.
     size_t take = candidates.size();
     bool preferred = false;
@@ -427,8 +432,8 @@ Clock::time_point ModelScheduler::dispatch_ready(std::vector<Worker*>* woken) {
     }
     Worker& worker = *workers_[choice.instance];
     worker.requests += static_cast<int64_t>(candidates.size());
-    worker.batches.push_back(
-        {std::move(candidates), batch_rows, instance_loads[choice.instance].batch_s});
+    worker.batches.push_back({std::move(candidates), batch_rows,
+                              instance_loads[choice.instance].batch_s, head->request.alone});
     if (woken)
       woken->push_back(&worker);
     else
@@ -465,7 +470,7 @@ void ModelScheduler::top_up_waiting_batches(int64_t max_rows) {
     for (auto& level : levels_)
       for (auto it = level.begin(); it != level.end() && batch.rows < max_rows;) {
         const InferRequest& request = (*it)->request;
-        if (request.shape_key != shapes || batch.rows + request.rows > max_rows) {
+        if (request.shape_key != shapes || request.alone || batch.rows + request.rows > max_rows) {
           ++it;
           continue;
         }

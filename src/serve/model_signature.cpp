@@ -5,8 +5,12 @@
 namespace hal::serve {
 namespace {
 
+bool servable(const ModelValue& value) {
+  return !value.sequence && !value.strings && !value.optional && value.ranked;
+}
+
 TensorSpec spec_of(const std::string& model_name, const ModelValue& value) {
-  if (value.sequence || value.strings || value.optional || !value.ranked)
+  if (!servable(value))
     throw Error(ErrorCode::InvalidArgument,
                 "model '" + model_name + "': '" + value.name +
                     "' is not a ranked tensor of numbers, which is all hal serve serves");
@@ -35,6 +39,14 @@ ModelSignature signature_of(const std::string& name, const Model& model, int64_t
     for (const ModelValue& value : *values) batchable = batchable && first_symbol(value) == symbol;
   signature.batchable = batchable;
   signature.max_batch = batchable ? max_batch : 1;
+  // Optional inputs take no part in whether the model batches: left out, a default stands in.
+  for (const ModelValue& value : model.optional_inputs()) {
+    if (!servable(value)) continue;
+    TensorSpec spec = spec_of(name, value);
+    spec.optional = true;
+    spec.batch_dim = batchable && first_symbol(value) == symbol;
+    signature.inputs.push_back(std::move(spec));
+  }
   return signature;
 }
 

@@ -421,6 +421,44 @@ TEST(HalRun, OutputsWhoseNamesMakeOneFileNameEachGetAFile) {
             (std::vector<float>{-1.5f, 2}));
 }
 
+// y = x - w, where w is an optional input (IR 8) whose initializer [1, 2] is its default: --input
+// may give it, on one device or through the plan, or leave it out. Through the plan it was
+// refused ("the model has no input 'w'": the planner took required inputs only).
+TEST(HalRun, AnOptionalInputMayBeGivenOrLeftToItsDefault) {
+  ModelBuilder builder;
+  builder.input("x", onnx::TensorProto::FLOAT, {"2"}).input("w", onnx::TensorProto::FLOAT, {"2"});
+  builder.output("y", onnx::TensorProto::FLOAT, {"2"});
+  builder.initializer("w", {2}, {1, 2});
+  builder.node("Sub", {"x", "w"}, {"y"}, "minus");
+  const fs::path dir = scratch_dir() / "optional_input";
+  fs::create_directories(dir);
+  std::ofstream(dir / "model.onnx", std::ios::binary) << builder.bytes();
+  Stream stream = device("cpu:0").create_stream();
+  write_npy(dir / "x.npy", from_vector<float>({10, 20}, {2}, stream), stream);
+  write_npy(dir / "w.npy", from_vector<float>({100, 200}, {2}, stream), stream);
+  write_npy(dir / "w3.npy", from_vector<float>({1, 2, 3}, {3}, stream), stream);
+  const std::string command = kCliSanitizer + HAL_CLI_PATH " run " + (dir / "model.onnx").string() +
+                              " --input x=" + (dir / "x.npy").string();
+  for (const std::string device_args : {" --device cpu:0", " --device auto --plan"}) {
+    for (const bool give_w : {true, false}) {
+      const fs::path out = dir / "out";
+      fs::remove_all(out);
+      const ShellResult run =
+          run_shell(command + (give_w ? " --input w=" + (dir / "w.npy").string() : "") +
+                    device_args + " --json --output " + out.string());
+      ASSERT_EQ(run.status, 0) << device_args << ": " << run.output;
+      EXPECT_EQ(read_npy(out / "y.npy", stream).to_vector<float>(stream),
+                (give_w ? std::vector<float>{-90, -180} : std::vector<float>{9, 18}))
+          << device_args << (give_w ? " with w" : " without w");
+    }
+    const ShellResult wrong =
+        run_shell(command + " --input w=" + (dir / "w3.npy").string() + device_args);
+    EXPECT_EQ(wrong.status, 1) << device_args;
+    EXPECT_NE(wrong.output.find("input 'w'"), std::string::npos) << wrong.output;
+    EXPECT_NE(wrong.output.find("declares [2]"), std::string::npos) << wrong.output;
+  }
+}
+
 TEST(HalRun, RunsAnOnnxTestModelFromNpyFilesAndWritesItsOutputs) {
   const fs::path model_dir = "/usr/share/libonnx-testdata/data/node/test_conv_with_strides_padding";
   if (!fs::exists(model_dir / "model.onnx"))

@@ -255,6 +255,30 @@ TEST(Plan, WeightsStayOnTheDeviceBetweenRunsAndGoWithTheModel) {
   EXPECT_EQ(cpu.allocator().stats().allocated_bytes.current, before);
 }
 
+// An optional input (an initializer a run may replace, IR >= 4) is planned for the shape given,
+// as a required one; before, plan_model refused its name ("the model has no input 'w'").
+TEST(Plan, AnOptionalInputsShapeMayBeGiven) {
+  ModelBuilder builder;
+  builder.input("x", TensorProto::FLOAT, {"n"}).input("w", TensorProto::FLOAT, {"n"});
+  builder.output("y", TensorProto::FLOAT, {"n"});
+  builder.initializer("w", {2}, {1, 2});
+  builder.node("Sub", {"x", "w"}, {"y"}, "minus");
+  const Model model = load_onnx_bytes(builder.bytes(), "optional");
+  ASSERT_EQ(model.optional_inputs().size(), 1u);
+  const ExecutionPlan plan = plan_model(model, options("cpu:0", {{"x", {3}}, {"w", {3}}}));
+  EXPECT_EQ(plan.bindings.at("n"), 3);
+  Stream stream = device("cpu:0").create_stream();
+  const PlannedRun run = run_planned(model, plan,
+                                     {{"x", from_vector<float>({10, 20, 30}, {3}, stream)},
+                                      {"w", from_vector<float>({1, 2, 3}, {3}, stream)}});
+  EXPECT_EQ(run.outputs.at("y").to_vector<float>(stream), (std::vector<float>{9, 18, 27}));
+  expect_error(
+      [&] {
+        plan_model(model, options("cpu:0", {{"w", {2, 2}}}));
+      },
+      ErrorCode::InvalidArgument, {"input 'w'", "[2, 2]", "declares [n]"});
+}
+
 TEST(Plan, PlansThatDoNotFitAreRefusedNamingWhy) {
   const Model model = load_onnx_bytes(mlp(false).bytes(), "mlp");
   expect_error(

@@ -364,6 +364,88 @@ TEST_F(ServeHttp, AModelWithAFixedBatchServesItsShapeAlone) {
             "inputs[0] ('x'): shape [3, 4] does not match the model's [2, 4] at dimension 0");
 }
 
+// An optional input (an initializer's default) is listed in the metadata, marked optional; a
+// request may leave it out (the default is used) or give it (checked as any input is). It was
+// missing from the metadata, and a request giving it was refused as an unknown input.
+TEST_F(ServeHttp, AnOptionalInputIsListedAndMayBeGivenOrLeftOut) {
+  const auto path = dir.write("optional.onnx", optional_weight_bytes());
+  ServedModel served(options_for("sub", path));
+  auto& c = *served.client;
+  const json metadata = json::parse(c.Get("/v2/models/sub")->body);
+  EXPECT_EQ(metadata["inputs"], json::parse(R"([{"name":"x","datatype":"FP32","shape":[-1,2]},
+                            {"name":"w","datatype":"FP32","shape":[2],"optional":true}])"));
+  EXPECT_EQ(metadata["parameters"]["max_batch_size"], 8);
+  const auto infer = [&](json inputs) {
+    return c.Post("/v2/models/sub/infer", json{{"inputs", std::move(inputs)}}.dump(),
+                  "application/json");
+  };
+  const json x = {
+      {"name", "x"}, {"shape", {2, 2}}, {"datatype", "FP32"}, {"data", {10, 20, 30, 40}}};
+  auto left_out = infer({x});
+  ASSERT_EQ(left_out->status, 200) << left_out->body;
+  EXPECT_EQ(json::parse(left_out->body)["outputs"][0]["data"], json({9.0, 18.0, 29.0, 38.0}));
+  auto given =
+      infer({{{"name", "w"}, {"shape", {2}}, {"datatype", "FP32"}, {"data", {100, 200}}}, x});
+  ASSERT_EQ(given->status, 200) << given->body;
+  EXPECT_EQ(json::parse(given->body)["outputs"][0]["data"], json({-90.0, -180.0, -70.0, -160.0}));
+  auto again = infer({x});  // the default again
+  EXPECT_EQ(json::parse(again->body)["outputs"][0]["data"], json({9.0, 18.0, 29.0, 38.0}));
+
+  auto wrong_shape =
+      infer({x, {{"name", "w"}, {"shape", {3}}, {"datatype", "FP32"}, {"data", {1, 2, 3}}}});
+  EXPECT_EQ(wrong_shape->status, 400);
+  EXPECT_EQ(json::parse(wrong_shape->body)["error"],
+            "inputs[1] ('w'): shape [3] does not match the model's [2] at dimension 0");
+  auto wrong_type =
+      infer({x, {{"name", "w"}, {"shape", {2}}, {"datatype", "INT32"}, {"data", {1, 2}}}});
+  EXPECT_EQ(wrong_type->status, 400);
+  EXPECT_EQ(json::parse(wrong_type->body)["error"],
+            "inputs[1] ('w'): datatype INT32 does not match the model's FP32");
+  auto only_w = infer({{{"name", "w"}, {"shape", {2}}, {"datatype", "FP32"}, {"data", {1, 2}}}});
+  EXPECT_EQ(only_w->status, 400);
+  EXPECT_EQ(json::parse(only_w->body)["error"], "'inputs': input 'x' of model 'sub' is missing");
+}
+
+// Requests that wait long enough to share a batch, some giving the optional input w and some
+// not: a request giving w runs in a batch of its own (its w would hold for the batch), the
+// others batch as before, and each gets its own answer.
+TEST_F(ServeHttp, RequestsGivingAnOptionalInputAreNeverBatchedWithOthers) {
+  const auto path = dir.write("optional.onnx", optional_weight_bytes());
+  serve::ServerOptions options = options_for("sub", path);
+  options.models[0].batching.max_queue_delay_us = 300'000;  // long enough for company to come
+  ServedModel served(options);
+  // Request i (n = i + 1): x = [n, 10 n]; w, where `gives_w`, [100 n, 200 n].
+  const std::vector<bool> gives_w = {false, true, true, false};
+  std::vector<json> answers(gives_w.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < gives_w.size(); ++i)
+    threads.emplace_back([&, i] {
+      const float n = static_cast<float>(i + 1);
+      json inputs = {
+          {{"name", "x"}, {"shape", {1, 2}}, {"datatype", "FP32"}, {"data", {n, 10 * n}}}};
+      if (gives_w[i])
+        inputs.push_back(
+            {{"name", "w"}, {"shape", {2}}, {"datatype", "FP32"}, {"data", {100 * n, 200 * n}}});
+      httplib::Client client("127.0.0.1", served.server.port());
+      client.set_read_timeout(std::chrono::seconds(60));
+      auto answer =
+          client.Post("/v2/models/sub/infer", json{{"inputs", inputs}}.dump(), "application/json");
+      answers[i] = answer ? json::parse(answer->body, nullptr, false) : json("no answer");
+    });
+  for (auto& thread : threads) thread.join();
+  for (size_t i = 0; i < gives_w.size(); ++i) {
+    const float n = static_cast<float>(i + 1);
+    const json want =
+        gives_w[i] ? json({n - 100 * n, 10 * n - 200 * n}) : json({n - 1, 10 * n - 2});
+    ASSERT_TRUE(answers[i].contains("outputs")) << i << ": " << answers[i];
+    EXPECT_EQ(answers[i]["outputs"][0]["data"], want) << "request " << i;
+  }
+  const std::string text = served.server.metrics_text();
+  EXPECT_EQ(metric(text, "hal_requests_total{model=\"sub\",code=\"200\"}"), 4) << text;
+  EXPECT_EQ(metric(text, "hal_batch_size_sum{model=\"sub\"}"), 4);
+  EXPECT_GE(metric(text, "hal_batch_size_count{model=\"sub\"}"), 3);
+}
+
 // One instance on each device: every answer is the model's, whichever device ran it.
 TEST_F(ServeHttp, InstancesOnSeveralDevicesAllAnswer) {
   std::vector<std::string> ids = {"cpu:0"};

@@ -72,6 +72,56 @@ std::string refusal(const std::string& body, const serve::ModelSignature& signat
   return "";
 }
 
+// x[batch, 4] and two optional inputs: w[3], a weight of fixed shape, and m[batch, 4], whose
+// first dimension is the batch's.
+serve::ModelSignature with_optional_inputs() {
+  serve::ModelSignature signature;
+  signature.name = "opt";
+  signature.inputs = {{"x", DType::f32, {-1, 4}},
+                      {"w", DType::f32, {3}, /*optional=*/true, /*batch_dim=*/false},
+                      {"m", DType::f32, {-1, 4}, /*optional=*/true, /*batch_dim=*/true}};
+  signature.outputs = {{"y", DType::f32, {-1, 4}}};
+  signature.batchable = true;
+  signature.max_batch = 2;
+  return signature;
+}
+
+// A request may leave an optional input out; one that gives it runs alone (InferRequest::alone),
+// its rows those of the required inputs. A weight's first dimension is its own (3 rows past the
+// max batch of 2 are no batch); a batched optional input's rows must match the others'.
+TEST(ServeCodec, OptionalInputsMayBeLeftOutAndAGivenOneRunsAlone) {
+  const serve::ModelSignature signature = with_optional_inputs();
+  const std::string x = R"({"name":"x","datatype":"FP32","shape":[1,4],"data":[1,2,3,4]})";
+  const std::string w = R"({"name":"w","datatype":"FP32","shape":[3],"data":[5,6,7]})";
+  const auto parse = [&](const std::string& inputs) {
+    return serve::parse_infer_request(R"({"inputs":[)" + inputs + "]}", std::nullopt, signature);
+  };
+  const serve::InferRequest plain = parse(x);
+  EXPECT_FALSE(plain.alone);
+  EXPECT_EQ(plain.inputs.size(), 1u);
+  EXPECT_EQ(plain.rows, 1);
+  const serve::InferRequest weighted = parse(w + "," + x);
+  EXPECT_TRUE(weighted.alone);
+  EXPECT_EQ(weighted.rows, 1);
+  EXPECT_EQ(weighted.inputs.at("w").shape, (std::vector<int64_t>{3}));
+  EXPECT_EQ(weighted.shape_key, plain.shape_key);  // alone keeps it from the others
+  const std::string m2 = R"({"name":"m","datatype":"FP32","shape":[2,4],"data":[0,0,0,0,0,0,0,0]})";
+  EXPECT_EQ(refusal(R"({"inputs":[)" + x + "," + m2 + "]}", signature),
+            "inputs[1] ('m'): a batch of 2 where the other inputs have 1");
+  EXPECT_EQ(refusal(R"({"inputs":[)" + w + "]}", signature),
+            "'inputs': input 'x' of model 'opt' is missing");
+  EXPECT_EQ(refusal(R"({"inputs":[)" + x +
+                        R"(,{"name":"w","datatype":"FP32","shape":[2],"data":[5,6]}]})",
+                    signature),
+            "inputs[1] ('w'): shape [2] does not match the model's [3] at dimension 0");
+
+  const nlohmann::json metadata = serve::model_metadata(signature);
+  EXPECT_FALSE(metadata["inputs"][0].contains("optional")) << metadata;
+  EXPECT_EQ(metadata["inputs"][1]["optional"], true) << metadata;
+  EXPECT_EQ(metadata["inputs"][2]["optional"], true) << metadata;
+  EXPECT_EQ(metadata["inputs"][1]["shape"], nlohmann::json({3}));
+}
+
 std::string x_body(const std::string& datatype, const std::string& data) {
   return R"({"inputs":[{"name":"x","datatype":")" + datatype + R"(","shape":[1,4],"data":[)" +
          data + "]}]}";

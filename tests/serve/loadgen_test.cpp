@@ -82,6 +82,49 @@ TEST(ServeLoadgen, ErrorsAreCountedByStatus) {
       << levels[0].first_error;
 }
 
+// An optional input (metadata "optional": true) is sent only where --input gives it: zeros would
+// replace the model's default, and a request giving it runs alone, so that batching is seen
+// only when it is left out.
+TEST(ServeLoadgen, AnOptionalInputIsSentOnlyWhereAFileGivesIt) {
+  TempDir dir;
+  serve::ServerOptions server_options =
+      options_for("sub", dir.write("optional.onnx", optional_weight_bytes()));
+  server_options.models[0].batching.max_queue_delay_us = 20'000;  // long enough for company
+  ServedModel served(server_options);
+  serve::LoadgenOptions options;
+  options.url = "http://127.0.0.1:" + std::to_string(served.server.port());
+  options.model = "sub";
+  options.concurrency = {4};
+  options.duration_s = 0.2;
+  options.warmup_s = 0;
+  options.max_requests = 40;
+  const auto left_out = serve::run_loadgen(options);
+  ASSERT_EQ(left_out.size(), 1u);
+  EXPECT_GT(left_out[0].requests, 0u);
+  EXPECT_EQ(left_out[0].errors, 0u) << left_out[0].first_error;
+  const std::string text = served.server.metrics_text();
+  EXPECT_GT(metric(text, "hal_batch_size_sum{model=\"sub\"}"),
+            metric(text, "hal_batch_size_count{model=\"sub\"}"))
+      << "no two requests were batched: w was sent\n"
+      << text;
+
+  // Given by a file, it is sent: of the wrong shape, every request is refused naming it.
+  Stream stream = device("cpu:0").create_stream();
+  const auto npy = dir.path() / "w.npy";
+  write_npy(npy, from_vector(std::vector<float>{1, 2, 3}, {3}, stream), stream);
+  options.input_files = {{"w", npy.string()}};
+  options.concurrency = {1};
+  options.max_requests = 3;
+  const auto given = serve::run_loadgen(options);
+  ASSERT_EQ(given.size(), 1u);
+  EXPECT_EQ(given[0].errors, 3u);
+  EXPECT_EQ(given[0].statuses.at(400), 3u);
+  EXPECT_NE(given[0].first_error.find(
+                "inputs[1] ('w'): shape [3] does not match the model's [2] at dimension 0"),
+            std::string::npos)
+      << given[0].first_error;
+}
+
 TEST(ServeLoadgen, BadTargetsAreRefused) {
   TempDir dir;
   ServedModel served(options_for("mlp", dir.write("mlp.onnx", mlp_bytes(4, 8, 3))));

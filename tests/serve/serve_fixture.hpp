@@ -49,6 +49,18 @@ inline std::string mlp_bytes(int64_t in, int64_t hidden, int64_t out,
   return b.bytes();
 }
 
+// y[batch, 2] = x[batch, 2] - w, where w[2] is an optional input (IR 8): its initializer
+// [1, 2] is the default a request may replace.
+inline std::string optional_weight_bytes() {
+  ModelBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT, {"batch", "2"});
+  b.input("w", onnx::TensorProto::FLOAT, {"2"});
+  b.output("y", onnx::TensorProto::FLOAT, {"batch", "2"});
+  b.initializer("w", {2}, {1, 2});
+  b.node("Sub", {"x", "w"}, {"y"});
+  return b.bytes();
+}
+
 // A folder of its own for the test's files, removed afterwards.
 class TempDir {
  public:

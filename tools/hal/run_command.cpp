@@ -2,7 +2,8 @@
 // [--repeat N] [--json]`: runs an ONNX model with inputs from NumPy files (string inputs from
 // NumPy's '<U' arrays), on one device or through its execution plan, prints each output's
 // name, dtype and shape and the latency over the repeats, and writes each output to
-// DIR/<name>.npy (strings as '<U'). `--plan` without inputs prints the plan for the declared
+// DIR/<name>.npy (strings as '<U'). An optional input (Model::optional_inputs) may be given,
+// replacing its default, or left out. `--plan` without inputs prints the plan for the declared
 // shapes and runs nothing.
 #include <algorithm>
 #include <chrono>
@@ -46,8 +47,16 @@ double percentile(std::vector<double> values, double p) {
   return values[std::min(index, values.size() - 1)];
 }
 
-// Each input as the model declares it: a string input from an array of NumPy strings, any
-// other from one of numbers.
+// The declared input of `name`, required or optional (null where the model has none).
+const ModelValue* declared_input(const Model& model, const std::string& name) {
+  for (const auto* values : {&model.inputs(), &model.optional_inputs()})
+    for (const ModelValue& value : *values)
+      if (value.name == name) return &value;
+  return nullptr;
+}
+
+// Each input as the model declares it (an optional one too, replacing its default): a string
+// input from an array of NumPy strings, any other from one of numbers.
 std::map<std::string, RunValue> read_inputs(const Options& options, const Model& model,
                                             Stream& stream) {
   std::map<std::string, RunValue> inputs;
@@ -59,9 +68,8 @@ std::map<std::string, RunValue> read_inputs(const Options& options, const Model&
     if (inputs.contains(name))
       throw Error(ErrorCode::InvalidArgument, "--input: '" + name + "' given twice");
     const std::string file = spec.substr(equals + 1);
-    const auto declared = std::find_if(model.inputs().begin(), model.inputs().end(),
-                                       [&](const ModelValue& value) { return value.name == name; });
-    if (declared != model.inputs().end() && declared->strings)
+    const ModelValue* declared = declared_input(model, name);
+    if (declared && declared->strings)
       inputs[name] = read_npy_strings(file);
     else
       inputs[name] = read_npy(file, stream);
@@ -226,7 +234,9 @@ void add_run_command(CLI::App& app) {
       "Run an ONNX model on a device with inputs from .npy files; write its outputs as .npy");
   auto options = std::make_shared<Options>();
   command->add_option("model", options->model, "The model (.onnx)")->required();
-  command->add_option("--input", options->inputs, "An input: NAME=FILE.npy (repeat per input)");
+  command->add_option(
+      "--input", options->inputs,
+      "An input: NAME=FILE.npy (repeat per input; an optional input replaces its default)");
   command->add_option("--output", options->output_dir, "Write each output to DIR/<name>.npy");
   command->add_option("--device", options->device_id,
                       "The device (cpu:0, opencl:0 ...; auto: each node where the plan puts it)");
