@@ -6,7 +6,9 @@
 // each parameter is updated by one host kernel that writes the parameter and its buffers in
 // place and allocates nothing; elsewhere every new value is computed (elementwise programs, fused
 // where the device has fused_elementwise) before any parameter or buffer is replaced. Either
-// way a step that runs out of memory changes nothing. A parameter without a gradient is
+// way a step that runs out of memory changes nothing. f16 and bf16 parameters are updated in
+// f32 (their value, gradient and buffers widened, the results rounded back; the buffers stay in
+// the parameter's dtype), as PyTorch computes in its opmath type: in f16 AdamW's eps is 0. A parameter without a gradient is
 // skipped, as PyTorch skips one whose .grad is None. Each write counts on the parameter's
 // Tensor::version, so a backward through a graph recorded before the step is refused
 // (hal/autograd.hpp) rather than run at the new values.
@@ -124,7 +126,9 @@ class AdamW : public Optimizer {
 // Scales every gradient by max_norm / (norm + 1e-6) where the L2 norm of all gradients together
 // exceeds max_norm. The norm and the scale are computed in f64 when a gradient is f64, in f32
 // otherwise. Returns the norm before clipping as a 0-d tensor of that dtype (f32 when no
-// parameter has a gradient) on the first parameter's device; nothing waits for it.
+// parameter has a gradient) on the stream's device; nothing waits for it. Gradients may be on
+// several devices (pipeline stages): each device's squares are summed there, and the work on
+// devices other than the stream's is done when this returns (a host wait), as backward's is.
 // InvalidArgument for a max_norm that is not positive.
 Tensor clip_grad_norm(const std::vector<NamedTensor>& parameters, double max_norm, Stream& stream);
 

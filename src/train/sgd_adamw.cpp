@@ -1,6 +1,8 @@
 // SGD with momentum and AdamW, PyTorch's update rules written with hal's ops on the parameters'
 // device, and clipping by the gradients' norm.
 #include <cmath>
+#include <deque>
+#include <utility>
 
 #include "hal/autograd.hpp"
 #include "hal/error.hpp"
@@ -145,12 +147,30 @@ Tensor clip_grad_norm(const std::vector<NamedTensor>& parameters, double max_nor
   for (const NamedTensor& p : parameters)
     if (const Tensor g = p.tensor.grad(); g.defined() && g.dtype() == DType::f64)
       dtype = DType::f64;
+  // Gradients on other devices than the stream's are squared and summed where they are, on a
+  // stream of that device ordered after `s`, and only their sums travel; the coefficient goes
+  // back the same way. That work is finished before this returns, as backward's on other
+  // devices is: the clipped gradients are read later on streams this knows nothing of.
+  std::deque<std::pair<Device, Stream>> others;  // a deque: references stay valid as it grows
+  const auto stream_for = [&](const Device& d) -> Stream& {
+    if (d == s.device()) return s;
+    for (auto& [device, stream] : others)
+      if (device == d) return stream;
+    Stream& made = others.emplace_back(d, d.create_stream()).second;
+    made.wait(s.record());
+    return made;
+  };
   Tensor total;
   for (const NamedTensor& p : parameters) {
     const Tensor g = p.tensor.grad();
     if (!g.defined()) continue;
-    const Tensor wide = g.dtype() == dtype ? g : cast(g, dtype, s);
-    const Tensor squares = sum(mul(wide, wide, s), {}, false, s);
+    Stream& on = stream_for(g.device());
+    const Tensor wide = g.dtype() == dtype ? g : cast(g, dtype, on);
+    Tensor squares = sum(mul(wide, wide, on), {}, false, on);
+    if (&on != &s) {
+      squares = squares.to(s.device(), on);
+      s.wait(on.record());
+    }
     total = total.defined() ? add(total, squares, s) : squares;
   }
   if (!total.defined()) return zeros({}, DType::f32, s);
@@ -161,9 +181,16 @@ Tensor clip_grad_norm(const std::vector<NamedTensor>& parameters, double max_nor
   for (const NamedTensor& p : parameters) {
     Tensor g = p.tensor.grad();
     if (!g.defined()) continue;
+    Stream& on = stream_for(g.device());
+    Tensor scale = cast(coefficient, g.dtype(), s);
+    if (&on != &s) {
+      scale = scale.to(g.device(), s);
+      on.wait(s.record());
+    }
     Tensor param = p.tensor;
-    param.set_grad(mul(g, cast(coefficient, g.dtype(), s), s));
+    param.set_grad(mul(g, scale, on));
   }
+  for (auto& [device, stream] : others) stream.synchronize();
   return norm;
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 
 #include "hal/optim.hpp"
@@ -142,6 +143,57 @@ TEST_F(Optim, EveryDeviceTakesTheCpusSteps) {
       const std::vector<float> want = run_on(cpu, s, adam), got = run_on(d, on, adam);
       for (size_t i = 0; i < want.size(); ++i)
         EXPECT_NEAR(got[i], want[i], 1e-6) << d.id() << (adam ? " AdamW" : " SGD") << " " << i;
+    }
+  }
+}
+
+// f16 and bf16 parameters are updated in f32 and rounded once (PyTorch's opmath). Computed in
+// f16, AdamW's eps (1e-8) and a small gradient's square (1e-8 for 1e-4) round to 0: a zero
+// gradient gave 0 / 0 = NaN and a gradient of 1e-4 gave -inf. The reference runs in double and
+// rounds the stored value and buffers to the dtype after each step, as hal stores them.
+TEST_F(Optim, HalfPrecisionParametersAreUpdatedInF32) {
+  const std::vector<double> start{1.0, 2.0, 3.0, -0.5}, grad{0.0, 0.5, 1e-4, -2e-4};
+  const auto round_to = [](DType dtype, double x) {
+    if (dtype == DType::f16) return static_cast<double>(static_cast<_Float16>(x));
+    const float f = static_cast<float>(x);  // bf16: f32's top half, rounded to nearest even
+    uint32_t bits = 0;
+    std::memcpy(&bits, &f, 4);
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000u;
+    float rounded = 0;
+    std::memcpy(&rounded, &bits, 4);
+    return static_cast<double>(rounded);
+  };
+  for (const Device& d : devices()) {
+    Stream on = d.create_stream();
+    for (DType dtype : {DType::f16, DType::bf16}) {
+      if (!d.info().supports(dtype) || !supports_op(d, "sqrt", dtype)) continue;
+      Tensor p = cast(from_vector(start, {4}, on), dtype, on);
+      p.requires_grad_();
+      const optim::AdamWOptions o;
+      optim::AdamW adamw({{"p", p}}, o);
+      std::vector<double> want = start, m(4), v(4);
+      for (int t = 1; t <= 3; ++t) {
+        p.set_grad(cast(from_vector(grad, {4}, on), dtype, on));
+        adamw.step(on);
+        // The step reads the new moments before they are rounded for keeping.
+        for (size_t i = 0; i < 4; ++i) {
+          want[i] *= 1 - o.lr * o.weight_decay;
+          const double m_new = o.beta1 * m[i] + (1 - o.beta1) * grad[i];
+          const double v_new = o.beta2 * v[i] + (1 - o.beta2) * grad[i] * grad[i];
+          const double denom = std::sqrt(v_new) / std::sqrt(1 - std::pow(o.beta2, t)) + o.eps;
+          want[i] = round_to(dtype, want[i] - o.lr / (1 - std::pow(o.beta1, t)) * m_new / denom);
+          m[i] = round_to(dtype, m_new);
+          v[i] = round_to(dtype, v_new);
+        }
+      }
+      const std::vector<double> got =
+          cast(p.detach(), DType::f64, on).to(cpu, on).to_vector<double>(on);
+      const double ulp = dtype == DType::f16 ? 0x1p-10 : 0x1p-7;
+      for (size_t i = 0; i < 4; ++i) {
+        ASSERT_TRUE(std::isfinite(got[i])) << d.id() << " " << to_string(dtype) << " " << i;
+        EXPECT_NEAR(got[i], want[i], 1.01 * ulp * std::fabs(want[i]))
+            << d.id() << " " << to_string(dtype) << " element " << i;
+      }
     }
   }
 }
@@ -379,6 +431,35 @@ TEST_F(Optim, ClipGradNormOfHalfGradientsSumsTheirSquaresInF32) {
   EXPECT_FLOAT_EQ(norm.to_vector<float>(s)[0], 512.0f);
   for (const float g : cast(h.grad(), DType::f32, s).to_vector<float>(s))
     ASSERT_NEAR(g, 8.0f, 0.01f);
+}
+
+// Gradients on several devices (pipeline stages) clip by their joint norm: each device squares
+// its own, on a stream of its own. Before, the squares of a gradient on another device were
+// enqueued on the cpu stream (InvalidArgument naming mul).
+TEST_F(Optim, ClipGradNormTakesGradientsOnSeveralDevices) {
+  int devices_tried = 0;
+  for (const Device& d : devices()) {
+    if (d == cpu || !supports_op(d, "mul", DType::f32) || !supports_op(d, "sum", DType::f32))
+      continue;
+    ++devices_tried;
+    Stream there = d.create_stream();
+    Tensor a = zeros({2}, DType::f32, s), b = zeros({2}, DType::f32, there);
+    a.requires_grad_();
+    b.requires_grad_();
+    a.set_grad(from_vector<float>({3, 0}, {2}, s));
+    b.set_grad(from_vector<float>({0, 4}, {2}, there));
+    there.synchronize();
+    const Tensor norm = optim::clip_grad_norm({{"a", a}, {"b", b}}, 1.0, s);
+    EXPECT_NEAR(norm.to_vector<float>(s)[0], 5.0f, 1e-6) << d.id();
+    const float scale = 1.0f / (5.0f + 1e-6f);
+    const std::vector<float> ga = a.grad().to_vector<float>(s);
+    Stream reader = d.create_stream();  // one the clipping knows nothing of
+    const std::vector<float> gb = b.grad().to_vector<float>(reader);
+    EXPECT_NEAR(ga[0], 3 * scale, 1e-6) << d.id();
+    EXPECT_NEAR(gb[1], 4 * scale, 1e-6) << d.id();
+    EXPECT_EQ(b.grad().device(), d);
+  }
+  if (devices_tried == 0) GTEST_SKIP() << "no device besides cpu:0 runs mul and sum here";
 }
 
 TEST_F(Optim, BadOptionsAndParametersAreRefused) {
