@@ -5,6 +5,8 @@ devices, streams, tensors and ops; tensors cross to NumPy and PyTorch without co
 See docs/python.md for the whole API.
 """
 
+import functools as _functools
+import inspect as _inspect
 import sys as _sys
 
 from . import _hal
@@ -28,3 +30,42 @@ __all__ = sorted(
     for name in dir(_hal)
     if not name.startswith("_") and name not in _BUILTINS
 ) + ["from_numpy"]
+
+
+def _in_grad_mode(function, enabled):
+    """What `@hal.no_grad()` and `@hal.enable_grad()` make of a function: each call in a scope of
+    its own; a generator function's body too, each time it resumes (as PyTorch's decorators)."""
+    scope = enable_grad if enabled else no_grad  # noqa: F405 (from _hal)
+
+    if _inspect.isgeneratorfunction(function):
+
+        @_functools.wraps(function)
+        def generator(*args, **kwargs):
+            inner = function(*args, **kwargs)
+            try:
+                with scope():
+                    value = next(inner)
+                while True:
+                    try:
+                        sent = yield value
+                    except GeneratorExit:
+                        with scope():
+                            inner.close()
+                        raise
+                    except BaseException as error:  # thrown into this one: into the inner one
+                        with scope():
+                            value = inner.throw(error)
+                    else:
+                        with scope():
+                            value = inner.send(sent)
+            except StopIteration as stop:
+                return stop.value
+
+        return generator
+
+    @_functools.wraps(function)
+    def call(*args, **kwargs):
+        with scope():
+            return function(*args, **kwargs)
+
+    return call

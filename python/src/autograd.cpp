@@ -35,14 +35,10 @@ class GradScope {
     off_.reset();
     on_.reset();
   }
-  // `@hal.no_grad()` over a function: each call runs in a scope of its own.
-  py::cpp_function decorate(py::function function) const {
-    const bool enabled = enabled_;
-    return py::cpp_function([enabled, function](py::args args, py::kwargs kwargs) {
-      GradScope scope(enabled);
-      scope.enter();
-      return function(*args, **kwargs);
-    });
+  // `@hal.no_grad()` over a function: hal/__init__.py's wrapper (functools.wraps, generators
+  // stepped in the scope) runs each call in a scope of its own.
+  py::object decorate(py::function function) const {
+    return py::module_::import("hal").attr("_in_grad_mode")(function, enabled_);
   }
   std::string name() const { return enabled_ ? "hal.enable_grad()" : "hal.no_grad()"; }
 
@@ -93,7 +89,8 @@ std::vector<optim::NamedTensor> named_parameters(py::handle parameters, const ch
     for (py::handle item : parameters) {
       if (tensor_of(item)) {
         add(py::str(std::to_string(index)), item);
-      } else if (py::isinstance<py::tuple>(item) && py::len(item) == 2) {
+      } else if (py::isinstance<py::tuple>(item) && py::len(item) == 2 &&
+                 py::isinstance<py::str>(item.cast<py::tuple>()[0])) {
         add(item.cast<py::tuple>()[0], item.cast<py::tuple>()[1]);
       } else {
         refuse(item);
@@ -207,7 +204,16 @@ void bind_optimizers(py::module_& m) {
       .def(
           "step",
           [](optim::Optimizer& o, py::handle stream_arg) {
-            Stream& stream = stream_of(stream_arg, o.parameters().front().tensor, "step()");
+            const Tensor& first = o.parameters().front().tensor;
+            if (stream_arg.is_none())
+              for (const optim::NamedTensor& p : o.parameters())
+                if (!(p.tensor.device() == first.device()))
+                  throw Error(ErrorCode::InvalidArgument,
+                              "step(): parameters on " + first.device().id() + " and " +
+                                  p.tensor.device().id() + " ('" + p.name +
+                                  "'): an optimizer steps the parameters of one device; make "
+                                  "one optimizer per device");
+            Stream& stream = stream_of(stream_arg, first, "step()");
             py::gil_scoped_release unlocked;
             o.step(stream);
           },

@@ -145,6 +145,28 @@ def test_no_grad_scopes_nest_and_decorate():
 
     result, enabled = inference(w)
     assert not enabled and not result.requires_grad and hal.is_grad_enabled()
+    assert inference.__name__ == "inference" and inference.__wrapped__ is not None
+
+    class Module:
+        @hal.no_grad()
+        def forward(self, t):
+            """Doubles t."""
+            return t * 2.0
+
+    assert not Module().forward(w).requires_grad  # a method gets its self
+    assert Module.forward.__doc__ == "Doubles t."
+
+    @hal.no_grad()
+    def steps(t):
+        received = yield (t * 2.0).requires_grad
+        yield received, hal.is_grad_enabled()
+
+    walk = steps(w)
+    assert next(walk) is False and hal.is_grad_enabled()  # the body ran without grad
+    assert walk.send("sent") == ("sent", False)
+    with pytest.raises(ValueError, match="into the generator"):
+        walk.throw(ValueError("into the generator"))
+    assert hal.is_grad_enabled()
     scope = hal.no_grad()
     assert isinstance(scope, hal.GradMode) and isinstance(hal.enable_grad(), hal.GradMode)
     with scope:
@@ -275,6 +297,8 @@ def test_optimizer_refusals_name_what_was_wrong():
         SGD(a)
     with pytest.raises(hal.InvalidArgument, match=r"AdamW: a parameter must be a hal.Tensor .* not 3"):
         AdamW([a, 3])
+    with pytest.raises(hal.InvalidArgument, match=r"a \(name, hal.Tensor\) pair, not \(hal.Tensor"):
+        SGD([(a, leaf([2.0]))])  # two tensors, not a name and a tensor
     with pytest.raises(hal.InvalidArgument, match="'0' and '1' are the same tensor"):
         SGD([a, a])
     with pytest.raises(hal.InvalidArgument, match="must be a contiguous leaf that requires grad"):
@@ -285,9 +309,31 @@ def test_optimizer_refusals_name_what_was_wrong():
         hal.optim.clip_grad_norm_([a], max_norm=0.0)
 
 
+def other_devices():
+    return [d for d in hal.devices() if not d.id.startswith("cpu") and hal.supports_op(d, "mul", "f32")]
+
+
+def test_gradients_and_clipping_across_devices():
+    if not other_devices():
+        pytest.skip("no device besides cpu:0 runs mul here")
+    there = other_devices()[0]
+    x = leaf(np.ones(1 << 16), device=there.id)
+    (x.cpu() * 3.0).sum().backward()
+    # Read at once on the device's current stream: backward has finished its work there.
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(1 << 16, 3.0, np.float32))
+    a, b = leaf([0.0, 0.0]), leaf([0.0, 0.0], device=there.id)
+    a.grad = hal.tensor(np.array([3.0, 0.0], np.float32), device="cpu:0")
+    b.grad = hal.tensor(np.array([0.0, 4.0], np.float32), device=there.id)
+    assert_close(hal.optim.clip_grad_norm_([a, b], max_norm=1.0).numpy(), 5.0)
+    assert_close(b.grad.numpy(), [0.0, 4.0 / 5.0])
+    with pytest.raises(hal.InvalidArgument, match=f"parameters on cpu:0 and {there.id}.*one optimizer per device"):
+        SGD([a, b]).step()
+
+
 def test_training_on_another_device_matches_cpu(device, rng):
-    if device.id.startswith("cpu") or not hal.supports_op(device, "gelu", "f32"):
-        pytest.skip(f"{device.id}: the cpu reference itself, or no gelu there")
+    if device.id.startswith("cpu") or not all(
+            hal.supports_op(device, op, "f32") for op in ("gelu", "cross_entropy")):
+        pytest.skip(f"{device.id}: the cpu reference itself, or no gelu or cross_entropy there")
     data = mlp_data(rng)
     names = ("w1", "b1", "w2", "b2")
     losses = {}

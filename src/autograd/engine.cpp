@@ -34,9 +34,13 @@ class Streams {
     last_ = next;
     return *next;
   }
-  // The caller's stream, after everything enqueued elsewhere.
+  // The caller's stream, after everything enqueued elsewhere; and the other devices' work done.
+  // Their leaves' gradients (of tensors moved by to()) are read later on streams of those
+  // devices that nothing would order after this backward's own: PyTorch's backward syncs each
+  // device's ambient stream, and hal has none, so it waits.
   void finish() {
     if (last_ != &caller_) caller_.wait(last_->record());
+    for (auto& [device, stream] : others_) stream.synchronize();
   }
 
  private:

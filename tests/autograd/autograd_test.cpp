@@ -3,6 +3,7 @@
 // backpropagating into shared leaves at once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <thread>
@@ -292,6 +293,29 @@ TEST_F(Autograd, GradientsCrossDevicesBackThroughTo) {
   loss.backward(on_far);
   on_far.synchronize();
   EXPECT_EQ(grad_of(x), (std::vector<float>{2, 4, 6}));
+}
+
+// A leaf on another device than the loss gets its gradient on a stream of backward's own: the
+// gradient is complete once backward returns, for any stream of that device to read. Before, it
+// was read unordered (zeros, or x's own values, on opencl:0 nearly every time).
+TEST_F(Autograd, ALeafOnAnotherDeviceHasItsGradientWhenBackwardReturns) {
+  int devices_tried = 0;
+  for (const Device& d : devices()) {
+    if (d == cpu || !supports_op(d, "add", DType::f32)) continue;
+    ++devices_tried;
+    Stream there = d.create_stream();
+    constexpr int64_t kCount = 1 << 20;
+    Tensor x = full({kCount}, 1.0, DType::f32, there);
+    x.requires_grad_();
+    const Tensor here = x.to(cpu, there);
+    there.synchronize();
+    sum(mul(here, full({}, 3.0, DType::f32, s), s), {}, false, s).backward(s);
+    Stream reader = d.create_stream();  // a stream backward knows nothing of
+    const std::vector<float> grad = x.grad().to_vector<float>(reader);
+    EXPECT_EQ(std::count(grad.begin(), grad.end(), 3.0f), kCount) << d.id();
+    s.synchronize();
+  }
+  if (devices_tried == 0) GTEST_SKIP() << "no device besides cpu:0 runs ops here";
 }
 
 TEST_F(Autograd, ManyThreadsAccumulateIntoSharedLeaves) {
