@@ -127,10 +127,12 @@ class Tensor {
   // requires_grad_() before copying. Views, contiguous() and to() record like ops.
   //
   // Makes this tensor a leaf whose gradient backward() accumulates (a parameter); floating
-  // dtypes only (InvalidArgument otherwise). requires_grad_(false) on a leaf forgets it;
-  // on a result of recorded ops it is InvalidArgument (use detach()).
+  // dtypes only (InvalidArgument otherwise). requires_grad_(false) on a leaf freezes it, as
+  // PyTorch's: ops stop recording for it, its grad() stays, and so does the state its copies
+  // share (an optimizer's), so that requires_grad_(true) trains the same leaf again. On a result
+  // of recorded ops it is InvalidArgument (use detach()).
   Tensor& requires_grad_(bool enabled = true);
-  bool requires_grad() const { return autograd_ != nullptr; }
+  bool requires_grad() const { return autograd_ != nullptr && !frozen(); }
   // No op made it: a leaf (also true of tensors that do not require grad).
   bool is_leaf() const;
   // The op that made it ("matmul", "reshape"), or "" for leaves.
@@ -186,6 +188,8 @@ class Tensor {
   struct Fresh {};
   Tensor(Buffer storage, DType dtype, const Shape& shape, Fresh);
   void check_host_type(bool matches, std::string_view host_type) const;
+  // A leaf after requires_grad_(false); asked only of a tensor with autograd state.
+  bool frozen() const;
   int64_t wrap_dim(int64_t dim, const char* operation, int64_t extra = 0) const;
 
   Buffer storage_;

@@ -134,7 +134,7 @@ void bind_tensor_autograd(py::class_<Tensor>& tensor) {
           },
           [](Tensor& t, py::handle value) {
             if (value.is_none()) {
-              if (t.requires_grad()) t.zero_grad();  // None clears, as `p.grad = None` in torch
+              if (t.grad().defined()) t.zero_grad();  // None clears, as `p.grad = None` in torch
               return;
             }
             const Tensor* grad = tensor_of(value);

@@ -278,6 +278,21 @@ def test_clip_grad_norm_matches_torch(torch, rng):
         assert_close(p.grad.numpy(), tp.grad.numpy())
 
 
+def test_a_frozen_parameter_trains_again_when_thawed():
+    w = leaf([1.0, 2.0])
+    opt = SGD([w], lr=1.0)
+    (w * w).sum().backward()
+    w.requires_grad = False  # frozen, as torch's: nothing records, .grad stays
+    assert not (w * 2.0).requires_grad
+    assert_close(w.grad.numpy(), [2.0, 4.0])
+    opt.zero_grad()
+    assert w.grad is None
+    w.requires_grad = True
+    (w * w).sum().backward()
+    opt.step()
+    assert_close(w.numpy(), [-1.0, -2.0])
+
+
 def test_parameters_come_as_a_list_pairs_or_a_dict():
     a, b = leaf([1.0]), leaf([2.0])
     assert [n for n, _ in SGD([a, b]).parameters] == ["0", "1"]

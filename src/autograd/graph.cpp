@@ -163,16 +163,21 @@ Tensor& Tensor::requires_grad_(bool enabled) {
       throw Error(ErrorCode::InvalidArgument,
                   "requires_grad_(false) of " + describe() + ", a result of '" + grad_fn() +
                       "': only leaves can stop requiring grad; use detach()");
-    autograd_.reset();
+    if (autograd_) autograd_->frozen.store(true, std::memory_order_relaxed);
     return *this;
   }
   if (!floating(dtype_))
     throw Error(ErrorCode::InvalidArgument,
                 "requires_grad_ of " + describe() +
                     ": only floating tensors (f32, f64, f16, bf16) can require grad");
-  if (!autograd_) autograd_ = std::make_shared<autograd::Meta>();
+  if (autograd_)
+    autograd_->frozen.store(false, std::memory_order_relaxed);
+  else
+    autograd_ = std::make_shared<autograd::Meta>();
   return *this;
 }
+
+bool Tensor::frozen() const { return autograd_->frozen.load(std::memory_order_relaxed); }
 
 bool Tensor::is_leaf() const { return !autograd_ || !autograd_->grad_fn; }
 

@@ -12,6 +12,7 @@
 // goes when the last result that needs it does.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,9 @@ using GradHook = std::function<void(const Tensor& grad, Stream& stream)>;
 
 struct Meta {
   std::shared_ptr<Node> grad_fn;  // null: a leaf
+  // A leaf after requires_grad_(false): ops do not record for it, and every copy of the tensor
+  // (an optimizer's, a module's) sees it, as they share this state.
+  std::atomic<bool> frozen{false};
   // Leaves only.
   std::mutex mutex;  // guards grad, grad_stream, accumulator and hooks
   Tensor grad;

@@ -148,7 +148,7 @@ Tensor Tensor::contiguous(Stream& stream) const {
     gather_with_kernel(*this, out, std::move(shape), std::move(strides), stream);
   else
     gather_through_host(*this, out, stream);
-  return autograd_ ? autograd::record_copy("contiguous", *this, std::move(out)) : out;
+  return requires_grad() ? autograd::record_copy("contiguous", *this, std::move(out)) : out;
 }
 
 }  // namespace hal

@@ -173,7 +173,7 @@ Tensor Tensor::to(const Device& device, Stream& stream) const {
   Tensor out = empty(shape_, dtype_, device);
   if (numel() > 0)
     stream.copy(out.storage_, storage_, nbytes(), 0, static_cast<size_t>(offset_) * element_size());
-  return autograd_ ? autograd::record_copy("to", *this, std::move(out)) : out;
+  return requires_grad() ? autograd::record_copy("to", *this, std::move(out)) : out;
 }
 
 void Tensor::copy_to_host(void* dst, Stream& stream) const {

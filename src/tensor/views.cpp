@@ -110,7 +110,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
                 what() + ": the strides " + to_string(strides_) +
                     " cannot express that shape without a copy; call contiguous() first");
   Tensor out(storage_, dtype_, to, *strides, offset_);
-  return autograd_ ? autograd::record_reshape("reshape", *this, std::move(out)) : out;
+  return requires_grad() ? autograd::record_reshape("reshape", *this, std::move(out)) : out;
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
@@ -141,7 +141,7 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
     strides[i] = strides_[from];
   }
   Tensor out(storage_, dtype_, std::move(shape), std::move(strides), offset_);
-  return autograd_ ? autograd::record_permute("permute", *this, order, std::move(out)) : out;
+  return requires_grad() ? autograd::record_permute("permute", *this, order, std::move(out)) : out;
 }
 
 Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
@@ -165,7 +165,7 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   // A view with elements lies inside the storage, so its offset fits; an empty one keeps its own.
   const int64_t offset = hal::numel(shape) > 0 ? offset_ + first * strides_[d] : offset_;
   Tensor out(storage_, dtype_, std::move(shape), std::move(strides), offset);
-  return autograd_
+  return requires_grad()
              ? autograd::record_slice(*this, static_cast<int64_t>(d), first, step, std::move(out))
              : out;
 }
@@ -209,7 +209,7 @@ Tensor Tensor::expand(const Shape& shape) const {
   Tensor out = naming(what, [&] {
     return Tensor(storage_, dtype_, std::move(out_shape), std::move(out_strides), offset_);
   });
-  return autograd_ ? autograd::record_expand(*this, std::move(out)) : out;
+  return requires_grad() ? autograd::record_expand(*this, std::move(out)) : out;
 }
 
 Tensor Tensor::squeeze(int64_t dim) const {
@@ -222,7 +222,7 @@ Tensor Tensor::squeeze(int64_t dim) const {
   shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(d));
   strides.erase(strides.begin() + static_cast<std::ptrdiff_t>(d));
   Tensor out(storage_, dtype_, std::move(shape), std::move(strides), offset_);
-  return autograd_ ? autograd::record_reshape("squeeze", *this, std::move(out)) : out;
+  return requires_grad() ? autograd::record_reshape("squeeze", *this, std::move(out)) : out;
 }
 
 Tensor Tensor::unsqueeze(int64_t dim) const {
@@ -237,7 +237,7 @@ Tensor Tensor::unsqueeze(int64_t dim) const {
   shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(d), 1);
   strides.insert(strides.begin() + static_cast<std::ptrdiff_t>(d), stride);
   Tensor out(storage_, dtype_, std::move(shape), std::move(strides), offset_);
-  return autograd_ ? autograd::record_reshape("unsqueeze", *this, std::move(out)) : out;
+  return requires_grad() ? autograd::record_reshape("unsqueeze", *this, std::move(out)) : out;
 }
 
 }  // namespace hal

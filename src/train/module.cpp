@@ -95,9 +95,10 @@ void Module::train(bool on) {
 }
 
 void Module::zero_grad() {
-  // A frozen parameter (requires_grad_(false)) has no gradient to drop.
+  // A frozen parameter (requires_grad_(false)) keeps a gradient from before, dropped too (as
+  // PyTorch's zero_grad); one that never required grad has none.
   for (auto& [name, tensor] : parameters_)
-    if (tensor->requires_grad()) tensor->zero_grad();
+    if (tensor->requires_grad() || tensor->grad().defined()) tensor->zero_grad();
   for (auto& [name, child] : children_) child->zero_grad();
 }
 

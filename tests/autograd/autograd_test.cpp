@@ -318,6 +318,27 @@ TEST_F(Autograd, ALeafOnAnotherDeviceHasItsGradientWhenBackwardReturns) {
   if (devices_tried == 0) GTEST_SKIP() << "no device besides cpu:0 runs ops here";
 }
 
+// requires_grad_(false) freezes a leaf, as PyTorch's: ops and views stop recording for it, its
+// gradient stays, and its copies (an optimizer's) see it frozen and thawed. Before, it dropped
+// the leaf's state: thawed, it was a new leaf that an optimizer holding a copy never saw.
+TEST_F(Autograd, AFrozenLeafThawsIntoTheSameLeaf) {
+  Tensor w = leaf({1, 2}, {2});
+  Tensor held = w;  // as an optimizer holds its parameters
+  sum(mul(w, w, s), {}, false, s).backward(s);
+  w.requires_grad_(false);
+  EXPECT_FALSE(w.requires_grad());
+  EXPECT_FALSE(held.requires_grad());
+  EXPECT_FALSE(mul(w, w, s).requires_grad());
+  EXPECT_FALSE(w.reshape({2, 1}).requires_grad());
+  EXPECT_EQ(grad_of(w), (std::vector<float>{2, 4}));  // kept
+  w.requires_grad_();
+  EXPECT_TRUE(held.requires_grad());
+  sum(w, {}, false, s).backward(s);
+  EXPECT_EQ(grad_of(held), (std::vector<float>{3, 5}));
+  held.zero_grad();
+  EXPECT_FALSE(w.grad().defined());
+}
+
 TEST_F(Autograd, ManyThreadsAccumulateIntoSharedLeaves) {
   Tensor w = leaf({1, 2, 3, 4}, {2, 2});
   constexpr int kThreads = 8, kRounds = 5;
