@@ -2,6 +2,7 @@
 // hal.no_grad() and hal.enable_grad() scopes, hal.cross_entropy, and hal.optim's SGD, AdamW and
 // clip_grad_norm_, each a thin layer over the C++ API (hal/autograd.hpp, hal/optim.hpp) with the
 // GIL released while hal works.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -257,6 +258,17 @@ void bind_optimizers(py::module_& m) {
             named_parameters(parameters, "hal.optim.clip_grad_norm_");
         Stream& stream = stream_of(stream_arg, named.front().tensor, "clip_grad_norm_()");
         py::gil_scoped_release unlocked;
+        // hal reads a gradient on another device after `stream`: what this thread enqueued on
+        // that device's current stream (the gradient itself, say) comes first.
+        std::vector<Device> ordered{stream.device()};
+        for (const optim::NamedTensor& p : named) {
+          const Tensor grad = p.tensor.grad();
+          if (!grad.defined() ||
+              std::find(ordered.begin(), ordered.end(), grad.device()) != ordered.end())
+            continue;
+          ordered.push_back(grad.device());
+          stream.wait(current_stream(grad.device()).record());
+        }
         return optim::clip_grad_norm(named, max_norm, stream);
       },
       arg("parameters"), arg("max_norm"), arg("stream") = py::none(),

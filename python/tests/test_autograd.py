@@ -291,6 +291,14 @@ def test_a_frozen_parameter_trains_again_when_thawed():
     (w * w).sum().backward()
     opt.step()
     assert_close(w.numpy(), [-1.0, -2.0])
+    b = leaf([1.0])
+    b.requires_grad = False
+    assert SGD([w, b]).parameters[1][0] == "1"  # an optimizer takes a frozen leaf
+    b2 = leaf([5.0])
+    loss2 = (b2 * 3.0).sum()
+    b2.requires_grad = False  # frozen after forward: backward gives it nothing
+    loss2.backward()
+    assert b2.grad is None
 
 
 def test_parameters_come_as_a_list_pairs_or_a_dict():

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "autograd/graph.hpp"
+#include "core/callback_thread.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 
@@ -40,7 +41,20 @@ class Streams {
   // device's ambient stream, and hal has none, so it waits.
   void finish() {
     if (last_ != &caller_) caller_.wait(last_->record());
-    for (auto& [device, stream] : others_) stream.synchronize();
+    settle();
+  }
+  // The other devices' work done, on the way out of a failed backward too (leaves there may
+  // have their gradients already); the first failure is thrown once all have been waited for.
+  void settle() {
+    std::exception_ptr first;
+    for (auto& [device, stream] : others_) {
+      try {
+        stream.synchronize();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
   }
 
  private:
@@ -107,19 +121,27 @@ void check_root(const Tensor& root, Stream& stream, const Tensor& grad) {
                     std::string(to_string(root.dtype())) + " and device");
 }
 
-}  // namespace
+// backward from a host callback of its own stream, over a graph with nodes on other devices:
+// their streams wait for work the caller's stream does after this callback, and backward waits
+// for theirs (Streams::finish), so it would wait for itself, as Stream::synchronize would there.
+void refuse_waiting_for_itself(const Tensor& root, const Stream& stream,
+                               const std::unordered_map<Node*, int>& nodes) {
+  if (!detail::RunningCallback::of(stream.impl().get())) return;
+  for (const auto& [node, count] : nodes)
+    if (!(node->device() == stream.device()))
+      throw Error(ErrorCode::InvalidState,
+                  "backward of " + root.describe() +
+                      " from one of its stream's own host callbacks, through '" +
+                      std::string(node->op()) + "' on " + node->device().id() +
+                      ": it would wait for that device's part, which waits for this callback; "
+                      "call backward outside the callback");
+}
 
-void backward(const Tensor& root, Stream& stream, const Tensor& grad,
-              const BackwardOptions& options) {
-  check_root(root, stream, grad);
-  const NoGrad untracked;  // the rules' ops are not recorded
-  const std::shared_ptr<Node> start = autograd::gradient_edge(root);
-  std::unordered_map<Node*, int> dependencies = count_dependencies(start.get());
-  // The gradient summed so far for each node's output.
-  std::unordered_map<Node*, Tensor> pending;
-  pending[start.get()] = grad.defined() ? grad : full(root.shape(), 1.0, root.dtype(), stream);
-  Streams streams(stream);
-  std::vector<std::shared_ptr<Node>> ready{start};
+// Runs the nodes as they become ready (every gradient for them summed).
+void run_ready(std::vector<std::shared_ptr<Node>>& ready,
+               std::unordered_map<Node*, Tensor>& pending,
+               std::unordered_map<Node*, int>& dependencies, Streams& streams,
+               const BackwardOptions& options) {
   while (!ready.empty()) {
     const std::shared_ptr<Node> node = std::move(ready.back());
     ready.pop_back();
@@ -146,6 +168,30 @@ void backward(const Tensor& root, Stream& stream, const Tensor& grad,
       }
       if (--dependencies[next.get()] == 0) ready.push_back(next);
     }
+  }
+}
+}  // namespace
+
+void backward(const Tensor& root, Stream& stream, const Tensor& grad,
+              const BackwardOptions& options) {
+  check_root(root, stream, grad);
+  const NoGrad untracked;  // the rules' ops are not recorded
+  const std::shared_ptr<Node> start = autograd::gradient_edge(root);
+  std::unordered_map<Node*, int> dependencies = count_dependencies(start.get());
+  refuse_waiting_for_itself(root, stream, dependencies);
+  // The gradient summed so far for each node's output.
+  std::unordered_map<Node*, Tensor> pending;
+  pending[start.get()] = grad.defined() ? grad : full(root.shape(), 1.0, root.dtype(), stream);
+  Streams streams(stream);
+  std::vector<std::shared_ptr<Node>> ready{start};
+  try {
+    run_ready(ready, pending, dependencies, streams, options);
+  } catch (...) {
+    try {
+      streams.settle();
+    } catch (...) {  // the failure that stopped backward is the one to report
+    }
+    throw;
   }
   streams.finish();
 }

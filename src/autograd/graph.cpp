@@ -73,6 +73,8 @@ AccumulateGrad::AccumulateGrad(std::shared_ptr<Meta> leaf, Device device, InputI
     : Node("accumulate_grad", std::move(device), {}, {std::move(info)}), leaf_(std::move(leaf)) {}
 
 std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad, Stream& stream) {
+  // Frozen since the graph was recorded: no gradient, no hooks (no all-reduce), as PyTorch's.
+  if (leaf_->frozen.load(std::memory_order_relaxed)) return {};
   std::vector<GradHook> hooks;
   Tensor total;
   {

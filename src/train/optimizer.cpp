@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "autograd/graph.hpp"
 #include "hal/autograd.hpp"
 #include "hal/error.hpp"
 #include "hal/optim.hpp"
@@ -13,11 +14,13 @@ namespace hal::optim {
 Optimizer::Optimizer(std::vector<NamedTensor> parameters) : parameters_(std::move(parameters)) {
   std::map<std::pair<const BufferImpl*, int64_t>, const std::string*> places;
   for (const NamedTensor& p : parameters_) {
-    if (!p.tensor.defined() || !p.tensor.requires_grad() || !p.tensor.is_leaf() ||
-        !p.tensor.is_contiguous())
-      throw Error(ErrorCode::InvalidArgument, "optimizer: parameter '" + p.name + "' (" +
-                                                  p.tensor.describe() +
-                                                  ") must be a contiguous leaf that requires grad");
+    // A frozen leaf (requires_grad_(false)) is one still: a module's parameters() lists it, and
+    // it trains again once thawed, as in PyTorch.
+    const bool leaf = p.tensor.defined() && autograd::Access::meta(p.tensor) && p.tensor.is_leaf();
+    if (!leaf || !p.tensor.is_contiguous())
+      throw Error(ErrorCode::InvalidArgument,
+                  "optimizer: parameter '" + p.name + "' (" + p.tensor.describe() +
+                      ") must be a contiguous leaf that requires grad (or a frozen one)");
     // One tensor twice would be stepped twice per step (torch refuses it too).
     const auto [at, added] =
         places.try_emplace({p.tensor.storage().impl().get(), p.tensor.offset()}, &p.name);

@@ -178,18 +178,22 @@ Tensor clip_grad_norm(const std::vector<NamedTensor>& parameters, double max_nor
   const Tensor coefficient =
       minimum(div(full({}, max_norm, dtype, s), add(norm, full({}, 1e-6, dtype, s), s), s),
               full({}, 1.0, dtype, s), s);
+  // Every clipped gradient is made before any is set: a device that fails (a cast it lacks)
+  // leaves them all as they were. The coefficient is cast where the gradient is.
+  std::vector<std::pair<Tensor, Tensor>> clipped;
   for (const NamedTensor& p : parameters) {
-    Tensor g = p.tensor.grad();
+    const Tensor g = p.tensor.grad();
     if (!g.defined()) continue;
     Stream& on = stream_for(g.device());
-    Tensor scale = cast(coefficient, g.dtype(), s);
+    Tensor scale = coefficient;
     if (&on != &s) {
       scale = scale.to(g.device(), s);
       on.wait(s.record());
     }
-    Tensor param = p.tensor;
-    param.set_grad(mul(g, scale, on));
+    if (scale.dtype() != g.dtype()) scale = cast(scale, g.dtype(), on);
+    clipped.emplace_back(p.tensor, mul(g, scale, on));
   }
+  for (auto& [param, g] : clipped) param.set_grad(g);
   for (auto& [device, stream] : others) stream.synchronize();
   return norm;
 }

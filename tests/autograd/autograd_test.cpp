@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <optional>
 #include <thread>
 
 #include "support/far_backend.hpp"
@@ -337,6 +338,60 @@ TEST_F(Autograd, AFrozenLeafThawsIntoTheSameLeaf) {
   EXPECT_EQ(grad_of(held), (std::vector<float>{3, 5}));
   held.zero_grad();
   EXPECT_FALSE(w.grad().defined());
+  // Frozen after forward: backward gives it nothing, nor runs its hooks (no all-reduce).
+  Tensor b = leaf({0.5f, 0.5f}, {2});
+  int hooks = 0;
+  w.on_grad_ready([&](const Tensor&, Stream&) { ++hooks; });
+  const Tensor loss = sum(mul(w, b, s), {}, false, s);
+  w.requires_grad_(false);
+  loss.backward(s);
+  EXPECT_FALSE(w.grad().defined());
+  EXPECT_EQ(hooks, 0);
+  EXPECT_EQ(grad_of(b), (std::vector<float>{1, 2}));
+}
+
+// Across devices, backward waits for the other devices' part: from a host callback of its own
+// stream that would wait for itself (the other streams wait for what the stream does after the
+// callback), and is refused as Stream::synchronize is there; it hung. A backward that fails
+// part way still finishes what it enqueued there, before the failure is thrown: a leaf there
+// whose gradient was set is read complete.
+TEST_F(Autograd, BackwardAcrossDevicesFromItsOwnCallbackIsRefusedAndAFailureFinishesItsWork) {
+  int devices_tried = 0;
+  for (const Device& d : devices()) {
+    if (d == cpu || !supports_op(d, "add", DType::f32)) continue;
+    ++devices_tried;
+    Stream there = d.create_stream();
+    constexpr int64_t kCount = 1 << 20;
+    Tensor x = full({kCount}, 1.0, DType::f32, there);
+    x.requires_grad_();
+    const Tensor here = x.to(cpu, there);
+    there.synchronize();
+    const Tensor loss = sum(mul(here, full({}, 3.0, DType::f32, s), s), {}, false, s);
+    std::optional<Error> refused;
+    s.host_callback([&] {
+      try {
+        loss.backward(s);
+      } catch (const Error& e) {
+        refused = e;
+      }
+    });
+    s.synchronize();
+    ASSERT_TRUE(refused.has_value()) << d.id();
+    EXPECT_EQ(refused->code(), ErrorCode::InvalidState);
+    EXPECT_NE(refused->message().find("from one of its stream's own host callbacks"),
+              std::string::npos)
+        << refused->message();
+    EXPECT_FALSE(x.grad().defined());
+
+    Tensor a = leaf({0.5f}, {1});
+    const Tensor failing = add(sum(floor(a, s), {}, false, s), loss, s);
+    expect_error([&] { failing.backward(s); }, ErrorCode::Unsupported, {"floor"});
+    ASSERT_TRUE(x.grad().defined()) << d.id() << ": x's part ran before floor's refusal";
+    Stream reader = d.create_stream();
+    const std::vector<float> grad = x.grad().to_vector<float>(reader);
+    EXPECT_EQ(std::count(grad.begin(), grad.end(), 3.0f), kCount) << d.id();
+  }
+  if (devices_tried == 0) GTEST_SKIP() << "no device besides cpu:0 runs ops here";
 }
 
 TEST_F(Autograd, ManyThreadsAccumulateIntoSharedLeaves) {

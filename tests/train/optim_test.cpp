@@ -462,6 +462,56 @@ TEST_F(Optim, ClipGradNormTakesGradientsOnSeveralDevices) {
   if (devices_tried == 0) GTEST_SKIP() << "no device besides cpu:0 runs mul and sum here";
 }
 
+// The scale is cast where each gradient is, and every clipped gradient is made before any is
+// set. Before, a bf16 gradient on cpu:0 clipped from a stream of a device without bf16 casts
+// (vulkan:0) threw after the f32 gradient before it had been clipped.
+TEST_F(Optim, ClipGradNormCastsTheScaleWhereEachGradientIs) {
+  int devices_tried = 0;
+  for (const Device& d : devices()) {
+    if (d == cpu || !supports_op(d, "sqrt", DType::f32)) continue;
+    ++devices_tried;
+    Tensor a = zeros({2}, DType::f32, s), b = zeros({1}, DType::bf16, s);
+    a.requires_grad_();
+    b.requires_grad_();
+    a.set_grad(from_vector<float>({30, 40}, {2}, s));
+    b.set_grad(cast(from_vector<float>({0}, {1}, s), DType::bf16, s));
+    s.synchronize();
+    Stream there = d.create_stream();
+    const Tensor norm = optim::clip_grad_norm({{"a", a}, {"b", b}}, 1.0, there);
+    EXPECT_NEAR(norm.to_vector<float>(there)[0], 50.0f, 1e-4) << d.id();
+    const std::vector<float> ga = a.grad().to_vector<float>(s);
+    EXPECT_NEAR(ga[0], 0.6f, 1e-6) << d.id();
+    EXPECT_NEAR(ga[1], 0.8f, 1e-6) << d.id();
+    EXPECT_EQ(b.grad().dtype(), DType::bf16);
+  }
+  if (devices_tried == 0) GTEST_SKIP() << "no device besides cpu:0 runs sqrt here";
+}
+
+// A frozen parameter (requires_grad_(false)) is still one: a module's parameters() lists it and
+// an optimizer takes it (it was refused), skips it while it has no gradient, and trains it again
+// once thawed, as torch.optim does.
+TEST_F(Optim, AFrozenParameterIsTakenAndTrainsOnceThawed) {
+  Tensor p = parameter();
+  Tensor frozen = parameter();
+  frozen.requires_grad_(false);
+  optim::SGD sgd({{"p", p}, {"frozen", frozen}}, {.lr = 0.5});
+  const auto grad_of_ones = [&] { return full({2, 3}, 1.0, DType::f64, s); };
+  p.set_grad(grad_of_ones());
+  sgd.step(s);
+  EXPECT_EQ(frozen.detach().to_vector<double>(s), kStart);  // no gradient: skipped
+  frozen.requires_grad_();
+  frozen.set_grad(grad_of_ones());
+  sgd.step(s);
+  const std::vector<double> after = frozen.detach().to_vector<double>(s);
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_DOUBLE_EQ(after[i], kStart[i] - 0.5);
+  expect_error(
+      [&] {
+        optim::SGD({{"view", p.detach()}}, {});
+      },
+      ErrorCode::InvalidArgument,
+      {"'view'", "must be a contiguous leaf that requires grad (or a frozen one)"});
+}
+
 TEST_F(Optim, BadOptionsAndParametersAreRefused) {
   Tensor p = parameter();
   expect_error(
