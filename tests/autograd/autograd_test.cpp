@@ -296,6 +296,29 @@ TEST_F(Autograd, GradientsCrossDevicesBackThroughTo) {
   EXPECT_EQ(grad_of(x), (std::vector<float>{2, 4, 6}));
 }
 
+// A leaf of kElsewhere ones on `d` and the loss sum(3 x) on cpu:0 (enqueued on s), for backward
+// across devices; nothing pending on d when it returns.
+constexpr int64_t kElsewhere = 1 << 20;
+struct LeafElsewhere {
+  Tensor x, loss;
+};
+LeafElsewhere leaf_elsewhere(const Device& d, Stream& s) {
+  Stream there = d.create_stream();
+  Tensor x = full({kElsewhere}, 1.0, DType::f32, there);
+  x.requires_grad_();
+  const Tensor here = x.to(s.device(), there);
+  there.synchronize();
+  return {x, sum(mul(here, full({}, 3.0, DType::f32, s), s), {}, false, s)};
+}
+
+// How many of x's gradient elements are 3, read on a new stream of x's device: one backward
+// knows nothing of.
+int64_t threes_in_grad(const Tensor& x) {
+  Stream reader = x.device().create_stream();
+  const std::vector<float> grad = x.grad().to_vector<float>(reader);
+  return std::count(grad.begin(), grad.end(), 3.0f);
+}
+
 // A leaf on another device than the loss gets its gradient on a stream of backward's own: the
 // gradient is complete once backward returns, for any stream of that device to read. Before, it
 // was read unordered (zeros, or x's own values, on opencl:0 nearly every time).
@@ -304,16 +327,9 @@ TEST_F(Autograd, ALeafOnAnotherDeviceHasItsGradientWhenBackwardReturns) {
   for (const Device& d : devices()) {
     if (d == cpu || !supports_op(d, "add", DType::f32)) continue;
     ++devices_tried;
-    Stream there = d.create_stream();
-    constexpr int64_t kCount = 1 << 20;
-    Tensor x = full({kCount}, 1.0, DType::f32, there);
-    x.requires_grad_();
-    const Tensor here = x.to(cpu, there);
-    there.synchronize();
-    sum(mul(here, full({}, 3.0, DType::f32, s), s), {}, false, s).backward(s);
-    Stream reader = d.create_stream();  // a stream backward knows nothing of
-    const std::vector<float> grad = x.grad().to_vector<float>(reader);
-    EXPECT_EQ(std::count(grad.begin(), grad.end(), 3.0f), kCount) << d.id();
+    const auto [x, loss] = leaf_elsewhere(d, s);
+    loss.backward(s);
+    EXPECT_EQ(threes_in_grad(x), kElsewhere) << d.id();
     s.synchronize();
   }
   if (devices_tried == 0) GTEST_SKIP() << "no device besides cpu:0 runs ops here";
@@ -360,13 +376,8 @@ TEST_F(Autograd, BackwardAcrossDevicesFromItsOwnCallbackIsRefusedAndAFailureFini
   for (const Device& d : devices()) {
     if (d == cpu || !supports_op(d, "add", DType::f32)) continue;
     ++devices_tried;
-    Stream there = d.create_stream();
-    constexpr int64_t kCount = 1 << 20;
-    Tensor x = full({kCount}, 1.0, DType::f32, there);
-    x.requires_grad_();
-    const Tensor here = x.to(cpu, there);
-    there.synchronize();
-    const Tensor loss = sum(mul(here, full({}, 3.0, DType::f32, s), s), {}, false, s);
+    const LeafElsewhere made = leaf_elsewhere(d, s);
+    const Tensor &x = made.x, &loss = made.loss;
     std::optional<Error> refused;
     s.host_callback([&] {
       try {
@@ -387,9 +398,7 @@ TEST_F(Autograd, BackwardAcrossDevicesFromItsOwnCallbackIsRefusedAndAFailureFini
     const Tensor failing = add(sum(floor(a, s), {}, false, s), loss, s);
     expect_error([&] { failing.backward(s); }, ErrorCode::Unsupported, {"floor"});
     ASSERT_TRUE(x.grad().defined()) << d.id() << ": x's part ran before floor's refusal";
-    Stream reader = d.create_stream();
-    const std::vector<float> grad = x.grad().to_vector<float>(reader);
-    EXPECT_EQ(std::count(grad.begin(), grad.end(), 3.0f), kCount) << d.id();
+    EXPECT_EQ(threes_in_grad(x), kElsewhere) << d.id();
   }
   if (devices_tried == 0) GTEST_SKIP() << "no device besides cpu:0 runs ops here";
 }
