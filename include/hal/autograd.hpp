@@ -86,10 +86,10 @@ struct BackwardOptions {
 // single-element root may omit. Enqueued on `stream` (a stream of root's device); nodes on other
 // devices (after Tensor::to) run on streams of their own, ordered after the gradient reached
 // them, and backward returns once that work is done (a host wait), so that their gradients may
-// be read on any stream of their devices. Errors: InvalidArgument for a root that does not require grad or a gradient of another
-// shape, dtype or device; Unsupported naming the op for a node without a gradient; InvalidState
-// naming the op when its saved tensors were released by an earlier backward, or when one of
-// them was written in place after forward (In-place writes, above).
+// be read on any stream of their devices. Errors: InvalidArgument for a root that does not require
+// grad or a gradient of another shape, dtype or device; Unsupported naming the op for a node
+// without a gradient; InvalidState naming the op when its saved tensors were released by an earlier
+// backward, or when one of them was written in place after forward (In-place writes, above).
 void backward(const Tensor& root, Stream& stream, const Tensor& grad = Tensor(),
               const BackwardOptions& options = {});
 

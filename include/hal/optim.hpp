@@ -8,10 +8,10 @@
 // where the device has fused_elementwise) before any parameter or buffer is replaced. Either
 // way a step that runs out of memory changes nothing. f16 and bf16 parameters are updated in
 // f32 (their value, gradient and buffers widened, the results rounded back; the buffers stay in
-// the parameter's dtype), as PyTorch computes in its opmath type: in f16 AdamW's eps is 0. A parameter without a gradient is
-// skipped, as PyTorch skips one whose .grad is None. Each write counts on the parameter's
-// Tensor::version, so a backward through a graph recorded before the step is refused
-// (hal/autograd.hpp) rather than run at the new values.
+// the parameter's dtype), as PyTorch computes in its opmath type: in f16 AdamW's eps is 0. A
+// parameter without a gradient is skipped, as PyTorch skips one whose .grad is None. Each write
+// counts on the parameter's Tensor::version, so a backward through a graph recorded before the step
+// is refused (hal/autograd.hpp) rather than run at the new values.
 #pragma once
 
 #include <cstdint>

@@ -50,10 +50,8 @@ class GradScope {
 };
 
 Stream& stream_of(py::handle stream, const Tensor& tensor, const char* call) {
-  if (stream.is_none()) return current_stream(tensor.device());
-  if (!py::isinstance<Stream>(stream))
-    as_stream(stream, std::string(call) + " of " + tensor.describe());  // throws TypeError
-  return stream.cast<Stream&>();
+  return given_or_current_stream(stream, tensor,
+                                 [&] { return std::string(call) + " of " + tensor.describe(); });
 }
 
 // An optimizer's parameters from Python: a dict of name -> tensor, pairs of (name, tensor), or

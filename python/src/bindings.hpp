@@ -82,6 +82,15 @@ Stream resolve_stream(py::handle stream, const Device& device, Describe&& what) 
   if (!(given.device() == device)) refuse_stream(what(), given, device.id());
   return given;
 }
+// `stream` if the caller gave one, of any device (the hal call it goes to checks that), else
+// current_stream(like's device). TypeError naming what() (the call) for a value that is no
+// hal.Stream; what() is called only then, so an op's hot path builds no text.
+template <class Describe>
+Stream& given_or_current_stream(py::handle stream, const Tensor& like, Describe&& what) {
+  if (stream.is_none()) return current_stream(like.device());
+  if (!py::isinstance<Stream>(stream)) as_stream(stream, what());  // throws TypeError
+  return stream.cast<Stream&>();
+}
 // Synchronises every default stream made so far (hal.synchronize()).
 void synchronize_default_streams();
 

@@ -28,9 +28,7 @@ bool is_floating(DType dtype) {
 }
 
 Stream& stream_for(py::handle stream, const Tensor& like) {
-  if (stream.is_none()) return current_stream(like.device());
-  if (!py::isinstance<Stream>(stream)) as_stream(stream, "an op on " + like.describe());  // throws
-  return stream.cast<Stream&>();
+  return given_or_current_stream(stream, like, [&] { return "an op on " + like.describe(); });
 }
 
 // A Python number (or NumPy value) beside `like`, as a tensor on its device: bools stay bool,

@@ -113,21 +113,20 @@ void Optimizer::step(Stream& stream) {
     const Tensor g = parameters_[i].tensor.grad();
     if (!g.defined()) continue;
     const Tensor p = parameters_[i].tensor.detach();
-    if (p.dtype() != DType::f16 && p.dtype() != DType::bf16) {
-      Update u = update(p, g, buffers[i], constants_in(p.dtype(), i), taken_[i] + 1, stream);
-      values.emplace_back(i, std::move(u.value));
-      buffers[i] = std::move(u.buffers);
-      continue;
-    }
     // f16 and bf16 are stored, not computed in: the update runs in f32 (PyTorch's opmath), and
     // only its results are rounded. In f16 AdamW's eps (1e-8) is 0 and a small gradient's square
     // is 0, so a zero gradient would make 0 / 0 and a small one m / 0.
-    const auto wide = [&](const Tensor& t) { return cast(t, DType::f32, stream); };
+    const bool narrow = p.dtype() == DType::f16 || p.dtype() == DType::bf16;
+    const DType compute = narrow ? DType::f32 : p.dtype();
+    const auto as = [&](DType dtype, const Tensor& t) {
+      return t.dtype() == dtype ? t : cast(t, dtype, stream);
+    };
     std::vector<Tensor> state;
-    for (const Tensor& buffer : buffers[i]) state.push_back(wide(buffer));
-    Update u = update(wide(p), wide(g), state, constants_in(DType::f32, i), taken_[i] + 1, stream);
-    values.emplace_back(i, cast(u.value, p.dtype(), stream));
-    for (Tensor& buffer : u.buffers) buffer = cast(buffer, p.dtype(), stream);
+    for (const Tensor& buffer : buffers[i]) state.push_back(as(compute, buffer));
+    Update u = update(as(compute, p), as(compute, g), state, constants_in(compute, i),
+                      taken_[i] + 1, stream);
+    values.emplace_back(i, as(p.dtype(), u.value));
+    for (Tensor& buffer : u.buffers) buffer = as(p.dtype(), buffer);
     buffers[i] = std::move(u.buffers);
   }
   for (const auto& [i, value] : values) {
