@@ -8,7 +8,8 @@ cd "$(dirname "$0")/../.."
 build=build/release
 [ -x "$build/bin/hal" ] || { echo "no release build: run 'make test' or 'cmake --build --preset release' first" >&2; exit 1; }
 programs=(hal core_device_suite_test tensor_test cts_suite_test bad_input_test model_suite_test
-          autograd_gradient_test cuda_backend_test cuda_cublas_test cuda_nvrtc_test dist_nccl_test
+          autograd_gradient_test cuda_backend_test cuda_cublas_test cuda_nvrtc_test cuda_staging_test
+          cuda_stream_host_test dist_nccl_test
           energy_test trace_test nvtx_test vulkan_backend_test opencl_backend_test
           hal_bench_dispatch hal_bench_copy hal_bench_ops)
 rm -rf .gpu/stage && mkdir -p .gpu/stage/lib

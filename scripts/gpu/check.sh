@@ -80,6 +80,7 @@ step() {
       ;;
     tests)  # the CUDA backend's own tests, side by side
       gtest cuda_nvrtc_test '*' 120 & gtest cuda_cublas_test '*' 120 & gtest cuda_backend_test '*' 180 &
+      gtest cuda_staging_test '*' 120 & gtest cuda_stream_host_test '*' 120 &
       wait
       ;;
     suites)  # every device suite on cuda:0, side by side
@@ -90,8 +91,10 @@ step() {
       cts cts cts-cuda & HAL_CUDA_HOST_CALLS=blocking cts cts.blocking cts-cuda-blocking &
       # Each group alone too (op.* by its second part), so that a case that hangs leaves the
       # other groups' results.
-      for group in $("$bin/hal" cts --list | awk -F. '{print ($1 == "op" ? $1 "." $2 : $1)}' | sort -u); do
-        cts cts.$group cts-cuda-$group $group. &
+      # (a group's filter ends in a dot; an op case of two parts is a group of its own).
+      for group in $("$bin/hal" cts --list |
+                     awk -F. '{print ($1 != "op" ? $1 "." : NF > 2 ? $1 "." $2 "." : $0)}' | sort -u); do
+        cts cts.${group%.} cts-cuda-${group%.} $group &
       done
       HAL_CUDA_HOST_CALLS=blocking gtest core_device_suite_test '*cuda_*' 140 blocking &
       wait
@@ -121,9 +124,13 @@ step() {
         raise SystemExit(0 if d < 1e-3 else 1)\""
       run tune 90 "$bin/hal" tune --device cuda:0 --budget 60s --json
       ;;
-    sanitize)
-      run memcheck 240 compute-sanitizer --tool memcheck "$bin/cuda_backend_test" --gtest_brief=1
-      run racecheck 240 compute-sanitizer --tool racecheck "$bin/core_device_suite_test" --gtest_filter='*cuda_*' --gtest_brief=1
+    sanitize)  # compute-sanitizer over the CUDA tests and the device suites on cuda:0, side by side
+      run memcheck 240 compute-sanitizer --tool memcheck "$bin/cuda_backend_test" --gtest_brief=1 &
+      for t in tensor_test autograd_gradient_test model_suite_test; do
+        run memcheck.$t 240 compute-sanitizer --tool memcheck "$bin/$t" --gtest_filter='*cuda_*' --gtest_brief=1 &
+      done
+      run racecheck 240 compute-sanitizer --tool racecheck "$bin/core_device_suite_test" --gtest_filter='*cuda_*' --gtest_brief=1 &
+      wait
       ;;
     correct)  # the checks of results, side by side (the benchmarks run alone)
       step tests & step other & step suites &

@@ -2,6 +2,8 @@
 // kernels, dynamic shared memory, the disk cache, peer copies and managed memory. Without an
 // NVIDIA GPU each test skips with the backend's reason. The device suites of tests/core run on
 // CUDA devices as well.
+#include <cuda.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -119,9 +121,13 @@ TEST_F(CudaTest, TracesShowWhenCommandsRanOnTheGpu) {
   EXPECT_EQ(ran[1]["args"]["global"], nlohmann::json({n, 1, 1})) << ran[1];
   for (const auto& copy : {ran[0], ran[2]}) {
     EXPECT_EQ(copy["args"]["bytes"], size_t{n} * 4) << copy;
-    // 16 MiB over PCIe or NVLink-C2C: between a fraction of a GB/s and a few hundred.
-    EXPECT_GT(copy["args"]["GB/s"].get<double>(), 0.1) << copy;
-    EXPECT_LT(copy["args"]["GB/s"].get<double>(), 1000) << copy;
+    // The rate is the GPU's own time of the copy: its bytes over the span's duration (how fast
+    // is the machine's business: a GPU and host shared with other programs make it slow).
+    const double seconds = copy["dur"].get<double>() * 1e-6;
+    ASSERT_GT(seconds, 0.0) << copy;
+    EXPECT_NEAR(copy["args"]["GB/s"].get<double>(), size_t{n} * 4 / seconds * 1e-9,
+                1e-3 * copy["args"]["GB/s"].get<double>())
+        << copy;
   }
 }
 
@@ -228,15 +234,36 @@ TEST_F(CudaTest, ManagedMemoryIsNeverOversubscribed) {
   EXPECT_EQ(static_cast<int*>(shared.host_data())[0], 42);
 }
 
+// The bytes the driver's default memory pool of the first device holds, asked of the driver
+// itself (the device's free memory would count other programs' allocations on a shared GPU).
+uint64_t pool_reserved_bytes() {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!driver) return 0;
+  const auto get_device = reinterpret_cast<decltype(&cuDeviceGet)>(::dlsym(driver, "cuDeviceGet"));
+  const auto default_pool = reinterpret_cast<decltype(&cuDeviceGetDefaultMemPool)>(
+      ::dlsym(driver, "cuDeviceGetDefaultMemPool"));
+  const auto attribute =
+      reinterpret_cast<decltype(&cuMemPoolGetAttribute)>(::dlsym(driver, "cuMemPoolGetAttribute"));
+  CUdevice device = 0;
+  CUmemoryPool pool = nullptr;
+  cuuint64_t reserved = 0;
+  const bool read = get_device && default_pool && attribute && get_device(&device, 0) == 0 &&
+                    default_pool(&pool, device) == 0 &&
+                    attribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) == 0;
+  ::dlclose(driver);
+  if (!read) ADD_FAILURE() << "the driver's default pool of device 0 could not be read";
+  return reserved;
+}
+
 TEST_F(CudaTest, PoolMemoryGoesBackToTheDeviceWhenTheCacheIsEmptied) {
   if (!device.info().has_feature("memory_pools"))
     GTEST_SKIP() << device.info().id << " has no memory pools (cuMemAllocAsync)";
   constexpr size_t kBytes = size_t{512} << 20;
   device.empty_cache();
-  const uint64_t free_before = device.memory_free().bytes;
+  const uint64_t reserved_before = pool_reserved_bytes();
   {
     Buffer big = device.allocate(kBytes);
-    EXPECT_LE(device.memory_free().bytes + kBytes, free_before + (size_t{64} << 20))
+    EXPECT_GE(pool_reserved_bytes(), reserved_before + kBytes)
         << "the segment should be taken from the device at once";
     Stream stream = device.create_stream();
     std::vector<uint32_t> host(kBytes / 4), back(kBytes / 4);
@@ -247,8 +274,7 @@ TEST_F(CudaTest, PoolMemoryGoesBackToTheDeviceWhenTheCacheIsEmptied) {
     ASSERT_EQ(back, host);
   }
   device.empty_cache();
-  EXPECT_GE(device.memory_free().bytes + (size_t{64} << 20), free_before)
-      << "the pool kept memory after cuMemFreeAsync";
+  EXPECT_LE(pool_reserved_bytes(), reserved_before) << "the pool kept memory after cuMemFreeAsync";
 }
 
 // Pageable host memory goes through pinned staging (cuda_staging.hpp) in the stream's order: a

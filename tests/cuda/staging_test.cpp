@@ -42,10 +42,15 @@ std::shared_ptr<const CuApi> fake_api() {
     ++g_driver->frees;
     return CUDA_SUCCESS;
   };
-  api->cuMemHostGetFlags = [](unsigned int* flags, void* pointer) -> CUresult {
+  // As the driver's: zeros, not an error, for memory it does not know.
+  api->cuPointerGetAttributes = [](unsigned int count, CUpointer_attribute* attributes,
+                                   void** values, CUdeviceptr pointer) -> CUresult {
     std::lock_guard lock(g_driver->mutex);
-    *flags = 0;
-    return g_driver->pinned.count(pointer) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    const bool pinned = g_driver->pinned.count(reinterpret_cast<void*>(pointer)) > 0;
+    for (unsigned int i = 0; i < count; ++i)
+      *static_cast<unsigned int*>(values[i]) =
+          pinned && attributes[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE ? CU_MEMORYTYPE_HOST : 0;
+    return CUDA_SUCCESS;
   };
   api->cuCtxGetCurrent = [](CUcontext* context) -> CUresult {
     *context = reinterpret_cast<CUcontext>(g_driver);

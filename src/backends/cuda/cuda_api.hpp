@@ -24,7 +24,7 @@ namespace hal::cuda {
   X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDeviceGetPCIBusId) X(cuDeviceCanAccessPeer) \
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) \
   X(cuCtxSetCurrent) X(cuCtxEnablePeerAccess) X(cuMemGetInfo) X(cuMemAlloc) X(cuMemFree) \
-  X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetFlags) X(cuMemAllocManaged) X(cuStreamCreate) \
+  X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuPointerGetAttributes) X(cuMemAllocManaged) X(cuStreamCreate) \
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery) X(cuStreamWaitEvent) \
   X(cuLaunchHostFunc) X(cuStreamWaitValue32) X(cuMemHostGetDevicePointer) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery) \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) \

@@ -47,8 +47,14 @@ double CudaEvent::elapsed_ms_since(const EventImpl& start) const {
   auto begin = static_cast<const CudaEvent&>(start).cuda_fence();
   auto end = cuda_fence();
   float ms = 0;
-  device_->api().check(device_->api().cuEventElapsedTime(&ms, begin->native(), end->native()),
-                       describe(*device_), "cuEventElapsedTime");
+  const CUresult result = device_->api().cuEventElapsedTime(&ms, begin->native(), end->native());
+  // Event::elapsed_ms saw both fences complete, but another thread may have recorded either
+  // event again since: its new fence has not completed, as the generic check reports it.
+  if (result == CUDA_ERROR_NOT_READY)
+    throw Error(ErrorCode::InvalidState, "elapsed_ms on an event of " + describe(*device_) +
+                                             " recorded again meanwhile, whose work has not "
+                                             "completed; synchronize it first");
+  device_->api().check(result, describe(*device_), "cuEventElapsedTime");
   return ms;
 }
 

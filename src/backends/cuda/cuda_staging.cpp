@@ -67,8 +67,16 @@ void PinnedStaging::give_back(void* block, size_t size) {
 }
 
 bool PinnedStaging::pinned(const void* pointer) const {
-  unsigned int flags = 0;
-  return api_->cuMemHostGetFlags(&flags, const_cast<void*>(pointer)) == CUDA_SUCCESS;
+  // cuPointerGetAttributes rather than cuMemHostGetFlags or cuPointerGetAttribute: it answers
+  // for memory the driver does not know (zeros) where those fail, a failure compute-sanitizer
+  // reports as an error of the program. Managed memory is staged, as any other not pinned.
+  unsigned int type = 0, managed = 0;
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                      CU_POINTER_ATTRIBUTE_IS_MANAGED};
+  void* values[] = {&type, &managed};
+  return api_->cuPointerGetAttributes(2, attributes, values,
+                                      reinterpret_cast<CUdeviceptr>(pointer)) == CUDA_SUCCESS &&
+         type == CU_MEMORYTYPE_HOST && !managed;
 }
 
 }  // namespace hal::cuda

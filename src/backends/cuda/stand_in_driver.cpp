@@ -252,8 +252,11 @@ struct EntryPoints {
       state().allocations_live.fetch_sub(1, std::memory_order_relaxed);
       return CUDA_SUCCESS;
     };
-    api.cuMemHostGetFlags = [](unsigned int* flags, void*) {
-      *flags = CU_MEMHOSTALLOC_PORTABLE;
+    api.cuPointerGetAttributes = [](unsigned int count, CUpointer_attribute* attributes,
+                                    void** values, CUdeviceptr) {
+      for (unsigned int i = 0; i < count; ++i)
+        *static_cast<unsigned int*>(values[i]) =
+            attributes[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE ? CU_MEMORYTYPE_HOST : 0;
       return CUDA_SUCCESS;
     };
   }
