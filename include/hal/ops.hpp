@@ -141,6 +141,20 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
 // first.
 Tensor matmul(const Tensor& a, const Tensor& b, Stream& stream);
 
+// What a product applies to its result before it is stored (a GEMM epilogue, as a linear
+// layer's bias and activation): `bias` added to every row, then `activation`.
+struct MatmulEpilogue {
+  Tensor bias;             // undefined: none; else [n], a vector of the result's columns
+  std::string activation;  // "" (none), "relu", "gelu", "tanh", "sigmoid" or "silu"
+};
+// activation(a @ b + bias). Where the device runs the product with hal's own GEMM (OpenCL and
+// CUDA devices, per shape as `hal tune` chose; docs/tuning.md), the GEMM applies the epilogue
+// to each block as it stores it, one pass over the result; elsewhere the product is followed by
+// one fused pass (fused_elementwise). The bias has the product's dtype (promote_types of a and
+// b) and device; InvalidArgument naming the shapes for one that is not [n], or an activation
+// not listed. Autograd records it as matmul, add and the activation.
+Tensor matmul(const Tensor& a, const Tensor& b, const MatmulEpilogue& epilogue, Stream& stream);
+
 // Convolution over 1 to 3 spatial dimensions, cross-correlation as ONNX and PyTorch define it:
 // x [N, C, D...] with weight [M, C/groups, K...] and bias [M] (or undefined) gives [N, M, O...],
 // O = (D + before + after - dilation * (K - 1) - 1) / stride + 1. Through the device's DNN

@@ -1,7 +1,9 @@
 // matmul: the definition (shapes, batch broadcasting, layouts the BLAS takes) and the GEMM the
 // op table plans (the stream's backend's BLAS: OpenBLAS, CLBlast, cuBLAS; f16 and bf16 in f32).
 // Operands whose memory a BLAS cannot describe (neither rows nor columns contiguous, or batches not
-// one stride apart) are copied contiguous first.
+// one stride apart) are copied contiguous first. The product with an epilogue (bias, activation)
+// has hal's own GEMM apply it as it stores each block where that GEMM runs the product; else
+// the product is followed by one fused pass.
 #include <limits>
 #include <optional>
 
@@ -10,8 +12,10 @@
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 #include "ops/fallback.hpp"
+#include "ops/gemm_choice.hpp"
 #include "ops/op_checks.hpp"
 #include "ops/op_table.hpp"
+#include "ops/portable_gemm.hpp"
 
 namespace hal {
 namespace {
@@ -84,7 +88,65 @@ void check_operands(const Tensor& a, const Tensor& b, const Stream& stream) {
                                                 ": use a stream of " + a.device().id());
 }
 
-Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
+// The element functions an epilogue may end with, as the ops they are.
+using ElementFunction = Tensor (*)(const Tensor&, Stream&);
+ElementFunction activation_op(const std::string& name) {
+  static const std::pair<std::string_view, ElementFunction> known[] = {
+      {"relu", relu}, {"gelu", gelu}, {"tanh", tanh}, {"sigmoid", sigmoid}, {"silu", silu}};
+  static_assert(std::size(known) == std::size(ops::kGemmActivations));
+  for (const auto& [known_name, function] : known)
+    if (known_name == name) return function;
+  return nullptr;
+}
+
+// Refuses an epilogue that does not fit the product of a and b: before anything is enqueued.
+void check_epilogue(const Tensor& a, const Tensor& b, const MatmulEpilogue& epilogue) {
+  const auto what = [&] {
+    return "matmul of " + a.describe() + " and " + b.describe() + " with an epilogue";
+  };
+  if (!epilogue.activation.empty() && !activation_op(epilogue.activation))
+    throw Error(ErrorCode::InvalidArgument,
+                what() + ": no activation '" + epilogue.activation +
+                    "' (it takes relu, gelu, tanh, sigmoid, silu, or none)");
+  const Tensor& bias = epilogue.bias;
+  if (!bias.defined()) return;
+  if (!(bias.device() == a.device()))
+    throw Error(ErrorCode::InvalidArgument, what() + ": the bias is on " + bias.device().id() +
+                                                ", the operands on " + a.device().id());
+  const int64_t n = b.dim() == 1 ? 1 : b.size(-1);
+  if (bias.dim() != 1 || bias.size(0) != n || b.dim() == 1)
+    throw Error(ErrorCode::InvalidArgument,
+                what() + ": the bias " + bias.describe() + " must be a vector of the result's " +
+                    std::to_string(n) + " columns, [" + std::to_string(n) + "]");
+  const DType product = promote_types(a.dtype(), b.dtype());
+  if (bias.dtype() != product)
+    throw Error(ErrorCode::InvalidArgument,
+                what() + ": the bias is " + std::string(to_string(bias.dtype())) +
+                    ", the product " + std::string(to_string(product)) + "; cast it first");
+}
+
+// The epilogue as ops on the product: one fused pass where the device has the kernel.
+Tensor apply_epilogue(Tensor out, const Tensor& bias, const std::string& activation,
+                      Stream& stream) {
+  if (!bias.defined() && activation.empty()) return out;
+  if (supports_op(out.device(), "fused_elementwise", out.dtype())) {
+    ElementwiseProgram program;
+    std::vector<Tensor> inputs{out};
+    if (bias.defined()) {
+      inputs.push_back(bias);
+      program.steps.push_back({"add", {0, 1}});
+    }
+    if (!activation.empty())
+      program.steps.push_back(
+          {activation, {static_cast<int>(inputs.size() + program.steps.size()) - 1}});
+    return fused_elementwise(program, inputs, stream);
+  }
+  if (bias.defined()) out = add(out, bias, stream);
+  return activation.empty() ? out : activation_op(activation)(out, stream);
+}
+
+Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream,
+                 const MatmulEpilogue* epilogue = nullptr) {
   check_operands(a_in, b_in, stream);
   const ops::OpPlan plan = ops::plan_or_throw(
       ops::matmul_descriptor(), promote_types(a_in.dtype(), b_in.dtype()), {&a_in, &b_in});
@@ -105,7 +167,8 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
     Shape shape = a->shape();
     shape.back() = b->size(1);
     Tensor out =
-        matmul_of(a->reshape({a->numel() / a->size(-1), a->size(-1)}), *b, stream).reshape(shape);
+        matmul_of(a->reshape({a->numel() / a->size(-1), a->size(-1)}), *b, stream, epilogue)
+            .reshape(shape);
     if (b_in.dim() == 1) out = out.squeeze(-1);
     return ops::as_result(std::move(out), plan, stream);
   }
@@ -129,6 +192,15 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
   Shape shape = batch_shape;
   shape.insert(shape.end(), {m, n});
   Tensor out = empty(shape, a->dtype(), a->device());
+  // The epilogue's bias in the product's compute dtype, contiguous (n elements: cheap).
+  std::optional<Tensor> bias;
+  if (epilogue && epilogue->bias.defined()) {
+    bias = epilogue->bias.dtype() == plan.compute
+               ? epilogue->bias
+               : ops::cast_of(epilogue->bias, plan.compute, stream);
+    if (!bias->is_contiguous()) bias = bias->contiguous(stream);
+  }
+  bool epilogue_in_kernel = false;
   if (out.numel() > 0 && k == 0) {
     stream.fill(out.storage(), uint8_t{0}, out.nbytes());  // an empty sum
   } else if (out.numel() > 0) {
@@ -152,8 +224,23 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream) {
     gemm.a = operand_of(*a, a_packed, stream);
     gemm.b = operand_of(*b, b_packed, stream);
     gemm.c = {out.storage().impl(), 0, n, m * n, false};
-    std::get<ops::GemmKernel>(plan.implementation->kernel)(gemm, stream);
+    const ops::GemmKernel kernel = std::get<ops::GemmKernel>(plan.implementation->kernel);
+    if (epilogue && kernel == &ops::chosen_gemm) {
+      if (const ops::GemmChoice choice = ops::gemm_choice(stream.device().info(), gemm);
+          choice.own_kernel) {
+        ops::GemmEpilogue in_kernel{nullptr, 0, epilogue->activation};
+        if (bias) {
+          in_kernel.bias = bias->storage().impl();
+          in_kernel.bias_offset = static_cast<uint64_t>(bias->offset());
+        }
+        ops::portable_gemm(gemm, choice.params, stream, in_kernel);
+        epilogue_in_kernel = true;
+      }
+    }
+    if (!epilogue_in_kernel) kernel(gemm, stream);
   }
+  if (epilogue && !epilogue_in_kernel)
+    out = apply_epilogue(std::move(out), bias ? *bias : Tensor(), epilogue->activation, stream);
   if (a_in.dim() == 1) out = out.squeeze(-2);
   if (b_in.dim() == 1) out = out.squeeze(-1);
   return ops::as_result(std::move(out), plan, stream);
@@ -166,6 +253,22 @@ Tensor matmul(const Tensor& a, const Tensor& b, Stream& stream) {
   const Tensor* operands[] = {&a, &b};
   return ops::run_op("matmul", operands, stream,
                      [](ops::OpInputs in, Stream& s) { return matmul_of(*in[0], *in[1], s); });
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, const MatmulEpilogue& epilogue, Stream& stream) {
+  check_operands(a, b, stream);
+  check_epilogue(a, b, epilogue);
+  if (autograd::recording({&a, &b, &epilogue.bias})) {
+    // Recorded as the ops it is made of, each with its own backward.
+    Tensor out = matmul(a, b, stream);
+    if (epilogue.bias.defined()) out = add(out, epilogue.bias, stream);
+    return epilogue.activation.empty() ? out : activation_op(epilogue.activation)(out, stream);
+  }
+  const Tensor* operands[] = {&a, &b, &epilogue.bias};
+  return ops::run_op("matmul", operands, stream, [&](ops::OpInputs in, Stream& s) {
+    const MatmulEpilogue on_inputs{*in[2], epilogue.activation};
+    return matmul_of(*in[0], *in[1], s, &on_inputs);
+  });
 }
 
 }  // namespace hal

@@ -1,5 +1,7 @@
 #include "ops/portable_gemm.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "core/embedded_kernels.hpp"
@@ -29,7 +31,8 @@ std::string value_type(DType dtype) {
   }
 }
 
-std::vector<std::string> defines_of(const GemmDesc& gemm, const GemmParams& p) {
+std::vector<std::string> defines_of(const GemmDesc& gemm, const GemmParams& p,
+                                    const GemmEpilogue& epilogue) {
   std::vector<std::string> defines{
       "VALUE_T=" + value_type(gemm.dtype), "TILE_M=" + std::to_string(p.tile_m),
       "TILE_N=" + std::to_string(p.tile_n), "VEC=" + std::to_string(p.vec)};
@@ -44,6 +47,12 @@ std::vector<std::string> defines_of(const GemmDesc& gemm, const GemmParams& p) {
   if (gemm.dtype == DType::bf16) defines.emplace_back("T_BF16");
   if (gemm.a.transposed) defines.emplace_back("TRANS_A");
   if (gemm.b.transposed) defines.emplace_back("TRANS_B");
+  if (epilogue.bias) defines.emplace_back("EPI_BIAS");
+  if (!epilogue.activation.empty()) {
+    std::string define = "EPI_";
+    for (char c : epilogue.activation) define += static_cast<char>(std::toupper(c));
+    defines.push_back(std::move(define));
+  }
   return defines;
 }
 
@@ -129,13 +138,20 @@ uint64_t gemm_kernel_hash() {
   return hash;
 }
 
-void portable_gemm(const GemmDesc& gemm, const GemmParams& p, Stream& stream) {
+void portable_gemm(const GemmDesc& gemm, const GemmParams& p, Stream& stream,
+                   const GemmEpilogue& epilogue) {
   const DeviceInfo& info = stream.device().info();
   if (auto why = unusable(p, info))
     throw Error(ErrorCode::InvalidArgument,
                 "hal's GEMM kernel with " + p.text() + " on " + info.id + ": " + *why);
+  if (!epilogue.activation.empty() &&
+      std::find(std::begin(kGemmActivations), std::end(kGemmActivations), epilogue.activation) ==
+          std::end(kGemmActivations))
+    throw Error(ErrorCode::InvalidArgument, "hal's GEMM kernel: no epilogue activation '" +
+                                                epilogue.activation +
+                                                "' (it has relu, gelu, tanh, sigmoid and silu)");
   const Kernel kernel =
-      detail::compile_program(stream.device(), "ops/gemm", "gemm", defines_of(gemm, p));
+      detail::compile_program(stream.device(), "ops/gemm", "gemm", defines_of(gemm, p, epilogue));
   const auto m = static_cast<uint64_t>(gemm.m), n = static_cast<uint64_t>(gemm.n);
   LaunchConfig config;
   if (p.direct) {
@@ -152,7 +168,9 @@ void portable_gemm(const GemmDesc& gemm, const GemmParams& p, Stream& stream) {
       kernel, config,
       {Buffer(gemm.c.buffer), Buffer(gemm.a.buffer), Buffer(gemm.b.buffer), gemm.c.offset,
        gemm.a.offset, gemm.b.offset, u(gemm.m), u(gemm.n), u(gemm.k), u(gemm.c.ld), u(gemm.a.ld),
-       u(gemm.b.ld), u(gemm.c.batch_stride), u(gemm.a.batch_stride), u(gemm.b.batch_stride)});
+       u(gemm.b.ld), u(gemm.c.batch_stride), u(gemm.a.batch_stride), u(gemm.b.batch_stride),
+       // Without a bias the kernel reads none: C stands in for the argument.
+       Buffer(epilogue.bias ? epilogue.bias : gemm.c.buffer), epilogue.bias_offset});
 }
 
 }  // namespace hal::ops

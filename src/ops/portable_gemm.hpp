@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hal/backend.hpp"
@@ -39,7 +40,19 @@ std::vector<GemmParams> gemm_candidates(const DeviceInfo& device);
 // drops what was tuned for the old one.
 uint64_t gemm_kernel_hash();
 
-// C = op(A) * op(B) for each batch entry (GemmDesc), with `params`; f32, f16 or bf16 (f32 sums).
-void portable_gemm(const GemmDesc& gemm, const GemmParams& params, Stream& stream);
+// What the kernel applies to each sum as it stores it (gemm.kernel's EPI_* defines): `bias`, a
+// vector of C's n columns of the GEMM's dtype from `bias_offset` (elements), added to every
+// row; then `activation`, one of kGemmActivations. Empty: C is the product.
+struct GemmEpilogue {
+  BufferPtr bias;
+  uint64_t bias_offset = 0;
+  std::string activation;
+};
+inline constexpr std::string_view kGemmActivations[] = {"relu", "gelu", "tanh", "sigmoid", "silu"};
+
+// C = op(A) * op(B) for each batch entry (GemmDesc), with `params`; f32, f16 or bf16 (f32 sums),
+// with the epilogue where given (InvalidArgument for an activation the kernel lacks).
+void portable_gemm(const GemmDesc& gemm, const GemmParams& params, Stream& stream,
+                   const GemmEpilogue& epilogue = {});
 
 }  // namespace hal::ops

@@ -162,6 +162,20 @@ TEST(Nvrtc, TheLibrarysKernelsCompile) {
       defines.emplace_back("-DDIRECT");
       all.push_back({"ops/gemm", "gemm", defines});
     }
+  // Its epilogues: a bias and each activation, in both families.
+  for (const char* activation : {"RELU", "GELU", "TANH", "SIGMOID", "SILU"})
+    for (bool direct : {false, true}) {
+      std::vector<std::string> defines{
+          "-DVALUE_T=float", "-DTILE_M=64", "-DTILE_N=64",
+          "-DTILE_K=16",     "-DWG_M=16",   "-DWG_N=16",
+          "-DVEC=1",         "-DEPI_BIAS",  std::string("-DEPI_") + activation};
+      if (direct) {
+        defines[1] = "-DTILE_M=4";
+        defines[2] = "-DTILE_N=8";
+        defines.emplace_back("-DDIRECT");
+      }
+      all.push_back({"ops/gemm", "gemm", defines});
+    }
   // Each entry is compiled alone, as detail::compile_program compiles it (HAL_ENTRY_<entry>):
   // the flat kernel of every strided one, and the second stage of every two-stage reduction.
   for (size_t i = 0, listed = all.size(); i < listed; ++i) {

@@ -279,17 +279,20 @@ TEST(KernelSignatures, GemmAndTwoStageReductionsAreCheckedOnEveryBackend) {
   const auto gemm =
       params("ops/gemm", "gemm", {"VALUE_T=float", "TILE_M=8", "TILE_N=32", "VEC=1", "DIRECT"});
   ASSERT_TRUE(gemm);
-  ASSERT_EQ(gemm->size(), 15u);
+  ASSERT_EQ(gemm->size(), 17u);  // C, A, B, 12 sizes and strides, the epilogue's bias
   EXPECT_EQ((*gemm)[0].kind, KernelArg::Kind::buffer);
   EXPECT_EQ((*gemm)[14].scalar_bytes, 8u);
+  EXPECT_EQ((*gemm)[15].kind, KernelArg::Kind::buffer);
   std::vector<KernelArg> args{Buffer(), Buffer(), Buffer()};
   for (int i = 0; i < 12; ++i) args.emplace_back(uint64_t{1});
+  args.emplace_back(Buffer());
+  args.emplace_back(uint64_t{0});
   EXPECT_EQ(detail::argument_mismatch(*gemm, args), std::nullopt);
   args.pop_back();
-  EXPECT_NE(detail::argument_mismatch(*gemm, args)->find("takes 15 arguments, 14 given"),
+  EXPECT_NE(detail::argument_mismatch(*gemm, args)->find("takes 17 arguments, 16 given"),
             std::string::npos);
-  args.emplace_back(1u);  // a 4-byte batch stride where the kernel takes 8 bytes
-  EXPECT_NE(detail::argument_mismatch(*gemm, args)->find("argument 14 (b_batch)"),
+  args.emplace_back(0u);  // a 4-byte bias offset where the kernel takes 8 bytes
+  EXPECT_NE(detail::argument_mismatch(*gemm, args)->find("argument 16 (bias_offset)"),
             std::string::npos);
 
   const std::vector<std::string> sum{"OP_SUM", "GROUP=64", "VALUE_T=float", "ACC_T=float"};
