@@ -315,6 +315,26 @@ void hal_gelu_bias(benchmark::State& state, bool fused) {
   state.SetBytesProcessed(state.iterations() * kSquare * kSquare * 8);
 }
 
+// A linear layer, act(x @ w + b), x [2048, 64], w [64, 2048]: a product small next to its
+// 16 MiB result, so the epilogue's passes over the result show. Fused: the product's epilogue
+// (hal's GEMM applies it as it stores; a fused pass after a vendor BLAS); unfused: matmul, add
+// and the activation as three ops.
+void hal_linear(benchmark::State& state, const std::string& activation, bool fused) {
+  Stream& stream = operands(g_device).stream;
+  const Tensor x = uniform({2048, 64}, DType::f32, 11, stream, -1, 1);
+  const Tensor w = uniform({64, 2048}, DType::f32, 12, stream, -0.2, 0.2);
+  const Tensor b = uniform({2048}, DType::f32, 13, stream, -1, 1);
+  stream.synchronize();
+  for (auto _ : state) {
+    const Tensor h = fused ? Tensor() : add(matmul(x, w, stream), b, stream);
+    const Tensor y = fused                  ? matmul(x, w, {b, activation}, stream)
+                     : activation == "relu" ? relu(h, stream)
+                                            : gelu(h, stream);
+    stream.synchronize();
+  }
+  state.SetItemsProcessed(state.iterations() * 2 * 2048 * 2048 * 64);
+}
+
 void hal_add_tiny(benchmark::State& state) {
   Operands& o = operands(g_device);
   for (auto _ : state) {
@@ -367,6 +387,14 @@ void register_benchmarks(bool compare_with_cpu, bool portable) {
     configure(register_guarded("hal_matmul_bf16/2048", hal_matmul_bf16));
     configure(register_guarded("hal_fused_gelu_bias_16m", hal_gelu_bias, true));
     configure(register_guarded("hal_unfused_gelu_bias_16m", hal_gelu_bias, false));
+  }
+  if (!compare_with_cpu || portable) {
+    for (const std::string activation : {"relu", "gelu"}) {
+      configure(
+          register_guarded("hal_linear_" + activation + "_fused", hal_linear, activation, true));
+      configure(
+          register_guarded("hal_linear_" + activation + "_unfused", hal_linear, activation, false));
+    }
   }
   if (compare_with_cpu) {
     configure(register_guarded("cpu_add_f32_16m", hal_add_16m, cpu));
@@ -441,6 +469,11 @@ std::vector<Comparison> comparisons(bool compare_with_cpu, bool portable) {
     out.push_back({"fused_gelu_bias_16m", "hal_fused_gelu_bias_16m", "hal_unfused_gelu_bias_16m",
                    "ratio <= 0.5"});
   }
+  if (cpu || portable)
+    for (const std::string activation : {"relu", "gelu"})
+      out.push_back({"linear_" + activation + "_2048x2048x64_fused_vs_unfused",
+                     "hal_linear_" + activation + "_fused", "hal_linear_" + activation + "_unfused",
+                     ""});
   if (compare_with_cpu) {
     out.push_back({"add_f32_16m_vs_cpu", "hal_add_f32_16m", "cpu_add_f32_16m", ""});
     out.push_back({"matmul_f32_1024_vs_cpu", "hal_matmul_f32/1024", "cpu_matmul_f32/1024", ""});

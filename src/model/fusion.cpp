@@ -51,6 +51,8 @@ std::vector<Fusion> find_fusions(const ModelGraph& graph) {
     else
       fusions.push_back({i, {*reader}, "Add", other});
   }
+  std::vector<Fusion> products = find_product_fusions(graph);
+  fusions.insert(fusions.end(), products.begin(), products.end());
   return fusions;
 }
 
@@ -61,7 +63,7 @@ std::vector<bool> apply_fusions(ModelGraph& graph, const std::vector<Fusion>& fu
     node.fused = fusion.fused;
     node.outputs[0] = graph.nodes[fusion.absorbed.back()].outputs[0];
     if (!fusion.residual.empty()) {
-      node.inputs.resize(3);  // an omitted bias stays omitted
+      if (node.op_type == "Conv") node.inputs.resize(3);  // an omitted bias stays omitted
       node.inputs.push_back(fusion.residual);
     }
     for (size_t absorbed : fusion.absorbed) kept[absorbed] = false;

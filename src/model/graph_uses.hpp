@@ -43,6 +43,14 @@ class Uses {
       if (reader != node) return false;
     return true;
   }
+  // The nodes that read `value`, in graph order, once per input that names it.
+  const std::vector<size_t>& readers(const std::string& value) const {
+    static const std::vector<size_t> none;
+    const auto found = readers_.find(value);
+    return found == readers_.end() ? none : found->second;
+  }
+  // Whether `value` is one of the graph's outputs.
+  bool gives_out(const std::string& value) const { return outputs_.contains(value); }
   // The node that makes `value`, if a node does.
   std::optional<size_t> maker(const std::string& value) const {
     const auto found = makers_.find(value);

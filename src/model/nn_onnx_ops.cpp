@@ -13,8 +13,42 @@ Tensor constant(double value, const Tensor& like, const OpContext& ctx) {
   return full({}, value, like.dtype(), ctx.stream());
 }
 
+// The activation of a product fused at load (fusion.hpp: "Add+Gelu", "Relu"), as
+// MatmulEpilogue names it; "" for none.
+std::string fused_activation(const std::string& fused) {
+  const std::string last = fused.substr(fused.rfind('+') + 1);  // the whole when no '+'
+  if (last == "Relu") return "relu";
+  if (last == "Gelu") return "gelu";
+  if (last == "Tanh") return "tanh";
+  if (last == "Sigmoid") return "sigmoid";
+  return "";
+}
+
+// `activation` (fused_activation's name) applied to y as its own op.
+Tensor activate(const Tensor& y, const std::string& activation, Stream& s) {
+  if (activation == "relu") return relu(y, s);
+  if (activation == "gelu") return gelu(y, s);
+  if (activation == "tanh") return tanh(y, s);
+  if (activation == "sigmoid") return sigmoid(y, s);
+  return y;
+}
+
+// The product then its epilogue, where the epilogue cannot go into it (a bias that is not
+// [n] of the product's dtype: the Add broadcasting as ONNX's does).
+Tensor with_epilogue(const Tensor& a, const Tensor& b, const Tensor& bias,
+                     const std::string& activation, Stream& s) {
+  const DType dtype = promote_types(a.dtype(), b.dtype());
+  const bool fits = !bias.defined() || (b.dim() >= 2 && bias.dim() == 1 &&
+                                        bias.size(0) == b.size(-1) && bias.dtype() == dtype);
+  if (fits) return matmul(a, b, {bias, activation}, s);
+  return activate(add(matmul(a, b, s), bias, s), activation, s);
+}
+
 Outputs matmul_of(const OpContext& ctx, const Inputs& in) {
-  return {matmul(in.at(0), in.at(1), ctx.stream())};
+  // Nodes fused in at load (fusion.hpp): a bias Add (input 2) and an activation after it.
+  const std::string& fused = ctx.node().fused;
+  if (fused.empty()) return {matmul(in.at(0), in.at(1), ctx.stream())};
+  return {with_epilogue(in.at(0), in.at(1), in.at(2), fused_activation(fused), ctx.stream())};
 }
 
 // alpha * A' B' + beta * C, A' and B' transposed where asked: transposed views go to the BLAS
@@ -29,13 +63,18 @@ Outputs gemm(const OpContext& ctx, const Inputs& in) {
   if (ctx.attr_int("transB", 0)) b = b.transpose(0, 1);
   const double alpha = ctx.attr_float("alpha", 1.0f);
   const double beta = ctx.attr_float("beta", 1.0f);
+  // An activation fused in at load (fusion.hpp) and C, where they can, in the product's epilogue.
+  const std::string activation = fused_activation(ctx.node().fused);
+  const bool has_c = given(in, 2) && beta != 0.0;
+  if (alpha == 1.0 && (!has_c || beta == 1.0))
+    return {with_epilogue(a, b, has_c ? in[2] : Tensor(), activation, s)};
   Tensor y = matmul(a, b, s);
   if (alpha != 1.0) y = mul(y, constant(alpha, y, ctx), s);
-  if (given(in, 2) && beta != 0.0) {
+  if (has_c) {
     const Tensor c = beta == 1.0 ? in[2] : mul(in[2], constant(beta, in[2], ctx), s);
     y = add(y, c, s);
   }
-  return {y};
+  return {activate(y, activation, s)};
 }
 
 // Per-channel parameters [C] seen as [C, 1, ...] against an [N, C, ...] input.

@@ -345,8 +345,13 @@ std::optional<std::vector<NodeKernel>> node_kernels(const Node& node, const Valu
     else if (moves_data_only(node.op_type))
       kernels = Kernels{};
   }
-  // A Conv with a Relu folded in (fusion.hpp) applies relu itself where the device lacks conv.
+  // A Conv with a Relu folded in (fusion.hpp) applies relu itself where the device lacks conv;
+  // a product with a bias and an activation folded in, where its GEMM does not apply them.
   if (kernels && node.fused.find("Relu") != std::string::npos) add_unique(*kernels, {"relu"});
+  if (kernels && (node.op_type == "MatMul" || node.op_type == "Gemm"))
+    for (const auto& [fused, kernel] :
+         {std::pair{"Add", "add"}, {"Gelu", "gelu"}, {"Tanh", "tanh"}, {"Sigmoid", "sigmoid"}})
+      if (node.fused.find(fused) != std::string::npos) add_unique(*kernels, {kernel});
   return kernels;  // nothing: an op the planner does not know (fail closed)
 }
 

@@ -221,6 +221,78 @@ TEST_P(ModelSuite, AnElementwiseChainFusedAtLoadMatchesAPlainLoop) {
   EXPECT_EQ(outputs.at("m").to_vector<int32_t>(stream), (std::vector<int32_t>{-2, 4, -14}));
 }
 
+// Linear layers fused into their products' epilogues at load (fusion.hpp): MatMul -> Add(bias)
+// -> gelu as PyTorch exports it (Div by sqrt 2, Erf, Add 1, Mul x, Mul 0.5), then MatMul ->
+// Add(bias) -> Tanh, then Gemm -> Sigmoid: three nodes. A bias that is a graph input (it may
+// be any shape) is left to its own Add, an activation whose input the graph gives out to its
+// own nodes.
+TEST_P(ModelSuite, LinearLayersFusedIntoTheirProductsMatchAPlainLoop) {
+  if (auto why = missing({"matmul", "add", "mul", "div", "erf", "gelu", "tanh", "sigmoid"});
+      !why.empty())
+    GTEST_SKIP() << why;
+  constexpr int64_t rows = 3, in = 5, hidden = 7, out = 4;
+  const auto w1 = ramp(in * hidden, 0.1f, 0.5f), b1 = ramp(hidden, 0.05f, 0.2f);
+  const auto w2 = ramp(hidden * out, 0.2f, 1.0f), b2 = ramp(out, 0.1f, 0.3f);
+  const auto w3 = ramp(out * out, 0.15f, 0.7f), b3 = ramp(out, 0.2f, 0.1f);
+  for (int variant : {0, 1, 2}) {  // fused; b2 fed as an input; the first Add given out too
+    ModelBuilder builder;
+    builder.input("x", TensorProto::FLOAT, {"3", "5"});
+    if (variant == 1) builder.input("b2", TensorProto::FLOAT, {"4"});
+    builder.output("y", TensorProto::FLOAT, {"3", "4"});
+    if (variant == 2) builder.output("h", TensorProto::FLOAT, {"3", "7"});
+    builder.initializer("w1", {in, hidden}, w1).initializer("b1", {hidden}, b1);
+    builder.initializer("w2", {hidden, out}, w2).initializer("w3", {out, out}, w3);
+    if (variant != 1) builder.initializer("b2", {out}, b2);
+    builder.initializer("b3", {out}, b3);
+    builder.initializer("root2", {}, {std::sqrt(2.0f)}).initializer("one", {}, {1.0f});
+    builder.initializer("half", {}, {0.5f});
+    builder.node("MatMul", {"x", "w1"}, {"p1"}, "fc1");
+    builder.node("Add", {"b1", "p1"}, {"h"}, "bias1");
+    builder.node("Div", {"h", "root2"}, {"d"});
+    builder.node("Erf", {"d"}, {"e"});
+    builder.node("Add", {"e", "one"}, {"f"});
+    builder.node("Mul", {"h", "f"}, {"g"});
+    builder.node("Mul", {"g", "half"}, {"a"});
+    builder.node("MatMul", {"a", "w2"}, {"p2"}, "fc2");
+    builder.node("Add", {"p2", "b2"}, {"q"}, "bias2");
+    builder.node("Tanh", {"q"}, {"t"});
+    ModelBuilder::set_int(builder.node("Gemm", {"t", "w3", "b3"}, {"z"}, "fc3"), "transB", 1);
+    builder.node("Sigmoid", {"z"}, {"y"});
+    const Model model = load_onnx_bytes(builder.bytes(), "linear");
+    // Fused: fc1, fc2, fc3. Else fc2's Add and Tanh stay (one elementwise node), or gelu's
+    // nodes do (h given out: one elementwise node; the bias still goes into fc1).
+    EXPECT_EQ(model.node_count(), variant == 0 ? 3u : 4u) << "variant " << variant;
+
+    const auto x = ramp(rows * in, 0.3f, 1.5f);
+    std::vector<float> h(rows * hidden), t(rows * out), y(rows * out);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<float> a(hidden);
+      for (int64_t j = 0; j < hidden; ++j) {
+        float sum = b1[j];
+        for (int64_t i = 0; i < in; ++i) sum += x[r * in + i] * w1[i * hidden + j];
+        h[r * hidden + j] = sum;
+        a[j] = 0.5f * sum * (1.0f + std::erf(sum / std::sqrt(2.0f)));
+      }
+      for (int64_t j = 0; j < out; ++j) {
+        float sum = b2[j];
+        for (int64_t i = 0; i < hidden; ++i) sum += a[i] * w2[i * out + j];
+        t[r * out + j] = std::tanh(sum);
+      }
+      for (int64_t j = 0; j < out; ++j) {
+        float sum = b3[j];
+        for (int64_t i = 0; i < out; ++i) sum += t[r * out + i] * w3[j * out + i];
+        y[r * out + j] = 1.0f / (1.0f + std::exp(-sum));
+      }
+    }
+    Stream stream = device().create_stream();
+    std::map<std::string, Tensor> inputs{{"x", from_vector(x, {rows, in}, stream)}};
+    if (variant == 1) inputs.emplace("b2", from_vector(b2, {out}, stream));
+    const auto outputs = model.run(inputs, stream);
+    expect_close(outputs.at("y").to_vector<float>(stream), y);
+    if (variant == 2) expect_close(outputs.at("h").to_vector<float>(stream), h);
+  }
+}
+
 TEST_P(ModelSuite, ConcatGatherSlicePadAndSplitMoveTheRightElements) {
   ModelBuilder builder;
   builder.input("a", TensorProto::FLOAT, {"2", "3"}).input("b", TensorProto::FLOAT, {"2", "2"});

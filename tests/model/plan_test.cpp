@@ -81,7 +81,7 @@ TEST(MemoryPlan, AChainReusesTheBuffersItFrees) {
 }
 
 // y = relu(x W1 + b1) W2 + b2 over a symbolic batch, then erf (which the simulator lacks). The
-// Add -> Relu and Add -> Erf chains fuse at load: fc1, bias1 + relu, fc2, bias2 [+ erf].
+// biases and the relu fuse into their products at load (fusion.hpp): fc1, fc2 [, erf].
 ModelBuilder mlp(bool with_erf) {
   ModelBuilder builder(13);
   builder.input("x", TensorProto::FLOAT, {"batch", "4"});
@@ -109,9 +109,9 @@ Tensor batch_of(int64_t rows, Stream& stream) {
 TEST(Plan, PinnedToCpuEveryNodeRunsThereWithItsMemoryPlanned) {
   const Model model = load_onnx_bytes(mlp(false).bytes(), "mlp");
   const ExecutionPlan plan = plan_model(model, options("cpu:0", {{"x", {16, 4}}}));
-  ASSERT_EQ(plan.nodes.size(), 4u);
-  EXPECT_EQ(plan.nodes[1].name, "bias1 + relu");
-  EXPECT_EQ(plan.nodes[1].op, "FusedElementwise");
+  ASSERT_EQ(plan.nodes.size(), 2u);
+  EXPECT_EQ(plan.nodes[1].name, "fc2");
+  EXPECT_EQ(plan.nodes[1].op, "MatMul");
   for (const PlannedNode& node : plan.nodes) {
     EXPECT_EQ(node.device, "cpu:0") << node.name;
     EXPECT_EQ(node.reason, "pinned") << node.name;
@@ -121,8 +121,9 @@ TEST(Plan, PinnedToCpuEveryNodeRunsThereWithItsMemoryPlanned) {
   EXPECT_EQ(plan.bindings.at("batch"), 16);
   EXPECT_TRUE(plan.unknown_shapes.empty());
   EXPECT_TRUE(plan.transfers.empty());
-  // x [16,4], h/hb/r [16,8], o/y [16,3] in f32, the weights: all known, so the bound is real.
-  EXPECT_GE(plan.lower_bound_bytes, 16 * 8 * 4 * 2);
+  // x [16,4], r [16,8], y [16,3] in f32, the weights: all known, so the bound is real (r and y
+  // are alive together while fc2 runs).
+  EXPECT_GE(plan.lower_bound_bytes, 16 * 8 * 4 + 16 * 3 * 4);
   EXPECT_GE(plan.peak_bytes, plan.lower_bound_bytes);
   EXPECT_LE(static_cast<double>(plan.peak_bytes),
             1.2 * static_cast<double>(plan.lower_bound_bytes));
@@ -144,14 +145,14 @@ TEST(Plan, ANodeTheDeviceCannotRunGoesToCpuWithTheReason) {
   if (supports_op(sim, "erf", DType::f32)) GTEST_SKIP() << sim.id() << " runs erf";
   const Model model = load_onnx_bytes(mlp(true).bytes(), "mlp");
   const ExecutionPlan plan = plan_model(model, options(sim.id(), {{"x", {5, 4}}}));
-  ASSERT_EQ(plan.nodes.size(), 4u);
+  ASSERT_EQ(plan.nodes.size(), 3u);
   EXPECT_EQ(plan.nodes[0].device, sim.id());
-  const PlannedNode& erf = plan.nodes.back();  // bias2 + erf
+  const PlannedNode& erf = plan.nodes.back();
   EXPECT_EQ(erf.device, "cpu:0");
   EXPECT_NE(erf.reason.find(sim.id() + " has no f32 erf"), std::string::npos) << erf.reason;
-  // o moves from the simulator to the host for the fused bias and erf.
-  ASSERT_EQ(plan.transfers.size(), 2u);  // x in, o out
-  EXPECT_EQ(plan.transfers[1].value, "o");
+  // z moves from the simulator to the host for the erf.
+  ASSERT_EQ(plan.transfers.size(), 2u);  // x in, z out
+  EXPECT_EQ(plan.transfers[1].value, "z");
   EXPECT_EQ(plan.transfers[1].from, sim.id());
   EXPECT_EQ(plan.transfers[1].to, "cpu:0");
   EXPECT_EQ(plan.transfers[1].bytes, 5 * 3 * 4);
@@ -172,7 +173,7 @@ TEST(Plan, ANodeTheDeviceCannotRunGoesToCpuWithTheReason) {
 TEST(Plan, AutomaticPlacementRunsAndMatchesCpu) {
   const Model model = load_onnx_bytes(mlp(true).bytes(), "mlp");
   const ExecutionPlan plan = plan_model(model, options("auto", {{"x", {3, 4}}}));
-  ASSERT_EQ(plan.nodes.size(), 4u);
+  ASSERT_EQ(plan.nodes.size(), 3u);
   for (const PlannedNode& node : plan.nodes) EXPECT_FALSE(node.reason.empty()) << node.name;
   Stream cpu = device("cpu:0").create_stream();
   const Tensor x = batch_of(3, cpu);
@@ -301,7 +302,7 @@ TEST(Plan, PlansThatDoNotFitAreRefusedNamingWhy) {
       [&] {
         run_planned(model, plan, {{"x", batch_of(1, cpu)}});
       },
-      ErrorCode::InvalidArgument, {"the plan (of other, 4 nodes)", "mlp"});
+      ErrorCode::InvalidArgument, {"the plan (of other, 3 nodes)", "mlp"});
   expect_error([&] { run_planned(other, plan, {}); }, ErrorCode::InvalidArgument,
                {"input 'x'", "missing"});
 }
