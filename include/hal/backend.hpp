@@ -176,6 +176,14 @@ struct GemmDesc {
   int64_t batch = 1;
   GemmOperand a, b, c;  // c is never transposed
 };
+// What a product applies to each result as it stores it (hal::MatmulEpilogue): `bias`, n
+// values of the product's dtype from `bias_offset` (elements), added to every row (null: none);
+// then `activation`: "" (none), "relu", "gelu" (erf), "tanh", "sigmoid" or "silu".
+struct GemmEpilogue {
+  BufferPtr bias;
+  uint64_t bias_offset = 0;
+  std::string activation;
+};
 
 // One convolution (1 to 3 spatial dimensions) for a backend's DNN library (oneDNN on the CPU),
 // cross-correlation as ONNX and PyTorch define it: y[N, M, O...] = x[N, C, D...] (*) w[M, C/groups,
@@ -258,6 +266,10 @@ class StreamImpl {
   // A matrix product through the backend's vendor BLAS; the default says there is none. The
   // buffers belong to this stream's device.
   virtual void gemm(const GemmDesc& gemm);
+  // The product with its epilogue applied as the result is stored, where the backend's library
+  // can (oneDNN's post-ops on the CPU): true once enqueued; false, enqueuing nothing, where it
+  // cannot (the default), and the caller applies the epilogue itself.
+  virtual bool gemm_with_epilogue(const GemmDesc& gemm, const GemmEpilogue& epilogue);
   // A convolution through the backend's DNN library; the default says there is none.
   virtual void convolution(const ConvDesc& conv);
   // A built-in op (devices with the builtin_* features); the default says there is none.

@@ -490,6 +490,13 @@ def cast(x: Tensor, dtype: DTypeLike, stream: Stream | None = None) -> Tensor: .
 def where(cond: Tensor, a: Operand, b: Operand, stream: Stream | None = None) -> Tensor: ...
 # An optional tensor (weight, bias, residual) that is neither a hal.Tensor nor None is
 # hal.InvalidArgument naming the function and the argument.
+def linear(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    activation: Literal["relu", "gelu", "tanh", "sigmoid", "silu"] | None = None,
+    stream: Stream | None = None,
+) -> Tensor: ...
 def layer_norm(
     x: Tensor,
     normalized_shape: ShapeLike,

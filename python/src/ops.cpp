@@ -302,6 +302,25 @@ void bind_ops(py::module_& m, py::class_<Tensor>& tensor) {
       "Elements of a where cond (bool) holds, else of b; all three broadcast.");
 
   m.def(
+      "linear",
+      [](const Tensor& x, const Tensor& weight, py::handle bias, py::handle activation,
+         py::handle stream_arg) {
+        MatmulEpilogue epilogue{optional_tensor(bias, "linear", "bias"),
+                                activation.is_none() ? "" : activation.cast<std::string>()};
+        Stream& stream = stream_for(stream_arg, x);
+        if (weight.dim() != 2)
+          throw Error(ErrorCode::InvalidArgument,
+                      "linear: weight " + weight.describe() + " must be 2-d, [out, in]");
+        py::gil_scoped_release unlocked;
+        // weight [out, in] as torch.nn.functional.linear takes it: its transposed view goes to
+        // the product as it is.
+        return matmul(x, weight.transpose(0, 1), epilogue, stream);
+      },
+      arg("x"), arg("weight"), arg("bias") = py::none(), arg("activation") = py::none(),
+      arg("stream") = py::none(),
+      "activation(x @ weight.T + bias), weight [out, in] as torch's linear takes it; the bias "
+      "and the activation (relu, gelu, tanh, sigmoid, silu) applied in the product's epilogue.");
+  m.def(
       "layer_norm",
       [](const Tensor& x, py::handle normalized_shape, py::handle weight, py::handle bias,
          double eps, py::handle stream_arg) {

@@ -162,6 +162,29 @@ def test_matmul(device):
             tw @ tw
 
 
+@pytest.mark.parametrize("activation", [None, "relu", "gelu", "tanh", "sigmoid", "silu"])
+def test_linear_against_torch(device, activation):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 6, 5)).astype(np.float32)
+    w = rng.standard_normal((7, 5)).astype(np.float32)  # [out, in], as torch takes it
+    b = rng.standard_normal(7).astype(np.float32)
+    act = {None: lambda y: y, "relu": torch.relu, "gelu": torch.nn.functional.gelu,
+           "tanh": torch.tanh, "sigmoid": torch.sigmoid, "silu": torch.nn.functional.silu}
+    want = act[activation](torch.nn.functional.linear(*map(torch.from_numpy, (x, w, b)))).numpy()
+    tx, tw, tb = (hal.tensor(m, device=device) for m in (x, w, b))
+    check(device, "matmul", "f32", lambda: hal.linear(tx, tw, tb, activation), want)
+    check(device, "matmul", "f32", lambda: hal.linear(tx, tw, activation=activation),
+          act[activation](torch.from_numpy(x @ w.T)).numpy())
+    if runs(device, "matmul", "f32"):
+        with pytest.raises(hal.InvalidArgument, match=r"the bias f32\[5\].*\[7\]"):
+            hal.linear(tx, tw, hal.tensor(b[:5], device=device))
+        with pytest.raises(hal.InvalidArgument, match="no activation 'softplus'"):
+            hal.linear(tx, tw, tb, "softplus")
+        with pytest.raises(hal.InvalidArgument, match=r"linear: weight f32\[7\].*must be 2-d"):
+            hal.linear(tx, tb)
+
+
 @pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "argmax"])
 def test_reductions(device, op):
     data = np.arange(24, dtype=np.float32).reshape(2, 3, 4) % 7 - 3

@@ -2,8 +2,8 @@
 // op table plans (the stream's backend's BLAS: OpenBLAS, CLBlast, cuBLAS; f16 and bf16 in f32).
 // Operands whose memory a BLAS cannot describe (neither rows nor columns contiguous, or batches not
 // one stride apart) are copied contiguous first. The product with an epilogue (bias, activation)
-// has hal's own GEMM apply it as it stores each block where that GEMM runs the product; else
-// the product is followed by one fused pass.
+// has hal's own GEMM apply it as it stores each block where that GEMM runs the product, or the
+// backend's library where it takes one (oneDNN on the CPU); else one fused pass follows.
 #include <limits>
 #include <optional>
 
@@ -225,16 +225,22 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream,
     gemm.b = operand_of(*b, b_packed, stream);
     gemm.c = {out.storage().impl(), 0, n, m * n, false};
     const ops::GemmKernel kernel = std::get<ops::GemmKernel>(plan.implementation->kernel);
-    if (epilogue && kernel == &ops::chosen_gemm) {
-      if (const ops::GemmChoice choice = ops::gemm_choice(stream.device().info(), gemm);
-          choice.own_kernel) {
-        ops::GemmEpilogue in_kernel{nullptr, 0, epilogue->activation};
-        if (bias) {
-          in_kernel.bias = bias->storage().impl();
-          in_kernel.bias_offset = static_cast<uint64_t>(bias->offset());
-        }
-        ops::portable_gemm(gemm, choice.params, stream, in_kernel);
+    if (epilogue) {
+      GemmEpilogue in_product{nullptr, 0, epilogue->activation};
+      if (bias) {
+        in_product.bias = bias->storage().impl();
+        in_product.bias_offset = static_cast<uint64_t>(bias->offset());
+      }
+      // hal's GEMM where it runs the product; else the backend's library where it takes an
+      // epilogue (oneDNN's post-ops on the CPU).
+      const ops::GemmChoice choice = kernel == &ops::chosen_gemm
+                                         ? ops::gemm_choice(stream.device().info(), gemm)
+                                         : ops::GemmChoice{};
+      if (choice.own_kernel) {
+        ops::portable_gemm(gemm, choice.params, stream, in_product);
         epilogue_in_kernel = true;
+      } else {
+        epilogue_in_kernel = stream.impl()->gemm_with_epilogue(gemm, in_product);
       }
     }
     if (!epilogue_in_kernel) kernel(gemm, stream);

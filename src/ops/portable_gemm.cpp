@@ -144,6 +144,11 @@ void portable_gemm(const GemmDesc& gemm, const GemmParams& p, Stream& stream,
   if (auto why = unusable(p, info))
     throw Error(ErrorCode::InvalidArgument,
                 "hal's GEMM kernel with " + p.text() + " on " + info.id + ": " + *why);
+  if (gemm.dtype == DType::f16 && !opencl(info))
+    throw Error(ErrorCode::Unsupported,
+                "hal's GEMM kernel: f16 on " + info.id +
+                    " (the portable dialect has half on OpenCL only; the device's BLAS multiplies "
+                    "f16)");
   if (!epilogue.activation.empty() &&
       std::find(std::begin(kGemmActivations), std::end(kGemmActivations), epilogue.activation) ==
           std::end(kGemmActivations))

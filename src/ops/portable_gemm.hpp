@@ -40,18 +40,12 @@ std::vector<GemmParams> gemm_candidates(const DeviceInfo& device);
 // drops what was tuned for the old one.
 uint64_t gemm_kernel_hash();
 
-// What the kernel applies to each sum as it stores it (gemm.kernel's EPI_* defines): `bias`, a
-// vector of C's n columns of the GEMM's dtype from `bias_offset` (elements), added to every
-// row; then `activation`, one of kGemmActivations. Empty: C is the product.
-struct GemmEpilogue {
-  BufferPtr bias;
-  uint64_t bias_offset = 0;
-  std::string activation;
-};
+// The activations hal's GEMM kernel applies (gemm.kernel's EPI_* defines; GemmEpilogue).
 inline constexpr std::string_view kGemmActivations[] = {"relu", "gelu", "tanh", "sigmoid", "silu"};
 
-// C = op(A) * op(B) for each batch entry (GemmDesc), with `params`; f32, f16 or bf16 (f32 sums),
-// with the epilogue where given (InvalidArgument for an activation the kernel lacks).
+// C = op(A) * op(B) for each batch entry (GemmDesc), with `params`; f32, bf16, and f16 on OpenCL
+// devices (Unsupported elsewhere), f32 sums; with the epilogue where given (InvalidArgument for
+// an activation the kernel lacks).
 void portable_gemm(const GemmDesc& gemm, const GemmParams& params, Stream& stream,
                    const GemmEpilogue& epilogue = {});
 

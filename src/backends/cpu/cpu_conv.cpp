@@ -10,7 +10,7 @@
 #include "hal/kernel.hpp"
 
 #if HAL_HAVE_ONEDNN
-#include <dnnl.hpp>
+#include "backends/cpu/cpu_onednn.hpp"
 
 #include <cstring>
 #include <map>
@@ -23,10 +23,7 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-const dnnl::engine& engine() {
-  static const dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
-  return cpu;
-}
+using onednn::engine;
 
 // What a convolution's primitive depends on: every size and attribute, flattened.
 std::vector<int64_t> key_of(const ConvDesc& c) {

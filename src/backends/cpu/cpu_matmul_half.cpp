@@ -16,9 +16,7 @@
 #include "ops/simd/simd_kernels.hpp"
 #include "tensor/element_codec.hpp"
 
-#if HAL_HAVE_ONEDNN
-#include <dnnl.hpp>
-#endif
+#include "backends/cpu/cpu_onednn.hpp"
 
 namespace hal::cpu {
 namespace {
@@ -85,26 +83,8 @@ void widened_gemm(const GemmDesc& g, const KernelArgs& args, const ops::simd::Ke
 #if HAL_HAVE_ONEDNN
 
 using dnnl::memory;
-
-const dnnl::engine& engine() {
-  static const dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
-  return cpu;
-}
-
-// A batch of row-major matrices (rows x cols) with a leading dimension, stored transposed or
-// not; a batch stride of 0 broadcasts one matrix over the batch.
-memory::desc matrices(memory::data_type type, int64_t batch, int64_t rows, int64_t cols,
-                      const GemmOperand& operand) {
-  const int64_t count = operand.batch_stride == 0 ? 1 : batch;
-  // One matrix: a batch stride past its end, so that oneDNN sees a plain layout and picks its
-  // fast kernels (a stride of 0 sends it to its reference loops).
-  const int64_t extent = operand.transposed ? cols * operand.ld : rows * operand.ld;
-  const int64_t batch_stride = count == 1 ? extent : operand.batch_stride;
-  const memory::dims dims{count, rows, cols};
-  const memory::dims strides = operand.transposed ? memory::dims{batch_stride, 1, operand.ld}
-                                                  : memory::dims{batch_stride, operand.ld, 1};
-  return memory::desc(dims, type, strides);
-}
+using onednn::engine;
+using onednn::matrices;
 
 struct Prepared {
   dnnl::matmul::primitive_desc pd;

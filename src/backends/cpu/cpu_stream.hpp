@@ -29,8 +29,10 @@ class CpuStream final : public StreamImpl {
   void host_callback(std::function<void()> fn) override;
   void launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchConfig& config,
               std::span<const KernelArg> args) override;
-  void gemm(const GemmDesc& gemm) override;         // cpu_blas.cpp
-  void convolution(const ConvDesc& conv) override;  // cpu_conv.cpp (oneDNN)
+  void gemm(const GemmDesc& gemm) override;  // cpu_blas.cpp
+  bool gemm_with_epilogue(const GemmDesc& gemm,
+                          const GemmEpilogue& epilogue) override;  // cpu_matmul_epilogue.cpp
+  void convolution(const ConvDesc& conv) override;                 // cpu_conv.cpp (oneDNN)
   void record(EventImpl& event) override;
   void wait(EventImpl& event) override;
   void synchronize() override;
