@@ -305,6 +305,10 @@ void bind_ops(py::module_& m, py::class_<Tensor>& tensor) {
       "linear",
       [](const Tensor& x, const Tensor& weight, py::handle bias, py::handle activation,
          py::handle stream_arg) {
+        if (!activation.is_none() && !py::isinstance<py::str>(activation))
+          throw Error(ErrorCode::InvalidArgument, "linear: activation is " +
+                                                      py::repr(activation).cast<std::string>() +
+                                                      ", not a str or None");
         MatmulEpilogue epilogue{optional_tensor(bias, "linear", "bias"),
                                 activation.is_none() ? "" : activation.cast<std::string>()};
         Stream& stream = stream_for(stream_arg, x);

@@ -181,6 +181,8 @@ def test_linear_against_torch(device, activation):
             hal.linear(tx, tw, hal.tensor(b[:5], device=device))
         with pytest.raises(hal.InvalidArgument, match="no activation 'softplus'"):
             hal.linear(tx, tw, tb, "softplus")
+        with pytest.raises(hal.InvalidArgument, match="linear: activation is 1, not a str"):
+            hal.linear(tx, tw, tb, 1)
         with pytest.raises(hal.InvalidArgument, match=r"linear: weight f32\[7\].*must be 2-d"):
             hal.linear(tx, tb)
 

@@ -14,10 +14,12 @@ bool is(const Node& node, std::string_view op_type) {
   return node.domain.empty() && node.op_type == op_type;
 }
 
-// The value of a one-element floating initializer no run may replace.
+// The value of a one-element floating initializer no run may replace, of rank 0 or 1: one of
+// higher rank would broadcast the product to more dimensions, which the fused node drops.
 std::optional<double> scalar(const ModelGraph& graph, const std::string& value) {
   const auto found = graph.initializers.find(value);
-  if (found == graph.initializers.end() || graph.overridable(value) || found->second.numel() != 1)
+  if (found == graph.initializers.end() || graph.overridable(value) || found->second.numel() != 1 ||
+      found->second.shape.size() > 1)
     return std::nullopt;
   const HostTensor& t = found->second;
   if (t.dtype == DType::f32) return *t.data<float>();

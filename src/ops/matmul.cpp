@@ -113,8 +113,11 @@ void check_epilogue(const Tensor& a, const Tensor& b, const MatmulEpilogue& epil
   if (!(bias.device() == a.device()))
     throw Error(ErrorCode::InvalidArgument, what() + ": the bias is on " + bias.device().id() +
                                                 ", the operands on " + a.device().id());
-  const int64_t n = b.dim() == 1 ? 1 : b.size(-1);
-  if (bias.dim() != 1 || bias.size(0) != n || b.dim() == 1)
+  if (b.dim() == 1)
+    throw Error(ErrorCode::InvalidArgument,
+                what() + ": a product with a vector b has no columns to add a bias to");
+  const int64_t n = b.size(-1);
+  if (bias.dim() != 1 || bias.size(0) != n)
     throw Error(ErrorCode::InvalidArgument,
                 what() + ": the bias " + bias.describe() + " must be a vector of the result's " +
                     std::to_string(n) + " columns, [" + std::to_string(n) + "]");
@@ -200,7 +203,8 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream,
                : ops::cast_of(epilogue->bias, plan.compute, stream);
     if (!bias->is_contiguous()) bias = bias->contiguous(stream);
   }
-  bool epilogue_in_kernel = false;
+  // What of the epilogue the product applied: all of it, the bias alone, or nothing.
+  bool bias_applied = false, activation_applied = false;
   if (out.numel() > 0 && k == 0) {
     stream.fill(out.storage(), uint8_t{0}, out.nbytes());  // an empty sum
   } else if (out.numel() > 0) {
@@ -238,15 +242,21 @@ Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream,
                                          : ops::GemmChoice{};
       if (choice.own_kernel) {
         ops::portable_gemm(gemm, choice.params, stream, in_product);
-        epilogue_in_kernel = true;
-      } else {
-        epilogue_in_kernel = stream.impl()->gemm_with_epilogue(gemm, in_product);
+        bias_applied = activation_applied = true;
+      } else if (stream.impl()->gemm_with_epilogue(gemm, in_product)) {
+        bias_applied = activation_applied = true;
+      } else if (bias && !in_product.activation.empty()) {
+        // A library may take the bias but not this activation (oneDNN's relu turns NaN into 0,
+        // where hal's keeps it): the activation then follows as its own op.
+        in_product.activation.clear();
+        bias_applied = stream.impl()->gemm_with_epilogue(gemm, in_product);
       }
     }
-    if (!epilogue_in_kernel) kernel(gemm, stream);
+    if (!bias_applied && !activation_applied) kernel(gemm, stream);
   }
-  if (epilogue && !epilogue_in_kernel)
-    out = apply_epilogue(std::move(out), bias ? *bias : Tensor(), epilogue->activation, stream);
+  if (epilogue && !activation_applied)
+    out = apply_epilogue(std::move(out), bias && !bias_applied ? *bias : Tensor(),
+                         epilogue->activation, stream);
   if (a_in.dim() == 1) out = out.squeeze(-2);
   if (b_in.dim() == 1) out = out.squeeze(-1);
   return ops::as_result(std::move(out), plan, stream);

@@ -809,6 +809,47 @@ TEST(OpEdgeCases, BatchNormalizationGivesXsTypeWithWiderParameters) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-2) << i;
 }
 
+// A GELU written with a constant of rank 3 ([1, 1, 1] sqrt 2) broadcasts a [5, 3] product to
+// [1, 5, 3]: it is not fused into the product (which would drop the dimension), and the output
+// keeps the rank ONNX gives it. The same GELU with a 0-d constant fuses.
+TEST(OpEdgeCases, AGeluWhoseConstantAddsDimensionsStaysOutOfTheProduct) {
+  Stream stream = device("cpu:0").create_stream();
+  for (bool rank3 : {false, true}) {
+    ModelBuilder builder(13);
+    builder.input("x", TensorProto::FLOAT, {"5", "4"});
+    builder.output(
+        "y", TensorProto::FLOAT,
+        rank3 ? std::vector<std::string>{"1", "5", "3"} : std::vector<std::string>{"5", "3"});
+    builder.initializer("w", {4, 3}, std::vector<float>(12, 0.25f));
+    builder.initializer("b", {3}, {0.5f, -1.0f, 2.0f});
+    builder.initializer("root2", rank3 ? std::vector<int64_t>{1, 1, 1} : std::vector<int64_t>{},
+                        {std::sqrt(2.0f)});
+    builder.initializer("one", {}, {1.0f}).initializer("half", {}, {0.5f});
+    builder.node("MatMul", {"x", "w"}, {"p"});
+    builder.node("Add", {"p", "b"}, {"h"});
+    builder.node("Div", {"h", "root2"}, {"d"});
+    builder.node("Erf", {"d"}, {"e"});
+    builder.node("Add", {"e", "one"}, {"f"});
+    builder.node("Mul", {"h", "f"}, {"g"});
+    builder.node("Mul", {"g", "half"}, {"y"});
+    const Model model = load_onnx_bytes(builder.bytes(), "gelu_rank");
+    EXPECT_EQ(model.node_count(), rank3 ? 2u : 1u);  // the product, and the GELU's chain
+    std::vector<float> x(20);
+    std::iota(x.begin(), x.end(), -10.0f);
+    const Tensor y = model.run({{"x", from_vector(x, {5, 4}, stream)}}, stream).at("y");
+    EXPECT_EQ(y.shape(), rank3 ? (Shape{1, 5, 3}) : (Shape{5, 3}));
+    const std::vector<float> got = y.to_vector<float>(stream);
+    const float bias[3] = {0.5f, -1.0f, 2.0f};
+    for (size_t r = 0; r < 5; ++r)
+      for (size_t c = 0; c < 3; ++c) {
+        float h = bias[c];
+        for (size_t i = 0; i < 4; ++i) h += 0.25f * x[r * 4 + i];
+        EXPECT_NEAR(got[r * 3 + c], 0.5f * h * (1 + std::erf(h / std::sqrt(2.0f))), 1e-5f)
+            << r << ", " << c;
+      }
+  }
+}
+
 // Before opset 7 an Add with broadcast=1 and axis=1 lines B [C] up with axis 1 of a Conv's
 // [N, C, H, W]: such an Add is not fused into the Conv, whose residual broadcasts as NumPy does
 // (from the last axis: W == C added along W; W != C failed).

@@ -21,6 +21,15 @@ double activate(const std::string& activation, double x) {
   return x;
 }
 
+// The activation as the op of its name.
+Tensor activate(const std::string& activation, const Tensor& x, Stream& stream) {
+  if (activation == "relu") return relu(x, stream);
+  if (activation == "gelu") return gelu(x, stream);
+  if (activation == "tanh") return tanh(x, stream);
+  if (activation == "sigmoid") return sigmoid(x, stream);
+  return silu(x, stream);
+}
+
 // Values in [-1.5, 1.5) that differ from element to element, so that a transposed or shifted
 // read shows.
 std::vector<double> values(size_t n, unsigned seed) {
@@ -198,7 +207,39 @@ TEST_P(MatmulEpilogueSuite, BadEpiloguesAreRefusedByName) {
       [&] {
         matmul(a, zeros({3}, DType::f32, stream), {zeros({1}, DType::f32, stream), ""}, stream);
       },
-      ErrorCode::InvalidArgument, {"with an epilogue", "vector of the result's 1 columns"});
+      ErrorCode::InvalidArgument,
+      {"with an epilogue", "a vector b has no columns to add a bias to"});
+}
+
+// NaN and infinities come out of every path as they come out of the ops: relu keeps NaN (hal's
+// x < 0 ? 0 : x), which oneDNN's relu post-op would have turned into 0 on the CPU.
+TEST_P(MatmulEpilogueSuite, NonFiniteValuesComeOutAsTheOpsGiveThem) {
+  const double nan = std::nan(""), inf = INFINITY;
+  // Rows of a: a NaN, +inf, -inf, ordinary values; the bias has a NaN column too.
+  const Tensor a = make({nan, 1, 1, inf, 1, 1, -inf, 1, 1, 0.5, -2, 1}, {4, 3}, DType::f32, stream);
+  const Tensor b = make({1, -1, 0, 0.5, 2, 1, 1, 1, -1, 0, 0, 3}, {3, 4}, DType::f32, stream);
+  const Tensor bias = make({0.25, nan, -1, 2}, {4}, DType::f32, stream);
+  for (const char* activation : kActivations) {
+    if (activation[0] && !supports_op(device(), activation, DType::f32)) continue;
+    for (bool with_bias : {false, true}) {
+      const MatmulEpilogue epilogue{with_bias ? bias : Tensor(), activation};
+      const auto got = numbers(matmul(a, b, epilogue, stream), stream);
+      Tensor want = matmul(a, b, stream);
+      if (with_bias) want = add(want, bias, stream);
+      if (activation[0]) want = activate(activation, want, stream);
+      const auto w = numbers(want, stream);
+      for (size_t i = 0; i < w.size(); ++i) {
+        const std::string what = "'" + std::string(activation) + "'" +
+                                 (with_bias ? " with bias" : "") + " element " + std::to_string(i);
+        if (std::isnan(w[i]))
+          EXPECT_TRUE(std::isnan(got[i])) << what << ": " << got[i];
+        else if (std::isinf(w[i]))
+          EXPECT_EQ(got[i], w[i]) << what;
+        else
+          EXPECT_NEAR(got[i], w[i], 1e-5 * std::max(1.0, std::fabs(w[i]))) << what;
+      }
+    }
+  }
 }
 
 // Recorded as matmul, add and the activation: the gradients are those of the three ops.

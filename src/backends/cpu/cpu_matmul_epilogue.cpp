@@ -1,6 +1,7 @@
 // Products with an epilogue on the CPU (hal::MatmulEpilogue): oneDNN's matmul with the bias as
-// its bias argument and the activation as an eltwise post-op, applied to each block of the
-// result while oneDNN's kernel still holds it, in one pass over memory. f32, and bf16 or f16
+// its bias argument and the activation (gelu, tanh, sigmoid, silu) as an eltwise post-op,
+// applied to each block of the result while oneDNN's kernel still holds it, in one pass over
+// memory. f32, and bf16 or f16
 // where oneDNN has a kernel for them; elsewhere (no oneDNN, f64) the caller applies the
 // epilogue after the product.
 #include <memory>
@@ -21,9 +22,10 @@ struct Prepared {
   dnnl::matmul primitive;
 };
 
-// oneDNN's eltwise algorithm for an activation of GemmEpilogue, with its alpha.
+// oneDNN's eltwise algorithm for an activation of GemmEpilogue, with its alpha. Not relu:
+// oneDNN's vector kernels take max(x, 0), which turns NaN into 0 where hal's relu keeps it (the
+// product then takes the bias alone, and relu follows as its own op).
 std::optional<std::pair<dnnl::algorithm, float>> eltwise(const std::string& activation) {
-  if (activation == "relu") return std::pair{dnnl::algorithm::eltwise_relu, 0.0f};
   if (activation == "gelu") return std::pair{dnnl::algorithm::eltwise_gelu_erf, 0.0f};
   if (activation == "tanh") return std::pair{dnnl::algorithm::eltwise_tanh, 0.0f};
   if (activation == "sigmoid") return std::pair{dnnl::algorithm::eltwise_logistic, 0.0f};
