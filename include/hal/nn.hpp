@@ -80,11 +80,15 @@ class Module {
   bool training_ = true;
 };
 
-// y = x @ weight^T + bias; weight [out, in], bias [out], both U(-1/sqrt(in), 1/sqrt(in)).
+// y = x @ weight^T + bias; weight [out, in], bias [out], both U(-1/sqrt(in), 1/sqrt(in)). The
+// bias, and an activation given to forward, go into the product's epilogue (hal::matmul with a
+// MatmulEpilogue): one pass over y where the device's product takes them.
 class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias, uint64_t seed, Stream& stream);
   Tensor forward(const Tensor& x, Stream& stream) override;
+  // activation(x @ weight^T + bias): "relu", "gelu", "tanh", "sigmoid", "silu" or "".
+  Tensor forward(const Tensor& x, const std::string& activation, Stream& stream);
   Tensor& weight() { return *weight_; }
   Tensor* bias() { return bias_; }
 

@@ -154,6 +154,9 @@ struct MatmulEpilogue {
 // b) and device; InvalidArgument naming the shapes for one that is not [n], or an activation
 // not listed. Autograd records it as matmul, add and the activation.
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulEpilogue& epilogue, Stream& stream);
+// The element function an epilogue names, as its op ("" gives x itself); InvalidArgument for a
+// name not listed there.
+Tensor activate(const Tensor& x, std::string_view activation, Stream& stream);
 
 // Convolution over 1 to 3 spatial dimensions, cross-correlation as ONNX and PyTorch define it:
 // x [N, C, D...] with weight [M, C/groups, K...] and bias [M] (or undefined) gives [N, M, O...],

@@ -24,15 +24,6 @@ std::string fused_activation(const std::string& fused) {
   return "";
 }
 
-// `activation` (fused_activation's name) applied to y as its own op.
-Tensor activate(const Tensor& y, const std::string& activation, Stream& s) {
-  if (activation == "relu") return relu(y, s);
-  if (activation == "gelu") return gelu(y, s);
-  if (activation == "tanh") return tanh(y, s);
-  if (activation == "sigmoid") return sigmoid(y, s);
-  return y;
-}
-
 // The product then its epilogue, where the epilogue cannot go into it (a bias that is not
 // [n] of the product's dtype: the Add broadcasting as ONNX's does).
 Tensor with_epilogue(const Tensor& a, const Tensor& b, const Tensor& bias,

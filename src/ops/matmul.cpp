@@ -90,7 +90,7 @@ void check_operands(const Tensor& a, const Tensor& b, const Stream& stream) {
 
 // The element functions an epilogue may end with, as the ops they are.
 using ElementFunction = Tensor (*)(const Tensor&, Stream&);
-ElementFunction activation_op(const std::string& name) {
+ElementFunction activation_op(std::string_view name) {
   static const std::pair<std::string_view, ElementFunction> known[] = {
       {"relu", relu}, {"gelu", gelu}, {"tanh", tanh}, {"sigmoid", sigmoid}, {"silu", silu}};
   static_assert(std::size(known) == std::size(ops::kGemmActivations));
@@ -145,7 +145,7 @@ Tensor apply_epilogue(Tensor out, const Tensor& bias, const std::string& activat
     return fused_elementwise(program, inputs, stream);
   }
   if (bias.defined()) out = add(out, bias, stream);
-  return activation.empty() ? out : activation_op(activation)(out, stream);
+  return activate(out, activation, stream);
 }
 
 Tensor matmul_of(const Tensor& a_in, const Tensor& b_in, Stream& stream,
@@ -271,6 +271,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, Stream& stream) {
                      [](ops::OpInputs in, Stream& s) { return matmul_of(*in[0], *in[1], s); });
 }
 
+Tensor activate(const Tensor& x, std::string_view activation, Stream& stream) {
+  if (activation.empty()) return x;
+  if (const ElementFunction function = activation_op(activation)) return function(x, stream);
+  throw Error(ErrorCode::InvalidArgument, "no activation '" + std::string(activation) + "' for " +
+                                              x.describe() +
+                                              " (relu, gelu, tanh, sigmoid, silu, or none)");
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulEpilogue& epilogue, Stream& stream) {
   check_operands(a, b, stream);
   check_epilogue(a, b, epilogue);
@@ -278,7 +286,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulEpilogue& epilogue, 
     // Recorded as the ops it is made of, each with its own backward.
     Tensor out = matmul(a, b, stream);
     if (epilogue.bias.defined()) out = add(out, epilogue.bias, stream);
-    return epilogue.activation.empty() ? out : activation_op(epilogue.activation)(out, stream);
+    return activate(out, epilogue.activation, stream);
   }
   const Tensor* operands[] = {&a, &b, &epilogue.bias};
   return ops::run_op("matmul", operands, stream, [&](ops::OpInputs in, Stream& s) {

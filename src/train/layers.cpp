@@ -35,9 +35,16 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, uint64_t se
         "bias", fan_in_uniform({out_features}, in_features, next_seed(seed, 0), stream));
 }
 
-Tensor Linear::forward(const Tensor& x, Stream& stream) {
-  const Tensor y = matmul(x, weight_->transpose(0, 1), stream);
-  return bias_ ? add(y, *bias_, stream) : y;
+Tensor Linear::forward(const Tensor& x, Stream& stream) { return forward(x, "", stream); }
+
+Tensor Linear::forward(const Tensor& x, const std::string& activation, Stream& stream) {
+  const Tensor weight_t = weight_->transpose(0, 1);
+  // A bias of another dtype than the product's (parameters cast apart) is added as an op, which
+  // promotes as add does; the epilogue takes the product's dtype only.
+  if (bias_ && bias_->dtype() != promote_types(x.dtype(), weight_->dtype())) {
+    return activate(add(matmul(x, weight_t, stream), *bias_, stream), activation, stream);
+  }
+  return matmul(x, weight_t, {bias_ ? *bias_ : Tensor(), activation}, stream);
 }
 
 Embedding::Embedding(int64_t num_embeddings, int64_t dim, uint64_t seed, Stream& stream) {

@@ -62,7 +62,7 @@ Tensor TransformerBlock::attention(const Tensor& x, Stream& s) {
 
 Tensor TransformerBlock::forward(const Tensor& x, Stream& s) {
   const Tensor h = add(x, drop1_->forward(attention(ln1_->forward(x, s), s), s), s);
-  const Tensor mlp = down_->forward(gelu(up_->forward(ln2_->forward(h, s), s), s), s);
+  const Tensor mlp = down_->forward(up_->forward(ln2_->forward(h, s), "gelu", s), s);
   return add(h, drop2_->forward(mlp, s), s);
 }
 
