@@ -4,6 +4,7 @@
 // family of parameters; bad epilogues refused by name; autograd's gradients as the ops'.
 #include <cmath>
 
+#include "gemm_desc.hpp"
 #include "op_values.hpp"
 #include "ops/portable_gemm.hpp"
 
@@ -124,12 +125,11 @@ TEST_P(MatmulEpilogueSuite, HalsGemmKernelAppliesItInEveryFamily) {
     if (dtype == DType::f16 && device().info().backend() != "opencl") {
       // The portable dialect's half is OpenCL's: f16 products elsewhere go to the device's BLAS.
       const Tensor x = zeros({1, 1}, dtype, stream);
-      GemmDesc gemm;
-      gemm.dtype = dtype;
-      gemm.m = gemm.n = gemm.k = 1;
-      gemm.a = gemm.b = gemm.c = {x.storage().impl(), 0, 1, 0, false};
       expect_error(
-          [&] { ops::portable_gemm(gemm, ops::default_gemm_params(device().info()), stream); },
+          [&] {
+            ops::portable_gemm(row_major_gemm(x, x, x), ops::default_gemm_params(device().info()),
+                               stream);
+          },
           ErrorCode::Unsupported, {"hal's GEMM kernel: f16 on " + id(), "half on OpenCL only"});
       continue;
     }
@@ -147,16 +147,8 @@ TEST_P(MatmulEpilogueSuite, HalsGemmKernelAppliesItInEveryFamily) {
       if (ops::unusable(params, device().info())) continue;
       for (const char* activation : kActivations) {
         const Tensor c = empty({m, n}, dtype, device());
-        GemmDesc gemm;
-        gemm.dtype = dtype;
-        gemm.m = m;
-        gemm.n = n;
-        gemm.k = k;
-        gemm.a = {a.storage().impl(), 0, k, 0, false};
-        gemm.b = {b.storage().impl(), 0, n, 0, false};
-        gemm.c = {c.storage().impl(), 0, n, 0, false};
         ops::portable_gemm(
-            gemm, params, stream,
+            row_major_gemm(a, b, c), params, stream,
             {bias.storage().impl(), static_cast<uint64_t>(bias.offset()), activation});
         const auto want = reference(a_host, b_host, bias_read, 1, m, k, n, true, activation);
         const auto got = numbers(c, stream);
@@ -166,14 +158,11 @@ TEST_P(MatmulEpilogueSuite, HalsGemmKernelAppliesItInEveryFamily) {
       }
     }
   }
-  GemmDesc gemm;
-  gemm.m = gemm.n = gemm.k = 1;
   const Tensor one = zeros({1, 1}, DType::f32, stream);
-  gemm.a = gemm.b = gemm.c = {one.storage().impl(), 0, 1, 0, false};
   expect_error(
       [&] {
-        ops::portable_gemm(gemm, ops::default_gemm_params(device().info()), stream,
-                           {nullptr, 0, "softplus"});
+        ops::portable_gemm(row_major_gemm(one, one, one), ops::default_gemm_params(device().info()),
+                           stream, {nullptr, 0, "softplus"});
       },
       ErrorCode::InvalidArgument, {"hal's GEMM kernel", "'softplus'", "relu, gelu"});
 }

@@ -12,6 +12,7 @@
 #include "core/declared_signature.hpp"
 #include "core/embedded_kernels.hpp"
 #include "core/kernel_arg_check.hpp"
+#include "gemm_desc.hpp"
 #include "hal/tune.hpp"
 #include "ops/candidate_search.hpp"
 #include "ops/gemm_choice.hpp"
@@ -332,14 +333,7 @@ class OpenClTuning : public ::testing::Test {
     const Tensor a = uniform({m, k}, DType::f32, 1, stream, -1, 1);
     const Tensor b = uniform(transpose_b ? Shape{n, k} : Shape{k, n}, DType::f32, 2, stream, -1, 1);
     const Tensor c = empty({m, n}, DType::f32, device_);
-    GemmDesc gemm;
-    gemm.m = m;
-    gemm.n = n;
-    gemm.k = k;
-    gemm.a = {a.storage().impl(), 0, k, 0, false};
-    gemm.b = {b.storage().impl(), 0, transpose_b ? k : n, 0, transpose_b};
-    gemm.c = {c.storage().impl(), 0, n, 0, false};
-    portable_gemm(gemm, params, stream);
+    portable_gemm(test::row_major_gemm(a, b, c, transpose_b), params, stream);
     const Tensor a_cpu = a.to(cpu, stream), b_cpu = b.to(cpu, stream);
     stream.synchronize();  // the copies land before cpu:0's stream reads them
     const std::vector<float> want =
@@ -376,14 +370,7 @@ TEST_F(OpenClTuning, ReducedPrecisionSumsInF32) {
     const Tensor a = cast(uniform({m, k}, DType::f32, 3, stream, -1, 1), dtype, stream);
     const Tensor b = cast(uniform({k, n}, DType::f32, 4, stream, -1, 1), dtype, stream);
     const Tensor c = empty({m, n}, dtype, device_);
-    GemmDesc gemm;
-    gemm.dtype = dtype;
-    gemm.m = m;
-    gemm.n = n;
-    gemm.k = k;
-    gemm.a = {a.storage().impl(), 0, k, 0, false};
-    gemm.b = {b.storage().impl(), 0, n, 0, false};
-    gemm.c = {c.storage().impl(), 0, n, 0, false};
+    const GemmDesc gemm = test::row_major_gemm(a, b, c);
     for (const char* text : {"direct 8x32 v16", "tiled 32x32x8 wg8x8 v1"}) {
       portable_gemm(gemm, *GemmParams::parse(text), stream);
       const Tensor got = cast(c, DType::f32, stream).to(cpu, stream);
