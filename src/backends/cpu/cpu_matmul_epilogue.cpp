@@ -1,10 +1,13 @@
 // Products with an epilogue on the CPU (hal::MatmulEpilogue): oneDNN's matmul with the bias as
 // its bias argument and the activation (gelu, tanh, sigmoid, silu) as an eltwise post-op,
 // applied to each block of the result while oneDNN's kernel still holds it, in one pass over
-// memory. f32, and bf16 or f16
-// where oneDNN has a kernel for them; elsewhere (no oneDNN, f64) the caller applies the
-// epilogue after the product.
+// memory. f32, and bf16 or f16 where oneDNN has a kernel for them; elsewhere (no oneDNN, f64)
+// the caller applies the epilogue after the product.
 #include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "backends/cpu/cpu_onednn.hpp"
 #include "backends/cpu/cpu_stream.hpp"
