@@ -49,6 +49,9 @@ namespace hal {
 
 // Whether ops on this thread record for autograd (on by default).
 bool grad_enabled();
+// Sets it for this thread until it is set again (torch.set_grad_enabled); the scopes below set
+// it for their lifetime.
+void set_grad_enabled(bool enabled);
 
 // Turns recording off on this thread for its scope (inference, optimizer updates); nested scopes
 // restore the outer setting.

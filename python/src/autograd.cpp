@@ -49,6 +49,17 @@ class GradScope {
   std::unique_ptr<EnableGrad> on_;
 };
 
+// hal.set_grad_enabled(mode): sets this thread's grad mode at once (a plain call), and, used as a
+// with-block, puts back the mode it found when the block ends (torch.set_grad_enabled).
+class SetGradEnabled {
+ public:
+  explicit SetGradEnabled(bool enabled) : previous_(grad_enabled()) { set_grad_enabled(enabled); }
+  void restore() const { set_grad_enabled(previous_); }
+
+ private:
+  bool previous_;
+};
+
 Stream& stream_of(py::handle stream, const Tensor& tensor, const char* call) {
   return given_or_current_stream(stream, tensor,
                                  [&] { return std::string(call) + " of " + tensor.describe(); });
@@ -181,6 +192,12 @@ void bind_grad_mode(py::module_& m) {
       "enable_grad", [] { return GradScope(true); },
       "`with hal.enable_grad():` ops record again inside a no_grad scope.");
   m.def("is_grad_enabled", &grad_enabled, "Whether ops on this thread record for backward.");
+  py::class_<SetGradEnabled>(m, "set_grad_enabled",
+                             "Sets this thread's grad mode now; as a with-block, puts the mode it "
+                             "found back when the block ends.")
+      .def(py::init<bool>(), arg("mode"))
+      .def("__enter__", [](SetGradEnabled& self) -> SetGradEnabled& { return self; })
+      .def("__exit__", [](const SetGradEnabled& self, py::args) { self.restore(); });
   m.def(
       "cross_entropy",
       [](const Tensor& logits, const Tensor& targets, int64_t ignore_index, double label_smoothing,

@@ -167,6 +167,21 @@ def test_no_grad_scopes_nest_and_decorate():
     with pytest.raises(ValueError, match="into the generator"):
         walk.throw(ValueError("into the generator"))
     assert hal.is_grad_enabled()
+    # set_grad_enabled: at once as a call, until set again; as a with-block, undone at its end.
+    hal.set_grad_enabled(False)
+    assert not hal.is_grad_enabled() and not (w * 2.0).requires_grad
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(hal.is_grad_enabled()))
+    thread.start()
+    thread.join()
+    assert seen == [True]  # per thread
+    with hal.set_grad_enabled(True):
+        assert (w * 2.0).requires_grad
+    assert not hal.is_grad_enabled()
+    hal.set_grad_enabled(True)
+    with hal.set_grad_enabled(False):
+        assert not hal.is_grad_enabled()
+    assert hal.is_grad_enabled()
     scope = hal.no_grad()
     assert isinstance(scope, hal.GradMode) and isinstance(hal.enable_grad(), hal.GradMode)
     with scope:

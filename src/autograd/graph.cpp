@@ -17,6 +17,7 @@ bool floating(DType dtype) {
 }  // namespace
 
 bool grad_enabled() { return grad_mode; }
+void set_grad_enabled(bool enabled) { grad_mode = enabled; }
 
 NoGrad::NoGrad() : previous_(grad_mode) { grad_mode = false; }
 NoGrad::~NoGrad() { grad_mode = previous_; }

@@ -53,6 +53,17 @@ TEST_F(Autograd, RecordsOnlyWhatNeedsIt) {
     EXPECT_FALSE(grad_enabled());
   }
   EXPECT_TRUE(grad_enabled());
+  // Set until set again, on this thread only; a scope inside puts back what it found.
+  set_grad_enabled(false);
+  EXPECT_FALSE(matmul(plain, w, s).requires_grad());
+  std::thread([&] { EXPECT_TRUE(grad_enabled()); }).join();
+  {
+    const EnableGrad on;
+    EXPECT_TRUE(matmul(plain, w, s).requires_grad());
+  }
+  EXPECT_FALSE(grad_enabled());
+  set_grad_enabled(true);
+  EXPECT_TRUE(matmul(plain, w, s).requires_grad());
   // No gradient flows through integers or bools.
   EXPECT_FALSE(argmax(w, {1}, false, s).requires_grad());
   EXPECT_FALSE(gt(w, plain, s).requires_grad());
