@@ -15,6 +15,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/model_graph.hpp"
@@ -32,6 +33,9 @@ struct Fusion {
 std::vector<Fusion> find_fusions(const ModelGraph& graph);
 // Those of them that fold into a product (MatMul, Gemm).
 std::vector<Fusion> find_product_fusions(const ModelGraph& graph);
+// The activation a product's `fused` ends with ("Add+Gelu", "Relu"), as hal::MatmulEpilogue
+// names it ("gelu", "relu"); "" for none.
+std::string_view fused_activation(std::string_view fused);
 
 // Applies `fusions`: each node gets `fused`, the residual as its fourth input and the last
 // absorbed node's output; the absorbed nodes go. Returns, per node of the graph as it was,

@@ -1,6 +1,7 @@
 // ONNX's matrix products and normalisations, from hal's matmul (the device's BLAS), layer_norm
 // and elementwise ops.
 #include "hal/ops.hpp"
+#include "model/fusion.hpp"
 #include "model/onnx_ops.hpp"
 
 namespace hal::model {
@@ -11,17 +12,6 @@ using Outputs = std::vector<Tensor>;
 
 Tensor constant(double value, const Tensor& like, const OpContext& ctx) {
   return full({}, value, like.dtype(), ctx.stream());
-}
-
-// The activation of a product fused at load (fusion.hpp: "Add+Gelu", "Relu"), as
-// MatmulEpilogue names it; "" for none.
-std::string fused_activation(const std::string& fused) {
-  const std::string last = fused.substr(fused.rfind('+') + 1);  // the whole when no '+'
-  if (last == "Relu") return "relu";
-  if (last == "Gelu") return "gelu";
-  if (last == "Tanh") return "tanh";
-  if (last == "Sigmoid") return "sigmoid";
-  return "";
 }
 
 // The product then its epilogue, where the epilogue cannot go into it (a bias that is not
@@ -39,7 +29,8 @@ Outputs matmul_of(const OpContext& ctx, const Inputs& in) {
   // Nodes fused in at load (fusion.hpp): a bias Add (input 2) and an activation after it.
   const std::string& fused = ctx.node().fused;
   if (fused.empty()) return {matmul(in.at(0), in.at(1), ctx.stream())};
-  return {with_epilogue(in.at(0), in.at(1), in.at(2), fused_activation(fused), ctx.stream())};
+  return {with_epilogue(in.at(0), in.at(1), in.at(2), std::string(fused_activation(fused)),
+                        ctx.stream())};
 }
 
 // alpha * A' B' + beta * C, A' and B' transposed where asked: transposed views go to the BLAS
@@ -55,7 +46,7 @@ Outputs gemm(const OpContext& ctx, const Inputs& in) {
   const double alpha = ctx.attr_float("alpha", 1.0f);
   const double beta = ctx.attr_float("beta", 1.0f);
   // An activation fused in at load (fusion.hpp) and C, where they can, in the product's epilogue.
-  const std::string activation = fused_activation(ctx.node().fused);
+  const std::string activation(fused_activation(ctx.node().fused));
   const bool has_c = given(in, 2) && beta != 0.0;
   if (alpha == 1.0 && (!has_c || beta == 1.0))
     return {with_epilogue(a, b, has_c ? in[2] : Tensor(), activation, s)};

@@ -6,6 +6,7 @@
 #include <string>
 #include <variant>
 
+#include "model/fusion.hpp"
 #include "model/onnx_dtype.hpp"
 
 namespace hal::model {
@@ -348,10 +349,11 @@ std::optional<std::vector<NodeKernel>> node_kernels(const Node& node, const Valu
   // A Conv with a Relu folded in (fusion.hpp) applies relu itself where the device lacks conv;
   // a product with a bias and an activation folded in, where its GEMM does not apply them.
   if (kernels && node.fused.find("Relu") != std::string::npos) add_unique(*kernels, {"relu"});
-  if (kernels && (node.op_type == "MatMul" || node.op_type == "Gemm"))
-    for (const auto& [fused, kernel] :
-         {std::pair{"Add", "add"}, {"Gelu", "gelu"}, {"Tanh", "tanh"}, {"Sigmoid", "sigmoid"}})
-      if (node.fused.find(fused) != std::string::npos) add_unique(*kernels, {kernel});
+  if (kernels && (node.op_type == "MatMul" || node.op_type == "Gemm")) {
+    if (node.fused.rfind("Add", 0) == 0) add_unique(*kernels, {"add"});
+    if (const std::string_view activation = fused_activation(node.fused); !activation.empty())
+      add_unique(*kernels, NodeKernel(activation.data()));
+  }
   return kernels;  // nothing: an op the planner does not know (fail closed)
 }
 

@@ -103,6 +103,15 @@ std::optional<int64_t> constant_columns(const ModelGraph& graph, const std::stri
 
 }  // namespace
 
+std::string_view fused_activation(std::string_view fused) {
+  const std::string_view last = fused.substr(fused.rfind('+') + 1);  // the whole when no '+'
+  if (last == "Relu") return "relu";
+  if (last == "Gelu") return "gelu";
+  if (last == "Tanh") return "tanh";
+  if (last == "Sigmoid") return "sigmoid";
+  return "";
+}
+
 std::vector<Fusion> find_product_fusions(const ModelGraph& graph) {
   const Uses uses(graph);
   std::vector<Fusion> fusions;

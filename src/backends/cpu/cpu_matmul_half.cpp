@@ -80,56 +80,15 @@ void widened_gemm(const GemmDesc& g, const KernelArgs& args, const ops::simd::Ke
   }
 }
 
-#if HAL_HAVE_ONEDNN
-
-using dnnl::memory;
-using onednn::engine;
-using onednn::matrices;
-
-struct Prepared {
-  dnnl::matmul::primitive_desc pd;
-  dnnl::matmul primitive;
-};
-
-// The primitive for these shapes, or null where oneDNN has none (f16 on most processors).
-std::shared_ptr<const Prepared> prepare(const GemmDesc& g) {
-  const auto type = g.dtype == DType::bf16 ? memory::data_type::bf16 : memory::data_type::f16;
-  try {
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // two streams may run it at once
-    const dnnl::matmul::desc desc(matrices(type, g.batch, g.m, g.k, g.a),
-                                  matrices(type, g.batch, g.k, g.n, g.b),
-                                  matrices(type, g.batch, g.m, g.n, g.c));
-    dnnl::matmul::primitive_desc pd(desc, attr, engine());
-    auto prepared = std::make_shared<Prepared>(Prepared{pd, dnnl::matmul(pd)});
-    return prepared;
-  } catch (const dnnl::error&) {
-    return nullptr;
-  }
-}
-
-void run(const GemmDesc& g, const Prepared& p, const KernelArgs& args) {
-  const dnnl::engine& eng = engine();
-  dnnl::stream stream(eng);
-  memory a(p.pd.src_desc(), eng, args.ptr<uint16_t>(0) + g.a.offset);
-  memory b(p.pd.weights_desc(), eng, args.ptr<uint16_t>(1) + g.b.offset);
-  memory c(p.pd.dst_desc(), eng, args.ptr<uint16_t>(2) + g.c.offset);
-  p.primitive.execute(stream, {{DNNL_ARG_SRC, a},
-                               {DNNL_ARG_WEIGHTS, b},
-                               {DNNL_ARG_DST, c},
-                               {DNNL_ARG_SCRATCHPAD, memory(p.pd.scratchpad_desc(), eng)}});
-  stream.wait();
-}
-
-#endif
-
 }  // namespace
 
 HostKernelFn half_gemm_kernel(const GemmDesc& desc) {
   const ops::simd::Kernels* simd = ops::simd::active();
 #if HAL_HAVE_ONEDNN
-  if (std::shared_ptr<const Prepared> prepared = prepare(desc))
-    return [desc, prepared](const KernelChunk& chunk) { run(desc, *prepared, chunk.args); };
+  if (std::shared_ptr<const onednn::Matmul> prepared = onednn::prepare_matmul(desc, {}))
+    return [desc, prepared](const KernelChunk& chunk) {
+      onednn::run_matmul(desc, {}, *prepared, chunk.args);
+    };
 #endif
   return [desc, simd](const KernelChunk& chunk) { widened_gemm(desc, chunk.args, simd); };
 }

@@ -2,15 +2,18 @@
 
 #if HAL_HAVE_ONEDNN
 
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
 namespace hal::cpu::onednn {
+namespace {
 
 using dnnl::memory;
 
-const dnnl::engine& engine() {
-  static const dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
-  return cpu;
-}
-
+// A batch of row-major matrices (rows x cols) with a leading dimension, stored transposed or
+// not; a batch stride of 0 broadcasts one matrix over the batch.
 memory::desc matrices(memory::data_type type, int64_t batch, int64_t rows, int64_t cols,
                       const GemmOperand& operand) {
   const int64_t count = operand.batch_stride == 0 ? 1 : batch;
@@ -24,6 +27,7 @@ memory::desc matrices(memory::data_type type, int64_t batch, int64_t rows, int64
   return memory::desc(dims, type, strides);
 }
 
+// oneDNN's type for a floating dtype of hal's (f32, bf16, f16); `undef` otherwise.
 memory::data_type data_type(DType dtype) {
   switch (dtype) {
     case DType::f32:
@@ -35,6 +39,66 @@ memory::data_type data_type(DType dtype) {
     default:
       return memory::data_type::undef;
   }
+}
+
+// oneDNN's eltwise algorithm for an activation of GemmEpilogue, with its alpha (not relu: see
+// Matmul).
+std::optional<std::pair<dnnl::algorithm, float>> eltwise(const std::string& activation) {
+  if (activation == "gelu") return std::pair{dnnl::algorithm::eltwise_gelu_erf, 0.0f};
+  if (activation == "tanh") return std::pair{dnnl::algorithm::eltwise_tanh, 0.0f};
+  if (activation == "sigmoid") return std::pair{dnnl::algorithm::eltwise_logistic, 0.0f};
+  if (activation == "silu") return std::pair{dnnl::algorithm::eltwise_swish, 1.0f};  // x*s(1x)
+  return std::nullopt;
+}
+
+}  // namespace
+
+const dnnl::engine& engine() {
+  static const dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
+  return cpu;
+}
+
+std::shared_ptr<const Matmul> prepare_matmul(const GemmDesc& g, const GemmEpilogue& e) {
+  const memory::data_type type = data_type(g.dtype);
+  if (type == memory::data_type::undef) return nullptr;
+  try {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // two streams may run it at once
+    if (!e.activation.empty()) {
+      const auto algorithm = eltwise(e.activation);
+      if (!algorithm) return nullptr;
+      dnnl::post_ops post;
+      post.append_eltwise(1.0f, algorithm->first, algorithm->second, 0.0f);
+      attr.set_post_ops(post);
+    }
+    const memory::desc a = matrices(type, g.batch, g.m, g.k, g.a);
+    const memory::desc b = matrices(type, g.batch, g.k, g.n, g.b);
+    const memory::desc c = matrices(type, g.batch, g.m, g.n, g.c);
+    const memory::desc bias({1, 1, g.n}, type, memory::format_tag::abc);
+    const dnnl::matmul::desc desc =
+        e.bias ? dnnl::matmul::desc(a, b, bias, c) : dnnl::matmul::desc(a, b, c);
+    dnnl::matmul::primitive_desc pd(desc, attr, engine());
+    return std::make_shared<Matmul>(Matmul{pd, dnnl::matmul(pd)});
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
+void run_matmul(const GemmDesc& g, const GemmEpilogue& e, const Matmul& p, const KernelArgs& args) {
+  const dnnl::engine& eng = engine();
+  dnnl::stream stream(eng);
+  const size_t element = size_of(g.dtype);
+  const auto at = [&](size_t arg, uint64_t offset) {
+    return static_cast<void*>(args.ptr<unsigned char>(arg) + offset * element);
+  };
+  std::unordered_map<int, memory> operands{
+      {DNNL_ARG_SRC, memory(p.pd.src_desc(), eng, at(0, g.a.offset))},
+      {DNNL_ARG_WEIGHTS, memory(p.pd.weights_desc(), eng, at(1, g.b.offset))},
+      {DNNL_ARG_DST, memory(p.pd.dst_desc(), eng, at(2, g.c.offset))},
+      {DNNL_ARG_SCRATCHPAD, memory(p.pd.scratchpad_desc(), eng)}};
+  if (e.bias) operands.emplace(DNNL_ARG_BIAS, memory(p.pd.bias_desc(), eng, at(3, e.bias_offset)));
+  p.primitive.execute(stream, operands);
+  stream.wait();
 }
 
 }  // namespace hal::cpu::onednn
