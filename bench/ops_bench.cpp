@@ -335,6 +335,30 @@ void hal_linear(benchmark::State& state, const std::string& activation, bool fus
   state.SetItemsProcessed(state.iterations() * 2 * 2048 * 2048 * 64);
 }
 
+// An embedding's gradient, 4 096 positions (indices i * 7919 mod 8 000: most distinct) into
+// 8 000 rows of 64: the op table's kernel against the one-hot product that devices without it
+// run (and that OpenCL, CUDA and Vulkan ran before theirs), [4 096, 8 000] ones-and-zeros
+// times the gradient.
+void embedding_backward_rows(benchmark::State& state, bool one_hot) {
+  constexpr int64_t kPositions = 4096, kRows = 8000, kDim = 64;
+  Stream& stream = operands(g_device).stream;
+  std::vector<int64_t> picks(kPositions);
+  for (int64_t i = 0; i < kPositions; ++i) picks[i] = i * 7919 % kRows;
+  const Tensor indices = from_vector(picks, {kPositions}, stream);
+  const Tensor grad = uniform({kPositions, kDim}, DType::f32, 14, stream, -1, 1);
+  stream.synchronize();
+  for (auto _ : state) {
+    const Tensor rows = one_hot ? matmul(cast(eq(indices.reshape({kPositions, 1}),
+                                                 arange(kRows, DType::i64, stream), stream),
+                                              DType::f32, stream)
+                                             .transpose(0, 1),
+                                         grad, stream)
+                                : embedding_backward(grad, indices, kRows, stream);
+    stream.synchronize();
+  }
+  state.SetItemsProcessed(state.iterations() * kPositions * kDim);
+}
+
 void hal_add_tiny(benchmark::State& state) {
   Operands& o = operands(g_device);
   for (auto _ : state) {
@@ -396,6 +420,8 @@ void register_benchmarks(bool compare_with_cpu, bool portable) {
           register_guarded("hal_linear_" + activation + "_unfused", hal_linear, activation, false));
     }
   }
+  configure(register_guarded("hal_embedding_backward", embedding_backward_rows, false));
+  configure(register_guarded("one_hot_embedding_backward", embedding_backward_rows, true));
   if (compare_with_cpu) {
     configure(register_guarded("cpu_add_f32_16m", hal_add_16m, cpu));
     for (int64_t n : {1024, 2048})
@@ -474,6 +500,8 @@ std::vector<Comparison> comparisons(bool compare_with_cpu, bool portable) {
       out.push_back({"linear_" + activation + "_2048x2048x64_fused_vs_unfused",
                      "hal_linear_" + activation + "_fused", "hal_linear_" + activation + "_unfused",
                      ""});
+  out.push_back({"embedding_backward_4096x8000x64_vs_one_hot", "hal_embedding_backward",
+                 "one_hot_embedding_backward", ""});
   if (compare_with_cpu) {
     out.push_back({"add_f32_16m_vs_cpu", "hal_add_f32_16m", "cpu_add_f32_16m", ""});
     out.push_back({"matmul_f32_1024_vs_cpu", "hal_matmul_f32/1024", "cpu_matmul_f32/1024", ""});

@@ -51,6 +51,12 @@ void concat_reference(const Device& d) {
   });
 }
 
+std::string listed_values(const std::vector<double>& values) {
+  std::string text;
+  for (double v : values) text += std::to_string(v) + " ";
+  return text;
+}
+
 void embedding_reference(const Device& d) {
   Stream s = d.create_stream();
   for_listed(d, {"embedding", "embedding_backward"}, kFloats, [&](DType dtype) {
@@ -79,10 +85,49 @@ void embedding_reference(const Device& d) {
     const Tensor table = make({1, 2, inf, 4, NAN, 6, 7, -inf}, {4, 2}, dtype, s);
     const std::vector<double> got =
         numbers(embedding(table, make({0, 3, 0}, {3}, DType::i64, s), s), s);
-    std::string text;
-    for (double v : got) text += std::to_string(v) + " ";
     check(got == std::vector<double>{1, 2, 7, -inf, 1, 2},
-          "embedding of rows 0, 3, 0 beside rows of inf and NaN: " + text);
+          "embedding of rows 0, 3, 0 beside rows of inf and NaN: " + listed_values(got));
+  });
+}
+
+// The backward's sums where indices repeat many times and out of order, where one index takes
+// every position (a chain longer than lavapipe's 65535 loop rounds), and beside gradient rows
+// of inf and NaN, which stay in their own rows (the one-hot product made other rows NaN).
+void embedding_backward_sums(const Device& d) {
+  Stream s = d.create_stream();
+  for_listed(d, {"embedding_backward"}, kFloats, [&](DType dtype) {
+    constexpr int kPositions = 300, kRows = 19, kDim = 4;  // rows 17 and 18 never picked
+    std::vector<double> picks;
+    for (int i = 0; i < kPositions; ++i) picks.push_back((i * 7 + i / 5) % 17);
+    const auto g = inputs(kPositions * kDim, dtype, 6);
+    std::vector<double> sums(kRows * kDim, 0.0);
+    for (int i = 0; i < kPositions; ++i)
+      for (int c = 0; c < kDim; ++c)
+        sums[static_cast<size_t>(picks[i]) * kDim + c] += g[i * kDim + c];
+    for (DType index : {DType::i32, DType::i64})
+      check_close(numbers(embedding_backward(make(g, {kPositions, kDim}, dtype, s),
+                                             make(picks, {kPositions}, index, s), kRows, s),
+                          s),
+                  sums, dtype, "embedding_backward of 300 positions over 17 rows");
+
+    constexpr int kLong = 70000;
+    const std::vector<double> got = numbers(
+        embedding_backward(full({kLong, 2}, 0.5, dtype, s), full({kLong}, 2, DType::i64, s), 3, s),
+        s);
+    check(got == std::vector<double>{0, 0, 0, 0, kLong / 2, kLong / 2},
+          "embedding_backward of 70000 positions of index 2 into 3 rows: " + listed_values(got));
+
+    const double inf = INFINITY;
+    const std::vector<double> rows =
+        numbers(embedding_backward(make({1, 2, inf, 4, NAN, 6, 7, -inf}, {4, 2}, dtype, s),
+                                   make({0, 3, 3, 1}, {4}, DType::i64, s), 5, s),
+                s);
+    const std::vector<double> want{1, 2, 7, -inf, 0, 0, NAN, 10, 0, 0};
+    bool same = rows.size() == want.size();
+    for (size_t i = 0; same && i < want.size(); ++i)
+      same = std::isnan(want[i]) ? std::isnan(rows[i]) : rows[i] == want[i];
+    check(same, "embedding_backward of rows holding inf and NaN into rows 0, 3, 3, 1: " +
+                    listed_values(rows));
   });
 }
 
@@ -349,6 +394,7 @@ void layer_errors(const Device& d) {
 void add_op_layer_cases(Cases& cases) {
   cases.push_back({"op.layers.concat", concat_reference});
   cases.push_back({"op.layers.embedding", embedding_reference});
+  cases.push_back({"op.layers.embedding_backward_sums", embedding_backward_sums});
   cases.push_back({"op.layers.cross_entropy", cross_entropy_reference});
   cases.push_back({"op.layers.cross_entropy_f16", cross_entropy_in_half});
   cases.push_back({"op.layers.dropout", dropout_reference});

@@ -117,6 +117,11 @@ void portable_where(const Tensor& cond, const Tensor& a, const Tensor& b, const 
 // outside the table gives a row of zeros.
 void portable_embedding(const Tensor& table, const Tensor& indices, const Tensor& out,
                         Stream& stream);
+// embedding_backward's rows added (a contiguous [n, dim] gradient, contiguous indices, out
+// [rows, dim]; f32 or f64): each row the sum of its positions' gradient rows in their order,
+// an index outside the table adding nothing.
+void portable_embedding_backward(const Tensor& grad, const Tensor& indices, const Tensor& out,
+                                 Stream& stream);
 // kernels/ops/cast.kernel.
 void portable_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                    Stream& stream);

@@ -1,5 +1,6 @@
-// embedding and embedding_backward: the definitions, the CPU's host kernels (gather rows, add
-// rows), and elsewhere the same as products with a one-hot matrix of the indices.
+// embedding and embedding_backward: the definitions, run by the op table's kernels (rows
+// gathered, rows added: the CPU's host kernels, the portable kernels, Vulkan's shaders), and
+// on devices without them as products with a one-hot matrix of the indices.
 #include "autograd/record.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"

@@ -194,6 +194,8 @@ class Registry {
     add({"cast"}, {"Vulkan shaders", vulkan_backend, kVulkanWhere, listed, 0, &vulkan_cast});
     add({"embedding"},
         {"Vulkan shaders", vulkan_backend, kVulkanFloating, listed, 0, &vulkan_embedding});
+    add({"embedding_backward"},
+        {"Vulkan shaders", vulkan_backend, kFloat, listed, 0, &vulkan_embedding_backward});
     add(kFloatFunctions, {"Vulkan shaders", vulkan_backend, kVulkanHalf, listed, 0, &vulkan_unary});
     add(kKernelFloatFunctions,
         {"Vulkan shaders", vulkan_backend, kVulkanHalf, listed, 0, &vulkan_unary});
@@ -239,6 +241,10 @@ class Registry {
         {"portable kernels", portable_device, kFloating, fp64_if_listed, 0, &portable_embedding});
     add({"embedding_backward"},
         {"host kernels", host_device, kFloat, nullptr, 0, &host_embedding_backward});
+    // Rows added along chains of equal indices (kernels/ops/embedding.kernel): the one-hot
+    // product took n x rows memory, and an infinity in one gradient row made others NaN.
+    add({"embedding_backward"}, {"portable kernels", portable_device, kFloat, fp64_if_listed, 0,
+                                 &portable_embedding_backward});
     add({"cross_entropy"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_cross_entropy});
     add({"cross_entropy_backward"},
         {"host kernels", host_device, kFloat, nullptr, 0, &host_cross_entropy_backward});

@@ -90,6 +90,11 @@ std::vector<std::string> where_defines(size_t element_size) {
   return {"WHERE", "VALUE_T=" + std::string(kBySize[element_size])};
 }
 
+std::vector<std::string> embedding_defines(DType dtype) {
+  if (dtype == DType::f64) return {"VALUE_T=double", "T_F64"};
+  return {"VALUE_T=float"};
+}
+
 std::vector<std::string> cast_defines(DType from, DType to) {
   std::vector<std::string> out{"IN_T=" + std::string(kernel_type(from)),
                                "OUT_T=" + std::string(kernel_type(to))};

@@ -18,6 +18,8 @@ std::vector<std::string> where_defines(size_t element_size);  // 1, 2, 4 or 8
 // generated for the program and the layout's rank, appended to them (portable_fused.cpp).
 std::vector<std::string> fused_defines(DType dtype);
 std::string fused_kernel_source(const FusedProgram& program, size_t rank);
+// kernels/ops/embedding.kernel's embedding_add_rows in `dtype` (f32 or f64; its links take none).
+std::vector<std::string> embedding_defines(DType dtype);
 // kernels/ops/cast.kernel
 std::vector<std::string> cast_defines(DType from, DType to);
 // kernels/ops/reduce.kernel; group is the work-group size, a power of two.

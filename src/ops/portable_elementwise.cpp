@@ -92,17 +92,4 @@ void portable_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1
   stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(layout.count)), args);
 }
 
-void portable_embedding(const Tensor& table, const Tensor& indices, const Tensor& out,
-                        Stream& stream) {
-  // One index type for the kernel: i32 indices widened first (a copy of the indices alone).
-  const Tensor wide =
-      indices.dtype() == DType::i64 ? indices : cast_of(indices, DType::i64, stream);
-  const Kernel kernel = compile(table.device(), "gather_rows", where_defines(table.element_size()));
-  const auto n = static_cast<uint64_t>(out.numel());
-  stream.launch(kernel, LaunchConfig::linear(n),
-                {out.storage(), wide.storage(), table.storage(),
-                 static_cast<uint64_t>(wide.offset()), static_cast<uint64_t>(table.offset()),
-                 static_cast<uint64_t>(table.size(1)), static_cast<uint64_t>(table.size(0)), n});
-}
-
 }  // namespace hal::ops

@@ -12,6 +12,7 @@
 #include "backends/vulkan/vulkan_shaders.hpp"
 #include "core/device_core.hpp"
 #include "hal/error.hpp"
+#include "ops/op_checks.hpp"
 #include "tensor/extent.hpp"
 
 namespace hal::ops {
@@ -214,6 +215,37 @@ void vulkan_embedding(const Tensor& table, const Tensor& indices, const Tensor& 
        index32(indices.offset(), "embedding", indices), index32(table.offset(), "embedding", table),
        index32(table.size(1), "embedding", table), index32(table.size(0), "embedding", table),
        index32(out.numel(), "embedding", out)});
+}
+
+void vulkan_embedding_backward(const Tensor& grad, const Tensor& indices, const Tensor& out,
+                               Stream& stream) {
+  const std::string_view op = "embedding_backward";
+  for (const Tensor* t : {&grad, &indices, &out}) check_binding(op, *t);
+  const int64_t n = indices.numel();
+  // The links are 32-bit ints holding -1 - next at a later position, and rows compare as I.
+  constexpr int64_t kMostPositions = std::numeric_limits<int32_t>::max();
+  if (n > kMostPositions || out.size(0) > kMostPositions)
+    throw Error(ErrorCode::Unsupported,
+                std::string(op) + " of " + grad.describe() + " into " + out.describe() +
+                    ": the Vulkan shaders take at most 2^31 - 1 indices and rows");
+  // Every argument first: nothing is enqueued for what a shader cannot index.
+  const uint32_t count = index32(n, op, indices), at = index32(indices.offset(), op, indices);
+  const std::vector<KernelArg> sizes{
+      index32(out.offset(), op, out), index32(grad.offset(), op, grad), at,
+      index32(out.size(1), op, out),  index32(out.size(0), op, out),    count};
+  index32(grad.numel(), op, grad);
+  const std::string index = indices.dtype() == DType::i64 ? "_i64" : "_i32";
+  const Kernel links_kernel = shader_kernel(grad.device(), "embedding_links" + index, {});
+  const Kernel rows_kernel = shader_kernel(
+      grad.device(), "embedding_add_rows_" + std::string(dtype_name(grad.dtype())) + index, {});
+  const Tensor links = empty_beside(indices, {n}, DType::i32);
+  stream.fill(out.storage(), uint8_t{0}, static_cast<size_t>(out.numel()) * out.element_size(),
+              static_cast<size_t>(out.offset()) * out.element_size());
+  stream.launch(links_kernel, LaunchConfig::linear(static_cast<uint64_t>(n)),
+                {links.storage(), indices.storage(), at, count});
+  std::vector<KernelArg> args{out.storage(), grad.storage(), indices.storage(), links.storage()};
+  args.insert(args.end(), sizes.begin(), sizes.end());
+  stream.launch(rows_kernel, LaunchConfig::linear(static_cast<uint64_t>(grad.numel())), args);
 }
 
 void vulkan_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,

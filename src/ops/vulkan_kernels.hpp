@@ -21,6 +21,10 @@ void vulkan_unary(Unary op, const Tensor& x, const Tensor& out, const Elementwis
 // index outside the table gives a row of zeros.
 void vulkan_embedding(const Tensor& table, const Tensor& indices, const Tensor& out,
                       Stream& stream);
+// embedding_backward's rows added (kernels/vulkan/embedding_*.comp): f32 or f64, contiguous
+// gradient and indices; an index outside the table adds nothing.
+void vulkan_embedding_backward(const Tensor& grad, const Tensor& indices, const Tensor& out,
+                               Stream& stream);
 void vulkan_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
                   const ElementwiseLayout<3>& layout, Stream& stream);
 // Between f32, f64, f16, i32, i64, i8, u8 and bool.

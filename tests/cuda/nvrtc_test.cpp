@@ -128,6 +128,10 @@ TEST(Nvrtc, TheLibrarysKernelsCompile) {
     all.push_back({"ops/elementwise", "where_strided", with_dashes(ops::where_defines(size))});
   for (size_t size : {2, 4, 8})  // embedding's rows of f16/bf16, f32 and f64
     all.push_back({"ops/elementwise", "gather_rows", with_dashes(ops::where_defines(size))});
+  all.push_back({"ops/embedding", "embedding_links", {}});  // embedding_backward's two passes
+  for (DType dtype : {DType::f32, DType::f64})
+    all.push_back(
+        {"ops/embedding", "embedding_add_rows", with_dashes(ops::embedding_defines(dtype))});
   for (DType from : kAllDTypes)
     for (DType to : kAllDTypes)
       all.push_back({"ops/cast", "cast_strided", with_dashes(ops::cast_defines(from, to))});
