@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../../tools/hal/agreement.hpp"  // header-only: the argmax hal eval scores with
+#include "../model/model_builder.hpp"
 #include "hal/model.hpp"
 #include "hal/npy.hpp"
 #include "hal/ops.hpp"
@@ -188,6 +189,37 @@ TEST_F(EvalCli, CountsAccuracyAgainstLabels) {
   EXPECT_DOUBLE_EQ(
       r["reference"]["accuracy"].get<double>(),
       static_cast<double>(labels.size() - changed) / static_cast<double>(labels.size()));
+}
+
+// A model that outputs class indices itself (ArgMax at its end): labels of the output's own
+// shape score it position by position.
+TEST_F(EvalCli, CountsAccuracyOfAModelThatOutputsClassIndices) {
+  hal::test::ModelBuilder builder;
+  builder.input("x", onnx::TensorProto::FLOAT, {"N", "16", "64"})
+      .output("label", onnx::TensorProto::INT64, {"N", "16"});
+  auto& argmax = builder.node("ArgMax", {"x"}, {"label"});
+  hal::test::ModelBuilder::set_int(argmax, "axis", -1);
+  hal::test::ModelBuilder::set_int(argmax, "keepdims", 0);
+  const std::string model = path("argmax.onnx");
+  std::ofstream(model, std::ios::binary) << builder.bytes();
+
+  std::vector<int64_t> labels;
+  for (const char* file : {"data/a.npy", "data/b.npy", "data/c.npy"})
+    for (int64_t label : hal::argmax(read(file), {-1}, false, stream_).to_vector<int64_t>(stream_))
+      labels.push_back(label);
+  size_t changed = 0;
+  for (size_t i = 0; i < labels.size(); i += 7, ++changed) labels[i] = (labels[i] + 1) % 64;
+  fs::create_directories(directory_ / "labels");
+  hal::write_npy(directory_ / "labels" / "y.npy", hal::from_vector(labels, {11, 16}, stream_),
+                 stream_);
+  const nlohmann::json r = report_of(
+      hal::test::run_shell("(" + hal::test::child_sanitizer_options() + HAL_CLI_PATH " eval " +
+                           model + " --data " + path("data") + " --devices " + three_devices() +
+                           " --batch 4 --json --reference " + path("labels") + " 2>/dev/null)"));
+  EXPECT_EQ(r["outputs"][0]["shape"], nlohmann::json({11, 16}));
+  EXPECT_EQ(r["reference"]["kind"], "labels");
+  EXPECT_EQ(r["reference"]["positions"], labels.size());
+  EXPECT_EQ(r["reference"]["correct"], labels.size() - changed);
 }
 
 TEST_F(EvalCli, PrintsATable) {

@@ -24,6 +24,14 @@ bool integer(DType dtype) {
   return dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i32 || dtype == DType::i64;
 }
 
+nlohmann::ordered_json labels_score(size_t positions, size_t right) {
+  return {
+      {"kind", "labels"},
+      {"positions", positions},
+      {"correct", right},
+      {"accuracy", positions ? static_cast<double>(right) / static_cast<double>(positions) : 0.0}};
+}
+
 }  // namespace
 
 NpyDirectory scan_npy_directory(const std::string& directory, const char* option) {
@@ -99,6 +107,16 @@ nlohmann::ordered_json score_against(const Tensor& output, const Tensor& referen
                                      Stream& stream) {
   const Shape& shape = output.shape();
   if (shape.empty()) throw Error(ErrorCode::InvalidArgument, "--reference: the output is a scalar");
+  // A model that outputs class indices itself (an ArgMax at its end): integer labels of the
+  // same shape score it position by position.
+  if (integer(output.dtype()) && integer(reference.dtype()) && reference.shape() == shape) {
+    const std::vector<int64_t> got = cast(output, DType::i64, stream).to_vector<int64_t>(stream);
+    const std::vector<int64_t> labels =
+        cast(reference, DType::i64, stream).to_vector<int64_t>(stream);
+    size_t right = 0;
+    for (size_t p = 0; p < got.size(); ++p) right += got[p] == labels[p] ? 1 : 0;
+    return labels_score(got.size(), right);
+  }
   const Shape without_last(shape.begin(), shape.end() - 1);
   const int64_t classes = shape.back();
   const std::vector<float> out = cast(output, DType::f32, stream).to_vector<float>(stream);
@@ -114,11 +132,7 @@ nlohmann::ordered_json score_against(const Tensor& output, const Tensor& referen
     size_t right = 0;
     for (size_t p = 0; p < positions; ++p)
       right += static_cast<int64_t>(row_argmax(row_of(out, p))) == labels[p] ? 1 : 0;
-    return {{"kind", "labels"},
-            {"positions", positions},
-            {"correct", right},
-            {"accuracy",
-             positions ? static_cast<double>(right) / static_cast<double>(positions) : 0.0}};
+    return labels_score(positions, right);
   }
   if (reference.shape() != shape)
     throw Error(ErrorCode::InvalidArgument,
