@@ -90,9 +90,9 @@ void embedding_reference(const Device& d) {
   });
 }
 
-// The backward's sums where indices repeat many times and out of order, where one index takes
-// every position (a chain longer than lavapipe's 65535 loop rounds), and beside gradient rows
-// of inf and NaN, which stay in their own rows (the one-hot product made other rows NaN).
+// The backward's sums where indices repeat many times and out of order, over chains and gaps
+// longer than one Vulkan shader's loops reach on lavapipe, and beside gradient rows of inf and
+// NaN, which stay in their own rows (the one-hot product made other rows NaN).
 void embedding_backward_sums(const Device& d) {
   Stream s = d.create_stream();
   for_listed(d, {"embedding_backward"}, kFloats, [&](DType dtype) {
@@ -110,12 +110,22 @@ void embedding_backward_sums(const Device& d) {
                           s),
                   sums, dtype, "embedding_backward of 300 positions over 17 rows");
 
-    constexpr int kLong = 70000;
-    const std::vector<double> got = numbers(
-        embedding_backward(full({kLong, 2}, 0.5, dtype, s), full({kLong}, 2, DType::i64, s), 3, s),
-        s);
-    check(got == std::vector<double>{0, 0, 0, 0, kLong / 2, kLong / 2},
-          "embedding_backward of 70000 positions of index 2 into 3 rows: " + listed_values(got));
+    // Index 1 at every position but the first and the last, which hold index 0: a chain of
+    // over 2^21 positions and a pair 2^21 apart, past what lavapipe's 65535 loop rounds of 32
+    // steps reach in one shader (the Vulkan passes run over chunks of positions).
+    constexpr int64_t kLong = (int64_t{1} << 21) + 100000;
+    std::vector<double> far(kLong, 1.0), steps(kLong, 0.25);
+    far.front() = far.back() = 0;
+    steps.front() = 1;
+    steps.back() = 2;
+    const std::vector<double> got =
+        numbers(embedding_backward(make(steps, {kLong, 1}, dtype, s),
+                                   make(far, {kLong}, DType::i64, s), 3, s),
+                s);
+    check(got == std::vector<double>{3, 0.25 * (kLong - 2), 0},
+          "embedding_backward of 2197152 positions (index 0 first and last, 1 between) into 3 "
+          "rows: " +
+              listed_values(got));
 
     const double inf = INFINITY;
     const std::vector<double> rows =

@@ -1,7 +1,9 @@
 // embedding_backward's rows (kernels/ops/embedding.kernel says how the two passes work): item
 // (i, c) of each head walks its chain of equal indices, adding column c of their gradient rows
-// in order, and writes its row's column c; an index outside [0, rows) adds nothing. The walk
-// takes HAL_UNROLL steps a round (common.glsl: lavapipe's 65535 rounds a shader).
+// in order to its row's column c; an index outside [0, rows) adds nothing. The host runs the
+// passes over chunks of positions, each adding to what the chunks before it left (the zeros
+// filled first, then their sums): the CPU's order still. The walk takes HAL_UNROLL steps a
+// round (common.glsl: lavapipe's 65535 rounds a shader), so a chunk is at most 2^20 positions.
 // hal-variant embedding_add_rows_f32_i32 -DT=float -DBYTES=4 -DI=int -DI_BYTES=4
 // hal-variant embedding_add_rows_f32_i64 -DT=float -DBYTES=4 -DI=int64_t -DI_BYTES=8
 // hal-variant embedding_add_rows_f64_i32 -DT=double -DBYTES=8 -DI=int -DI_BYTES=4
@@ -11,7 +13,7 @@
 #include "types.glsl"
 #include "common.glsl"
 
-layout(set = 0, binding = 0) writeonly buffer Out { T out_[]; };
+layout(set = 0, binding = 0) buffer Out { T out_[]; };
 layout(set = 0, binding = 1) readonly buffer Grad { T grad_[]; };
 layout(set = 0, binding = 2) readonly buffer Indices { I indices_[]; };
 layout(set = 0, binding = 3) readonly buffer Links { int links_[]; };
@@ -30,7 +32,8 @@ void main() {
   const I row = indices_[args.buffer_offset[2] / I_BYTES + args.offset_indices + i];
   if (link < 0 || row < I(0) || row >= I(args.rows)) return;
   const uint column = args.buffer_offset[1] / BYTES + args.offset_grad + c;
-  T sum = T(0);  // 0 + g as the CPU starts: -0 becomes +0 there too
+  const uint at = args.buffer_offset[0] / BYTES + args.offset_out + uint(row) * dim + c;
+  T sum = out_[at];  // +0 at first (as the CPU starts: 0 + g makes -0 +0), then a partial sum
   sum += grad_[column + i * dim];
   uint j = uint(link);
   for (uint round = 0u; round < hal_rounds(n, 1u) && j < n; ++round) {
@@ -41,5 +44,5 @@ void main() {
       }
     }
   }
-  out_[args.buffer_offset[0] / BYTES + args.offset_out + uint(row) * dim + c] = sum;
+  out_[at] = sum;
 }

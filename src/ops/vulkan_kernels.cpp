@@ -229,23 +229,29 @@ void vulkan_embedding_backward(const Tensor& grad, const Tensor& indices, const 
                 std::string(op) + " of " + grad.describe() + " into " + out.describe() +
                     ": the Vulkan shaders take at most 2^31 - 1 indices and rows");
   // Every argument first: nothing is enqueued for what a shader cannot index.
-  const uint32_t count = index32(n, op, indices), at = index32(indices.offset(), op, indices);
-  const std::vector<KernelArg> sizes{
-      index32(out.offset(), op, out), index32(grad.offset(), op, grad), at,
-      index32(out.size(1), op, out),  index32(out.size(0), op, out),    count};
-  index32(grad.numel(), op, grad);
+  const uint32_t dim = index32(out.size(1), op, out), rows = index32(out.size(0), op, out);
+  const uint32_t out_at = index32(out.offset(), op, out);
+  index32(indices.offset() + n, op, indices);
+  index32(grad.offset() + grad.numel(), op, grad);
   const std::string index = indices.dtype() == DType::i64 ? "_i64" : "_i32";
   const Kernel links_kernel = shader_kernel(grad.device(), "embedding_links" + index, {});
   const Kernel rows_kernel = shader_kernel(
       grad.device(), "embedding_add_rows_" + std::string(dtype_name(grad.dtype())) + index, {});
-  const Tensor links = empty_beside(indices, {n}, DType::i32);
+  // Chunks of positions whose scans and walks stay under lavapipe's 65535 loop rounds (2^15 + 2
+  // rounds of HAL_UNROLL); each chunk adds to the sums of those before it, in order.
+  constexpr int64_t kChunk = int64_t{1} << 20;
+  const Tensor links = empty_beside(indices, {std::min(n, kChunk)}, DType::i32);
   stream.fill(out.storage(), uint8_t{0}, static_cast<size_t>(out.numel()) * out.element_size(),
               static_cast<size_t>(out.offset()) * out.element_size());
-  stream.launch(links_kernel, LaunchConfig::linear(static_cast<uint64_t>(n)),
-                {links.storage(), indices.storage(), at, count});
-  std::vector<KernelArg> args{out.storage(), grad.storage(), indices.storage(), links.storage()};
-  args.insert(args.end(), sizes.begin(), sizes.end());
-  stream.launch(rows_kernel, LaunchConfig::linear(static_cast<uint64_t>(grad.numel())), args);
+  for (int64_t first = 0; first < n; first += kChunk) {
+    const auto count = static_cast<uint32_t>(std::min(kChunk, n - first));
+    const auto at = static_cast<uint32_t>(indices.offset() + first);
+    stream.launch(links_kernel, LaunchConfig::linear(count),
+                  {links.storage(), indices.storage(), at, count});
+    stream.launch(rows_kernel, LaunchConfig::linear(uint64_t{count} * dim),
+                  {out.storage(), grad.storage(), indices.storage(), links.storage(), out_at,
+                   static_cast<uint32_t>(grad.offset() + first * dim), at, dim, rows, count});
+  }
 }
 
 void vulkan_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
