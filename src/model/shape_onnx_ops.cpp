@@ -163,9 +163,20 @@ Outputs slice(const OpContext& ctx, const Inputs& in) {
   for (size_t i = 0; i < starts.size(); ++i) {
     const int64_t axis = ctx.axis(axes[i], x.dim());
     const int64_t size = x.size(axis);
-    if (steps[i] <= 0) {
-      if (steps[i] == 0) ctx.invalid("a step of 0");
-      ctx.unsupported("negative steps (reversing slices)");
+    if (steps[i] == 0) ctx.invalid("a step of 0");
+    if (steps[i] < 0) {
+      // Backwards from start to just after end, clamped as ONNX says: start to [0, size - 1],
+      // end to [-1, size - 1]. Tensors have no negative strides: the rows are picked in turn.
+      std::vector<int64_t> picks;
+      if (size > 0) {
+        const int64_t start =
+            std::clamp<int64_t>(starts[i] < 0 ? starts[i] + size : starts[i], 0, size - 1);
+        const int64_t end =
+            std::clamp<int64_t>(ends[i] < 0 ? ends[i] + size : ends[i], -1, size - 1);
+        for (int64_t at = start; at > end; at += steps[i]) picks.push_back(at);
+      }
+      view = picks.empty() ? view.slice(axis, 0, 0) : take(ctx, view, axis, picks);
+      continue;
     }
     auto clamp = [&](int64_t index) {
       if (index < 0) index += size;

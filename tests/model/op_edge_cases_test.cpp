@@ -3,7 +3,7 @@
 // infinities and Mod's fmod of floats, each against the values ONNX's reference gives; Range
 // counted in its type, Softplus of very negative inputs, Sign of NaN and reductions over no
 // elements; TopK's smallest with NaN, Shrink of integers, BatchNormalization's mixed types and a
-// Conv's legacy broadcasting Add.
+// Conv's legacy broadcasting Add; Slice with negative steps and Pow of integers.
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -502,6 +502,61 @@ TEST(OpEdgeCases, PadKeepsAnInt64ConstantExact) {
   EXPECT_EQ(pad({1, 1}), (std::vector<int64_t>{odd, 7, 8, 9, odd}));
   EXPECT_EQ(pad({-1, 2}), (std::vector<int64_t>{8, 9, odd, odd}));  // a negative pad crops
   EXPECT_EQ(pad({0, -2}), (std::vector<int64_t>{7}));
+}
+
+// Slice with negative steps walks backwards, starts clamped to [0, size - 1] and ends to
+// [-1, size - 1] (ONNX's rule; the values are NumPy's x[start:end:step]); and Pow of integers.
+TEST(OpEdgeCases, SliceWithNegativeStepsReversesAsNumPyDoes) {
+  Stream stream = device("cpu:0").create_stream();
+  const Model model = one_node(13, "Slice",
+                               {{"x", TensorProto::INT64, 2},
+                                {"starts", TensorProto::INT64, 1},
+                                {"ends", TensorProto::INT64, 1},
+                                {"axes", TensorProto::INT64, 1},
+                                {"steps", TensorProto::INT64, 1}},
+                               {{"y", TensorProto::INT64, 2}});
+  std::vector<int64_t> x(3 * 5);
+  std::iota(x.begin(), x.end(), 0);  // [[0..4], [5..9], [10..14]]
+  const auto slice = [&](std::vector<int64_t> starts, std::vector<int64_t> ends,
+                         std::vector<int64_t> axes, std::vector<int64_t> steps) {
+    const auto n = static_cast<int64_t>(starts.size());
+    const auto out = model.run({{"x", from_vector(x, {3, 5}, stream)},
+                                {"starts", from_vector(starts, {n}, stream)},
+                                {"ends", from_vector(ends, {n}, stream)},
+                                {"axes", from_vector(axes, {n}, stream)},
+                                {"steps", from_vector(steps, {n}, stream)}},
+                               stream);
+    const Tensor& y = out.at("y");
+    return std::pair{y.shape(), y.to_vector<int64_t>(stream)};
+  };
+  constexpr int64_t kLowest = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kHighest = std::numeric_limits<int64_t>::max();
+  // x[:, ::-1] (torch.flip's export): from the last column to before the first.
+  EXPECT_EQ(slice({-1}, {kLowest}, {1}, {-1}),
+            std::pair(Shape{3, 5},
+                      std::vector<int64_t>{4, 3, 2, 1, 0, 9, 8, 7, 6, 5, 14, 13, 12, 11, 10}));
+  // x[::-2, 3:0:-2]: rows 2, 0 and columns 3, 1; a start past the end is clamped to the last.
+  EXPECT_EQ(slice({kHighest, 3}, {kLowest, 0}, {0, 1}, {-2, -2}),
+            std::pair(Shape{2, 2}, std::vector<int64_t>{13, 11, 3, 1}));
+  // x[1:1:-1] and x[0:-1:-1] pick nothing (-1 is the last element, after start 0).
+  EXPECT_EQ(slice({1}, {1}, {0}, {-1}).first, (Shape{0, 5}));
+  EXPECT_EQ(slice({0}, {-1}, {0}, {-1}).first, (Shape{0, 5}));
+  // A negative start counts from the end: x[1, -2:-5:-1].
+  EXPECT_EQ(slice({1, -2}, {2, -5}, {0, 1}, {1, -1}),
+            std::pair(Shape{1, 3}, std::vector<int64_t>{8, 7, 6}));
+}
+
+TEST(OpEdgeCases, PowOfIntegersIsExactAndTruncatesNegativePowers) {
+  Stream stream = device("cpu:0").create_stream();
+  const Model model =
+      one_node(15, "Pow", {{"x", TensorProto::INT64, 1}, {"y", TensorProto::INT64, 1}},
+               {{"z", TensorProto::INT64, 1}});
+  const auto out = model.run({{"x", from_vector<int64_t>({3, -2, 2, 2, 7, 1}, {6}, stream)},
+                              {"y", from_vector<int64_t>({4, 3, 52, -1, 0, -3}, {6}, stream)}},
+                             stream);
+  // 2^52 exactly; 2^-1 = 0.5 truncates to 0 (ONNX Runtime's std::pow of doubles); 1^-3 is 1.
+  EXPECT_EQ(out.at("z").to_vector<int64_t>(stream),
+            (std::vector<int64_t>{81, -8, int64_t{1} << 52, 0, 1, 1}));
 }
 
 // Split-1 takes `split` as an optional second input too (of T by its schema; int64 as models
