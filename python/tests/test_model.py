@@ -138,3 +138,38 @@ def test_an_initializer_named_as_an_input_is_a_default_a_run_may_replace(cpu):
     [y] = model.run({"x": x, "w": np.array([0.5, 0.5, 0.5])}, device=cpu).values()
     assert y.dtype == hal.f32
     np.testing.assert_array_equal(y.numpy(), x + 0.5)
+
+
+@pytest.fixture(scope="module")
+def onnx():
+    return pytest.importorskip("onnx", reason="ONNX is not installed (Debian: python3-onnx)")
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_grid_sample_samples_as_pytorch_does(onnx, torch, device, mode, rng):
+    """GridSample against torch.nn.functional.grid_sample (whose semantics ONNX took), every
+    padding with and without align_corners, points far outside X (several reflections)."""
+    from onnx import TensorProto, helper
+
+    x = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    grid = rng.uniform(-3.5, 3.5, (2, 4, 6, 2)).astype(np.float32)
+    grid[0, 0, :3] = [[-1, -1], [1, 1], [0, 0]]  # the corners and the centre exactly
+    lacks = [op for op in ("embedding", "floor", "round", "where") if not runs(device, op, "f32")]
+    for padding in ("zeros", "border", "reflection"):
+        for align in (0, 1):
+            node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode,
+                                    padding_mode=padding, align_corners=align)
+            graph = helper.make_graph(
+                [node], "grid_sample",
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape)),
+                 helper.make_tensor_value_info("grid", TensorProto.FLOAT, list(grid.shape))],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4, 6])])
+            proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+            model = hal.load_onnx_bytes(proto.SerializeToString(), name="grid_sample")
+            with hal.cpu_fallback(bool(lacks)):
+                [got] = model.run({"x": x, "grid": grid}, device=device).values()
+            want = torch.nn.functional.grid_sample(
+                torch.from_numpy(x), torch.from_numpy(grid), mode=mode, padding_mode=padding,
+                align_corners=bool(align)).numpy()
+            np.testing.assert_allclose(got.numpy(), want, rtol=2e-5, atol=2e-5,
+                                       err_msg=f"{mode}, {padding}, align_corners={align}")
