@@ -173,3 +173,42 @@ def test_grid_sample_samples_as_pytorch_does(onnx, torch, device, mode, rng):
                 align_corners=bool(align)).numpy()
             np.testing.assert_allclose(got.numpy(), want, rtol=2e-5, atol=2e-5,
                                        err_msg=f"{mode}, {padding}, align_corners={align}")
+
+
+def test_max_pool_indices_and_max_unpool_as_pytorch(onnx, torch, device, rng):
+    """MaxPool's Indices against torch's max_pool2d(return_indices=True) (whose indices count
+    within each [N, C] plane; ONNX's count from the start), and MaxUnpool of them back into X's
+    shape."""
+    from onnx import TensorProto, helper
+
+    x = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    lacks = [op for op in ("embedding", "max", "where", "eq") if not runs(device, op, "f32")]
+    for kernel, stride, pad, dilation, ceil in [(3, 2, 1, 1, 0), (2, 2, 0, 1, 1), (3, 1, 1, 2, 0)]:
+        pool = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[kernel, kernel],
+                                strides=[stride, stride], pads=[pad] * 4,
+                                dilations=[dilation, dilation], ceil_mode=ceil)
+        unpool = helper.make_node("MaxUnpool", ["y", "i", "shape"], ["z"],
+                                  kernel_shape=[kernel, kernel], strides=[stride, stride],
+                                  pads=[pad] * 4)
+        graph = helper.make_graph(
+            [pool, unpool], "pool_unpool",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape)),
+             helper.make_tensor_value_info("shape", TensorProto.INT64, [4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, list("NCHW")),
+             helper.make_tensor_value_info("i", TensorProto.INT64, list("NCHW")),
+             helper.make_tensor_value_info("z", TensorProto.FLOAT, list("NCHW"))])
+        proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+        model = hal.load_onnx_bytes(proto.SerializeToString(), name="pool_unpool")
+        with hal.cpu_fallback(bool(lacks)):
+            got = model.run({"x": x, "shape": np.array(x.shape, np.int64)}, device=device)
+        values, indices = torch.nn.functional.max_pool2d(
+            torch.from_numpy(x), kernel, stride, pad, dilation, bool(ceil), return_indices=True)
+        planes = (np.arange(2 * 3).reshape(2, 3, 1, 1) * 9 * 8).astype(np.int64)
+        case = f"kernel {kernel}, stride {stride}, pad {pad}, dilation {dilation}, ceil {ceil}"
+        np.testing.assert_array_equal(got["y"].numpy(), values.numpy(), err_msg=case)
+        np.testing.assert_array_equal(got["i"].numpy(), indices.numpy() + planes, err_msg=case)
+        # Unpooled into X's shape (torch's max_unpool2d knows no dilation): each value at its
+        # index, the last one where indices repeat.
+        unpooled = np.zeros(x.size, np.float32)
+        unpooled[(indices.numpy() + planes).ravel()] = values.numpy().ravel()
+        np.testing.assert_array_equal(got["z"].numpy(), unpooled.reshape(x.shape), err_msg=case)

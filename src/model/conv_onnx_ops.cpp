@@ -243,16 +243,78 @@ bool pooled_by_hal(const Tensor& x) {
                           x.dtype() == DType::f16 || x.dtype() == DType::bf16);
 }
 
+// MaxPool's Indices: per window, the flat position in X (row-major; with storage_order 1 the
+// spatial axes column-major, as onnxruntime numbers them) of the first element in the window's
+// scan order that holds its maximum (`values`; NaN matches NaN): onnxruntime keeps the first
+// of equal maxima. Padding is never picked.
+Tensor max_pool_indices(const OpContext& ctx, const Tensor& x, const Tensor& values,
+                        const Window& w) {
+  Stream& s = ctx.stream();
+  const bool column_major = ctx.attr_int("storage_order", 0) != 0;
+  Shape plane_shape{1, 1};
+  int64_t plane = 1;
+  for (int64_t d = 2; d < x.dim(); ++d) {
+    plane_shape.push_back(x.size(d));
+    plane *= x.size(d);
+  }
+  // Each position's index in its [N, C] plane, the positions walked row-major.
+  std::vector<int64_t> positions(static_cast<size_t>(plane));
+  std::vector<int64_t> coordinate(static_cast<size_t>(x.dim() - 2), 0);
+  for (int64_t p = 0; p < plane; ++p) {
+    int64_t index = 0, stride = 1;
+    for (size_t d = 0; d < coordinate.size(); ++d) {
+      const size_t axis = column_major ? d : coordinate.size() - 1 - d;
+      index += coordinate[axis] * stride;
+      stride *= x.size(static_cast<int64_t>(axis) + 2);
+    }
+    positions[static_cast<size_t>(p)] = index;
+    for (size_t d = coordinate.size(); d-- > 0;) {
+      if (++coordinate[d] < x.size(static_cast<int64_t>(d) + 2)) break;
+      coordinate[d] = 0;
+    }
+  }
+  std::vector<Tensor> elements, places;
+  ops::for_each_offset(ops::padded(x, w, 0.0, s), w,
+                       [&](const Tensor& view) { elements.push_back(view); });
+  ops::for_each_offset(ops::padded(from_vector(positions, plane_shape, s), w, -1.0, s), w,
+                       [&](const Tensor& view) { places.push_back(view); });
+  const auto both = [&](const Tensor& a, const Tensor& b) { return where(a, b, a, s); };
+  const auto either = [&](const Tensor& a, const Tensor& b) { return where(a, a, b, s); };
+  const Tensor none = full({}, -1, DType::i64, s);
+  const Tensor nan_max = is_floating(x.dtype()) ? ne(values, values, s) : Tensor();
+  Tensor found, index = full(values.shape(), -1, DType::i64, s);
+  for (size_t k = 0; k < elements.size(); ++k) {
+    Tensor hit = eq(elements[k], values, s);
+    if (nan_max.defined()) hit = either(hit, both(ne(elements[k], elements[k], s), nan_max));
+    hit = both(hit, ne(places[k], none, s));
+    const Tensor first =
+        found.defined() ? both(hit, eq(found, full({}, 0, DType::boolean, s), s)) : hit;
+    index = where(first, places[k], index, s);
+    found = found.defined() ? either(found, hit) : hit;
+  }
+  // Then the planes before: (n * C + c) * plane.
+  Shape planes_shape{x.size(0), x.size(1)};
+  planes_shape.resize(static_cast<size_t>(x.dim()), 1);
+  const Tensor planes = mul(
+      arange(0, static_cast<double>(x.size(0) * x.size(1)), 1, DType::i64, s).reshape(planes_shape),
+      full({}, static_cast<double>(plane), DType::i64, s), s);
+  return add(index, planes, s);
+}
+
 Outputs max_pool(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
   Stream& s = ctx.stream();
-  if (ctx.node().outputs.size() > 1 && !ctx.node().outputs[1].empty())
-    ctx.unsupported("the Indices output");
   const Window w = window_of(ctx, x, ctx.attr_ints("kernel_shape"), true);
-  if (!pooled_by_hal(x)) return {ops::max_pool_from_views(x, w, s)};
-  PoolOptions options = pool_options(w, false);
-  options.ceil_mode = ctx.attr_int("ceil_mode", 0) != 0;
-  return {hal::max_pool(x, options, s)};
+  Tensor values;
+  if (pooled_by_hal(x)) {
+    PoolOptions options = pool_options(w, false);
+    options.ceil_mode = ctx.attr_int("ceil_mode", 0) != 0;
+    values = hal::max_pool(x, options, s);
+  } else {
+    values = ops::max_pool_from_views(x, w, s);
+  }
+  if (ctx.node().outputs.size() < 2 || ctx.node().outputs[1].empty()) return {values};
+  return {values, max_pool_indices(ctx, x, values, w)};
 }
 
 // The mean of each window: with count_include_pad the pads count, explicit ones and those

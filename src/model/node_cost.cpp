@@ -126,6 +126,7 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"MatMulInteger", integer_matmul},
       {"Max", {"maximum"}},
       {"MaxPool", {"max"}},
+      {"MaxUnpool", {"embedding"}},  // the inverse map gathered as rows (unpool_onnx_op.cpp)
       {"Mean", {"add", "div"}},
       {"Min", {"minimum"}},
       {"Momentum",
@@ -255,6 +256,17 @@ std::optional<Kernels> attribute_kernels(const Node& node, const ValueTypes* typ
     if (attribute<std::string>(node, "mode", "nearest") == "nearest") return Kernels{};
     return Kernels{"mul", "sum"};  // the taps weighed and summed (halves in f32)
   }
+  // MaxPool's Indices: each offset's elements matched against the maxima, the first kept.
+  if (op == "MaxPool" && node.outputs.size() > 1 && !node.outputs[1].empty())
+    return Kernels{"max",
+                   "eq",
+                   "ne",
+                   {"where", DType::boolean},
+                   {"eq", DType::boolean},
+                   {"ne", DType::i64},
+                   {"where", DType::i64},
+                   {"mul", DType::i64},
+                   {"add", DType::i64}};
   if (op == "Mod") {
     if (attribute<int64_t>(node, "fmod", 0) != 0) return Kernels{"div", "mul", "sub"};
     return Kernels{"div",

@@ -141,6 +141,7 @@ std::vector<OnnxOp> conv_onnx_ops();
 std::vector<OnnxOp> index_onnx_ops();
 std::vector<OnnxOp> resize_onnx_ops();
 std::vector<OnnxOp> grid_sample_onnx_ops();
+std::vector<OnnxOp> unpool_onnx_ops();
 std::vector<OnnxOp> recurrent_onnx_ops();
 std::vector<OnnxOp> scatter_onnx_ops();
 std::vector<OnnxOp> quantize_onnx_ops();

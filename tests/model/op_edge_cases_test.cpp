@@ -3,7 +3,8 @@
 // infinities and Mod's fmod of floats, each against the values ONNX's reference gives; Range
 // counted in its type, Softplus of very negative inputs, Sign of NaN and reductions over no
 // elements; TopK's smallest with NaN, Shrink of integers, BatchNormalization's mixed types and a
-// Conv's legacy broadcasting Add; Slice with negative steps and Pow of integers.
+// Conv's legacy broadcasting Add; Slice with negative steps, Pow of integers, MaxPool's Indices
+// and MaxUnpool.
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -557,6 +558,55 @@ TEST(OpEdgeCases, PowOfIntegersIsExactAndTruncatesNegativePowers) {
   // 2^52 exactly; 2^-1 = 0.5 truncates to 0 (ONNX Runtime's std::pow of doubles); 1^-3 is 1.
   EXPECT_EQ(out.at("z").to_vector<int64_t>(stream),
             (std::vector<int64_t>{81, -8, int64_t{1} << 52, 0, 1, 1}));
+}
+
+// MaxPool's Indices keep the first of equal maxima in the window's scan order (onnxruntime's
+// first strictly larger), numbered row-major, or column-major within the plane with
+// storage_order 1; MaxUnpool refuses an index outside its output by name.
+TEST(OpEdgeCases, MaxPoolIndicesTakeTheFirstOfEqualMaxima) {
+  Stream stream = device("cpu:0").create_stream();
+  const auto indices = [&](int64_t storage_order) {
+    const Model model = one_node(12, "MaxPool", {{"x", TensorProto::FLOAT, 4}},
+                                 {{"y", TensorProto::FLOAT, 4}, {"i", TensorProto::INT64, 4}},
+                                 [&](onnx::NodeProto& node) {
+                                   ModelBuilder::set_ints(node, "kernel_shape", {2, 2});
+                                   ModelBuilder::set_int(node, "storage_order", storage_order);
+                                 });
+    // [[1, 5, 5], [5, 2, 0]] then a second channel of -inf: each window's first 5 is (0, 1),
+    // and a window of -inf picks its first element, never -1.
+    const float inf = std::numeric_limits<float>::infinity();
+    const auto out =
+        model.run({{"x", from_vector<float>({1, 5, 5, 5, 2, 0, -inf, -inf, -inf, -inf, -inf, -inf},
+                                            {1, 2, 2, 3}, stream)}},
+                  stream);
+    EXPECT_EQ(out.at("y").to_vector<float>(stream), (std::vector<float>{5, 5, -inf, -inf}));
+    return out.at("i").to_vector<int64_t>(stream);
+  };
+  EXPECT_EQ(indices(0), (std::vector<int64_t>{1, 1, 6, 7}));
+  EXPECT_EQ(indices(1), (std::vector<int64_t>{2, 2, 6, 8}));  // (0, 1) is 0 + 1 x 2 rows
+
+  const Model unpool =
+      one_node(11, "MaxUnpool", {{"x", TensorProto::FLOAT, 4}, {"i", TensorProto::INT64, 4}},
+               {{"y", TensorProto::FLOAT, 4}}, [](onnx::NodeProto& node) {
+                 ModelBuilder::set_ints(node, "kernel_shape", {2, 2});
+                 ModelBuilder::set_ints(node, "strides", {2, 2});
+               });
+  const auto run = [&](std::vector<int64_t> at) {
+    return unpool
+        .run({{"x", from_vector<float>({7, 8}, {1, 1, 1, 2}, stream)},
+              {"i", from_vector(at, {1, 1, 1, 2}, stream)}},
+             stream)
+        .at("y");
+  };
+  const Tensor y = run({5, 2});
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 2, 4}));
+  EXPECT_EQ(y.to_vector<float>(stream), (std::vector<float>{0, 0, 8, 0, 0, 7, 0, 0}));
+  expect_error(
+      [&] {
+        run({1, 8});
+      },
+      ErrorCode::InvalidArgument,
+      {"MaxUnpool", "index 8 at position 1 of I is outside the output [1, 1, 2, 4]"});
 }
 
 // Split-1 takes `split` as an optional second input too (of T by its schema; int64 as models
