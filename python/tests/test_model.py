@@ -154,6 +154,9 @@ def test_grid_sample_samples_as_pytorch_does(onnx, torch, device, mode, rng):
     x = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
     grid = rng.uniform(-3.5, 3.5, (2, 4, 6, 2)).astype(np.float32)
     grid[0, 0, :3] = [[-1, -1], [1, 1], [0, 0]]  # the corners and the centre exactly
+    # Points that are not numbers: PyTorch clamps NaN to 0 where padding clips (and gives NaN
+    # where it does not).
+    grid[1, 0, :4] = [[np.nan, 0.2], [np.inf, 0.1], [-np.inf, 0.3], [0.2, np.inf]]
     lacks = [op for op in ("embedding", "floor", "round", "where") if not runs(device, op, "f32")]
     for padding in ("zeros", "border", "reflection"):
         for align in (0, 1):
@@ -171,7 +174,7 @@ def test_grid_sample_samples_as_pytorch_does(onnx, torch, device, mode, rng):
             want = torch.nn.functional.grid_sample(
                 torch.from_numpy(x), torch.from_numpy(grid), mode=mode, padding_mode=padding,
                 align_corners=bool(align)).numpy()
-            np.testing.assert_allclose(got.numpy(), want, rtol=2e-5, atol=2e-5,
+            np.testing.assert_allclose(got.numpy(), want, rtol=2e-5, atol=2e-5, equal_nan=True,
                                        err_msg=f"{mode}, {padding}, align_corners={align}")
 
 
@@ -212,3 +215,105 @@ def test_max_pool_indices_and_max_unpool_as_pytorch(onnx, torch, device, rng):
         unpooled = np.zeros(x.size, np.float32)
         unpooled[(indices.numpy() + planes).ravel()] = values.numpy().ravel()
         np.testing.assert_array_equal(got["z"].numpy(), unpooled.reshape(x.shape), err_msg=case)
+
+
+def one_node_model(onnx, op, inputs, outputs, opset, **attributes):
+    """A model of one `op` node; `inputs` and `outputs` map names to (ONNX type, rank)."""
+    from onnx import helper
+
+    def values(declared):
+        return [helper.make_tensor_value_info(name, elem, [f"{name}{d}" for d in range(rank)])
+                for name, (elem, rank) in declared.items()]
+
+    node = helper.make_node(op, list(inputs), list(outputs), **attributes)
+    graph = helper.make_graph([node], op, values(inputs), values(outputs))
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    return hal.load_onnx_bytes(proto.SerializeToString(), name=op)
+
+
+def as_parts(z):
+    return np.stack((z.real, z.imag), axis=-1)
+
+
+@pytest.mark.parametrize("length", [1, 7, 12, 35, 64, 97, 360])
+def test_dft_is_numpys_fft_at_every_length(onnx, device, length, rng):
+    """DFT (four steps of small products, any length: primes, powers of two, others) against
+    np.fft: forward and inverse, real and complex input, along either axis, padded or cut by
+    dft_length, onesided."""
+    from onnx import TensorProto
+
+    f32 = (TensorProto.FLOAT, 4)
+    lacks = not runs(device, "matmul", "f32")
+    signal = rng.standard_normal((2, length, 3, 2)).astype(np.float32)
+    z = signal[..., 0] + 1j * signal[..., 1]
+    cases = [  # attributes, input, dft_length, expected
+        (dict(axis=1), signal[..., :1], None, np.fft.fft(signal[..., 0], axis=1)),
+        (dict(axis=1), signal, None, np.fft.fft(z, axis=1)),
+        (dict(axis=1, inverse=1), signal, None, np.fft.ifft(z, axis=1)),
+        (dict(axis=2), signal, None, np.fft.fft(z, axis=2)),
+        (dict(axis=-3, onesided=1), signal[..., :1], None,
+         np.fft.rfft(signal[..., 0], axis=1)),
+        (dict(axis=1), signal, length + 5, np.fft.fft(z, n=length + 5, axis=1)),
+        (dict(axis=1), signal, max(length // 2, 1), np.fft.fft(z, n=max(length // 2, 1), axis=1)),
+    ]
+    for attributes, x, dft_length, want in cases:
+        inputs = {"x": f32} | ({"n": (TensorProto.INT64, 0)} if dft_length else {})
+        model = one_node_model(onnx, "DFT", inputs, {"y": f32}, 17, **attributes)
+        feeds = {"x": np.ascontiguousarray(x)}
+        if dft_length:
+            feeds["n"] = np.array(dft_length, np.int64)
+        with hal.cpu_fallback(lacks):
+            [got] = model.run(feeds, device=device).values()
+        scale = max(1.0, float(np.abs(want).max()))
+        np.testing.assert_allclose(got.numpy(), as_parts(want), rtol=0, atol=2e-5 * scale,
+                                   err_msg=f"length {length}, {attributes}, n {dft_length}")
+
+
+def test_stft_and_mel_weights_are_the_references(onnx, device, rng):
+    """STFT against frames, window and np.fft.rfft; MelWeightMatrix against ONNX's reference
+    (its test generator's loops)."""
+    from onnx import TensorProto
+
+    signal = rng.standard_normal((2, 400, 1)).astype(np.float32)
+    window = np.hanning(64).astype(np.float32)
+    model = one_node_model(
+        onnx, "STFT",
+        {"signal": (TensorProto.FLOAT, 3), "step": (TensorProto.INT64, 0),
+         "window": (TensorProto.FLOAT, 1)},
+        {"y": (TensorProto.FLOAT, 4)}, 17)
+    lacks = not (runs(device, "matmul", "f32") and runs(device, "embedding", "f32"))
+    with hal.cpu_fallback(lacks):
+        [got] = model.run({"signal": signal, "step": np.array(24, np.int64), "window": window},
+                          device=device).values()
+    frames = np.stack([signal[:, f * 24:f * 24 + 64, 0] * window for f in range((400 - 64) // 24 + 1)],
+                      axis=1)
+    np.testing.assert_allclose(got.numpy(), as_parts(np.fft.rfft(frames, axis=-1)), rtol=0,
+                               atol=5e-5)
+
+    inputs = {name: (TensorProto.INT64, 0) for name in ("bins", "n", "rate")}
+    inputs |= {"low": (TensorProto.FLOAT, 0), "high": (TensorProto.FLOAT, 0)}
+    mel = one_node_model(onnx, "MelWeightMatrix", inputs, {"w": (TensorProto.FLOAT, 2)}, 17)
+    for bins, n, rate, low, high in [(8, 16, 8192, 0, 4096), (40, 512, 16000, 20, 7600)]:
+        [got] = mel.run({"bins": np.array(bins), "n": np.array(n), "rate": np.array(rate),
+                         "low": np.float32(low), "high": np.float32(high)}, device=device).values()
+        np.testing.assert_array_equal(got.numpy(), reference_mel_weights(bins, n, rate, low, high))
+
+
+def reference_mel_weights(bins, n, rate, low, high):
+    """ONNX's MelWeightMatrix test generator (onnx/backend/test/case/node/melweightmatrix.py)."""
+    points = np.arange(0, bins + 2)
+    low_mel = 2595 * np.log10(1 + np.float32(low) / 700)
+    step = (2595 * np.log10(1 + np.float32(high) / 700) - low_mel) / points.shape[0]
+    points = 700 * (np.power(10, (points * step + low_mel) / 2595) - 1)
+    points = (((n + 1) * points) // rate).astype(int)
+    out = np.zeros((n // 2 + 1, bins))
+    for i in range(bins):
+        left, centre, right = points[i], points[i + 1], points[i + 2]
+        if centre == left:
+            out[centre, i] = 1
+        else:
+            for j in range(left, centre + 1):
+                out[j, i] = (j - left) / (centre - left)
+        for j in range(centre, right):
+            out[j, i] = (right - j) / (right - centre)
+    return out.astype(np.float32)

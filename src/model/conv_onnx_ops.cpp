@@ -245,8 +245,9 @@ bool pooled_by_hal(const Tensor& x) {
 
 // MaxPool's Indices: per window, the flat position in X (row-major; with storage_order 1 the
 // spatial axes column-major, as onnxruntime numbers them) of the first element in the window's
-// scan order that holds its maximum (`values`; NaN matches NaN): onnxruntime keeps the first
-// of equal maxima. Padding is never picked.
+// scan order that holds its maximum (`values`): onnxruntime keeps the first of equal maxima.
+// Where hal's maximum is NaN, the first NaN. Padding is never picked: a window wholly in the
+// padding (dilations allow one) gives -1, not a position of another plane.
 Tensor max_pool_indices(const OpContext& ctx, const Tensor& x, const Tensor& values,
                         const Window& w) {
   Stream& s = ctx.stream();
@@ -298,7 +299,7 @@ Tensor max_pool_indices(const OpContext& ctx, const Tensor& x, const Tensor& val
   const Tensor planes = mul(
       arange(0, static_cast<double>(x.size(0) * x.size(1)), 1, DType::i64, s).reshape(planes_shape),
       full({}, static_cast<double>(plane), DType::i64, s), s);
-  return add(index, planes, s);
+  return where(found, add(index, planes, s), index, s);
 }
 
 Outputs max_pool(const OpContext& ctx, const Inputs& in) {

@@ -67,13 +67,13 @@ Outputs mean_of(const OpContext& ctx, const Inputs& in) {
   return {div(total, constant(static_cast<double>(in.size()), total, ctx), ctx.stream())};
 }
 
-// An integer raised to an integer power is computed in f64 and truncated back, as ONNX Runtime
-// does (std::pow of doubles): exact wherever the power fits in 53 bits; 2^-1 is 0.
+// An integer base is raised in f64 and the power truncated back, as onnxruntime computes it
+// (std::pow of doubles): exact wherever the power fits in 53 bits, 2^-1 is 0; a power beyond the
+// type saturates (onnxruntime's conversion is undefined there).
 Outputs pow_of(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   const Tensor exponent = legacy_broadcast(ctx, in.at(0), in.at(1));
-  if (is_floating(in[0].dtype()) || is_floating(exponent.dtype()))
-    return {as_dtype(pow(in[0], exponent, s), in[0].dtype(), s)};
+  if (is_floating(in[0].dtype())) return {as_dtype(pow(in[0], exponent, s), in[0].dtype(), s)};
   if (in[0].dtype() == DType::boolean || exponent.dtype() == DType::boolean)
     ctx.unsupported("bool operands");
   return {

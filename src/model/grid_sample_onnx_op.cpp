@@ -72,8 +72,10 @@ class Sampler {
     return div(plus(mul(shifted, scalar(static_cast<double>(size)), s_), -1), scalar(2), s_);
   }
 
+  // clip_coordinates: into [0, size - 1], NaN to 0 (as PyTorch clamps it, on purpose).
   Tensor clip(const Tensor& x, int64_t size) const {
-    return minimum(maximum(x, scalar(0), s_), scalar(static_cast<double>(size - 1)), s_);
+    const Tensor zero = scalar(0);
+    return minimum(where(gt(x, zero, s_), x, zero, s_), scalar(static_cast<double>(size - 1)), s_);
   }
 
   // reflect_coordinates: x mirrored into [twice_low / 2, twice_high / 2] at its ends, as often
@@ -187,7 +189,7 @@ Outputs grid_sample(const OpContext& ctx, const Inputs& in) {
   else if (mode_name == "bicubic")
     mode = Mode::bicubic;
   else if (mode_name != "bilinear")
-    ctx.invalid("mode '" + mode_name + "' (bilinear, nearest or bicubic)");
+    ctx.invalid("mode '" + mode_name + "' is not bilinear, nearest or bicubic");
   const std::string padding_name = ctx.attr_string("padding_mode", "zeros");
   Padding padding = Padding::zeros;
   if (padding_name == "border")
@@ -195,7 +197,7 @@ Outputs grid_sample(const OpContext& ctx, const Inputs& in) {
   else if (padding_name == "reflection")
     padding = Padding::reflection;
   else if (padding_name != "zeros")
-    ctx.invalid("padding_mode '" + padding_name + "' (zeros, border or reflection)");
+    ctx.invalid("padding_mode '" + padding_name + "' is not zeros, border or reflection");
   Stream& s = ctx.stream();
   const Shape out_shape{x.size(0), x.size(1), grid.size(1), grid.size(2)};
   if (x.numel() == 0 || grid.numel() == 0) return {zeros(out_shape, x.dtype(), s)};

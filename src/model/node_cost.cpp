@@ -66,6 +66,8 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"Cos", {"cos"}},
       {"Cosh", {"cosh"}},
       {"CumSum", {"add"}},
+      // Products with the roots' matrices and twiddles (spectral_onnx_ops.cpp).
+      {"DFT", {{"cast"}, "matmul", "mul", "add", "sub", "neg"}},
       {"DequantizeLinear", {{"cast"}, {"sub", DType::f32}, {"mul", DType::f32}}},
       {"Div", {"div"}},
       {"Einsum", {"matmul"}},
@@ -127,6 +129,7 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"Max", {"maximum"}},
       {"MaxPool", {"max"}},
       {"MaxUnpool", {"embedding"}},  // the inverse map gathered as rows (unpool_onnx_op.cpp)
+      {"MelWeightMatrix", {{"cast", DType::f32}}},  // worked out on the host
       {"Mean", {"add", "div"}},
       {"Min", {"minimum"}},
       {"Momentum",
@@ -179,6 +182,7 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"Softplus",
        {"abs", "neg", "maximum", "exp", "add", "log", "mul", "div", "sub", "eq", "where"}},
       {"Softsign", {"abs", "add", "div"}},
+      {"STFT", {{"cast"}, "embedding", "matmul", "mul", "add", "sub", "neg"}},
       {"Sqrt", {"sqrt"}},
       {"Sub", {"sub"}},
       {"Sum", {"add"}},
@@ -267,6 +271,26 @@ std::optional<Kernels> attribute_kernels(const Node& node, const ValueTypes* typ
                    {"where", DType::i64},
                    {"mul", DType::i64},
                    {"add", DType::i64}};
+  // Pow of an integer base runs in f64 (elementwise_onnx_ops.cpp); GridSample in f32 but for
+  // f64 (grid_sample_onnx_op.cpp).
+  if ((op == "Pow" || op == "GridSample") && types && !node.inputs.empty()) {
+    const auto found = types->find(node.inputs[0]);
+    if (found != types->end() && found->second.known) {
+      const DType dtype = found->second.dtype;
+      const bool floating =
+          dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
+      if (op == "Pow" && !floating)
+        return Kernels{{"cast"}, {"pow", DType::f64}, {"cast", DType::f64}};
+      if (op == "GridSample" && dtype != DType::f64) {
+        Kernels kernels;
+        for (const NodeKernel& kernel : kernel_table().at("GridSample"))
+          kernels.push_back(kernel.dtype || kernel.op == "cast"
+                                ? kernel
+                                : NodeKernel(kernel.op.data(), DType::f32));
+        return kernels;
+      }
+    }
+  }
   if (op == "Mod") {
     if (attribute<int64_t>(node, "fmod", 0) != 0) return Kernels{"div", "mul", "sub"};
     return Kernels{"div",

@@ -142,6 +142,7 @@ std::vector<OnnxOp> index_onnx_ops();
 std::vector<OnnxOp> resize_onnx_ops();
 std::vector<OnnxOp> grid_sample_onnx_ops();
 std::vector<OnnxOp> unpool_onnx_ops();
+std::vector<OnnxOp> spectral_onnx_ops();  // DFT, STFT, MelWeightMatrix
 std::vector<OnnxOp> recurrent_onnx_ops();
 std::vector<OnnxOp> scatter_onnx_ops();
 std::vector<OnnxOp> quantize_onnx_ops();
@@ -187,7 +188,8 @@ Shape as_2d(const OpContext& ctx, const Tensor& x, int64_t axis);
 // `axis`; pad_constant: `before`/`after` elements of `value` around each dimension (negative
 // counts crop).
 Tensor concat(const OpContext& ctx, const std::vector<Tensor>& parts, int64_t axis);
-// take: the slices of `data` at `picks` (each in range) along `axis`, in that order.
+// take: the slices of `data` at `picks` (each in range) along `axis`, in that order; one gather
+// by embedding's kernel where the device has one for the dtype, else a device copy per pick.
 Tensor take(const OpContext& ctx, const Tensor& data, int64_t axis,
             const std::vector<int64_t>& picks);
 Tensor pad_constant(const OpContext& ctx, Tensor x, const std::vector<int64_t>& before,

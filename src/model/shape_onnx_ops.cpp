@@ -10,6 +10,7 @@
 #include "hal/ops.hpp"
 #include "model/onnx_dtype.hpp"
 #include "model/onnx_ops.hpp"
+#include "ops/op_table.hpp"
 #include "ops/window.hpp"
 #include "tensor/element_codec.hpp"
 
@@ -401,24 +402,33 @@ Tensor concat(const OpContext& ctx, const std::vector<Tensor>& parts, int64_t ax
 Tensor take(const OpContext& ctx, const Tensor& data, int64_t axis,
             const std::vector<int64_t>& picks) {
   Stream& s = ctx.stream();
+  const int64_t extent = data.size(axis);
+  for (const int64_t pick : picks)
+    if (pick < 0 || pick >= extent)
+      throw Error(ErrorCode::Internal, ctx.node().describe() + ": take() given index " +
+                                           std::to_string(pick) + " of " + std::to_string(extent));
   const std::vector<int64_t> order = axis_first(axis, data.dim());
   const Tensor moved = data.permute(order).contiguous(s);
   Shape gathered_shape{static_cast<int64_t>(picks.size())};
   for (size_t d = 1; d < order.size(); ++d)
     gathered_shape.push_back(moved.size(static_cast<int64_t>(d)));
+  const int64_t row = extent == 0 ? 0 : moved.numel() / extent;
+  // Floating rows by the device's own gather (embedding's kernel: one launch, bits moved as
+  // they are) where it has one; else one device copy per pick.
+  const ops::OpImplementation* gather =
+      ops::find_implementation(ops::descriptor("embedding"), data.dtype(), s.device().info());
+  if (gather && row > 0 && !picks.empty())
+    return embedding(moved.reshape({extent, row}),
+                     from_vector(picks, {static_cast<int64_t>(picks.size())}, s), s)
+        .reshape(gathered_shape)
+        .permute(inverse(order))
+        .contiguous(s);
   const Tensor gathered = empty(gathered_shape, data.dtype(), s.device());
-  const int64_t extent = data.size(axis);
-  const size_t block =
-      static_cast<size_t>(extent == 0 ? 0 : moved.numel() / extent) * data.element_size();
+  const size_t block = static_cast<size_t>(row) * data.element_size();
   const size_t base = static_cast<size_t>(moved.offset()) * data.element_size();
-  for (size_t i = 0; i < picks.size() && block > 0; ++i) {
-    if (picks[i] < 0 || picks[i] >= extent)
-      throw Error(ErrorCode::Internal, ctx.node().describe() + ": take() given index " +
-                                           std::to_string(picks[i]) + " of " +
-                                           std::to_string(extent));
+  for (size_t i = 0; i < picks.size() && block > 0; ++i)
     s.copy(gathered.storage(), moved.storage(), block, i * block,
            base + static_cast<size_t>(picks[i]) * block);
-  }
   return gathered.permute(inverse(order)).contiguous(s);
 }
 

@@ -29,7 +29,11 @@ Shape unpooled_shape(const OpContext& ctx, const Tensor& x) {
   for (size_t d = 0; d < spatial; ++d) {
     const int64_t size = (x.size(static_cast<int64_t>(d) + 2) - 1) * strides[d] + kernel[d] -
                          pads[d] - pads[d + spatial];
-    if (size < 0) ctx.invalid("the output's axis " + std::to_string(d + 2) + " would be negative");
+    if (size < 0)
+      ctx.invalid("axis " + std::to_string(d + 2) + " of X " + to_string(x.shape()) +
+                  " unpools to (in - 1) * stride " + std::to_string(strides[d]) + " + kernel " +
+                  std::to_string(kernel[d]) + " - pads " + std::to_string(pads[d]) + " and " +
+                  std::to_string(pads[d + spatial]) + " = " + std::to_string(size) + " elements");
     shape.push_back(size);
   }
   return shape;
@@ -37,7 +41,8 @@ Shape unpooled_shape(const OpContext& ctx, const Tensor& x) {
 
 // The output's shape: `output_shape` where given (MaxPool's input shape, which pooling made
 // ambiguous), else the unpooled shape. The indices number positions in it, N and C included,
-// as PyTorch's max_unpool and onnxruntime read them.
+// as onnxruntime reads them (PyTorch's count within each [N, C] plane; its export adds the
+// planes).
 Shape output_shape(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
   if (!given(in, 2)) return unpooled_shape(ctx, x);
@@ -59,8 +64,14 @@ Outputs max_unpool(const OpContext& ctx, const Inputs& in) {
   if (!is_floating(x.dtype()))
     ctx.unsupported("X of " + std::string(to_string(x.dtype())) + ": floating types only");
   const Shape shape = output_shape(ctx, in);
+  // The inverse map takes 8 bytes an output element on the host: 2^34 elements at most.
+  constexpr int64_t kMostElements = int64_t{1} << 34;
   int64_t total = 1;
-  for (int64_t d : shape) total *= d;
+  for (int64_t d : shape) {
+    if (d > 0 && total > kMostElements / d)
+      ctx.invalid("the output " + to_string(shape) + " has more than 2^34 elements");
+    total *= d;
+  }
   const std::vector<int64_t> picks = ctx.read_ints(indices);
   const int64_t count = x.numel();
   std::vector<int64_t> source(static_cast<size_t>(total), count);  // count: the zero row

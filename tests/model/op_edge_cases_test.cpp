@@ -585,6 +585,20 @@ TEST(OpEdgeCases, MaxPoolIndicesTakeTheFirstOfEqualMaxima) {
   EXPECT_EQ(indices(0), (std::vector<int64_t>{1, 1, 6, 7}));
   EXPECT_EQ(indices(1), (std::vector<int64_t>{2, 2, 6, 8}));  // (0, 1) is 0 + 1 x 2 rows
 
+  // A window wholly in the padding (its two taps 3 apart around two elements) picks nothing:
+  // -1, not the last position of the plane before.
+  const Model dilated = one_node(12, "MaxPool", {{"x", TensorProto::FLOAT, 3}},
+                                 {{"y", TensorProto::FLOAT, 3}, {"i", TensorProto::INT64, 3}},
+                                 [](onnx::NodeProto& node) {
+                                   ModelBuilder::set_ints(node, "kernel_shape", {2});
+                                   ModelBuilder::set_ints(node, "dilations", {3});
+                                   ModelBuilder::set_ints(node, "pads", {1, 1});
+                                 });
+  EXPECT_EQ(dilated.run({{"x", from_vector<float>({1, 2, 3, 4}, {2, 1, 2}, stream)}}, stream)
+                .at("i")
+                .to_vector<int64_t>(stream),
+            (std::vector<int64_t>{-1, -1}));
+
   const Model unpool =
       one_node(11, "MaxUnpool", {{"x", TensorProto::FLOAT, 4}, {"i", TensorProto::INT64, 4}},
                {{"y", TensorProto::FLOAT, 4}}, [](onnx::NodeProto& node) {
@@ -607,6 +621,21 @@ TEST(OpEdgeCases, MaxPoolIndicesTakeTheFirstOfEqualMaxima) {
       },
       ErrorCode::InvalidArgument,
       {"MaxUnpool", "index 8 at position 1 of I is outside the output [1, 1, 2, 4]"});
+  const Model shaped = one_node(11, "MaxUnpool",
+                                {{"x", TensorProto::FLOAT, 4},
+                                 {"i", TensorProto::INT64, 4},
+                                 {"shape", TensorProto::INT64, 1}},
+                                {{"y", TensorProto::FLOAT, 4}}, [](onnx::NodeProto& node) {
+                                  ModelBuilder::set_ints(node, "kernel_shape", {2, 2});
+                                });
+  const auto huge = [&] {
+    shaped.run(
+        {{"x", from_vector<float>({7, 8}, {1, 1, 1, 2}, stream)},
+         {"i", from_vector<int64_t>({0, 1}, {1, 1, 1, 2}, stream)},
+         {"shape", from_vector<int64_t>({1, 1, int64_t{1} << 20, int64_t{1} << 20}, {4}, stream)}},
+        stream);
+  };
+  expect_error(huge, ErrorCode::InvalidArgument, {"MaxUnpool", "has more than 2^34 elements"});
 }
 
 // Split-1 takes `split` as an optional second input too (of T by its schema; int64 as models

@@ -194,15 +194,6 @@ TEST_F(EvalCli, CountsAccuracyAgainstLabels) {
 // A model that outputs class indices itself (ArgMax at its end): labels of the output's own
 // shape score it position by position.
 TEST_F(EvalCli, CountsAccuracyOfAModelThatOutputsClassIndices) {
-  hal::test::ModelBuilder builder;
-  builder.input("x", onnx::TensorProto::FLOAT, {"N", "16", "64"})
-      .output("label", onnx::TensorProto::INT64, {"N", "16"});
-  auto& argmax = builder.node("ArgMax", {"x"}, {"label"});
-  hal::test::ModelBuilder::set_int(argmax, "axis", -1);
-  hal::test::ModelBuilder::set_int(argmax, "keepdims", 0);
-  const std::string model = path("argmax.onnx");
-  std::ofstream(model, std::ios::binary) << builder.bytes();
-
   std::vector<int64_t> labels;
   for (const char* file : {"data/a.npy", "data/b.npy", "data/c.npy"})
     for (int64_t label : hal::argmax(read(file), {-1}, false, stream_).to_vector<int64_t>(stream_))
@@ -212,14 +203,26 @@ TEST_F(EvalCli, CountsAccuracyOfAModelThatOutputsClassIndices) {
   fs::create_directories(directory_ / "labels");
   hal::write_npy(directory_ / "labels" / "y.npy", hal::from_vector(labels, {11, 16}, stream_),
                  stream_);
-  const nlohmann::json r = report_of(
-      hal::test::run_shell("(" + hal::test::child_sanitizer_options() + HAL_CLI_PATH " eval " +
-                           model + " --data " + path("data") + " --devices " + three_devices() +
-                           " --batch 4 --json --reference " + path("labels") + " 2>/dev/null)"));
-  EXPECT_EQ(r["outputs"][0]["shape"], nlohmann::json({11, 16}));
-  EXPECT_EQ(r["reference"]["kind"], "labels");
-  EXPECT_EQ(r["reference"]["positions"], labels.size());
-  EXPECT_EQ(r["reference"]["correct"], labels.size() - changed);
+  // ArgMax without and with its kept axis ([N, 16] and [N, 16, 1] against labels [N, 16]).
+  for (int64_t keepdims : {0, 1}) {
+    hal::test::ModelBuilder builder;
+    std::vector<std::string> dims{"N", "16"};
+    if (keepdims) dims.push_back("1");
+    builder.input("x", onnx::TensorProto::FLOAT, {"N", "16", "64"})
+        .output("label", onnx::TensorProto::INT64, dims);
+    auto& argmax = builder.node("ArgMax", {"x"}, {"label"});
+    hal::test::ModelBuilder::set_int(argmax, "axis", -1);
+    hal::test::ModelBuilder::set_int(argmax, "keepdims", keepdims);
+    const std::string model = path("argmax.onnx");
+    std::ofstream(model, std::ios::binary) << builder.bytes();
+    const nlohmann::json r = report_of(
+        hal::test::run_shell("(" + hal::test::child_sanitizer_options() + HAL_CLI_PATH " eval " +
+                             model + " --data " + path("data") + " --devices " + three_devices() +
+                             " --batch 4 --json --reference " + path("labels") + " 2>/dev/null)"));
+    EXPECT_EQ(r["reference"]["kind"], "labels") << "keepdims " << keepdims;
+    EXPECT_EQ(r["reference"]["positions"], labels.size()) << "keepdims " << keepdims;
+    EXPECT_EQ(r["reference"]["correct"], labels.size() - changed) << "keepdims " << keepdims;
+  }
 }
 
 TEST_F(EvalCli, PrintsATable) {

@@ -107,9 +107,13 @@ nlohmann::ordered_json score_against(const Tensor& output, const Tensor& referen
                                      Stream& stream) {
   const Shape& shape = output.shape();
   if (shape.empty()) throw Error(ErrorCode::InvalidArgument, "--reference: the output is a scalar");
-  // A model that outputs class indices itself (an ArgMax at its end): integer labels of the
-  // same shape score it position by position.
-  if (integer(output.dtype()) && integer(reference.dtype()) && reference.shape() == shape) {
+  // A model that outputs class indices itself (an ArgMax at its end: i32 or i64; a quantized
+  // model's u8 or i8 scores are not indices) is scored position by position against integer
+  // labels of its shape, or of its shape less a last axis of 1 (ArgMax's keepdims).
+  const bool indices = output.dtype() == DType::i32 || output.dtype() == DType::i64;
+  const bool kept_axis =
+      shape.back() == 1 && reference.shape() == Shape(shape.begin(), shape.end() - 1);
+  if (indices && integer(reference.dtype()) && (reference.shape() == shape || kept_axis)) {
     const std::vector<int64_t> got = cast(output, DType::i64, stream).to_vector<int64_t>(stream);
     const std::vector<int64_t> labels =
         cast(reference, DType::i64, stream).to_vector<int64_t>(stream);

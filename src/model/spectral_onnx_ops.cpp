@@ -1,0 +1,259 @@
+// ONNX's signal ops (opset 17): DFT, STFT and MelWeightMatrix, an audio model's front end.
+// A transform of length L = L1 x L2 (L1 the largest factor up to sqrt L) takes Bailey's four
+// steps: a DFT of length L2 down the columns of the signal seen as [L2, L1], twiddle factors, a
+// DFT of length L1 along the rows; each small DFT is a product with its matrix of e^(-2 pi i nk/N)
+// (angles reduced mod N in double on the host). So any length runs, in O(L (L1 + L2)) multiply-
+// adds, on any device that runs matmul. STFT's frames are gathered by `embedding`;
+// MelWeightMatrix is worked out on the host as ONNX's reference does.
+#include <cmath>
+#include <numbers>
+#include <optional>
+
+#include "hal/ops.hpp"
+#include "model/onnx_dtype.hpp"
+#include "model/onnx_ops.hpp"
+
+namespace hal::model {
+namespace {
+
+using Inputs = std::vector<Tensor>;
+using Outputs = std::vector<Tensor>;
+
+// A complex tensor as its real and imaginary parts; `im` undefined for a real one.
+struct Complex {
+  Tensor re, im;
+};
+
+// a + b and a - b where either may be undefined (zero).
+Tensor plus(const Tensor& a, const Tensor& b, Stream& s) {
+  if (!a.defined()) return b;
+  return b.defined() ? add(a, b, s) : a;
+}
+Tensor minus(const Tensor& a, const Tensor& b, Stream& s) {
+  if (!b.defined()) return a;
+  return a.defined() ? sub(a, b, s) : neg(b, s);
+}
+
+// x times y, complex, by `product` (matmul, or mul for elementwise twiddles).
+template <class Product>
+Complex times(const Complex& x, const Complex& y, Product product, Stream& s) {
+  const auto term = [&](const Tensor& a, const Tensor& b) {
+    return a.defined() && b.defined() ? product(a, b) : Tensor();
+  };
+  return {minus(term(x.re, y.re), term(x.im, y.im), s),
+          plus(term(x.re, y.im), term(x.im, y.re), s)};
+}
+
+// [rows, columns] of e^(sign 2 pi i r c / n) for r < rows, c < columns, in `dtype`.
+Complex roots(int64_t rows, int64_t columns, int64_t n, bool inverse, DType dtype, Stream& s) {
+  std::vector<double> re(static_cast<size_t>(rows * columns)), im(re.size());
+  const double sign = inverse ? 1 : -1;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < columns; ++c) {
+      // r * c mod n first: the angle stays within one turn, so double keeps its digits.
+      const auto turn = static_cast<double>((r % n) * (c % n) % n) / static_cast<double>(n);
+      re[static_cast<size_t>(r * columns + c)] = std::cos(2 * std::numbers::pi * turn);
+      im[static_cast<size_t>(r * columns + c)] = sign * std::sin(2 * std::numbers::pi * turn);
+    }
+  const auto upload = [&](const std::vector<double>& values) {
+    return cast(from_vector(values, {rows, columns}, s), dtype, s);
+  };
+  return {upload(re), upload(im)};
+}
+
+int64_t largest_factor_to_root(int64_t n) {
+  for (auto f = static_cast<int64_t>(std::sqrt(static_cast<double>(n))); f > 1; --f)
+    if (n % f == 0) return f;
+  return 1;
+}
+
+// The DFT of each row of x [M, L] (unscaled; inverse: the conjugate roots).
+Complex dft_rows(const Complex& x, int64_t length, bool inverse, DType dtype, Stream& s) {
+  const auto product = [&](const Tensor& a, const Tensor& b) { return matmul(a, b, s); };
+  const int64_t l1 = largest_factor_to_root(length), l2 = length / l1;
+  if (l1 == 1) return times(x, roots(length, length, length, inverse, dtype, s), product, s);
+  const int64_t m = x.re.size(0);
+  // x[n2 * L1 + n1] as [M, L2, L1]; a DFT of length L2 down each column n1.
+  const auto columns = [&](const Tensor& t) {
+    return t.defined() ? t.contiguous(s).reshape({m, l2, l1}) : Tensor();
+  };
+  const Complex steps =
+      times(roots(l2, l2, l2, inverse, dtype, s), {columns(x.re), columns(x.im)}, product, s);
+  // Twiddles e^(-2 pi i n1 k2 / L), then a DFT of length L1 along each row k2.
+  const auto elementwise = [&](const Tensor& a, const Tensor& b) { return mul(a, b, s); };
+  const Complex twiddled = times(steps, roots(l2, l1, length, inverse, dtype, s), elementwise, s);
+  const Complex out = times(twiddled, roots(l1, l1, l1, inverse, dtype, s), product, s);
+  // Bin k2 + L2 * k1 is [k2, k1]: transposed, rows of L in order.
+  const auto in_order = [&](const Tensor& t) {
+    return t.transpose(1, 2).contiguous(s).reshape({m, length});
+  };
+  return {in_order(out.re), in_order(out.im)};
+}
+
+DType computed_in(DType dtype) { return dtype == DType::f64 ? DType::f64 : DType::f32; }
+
+// ONNX's DFT of x [..., 1 or 2] (real or complex parts last) along `axis`: zero-padded or cut
+// to `length`, scaled by 1 / length when inverse, the first length / 2 + 1 bins when onesided.
+// [..., 2] in x's dtype.
+Tensor dft_of(const OpContext& ctx, const Tensor& x, int64_t axis, int64_t length, bool inverse,
+              bool onesided) {
+  Stream& s = ctx.stream();
+  const int64_t rank = x.dim();
+  const int64_t parts = x.size(rank - 1);
+  const DType dtype = computed_in(x.dtype());
+  // The transformed axis last, the others flattened into rows.
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < rank - 1; ++d)
+    if (d != axis) order.push_back(d);
+  order.push_back(axis);
+  const auto rows_of = [&](int64_t part) {
+    Tensor t = cast(x.slice(rank - 1, part, part + 1).squeeze(rank - 1), dtype, s).permute(order);
+    const int64_t n = t.size(-1);
+    if (n > length) t = t.slice(t.dim() - 1, 0, length);
+    std::vector<int64_t> before(static_cast<size_t>(t.dim()), 0), after(before);
+    after.back() = std::max<int64_t>(length - n, 0);
+    if (after.back() > 0) t = pad_constant(ctx, t, before, after, 0.0);
+    return t.contiguous(s).reshape({t.numel() / length, length});
+  };
+  Shape kept;
+  for (size_t i = 0; i + 1 < order.size(); ++i) kept.push_back(x.size(order[i]));
+  Complex out =
+      dft_rows({rows_of(0), parts == 2 ? rows_of(1) : Tensor()}, length, inverse, dtype, s);
+  if (inverse) {
+    const Tensor scale = full({}, 1.0 / static_cast<double>(length), dtype, s);
+    out = {mul(out.re, scale, s), mul(out.im, scale, s)};
+  }
+  const int64_t bins = onesided ? length / 2 + 1 : length;
+  // Back to x's order of axes, the bins where the axis was, the parts last.
+  std::vector<int64_t> back(order.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+  Shape shape = kept;
+  shape.push_back(bins);
+  const auto placed = [&](const Tensor& t) {
+    return t.slice(1, 0, bins).reshape(shape).permute(back).unsqueeze(rank - 1);
+  };
+  return cast(concat(ctx, {placed(out.re), placed(out.im)}, rank - 1), x.dtype(), s);
+}
+
+void check_signal(const OpContext& ctx, const Tensor& x, const std::string& name) {
+  if (x.dim() < 2 || (x.size(-1) != 1 && x.size(-1) != 2))
+    ctx.invalid(name + " " + to_string(x.shape()) +
+                " does not end in 1 (real) or 2 (complex) parts");
+  if (!is_floating(x.dtype()))
+    ctx.unsupported(name + " of " + std::string(to_string(x.dtype())) + ": floating types only");
+}
+
+Outputs dft(const OpContext& ctx, const Inputs& in) {
+  const Tensor& x = in.at(0);
+  check_signal(ctx, x, "input");
+  const int64_t rank = x.dim();
+  int64_t axis = ctx.attr_int("axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank - 2)
+    ctx.invalid("axis " + std::to_string(ctx.attr_int("axis", 1)) + " of input " +
+                to_string(x.shape()) + ": the transformed axis cannot be the parts' (last) one");
+  const bool inverse = ctx.attr_int("inverse", 0) != 0;
+  const bool onesided = ctx.attr_int("onesided", 0) != 0;
+  if (inverse && onesided) ctx.unsupported("onesided with inverse");
+  const int64_t length = given(in, 1) ? ctx.read_int(in[1]) : x.size(axis);
+  if (length < 1) ctx.invalid("dft_length " + std::to_string(length) + " is not at least 1");
+  return {dft_of(ctx, x, axis, length, inverse, onesided)};
+}
+
+Outputs stft(const OpContext& ctx, const Inputs& in) {
+  const Tensor& signal = in.at(0);
+  check_signal(ctx, signal, "signal");
+  if (signal.dim() != 3)
+    ctx.invalid("signal " + to_string(signal.shape()) + " is not [batch, length, 1 or 2]");
+  const int64_t step = ctx.read_int(in.at(1));
+  const Tensor window = given(in, 2) ? in[2] : Tensor();
+  if (window.defined() && window.dim() != 1)
+    ctx.invalid("window " + to_string(window.shape()) + " is not 1-d");
+  if (!given(in, 3) && !window.defined()) ctx.invalid("neither frame_length nor a window given");
+  const int64_t frame = given(in, 3) ? ctx.read_int(in[3]) : window.size(0);
+  if (window.defined() && window.size(0) != frame)
+    ctx.invalid("window " + to_string(window.shape()) + " is not frame_length " +
+                std::to_string(frame) + " long");
+  const int64_t batch = signal.size(0), length = signal.size(1), parts = signal.size(2);
+  if (step < 1 || frame < 1 || frame > length)
+    ctx.invalid("frame_step " + std::to_string(step) + " and frame_length " +
+                std::to_string(frame) + " for a signal of " + std::to_string(length));
+  const int64_t frames = (length - frame) / step + 1;
+  Stream& s = ctx.stream();
+  const DType dtype = computed_in(signal.dtype());
+  // Each frame's samples as rows of the signal seen as [batch * length, parts].
+  std::vector<int64_t> picks;
+  picks.reserve(static_cast<size_t>(batch * frames * frame));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t f = 0; f < frames; ++f)
+      for (int64_t j = 0; j < frame; ++j) picks.push_back(b * length + f * step + j);
+  const Tensor table = cast(signal, dtype, s).contiguous(s).reshape({batch * length, parts});
+  Tensor framed = embedding(table, from_vector(picks, {batch, frames, frame}, s), s);
+  if (window.defined()) framed = mul(framed, cast(window, dtype, s).reshape({1, 1, frame, 1}), s);
+  const bool onesided = ctx.attr_int("onesided", 1) != 0;
+  return {cast(dft_of(ctx, framed, 2, frame, false, onesided), signal.dtype(), s)};
+}
+
+// ONNX's reference: mel_bins + 2 points evenly spaced in mel from the lower to the upper edge,
+// each mapped to a spectrogram bin ((dft_length + 1) * hertz // sample_rate), and a triangle
+// from each point to the next but one, peaking at 1 on the middle one.
+Outputs mel_weight_matrix(const OpContext& ctx, const Inputs& in) {
+  const int64_t mel_bins = ctx.read_int(in.at(0)), dft_length = ctx.read_int(in.at(1));
+  const int64_t sample_rate = ctx.read_int(in.at(2));
+  const double lower = ctx.read_scalar(in.at(3)), upper = ctx.read_scalar(in.at(4));
+  if (mel_bins < 1 || dft_length < 1 || sample_rate < 1 || !(lower >= 0) || !(upper > lower))
+    ctx.invalid("num_mel_bins " + std::to_string(mel_bins) + ", dft_length " +
+                std::to_string(dft_length) + ", sample_rate " + std::to_string(sample_rate) +
+                " and edges " + std::to_string(lower) + " to " + std::to_string(upper) +
+                " Hz: counts must be positive and 0 <= lower < upper");
+  const auto mel = [](double hertz) { return 2595 * std::log10(1 + hertz / 700); };
+  const double low_mel = mel(lower),
+               step = (mel(upper) - low_mel) / static_cast<double>(mel_bins + 2);
+  const int64_t spectrogram_bins = dft_length / 2 + 1;
+  std::vector<int64_t> points;
+  for (int64_t i = 0; i < mel_bins + 2; ++i) {
+    const double hertz = 700 * (std::pow(10, (static_cast<double>(i) * step + low_mel) / 2595) - 1);
+    points.push_back(static_cast<int64_t>(std::floor(static_cast<double>(dft_length + 1) * hertz /
+                                                     static_cast<double>(sample_rate))));
+  }
+  if (points.back() >= spectrogram_bins)
+    ctx.invalid("upper_edge_hertz " + std::to_string(upper) + " maps to spectrogram bin " +
+                std::to_string(points.back()) + ", past the " + std::to_string(spectrogram_bins) +
+                " of dft_length " + std::to_string(dft_length));
+  std::vector<double> out(static_cast<size_t>(spectrogram_bins * mel_bins), 0.0);
+  const auto at = [&](int64_t bin, int64_t m) -> double& {
+    return out[static_cast<size_t>(bin * mel_bins + m)];
+  };
+  for (int64_t m = 0; m < mel_bins; ++m) {
+    const int64_t left = points[m], centre = points[m + 1], right = points[m + 2];
+    if (centre == left)
+      at(centre, m) = 1;
+    else
+      for (int64_t j = left; j <= centre; ++j)
+        at(j, m) = static_cast<double>(j - left) / static_cast<double>(centre - left);
+    for (int64_t j = centre; j < right; ++j)
+      at(j, m) = static_cast<double>(right - j) / static_cast<double>(right - centre);
+  }
+  const auto type = static_cast<int32_t>(ctx.attr_int("output_datatype", 1));
+  const std::optional<DType> dtype = dtype_from_onnx(type);
+  if (!dtype) ctx.unsupported("output_datatype " + std::to_string(type));
+  Stream& s = ctx.stream();
+  const Shape shape{spectrogram_bins, mel_bins};
+  if (*dtype == DType::f64) return {from_vector(out, shape, s)};
+  // The weights are ratios of small integers: f32 holds them as well as any narrower type.
+  const std::vector<float> narrow(out.begin(), out.end());
+  return {cast(from_vector(narrow, shape, s), *dtype, s)};
+}
+
+}  // namespace
+
+std::vector<OnnxOp> spectral_onnx_ops() {
+  return {
+      {"DFT", 17, dft},
+      {"STFT", 17, stft},
+      {"MelWeightMatrix", 17, mel_weight_matrix},
+  };
+}
+
+}  // namespace hal::model
