@@ -317,3 +317,96 @@ def reference_mel_weights(bins, n, rate, low, high):
         for j in range(centre, right):
             out[j, i] = (right - j) / (right - centre)
     return out.astype(np.float32)
+
+
+def reference_roi_align(x, rois, images, out_h, out_w, sampling, scale, half_pixel, mode):
+    """onnxruntime's RoiAlign (and torchvision's, for avg), point by point."""
+    _, channels, height, width = x.shape
+    out = np.zeros((len(rois), channels, out_h, out_w), np.float64)
+    offset = 0.5 if half_pixel else 0.0
+    for r, (x1, y1, x2, y2) in enumerate(rois.astype(np.float64)):
+        sx, sy = x1 * scale - offset, y1 * scale - offset
+        rw, rh = x2 * scale - offset - sx, y2 * scale - offset - sy
+        if not half_pixel:
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        bh, bw = rh / out_h, rw / out_w
+        gh = sampling if sampling > 0 else int(np.ceil(rh / out_h))
+        gw = sampling if sampling > 0 else int(np.ceil(rw / out_w))
+        image = x[images[r]].astype(np.float64)
+        for ph in range(out_h):
+            for pw in range(out_w):
+                values = []
+                for iy in range(gh):
+                    for ix in range(gw):
+                        y = sy + ph * bh + (iy + 0.5) * bh / gh
+                        xx = sx + pw * bw + (ix + 0.5) * bw / gw
+                        if y < -1 or y > height or xx < -1 or xx > width:
+                            values.append(np.zeros((4, channels)))
+                            continue
+                        y, xx = max(y, 0.0), max(xx, 0.0)
+                        yl, xl = int(y), int(xx)
+                        yh, xh = yl + 1, xl + 1
+                        if yl >= height - 1:
+                            yh = yl = height - 1
+                            y = float(yl)
+                        if xl >= width - 1:
+                            xh = xl = width - 1
+                            xx = float(xl)
+                        ly, lx = y - yl, xx - xl
+                        hy, hx = 1 - ly, 1 - lx
+                        values.append(np.stack([hy * hx * image[:, yl, xl], hy * lx * image[:, yl, xh],
+                                                ly * hx * image[:, yh, xl], ly * lx * image[:, yh, xh]]))
+                if not values:
+                    continue
+                taps = np.stack(values)  # [points, 4, C]
+                if mode == "max":
+                    out[r, :, ph, pw] = taps.max(axis=(0, 1))
+                else:
+                    out[r, :, ph, pw] = taps.sum(axis=1).sum(axis=0) / max(gh * gw, 1)
+    return out
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+def test_roi_align_is_onnxruntimes(onnx, device, mode, rng):
+    """RoiAlign against onnxruntime's algorithm in NumPy: both coordinate transforms, fixed and
+    adaptive sampling, a scale, regions over two images, off the edge and of no size."""
+    from onnx import TensorProto
+
+    x = rng.standard_normal((2, 3, 11, 13)).astype(np.float32)
+    rois = np.array([[0, 0, 9, 9], [2.5, 1, 30, 7], [-4, -3, 3, 2], [5, 5, 5, 5], [1, 2, 20, 18]],
+                    np.float32)
+    images = np.array([0, 1, 0, 1, 1], np.int64)
+    lacks = [op for op in ("embedding", "sum", "max", "where") if not runs(device, op, "f32")]
+    for transform, sampling, scale in [("half_pixel", 2, 1.0), ("output_half_pixel", 0, 0.5),
+                                       ("half_pixel", 0, 0.7)]:
+        model = one_node_model(
+            onnx, "RoiAlign",
+            {"x": (TensorProto.FLOAT, 4), "rois": (TensorProto.FLOAT, 2),
+             "b": (TensorProto.INT64, 1)},
+            {"y": (TensorProto.FLOAT, 4)}, 16, mode=mode, output_height=3, output_width=4,
+            sampling_ratio=sampling, spatial_scale=scale, coordinate_transformation_mode=transform)
+        with hal.cpu_fallback(bool(lacks)):
+            [got] = model.run({"x": x, "rois": rois, "b": images}, device=device).values()
+        want = reference_roi_align(x, rois, images, 3, 4, sampling, scale,
+                                   transform == "half_pixel", mode)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5,
+                                   err_msg=f"{transform}, sampling {sampling}, scale {scale}")
+
+
+def test_roi_align_in_chunks_equals_one_region_at_a_time(onnx, cpu, rng):
+    """Regions whose taps pass 2^25 elements are aligned in chunks: each region's result is
+    what it gives alone."""
+    from onnx import TensorProto
+
+    x = rng.standard_normal((1, 64, 20, 20)).astype(np.float32)
+    rois = rng.uniform(0, 19, (60, 4)).astype(np.float32)  # 42 a chunk
+    rois[:, 2:] = np.maximum(rois[:, :2], rois[:, 2:])
+    model = one_node_model(
+        onnx, "RoiAlign",
+        {"x": (TensorProto.FLOAT, 4), "rois": (TensorProto.FLOAT, 2), "b": (TensorProto.INT64, 1)},
+        {"y": (TensorProto.FLOAT, 4)}, 16, output_height=7, output_width=7, sampling_ratio=8)
+    [together] = model.run({"x": x, "rois": rois, "b": np.zeros(60, np.int64)}, device=cpu).values()
+    for r in (0, 41, 42, 59):
+        [alone] = model.run({"x": x, "rois": rois[r:r + 1], "b": np.zeros(1, np.int64)},
+                            device=cpu).values()
+        np.testing.assert_array_equal(together.numpy()[r], alone.numpy()[0], err_msg=f"region {r}")

@@ -172,6 +172,9 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"ReduceSumSquare", {"sum", "mul"}},
       {"Relu", {"relu"}},
       {"Round", {"round"}},
+      // The regions' taps gathered and weighed, then their mean or largest (roi_align_onnx_op).
+      {"RoiAlign",
+       {{"cast"}, "embedding", "mul", "sum", "div", "max", "where", {"cast", DType::i32}}},
       {"Selu", {"exp", "mul", "sub", "le", "where"}},
       {"Shrink", {"gt", "lt", "add", "sub", "where"}},
       {"Sigmoid", {"sigmoid"}},
@@ -271,9 +274,11 @@ std::optional<Kernels> attribute_kernels(const Node& node, const ValueTypes* typ
                    {"where", DType::i64},
                    {"mul", DType::i64},
                    {"add", DType::i64}};
-  // Pow of an integer base runs in f64 (elementwise_onnx_ops.cpp); GridSample in f32 but for
-  // f64 (grid_sample_onnx_op.cpp).
-  if ((op == "Pow" || op == "GridSample") && types && !node.inputs.empty()) {
+  // Pow of an integer base runs in f64 (elementwise_onnx_ops.cpp); the sampling and spectral
+  // ops in f32 but for f64 (grid_sample_onnx_op.cpp, roi_align_onnx_op.cpp,
+  // spectral_onnx_ops.cpp).
+  const bool in_f32 = op == "GridSample" || op == "RoiAlign" || op == "DFT" || op == "STFT";
+  if ((op == "Pow" || in_f32) && types && !node.inputs.empty()) {
     const auto found = types->find(node.inputs[0]);
     if (found != types->end() && found->second.known) {
       const DType dtype = found->second.dtype;
@@ -281,9 +286,9 @@ std::optional<Kernels> attribute_kernels(const Node& node, const ValueTypes* typ
           dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
       if (op == "Pow" && !floating)
         return Kernels{{"cast"}, {"pow", DType::f64}, {"cast", DType::f64}};
-      if (op == "GridSample" && dtype != DType::f64) {
+      if (in_f32 && dtype != DType::f64) {
         Kernels kernels;
-        for (const NodeKernel& kernel : kernel_table().at("GridSample"))
+        for (const NodeKernel& kernel : kernel_table().at(op))
           kernels.push_back(kernel.dtype || kernel.op == "cast"
                                 ? kernel
                                 : NodeKernel(kernel.op.data(), DType::f32));

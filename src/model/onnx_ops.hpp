@@ -143,6 +143,7 @@ std::vector<OnnxOp> resize_onnx_ops();
 std::vector<OnnxOp> grid_sample_onnx_ops();
 std::vector<OnnxOp> unpool_onnx_ops();
 std::vector<OnnxOp> spectral_onnx_ops();  // DFT, STFT, MelWeightMatrix
+std::vector<OnnxOp> roi_align_onnx_ops();
 std::vector<OnnxOp> recurrent_onnx_ops();
 std::vector<OnnxOp> scatter_onnx_ops();
 std::vector<OnnxOp> quantize_onnx_ops();
