@@ -1,9 +1,9 @@
 // ONNX's signal ops (opset 17): DFT, STFT and MelWeightMatrix, an audio model's front end.
 // A transform of length L = L1 x L2 (L1 the largest factor up to sqrt L) takes Bailey's four
-// steps: a DFT of length L2 down the columns of the signal seen as [L2, L1], twiddle factors, a
-// DFT of length L1 along the rows; each small DFT is a product with its matrix of e^(-2 pi i nk/N)
-// (angles reduced mod N in double on the host). So any length runs, in O(L (L1 + L2)) multiply-
-// adds, on any device that runs matmul. STFT's frames are gathered by `embedding`;
+// steps: a DFT of length L2 down the columns of the signal seen as [L2, L1], then one of length
+// L1 along each row with the twiddle factors in its matrix; each a product with a matrix of
+// e^(-2 pi i nk/N) (angles reduced mod N in double on the host). So any length runs, in
+// O(L (L1 + L2)) multiply-adds, on any device that runs matmul. STFT's frames are gathered by `embedding`;
 // MelWeightMatrix is worked out on the host as ONNX's reference does.
 #include <cmath>
 #include <numbers>
@@ -19,46 +19,33 @@ namespace {
 using Inputs = std::vector<Tensor>;
 using Outputs = std::vector<Tensor>;
 
-// A complex tensor as its real and imaginary parts; `im` undefined for a real one.
-struct Complex {
-  Tensor re, im;
-};
-
-// a + b and a - b where either may be undefined (zero).
-Tensor plus(const Tensor& a, const Tensor& b, Stream& s) {
-  if (!a.defined()) return b;
-  return b.defined() ? add(a, b, s) : a;
-}
-Tensor minus(const Tensor& a, const Tensor& b, Stream& s) {
-  if (!b.defined()) return a;
-  return a.defined() ? sub(a, b, s) : neg(b, s);
-}
-
-// x times y, complex, by `product` (matmul, or mul for elementwise twiddles).
-template <class Product>
-Complex times(const Complex& x, const Complex& y, Product product, Stream& s) {
-  const auto term = [&](const Tensor& a, const Tensor& b) {
-    return a.defined() && b.defined() ? product(a, b) : Tensor();
-  };
-  return {minus(term(x.re, y.re), term(x.im, y.im), s),
-          plus(term(x.re, y.im), term(x.im, y.re), s)};
-}
-
-// [rows, columns] of e^(sign 2 pi i r c / n) for r < rows, c < columns, in `dtype`.
-Complex roots(int64_t rows, int64_t columns, int64_t n, bool inverse, DType dtype, Stream& s) {
-  std::vector<double> re(static_cast<size_t>(rows * columns)), im(re.size());
+// A complex product by one real one: x = a + ib times w = c + id is ac - bd + i(ad + bc), so a
+// row of parts [a | b] times the block matrix [[c, d], [-d, c]] is the row [re | im].
+//
+// `turns(r, c)`: the angle of entry (r, c) as an integer count of 1/n turns (reduced mod n here,
+// so double keeps its digits); `scale` multiplies every entry (an inverse's 1/L). [2 rows or
+// rows (a real input), 2 columns] in `dtype`.
+template <class Turns>
+Tensor block(int64_t rows, int64_t columns, int64_t n, bool inverse, bool real_input, double scale,
+             Turns turns, DType dtype, Stream& s) {
+  const int64_t in_rows = real_input ? rows : 2 * rows;
+  std::vector<double> w(static_cast<size_t>(in_rows * 2 * columns));
   const double sign = inverse ? 1 : -1;
+  const auto at = [&](int64_t r, int64_t c) -> double& {
+    return w[static_cast<size_t>(r * 2 * columns + c)];
+  };
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < columns; ++c) {
-      // r * c mod n first: the angle stays within one turn, so double keeps its digits.
-      const auto turn = static_cast<double>((r % n) * (c % n) % n) / static_cast<double>(n);
-      re[static_cast<size_t>(r * columns + c)] = std::cos(2 * std::numbers::pi * turn);
-      im[static_cast<size_t>(r * columns + c)] = sign * std::sin(2 * std::numbers::pi * turn);
+      const double angle =
+          2 * std::numbers::pi * static_cast<double>(turns(r, c) % n) / static_cast<double>(n);
+      const double re = scale * std::cos(angle), im = scale * sign * std::sin(angle);
+      at(r, c) = re;
+      at(r, columns + c) = im;
+      if (real_input) continue;
+      at(rows + r, c) = -im;
+      at(rows + r, columns + c) = re;
     }
-  const auto upload = [&](const std::vector<double>& values) {
-    return cast(from_vector(values, {rows, columns}, s), dtype, s);
-  };
-  return {upload(re), upload(im)};
+  return cast(from_vector(w, {in_rows, 2 * columns}, s), dtype, s);
 }
 
 int64_t largest_factor_to_root(int64_t n) {
@@ -67,27 +54,45 @@ int64_t largest_factor_to_root(int64_t n) {
   return 1;
 }
 
-// The DFT of each row of x [M, L] (unscaled; inverse: the conjugate roots).
-Complex dft_rows(const Complex& x, int64_t length, bool inverse, DType dtype, Stream& s) {
-  const auto product = [&](const Tensor& a, const Tensor& b) { return matmul(a, b, s); };
+// The DFT of each row of x [M, L, P] (P = 1: real, 2: complex parts), scaled by `scale`:
+// [M, L, 2]. Bailey's four steps for L = L1 x L2 with n = n1 + L1 n2 and k = k2 + L2 k1:
+//   X[k2 + L2 k1] = sum over n1 of e^(-2 pi i n1 (k2 + L2 k1) / L) sum over n2 of
+//                   e^(-2 pi i n2 k2 / L2) x[n1 + L1 n2],
+// the inner sums one product [L2 points, L2] by [L2, M x L1], the outer one batched product per
+// k2 whose matrix holds the twiddles too. Both in block form: no elementwise pass between.
+Tensor dft_rows(const Tensor& x, int64_t length, bool inverse, double scale, DType dtype,
+                Stream& s) {
+  const int64_t m = x.size(0), parts = x.size(2);
+  const bool real = parts == 1;
   const int64_t l1 = largest_factor_to_root(length), l2 = length / l1;
-  if (l1 == 1) return times(x, roots(length, length, length, inverse, dtype, s), product, s);
-  const int64_t m = x.re.size(0);
-  // x[n2 * L1 + n1] as [M, L2, L1]; a DFT of length L2 down each column n1.
-  const auto columns = [&](const Tensor& t) {
-    return t.defined() ? t.contiguous(s).reshape({m, l2, l1}) : Tensor();
-  };
-  const Complex steps =
-      times(roots(l2, l2, l2, inverse, dtype, s), {columns(x.re), columns(x.im)}, product, s);
-  // Twiddles e^(-2 pi i n1 k2 / L), then a DFT of length L1 along each row k2.
-  const auto elementwise = [&](const Tensor& a, const Tensor& b) { return mul(a, b, s); };
-  const Complex twiddled = times(steps, roots(l2, l1, length, inverse, dtype, s), elementwise, s);
-  const Complex out = times(twiddled, roots(l1, l1, l1, inverse, dtype, s), product, s);
-  // Bin k2 + L2 * k1 is [k2, k1]: transposed, rows of L in order.
-  const auto in_order = [&](const Tensor& t) {
-    return t.transpose(1, 2).contiguous(s).reshape({m, length});
-  };
-  return {in_order(out.re), in_order(out.im)};
+  if (l1 == 1) {  // a prime length: one product with the whole matrix
+    const Tensor rows = x.permute({0, 2, 1}).contiguous(s).reshape({m, parts * length});
+    const Tensor w = block(
+        length, length, length, inverse, real, scale, [](int64_t r, int64_t c) { return r * c; },
+        dtype, s);
+    return matmul(rows, w, s).reshape({m, 2, length}).permute({0, 2, 1}).contiguous(s);
+  }
+  // [part, n2] rows by [m, n1] columns; the L2-point matrix on the left, transposed (it is
+  // symmetric, its block form is not).
+  const Tensor columns = x.reshape({m, l2, l1, parts})
+                             .permute({3, 1, 0, 2})
+                             .contiguous(s)
+                             .reshape({parts * l2, m * l1});
+  const Tensor w2 = block(
+      l2, l2, l2, inverse, real, scale, [](int64_t r, int64_t c) { return r * c; }, dtype, s);
+  const Tensor inner = matmul(w2.transpose(0, 1), columns, s);  // [2 x L2 (part, k2), M x L1]
+  // Per k2: rows [m] of [part, n1] times the L1-point matrix with its twiddles.
+  const Tensor rows =
+      inner.reshape({2, l2, m, l1}).permute({1, 2, 0, 3}).contiguous(s).reshape({l2, m, 2 * l1});
+  std::vector<Tensor> per_k2;
+  for (int64_t k2 = 0; k2 < l2; ++k2)
+    per_k2.push_back(block(
+                         l1, l1, length, inverse, false, 1.0,
+                         [&](int64_t n1, int64_t k1) { return n1 * (k2 + l2 * k1); }, dtype, s)
+                         .unsqueeze(0));
+  const Tensor outer = matmul(rows, concat(per_k2, 0, s), s);  // [L2, M, 2 x L1 (part, k1)]
+  // X[m, k2 + L2 k1, part] is outer[k2, m, part, k1].
+  return outer.reshape({l2, m, 2, l1}).permute({1, 3, 0, 2}).contiguous(s).reshape({m, length, 2});
 }
 
 DType computed_in(DType dtype) { return dtype == DType::f64 ? DType::f64 : DType::f32; }
@@ -99,41 +104,33 @@ Tensor dft_of(const OpContext& ctx, const Tensor& x, int64_t axis, int64_t lengt
               bool onesided) {
   Stream& s = ctx.stream();
   const int64_t rank = x.dim();
-  const int64_t parts = x.size(rank - 1);
-  const DType dtype = computed_in(x.dtype());
-  // The transformed axis last, the others flattened into rows.
+  // The transformed axis next to last, the parts last, the others flattened into rows.
   std::vector<int64_t> order;
   for (int64_t d = 0; d < rank - 1; ++d)
     if (d != axis) order.push_back(d);
   order.push_back(axis);
-  const auto rows_of = [&](int64_t part) {
-    Tensor t = cast(x.slice(rank - 1, part, part + 1).squeeze(rank - 1), dtype, s).permute(order);
-    const int64_t n = t.size(-1);
-    if (n > length) t = t.slice(t.dim() - 1, 0, length);
-    std::vector<int64_t> before(static_cast<size_t>(t.dim()), 0), after(before);
-    after.back() = std::max<int64_t>(length - n, 0);
-    if (after.back() > 0) t = pad_constant(ctx, t, before, after, 0.0);
-    return t.contiguous(s).reshape({t.numel() / length, length});
-  };
-  Shape kept;
-  for (size_t i = 0; i + 1 < order.size(); ++i) kept.push_back(x.size(order[i]));
-  Complex out =
-      dft_rows({rows_of(0), parts == 2 ? rows_of(1) : Tensor()}, length, inverse, dtype, s);
-  if (inverse) {
-    const Tensor scale = full({}, 1.0 / static_cast<double>(length), dtype, s);
-    out = {mul(out.re, scale, s), mul(out.im, scale, s)};
+  order.push_back(rank - 1);
+  Tensor t = cast(x, computed_in(x.dtype()), s).permute(order);
+  const int64_t n = t.size(-2);
+  if (n > length) t = t.slice(rank - 2, 0, length);
+  if (n < length) {
+    std::vector<int64_t> before(static_cast<size_t>(rank), 0), after(before);
+    after[static_cast<size_t>(rank - 2)] = length - n;
+    t = pad_constant(ctx, t, before, after, 0.0);
   }
+  Shape shape(t.shape().begin(), t.shape().end() - 2);
+  const int64_t rows = t.numel() / (length * t.size(-1));
+  const double scale = inverse ? 1.0 / static_cast<double>(length) : 1.0;
+  Tensor out = dft_rows(t.contiguous(s).reshape({rows, length, t.size(-1)}), length, inverse, scale,
+                        computed_in(x.dtype()), s);
   const int64_t bins = onesided ? length / 2 + 1 : length;
-  // Back to x's order of axes, the bins where the axis was, the parts last.
+  if (bins < length) out = out.slice(1, 0, bins);
+  // Back to x's order of axes, the bins where the axis was.
+  shape.insert(shape.end(), {bins, 2});
   std::vector<int64_t> back(order.size());
   for (size_t i = 0; i < order.size(); ++i)
     back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
-  Shape shape = kept;
-  shape.push_back(bins);
-  const auto placed = [&](const Tensor& t) {
-    return t.slice(1, 0, bins).reshape(shape).permute(back).unsqueeze(rank - 1);
-  };
-  return cast(concat(ctx, {placed(out.re), placed(out.im)}, rank - 1), x.dtype(), s);
+  return cast(out.reshape(shape).permute(back).contiguous(s), x.dtype(), s);
 }
 
 void check_signal(const OpContext& ctx, const Tensor& x, const std::string& name) {
