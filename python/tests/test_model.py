@@ -410,3 +410,61 @@ def test_roi_align_in_chunks_equals_one_region_at_a_time(onnx, cpu, rng):
         [alone] = model.run({"x": x, "rois": rois[r:r + 1], "b": np.zeros(1, np.int64)},
                             device=cpu).values()
         np.testing.assert_array_equal(together.numpy()[r], alone.numpy()[0], err_msg=f"region {r}")
+
+
+def test_random_ops_draw_what_they_say(onnx, device):
+    """RandomUniform, RandomNormal, their -Like forms, Bernoulli, Multinomial and Dropout in
+    training mode: each draw's statistics within five standard errors of its distribution's; a
+    seed repeats its sequence from one load to the next, each run drawing afresh (ONNX's own
+    data holds NumPy's draws, which no other generator reproduces)."""
+    from onnx import TensorProto
+
+    f32, f64 = TensorProto.FLOAT, TensorProto.DOUBLE
+    n = 100_000
+    with hal.cpu_fallback(True):
+        def uniform():
+            return one_node_model(onnx, "RandomUniform", {}, {"y": (f32, 2)}, 1,
+                                  shape=[n // 100, 100], low=-2.0, high=3.0, seed=5.0)
+
+        seeded = uniform()
+        [a], [b] = (seeded.run({}, device=device).values() for _ in range(2))
+        a = a.numpy()
+        assert a.min() >= -2 and a.max() < 3 and abs(a.mean() - 0.5) < 5 * 5 / np.sqrt(12 * n)
+        # A seed repeats its sequence from one load to the next; each run draws afresh.
+        assert not np.array_equal(a, b.numpy())
+        [again] = uniform().run({}, device=device).values()
+        np.testing.assert_array_equal(a, again.numpy())
+        unseeded = one_node_model(onnx, "RandomNormal", {}, {"y": (f32, 1)}, 1, shape=[n],
+                                  mean=1.0, scale=2.0)
+        [c], [d] = (unseeded.run({}, device=device).values() for _ in range(2))
+        c = c.numpy()
+        assert abs(c.mean() - 1) < 5 * 2 / np.sqrt(n) and abs(c.std() - 2) < 0.05
+        assert not np.array_equal(c, d.numpy())  # no seed: fresh draws each run
+        like = one_node_model(onnx, "RandomNormalLike", {"x": (f64, 1)}, {"y": (f64, 1)}, 1, seed=1.0)
+        [e] = like.run({"x": np.zeros(n)}, device=device).values()
+        assert e.numpy().dtype == np.float64 and abs(e.numpy().mean()) < 5 / np.sqrt(n)
+
+        bernoulli = one_node_model(onnx, "Bernoulli", {"p": (f32, 1)}, {"y": (f32, 1)}, 15, seed=3.0)
+        p = np.repeat(np.array([0.1, 0.5, 0.9], np.float32), n // 3)
+        [y] = bernoulli.run({"p": p}, device=device).values()
+        y = y.numpy().reshape(3, -1)
+        assert set(np.unique(y)) <= {0.0, 1.0}
+        for probability, row in zip((0.1, 0.5, 0.9), y):
+            assert abs(row.mean() - probability) < 5 * np.sqrt(probability * (1 - probability) / row.size)
+
+        multinomial = one_node_model(onnx, "Multinomial", {"x": (f32, 2)}, {"y": (TensorProto.INT64, 2)},
+                                     7, sample_size=n // 10, seed=2.0, dtype=TensorProto.INT64)
+        logits = np.log(np.array([[0.1, 0.2, 0.3, 0.4]], np.float32))
+        [picks] = multinomial.run({"x": logits}, device=device).values()
+        counts = np.bincount(picks.numpy().ravel(), minlength=4) / (n // 10)
+        for got, want in zip(counts, (0.1, 0.2, 0.3, 0.4)):
+            assert abs(got - want) < 5 * np.sqrt(want * (1 - want) / (n // 10)), counts
+
+        dropout = one_node_model(onnx, "Dropout", {"x": (f32, 2), "r": (f32, 0), "t": (TensorProto.BOOL, 0)},
+                                 {"y": (f32, 2), "mask": (TensorProto.BOOL, 2)}, 13, seed=7)
+        feeds = {"x": np.ones((200, 500), np.float32), "r": np.float32(0.3), "t": np.array(True)}
+        first, second = (dropout.run(feeds, device=device) for _ in range(2))
+        kept = first["mask"].numpy()
+        assert abs(kept.mean() - 0.7) < 5 * np.sqrt(0.21 / kept.size)
+        np.testing.assert_allclose(first["y"].numpy(), np.where(kept, 1 / 0.7, 0), rtol=1e-6)
+        assert not np.array_equal(kept, second["mask"].numpy())  # a step drops others

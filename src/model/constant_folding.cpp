@@ -28,7 +28,8 @@ HostTensor to_host(const Tensor& tensor, Stream& stream) {
 std::optional<std::vector<HostTensor>> evaluate_on_host(
     const Node& node, const std::vector<const HostTensor*>& inputs) {
   // Value ops (sequences, subgraphs, which may read more than the node's inputs) are not folded.
-  if (!node.op || !node.op->run) return std::nullopt;
+  // Nor are random ops, which draw afresh each run.
+  if (!node.op || !node.op->run || node.op->random) return std::nullopt;
   Stream stream = hal::detail::host_cpu().create_stream();
   try {
     std::vector<Tensor> in;

@@ -298,12 +298,21 @@ std::vector<Value> identity_of_values(const OpContext& ctx, const std::vector<Va
 
 // Inference: the input unchanged, and a mask of ones where one is asked for: bool from opset
 // 10, of the input's type before.
+// Inference passes x through with a mask of ones; training_mode (opset 12 on) drops elements
+// (random_onnx_ops.cpp). Before opset 7 `is_test` = 0 asked for training, which hal refuses.
 Outputs dropout(const OpContext& ctx, const Inputs& in) {
-  if (given(in, 2) && ctx.read_scalar(in[2]) != 0.0)
-    ctx.unsupported("training_mode: dropout runs as in inference only");
+  const DType mask = ctx.opset() >= 10 ? DType::boolean : in.at(0).dtype();
+  const bool mask_wanted = ctx.node().outputs.size() > 1 && !ctx.node().outputs[1].empty();
+  if (given(in, 2) && ctx.read_scalar(in[2]) != 0.0) {
+    std::vector<Tensor> out =
+        training_dropout(ctx, in[0], given(in, 1) ? ctx.read_scalar(in[1]) : 0.5, mask);
+    if (!mask_wanted) out.pop_back();
+    return out;
+  }
+  if (ctx.opset() < 7 && ctx.attr_int("is_test", 0) == 0 && ctx.has("is_test"))
+    ctx.unsupported("is_test = 0 (training) before opset 7");
   Tensor x = in.at(0).contiguous(ctx.stream());
-  if (ctx.node().outputs.size() < 2 || ctx.node().outputs[1].empty()) return {x};
-  const DType mask = ctx.opset() >= 10 ? DType::boolean : x.dtype();
+  if (!mask_wanted) return {x};
   return {x, full(x.shape(), 1, mask, ctx.stream())};
 }
 
@@ -369,7 +378,7 @@ std::vector<OnnxOp> elementwise_onnx_ops() {
       {"Cast", 6, cast_to, nullptr, cast_strings},
       {"CastLike", 15, cast_like, nullptr, cast_like_strings},
       {"Identity", 1, identity, identity_of_values},
-      {"Dropout", 1, dropout},
+      {.op_type = "Dropout", .since = 1, .run = dropout, .random = true},
   };
 }
 

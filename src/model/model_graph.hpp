@@ -3,6 +3,8 @@
 // onnx_import.cpp and free of them, so the executor and the planner never see protobuf.
 #pragma once
 
+#include <atomic>
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -58,6 +60,9 @@ struct Node {
   // The enclosing graphs' values its subgraphs read (If, Loop, Scan): kept alive until this
   // node has run, as its inputs are.
   std::vector<std::string> captured;
+  // How many times a node of a random op (OnnxOp::random) has run, shared by the copies of the
+  // node (set at load for those ops alone).
+  std::shared_ptr<std::atomic<uint64_t>> runs;
 
   // "node 'conv1' (Conv, opset 13)": how errors name a node.
   std::string describe() const;

@@ -128,6 +128,9 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       {"MatMulInteger", integer_matmul},
       {"Max", {"maximum"}},
       {"MaxPool", {"max"}},
+      {"Bernoulli", {{"cast"}, "lt"}},
+      {"Multinomial",
+       {{"cast"}, "softmax", "matmul", "le", {"sum", DType::i64}, {"minimum", DType::i64}}},
       {"MaxUnpool", {"embedding"}},  // the inverse map gathered as rows (unpool_onnx_op.cpp)
       {"MelWeightMatrix", {{"cast", DType::f32}}},  // worked out on the host
       {"Mean", {"add", "div"}},
@@ -215,13 +218,12 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
 // (NonZero, Unique, NonMaxSuppression compute there). Every device runs them.
 bool moves_data_only(std::string_view op_type) {
   static const std::set<std::string_view, std::less<>> ops{
-      "Compress",     "Concat",   "Constant", "ConstantOfShape",
-      "DepthToSpace", "Dropout",  "Expand",   "Flatten",
-      "Gather",       "GatherND", "Identity", "NonMaxSuppression",
-      "NonZero",      "Pad",      "Reshape",  "ReverseSequence",
-      "Shape",        "Size",     "Slice",    "SpaceToDepth",
-      "Split",        "Squeeze",  "Tile",     "Transpose",
-      "Unique",       "Unsqueeze"};
+      "Compress", "Concat", "Constant", "ConstantOfShape", "DepthToSpace", "Dropout", "Expand",
+      "Flatten", "Gather", "GatherND", "Identity", "NonMaxSuppression", "NonZero", "Pad", "Reshape",
+      "ReverseSequence", "Shape", "Size", "Slice", "SpaceToDepth", "Split", "Squeeze", "Tile",
+      "Transpose", "Unique", "Unsqueeze",
+      // Draws from hal's Philox generator, which every device makes (random_onnx_ops.cpp).
+      "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"};
   return ops.contains(op_type);
 }
 

@@ -347,6 +347,7 @@ class Importer {
       return;
     }
     node.op = find_onnx_op(node.domain, node.op_type, node.opset);
+    if (node.op && node.op->random) node.runs = std::make_shared<std::atomic<uint64_t>>(0);
     if (node.op) {
       if (++nodes_added_ > node_budget_)
         unsupported(name_ + ": expanding its functions makes more than " +

@@ -123,6 +123,9 @@ struct OnnxOp {
   // the planner puts it on cpu:0.
   bool host = false;
   std::string_view domain = {};  // empty: the default domain
+  // Draws random numbers: never folded into a constant, and each run draws afresh (a seeded
+  // node's draws follow from its seed and its count of runs, Node::runs).
+  bool random = false;
 };
 
 // The implementation of `op_type` of the default domain at `opset`, or null.
@@ -144,6 +147,7 @@ std::vector<OnnxOp> grid_sample_onnx_ops();
 std::vector<OnnxOp> unpool_onnx_ops();
 std::vector<OnnxOp> spectral_onnx_ops();  // DFT, STFT, MelWeightMatrix
 std::vector<OnnxOp> roi_align_onnx_ops();
+std::vector<OnnxOp> random_onnx_ops();  // RandomUniform, RandomNormal, -Like, Multinomial
 std::vector<OnnxOp> recurrent_onnx_ops();
 std::vector<OnnxOp> scatter_onnx_ops();
 std::vector<OnnxOp> quantize_onnx_ops();
@@ -168,6 +172,11 @@ std::string describe_value(const Value& value);
 // The op of the nodes that elementwise chains become at load (elementwise_fusion.hpp); not in
 // the table, which maps the models' own op types.
 const OnnxOp& fused_elementwise_onnx_op();
+
+// Dropout in training mode, by hal::dropout's draws: {output, mask in `mask_dtype`}
+// (random_onnx_ops.cpp).
+std::vector<Tensor> training_dropout(const OpContext& ctx, const Tensor& x, double ratio,
+                                     DType mask_dtype);
 
 // Whether the optional input `index` was given.
 inline bool given(const std::vector<Tensor>& in, size_t index) {

@@ -3,8 +3,8 @@
 // steps: a DFT of length L2 down the columns of the signal seen as [L2, L1], then one of length
 // L1 along each row with the twiddle factors in its matrix; each a product with a matrix of
 // e^(-2 pi i nk/N) (angles reduced mod N in double on the host). So any length runs, in
-// O(L (L1 + L2)) multiply-adds, on any device that runs matmul. STFT's frames are gathered by `embedding`;
-// MelWeightMatrix is worked out on the host as ONNX's reference does.
+// O(L (L1 + L2)) multiply-adds, on any device that runs matmul. STFT's frames are gathered by
+// `embedding`; MelWeightMatrix is worked out on the host as ONNX's reference does.
 #include <cmath>
 #include <numbers>
 #include <optional>
