@@ -256,6 +256,30 @@ Outputs mod(const OpContext& ctx, const Inputs& in) {
   return {where(logical_and_of(ne(r, zero, s), disagree, s), add(r, b, s), r, s)};
 }
 
+// BitShift of unsigned integers (u8, hal's one unsigned type): x times or over 2^y in i32, the
+// left shift wrapped to 8 bits; a shift by the width or more gives 0, as onnxruntime's shift of
+// the promoted value narrowed back does.
+Outputs bit_shift(const OpContext& ctx, const Inputs& in) {
+  Stream& s = ctx.stream();
+  const Tensor& x = in.at(0);
+  const Tensor y = legacy_broadcast(ctx, x, in.at(1));
+  if (x.dtype() != DType::u8 || y.dtype() != DType::u8)
+    ctx.unsupported("BitShift of " + std::string(to_string(x.dtype())) + " by " +
+                    std::string(to_string(y.dtype())) + ": hal's unsigned integers are u8");
+  const std::string direction = ctx.attr_string("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    ctx.invalid("direction '" + direction + "' is not LEFT or RIGHT");
+  const auto i32 = [&](double value) { return full({}, value, DType::i32, s); };
+  const Tensor wide = cast(x, DType::i32, s);
+  const Tensor steps = minimum(cast(y, DType::i32, s), i32(8), s);
+  // 2^steps, exact in f32 up to 2^8.
+  const Tensor factor =
+      cast(pow(full({}, 2, DType::f32, s), cast(steps, DType::f32, s), s), DType::i32, s);
+  if (direction == "RIGHT") return {cast(div(wide, factor, s), DType::u8, s)};
+  const Tensor product = mul(wide, factor, s);
+  return {cast(sub(product, mul(div(product, i32(256), s), i32(256), s), s), DType::u8, s)};
+}
+
 Outputs logical_not(const OpContext& ctx, const Inputs& in) {
   return {eq(in.at(0), constant(0, DType::boolean, ctx), ctx.stream())};
 }
@@ -334,6 +358,7 @@ std::vector<OnnxOp> elementwise_onnx_ops() {
       {"LessOrEqual", 12, binary<le>},
       {"Greater", 1, binary<gt>},
       {"GreaterOrEqual", 12, binary<ge>},
+      {"BitShift", 11, bit_shift},
       {"Not", 1, logical_not},
       {"And", 1, logical_and},
       {"Or", 1, logical_or},

@@ -3,8 +3,8 @@
 // infinities and Mod's fmod of floats, each against the values ONNX's reference gives; Range
 // counted in its type, Softplus of very negative inputs, Sign of NaN and reductions over no
 // elements; TopK's smallest with NaN, Shrink of integers, BatchNormalization's mixed types and a
-// Conv's legacy broadcasting Add; Slice with negative steps, Pow of integers, MaxPool's Indices
-// and MaxUnpool.
+// Conv's legacy broadcasting Add; Slice with negative steps, Pow of integers, MaxPool's Indices,
+// MaxUnpool and BitShift.
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -636,6 +636,26 @@ TEST(OpEdgeCases, MaxPoolIndicesTakeTheFirstOfEqualMaxima) {
         stream);
   };
   expect_error(huge, ErrorCode::InvalidArgument, {"MaxUnpool", "has more than 2^34 elements"});
+}
+
+// BitShift of u8: the left shift wraps to 8 bits, a shift by 8 or more gives 0 either way (C's
+// shift of the promoted value, narrowed back, as onnxruntime computes it).
+TEST(OpEdgeCases, BitShiftOfBytesWrapsAndShiftsOutPastTheWidth) {
+  Stream stream = device("cpu:0").create_stream();
+  const auto shift = [&](const std::string& direction) {
+    const Model model = one_node(
+        11, "BitShift", {{"x", TensorProto::UINT8, 1}, {"y", TensorProto::UINT8, 1}},
+        {{"z", TensorProto::UINT8, 1}},
+        [&](onnx::NodeProto& node) { ModelBuilder::set_string(node, "direction", direction); });
+    return model
+        .run({{"x", from_vector<uint8_t>({200, 1, 255, 255, 77}, {5}, stream)},
+              {"y", from_vector<uint8_t>({1, 7, 3, 8, 200}, {5}, stream)}},
+             stream)
+        .at("z")
+        .to_vector<uint8_t>(stream);
+  };
+  EXPECT_EQ(shift("LEFT"), (std::vector<uint8_t>{144, 128, 248, 0, 0}));
+  EXPECT_EQ(shift("RIGHT"), (std::vector<uint8_t>{100, 0, 31, 0, 0}));
 }
 
 // Split-1 takes `split` as an optional second input too (of T by its schema; int64 as models
