@@ -468,3 +468,18 @@ def test_random_ops_draw_what_they_say(onnx, device):
         assert abs(kept.mean() - 0.7) < 5 * np.sqrt(0.21 / kept.size)
         np.testing.assert_allclose(first["y"].numpy(), np.where(kept, 1 / 0.7, 0), rtol=1e-6)
         assert not np.array_equal(kept, second["mask"].numpy())  # a step drops others
+
+
+def test_det_is_numpys(onnx, device, rng):
+    """Det of a batch of matrices, a singular one and 1 x 1 ones among them, against NumPy's."""
+    from onnx import TensorProto
+
+    model = one_node_model(onnx, "Det", {"x": (TensorProto.FLOAT, 4)}, {"y": (TensorProto.FLOAT, 2)}, 11)
+    for n in (1, 2, 5):
+        x = rng.standard_normal((3, 2, n, n)).astype(np.float32)
+        x[0, 0, 0] = 0 if n == 1 else x[0, 0, 0]
+        if n > 1:
+            x[0, 0, 1] = 2 * x[0, 0, 0]  # singular: its determinant is 0
+        [got] = model.run({"x": x}, device=device).values()
+        np.testing.assert_allclose(got.numpy(), np.linalg.det(x.astype(np.float64)), rtol=1e-5,
+                                   atol=1e-6, err_msg=f"n = {n}")

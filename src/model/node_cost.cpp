@@ -69,6 +69,7 @@ const std::map<std::string_view, Kernels, std::less<>>& kernel_table() {
       // Products with the roots' matrices and twiddles (spectral_onnx_ops.cpp).
       {"DFT", {{"cast"}, "matmul", "mul", "add", "sub", "neg"}},
       {"DequantizeLinear", {{"cast"}, {"sub", DType::f32}, {"mul", DType::f32}}},
+      {"Det", {{"cast", DType::f32}}},  // on the host, uploaded (det_onnx_op.cpp)
       {"Div", {"div"}},
       {"Einsum", {"matmul"}},
       {"Elu", {"exp", "where"}},

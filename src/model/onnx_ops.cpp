@@ -15,12 +15,12 @@ struct OpTable {
   std::vector<OnnxOp> ops;  // by op type, then `since` descending
   OpTable() {
     for (auto family :
-         {elementwise_onnx_ops,  shape_onnx_ops,     reduce_onnx_ops,    nn_onnx_ops,
-          conv_onnx_ops,         index_onnx_ops,     resize_onnx_ops,    grid_sample_onnx_ops,
-          unpool_onnx_ops,       spectral_onnx_ops,  roi_align_onnx_ops, random_onnx_ops,
-          recurrent_onnx_ops,    scatter_onnx_ops,   quantize_onnx_ops,  sequence_onnx_ops,
-          control_flow_onnx_ops, optimizer_onnx_ops, gradient_onnx_ops,  string_onnx_ops,
-          tfidf_onnx_ops})
+         {elementwise_onnx_ops, shape_onnx_ops,        reduce_onnx_ops,    nn_onnx_ops,
+          conv_onnx_ops,        index_onnx_ops,        resize_onnx_ops,    grid_sample_onnx_ops,
+          unpool_onnx_ops,      spectral_onnx_ops,     roi_align_onnx_ops, random_onnx_ops,
+          det_onnx_ops,         recurrent_onnx_ops,    scatter_onnx_ops,   quantize_onnx_ops,
+          sequence_onnx_ops,    control_flow_onnx_ops, optimizer_onnx_ops, gradient_onnx_ops,
+          string_onnx_ops,      tfidf_onnx_ops})
       for (const OnnxOp& op : family()) ops.push_back(op);
     std::sort(ops.begin(), ops.end(), [](const OnnxOp& a, const OnnxOp& b) {
       return a.op_type != b.op_type ? a.op_type < b.op_type : a.since > b.since;

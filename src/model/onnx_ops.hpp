@@ -147,6 +147,7 @@ std::vector<OnnxOp> grid_sample_onnx_ops();
 std::vector<OnnxOp> unpool_onnx_ops();
 std::vector<OnnxOp> spectral_onnx_ops();  // DFT, STFT, MelWeightMatrix
 std::vector<OnnxOp> roi_align_onnx_ops();
+std::vector<OnnxOp> det_onnx_ops();
 std::vector<OnnxOp> random_onnx_ops();  // RandomUniform, RandomNormal, -Like, Multinomial
 std::vector<OnnxOp> recurrent_onnx_ops();
 std::vector<OnnxOp> scatter_onnx_ops();
