@@ -483,3 +483,67 @@ def test_det_is_numpys(onnx, device, rng):
         [got] = model.run({"x": x}, device=device).values()
         np.testing.assert_allclose(got.numpy(), np.linalg.det(x.astype(np.float64)), rtol=1e-5,
                                    atol=1e-6, err_msg=f"n = {n}")
+
+
+def test_long_dfts_multiply_their_twiddles_in_and_refuse_large_prime_factors(onnx, cpu, rng):
+    """Past 2^24 elements of folded matrices the twiddles are multiplied in (O(L) memory); a
+    length with a prime factor above 2048 is refused by name, not given a dense matrix."""
+    from onnx import TensorProto
+
+    model = one_node_model(onnx, "DFT", {"x": (TensorProto.FLOAT, 3)}, {"y": (TensorProto.FLOAT, 3)},
+                           17, axis=1)
+    signal = rng.standard_normal((1, 65536, 2)).astype(np.float32)
+    [got] = model.run({"x": signal}, device=cpu).values()
+    want = np.fft.fft(signal[..., 0].astype(np.float64) + 1j * signal[..., 1], axis=1)
+    np.testing.assert_allclose(got.numpy(), as_parts(want), rtol=0, atol=2e-5 * np.abs(want).max())
+    for length, words in [(4099, "a prime above 2048"), (2 * 2053, "whose factors 2 x 2053")]:
+        with pytest.raises(hal.Unsupported, match=f"a DFT of length {length}, {words}"):
+            model.run({"x": np.zeros((1, length, 1), np.float32)}, device=cpu)
+
+
+def test_edges_of_roi_align_mel_weights_and_multinomial(onnx, cpu):
+    """An inverted region aligns to zeros (onnxruntime's loops run no times); an upper edge that
+    maps to the last bin is the reference's; a NaN logit is never drawn, -inf never, +inf always."""
+    from onnx import TensorProto
+
+    roi = one_node_model(
+        onnx, "RoiAlign",
+        {"x": (TensorProto.FLOAT, 4), "rois": (TensorProto.FLOAT, 2), "b": (TensorProto.INT64, 1)},
+        {"y": (TensorProto.FLOAT, 4)}, 16, output_height=3, output_width=2)
+    [y] = roi.run({"x": np.ones((1, 2, 10, 10), np.float32),
+                   "rois": np.array([[8, 8, 2, 2], [8, 1, 2, 9]], np.float32),
+                   "b": np.zeros(2, np.int64)}, device=cpu).values()
+    np.testing.assert_array_equal(y.numpy(), np.zeros((2, 2, 3, 2)))
+
+    inputs = {name: (TensorProto.INT64, 0) for name in ("bins", "n", "rate")}
+    inputs |= {"low": (TensorProto.FLOAT, 0), "high": (TensorProto.FLOAT, 0)}
+    mel = one_node_model(onnx, "MelWeightMatrix", inputs, {"w": (TensorProto.FLOAT, 2)}, 17)
+    [w] = mel.run({"bins": np.array(8), "n": np.array(16), "rate": np.array(8000),
+                   "low": np.float32(0), "high": np.float32(5500)}, device=cpu).values()
+    np.testing.assert_array_equal(w.numpy(), reference_mel_weights(8, 16, 8000, 0, 5500))
+
+    draw = one_node_model(onnx, "Multinomial", {"x": (TensorProto.FLOAT, 2)},
+                          {"y": (TensorProto.INT64, 2)}, 7, sample_size=200, seed=4.0,
+                          dtype=TensorProto.INT64)
+    logits = np.array([[0, np.nan, 0, -np.inf], [0, np.inf, 0, 0]], np.float32)
+    [picks] = draw.run({"x": logits}, device=cpu).values()
+    picks = picks.numpy()
+    assert set(picks[0]) == {0, 2} and set(picks[1]) == {1}
+
+
+def test_constant_dropout_folds_only_in_inference(onnx):
+    """Dropout of a constant folds away in inference; in training mode it draws each run."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    constants = [numpy_helper.from_array(np.ones((2, 2), np.float32), "c"),
+                 numpy_helper.from_array(np.array(True), "t"),
+                 numpy_helper.from_array(np.array(0.5, np.float32), "r")]
+    value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 2])
+    for training, kept in ((False, ["Add"]), (True, ["Add", "Dropout"])):
+        dropout = helper.make_node("Dropout", ["c", "r", "t"] if training else ["c"], ["d"])
+        graph = helper.make_graph([dropout, helper.make_node("Add", ["d", "x"], ["y"])], "g",
+                                  [value("x")], [value("y")], constants)
+        model = hal.load_onnx_bytes(
+            helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString(),
+            name="dropout")
+        assert sorted(model.op_types) == kept

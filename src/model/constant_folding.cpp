@@ -23,13 +23,24 @@ HostTensor to_host(const Tensor& tensor, Stream& stream) {
   return host;
 }
 
+// Whether `node` draws random numbers with these constant inputs: a random op's node, but a
+// Dropout whose training_mode is absent or false.
+bool draws(const Node& node, const std::vector<const HostTensor*>& inputs) {
+  if (!node.op || !node.op->random) return false;
+  if (node.op_type != "Dropout") return true;
+  if (inputs.size() < 3 || !inputs[2]) return false;
+  for (std::byte b : inputs[2]->bytes)
+    if (b != std::byte{0}) return true;
+  return false;
+}
+
 }  // namespace
 
 std::optional<std::vector<HostTensor>> evaluate_on_host(
     const Node& node, const std::vector<const HostTensor*>& inputs) {
   // Value ops (sequences, subgraphs, which may read more than the node's inputs) are not folded.
-  // Nor are random ops, which draw afresh each run.
-  if (!node.op || !node.op->run || node.op->random) return std::nullopt;
+  // Nor are random ops, which draw afresh each run (Dropout only in training mode).
+  if (!node.op || !node.op->run || draws(node, inputs)) return std::nullopt;
   Stream stream = hal::detail::host_cpu().create_stream();
   try {
     std::vector<Tensor> in;

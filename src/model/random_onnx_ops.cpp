@@ -5,6 +5,7 @@
 // ("auto-generated"), from a process-wide sequence started from std::random_device.
 #include <atomic>
 #include <bit>
+#include <limits>
 #include <random>
 
 #include "hal/ops.hpp"
@@ -94,9 +95,9 @@ Outputs bernoulli(const OpContext& ctx, const Inputs& in) {
   return {cast(lt(u, cast(p, drawn, s), s), *dtype, s)};
 }
 
-// sample_size draws per row of input [batch, classes] (unnormalized log-probabilities): a draw
-// u picks the first class whose cumulative probability exceeds it (the count of those at or
-// below it; the last class where rounding leaves the total under u).
+// sample_size draws per row of input [batch, classes] (unnormalized log-probabilities) by the
+// Gumbel-max rule: the class whose logit plus -log(-log u) is largest is drawn with its softmax
+// probability, in [batch, samples, classes] memory.
 Outputs multinomial(const OpContext& ctx, const Inputs& in) {
   const Tensor& x = in.at(0);
   if (x.dim() != 2) ctx.invalid("input " + to_string(x.shape()) + " is not [batch, classes]");
@@ -104,25 +105,22 @@ Outputs multinomial(const OpContext& ctx, const Inputs& in) {
     ctx.unsupported("input of " + std::string(to_string(x.dtype())) + ": floating types only");
   const int64_t batch = x.size(0), classes = x.size(1);
   const int64_t samples = ctx.attr_int("sample_size", 1);
-  if (samples < 0 || classes < 1)
-    ctx.invalid("sample_size " + std::to_string(samples) + " over " + std::to_string(classes) +
-                " classes");
+  if (samples < 0) ctx.invalid("sample_size " + std::to_string(samples) + " is negative");
+  if (classes < 1) ctx.invalid("input " + to_string(x.shape()) + " has no classes to draw");
   const auto type = static_cast<int32_t>(ctx.attr_int("dtype", 6));  // INT32
   const std::optional<DType> out_dtype = dtype_from_onnx(type);
   if (!out_dtype || (*out_dtype != DType::i32 && *out_dtype != DType::i64))
     ctx.invalid("dtype " + std::to_string(type) + " is not int32 or int64");
   Stream& s = ctx.stream();
   const DType dtype = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  // Cumulative probabilities by one product with the upper triangle of ones.
-  std::vector<double> upper(static_cast<size_t>(classes * classes), 0.0);
-  for (int64_t i = 0; i < classes; ++i)
-    for (int64_t j = i; j < classes; ++j) upper[static_cast<size_t>(i * classes + j)] = 1;
-  const Tensor cdf = matmul(softmax(cast(x, dtype, s), 1, s),
-                            cast(from_vector(upper, {classes, classes}, s), dtype, s), s);
-  const Tensor u = uniform({batch, samples, 1}, dtype, seed_of(ctx), s);
-  const Tensor below = cast(le(cdf.reshape({batch, 1, classes}), u, s), DType::i64, s);
-  const Tensor picked = minimum(sum(below, {2}, false, s),
-                                full({}, static_cast<double>(classes - 1), DType::i64, s), s);
+  const Tensor logits = cast(x, dtype, s);
+  const Tensor lowest = full({}, -std::numeric_limits<double>::infinity(), dtype, s);
+  // A NaN logit is never drawn (argmax would take it as the largest); +inf is drawn always,
+  // the limit of its probability.
+  const Tensor finite = where(eq(logits, logits, s), logits, lowest, s);
+  const Tensor u = uniform({batch, samples, classes}, dtype, seed_of(ctx), s);
+  const Tensor gumbel = neg(log(neg(log(u, s), s), s), s);
+  const Tensor picked = argmax(add(finite.reshape({batch, 1, classes}), gumbel, s), {2}, false, s);
   return {cast(picked, *out_dtype, s)};
 }
 

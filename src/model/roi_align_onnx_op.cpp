@@ -44,9 +44,10 @@ struct Taps {
   int64_t per_bin = 0;  // points per bin in the chunk, each four taps
 };
 
+// An inverted region (x2 < x1) has none adaptively: onnxruntime's loops run no times there.
 int64_t points_a_side(int64_t sampling, double extent, int64_t bins) {
-  return sampling > 0 ? sampling
-                      : static_cast<int64_t>(std::ceil(extent / static_cast<double>(bins)));
+  if (sampling > 0) return sampling;
+  return std::max<int64_t>(0, static_cast<int64_t>(std::ceil(extent / static_cast<double>(bins))));
 }
 
 // onnxruntime's bilinear_interpolate: a point more than one pixel off the image reads nothing;
@@ -218,19 +219,21 @@ Outputs roi_align(const OpContext& ctx, const Inputs& in, bool half_pixel_defaul
                             .contiguous(s)
                             .reshape({x.size(0) * g.height * g.width, channels});
   const Tensor table = concat(ctx, {zeros({1, channels}, dtype, s), pixels}, 0);
-  // Regions in chunks whose gathered taps stay near 2^25 elements.
+  // Regions in chunks whose gathered taps stay near 2^25 elements, every region of a chunk
+  // padded to its most points a bin.
   constexpr int64_t kGathered = int64_t{1} << 25;
+  const int64_t per_point = 4 * g.out_height * g.out_width * channels;
   std::vector<Tensor> parts;
   for (size_t first = 0; first < regions.size();) {
     size_t last = first;
-    int64_t gathered = 0;
+    int64_t most = 1;
     do {
       const Region& r = regions[last];
-      const int64_t points = points_a_side(g.sampling, r.height, g.out_height) *
-                             points_a_side(g.sampling, r.width, g.out_width);
-      gathered += 4 * std::max<int64_t>(points, 1) * g.out_height * g.out_width * channels;
+      most = std::max(most, points_a_side(g.sampling, r.height, g.out_height) *
+                                points_a_side(g.sampling, r.width, g.out_width));
       ++last;
-    } while (last < regions.size() && gathered < kGathered);
+    } while (last < regions.size() &&
+             static_cast<int64_t>(last + 1 - first) * most * per_point < kGathered);
     parts.push_back(
         align(ctx, g, table, dtype,
               std::vector<Region>(regions.begin() + static_cast<std::ptrdiff_t>(first),

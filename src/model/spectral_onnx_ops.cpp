@@ -60,16 +60,30 @@ int64_t largest_factor_to_root(int64_t n) {
 //                   e^(-2 pi i n2 k2 / L2) x[n1 + L1 n2],
 // the inner sums one product [L2 points, L2] by [L2, M x L1], the outer one batched product per
 // k2 whose matrix holds the twiddles too. Both in block form: no elementwise pass between.
-Tensor dft_rows(const Tensor& x, int64_t length, bool inverse, double scale, DType dtype,
-                Stream& s) {
+// The most points a side of a dense DFT matrix (its block form (2n)^2 elements: 64 MiB of f32
+// at 2048), and the most elements of the per-residue matrices with the twiddles folded in
+// (4 L L1); past that the twiddles are multiplied in on their own, in O(L) memory.
+constexpr int64_t kMostDensePoints = 2048;
+constexpr int64_t kMostFoldedElements = int64_t{1} << 24;
+
+Tensor dft_rows(const OpContext& ctx, const Tensor& x, int64_t length, bool inverse, double scale,
+                DType dtype) {
+  Stream& s = ctx.stream();
   const int64_t m = x.size(0), parts = x.size(2);
   const bool real = parts == 1;
   const int64_t l1 = largest_factor_to_root(length), l2 = length / l1;
+  if (l2 > kMostDensePoints)
+    ctx.unsupported("a DFT of length " + std::to_string(length) +
+                    (l1 == 1 ? ", a prime"
+                             : ", whose factors " + std::to_string(l1) + " x " +
+                                   std::to_string(l2) + " leave one") +
+                    " above " + std::to_string(kMostDensePoints) +
+                    " (hal's DFT multiplies by dense matrices of up to that many points; "
+                    "Bluestein's algorithm for large prime factors is not built)");
+  const auto whole = [](int64_t r, int64_t c) { return r * c; };
   if (l1 == 1) {  // a prime length: one product with the whole matrix
     const Tensor rows = x.permute({0, 2, 1}).contiguous(s).reshape({m, parts * length});
-    const Tensor w = block(
-        length, length, length, inverse, real, scale, [](int64_t r, int64_t c) { return r * c; },
-        dtype, s);
+    const Tensor w = block(length, length, length, inverse, real, scale, whole, dtype, s);
     return matmul(rows, w, s).reshape({m, 2, length}).permute({0, 2, 1}).contiguous(s);
   }
   // [part, n2] rows by [m, n1] columns; the L2-point matrix on the left, transposed (it is
@@ -78,19 +92,41 @@ Tensor dft_rows(const Tensor& x, int64_t length, bool inverse, double scale, DTy
                              .permute({3, 1, 0, 2})
                              .contiguous(s)
                              .reshape({parts * l2, m * l1});
-  const Tensor w2 = block(
-      l2, l2, l2, inverse, real, scale, [](int64_t r, int64_t c) { return r * c; }, dtype, s);
+  const Tensor w2 = block(l2, l2, l2, inverse, real, scale, whole, dtype, s);
   const Tensor inner = matmul(w2.transpose(0, 1), columns, s);  // [2 x L2 (part, k2), M x L1]
-  // Per k2: rows [m] of [part, n1] times the L1-point matrix with its twiddles.
-  const Tensor rows =
-      inner.reshape({2, l2, m, l1}).permute({1, 2, 0, 3}).contiguous(s).reshape({l2, m, 2 * l1});
-  std::vector<Tensor> per_k2;
-  for (int64_t k2 = 0; k2 < l2; ++k2)
-    per_k2.push_back(block(
-                         l1, l1, length, inverse, false, 1.0,
-                         [&](int64_t n1, int64_t k1) { return n1 * (k2 + l2 * k1); }, dtype, s)
-                         .unsqueeze(0));
-  const Tensor outer = matmul(rows, concat(per_k2, 0, s), s);  // [L2, M, 2 x L1 (part, k1)]
+  Tensor outer;                                                 // [L2, M, 2 x L1 (part, k1)]
+  if (4 * length * l1 <= kMostFoldedElements) {
+    // Per k2: rows [m] of [part, n1] times the L1-point matrix with its twiddles.
+    const Tensor rows =
+        inner.reshape({2, l2, m, l1}).permute({1, 2, 0, 3}).contiguous(s).reshape({l2, m, 2 * l1});
+    std::vector<Tensor> per_k2;
+    for (int64_t k2 = 0; k2 < l2; ++k2)
+      per_k2.push_back(block(
+                           l1, l1, length, inverse, false, 1.0,
+                           [&](int64_t n1, int64_t k1) { return n1 * (k2 + l2 * k1); }, dtype, s)
+                           .unsqueeze(0));
+    outer = matmul(rows, concat(per_k2, 0, s), s);
+  } else {
+    // The twiddles e^(-2 pi i n1 k2 / L) multiplied in, then one L1-point matrix for all.
+    std::vector<double> twiddle_re(static_cast<size_t>(length)), twiddle_im(twiddle_re.size());
+    const double sign = inverse ? 1 : -1;
+    for (int64_t k2 = 0; k2 < l2; ++k2)
+      for (int64_t n1 = 0; n1 < l1; ++n1) {
+        const double angle = 2 * std::numbers::pi * static_cast<double>(n1 * k2 % length) /
+                             static_cast<double>(length);
+        twiddle_re[static_cast<size_t>(k2 * l1 + n1)] = std::cos(angle);
+        twiddle_im[static_cast<size_t>(k2 * l1 + n1)] = sign * std::sin(angle);
+      }
+    const Tensor t_re = cast(from_vector(twiddle_re, {l2, 1, l1}, s), dtype, s);
+    const Tensor t_im = cast(from_vector(twiddle_im, {l2, 1, l1}, s), dtype, s);
+    const Tensor split = inner.reshape({2, l2, m, l1});
+    const Tensor re = split.slice(0, 0, 1).reshape({l2, m, l1});
+    const Tensor im = split.slice(0, 1, 2).reshape({l2, m, l1});
+    const Tensor rows = concat(
+        {sub(mul(re, t_re, s), mul(im, t_im, s), s), add(mul(re, t_im, s), mul(im, t_re, s), s)}, 2,
+        s);
+    outer = matmul(rows, block(l1, l1, l1, inverse, false, 1.0, whole, dtype, s), s);
+  }
   // X[m, k2 + L2 k1, part] is outer[k2, m, part, k1].
   return outer.reshape({l2, m, 2, l1}).permute({1, 3, 0, 2}).contiguous(s).reshape({m, length, 2});
 }
@@ -121,8 +157,9 @@ Tensor dft_of(const OpContext& ctx, const Tensor& x, int64_t axis, int64_t lengt
   Shape shape(t.shape().begin(), t.shape().end() - 2);
   const int64_t rows = t.numel() / (length * t.size(-1));
   const double scale = inverse ? 1.0 / static_cast<double>(length) : 1.0;
-  Tensor out = dft_rows(t.contiguous(s).reshape({rows, length, t.size(-1)}), length, inverse, scale,
-                        computed_in(x.dtype()), s);
+  Tensor out = dft_rows(ctx, t.contiguous(s).reshape({rows, length, t.size(-1)}), length, inverse,
+                        scale, computed_in(x.dtype()));
+
   const int64_t bins = onesided ? length / 2 + 1 : length;
   if (bins < length) out = out.slice(1, 0, bins);
   // Back to x's order of axes, the bins where the axis was.
@@ -149,7 +186,8 @@ Outputs dft(const OpContext& ctx, const Inputs& in) {
   if (axis < 0) axis += rank;
   if (axis < 0 || axis > rank - 2)
     ctx.invalid("axis " + std::to_string(ctx.attr_int("axis", 1)) + " of input " +
-                to_string(x.shape()) + ": the transformed axis cannot be the parts' (last) one");
+                to_string(x.shape()) + " is not one of its signal axes (-" + std::to_string(rank) +
+                " to -2, 0 to " + std::to_string(rank - 2) + "; the last holds the parts)");
   const bool inverse = ctx.attr_int("inverse", 0) != 0;
   const bool onesided = ctx.attr_int("onesided", 0) != 0;
   if (inverse && onesided) ctx.unsupported("onesided with inverse");
@@ -173,9 +211,10 @@ Outputs stft(const OpContext& ctx, const Inputs& in) {
     ctx.invalid("window " + to_string(window.shape()) + " is not frame_length " +
                 std::to_string(frame) + " long");
   const int64_t batch = signal.size(0), length = signal.size(1), parts = signal.size(2);
-  if (step < 1 || frame < 1 || frame > length)
-    ctx.invalid("frame_step " + std::to_string(step) + " and frame_length " +
-                std::to_string(frame) + " for a signal of " + std::to_string(length));
+  if (step < 1) ctx.invalid("frame_step " + std::to_string(step) + " is not at least 1");
+  if (frame < 1 || frame > length)
+    ctx.invalid("frame_length " + std::to_string(frame) + " is not within the signal's " +
+                std::to_string(length) + " samples");
   const int64_t frames = (length - frame) / step + 1;
   Stream& s = ctx.stream();
   const DType dtype = computed_in(signal.dtype());
@@ -214,7 +253,8 @@ Outputs mel_weight_matrix(const OpContext& ctx, const Inputs& in) {
     points.push_back(static_cast<int64_t>(std::floor(static_cast<double>(dft_length + 1) * hertz /
                                                      static_cast<double>(sample_rate))));
   }
-  if (points.back() >= spectrogram_bins)
+  // The last triangle peaks at points[mel_bins] and ends before points.back().
+  if (points[static_cast<size_t>(mel_bins)] >= spectrogram_bins || points.back() > spectrogram_bins)
     ctx.invalid("upper_edge_hertz " + std::to_string(upper) + " maps to spectrogram bin " +
                 std::to_string(points.back()) + ", past the " + std::to_string(spectrogram_bins) +
                 " of dft_length " + std::to_string(dft_length));
