@@ -49,8 +49,7 @@ Outputs det(const OpContext& ctx, const Inputs& in) {
     dets.push_back(determinant(values.data() + at, n));
   if (n == 0) dets.assign(static_cast<size_t>(numel(shape)), 1.0);  // the empty product
   Stream& s = ctx.stream();
-  if (x.dtype() == DType::f64) return {from_vector(dets, shape, s)};
-  return {cast(from_vector(std::vector<float>(dets.begin(), dets.end()), shape, s), x.dtype(), s)};
+  return {upload_values(dets, shape, x.dtype(), s)};
 }
 
 }  // namespace

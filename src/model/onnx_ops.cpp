@@ -232,6 +232,14 @@ void OpContext::invalid(const std::string& what) const {
   throw Error(ErrorCode::InvalidArgument, node_.describe() + ": " + what);
 }
 
+Tensor upload_values(const std::vector<double>& values, const Shape& shape, DType dtype,
+                     Stream& stream) {
+  if (dtype == DType::f64) return from_vector(values, shape, stream);
+  const Tensor narrow =
+      from_vector(std::vector<float>(values.begin(), values.end()), shape, stream);
+  return dtype == DType::f32 ? narrow : cast(narrow, dtype, stream);
+}
+
 Tensor as_dtype(const Tensor& result, DType dtype, Stream& stream) {
   return result.dtype() == dtype ? result : cast(result, dtype, stream);
 }

@@ -188,6 +188,10 @@ inline bool given(const std::vector<Value>& in, size_t index) {
   const Tensor* tensor = std::get_if<Tensor>(&in[index]);
   return !tensor || tensor->defined();
 }
+// Host values computed in double (matrices, weights, twiddles) as a tensor of floating `dtype`:
+// f64 as they are, others from f32 values (so that devices without f64 never see it).
+Tensor upload_values(const std::vector<double>& values, const Shape& shape, DType dtype,
+                     Stream& stream);
 // `result` in `dtype`: ONNX keeps the input's dtype where hal promotes (Pow's exponent, Clip's
 // bounds) or widens (sums of integers).
 Tensor as_dtype(const Tensor& result, DType dtype, Stream& stream);

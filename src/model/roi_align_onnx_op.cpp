@@ -130,7 +130,7 @@ Tensor align(const OpContext& ctx, const Geometry& g, const Tensor& table, DType
   const auto bins = static_cast<int64_t>(taps.counts.size());
   const int64_t per_bin = 4 * taps.per_bin, channels = table.size(1);
   const Tensor rows = from_vector(taps.rows, {bins, per_bin}, s);
-  const Tensor weights = cast(from_vector(taps.weights, {bins, per_bin, 1}, s), dtype, s);
+  const Tensor weights = upload_values(taps.weights, {bins, per_bin, 1}, dtype, s);
   const Tensor weighed = mul(embedding(table, rows, s), weights, s);  // [bins, taps, C]
   Tensor out;
   if (g.max) {
@@ -141,8 +141,7 @@ Tensor align(const OpContext& ctx, const Geometry& g, const Tensor& table, DType
     const Tensor lowest = full({}, -std::numeric_limits<double>::infinity(), dtype, s);
     out = max(where(exists, weighed, lowest, s), {1}, false, s);
   } else {
-    out =
-        div(sum(weighed, {1}, false, s), cast(from_vector(taps.counts, {bins, 1}, s), dtype, s), s);
+    out = div(sum(weighed, {1}, false, s), upload_values(taps.counts, {bins, 1}, dtype, s), s);
   }
   return out.reshape({static_cast<int64_t>(regions.size()), g.out_height, g.out_width, channels})
       .permute({0, 3, 1, 2});

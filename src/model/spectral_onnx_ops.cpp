@@ -45,7 +45,7 @@ Tensor block(int64_t rows, int64_t columns, int64_t n, bool inverse, bool real_i
       at(rows + r, c) = -im;
       at(rows + r, columns + c) = re;
     }
-  return cast(from_vector(w, {in_rows, 2 * columns}, s), dtype, s);
+  return upload_values(w, {in_rows, 2 * columns}, dtype, s);
 }
 
 int64_t largest_factor_to_root(int64_t n) {
@@ -117,8 +117,8 @@ Tensor dft_rows(const OpContext& ctx, const Tensor& x, int64_t length, bool inve
         twiddle_re[static_cast<size_t>(k2 * l1 + n1)] = std::cos(angle);
         twiddle_im[static_cast<size_t>(k2 * l1 + n1)] = sign * std::sin(angle);
       }
-    const Tensor t_re = cast(from_vector(twiddle_re, {l2, 1, l1}, s), dtype, s);
-    const Tensor t_im = cast(from_vector(twiddle_im, {l2, 1, l1}, s), dtype, s);
+    const Tensor t_re = upload_values(twiddle_re, {l2, 1, l1}, dtype, s);
+    const Tensor t_im = upload_values(twiddle_im, {l2, 1, l1}, dtype, s);
     const Tensor split = inner.reshape({2, l2, m, l1});
     const Tensor re = split.slice(0, 0, 1).reshape({l2, m, l1});
     const Tensor im = split.slice(0, 1, 2).reshape({l2, m, l1});
@@ -277,10 +277,7 @@ Outputs mel_weight_matrix(const OpContext& ctx, const Inputs& in) {
   if (!dtype) ctx.unsupported("output_datatype " + std::to_string(type));
   Stream& s = ctx.stream();
   const Shape shape{spectrogram_bins, mel_bins};
-  if (*dtype == DType::f64) return {from_vector(out, shape, s)};
-  // The weights are ratios of small integers: f32 holds them as well as any narrower type.
-  const std::vector<float> narrow(out.begin(), out.end());
-  return {cast(from_vector(narrow, shape, s), *dtype, s)};
+  return {upload_values(out, shape, *dtype, s)};
 }
 
 }  // namespace

@@ -214,11 +214,12 @@ TEST(ModelLoad, OpsOpsetsAndDomainsHalCannotRunAreUnsupportedNamingThem) {
   builder.output("z", TensorProto::FLOAT, {"N", "2"});
   expect_error([&] { load_onnx_bytes(builder.bytes(), "vendor.onnx"); }, ErrorCode::Unsupported,
                {"node 'frob'", "com.example.Frobnicate", "domain 'com.example'"});
-  ModelBuilder det(13);
-  det.input("x", TensorProto::FLOAT, {"2", "2"}).output("y", TensorProto::FLOAT, {});
-  det.node("Det", {"x"}, {"y"}, "determinant");
-  expect_error([&] { load_onnx_bytes(det.bytes(), "det.onnx"); }, ErrorCode::Unsupported,
-               {"node 'determinant' (Det, opset 13)", "no kernel"});
+  ModelBuilder pool(13);
+  pool.input("x", TensorProto::FLOAT, {"1", "2", "3", "3"})
+      .output("y", TensorProto::FLOAT, {"1", "2", "1", "1"});
+  pool.node("GlobalLpPool", {"x"}, {"y"}, "norms");
+  expect_error([&] { load_onnx_bytes(pool.bytes(), "pool.onnx"); }, ErrorCode::Unsupported,
+               {"node 'norms' (GlobalLpPool, opset 13)", "no kernel"});
 }
 
 TEST(ModelLoad, CyclesAndUndefinedValuesAreRefusedNamingTheNode) {
