@@ -2,9 +2,10 @@
 // A transform of length L = L1 x L2 (L1 the largest factor up to sqrt L) takes Bailey's four
 // steps: a DFT of length L2 down the columns of the signal seen as [L2, L1], then one of length
 // L1 along each row with the twiddle factors in its matrix; each a product with a matrix of
-// e^(-2 pi i nk/N) (angles reduced mod N in double on the host). So any length runs, in
-// O(L (L1 + L2)) multiply-adds, on any device that runs matmul. STFT's frames are gathered by
-// `embedding`; MelWeightMatrix is worked out on the host as ONNX's reference does.
+// e^(-2 pi i nk/N) (angles reduced mod N in double on the host). So a length whose factors stay
+// within 2048 points runs in O(L (L1 + L2)) multiply-adds on any device that runs matmul (a
+// larger prime factor is refused: Bluestein's algorithm is not built). STFT's frames are
+// gathered by `embedding`; MelWeightMatrix is worked out on the host as ONNX's reference does.
 #include <cmath>
 #include <numbers>
 #include <optional>
