@@ -1,8 +1,8 @@
 // ONNX's random ops: RandomUniform, RandomNormal, their -Like forms, Bernoulli, Multinomial, and
-// the training mode of Dropout. Draws are hal's
-// Philox4x32-10 (hal::uniform, hal::normal), the same on every device for a seed. A node's
-// `seed` attribute fixes its draws; without one each run draws afresh, as ONNX says
-// ("auto-generated"), from a process-wide sequence started from std::random_device.
+// the training mode of Dropout. Draws are hal's Philox4x32-10 (hal::uniform, hal::normal), the
+// same on every device for a seed. A node's `seed` attribute fixes its sequence of draws (each
+// run the next, as onnxruntime's generators advance); without one each run draws afresh, as
+// ONNX says ("auto-generated"), from a process-wide sequence started from std::random_device.
 #include <atomic>
 #include <bit>
 #include <limits>
