@@ -279,19 +279,19 @@ Tensor max_pool_indices(const OpContext& ctx, const Tensor& x, const Tensor& val
                        [&](const Tensor& view) { elements.push_back(view); });
   ops::for_each_offset(ops::padded(from_vector(positions, plane_shape, s), w, -1.0, s), w,
                        [&](const Tensor& view) { places.push_back(view); });
-  const auto both = [&](const Tensor& a, const Tensor& b) { return where(a, b, a, s); };
-  const auto either = [&](const Tensor& a, const Tensor& b) { return where(a, a, b, s); };
   const Tensor none = full({}, -1, DType::i64, s);
   const Tensor nan_max = is_floating(x.dtype()) ? ne(values, values, s) : Tensor();
   Tensor found, index = full(values.shape(), -1, DType::i64, s);
   for (size_t k = 0; k < elements.size(); ++k) {
     Tensor hit = eq(elements[k], values, s);
-    if (nan_max.defined()) hit = either(hit, both(ne(elements[k], elements[k], s), nan_max));
-    hit = both(hit, ne(places[k], none, s));
-    const Tensor first =
-        found.defined() ? both(hit, eq(found, full({}, 0, DType::boolean, s), s)) : hit;
+    if (nan_max.defined())
+      hit = logical_or_of(hit, logical_and_of(ne(elements[k], elements[k], s), nan_max, s), s);
+    hit = logical_and_of(hit, ne(places[k], none, s), s);
+    const Tensor first = found.defined()
+                             ? logical_and_of(hit, eq(found, full({}, 0, DType::boolean, s), s), s)
+                             : hit;
     index = where(first, places[k], index, s);
-    found = found.defined() ? either(found, hit) : hit;
+    found = found.defined() ? logical_or_of(found, hit, s) : hit;
   }
   // Then the planes before: (n * C + c) * plane.
   Shape planes_shape{x.size(0), x.size(1)};

@@ -15,10 +15,6 @@ namespace {
 using Inputs = std::vector<Tensor>;
 using Outputs = std::vector<Tensor>;
 
-Tensor logical_and_of(const Tensor& a, const Tensor& b, Stream& s) {
-  return where(a, b, full({}, 0, DType::boolean, s), s);
-}
-
 Tensor constant(double value, DType dtype, const OpContext& ctx) {
   return full({}, value, dtype, ctx.stream());
 }
@@ -284,12 +280,10 @@ Outputs logical_not(const OpContext& ctx, const Inputs& in) {
   return {eq(in.at(0), constant(0, DType::boolean, ctx), ctx.stream())};
 }
 Outputs logical_and(const OpContext& ctx, const Inputs& in) {
-  const Tensor b = legacy_broadcast(ctx, in.at(0), in.at(1));
-  return {where(in[0], b, constant(0, DType::boolean, ctx), ctx.stream())};
+  return {logical_and_of(in.at(0), legacy_broadcast(ctx, in.at(0), in.at(1)), ctx.stream())};
 }
 Outputs logical_or(const OpContext& ctx, const Inputs& in) {
-  const Tensor b = legacy_broadcast(ctx, in.at(0), in.at(1));
-  return {where(in[0], constant(1, DType::boolean, ctx), b, ctx.stream())};
+  return {logical_or_of(in.at(0), legacy_broadcast(ctx, in.at(0), in.at(1)), ctx.stream())};
 }
 
 Outputs cast_to(const OpContext& ctx, const Inputs& in) {
@@ -320,9 +314,8 @@ std::vector<Value> identity_of_values(const OpContext& ctx, const std::vector<Va
   return {x};
 }
 
-// Inference: the input unchanged, and a mask of ones where one is asked for: bool from opset
-// 10, of the input's type before.
-// Inference passes x through with a mask of ones; training_mode (opset 12 on) drops elements
+// Inference: the input unchanged, and a mask of ones where one is asked for (bool from opset 10,
+// of the input's type before); training_mode (opset 12 on) drops elements
 // (random_onnx_ops.cpp). Before opset 7 `is_test` = 0 asked for training, which hal refuses.
 Outputs dropout(const OpContext& ctx, const Inputs& in) {
   const DType mask = ctx.opset() >= 10 ? DType::boolean : in.at(0).dtype();

@@ -109,9 +109,10 @@ class Sampler {
 
   // X at whole-numbered points (xi, yi), [N, Ho, Wo] each: [N, Ho, Wo, C], 0 outside X.
   Tensor at(const Tensor& xi, const Tensor& yi) const {
-    const auto both = [&](const Tensor& a, const Tensor& b) { return where(a, b, a, s_); };
-    const Tensor inside = both(both(ge(xi, scalar(0), s_), le(xi, scalar(w_ - 1.0), s_)),
-                               both(ge(yi, scalar(0), s_), le(yi, scalar(h_ - 1.0), s_)));
+    const auto within = [&](const Tensor& t, int64_t size) {
+      return logical_and_of(ge(t, scalar(0), s_), le(t, scalar(size - 1.0), s_), s_);
+    };
+    const Tensor inside = logical_and_of(within(xi, w_), within(yi, h_), s_);
     // Points outside (NaN too) read row 0 of their image, then give 0.
     const Tensor column = cast(where(inside, xi, scalar(0), s_), DType::i64, s_);
     const Tensor row = cast(where(inside, yi, scalar(0), s_), DType::i64, s_);

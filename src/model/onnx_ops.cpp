@@ -240,6 +240,13 @@ Tensor upload_values(const std::vector<double>& values, const Shape& shape, DTyp
   return dtype == DType::f32 ? narrow : cast(narrow, dtype, stream);
 }
 
+Tensor logical_and_of(const Tensor& a, const Tensor& b, Stream& stream) {
+  return where(a, b, full({}, 0, DType::boolean, stream), stream);
+}
+Tensor logical_or_of(const Tensor& a, const Tensor& b, Stream& stream) {
+  return where(a, full({}, 1, DType::boolean, stream), b, stream);
+}
+
 Tensor as_dtype(const Tensor& result, DType dtype, Stream& stream) {
   return result.dtype() == dtype ? result : cast(result, dtype, stream);
 }

@@ -179,6 +179,11 @@ const OnnxOp& fused_elementwise_onnx_op();
 std::vector<Tensor> training_dropout(const OpContext& ctx, const Tensor& x, double ratio,
                                      DType mask_dtype);
 
+// a and b, a or b, of bool tensors (broadcasting): `where` with a constant, which every device
+// with `where` runs.
+Tensor logical_and_of(const Tensor& a, const Tensor& b, Stream& stream);
+Tensor logical_or_of(const Tensor& a, const Tensor& b, Stream& stream);
+
 // Whether the optional input `index` was given.
 inline bool given(const std::vector<Tensor>& in, size_t index) {
   return in.size() > index && in[index].defined();

@@ -134,10 +134,7 @@ Tensor align(const OpContext& ctx, const Geometry& g, const Tensor& table, DType
   const Tensor weighed = mul(embedding(table, rows, s), weights, s);  // [bins, taps, C]
   Tensor out;
   if (g.max) {
-    const std::vector<uint8_t>& real = taps.real;
-    const Tensor exists =
-        cast(from_vector(std::vector<int32_t>(real.begin(), real.end()), {bins, per_bin, 1}, s),
-             DType::boolean, s);
+    const Tensor exists = cast(from_vector(taps.real, {bins, per_bin, 1}, s), DType::boolean, s);
     const Tensor lowest = full({}, -std::numeric_limits<double>::infinity(), dtype, s);
     out = max(where(exists, weighed, lowest, s), {1}, false, s);
   } else {
