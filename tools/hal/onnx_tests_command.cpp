@@ -65,8 +65,8 @@ const std::map<std::string, std::string>& defective_cases() {
       {"node/test_maxunpool_export_with_output_shape",
        "its indices number the 4 x 4 shape unpooled without output_shape and its output puts "
        "them into the 5 x 5 one at those rows and columns, where MaxPool's indices number "
-       "the explicit output itself, as PyTorch's max_unpool2d and onnxruntime read them "
-       "(onnx/onnx#2398, microsoft/onnxruntime#2193)"},
+       "the explicit output itself, as onnxruntime reads them (PyTorch's max_unpool2d too, "
+       "plane by plane; onnx/onnx#2398, microsoft/onnxruntime#2193)"},
   };
   return cases;
 }
