@@ -96,6 +96,13 @@ def main():
     check("sum cols", hal.sum(x, 0).numpy(), data.sum(axis=0, dtype=np.float64), 1e-4, 1e-3)
     check("softmax", hal.softmax(x, 1).numpy(), numpy_softmax(data), 1e-5, 1e-7)
     check("layer_norm", hal.layer_norm(x, [N]).numpy(), numpy_layer_norm(data), 1e-4, 1e-4)
+    # Layout copies: a transpose, and a batch of images from NCHW to NHWC (3 channels last).
+    images = rng.standard_normal((8, 3, 224, 224), dtype=np.float32)
+    hal_images = hal.tensor(images, device=cpu)
+    transpose = lambda: x.transpose(0, 1).contiguous()  # noqa: E731
+    to_nhwc = lambda: hal_images.permute(0, 2, 3, 1).contiguous()  # noqa: E731
+    check("transpose", transpose().numpy(), data.T, 0, 0)
+    check("nchw to nhwc", to_nhwc().numpy(), images.transpose(0, 2, 3, 1), 0, 0)
 
     nothing = lambda: None  # noqa: E731
     rounds = {
@@ -107,6 +114,10 @@ def main():
         "numpy_softmax": (lambda: numpy_softmax(data), nothing),
         "hal_layer_norm": (lambda: hal.layer_norm(x, [N]), sync),
         "numpy_layer_norm": (lambda: numpy_layer_norm(data), nothing),
+        "hal_transpose": (transpose, sync),
+        "numpy_transpose": (lambda: np.ascontiguousarray(data.T), nothing),
+        "hal_to_nhwc": (to_nhwc, sync),
+        "numpy_to_nhwc": (lambda: np.ascontiguousarray(images.transpose(0, 2, 3, 1)), nothing),
     }
     if torch is not None:
         torch.set_num_threads(threads)
@@ -116,6 +127,9 @@ def main():
         rounds["torch_layer_norm"] = (lambda: torch.layer_norm(t, [N]), nothing)
         rounds["torch_sum_rows"] = (lambda: t.sum(1), nothing)
         rounds["torch_sum_cols"] = (lambda: t.sum(0), nothing)
+        rounds["torch_transpose"] = (lambda: t.T.contiguous(), nothing)
+        t_images = torch.from_numpy(images)
+        rounds["torch_to_nhwc"] = (lambda: t_images.permute(0, 2, 3, 1).contiguous(), nothing)
         # A read: PyTorch's sum of all elements, on hal's thread count, streams x once.
         rounds["torch_read"] = (lambda: t.sum(), nothing)
     rounds["numpy_read"] = (lambda: data.sum(), nothing)  # NumPy's, on one thread
@@ -136,6 +150,10 @@ def main():
         ("layer_norm_f32_4096_vs_numpy", "hal_layer_norm", "numpy_layer_norm", ""),
         ("sum_rows_f32_4096_vs_torch", "hal_sum_rows", "torch_sum_rows", ""),
         ("sum_cols_f32_4096_vs_torch", "hal_sum_cols", "torch_sum_cols", ""),
+        ("transpose_f32_4096", "hal_transpose", "numpy_transpose", ""),
+        ("transpose_f32_4096_vs_torch", "hal_transpose", "torch_transpose", ""),
+        ("to_nhwc_f32_8x3x224", "hal_to_nhwc", "numpy_to_nhwc", ""),
+        ("to_nhwc_f32_8x3x224_vs_torch", "hal_to_nhwc", "torch_to_nhwc", ""),
     ]
     results = []
     for name, ours, theirs, goal in figures:

@@ -10,6 +10,7 @@
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
 #include "tensor/extent.hpp"
+#include "tensor/host_transpose.hpp"
 #include "tensor/strided_walk.hpp"
 
 namespace hal {
@@ -78,9 +79,25 @@ void copy_elements(unsigned char* to, const unsigned char* from, int64_t n, int6
   }
 }
 
+// A work item per element of the tiles' units, so that the pool splits them as it splits
+// elements; the kernel runs its chunk's units.
+void transpose_on_host_threads(const Tensor& in, const Tensor& out,
+                               const tensor::HostTranspose& plan, Stream& stream) {
+  const Kernel kernel =
+      host_kernel("strided_copy", [plan, offset = static_cast<size_t>(in.offset()) *
+                                                  in.element_size()](const KernelChunk& chunk) {
+        plan.run(chunk.args.ptr<unsigned char>(0), chunk.args.ptr<const unsigned char>(1) + offset,
+                 chunk.begin[1], chunk.end[1]);
+      });
+  stream.launch(kernel, LaunchConfig::grid(plan.elements_per_unit(), plan.units()),
+                {out.storage(), in.storage()});
+}
+
 void gather_on_host_threads(const Tensor& in, const Tensor& out, Shape shape, Shape strides,
                             Stream& stream) {
   const size_t element = in.element_size();
+  if (const auto plan = tensor::HostTranspose::plan(shape, strides, element))
+    return transpose_on_host_threads(in, out, *plan, stream);
   const Kernel kernel = host_kernel(
       "strided_copy", [shape = std::move(shape), strides = std::array{std::move(strides)}, element,
                        offset = in.offset()](const KernelChunk& chunk) {
