@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 #include "ops/elementwise.hpp"
 #include "ops/host_element_functions.hpp"
 #include "ops/simd/simd_kernels.hpp"
 #include "tensor/element_codec.hpp"
+#include "tensor/extent.hpp"
 #include "tensor/strided_walk.hpp"
 
 namespace hal::ops {
@@ -238,15 +240,42 @@ void unary_of(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& la
   });
 }
 
+// Operands that walk memory across the result's rows (a transposed matrix: a row of the result
+// reads one element a source row) are copied in tiles first when they are this large, and the
+// op runs over contiguous rows: exp of a transposed 4096 x 4096 f32 matrix took 42 ms walking
+// it, against 6 for the same exp of a contiguous one.
+constexpr int64_t kGatherAbove = 1 << 16;  // elements
+
+// `t` copied in tiles when the layout walks it across rows (inner stride not 0 or 1) and that
+// copy is worth it. A plain view of its storage, so that no gradient is recorded for the copy.
+std::optional<Tensor> gathered(const Tensor& t, int64_t inner_stride, int64_t count,
+                               Stream& stream) {
+  if (count < kGatherAbove || inner_stride == 0 || inner_stride == 1 || !tensor::copies_in_tiles(t))
+    return std::nullopt;
+  return Tensor(t.storage(), t.dtype(), t.shape(), t.strides(), t.offset()).contiguous(stream);
+}
+
 }  // namespace
 
 void host_binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& out,
                  const ElementwiseLayout<2>& layout, Stream& stream) {
+  if (!layout.flat) {
+    const auto a_rows = gathered(a, layout.strides[0].back(), layout.count, stream);
+    const auto b_rows = gathered(b, layout.strides[1].back(), layout.count, stream);
+    if (a_rows || b_rows) {
+      const Tensor& x = a_rows ? *a_rows : a;
+      const Tensor& y = b_rows ? *b_rows : b;
+      return host_binary(op, x, y, out, layout_of(x, y, out.shape()), stream);
+    }
+  }
   host::with_op(op, [&]<Binary kOp>() { binary_of<kOp>(a, b, out, layout, stream); });
 }
 
 void host_unary(Unary op, const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                 Stream& stream) {
+  if (!layout.flat)
+    if (const auto rows = gathered(x, layout.strides[0].back(), layout.count, stream))
+      return host_unary(op, *rows, out, layout_of(*rows), stream);
   host::with_op(op, [&]<Unary kOp>() { unary_of<kOp>(x, out, layout, stream); });
 }
 

@@ -148,6 +148,13 @@ bool tensor::gathers_on_device(const Tensor& t) {
   return shape.size() <= kMaxKernelDims;
 }
 
+bool tensor::copies_in_tiles(const Tensor& t) {
+  if (t.is_contiguous()) return false;
+  Shape shape = t.shape(), strides = t.strides();
+  merge_dims(shape, strides);
+  return HostTranspose::plan(shape, strides, t.element_size()).has_value();
+}
+
 Tensor Tensor::contiguous(Stream& stream) const {
   if (is_contiguous()) return *this;
   const Device device = this->device();

@@ -30,5 +30,8 @@ int64_t furthest_element(const Shape& shape, const Shape& strides, int64_t offse
 // Whether contiguous() of `t` gathers on its device (a host kernel, or a portable kernel of its
 // merged dimensions) rather than through the host, which copy_to_host does itself.
 bool gathers_on_device(const Tensor& t);
+// Whether contiguous() of `t` on the CPU copies it in tiles (tensor/host_transpose.hpp): its
+// rows do not run along memory in the result's order, as in a transposed matrix.
+bool copies_in_tiles(const Tensor& t);
 
 }  // namespace hal::tensor

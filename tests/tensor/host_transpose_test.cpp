@@ -6,6 +6,7 @@
 // large enough for the pool to split the work.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "test_util.hpp"
@@ -102,6 +103,52 @@ TEST_P(HostTransposeTest, OffsetsStepsAndBroadcastDimensions) {
 INSTANTIATE_TEST_SUITE_P(ElementSizes, HostTransposeTest,
                          ::testing::Values(DType::u8, DType::f16, DType::f32, DType::f64),
                          [](const auto& param) { return std::string(to_string(param.param)); });
+
+// Elementwise ops copy large transposed operands in tiles before they run
+// (src/ops/host_elementwise.cpp); the results are those of the ops on the values, checked
+// against the host. 300 x 257 is past the size where they do.
+TEST(HostTransposedOperands, BinaryAndUnaryOpsOfTransposedMatrices) {
+  Stream stream = device("cpu:0").create_stream();
+  const int64_t rows = 300, cols = 257;
+  std::vector<float> x_values(rows * cols), y_values(rows * cols), row(rows);
+  for (size_t i = 0; i < x_values.size(); ++i) {
+    x_values[i] = static_cast<float>(i % 97) * 0.03f - 1.0f;
+    y_values[i] = static_cast<float>(i % 89) * 0.05f;
+  }
+  for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<float>(i) * 0.5f;
+  const Tensor x = from_vector(x_values, {rows, cols}, stream);  // read transposed: [cols, rows]
+  const Tensor y = from_vector(y_values, {cols, rows}, stream);
+  const Tensor y_t = from_vector(y_values, {rows, cols}, stream).transpose(0, 1);
+  const Tensor bias = from_vector(row, {rows}, stream);
+  const auto x_t = [&](int64_t i, int64_t j) { return x_values[j * cols + i]; };  // [i, j]
+  const auto expect_values = [&](const Tensor& result, auto expected, const char* what) {
+    ASSERT_EQ(result.shape(), (Shape{cols, rows})) << what;
+    const std::vector<float> got = result.to_vector<float>(stream);
+    int wrong = 0;
+    for (int64_t i = 0; i < cols; ++i)
+      for (int64_t j = 0; j < rows; ++j) {
+        const float want = expected(i, j), value = got[i * rows + j];
+        if (std::abs(value - want) > 1e-6f * std::max(1.0f, std::abs(want)) && wrong++ < 3)
+          ADD_FAILURE() << what << " at [" << i << ", " << j << "]: " << value << " != " << want;
+      }
+  };
+  expect_values(
+      add(x.transpose(0, 1), y, stream),
+      [&](int64_t i, int64_t j) { return x_t(i, j) + y_values[i * rows + j]; }, "x.T + y");
+  expect_values(
+      sub(y, x.transpose(0, 1), stream),
+      [&](int64_t i, int64_t j) { return y_values[i * rows + j] - x_t(i, j); }, "y - x.T");
+  // Both transposed: y_t[i, j] = y_values[j * cols + i].
+  expect_values(
+      mul(x.transpose(0, 1), y_t, stream),
+      [&](int64_t i, int64_t j) { return x_t(i, j) * y_values[j * cols + i]; }, "x.T * y.T");
+  expect_values(
+      add(x.transpose(0, 1), bias, stream),
+      [&](int64_t i, int64_t j) { return x_t(i, j) + row[j]; }, "x.T + bias row");
+  expect_values(
+      exp(x.transpose(0, 1), stream), [&](int64_t i, int64_t j) { return std::exp(x_t(i, j)); },
+      "exp(x.T)");
+}
 
 }  // namespace
 }  // namespace hal
