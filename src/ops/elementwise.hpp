@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -97,6 +98,12 @@ void host_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tens
                 const ElementwiseLayout<3>& layout, Stream& stream);
 void host_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                Stream& stream);
+// Operand `t` of a host kernel's layout over `count` elements, copied into contiguous rows first
+// where the layout walks it across rows (inner stride not 0 or 1: a transposed matrix), it is
+// large, and the CPU copies it in tiles (tensor/host_transpose.hpp); else nothing. Walking such
+// an operand an element at a time costs several times the copy.
+std::optional<Tensor> host_rows_of(const Tensor& t, int64_t inner_stride, int64_t count,
+                                   Stream& stream);
 // f32 and f64.
 void host_fused(const FusedProgram& program, const std::vector<Tensor>& inputs, const Tensor& out,
                 const FusedLayout& layout, Stream& stream);

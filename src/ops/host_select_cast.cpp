@@ -155,6 +155,17 @@ void launch_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Te
 
 void host_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
                 const ElementwiseLayout<3>& layout, Stream& stream) {
+  if (!layout.flat) {
+    const auto cond_rows = host_rows_of(cond, layout.strides[0].back(), layout.count, stream);
+    const auto a_rows = host_rows_of(a, layout.strides[1].back(), layout.count, stream);
+    const auto b_rows = host_rows_of(b, layout.strides[2].back(), layout.count, stream);
+    if (cond_rows || a_rows || b_rows) {
+      const Tensor& c = cond_rows ? *cond_rows : cond;
+      const Tensor& x = a_rows ? *a_rows : a;
+      const Tensor& y = b_rows ? *b_rows : b;
+      return host_where(c, x, y, out, layout_of(c, x, y, out.shape()), stream);
+    }
+  }
   switch (a.element_size()) {
     case 1:
       return launch_where<uint8_t>(cond, a, b, out, layout, stream);
@@ -169,6 +180,9 @@ void host_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tens
 
 void host_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>& layout,
                Stream& stream) {
+  if (!layout.flat)
+    if (const auto rows = host_rows_of(x, layout.strides[0].back(), layout.count, stream))
+      return host_cast(*rows, out, layout_of(*rows), stream);
   with_any_type(x.dtype(), [&]<class In>() {
     with_any_type(out.dtype(), [&]<class Out>() { launch_cast<In, Out>(x, out, layout, stream); });
   });
