@@ -111,6 +111,18 @@ void launch_fused(const FusedProgram& program, const std::vector<Tensor>& inputs
 
 void host_fused(const FusedProgram& program, const std::vector<Tensor>& inputs, const Tensor& out,
                 const FusedLayout& layout, Stream& stream) {
+  if (!layout.flat) {  // large transposed inputs copied into rows first, as the single ops do
+    std::vector<Tensor> rows_of_inputs;
+    bool copied = false;
+    for (size_t v = 0; v < inputs.size(); ++v) {
+      auto rows = host_rows_of(inputs[v], layout.strides[v].back(), layout.count, stream);
+      copied = copied || rows.has_value();
+      rows_of_inputs.push_back(rows ? std::move(*rows) : inputs[v]);
+    }
+    if (copied)
+      return host_fused(program, rows_of_inputs, out, layout_of(rows_of_inputs, out.shape()),
+                        stream);
+  }
   if (out.dtype() == DType::f64)
     launch_fused<double>(program, inputs, out, layout, stream);
   else

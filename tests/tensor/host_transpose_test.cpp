@@ -104,9 +104,9 @@ INSTANTIATE_TEST_SUITE_P(ElementSizes, HostTransposeTest,
                          ::testing::Values(DType::u8, DType::f16, DType::f32, DType::f64),
                          [](const auto& param) { return std::string(to_string(param.param)); });
 
-// Elementwise ops, casts and where copy large transposed operands in tiles before they run
-// (ops::host_rows_of); the results are those of the ops on the values, checked
-// against the host. 300 x 257 is past the size where they do.
+// Elementwise ops, fused chains, casts and where copy large transposed operands in tiles before
+// they run (ops::host_rows_of); the results are those of the ops on the values, checked against the
+// host. 300 x 257 is past the size where they do.
 TEST(HostTransposedOperands, BinaryAndUnaryOpsOfTransposedMatrices) {
   Stream stream = device("cpu:0").create_stream();
   const int64_t rows = 300, cols = 257;
