@@ -117,11 +117,24 @@ void check_reduction(const ReduceCase& c, const Tensor& x, const std::vector<dou
 // op.reduce.<op>.any_axes: size-1, 0-d and empty shapes, negative axes, keepdim.
 void any_axes(const Device& d, const ReduceCase& c) {
   const std::pair<Shape, std::vector<int64_t>> shapes[] = {
-      {{7}, {}},        {{3, 5}, {1}},          {{3, 5}, {0}},
-      {{3, 5}, {-1}},   {{2, 3, 4}, {0, 2}},    {{2, 3, 4}, {}},
-      {{4, 1, 3}, {1}}, {{2, 3, 4}, {2, 1}},    {{1}, {0}},
-      {{}, {}},         {{3, 0}, {0}},          {{33, 257}, {1}},
-      {{257, 33}, {0}}, {{5, 6, 7}, {0, 1, 2}},
+      {{7}, {}},
+      {{3, 5}, {1}},
+      {{3, 5}, {0}},
+      {{3, 5}, {-1}},
+      {{2, 3, 4}, {0, 2}},
+      {{2, 3, 4}, {}},
+      {{4, 1, 3}, {1}},
+      {{2, 3, 4}, {2, 1}},
+      {{1}, {0}},
+      {{}, {}},
+      {{3, 0}, {0}},
+      {{33, 257}, {1}},
+      {{257, 33}, {0}},
+      {{5, 6, 7}, {0, 1, 2}},
+      // Columns of several matrices, and of one matrix in parts of its rows (the CPU reads
+      // both a band of columns at a time, and combines the parts).
+      {{3, 40, 17}, {1}},
+      {{300, 20}, {0}},
   };
   std::vector<DType> dtypes = compute_dtypes();
   dtypes.insert(dtypes.end(), {DType::f16, DType::bf16});
@@ -424,6 +437,18 @@ void add_op_reduce_cases(Cases& cases) {
            check(std::isnan(min(x, {}, false, stream).to_vector<float>(stream)[0]), "min of all");
            check(std::isnan(sum(x, {1}, false, stream).to_vector<float>(stream)[1]),
                  "sum of a row with NaN");
+           // Over columns: one NaN late in column 3 of 300 rows, past the first part of them.
+           std::vector<double> tall(300 * 20, 1.0);
+           tall[250 * 20 + 3] = nan;
+           tall[260 * 20 + 3] = 9.0;
+           const Tensor columns = make(tall, {300, 20}, DType::f32, stream);
+           for (const bool largest : {true, false}) {
+             const Tensor extreme =
+                 largest ? max(columns, {0}, false, stream) : min(columns, {0}, false, stream);
+             const auto values = extreme.to_vector<float>(stream);
+             check(std::isnan(values[3]) && values[2] == 1.0f && values[4] == 1.0f,
+                   std::string(largest ? "max" : "min") + " of columns with a NaN");
+           }
          });
        }});
   cases.push_back(
