@@ -142,50 +142,59 @@ void embedding_backward_sums(const Device& d) {
 }
 
 // PyTorch's definition, row by row in double.
+// cross_entropy and its backward of `rows` x `classes` logits against the loops in double, with
+// and without an ignored class and label smoothing.
+void check_cross_entropy(Stream& s, DType dtype, int rows, int classes,
+                         const std::vector<double>& targets) {
+  const auto x = inputs(static_cast<size_t>(rows * classes), dtype, 5, -4, 4);
+  const Tensor logits = make(x, {rows, classes}, dtype, s);
+  const Tensor t = make(targets, {rows}, DType::i64, s);
+  const std::string shape = " of " + std::to_string(rows) + " x " + std::to_string(classes);
+  for (const auto& [ignore, smoothing] : {std::pair{-100.0, 0.0}, std::pair{3.0, 0.25}}) {
+    double total = 0;
+    int counted = 0;
+    std::vector<double> grad(x.size(), 0.0);
+    std::vector<double> lse(static_cast<size_t>(rows));
+    for (int r = 0; r < rows; ++r) {
+      double top = -INFINITY, sum = 0, mean = 0;
+      for (int c = 0; c < classes; ++c) top = std::max(top, x[r * classes + c]);
+      for (int c = 0; c < classes; ++c) {
+        sum += std::exp(x[r * classes + c] - top);
+        mean += x[r * classes + c] / classes;
+      }
+      lse[r] = top + std::log(sum);
+      if (targets[r] == ignore) continue;
+      ++counted;
+      const int target = static_cast<int>(targets[r]);
+      total += (1 - smoothing) * (lse[r] - x[r * classes + target]) + smoothing * (lse[r] - mean);
+    }
+    const double dy = 1.5;
+    for (int r = 0; r < rows; ++r) {
+      if (targets[r] == ignore) continue;
+      for (int c = 0; c < classes; ++c) {
+        const double p = std::exp(x[r * classes + c] - lse[r]);
+        const double wanted = (c == targets[r] ? 1 - smoothing : 0) + smoothing / classes;
+        grad[r * classes + c] = (p - wanted) * dy / counted;
+      }
+    }
+    const auto ignore_index = static_cast<int64_t>(ignore);
+    check_close(numbers(cross_entropy(logits, t, ignore_index, smoothing, s), s), {total / counted},
+                dtype, "cross_entropy" + shape);
+    check_close(numbers(cross_entropy_backward(logits, t, make({dy}, {}, dtype, s), ignore_index,
+                                               smoothing, s),
+                        s),
+                grad, dtype, "cross_entropy_backward" + shape);
+  }
+}
+
 void cross_entropy_reference(const Device& d) {
   Stream s = d.create_stream();
   for_listed(d, {"cross_entropy", "cross_entropy_backward"}, kFloats, [&](DType dtype) {
-    constexpr int kRows = 7, kClasses = 5;
-    const auto x = inputs(kRows * kClasses, dtype, 5, -4, 4);
-    const std::vector<double> targets{1, 3, 0, 3, 4, 2, 3};  // 3 is ignored below
-    const Tensor logits = make(x, {kRows, kClasses}, dtype, s);
-    const Tensor t = make(targets, {kRows}, DType::i64, s);
-    for (const auto& [ignore, smoothing] : {std::pair{-100.0, 0.0}, std::pair{3.0, 0.25}}) {
-      double total = 0;
-      int counted = 0;
-      std::vector<double> grad(x.size(), 0.0);
-      std::vector<double> lse(kRows);
-      for (int r = 0; r < kRows; ++r) {
-        double top = -INFINITY, sum = 0, mean = 0;
-        for (int c = 0; c < kClasses; ++c) top = std::max(top, x[r * kClasses + c]);
-        for (int c = 0; c < kClasses; ++c) {
-          sum += std::exp(x[r * kClasses + c] - top);
-          mean += x[r * kClasses + c] / kClasses;
-        }
-        lse[r] = top + std::log(sum);
-        if (targets[r] == ignore) continue;
-        ++counted;
-        const int target = static_cast<int>(targets[r]);
-        total +=
-            (1 - smoothing) * (lse[r] - x[r * kClasses + target]) + smoothing * (lse[r] - mean);
-      }
-      const double dy = 1.5;
-      for (int r = 0; r < kRows; ++r) {
-        if (targets[r] == ignore) continue;
-        for (int c = 0; c < kClasses; ++c) {
-          const double p = std::exp(x[r * kClasses + c] - lse[r]);
-          const double wanted = (c == targets[r] ? 1 - smoothing : 0) + smoothing / kClasses;
-          grad[r * kClasses + c] = (p - wanted) * dy / counted;
-        }
-      }
-      const auto ignore_index = static_cast<int64_t>(ignore);
-      check_close(numbers(cross_entropy(logits, t, ignore_index, smoothing, s), s),
-                  {total / counted}, dtype, "cross_entropy");
-      check_close(numbers(cross_entropy_backward(logits, t, make({dy}, {}, dtype, s), ignore_index,
-                                                 smoothing, s),
-                          s),
-                  grad, dtype, "cross_entropy_backward");
-    }
+    check_cross_entropy(s, dtype, 7, 5, {1, 3, 0, 3, 4, 2, 3});  // 3 is ignored in one pass
+    // Rows wider than a vector, and enough of them for the CPU to split them across threads.
+    std::vector<double> targets(1000);
+    for (size_t r = 0; r < targets.size(); ++r) targets[r] = static_cast<double>(r * 7 % 37);
+    check_cross_entropy(s, dtype, 1000, 37, targets);
     // Classes masked with -inf, and an ignored (padding) row of nothing else: a finite loss and
     // gradient, as PyTorch gives (a product with a 0/1 mask made them NaN: 0 * inf).
     const double inf = INFINITY;
