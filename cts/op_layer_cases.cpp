@@ -195,6 +195,8 @@ void cross_entropy_reference(const Device& d) {
     std::vector<double> targets(1000);
     for (size_t r = 0; r < targets.size(); ++r) targets[r] = static_cast<double>(r * 7 % 37);
     check_cross_entropy(s, dtype, 1000, 37, targets);
+    // One row of a large vocabulary: past the CPU pool's threshold in one row.
+    check_cross_entropy(s, dtype, 1, 40000, {12345});
     // Classes masked with -inf, and an ignored (padding) row of nothing else: a finite loss and
     // gradient, as PyTorch gives (a product with a 0/1 mask made them NaN: 0 * inf).
     const double inf = INFINITY;

@@ -13,6 +13,7 @@
 #include "hal/error.hpp"
 #include "hal/kernel.hpp"
 #include "ops/host_element_functions.hpp"
+#include "ops/host_launch.hpp"
 #include "ops/nn_kernels.hpp"
 #include "ops/simd/simd_kernels.hpp"
 #include "tensor/philox.hpp"
@@ -58,12 +59,12 @@ void host_concat(const std::vector<Tensor>& parts, int64_t axis, const Tensor& o
   const size_t out_start = static_cast<size_t>(out.offset()) * element;
   const Kernel kernel = host_kernel("concat", [=](const KernelChunk& chunk) {
     auto* dst = chunk.args.ptr<unsigned char>(0) + out_start;
-    for (uint64_t o = chunk.begin[0]; o < chunk.end[0]; ++o)
+    for (uint64_t o = chunk.begin[1]; o < chunk.end[1]; ++o)
       for (size_t p = 0; p < rows.size(); ++p)
         std::memcpy(dst + o * out_row + places[p],
                     chunk.args.ptr<const unsigned char>(p + 1) + sources[p] + o * rows[p], rows[p]);
   });
-  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(outer)), args);
+  stream.launch(kernel, host_rows_config(out_row / element, outer), args);
 }
 
 void host_embedding(const Tensor& weight, const Tensor& indices, const Tensor& out,
@@ -78,14 +79,14 @@ void host_embedding(const Tensor& weight, const Tensor& indices, const Tensor& o
     const auto* table = chunk.args.ptr<const unsigned char>(0) + w_at;
     const void* picks = chunk.args.ptr<const unsigned char>(1) + i_at;
     auto* dst = chunk.args.ptr<unsigned char>(2) + o_at;
-    for (uint64_t i = chunk.begin[0]; i < chunk.end[0]; ++i) {
+    for (uint64_t i = chunk.begin[1]; i < chunk.end[1]; ++i) {
       const int64_t index = index_at(picks, wide, static_cast<int64_t>(i));
       if (index < 0 || index >= rows)
         index_out_of_range("embedding", index, static_cast<int64_t>(i), rows);
       std::memcpy(dst + i * row, table + static_cast<size_t>(index) * row, row);
     }
   });
-  stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(count)),
+  stream.launch(kernel, host_rows_config(weight.size(1), count),
                 {weight.storage(), indices.storage(), out.storage()});
 }
 
@@ -173,10 +174,7 @@ void host_cross_entropy(const Tensor& logits, const Tensor& targets, const Tenso
         (*losses)[r] = loss;
       }
     });
-    // A grid counting elements, so that the pool splits the rows once there is enough work.
-    stream.launch(rows,
-                  LaunchConfig::grid(static_cast<uint64_t>(classes), static_cast<uint64_t>(n)),
-                  {logits.storage(), targets.storage()});
+    stream.launch(rows, host_rows_config(classes, n), {logits.storage(), targets.storage()});
     const Kernel mean = host_kernel("cross_entropy_mean", [=](const KernelChunk& chunk) {
       double total = 0;
       int64_t counted = 0;
@@ -243,8 +241,7 @@ void host_cross_entropy_backward(const Tensor& logits, const Tensor& targets, co
         }
       }
     });
-    stream.launch(kernel,
-                  LaunchConfig::grid(static_cast<uint64_t>(classes), static_cast<uint64_t>(n)),
+    stream.launch(kernel, host_rows_config(classes, n),
                   {logits.storage(), targets.storage(), grad.storage(), out.storage()});
   });
 }
@@ -321,7 +318,7 @@ void host_pool(bool max, const Tensor& x, const Tensor& out, const Window& windo
       const T* in = chunk.args.ptr<const T>(0) + x_at;
       T* dst = chunk.args.ptr<T>(1) + o_at;
       const int64_t d1 = dims[1].dilation * dims[2].size, d2 = dims[2].dilation;
-      for (uint64_t plane = chunk.begin[0]; plane < chunk.end[0]; ++plane) {
+      for (uint64_t plane = chunk.begin[1]; plane < chunk.end[1]; ++plane) {
         const T* p = in + static_cast<int64_t>(plane) * in_plane;
         T* o = dst + static_cast<int64_t>(plane) * out_plane;
         for (const Span& sa : spans[0])
@@ -354,8 +351,8 @@ void host_pool(bool max, const Tensor& x, const Tensor& out, const Window& windo
             }
       }
     });
-    stream.launch(kernel, LaunchConfig::linear(static_cast<uint64_t>(planes)),
-                  {x.storage(), out.storage()});
+    const int64_t taps = dims[0].kernel * dims[1].kernel * dims[2].kernel;
+    stream.launch(kernel, host_rows_config(out_plane * taps, planes), {x.storage(), out.storage()});
   });
 }
 

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/host_launch.hpp"
 #include "ops/reduce.hpp"
 #include "ops/simd/simd_kernels.hpp"
 #include "tensor/strided_walk.hpp"
@@ -138,15 +139,6 @@ Accumulator<kOp, T> reduce_range(const T* x, int64_t base, const ReduceLayout& l
   return acc;
 }
 
-// `items` work items of about `work` elements each: a grid whose total counts elements, so that
-// the backend spreads the items over its pool once there is enough work, and whose chunks are
-// ranges of items (dimension 1). One item is a launch of one; none, a launch of none.
-LaunchConfig items_config(int64_t items, int64_t work) {
-  if (items == 1) return LaunchConfig::linear(1);
-  return LaunchConfig::grid(static_cast<uint64_t>(std::max<int64_t>(work, 1)),
-                            static_cast<uint64_t>(items));
-}
-
 // Whether `layout` reduces over the rows of matrices whose columns are the innermost kept
 // dimension: one reduced dimension and contiguous columns, enough of them to be read a band at
 // a time.
@@ -207,7 +199,7 @@ void launch_columns(const Tensor& x, const Tensor& out, const ReduceLayout& layo
         }
     }
   });
-  stream.launch(part_kernel, items_config(items, rows / parts * width), {x.storage()});
+  stream.launch(part_kernel, host_rows_config(rows / parts * width, items), {x.storage()});
   const Kernel combine_kernel = host_kernel(std::string(name(kOp)), [=](const KernelChunk& chunk) {
     T* dst = chunk.args.ptr<T>(0);
     for (uint64_t o = chunk.begin[0]; o < chunk.end[0]; ++o) {
@@ -260,7 +252,8 @@ void launch(const Tensor& x, const Tensor& out, const ReduceLayout& layout, Stre
                     .result(layout.count);
           }
         });
-    stream.launch(kernel, items_config(layout.outputs, layout.count), {out.storage(), x.storage()});
+    stream.launch(kernel, host_rows_config(layout.count, layout.outputs),
+                  {out.storage(), x.storage()});
     return;
   }
   auto partials = std::make_shared<std::vector<Acc>>(static_cast<size_t>(layout.outputs * parts));
@@ -274,9 +267,9 @@ void launch(const Tensor& x, const Tensor& out, const ReduceLayout& layout, Stre
                                 layout.count * (p + 1) / parts, simd);
         }
       });
-  // Counted in elements, as items_config says: a count of parts alone (64 at most) stayed under
-  // the pool's threshold, and a sum of all of a 4096 x 4096 matrix ran on one thread.
-  stream.launch(part_kernel, items_config(layout.outputs * parts, layout.count / parts),
+  // Counted in elements: a count of parts alone (64 at most) stayed under the pool's threshold,
+  // and a sum of all of a 4096 x 4096 matrix ran on one thread.
+  stream.launch(part_kernel, host_rows_config(layout.count / parts, layout.outputs * parts),
                 {x.storage()});
   const Kernel combine_kernel =
       host_kernel(std::string(name(kOp)), [layout, parts, partials](const KernelChunk& chunk) {

@@ -9,6 +9,7 @@
 #include "core/program_kernels.hpp"
 #include "hal/error.hpp"
 #include "hal/tensor.hpp"
+#include "ops/host_launch.hpp"
 #include "tensor/extent.hpp"
 #include "tensor/host_transpose.hpp"
 #include "tensor/strided_walk.hpp"
@@ -79,8 +80,8 @@ void copy_elements(unsigned char* to, const unsigned char* from, int64_t n, int6
   }
 }
 
-// A work item per element of the tiles' units, so that the pool splits them as it splits
-// elements; the kernel runs its chunk's units.
+// The tiles' units as rows of work, so that the pool splits them as it splits elements; the
+// kernel runs its chunk's units.
 void transpose_on_host_threads(const Tensor& in, const Tensor& out,
                                const tensor::HostTranspose& plan, Stream& stream) {
   const Kernel kernel =
@@ -89,7 +90,9 @@ void transpose_on_host_threads(const Tensor& in, const Tensor& out,
         plan.run(chunk.args.ptr<unsigned char>(0), chunk.args.ptr<const unsigned char>(1) + offset,
                  chunk.begin[1], chunk.end[1]);
       });
-  stream.launch(kernel, LaunchConfig::grid(plan.elements_per_unit(), plan.units()),
+  stream.launch(kernel,
+                ops::host_rows_config(static_cast<int64_t>(plan.elements_per_unit()),
+                                      static_cast<int64_t>(plan.units())),
                 {out.storage(), in.storage()});
 }
 

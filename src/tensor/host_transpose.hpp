@@ -21,9 +21,12 @@ class HostTranspose {
                                            size_t element_size);
 
   // Work units: one per span of the columns that run along the source's memory (a few tiles
-  // side by side), per outer index. `elements_per_unit` tells the launch how much work a unit is.
-  uint64_t units() const { return static_cast<uint64_t>(outer_count_ * blocks_); }
-  uint64_t elements_per_unit() const { return static_cast<uint64_t>(rows_ * span_); }
+  // side by side) and band of rows, per outer index. `elements_per_unit` tells the launch how
+  // much work a unit is.
+  uint64_t units() const { return static_cast<uint64_t>(outer_count_ * blocks_ * bands_); }
+  uint64_t elements_per_unit() const {
+    return static_cast<uint64_t>(rows_ / bands_ * span_ * run_elements_);
+  }
 
   // Copies units [first, end) from `in` (at the view's offset) into `out` (the result's start).
   void run(unsigned char* out, const unsigned char* in, uint64_t first, uint64_t end) const;
@@ -31,7 +34,8 @@ class HostTranspose {
  private:
   // One unit's span of `cols` columns of single elements of type T, tile by tile.
   template <class T>
-  void copy_span(unsigned char* to, const unsigned char* from, int64_t cols) const;
+  void copy_span(unsigned char* to, const unsigned char* from, int64_t cols, int64_t row_begin,
+                 int64_t row_end) const;
 
   // Where a view's rows are runs of contiguous elements (a permute that keeps the last
   // dimension, such as attention's heads), the runs move whole, a tile of them at a time.
@@ -43,6 +47,8 @@ class HostTranspose {
   int64_t in_row_step_ = 0;   // bytes between the view's rows
   int64_t out_col_step_ = 0;  // bytes between the result's columns
   int64_t blocks_ = 0;        // spans across cols_
+  int64_t bands_ = 0;         // bands of rows across rows_
+  int64_t run_elements_ = 1;  // elements in a run
   int64_t outer_count_ = 1;
   Shape outer_shape_, outer_in_steps_, outer_out_steps_;  // the other dimensions (steps in bytes)
 };

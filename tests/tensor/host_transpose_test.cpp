@@ -64,7 +64,15 @@ TEST_P(HostTransposeTest, MatricesOfEverySizeAroundTheTile) {
   // A tile is a cache line of elements square (64, 32, 16 or 8 of them): sizes below, at, just
   // past and far from it, and 300 x 257, past the size at which the pool splits the work.
   for (const Shape& shape : std::vector<Shape>{
-           {2, 3}, {16, 16}, {8, 64}, {64, 8}, {37, 53}, {65, 17}, {128, 130}, {300, 257}}) {
+           {2, 3},
+           {16, 16},
+           {8, 64},
+           {64, 8},
+           {37, 53},
+           {65, 17},
+           {128, 130},
+           {300, 257},
+           {5000, 16}}) {  // one unit of work past the pool's threshold: run once, by one thread
     std::vector<unsigned char> base;
     expect_gathered(source(shape, base).transpose(0, 1), base);
   }
