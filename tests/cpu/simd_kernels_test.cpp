@@ -6,6 +6,8 @@
 //   exp, log: relative 4e-7 (a few units in the last place of f32), absolute 1e-37 for exp's
 //     subnormal results and 1e-7 for log near 1;
 //   tanh, sigmoid, silu, erf, gelu: relative 2e-6 or absolute 1e-7 (polynomial approximations);
+//   sin, cos, asin, acos, atan, sinh, cosh, asinh, acosh, atanh (Highway's): 3 units of 2^-23
+//     relative to the f64 function rounded to f32, or absolute 1e-7 (at most 2 measured);
 //   sums: relative 1e-12 of the sum of magnitudes (f64 lanes, another order);
 //   softmax, log_softmax: 2e-6 relative + 1e-9 absolute; layer_norm, rms_norm: 1e-5 + 1e-6
 //     (f32 lanes where the reference sums in f64).
@@ -157,7 +159,47 @@ TEST_P(SimdKernels, ApproximatedFunctionsAreWithinTheirTolerance) {
   check_unary<Unary::erf>(*table, 2e-6, 1e-7);
   check_unary<Unary::gelu>(*table, 2e-6, 1e-7);
   float out = 0;
-  EXPECT_FALSE(table->unary(Unary::sin, Storage::f32, &out, &out, 1));
+  EXPECT_FALSE(table->unary(Unary::tan, Storage::f32, &out, &out, 1));
+}
+
+// kOp on `x` against the function in f64 rounded to f32: within `ulps` units in the last place
+// of f32 at the result's magnitude, or `atol`; NaN where it is NaN, the same infinity.
+template <Unary kOp>
+void check_against_f64(const simd::Kernels& table, const std::vector<float>& x,
+                       double (*f64)(double), double ulps, double atol) {
+  std::vector<float> out(x.size());
+  ASSERT_TRUE(table.unary(kOp, Storage::f32, x.data(), out.data(), x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = static_cast<float>(f64(x[i]));  // past f32's range, its infinity
+    ASSERT_TRUE(close(out[i], want, ulps * 0x1p-23, atol))
+        << name(kOp) << "(" << x[i] << ") = " << out[i] << ", f64 " << want;
+  }
+}
+
+// A grid from `low` to `high` in `steps`, and the awkward values (NaN, infinities, zeros).
+std::vector<float> grid(float low, float high, int steps, std::vector<float> more = {}) {
+  std::vector<float> x{kNaN, kInf, -kInf, 0.0f, -0.0f};
+  for (int i = 0; i <= steps; ++i) x.push_back(low + (high - low) * static_cast<float>(i) / steps);
+  x.insert(x.end(), more.begin(), more.end());
+  return x;
+}
+
+// Highway's trigonometric and hyperbolic functions (hwy/contrib/math) over their valid ranges,
+// and past them, where the kernels hand the vector to the reference's std:: functions.
+TEST_P(SimdKernels, TrigonometricAndHyperbolicFunctionsFollowTheirF64Values) {
+  const std::vector<float> past{39000.0f, 39001.0f, -5e4f, 1e30f, 88.7f, 88.8f, -95.0f};
+  check_against_f64<Unary::sin>(*table, grid(-100, 100, 40000, past), std::sin, 3, 1e-7);
+  check_against_f64<Unary::cos>(*table, grid(-100, 100, 40000, past), std::cos, 3, 1e-7);
+  const std::vector<float> outside{1.0001f, -1.5f, 2.0f, 0.99999994f, -0.99999994f};
+  check_against_f64<Unary::asin>(*table, grid(-1, 1, 20000, outside), std::asin, 3, 1e-7);
+  check_against_f64<Unary::acos>(*table, grid(-1, 1, 20000, outside), std::acos, 3, 1e-7);
+  check_against_f64<Unary::atan>(*table, grid(-60, 60, 20000, past), std::atan, 3, 1e-7);
+  check_against_f64<Unary::sinh>(*table, grid(-89, 89, 20000, past), std::sinh, 3, 1e-7);
+  check_against_f64<Unary::cosh>(*table, grid(-89, 89, 20000, past), std::cosh, 3, 1e-7);
+  check_against_f64<Unary::asinh>(*table, grid(-1e4f, 1e4f, 20000, past), std::asinh, 3, 1e-7);
+  check_against_f64<Unary::acosh>(*table, grid(1, 1e4f, 20000, {0.5f, 1.0f, 1e30f}), std::acosh, 3,
+                                  1e-7);
+  check_against_f64<Unary::atanh>(*table, grid(-1, 1, 20000, outside), std::atanh, 3, 1e-7);
 }
 
 // The f32 reference loses gelu's and erf's relative accuracy for negative x (1 + erf cancels),

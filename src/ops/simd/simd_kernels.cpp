@@ -22,6 +22,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ops/host_element_functions.hpp"
 #include "ops/simd/simd_kernels.hpp"
 #include "tensor/element_codec.hpp"
 
@@ -244,8 +245,56 @@ HWY_INLINE V binary_of(V x, V y) {
   if constexpr (kOp == Binary::minimum) return nan_of_either(x, y, hn::Min(x, y));
 }
 
+// ---- trigonometric and hyperbolic functions: Highway's (hwy/contrib/math) ----
+
+// Whether x lies where Highway's function of kOp is accurate (its documented valid range, a
+// few units in the last place): elsewhere, and for NaN and infinities, the reference computes.
+template <Unary kOp>
+HWY_INLINE auto in_contrib_range(D d, V x) {
+  const V size = hn::Abs(x);
+  const auto within = [&](float limit) { return hn::Le(size, hn::Set(d, limit)); };
+  if constexpr (kOp == Unary::sin || kOp == Unary::cos) return within(39000.0f);
+  if constexpr (kOp == Unary::asin || kOp == Unary::acos) return within(1.0f);
+  if constexpr (kOp == Unary::atanh) return hn::Lt(size, hn::Set(d, 1.0f));
+  if constexpr (kOp == Unary::sinh || kOp == Unary::cosh) return within(88.7228f);
+  if constexpr (kOp == Unary::acosh)
+    return hn::And(hn::Ge(x, hn::Set(d, 1.0f)), within(std::numeric_limits<float>::max()));
+  if constexpr (kOp == Unary::atan || kOp == Unary::asinh)
+    return within(std::numeric_limits<float>::max());
+}
+
+template <Unary kOp>
+constexpr bool kFromContrib = kOp == Unary::sin || kOp == Unary::cos || kOp == Unary::asin ||
+                              kOp == Unary::acos || kOp == Unary::atan || kOp == Unary::sinh ||
+                              kOp == Unary::cosh ||
+                              kOp == Unary::asinh || kOp == Unary::acosh || kOp == Unary::atanh;
+
+template <Unary kOp>
+HWY_INLINE V contrib_of(D d, V x) {
+  if (HWY_UNLIKELY(!hn::AllTrue(d, in_contrib_range<kOp>(d, x)))) {
+    HWY_ALIGN float lanes[hn::MaxLanes(d)];  // the reference's, a lane at a time
+    hn::Store(x, d, lanes);
+    for (size_t i = 0; i < hn::Lanes(d); ++i) lanes[i] = host::UnaryFn<kOp>{}(lanes[i]);
+    return hn::Load(d, lanes);
+  }
+  if constexpr (kOp == Unary::sin) return hn::Sin(d, x);
+  if constexpr (kOp == Unary::cos) return hn::Cos(d, x);
+  if constexpr (kOp == Unary::asin) return hn::Asin(d, x);
+  if constexpr (kOp == Unary::acos) return hn::Acos(d, x);
+  if constexpr (kOp == Unary::atan) return hn::Atan(d, x);
+  if constexpr (kOp == Unary::sinh) return hn::Sinh(d, x);
+  if constexpr (kOp == Unary::cosh) {  // Highway 1.0 has no Cosh: (e^|x| + e^-|x|) / 2
+    const V e = hn::Exp(d, hn::Abs(x));
+    return hn::Mul(hn::Set(d, 0.5f), hn::Add(e, hn::Div(hn::Set(d, 1.0f), e)));
+  }
+  if constexpr (kOp == Unary::asinh) return hn::Asinh(d, x);
+  if constexpr (kOp == Unary::acosh) return hn::Acosh(d, x);
+  if constexpr (kOp == Unary::atanh) return hn::Atanh(d, x);
+}
+
 template <Unary kOp>
 HWY_INLINE V unary_of(D d, V x) {
+  if constexpr (kFromContrib<kOp>) return contrib_of<kOp>(d, x);
   if constexpr (kOp == Unary::neg) return hn::Neg(x);
   if constexpr (kOp == Unary::abs) return hn::Abs(x);  // |-0.0| is +0.0, as NumPy's
   if constexpr (kOp == Unary::relu) return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Zero(d), x);
@@ -383,9 +432,19 @@ bool unary_of_type(Unary op, const void* x, void* out, size_t n) {
     HAL_CASE(floor)
     HAL_CASE(ceil)
     HAL_CASE(round)
+    HAL_CASE(sin)
+    HAL_CASE(cos)
+    HAL_CASE(asin)
+    HAL_CASE(acos)
+    HAL_CASE(atan)
+    HAL_CASE(sinh)
+    HAL_CASE(cosh)
+    HAL_CASE(asinh)
+    HAL_CASE(acosh)
+    HAL_CASE(atanh)
 #undef HAL_CASE
     default:
-      return false;  // the trigonometric and hyperbolic rest: the reference's loops
+      return false;  // tan (not in Highway 1.0; sin / cos loses accuracy at its poles): the loops
   }
 }
 
