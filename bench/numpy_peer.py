@@ -103,6 +103,15 @@ def main():
     to_nhwc = lambda: hal_images.permute(0, 2, 3, 1).contiguous()  # noqa: E731
     check("transpose", transpose().numpy(), data.T, 0, 0)
     check("nchw to nhwc", to_nhwc().numpy(), images.transpose(0, 2, 3, 1), 0, 0)
+    # A middle-axis maximum, a classifier's loss, an element function without a cheap identity.
+    cube = rng.standard_normal((64, 512, 256), dtype=np.float32)
+    hal_cube = hal.tensor(cube, device=cpu)
+    logits = rng.standard_normal((8192, 1000), dtype=np.float32)
+    targets = rng.integers(0, 1000, 8192)
+    hal_logits = hal.tensor(logits, device=cpu)
+    hal_targets = hal.tensor(targets.astype(np.int64), device=cpu)
+    check("max over axis 1", hal.max(hal_cube, 1).numpy(), cube.max(axis=1), 0, 0)
+    check("sin", hal.sin(x).numpy(), np.sin(data.astype(np.float64)), 1e-6, 1e-7)
 
     nothing = lambda: None  # noqa: E731
     rounds = {
@@ -118,6 +127,11 @@ def main():
         "numpy_transpose": (lambda: np.ascontiguousarray(data.T), nothing),
         "hal_to_nhwc": (to_nhwc, sync),
         "numpy_to_nhwc": (lambda: np.ascontiguousarray(images.transpose(0, 2, 3, 1)), nothing),
+        "hal_max_middle": (lambda: hal.max(hal_cube, 1), sync),
+        "numpy_max_middle": (lambda: cube.max(axis=1), nothing),
+        "hal_cross_entropy": (lambda: hal.cross_entropy(hal_logits, hal_targets), sync),
+        "hal_sin": (lambda: hal.sin(x), sync),
+        "numpy_sin": (lambda: np.sin(data), nothing),
     }
     if torch is not None:
         torch.set_num_threads(threads)
@@ -130,6 +144,14 @@ def main():
         rounds["torch_transpose"] = (lambda: t.T.contiguous(), nothing)
         t_images = torch.from_numpy(images)
         rounds["torch_to_nhwc"] = (lambda: t_images.permute(0, 2, 3, 1).contiguous(), nothing)
+        t_cube, t_logits = torch.from_numpy(cube), torch.from_numpy(logits)
+        t_targets = torch.from_numpy(targets)
+        loss = float(torch.nn.functional.cross_entropy(t_logits, t_targets))
+        check("cross_entropy", hal.cross_entropy(hal_logits, hal_targets).numpy(), loss, 1e-5, 0)
+        rounds["torch_max_middle"] = (lambda: t_cube.amax(1), nothing)
+        rounds["torch_cross_entropy"] = (
+            lambda: torch.nn.functional.cross_entropy(t_logits, t_targets), nothing)
+        rounds["torch_sin"] = (lambda: torch.sin(t), nothing)
         # A read: PyTorch's sum of all elements, on hal's thread count, streams x once.
         rounds["torch_read"] = (lambda: t.sum(), nothing)
     rounds["numpy_read"] = (lambda: data.sum(), nothing)  # NumPy's, on one thread
@@ -154,6 +176,11 @@ def main():
         ("transpose_f32_4096_vs_torch", "hal_transpose", "torch_transpose", ""),
         ("to_nhwc_f32_8x3x224", "hal_to_nhwc", "numpy_to_nhwc", ""),
         ("to_nhwc_f32_8x3x224_vs_torch", "hal_to_nhwc", "torch_to_nhwc", ""),
+        ("max_axis1_f32_64x512x256", "hal_max_middle", "numpy_max_middle", ""),
+        ("max_axis1_f32_64x512x256_vs_torch", "hal_max_middle", "torch_max_middle", ""),
+        ("cross_entropy_f32_8192x1000_vs_torch", "hal_cross_entropy", "torch_cross_entropy", ""),
+        ("sin_f32_4096", "hal_sin", "numpy_sin", ""),
+        ("sin_f32_4096_vs_torch", "hal_sin", "torch_sin", ""),
     ]
     results = []
     for name, ours, theirs, goal in figures:
@@ -174,8 +201,8 @@ def main():
         print(f"threads {threads}, hal's CPU kernels: {isa}")
     return bench_document.emit(
         document, args,
-        f"{'figure':<30} {'hal':>10}    {'peer':>10}      {'ratio':>7}  peer / goal",
-        lambda r: f"{r['name']:<30} {r['value']:10.3f} {r['unit']:<3} {r['baseline_value']:10.3f} "
+        f"{'figure':<38} {'hal':>10}    {'peer':>10}      {'ratio':>7}  peer / goal",
+        lambda r: f"{r['name']:<38} {r['value']:10.3f} {r['unit']:<3} {r['baseline_value']:10.3f} "
                   f"{r['unit']:<5} {r['ratio']:7.3f}  {r['baseline']} / {r['goal']}")
 
 if __name__ == "__main__":

@@ -264,10 +264,10 @@ HWY_INLINE auto in_contrib_range(D d, V x) {
 }
 
 template <Unary kOp>
-constexpr bool kFromContrib = kOp == Unary::sin || kOp == Unary::cos || kOp == Unary::asin ||
-                              kOp == Unary::acos || kOp == Unary::atan || kOp == Unary::sinh ||
-                              kOp == Unary::cosh ||
-                              kOp == Unary::asinh || kOp == Unary::acosh || kOp == Unary::atanh;
+constexpr bool kFromContrib =
+    kOp == Unary::sin || kOp == Unary::cos || kOp == Unary::asin || kOp == Unary::acos ||
+    kOp == Unary::atan || kOp == Unary::sinh || kOp == Unary::cosh || kOp == Unary::asinh ||
+    kOp == Unary::acosh || kOp == Unary::atanh;
 
 template <Unary kOp>
 HWY_INLINE V contrib_of(D d, V x) {
@@ -277,7 +277,8 @@ HWY_INLINE V contrib_of(D d, V x) {
     for (size_t i = 0; i < hn::Lanes(d); ++i) lanes[i] = host::UnaryFn<kOp>{}(lanes[i]);
     return hn::Load(d, lanes);
   }
-  if constexpr (kOp == Unary::sin) return hn::Sin(d, x);
+  // Highway's Sin gives +0 for -0; the reference keeps the zero's sign.
+  if constexpr (kOp == Unary::sin) return hn::IfThenElse(hn::Eq(x, hn::Zero(d)), x, hn::Sin(d, x));
   if constexpr (kOp == Unary::cos) return hn::Cos(d, x);
   if constexpr (kOp == Unary::asin) return hn::Asin(d, x);
   if constexpr (kOp == Unary::acos) return hn::Acos(d, x);
@@ -577,12 +578,6 @@ void sum_columns(const float* x, size_t rows, size_t row_stride, size_t cols, do
 
 // ---- rows: softmax and the norms ----
 
-// Sum of f32 vectors reduced once, in f64.
-HWY_INLINE double total_of(V a, V b) {
-  const V s = hn::Add(a, b);
-  return hn::GetLane(hn::SumOfLanes(DD(), hn::Add(lower_f64(s), upper_f64(s))));
-}
-
 void softmax_row(const float* x, float* y, size_t n, bool logarithm) {
   const D d;
   const size_t lanes = hn::Lanes(d);
@@ -593,11 +588,14 @@ void softmax_row(const float* x, float* y, size_t n, bool logarithm) {
   for (size_t k = i; k < n; ++k) top = std::max(top, x[k]);
   if (std::isinf(top) && top < 0) top = 0;  // a row of -inf: exp gives 0s, as the parts do
   const V shift = hn::Set(d, top);
-  V s0 = hn::Zero(d), s1 = hn::Zero(d);
+  // The exps summed in f64 lanes, as the reference sums them: in f32 lanes a row of 4 Mi
+  // classes (a cross_entropy over a large vocabulary) lost 2e-4 of its log-sum-exp.
+  auto s0 = hn::Zero(DD()), s1 = hn::Zero(DD());
   for (i = 0; i + lanes <= n; i += lanes) {
     const V e = exp_of(d, hn::Sub(hn::LoadU(d, x + i), shift));
     if (!logarithm) hn::StoreU(e, d, y + i);
-    s0 = hn::Add(s0, e);
+    s0 = hn::Add(s0, lower_f64(e));
+    s1 = hn::Add(s1, upper_f64(e));
   }
   if (i < n) {  // the rest padded with -inf, whose exp adds 0
     Tail tail;
@@ -607,9 +605,10 @@ void softmax_row(const float* x, float* y, size_t n, bool logarithm) {
     const V e = exp_of(d, hn::Sub(hn::LoadU(d, padded), shift));
     hn::StoreU(e, d, padded);
     if (!logarithm) std::memcpy(y + i, padded, (n - i) * sizeof(float));
-    s1 = hn::Add(s1, e);
+    s0 = hn::Add(s0, lower_f64(e));
+    s1 = hn::Add(s1, upper_f64(e));
   }
-  const double total = total_of(s0, s1);
+  const double total = hn::GetLane(hn::SumOfLanes(DD(), hn::Add(s0, s1)));
   if (logarithm) {  // (x - top) - log(total): their sum would round the log away at large top
     const float log_total = static_cast<float>(std::log(total));
     const V log_all = hn::Set(d, log_total);
