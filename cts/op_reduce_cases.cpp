@@ -449,6 +449,17 @@ void add_op_reduce_cases(Cases& cases) {
              check(std::isnan(values[3]) && values[2] == 1.0f && values[4] == 1.0f,
                    std::string(largest ? "max" : "min") + " of columns with a NaN");
            }
+           // argmax of columns: the first NaN, a late maximum, and the first of two equal ones
+           // far apart (in different parts of the rows where a device splits them).
+           tall[200 * 20 + 5] = 5.0;
+           tall[10 * 20 + 6] = 7.0;
+           tall[290 * 20 + 6] = 7.0;
+           const auto picks = argmax(make(tall, {300, 20}, DType::f32, stream), {0}, false, stream)
+                                  .to_vector<int64_t>(stream);
+           check(picks[3] == 250 && picks[5] == 200 && picks[6] == 10 && picks[0] == 0,
+                 "argmax of columns gave " + std::to_string(picks[3]) + ", " +
+                     std::to_string(picks[5]) + ", " + std::to_string(picks[6]) + ", " +
+                     std::to_string(picks[0]));
          });
        }});
   cases.push_back(

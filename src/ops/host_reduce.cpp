@@ -2,9 +2,9 @@
 // thread pool by output; when there are few outputs and many elements each, by part of each
 // output too, and the parts combined in order by a second kernel. Sums of floats accumulate in
 // double, of integers in 64 bits that wrap (two's complement, as the result does). Sums over a
-// contiguous run go to the vector kernels (ops/simd); sums, maxima and minima over an outer axis
-// of rows (a matrix's columns) stream parts of the rows in the order memory lies, instead of one
-// strided column at a time.
+// contiguous run go to the vector kernels (ops/simd); sums, maxima, minima and argmax over an
+// outer axis of rows (a matrix's columns) stream parts of the rows in the order memory lies,
+// instead of one strided column at a time.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -154,14 +154,17 @@ T extreme_of(T running, T x) {
   return replaces || is_nan(x) ? x : running;
 }
 
-// Sums, means, maxima and minima over the rows of matrices. Work items are parts of the rows of
-// a band of columns: each streams its rows in the order memory lies, a row at a time, into
-// partial results of its own (f64 sums); a second kernel combines the parts per column, in order.
+// Sums, means, maxima, minima and argmax over the rows of matrices. Work items are parts of the
+// rows of a band of columns: each streams its rows in the order memory lies, a row at a time,
+// into partial results of its own (f64 sums; argmax's positions beside its values); a second
+// kernel combines the parts per column, in order.
 template <Reduce kOp, class T>
 void launch_columns(const Tensor& x, const Tensor& out, const ReduceLayout& layout,
                     Stream& stream) {
   using Acc = Accumulator<kOp, T>;
   using Partial = typename Acc::Value;
+  using Out = decltype(Acc{}.result(1));
+  constexpr bool kPositions = kOp == Reduce::argmax;
   const simd::Kernels* simd = simd::active();
   const int64_t cols = layout.kept.back(), matrices = layout.outputs / cols;
   const int64_t rows = layout.count, row_stride = layout.reduced_strides[0];
@@ -174,6 +177,9 @@ void launch_columns(const Tensor& x, const Tensor& out, const ReduceLayout& layo
   const int64_t items = matrices * bands * parts;
   auto partials =
       std::make_shared<std::vector<Partial>>(static_cast<size_t>(items * width), Acc::initial());
+  auto positions =  // argmax: the row of each partial's value, -1 before any
+      std::make_shared<std::vector<int64_t>>(kPositions ? static_cast<size_t>(items * width) : 0,
+                                             -1);
   const Kernel part_kernel = host_kernel(std::string(name(kOp)), [=](const KernelChunk& chunk) {
     const T* in = chunk.args.ptr<const T>(0);
     for (uint64_t item = chunk.begin[1]; item < chunk.end[1]; ++item) {
@@ -190,32 +196,48 @@ void launch_columns(const Tensor& x, const Tensor& out, const ReduceLayout& layo
           continue;
         }
       }
+      int64_t* position = kPositions ? positions->data() + i * width : nullptr;
       for (int64_t r = row_begin; r < row_end; ++r, at += row_stride)
         for (int64_t j = 0; j < n; ++j) {
-          if constexpr (Acc::kSums)
+          if constexpr (Acc::kSums) {
             acc[j] += at[j];
-          else
+          } else if constexpr (kPositions) {
+            if (position[j] < 0 || Acc::beats(at[j], acc[j])) {
+              acc[j] = at[j];
+              position[j] = r;
+            }
+          } else {
             acc[j] = extreme_of<kOp>(acc[j], at[j]);
+          }
         }
     }
   });
   stream.launch(part_kernel, host_rows_config(rows / parts * width, items), {x.storage()});
   const Kernel combine_kernel = host_kernel(std::string(name(kOp)), [=](const KernelChunk& chunk) {
-    T* dst = chunk.args.ptr<T>(0);
+    Out* dst = chunk.args.ptr<Out>(0);
     for (uint64_t o = chunk.begin[0]; o < chunk.end[0]; ++o) {
       const auto output = static_cast<int64_t>(o);
       const int64_t matrix = output / cols, col = output % cols;
       const int64_t band = col / width, j = col % width;
       Partial total = Acc::initial();
+      int64_t best = -1;
       for (int64_t part = 0; part < parts; ++part) {
-        const Partial value =
-            (*partials)[static_cast<size_t>(((matrix * bands + band) * parts + part) * width + j)];
-        if constexpr (Acc::kSums)
+        const auto at = static_cast<size_t>(((matrix * bands + band) * parts + part) * width + j);
+        const Partial value = (*partials)[at];
+        if constexpr (Acc::kSums) {
           total += value;
-        else
+        } else if constexpr (kPositions) {  // a later part wins only by beating: ties go first
+          if ((*positions)[at] >= 0 && (best < 0 || Acc::beats(value, total))) {
+            total = value;
+            best = (*positions)[at];
+          }
+        } else {
           total = extreme_of<kOp>(total, value);
+        }
       }
-      if constexpr (kOp == Reduce::mean)
+      if constexpr (kPositions)
+        dst[o] = best;
+      else if constexpr (kOp == Reduce::mean)
         dst[o] = static_cast<T>(total / static_cast<double>(rows));
       else
         dst[o] = static_cast<T>(total);
@@ -229,9 +251,9 @@ template <Reduce kOp, class T>
 void launch(const Tensor& x, const Tensor& out, const ReduceLayout& layout, Stream& stream) {
   using Acc = Accumulator<kOp, T>;
   using Out = decltype(Acc{}.result(1));
-  // Float sums and means (integer sums wrap as the general path's do), maxima and minima.
-  constexpr bool kByColumns =
-      (Acc::kSums && std::is_floating_point_v<T>) || kOp == Reduce::max || kOp == Reduce::min;
+  // Float sums and means (integer sums wrap as the general path's do), maxima, minima, argmax.
+  constexpr bool kByColumns = (Acc::kSums && std::is_floating_point_v<T>) || kOp == Reduce::max ||
+                              kOp == Reduce::min || kOp == Reduce::argmax;
   if constexpr (kByColumns) {
     if (column_reduction(layout)) return launch_columns<kOp, T>(x, out, layout, stream);
   }
