@@ -1,7 +1,7 @@
 // A strided gather on the host whose source runs along memory in a dimension other than the
-// result's last one (a transpose, NCHW to NHWC, a permute of heads): copied in square tiles, so
-// that reads and writes both run along cache lines instead of one of them jumping a row (and
-// often a page) an element.
+// result's last one (a transpose, NCHW to NHWC), or whose rows lie in another order (a permute of
+// attention's heads): copied in square tiles of elements or of rows, so that reads and writes
+// both run along cache lines instead of one of them jumping a row (and often a page) a step.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@ class HostTranspose {
   // The plan for gathering a view of `shape` and `strides` (in elements, dimensions merged as
   // contiguous() merges them) into row-major storage, or nothing where row copies in the
   // result's order serve as well: the view's last dimension runs along memory in rows too long
-  // to tile, or no dimension runs along memory.
+  // to tile, no dimension runs along memory, or the rows are one repeated (stride 0).
   static std::optional<HostTranspose> plan(const Shape& shape, const Shape& strides,
                                            size_t element_size);
 
