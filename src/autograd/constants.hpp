@@ -7,9 +7,11 @@
 
 namespace hal::autograd {
 
-// `value` as a 0-d tensor of `dtype` on the stream's device. The first request for a value
-// waits for `stream` (the tensor is then ready for every stream); up to a bounded number of
-// values per device are kept, beyond which each request makes a new tensor.
+// `value` as a 0-d tensor of `dtype` on the stream's device, ready for `stream`'s later work:
+// the first request fills it on `stream` and records an event, which a request from another
+// stream waits for until the fill is seen complete. Nothing here blocks the host, so a backward
+// may run from a host callback of its own stream. Up to a bounded number of values per device
+// are kept, beyond which each request makes a new tensor.
 Tensor constant(double value, DType dtype, Stream& stream);
 
 }  // namespace hal::autograd

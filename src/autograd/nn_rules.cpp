@@ -60,7 +60,7 @@ Tensor record_pool(bool max, const Tensor& x, const PoolOptions& options, Stream
                                                                                  Stream& st) {
                   return through_parts(
                       [&](const std::vector<Tensor>& in, Stream& inner) {
-                        return max ? ops::max_pool_from_views(in[0], window, inner)
+                        return max ? ops::max_pool_picking_from_views(in[0], window, inner)
                                    : ops::avg_pool_from_views(in[0], window, include, inner);
                       },
                       {x}, {true}, dy, st);

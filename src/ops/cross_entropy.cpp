@@ -154,11 +154,22 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
 
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& grad,
                               int64_t ignore_index, double label_smoothing, Stream& stream) {
-  return ops::run_op("cross_entropy_backward", {logits, targets, grad}, stream,
-                     [=](const std::vector<Tensor>& in, Stream& s) {
-                       return ops::cross_entropy_backward_of(in[0], in[1], in[2], ignore_index,
-                                                             label_smoothing, s);
-                     });
+  const auto run = [&] {
+    return ops::run_op("cross_entropy_backward", {logits, targets, grad}, stream,
+                       [=](const std::vector<Tensor>& in, Stream& s) {
+                         return ops::cross_entropy_backward_of(in[0], in[1], in[2], ignore_index,
+                                                               label_smoothing, s);
+                       });
+  };
+  if (!autograd::recording({&logits, &grad})) return run();
+  Tensor out;
+  {
+    const NoGrad untracked;
+    out = run();
+  }
+  // Never a result without history (a gradient silently zero): backward through it is refused.
+  return autograd::attach_refusal("cross_entropy_backward", {&logits, &grad}, std::move(out),
+                                  "hal has no rule for a gradient of a gradient");
 }
 
 }  // namespace hal

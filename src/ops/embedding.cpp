@@ -101,10 +101,21 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, Stream& stream) {
 
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_embeddings,
                           Stream& stream) {
-  return ops::run_op("embedding_backward", {grad, indices}, stream,
-                     [num_embeddings](const std::vector<Tensor>& in, Stream& s) {
-                       return ops::embedding_backward_of(in[0], in[1], num_embeddings, s);
-                     });
+  const auto run = [&] {
+    return ops::run_op("embedding_backward", {grad, indices}, stream,
+                       [num_embeddings](const std::vector<Tensor>& in, Stream& s) {
+                         return ops::embedding_backward_of(in[0], in[1], num_embeddings, s);
+                       });
+  };
+  if (!autograd::recording({&grad})) return run();
+  Tensor out;
+  {
+    const NoGrad untracked;
+    out = run();
+  }
+  // Never a result without history (a gradient silently zero): backward through it is refused.
+  return autograd::attach_refusal("embedding_backward", {&grad}, std::move(out),
+                                  "hal has no rule for a gradient of a gradient");
 }
 
 }  // namespace hal

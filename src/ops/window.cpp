@@ -141,16 +141,41 @@ Tensor conv_from_matmul(const Tensor& x, const Tensor& weight, const Tensor& bia
   return y.reshape(shape);
 }
 
+namespace {
+// Padding that never wins: -inf, or the integer dtype's lowest value.
+double lowest_of(DType dtype) {
+  if (dtype == DType::u8) return 0;
+  if (dtype == DType::i8) return std::numeric_limits<int8_t>::lowest();
+  if (dtype == DType::i32) return std::numeric_limits<int32_t>::lowest();
+  if (dtype == DType::i64) return static_cast<double>(std::numeric_limits<int64_t>::lowest());
+  return -std::numeric_limits<double>::infinity();
+}
+}  // namespace
+
 Tensor max_pool_from_views(const Tensor& x, const Window& w, Stream& s) {
-  // Padding that never wins: -inf, or the integer dtype's lowest value.
-  double lowest = -std::numeric_limits<double>::infinity();
-  if (x.dtype() == DType::u8) lowest = 0;
-  if (x.dtype() == DType::i8) lowest = std::numeric_limits<int8_t>::lowest();
-  if (x.dtype() == DType::i32) lowest = std::numeric_limits<int32_t>::lowest();
-  if (x.dtype() == DType::i64) lowest = static_cast<double>(std::numeric_limits<int64_t>::lowest());
   Tensor result;
-  for_each_offset(padded(x, w, lowest, s), w, [&](const Tensor& view) {
+  for_each_offset(padded(x, w, lowest_of(x.dtype()), s), w, [&](const Tensor& view) {
     result = result.defined() ? maximum(result, view, s) : view.contiguous(s);
+  });
+  return result;
+}
+
+Tensor max_pool_picking_from_views(const Tensor& x, const Window& w, Stream& s) {
+  const DType t = x.dtype();
+  const bool floating = t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16;
+  Tensor result;
+  for_each_offset(padded(x, w, lowest_of(x.dtype()), s), w, [&](const Tensor& view) {
+    if (!result.defined()) {
+      result = view.contiguous(s);
+      return;
+    }
+    // Strictly greater: a tie stays with the earlier element. A NaN wins over anything.
+    Tensor later = gt(view, result, s);
+    if (floating) {
+      const Tensor nan = ne(view, view, s);
+      later = where(nan, nan, later, s);
+    }
+    result = where(later, view, result, s);
   });
   return result;
 }

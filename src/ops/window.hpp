@@ -67,6 +67,10 @@ Tensor conv_from_matmul(const Tensor& x, const Tensor& weight, const Tensor& bia
 // Pooling from views: the maximum (of any numeric dtype), or the mean by avg_pool's rule, over
 // each window's offsets. Differentiable through their parts.
 Tensor max_pool_from_views(const Tensor& x, const Window& w, Stream& stream);
+// The same maxima by a chain whose derivative sends each window's gradient to one element, as
+// PyTorch's max_pool does: its first maximum, or its last NaN (a chain of `maximum` splits ties
+// between them, in shares halved at each step).
+Tensor max_pool_picking_from_views(const Tensor& x, const Window& w, Stream& stream);
 Tensor avg_pool_from_views(const Tensor& x, const Window& w, bool count_include_pad,
                            Stream& stream);
 

@@ -4,6 +4,7 @@
 #include <tuple>
 #include <utility>
 
+#include "autograd/graph.hpp"
 #include "hal/error.hpp"
 #include "hal/nn.hpp"
 
@@ -82,8 +83,11 @@ void Module::to(const Device& device, Stream& stream) {
     auto [it, fresh] = moved.try_emplace(tensor->storage().impl().get());
     if (fresh) {
       it->second = tensor->detach().to(device, stream);
-      // A frozen parameter stays frozen.
-      if (tensor->requires_grad()) it->second.requires_grad_();
+      // A frozen parameter stays a frozen leaf, which optimizers take (detach() dropped that).
+      if (autograd::Access::meta(*tensor)) {
+        it->second.requires_grad_();
+        if (!tensor->requires_grad()) it->second.requires_grad_(false);
+      }
     }
     *tensor = it->second;
   }

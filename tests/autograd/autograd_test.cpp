@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -412,6 +414,99 @@ TEST_F(Autograd, BackwardAcrossDevicesFromItsOwnCallbackIsRefusedAndAFailureFini
     EXPECT_EQ(threes_in_grad(x), kElsewhere) << d.id();
   }
   if (devices_tried == 0) GTEST_SKIP() << "no device besides cpu:0 runs ops here";
+}
+
+// A rule's first use of a constant (here mean's 1 / 12347, new to the process) fills it on the
+// stream instead of waiting for the stream: from the stream's own host callback that wait was
+// refused, so this backward failed with InvalidState.
+TEST_F(Autograd, BackwardFromItsOwnStreamsCallbackMakesNewConstants) {
+  constexpr int64_t kCount = 12347;
+  Tensor x = ones({kCount}, DType::f32, s);
+  x.requires_grad_();
+  std::optional<Error> failed;
+  s.host_callback([&] {
+    try {
+      mean(x, {}, false, s).backward(s);
+    } catch (const Error& e) {
+      failed = e;
+    }
+  });
+  s.synchronize();
+  ASSERT_FALSE(failed.has_value()) << failed->message();
+  const std::vector<float> grad = grad_of(x);
+  ASSERT_EQ(grad.size(), static_cast<size_t>(kCount));
+  for (const float g : grad) ASSERT_FLOAT_EQ(g, 1.0f / kCount);
+}
+
+// A constant made on one stream and found by another is read after its fill: the second stream
+// waits for the fill's event (here held back behind a callback of the first stream).
+TEST_F(Autograd, AConstantFoundFromAnotherStreamWaitsForItsFill) {
+  constexpr int64_t kCount = 12349;
+  Stream other = cpu.create_stream();
+  std::atomic<bool> release{false};
+  s.host_callback([&] {
+    while (!release.load()) std::this_thread::yield();
+  });
+  Tensor first = ones({kCount}, DType::f32, s);
+  first.requires_grad_();
+  mean(first, {}, false, s).backward(s);  // fills 1 / kCount on s, behind the callback
+  Tensor second = ones({kCount}, DType::f32, other);
+  second.requires_grad_();
+  mean(second, {}, false, other).backward(other);
+  const Tensor grad = second.grad();
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    release.store(true);
+  });
+  const std::vector<float> values = grad.to_vector<float>(other);
+  releaser.join();
+  s.synchronize();
+  for (const float g : values) ASSERT_FLOAT_EQ(g, 1.0f / kCount);
+  for (const float g : grad_of(first)) ASSERT_FLOAT_EQ(g, 1.0f / kCount);
+}
+
+// Each window's gradient goes to one element, as PyTorch's max_pool sends it: the first of tied
+// maxima, the last NaN (values from torch.nn.functional.max_pool2d). A chain of `maximum` split
+// a tie four ways in shares 1/8, 1/8, 1/4, 1/2.
+TEST_F(Autograd, MaxPoolSendsAWindowsGradientToOneElementAsPyTorch) {
+  const auto pool = [](std::vector<int64_t> kernel, std::vector<int64_t> strides) {
+    PoolOptions o;
+    o.kernel = std::move(kernel);
+    o.strides = std::move(strides);
+    return o;
+  };
+  Tensor tied = leaf(std::vector<float>(4, 0.0f), {1, 1, 2, 2});
+  sum(max_pool(tied, pool({2, 2}, {}), s), {}, false, s).backward(s);
+  EXPECT_EQ(grad_of(tied), (std::vector<float>{1, 0, 0, 0}));
+
+  Tensor overlapping = leaf(std::vector<float>(9, 1.0f), {1, 1, 3, 3});
+  sum(max_pool(overlapping, pool({2, 2}, {1, 1}), s), {}, false, s).backward(s);
+  EXPECT_EQ(grad_of(overlapping), (std::vector<float>{1, 1, 0, 1, 1, 0, 0, 0, 0}));
+
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor with_nans = leaf({1, nan, 5, nan, 2, 7, nan, 1, nan}, {1, 1, 1, 9});
+  sum(max_pool(with_nans, pool({1, 3}, {1, 3}), s), {}, false, s).backward(s);
+  EXPECT_EQ(grad_of(with_nans), (std::vector<float>{0, 1, 0, 1, 0, 0, 0, 0, 1}));
+}
+
+// The backward ops called directly on tensors that require grad give a result whose backward
+// is refused by name, not one without history (a gradient silently zero).
+TEST_F(Autograd, BackwardOpsOfTensorsThatRequireGradRefuseTheirOwnBackward) {
+  Tensor logits = leaf({0.5f, -1, 2, 0, 1, 3}, {2, 3});
+  const Tensor targets = from_vector<int64_t>({2, 0}, {2}, s);
+  const Tensor dlogits =
+      cross_entropy_backward(logits, targets, ones({}, DType::f32, s), -100, 0, s);
+  EXPECT_TRUE(dlogits.requires_grad());
+  expect_error([&] { sum(dlogits, {}, false, s).backward(s); }, ErrorCode::Unsupported,
+               {"cross_entropy_backward", "gradient of a gradient"});
+
+  Tensor rows = leaf({1, 2, 3, 4}, {2, 2});
+  const Tensor indices = from_vector<int64_t>({1, 1}, {2}, s);
+  const Tensor dweight = embedding_backward(rows, indices, 3, s);
+  EXPECT_TRUE(dweight.requires_grad());
+  expect_error([&] { sum(dweight, {}, false, s).backward(s); }, ErrorCode::Unsupported,
+               {"embedding_backward"});
+  EXPECT_EQ(dweight.to_vector<float>(s), (std::vector<float>{0, 0, 4, 6, 0, 0}));
 }
 
 TEST_F(Autograd, ManyThreadsAccumulateIntoSharedLeaves) {

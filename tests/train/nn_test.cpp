@@ -200,6 +200,19 @@ TEST_F(NnModules, AFrozenParameterStaysFrozen) {
     EXPECT_EQ(p.tensor.requires_grad(), p.name != "0.weight") << p.name;
   mlp->zero_grad();
   EXPECT_EQ(mlp->parameter("0.bias").device(), device("far:0"));
+  // Still a leaf, which an optimizer made after the moves takes (the documented order); once
+  // thawed it trains. A move dropped its autograd state, and the optimizer refused it.
+  EXPECT_NO_THROW(optim::SGD(mlp->parameters(), {}));
+  mlp->to(cpu, s);
+  optim::SGD sgd(mlp->parameters(), {.lr = 0.5});
+  Tensor& weight = mlp->parameter("0.weight");
+  EXPECT_FALSE(weight.requires_grad());
+  const std::vector<float> before = weight.to_vector<float>(s);
+  weight.requires_grad_();
+  const Tensor x = ones({2, 3}, DType::f32, s);
+  sum(mlp->forward(x, s), {}, false, s).backward(s);
+  sgd.step(s);
+  EXPECT_NE(weight.to_vector<float>(s), before);
 }
 
 }  // namespace
