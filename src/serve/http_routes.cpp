@@ -99,6 +99,12 @@ ModelScheduler* find_model(Server::Impl& impl, const httplib::Request& request,
   return it->second.get();
 }
 
+// Counts an inference request refused before its body was parsed, where the path names a
+// served model (an unknown name is no label of the metrics).
+void count_refused(Server::Impl& impl, const std::string& model, int status) {
+  if (impl.models.contains(model)) impl.metrics.count_request(model, status);
+}
+
 // The model's answer; RequestError 503 once the server stops waiting (Impl::cut_off).
 Outcome await_answer(Server::Impl& impl, std::future<Outcome>& future, const std::string& name) {
   const auto limit = Clock::now() + kAnswerLimit;
@@ -147,6 +153,8 @@ void infer(Server::Impl& impl, const httplib::Request& request, const std::strin
     }
   } catch (const RequestError& error) {
     reply_error(response, error.status, error.what());
+  } catch (const std::exception& error) {  // answered here, not by the handler, to be counted
+    reply_error(response, 500, error.what());
   }
   impl.metrics.count_request(name, response.status);
   impl.metrics.observe_request(name, std::chrono::duration<double>(Clock::now() - start).count());
@@ -194,14 +202,14 @@ void add_routes(Server::Impl& impl) {
                                        const httplib::ContentReader& reader) {
     std::string body;
     const int refused = read_body(request, response, reader, &body);
+    if (!refused) return infer(impl, request, body, response);
     if (refused == 415 && request.is_multipart_form_data())
       reply_error(response, 415,
                   "a multipart form is not an inference request: send the JSON "
                   "(or binary-tensor) body as it is");
-    else if (refused)
-      reply_error(response, refused, status_message(refused, request));
     else
-      infer(impl, request, body, response);
+      reply_error(response, refused, status_message(refused, request));
+    count_refused(impl, request.matches[1], refused);
   });
   const auto no_route = [](const httplib::Request& request, httplib::Response& response,
                            const httplib::ContentReader& reader) {
@@ -215,24 +223,27 @@ void add_routes(Server::Impl& impl) {
   });
   // A request that says nothing of its body's length has none (RFC 9112 6.3), but httplib would
   // read one until the client closes or its read timeout (5 s) ends: answered at once instead.
-  http.set_pre_routing_handler([](const httplib::Request& request, httplib::Response& response) {
-    const std::string& method = request.method;
-    // The methods httplib reads a body for (its expect_content).
-    const bool carries_body = method == "POST" || method == "PUT" || method == "PATCH" ||
-                              method == "PRI" || method == "DELETE";
-    const bool chunked =
-        ::strcasecmp(request.get_header_value("Transfer-Encoding").c_str(), "chunked") == 0;
-    if (!carries_body || request.has_header("Content-Length") || chunked)
-      return httplib::Server::HandlerResponse::Unhandled;
-    static const std::regex infer_path(kModel + "/infer");
-    if (method == "POST" && std::regex_match(request.path, infer_path))
-      reply_error(response, 411,
-                  "POST " + request.path +
-                      ": the request has no Content-Length (nor Transfer-Encoding: chunked)");
-    else
-      reply_error(response, 404, status_message(404, request));
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  http.set_pre_routing_handler(
+      [&impl](const httplib::Request& request, httplib::Response& response) {
+        const std::string& method = request.method;
+        // The methods httplib reads a body for (its expect_content).
+        const bool carries_body = method == "POST" || method == "PUT" || method == "PATCH" ||
+                                  method == "PRI" || method == "DELETE";
+        const bool chunked =
+            ::strcasecmp(request.get_header_value("Transfer-Encoding").c_str(), "chunked") == 0;
+        if (!carries_body || request.has_header("Content-Length") || chunked)
+          return httplib::Server::HandlerResponse::Unhandled;
+        static const std::regex infer_path(kModel + "/infer");
+        std::smatch path;
+        if (method == "POST" && std::regex_match(request.path, path, infer_path)) {
+          reply_error(response, 411,
+                      "POST " + request.path +
+                          ": the request has no Content-Length (nor Transfer-Encoding: chunked)");
+          count_refused(impl, path[1], 411);
+        } else
+          reply_error(response, 404, status_message(404, request));
+        return httplib::Server::HandlerResponse::Handled;
+      });
   // What httplib refuses itself (a malformed request, a path no route serves) still gets a
   // KServe error body saying why.
   http.set_error_handler([](const httplib::Request& request, httplib::Response& response) {

@@ -18,6 +18,11 @@ using json = nlohmann::json;
 
 // A shape's elements past this are refused: a guard before anything is allocated for them.
 constexpr double kMaxElements = 1e9;
+// A product of dimensions that stops growing past kMaxElements: never infinite, so that a later
+// 0 still makes it 0 (inf x 0 is NaN, which passed every comparison with the limit).
+double times_saturated(double elements, double dim) {
+  return std::min(elements * dim, 2 * kMaxElements);
+}
 // Dimensions a request's 'shape' may list; past this it is refused as it is read.
 constexpr size_t kMaxDimensions = 64;
 // The magnitude from which a double rounds to an infinite FP32: 2^128 - 2^103, halfway between
@@ -191,15 +196,21 @@ constexpr Child kChildren[] = {
     {Role::request_parameters, "timeout", Role::field},
     {Role::request_parameters, "priority", Role::field},
     {Role::request_parameters, "binary_data_output", Role::field},
+    {Role::request_parameters, "sequence_id", Role::field},
+    {Role::request_parameters, "sequence_start", Role::field},
+    {Role::request_parameters, "sequence_end", Role::field},
     {Role::input, "name", Role::field},
     {Role::input, "datatype", Role::field},
     {Role::input, "shape", Role::shape},
     {Role::input, "parameters", Role::input_parameters},
     {Role::input, "data", Role::data},
     {Role::input_parameters, "binary_data_size", Role::field},
+    {Role::input_parameters, "shared_memory_region", Role::field},
     {Role::output, "name", Role::field},
     {Role::output, "parameters", Role::output_parameters},
     {Role::output_parameters, "binary_data", Role::field},
+    {Role::output_parameters, "classification", Role::field},
+    {Role::output_parameters, "shared_memory_region", Role::field},
 };
 
 // The container a role's checks expect; another container there is kept empty (its type is all
@@ -258,14 +269,14 @@ std::optional<std::vector<int64_t>> given_shape(const json& input) {
 bool fits(const std::vector<int64_t>& dims, const TensorSpec& spec,
           const ModelSignature& signature) {
   if (dims.size() != spec.shape.size()) return false;
-  double elements = 1;
+  double span = 1;  // as checked_shape's, which bounds the element count too
   for (size_t i = 0; i < dims.size(); ++i) {
     if (spec.shape[i] >= 0 && dims[i] != spec.shape[i]) return false;
-    elements *= static_cast<double>(dims[i]);
+    span = times_saturated(span, static_cast<double>(std::max<int64_t>(dims[i], 1)));
   }
   if (signature.batchable && spec.batch_dim && (dims[0] < 1 || dims[0] > signature.max_batch))
     return false;
-  return elements <= kMaxElements;
+  return span <= kMaxElements;
 }
 
 // What an input's 'data' may hold, as far as the fields before it tell. Where its 'shape' came
@@ -285,7 +296,7 @@ DataLimit extent(const std::vector<double>& dims) {
   double elements = 1, arrays = 0;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (i > 0) arrays += elements;  // the rows of the dimensions before this one
-    elements *= dims[i];
+    elements = times_saturated(elements, dims[i]);
   }
   DataLimit limit;
   limit.elements = static_cast<size_t>(std::min(elements, kMaxElements));
@@ -613,11 +624,18 @@ std::vector<int64_t> checked_shape(const json& input, const TensorSpec& spec,
       refuse(where + ": a batch of " + std::to_string(dims[0]) +
              " exceeds the model's max batch of " + std::to_string(signature.max_batch));
   }
-  // Guard the element count before anything is allocated for it.
-  double elements = 1;
-  for (int64_t d : dims) elements *= static_cast<double>(d);
+  // Guard the element count before anything is allocated for it, and the dimensions' product
+  // without their 0s (the strides of a tensor of no elements, and element_count on the way to 0).
+  double elements = 1, span = 1;
+  for (int64_t d : dims) {
+    elements = times_saturated(elements, static_cast<double>(d));
+    span = times_saturated(span, static_cast<double>(std::max<int64_t>(d, 1)));
+  }
   if (elements > kMaxElements)
     refuse(where + ": shape " + shape_text(dims) + " holds too many elements");
+  if (span > kMaxElements)
+    refuse(where + ": shape " + shape_text(dims) +
+           " is too large: its dimensions other than 0 multiply past 1e9");
   return dims;
 }
 
@@ -655,12 +673,30 @@ void read_parameters(const json& request, const ModelSignature& signature, Infer
     if (!binary->is_boolean()) refuse("parameters.binary_data_output is not true or false");
     binary_default = binary->get<bool>();
   }
+  // Triton's sequence extension: a request of a stateful model's sequence. Its clients send the
+  // fields only for a sequence (an id other than 0 or ""), which hal would answer as a lone one.
+  const json* sequence_id = member(*parameters, "sequence_id");
+  const bool no_sequence = !sequence_id || *sequence_id == json(0) || *sequence_id == json("");
+  for (const char* flag : {"sequence_start", "sequence_end"})
+    if (const json* set = member(*parameters, flag); set && *set != json(false))
+      refuse(std::string("parameters.") + flag + ": hal serves no sequence (stateful) models");
+  if (!no_sequence) refuse("parameters.sequence_id: hal serves no sequence (stateful) models");
+}
+
+// Triton's shared-memory extension, which hal does not implement: data there would be neither
+// read nor written.
+void refuse_shared_memory(const json* parameters, const std::string& where) {
+  if (parameters && member(*parameters, "shared_memory_region"))
+    refuse(where +
+           ": parameters.shared_memory_region: hal has no shared-memory extension; "
+           "send the data in the request (JSON or binary_data_size)");
 }
 
 void read_outputs(const json& request, const ModelSignature& signature, bool binary_default,
                   InferRequest& out) {
   const json* outputs = member(request, "outputs");
-  if (!outputs) {
+  // None listed (absent or []) is every output, as Triton reads it.
+  if (!outputs || (outputs->is_array() && outputs->empty())) {
     for (const TensorSpec& spec : signature.outputs) {
       out.outputs.push_back(spec.name);
       out.binary_outputs.push_back(binary_default);
@@ -688,6 +724,14 @@ void read_outputs(const json& request, const ModelSignature& signature, bool bin
         if (!flag->is_boolean()) refuse(where + ": parameters.binary_data is not true or false");
         binary = flag->get<bool>();
       }
+      // Triton's classification extension (the top classes as strings): its clients send a
+      // count other than 0 only when they want it.
+      if (const json* classes = member(*parameters, "classification");
+          classes && *classes != json(0))
+        refuse(where +
+               ": parameters.classification: hal has no classification extension; ask "
+               "for the output itself");
+      refuse_shared_memory(parameters, where);
     }
     out.outputs.push_back(text);
     out.binary_outputs.push_back(binary);
@@ -701,7 +745,11 @@ InferRequest parse_infer_request(std::string_view body,
                                  const ModelSignature& signature) {
   size_t json_size = body.size();
   if (header_length) json_size = parse_header_length(*header_length, body.size());
-  if (json_size == 0) refuse("the request body is empty; expected a JSON object");
+  if (json_size == 0)
+    refuse(header_length && !body.empty()
+               ? "the Inference-Header-Content-Length header is 0; it gives the size of the JSON "
+                 "object at the start of the body"
+               : "the request body is empty; expected a JSON object");
   const json request = read_request(body.substr(0, json_size), signature);
   if (!request.is_object()) refuse("the request body is not a JSON object");
 
@@ -748,6 +796,7 @@ InferRequest parse_infer_request(std::string_view body,
 
     const json* parameters = member(input, "parameters");
     if (parameters && !parameters->is_object()) refuse(where + ": 'parameters' is not an object");
+    refuse_shared_memory(parameters, where);
     const json* binary_size = parameters ? member(*parameters, "binary_data_size") : nullptr;
     const json* data = member(input, "data");
     if (binary_size) {

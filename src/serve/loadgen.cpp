@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -34,7 +35,9 @@ Target parse_url(const std::string& url) {
   std::smatch match;
   if (!std::regex_match(url, match, pattern) || std::stoi(match[2]) > 65535)
     throw Error(ErrorCode::InvalidArgument, "--url '" + url + "': expected http://HOST:PORT");
-  return {match[1], std::stoi(match[2])};
+  std::string host = match[1];
+  if (host.front() == '[') host = host.substr(1, host.size() - 2);  // the URL's brackets only
+  return {host, std::stoi(match[2])};
 }
 
 std::unique_ptr<httplib::Client> client(const Target& target, double timeout_s) {
@@ -46,6 +49,15 @@ std::unique_ptr<httplib::Client> client(const Target& target, double timeout_s) 
   c->set_read_timeout(timeout);
   c->set_write_timeout(timeout);
   return c;
+}
+
+bool all_finite_f32(const std::string& bytes) {
+  for (size_t at = 0; at + sizeof(float) <= bytes.size(); at += sizeof(float)) {
+    float value = 0;
+    std::memcpy(&value, bytes.data() + at, sizeof value);
+    if (!std::isfinite(value)) return false;
+  }
+  return true;
 }
 
 // The request: each input from its .npy file, or zeros of its declared shape (-1 taken as 1);
@@ -88,7 +100,10 @@ Body make_body(const LoadgenOptions& options, const json& metadata) {
       tensor.bytes.assign(static_cast<size_t>(element_count(tensor.shape)) * size_of(*dtype), '\0');
     }
     json entry{{"name", name}, {"shape", tensor.shape}, {"datatype", input.at("datatype")}};
-    if (options.binary || (*dtype != DType::f32 && *dtype != DType::i64 && *dtype != DType::i32)) {
+    // JSON has no NaN or infinity (a JSON writer makes them null): such floats go as binary.
+    const bool json_cannot_carry = *dtype == DType::f32 && !all_finite_f32(tensor.bytes);
+    if (options.binary || json_cannot_carry ||
+        (*dtype != DType::f32 && *dtype != DType::i64 && *dtype != DType::i32)) {
       entry["parameters"] = {{"binary_data_size", tensor.bytes.size()}};
       binary += tensor.bytes;
     } else if (*dtype == DType::f32) {

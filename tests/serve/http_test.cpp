@@ -499,6 +499,9 @@ TEST_F(ServeHttp, ALargeFormUrlencodedOrChunkedBodyIsServed) {
   EXPECT_EQ(json::parse(multipart->body)["error"],
             "a multipart form is not an inference request: send the JSON (or binary-tensor) "
             "body as it is");
+  // Counted as every inference request is, though refused before its body was read as one.
+  EXPECT_EQ(metric(served.server.metrics_text(), "hal_requests_total{model=\"mlp\",code=\"415\"}"),
+            1);
 }
 
 // What httplib refuses before any route says what it is, not "no route".
@@ -533,6 +536,8 @@ TEST_F(ServeHttp, ARequestWithoutContentLengthIsAnsweredAtOnce) {
             "POST /v2/models/mlp/infer: the request has no Content-Length (nor "
             "Transfer-Encoding: chunked)");
   EXPECT_LT(answer.seconds, 1.0);
+  EXPECT_EQ(metric(served.server.metrics_text(), "hal_requests_total{model=\"mlp\",code=\"411\"}"),
+            1);
   answer = raw_request(port, "PUT /v2/nothing HTTP/1.1\r\nHost: h\r\n\r\n");
   EXPECT_EQ(answer.status, 404);
   EXPECT_EQ(answer.error, "no route for PUT /v2/nothing");

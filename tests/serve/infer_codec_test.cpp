@@ -364,5 +364,78 @@ TEST(ServeCodec, ALargeBodyCostsLittleMoreThanItsBytes) {
       << "reading " << numbers.size() << " bytes of numbers took " << grown << " bytes";
 }
 
+// Triton's extensions hal does not implement are refused by the parameter's name, not ignored
+// (a request for class strings or shared memory would get another answer than it asked for);
+// their clients' defaults (a sequence id of 0, classification 0) are the plain request.
+TEST(ServeCodec, ParametersOfExtensionsHalLacksAreRefusedByName) {
+  const serve::ModelSignature signature = one_input(DType::f32);
+  const std::string x = R"({"name":"x","datatype":"FP32","shape":[1,4],"data":[1,2,3,4]})";
+  const auto request = [&](const std::string& fields) {
+    return "{" + fields + R"("inputs":[)" + x + "]}";
+  };
+  EXPECT_EQ(refusal(request(R"("parameters":{"sequence_id":7},)"), signature),
+            "parameters.sequence_id: hal serves no sequence (stateful) models");
+  EXPECT_EQ(refusal(request(R"("parameters":{"sequence_id":"s","sequence_end":true},)"), signature),
+            "parameters.sequence_end: hal serves no sequence (stateful) models");
+  EXPECT_EQ(
+      refusal(request(R"("parameters":{"sequence_id":0,"sequence_start":false},)"), signature), "");
+  EXPECT_EQ(
+      refusal(request(R"("outputs":[{"name":"y","parameters":{"classification":2}}],)"), signature),
+      "outputs[0]: parameters.classification: hal has no classification extension; ask for the "
+      "output itself");
+  EXPECT_EQ(
+      refusal(request(R"("outputs":[{"name":"y","parameters":{"classification":0}}],)"), signature),
+      "");
+  EXPECT_EQ(refusal(request(R"("outputs":[{"name":"y","parameters":{"shared_memory_region":"r",)"
+                            R"("shared_memory_byte_size":16}}],)"),
+                    signature),
+            "outputs[0]: parameters.shared_memory_region: hal has no shared-memory extension; "
+            "send the data in the request (JSON or binary_data_size)");
+  EXPECT_EQ(refusal(R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,4],)"
+                    R"("parameters":{"shared_memory_region":"r","shared_memory_byte_size":16}}]})",
+                    signature),
+            "inputs[0] ('x'): parameters.shared_memory_region: hal has no shared-memory "
+            "extension; send the data in the request (JSON or binary_data_size)");
+}
+
+// "outputs": [] lists none, which is every output (Triton's reading); absent is the same.
+TEST(ServeCodec, AnEmptyListOfOutputsIsEveryOutput) {
+  const serve::ModelSignature signature = two_inputs();
+  const std::string inputs = R"("inputs":[{"name":"a","datatype":"FP32","shape":[1,1],"data":[1]},)"
+                             R"({"name":"b","datatype":"FP32","shape":[1,1],"data":[2]}])";
+  const serve::InferRequest listed =
+      serve::parse_infer_request(R"({"outputs":[],)" + inputs + "}", std::nullopt, signature);
+  EXPECT_EQ(listed.outputs, std::vector<std::string>{"y"});
+  EXPECT_EQ(listed.binary_outputs, std::vector<bool>{false});
+}
+
+// A shape of no elements whose other dimensions multiply past the limit is refused by the
+// reader: its count of elements went through inf x 0 (NaN, which passed the guard) and then an
+// int64 product that overflowed.
+TEST(ServeCodec, AShapeWhoseDimensionsMultiplyPastTheLimitIsRefusedEvenWithAZero) {
+  serve::ModelSignature signature;
+  signature.name = "wide";
+  signature.inputs = {{"x", DType::f32, std::vector<int64_t>(36, -1)}};
+  signature.outputs = {{"y", DType::f32, std::vector<int64_t>(36, -1)}};
+  std::string shape = "[1";
+  for (int i = 0; i < 34; ++i) shape += ",2147483647";
+  shape += ",0]";
+  const std::string message =
+      refusal(R"({"inputs":[{"name":"x","datatype":"FP32","shape":)" + shape + R"(,"data":[]}]})",
+              signature);
+  EXPECT_NE(message.find("inputs[0] ('x'): shape [1, 2147483647, "), std::string::npos) << message;
+  EXPECT_NE(message.find(" is too large: its dimensions other than 0 multiply past 1e9"),
+            std::string::npos)
+      << message;
+}
+
+// A header length of 0 names the header: the body is not empty.
+TEST(ServeCodec, AHeaderLengthOfZeroIsNamed) {
+  const serve::ModelSignature signature = one_input(DType::f32);
+  EXPECT_EQ(refusal(R"({"inputs":[]})", signature, "0"),
+            "the Inference-Header-Content-Length header is 0; it gives the size of the JSON "
+            "object at the start of the body");
+}
+
 }  // namespace
 }  // namespace hal::test

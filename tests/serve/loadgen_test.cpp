@@ -2,6 +2,9 @@
 // JSON report, and what it refuses.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "hal/error.hpp"
 #include "hal/loadgen.hpp"
 #include "hal/npy.hpp"
@@ -123,6 +126,52 @@ TEST(ServeLoadgen, AnOptionalInputIsSentOnlyWhereAFileGivesIt) {
                 "inputs[1] ('w'): shape [3] does not match the model's [2] at dimension 0"),
             std::string::npos)
       << given[0].first_error;
+}
+
+// JSON has no NaN or infinity (a JSON writer makes them null, which the server refuses): an f32
+// input holding them goes as binary data even without --binary, and is answered.
+TEST(ServeLoadgen, NonFiniteInputsAreSentAsBinary) {
+  TempDir dir;
+  ServedModel served(options_for("mlp", dir.write("mlp.onnx", mlp_bytes(4, 8, 3))));
+  Stream stream = device("cpu:0").create_stream();
+  const auto npy = dir.path() / "x.npy";
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  write_npy(npy, from_vector(std::vector<float>{nan, 1, -INFINITY, 2}, {1, 4}, stream), stream);
+  serve::LoadgenOptions options;
+  options.url = "http://127.0.0.1:" + std::to_string(served.server.port());
+  options.model = "mlp";
+  options.input_files = {{"x", npy.string()}};
+  options.duration_s = 0.1;
+  options.warmup_s = 0;
+  options.max_requests = 5;
+  const auto levels = serve::run_loadgen(options);
+  ASSERT_EQ(levels.size(), 1u);
+  EXPECT_EQ(levels[0].errors, 0u) << levels[0].first_error;
+  EXPECT_EQ(levels[0].requests, 5u);
+}
+
+// A URL's IPv6 address is in brackets, which are not part of the address to connect to.
+TEST(ServeLoadgen, AnIpv6TargetIsReached) {
+  TempDir dir;
+  serve::ServerOptions server_options =
+      options_for("mlp", dir.write("mlp.onnx", mlp_bytes(4, 8, 3)));
+  server_options.host = "::1";
+  serve::Server server(server_options);
+  try {
+    server.start();
+  } catch (const Error& e) {
+    GTEST_SKIP() << "this machine cannot serve on [::1]: " << e.what();
+  }
+  serve::LoadgenOptions options;
+  options.url = "http://[::1]:" + std::to_string(server.port());
+  options.model = "mlp";
+  options.duration_s = 0.1;
+  options.warmup_s = 0;
+  options.max_requests = 3;
+  const auto levels = serve::run_loadgen(options);
+  ASSERT_EQ(levels.size(), 1u);
+  EXPECT_EQ(levels[0].errors, 0u) << levels[0].first_error;
+  EXPECT_EQ(levels[0].requests, 3u);
 }
 
 TEST(ServeLoadgen, BadTargetsAreRefused) {

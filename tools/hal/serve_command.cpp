@@ -228,7 +228,10 @@ void serve_until_signalled(Options& o, const CLI::App& command) {
   serve::validate(o.server);
   serve::Server server(o.server);
   server.start();
-  std::cout << "hal serve: listening on http://" << o.server.host << ":" << server.port() << " (";
+  // An IPv6 address goes in brackets in a URL.
+  const bool ipv6 = o.server.host.find(':') != std::string::npos;
+  std::cout << "hal serve: listening on http://" << (ipv6 ? "[" : "") << o.server.host
+            << (ipv6 ? "]" : "") << ":" << server.port() << " (";
   for (size_t i = 0; i < o.server.models.size(); ++i)
     std::cout << (i ? "; " : "") << o.server.models[i].name << " on "
               << o.server.models[i].devices.size() << " device(s)";
