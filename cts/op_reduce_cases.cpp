@@ -449,6 +449,23 @@ void add_op_reduce_cases(Cases& cases) {
              check(std::isnan(values[3]) && values[2] == 1.0f && values[4] == 1.0f,
                    std::string(largest ? "max" : "min") + " of columns with a NaN");
            }
+           // Along rows long enough for vector kernels: a NaN in the tail of row 1, infinities
+           // the extremes of row 2, row 0 finite with its maximum last and minimum first.
+           std::vector<double> wide(3 * 1001);
+           for (size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<double>(i % 97) - 40;
+           wide[1000] = 99;
+           wide[0] = -99;
+           wide[1001 + 998] = nan;
+           wide[2002 + 500] = std::numeric_limits<double>::infinity();
+           wide[2002 + 3] = -std::numeric_limits<double>::infinity();
+           const Tensor rows = make(wide, {3, 1001}, DType::f32, stream);
+           const auto tops = max(rows, {1}, false, stream).to_vector<float>(stream);
+           const auto bottoms = min(rows, {1}, false, stream).to_vector<float>(stream);
+           check(tops[0] == 99 && std::isnan(tops[1]) && std::isinf(tops[2]) && tops[2] > 0,
+                 "max of long rows");
+           check(bottoms[0] == -99 && std::isnan(bottoms[1]) && std::isinf(bottoms[2]) &&
+                     bottoms[2] < 0,
+                 "min of long rows");
            // argmax of columns: the first NaN, a late maximum, and the first of two equal ones
            // far apart (in different parts of the rows where a device splits them).
            tall[200 * 20 + 5] = 5.0;

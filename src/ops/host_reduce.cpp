@@ -1,10 +1,10 @@
 // The CPU's reductions: each output reduced by one pass over its elements, split across the
 // thread pool by output; when there are few outputs and many elements each, by part of each
 // output too, and the parts combined in order by a second kernel. Sums of floats accumulate in
-// double, of integers in 64 bits that wrap (two's complement, as the result does). Sums over a
-// contiguous run go to the vector kernels (ops/simd); sums, maxima, minima and argmax over an
-// outer axis of rows (a matrix's columns) stream parts of the rows in the order memory lies,
-// instead of one strided column at a time.
+// double, of integers in 64 bits that wrap (two's complement, as the result does). Sums, maxima and
+// minima over a contiguous run go to the vector kernels (ops/simd); sums, maxima, minima and argmax
+// over an outer axis of rows (a matrix's columns) stream parts of the rows in the order memory
+// lies, instead of one strided column at a time.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -28,6 +28,9 @@ bool is_nan(T value) {
   else
     return false;
 }
+
+template <Reduce kOp>
+constexpr bool kExtreme = kOp == Reduce::max || kOp == Reduce::min;
 
 // One element into a running max or min: NaN, once there, stays.
 template <Reduce kOp, class T>
@@ -116,6 +119,12 @@ Accumulator<kOp, T> reduce_range(const T* x, int64_t base, const ReduceLayout& l
         return acc;
       }
     }
+    if constexpr (std::is_same_v<T, float> && kExtreme<kOp>) {
+      // A row holding NaN is left to the loop below, which keeps the NaN it finds.
+      if (simd && simd->extreme(row + first, static_cast<size_t>(last - first), kOp == Reduce::max,
+                                &acc.value))
+        return acc;
+    }
     for (int64_t r = first; r < last; ++r) acc.add(row[r], r);
     return acc;
   }
@@ -131,14 +140,22 @@ Accumulator<kOp, T> reduce_range(const T* x, int64_t base, const ReduceLayout& l
   for (int64_t r = first; r < last;) {
     const int64_t n = std::min(walk.inner_left(), last - r);
     const T* row = x + walk.at(0);
-    bool summed = false;
+    bool done = false;
     if constexpr (std::is_same_v<T, float> && Accumulator<kOp, T>::kSums) {
       if (simd && step == 1) {
         acc.value += simd->sum(row, static_cast<size_t>(n));
-        summed = true;
+        done = true;
       }
     }
-    if (!summed)
+    if constexpr (std::is_same_v<T, float> && kExtreme<kOp>) {
+      float extreme = 0;
+      if (simd && step == 1 &&
+          simd->extreme(row, static_cast<size_t>(n), kOp == Reduce::max, &extreme)) {
+        acc.add(extreme, r);
+        done = true;
+      }
+    }
+    if (!done)
       for (int64_t k = 0; k < n; ++k) acc.add(row[k * step], r + k);
     r += n;
     walk.advance_inner(n);

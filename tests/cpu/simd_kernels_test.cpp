@@ -14,6 +14,7 @@
 //     (f32 lanes where the reference sums in f64).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -285,6 +286,33 @@ TEST_P(SimdKernels, SumsEqualTheF64Reference) {
         ASSERT_NEAR(acc[j], want[j], 1e-12 * static_cast<double>(rows) * 20)
             << rows << "x" << cols << " column " << j;
     }
+}
+
+// Every length through the short loop, the four-vector blocks and the overlapping tail; the
+// extreme anywhere (first, last, in the tail), infinities kept, and a NaN anywhere refused
+// (false, the output untouched) for the caller's loop to name.
+TEST_P(SimdKernels, ExtremesEqualTheReferenceAndRefuseNaN) {
+  for (size_t n : {size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{65}, size_t{130},
+                   size_t{1000}, size_t{4099}}) {
+    std::vector<float> x = values(n, 7, 1.0f);
+    for (float& v : x) v = std::isnan(v) ? 0.5f : v;
+    for (size_t at : {size_t{0}, n / 2, n - 1}) {
+      std::vector<float> y(x);
+      y[at] = at == n / 2 ? -INFINITY : 1e30f;  // the minimum, or the maximum, at `at`
+      for (const bool largest : {true, false}) {
+        const float want =
+            largest ? *std::max_element(y.begin(), y.end()) : *std::min_element(y.begin(), y.end());
+        float got = 123;
+        ASSERT_TRUE(table->extreme(y.data(), n, largest, &got)) << n << " " << at;
+        EXPECT_EQ(got, want) << n << " at " << at << (largest ? " max" : " min");
+      }
+      y[at] = std::numeric_limits<float>::quiet_NaN();
+      float untouched = 123;
+      EXPECT_FALSE(table->extreme(y.data(), n, true, &untouched)) << n << " NaN at " << at;
+      EXPECT_FALSE(table->extreme(y.data(), n, false, &untouched)) << n << " NaN at " << at;
+      EXPECT_EQ(untouched, 123);
+    }
+  }
 }
 
 // host_rowwise.cpp's reference, in f64.

@@ -486,6 +486,68 @@ double sum(const float* x, size_t n) {
   return total;
 }
 
+template <bool kLargest>
+HWY_INLINE V extreme_step(V running, V x) {
+  if constexpr (kLargest)
+    return hn::Max(running, x);
+  else
+    return hn::Min(running, x);
+}
+
+// Four running extremes for the comparisons' latency, and a record of any NaN beside them
+// (Max and Min of a NaN are whichever operand the instruction set picks).
+template <bool kLargest>
+bool extreme_of(const float* x, size_t n, float* out) {
+  const D d;
+  const size_t lanes = hn::Lanes(d);
+  if (n < 4 * lanes) {
+    float value = x[0];
+    for (size_t i = 0; i < n; ++i) {
+      if (std::isnan(x[i])) return false;
+      value = kLargest ? std::max(value, x[i]) : std::min(value, x[i]);
+    }
+    *out = value;
+    return true;
+  }
+  V m0 = hn::LoadU(d, x), m1 = hn::LoadU(d, x + lanes), m2 = hn::LoadU(d, x + 2 * lanes),
+    m3 = hn::LoadU(d, x + 3 * lanes);
+  auto nan = hn::Or(hn::Or(hn::IsNaN(m0), hn::IsNaN(m1)), hn::Or(hn::IsNaN(m2), hn::IsNaN(m3)));
+  const auto note_nan = [&](V v0, V v1, V v2, V v3) {
+    nan = hn::Or(
+        nan, hn::Or(hn::Or(hn::IsNaN(v0), hn::IsNaN(v1)), hn::Or(hn::IsNaN(v2), hn::IsNaN(v3))));
+  };
+  size_t i = 4 * lanes;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    const V v0 = hn::LoadU(d, x + i), v1 = hn::LoadU(d, x + i + lanes);
+    const V v2 = hn::LoadU(d, x + i + 2 * lanes), v3 = hn::LoadU(d, x + i + 3 * lanes);
+    note_nan(v0, v1, v2, v3);
+    m0 = extreme_step<kLargest>(m0, v0);
+    m1 = extreme_step<kLargest>(m1, v1);
+    m2 = extreme_step<kLargest>(m2, v2);
+    m3 = extreme_step<kLargest>(m3, v3);
+  }
+  // The tail as one more overlapping block: the last 4 vectors' worth, read again in part.
+  if (i < n) {
+    const float* tail = x + n - 4 * lanes;
+    const V v0 = hn::LoadU(d, tail), v1 = hn::LoadU(d, tail + lanes);
+    const V v2 = hn::LoadU(d, tail + 2 * lanes), v3 = hn::LoadU(d, tail + 3 * lanes);
+    note_nan(v0, v1, v2, v3);
+    m0 = extreme_step<kLargest>(m0, v0);
+    m1 = extreme_step<kLargest>(m1, v1);
+    m2 = extreme_step<kLargest>(m2, v2);
+    m3 = extreme_step<kLargest>(m3, v3);
+  }
+  if (!hn::AllFalse(d, nan)) return false;
+  const V m =
+      extreme_step<kLargest>(extreme_step<kLargest>(m0, m1), extreme_step<kLargest>(m2, m3));
+  *out = hn::GetLane(kLargest ? hn::MaxOfLanes(d, m) : hn::MinOfLanes(d, m));
+  return true;
+}
+
+bool extreme(const float* x, size_t n, bool largest, float* out) {
+  return largest ? extreme_of<true>(x, n, out) : extreme_of<false>(x, n, out);
+}
+
 void sum_columns(const float* x, size_t rows, size_t row_stride, size_t cols, double* acc) {
   const D d;
   const DD dd;
@@ -647,7 +709,7 @@ const Kernels* table() {
 #else
     Isa::sse4,
 #endif
-        &binary, &unary, &convert, &sum, &sum_columns, &softmax_row, &norm_row
+        &binary, &unary, &convert, &sum, &extreme, &sum_columns, &softmax_row, &norm_row
   };
   return &kernels;
 }

@@ -42,6 +42,9 @@ struct Kernels {
   void (*convert)(Storage from, Storage to, const void* in, void* out, size_t n);
   // The sum of n floats, accumulated in f64 lanes.
   double (*sum)(const float* x, size_t n);
+  // The largest (or smallest) of n >= 1 floats into *out; false, *out untouched, where one of
+  // them is NaN (the caller's scalar loop says which NaN).
+  bool (*extreme)(const float* x, size_t n, bool largest, float* out);
   // acc[j] += x[r * row_stride + j] for every row r < rows and column j < cols, walking x in
   // the order memory lies (a row at a time), accumulating in f64.
   void (*sum_columns)(const float* x, size_t rows, size_t row_stride, size_t cols, double* acc);
