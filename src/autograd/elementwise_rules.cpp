@@ -6,6 +6,7 @@
 #include "autograd/constants.hpp"
 #include "autograd/gradient_math.hpp"
 #include "autograd/record.hpp"
+#include "ops/elementwise_program.hpp"
 
 namespace hal::autograd {
 namespace {
@@ -80,69 +81,85 @@ std::vector<Tensor> binary_rule(Binary op, const Tensor& a, const Tensor& b, con
           want_b && db.defined() ? sum_to(db, b.shape(), s) : Tensor()};
 }
 
-// d(op(x))/dx times dy, from x and the output y.
+// d(op(x))/dx times dy, from x and the output y: one elementwise program where it takes more
+// than one op (one pass over memory where the device fuses; gelu's was eleven).
 Tensor unary_rule(Unary op, const Tensor& x, const Tensor& y, const Tensor& dy, Stream& s) {
-  const auto one = [&] { return scalar(1.0, dy, s); };
-  const auto square = [&](const Tensor& t) { return mul(t, t, s); };
+  using Value = ops::ProgramBuilder::Value;
+  ops::ProgramBuilder p;
+  const Value g = p.input(dy);
+  // x joins the program only where the rule reads it: a fused program reads every input.
+  const auto in = [&] { return p.input(x); };
+  const auto out = [&] { return p.input(y); };
+  const auto c = [&](double value) { return p.input(scalar(value, dy, s)); };
+  const auto f = [&](const char* name, Value v) { return p.apply(name, v); };
+  const auto mul = [&](Value a, Value b) { return p.apply("mul", a, b); };
+  const auto add = [&](Value a, Value b) { return p.apply("add", a, b); };
+  const auto sub = [&](Value a, Value b) { return p.apply("sub", a, b); };
+  const auto div = [&](Value a, Value b) { return p.apply("div", a, b); };
+  const auto square = [&](Value v) { return mul(v, v); };
+  const auto run = [&](Value result) { return p.run(result, s); };
   switch (op) {
     case Unary::neg:
       return neg(dy, s);
     case Unary::abs: {
       // The sign of x: 0 at 0, as PyTorch's.
-      const Tensor sign = sub(cast(gt(x, scalar(0.0, x, s), s), dy.dtype(), s),
-                              cast(lt(x, scalar(0.0, x, s), s), dy.dtype(), s), s);
-      return mul(dy, sign, s);
+      const Tensor sign = hal::sub(cast(gt(x, scalar(0.0, x, s), s), dy.dtype(), s),
+                                   cast(lt(x, scalar(0.0, x, s), s), dy.dtype(), s), s);
+      return hal::mul(dy, sign, s);
     }
     case Unary::relu:
       return masked(gt(y, scalar(0.0, y, s), s), dy, s);
     case Unary::exp:
-      return mul(dy, y, s);
+      return hal::mul(dy, y, s);
     case Unary::log:
-      return div(dy, x, s);
+      return hal::div(dy, x, s);
     case Unary::sqrt:
-      return div(dy, mul(scalar(2.0, y, s), y, s), s);
-    case Unary::rsqrt:
-      return mul(dy, mul(scalar(-0.5, y, s), mul(y, square(y), s), s), s);
+      return run(div(g, mul(c(2.0), out())));
+    case Unary::rsqrt: {
+      const Value r = out();
+      return run(mul(g, mul(c(-0.5), mul(r, square(r)))));
+    }
     case Unary::tanh:
-      return mul(dy, sub(one(), square(y), s), s);
-    case Unary::sigmoid:
-      return mul(dy, mul(y, sub(one(), y, s), s), s);
+      return run(mul(g, sub(c(1.0), square(out()))));
+    case Unary::sigmoid: {
+      const Value r = out();
+      return run(mul(g, mul(r, sub(c(1.0), r))));
+    }
     case Unary::gelu: {
       // Phi(x) + x phi(x), the normal distribution's cdf and density.
-      const Tensor cdf =
-          mul(scalar(0.5, x, s), add(one(), erf(mul(x, scalar(M_SQRT1_2, x, s), s), s), s), s);
-      const Tensor density = mul(scalar(0.5 * M_2_SQRTPI * M_SQRT1_2, x, s),
-                                 exp(mul(scalar(-0.5, x, s), square(x), s), s), s);
-      return mul(dy, add(cdf, mul(x, density, s), s), s);
+      const Value cdf = mul(c(0.5), add(c(1.0), f("erf", mul(in(), c(M_SQRT1_2)))));
+      const Value density =
+          mul(c(0.5 * M_2_SQRTPI * M_SQRT1_2), f("exp", mul(c(-0.5), square(in()))));
+      return run(mul(g, add(cdf, mul(in(), density))));
     }
     case Unary::silu: {
-      const Tensor sig = sigmoid(x, s);
-      return mul(dy, mul(sig, add(one(), mul(x, sub(one(), sig, s), s), s), s), s);
+      const Value sig = f("sigmoid", in());
+      return run(mul(g, mul(sig, add(c(1.0), mul(in(), sub(c(1.0), sig))))));
     }
     case Unary::erf:
-      return mul(dy, mul(scalar(M_2_SQRTPI, x, s), exp(neg(square(x), s), s), s), s);
+      return run(mul(g, mul(c(M_2_SQRTPI), f("exp", f("neg", square(in()))))));
     case Unary::sin:
-      return mul(dy, cos(x, s), s);
+      return run(mul(g, f("cos", in())));
     case Unary::cos:
-      return neg(mul(dy, sin(x, s), s), s);
+      return run(f("neg", mul(g, f("sin", in()))));
     case Unary::tan:
-      return mul(dy, add(one(), square(y), s), s);
+      return run(mul(g, add(c(1.0), square(out()))));
     case Unary::asin:
-      return mul(dy, rsqrt(sub(one(), square(x), s), s), s);
+      return run(mul(g, f("rsqrt", sub(c(1.0), square(in())))));
     case Unary::acos:
-      return neg(mul(dy, rsqrt(sub(one(), square(x), s), s), s), s);
+      return run(f("neg", mul(g, f("rsqrt", sub(c(1.0), square(in()))))));
     case Unary::atan:
-      return div(dy, add(one(), square(x), s), s);
+      return run(div(g, add(c(1.0), square(in()))));
     case Unary::sinh:
-      return mul(dy, cosh(x, s), s);
+      return run(mul(g, f("cosh", in())));
     case Unary::cosh:
-      return mul(dy, sinh(x, s), s);
+      return run(mul(g, f("sinh", in())));
     case Unary::asinh:
-      return mul(dy, rsqrt(add(square(x), one(), s), s), s);
+      return run(mul(g, f("rsqrt", add(square(in()), c(1.0)))));
     case Unary::acosh:
-      return mul(dy, rsqrt(sub(square(x), one(), s), s), s);
+      return run(mul(g, f("rsqrt", sub(square(in()), c(1.0)))));
     case Unary::atanh:
-      return div(dy, sub(one(), square(x), s), s);
+      return run(div(g, sub(c(1.0), square(in()))));
     case Unary::floor:
     case Unary::ceil:
     case Unary::round:

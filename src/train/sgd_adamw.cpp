@@ -7,7 +7,7 @@
 #include "hal/autograd.hpp"
 #include "hal/error.hpp"
 #include "hal/optim.hpp"
-#include "train/elementwise_program.hpp"
+#include "ops/elementwise_program.hpp"
 #include "train/host_updates.hpp"
 
 namespace hal::optim {
@@ -59,20 +59,20 @@ Optimizer::Update SGD::update(const Tensor& p, const Tensor& grad,
                               int64_t step, Stream& s) const {
   const Tensor &lr = c[0], &decay = c[1], &momentum = c[2], &undamped = c[3];
   Tensor g = grad;
-  if (options_.weight_decay != 0) g = train::evaluate(kDecayed, {grad, p, decay}, s);
+  if (options_.weight_decay != 0) g = ops::evaluate(kDecayed, {grad, p, decay}, s);
   Update out;
   if (options_.momentum != 0) {
     const Tensor buf = step == 1
                            ? g.contiguous(s)
-                           : train::evaluate(kMomentum, {buffers[0], g, momentum, undamped}, s);
+                           : ops::evaluate(kMomentum, {buffers[0], g, momentum, undamped}, s);
     out.buffers.push_back(buf);
     if (options_.nesterov) {
-      out.value = train::evaluate(kNesterov, {p, g, buf, lr, momentum}, s);
+      out.value = ops::evaluate(kNesterov, {p, g, buf, lr, momentum}, s);
       return out;
     }
     g = buf;
   }
-  out.value = train::evaluate(kDescent, {p, g, lr}, s);
+  out.value = ops::evaluate(kDescent, {p, g, lr}, s);
   return out;
 }
 
@@ -124,9 +124,9 @@ const ElementwiseProgram kAdamStep{{{"mul", {0, 3}},
 Optimizer::Update AdamW::update(const Tensor& p, const Tensor& g,
                                 const std::vector<Tensor>& buffers, const std::vector<Tensor>& c,
                                 int64_t, Stream& s) const {
-  const Tensor m = train::evaluate(kFirstMoment, {buffers[0], g, c[1], c[2]}, s);
-  const Tensor v = train::evaluate(kSecondMoment, {buffers[1], g, c[3], c[4]}, s);
-  return {train::evaluate(kAdamStep, {p, m, v, c[0], c[5], c[6], c[7]}, s), {m, v}};
+  const Tensor m = ops::evaluate(kFirstMoment, {buffers[0], g, c[1], c[2]}, s);
+  const Tensor v = ops::evaluate(kSecondMoment, {buffers[1], g, c[3], c[4]}, s);
+  return {ops::evaluate(kAdamStep, {p, m, v, c[0], c[5], c[6], c[7]}, s), {m, v}};
 }
 
 void AdamW::update_in_place(const Tensor& p, const Tensor& g, const std::vector<Tensor>& buffers,
