@@ -1,7 +1,14 @@
-// Matrix products on the CPU through OpenBLAS's cblas, run in order on the stream as a host
-// kernel of one work item (OpenBLAS spreads each product over its own threads); bf16 and f16
-// through oneDNN (cpu_matmul_half.cpp).
+// Matrix products on the CPU, run in order on the stream as a host kernel of one work item (the
+// library spreads each product over its own threads): f32 through oneDNN's sgemm where hal has
+// oneDNN, f64 (and f32 without it) through OpenBLAS's cblas; bf16 and f16 through oneDNN
+// (cpu_matmul_half.cpp). oneDNN picks its kernels by the instructions the CPU has; Debian's
+// OpenBLAS 0.3.21 by a list of processors that ends before AMD's Zen 5, which it runs with its
+// Haswell (AVX2) kernels: a 2048^3 product there took 87 ms against oneDNN's 45
+// (docs/PERFORMANCE.md, "Session 36").
 #include <cblas.h>
+#if HAL_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 #include "backends/cpu/cpu_matmul_half.hpp"
 #include "backends/cpu/cpu_stream.hpp"
@@ -25,6 +32,14 @@ void run(const GemmDesc& g, const KernelArgs& args) {
     const T* ai = a + i * g.a.batch_stride;
     const T* bi = b + i * g.b.batch_stride;
     T* ci = c + i * g.c.batch_stride;
+#if HAL_HAVE_ONEDNN
+    if constexpr (std::is_same_v<T, float>) {
+      // Row-major, as cblas's call below; a refusal (none expected) falls through to it.
+      if (dnnl_sgemm(g.a.transposed ? 'T' : 'N', g.b.transposed ? 'T' : 'N', m, n, k, 1.0f, ai,
+                     g.a.ld, bi, g.b.ld, 0.0f, ci, g.c.ld) == dnnl_success)
+        continue;
+    }
+#endif
     if constexpr (std::is_same_v<T, float>)
       cblas_sgemm(CblasRowMajor, transpose(g.a), transpose(g.b), m, n, k, 1.0f, ai,
                   static_cast<blasint>(g.a.ld), bi, static_cast<blasint>(g.b.ld), 0.0f, ci,
