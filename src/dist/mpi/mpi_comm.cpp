@@ -654,6 +654,7 @@ void MpiComm::pump() {
 void MpiComm::post_exchange(MpiOp& op) {
   op.mine = {};
   op.mine.signature = signature_of(op.call, op.sequence());
+  op.mine.level = static_cast<uint32_t>(op.level);
   if (op.local_failure) {
     op.mine.failed = 1;
     // A reason too long is cut, and says so: this rank's own error has it whole.
@@ -726,9 +727,13 @@ void MpiComm::exchanged(MpiOp& op) {
         op, error(op, ErrorCode::InvalidState,
                   where(op) + ": rank " + std::to_string(r) + " could not take part: " + note));
   }
+  uint32_t strictest = 0;
+  for (const Wire& wire : op.gathered) strictest = std::max(strictest, wire.level);
+  const auto level =
+      static_cast<DebugLevel>(std::min(strictest, static_cast<uint32_t>(DebugLevel::detail)));
   for (int r = 1; r < size_; ++r)
     if (auto why = mismatch(op.gathered[0].signature, 0,
-                            op.gathered[static_cast<size_t>(r)].signature, r, op.level))
+                            op.gathered[static_cast<size_t>(r)].signature, r, level))
       return fail_op(
           op, error(op, ErrorCode::InvalidArgument, where(op) + ": the ranks disagree: " + *why));
   if (op.signature_only) return completed(op);

@@ -45,6 +45,10 @@ struct Wire {
   Signature signature;
   uint32_t payload_bytes = 0;
   uint32_t failed = 0;  // this rank cannot take part: `note` says why
+  // This rank's HAL_DIST_DEBUG: the strictest of all ranks' judges the records, so that ranks
+  // set differently still decide alike (one accepting a mismatch the others refused ran on
+  // alone into MPI's collective).
+  uint32_t level = 0;
   union {
     char note[kNote] = {};
     unsigned char payload[kPayload];

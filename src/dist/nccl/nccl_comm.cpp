@@ -12,6 +12,7 @@
 #include "dist/mpi/mpi_comm.hpp"
 #include "dist/nccl/nccl_api.hpp"
 #include "dist/nccl/nccl_types.hpp"
+#include "hal/allocator.hpp"
 #include "hal/units.hpp"
 
 namespace hal::dist::detail {
@@ -103,6 +104,10 @@ class NcclComm final : public CommunicatorImpl, public std::enable_shared_from_t
     const uint64_t sequence = ++counts_[static_cast<size_t>(call.kind)];
     enqueue(call);
     Stream stream = call.stream;
+    // NCCL reads and writes raw addresses, which hold nothing: the tensors' memory is kept until
+    // the work enqueued so far completes, though the caller drops them at once.
+    for (const Tensor* t : {&call.input, &call.output})
+      if (t->defined()) record_stream(t->storage(), stream);
     Event done = stream.record();
     return Work(
         std::make_shared<NcclWork>(shared_from_this(), call.kind, sequence, done, patience));
