@@ -805,8 +805,10 @@ void MpiComm::run_claimed() {
   }
   MpiOp& op = *claimed;
   injected_stall("HAL_DIST_INJECT_STALL", rank_);
+  // From the blocking call's start: collectives of several streams run their data phases one
+  // at a time, and one's wait behind another's counted against it ended a healthy job.
   const uint64_t ticket =
-      runtime_->watch(op.ready_at + op.patience,
+      runtime_->watch(Clock::now() + op.patience,
                       [self = shared_from_this(), claimed] { self->abort_blocked(*claimed); });
   MPI_Status status{};
   const int code = call_blocking(op, status);
