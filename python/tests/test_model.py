@@ -547,3 +547,45 @@ def test_constant_dropout_folds_only_in_inference(onnx):
             helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString(),
             name="dropout")
         assert sorted(model.op_types) == kept
+
+
+def test_sizes_that_wrap_or_mistyped_updates_are_refused_naming_the_node(onnx, cpu):
+    """Sizes near 2^62 wrapped products to 0 and ops wrote past empty buffers (Resize's cubic
+    plan, MelWeightMatrix's matrix); a split summing round to the axis' length was accepted;
+    updates of another dtype were copied in as data's bytes."""
+    from onnx import TensorProto
+
+    from onnx import helper
+
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    for mode in ("nearest", "linear", "cubic"):
+        node = helper.make_node("Resize", ["x", "", "", "s"], ["z"], mode=mode)
+        graph = helper.make_graph([node], "resize", [helper.make_tensor_value_info("x", f32, [4]),
+                                  helper.make_tensor_value_info("s", i64, [1])],
+                                  [helper.make_tensor_value_info("z", f32, ["n"])])
+        resize = hal.load_onnx_bytes(helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString(), name="resize")
+        with pytest.raises(hal.InvalidArgument, match=r"Resize.*has more than 2\^34 elements"):
+            resize.run({"x": np.arange(4, dtype=np.float32), "s": np.array([1 << 62])},
+                       device=cpu)
+
+    scalars = {name: (i64, 0) for name in ("bins", "n", "rate")}
+    scalars.update({"low": (f32, 0), "high": (f32, 0)})
+    mel = one_node_model(onnx, "MelWeightMatrix", scalars, {"w": (f32, 2)}, 17)
+    with pytest.raises(hal.InvalidArgument, match="make a matrix of more than 2\\^28 elements"):
+        mel.run({"bins": np.array(16), "n": np.array((1 << 61) - 2), "rate": np.array(1 << 61),
+                 "low": np.float32(0), "high": np.float32(1)}, device=cpu)
+
+    split = one_node_model(onnx, "SplitToSequence", {"x": (f32, 1), "split": (i64, 1)},
+                           {"parts": (f32, 1)}, 17)
+    huge = (1 << 63) - 1
+    with pytest.raises(hal.InvalidArgument, match="has a size past the axis' 2"):
+        split.run({"x": np.array([0, 1], np.float32), "split": np.array([huge, huge, 4])},
+                  device=cpu)
+
+    scatter = one_node_model(onnx, "ScatterElements",
+                             {"data": (f32, 1), "i": (i64, 1), "u": (TensorProto.INT32, 1)},
+                             {"y": (f32, 1)}, 13)
+    with pytest.raises(hal.InvalidArgument, match="updates of i32 for data of f32"):
+        scatter.run({"data": np.zeros(3, np.float32), "i": np.array([1]),
+                     "u": np.array([7], np.int32)}, device=cpu)

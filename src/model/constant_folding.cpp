@@ -3,6 +3,7 @@
 
 #include "model/fusion.hpp"
 
+#include <exception>
 #include <set>
 
 #include "hal/error.hpp"
@@ -58,8 +59,10 @@ std::optional<std::vector<HostTensor>> evaluate_on_host(
       results.push_back(to_host(out[o], stream));
     }
     return results;
-  } catch (const Error&) {
-    return std::nullopt;  // the node fails the same way when it runs, naming itself then
+  } catch (const std::exception&) {
+    // The node fails the same way when it runs, naming itself then (the executor reports any
+    // exception, a std::bad_alloc or length_error of an op's own containers too, as hal's).
+    return std::nullopt;
   }
 }
 

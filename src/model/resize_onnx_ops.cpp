@@ -291,12 +291,22 @@ Tensor resize(const OpContext& ctx, const Tensor& x, const Method& method,
     ctx.unsupported(std::string(method.mode == Mode::linear ? "linear" : "cubic") +
                     " interpolation of " + std::string(to_string(x.dtype())) + " input");
   Shape out_shape;
+  // Past this many elements the result (and an axis's plan, up to 4 taps of 16 bytes per
+  // output position) is refused by name before anything is allocated: a size near 2^62 wrapped
+  // the plan's length to 0 and cubic weights were written past it.
+  constexpr int64_t kMaxResized = int64_t{1} << 34;
+  int64_t elements = 1;
   for (const Axis& axis : axes) {
     if (axis.in == 0 && axis.out > 0)
       ctx.invalid("cannot resize an empty dimension of " + to_string(x.shape()) + " to " +
                   std::to_string(axis.out));
     out_shape.push_back(axis.out);
+    elements = axis.out > kMaxResized
+                   ? kMaxResized + 1
+                   : std::min(elements * std::max<int64_t>(axis.out, 1), kMaxResized + 1);
   }
+  if (elements > kMaxResized)
+    ctx.invalid("the result " + to_string(out_shape) + " has more than 2^34 elements");
   if (numel(out_shape) == 0) return empty(out_shape, x.dtype(), s.device());
   const bool widen = x.dtype() == DType::f16 || x.dtype() == DType::bf16;
   Tensor result = widen && method.mode != Mode::nearest ? cast(x, DType::f32, s) : x;

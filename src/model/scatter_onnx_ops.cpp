@@ -127,12 +127,21 @@ Tensor scatter_rows(const OpContext& ctx, const Tensor& data, const Tensor& upda
   return out;
 }
 
+// The updates are copied into data's rows as bytes: of another dtype they would be read as
+// data's (ONNX's checker does not compare the two).
+void check_updates_dtype(const OpContext& ctx, const Tensor& data, const Tensor& updates) {
+  if (updates.dtype() != data.dtype())
+    ctx.invalid("updates of " + std::string(to_string(updates.dtype())) + " for data of " +
+                std::string(to_string(data.dtype())) + ": they must have one dtype");
+}
+
 // ScatterElements (and Scatter before it): updates[p] written over data at p with its
 // coordinate along the axis replaced by indices[p]; each a row of one element.
 Outputs scatter_elements(const OpContext& ctx, const Inputs& in) {
   const Tensor& data = in.at(0);
   const Tensor& indices = in.at(1);
   const Tensor& updates = in.at(2);
+  check_updates_dtype(ctx, data, updates);
   if (indices.dim() != data.dim() || updates.shape() != indices.shape())
     ctx.invalid("indices " + to_string(indices.shape()) + " and updates " +
                 to_string(updates.shape()) + " must have one shape of the rank of data " +
@@ -166,6 +175,7 @@ Outputs scatter_nd(const OpContext& ctx, const Inputs& in) {
   const Tensor& data = in.at(0);
   const Tensor& indices = in.at(1);
   const Tensor& updates = in.at(2);
+  check_updates_dtype(ctx, data, updates);
   if (indices.dim() == 0 || indices.size(-1) > data.dim())
     ctx.invalid("indices " + to_string(indices.shape()) + " must end in tuples of at most " +
                 std::to_string(data.dim()) + " coordinates");

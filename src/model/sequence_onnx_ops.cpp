@@ -115,6 +115,10 @@ Values split_to_sequence(const OpContext& ctx, const Values& in) {
     int64_t total = 0;
     for (int64_t size : sizes) {
       if (size < 0) ctx.invalid("split " + to_string(sizes) + " has a negative size");
+      // Each size at most the axis' (so the sum cannot wrap round to it).
+      if (size > length)
+        ctx.invalid("split " + to_string(sizes) + " has a size past the axis' " +
+                    std::to_string(length));
       total += size;
     }
     if (total != length)

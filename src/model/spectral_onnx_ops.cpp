@@ -248,6 +248,12 @@ Outputs mel_weight_matrix(const OpContext& ctx, const Inputs& in) {
   const double low_mel = mel(lower),
                step = (mel(upper) - low_mel) / static_cast<double>(mel_bins + 2);
   const int64_t spectrogram_bins = dft_length / 2 + 1;
+  // Refused before anything is allocated: the product wrapped to 0 for a dft_length near 2^62,
+  // and the triangles were written past an empty matrix.
+  constexpr int64_t kMaxMatrix = int64_t{1} << 28;
+  if (spectrogram_bins > kMaxMatrix / mel_bins)
+    ctx.invalid("dft_length " + std::to_string(dft_length) + " and num_mel_bins " +
+                std::to_string(mel_bins) + " make a matrix of more than 2^28 elements");
   std::vector<int64_t> points;
   for (int64_t i = 0; i < mel_bins + 2; ++i) {
     const double hertz = 700 * (std::pow(10, (static_cast<double>(i) * step + low_mel) / 2595) - 1);
