@@ -173,8 +173,12 @@ ValueTypes infer_value_types(const ModelGraph& graph,
     }
     if (!input.type().tensor_type().has_shape()) continue;
     for (auto& dim : *input.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
-      if (!dim.has_dim_value() && dim.has_dim_param())
-        dim.set_dim_value(bindings.at(dim.dim_param()));
+      if (!dim.has_dim_value() && dim.has_dim_param()) {
+        // A symbol no run input binds (an unused initializer also declared an input, folded
+        // away) stays a symbol for ONNX's inference; looked up with at(), it failed the plan.
+        if (const auto bound = bindings.find(dim.dim_param()); bound != bindings.end())
+          dim.set_dim_value(bound->second);
+      }
   }
   // Rounds of ONNX's inference and folding: a Shape of a value whose shape is now known is a
   // constant, and so is what is computed from constants only, which ONNX's own propagation

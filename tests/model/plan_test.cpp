@@ -138,6 +138,23 @@ TEST(Plan, SymbolsTakeTheSizeAskedForWhenNoInputGivesThem) {
   EXPECT_GT(many.lower_bound_bytes, one.lower_bound_bytes);
 }
 
+// An unused initializer also declared an input (IR 4) with a symbolic dimension: folded away,
+// it came back as an input of the model kept for shape inference, whose symbol no run input
+// binds, and the plan failed with "map::at".
+TEST(Plan, AnUnusedInitializerDeclaredAnInputWithASymbolPlans) {
+  ModelBuilder builder(9);
+  builder.input("x", TensorProto::FLOAT, {"2", "3"})
+      .input("w", TensorProto::FLOAT, {"N", "3"})
+      .output("z", TensorProto::FLOAT, {"2", "3"})
+      .initializer("w", {2, 3}, std::vector<float>(6, 1.0f));
+  builder.node("Neg", {"x"}, {"z"}, "neg");
+  builder.proto().set_ir_version(4);
+  const Model model = load_onnx_bytes(builder.bytes(), "unused");
+  const ExecutionPlan plan = plan_model(model, options("cpu:0"));
+  ASSERT_EQ(plan.nodes.size(), 1u);
+  EXPECT_EQ(plan.nodes[0].op, "Neg");
+}
+
 TEST(Plan, ANodeTheDeviceCannotRunGoesToCpuWithTheReason) {
   const auto sims = backend_devices("sim");
   if (sims.empty()) GTEST_SKIP() << backend_reason("sim");
