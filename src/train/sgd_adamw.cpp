@@ -62,9 +62,8 @@ Optimizer::Update SGD::update(const Tensor& p, const Tensor& grad,
   if (options_.weight_decay != 0) g = ops::evaluate(kDecayed, {grad, p, decay}, s);
   Update out;
   if (options_.momentum != 0) {
-    const Tensor buf = step == 1
-                           ? g.contiguous(s)
-                           : ops::evaluate(kMomentum, {buffers[0], g, momentum, undamped}, s);
+    const Tensor buf = step == 1 ? g.contiguous(s)
+                                 : ops::evaluate(kMomentum, {buffers[0], g, momentum, undamped}, s);
     out.buffers.push_back(buf);
     if (options_.nesterov) {
       out.value = ops::evaluate(kNesterov, {p, g, buf, lr, momentum}, s);

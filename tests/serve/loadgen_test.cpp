@@ -128,6 +128,20 @@ TEST(ServeLoadgen, AnOptionalInputIsSentOnlyWhereAFileGivesIt) {
       << given[0].first_error;
 }
 
+// A short closed-loop run of `requests` requests against model "mlp" at `url`, each answered.
+void expect_every_request_answered(serve::LoadgenOptions options, const std::string& url,
+                                   int64_t requests) {
+  options.url = url;
+  options.model = "mlp";
+  options.duration_s = 0.1;
+  options.warmup_s = 0;
+  options.max_requests = requests;
+  const auto levels = serve::run_loadgen(options);
+  ASSERT_EQ(levels.size(), 1u);
+  EXPECT_EQ(levels[0].errors, 0u) << levels[0].first_error;
+  EXPECT_EQ(levels[0].requests, static_cast<size_t>(requests));
+}
+
 // JSON has no NaN or infinity (a JSON writer makes them null, which the server refuses): an f32
 // input holding them goes as binary data even without --binary, and is answered.
 TEST(ServeLoadgen, NonFiniteInputsAreSentAsBinary) {
@@ -138,16 +152,9 @@ TEST(ServeLoadgen, NonFiniteInputsAreSentAsBinary) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   write_npy(npy, from_vector(std::vector<float>{nan, 1, -INFINITY, 2}, {1, 4}, stream), stream);
   serve::LoadgenOptions options;
-  options.url = "http://127.0.0.1:" + std::to_string(served.server.port());
-  options.model = "mlp";
   options.input_files = {{"x", npy.string()}};
-  options.duration_s = 0.1;
-  options.warmup_s = 0;
-  options.max_requests = 5;
-  const auto levels = serve::run_loadgen(options);
-  ASSERT_EQ(levels.size(), 1u);
-  EXPECT_EQ(levels[0].errors, 0u) << levels[0].first_error;
-  EXPECT_EQ(levels[0].requests, 5u);
+  expect_every_request_answered(options, "http://127.0.0.1:" + std::to_string(served.server.port()),
+                                5);
 }
 
 // A URL's IPv6 address is in brackets, which are not part of the address to connect to.
@@ -162,16 +169,7 @@ TEST(ServeLoadgen, AnIpv6TargetIsReached) {
   } catch (const Error& e) {
     GTEST_SKIP() << "this machine cannot serve on [::1]: " << e.what();
   }
-  serve::LoadgenOptions options;
-  options.url = "http://[::1]:" + std::to_string(server.port());
-  options.model = "mlp";
-  options.duration_s = 0.1;
-  options.warmup_s = 0;
-  options.max_requests = 3;
-  const auto levels = serve::run_loadgen(options);
-  ASSERT_EQ(levels.size(), 1u);
-  EXPECT_EQ(levels[0].errors, 0u) << levels[0].first_error;
-  EXPECT_EQ(levels[0].requests, 3u);
+  expect_every_request_answered({}, "http://[::1]:" + std::to_string(server.port()), 3);
 }
 
 TEST(ServeLoadgen, BadTargetsAreRefused) {
