@@ -589,3 +589,19 @@ def test_sizes_that_wrap_or_mistyped_updates_are_refused_naming_the_node(onnx, c
     with pytest.raises(hal.InvalidArgument, match="updates of i32 for data of f32"):
         scatter.run({"data": np.zeros(3, np.float32), "i": np.array([1]),
                      "u": np.array([7], np.int32)}, device=cpu)
+
+
+def test_a_region_too_large_to_sample_adaptively_is_refused(onnx, cpu):
+    """RoiAlign's adaptive sampling keeps a region's ceil(extent / bins)^2 points a bin on the
+    host: a region of 1e6 x 1e6 pixels was 1e12 points, taken until memory ran out."""
+    from onnx import TensorProto
+
+    f32 = TensorProto.FLOAT
+    align = one_node_model(onnx, "RoiAlign", {"x": (f32, 4), "rois": (f32, 2),
+                                              "bi": (TensorProto.INT64, 1)},
+                           {"z": (f32, 4)}, 16, output_height=1, output_width=1)
+    feeds = {"x": np.ones((1, 1, 4, 4), np.float32), "bi": np.array([0])}
+    with pytest.raises(hal.InvalidArgument, match=r"roi 0 spans 1e\+06 x 1e\+06 pixels: 1e\+12"):
+        align.run({**feeds, "rois": np.array([[0, 0, 1e6, 1e6]], np.float32)}, device=cpu)
+    [z] = align.run({**feeds, "rois": np.array([[0, 0, 3, 3]], np.float32)}, device=cpu).values()
+    np.testing.assert_allclose(z.numpy(), np.ones((1, 1, 1, 1)))

@@ -7,6 +7,7 @@
 // it runs wherever embedding, mul and the reductions run.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "hal/ops.hpp"
@@ -219,6 +220,25 @@ Outputs roi_align(const OpContext& ctx, const Inputs& in, bool half_pixel_defaul
   // padded to its most points a bin.
   constexpr int64_t kGathered = int64_t{1} << 25;
   const int64_t per_point = 4 * g.out_height * g.out_width * channels;
+  // Adaptive sampling takes ceil(extent / bins) points a side of every bin, all of a region's
+  // kept on the host at once: refused past 2^26 a region (one region of 1e6 x 1e6 pixels was
+  // 1e12 points, taken until memory ran out), or for a region whose extent is no number.
+  if (g.sampling <= 0)
+    for (size_t i = 0; i < regions.size(); ++i) {
+      const Region& r = regions[i];
+      const auto side = [](double extent, int64_t bins) {
+        return std::max(0.0, std::ceil(extent / static_cast<double>(bins)));
+      };
+      const double points = side(r.height, g.out_height) * side(r.width, g.out_width) *
+                            static_cast<double>(g.out_height * g.out_width);
+      if (!(points <= 0x1p26)) {
+        char text[96];
+        std::snprintf(text, sizeof text, "spans %g x %g pixels: %g points", r.height, r.width,
+                      points);
+        ctx.invalid("roi " + std::to_string(i) + " " + text +
+                    " by adaptive sampling (sampling_ratio 0), past 2^26; give sampling_ratio");
+      }
+    }
   std::vector<Tensor> parts;
   for (size_t first = 0; first < regions.size();) {
     size_t last = first;
