@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "autograd/graph.hpp"
@@ -42,6 +43,20 @@ Tensor attach(std::string_view op, const std::vector<const Tensor*>& inputs, Ten
 // A node that refuses backward: Unsupported naming `op` and `why`.
 Tensor attach_refusal(std::string_view op, const std::vector<const Tensor*>& inputs, Tensor out,
                       std::string why);
+// An op without a gradient rule: `run` as it is where none of `inputs` records; else run with
+// recording off, its result given a node that refuses backward (never a result without history,
+// whose gradient would be silently zero).
+template <class Run>
+Tensor run_refusing_backward(std::string_view op, std::initializer_list<const Tensor*> inputs,
+                             std::string why, Run run) {
+  if (!recording(inputs)) return run();
+  Tensor out;
+  {
+    const NoGrad untracked;
+    out = run();
+  }
+  return attach_refusal(op, std::vector<const Tensor*>(inputs), std::move(out), std::move(why));
+}
 
 // Recorders of the ops of hal/ops.hpp (elementwise_rules.cpp, reduce_rules.cpp, ...). Each runs
 // the op with recording off and attaches its rule.

@@ -294,16 +294,14 @@ Tensor resize(const OpContext& ctx, const Tensor& x, const Method& method,
   // Past this many elements the result (and an axis's plan, up to 4 taps of 16 bytes per
   // output position) is refused by name before anything is allocated: a size near 2^62 wrapped
   // the plan's length to 0 and cubic weights were written past it.
-  constexpr int64_t kMaxResized = int64_t{1} << 34;
-  int64_t elements = 1;
+  constexpr double kMaxResized = 0x1p34;
+  double elements = 1;  // in double: a product of int64 sizes could wrap
   for (const Axis& axis : axes) {
     if (axis.in == 0 && axis.out > 0)
       ctx.invalid("cannot resize an empty dimension of " + to_string(x.shape()) + " to " +
                   std::to_string(axis.out));
     out_shape.push_back(axis.out);
-    elements = axis.out > kMaxResized
-                   ? kMaxResized + 1
-                   : std::min(elements * std::max<int64_t>(axis.out, 1), kMaxResized + 1);
+    elements *= static_cast<double>(std::max<int64_t>(axis.out, 1));
   }
   if (elements > kMaxResized)
     ctx.invalid("the result " + to_string(out_shape) + " has more than 2^34 elements");

@@ -161,15 +161,8 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const
                                                                label_smoothing, s);
                        });
   };
-  if (!autograd::recording({&logits, &grad})) return run();
-  Tensor out;
-  {
-    const NoGrad untracked;
-    out = run();
-  }
-  // Never a result without history (a gradient silently zero): backward through it is refused.
-  return autograd::attach_refusal("cross_entropy_backward", {&logits, &grad}, std::move(out),
-                                  "hal has no rule for a gradient of a gradient");
+  return autograd::run_refusing_backward("cross_entropy_backward", {&logits, &grad},
+                                         "hal has no rule for a gradient of a gradient", run);
 }
 
 }  // namespace hal

@@ -15,7 +15,9 @@ using UnaryFn = Tensor (*)(const Tensor&, Stream&);
 // The public ops, not the internal entry points: they fall back to cpu:0 where that is allowed
 // and the device lacks the op, as a chain written op by op does.
 BinaryFn public_binary(Binary op) {
+  // The arithmetic ops, in the order of ops::Binary (the comparisons after them have none).
   constexpr BinaryFn kFunctions[] = {add, sub, mul, div, maximum, minimum, pow};
+  static_assert(std::size(kFunctions) == static_cast<size_t>(Binary::pow) + 1);
   return static_cast<size_t>(op) < std::size(kFunctions) ? kFunctions[static_cast<size_t>(op)]
                                                          : nullptr;
 }

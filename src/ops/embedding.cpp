@@ -107,15 +107,8 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num
                          return ops::embedding_backward_of(in[0], in[1], num_embeddings, s);
                        });
   };
-  if (!autograd::recording({&grad})) return run();
-  Tensor out;
-  {
-    const NoGrad untracked;
-    out = run();
-  }
-  // Never a result without history (a gradient silently zero): backward through it is refused.
-  return autograd::attach_refusal("embedding_backward", {&grad}, std::move(out),
-                                  "hal has no rule for a gradient of a gradient");
+  return autograd::run_refusing_backward("embedding_backward", {&grad},
+                                         "hal has no rule for a gradient of a gradient", run);
 }
 
 }  // namespace hal

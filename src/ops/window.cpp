@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "hal/error.hpp"
+#include "ops/dtype_set.hpp"
 
 namespace hal::ops {
 
@@ -161,8 +162,7 @@ Tensor max_pool_from_views(const Tensor& x, const Window& w, Stream& s) {
 }
 
 Tensor max_pool_picking_from_views(const Tensor& x, const Window& w, Stream& s) {
-  const DType t = x.dtype();
-  const bool floating = t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16;
+  const bool floating = dtypes::kFloating.has(x.dtype());
   Tensor result;
   for_each_offset(padded(x, w, lowest_of(x.dtype()), s), w, [&](const Tensor& view) {
     if (!result.defined()) {

@@ -23,6 +23,13 @@ constexpr double kMaxElements = 1e9;
 double times_saturated(double elements, double dim) {
   return std::min(elements * dim, 2 * kMaxElements);
 }
+// The product of `dims` with each 0 taken as 1, saturated: a bound on the element count, and on
+// the strides of a tensor of no elements (element_count multiplies through them on the way to 0).
+double span_of(const std::vector<int64_t>& dims) {
+  double span = 1;
+  for (int64_t d : dims) span = times_saturated(span, static_cast<double>(std::max<int64_t>(d, 1)));
+  return span;
+}
 // Dimensions a request's 'shape' may list; past this it is refused as it is read.
 constexpr size_t kMaxDimensions = 64;
 // The magnitude from which a double rounds to an infinite FP32: 2^128 - 2^103, halfway between
@@ -269,14 +276,11 @@ std::optional<std::vector<int64_t>> given_shape(const json& input) {
 bool fits(const std::vector<int64_t>& dims, const TensorSpec& spec,
           const ModelSignature& signature) {
   if (dims.size() != spec.shape.size()) return false;
-  double span = 1;  // as checked_shape's, which bounds the element count too
-  for (size_t i = 0; i < dims.size(); ++i) {
+  for (size_t i = 0; i < dims.size(); ++i)
     if (spec.shape[i] >= 0 && dims[i] != spec.shape[i]) return false;
-    span = times_saturated(span, static_cast<double>(std::max<int64_t>(dims[i], 1)));
-  }
   if (signature.batchable && spec.batch_dim && (dims[0] < 1 || dims[0] > signature.max_batch))
     return false;
-  return span <= kMaxElements;
+  return span_of(dims) <= kMaxElements;
 }
 
 // What an input's 'data' may hold, as far as the fields before it tell. Where its 'shape' came
@@ -624,18 +628,12 @@ std::vector<int64_t> checked_shape(const json& input, const TensorSpec& spec,
       refuse(where + ": a batch of " + std::to_string(dims[0]) +
              " exceeds the model's max batch of " + std::to_string(signature.max_batch));
   }
-  // Guard the element count before anything is allocated for it, and the dimensions' product
-  // without their 0s (the strides of a tensor of no elements, and element_count on the way to 0).
-  double elements = 1, span = 1;
-  for (int64_t d : dims) {
-    elements = times_saturated(elements, static_cast<double>(d));
-    span = times_saturated(span, static_cast<double>(std::max<int64_t>(d, 1)));
-  }
-  if (elements > kMaxElements)
-    refuse(where + ": shape " + shape_text(dims) + " holds too many elements");
-  if (span > kMaxElements)
+  // Guard the element count before anything is allocated for it (the span bounds it).
+  if (span_of(dims) > kMaxElements)
     refuse(where + ": shape " + shape_text(dims) +
-           " is too large: its dimensions other than 0 multiply past 1e9");
+           (std::find(dims.begin(), dims.end(), 0) == dims.end()
+                ? " holds too many elements"
+                : " is too large: its dimensions other than 0 multiply past 1e9"));
   return dims;
 }
 
