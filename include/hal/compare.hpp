@@ -84,7 +84,7 @@ SequentialRun run_sequential(
 RatioInterval mean_ratio(const Analysis& analysis);
 double mean_ratio_confidence(const Analysis& analysis);
 
-// "B faster by 23 % (95 % CI 19–27 %, p < 1e-6, n = 40+40)" (energy: "B uses less energy by
+// "B faster by 23 % (95 % CI 19–27 %, p < 1e-6, n = 20+20)" (energy: "B uses less energy by
 // 23 % ..."), "no difference larger than 2 % (...)": from mean_ratio, so the claim and its
 // interval are those of the decision; the level to 4 significant digits, or as many more as keep
 // it below 100. "inconclusive: need ≈ 120 more samples per side (...)", or with power_met "the

@@ -46,7 +46,7 @@ class Device {
   // Waits for the work enqueued so far on every stream of this device made by create_stream
   // and still alive. Every stream is waited for; then the first failure found is thrown
   // (AsyncFailure, DeviceLost ...). InvalidState from a host callback of one of those streams,
-  // which would wait for itself.
+  // which would wait for itself, before waiting for any stream.
   void synchronize() const;
 
   // Compiles a kernel for this device, or returns it from the kernel caches (see
@@ -66,7 +66,7 @@ class Device {
 
 // Device::synchronize for every device of the process that has made a stream: all work enqueued
 // so far on any stream is done when it returns. Every stream is waited for before the first
-// failure found is thrown.
+// failure found is thrown; InvalidState from a host callback of any of them, as Device's.
 void synchronize_all();
 
 }  // namespace hal

@@ -16,8 +16,9 @@
 // a local one stays usable (the late rank's call fails with the same Timeout). Before
 // moving data every collective compares a small signature across ranks (kind, dtype, element
 // count, root, op): a mismatch is InvalidArgument naming both ranks' calls, and the
-// communicator stays usable. HAL_DIST_DEBUG=off skips the check, =detail adds full shapes and
-// logs every collective at info level.
+// communicator stays usable. A recv is compared with its send by the local and MPI engines,
+// not by NCCL's (NCCL pairs them by order alone). HAL_DIST_DEBUG=off skips the check, =detail adds
+// full shapes and logs every collective at info level.
 #pragma once
 
 #include <cstdint>

@@ -50,9 +50,14 @@ class Stream {
   void fill(const Buffer& dst, const void* pattern, size_t pattern_size, size_t bytes,
             size_t dst_offset = 0);
   // Fills `count` elements from element `first` with `value` (a number or small struct).
+  // OutOfRange where count or first in bytes passes SIZE_MAX (they wrapped to a small range).
   template <FillValue T>
   void fill(const Buffer& dst, const T& value, size_t count, size_t first = 0) {
-    fill(dst, &value, sizeof(T), count * sizeof(T), first * sizeof(T));
+    size_t bytes = 0, offset = 0;
+    if (__builtin_mul_overflow(count, sizeof(T), &bytes) ||
+        __builtin_mul_overflow(first, sizeof(T), &offset))
+      throw_fill_overflow(count, first, sizeof(T));
+    fill(dst, &value, sizeof(T), bytes, offset);
   }
 
   // Runs `fn` on a host thread once the work before it is done; later work waits for it.
@@ -98,6 +103,7 @@ class Stream {
   const std::shared_ptr<StreamImpl>& impl() const { return impl_; }
 
  private:
+  [[noreturn]] static void throw_fill_overflow(size_t count, size_t first, size_t element_size);
   std::shared_ptr<StreamImpl> impl_;
 };
 

@@ -26,7 +26,8 @@ static_assert(HAL_PLUGIN_ABI_MINOR == 1, "sim's 1.1 build must find the 1.1 plug
 namespace sim {
 
 // HAL_SIM_CONFIG="devices=4,memory=512M,bandwidth_gbps=200,gflops=5000,launch_us=4,
-// fail_alloc_at=3,fail_op_at=0,fail_event_at=0,lose_device_at=0,fault_device=0,mixed=1,pace=1".
+// fail_alloc_at=3,fail_op_at=0,fail_event_at=0,fail_query_at=0,lose_device_at=0,fault_device=0,
+// mixed=1,pace=1".
 // Faults count calls
 // on fault_device, from 1; 0 turns a fault off. mixed=1 gives the devices different memory and
 // speeds (config_of_device), for tests of selection. memory, bandwidth_gbps, gflops and
@@ -43,6 +44,8 @@ struct Config {
   uint64_t fail_alloc_at = 0;   // the Nth allocation fails with OUT_OF_MEMORY, once
   uint64_t fail_op_at = 0;      // the Nth op fails, once
   uint64_t fail_event_at = 0;   // the Nth event_create fails with OUT_OF_MEMORY, once
+  uint64_t fail_query_at = 0;   // the Nth event_query fails with INTERNAL, once (a transient
+                                // driver error, which says nothing of the work)
   uint64_t lose_device_at = 0;  // the Nth call on the device loses it, for good
   uint32_t fault_device = 0;
   bool mixed = false;
@@ -75,6 +78,7 @@ struct hal_plugin_device_s {
   uint64_t allocations = 0;  // calls to buffer_allocate
   uint64_t ops = 0;          // op calls
   uint64_t events = 0;       // calls to event_create
+  uint64_t queries = 0;      // calls to event_query
   uint64_t calls = 0;        // every call that names the device
   std::atomic<bool> lost{false};
   std::mutex streams_mutex;  // guards streams

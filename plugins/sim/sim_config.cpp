@@ -71,6 +71,8 @@ bool apply(const std::string& key, const std::string& text, Config& c, std::stri
   if (key == "fail_op_at") return set(parse_count(key, text, 0, UINT64_MAX), c.fail_op_at, error);
   if (key == "fail_event_at")
     return set(parse_count(key, text, 0, UINT64_MAX), c.fail_event_at, error);
+  if (key == "fail_query_at")
+    return set(parse_count(key, text, 0, UINT64_MAX), c.fail_query_at, error);
   if (key == "lose_device_at")
     return set(parse_count(key, text, 0, UINT64_MAX), c.lose_device_at, error);
   if (key == "fault_device")
@@ -80,7 +82,7 @@ bool apply(const std::string& key, const std::string& text, Config& c, std::stri
   if (key == "zero_uuid") return set(parse_count(key, text, 0, 1), c.zero_uuid, error);
   error = "HAL_SIM_CONFIG: unknown key '" + key +
           "' (devices, memory, bandwidth_gbps, gflops, launch_us, fail_alloc_at, fail_op_at, "
-          "fail_event_at, lose_device_at, fault_device, mixed, pace, zero_uuid)";
+          "fail_event_at, fail_query_at, lose_device_at, fault_device, mixed, pace, zero_uuid)";
   return false;
 }
 

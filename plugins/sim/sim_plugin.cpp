@@ -184,7 +184,17 @@ hal_status buffer_allocate(hal_plugin_device device, uint64_t bytes, hal_plugin_
               (injected ? " (injected fault at allocation " + std::to_string(n) + ")" : ""));
     device->used_bytes += bytes;
   }
-  *out = new hal_plugin_buffer_s{device, bytes, make_arena(bytes), false};
+  // No C++ exception may leave through the C table (plugin.h): a host that cannot back the
+  // memory the device advertises is OUT_OF_MEMORY, and the charge is taken back.
+  try {
+    *out = new hal_plugin_buffer_s{device, bytes, make_arena(bytes), false};
+  } catch (const std::bad_alloc&) {
+    std::lock_guard lock(device->mutex);
+    device->used_bytes -= bytes;
+    return fail(HAL_STATUS_OUT_OF_MEMORY, "sim:" + std::to_string(device->index) +
+                                              ": the host has no room for " +
+                                              std::to_string(bytes) + " bytes of device memory");
+  }
   return HAL_STATUS_OK;
 }
 
@@ -194,7 +204,13 @@ hal_status host_buffer_allocate(hal_plugin_device device, uint64_t bytes, hal_pl
                                 void** host) {
   SIM_CHECK_DEVICE(device);
   if (bytes == 0) return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: an allocation of 0 bytes");
-  auto* buffer = new hal_plugin_buffer_s{device, bytes, make_arena(bytes), true};
+  hal_plugin_buffer_s* buffer = nullptr;
+  try {
+    buffer = new hal_plugin_buffer_s{device, bytes, make_arena(bytes), true};
+  } catch (const std::bad_alloc&) {
+    return fail(HAL_STATUS_OUT_OF_MEMORY, "sim: the host has no room for " + std::to_string(bytes) +
+                                              " bytes of pinned memory");
+  }
   *host = buffer->bytes.get();
   *out = buffer;
   return HAL_STATUS_OK;
@@ -212,7 +228,12 @@ hal_status buffer_free(hal_plugin_buffer buffer) {
 
 hal_status stream_create(hal_plugin_device device, hal_plugin_stream* out) {
   SIM_CHECK_DEVICE(device);
-  auto stream = std::make_shared<hal_plugin_stream_s>(device);
+  std::shared_ptr<hal_plugin_stream_s> stream;
+  try {
+    stream = std::make_shared<hal_plugin_stream_s>(device);  // starts the stream's thread
+  } catch (const std::exception& error) {
+    return fail(HAL_STATUS_OUT_OF_MEMORY, std::string("sim: no stream: ") + error.what());
+  }
   std::lock_guard lock(device->streams_mutex);
   device->streams.push_back(stream);
   *out = stream.get();
@@ -320,7 +341,9 @@ hal_status fill(hal_plugin_stream stream, hal_plugin_buffer dst, uint64_t dst_of
                 uint64_t bytes, const void* pattern, uint32_t pattern_size) {
   SIM_CHECK_DEVICE(stream->device);
   if (hal_status status = check_range(dst, dst_offset, bytes)) return status;
-  if (pattern_size == 0 || bytes % pattern_size != 0)
+  // plugin.h: 1, 2, 4 or 8 bytes; more would overrun `value` below.
+  if ((pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8) ||
+      bytes % pattern_size != 0)
     return fail(HAL_STATUS_INVALID_ARGUMENT, "sim: fill of " + std::to_string(bytes) +
                                                  " bytes with a pattern of " +
                                                  std::to_string(pattern_size));
@@ -445,6 +468,14 @@ hal_status event_synchronize(hal_plugin_event event) {
 
 hal_status event_query(hal_plugin_event event, int32_t* complete) {
   SIM_CHECK_DEVICE(event->device);
+  {
+    hal_plugin_device_s* device = event->device;
+    std::lock_guard lock(device->mutex);
+    const uint64_t n = ++device->queries;
+    if (device->index == device->config.fault_device && n == device->config.fail_query_at)
+      return fail(HAL_STATUS_INTERNAL, "sim:" + std::to_string(device->index) + ": event query " +
+                                           std::to_string(n) + " failed (injected fault)");
+  }
   std::lock_guard lock(event->mutex);
   *complete = event->done >= event->issued ? 1 : 0;
   return HAL_STATUS_OK;

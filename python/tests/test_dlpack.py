@@ -173,27 +173,36 @@ def test_a_deleter_may_drop_the_last_reference_to_the_stream_it_runs_on(cpu):
     # The producer's deleter runs on the worker of the stream whose work last used the memory;
     # dropping that hal.Stream there (or the garbage collector collecting it there) destroyed
     # the stream on its own worker, which aborted the process ("Resource deadlock avoided").
-    holder = {"stream": hal.Stream(cpu)}
-    ran_on = []
+    # The case needs the stream's work still pending when `del t` runs, so products queued in
+    # front of it keep the worker busy; where the worker finished first anyway (a loaded
+    # machine), the deleter ran here and the try is repeated, a bounded number of times.
+    busy = hal.ones((384, 384), device=cpu)
+    for attempt in range(5):
+        holder = {"stream": hal.Stream(cpu)}
+        ran_on = []
 
-    def on_delete():
-        ran_on.append(threading.current_thread().ident)
-        holder.clear()  # the last reference to the stream whose worker runs this
+        def on_delete():
+            ran_on.append(threading.current_thread().ident)
+            holder.clear()  # the last reference to the stream whose worker runs this
 
-    producer = Producer(float_array(), on_delete=on_delete)
-    t = hal.from_dlpack(producer.capsule())
-    u = hal.mul(t, t, stream=holder["stream"])  # the stream's work now holds the memory too
-    done = holder["stream"].record()
-    del t
-    done.synchronize()
-    for _ in range(200):  # the worker hands the memory back after the work: bounded, 2 s
-        if producer.deleted:
+        producer = Producer(float_array(), on_delete=on_delete)
+        t = hal.from_dlpack(producer.capsule())
+        for _ in range(8):
+            hal.matmul(busy, busy, stream=holder["stream"])
+        u = hal.mul(t, t, stream=holder["stream"])  # the stream's work now holds the memory too
+        done = holder["stream"].record()
+        del t
+        done.synchronize()
+        for _ in range(200):  # the worker hands the memory back after the work: bounded, 2 s
+            if producer.deleted:
+                break
+            time.sleep(0.01)
+        assert producer.deleted == 1
+        assert holder == {}
+        np.testing.assert_array_equal(u.numpy(), producer.array * producer.array)
+        if ran_on and ran_on[0] != threading.get_ident():
             break
-        time.sleep(0.01)
-    assert producer.deleted == 1
-    assert holder == {}
-    assert ran_on and ran_on[0] != threading.get_ident()
-    np.testing.assert_array_equal(u.numpy(), producer.array * producer.array)
+    assert ran_on and ran_on[0] != threading.get_ident(), "the worker never ran the deleter"
     # The stream went on another thread; hal still works.
     np.testing.assert_array_equal((hal.ones((2,), device=cpu) * 3).numpy(), [3, 3])
 

@@ -222,6 +222,13 @@ bool any_parked(const std::vector<std::shared_ptr<CachingAllocator::Cache>>& cac
 
 }  // namespace
 
+Buffer CachingAllocator::allocate(size_t bytes) {
+  if (bytes == 0)
+    throw Error(ErrorCode::InvalidArgument,
+                "allocate on " + device_.info().id + ": size is 0 bytes; ask for at least 1");
+  return Buffer(allocate_block(bytes));
+}
+
 BufferPtr CachingAllocator::allocate_block(size_t bytes) {
   if (hold_count_.load(std::memory_order_relaxed) > 0) drop_holds(false);
   Cache* own = thread_cache(true);
@@ -694,9 +701,12 @@ CachingAllocator::Block* CachingAllocator::new_segment(bool small, size_t size, 
       segment_bytes = std::max(segment_bytes, capped / kRoundLarge * kRoundLarge);
     }
     if (!initial_reserve_made_ && config_.initial_reserve_bytes > 0) {
-      segment_bytes =
-          std::max<size_t>(segment_bytes, (config_.initial_reserve_bytes + kRoundLarge - 1) /
-                                              kRoundLarge * kRoundLarge);
+      // Rounded up, or down where up would wrap past 2^64 to 0 (the reserve then ignored).
+      const size_t reserve = config_.initial_reserve_bytes;
+      const size_t whole = reserve > SIZE_MAX - (kRoundLarge - 1)
+                               ? reserve / kRoundLarge * kRoundLarge
+                               : (reserve + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+      segment_bytes = std::max<size_t>(segment_bytes, whole);
       initial_reserve_made_ = true;
     }
   }
@@ -705,7 +715,10 @@ CachingAllocator::Block* CachingAllocator::new_segment(bool small, size_t size, 
 
   const size_t rounded = segment_bytes;
   auto within_limit = [&](size_t bytes) {
-    return config_.limit_bytes == 0 || stats_.reserved_bytes.current + bytes <= config_.limit_bytes;
+    // Subtracted, not added: reserved + bytes could wrap past 2^64 and pass.
+    return config_.limit_bytes == 0 ||
+           (stats_.reserved_bytes.current <= config_.limit_bytes &&
+            bytes <= config_.limit_bytes - stats_.reserved_bytes.current);
   };
   BufferPtr storage;
   for (int attempt = 0; !storage; ++attempt) {

@@ -56,7 +56,8 @@ class CachingAllocator final : public Allocator,
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
   // Throws OutOfMemory with the figures after releasing cached segments and retrying once.
-  Buffer allocate(size_t bytes) override { return Buffer(allocate_block(bytes)); }
+  // InvalidArgument for 0 bytes, as Device::allocate (a block of 0 would look like a free bin).
+  Buffer allocate(size_t bytes) override;
   BufferPtr allocate_block(size_t bytes);
   // A buffer of exactly `bytes` that this thread freed recently, or null: the fast path, which
   // neither locks nor throws. Its size passed every check when it was first allocated.

@@ -6,6 +6,8 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 namespace hal::detail {
 namespace {
@@ -37,22 +39,33 @@ char* host_address(const BufferPtr& buffer, size_t offset) {
   return base ? base + offset : nullptr;
 }
 
-// Waits for the stream's work, unless this thread runs one of the stream's callbacks: that wait
-// would be for itself (and the work before the callback is done).
-void settle(StreamImpl& stream) {
-  if (!RunningCallback::of(&stream)) stream.synchronize();
+// Memory that a part of a copy still in flight uses, kept for the rest of the process: freed, a
+// copy queued into it would write into whatever took its place.
+void keep_for_good(std::shared_ptr<const void> memory) {
+  static std::mutex mutex;
+  static auto* kept = new std::vector<std::shared_ptr<const void>>;  // never destroyed
+  std::lock_guard lock(mutex);
+  kept->push_back(std::move(memory));
+}
+
+// Waits for the stream's work, so that `in_flight` may go. From one of the stream's own
+// callbacks that wait would be for itself, and the copy's first part, enqueued by the callback,
+// runs only after it returns: its memory is kept for good instead (a leak, on an error path).
+void settle(StreamImpl& stream, std::shared_ptr<const void> in_flight) {
+  if (RunningCallback::of(&stream)) return keep_for_good(std::move(in_flight));
+  stream.synchronize();
 }
 
 // Enqueues the parts of a copy after its first. When one cannot be enqueued, the first (a copy
-// into or out of host memory that only the later parts would hold) is still in flight: the
-// stream runs it before the error goes up and that memory with it.
+// into or out of `in_flight`, host memory that only the later parts would hold) is still in
+// flight: the stream runs it before the error goes up and that memory with it.
 template <class Rest>
-void then(StreamImpl& stream, Rest rest) {
+void then(StreamImpl& stream, const std::shared_ptr<const void>& in_flight, Rest rest) {
   try {
     rest();
   } catch (const Error& enqueue) {
     try {
-      settle(stream);
+      settle(stream, in_flight);
     } catch (const Error& earlier) {
       // The synchronize took the failure of earlier work from the stream: the caller hears of
       // both, or the earlier one would never be reported.
@@ -64,7 +77,7 @@ void then(StreamImpl& stream, Rest rest) {
     throw;
   } catch (...) {
     try {
-      settle(stream);
+      settle(stream, in_flight);
     } catch (...) {  // not a hal::Error: the enqueue's failure is the one to report
     }
     throw;
@@ -102,12 +115,12 @@ void enqueue_staged_copy(StreamImpl& stream, const BufferPtr& dst, size_t dst_of
   if (src_here && !dst_here) {
     if (char* host = host_address(dst, dst_offset)) {  // e.g. into CPU memory: no staging
       stream.copy_to_host(host, src, src_offset, bytes);
-      then(stream, [&] { stream.keep_until_done(dst); });
+      then(stream, dst, [&] { stream.keep_until_done(dst); });
       return;
     }
     auto staging = std::make_shared<Staging>(here, bytes);
     stream.copy_to_host(staging->data(), src, src_offset, bytes);
-    then(stream, [&] {
+    then(stream, staging, [&] {
       stream.host_callback([=] { write_now(dst, dst_offset, staging->data(), bytes); });
     });
     return;
@@ -115,12 +128,12 @@ void enqueue_staged_copy(StreamImpl& stream, const BufferPtr& dst, size_t dst_of
   if (dst_here && !src_here) {
     if (const char* host = host_address(src, src_offset)) {
       stream.copy_from_host(dst, dst_offset, host, bytes);
-      then(stream, [&] { stream.keep_until_done(src); });
+      then(stream, src, [&] { stream.keep_until_done(src); });
       return;
     }
     auto staging = std::make_shared<Staging>(here, bytes);
     stream.host_callback([=] { read_now(staging->data(), src, src_offset, bytes); });
-    then(stream, [&] {
+    then(stream, staging, [&] {
       stream.copy_from_host(dst, dst_offset, staging->data(), bytes);
       stream.keep_until_done(staging);
     });

@@ -189,6 +189,13 @@ namespace {
 }
 }  // namespace
 
+void Stream::throw_fill_overflow(size_t count, size_t first, size_t element_size) {
+  throw Error(ErrorCode::OutOfRange, "fill of " + std::to_string(count) + " elements of " +
+                                         std::to_string(element_size) + " bytes from element " +
+                                         std::to_string(first) +
+                                         ": the byte count or offset passes 2^64");
+}
+
 void Stream::fill(const Buffer& dst, const void* pattern, size_t pattern_size, size_t bytes,
                   size_t dst_offset) {
   if (trace::enabled()) [[unlikely]]

@@ -46,8 +46,10 @@ void check_design(const SequentialDesign& d) {
   const auto refuse = [](const std::string& what) {
     throw Error(ErrorCode::InvalidArgument, "comparison design: " + what);
   };
-  if (!(d.alpha > 0 && d.alpha < 0.5))
-    refuse("alpha must lie in (0, 0.5), got " + value_text(d.alpha));
+  // The floor keeps every look's 1 - 2 alpha_k a double below 1 (at 1e-16 it rounded to 1 and
+  // Boost's quantile threw overflow_error out of analyze).
+  if (!(d.alpha >= 1e-9 && d.alpha < 0.5))
+    refuse("alpha must lie in [1e-09, 0.5), got " + value_text(d.alpha));
   if (!(d.min_effect >= 0 && d.min_effect < 10))
     refuse("min_effect must lie in [0, 10), got " + value_text(d.min_effect));
   if (d.first_look < 3)

@@ -39,6 +39,13 @@ Memo& memo() {
   return instance;
 }
 
+// The memo's key for a device: its cache file, or, with no cache directory (HOME and
+// XDG_CACHE_HOME unset, as under `env -i` or a service), its UUID, so that what this process
+// measured still counts in it.
+std::string memo_key(const Device& device, const std::string& file) {
+  return file.empty() ? "uuid:" + device.info().uuid : file;
+}
+
 // Products are timed at sizes up to a few thousand; 2^20 is a 4 TiB f32 matrix, past any device.
 constexpr double kMaxMatmulSize = 1 << 20;
 
@@ -113,7 +120,7 @@ std::optional<Calibration> read_entry(const std::filesystem::path& file, const D
     log(LogLevel::info, "calibration of " + info.id + " is stale (made for " + calibration->uuid +
                             " with driver " + calibration->driver_version + "; the device is " +
                             info.uuid + " with driver " + info.driver_version +
-                            "): measuring again");
+                            "): ignored (`hal calibrate` measures it again)");
     return std::nullopt;
   }
   calibration->from_cache = true;
@@ -188,12 +195,13 @@ namespace detail {
 
 std::shared_ptr<const Calibration> find_calibration(const Device& device) {
   const std::string file = cache_file_text(device);
-  if (file.empty()) return nullptr;
+  const std::string key = memo_key(device, file);
   Memo& m = memo();
   {
     std::lock_guard lock(m.mutex);
-    if (auto found = m.entries.find(file); found != m.entries.end()) return found->second;
+    if (auto found = m.entries.find(key); found != m.entries.end()) return found->second;
   }
+  if (file.empty()) return nullptr;  // nothing measured in this process, and no file to read
   std::shared_ptr<const Calibration> calibration;
   if (std::optional<Calibration> read = read_entry(file, device))
     calibration = std::make_shared<const Calibration>(std::move(*read));
@@ -212,13 +220,13 @@ namespace detail {
 
 void store_calibration(const Device& device, const Calibration& calibration) {
   const std::filesystem::path file = calibration_cache_file(device);
-  if (file.empty()) return;
   {
     auto entry = std::make_shared<Calibration>(calibration);
     entry->from_cache = true;  // as later lookups see it
     std::lock_guard lock(memo().mutex);
-    memo().entries[file.native()] = std::move(entry);
+    memo().entries[memo_key(device, file.native())] = std::move(entry);
   }
+  if (file.empty()) return;  // no cache directory: kept for this process only
   // Best effort, as the kernel cache: threads storing at once each write a file of their own
   // (one shared pid-named file once let one's rename take the other's half-written file).
   std::error_code error;

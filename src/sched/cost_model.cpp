@@ -28,12 +28,17 @@ PerformanceFigures performance_figures(const Device& device, DType dtype, double
                             : calibration->matmul_gflops(of);
     };
     figures.gflops = gflops(dtype);
-    if (figures.gflops == 0) figures.gflops = gflops(DType::f32);
     figures.bandwidth_gbps = calibration->device_bandwidth_gbps;
     figures.host_to_device_gbps = calibration->host_to_device_gbps;
     figures.device_to_host_gbps = calibration->device_to_host_gbps;
     figures.launch_latency_us = calibration->launch_latency_us;
     figures.provenance = Provenance::measured;
+    // A dtype the calibration did not time (a quick one times f32 alone; f16 may be refused)
+    // is priced at the measured f32 rate: a stand-in, so the figures say estimated.
+    if (figures.gflops == 0 && dtype != DType::f32) {
+      figures.gflops = gflops(DType::f32);
+      if (figures.gflops > 0) figures.provenance = Provenance::estimated;
+    }
     // A figure the calibration could not measure falls back to the stated peak, one by one: a
     // missing one would count as free (Estimate::unknown) and flatter the device. The figures
     // are then no longer all measured: they say so, as estimated.

@@ -27,6 +27,15 @@ class AllocatorSuite : public DeviceTest {
   MemoryStats stats() const { return device().allocator().stats(); }
 };
 
+// Device::allocate refused 0 bytes; the allocator itself handed out a block of 0, whose size
+// key (0) is also a free bin's.
+TEST_P(AllocatorSuite, ZeroBytesAreRefusedAsByDeviceAllocate) {
+  expect_error([&] { device().allocator().allocate(0); }, ErrorCode::InvalidArgument,
+               {"allocate on " + id(), "size is 0 bytes"});
+  EXPECT_EQ(stats().allocated_bytes.current, 0u);
+  EXPECT_EQ(device().allocator().allocate(1).size(), 1u);
+}
+
 TEST_P(AllocatorSuite, FreedBlocksAreReused) {
   uint64_t first_offset;
   {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "device_suite.hpp"
+#include "hal/native_memory.hpp"
 #include "test_util.hpp"
 
 namespace hal::test {
@@ -60,6 +61,45 @@ TEST_P(MisuseSuite, SynchronizeFromTheStreamsOwnCallbackIsRefused) {
   });
   stream.synchronize();
   EXPECT_TRUE(other_done);
+}
+
+// Device::synchronize waits for every stream of the device: from one of their callbacks it was
+// refused only on reaching the callback's own stream, after waiting for the others, one of
+// which waits for an event that stream records after the callback: for ever.
+TEST_P(MisuseSuite, SynchronizingTheDeviceFromOneOfItsStreamsCallbacksIsRefused) {
+  Stream waiting = device().create_stream();
+  std::atomic<bool> answered{false}, recorded{false};
+  std::atomic<int> device_code{-1}, all_code{-1};
+  std::string device_message, all_message;
+  stream.host_callback([&] {
+    hold_until(recorded);
+    device_code = static_cast<int>(code_of([&] { device().synchronize(); }, device_message));
+    all_code = static_cast<int>(code_of([&] { synchronize_all(); }, all_message));
+    answered = true;
+  });
+  const Event after = stream.record();  // behind the callback
+  waiting.wait(after);
+  recorded = true;
+  if (!answered.load()) {
+    using namespace std::chrono_literals;
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    while (!answered.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(1ms);
+  }
+  if (!answered.load()) {
+    std::fprintf(stderr, "FAILED: %s: Device::synchronize from a callback waited for itself\n",
+                 id().c_str());
+    std::_Exit(1);
+  }
+  stream.synchronize();
+  waiting.synchronize();
+  EXPECT_EQ(device_code.load(), static_cast<int>(ErrorCode::InvalidState)) << device_message;
+  EXPECT_EQ(all_code.load(), static_cast<int>(ErrorCode::InvalidState)) << all_message;
+  for (const std::string& part : {std::string("Device::synchronize from a host callback"),
+                                  std::string("a stream of ") + id(), std::string("itself")})
+    EXPECT_NE(device_message.find(part), std::string::npos) << device_message;
+  EXPECT_NE(all_message.find("synchronize_all from a host callback"), std::string::npos)
+      << all_message;
 }
 
 // Waits until `answered`, for a few seconds at most: a callback still waiting then waits for
@@ -176,6 +216,34 @@ TEST_P(MisuseSuite, ADeleterOfWhatTheStreamsCallbackHeldMayWaitForALaterRecord) 
   expect_released(stream, released, id() + " event.synchronize in a deleter");
   stream.synchronize();
   event.synchronize();
+}
+
+// The same for a buffer's own deleter, run where the stream's worker drops what a copy held: it
+// ran unmarked there, and its wait for the record queued next on that worker waited for ever.
+TEST_P(MisuseSuite, ADeleterOfABufferACopyHeldMayWaitForALaterRecord) {
+  Event event = stream.record();
+  stream.synchronize();
+  std::vector<float> memory(16, 0.0f), host(16, 1.0f);
+  std::atomic<bool> released{false}, recorded{false};
+  Buffer wrapped;
+  try {
+    wrapped = wrap_native_memory(device(), memory.data(), 64, [&event, &released] {
+      event.synchronize();
+      released = true;
+    });
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::Unsupported) throw;
+    GTEST_SKIP() << id() << " adopts no memory of another library: " << error.message();
+  }
+  stream.host_callback([&recorded] { hold_until(recorded); });
+  stream.copy_from_host(wrapped, host.data(), 64);
+  stream.record(event);  // behind the copy
+  wrapped = Buffer();    // the copy is its last holder
+  recorded = true;
+  expect_released(stream, released, id() + " event.synchronize in a buffer's deleter");
+  stream.synchronize();
+  event.synchronize();
+  EXPECT_EQ(memory, host);
 }
 
 TEST_P(MisuseSuite, LocalMemoryPastTheDevicesLimitIsRefused) {

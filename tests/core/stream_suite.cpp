@@ -24,6 +24,11 @@ TEST_P(StreamSuite, BadFillsAreRefusedAndEnqueueNothing) {
   expect_error([&] { stream.fill(buffer, &pattern, 4, 64, 4); }, ErrorCode::OutOfRange,
                {"64 bytes", "offset 4", "64 bytes on " + id()});
   expect_error([&] { stream.fill(buffer, nullptr, 4, 64); }, ErrorCode::InvalidArgument, {"null"});
+  // Counts of elements whose bytes pass 2^64 wrapped to a small range inside the buffer.
+  expect_error([&] { stream.fill(buffer, 1.0, 4, size_t{1} << 61); }, ErrorCode::OutOfRange,
+               {"fill of 4 elements of 8 bytes from element 2305843009213693952", "2^64"});
+  expect_error([&] { stream.fill(buffer, 1.0f, size_t{1} << 62); }, ErrorCode::OutOfRange,
+               {"fill of 4611686018427387904 elements"});
   std::vector<unsigned char> out(64);
   stream.copy_to_host(out.data(), buffer, 64);
   stream.synchronize();

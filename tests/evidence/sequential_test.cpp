@@ -384,7 +384,12 @@ TEST(Sequential, RefusesADesignItCannotHonour) {
   ev::SequentialDesign d;
   d.alpha = 0.7;
   hal::test::expect_error([&] { ev::check_design(d); }, hal::ErrorCode::InvalidArgument,
-                          {"alpha must lie in (0, 0.5)", "0.7"});
+                          {"alpha must lie in [1e-09, 0.5)", "0.7"});
+  // Below the floor a look's 1 - 2 alpha_k rounds to 1: Boost threw overflow_error from
+  // analyze, past check_design, instead of this refusal.
+  d.alpha = 1e-16;
+  hal::test::expect_error([&] { ev::check_design(d); }, hal::ErrorCode::InvalidArgument,
+                          {"alpha must lie in [1e-09, 0.5)", "1e-16"});
   d = {};
   d.first_look = 1;
   hal::test::expect_error([&] { ev::check_design(d); }, hal::ErrorCode::InvalidArgument,

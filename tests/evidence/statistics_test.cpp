@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "hal/compare.hpp"
 #include "hal/statistics.hpp"
@@ -113,6 +114,17 @@ TEST(Statistics, ConstantSamplesAreExact) {
   EXPECT_EQ(ev::welch_t_test(same, same).p_value, 1);
   EXPECT_EQ(ev::welch_t_test(same, higher).p_value, 0);
   EXPECT_EQ(ev::mann_whitney_u(same, same).p_value, 1);
+  // Sides of one value and different sizes: a plain sum / n made the means differ by about
+  // 1e-16 and the variances not quite 0, and Welch's t came out near -4 (p < 1e-6).
+  std::mt19937_64 random(7);
+  std::uniform_real_distribution<double> log_time(-14, -2);
+  for (int i = 0; i < 200; ++i) {
+    const double c = log_time(random);
+    const std::vector<double> a(18, c), b(9, c);
+    const ev::WelchTest w = ev::welch_t_test(a, b);
+    EXPECT_EQ(w.t, 0) << "c = " << c;
+    EXPECT_EQ(w.p_value, 1) << "c = " << c;
+  }
 }
 
 TEST(Statistics, RefusesTooFewOrBadSamples) {
@@ -146,7 +158,7 @@ TEST(Statistics, ErrorsQuoteTheValueAsItIs) {
   ev::SequentialDesign d;
   d.alpha = -1e-12;
   hal::test::expect_error([&] { ev::check_design(d); }, ErrorCode::InvalidArgument,
-                          {"alpha must lie in (0, 0.5), got -1e-12"});
+                          {"alpha must lie in [1e-09, 0.5), got -1e-12"});
 }
 
 // A 0 or a negative value beside positive ones leaves a positive median, but a resample's median

@@ -2,7 +2,9 @@
 // BROKEN_MAJOR (speaks plugin ABI 2.0), BROKEN_INIT (its init fails with a message),
 // BROKEN_NO_ENTRY (exports no hal_plugin_init), BROKEN_TABLE (its init succeeds with a table
 // whose functions, but last_error, are NULL), BROKEN_THROWS (its init throws a C++ exception),
-// BROKEN_SHORT (a table of 8 bytes, too short for its version), BROKEN_KEY (its init leaves a
+// BROKEN_SHORT (a table of 8 bytes, too short for its version), BROKEN_SHORT_INIT (that table,
+// and its init fails: the table's last_error lies past the 8 bytes, so hal must not call it),
+// BROKEN_KEY (its init leaves a
 // thread-local destructor of its own on the calling thread, then fails: unloading it then
 // would crash that thread's exit).
 #include <pthread.h>
@@ -19,11 +21,15 @@ EXPORT int not_a_hal_plugin() { return 0; }
 #else
 namespace {
 
+#ifdef BROKEN_SHORT_INIT
+const char* last_error() { return "read past the table's 8 bytes"; }
+#else
 const char* last_error() { return "no such hardware in this machine"; }
+#endif
 
 hal_plugin_api make_api() {
   hal_plugin_api api{};
-#ifdef BROKEN_SHORT
+#if defined(BROKEN_SHORT) || defined(BROKEN_SHORT_INIT)
   api.struct_size = 8;
 #else
   api.struct_size = sizeof api;
@@ -57,7 +63,7 @@ EXPORT hal_status hal_plugin_init(const hal_plugin_host_info*, const hal_plugin_
   static int value = 1;
   if (pthread_key_create(&key, forget) == 0) pthread_setspecific(key, &value);
   return HAL_STATUS_UNAVAILABLE;
-#elif defined(BROKEN_INIT)
+#elif defined(BROKEN_INIT) || defined(BROKEN_SHORT_INIT)
   return HAL_STATUS_UNAVAILABLE;
 #else
   return HAL_STATUS_OK;

@@ -307,6 +307,31 @@ TEST(Calibration, ThroughputFollowsTheMeasuredCurveBySize) {
   EXPECT_DOUBLE_EQ(c.matmul_gflops(DType::f32, flops(2048)), 200);
 }
 
+// With no cache directory at all (HAL_CACHE_DIR, XDG_CACHE_HOME and HOME unset, as under
+// `env -i` or a service), what this process measured still counts in it: `hal select
+// --min-tflops` once calibrated every device and then found none calibrated.
+TEST(CalibrationWithoutACacheDirectory, WhatWasMeasuredCountsInThisProcess) {
+  std::vector<std::pair<std::string, std::string>> saved;
+  for (const char* name : {"HAL_CACHE_DIR", "XDG_CACHE_HOME", "HOME"}) {
+    if (const char* value = std::getenv(name)) saved.emplace_back(name, value);
+    ::unsetenv(name);
+  }
+  reload_calibrations();
+  const Device sim = hal::device("sim:0");
+  EXPECT_TRUE(calibration_cache_file(sim).empty());
+  EXPECT_FALSE(cached_calibration(sim));
+  const Calibration made = calibrate(sim, {.use_cache = true, .quick = true});
+  const std::optional<Calibration> found = cached_calibration(sim);
+  const Estimate e = estimate(Workload::matmul(256, 256, 256), sim);
+  const Calibration again = calibrate(sim, {.use_cache = true, .quick = true});
+  for (const auto& [name, value] : saved) ::setenv(name.c_str(), value.c_str(), 1);
+  reload_calibrations();
+  ASSERT_TRUE(found);
+  EXPECT_DOUBLE_EQ(found->matmul_gflops(DType::f32), made.matmul_gflops(DType::f32));
+  EXPECT_EQ(e.provenance, Provenance::measured);
+  EXPECT_TRUE(again.from_cache) << "the second request is served from memory";
+}
+
 TEST_F(CalibrationTest, NoDeviceIsRefused) {
   expect_error([] { calibrate(Device{}); }, ErrorCode::InvalidArgument, {"calibrate", "no device"});
 }

@@ -137,6 +137,17 @@ TEST(CostModel, FiguresFilledFromTheStatedPeaksAreNotCalledMeasured) {
   const PerformanceFigures measured = performance_figures(sim);
   EXPECT_DOUBLE_EQ(measured.bandwidth_gbps, 40);
   EXPECT_EQ(measured.provenance, Provenance::measured);
+  // f16 was not timed (a quick calibration times f32 alone): priced at the f32 rate, and
+  // called estimated, not calibrated.
+  const PerformanceFigures half = performance_figures(sim, DType::f16);
+  EXPECT_DOUBLE_EQ(half.gflops, 2);
+  EXPECT_EQ(half.provenance, Provenance::estimated);
+  EXPECT_EQ(estimate(Workload::matmul(256, 256, 256, DType::f16), sim).provenance,
+            Provenance::estimated);
+  c.matmul.push_back({DType::f16, 128, 5});
+  hal::detail::store_calibration(sim, c);
+  EXPECT_DOUBLE_EQ(performance_figures(sim, DType::f16).gflops, 5);
+  EXPECT_EQ(performance_figures(sim, DType::f16).provenance, Provenance::measured);
 }
 
 }  // namespace

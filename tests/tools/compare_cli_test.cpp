@@ -357,6 +357,11 @@ TEST(CompareCli, RefusesBadInput) {
                  "--alpha: 'x'");
   expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --min-effect 2x", "InvalidArgument",
                  "--min-effect");
+  // The text as given and limits in its unit: it said "'-5' is out of range (0 to 999)".
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --min-effect -5%", "InvalidArgument",
+                 "--min-effect: '-5%' is out of range (0% to 999%)");
+  expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --min-effect 10", "InvalidArgument",
+                 "--min-effect: '10' is out of range (0 to 9.99)");
   expect_refused("--a cpu:0 --b cpu:0 --workload matmul:8 --max-time 0s", "InvalidArgument",
                  "--max-time: '0s' is out of range (1ms to 86400s)");
   // The limits in units the option takes: it said "'0.5' is out of range (1 to 8.64e+07)".

@@ -5,6 +5,7 @@
 // faster, by how much and how sure that is (docs/evidence.md). --json prints hal.compare/1.
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -55,12 +56,22 @@ double alpha_option(const std::string& text) {
   return alpha;
 }
 
-// "2%" -> 0.02, "0.02" -> 0.02.
-double fraction_option(std::string_view option, std::string text, double max) {
+// "2%" -> 0.02, "0.02" -> 0.02. The range error quotes the text as given, with limits in the
+// unit it was given in ("'-5%' is out of range (0% to 999%)", not "'-5' ... (0 to 999)").
+double fraction_option(std::string_view option, const std::string& given, double max) {
+  std::string text = given;
   const bool percent = !text.empty() && text.back() == '%';
   if (percent) text.pop_back();
-  const double value = real_option(option, text, 0, percent ? 100 * max : max);
-  return percent ? value / 100 : value;
+  const double value = real_option(option, text, -HUGE_VAL, HUGE_VAL);
+  const double fraction = percent ? value / 100 : value;
+  if (!(fraction >= 0 && fraction <= max)) {
+    char limit[32];
+    std::snprintf(limit, sizeof limit, percent ? "%g%%" : "%g", percent ? 100 * max : max);
+    throw Error(ErrorCode::InvalidArgument, std::string(option) + ": '" + given +
+                                                "' is out of range (0" + (percent ? "%" : "") +
+                                                " to " + std::string(limit) + ")");
+  }
+  return fraction;
 }
 
 // "60s", "500ms", "2m", "90" (seconds), from 1 ms to a day. The range is checked on the

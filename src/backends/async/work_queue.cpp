@@ -2,12 +2,17 @@
 
 #include <utility>
 
+#include "core/callback_thread.hpp"
+
 namespace hal::async {
 
 WorkQueue::WorkQueue() : thread_([this] { run(); }) {}
 
 WorkQueue::WorkQueue(InlineTask on_idle)
     : on_idle_(std::move(on_idle)), thread_([this] { run(); }) {}
+
+WorkQueue::WorkQueue(const StreamImpl* stream, InlineTask on_idle)
+    : on_idle_(std::move(on_idle)), stream_(stream), thread_([this] { run(); }) {}
 
 WorkQueue::~WorkQueue() {
   stopping_.store(true);
@@ -73,7 +78,13 @@ void WorkQueue::run() {
         std::lock_guard lock(error_mutex_);
         if (!error_) error_ = std::current_exception();
       }
-      task = nullptr;  // release what the task held before anyone sees it completed
+      // Release what the task held before anyone sees it completed.
+      if (stream_) {
+        const detail::ReleasingCallback releasing(stream_);
+        task = nullptr;
+      } else {
+        task = nullptr;
+      }
       completed_.fetch_add(1);
       work_done_.notify();
     }

@@ -13,6 +13,10 @@
 #include "backends/async/spin_lock.hpp"
 #include "backends/async/wait_point.hpp"
 
+namespace hal {
+class StreamImpl;
+}
+
 namespace hal::async {
 
 // PREFETCHW: the line, in exclusive state, ready for a store. Executes as a no-op on x86-64
@@ -36,6 +40,10 @@ class WorkQueue {
   // and after every kIdleEvery tasks run without such a pause.
   static constexpr uint64_t kIdleEvery = 1024;
   explicit WorkQueue(InlineTask on_idle);
+  // The queue of `stream`: what a task held is dropped marked as a callback's captures of that
+  // stream (detail::ReleasingCallback), so that a deleter among them that synchronizes the
+  // stream or one of its events, or drops its last handle, does not wait for this very thread.
+  WorkQueue(const StreamImpl* stream, InlineTask on_idle);
   // Runs every task already pushed, then joins the thread.
   ~WorkQueue();
   WorkQueue(const WorkQueue&) = delete;
@@ -130,6 +138,7 @@ class WorkQueue {
   std::mutex error_mutex_;
   std::exception_ptr error_;  // under error_mutex_
   InlineTask on_idle_;
+  const StreamImpl* stream_ = nullptr;  // whose tasks' captures are dropped marked, or none
   // Apart, on their own cache lines: producers write `pushed_`, the worker `completed_`.
   alignas(64) std::atomic<uint64_t> pushed_{0};
   alignas(64) std::atomic<uint64_t> completed_{0};

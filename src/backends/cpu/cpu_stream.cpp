@@ -5,6 +5,7 @@
 #include "backends/cpu/borrowed_args.hpp"
 #include "backends/cpu/cpu_event.hpp"
 #include "backends/cpu/kernel_arg_list.hpp"
+#include "core/callback_thread.hpp"
 #include "core/trace_record.hpp"
 
 namespace hal::cpu {
@@ -154,7 +155,15 @@ void CpuStream::release_launch_refs() {
   });
   if (released.empty()) return;
   ++dropping_here;
-  released.clear();  // dropped here, outside the lock (a drop may call an allocator, a deleter)
+  // Dropped here, outside the lock (a drop may call an allocator, a deleter). On the worker,
+  // marked as a callback's captures are: a deleter that synchronizes this stream or an event it
+  // records next, or drops the stream's last handle, must not wait for this thread.
+  if (queue_.on_worker_thread()) {
+    const detail::ReleasingCallback releasing(this);
+    released.clear();
+  } else {
+    released.clear();
+  }
   --dropping_here;
   dropping_.fetch_sub(1);
   dropped_.notify();

@@ -16,7 +16,7 @@ class CpuStream final : public StreamImpl {
   CpuStream(std::shared_ptr<DeviceImpl> device, std::shared_ptr<ThreadPool> pool)
       : device_(std::move(device)),
         pool_(std::move(pool)),
-        queue_([this] { release_launch_refs(); }) {}
+        queue_(this, [this] { release_launch_refs(); }) {}
 
   DeviceImpl& device() const override { return *device_; }
   void copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,

@@ -82,8 +82,10 @@ PluginDevice::PluginDevice(std::shared_ptr<const PluginLibrary> library, uint32_
   sized_structs_ = library_->api->abi_minor >= abi_1_1::kSizedStructsSince;
   if (sized_structs_) info_.limits.max_shared_memory_bytes = properties.local_memory_bytes;
   if (supports(MemoryKind::pinned_host)) info_.features.emplace_back(feature::kPinnedHostMemory);
+  // Kernels need all three: without kernel_destroy every kernel made would be kept for good.
   if (HAL_PLUGIN_FN(*library_, kernel_compile) == nullptr ||
-      HAL_PLUGIN_FN(*library_, kernel_launch) == nullptr)
+      HAL_PLUGIN_FN(*library_, kernel_launch) == nullptr ||
+      HAL_PLUGIN_FN(*library_, kernel_destroy) == nullptr)
     kernel_formats_ = 0;
   if (kernel_formats_ & HAL_PLUGIN_KERNEL_PORTABLE)
     info_.features.emplace_back(feature::kPortableKernels);

@@ -320,8 +320,12 @@ PluginLibrary load_plugin(const std::string& path) {
   const hal_status status = init(&host, &api);
   library.api = api;
   if (status != HAL_STATUS_OK) {
+    // The table is not checked yet: last_error is read only where its size covers it (a short
+    // table's would be past its end).
+    const bool has_last_error =
+        api && api->struct_size >= offsetof(hal_plugin_api, last_error) + sizeof(api->last_error);
     const std::string message =
-        api && api->last_error && api->last_error() ? api->last_error() : "no message";
+        has_last_error && api->last_error && api->last_error() ? api->last_error() : "no message";
     throw Error(status == HAL_STATUS_ABI_MISMATCH ? ErrorCode::PluginAbiMismatch
                                                   : ErrorCode::BackendUnavailable,
                 "plugin " + path + ": " HAL_PLUGIN_INIT_SYMBOL " failed with " +

@@ -38,8 +38,9 @@ std::string elf_defect(const std::string& path);
 
 // Loads the plugin at `path` and checks what it returned: the entry point, the ABI's major
 // version (PluginAbiMismatch naming both versions), the table's required functions, the name.
-// Throws hal::Error saying what failed (elf_defect's reason, before dlopen); a failed library
-// is closed again.
+// Throws hal::Error saying what failed (elf_defect's reason, before dlopen); a library that
+// failed before hal_plugin_init ran is closed again, one whose init ran stays mapped (it may have
+// started threads).
 PluginLibrary load_plugin(const std::string& path);
 
 }  // namespace hal::plugin

@@ -127,6 +127,17 @@ PluginStream::~PluginStream() {
   api().stream_destroy(handle_);
 }
 
+std::unique_lock<std::mutex> PluginStream::lock_for(const char* what) {
+  // plugin.h: a callback may call the API, but not for its own stream. Taking the lock here
+  // could also wait for ever: a synchronize holds it while the plugin waits for this callback.
+  if (detail::RunningCallback::of(this))
+    throw Error(ErrorCode::InvalidState,
+                std::string(what) + " on a stream of " + device_->info().id +
+                    " from that stream's own host callback: a plugin's stream takes no calls "
+                    "from its callbacks (use another stream)");
+  return std::unique_lock(mutex_);
+}
+
 void PluginStream::check(hal_status status, const std::string& what) {
   if (status == HAL_STATUS_DEVICE_LOST) release_all();
   device_->check(status, what);
@@ -175,7 +186,7 @@ void PluginStream::release_all() {
 
 void PluginStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const void* src,
                                   size_t bytes) {
-  std::lock_guard lock(mutex_);
+  const std::unique_lock lock = lock_for("copy to the device");
   check_not_lost();
   const NativeRange to = native(dst, dst_offset);
   enqueued(api().copy_to_device(handle_, to.buffer, to.offset, src, bytes),
@@ -183,7 +194,7 @@ void PluginStream::copy_from_host(const BufferPtr& dst, size_t dst_offset, const
 }
 
 void PluginStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offset, size_t bytes) {
-  std::lock_guard lock(mutex_);
+  const std::unique_lock lock = lock_for("copy to the host");
   check_not_lost();
   const NativeRange from = native(src, src_offset);
   enqueued(api().copy_to_host(handle_, dst, from.buffer, from.offset, bytes),
@@ -192,7 +203,7 @@ void PluginStream::copy_to_host(void* dst, const BufferPtr& src, size_t src_offs
 
 bool PluginStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr& src,
                         size_t src_offset, size_t bytes) {
-  std::lock_guard lock(mutex_);
+  const std::unique_lock lock = lock_for("copy");
   check_not_lost();
   const NativeRange to = native(dst, dst_offset), from = native(src, src_offset);
   const std::string what = "copy " + std::to_string(bytes) + " bytes";
@@ -226,7 +237,7 @@ bool PluginStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr
 
 void PluginStream::fill(const BufferPtr& dst, size_t dst_offset, size_t bytes, const void* pattern,
                         size_t pattern_size) {
-  std::lock_guard lock(mutex_);
+  const std::unique_lock lock = lock_for("fill");
   check_not_lost();
   const NativeRange to = native(dst, dst_offset);
   if (pattern_size == 1 || pattern_size == 2 || pattern_size == 4 || pattern_size == 8) {
@@ -252,7 +263,7 @@ void PluginStream::host_callback_even_if_lost(std::function<void()> fn) {
 }
 
 void PluginStream::enqueue_callback(std::function<void()> fn, bool even_if_lost) {
-  std::lock_guard lock(mutex_);
+  const std::unique_lock lock = lock_for("enqueue a host callback");
   check_not_lost();
   auto callback =
       std::make_unique<Callback>(Callback{std::move(fn), this, failure_, failure_mutex_,
@@ -310,7 +321,7 @@ void PluginStream::launch(const std::shared_ptr<KernelImpl>& kernel, const Launc
                                                                          std::move(native_args));
   const uint64_t global[3] = {config.global[0], config.global[1], config.global[2]};
   const uint32_t local[3] = {config.local[0], config.local[1], config.local[2]};
-  std::lock_guard lock(mutex_);
+  const std::unique_lock lock = lock_for("launch a kernel");
   check_not_lost();
   const hal_status status = HAL_PLUGIN_FN(device_->library(), kernel_launch)(
       handle_, compiled->handle(), global, local, laid_out.data(),
@@ -322,7 +333,7 @@ void PluginStream::gemm(const GemmDesc& g) {
   const auto op_matmul = HAL_PLUGIN_FN(device_->library(), op_matmul);
   if (!op_matmul || !device_->info().has_feature(feature::kBuiltinMatmul))
     throw_unsupported(*device_, "matrix products (the plugin offers no matmul)");
-  std::lock_guard lock(mutex_);
+  const std::unique_lock lock = lock_for("gemm");
   check_not_lost();
   const size_t element = size_of(g.dtype);
   const NativeRange a = native(g.a.buffer, 0), b = native(g.b.buffer, 0), c = native(g.c.buffer, 0);
@@ -366,7 +377,7 @@ void PluginStream::run_builtin_op(const BuiltinOp& op) {
   const auto op_binary = HAL_PLUGIN_FN(library, op_binary);
   const auto op_unary = HAL_PLUGIN_FN(library, op_unary);
   const auto op_reduce = HAL_PLUGIN_FN(library, op_reduce);
-  std::lock_guard lock(mutex_);
+  const std::unique_lock lock = lock_for("run an op");
   check_not_lost();
   hal_status status = HAL_STATUS_UNSUPPORTED;
   switch (op.kind) {
@@ -387,7 +398,7 @@ void PluginStream::run_builtin_op(const BuiltinOp& op) {
 }
 
 void PluginStream::record(EventImpl& event) {
-  std::lock_guard lock(mutex_);
+  const std::unique_lock lock = lock_for("record an event");
   check_not_lost();
   auto& plugin_event = static_cast<PluginEvent&>(event);
   check(api().event_record(plugin_event.handle(), handle_), "record an event");
@@ -395,7 +406,7 @@ void PluginStream::record(EventImpl& event) {
 }
 
 void PluginStream::wait(EventImpl& event) {
-  std::lock_guard lock(mutex_);
+  const std::unique_lock lock = lock_for("wait for an event");
   check_not_lost();
   check(api().stream_wait_event(handle_, static_cast<PluginEvent&>(event).handle()),
         "wait for an event");
@@ -428,7 +439,7 @@ void PluginStream::synchronize() {
 }
 
 bool PluginStream::query() {
-  std::lock_guard lock(mutex_);
+  const std::unique_lock lock = lock_for("query the stream");
   check_not_lost();
   int32_t idle = 0;
   check(api().stream_query(handle_, &idle), "query a stream");

@@ -49,11 +49,14 @@ class PluginStream final : public StreamImpl {
     using Status = hal_status;
     static constexpr hal_status kSuccess = HAL_STATUS_OK;
     const hal_plugin_api* api;
+    // Done when complete, or when the device is lost (plugin.h: a lost device runs none of
+    // the work any more). Any other error promises nothing about the work, which may still
+    // run: it counts as pending, and what the work holds waits for synchronize.
     std::optional<hal_status> poll(hal_plugin_event fence) const {
       int32_t complete = 0;
       const hal_status status = api->event_query(fence, &complete);
-      if (status != HAL_STATUS_OK) return status;  // a lost device runs none of the work
-      if (!complete) return std::nullopt;
+      if (status == HAL_STATUS_DEVICE_LOST) return status;
+      if (status != HAL_STATUS_OK || !complete) return std::nullopt;
       return HAL_STATUS_OK;
     }
     void destroy(hal_plugin_event fence) const { api->event_destroy(fence); }
@@ -61,6 +64,8 @@ class PluginStream final : public StreamImpl {
   using Batches = async::FencedRefs<PluginFences>::Batches;
 
   const hal_plugin_api& api() const { return *device_->library().api; }
+  // The stream's lock for a call named `what`; InvalidState from the stream's own host callback.
+  std::unique_lock<std::mutex> lock_for(const char* what);
   // host_callback_status where the plugin has it (1.3): what began after a loss runs only
   // `even_if_lost`, else is dropped.
   void enqueue_callback(std::function<void()> fn, bool even_if_lost);

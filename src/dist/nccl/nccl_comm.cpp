@@ -4,7 +4,9 @@
 // its timeout and roll call, so a rank that never arrives is named); after, Work waits for the
 // stream's event while watching NCCL's asynchronous error, and aborts the communicator when
 // HAL_DIST_TIMEOUT passes (a peer stalled or died inside NCCL, which cannot say which).
+#include <map>
 #include <thread>
+#include <utility>
 
 #include "backends/cuda/cuda_buffer.hpp"
 #include "backends/cuda/cuda_stream.hpp"
@@ -96,12 +98,19 @@ class NcclComm final : public CommunicatorImpl, public std::enable_shared_from_t
                   where(call.kind) + ": tag " + std::to_string(call.tag) +
                       ": NCCL matches sends and receives by order, not by tag (use tag 0)");
     const bool p2p = call.kind == Collective::send || call.kind == Collective::recv;
+    // One call at a time from the check to the enqueue: two threads of a rank whose checks met
+    // in one order must enqueue in that order too, or NCCL pairs one rank's first collective
+    // with another's second. (mutex_ alone would leave a gap between the two.)
+    std::lock_guard in_order(submit_mutex_);
     // The ranks meet on the host first: mismatches and absent ranks are found there, named.
     if (!p2p && debug_level() != DebugLevel::off) bootstrap_->check_blocking(call);
     std::lock_guard lock(mutex_);
     if (aborted_)
       throw Error(ErrorCode::InvalidState, where(call.kind) + ": the communicator was aborted");
-    const uint64_t sequence = ++counts_[static_cast<size_t>(call.kind)];
+    // Numbered as the MPI engine numbers them: collectives in one sequence, sends and receives
+    // per peer, so "#n" in an error means the same call on every rank.
+    const uint64_t sequence =
+        p2p ? ++pairs_[{static_cast<int>(call.kind), call.root}] : ++collectives_;
     enqueue(call);
     Stream stream = call.stream;
     // NCCL reads and writes raw addresses, which hold nothing: the tensors' memory is kept until
@@ -199,10 +208,12 @@ class NcclComm final : public CommunicatorImpl, public std::enable_shared_from_t
   cuda::CudaDevice& cuda_;
   std::shared_ptr<MpiComm> bootstrap_;
   std::string name_;
-  std::mutex mutex_;  // NCCL takes one call on a communicator at a time
+  std::mutex submit_mutex_;  // taken before mutex_, never while holding it
+  std::mutex mutex_;         // NCCL takes one call on a communicator at a time
   ncclComm_t comm_ = nullptr;
   bool aborted_ = false;
-  std::array<uint64_t, 9> counts_{};
+  uint64_t collectives_ = 0;
+  std::map<std::pair<int, int>, uint64_t> pairs_;  // (send or recv, peer) -> calls so far
   Tensor barrier_;
 };
 
