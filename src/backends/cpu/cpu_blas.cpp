@@ -11,6 +11,7 @@
 #endif
 
 #include "backends/cpu/cpu_matmul_half.hpp"
+#include "backends/cpu/cpu_onednn.hpp"
 #include "backends/cpu/cpu_stream.hpp"
 #include "hal/kernel.hpp"
 
@@ -34,7 +35,10 @@ void run(const GemmDesc& g, const KernelArgs& args) {
     T* ci = c + i * g.c.batch_stride;
 #if HAL_HAVE_ONEDNN
     if constexpr (std::is_same_v<T, float>) {
-      // Row-major, as cblas's call below; a refusal (none expected) falls through to it.
+      // Row-major, as cblas's call below; a refusal (none expected) falls through to it. Each
+      // matrix is its own call: one thread where that one is small.
+      const onednn::OneThreadForSmall threads(static_cast<double>(g.m) * static_cast<double>(g.n) *
+                                              static_cast<double>(g.k));
       if (dnnl_sgemm(g.a.transposed ? 'T' : 'N', g.b.transposed ? 'T' : 'N', m, n, k, 1.0f, ai,
                      g.a.ld, bi, g.b.ld, 0.0f, ci, g.c.ld) == dnnl_success)
         continue;
