@@ -179,10 +179,17 @@ void CpuStream::record(EventImpl& event) {
   auto fence = static_cast<CpuEvent&>(event).rearm(*this);
   // Launches before it have run: what they held goes first, as if their tasks had held it. A
   // task before it that failed has left its error here, on this thread, for the record to carry.
-  queue_.push([this, fence] {
-    release_launch_refs();
-    fence->signal(queue_.peek_error());
-  });
+  try {
+    queue_.push([this, fence] {
+      release_launch_refs();
+      fence->signal(queue_.peek_error());
+    });
+  } catch (...) {
+    // Not queued (no memory for the task): the event is armed already, and nothing else would
+    // ever signal it; it carries this failure instead of making its waiters wait for ever.
+    fence->signal(std::current_exception());
+    throw;
+  }
 }
 
 void CpuStream::wait(EventImpl& event) {

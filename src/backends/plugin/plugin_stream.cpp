@@ -221,12 +221,13 @@ bool PluginStream::copy(const BufferPtr& dst, size_t dst_offset, const BufferPtr
       copy_peer(handle_, to.buffer, to.offset, from.buffer, from.offset, bytes);
   if (status == HAL_STATUS_UNSUPPORTED) return false;  // these two devices cannot reach each other
   if (status == HAL_STATUS_DEVICE_LOST) {
-    // The far device may be the one lost: when this one still answers, the loss is the far
-    // one's, and this device stays usable.
+    // The far device may be the one lost: unless this one says it is lost itself (any other
+    // answer, a failure included, says it is not), the loss is the far one's, and this device
+    // stays usable.
     auto& far = static_cast<const PluginDevice&>(&dst->device() == device_.get() ? src->device()
                                                                                  : dst->device());
     uint64_t free_bytes = 0;
-    if (api().device_memory_free(device_->handle(), &free_bytes) == HAL_STATUS_OK)
+    if (api().device_memory_free(device_->handle(), &free_bytes) != HAL_STATUS_DEVICE_LOST)
       far.check(status,
                 what + " from " + src->device().info().id + " to " + dst->device().info().id);
   }
