@@ -114,6 +114,33 @@ def main():
     check("sin", hal.sin(x).numpy(), np.sin(data.astype(np.float64)), 1e-6, 1e-7)
 
     nothing = lambda: None  # noqa: E731
+    upstream = rng.standard_normal((N, N), dtype=np.float32)
+    hal_upstream = hal.tensor(upstream, device=cpu)
+    hal_leaves = [hal.tensor(data, device=cpu).requires_grad_(),
+                  hal.full([N], 1.0, device=cpu).requires_grad_(),
+                  hal.full([N], 0.0, device=cpu).requires_grad_()]
+
+    # A 3 x 3 convolution's training step (a ResNet block's size): forward, then the
+    # gradients of x, the weights and the bias.
+    conv_arrays = [rng.standard_normal((8, 64, 28, 28), dtype=np.float32),
+                   rng.standard_normal((64, 64, 3, 3), dtype=np.float32) * 0.05,
+                   rng.standard_normal(64, dtype=np.float32)]
+    conv_upstream = rng.standard_normal((8, 64, 28, 28), dtype=np.float32)
+    hal_conv = [hal.tensor(a, device=cpu).requires_grad_() for a in conv_arrays]
+    hal_conv_upstream = hal.tensor(conv_upstream, device=cpu)
+
+    def hal_conv_train():
+        for leaf in hal_conv:
+            leaf.grad = None
+        hal.conv(hal_conv[0], hal_conv[1], hal_conv[2], pads_before=[1, 1],
+                 pads_after=[1, 1]).backward(hal_conv_upstream)
+
+    def hal_layer_norm_train():
+        for leaf in hal_leaves:
+            leaf.grad = None
+        hal.layer_norm(hal_leaves[0], [N], weight=hal_leaves[1], bias=hal_leaves[2]).backward(
+            hal_upstream)
+
     rounds = {
         "hal_sum_rows": (lambda: hal.sum(x, 1), sync),
         "numpy_sum_rows": (lambda: data.sum(axis=1), nothing),
@@ -123,6 +150,8 @@ def main():
         "numpy_softmax": (lambda: numpy_softmax(data), nothing),
         "hal_layer_norm": (lambda: hal.layer_norm(x, [N]), sync),
         "numpy_layer_norm": (lambda: numpy_layer_norm(data), nothing),
+        "hal_layer_norm_train": (hal_layer_norm_train, sync),
+        "hal_conv_train": (hal_conv_train, sync),
         "hal_transpose": (transpose, sync),
         "numpy_transpose": (lambda: np.ascontiguousarray(data.T), nothing),
         "hal_to_nhwc": (to_nhwc, sync),
@@ -139,6 +168,34 @@ def main():
         check("torch softmax", hal.softmax(x, 1).numpy(), torch.softmax(t, 1).numpy(), 1e-5, 1e-7)
         rounds["torch_softmax"] = (lambda: torch.softmax(t, 1), nothing)
         rounds["torch_layer_norm"] = (lambda: torch.layer_norm(t, [N]), nothing)
+        # A layer_norm's training step: forward with weight and bias, backward for all three.
+        t_leaves = [t.clone().requires_grad_(), torch.ones(N, requires_grad=True),
+                    torch.zeros(N, requires_grad=True)]
+        t_upstream = torch.from_numpy(upstream)
+
+        def torch_layer_norm_train():
+            for leaf in t_leaves:
+                leaf.grad = None
+            torch.layer_norm(t_leaves[0], [N], t_leaves[1], t_leaves[2]).backward(t_upstream)
+
+        torch_layer_norm_train()
+        hal_layer_norm_train()
+        check("layer_norm backward", hal_leaves[0].grad.numpy(), t_leaves[0].grad.numpy(),
+              1e-4, 1e-4)
+        rounds["torch_layer_norm_train"] = (torch_layer_norm_train, nothing)
+        t_conv = [torch.from_numpy(a).requires_grad_() for a in conv_arrays]
+        t_conv_upstream = torch.from_numpy(conv_upstream)
+
+        def torch_conv_train():
+            for leaf in t_conv:
+                leaf.grad = None
+            torch.nn.functional.conv2d(*t_conv, padding=1).backward(t_conv_upstream)
+
+        torch_conv_train()
+        hal_conv_train()
+        for name, ours, theirs in zip(("x", "w", "b"), hal_conv, t_conv):
+            check("conv backward " + name, ours.grad.numpy(), theirs.grad.numpy(), 1e-3, 1e-3)
+        rounds["torch_conv_train"] = (torch_conv_train, nothing)
         rounds["torch_sum_rows"] = (lambda: t.sum(1), nothing)
         rounds["torch_sum_cols"] = (lambda: t.sum(0), nothing)
         rounds["torch_transpose"] = (lambda: t.T.contiguous(), nothing)
@@ -170,6 +227,9 @@ def main():
         ("softmax_f32_4096_vs_torch", "hal_softmax", "torch_softmax", "ratio <= 1.0"),
         ("layer_norm_f32_4096", "hal_layer_norm", "torch_layer_norm", "ratio <= 1.0"),
         ("layer_norm_f32_4096_vs_numpy", "hal_layer_norm", "numpy_layer_norm", ""),
+        ("layer_norm_train_f32_4096_vs_torch", "hal_layer_norm_train", "torch_layer_norm_train",
+         ""),
+        ("conv_train_f32_8x64x28_vs_torch", "hal_conv_train", "torch_conv_train", ""),
         ("sum_rows_f32_4096_vs_torch", "hal_sum_rows", "torch_sum_rows", ""),
         ("sum_cols_f32_4096_vs_torch", "hal_sum_cols", "torch_sum_cols", ""),
         ("transpose_f32_4096", "hal_transpose", "numpy_transpose", ""),

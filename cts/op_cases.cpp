@@ -126,6 +126,8 @@ std::vector<Input> table_inputs(const std::string& op, DType dtype) {
   if (op == "layer_norm")
     return {{{4, 16}, dtype, -3, 3}, {{16}, dtype, 0.5, 2}, {{16}, dtype, -1, 1}};
   if (op == "rms_norm") return {{{4, 16}, dtype, -3, 3}, {{16}, dtype, 0.5, 2}};
+  if (op == "layer_norm_backward" || op == "rms_norm_backward")
+    return {{{4, 16}, dtype, -3, 3}, {{4, 16}, dtype, -1, 1}, {{16}, dtype, 0.5, 2}};
   if (op == "softmax" || op == "log_softmax") return {{{8, 10}, dtype, -5, 5}};
   if (op == "fused_elementwise")
     return {{{4, 5}, dtype, -3, 3}, {{5}, dtype, -3, 3}, {{4, 1}, dtype, 0.5, 2}};
@@ -187,6 +189,8 @@ Tensor run_table_op(const std::string& op, const std::vector<Tensor>& in, Stream
   if (op == "log_softmax") return log_softmax(in[0], 0, s);
   if (op == "layer_norm") return layer_norm(in[0], {16}, in[1], in[2], 1e-5, s);
   if (op == "rms_norm") return rms_norm(in[0], {16}, in[1], 1e-5, s);
+  if (op == "layer_norm_backward") return layer_norm_backward(in[0], in[1], {16}, in[2], 1e-5, s);
+  if (op == "rms_norm_backward") return rms_norm_backward(in[0], in[1], {16}, in[2], 1e-5, s);
   if (op == "concat") return concat({in[0], in[1], in[0].slice(1, 0, 1)}, 1, s);
   if (op == "embedding") return embedding(in[0], in[1], s);
   if (op == "embedding_backward") return embedding_backward(in[0], in[1], 4, s);

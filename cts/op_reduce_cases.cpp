@@ -272,6 +272,81 @@ void norms(const Device& d) {
   });
 }
 
+// x's gradient through layer_norm (centred) or rms_norm in double, a group of `group` at a
+// time: rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w (w empty: 1).
+std::vector<double> norm_gradient(bool centred, const std::vector<double>& x,
+                                  const std::vector<double>& dy, const std::vector<double>& w,
+                                  size_t group, double eps) {
+  std::vector<double> dx(x.size());
+  const auto n = static_cast<double>(group);
+  for (size_t start = 0; start < x.size(); start += group) {
+    double m = 0, var = 0;
+    if (centred)
+      for (size_t i = 0; i < group; ++i) m += x[start + i] / n;
+    for (size_t i = 0; i < group; ++i) var += (x[start + i] - m) * (x[start + i] - m) / n;
+    const double rstd = 1 / std::sqrt(var + eps);
+    std::vector<double> g(group), xhat(group);
+    double mean_g = 0, mean_g_xhat = 0;
+    for (size_t i = 0; i < group; ++i) {
+      g[i] = dy[start + i] * (w.empty() ? 1.0 : w[i]);
+      xhat[i] = (x[start + i] - m) * rstd;
+      mean_g += g[i] / n;
+      mean_g_xhat += g[i] * xhat[i] / n;
+    }
+    for (size_t i = 0; i < group; ++i)
+      dx[start + i] = rstd * (g[i] - (centred ? mean_g : 0) - xhat[i] * mean_g_xhat);
+  }
+  return dx;
+}
+
+// op.norm_backward: layer_norm_backward and rms_norm_backward against the double reference,
+// over rows of 8, 37 (past a vector's lanes, with a tail) and 6 x 8, with and without a weight,
+// a broadcast view as the gradient, and a row of equal values (variance 0: eps keeps it finite).
+void norm_backward(const Device& d) {
+  Stream stream = d.create_stream();
+  for_listed(d, {"layer_norm_backward", "rms_norm_backward"}, kFloating, [&](DType dtype) {
+    for (const Shape& normalized : {Shape{8}, Shape{37}, Shape{6, 8}}) {
+      Shape shape{3};
+      shape.insert(shape.end(), normalized.begin(), normalized.end());
+      const auto count = static_cast<size_t>(numel(shape));
+      const auto group = static_cast<size_t>(numel(normalized));
+      auto x = inputs(count, dtype, 41, -4, 4);
+      for (size_t i = 0; i < group; ++i) x[i] = rounded(1.5, dtype);  // row 0: all equal
+      const auto dy = inputs(count, dtype, 42, -1, 1);
+      const auto w = inputs(group, dtype, 43, 0.5, 2);
+      const Tensor in = make(x, shape, dtype, stream), weight = make(w, normalized, dtype, stream);
+      const Tensor grad = make(dy, shape, dtype, stream);
+      const std::string what = std::string(to_string(dtype)) + " over " + to_string(normalized);
+      for (bool centred : {true, false}) {
+        const char* op = centred ? "layer_norm_backward" : "rms_norm_backward";
+        const auto run = [&](const Tensor& g, const Tensor& w_t) {
+          return centred ? layer_norm_backward(in, g, normalized, w_t, 1e-5, stream)
+                         : rms_norm_backward(in, g, normalized, w_t, 1e-5, stream);
+        };
+        const std::vector<double> want = norm_gradient(centred, x, dy, w, group, 1e-5);
+        std::vector<double> want_rounded(want.size());
+        for (size_t i = 0; i < want.size(); ++i) want_rounded[i] = rounded(want[i], dtype);
+        check_close(numbers(run(grad, weight), stream), want_rounded, dtype,
+                    std::string(op) + " " + what);
+        const std::vector<double> plain = norm_gradient(centred, x, dy, {}, group, 1e-5);
+        for (size_t i = 0; i < plain.size(); ++i) want_rounded[i] = rounded(plain[i], dtype);
+        check_close(numbers(run(grad, Tensor()), stream), want_rounded, dtype,
+                    std::string(op) + " " + what + " without a weight");
+        // The same gradient held as a broadcast view (every row the first) gives the first
+        // row's reference in every row.
+        const Tensor first_rows = grad.slice(0, 0, 1).expand(shape);
+        std::vector<double> dy_first(count);
+        for (size_t i = 0; i < count; ++i) dy_first[i] = dy[i % group];
+        const std::vector<double> broadcast = norm_gradient(centred, x, dy_first, w, group, 1e-5);
+        for (size_t i = 0; i < broadcast.size(); ++i)
+          want_rounded[i] = rounded(broadcast[i], dtype);
+        check_close(numbers(run(first_rows, weight), stream), want_rounded, dtype,
+                    std::string(op) + " " + what + " with a broadcast gradient");
+      }
+    }
+  });
+}
+
 std::vector<double> matmul_values(size_t n, uint32_t seed) {
   std::mt19937 random(seed);
   std::uniform_real_distribution<double> value(-1.0, 1.0);
@@ -553,6 +628,7 @@ void add_op_reduce_cases(Cases& cases) {
     cases.push_back({logarithm ? "op.log_softmax.stable" : "op.softmax.stable",
                      [logarithm](const Device& d) { softmax_values(d, logarithm); }});
   cases.push_back({"op.layer_norm_and_rms_norm", norms});
+  cases.push_back({"op.norm_backward", norm_backward});
   cases.push_back({"op.matmul.sizes", matmul_sizes});
   cases.push_back({"op.matmul.transposed_and_strided", matmul_views});
   cases.push_back({"op.matmul.batches_and_vectors", matmul_batches});

@@ -133,6 +133,16 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                   const Tensor& bias, double eps, Stream& stream);
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps,
                 Stream& stream);
+// Their gradients for x, given `grad` = d(loss)/d(result) (x's shape and dtype), as PyTorch's
+// layer-norm backward computes them: with xhat the normalised x (no weight or bias), rstd its
+// scale 1 / sqrt(var + eps) (of mean(x^2) + eps for rms_norm) and g = grad * weight,
+// rstd * (g - mean(g) - xhat * mean(g * xhat)) over the normalised dimensions, without the
+// mean(g) term for rms_norm. Gradients for weight and bias are sums over the leading dimensions
+// of grad * xhat and grad (the autograd rules take them so).
+Tensor layer_norm_backward(const Tensor& x, const Tensor& grad, const Shape& normalized_shape,
+                           const Tensor& weight, double eps, Stream& stream);
+Tensor rms_norm_backward(const Tensor& x, const Tensor& grad, const Shape& normalized_shape,
+                         const Tensor& weight, double eps, Stream& stream);
 
 // Matrix product through the device's BLAS (OpenBLAS on the CPU, CLBlast on OpenCL, cuBLAS on
 // CUDA), f32 and f64 (f16 and bf16 computed in f32). [..., m, k] @ [..., k, n] -> [..., m, n],

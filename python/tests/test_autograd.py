@@ -71,6 +71,49 @@ def test_an_explicit_gradient_flows_as_in_torch(torch, rng, op):
     assert_close(x.grad.numpy(), tx.grad.numpy())
 
 
+@pytest.mark.parametrize("shape,normalized", [((4, 37), (37,)), ((2, 3, 8), (3, 8))])
+def test_layer_norm_gradients_match_torch(torch, rng, shape, normalized):
+    """x's gradient through the backward op (the CPU's row kernel), weight's and bias's as sums
+    over the leading dimensions, each against torch.autograd."""
+    values = (rng.standard_normal(shape) * 2 + 0.5).astype(np.float32)
+    upstream = rng.standard_normal(shape).astype(np.float32)
+    weight = rng.uniform(0.5, 2.0, normalized).astype(np.float32)
+    bias = rng.standard_normal(normalized).astype(np.float32)
+    ours = [leaf(v) for v in (values, weight, bias)]
+    theirs = [torch_leaf(torch, v) for v in (values, weight, bias)]
+    y = hal.layer_norm(ours[0], list(normalized), weight=ours[1], bias=ours[2])
+    assert y.grad_fn == "layer_norm"
+    y.backward(hal.tensor(upstream, device="cpu:0"))
+    torch.layer_norm(theirs[0], normalized, theirs[1], theirs[2]).backward(
+        torch.tensor(upstream))
+    for name, a, b in zip(("x", "weight", "bias"), ours, theirs):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("stride,dilation,padding,groups", [
+    (1, 1, 1, 1), (2, 1, 0, 1), (2, 2, 3, 2), (1, 1, 2, 4)])
+def test_conv_gradients_match_torch(torch, rng, stride, dilation, padding, groups):
+    """x's gradient as a convolution of the dilated gradient, the weight's from im2col's
+    patches, the bias's as a sum, each against torch.autograd's conv2d."""
+    values = rng.standard_normal((2, 4, 11, 10)).astype(np.float32)
+    weight = (rng.standard_normal((8, 4 // groups, 3, 3)) * 0.3).astype(np.float32)
+    bias = rng.standard_normal(8).astype(np.float32)
+    ours = [leaf(v) for v in (values, weight, bias)]
+    theirs = [torch_leaf(torch, v) for v in (values, weight, bias)]
+    expected = torch.nn.functional.conv2d(*theirs, stride=stride, padding=padding,
+                                          dilation=dilation, groups=groups)
+    y = hal.conv(*ours, strides=[stride] * 2, dilations=[dilation] * 2,
+                 pads_before=[padding] * 2, pads_after=[padding] * 2, groups=groups)
+    assert y.shape == tuple(expected.shape)
+    upstream = rng.standard_normal(y.shape).astype(np.float32)
+    y.backward(hal.tensor(upstream, device="cpu:0"))
+    expected.backward(torch.tensor(upstream))
+    for name, a, b in zip(("x", "weight", "bias"), ours, theirs):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4,
+                                   err_msg=name)
+
+
 def test_gradients_accumulate_and_clear(rng):
     w = leaf([1.0, 2.0, 3.0])
     for _ in range(2):

@@ -1,9 +1,9 @@
-// Backward rules of matmul and conv. conv's gradient is its im2col form's (ops/window.hpp),
-// differentiated through its parts at the saved inputs: one rule for every device, whichever
-// way the forward ran (oneDNN on the CPU).
+// Backward rules of matmul and conv. conv's gradients are convolutions and products
+// (conv_gradients.hpp) on the tensors' device, whichever way the forward ran (oneDNN on the CPU).
+#include "autograd/conv_gradients.hpp"
 #include "autograd/gradient_math.hpp"
 #include "autograd/record.hpp"
-#include "autograd/through_parts.hpp"
+#include "autograd/through_parts.hpp"  // wanted_inputs
 #include "ops/window.hpp"
 
 namespace hal::autograd {
@@ -36,27 +36,34 @@ Tensor record_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const Shape kernel(weight.shape().begin() + 2, weight.shape().end());
   const ops::Window window = ops::window_of("conv", x, kernel, options.strides, options.dilations,
                                             options.pads_before, options.pads_after, false);
-  const bool has_bias = bias.defined(), has_residual = options.residual.defined();
-  const bool relu_after = options.relu;
-  const int64_t groups = options.groups;
   const Tensor& residual = options.residual;
-  // x and weight give each other's gradient; bias and residual matter only through relu's mask.
-  std::vector<SavedSlot> saves{{0, "x"}, {1, "weight"}};
-  if (relu_after) saves.insert(saves.end(), {{2, "bias"}, {3, "residual"}});
-  return attach(
-      "conv", {&x, &weight, &bias, &residual}, y, saves,
-      [inputs = std::vector<Tensor>{saved(x), saved(weight), saved(bias), saved(residual)},
-       wanted = wanted_inputs({&x, &weight, &bias, &residual}), window, groups, has_bias,
-       has_residual, relu_after](const Tensor& dy, Stream& stream) {
-        return through_parts(
-            [&](const std::vector<Tensor>& in, Stream& st) {
-              Tensor out = ops::conv_from_matmul(in[0], in[1], has_bias ? in[2] : Tensor(), window,
-                                                 groups, st);
-              if (has_residual) out = add(out, in[3], st);
-              return relu_after ? relu(out, st) : out;
-            },
-            inputs, wanted, dy, stream);
-      });
+  const std::vector<bool> wanted = wanted_inputs({&x, &weight, &bias, &residual});
+  const bool relu_after = options.relu;
+  // x and weight give each other's gradient; relu's mask is read from the result.
+  std::vector<SavedSlot> saves;
+  if (wanted[1]) saves.push_back({0, "x"});
+  if (wanted[0]) saves.push_back({1, "weight"});
+  if (relu_after) saves.push_back({kOutput, "y"});
+  return attach("conv", {&x, &weight, &bias, &residual}, y, saves,
+                [x = saved(x), weight = saved(weight), y = relu_after ? saved(y) : Tensor(), window,
+                 groups = options.groups, wanted](const Tensor& dy, Stream& stream) {
+                  Tensor dz = dy.dtype() == x.dtype() ? dy : cast(dy, x.dtype(), stream);
+                  if (y.defined())
+                    dz = where(gt(y, zeros({}, y.dtype(), stream), stream), dz,
+                               zeros({}, dz.dtype(), stream), stream);
+                  std::vector<Tensor> grads(4);
+                  if (wanted[0])
+                    grads[0] = conv_input_gradient(dz, weight, x.shape(), window, groups, stream);
+                  if (wanted[1])
+                    grads[1] = conv_weight_gradient(dz, x, weight.shape(), window, groups, stream);
+                  if (wanted[2]) {
+                    std::vector<int64_t> axes{0};
+                    for (int64_t d = 2; d < dz.dim(); ++d) axes.push_back(d);
+                    grads[2] = sum(dz, axes, false, stream);
+                  }
+                  if (wanted[3]) grads[3] = dz;
+                  return grads;
+                });
 }
 
 }  // namespace hal::autograd

@@ -38,30 +38,25 @@ Tensor sum_over(const Tensor& t, const std::vector<int64_t>& axes, Stream& s) {
   return axes.empty() ? t : sum(t, axes, false, s);
 }
 
-// d(layer_norm) or d(rms_norm) (centred = false) for x, weight and bias.
-std::vector<Tensor> norm_rule(bool centred, const Tensor& x_in, const Shape& normalized_shape,
-                              const Tensor& weight_in, double eps, bool want_x, bool want_w,
-                              bool want_b, const Tensor& dy_in, Stream& s) {
-  const Tensor x = widened(x_in, s), weight = widened(weight_in, s), dy = widened(dy_in, s);
-  const NormAxes axes = norm_axes(x.dim(), normalized_shape.size());
-  const Tensor eps_t = constant(eps, x.dtype(), s);
-  Tensor xc = x, rstd;
-  if (centred) {
-    xc = sub(x, mean(x, axes.normalized, true, s), s);
-    rstd = rsqrt(add(mean(mul(xc, xc, s), axes.normalized, true, s), eps_t, s), s);
-  } else {
-    rstd = rsqrt(add(mean(mul(x, x, s), axes.normalized, true, s), eps_t, s), s);
-  }
-  const Tensor xhat = mul(xc, rstd, s);
+// d(layer_norm) or d(rms_norm) (centred = false) for x, weight and bias: x's through the
+// backward op (one kernel on the CPU), the parameters' as sums over the leading dimensions, the
+// normalised x made again by the forward op without weight and bias.
+std::vector<Tensor> norm_rule(bool centred, const Tensor& x, const Shape& normalized_shape,
+                              const Tensor& weight, double eps, bool want_x, bool want_w,
+                              bool want_b, const Tensor& dy, Stream& s) {
   std::vector<Tensor> grads(3);
-  if (want_x) {
-    const Tensor g = weight.defined() ? mul(dy, weight, s) : dy;
-    Tensor inner = sub(g, mul(xhat, mean(mul(g, xhat, s), axes.normalized, true, s), s), s);
-    if (centred) inner = sub(inner, mean(g, axes.normalized, true, s), s);
-    grads[0] = mul(rstd, inner, s);
+  if (want_x)
+    grads[0] = centred ? layer_norm_backward(x, dy, normalized_shape, weight, eps, s)
+                       : rms_norm_backward(x, dy, normalized_shape, weight, eps, s);
+  const NormAxes axes = norm_axes(x.dim(), normalized_shape.size());
+  const Tensor dy_wide = want_w || want_b ? widened(dy, s) : Tensor();
+  if (want_w) {
+    const Tensor x_wide = widened(x, s);
+    const Tensor xhat = centred ? layer_norm(x_wide, normalized_shape, Tensor(), Tensor(), eps, s)
+                                : rms_norm(x_wide, normalized_shape, Tensor(), eps, s);
+    grads[1] = sum_over(mul(dy_wide, xhat, s), axes.leading, s).reshape(normalized_shape);
   }
-  if (want_w) grads[1] = sum_over(mul(dy, xhat, s), axes.leading, s).reshape(normalized_shape);
-  if (want_b) grads[2] = sum_over(dy, axes.leading, s).reshape(normalized_shape);
+  if (want_b) grads[2] = sum_over(dy_wide, axes.leading, s).reshape(normalized_shape);
   return grads;
 }
 

@@ -9,6 +9,7 @@
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 #include "ops/fallback.hpp"
+#include "ops/normalization.hpp"
 #include "ops/op_checks.hpp"
 #include "ops/op_table.hpp"
 
@@ -40,14 +41,6 @@ Tensor run_rows(RowwiseKernel kernel, std::string_view op, const Tensor& x, int6
   return out;
 }
 
-// eps keeps the square root's argument above 0: a negative, NaN or infinite one turns finite
-// input into NaN or zeros.
-void check_eps(std::string_view op, const Tensor& x, double eps) {
-  if (!(eps >= 0 && std::isfinite(eps)))
-    throw Error(ErrorCode::InvalidArgument, std::string(op) + " of " + x.describe() + ": eps " +
-                                                std::to_string(eps) + " is not finite and >= 0");
-}
-
 Tensor softmax_of(const Tensor& x, int64_t axis, bool logarithm, Stream& stream) {
   const std::string_view op = logarithm ? "log_softmax" : "softmax";
   check_defined(op, x);
@@ -64,39 +57,6 @@ Tensor softmax_of(const Tensor& x, int64_t axis, bool logarithm, Stream& stream)
   const Tensor exps = exp(shifted, stream);
   const Tensor total = sum(exps, {dim}, true, stream);
   return logarithm ? sub(shifted, log(total, stream), stream) : div(exps, total, stream);
-}
-
-// The trailing axes that `normalized_shape` names, after checking x, weight and bias against it.
-std::vector<int64_t> normalized_axes(std::string_view op, const Tensor& x,
-                                     const Shape& normalized_shape, const Tensor& weight,
-                                     const Tensor& bias, double eps, Stream& stream) {
-  check_defined(op, x);
-  check_stream(op, x, stream);
-  check_eps(op, x, eps);
-  const size_t n = normalized_shape.size(), rank = x.shape().size();
-  if (n == 0 || n > rank ||
-      !std::equal(normalized_shape.begin(), normalized_shape.end(),
-                  x.shape().end() - static_cast<std::ptrdiff_t>(n)))
-    throw Error(ErrorCode::InvalidArgument,
-                std::string(op) + " of " + x.describe() + " over " + to_string(normalized_shape) +
-                    ": the normalised shape must be one or more trailing dimensions of x");
-  for (const Tensor* parameter : {&weight, &bias}) {
-    if (!parameter->defined()) continue;
-    check_same_device(op, x, *parameter);
-    check_same_dtype(op, x, *parameter);
-    if (parameter->shape() != normalized_shape)
-      throw Error(ErrorCode::InvalidArgument,
-                  std::string(op) + ": " + (parameter == &weight ? "weight " : "bias ") +
-                      parameter->describe() + " must have the normalised shape " +
-                      to_string(normalized_shape));
-  }
-  std::vector<int64_t> axes;
-  for (size_t d = rank - n; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
-  return axes;
-}
-
-Tensor as_f32(const Tensor& t, Stream& stream) {
-  return t.defined() ? cast(t, DType::f32, stream) : t;
 }
 
 Tensor scale_and_shift(Tensor y, const Tensor& weight, const Tensor& bias, Stream& stream) {
@@ -140,6 +100,48 @@ Tensor rms_norm_of(const Tensor& x, const Shape& normalized_shape, const Tensor&
 }
 
 }  // namespace
+
+// eps keeps the square root's argument above 0: a negative, NaN or infinite one turns finite
+// input into NaN or zeros.
+void check_eps(std::string_view op, const Tensor& x, double eps) {
+  if (!(eps >= 0 && std::isfinite(eps)))
+    throw Error(ErrorCode::InvalidArgument, std::string(op) + " of " + x.describe() + ": eps " +
+                                                std::to_string(eps) + " is not finite and >= 0");
+}
+
+// The trailing axes that `normalized_shape` names, after checking x, weight and bias against it.
+std::vector<int64_t> normalized_axes(std::string_view op, const Tensor& x,
+                                     const Shape& normalized_shape, const Tensor& weight,
+                                     const Tensor& bias, double eps, Stream& stream) {
+  check_defined(op, x);
+  check_stream(op, x, stream);
+  check_eps(op, x, eps);
+  const size_t n = normalized_shape.size(), rank = x.shape().size();
+  if (n == 0 || n > rank ||
+      !std::equal(normalized_shape.begin(), normalized_shape.end(),
+                  x.shape().end() - static_cast<std::ptrdiff_t>(n)))
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(op) + " of " + x.describe() + " over " + to_string(normalized_shape) +
+                    ": the normalised shape must be one or more trailing dimensions of x");
+  for (const Tensor* parameter : {&weight, &bias}) {
+    if (!parameter->defined()) continue;
+    check_same_device(op, x, *parameter);
+    check_same_dtype(op, x, *parameter);
+    if (parameter->shape() != normalized_shape)
+      throw Error(ErrorCode::InvalidArgument,
+                  std::string(op) + ": " + (parameter == &weight ? "weight " : "bias ") +
+                      parameter->describe() + " must have the normalised shape " +
+                      to_string(normalized_shape));
+  }
+  std::vector<int64_t> axes;
+  for (size_t d = rank - n; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
+  return axes;
+}
+
+Tensor as_f32(const Tensor& t, Stream& stream) {
+  return t.defined() ? cast(t, DType::f32, stream) : t;
+}
+
 }  // namespace ops
 
 Tensor softmax(const Tensor& x, int64_t axis, Stream& stream) {

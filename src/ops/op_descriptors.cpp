@@ -20,6 +20,7 @@ constexpr std::array<std::string_view, 6> kLogSoftmaxParts{"max", "sub", "exp",
                                                            "sum", "log", "div"};
 constexpr std::array<std::string_view, 5> kLayerNormParts{"mean", "sub", "mul", "add", "rsqrt"};
 constexpr std::array<std::string_view, 4> kRmsNormParts{"mean", "mul", "add", "rsqrt"};
+constexpr std::array<std::string_view, 5> kNormBackwardParts{"mean", "sub", "mul", "add", "rsqrt"};
 constexpr std::array<std::string_view, 3> kConvParts{"concat", "matmul", "add"};
 constexpr std::array<std::string_view, 3> kOneHotParts{"eq", "cast", "matmul"};
 constexpr std::array<std::string_view, 7> kCrossEntropyParts{"log_softmax", "eq",  "ne", "cast",
@@ -34,7 +35,7 @@ constexpr std::array<std::string_view, 3> kAvgPoolParts{"concat", "add", "div"};
 constexpr DTypeSet kFunctionInputs = kAll;
 constexpr DTypeSet kComparable = kAll;
 
-const std::array kDescriptors{
+constexpr std::array kDescriptors{
     OpDescriptor{"add", binary, code(Binary::add), 2, "", kNumeric, same, {}},
     OpDescriptor{"sub", binary, code(Binary::sub), 2, "", kNumeric, same, {}},
     OpDescriptor{"mul", binary, code(Binary::mul), 2, "", kNumeric, same, {}},
@@ -105,6 +106,11 @@ const std::array kDescriptors{
                  kFloating, same, kMaxPoolParts},
     OpDescriptor{"avg_pool", composite, 0, 1, "kernel, strides, pads, ceil_mode, count_include_pad",
                  kFloating, same, kAvgPoolParts},
+    // x's gradient through the norms (docs/training.md).
+    OpDescriptor{"layer_norm_backward", composite, 0, 3, "normalized_shape, eps", kFloating, same,
+                 kNormBackwardParts},
+    OpDescriptor{"rms_norm_backward", composite, 0, 3, "normalized_shape, eps", kFloating, same,
+                 kNormBackwardParts},
 };
 
 // Where each family's ops start in kDescriptors, in their enums' order: the reductions follow
@@ -113,6 +119,12 @@ constexpr size_t kFirstBinary = 0, kWhere = 13, kCast = 14, kFirstUnary = 15,
                  kFirstReduce = kFirstUnary + code(Unary::atanh) + 1,
                  kMatmul = kFirstReduce + code(Reduce::argmax) + 5, kConv = kMatmul + 1,
                  kFused = kConv + 1, kConcat = kFused + 1;
+// The indices above name the ops they are for: an op added before them moves them.
+static_assert(kDescriptors[kWhere].name == "where" && kDescriptors[kCast].name == "cast");
+static_assert(kDescriptors[kFirstUnary].name == "neg" && kDescriptors[kFirstReduce].name == "sum");
+static_assert(kDescriptors[kMatmul].name == "matmul" && kDescriptors[kConv].name == "conv");
+static_assert(kDescriptors[kFused].name == "fused_elementwise" &&
+              kDescriptors[kConcat].name == "concat");
 
 }  // namespace
 

@@ -131,6 +131,8 @@ class Registry {
         {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_reduce_kernel});
 
     add(kRowwise, {"host kernels", host_device, kFloat, nullptr, 0, &host_rowwise});
+    add({"layer_norm_backward", "rms_norm_backward"},
+        {"host kernels", host_device, kFloat, nullptr, 0, &host_norm_backward});
     add({"fused_elementwise"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_fused});
 
     // Portable kernels, compiled by OpenCL and CUDA devices.

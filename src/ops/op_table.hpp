@@ -97,6 +97,20 @@ struct RowwiseArgs {
 };
 using RowwiseKernel = void (*)(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);
 void host_rowwise(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);  // the CPU's
+// layer_norm_backward and rms_norm_backward (the op says which): x's gradient `dx` from x and
+// the output's gradient `grad` over the rows of their last `cols` elements; weight may be
+// undefined; all contiguous.
+struct NormBackwardArgs {
+  const Tensor& x;
+  const Tensor& grad;
+  const Tensor& weight;
+  const Tensor& dx;
+  int64_t rows = 0, cols = 0;
+  double eps = 0;
+};
+using NormBackwardKernel = void (*)(const OpDescriptor& op, const NormBackwardArgs& args,
+                                    Stream& stream);
+void host_norm_backward(const OpDescriptor& op, const NormBackwardArgs& args, Stream& stream);
 using FusedKernel = void (*)(const FusedProgram& program, const std::vector<Tensor>& inputs,
                              const Tensor& out, const FusedLayout& layout, Stream& stream);
 // The layers' kernels (docs/training.md): each op's own signature.
@@ -117,10 +131,10 @@ using DropoutKernel = void (*)(const Tensor& x, const Tensor& out, double p, uin
 struct Window;
 using PoolKernel = void (*)(bool max, const Tensor& x, const Tensor& out, const Window& window,
                             bool count_include_pad, Stream& stream);
-using OpKernel =
-    std::variant<BinaryKernel, UnaryKernel, WhereKernel, CastKernel, ReduceKernel, GemmKernel,
-                 ConvKernel, RowwiseKernel, FusedKernel, ConcatKernel, RowsKernel,
-                 CrossEntropyKernel, CrossEntropyBackwardKernel, DropoutKernel, PoolKernel>;
+using OpKernel = std::variant<BinaryKernel, UnaryKernel, WhereKernel, CastKernel, ReduceKernel,
+                              GemmKernel, ConvKernel, RowwiseKernel, NormBackwardKernel,
+                              FusedKernel, ConcatKernel, RowsKernel, CrossEntropyKernel,
+                              CrossEntropyBackwardKernel, DropoutKernel, PoolKernel>;
 
 struct OpImplementation {
   std::string_view provider;  // "host kernels", "portable kernels", "OpenBLAS", ...

@@ -129,6 +129,28 @@ std::vector<GradCase> gradient_cases() {
          o.groups = 2;
          return conv(in[0], in[1], Tensor(), o, s);
        }},
+      // A padding past the kernel's span in front (x's gradient then crops its input), one
+      // stride that leaves a remainder, a dilation.
+      {"conv2d_strided_dilated_padded",
+       {{{2, 3, 9, 8}}, {{4, 3, 2, 3}}},
+       [](const In& in, Stream& s) {
+         ConvOptions o;
+         o.strides = {2, 3};
+         o.dilations = {2, 1};
+         o.pads_before = {3, 0};
+         o.pads_after = {0, 2};
+         return conv(in[0], in[1], Tensor(), o, s);
+       }},
+      {"conv3d_groups_strided",
+       {{{1, 4, 4, 5, 3}}, {{2, 2, 2, 3, 1}}, {{2}}},
+       [](const In& in, Stream& s) {
+         ConvOptions o;
+         o.groups = 2;
+         o.strides = {1, 2, 1};
+         o.pads_before = {1, 1, 0};
+         o.pads_after = {0, 1, 0};
+         return conv(in[0], in[1], in[2], o, s);
+       }},
       {"conv1d_relu_residual",
        {{{2, 2, 7}}, {{3, 2, 3}}, {{3}}, {{2, 3, 5}}},
        [](const In& in, Stream& s) {

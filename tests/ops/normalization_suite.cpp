@@ -50,6 +50,39 @@ TEST_P(NormalizationSuite, EpsMustBeFiniteAndNotNegative) {
       ErrorCode::InvalidArgument, {"rms_norm of f16[2, 3]", "eps -0.000010"});
 }
 
+TEST_P(NormalizationSuite, BackwardOperandsAreCheckedByName) {
+  const Tensor x = ones({2, 3}, DType::f32, stream);
+  expect_error(
+      [&] {
+        layer_norm_backward(x, zeros({3, 2}, DType::f32, stream), {3}, Tensor(), 1e-5, stream);
+      },
+      ErrorCode::InvalidArgument,
+      {"layer_norm_backward of f32[2, 3]", "gradient f32[3, 2]", "x's shape"});
+  expect_error(
+      [&] {
+        rms_norm_backward(x, zeros({2, 3}, DType::f64, stream), {3}, Tensor(), 1e-5, stream);
+      },
+      ErrorCode::InvalidArgument, {"rms_norm_backward", "dtypes differ"});
+  expect_error([&] { layer_norm_backward(x, Tensor(), {3}, Tensor(), 1e-5, stream); },
+               ErrorCode::InvalidArgument, {"layer_norm_backward"});
+  expect_error([&] { rms_norm_backward(x, x, {2}, Tensor(), 1e-5, stream); },
+               ErrorCode::InvalidArgument, {"rms_norm_backward", "[2]", "trailing"});
+  expect_error([&] { layer_norm_backward(x, x, {3}, ones({2}, DType::f32, stream), 1e-5, stream); },
+               ErrorCode::InvalidArgument, {"layer_norm_backward", "weight", "f32[2]", "[3]"});
+  expect_error([&] { layer_norm_backward(x, x, {3}, Tensor(), -1, stream); },
+               ErrorCode::InvalidArgument, {"layer_norm_backward of f32[2, 3]", "eps"});
+  expect_error(
+      [&] {
+        rms_norm_backward(ones({2}, DType::i32, stream), ones({2}, DType::i32, stream), {2},
+                          Tensor(), 1e-5, stream);
+      },
+      ErrorCode::Unsupported, {"rms_norm_backward of i32[2]", "no kernel for i32"});
+  EXPECT_EQ(layer_norm_backward(zeros({0, 3}, DType::f32, stream),
+                                zeros({0, 3}, DType::f32, stream), {3}, Tensor(), 1e-5, stream)
+                .shape(),
+            (Shape{0, 3}));
+}
+
 HAL_DEVICE_SUITE(NormalizationSuite);
 
 }  // namespace

@@ -700,6 +700,69 @@ void norm_row(const float* x, float* y, size_t n, const float* weight, const flo
   }
 }
 
+// x's gradient: the statistics as norm_row takes them, then the sums of g = dy * weight and of
+// g * xhat in f64 lanes, then dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+void norm_row_backward(const float* x, const float* dy, float* dx, size_t n, const float* weight,
+                       double eps, bool centre) {
+  const D d;
+  const DD dd;
+  const size_t lanes = hn::Lanes(d);
+  const double mean = centre ? sum(x, n) / static_cast<double>(n) : 0;
+  const V m = hn::Set(d, static_cast<float>(mean));
+  auto q0 = hn::Zero(dd), q1 = hn::Zero(dd);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const V dev = hn::Sub(hn::LoadU(d, x + i), m);
+    const auto low = lower_f64(dev), high = upper_f64(dev);
+    q0 = hn::MulAdd(low, low, q0);
+    q1 = hn::MulAdd(high, high, q1);
+  }
+  double squares = hn::GetLane(hn::SumOfLanes(dd, hn::Add(q0, q1)));
+  for (; i < n; ++i) {
+    const double dev = x[i] - mean;
+    squares += dev * dev;
+  }
+  const float rstd_value =
+      static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(n) + eps));
+  const float m_value = static_cast<float>(mean);
+  const V rstd = hn::Set(d, rstd_value);
+  const auto g_at = [&](size_t at) {
+    const V g = hn::LoadU(d, dy + at);
+    return weight ? hn::Mul(g, hn::LoadU(d, weight + at)) : g;
+  };
+  auto g0 = hn::Zero(dd), g1 = hn::Zero(dd), p0 = hn::Zero(dd), p1 = hn::Zero(dd);
+  for (i = 0; i + lanes <= n; i += lanes) {
+    const V g = g_at(i);
+    const V xhat = hn::Mul(hn::Sub(hn::LoadU(d, x + i), m), rstd);
+    const V product = hn::Mul(g, xhat);
+    g0 = hn::Add(g0, lower_f64(g));
+    g1 = hn::Add(g1, upper_f64(g));
+    p0 = hn::Add(p0, lower_f64(product));
+    p1 = hn::Add(p1, upper_f64(product));
+  }
+  double sum_g = hn::GetLane(hn::SumOfLanes(dd, hn::Add(g0, g1)));
+  double sum_product = hn::GetLane(hn::SumOfLanes(dd, hn::Add(p0, p1)));
+  const size_t tail = i;
+  for (; i < n; ++i) {
+    const float g = weight ? dy[i] * weight[i] : dy[i];
+    sum_g += g;
+    sum_product += g * ((x[i] - m_value) * rstd_value);
+  }
+  const float mean_g = centre ? static_cast<float>(sum_g / static_cast<double>(n)) : 0.0f;
+  const float mean_product = static_cast<float>(sum_product / static_cast<double>(n));
+  const V shift = hn::Set(d, mean_g), slope = hn::Set(d, mean_product);
+  for (i = 0; i < tail; i += lanes) {
+    const V xhat = hn::Mul(hn::Sub(hn::LoadU(d, x + i), m), rstd);
+    const V inner = hn::NegMulAdd(xhat, slope, hn::Sub(g_at(i), shift));
+    hn::StoreU(hn::Mul(rstd, inner), d, dx + i);
+  }
+  for (; i < n; ++i) {
+    const float g = weight ? dy[i] * weight[i] : dy[i];
+    const float xhat = (x[i] - m_value) * rstd_value;
+    dx[i] = rstd_value * (g - mean_g - xhat * mean_product);
+  }
+}
+
 const Kernels* table() {
   static const Kernels kernels {
 #if HWY_TARGET == HWY_AVX3
@@ -709,7 +772,8 @@ const Kernels* table() {
 #else
     Isa::sse4,
 #endif
-        &binary, &unary, &convert, &sum, &extreme, &sum_columns, &softmax_row, &norm_row
+        &binary, &unary, &convert, &sum, &extreme, &sum_columns, &softmax_row, &norm_row,
+        &norm_row_backward
   };
   return &kernels;
 }

@@ -53,6 +53,10 @@ struct Kernels {
   // One row of layer_norm (centre) or rms_norm; weight and bias may be null.
   void (*norm_row)(const float* x, float* y, size_t n, const float* weight, const float* bias,
                    double eps, bool centre);
+  // One row of x's gradient through layer_norm (centre) or rms_norm, from x and the result's
+  // gradient dy, as host_norm_backward.cpp's reference computes it; weight may be null.
+  void (*norm_row_backward)(const float* x, const float* dy, float* dx, size_t n,
+                            const float* weight, double eps, bool centre);
 };
 
 // The table of `isa`, or null for Isa::scalar (or an instruction set this build lacks).

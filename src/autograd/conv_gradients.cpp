@@ -1,0 +1,99 @@
+#include "autograd/conv_gradients.hpp"
+
+namespace hal::autograd {
+namespace {
+
+// t with stride - 1 zeros between its elements along dimension d: each element and its zeros
+// side by side in a new dimension, merged, the trailing zeros cut.
+Tensor dilated(const Tensor& t, int64_t d, int64_t stride, Stream& s) {
+  if (stride == 1 || t.size(d) == 0) return t;
+  Shape zeros_shape = t.shape();
+  zeros_shape.insert(zeros_shape.begin() + d + 1, stride - 1);
+  const Tensor spread = concat({t.unsqueeze(d + 1), zeros(zeros_shape, t.dtype(), s)}, d + 1, s);
+  Shape merged = t.shape();
+  merged[static_cast<size_t>(d)] *= stride;
+  return spread.reshape(merged).slice(d, 0, (t.size(d) - 1) * stride + 1);
+}
+
+// t reversed along dimension d, by concatenating its slices last to first.
+Tensor reversed(const Tensor& t, int64_t d, Stream& s) {
+  if (t.size(d) <= 1) return t;
+  std::vector<Tensor> slices;
+  for (int64_t k = t.size(d) - 1; k >= 0; --k) slices.push_back(t.slice(d, k, k + 1));
+  return concat(slices, d, s);
+}
+
+}  // namespace
+
+// dx[c, h] = sum over m, k of dz[m, j] w[m, c, k] where h = j s + k d - pad_before: with dz
+// dilated by s (dz'), dx[h] = sum dz'[h + pad_before - k d] w[k], a correlation of dz' with the
+// flipped kernel, padded by the kernel's span less pad_before in front and by what makes the
+// result x's size behind (a negative padding crops).
+Tensor conv_input_gradient(const Tensor& dz, const Tensor& weight, const Shape& x_shape,
+                           const ops::Window& w, int64_t groups, Stream& s) {
+  const size_t spatial = w.kernel.size();
+  Tensor input = dz;
+  Tensor flipped = weight;
+  ConvOptions options;
+  options.groups = groups;
+  options.dilations = w.dilations;
+  for (size_t i = 0; i < spatial; ++i) {
+    const auto d = static_cast<int64_t>(i) + 2;
+    input = dilated(input, d, w.strides[i], s);
+    flipped = reversed(flipped, d, s);
+    const int64_t span = w.dilations[i] * (w.kernel[i] - 1);
+    int64_t before = span - w.pad_before[i];
+    int64_t after = x_shape[i + 2] - 1 - (w.out[i] - 1) * w.strides[i] + w.pad_before[i];
+    if (before < 0) {
+      input = input.slice(d, -before, input.size(d));
+      before = 0;
+    }
+    if (after < 0) {
+      input = input.slice(d, 0, input.size(d) + after);
+      after = 0;
+    }
+    // Every window of x's lies in the padding: no element of x reaches the result.
+    if (input.size(d) <= 0) return zeros(x_shape, dz.dtype(), s);
+    options.strides.push_back(1);
+    options.pads_before.push_back(before);
+    options.pads_after.push_back(after);
+  }
+  // [M, C/g, K...] -> [g, M/g, C/g, K...] -> [g, C/g, M/g, K...] -> [C, M/g, K...]
+  const int64_t features = weight.size(0), per_group_in = weight.size(1);
+  const int64_t per_group_out = features / groups;
+  const Shape kernel(weight.shape().begin() + 2, weight.shape().end());
+  Shape grouped{groups, per_group_out, per_group_in};
+  grouped.insert(grouped.end(), kernel.begin(), kernel.end());
+  std::vector<int64_t> swap{0, 2, 1};
+  for (size_t i = 0; i < spatial; ++i) swap.push_back(static_cast<int64_t>(i) + 3);
+  Shape swapped{groups * per_group_in, per_group_out};
+  swapped.insert(swapped.end(), kernel.begin(), kernel.end());
+  const Tensor kernel_t =
+      flipped.contiguous(s).reshape(grouped).permute(swap).contiguous(s).reshape(swapped);
+  return conv(input, kernel_t, Tensor(), options, s);
+}
+
+// dw[m, c, k] = sum over n and positions p of dz[n, m, p] patches[n, c k, p]: im2col's patches
+// as conv_from_matmul makes them, one batched product per group summed over the batch.
+Tensor conv_weight_gradient(const Tensor& dz, const Tensor& x, const Shape& weight_shape,
+                            const ops::Window& w, int64_t groups, Stream& s) {
+  const int64_t batch = x.size(0), channels = x.size(1), features = weight_shape[0];
+  const Tensor input = ops::padded(x, w, 0.0, s);
+  std::vector<Tensor> columns;
+  ops::for_each_offset(input, w, [&](const Tensor& view) { columns.push_back(view.unsqueeze(2)); });
+  const Tensor patches = (columns.size() == 1 ? columns[0].contiguous(s) : concat(columns, 2, s))
+                             .reshape({batch, channels * w.offsets(), w.positions()});
+  const Tensor flat_dz = dz.contiguous(s).reshape({batch, features, w.positions()});
+  const int64_t per_group = channels / groups * w.offsets(), features_per_group = features / groups;
+  std::vector<Tensor> parts;
+  for (int64_t g = 0; g < groups; ++g) {
+    const Tensor dz_g = flat_dz.slice(1, g * features_per_group, (g + 1) * features_per_group);
+    const Tensor p_g = patches.slice(1, g * per_group, (g + 1) * per_group);
+    const Tensor product = matmul(dz_g, p_g.transpose(1, 2), s);  // [N, M/g, C/g K]
+    parts.push_back(batch == 1 ? product.reshape({features_per_group, per_group})
+                               : sum(product, {0}, false, s));
+  }
+  return (groups == 1 ? parts[0] : concat(parts, 0, s)).reshape(weight_shape);
+}
+
+}  // namespace hal::autograd

@@ -1,0 +1,19 @@
+// conv's gradients as convolutions and products, written with hal's ops so that they run on
+// the tensors' device: x's as the convolution of the gradient, dilated by the strides, with
+// the kernel flipped and its channels swapped per group (the device's own conv: oneDNN on the
+// CPU); the weight's as im2col's patches times the gradient, one product per group.
+#pragma once
+
+#include "hal/ops.hpp"
+#include "ops/window.hpp"
+
+namespace hal::autograd {
+
+// dz: the gradient of conv's result before its bias, residual and relu ([N, M, out...]); `w` the
+// window conv ran with (ops::window_of), `groups` its groups.
+Tensor conv_input_gradient(const Tensor& dz, const Tensor& weight, const Shape& x_shape,
+                           const ops::Window& w, int64_t groups, Stream& stream);
+Tensor conv_weight_gradient(const Tensor& dz, const Tensor& x, const Shape& weight_shape,
+                            const ops::Window& w, int64_t groups, Stream& stream);
+
+}  // namespace hal::autograd

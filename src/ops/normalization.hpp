@@ -1,0 +1,23 @@
+// What the norms and their backward ops share: the checks of their operands.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "hal/stream.hpp"
+#include "hal/tensor.hpp"
+
+namespace hal::ops {
+
+// InvalidArgument naming `op` and x where eps is negative, NaN or infinite.
+void check_eps(std::string_view op, const Tensor& x, double eps);
+// The trailing axes that `normalized_shape` names, after checking x, the stream, eps, and
+// weight and bias (each may be undefined) against it; InvalidArgument naming what is wrong.
+std::vector<int64_t> normalized_axes(std::string_view op, const Tensor& x,
+                                     const Shape& normalized_shape, const Tensor& weight,
+                                     const Tensor& bias, double eps, Stream& stream);
+// t in f32 (undefined stays undefined).
+Tensor as_f32(const Tensor& t, Stream& stream);
+
+}  // namespace hal::ops
