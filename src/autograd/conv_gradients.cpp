@@ -58,19 +58,8 @@ Tensor conv_input_gradient(const Tensor& dz, const Tensor& weight, const Shape& 
     options.pads_before.push_back(before);
     options.pads_after.push_back(after);
   }
-  // [M, C/g, K...] -> [g, M/g, C/g, K...] -> [g, C/g, M/g, K...] -> [C, M/g, K...]
-  const int64_t features = weight.size(0), per_group_in = weight.size(1);
-  const int64_t per_group_out = features / groups;
-  const Shape kernel(weight.shape().begin() + 2, weight.shape().end());
-  Shape grouped{groups, per_group_out, per_group_in};
-  grouped.insert(grouped.end(), kernel.begin(), kernel.end());
-  std::vector<int64_t> swap{0, 2, 1};
-  for (size_t i = 0; i < spatial; ++i) swap.push_back(static_cast<int64_t>(i) + 3);
-  Shape swapped{groups * per_group_in, per_group_out};
-  swapped.insert(swapped.end(), kernel.begin(), kernel.end());
-  const Tensor kernel_t =
-      flipped.contiguous(s).reshape(grouped).permute(swap).contiguous(s).reshape(swapped);
-  return conv(input, kernel_t, Tensor(), options, s);
+  // [M, C/g, K...] -> [C, M/g, K...]
+  return conv(input, ops::swap_kernel_channels(flipped, groups, s), Tensor(), options, s);
 }
 
 // dw[m, c, k] = sum over n and positions p of dz[n, m, p] patches[n, c k, p]: im2col's patches
@@ -78,11 +67,7 @@ Tensor conv_input_gradient(const Tensor& dz, const Tensor& weight, const Shape& 
 Tensor conv_weight_gradient(const Tensor& dz, const Tensor& x, const Shape& weight_shape,
                             const ops::Window& w, int64_t groups, Stream& s) {
   const int64_t batch = x.size(0), channels = x.size(1), features = weight_shape[0];
-  const Tensor input = ops::padded(x, w, 0.0, s);
-  std::vector<Tensor> columns;
-  ops::for_each_offset(input, w, [&](const Tensor& view) { columns.push_back(view.unsqueeze(2)); });
-  const Tensor patches = (columns.size() == 1 ? columns[0].contiguous(s) : concat(columns, 2, s))
-                             .reshape({batch, channels * w.offsets(), w.positions()});
+  const Tensor patches = ops::patches_of(x, w, s);
   const Tensor flat_dz = dz.contiguous(s).reshape({batch, features, w.positions()});
   const int64_t per_group = channels / groups * w.offsets(), features_per_group = features / groups;
   std::vector<Tensor> parts;

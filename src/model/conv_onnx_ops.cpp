@@ -197,15 +197,8 @@ Outputs conv_transpose(const OpContext& ctx, const Inputs& in) {
     for (int64_t k = kernel[i] - 1; k >= 0; --k) reversed.push_back(k);
     flipped = take(ctx, flipped, static_cast<int64_t>(i) + 2, reversed);
   }
-  const int64_t in_per_group = x.size(1) / groups, out_per_group = weight.size(1);
-  Shape grouped{groups, in_per_group, out_per_group};
-  grouped.insert(grouped.end(), kernel.begin(), kernel.end());
-  std::vector<int64_t> swap{0, 2, 1};
-  for (size_t i = 0; i < spatial; ++i) swap.push_back(static_cast<int64_t>(i) + 3);
-  Shape conv_shape{groups * out_per_group, in_per_group};
-  conv_shape.insert(conv_shape.end(), kernel.begin(), kernel.end());
-  const Tensor conv_weight =
-      flipped.contiguous(s).reshape(grouped).permute(swap).contiguous(s).reshape(conv_shape);
+  // [C_in, C_out/g, K...] -> [C_out, C_in/g, K...]
+  const Tensor conv_weight = ops::swap_kernel_channels(flipped, groups, s);
   Window w;
   w.kernel = kernel;
   w.strides.assign(spatial, 1);

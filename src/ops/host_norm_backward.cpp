@@ -3,12 +3,12 @@
 // dx) where the closed form from parts takes about seventeen passes over whole tensors. f32 rows
 // go to the vector kernels (ops/simd); the loop below is their reference (HAL_CPU_ISA=scalar)
 // and runs f64.
-#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <vector>
 
 #include "hal/kernel.hpp"
+#include "ops/host_launch.hpp"
 #include "ops/op_table.hpp"
 #include "ops/simd/simd_kernels.hpp"
 
@@ -74,13 +74,7 @@ void launch(bool centre, const NormBackwardArgs& a, Stream& stream) {
   std::vector<KernelArg> args{Buffer(a.x.storage()), Buffer(a.grad.storage()),
                               Buffer(a.dx.storage())};
   if (has_weight) args.emplace_back(Buffer(a.weight.storage()));
-  // As host_rowwise.cpp: a grid that counts elements, so that rows spread over the pool once
-  // there is enough work; chunks are ranges of rows.
-  const LaunchConfig config =
-      a.rows == 1 ? LaunchConfig::linear(1)
-                  : LaunchConfig::grid(static_cast<uint64_t>(std::max<int64_t>(cols, 1)),
-                                       static_cast<uint64_t>(a.rows));
-  stream.launch(kernel, config, args);
+  stream.launch(kernel, host_rows_config(cols, a.rows), args);
 }
 
 }  // namespace

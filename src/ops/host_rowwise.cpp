@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hal/kernel.hpp"
+#include "ops/host_launch.hpp"
 #include "ops/op_table.hpp"
 #include "ops/simd/simd_kernels.hpp"
 
@@ -109,13 +110,7 @@ void launch_rows(RowOp op, const RowwiseArgs& a, Stream& stream) {
   std::vector<KernelArg> args{Buffer(a.x.storage()), Buffer(a.out.storage())};
   if (has_weight) args.emplace_back(Buffer(a.weight.storage()));
   if (has_bias) args.emplace_back(Buffer(a.bias.storage()));
-  // A grid whose total counts elements, so that the backend spreads rows over its pool once
-  // there is enough work (not only once there are many rows); chunks are ranges of rows.
-  const LaunchConfig config =
-      a.rows == 1 ? LaunchConfig::linear(1)
-                  : LaunchConfig::grid(static_cast<uint64_t>(std::max<int64_t>(cols, 1)),
-                                       static_cast<uint64_t>(a.rows));
-  stream.launch(kernel, config, args);
+  stream.launch(kernel, host_rows_config(cols, a.rows), args);
 }
 
 }  // namespace

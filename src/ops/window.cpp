@@ -117,15 +117,19 @@ Tensor padded(const Tensor& x, const Window& w, double value, Stream& stream) {
   return any ? pad_constant(x, before, after, value, stream) : x;
 }
 
-Tensor conv_from_matmul(const Tensor& x, const Tensor& weight, const Tensor& bias, const Window& w,
-                        int64_t groups, Stream& s) {
-  const int64_t batch = x.size(0), channels = x.size(1), features = weight.size(0);
+Tensor patches_of(const Tensor& x, const Window& w, Stream& s) {
   const Tensor input = padded(x, w, 0.0, s);
   std::vector<Tensor> columns;
   for_each_offset(input, w, [&](const Tensor& view) { columns.push_back(view.unsqueeze(2)); });
-  // [N, C, offsets, out...] -> [N, C * offsets, positions]: the weights' own order per feature.
-  const Tensor patches = (columns.size() == 1 ? columns[0].contiguous(s) : concat(columns, 2, s))
-                             .reshape({batch, channels * w.offsets(), w.positions()});
+  // [N, C, offsets, out...] -> [N, C * offsets, positions]
+  return (columns.size() == 1 ? columns[0].contiguous(s) : concat(columns, 2, s))
+      .reshape({x.size(0), x.size(1) * w.offsets(), w.positions()});
+}
+
+Tensor conv_from_matmul(const Tensor& x, const Tensor& weight, const Tensor& bias, const Window& w,
+                        int64_t groups, Stream& s) {
+  const int64_t batch = x.size(0), channels = x.size(1), features = weight.size(0);
+  const Tensor patches = patches_of(x, w, s);
   const int64_t per_group = channels / groups * w.offsets();
   const int64_t features_per_group = features / groups;
   const Tensor flat_weight = weight.contiguous(s).reshape({features, per_group});
@@ -140,6 +144,18 @@ Tensor conv_from_matmul(const Tensor& x, const Tensor& weight, const Tensor& bia
   Shape shape{batch, features};
   shape.insert(shape.end(), w.out.begin(), w.out.end());
   return y.reshape(shape);
+}
+
+Tensor swap_kernel_channels(const Tensor& weight, int64_t groups, Stream& s) {
+  const Shape kernel(weight.shape().begin() + 2, weight.shape().end());
+  const int64_t per_group = weight.size(0) / groups, other = weight.size(1);
+  Shape grouped{groups, per_group, other};
+  grouped.insert(grouped.end(), kernel.begin(), kernel.end());
+  std::vector<int64_t> swap{0, 2, 1};
+  for (size_t i = 0; i < kernel.size(); ++i) swap.push_back(static_cast<int64_t>(i) + 3);
+  Shape swapped{groups * other, per_group};
+  swapped.insert(swapped.end(), kernel.begin(), kernel.end());
+  return weight.contiguous(s).reshape(grouped).permute(swap).contiguous(s).reshape(swapped);
 }
 
 namespace {

@@ -59,10 +59,18 @@ void for_each_offset(const Tensor& input, const Window& w, Fn fn) {
   }
 }
 
+// im2col: x padded, each kernel offset's strided view a column, [N, C * offsets, positions]
+// (the weights' own order per feature).
+Tensor patches_of(const Tensor& x, const Window& w, Stream& stream);
+
 // The convolution from views: im2col from the padded input's strided views, concatenated, then
 // one matrix product per group, the bias added. Differentiable through its parts.
 Tensor conv_from_matmul(const Tensor& x, const Tensor& weight, const Tensor& bias, const Window& w,
                         int64_t groups, Stream& stream);
+
+// A kernel [P, Q, K...] of `groups` groups with its two channel dimensions swapped within each
+// group: [P/g, Q] blocks -> [g Q, P/g, K...], the kernel of the transposed convolution.
+Tensor swap_kernel_channels(const Tensor& weight, int64_t groups, Stream& stream);
 
 // Pooling from views: the maximum (of any numeric dtype), or the mean by avg_pool's rule, over
 // each window's offsets. Differentiable through their parts.

@@ -660,15 +660,17 @@ void softmax_row(const float* x, float* y, size_t n, bool logarithm) {
   for (; i < n; ++i) y[i] *= hn::GetLane(scale);
 }
 
-void norm_row(const float* x, float* y, size_t n, const float* weight, const float* bias,
-              double eps, bool centre) {
+// A norm's row statistics: the mean (0 where not `centre`) and 1 / sqrt(var + eps), the
+// squared deviations summed in f64, as the reference: f32 ones overflow beyond 1.8e19.
+struct RowStatistics {
+  float mean, rstd;
+};
+RowStatistics row_statistics(const float* x, size_t n, double eps, bool centre) {
   const D d;
-  const size_t lanes = hn::Lanes(d);
-  double mean = 0;
-  if (centre) mean = sum(x, n) / static_cast<double>(n);
-  const V m = hn::Set(d, static_cast<float>(mean));
-  // Squares in f64, as the reference: f32 ones overflow for deviations beyond 1.8e19.
   const DD dd;
+  const size_t lanes = hn::Lanes(d);
+  const double mean = centre ? sum(x, n) / static_cast<double>(n) : 0;
+  const V m = hn::Set(d, static_cast<float>(mean));
   auto q0 = hn::Zero(dd), q1 = hn::Zero(dd);
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
@@ -682,11 +684,19 @@ void norm_row(const float* x, float* y, size_t n, const float* weight, const flo
     const double dev = x[i] - mean;
     squares += dev * dev;
   }
-  const float scale_value =
-      static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(n) + eps));
-  const V scale = hn::Set(d, scale_value);
-  const float m_value = static_cast<float>(mean);
-  for (i = 0; i + lanes <= n; i += lanes) {
+  return {static_cast<float>(mean),
+          static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(n) + eps))};
+}
+
+void norm_row(const float* x, float* y, size_t n, const float* weight, const float* bias,
+              double eps, bool centre) {
+  const D d;
+  const size_t lanes = hn::Lanes(d);
+  const RowStatistics stats = row_statistics(x, n, eps, centre);
+  const float scale_value = stats.rstd, m_value = stats.mean;
+  const V m = hn::Set(d, m_value), scale = hn::Set(d, scale_value);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
     V v = hn::Mul(hn::Sub(hn::LoadU(d, x + i), m), scale);
     if (weight) v = hn::Mul(v, hn::LoadU(d, weight + i));
     if (bias) v = hn::Add(v, hn::LoadU(d, bias + i));
@@ -707,25 +717,10 @@ void norm_row_backward(const float* x, const float* dy, float* dx, size_t n, con
   const D d;
   const DD dd;
   const size_t lanes = hn::Lanes(d);
-  const double mean = centre ? sum(x, n) / static_cast<double>(n) : 0;
-  const V m = hn::Set(d, static_cast<float>(mean));
-  auto q0 = hn::Zero(dd), q1 = hn::Zero(dd);
+  const RowStatistics stats = row_statistics(x, n, eps, centre);
+  const float rstd_value = stats.rstd, m_value = stats.mean;
+  const V m = hn::Set(d, m_value), rstd = hn::Set(d, rstd_value);
   size_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const V dev = hn::Sub(hn::LoadU(d, x + i), m);
-    const auto low = lower_f64(dev), high = upper_f64(dev);
-    q0 = hn::MulAdd(low, low, q0);
-    q1 = hn::MulAdd(high, high, q1);
-  }
-  double squares = hn::GetLane(hn::SumOfLanes(dd, hn::Add(q0, q1)));
-  for (; i < n; ++i) {
-    const double dev = x[i] - mean;
-    squares += dev * dev;
-  }
-  const float rstd_value =
-      static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(n) + eps));
-  const float m_value = static_cast<float>(mean);
-  const V rstd = hn::Set(d, rstd_value);
   const auto g_at = [&](size_t at) {
     const V g = hn::LoadU(d, dy + at);
     return weight ? hn::Mul(g, hn::LoadU(d, weight + at)) : g;
