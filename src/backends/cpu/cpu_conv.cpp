@@ -104,17 +104,22 @@ class PrimitiveCache {
  public:
   std::shared_ptr<const Prepared> get(const ConvDesc& c) {
     std::vector<int64_t> key = key_of(c);
-    {
-      std::lock_guard lock(mutex_);
-      if (const auto found = entries_.find(key); found != entries_.end()) return found->second;
-    }
-    std::shared_ptr<const Prepared> made = make_prepared(c);  // outside the lock: slow
+    if (auto found = find(key)) return found;
+    const auto making = onednn::making_primitives();  // not under mutex_: making is slow
+    if (auto found = find(key)) return found;  // made by another stream while this one waited
+    std::shared_ptr<const Prepared> made = make_prepared(c);
     std::lock_guard lock(mutex_);
     if (entries_.size() >= kCapacity) entries_.clear();
     return entries_.emplace(std::move(key), std::move(made)).first->second;
   }
 
  private:
+  std::shared_ptr<const Prepared> find(const std::vector<int64_t>& key) {
+    std::lock_guard lock(mutex_);
+    const auto found = entries_.find(key);
+    return found == entries_.end() ? nullptr : found->second;
+  }
+
   static constexpr size_t kCapacity = 512;
   std::mutex mutex_;
   std::map<std::vector<int64_t>, std::shared_ptr<const Prepared>> entries_;

@@ -66,6 +66,11 @@ const dnnl::engine& engine() {
   return cpu;
 }
 
+std::unique_lock<std::mutex> making_primitives() {
+  static auto* making = new std::mutex;  // never destroyed: streams may make primitives at exit
+  return std::unique_lock(*making);
+}
+
 OneThreadForSmall::OneThreadForSmall(double work) {
   if (work > kMaxWork) return;
   const int threads = omp_get_max_threads();
@@ -143,10 +148,14 @@ std::shared_ptr<const Matmul> prepare_matmul(const GemmDesc& g, const GemmEpilog
   if (data_type(g.dtype) == memory::data_type::undef) return nullptr;
   const MatmulKey key = key_of(g, e);
   PreparedMatmuls& all = prepared_matmuls();
-  {
+  const auto find = [&]() -> std::optional<std::shared_ptr<const Matmul>> {
     std::lock_guard lock(all.mutex);
     if (auto found = all.made.find(key); found != all.made.end()) return found->second;
-  }
+    return std::nullopt;
+  };
+  if (auto found = find()) return *found;
+  const auto making = making_primitives();
+  if (auto found = find()) return *found;  // made by another stream while this one waited
   std::shared_ptr<const Matmul> made = make_matmul(g, e);  // null is remembered too
   std::lock_guard lock(all.mutex);
   if (all.made.size() >= PreparedMatmuls::kMaxPrepared) all.made.clear();

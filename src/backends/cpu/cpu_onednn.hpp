@@ -7,6 +7,7 @@
 #include <dnnl.hpp>
 
 #include <memory>
+#include <mutex>
 
 #include "hal/backend.hpp"
 #include "hal/kernel.hpp"
@@ -15,6 +16,13 @@ namespace hal::cpu::onednn {
 
 // oneDNN's CPU engine, made once.
 const dnnl::engine& engine();
+
+// Held while a oneDNN primitive (matmul, convolution, reorder) is made: one at a time in the
+// process. Each layout is made once, so nothing waits long; two streams that meet a new layout
+// together make it once, not twice; and the statics and primitive cache that oneDNN fills on
+// first use are published through a lock that ThreadSanitizer sees (Debian's oneDNN is not
+// instrumented: its own guards and atomics are invisible to it, and read as races).
+[[nodiscard]] std::unique_lock<std::mutex> making_primitives();
 
 // While alive, oneDNN's calls on this thread use one OpenMP thread where a product of `work`
 // multiply-adds (m n k, times the batch in one call) is too small to share: up to 2^20, about
