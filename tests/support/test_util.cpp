@@ -7,14 +7,24 @@
 
 namespace hal::test {
 
-ShellResult run_shell(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+namespace {
+
+ShellResult read_pipe(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return {-1, "popen failed"};
   std::string output;
   std::array<char, 4096> chunk;
   while (size_t n = fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), n);
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+}  // namespace
+
+ShellResult run_shell(const std::string& command) { return read_pipe(command + " 2>&1"); }
+
+ShellResult run_shell_stdout(const std::string& command) {
+  return read_pipe("(" + command + ") 2>/dev/null");
 }
 
 const std::string& child_sanitizer_options() {

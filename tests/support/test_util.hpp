@@ -100,6 +100,9 @@ struct ShellResult {
   std::string output;
 };
 ShellResult run_shell(const std::string& command);
+// The same with stdout alone, stderr dropped: what a script parsing the command's output reads
+// (a redirection inside `command` would not do: run_shell sends stderr to the pipe after it).
+ShellResult run_shell_stdout(const std::string& command);
 // What goes before a hal process a test starts: under ASan, leak checking stays on for it, with
 // GCC 12's dynamic-TLS interception off (google/sanitizers#1409; tests/tools/cli_test.cpp).
 const std::string& child_sanitizer_options();

@@ -126,8 +126,8 @@ TEST_F(ReportCli, CompareWritesItsOwnPage) {
 TEST(ReportCliInput, RefusesBadInput) {
   const auto refused = [](const std::string& arguments, const std::string& code,
                           const std::string& message) {
-    const Result r = hal::test::run_shell(std::string(HAL_CLI_PATH) + " report " + arguments +
-                                          " --json 2>/dev/null");
+    const Result r =
+        hal::test::run_shell_stdout(std::string(HAL_CLI_PATH) + " report " + arguments + " --json");
     EXPECT_EQ(r.status, 1) << arguments << ": " << r.output;
     const nlohmann::json error = nlohmann::json::parse(r.output);
     EXPECT_EQ(error["code"], code) << arguments;
@@ -158,9 +158,9 @@ TEST_F(ReportCli, ChecksSideBsEnvironment) {
   const auto report = [&](const nlohmann::json& b_env) {
     comparison["b_env"] = b_env;
     std::ofstream(file("b_env.json")) << comparison.dump();
-    return hal::test::run_shell(
+    return hal::test::run_shell_stdout(
         std::string(HAL_CLI_PATH) + " report --devices cpu:0 --no-calibrate --json --compare " +
-        file("b_env.json").string() + " --html " + file("b_env.html").string() + " 2>/dev/null");
+        file("b_env.json").string() + " --html " + file("b_env.html").string());
   };
   for (const auto& [b_env, message] :
        {std::pair{nlohmann::json::array({"X=1", 5}),

@@ -16,9 +16,8 @@ using Result = hal::test::ShellResult;
 constexpr int kEpochs = 8;
 
 Result run(const std::string& arguments) {
-  return hal::test::run_shell(hal::test::child_sanitizer_options() +
-                              "HAL_SIM_CONFIG=devices=1 " HAL_CLI_PATH " " + arguments +
-                              " 2>/dev/null");
+  return hal::test::run_shell_stdout(hal::test::child_sanitizer_options() +
+                                     "HAL_SIM_CONFIG=devices=1 " HAL_CLI_PATH " " + arguments);
 }
 
 std::filesystem::path temporary(const std::string& name) {

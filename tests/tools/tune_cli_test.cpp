@@ -22,9 +22,8 @@ class TuneCli : public ::testing::Test {
  protected:
   // The hal command with its own cache directory; stdout only.
   Result run(const std::string& arguments) const {
-    return hal::test::run_shell(hal::test::child_sanitizer_options() +
-                                "HAL_CACHE_DIR=" + cache_.string() + " " HAL_CLI_PATH " " +
-                                arguments + " 2>/dev/null");
+    return hal::test::run_shell_stdout(hal::test::child_sanitizer_options() + "HAL_CACHE_DIR=" +
+                                       cache_.string() + " " HAL_CLI_PATH " " + arguments);
   }
   bool has_opencl() const { return run("devices").output.find("[opencl:0]") != std::string::npos; }
   hal::test::ScratchDir scratch_{"hal-tune-cli", hal::test::ScratchDir::Made::no};
@@ -122,9 +121,9 @@ TEST_F(TuneCli, AnUnwritableCacheIsReportedNotFatal) {
   const std::string unwritable = (cache_ / "a-file" / "cache").string();
   const std::string tune =
       "tune --device opencl:0 --op reduce --shapes 4096 --max-candidates 1 --retune";
-  const Result json =
-      hal::test::run_shell(hal::test::child_sanitizer_options() + "HAL_CACHE_DIR=" + unwritable +
-                           " " HAL_CLI_PATH " " + tune + " --json 2>/dev/null");
+  const Result json = hal::test::run_shell_stdout(hal::test::child_sanitizer_options() +
+                                                  "HAL_CACHE_DIR=" + unwritable +
+                                                  " " HAL_CLI_PATH " " + tune + " --json");
   ASSERT_EQ(json.status, 0) << json.output;
   const auto report = nlohmann::json::parse(json.output);
   EXPECT_EQ(report["cache_file"], "");
@@ -133,8 +132,8 @@ TEST_F(TuneCli, AnUnwritableCacheIsReportedNotFatal) {
   ASSERT_EQ(report["entries"].size(), 1u);
   EXPECT_EQ(report["entries"][0]["candidates_tried"], 1);
   const Result text =
-      hal::test::run_shell(hal::test::child_sanitizer_options() + "HAL_CACHE_DIR=" + unwritable +
-                           " " HAL_CLI_PATH " " + tune + " 2>/dev/null");
+      hal::test::run_shell_stdout(hal::test::child_sanitizer_options() +
+                                  "HAL_CACHE_DIR=" + unwritable + " " HAL_CLI_PATH " " + tune);
   ASSERT_EQ(text.status, 0) << text.output;
   EXPECT_NE(text.output.find("cache none (nothing kept for later processes: cannot make the "
                              "tuning cache's folder " +
