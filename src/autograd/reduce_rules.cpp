@@ -2,6 +2,7 @@
 #include "autograd/constants.hpp"
 #include "autograd/gradient_math.hpp"
 #include "autograd/record.hpp"
+#include "ops/normalization.hpp"
 #include "ops/op_checks.hpp"
 
 namespace hal::autograd {
@@ -17,47 +18,16 @@ std::vector<int64_t> reduced_axes(const Tensor& x, const std::vector<int64_t>& a
   return out;
 }
 
-bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }
-// Halves are differentiated in f32, as their ops compute; the engine rounds the result back.
-Tensor widened(const Tensor& t, Stream& s) {
-  return t.defined() && is_half(t.dtype()) ? cast(t, DType::f32, s) : t;
-}
-
-// The trailing axes a norm normalises over, and the leading ones its parameters are summed over.
-struct NormAxes {
-  std::vector<int64_t> normalized, leading;
-};
-NormAxes norm_axes(int64_t rank, size_t normalized) {
-  NormAxes axes;
-  for (int64_t d = 0; d < rank; ++d)
-    (d < rank - static_cast<int64_t>(normalized) ? axes.leading : axes.normalized).push_back(d);
-  return axes;
-}
-
-Tensor sum_over(const Tensor& t, const std::vector<int64_t>& axes, Stream& s) {
-  return axes.empty() ? t : sum(t, axes, false, s);
-}
-
-// d(layer_norm) or d(rms_norm) (centred = false) for x, weight and bias: x's through the
-// backward op (one kernel on the CPU), the parameters' as sums over the leading dimensions, the
-// normalised x made again by the forward op without weight and bias.
+// d(layer_norm) or d(rms_norm) (centred = false) for x, weight and bias, all three from one
+// backward op (one pass over x and dy on the CPU). Without x's gradient the weight is left out:
+// the parameters' gradients do not depend on it.
 std::vector<Tensor> norm_rule(bool centred, const Tensor& x, const Shape& normalized_shape,
                               const Tensor& weight, double eps, bool want_x, bool want_w,
                               bool want_b, const Tensor& dy, Stream& s) {
-  std::vector<Tensor> grads(3);
-  if (want_x)
-    grads[0] = centred ? layer_norm_backward(x, dy, normalized_shape, weight, eps, s)
-                       : rms_norm_backward(x, dy, normalized_shape, weight, eps, s);
-  const NormAxes axes = norm_axes(x.dim(), normalized_shape.size());
-  const Tensor dy_wide = want_w || want_b ? widened(dy, s) : Tensor();
-  if (want_w) {
-    const Tensor x_wide = widened(x, s);
-    const Tensor xhat = centred ? layer_norm(x_wide, normalized_shape, Tensor(), Tensor(), eps, s)
-                                : rms_norm(x_wide, normalized_shape, Tensor(), eps, s);
-    grads[1] = sum_over(mul(dy_wide, xhat, s), axes.leading, s).reshape(normalized_shape);
-  }
-  if (want_b) grads[2] = sum_over(dy_wide, axes.leading, s).reshape(normalized_shape);
-  return grads;
+  if (!want_x && !want_w && !want_b) return std::vector<Tensor>(3);
+  ops::NormGradients grads = ops::norm_gradients(
+      centred, x, dy, normalized_shape, want_x ? weight : Tensor(), eps, want_w, want_b, s);
+  return {want_x ? std::move(grads.x) : Tensor(), std::move(grads.weight), std::move(grads.bias)};
 }
 
 // What norm_rule reads: x always, the weight for x's gradient (an absent one is skipped).

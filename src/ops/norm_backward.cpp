@@ -1,6 +1,8 @@
-// layer_norm_backward and rms_norm_backward: x's gradient through a norm. Where the device has
-// a kernel for it (the CPU: host_norm_backward.cpp, a row at a time) that runs; elsewhere the
-// closed form from the reductions and elementwise ops, about seventeen passes over memory.
+// layer_norm_backward and rms_norm_backward: x's gradient through a norm, and for the autograd
+// rule the weight's and bias's with it. Where the device has a kernel for it (the CPU:
+// host_norm_backward.cpp, a row at a time, the parameters' sums in the same pass) that runs;
+// elsewhere the closed form from the reductions and elementwise ops, about seventeen passes over
+// memory, and the parameters' from x normalised again.
 #include "autograd/record.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
@@ -29,9 +31,27 @@ Tensor from_parts(bool centred, const Tensor& x, const Tensor& grad,
   return mul(rstd, inner, s);
 }
 
-Tensor norm_backward_of(bool centred, const Tensor& x, const Tensor& grad,
-                        const Shape& normalized_shape, const Tensor& weight, double eps,
-                        Stream& s) {
+// The parameters' gradients from parts: x normalised again by the forward op (without weight
+// and bias), times grad, summed over the leading axes.
+void parameter_grads_from_parts(bool centred, const Tensor& x, const Tensor& grad,
+                                const Shape& normalized_shape, double eps, NormGradients& out,
+                                bool want_weight, bool want_bias, Stream& s) {
+  std::vector<int64_t> leading(x.dim() - static_cast<int64_t>(normalized_shape.size()));
+  for (size_t d = 0; d < leading.size(); ++d) leading[d] = static_cast<int64_t>(d);
+  const auto sum_leading = [&](const Tensor& t) {
+    return (leading.empty() ? t : sum(t, leading, false, s)).reshape(normalized_shape);
+  };
+  if (want_weight) {
+    const Tensor xhat = centred ? layer_norm(x, normalized_shape, Tensor(), Tensor(), eps, s)
+                                : rms_norm(x, normalized_shape, Tensor(), eps, s);
+    out.weight = sum_leading(mul(grad, xhat, s));
+  }
+  if (want_bias) out.bias = sum_leading(grad);
+}
+
+NormGradients norm_gradients_of(bool centred, const Tensor& x, const Tensor& grad,
+                                const Shape& normalized_shape, const Tensor& weight, double eps,
+                                bool want_weight, bool want_bias, Stream& s) {
   const std::string_view op = op_name(centred);
   const std::vector<int64_t> axes =
       normalized_axes(op, x, normalized_shape, weight, Tensor(), eps, s);
@@ -43,52 +63,83 @@ Tensor norm_backward_of(bool centred, const Tensor& x, const Tensor& grad,
                                                 ": the gradient " + grad.describe() +
                                                 " must have x's shape");
   const OpPlan plan = plan_or_throw(descriptor(op), x.dtype(), {&x, &grad});
-  if (plan.compute != x.dtype())
-    return cast(norm_backward_of(centred, as_f32(x, s), as_f32(grad, s), normalized_shape,
-                                 as_f32(weight, s), eps, s),
-                x.dtype(), s);
-  if (x.numel() == 0) return empty_beside(x, x.shape(), x.dtype());
+  const auto narrowed = [&](const Tensor& t) { return t.defined() ? cast(t, x.dtype(), s) : t; };
+  if (plan.compute != x.dtype()) {
+    const NormGradients wide =
+        norm_gradients_of(centred, as_f32(x, s), as_f32(grad, s), normalized_shape,
+                          as_f32(weight, s), eps, want_weight, want_bias, s);
+    return {narrowed(wide.x), narrowed(wide.weight), narrowed(wide.bias)};
+  }
+  NormGradients out;
+  const int64_t cols = numel(normalized_shape);
+  if (x.numel() == 0) {
+    out.x = empty_beside(x, x.shape(), x.dtype());
+    if (want_weight) out.weight = zeros(normalized_shape, x.dtype(), s);
+    if (want_bias) out.bias = zeros(normalized_shape, x.dtype(), s);
+    return out;
+  }
   const auto* kernel =
       plan.implementation ? std::get_if<NormBackwardKernel>(&plan.implementation->kernel) : nullptr;
-  // The parts in f32 for half types, as the autograd rule computed them: the sums of g and
-  // g * xhat in f16 were off by several units in its last place over rows of 37.
-  if (!kernel && is_half(x.dtype()))
-    return cast(from_parts(centred, as_f32(x, s), as_f32(grad, s), axes, as_f32(weight, s), eps, s),
-                x.dtype(), s);
-  if (!kernel) return from_parts(centred, x, grad, axes, weight, eps, s);
+  if (!kernel) {
+    // The parts in f32 for half types, as the autograd rule computed them: the sums of g and
+    // g * xhat in f16 were off by several units in its last place over rows of 37.
+    if (is_half(x.dtype())) {
+      const NormGradients wide =
+          norm_gradients_of(centred, as_f32(x, s), as_f32(grad, s), normalized_shape,
+                            as_f32(weight, s), eps, want_weight, want_bias, s);
+      return {narrowed(wide.x), narrowed(wide.weight), narrowed(wide.bias)};
+    }
+    out.x = from_parts(centred, x, grad, axes, weight, eps, s);
+    parameter_grads_from_parts(centred, x, grad, normalized_shape, eps, out, want_weight, want_bias,
+                               s);
+    return out;
+  }
   const Tensor x_in = x.contiguous(s), grad_in = grad.contiguous(s);
   const Tensor w = weight.defined() ? weight.contiguous(s) : weight;
-  const Tensor dx = empty_beside(x, x.shape(), x.dtype());
-  const int64_t cols = numel(normalized_shape);
-  (*kernel)(descriptor(op), {x_in, grad_in, w, dx, x.numel() / cols, cols, eps}, s);
-  return dx;
-}
-
-Tensor norm_backward(bool centred, const Tensor& x, const Tensor& grad,
-                     const Shape& normalized_shape, const Tensor& weight, double eps,
-                     Stream& stream) {
-  const std::string_view op = op_name(centred);
-  const auto run = [&] {
-    const Tensor* operands[] = {&x, &grad, &weight};
-    return run_op(op, operands, stream, [&, centred](OpInputs in, Stream& s) {
-      return norm_backward_of(centred, *in[0], *in[1], normalized_shape, *in[2], eps, s);
-    });
-  };
-  return autograd::run_refusing_backward(op, {&x, &grad, &weight},
-                                         "hal has no rule for a gradient of a gradient", run);
+  out.x = empty_beside(x, x.shape(), x.dtype());
+  NormBackwardArgs args{x_in, grad_in, w, out.x, x.numel() / cols, cols, eps};
+  if (want_weight) args.weight_grad = empty_beside(x, {cols}, x.dtype());
+  if (want_bias) args.bias_grad = empty_beside(x, {cols}, x.dtype());
+  (*kernel)(descriptor(op), args, s);
+  if (want_weight) out.weight = args.weight_grad.reshape(normalized_shape);
+  if (want_bias) out.bias = args.bias_grad.reshape(normalized_shape);
+  return out;
 }
 
 }  // namespace
+
+NormGradients norm_gradients(bool centred, const Tensor& x, const Tensor& grad,
+                             const Shape& normalized_shape, const Tensor& weight, double eps,
+                             bool want_weight, bool want_bias, Stream& stream) {
+  const std::string_view op = op_name(centred);
+  NormGradients out;
+  const auto run = [&] {
+    const Tensor* operands[] = {&x, &grad, &weight};
+    return run_op(op, operands, stream, [&](OpInputs in, Stream& s) {
+      out = norm_gradients_of(centred, *in[0], *in[1], normalized_shape, *in[2], eps, want_weight,
+                              want_bias, s);
+      return out.x;
+    });
+  };
+  out.x = autograd::run_refusing_backward(op, {&x, &grad, &weight},
+                                          "hal has no rule for a gradient of a gradient", run);
+  // Where the op ran on cpu:0 in place of x's device (HAL_OPS_FALLBACK), run_op brought x's
+  // gradient back; the parameters' come back here.
+  for (Tensor* t : {&out.weight, &out.bias})
+    if (t->defined() && t->device() != x.device()) *t = t->to(x.device(), stream);
+  return out;
+}
+
 }  // namespace ops
 
 Tensor layer_norm_backward(const Tensor& x, const Tensor& grad, const Shape& normalized_shape,
                            const Tensor& weight, double eps, Stream& stream) {
-  return ops::norm_backward(true, x, grad, normalized_shape, weight, eps, stream);
+  return ops::norm_gradients(true, x, grad, normalized_shape, weight, eps, false, false, stream).x;
 }
 
 Tensor rms_norm_backward(const Tensor& x, const Tensor& grad, const Shape& normalized_shape,
                          const Tensor& weight, double eps, Stream& stream) {
-  return ops::norm_backward(false, x, grad, normalized_shape, weight, eps, stream);
+  return ops::norm_gradients(false, x, grad, normalized_shape, weight, eps, false, false, stream).x;
 }
 
 }  // namespace hal

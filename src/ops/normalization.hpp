@@ -20,4 +20,16 @@ std::vector<int64_t> normalized_axes(std::string_view op, const Tensor& x,
 // t in f32 (undefined stays undefined).
 Tensor as_f32(const Tensor& t, Stream& stream);
 
+// The gradients of layer_norm (centred) or rms_norm: x's, and where asked the weight's (the sum
+// over the leading axes of grad * xhat) and the bias's (of grad), in normalized_shape; those not
+// asked for are undefined. The op layer_norm_backward (rms_norm_backward) with the parameters'
+// gradients beside, as PyTorch's native_layer_norm_backward with its output mask: on the CPU
+// one pass over x and grad for all three.
+struct NormGradients {
+  Tensor x, weight, bias;
+};
+NormGradients norm_gradients(bool centred, const Tensor& x, const Tensor& grad,
+                             const Shape& normalized_shape, const Tensor& weight, double eps,
+                             bool want_weight, bool want_bias, Stream& stream);
+
 }  // namespace hal::ops

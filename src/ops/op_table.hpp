@@ -99,7 +99,8 @@ using RowwiseKernel = void (*)(const OpDescriptor& op, const RowwiseArgs& args, 
 void host_rowwise(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);  // the CPU's
 // layer_norm_backward and rms_norm_backward (the op says which): x's gradient `dx` from x and
 // the output's gradient `grad` over the rows of their last `cols` elements; weight may be
-// undefined; all contiguous.
+// undefined; all contiguous. Where weight_grad (bias_grad), of `cols` elements, is defined, the
+// weight's (bias's) gradient too: the sum over rows of grad * xhat (grad).
 struct NormBackwardArgs {
   const Tensor& x;
   const Tensor& grad;
@@ -107,6 +108,7 @@ struct NormBackwardArgs {
   const Tensor& dx;
   int64_t rows = 0, cols = 0;
   double eps = 0;
+  Tensor weight_grad = {}, bias_grad = {};
 };
 using NormBackwardKernel = void (*)(const OpDescriptor& op, const NormBackwardArgs& args,
                                     Stream& stream);

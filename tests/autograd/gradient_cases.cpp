@@ -95,6 +95,9 @@ std::vector<GradCase> gradient_cases() {
        [](const In& in, Stream& s) {
          return layer_norm(in[0], {2, 4}, in[1], in[2], 1e-5, s);
        }},
+      {"layer_norm_rows",  // rows in parts on the CPU, the parameters' sums added across them
+       {{{29, 11}, -2, 2}, {{11}, 0.5, 1.5}, {{11}}},
+       [](const In& in, Stream& s) { return layer_norm(in[0], {11}, in[1], in[2], 1e-5, s); }},
       {"layer_norm_plain",
        {{{4, 6}, -2, 2}},
        [](const In& in, Stream& s) { return layer_norm(in[0], {6}, Tensor(), Tensor(), 1e-5, s); }},

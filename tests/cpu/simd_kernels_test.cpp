@@ -386,42 +386,56 @@ TEST_P(SimdKernels, NormRowsMatchTheReference) {
 }
 
 // x's gradient through the norms against the closed form in double, with and without a weight,
-// rows shorter than a vector, with a tail, and long.
+// rows shorter than a vector, with a tail, and long; the parameters' running sums (started at
+// 0.5, each alone and both) gain dy * xhat and dy.
 TEST_P(SimdKernels, NormRowGradientsMatchTheReference) {
   for (size_t n : {size_t{1}, size_t{5}, size_t{64}, size_t{1001}})
     for (bool centre : {true, false})
-      for (bool weighted : {true, false}) {
-        std::vector<float> x = values(n, 8, 2.0f), dy = values(n, 9, 1.0f), w = values(n, 10, 1.0f);
-        for (float& e : x) e = std::isfinite(e) ? e + 0.25f : 0.5f;
-        // dy and w keep to ordinary sizes: 1e30 * 1e30 overflows f32 where the reference's
-        // double does not.
-        for (auto* v : {&dy, &w})
-          for (float& e : *v) e = std::isfinite(e) && std::abs(e) < 1e3f ? e + 0.25f : 0.5f;
-        std::vector<float> dx(n);
-        table->norm_row_backward(x.data(), dy.data(), dx.data(), n, weighted ? w.data() : nullptr,
-                                 1e-5, centre);
-        const auto count = static_cast<double>(n);
-        double mean = 0, squares = 0;
-        if (centre) {
-          for (float v : x) mean += v;
-          mean /= count;
+      for (bool weighted : {true, false})
+        for (int sums = 0; sums < 4; ++sums) {
+          const bool weight_sums = sums & 1, bias_sums = sums & 2;
+          std::vector<float> x = values(n, 8, 2.0f), dy = values(n, 9, 1.0f),
+                             w = values(n, 10, 1.0f);
+          for (float& e : x) e = std::isfinite(e) ? e + 0.25f : 0.5f;
+          // dy and w keep to ordinary sizes: 1e30 * 1e30 overflows f32 where the reference's
+          // double does not.
+          for (auto* v : {&dy, &w})
+            for (float& e : *v) e = std::isfinite(e) && std::abs(e) < 1e3f ? e + 0.25f : 0.5f;
+          std::vector<float> dx(n), weight_sum(n, 0.5f), bias_sum(n, 0.5f);
+          table->norm_row_backward(x.data(), dy.data(), dx.data(), n, weighted ? w.data() : nullptr,
+                                   1e-5, centre, weight_sums ? weight_sum.data() : nullptr,
+                                   bias_sums ? bias_sum.data() : nullptr);
+          const auto count = static_cast<double>(n);
+          double mean = 0, squares = 0;
+          if (centre) {
+            for (float v : x) mean += v;
+            mean /= count;
+          }
+          for (float v : x) squares += (v - mean) * (v - mean);
+          const double rstd = 1.0 / std::sqrt(squares / count + 1e-5);
+          double mean_g = 0, mean_g_xhat = 0;
+          for (size_t i = 0; i < n; ++i) {
+            const double g = dy[i] * (weighted ? w[i] : 1.0);
+            mean_g += centre ? g / count : 0;
+            mean_g_xhat += g * (x[i] - mean) * rstd / count;
+          }
+          const std::string what = std::to_string(n) + (centre ? " layer" : " rms") +
+                                   (weighted ? " weighted" : "") + ", sums " +
+                                   std::to_string(sums) + " at ";
+          for (size_t i = 0; i < n; ++i) {
+            const double g = dy[i] * (weighted ? w[i] : 1.0);
+            const double xhat = (x[i] - mean) * rstd;
+            const double want = rstd * (g - mean_g - xhat * mean_g_xhat);
+            ASSERT_TRUE(close(dx[i], want, 1e-5, 1e-5))
+                << what << i << ": " << dx[i] << " vs " << want;
+            const double want_weight_sum = weight_sums ? 0.5 + dy[i] * xhat : 0.5;
+            const double want_bias_sum = bias_sums ? 0.5 + dy[i] : 0.5;
+            ASSERT_TRUE(close(weight_sum[i], want_weight_sum, 1e-5, 1e-5))
+                << what << i << ": weight's sum " << weight_sum[i] << " vs " << want_weight_sum;
+            ASSERT_TRUE(close(bias_sum[i], want_bias_sum, 1e-6, 1e-6))
+                << what << i << ": bias's sum " << bias_sum[i] << " vs " << want_bias_sum;
+          }
         }
-        for (float v : x) squares += (v - mean) * (v - mean);
-        const double rstd = 1.0 / std::sqrt(squares / count + 1e-5);
-        double mean_g = 0, mean_g_xhat = 0;
-        for (size_t i = 0; i < n; ++i) {
-          const double g = dy[i] * (weighted ? w[i] : 1.0);
-          mean_g += centre ? g / count : 0;
-          mean_g_xhat += g * (x[i] - mean) * rstd / count;
-        }
-        for (size_t i = 0; i < n; ++i) {
-          const double g = dy[i] * (weighted ? w[i] : 1.0);
-          const double want = rstd * (g - mean_g - (x[i] - mean) * rstd * mean_g_xhat);
-          ASSERT_TRUE(close(dx[i], want, 1e-5, 1e-5))
-              << n << (centre ? " layer" : " rms") << (weighted ? " weighted" : "") << " at " << i
-              << ": " << dx[i] << " vs " << want;
-        }
-      }
 }
 
 INSTANTIATE_TEST_SUITE_P(EachIsa, SimdKernels, ::testing::Values(Isa::sse4, Isa::avx2, Isa::avx512),

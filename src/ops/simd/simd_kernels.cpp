@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "ops/host_element_functions.hpp"
 #include "ops/simd/simd_kernels.hpp"
@@ -711,9 +712,10 @@ void norm_row(const float* x, float* y, size_t n, const float* weight, const flo
 }
 
 // x's gradient: the statistics as norm_row takes them, then the sums of g = dy * weight and of
-// g * xhat in f64 lanes, then dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+// g * xhat in f64 lanes, then dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), adding
+// dy * xhat and dy into the parameters' running sums where they are given.
 void norm_row_backward(const float* x, const float* dy, float* dx, size_t n, const float* weight,
-                       double eps, bool centre) {
+                       double eps, bool centre, float* weight_sum, float* bias_sum) {
   const D d;
   const DD dd;
   const size_t lanes = hn::Lanes(d);
@@ -746,15 +748,38 @@ void norm_row_backward(const float* x, const float* dy, float* dx, size_t n, con
   const float mean_g = centre ? static_cast<float>(sum_g / static_cast<double>(n)) : 0.0f;
   const float mean_product = static_cast<float>(sum_product / static_cast<double>(n));
   const V shift = hn::Set(d, mean_g), slope = hn::Set(d, mean_product);
-  for (i = 0; i < tail; i += lanes) {
-    const V xhat = hn::Mul(hn::Sub(hn::LoadU(d, x + i), m), rstd);
-    const V inner = hn::NegMulAdd(xhat, slope, hn::Sub(g_at(i), shift));
-    hn::StoreU(hn::Mul(rstd, inner), d, dx + i);
-  }
-  for (; i < n; ++i) {
+  // The last pass, with the parameters' sums added in while xhat is at hand: one loop per
+  // combination, so that none tests a pointer per vector.
+  const auto last_pass = [&](auto weight_sums, auto bias_sums) {
+    constexpr bool kWeightSums = decltype(weight_sums)::value;
+    constexpr bool kBiasSums = decltype(bias_sums)::value;
+    for (size_t at = 0; at < tail; at += lanes) {
+      const V xhat = hn::Mul(hn::Sub(hn::LoadU(d, x + at), m), rstd);
+      const V inner = hn::NegMulAdd(xhat, slope, hn::Sub(g_at(at), shift));
+      hn::StoreU(hn::Mul(rstd, inner), d, dx + at);
+      if constexpr (kWeightSums)
+        hn::StoreU(hn::MulAdd(hn::LoadU(d, dy + at), xhat, hn::LoadU(d, weight_sum + at)), d,
+                   weight_sum + at);
+      if constexpr (kBiasSums)
+        hn::StoreU(hn::Add(hn::LoadU(d, dy + at), hn::LoadU(d, bias_sum + at)), d, bias_sum + at);
+    }
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (weight_sum && bias_sum)
+    last_pass(Yes{}, Yes{});
+  else if (weight_sum)
+    last_pass(Yes{}, No{});
+  else if (bias_sum)
+    last_pass(No{}, Yes{});
+  else
+    last_pass(No{}, No{});
+  for (i = tail; i < n; ++i) {
     const float g = weight ? dy[i] * weight[i] : dy[i];
     const float xhat = (x[i] - m_value) * rstd_value;
     dx[i] = rstd_value * (g - mean_g - xhat * mean_product);
+    if (weight_sum) weight_sum[i] += dy[i] * xhat;
+    if (bias_sum) bias_sum[i] += dy[i];
   }
 }
 

@@ -54,9 +54,12 @@ struct Kernels {
   void (*norm_row)(const float* x, float* y, size_t n, const float* weight, const float* bias,
                    double eps, bool centre);
   // One row of x's gradient through layer_norm (centre) or rms_norm, from x and the result's
-  // gradient dy, as host_norm_backward.cpp's reference computes it; weight may be null.
+  // gradient dy, as host_norm_backward.cpp's reference computes it; weight may be null. Where
+  // weight_sum (bias_sum) is given, dy * xhat (dy) is added into it, element by element: the
+  // running sums of the weight's (bias's) gradient over rows.
   void (*norm_row_backward)(const float* x, const float* dy, float* dx, size_t n,
-                            const float* weight, double eps, bool centre);
+                            const float* weight, double eps, bool centre, float* weight_sum,
+                            float* bias_sum);
 };
 
 // The table of `isa`, or null for Isa::scalar (or an instruction set this build lacks).
