@@ -63,13 +63,15 @@ NormGradients norm_gradients_of(bool centred, const Tensor& x, const Tensor& gra
                                                 ": the gradient " + grad.describe() +
                                                 " must have x's shape");
   const OpPlan plan = plan_or_throw(descriptor(op), x.dtype(), {&x, &grad});
-  const auto narrowed = [&](const Tensor& t) { return t.defined() ? cast(t, x.dtype(), s) : t; };
-  if (plan.compute != x.dtype()) {
+  // Computed in f32, each gradient rounded back to x's type.
+  const auto in_f32 = [&] {
     const NormGradients wide =
         norm_gradients_of(centred, as_f32(x, s), as_f32(grad, s), normalized_shape,
                           as_f32(weight, s), eps, want_weight, want_bias, s);
-    return {narrowed(wide.x), narrowed(wide.weight), narrowed(wide.bias)};
-  }
+    const auto narrowed = [&](const Tensor& t) { return t.defined() ? cast(t, x.dtype(), s) : t; };
+    return NormGradients{narrowed(wide.x), narrowed(wide.weight), narrowed(wide.bias)};
+  };
+  if (plan.compute != x.dtype()) return in_f32();
   NormGradients out;
   const int64_t cols = numel(normalized_shape);
   if (x.numel() == 0) {
@@ -83,12 +85,7 @@ NormGradients norm_gradients_of(bool centred, const Tensor& x, const Tensor& gra
   if (!kernel) {
     // The parts in f32 for half types, as the autograd rule computed them: the sums of g and
     // g * xhat in f16 were off by several units in its last place over rows of 37.
-    if (is_half(x.dtype())) {
-      const NormGradients wide =
-          norm_gradients_of(centred, as_f32(x, s), as_f32(grad, s), normalized_shape,
-                            as_f32(weight, s), eps, want_weight, want_bias, s);
-      return {narrowed(wide.x), narrowed(wide.weight), narrowed(wide.bias)};
-    }
+    if (is_half(x.dtype())) return in_f32();
     out.x = from_parts(centred, x, grad, axes, weight, eps, s);
     parameter_grads_from_parts(centred, x, grad, normalized_shape, eps, out, want_weight, want_bias,
                                s);
