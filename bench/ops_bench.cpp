@@ -12,6 +12,8 @@
 // read bandwidth), a 2048^2 bf16 matmul against hal's own f32 one, and gelu(y + b) * s over
 // 16 Mi f32 as one fused_elementwise against the three ops apart. On CUDA devices: 8192^2 f16
 // and bf16 and 4096^2 f32 products against cublasGemmEx called directly on the same operands.
+// On every device: softmax, layer_norm and layer_norm's three gradients over [4096, 1024] f32
+// rows against the same ops built from their parts (reductions and elementwise ops).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -28,6 +30,7 @@
 #include "hal/ops.hpp"
 #include "hal/tune.hpp"
 #include "ops/gemm_choice.hpp"
+#include "ops/normalization.hpp"
 #include "ops/portable_gemm.hpp"
 #include "ops/reduce_params.hpp"
 
@@ -359,6 +362,62 @@ void embedding_backward_rows(benchmark::State& state, bool one_hot) {
   state.SetItemsProcessed(state.iterations() * kPositions * kDim);
 }
 
+// softmax, layer_norm and layer_norm's gradients (x's, the weight's and the bias's) over
+// [4 096, 1 024] f32 rows, a transformer's hidden states: the op, whose fused kernel runs where
+// the device has one, against the same built from its parts (what a device without the kernel
+// runs; the gradients' parts share xhat, which hal's own parts path computes twice).
+constexpr int64_t kNormRows = 4096, kNormCols = 1024;
+enum class RowWork { softmax, layer_norm, layer_norm_backward };
+
+void rows_op(benchmark::State& state, RowWork work, bool parts) {
+  Stream& stream = operands(g_device).stream;
+  const Tensor x = uniform({kNormRows, kNormCols}, DType::f32, 21, stream, -3, 3);
+  const Tensor grad = uniform({kNormRows, kNormCols}, DType::f32, 22, stream, -1, 1);
+  const Tensor weight = uniform({kNormCols}, DType::f32, 23, stream, 0.5, 2);
+  const Tensor bias = uniform({kNormCols}, DType::f32, 24, stream, -1, 1);
+  const Tensor eps = full({}, 1e-5, DType::f32, stream);
+  const std::vector<int64_t> last{1}, first{0};
+  const auto normalised = [&] {
+    const Tensor centred = sub(x, mean(x, last, true, stream), stream);
+    const Tensor rstd =
+        rsqrt(add(mean(mul(centred, centred, stream), last, true, stream), eps, stream), stream);
+    return std::pair{mul(centred, rstd, stream), rstd};
+  };
+  const auto once = [&]() -> Tensor {
+    switch (work) {
+      case RowWork::softmax: {
+        if (!parts) return softmax(x, 1, stream);
+        const Tensor exps = exp(sub(x, max(x, last, true, stream), stream), stream);
+        return div(exps, sum(exps, last, true, stream), stream);
+      }
+      case RowWork::layer_norm:
+        if (!parts) return layer_norm(x, {kNormCols}, weight, bias, 1e-5, stream);
+        return add(mul(normalised().first, weight, stream), bias, stream);
+      case RowWork::layer_norm_backward: {
+        if (!parts)
+          return ops::norm_gradients(true, x, grad, {kNormCols}, weight, 1e-5, true, true, stream)
+              .x;
+        const auto [xhat, rstd] = normalised();
+        const Tensor g = mul(grad, weight, stream);
+        const Tensor inner =
+            sub(sub(g, mul(xhat, mean(mul(g, xhat, stream), last, true, stream), stream), stream),
+                mean(g, last, true, stream), stream);
+        benchmark::DoNotOptimize(sum(mul(grad, xhat, stream), first, false, stream));
+        benchmark::DoNotOptimize(sum(grad, first, false, stream));
+        return mul(rstd, inner, stream);
+      }
+    }
+    return Tensor();
+  };
+  once();  // kernels compiled, memory cached
+  stream.synchronize();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(once());
+    stream.synchronize();
+  }
+  state.SetItemsProcessed(state.iterations() * kNormRows * kNormCols);
+}
+
 void hal_add_tiny(benchmark::State& state) {
   Operands& o = operands(g_device);
   for (auto _ : state) {
@@ -419,6 +478,12 @@ void register_benchmarks(bool compare_with_cpu, bool portable) {
       configure(
           register_guarded("hal_linear_" + activation + "_unfused", hal_linear, activation, false));
     }
+  }
+  for (const auto& [name, work] :
+       {std::pair{"softmax", RowWork::softmax}, std::pair{"layer_norm", RowWork::layer_norm},
+        std::pair{"layer_norm_backward", RowWork::layer_norm_backward}}) {
+    configure(register_guarded(std::string("hal_") + name + "_rows", rows_op, work, false));
+    configure(register_guarded(std::string("parts_") + name + "_rows", rows_op, work, true));
   }
   configure(register_guarded("hal_embedding_backward", embedding_backward_rows, false));
   configure(register_guarded("one_hot_embedding_backward", embedding_backward_rows, true));
@@ -500,6 +565,9 @@ std::vector<Comparison> comparisons(bool compare_with_cpu, bool portable) {
       out.push_back({"linear_" + activation + "_2048x2048x64_fused_vs_unfused",
                      "hal_linear_" + activation + "_fused", "hal_linear_" + activation + "_unfused",
                      ""});
+  for (const std::string name : {"softmax", "layer_norm", "layer_norm_backward"})
+    out.push_back(
+        {name + "_f32_4096x1024_vs_parts", "hal_" + name + "_rows", "parts_" + name + "_rows", ""});
   out.push_back({"embedding_backward_4096x8000x64_vs_one_hot", "hal_embedding_backward",
                  "one_hot_embedding_backward", ""});
   if (compare_with_cpu) {

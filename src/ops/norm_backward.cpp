@@ -1,8 +1,8 @@
 // layer_norm_backward and rms_norm_backward: x's gradient through a norm, and for the autograd
 // rule the weight's and bias's with it. Where the device has a kernel for it (the CPU:
-// host_norm_backward.cpp, a row at a time, the parameters' sums in the same pass) that runs;
-// elsewhere the closed form from the reductions and elementwise ops, about seventeen passes over
-// memory, and the parameters' from x normalised again.
+// host_norm_backward.cpp, a row at a time, the parameters' sums in the same pass; OpenCL and
+// CUDA: portable_rowwise.cpp) that runs; elsewhere the closed form from the reductions and
+// elementwise ops, about seventeen passes over memory, the parameters' sharing its xhat.
 #include "autograd/record.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
@@ -19,8 +19,12 @@ std::string_view op_name(bool centred) {
   return centred ? "layer_norm_backward" : "rms_norm_backward";
 }
 
-Tensor from_parts(bool centred, const Tensor& x, const Tensor& grad,
-                  const std::vector<int64_t>& axes, const Tensor& weight, double eps, Stream& s) {
+// x's gradient and, where asked, the parameters' from the reductions and elementwise ops, with
+// xhat and rstd worked out once for both.
+NormGradients from_parts(bool centred, const Tensor& x, const Tensor& grad,
+                         const std::vector<int64_t>& axes, const Shape& normalized_shape,
+                         const Tensor& weight, double eps, bool want_weight, bool want_bias,
+                         Stream& s) {
   const Tensor eps_t = full({}, eps, x.dtype(), s);
   const Tensor xc = centred ? sub(x, mean(x, axes, true, s), s) : x;
   const Tensor rstd = rsqrt(add(mean(mul(xc, xc, s), axes, true, s), eps_t, s), s);
@@ -28,25 +32,16 @@ Tensor from_parts(bool centred, const Tensor& x, const Tensor& grad,
   const Tensor g = weight.defined() ? mul(grad, weight, s) : grad;
   Tensor inner = sub(g, mul(xhat, mean(mul(g, xhat, s), axes, true, s), s), s);
   if (centred) inner = sub(inner, mean(g, axes, true, s), s);
-  return mul(rstd, inner, s);
-}
-
-// The parameters' gradients from parts: x normalised again by the forward op (without weight
-// and bias), times grad, summed over the leading axes.
-void parameter_grads_from_parts(bool centred, const Tensor& x, const Tensor& grad,
-                                const Shape& normalized_shape, double eps, NormGradients& out,
-                                bool want_weight, bool want_bias, Stream& s) {
+  NormGradients out{mul(rstd, inner, s), Tensor(), Tensor()};
+  // The parameters': sums over the leading axes of grad * xhat and of grad.
   std::vector<int64_t> leading(x.dim() - static_cast<int64_t>(normalized_shape.size()));
   for (size_t d = 0; d < leading.size(); ++d) leading[d] = static_cast<int64_t>(d);
   const auto sum_leading = [&](const Tensor& t) {
     return (leading.empty() ? t : sum(t, leading, false, s)).reshape(normalized_shape);
   };
-  if (want_weight) {
-    const Tensor xhat = centred ? layer_norm(x, normalized_shape, Tensor(), Tensor(), eps, s)
-                                : rms_norm(x, normalized_shape, Tensor(), eps, s);
-    out.weight = sum_leading(mul(grad, xhat, s));
-  }
+  if (want_weight) out.weight = sum_leading(mul(grad, xhat, s));
   if (want_bias) out.bias = sum_leading(grad);
+  return out;
 }
 
 NormGradients norm_gradients_of(bool centred, const Tensor& x, const Tensor& grad,
@@ -86,10 +81,8 @@ NormGradients norm_gradients_of(bool centred, const Tensor& x, const Tensor& gra
     // The parts in f32 for half types, as the autograd rule computed them: the sums of g and
     // g * xhat in f16 were off by several units in its last place over rows of 37.
     if (is_half(x.dtype())) return in_f32();
-    out.x = from_parts(centred, x, grad, axes, weight, eps, s);
-    parameter_grads_from_parts(centred, x, grad, normalized_shape, eps, out, want_weight, want_bias,
-                               s);
-    return out;
+    return from_parts(centred, x, grad, axes, normalized_shape, weight, eps, want_weight, want_bias,
+                      s);
   }
   const Tensor x_in = x.contiguous(s), grad_in = grad.contiguous(s);
   const Tensor w = weight.defined() ? weight.contiguous(s) : weight;

@@ -1,6 +1,7 @@
 // softmax, log-softmax, layer norm and RMS norm, built from the reductions and elementwise ops,
 // so they run wherever those do, with their checks; a device with a fused kernel of its own for
-// one (the CPU: host_rowwise.cpp) runs that instead when the op's axes are x's last. Each
+// one (the CPU: host_rowwise.cpp; OpenCL and CUDA: portable_rowwise.cpp; Vulkan: rowwise.comp)
+// runs that instead when the op's axes are x's last. Each
 // subtracts the maximum or the mean first, for stability.
 #include <algorithm>
 #include <cmath>

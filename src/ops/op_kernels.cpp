@@ -158,6 +158,10 @@ class Registry {
         {"portable kernels", portable_device, kFloat, fp64_if_listed, 0, &portable_reduce_kernel});
     add(kExtremes, {"portable kernels", portable_device, kKernelArithmetic, fp64_if_listed, 0,
                     &portable_reduce_kernel});
+    add(kRowwise,
+        {"portable kernels", portable_device, kFloat, fp64_if_listed, 0, &portable_rowwise});
+    add({"layer_norm_backward", "rms_norm_backward"},
+        {"portable kernels", portable_device, kFloat, fp64_if_listed, 0, &portable_norm_backward});
 
     // A plugin's built-in ops (plugin.h): arithmetic but pow, unary functions, reductions.
     add(kArithmetic,

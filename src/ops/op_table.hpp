@@ -97,6 +97,8 @@ struct RowwiseArgs {
 };
 using RowwiseKernel = void (*)(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);
 void host_rowwise(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);  // the CPU's
+// OpenCL's and CUDA's (portable_rowwise.cpp)
+void portable_rowwise(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);
 // layer_norm_backward and rms_norm_backward (the op says which): x's gradient `dx` from x and
 // the output's gradient `grad` over the rows of their last `cols` elements; weight may be
 // undefined; all contiguous. Where weight_grad (bias_grad), of `cols` elements, is defined, the
@@ -113,6 +115,7 @@ struct NormBackwardArgs {
 using NormBackwardKernel = void (*)(const OpDescriptor& op, const NormBackwardArgs& args,
                                     Stream& stream);
 void host_norm_backward(const OpDescriptor& op, const NormBackwardArgs& args, Stream& stream);
+void portable_norm_backward(const OpDescriptor& op, const NormBackwardArgs& args, Stream& stream);
 using FusedKernel = void (*)(const FusedProgram& program, const std::vector<Tensor>& inputs,
                              const Tensor& out, const FusedLayout& layout, Stream& stream);
 // The layers' kernels (docs/training.md): each op's own signature.

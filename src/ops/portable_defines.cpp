@@ -141,4 +141,14 @@ std::vector<std::string> reduce_defines(Reduce op, DType dtype, uint32_t group) 
   return out;
 }
 
+std::vector<std::string> rowwise_defines(std::string_view op, DType dtype, uint32_t group) {
+  std::vector<std::string> out{"GROUP=" + std::to_string(group)};
+  if (!op.empty()) out.push_back("OP_" + upper(op));
+  if (dtype == DType::f64)
+    out.insert(out.end(), {"VALUE_T=double", "T_F64"});
+  else
+    out.emplace_back("VALUE_T=float");
+  return out;
+}
+
 }  // namespace hal::ops

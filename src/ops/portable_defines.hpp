@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ops/elementwise.hpp"
@@ -24,5 +25,8 @@ std::vector<std::string> embedding_defines(DType dtype);
 std::vector<std::string> cast_defines(DType from, DType to);
 // kernels/ops/reduce.kernel; group is the work-group size, a power of two.
 std::vector<std::string> reduce_defines(Reduce op, DType dtype, uint32_t group);
+// kernels/ops/rowwise.kernel in `dtype` (f32 or f64); `op` names rowwise's op (softmax,
+// log_softmax, layer_norm, rms_norm), empty for the norms' gradients, which take it as a flag.
+std::vector<std::string> rowwise_defines(std::string_view op, DType dtype, uint32_t group);
 
 }  // namespace hal::ops

@@ -98,6 +98,14 @@ std::vector<GradCase> gradient_cases() {
       {"layer_norm_rows",  // rows in parts on the CPU, the parameters' sums added across them
        {{{29, 11}, -2, 2}, {{11}, 0.5, 1.5}, {{11}}},
        [](const In& in, Stream& s) { return layer_norm(in[0], {11}, in[1], in[2], 1e-5, s); }},
+      // Rows enough that OpenCL and CUDA sum the parameters' gradients in parts of rows, added
+      // in a second pass (portable_rowwise.cpp: 6 parts of 16 rows; rms_norm's weight alone, 5).
+      {"layer_norm_many_rows",
+       {{{96, 7}, -2, 2}, {{7}, 0.5, 1.5}, {{7}}},
+       [](const In& in, Stream& s) { return layer_norm(in[0], {7}, in[1], in[2], 1e-5, s); }},
+      {"rms_norm_many_rows",
+       {{{80, 9}, -2, 2}, {{9}, 0.5, 1.5}},
+       [](const In& in, Stream& s) { return rms_norm(in[0], {9}, in[1], 1e-6, s); }},
       {"layer_norm_plain",
        {{{4, 6}, -2, 2}},
        [](const In& in, Stream& s) { return layer_norm(in[0], {6}, Tensor(), Tensor(), 1e-5, s); }},

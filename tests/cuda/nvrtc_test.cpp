@@ -149,6 +149,13 @@ TEST(Nvrtc, TheLibrarysKernelsCompile) {
       if (runs) defines.emplace_back("ITEM_RUNS");
       all.push_back({"ops/reduce", "reduce_partial", with_dashes(defines)});
     }
+  // The ops that normalise rows, and the norms' gradients in their three passes.
+  for (DType dtype : {DType::f32, DType::f64}) {
+    for (const char* op : {"softmax", "log_softmax", "layer_norm", "rms_norm"})
+      all.push_back({"ops/rowwise", "rowwise", with_dashes(ops::rowwise_defines(op, dtype, 256))});
+    for (const char* entry : {"norm_backward_rows", "norm_backward_columns", "norm_backward_final"})
+      all.push_back({"ops/rowwise", entry, with_dashes(ops::rowwise_defines("", dtype, 256))});
+  }
   // hal's GEMM: the tiled family (CUDA has no vector types: VEC=1), f32 and bf16, transposed.
   for (const char* value : {"-DVALUE_T=float", "-DVALUE_T=ushort -DT_BF16"})
     for (const char* transposes : {"", "-DTRANS_A -DTRANS_B"}) {

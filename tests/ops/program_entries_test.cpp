@@ -33,6 +33,9 @@ std::vector<Program> programs_with_several_kernels() {
       {"ops/elementwise", {"where_flat", "where_strided"}, ops::where_defines(4)},
       {"ops/cast", {"cast_flat", "cast_strided"}, ops::cast_defines(DType::f32, DType::i32)},
       {"ops/reduce", {"reduce", "reduce_partial", "reduce_final"}, reduce},
+      {"ops/rowwise",
+       {"rowwise", "norm_backward_rows", "norm_backward_columns", "norm_backward_final"},
+       ops::rowwise_defines("layer_norm", DType::f32, 64)},
       {"tensor/random", {"random_uniform", "random_normal"}, {}},
   };
 }

@@ -16,6 +16,7 @@
 #include "hal/tune.hpp"
 #include "ops/candidate_search.hpp"
 #include "ops/gemm_choice.hpp"
+#include "ops/portable_defines.hpp"
 #include "ops/portable_gemm.hpp"
 #include "ops/reduce_params.hpp"
 #include "ops/shape_class.hpp"
@@ -306,6 +307,35 @@ TEST(KernelSignatures, GemmAndTwoStageReductionsAreCheckedOnEveryBackend) {
   const auto one_pass = params("ops/reduce", "reduce", sum);
   ASSERT_TRUE(one_pass);
   EXPECT_EQ(one_pass->size(), 28u);
+}
+
+// The row kernels' signatures as CUDA checks launches against them: eps is value_t (4 bytes in
+// f32, 8 in f64, as portable_rowwise.cpp passes it), the rest buffers and 8-byte counts.
+TEST(KernelSignatures, RowKernelsDeclareEpsInTheirOwnType) {
+  const auto params = [](const char* entry, std::string_view op, DType dtype) {
+    return detail::declared_params(
+        {entry, std::string(embedded_kernel("ops/rowwise")), KernelLanguage::portable},
+        {.defines = ops::rowwise_defines(op, dtype, 64)});
+  };
+  for (const auto& [dtype, eps_bytes] : {std::pair{DType::f32, 4u}, std::pair{DType::f64, 8u}}) {
+    SCOPED_TRACE(to_string(dtype));
+    const auto rowwise = params("rowwise", "layer_norm", dtype);
+    ASSERT_TRUE(rowwise);
+    ASSERT_EQ(rowwise->size(), 11u);  // out, x, weight, bias, 4 offsets, cols, eps, flags
+    EXPECT_EQ((*rowwise)[3].kind, KernelArg::Kind::buffer);
+    EXPECT_EQ((*rowwise)[9].scalar_bytes, eps_bytes);
+    EXPECT_EQ((*rowwise)[10].scalar_bytes, 8u);
+    const auto rows = params("norm_backward_rows", "", dtype);
+    ASSERT_TRUE(rows);
+    ASSERT_EQ(rows->size(), 12u);  // dx, stats, x, grad, weight, 4 offsets, cols, eps, flags
+    EXPECT_EQ((*rows)[10].scalar_bytes, eps_bytes);
+    const auto columns = params("norm_backward_columns", "", dtype);
+    ASSERT_TRUE(columns);
+    EXPECT_EQ(columns->size(), 12u);  // 2 parts, x, grad, stats, 2 offsets, 5 counts and flags
+    const auto final_pass = params("norm_backward_final", "", dtype);
+    ASSERT_TRUE(final_pass);
+    EXPECT_EQ(final_pass->size(), 9u);
+  }
 }
 
 TEST(Tune, RefusesWhatItCannotTune) {
