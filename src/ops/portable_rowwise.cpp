@@ -18,10 +18,15 @@ namespace {
 // The flags of rowwise.kernel (FLAG_*).
 constexpr uint64_t kCentred = 1, kWeight = 2, kBias = 4, kStats = 8;
 
-// Items a row: enough for the row's length, from a warp's 32 up to 256, within the device's
-// limit (a power of two: the kernels combine by halves).
+// Items a row, a power of two within the device's limit (the kernels combine by halves). GPUs:
+// enough for the row's length, from a warp's 32 up to 256. CPU devices (PoCL) run a group's
+// items as one vector loop: 16 ran [4096, 1024] f32 layer_norm on opencl:0 in 3.7 ms, 256 in
+// 15 ms, 1 in 4.6 ms.
 uint32_t group_for(int64_t cols, const DeviceInfo& device) {
-  const auto want = std::clamp<uint64_t>(std::bit_ceil(static_cast<uint64_t>(cols)), 32, 256);
+  const uint64_t want =
+      device.kind == DeviceKind::cpu
+          ? 16
+          : std::clamp<uint64_t>(std::bit_ceil(static_cast<uint64_t>(cols)), 32, 256);
   return fitting_group(static_cast<uint32_t>(want), device);
 }
 
