@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -31,6 +32,26 @@ TEST(WorkQueue, TicketsCountFromOne) {
   EXPECT_EQ(queue.push([] {}), 1u);
   EXPECT_EQ(queue.push([] {}), 2u);
   queue.wait_for(2);
+  EXPECT_TRUE(queue.idle());
+}
+
+// A push whose prepare() throws queues nothing: the task never runs, also() is not called, and
+// the ticket goes to the next push (what a CPU launch relies on when it cannot reserve room
+// for holding its buffers: the caller sees the error and no task uses them unheld).
+TEST(WorkQueue, APushWhosePreparationFailsQueuesNothing) {
+  WorkQueue queue;
+  std::atomic<int> ran{0}, also_called{0};
+  EXPECT_THROW(queue.push([&] { ran.fetch_add(1); }, [] { throw std::bad_alloc(); },
+                          [&](uint64_t) noexcept { also_called.fetch_add(1); }),
+               std::bad_alloc);
+  uint64_t also_ticket = 0;
+  const uint64_t ticket =
+      queue.push([&] { ran.fetch_add(10); }, [] {}, [&](uint64_t t) noexcept { also_ticket = t; });
+  EXPECT_EQ(ticket, 1u);
+  EXPECT_EQ(also_ticket, 1u);
+  queue.wait_all();
+  EXPECT_EQ(ran.load(), 10);
+  EXPECT_EQ(also_called.load(), 0);
   EXPECT_TRUE(queue.idle());
 }
 

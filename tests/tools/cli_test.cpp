@@ -351,7 +351,7 @@ TEST(Cli, CtsReportsEveryCaseAsJsonAndJUnit) {
 // program's stderr ("4 warnings generated."), which once broke a test reading `hal train --json`
 // with its stderr (integer maxima's NaN tests, a self-comparison clang calls constant). With fresh
 // kernel caches, hal's and PoCL's, so that each kernel is built here, for the integer types and the
-// ops that test NaN.
+// ops that test NaN, and the row kernels (softmax, the norms, their gradients).
 TEST(Cli, OpenClKernelsBuildWithoutWarnings) {
   if (run("", "devices").output.find("[opencl:0]") == std::string::npos)
     GTEST_SKIP() << "no opencl:0 here";
@@ -361,8 +361,10 @@ TEST(Cli, OpenClKernelsBuildWithoutWarnings) {
   std::filesystem::create_directories(caches / "pocl");
   const std::string environment = "POCL_CACHE_DIR=" + (caches / "pocl").string() +
                                   " HAL_CACHE_DIR=" + (caches / "hal").string();
-  for (const char* filter : {"op.table.maximum.i32", "op.table.minimum.i8", "op.table.max.i64",
-                             "op.table.min.u8", "op.table.argmax.i8", "op.table.sum.i64"}) {
+  for (const char* filter :
+       {"op.table.maximum.i32", "op.table.minimum.i8", "op.table.max.i64", "op.table.min.u8",
+        "op.table.argmax.i8", "op.table.sum.i64", "op.softmax.stable", "op.layer_norm_and_rms_norm",
+        "op.norm_backward"}) {
     // stdout and stderr both: PoCL's clang writes to either, as it was built.
     const Result result =
         run(environment, std::string("cts --device opencl:0 --json --filter ") + filter);

@@ -51,15 +51,21 @@ class WorkQueue {
 
   // Returns the task's ticket: 1 for the first task, then 2, 3 ...
   uint64_t push(Task task) {
-    return push(std::move(task), [](uint64_t) {});
+    return push(
+        std::move(task), [] {}, [](uint64_t) noexcept {});
   }
   // The same, calling also(ticket) under the queue's lock, after the task is queued: what a
-  // stream records about its tasks stays in the order of their tickets.
-  template <class Also>
-  uint64_t push(Task task, Also also) {
+  // stream records about its tasks stays in the order of their tickets. prepare() runs under
+  // the lock before anything is queued, and may throw (nothing queued then, as when the task
+  // finds no room); also() may not, since by then the task is queued and will run: it must
+  // find ready what prepare() set aside.
+  template <class Prepare, class Also>
+  uint64_t push(Task task, Prepare prepare, Also also) {
+    static_assert(noexcept(also(uint64_t{})), "also() runs once the task is queued: noexcept");
     uint64_t ticket;
     {
       std::lock_guard lock(queue_lock_);
+      prepare();
       tasks_.push_back(std::move(task));
       ticket = pushed_.fetch_add(1) + 1;
       also(ticket);

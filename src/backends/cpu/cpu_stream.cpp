@@ -33,19 +33,16 @@ void fill_pattern(char* dst, size_t bytes, const unsigned char* pattern, size_t 
 // While a trace records, a task also records when the worker ran it: a span on the stream's
 // execution track (trace_record.hpp), the device's time where the stream's own track has the
 // host's issue. Out of line, so that the untraced push keeps its one branch.
-template <class Task, class Also = void (*)(uint64_t)>
-[[gnu::noinline]] void push_timed(
-    async::WorkQueue& queue, const StreamImpl& stream, std::string_view category,
-    std::string_view name, const trace::detail::SpanArgs& args, Task task,
-    Also also = [](uint64_t) {}) {
-  queue.push(
-      [track = trace::detail::execution_track(stream), category, name, args,
-       task = std::move(task)]() mutable {
-        const uint64_t start = trace::detail::now();
-        task();
-        trace::detail::span(track, category, name, start, trace::detail::now(), args);
-      },
-      also);
+template <class Task>
+[[gnu::noinline]] void push_timed(async::WorkQueue& queue, const StreamImpl& stream,
+                                  std::string_view category, std::string_view name,
+                                  const trace::detail::SpanArgs& args, Task task) {
+  queue.push([track = trace::detail::execution_track(stream), category, name, args,
+              task = std::move(task)]() mutable {
+    const uint64_t start = trace::detail::now();
+    task();
+    trace::detail::span(track, category, name, start, trace::detail::now(), args);
+  });
 }
 
 }  // namespace
@@ -114,8 +111,11 @@ void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchCo
   };
   static_assert(async::InlineTask::kFitsInline<decltype(task)>, "a launch should not allocate");
   // Under the queue's lock, right after the push: a sweep takes that lock too, so it cannot
-  // drop what this task uses before it is held (the caller holds it until this returns).
-  const auto hold = [&](uint64_t ticket) {
+  // drop what this task uses before it is held (the caller holds it until this returns). The
+  // room for it is reserved before the push: a hold that failed after it would leave a queued
+  // task using buffers nothing keeps.
+  const auto reserve = [&] { refs_.reserve(1 + args.size()); };
+  const auto hold = [&](uint64_t ticket) noexcept {
     refs_.hold(kernel, ticket);
     for (size_t i = 0; i < args.size(); ++i)
       if (args[i].kind() == KernelArg::Kind::buffer) refs_.hold(args[i].buffer().impl(), ticket);
@@ -133,10 +133,10 @@ void CpuStream::launch(const std::shared_ptr<KernelImpl>& kernel, const LaunchCo
     };
     static_assert(async::InlineTask::kFitsInline<decltype(timed)>,
                   "a traced launch should not allocate either");
-    queue_.push(std::move(timed), hold);
+    queue_.push(std::move(timed), reserve, hold);
     return;
   }
-  queue_.push(std::move(task), hold);
+  queue_.push(std::move(task), reserve, hold);
 }
 
 namespace {

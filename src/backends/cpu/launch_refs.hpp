@@ -15,6 +15,7 @@
 // dropped after that lock (dropping a buffer may call into its allocator).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -27,7 +28,16 @@ class LaunchRefs {
   using Ref = std::shared_ptr<const void>;
   static constexpr size_t kSlots = 8;
 
-  // Keeps `object` until the task with `ticket` has run.
+  // Room for `holds` more calls of hold() that allocate nothing (each retires at most one
+  // reference): a stream reserves before it queues a task, and holds what the task uses after,
+  // when a failure could no longer undo the queueing.
+  void reserve(size_t holds) {
+    if (retired_.capacity() - retired_.size() < holds)
+      retired_.reserve(retired_.size() + std::max(holds, retired_.size()));
+  }
+
+  // Keeps `object` until the task with `ticket` has run. Allocates only past what reserve()
+  // made room for.
   template <class T>
   void hold(const std::shared_ptr<T>& object, uint64_t ticket) {
     const void* key = object.get();
