@@ -213,6 +213,8 @@ class Registry {
         {"Vulkan shaders", vulkan_backend, kVulkanFloating | DTypeSet{DType::i32, DType::i64},
          listed, 0, &vulkan_reduce});
     add(kRowwise, {"Vulkan shaders", vulkan_backend, kVulkanHalf, listed, 0, &vulkan_rowwise});
+    add({"layer_norm_backward", "rms_norm_backward"},
+        {"Vulkan shaders", vulkan_backend, DTypeSet{DType::f32}, listed, 0, &vulkan_norm_backward});
     add({"matmul"}, {"Vulkan shaders", vulkan_backend, kVulkanFloating, listed, 0, &vulkan_gemm});
     add({"conv"}, {"Vulkan shaders", vulkan_backend, kVulkanFloating, listed, 0, &vulkan_conv});
 #endif

@@ -329,6 +329,59 @@ void vulkan_rowwise(const OpDescriptor& op, const RowwiseArgs& a, Stream& stream
   stream.launch(kernel, config, args);
 }
 
+void vulkan_norm_backward(const OpDescriptor& op, const NormBackwardArgs& a, Stream& stream) {
+  if (a.rows == 0 || a.cols == 0) return;
+  const Device device = a.x.device();
+  const bool has_weight = a.weight.defined();
+  const bool want_weight = a.weight_grad.defined(), want_bias = a.bias_grad.defined();
+  const bool want_parameters = want_weight || want_bias;
+  for (const Tensor* t : {&a.x, &a.grad, &a.weight, &a.dx, &a.weight_grad, &a.bias_grad})
+    check_binding(op.name, *t);
+  // Every index first: nothing is enqueued for what a shader cannot address.
+  const uint32_t rows = index32(a.rows, op.name, a.x), cols = index32(a.cols, op.name, a.x);
+  index32(a.rows * a.cols, op.name, a.x);
+  for (const Tensor* t : {&a.x, &a.grad, &a.dx}) index32(t->offset() + t->numel(), op.name, *t);
+  // The parameters' column sums in parts of rows, about 16 Ki invocations in all, at least 16
+  // rows a part; then the parts of each column added in order.
+  const int64_t parts =
+      std::clamp<int64_t>((16384 + a.cols - 1) / a.cols, 1, std::max<int64_t>(1, a.rows / 16));
+  const int64_t chunk = (a.rows + parts - 1) / parts;
+  if (want_parameters) index32(parts * a.cols, op.name, a.x);
+  // Each row's mean and rstd, for the parameters' gradients (bound to dx when not asked).
+  const Tensor stats = want_parameters ? empty_beside(a.x, {2 * a.rows}, DType::f32) : a.dx;
+  const Tensor& weight = has_weight ? a.weight : a.x;  // an absent one bound to x, never read
+  const uint32_t centred = op.name == "layer_norm_backward" ? 1u : 0u;
+  LaunchConfig config = LaunchConfig::linear(uint64_t{rows} * kReduceGroup);
+  config.local = {kReduceGroup, 1, 1};
+  stream.launch(shader_kernel(device, "norm_backward_rows",
+                              {centred, has_weight ? 1u : 0u, want_parameters ? 1u : 0u}),
+                config,
+                {a.dx.storage(), stats.storage(), a.x.storage(), a.grad.storage(), weight.storage(),
+                 index32(a.dx.offset(), op.name, a.dx), index32(stats.offset(), op.name, stats),
+                 index32(a.x.offset(), op.name, a.x), index32(a.grad.offset(), op.name, a.grad),
+                 has_weight ? index32(weight.offset(), op.name, weight) : 0u, rows, cols,
+                 static_cast<float>(a.eps)});
+  if (!want_parameters) return;
+  // A sum not asked for is bound to the other's parts and gradient, which it then never writes.
+  const Tensor weight_parts = empty_beside(a.x, {parts * a.cols}, DType::f32);
+  const Tensor bias_parts =
+      want_weight && want_bias ? empty_beside(a.x, {parts * a.cols}, DType::f32) : weight_parts;
+  const std::initializer_list<uint32_t> wanted{want_weight ? 1u : 0u, want_bias ? 1u : 0u};
+  stream.launch(shader_kernel(device, "norm_backward_columns", wanted),
+                LaunchConfig::linear(static_cast<uint64_t>(parts * a.cols)),
+                {weight_parts.storage(), bias_parts.storage(), a.x.storage(), a.grad.storage(),
+                 stats.storage(), index32(a.x.offset(), op.name, a.x),
+                 index32(a.grad.offset(), op.name, a.grad), index32(stats.offset(), op.name, stats),
+                 rows, cols, static_cast<uint32_t>(parts), static_cast<uint32_t>(chunk)});
+  const Tensor& weight_grad = want_weight ? a.weight_grad : a.bias_grad;
+  const Tensor& bias_grad = want_bias ? a.bias_grad : a.weight_grad;
+  stream.launch(
+      shader_kernel(device, "norm_backward_final", wanted), LaunchConfig::linear(cols),
+      {weight_grad.storage(), bias_grad.storage(), weight_parts.storage(), bias_parts.storage(),
+       index32(weight_grad.offset(), op.name, weight_grad),
+       index32(bias_grad.offset(), op.name, bias_grad), cols, static_cast<uint32_t>(parts)});
+}
+
 void vulkan_gemm(const GemmDesc& g, Stream& stream) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
   const Device device = stream.device();

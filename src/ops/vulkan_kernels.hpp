@@ -34,6 +34,9 @@ void vulkan_cast(const Tensor& x, const Tensor& out, const ElementwiseLayout<1>&
 void vulkan_reduce(Reduce op, const Tensor& x, const Tensor& out, const ReduceLayout& layout,
                    const std::vector<bool>& reduced_axes, Stream& stream);
 void vulkan_rowwise(const OpDescriptor& op, const RowwiseArgs& args, Stream& stream);
+// layer_norm_backward and rms_norm_backward in f32 (kernels/vulkan/norm_backward_*.comp): x's
+// gradient a work group a row, the parameters' as column sums in parts of rows.
+void vulkan_norm_backward(const OpDescriptor& op, const NormBackwardArgs& args, Stream& stream);
 void vulkan_gemm(const GemmDesc& gemm, Stream& stream);
 // Convolution as im2col (a shader) and one matmul per group, then bias, the residual and relu
 // in one pass (vulkan_conv.cpp).
