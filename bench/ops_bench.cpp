@@ -365,7 +365,7 @@ void embedding_backward_rows(benchmark::State& state, bool one_hot) {
 // softmax, layer_norm and layer_norm's gradients (x's, the weight's and the bias's) over
 // [4 096, 1 024] f32 rows, a transformer's hidden states: the op, whose fused kernel runs where
 // the device has one, against the same built from its parts (what a device without the kernel
-// runs; the gradients' parts share xhat, which hal's own parts path computes twice).
+// runs, xhat shared between the gradients as there).
 constexpr int64_t kNormRows = 4096, kNormCols = 1024;
 enum class RowWork { softmax, layer_norm, layer_norm_backward };
 

@@ -1,8 +1,11 @@
 // layer_norm_backward and rms_norm_backward: x's gradient through a norm, and for the autograd
 // rule the weight's and bias's with it. Where the device has a kernel for it (the CPU:
 // host_norm_backward.cpp, a row at a time, the parameters' sums in the same pass; OpenCL and
-// CUDA: portable_rowwise.cpp) that runs; elsewhere the closed form from the reductions and
-// elementwise ops, about seventeen passes over memory, the parameters' sharing its xhat.
+// CUDA: portable_rowwise.cpp; Vulkan: vulkan_kernels.cpp) that runs; elsewhere the closed form from
+// the reductions and elementwise ops, about seventeen passes over memory, the parameters' sharing
+// its xhat.
+#include <algorithm>
+
 #include "autograd/record.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
@@ -97,6 +100,12 @@ NormGradients norm_gradients_of(bool centred, const Tensor& x, const Tensor& gra
 }
 
 }  // namespace
+
+ColumnParts norm_column_parts(int64_t rows, int64_t cols) {
+  const int64_t parts =
+      std::clamp<int64_t>((16384 + cols - 1) / cols, 1, std::max<int64_t>(1, rows / 16));
+  return {parts, (rows + parts - 1) / parts};
+}
 
 NormGradients norm_gradients(bool centred, const Tensor& x, const Tensor& grad,
                              const Shape& normalized_shape, const Tensor& weight, double eps,

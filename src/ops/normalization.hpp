@@ -32,4 +32,13 @@ NormGradients norm_gradients(bool centred, const Tensor& x, const Tensor& grad,
                              const Shape& normalized_shape, const Tensor& weight, double eps,
                              bool want_weight, bool want_bias, Stream& stream);
 
+// How the devices' norm_backward kernels (OpenCL and CUDA, Vulkan) sum the parameters'
+// gradients down the columns: in `parts` runs of `chunk` rows each, so that a few columns still
+// give the device about 16 Ki items, each part at least 16 rows; the parts of each column are
+// then added in order by a second kernel.
+struct ColumnParts {
+  int64_t parts, chunk;
+};
+ColumnParts norm_column_parts(int64_t rows, int64_t cols);
+
 }  // namespace hal::ops

@@ -7,6 +7,7 @@
 #include <bit>
 
 #include "core/program_kernels.hpp"
+#include "ops/normalization.hpp"
 #include "ops/op_checks.hpp"
 #include "ops/op_table.hpp"
 #include "ops/portable_defines.hpp"
@@ -83,20 +84,14 @@ void portable_norm_backward(const OpDescriptor& op, const NormBackwardArgs& a, S
                  static_cast<uint64_t>(a.cols), eps_arg(dtype, a.eps),
                  centred | (has_weight ? kWeight : 0) | (want_parameters ? kStats : 0)});
   if (!want_parameters) return;
-  // The columns' sums in parts of rows, so that a few columns still give the device enough
-  // items (about 16 Ki), each part at least 16 rows; then the parts added in order per column.
+  const ColumnParts split = norm_column_parts(a.rows, a.cols);
   const auto rows = static_cast<uint64_t>(a.rows), cols = static_cast<uint64_t>(a.cols);
-  const uint64_t parts =
-      std::clamp<uint64_t>((16384 + cols - 1) / cols, 1, std::max<uint64_t>(1, rows / 16));
-  const uint64_t chunk = (rows + parts - 1) / parts;
+  const auto parts = static_cast<uint64_t>(split.parts), chunk = static_cast<uint64_t>(split.chunk);
   const uint64_t flags = (want_weight ? kWeight : 0) | (want_bias ? kBias : 0);
   // A sum not asked for is bound to the other's parts, which the kernels then never touch.
-  const Tensor first_parts = empty_beside(a.x, {static_cast<int64_t>(parts * cols)}, dtype);
-  const Tensor second_parts = want_weight && want_bias
-                                  ? empty_beside(a.x, {static_cast<int64_t>(parts * cols)}, dtype)
-                                  : first_parts;
-  const Tensor& weight_parts = first_parts;
-  const Tensor& bias_parts = want_weight ? second_parts : first_parts;
+  const Tensor weight_parts = empty_beside(a.x, {split.parts * a.cols}, dtype);
+  const Tensor bias_parts =
+      want_weight && want_bias ? empty_beside(a.x, {split.parts * a.cols}, dtype) : weight_parts;
   stream.launch(detail::compile_program(device, "ops/rowwise", "norm_backward_columns", defines),
                 LaunchConfig::linear(parts * cols),
                 {weight_parts.storage(), bias_parts.storage(), a.x.storage(), a.grad.storage(),

@@ -12,6 +12,7 @@
 #include "backends/vulkan/vulkan_shaders.hpp"
 #include "core/device_core.hpp"
 #include "hal/error.hpp"
+#include "ops/normalization.hpp"
 #include "ops/op_checks.hpp"
 #include "tensor/extent.hpp"
 
@@ -341,11 +342,7 @@ void vulkan_norm_backward(const OpDescriptor& op, const NormBackwardArgs& a, Str
   const uint32_t rows = index32(a.rows, op.name, a.x), cols = index32(a.cols, op.name, a.x);
   index32(a.rows * a.cols, op.name, a.x);
   for (const Tensor* t : {&a.x, &a.grad, &a.dx}) index32(t->offset() + t->numel(), op.name, *t);
-  // The parameters' column sums in parts of rows, about 16 Ki invocations in all, at least 16
-  // rows a part; then the parts of each column added in order.
-  const int64_t parts =
-      std::clamp<int64_t>((16384 + a.cols - 1) / a.cols, 1, std::max<int64_t>(1, a.rows / 16));
-  const int64_t chunk = (a.rows + parts - 1) / parts;
+  const auto [parts, chunk] = norm_column_parts(a.rows, a.cols);
   if (want_parameters) index32(parts * a.cols, op.name, a.x);
   // Each row's mean and rstd, for the parameters' gradients (bound to dx when not asked).
   const Tensor stats = want_parameters ? empty_beside(a.x, {2 * a.rows}, DType::f32) : a.dx;
