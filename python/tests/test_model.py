@@ -485,9 +485,10 @@ def test_det_is_numpys(onnx, device, rng):
                                    atol=1e-6, err_msg=f"n = {n}")
 
 
-def test_long_dfts_multiply_their_twiddles_in_and_refuse_large_prime_factors(onnx, cpu, rng):
+def test_long_dfts_multiply_their_twiddles_in_and_refuse_past_2_to_the_21(onnx, cpu, rng):
     """Past 2^24 elements of folded matrices the twiddles are multiplied in (O(L) memory); a
-    length with a prime factor above 2048 is refused by name, not given a dense matrix."""
+    length past what four steps or Bluestein's convolution take is refused by name, not given a
+    dense matrix."""
     from onnx import TensorProto
 
     model = one_node_model(onnx, "DFT", {"x": (TensorProto.FLOAT, 3)}, {"y": (TensorProto.FLOAT, 3)},
@@ -496,9 +497,36 @@ def test_long_dfts_multiply_their_twiddles_in_and_refuse_large_prime_factors(onn
     [got] = model.run({"x": signal}, device=cpu).values()
     want = np.fft.fft(signal[..., 0].astype(np.float64) + 1j * signal[..., 1], axis=1)
     np.testing.assert_allclose(got.numpy(), as_parts(want), rtol=0, atol=2e-5 * np.abs(want).max())
-    for length, words in [(4099, "a prime above 2048"), (2 * 2053, "whose factors 2 x 2053")]:
-        with pytest.raises(hal.Unsupported, match=f"a DFT of length {length}, {words}"):
+    # A prime above 2^21, and a power of two whose four steps leave 4096 points (2048 x 4096).
+    for length, points in [(2097169, 8388608), (2**23, 16777216)]:
+        with pytest.raises(hal.Unsupported, match=rf"a DFT of length {length} \(.*would take "
+                                                  rf"{points} points here\)"):
             model.run({"x": np.zeros((1, length, 1), np.float32)}, device=cpu)
+
+
+@pytest.mark.parametrize("length", [401, 4099, 2 * 2053, 65537])
+def test_dfts_with_a_prime_factor_above_2048_take_bluesteins_convolution(onnx, cpu, length, rng):
+    """A prime length above the dense matrices' 2048 points (4099, 65537) or one with such a
+    factor (2 x 2053) as a chirp convolution of a power-of-two length, against np.fft: forward
+    and inverse, real and complex input, onesided, f32 and f64."""
+    from onnx import TensorProto
+
+    signal = rng.standard_normal((2, length, 2))
+    z = signal[..., 0] + 1j * signal[..., 1]
+    cases = [  # attributes, input, expected
+        (dict(axis=1), signal, np.fft.fft(z, axis=1)),
+        (dict(axis=1, inverse=1), signal, np.fft.ifft(z, axis=1)),
+        (dict(axis=1, onesided=1), signal[..., :1], np.fft.rfft(signal[..., 0], axis=1)),
+    ]
+    for element, dtype, tolerance in [(TensorProto.FLOAT, np.float32, 2e-5),
+                                      (TensorProto.DOUBLE, np.float64, 1e-12)]:
+        for attributes, x, want in cases:
+            model = one_node_model(onnx, "DFT", {"x": (element, 3)}, {"y": (element, 3)}, 17,
+                                   **attributes)
+            [got] = model.run({"x": np.ascontiguousarray(x, dtype)}, device=cpu).values()
+            np.testing.assert_allclose(got.numpy(), as_parts(want), rtol=0,
+                                       atol=tolerance * np.abs(want).max(),
+                                       err_msg=f"length {length}, {attributes}, {dtype.__name__}")
 
 
 def test_edges_of_roi_align_mel_weights_and_multinomial(onnx, cpu):

@@ -3,8 +3,9 @@
 // steps: a DFT of length L2 down the columns of the signal seen as [L2, L1], then one of length
 // L1 along each row with the twiddle factors in its matrix; each a product with a matrix of
 // e^(-2 pi i nk/N) (angles reduced mod N in double on the host). So a length whose factors stay
-// within 2048 points runs in O(L (L1 + L2)) multiply-adds on any device that runs matmul (a
-// larger prime factor is refused: Bluestein's algorithm is not built). STFT's frames are
+// within 2048 points runs in O(L (L1 + L2)) multiply-adds on any device that runs matmul; a
+// length with a larger prime factor takes Bluestein's algorithm, a convolution by two such
+// transforms of a power-of-two length. STFT's frames are
 // gathered by `embedding`; MelWeightMatrix is worked out on the host as ONNX's reference does.
 #include <cmath>
 #include <numbers>
@@ -20,33 +21,55 @@ namespace {
 using Inputs = std::vector<Tensor>;
 using Outputs = std::vector<Tensor>;
 
+// e^(-+2 pi i t / n) for t in [0, n): a matrix's entries looked up by their angle as an integer
+// count of 1/n turns (reduced mod n, so double keeps its digits), n sines and cosines for all
+// of a transform's matrices rather than one an entry.
+class UnitRoots {
+ public:
+  UnitRoots(int64_t n, bool inverse) : n_(n), parts_(2 * static_cast<size_t>(n)) {
+    const double sign = inverse ? 1 : -1;
+    for (int64_t t = 0; t < n; ++t) {
+      const double angle = 2 * std::numbers::pi * static_cast<double>(t) / static_cast<double>(n);
+      parts_[2 * static_cast<size_t>(t)] = std::cos(angle);
+      parts_[2 * static_cast<size_t>(t) + 1] = sign * std::sin(angle);
+    }
+  }
+  // e^(-+2 pi i turns / n): its real and imaginary parts.
+  const double* at(int64_t turns) const { return &parts_[2 * static_cast<size_t>(turns % n_)]; }
+
+ private:
+  int64_t n_;
+  std::vector<double> parts_;
+};
+
 // A complex product by one real one: x = a + ib times w = c + id is ac - bd + i(ad + bc), so a
 // row of parts [a | b] times the block matrix [[c, d], [-d, c]] is the row [re | im].
 //
-// `turns(r, c)`: the angle of entry (r, c) as an integer count of 1/n turns (reduced mod n here,
-// so double keeps its digits); `scale` multiplies every entry (an inverse's 1/L). [2 rows or
-// rows (a real input), 2 columns] in `dtype`.
+// Writes at `w` the block matrix whose entry (r, c) is `roots` at `turns(r, c)`, times `scale`
+// (an inverse's 1/L): [2 rows or rows (a real input), 2 columns].
 template <class Turns>
-Tensor block(int64_t rows, int64_t columns, int64_t n, bool inverse, bool real_input, double scale,
-             Turns turns, DType dtype, Stream& s) {
-  const int64_t in_rows = real_input ? rows : 2 * rows;
-  std::vector<double> w(static_cast<size_t>(in_rows * 2 * columns));
-  const double sign = inverse ? 1 : -1;
-  const auto at = [&](int64_t r, int64_t c) -> double& {
-    return w[static_cast<size_t>(r * 2 * columns + c)];
-  };
+void fill_block(double* w, int64_t rows, int64_t columns, const UnitRoots& roots, bool real_input,
+                double scale, Turns turns) {
+  const auto at = [&](int64_t r, int64_t c) -> double& { return w[r * 2 * columns + c]; };
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < columns; ++c) {
-      const double angle =
-          2 * std::numbers::pi * static_cast<double>(turns(r, c) % n) / static_cast<double>(n);
-      const double re = scale * std::cos(angle), im = scale * sign * std::sin(angle);
+      const double* root = roots.at(turns(r, c));
+      const double re = scale * root[0], im = scale * root[1];
       at(r, c) = re;
       at(r, columns + c) = im;
       if (real_input) continue;
       at(rows + r, c) = -im;
       at(rows + r, columns + c) = re;
     }
-  return upload_values(w, {in_rows, 2 * columns}, dtype, s);
+}
+
+// The n-point DFT matrix (entry (r, c) at r c turns) in block form, in `dtype`.
+Tensor dft_matrix(int64_t n, bool inverse, bool real_input, double scale, DType dtype, Stream& s) {
+  const int64_t in_rows = real_input ? n : 2 * n;
+  std::vector<double> w(static_cast<size_t>(in_rows * 2 * n));
+  fill_block(w.data(), n, n, UnitRoots(n, inverse), real_input, scale,
+             [](int64_t r, int64_t c) { return r * c; });
+  return upload_values(w, {in_rows, 2 * n}, dtype, s);
 }
 
 int64_t largest_factor_to_root(int64_t n) {
@@ -63,28 +86,44 @@ int64_t largest_factor_to_root(int64_t n) {
 // k2 whose matrix holds the twiddles too. Both in block form: no elementwise pass between.
 // The most points a side of a dense DFT matrix (its block form (2n)^2 elements: 64 MiB of f32
 // at 2048), and the most elements of the per-residue matrices with the twiddles folded in
-// (4 L L1); past that the twiddles are multiplied in on their own, in O(L) memory.
+// (4 L L1), built on the host each run: they pay only when there are at least 10 rows a point of
+// L1 to share them (cpu:0, [4, 4099] by Bluestein: 281 ms folded, 6.2 unfolded; [3000, 400]:
+// 10.7 folded, 17.2 unfolded). Otherwise the twiddles are multiplied in on their own, in O(L)
+// memory, and one L1-point matrix serves every residue.
 constexpr int64_t kMostDensePoints = 2048;
 constexpr int64_t kMostFoldedElements = int64_t{1} << 24;
+constexpr int64_t kRowsPerFoldedPoint = 10;
+
+Tensor bluestein_rows(const OpContext& ctx, const Tensor& x, int64_t length, bool inverse,
+                      double scale, DType dtype);
+
+// Whether Bailey's four steps take a length whole: the larger of its two factors is within
+// the dense matrices' points.
+bool dense_enough(int64_t length) {
+  return length / largest_factor_to_root(length) <= kMostDensePoints;
+}
+
+// Whether `rows` transforms of `length` points take Bluestein's convolution: a length the four
+// steps cannot take, or a prime above 128 whose dense L x L matrix (4 L^2 entries built on the
+// host each run) is worth it only when at least L / 2 rows share it. On cpu:0 (4 rows; 512 rows):
+// 2039 points 229 ms dense, 2.5 by Bluestein; 291 dense, 165 by Bluestein; 401 points, 512 rows:
+// 8 ms dense, 40 by Bluestein (docs/models.md).
+bool takes_bluestein(int64_t length, int64_t rows) {
+  if (!dense_enough(length)) return true;
+  return largest_factor_to_root(length) == 1 && length > 128 && rows < length / 2;
+}
 
 Tensor dft_rows(const OpContext& ctx, const Tensor& x, int64_t length, bool inverse, double scale,
                 DType dtype) {
+  if (takes_bluestein(length, x.size(0)))
+    return bluestein_rows(ctx, x, length, inverse, scale, dtype);
   Stream& s = ctx.stream();
   const int64_t m = x.size(0), parts = x.size(2);
   const bool real = parts == 1;
   const int64_t l1 = largest_factor_to_root(length), l2 = length / l1;
-  if (l2 > kMostDensePoints)
-    ctx.unsupported("a DFT of length " + std::to_string(length) +
-                    (l1 == 1 ? ", a prime"
-                             : ", whose factors " + std::to_string(l1) + " x " +
-                                   std::to_string(l2) + " leave one") +
-                    " above " + std::to_string(kMostDensePoints) +
-                    " (hal's DFT multiplies by dense matrices of up to that many points; "
-                    "Bluestein's algorithm for large prime factors is not built)");
-  const auto whole = [](int64_t r, int64_t c) { return r * c; };
   if (l1 == 1) {  // a prime length: one product with the whole matrix
     const Tensor rows = x.permute({0, 2, 1}).contiguous(s).reshape({m, parts * length});
-    const Tensor w = block(length, length, length, inverse, real, scale, whole, dtype, s);
+    const Tensor w = dft_matrix(length, inverse, real, scale, dtype, s);
     return matmul(rows, w, s).reshape({m, 2, length}).permute({0, 2, 1}).contiguous(s);
   }
   // [part, n2] rows by [m, n1] columns; the L2-point matrix on the left, transposed (it is
@@ -93,20 +132,20 @@ Tensor dft_rows(const OpContext& ctx, const Tensor& x, int64_t length, bool inve
                              .permute({3, 1, 0, 2})
                              .contiguous(s)
                              .reshape({parts * l2, m * l1});
-  const Tensor w2 = block(l2, l2, l2, inverse, real, scale, whole, dtype, s);
+  const Tensor w2 = dft_matrix(l2, inverse, real, scale, dtype, s);
   const Tensor inner = matmul(w2.transpose(0, 1), columns, s);  // [2 x L2 (part, k2), M x L1]
   Tensor outer;                                                 // [L2, M, 2 x L1 (part, k1)]
-  if (4 * length * l1 <= kMostFoldedElements) {
+  if (4 * length * l1 <= kMostFoldedElements && m >= kRowsPerFoldedPoint * l1) {
     // Per k2: rows [m] of [part, n1] times the L1-point matrix with its twiddles.
     const Tensor rows =
         inner.reshape({2, l2, m, l1}).permute({1, 2, 0, 3}).contiguous(s).reshape({l2, m, 2 * l1});
-    std::vector<Tensor> per_k2;
+    const UnitRoots roots(length, inverse);
+    const int64_t side = 2 * l1;
+    std::vector<double> per_k2(static_cast<size_t>(l2 * side * side));
     for (int64_t k2 = 0; k2 < l2; ++k2)
-      per_k2.push_back(block(
-                           l1, l1, length, inverse, false, 1.0,
-                           [&](int64_t n1, int64_t k1) { return n1 * (k2 + l2 * k1); }, dtype, s)
-                           .unsqueeze(0));
-    outer = matmul(rows, concat(per_k2, 0, s), s);
+      fill_block(per_k2.data() + k2 * side * side, l1, l1, roots, false, 1.0,
+                 [&](int64_t n1, int64_t k1) { return n1 * (k2 + l2 * k1); });
+    outer = matmul(rows, upload_values(per_k2, {l2, side, side}, dtype, s), s);
   } else {
     // The twiddles e^(-2 pi i n1 k2 / L) multiplied in, then one L1-point matrix for all.
     std::vector<double> twiddle_re(static_cast<size_t>(length)), twiddle_im(twiddle_re.size());
@@ -126,10 +165,74 @@ Tensor dft_rows(const OpContext& ctx, const Tensor& x, int64_t length, bool inve
     const Tensor rows = concat(
         {sub(mul(re, t_re, s), mul(im, t_im, s), s), add(mul(re, t_im, s), mul(im, t_re, s), s)}, 2,
         s);
-    outer = matmul(rows, block(l1, l1, l1, inverse, false, 1.0, whole, dtype, s), s);
+    outer = matmul(rows, dft_matrix(l1, inverse, false, 1.0, dtype, s), s);
   }
   // X[m, k2 + L2 k1, part] is outer[k2, m, part, k1].
   return outer.reshape({l2, m, 2, l1}).permute({1, 3, 0, 2}).contiguous(s).reshape({m, length, 2});
+}
+
+// The product of complex rows a [..., 2] and b [..., 2] (broadcast), parts last.
+Tensor complex_product(const Tensor& a, const Tensor& b, Stream& s) {
+  const int64_t last_a = a.dim() - 1, last_b = b.dim() - 1;
+  const Tensor ar = a.slice(last_a, 0, 1), ai = a.slice(last_a, 1, 2);
+  const Tensor br = b.slice(last_b, 0, 1), bi = b.slice(last_b, 1, 2);
+  return concat({sub(mul(ar, br, s), mul(ai, bi, s), s), add(mul(ar, bi, s), mul(ai, br, s), s)},
+                last_a, s);
+}
+
+// Bluestein's algorithm for a length L whose factors leave one above the dense matrices' points
+// (a large prime): with the chirp w[n] = e^(-+ pi i n^2 / L), nk = (n^2 + k^2 - (k - n)^2) / 2
+// makes
+//   X[k] = w[k] sum over n of (x[n] w[n]) conj(w[k - n]),
+// a convolution, cyclic of length P >= 2L - 1 (a power of two, which Bailey's steps take) and so
+// two DFTs of length P with a product of spectra between. n^2 is reduced mod 2L in integers
+// before it becomes an angle, so the chirp keeps its digits at any length.
+Tensor bluestein_rows(const OpContext& ctx, const Tensor& x, int64_t length, bool inverse,
+                      double scale, DType dtype) {
+  Stream& s = ctx.stream();
+  int64_t points = 1;
+  while (points < 2 * length - 1) points *= 2;
+  if (!dense_enough(points))
+    ctx.unsupported("a DFT of length " + std::to_string(length) +
+                    " (hal's DFT takes a length whose two factors stay within " +
+                    std::to_string(kMostDensePoints) +
+                    " points, and others up to 2^21 by Bluestein's algorithm, whose convolution "
+                    "would take " +
+                    std::to_string(points) + " points here)");
+  const double sign = inverse ? 1 : -1;
+  // w[n] and w[n] times the transform's scale (the output's); conj(w[j]) at j and at P - j: the
+  // convolution's kernel for offsets -(L - 1) to L - 1, zero between.
+  std::vector<double> chirp(2 * static_cast<size_t>(length)), scaled(chirp.size()),
+      kernel(2 * static_cast<size_t>(points));
+  for (int64_t n = 0; n < length; ++n) {
+    const int64_t residue = n % (2 * length), turns = residue * residue % (2 * length);
+    const double angle =
+        sign * std::numbers::pi * static_cast<double>(turns) / static_cast<double>(length);
+    const double re = std::cos(angle), im = std::sin(angle);
+    const auto i = static_cast<size_t>(2 * n);
+    chirp[i] = re;
+    chirp[i + 1] = im;
+    scaled[i] = scale * re;
+    scaled[i + 1] = scale * im;
+    for (const int64_t at : {n, (points - n) % points}) {
+      kernel[static_cast<size_t>(2 * at)] = re;
+      kernel[static_cast<size_t>(2 * at + 1)] = -im;
+    }
+  }
+  const Tensor kernel_spectrum =
+      dft_rows(ctx, upload_values(kernel, {1, points, 2}, dtype, s), points, false, 1.0, dtype);
+  // x w (a real x's rows [M, L, 1] broadcast against the chirp's parts), zero-padded to P.
+  Tensor weighted = x.size(2) == 1
+                        ? mul(x, upload_values(chirp, {1, length, 2}, dtype, s), s)
+                        : complex_product(x, upload_values(chirp, {1, length, 2}, dtype, s), s);
+  weighted = pad_constant(ctx, weighted, {0, 0, 0}, {0, points - length, 0}, 0.0).contiguous(s);
+  const Tensor spectrum = dft_rows(ctx, weighted, points, false, 1.0, dtype);
+  const Tensor convolved =
+      dft_rows(ctx, complex_product(spectrum, kernel_spectrum, s).contiguous(s), points, true,
+               1.0 / static_cast<double>(points), dtype);
+  return complex_product(convolved.slice(1, 0, length),
+                         upload_values(scaled, {1, length, 2}, dtype, s), s)
+      .contiguous(s);
 }
 
 DType computed_in(DType dtype) { return dtype == DType::f64 ? DType::f64 : DType::f32; }
