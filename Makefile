@@ -71,10 +71,8 @@ bench: build-release
 	-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 4 --oversubscribe \
 	  build/release/bin/hal_bench_collectives
 
-# libFuzzer targets (fuzz/), each run for FUZZ_SECONDS from its seed corpus (fuzz/corpus/NAME).
-# They add what they find to a copy of the seed corpus, never to the repository's; a crashing
-# input is written to build/fuzz/. Drivers' own leaks at exit (lavapipe, PoCL: every fuzzer that
-# lists devices loads them) are suppressed as in the ASan tests.
+# libFuzzer targets (fuzz/), each run for FUZZ_SECONDS from a copy of its seed corpus
+# (fuzz/corpus/NAME), JOBS at a time (scripts/run-fuzzers.sh says how).
 FUZZERS := selector plugin_table tensor_view kernel_signature cli_args model_bytes
 # fuzz/ is a project of its own: Clang compiles the code under fuzzing and links the release
 # build's libraries (fuzz/CMakeLists.txt says why).
@@ -85,14 +83,7 @@ fuzz: setup
 	@cmake -S fuzz -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
 	  -DHAL_BUILD_DIR=$(CURDIR)/build/release >/dev/null
 	@cmake --build build/fuzz --target $(FUZZERS:%=%_fuzz) -j $(JOBS)
-	@for name in $(FUZZERS); do \
-	  mkdir -p build/fuzz/corpus/$$name; \
-	  if [ -d fuzz/corpus/$$name ]; then cp fuzz/corpus/$$name/* build/fuzz/corpus/$$name/; fi; \
-	  echo "build/fuzz/bin/$${name}_fuzz -max_total_time=$(FUZZ_SECONDS)"; \
-	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp:print_suppressions=0 \
-	    build/fuzz/bin/$${name}_fuzz -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build/fuzz/ \
-	    build/fuzz/corpus/$$name || exit 1; \
-	done
+	@scripts/run-fuzzers.sh $(FUZZ_SECONDS) $(JOBS) $(FUZZERS)
 
 install: build-release
 	cmake --install build/release --prefix $(PREFIX)

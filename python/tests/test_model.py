@@ -505,10 +505,11 @@ def test_long_dfts_multiply_their_twiddles_in_and_refuse_past_2_to_the_21(onnx, 
 
 
 @pytest.mark.parametrize("length", [401, 4099, 2 * 2053, 65537])
-def test_dfts_with_a_prime_factor_above_2048_take_bluesteins_convolution(onnx, cpu, length, rng):
-    """A prime length above the dense matrices' 2048 points (4099, 65537) or one with such a
-    factor (2 x 2053) as a chirp convolution of a power-of-two length, against np.fft: forward
-    and inverse, real and complex input, onesided, f32 and f64."""
+def test_dfts_of_large_primes_take_bluesteins_convolution(onnx, cpu, length, rng):
+    """A prime length above the dense matrices' 2048 points (4099, 65537), one with such a factor
+    (2 x 2053), and a prime above 128 with fewer than half as many rows (401) as a chirp
+    convolution of a power-of-two length, against np.fft: forward and inverse, real and complex
+    input, onesided, f32 and f64."""
     from onnx import TensorProto
 
     signal = rng.standard_normal((2, length, 2))
@@ -527,6 +528,23 @@ def test_dfts_with_a_prime_factor_above_2048_take_bluesteins_convolution(onnx, c
             np.testing.assert_allclose(got.numpy(), as_parts(want), rtol=0,
                                        atol=tolerance * np.abs(want).max(),
                                        err_msg=f"length {length}, {attributes}, {dtype.__name__}")
+
+
+def test_bluesteins_convolution_runs_on_every_device(onnx, device, rng):
+    """A prime length above 128 with few rows takes Bluestein's convolution (products, casts,
+    elementwise ops and a pad) on each device, against np.fft, forward and inverse."""
+    from onnx import TensorProto
+
+    signal = rng.standard_normal((2, 401, 2)).astype(np.float32)
+    z = signal[..., 0] + 1j * signal[..., 1]
+    for attributes, want in [(dict(axis=1), np.fft.fft(z, axis=1)),
+                             (dict(axis=1, inverse=1), np.fft.ifft(z, axis=1))]:
+        model = one_node_model(onnx, "DFT", {"x": (TensorProto.FLOAT, 3)},
+                               {"y": (TensorProto.FLOAT, 3)}, 17, **attributes)
+        with hal.cpu_fallback(True):  # what a device lacks (sim: casts, batched products)
+            [got] = model.run({"x": signal}, device=device).values()
+        np.testing.assert_allclose(got.numpy(), as_parts(want), rtol=0,
+                                   atol=2e-5 * np.abs(want).max(), err_msg=f"{attributes}")
 
 
 def test_edges_of_roi_align_mel_weights_and_multinomial(onnx, cpu):

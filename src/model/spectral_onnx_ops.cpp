@@ -180,9 +180,8 @@ Tensor complex_product(const Tensor& a, const Tensor& b, Stream& s) {
                 last_a, s);
 }
 
-// Bluestein's algorithm for a length L whose factors leave one above the dense matrices' points
-// (a large prime): with the chirp w[n] = e^(-+ pi i n^2 / L), nk = (n^2 + k^2 - (k - n)^2) / 2
-// makes
+// Bluestein's algorithm, for the lengths `takes_bluestein` names: with the chirp w[n] = e^(-+ pi i
+// n^2 / L), nk = (n^2 + k^2 - (k - n)^2) / 2 makes
 //   X[k] = w[k] sum over n of (x[n] w[n]) conj(w[k - n]),
 // a convolution, cyclic of length P >= 2L - 1 (a power of two, which Bailey's steps take) and so
 // two DFTs of length P with a product of spectra between. n^2 is reduced mod 2L in integers
@@ -205,7 +204,7 @@ Tensor bluestein_rows(const OpContext& ctx, const Tensor& x, int64_t length, boo
   std::vector<double> chirp(2 * static_cast<size_t>(length)), scaled(chirp.size()),
       kernel(2 * static_cast<size_t>(points));
   for (int64_t n = 0; n < length; ++n) {
-    const int64_t residue = n % (2 * length), turns = residue * residue % (2 * length);
+    const int64_t turns = n * n % (2 * length);  // n < 2^21: n^2 fits
     const double angle =
         sign * std::numbers::pi * static_cast<double>(turns) / static_cast<double>(length);
     const double re = std::cos(angle), im = std::sin(angle);
