@@ -5,8 +5,8 @@
 // e^(-2 pi i nk/N) (angles reduced mod N in double on the host). So a length whose factors stay
 // within 2048 points runs in O(L (L1 + L2)) multiply-adds on any device that runs matmul; a
 // length with a larger prime factor takes Bluestein's algorithm, a convolution by two such
-// transforms of a power-of-two length. STFT's frames are
-// gathered by `embedding`; MelWeightMatrix is worked out on the host as ONNX's reference does.
+// transforms of a power-of-two length. STFT's frames are a strided view of the signal;
+// MelWeightMatrix is worked out on the host as ONNX's reference does.
 #include <cmath>
 #include <numbers>
 #include <optional>
@@ -321,14 +321,12 @@ Outputs stft(const OpContext& ctx, const Inputs& in) {
   const int64_t frames = (length - frame) / step + 1;
   Stream& s = ctx.stream();
   const DType dtype = computed_in(signal.dtype());
-  // Each frame's samples as rows of the signal seen as [batch * length, parts].
-  std::vector<int64_t> picks;
-  picks.reserve(static_cast<size_t>(batch * frames * frame));
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t f = 0; f < frames; ++f)
-      for (int64_t j = 0; j < frame; ++j) picks.push_back(b * length + f * step + j);
-  const Tensor table = cast(signal, dtype, s).contiguous(s).reshape({batch * length, parts});
-  Tensor framed = embedding(table, from_vector(picks, {batch, frames, frame}, s), s);
+  // The frames as a view of the signal, [batch, frames, frame, parts] with a frame's start
+  // `step` samples after the last's: overlapping frames read the same memory, and the window's
+  // product (or dft_of's copy) lays them out once.
+  const Tensor samples = cast(signal, dtype, s).contiguous(s);
+  Tensor framed(samples.storage(), dtype, {batch, frames, frame, parts},
+                {length * parts, step * parts, parts, 1}, samples.offset());
   if (window.defined()) framed = mul(framed, cast(window, dtype, s).reshape({1, 1, frame, 1}), s);
   const bool onesided = ctx.attr_int("onesided", 1) != 0;
   return {cast(dft_of(ctx, framed, 2, frame, false, onesided), signal.dtype(), s)};
