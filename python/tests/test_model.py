@@ -504,6 +504,23 @@ def test_long_dfts_multiply_their_twiddles_in_and_refuse_past_2_to_the_21(onnx, 
             model.run({"x": np.zeros((1, length, 1), np.float32)}, device=cpu)
 
 
+@pytest.mark.parametrize("rows", [4, 400])
+def test_onesided_dfts_compute_only_their_bins(onnx, device, rows, rng):
+    """A onesided transform of 1156 = 34 x 34 points computes the k1 of its first 579 bins (32
+    of 34, rounded up to 16) with the twiddles multiplied in (4 rows) or folded into per-residue
+    matrices (400 rows), against np.fft.rfft."""
+    from onnx import TensorProto
+
+    signal = rng.standard_normal((rows, 1156, 1)).astype(np.float32)
+    model = one_node_model(onnx, "DFT", {"x": (TensorProto.FLOAT, 3)}, {"y": (TensorProto.FLOAT, 3)},
+                           17, axis=1, onesided=1)
+    with hal.cpu_fallback(True):  # what a device lacks (sim: casts, batched products)
+        [got] = model.run({"x": signal}, device=device).values()
+    want = np.fft.rfft(signal[..., 0].astype(np.float64), axis=1)
+    assert got.shape == (rows, 579, 2)
+    np.testing.assert_allclose(got.numpy(), as_parts(want), rtol=0, atol=2e-5 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("length", [401, 4099, 2 * 2053, 65537])
 def test_dfts_of_large_primes_take_bluesteins_convolution(onnx, cpu, length, rng):
     """A prime length above the dense matrices' 2048 points (4099, 65537), one with such a factor
