@@ -299,6 +299,48 @@ def test_stft_and_mel_weights_are_the_references(onnx, device, rng):
         np.testing.assert_array_equal(got.numpy(), reference_mel_weights(bins, n, rate, low, high))
 
 
+@pytest.mark.parametrize("parts, step, frame, windowed", [
+    (2, 24, 64, False),  # complex, no window: the frames' view goes straight to the DFT
+    (1, 100, 64, True),  # frames with gaps between them
+    (1, 7, 400, False),  # one frame, the whole signal (its step never taken)
+    (2, 2**62, 64, True),  # one frame, a step that would overflow as a stride
+])
+def test_stft_frames_are_views_of_the_signal(onnx, device, parts, step, frame, windowed, rng):
+    """STFT's frames as a strided view of the signal, against frames cut by NumPy and np.fft:
+    complex input, no window (frame_length given), gaps between frames, one frame of the whole
+    signal, a step too large to be a stride."""
+    from onnx import TensorProto, helper
+
+    signal = rng.standard_normal((2, 400, parts)).astype(np.float32)
+    window = np.hanning(frame).astype(np.float32)
+    feeds = {"signal": signal, "step": np.array(step, np.int64)}
+    declared = [helper.make_tensor_value_info("signal", TensorProto.FLOAT, [2, 400, parts]),
+                helper.make_tensor_value_info("step", TensorProto.INT64, [])]
+    if windowed:
+        feeds["window"] = window
+        declared.append(helper.make_tensor_value_info("window", TensorProto.FLOAT, [frame]))
+        node_inputs = ["signal", "step", "window"]
+    else:
+        feeds["length"] = np.array(frame, np.int64)
+        declared.append(helper.make_tensor_value_info("length", TensorProto.INT64, []))
+        node_inputs = ["signal", "step", "", "length"]
+    node = helper.make_node("STFT", node_inputs, ["y"], onesided=int(parts == 1))
+    graph = helper.make_graph([node], "stft", declared,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", "f", "k", "p"])])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = hal.load_onnx_bytes(proto.SerializeToString(), name="stft")
+    with hal.cpu_fallback(True):  # what a device lacks (sim: casts, batched products)
+        [got] = model.run(feeds, device=device).values()
+    z = signal[..., 0] + 1j * signal[..., 1] if parts == 2 else signal[..., 0]
+    count = (400 - frame) // step + 1
+    frames = np.stack([z[:, f * step:f * step + frame] for f in range(count)], axis=1)
+    if windowed:
+        frames = frames * window
+    want = np.fft.fft(frames, axis=-1) if parts == 2 else np.fft.rfft(frames, axis=-1)
+    np.testing.assert_allclose(got.numpy(), as_parts(want), rtol=0,
+                               atol=2e-5 * max(1.0, float(np.abs(want).max())))
+
+
 def reference_mel_weights(bins, n, rate, low, high):
     """ONNX's MelWeightMatrix test generator (onnx/backend/test/case/node/melweightmatrix.py)."""
     points = np.arange(0, bins + 2)
@@ -486,9 +528,9 @@ def test_det_is_numpys(onnx, device, rng):
 
 
 def test_long_dfts_multiply_their_twiddles_in_and_refuse_past_2_to_the_21(onnx, cpu, rng):
-    """Past 2^24 elements of folded matrices the twiddles are multiplied in (O(L) memory); a
-    length past what four steps or Bluestein's convolution take is refused by name, not given a
-    dense matrix."""
+    """With fewer rows than 10 a point of L1 (or past 2^24 elements of folded matrices) the
+    twiddles are multiplied in (O(L) memory); a length past what four steps or Bluestein's
+    convolution take is refused by name, not given a dense matrix."""
     from onnx import TensorProto
 
     model = one_node_model(onnx, "DFT", {"x": (TensorProto.FLOAT, 3)}, {"y": (TensorProto.FLOAT, 3)},
@@ -499,16 +541,17 @@ def test_long_dfts_multiply_their_twiddles_in_and_refuse_past_2_to_the_21(onnx, 
     np.testing.assert_allclose(got.numpy(), as_parts(want), rtol=0, atol=2e-5 * np.abs(want).max())
     # A prime above 2^21, and a power of two whose four steps leave 4096 points (2048 x 4096).
     for length, points in [(2097169, 8388608), (2**23, 16777216)]:
-        with pytest.raises(hal.Unsupported, match=rf"a DFT of length {length} \(.*would take "
+        with pytest.raises(hal.Unsupported, match=rf"a DFT of length {length} is not supported \(.*would take "
                                                   rf"{points} points here\)"):
             model.run({"x": np.zeros((1, length, 1), np.float32)}, device=cpu)
 
 
 @pytest.mark.parametrize("rows", [4, 400])
 def test_onesided_dfts_compute_only_their_bins(onnx, device, rows, rng):
-    """A onesided transform of 1156 = 34 x 34 points computes the k1 of its first 579 bins (32
-    of 34, rounded up to 16) with the twiddles multiplied in (4 rows) or folded into per-residue
-    matrices (400 rows), against np.fft.rfft."""
+    """A onesided transform of 1156 = 34 x 34 points, whose first 579 bins need 18 of each
+    residue's 34 k1 (32, rounded up to 16), with the twiddles multiplied in (4 rows) or folded
+    into per-residue matrices (400 rows), against np.fft.rfft: 579 bins, each right (a k1 too
+    few loses the last bin)."""
     from onnx import TensorProto
 
     signal = rng.standard_normal((rows, 1156, 1)).astype(np.float32)
@@ -523,10 +566,11 @@ def test_onesided_dfts_compute_only_their_bins(onnx, device, rows, rng):
 
 @pytest.mark.parametrize("length", [401, 4099, 2 * 2053, 65537])
 def test_dfts_of_large_primes_take_bluesteins_convolution(onnx, cpu, length, rng):
-    """A prime length above the dense matrices' 2048 points (4099, 65537), one with such a factor
-    (2 x 2053), and a prime above 128 with fewer than half as many rows (401) as a chirp
-    convolution of a power-of-two length, against np.fft: forward and inverse, real and complex
-    input, onesided, f32 and f64."""
+    """Bluestein's chirp convolution of a power-of-two length, against np.fft (forward and
+    inverse, real and complex input, onesided, f32 and f64) for a prime above the dense
+    matrices' 2048 points (4099, 65537), a length with such a factor (2 x 2053), and a prime
+    above 128 with fewer rows than half its length (401). Only the values are checked: a dense
+    path would pass too, where it could take the length."""
     from onnx import TensorProto
 
     signal = rng.standard_normal((2, length, 2))

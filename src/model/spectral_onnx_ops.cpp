@@ -4,9 +4,10 @@
 // L1 along each row with the twiddle factors in its matrix; each a product with a matrix of
 // e^(-2 pi i nk/N) (angles reduced mod N in double on the host). So a length whose factors stay
 // within 2048 points runs in O(L (L1 + L2)) multiply-adds on any device that runs matmul; a
-// length with a larger prime factor takes Bluestein's algorithm, a convolution by two such
-// transforms of a power-of-two length. STFT's frames are a strided view of the signal;
-// MelWeightMatrix is worked out on the host as ONNX's reference does.
+// length with a larger prime factor (up to 2^21), or a large factor that too few rows share,
+// takes Bluestein's algorithm, a convolution by two such transforms of a power-of-two length.
+// STFT's frames are a strided view of the signal; MelWeightMatrix is worked out on the host as
+// ONNX's reference does.
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -87,7 +88,8 @@ int64_t largest_factor_to_root(int64_t n) {
 //   X[k2 + L2 k1] = sum over n1 of e^(-2 pi i n1 (k2 + L2 k1) / L) sum over n2 of
 //                   e^(-2 pi i n2 k2 / L2) x[n1 + L1 n2],
 // the inner sums one product [L2 points, L2] by [L2, M x L1], the outer one batched product per
-// k2 whose matrix holds the twiddles too. Both in block form: no elementwise pass between.
+// k2 whose matrix holds the twiddles too where enough rows share it (else the twiddles are an
+// elementwise product first). Both in block form.
 // The most points a side of a dense DFT matrix (its block form (2n)^2 elements: 64 MiB of f32
 // at 2048), and the most elements of the per-residue matrices with the twiddles folded in
 // (4 L L1), built on the host each run: they pay only when there are at least 10 rows a point of
@@ -108,13 +110,14 @@ bool dense_enough(int64_t length) {
 }
 
 // Whether `rows` transforms of `length` points take Bluestein's convolution: a length the four
-// steps cannot take, or a prime above 128 whose dense L x L matrix (4 L^2 entries built on the
-// host each run) is worth it only when at least L / 2 rows share it. On cpu:0 (4 rows; 512 rows):
-// 2039 points 229 ms dense, 2.5 by Bluestein; 291 dense, 165 by Bluestein; 401 points, 512 rows:
-// 8 ms dense, 40 by Bluestein (docs/models.md).
+// steps cannot take, or one whose larger factor L2 (the whole length when prime) is above 128 and
+// whose dense L2-point matrix (4 L2^2 entries, built on the host each run) fewer than L2 / 2
+// columns share (rows x L1). cpu:0, [4, 2 039]: 229 ms dense, 1.8 by Bluestein; [512, 2 039]:
+// 291 and 109; [512, 401]: 8 and 40, so dense there (docs/PERFORMANCE.md, session 41).
 bool takes_bluestein(int64_t length, int64_t rows) {
   if (!dense_enough(length)) return true;
-  return largest_factor_to_root(length) == 1 && length > 128 && rows < length / 2;
+  const int64_t l1 = largest_factor_to_root(length), l2 = length / l1;
+  return l2 > 128 && rows * l1 < l2 / 2;
 }
 
 Tensor dft_rows(const OpContext& ctx, const Tensor& x, int64_t length, int64_t bins, bool inverse,
@@ -205,7 +208,7 @@ Tensor bluestein_rows(const OpContext& ctx, const Tensor& x, int64_t length, int
   while (points < 2 * length - 1) points *= 2;
   if (!dense_enough(points))
     ctx.unsupported("a DFT of length " + std::to_string(length) +
-                    " (hal's DFT takes a length whose two factors stay within " +
+                    " is not supported (hal's DFT takes a length whose two factors stay within " +
                     std::to_string(kMostDensePoints) +
                     " points, and others up to 2^21 by Bluestein's algorithm, whose convolution "
                     "would take " +
@@ -332,10 +335,11 @@ Outputs stft(const OpContext& ctx, const Inputs& in) {
   const DType dtype = computed_in(signal.dtype());
   // The frames as a view of the signal, [batch, frames, frame, parts] with a frame's start
   // `step` samples after the last's: overlapping frames read the same memory, and the window's
-  // product (or dft_of's copy) lays them out once.
+  // product (or dft_of's copy) lays them out once. One frame's step is never taken (a step of
+  // 2^62 would overflow as a stride).
   const Tensor samples = cast(signal, dtype, s).contiguous(s);
   Tensor framed(samples.storage(), dtype, {batch, frames, frame, parts},
-                {length * parts, step * parts, parts, 1}, samples.offset());
+                {length * parts, (frames > 1 ? step : 1) * parts, parts, 1}, samples.offset());
   if (window.defined()) framed = mul(framed, cast(window, dtype, s).reshape({1, 1, frame, 1}), s);
   const bool onesided = ctx.attr_int("onesided", 1) != 0;
   return {cast(dft_of(ctx, framed, 2, frame, false, onesided), signal.dtype(), s)};
