@@ -110,6 +110,21 @@ void embedding_backward_sums(const Device& d) {
                           s),
                   sums, dtype, "embedding_backward of 300 positions over 17 rows");
 
+    // 10 000 positions over 37 rows: the kernels' passes run over chunks of positions (4 096 on
+    // OpenCL, CUDA and Vulkan), so chains of equal indices cross two chunk boundaries.
+    constexpr int kMany = 10000, kManyRows = 37;
+    std::vector<double> many_picks;
+    for (int i = 0; i < kMany; ++i) many_picks.push_back((i * 7919 + i / 3) % kManyRows);
+    const auto many_g = inputs(kMany * 2, dtype, 7);
+    std::vector<double> many_sums(kManyRows * 2, 0.0);
+    for (int i = 0; i < kMany; ++i)
+      for (int c = 0; c < 2; ++c)
+        many_sums[static_cast<size_t>(many_picks[i]) * 2 + c] += many_g[i * 2 + c];
+    check_close(numbers(embedding_backward(make(many_g, {kMany, 2}, dtype, s),
+                                           make(many_picks, {kMany}, DType::i64, s), kManyRows, s),
+                        s),
+                many_sums, dtype, "embedding_backward of 10 000 positions over 37 rows");
+
     // Index 1 at every position but the first and the last, which hold index 0: a chain of
     // over 2^21 positions and a pair 2^21 apart, past what lavapipe's 65535 loop rounds of 32
     // steps reach in one shader (the Vulkan passes run over chunks of positions).

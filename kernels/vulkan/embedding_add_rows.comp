@@ -3,7 +3,7 @@
 // in order to its row's column c; an index outside [0, rows) adds nothing. The host runs the
 // passes over chunks of positions, each adding to what the chunks before it left (the zeros
 // filled first, then their sums): the CPU's order still. The walk takes HAL_UNROLL steps a
-// round (common.glsl: lavapipe's 65535 rounds a shader), so a chunk is at most 2^20 positions.
+// round (common.glsl: lavapipe's 65535 rounds a shader); a chunk is 4 096 positions.
 // hal-variant embedding_add_rows_f32_i32 -DT=float -DBYTES=4 -DI=int -DI_BYTES=4
 // hal-variant embedding_add_rows_f32_i64 -DT=float -DBYTES=4 -DI=int64_t -DI_BYTES=8
 // hal-variant embedding_add_rows_f64_i32 -DT=double -DBYTES=8 -DI=int -DI_BYTES=4

@@ -2,8 +2,8 @@
 // position i, the next position holding the same index (n where none), stored as it is at a
 // head (the index's first position) and as -1 - next elsewhere, within one chunk of positions
 // (embedding_add_rows.comp). 32-bit links: Vulkan shaders index with 32 bits. Each scan goes
-// HAL_UNROLL positions a round (common.glsl: lavapipe's 65535 rounds a shader; the two scans
-// of a chunk of 2^20 positions take at most 2^15 + 2).
+// HAL_UNROLL positions a round (common.glsl: lavapipe's 65535 rounds a shader; the scans of a
+// chunk of 4 096 positions take far fewer).
 // hal-variant embedding_links_i32 -DI=int -DI_BYTES=4
 // hal-variant embedding_links_i64 -DI=int64_t -DI_BYTES=8
 #version 450
