@@ -526,6 +526,29 @@ def conv(
     constant_weights: builtins.bool = False,
     stream: Stream | None = None,
 ) -> Tensor: ...
+def concat(tensors: Sequence[Tensor], axis: int = 0, stream: Stream | None = None) -> Tensor: ...
+def embedding(indices: Tensor, weight: Tensor, stream: Stream | None = None) -> Tensor: ...
+def dropout(x: Tensor, p: float, seed: int, stream: Stream | None = None) -> Tensor: ...
+def max_pool(
+    x: Tensor,
+    kernel: Sequence[int],
+    strides: Sequence[int] | None = None,
+    dilations: Sequence[int] | None = None,
+    pads_before: Sequence[int] | None = None,
+    pads_after: Sequence[int] | None = None,
+    ceil_mode: builtins.bool = False,
+    stream: Stream | None = None,
+) -> Tensor: ...
+def avg_pool(
+    x: Tensor,
+    kernel: Sequence[int],
+    strides: Sequence[int] | None = None,
+    pads_before: Sequence[int] | None = None,
+    pads_after: Sequence[int] | None = None,
+    ceil_mode: builtins.bool = False,
+    count_include_pad: builtins.bool = False,
+    stream: Stream | None = None,
+) -> Tensor: ...
 def fused_elementwise(
     steps: Sequence[tuple[str, Sequence[int]]],
     inputs: Sequence[Tensor],

@@ -375,6 +375,75 @@ void bind_ops(py::module_& m, py::class_<Tensor>& tensor) {
       arg("residual") = py::none(), arg("constant_weights") = false, arg("stream") = py::none(),
       "Convolution over 1 to 3 spatial dimensions (cross-correlation, as PyTorch's).");
   m.def(
+      "concat",
+      [](const std::vector<Tensor>& tensors, int64_t axis, py::handle stream_arg) {
+        if (tensors.empty()) throw Error(ErrorCode::InvalidArgument, "concat: no tensors to join");
+        Stream& stream = stream_for(stream_arg, tensors.front());
+        py::gil_scoped_release unlocked;
+        return concat(tensors, axis, stream);
+      },
+      arg("tensors"), arg("axis") = 0, arg("stream") = py::none(),
+      "The tensors joined along axis: one dtype and device, equal sizes off the axis.");
+  m.def(
+      "embedding",
+      [](const Tensor& indices, const Tensor& weight, py::handle stream_arg) {
+        Stream& stream = stream_for(stream_arg, weight);
+        py::gil_scoped_release unlocked;
+        return embedding(weight, indices, stream);
+      },
+      arg("indices"), arg("weight"), arg("stream") = py::none(),
+      "Rows of weight [num_embeddings, dim] at indices (i32 or i64, any shape): [..., dim]. "
+      "Arguments in torch.nn.functional.embedding's order.");
+  m.def(
+      "dropout",
+      [](const Tensor& x, double p, uint64_t seed, py::handle stream_arg) {
+        Stream& stream = stream_for(stream_arg, x);
+        py::gil_scoped_release unlocked;
+        return dropout(x, p, seed, stream);
+      },
+      arg("x"), arg("p"), arg("seed"), arg("stream") = py::none(),
+      "Inverted dropout: each element kept with probability 1 - p and scaled by 1 / (1 - p); the "
+      "mask is Philox's draws for seed, the same on every device.");
+  m.def(
+      "max_pool",
+      [](const Tensor& x, py::handle kernel, py::handle strides, py::handle dilations,
+         py::handle pads_before, py::handle pads_after, bool ceil_mode, py::handle stream_arg) {
+        PoolOptions options;
+        options.kernel = optional_list(kernel);
+        options.strides = optional_list(strides);
+        options.dilations = optional_list(dilations);
+        options.pads_before = optional_list(pads_before);
+        options.pads_after = optional_list(pads_after);
+        options.ceil_mode = ceil_mode;
+        Stream& stream = stream_for(stream_arg, x);
+        py::gil_scoped_release unlocked;
+        return max_pool(x, options, stream);
+      },
+      arg("x"), arg("kernel"), arg("strides") = py::none(), arg("dilations") = py::none(),
+      arg("pads_before") = py::none(), arg("pads_after") = py::none(), arg("ceil_mode") = false,
+      arg("stream") = py::none(),
+      "Maxima of windows over x [N, C, D1 ...] (1 to 3 spatial dims), as torch's "
+      "max_pool1d/2d/3d.");
+  m.def(
+      "avg_pool",
+      [](const Tensor& x, py::handle kernel, py::handle strides, py::handle pads_before,
+         py::handle pads_after, bool ceil_mode, bool count_include_pad, py::handle stream_arg) {
+        PoolOptions options;
+        options.kernel = optional_list(kernel);
+        options.strides = optional_list(strides);
+        options.pads_before = optional_list(pads_before);
+        options.pads_after = optional_list(pads_after);
+        options.ceil_mode = ceil_mode;
+        options.count_include_pad = count_include_pad;
+        Stream& stream = stream_for(stream_arg, x);
+        py::gil_scoped_release unlocked;
+        return avg_pool(x, options, stream);
+      },
+      arg("x"), arg("kernel"), arg("strides") = py::none(), arg("pads_before") = py::none(),
+      arg("pads_after") = py::none(), arg("ceil_mode") = false, arg("count_include_pad") = false,
+      arg("stream") = py::none(),
+      "Means of windows over x [N, C, D1 ...] (1 to 3 spatial dims), as torch's avg_pool1d/2d/3d.");
+  m.def(
       "fused_elementwise",
       [](py::handle steps, const std::vector<Tensor>& inputs, py::handle stream_arg) {
         ElementwiseProgram program;

@@ -244,6 +244,88 @@ def test_conv_against_a_loop(device):
           np.maximum(expected, 0))
 
 
+def pool_reference(x, kernel, stride, pad, reduce, count_include_pad=False):
+    """2-d pooling of x [N, C, H, W] in loops: windows of `kernel` every `stride` over x padded by
+    `pad` on every side (-inf for max, left out of an average unless count_include_pad)."""
+    n, c, h, w = x.shape
+    out_h, out_w = (h + 2 * pad - kernel) // stride + 1, (w + 2 * pad - kernel) // stride + 1
+    out = np.zeros((n, c, out_h, out_w), dtype=np.float64)
+    for i in range(out_h):
+        for j in range(out_w):
+            top, left = i * stride - pad, j * stride - pad
+            window = x[:, :, max(top, 0):top + kernel, max(left, 0):left + kernel]
+            if reduce == "max":
+                out[:, :, i, j] = window.max(axis=(2, 3))
+            else:
+                out[:, :, i, j] = window.sum(axis=(2, 3)) / (
+                    kernel * kernel if count_include_pad else window.shape[2] * window.shape[3])
+    return out
+
+
+def test_layer_ops_against_numpy(device):
+    """concat, embedding (torch's argument order), dropout, max_pool and avg_pool."""
+    a, b = hal.tensor(A, device=device), hal.tensor(B, device=device)
+    check(device, "concat", "f32", lambda: hal.concat([a, b]), np.concatenate([A, B]))
+    check(device, "concat", "f32", lambda: hal.concat([a, b, a], axis=-1),
+          np.concatenate([A, B, A], axis=-1))
+    with pytest.raises(hal.InvalidArgument, match="concat: no tensors"):
+        hal.concat([])
+
+    table = np.arange(15, dtype=np.float32).reshape(5, 3) / 4
+    picks = np.array([[0, 4], [2, 2]])
+    weight = hal.tensor(table, device=device)
+    for dtype in (np.int64, np.int32):
+        indices = hal.tensor(picks.astype(dtype), device=device)
+        check(device, "embedding", "f32", lambda: hal.embedding(indices, weight), table[picks])
+
+    x = hal.tensor(np.ones((64,), np.float32), device=device)
+    if runs(device, "dropout", "f32"):
+        kept = hal.dropout(x, 0.25, seed=7).numpy()
+        assert set(np.unique(kept)) <= {0.0, np.float32(1 / 0.75)} and 0 < (kept == 0).sum() < 64
+        on_cpu = hal.dropout(hal.tensor(np.ones((64,), np.float32), device="cpu:0"), 0.25, 7)
+        on_cpu = on_cpu.numpy()
+        np.testing.assert_array_equal(kept, on_cpu)  # Philox's draws: one mask on every device
+        assert_close(hal.dropout(x, 0.0, 7).numpy(), np.ones(64))
+        assert_close(hal.dropout(x, 1.0, 7).numpy(), np.zeros(64))
+    else:
+        with pytest.raises(hal.Unsupported, match=f"dropout of .* on {device.id}"):
+            hal.dropout(x, 0.25, seed=7)
+
+    grid = np.random.default_rng(3).standard_normal((1, 2, 5, 5)).astype(np.float32)
+    t = hal.tensor(grid, device=device)
+    check(device, "max_pool", "f32", lambda: hal.max_pool(t, [2, 2]),
+          pool_reference(grid, 2, 2, 0, "max"))
+    check(device, "max_pool", "f32",
+          lambda: hal.max_pool(t, [3, 3], strides=[2, 2], pads_before=[1, 1], pads_after=[1, 1]),
+          pool_reference(grid, 3, 2, 1, "max"))
+    check(device, "avg_pool", "f32",
+          lambda: hal.avg_pool(t, [3, 3], strides=[2, 2], pads_before=[1, 1], pads_after=[1, 1]),
+          pool_reference(grid, 3, 2, 1, "avg"))
+    check(device, "avg_pool", "f32",
+          lambda: hal.avg_pool(t, [3, 3], [2, 2], [1, 1], [1, 1], count_include_pad=True),
+          pool_reference(grid, 3, 2, 1, "avg", count_include_pad=True))
+    assert hal.max_pool(t, [2, 2], ceil_mode=True).shape == (1, 2, 3, 3)
+
+
+def test_embedding_gradient_adds_rows_in_order(device):
+    """embedding's gradient through autograd: each row of the table the sum of the output
+    gradient's rows at its positions (np.add.at), on every device."""
+    table = np.random.default_rng(4).standard_normal((6, 3)).astype(np.float32)
+    picks = np.array([1, 4, 1, 0, 4, 4, 5])
+    scale = np.random.default_rng(5).standard_normal((7, 3)).astype(np.float32)
+    weight = hal.tensor(table, device=device).requires_grad_()
+    indices = hal.tensor(picks, device=device)
+    if not runs(device, "embedding", "f32"):
+        with pytest.raises(hal.Unsupported, match=f"embedding of .* on {device.id}"):
+            hal.embedding(indices, weight)
+        return
+    out = hal.embedding(indices, weight)
+    (out * hal.tensor(scale, device=device)).sum().backward()
+    expected = np.zeros_like(table)
+    np.add.at(expected, picks, scale)
+    assert_close(weight.grad.numpy(), expected)
+
+
 def test_fused_elementwise(device):
     a, b = hal.tensor(A, device=device), hal.tensor(B, device=device)
     steps = [("add", [0, 1]), ("relu", [2]), ("mul", [3, 1])]
