@@ -59,6 +59,28 @@ def numpy_layer_norm(x, eps=1e-5):
     return centred / np.sqrt((centred * centred).mean(axis=1, keepdims=True) + eps)
 
 
+def signal_models():
+    """One-node ONNX models (python3-onnx): an STFT of 400-point Hann frames every 160 samples
+    (an audio model's front end) and a DFT along axis 1."""
+    from onnx import TensorProto, helper
+
+    def build(node, inputs, rank, initializers=()):
+        graph = helper.make_graph(
+            [node], node.op_type, inputs,
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [f"y{d}" for d in range(rank)])],
+            initializer=list(initializers))
+        proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        return hal.load_onnx_bytes(proto.SerializeToString(), name=node.op_type)
+
+    floats = lambda name, rank: helper.make_tensor_value_info(  # noqa: E731
+        name, TensorProto.FLOAT, [f"{name}{d}" for d in range(rank)])
+    stft = build(helper.make_node("STFT", ["x", "step", "w"], ["y"], onesided=1),
+                 [floats("x", 3), floats("w", 1)], 4,
+                 [helper.make_tensor("step", TensorProto.INT64, [], [160])])
+    dft = build(helper.make_node("DFT", ["x"], ["y"], axis=1), [floats("x", 3)], 3)
+    return stft, dft
+
+
 def check(name, ours, theirs, rtol, atol):
     if not np.allclose(ours, theirs, rtol=rtol, atol=atol):
         worst = float(np.max(np.abs(ours.astype(np.float64) - theirs)))
@@ -114,6 +136,27 @@ def main():
     check("sin", hal.sin(x).numpy(), np.sin(data.astype(np.float64)), 1e-6, 1e-7)
 
     nothing = lambda: None  # noqa: E731
+    # 30 s of 16 kHz audio through an STFT, and a DFT of a prime length (Bluestein's algorithm;
+    # docs/models.md), against NumPy's FFT (and torch.stft below).
+    audio = rng.standard_normal(480000, dtype=np.float32)
+    hann = np.hanning(400).astype(np.float32)
+    frames = lambda: np.lib.stride_tricks.sliding_window_view(audio, 400)[::160]  # noqa: E731
+    signals = rng.standard_normal((4, 4099, 2), dtype=np.float32)
+    complex_signals = signals[..., 0] + 1j * signals[..., 1]
+    try:
+        stft_model, dft_model = signal_models()
+    except ImportError as error:
+        errors.append({"benchmark": "stft", "message":
+                       f"ONNX is not installed (Debian: python3-onnx): {error}"})
+        stft_model = dft_model = None
+    if stft_model is not None:
+        stft_feeds = {"x": audio.reshape(1, -1, 1), "w": hann}
+        [spectrum] = stft_model.run(stft_feeds, device=cpu).values()
+        want = np.fft.rfft(frames() * hann, axis=-1)
+        check("stft", spectrum.numpy()[0], np.stack((want.real, want.imag), -1), 0, 2e-4)
+        [spectrum] = dft_model.run({"x": signals}, device=cpu).values()
+        want = np.fft.fft(complex_signals, axis=1)
+        check("dft 4099", spectrum.numpy(), np.stack((want.real, want.imag), -1), 0, 2e-3)
     upstream = rng.standard_normal((N, N), dtype=np.float32)
     hal_upstream = hal.tensor(upstream, device=cpu)
     hal_leaves = [hal.tensor(data, device=cpu).requires_grad_(),
@@ -161,7 +204,12 @@ def main():
         "hal_cross_entropy": (lambda: hal.cross_entropy(hal_logits, hal_targets), sync),
         "hal_sin": (lambda: hal.sin(x), sync),
         "numpy_sin": (lambda: np.sin(data), nothing),
+        "numpy_stft": (lambda: np.fft.rfft(frames() * hann, axis=-1), nothing),
+        "numpy_dft_prime": (lambda: np.fft.fft(complex_signals, axis=1), nothing),
     }
+    if stft_model is not None:
+        rounds["hal_stft"] = (lambda: stft_model.run(stft_feeds, device=cpu), sync)
+        rounds["hal_dft_prime"] = (lambda: dft_model.run({"x": signals}, device=cpu), sync)
     if torch is not None:
         torch.set_num_threads(threads)
         t = torch.from_numpy(data)
@@ -209,6 +257,9 @@ def main():
         rounds["torch_cross_entropy"] = (
             lambda: torch.nn.functional.cross_entropy(t_logits, t_targets), nothing)
         rounds["torch_sin"] = (lambda: torch.sin(t), nothing)
+        t_audio, t_hann = torch.from_numpy(audio), torch.from_numpy(hann)
+        rounds["torch_stft"] = (lambda: torch.stft(t_audio, 400, 160, window=t_hann, center=False,
+                                                   return_complex=True), nothing)
         # A read: PyTorch's sum of all elements, on hal's thread count, streams x once.
         rounds["torch_read"] = (lambda: t.sum(), nothing)
     rounds["numpy_read"] = (lambda: data.sum(), nothing)  # NumPy's, on one thread
@@ -241,10 +292,13 @@ def main():
         ("cross_entropy_f32_8192x1000_vs_torch", "hal_cross_entropy", "torch_cross_entropy", ""),
         ("sin_f32_4096", "hal_sin", "numpy_sin", ""),
         ("sin_f32_4096_vs_torch", "hal_sin", "torch_sin", ""),
+        ("stft_f32_30s_16k", "hal_stft", "numpy_stft", ""),
+        ("stft_f32_30s_16k_vs_torch", "hal_stft", "torch_stft", ""),
+        ("dft_f32_4x4099_vs_numpy", "hal_dft_prime", "numpy_dft_prime", ""),
     ]
     results = []
     for name, ours, theirs, goal in figures:
-        if theirs not in times:
+        if theirs not in times or ours not in times:
             continue
         results.append({"name": name, "value": times[ours] / 1e6, "unit": "ms",
                         "baseline": theirs, "baseline_value": times[theirs] / 1e6,
