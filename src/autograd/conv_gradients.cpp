@@ -1,5 +1,7 @@
 #include "autograd/conv_gradients.hpp"
 
+#include "ops/op_table.hpp"
+
 namespace hal::autograd {
 namespace {
 
@@ -62,10 +64,12 @@ Tensor conv_input_gradient(const Tensor& dz, const Tensor& weight, const Shape& 
   return conv(input, ops::swap_kernel_channels(flipped, groups, s), Tensor(), options, s);
 }
 
+namespace {
+
 // dw[m, c, k] = sum over n and positions p of dz[n, m, p] patches[n, c k, p]: im2col's patches
 // as conv_from_matmul makes them, one batched product per group summed over the batch.
-Tensor conv_weight_gradient(const Tensor& dz, const Tensor& x, const Shape& weight_shape,
-                            const ops::Window& w, int64_t groups, Stream& s) {
+Tensor weight_gradient_by_patches(const Tensor& dz, const Tensor& x, const Shape& weight_shape,
+                                  const ops::Window& w, int64_t groups, Stream& s) {
   const int64_t batch = x.size(0), channels = x.size(1), features = weight_shape[0];
   const Tensor patches = ops::patches_of(x, w, s);
   const Tensor flat_dz = dz.contiguous(s).reshape({batch, features, w.positions()});
@@ -79,6 +83,51 @@ Tensor conv_weight_gradient(const Tensor& dz, const Tensor& x, const Shape& weig
                                : sum(product, {0}, false, s));
   }
   return (groups == 1 ? parts[0] : concat(parts, 0, s)).reshape(weight_shape);
+}
+
+// Whether x's device convolves x's dtype with a kernel of its own (oneDNN on the CPU, Vulkan's
+// shaders). Elsewhere a convolution is itself im2col and a product, and the weight's gradient
+// as one would lay out the whole input for a kernel as large as the output: opencl:0, a 3 x 3
+// kernel over 8 x 64 x 28 x 28, 294 ms a training step that way against 206 by the patches.
+bool convolves_itself(const Tensor& x) {
+  return ops::plan(ops::conv_descriptor(), x.dtype(), x.device().info()).implementation != nullptr;
+}
+
+}  // namespace
+
+// dw[m, c, k] = sum over n, o of dz[n, m, o] x[n, c, o s + k d - pad_before]: a convolution of x
+// with its batch as channels ([C, N, D...]) by dz alike ([M, N, O...]) as the kernel, the
+// forward's dilation as its stride and the forward's stride as its dilation, padded in front as
+// the forward was and behind by what leaves exactly K outputs; [C, M, K...] transposed. The
+// device's own convolution then does the work (oneDNN on the CPU: a 3 x 3 kernel over 8 x 64 x
+// 28 x 28 took 3 ms this way against 7.5 by the patches' products; a training step on vulkan:0
+// 3.3 s to 2.3). With groups, one convolution would pair every group with every other, and a
+// device without a convolution of its own would lay out more: their patches' products instead.
+Tensor conv_weight_gradient(const Tensor& dz, const Tensor& x, const Shape& weight_shape,
+                            const ops::Window& w, int64_t groups, Stream& s) {
+  if (groups != 1 || !convolves_itself(x))
+    return weight_gradient_by_patches(dz, x, weight_shape, w, groups, s);
+  if (dz.numel() == 0 || x.numel() == 0) return zeros(weight_shape, dz.dtype(), s);
+  const size_t spatial = w.kernel.size();
+  Tensor input = x.transpose(0, 1);  // [C, N, D...]
+  ConvOptions options;
+  for (size_t i = 0; i < spatial; ++i) {
+    const auto d = static_cast<int64_t>(i) + 2;
+    // What the forward's last window left unread at the end of the padded input.
+    const int64_t unread = x.size(d) + w.pad_before[i] + w.pad_after[i] -
+                           w.dilations[i] * (w.kernel[i] - 1) - 1 - (w.out[i] - 1) * w.strides[i];
+    int64_t after = w.pad_after[i] - unread;
+    if (after < 0) {  // the unread end lies in x itself: cropped
+      input = input.slice(d, 0, input.size(d) + after);
+      after = 0;
+    }
+    options.strides.push_back(w.dilations[i]);
+    options.dilations.push_back(w.strides[i]);
+    options.pads_before.push_back(w.pad_before[i]);
+    options.pads_after.push_back(after);
+  }
+  const Tensor kernel = dz.transpose(0, 1).contiguous(s);  // [M, N, O...]
+  return conv(input.contiguous(s), kernel, Tensor(), options, s).transpose(0, 1).contiguous(s);
 }
 
 }  // namespace hal::autograd

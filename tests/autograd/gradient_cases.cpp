@@ -162,6 +162,18 @@ std::vector<GradCase> gradient_cases() {
          o.pads_after = {0, 1, 0};
          return conv(in[0], in[1], in[2], o, s);
        }},
+      // The weight's gradient as a convolution with strides and dilations swapped, where the
+      // forward leaves the end of x unread (cropped: dimension 0) or of its padding (dimension 2).
+      {"conv3d_strided_dilated",
+       {{{2, 2, 5, 4, 6}}, {{3, 2, 2, 2, 3}}},
+       [](const In& in, Stream& s) {
+         ConvOptions o;
+         o.strides = {2, 1, 2};
+         o.dilations = {1, 2, 1};
+         o.pads_before = {0, 1, 1};
+         o.pads_after = {0, 0, 1};
+         return conv(in[0], in[1], Tensor(), o, s);
+       }},
       {"conv1d_relu_residual",
        {{{2, 2, 7}}, {{3, 2, 3}}, {{3}}, {{2, 3, 5}}},
        [](const In& in, Stream& s) {
