@@ -160,13 +160,12 @@ Tensor dft_rows(const OpContext& ctx, const Tensor& x, int64_t length, int64_t b
   } else {
     // The twiddles e^(-2 pi i n1 k2 / L) multiplied in, then one L1-point matrix for all.
     std::vector<double> twiddle_re(static_cast<size_t>(length)), twiddle_im(twiddle_re.size());
-    const double sign = inverse ? 1 : -1;
+    const UnitRoots roots(length, inverse);
     for (int64_t k2 = 0; k2 < l2; ++k2)
       for (int64_t n1 = 0; n1 < l1; ++n1) {
-        const double angle = 2 * std::numbers::pi * static_cast<double>(n1 * k2 % length) /
-                             static_cast<double>(length);
-        twiddle_re[static_cast<size_t>(k2 * l1 + n1)] = std::cos(angle);
-        twiddle_im[static_cast<size_t>(k2 * l1 + n1)] = sign * std::sin(angle);
+        const double* root = roots.at(n1 * k2);
+        twiddle_re[static_cast<size_t>(k2 * l1 + n1)] = root[0];
+        twiddle_im[static_cast<size_t>(k2 * l1 + n1)] = root[1];
       }
     const Tensor t_re = upload_values(twiddle_re, {l2, 1, l1}, dtype, s);
     const Tensor t_im = upload_values(twiddle_im, {l2, 1, l1}, dtype, s);
@@ -200,7 +199,7 @@ Tensor complex_product(const Tensor& a, const Tensor& b, Stream& s) {
 //   X[k] = w[k] sum over n of (x[n] w[n]) conj(w[k - n]),
 // a convolution, cyclic of length P >= 2L - 1 (a power of two, which Bailey's steps take) and so
 // two DFTs of length P with a product of spectra between. n^2 is reduced mod 2L in integers
-// before it becomes an angle, so the chirp keeps its digits at any length.
+// (UnitRoots) before it becomes an angle, so the chirp keeps its digits at any length.
 Tensor bluestein_rows(const OpContext& ctx, const Tensor& x, int64_t length, int64_t bins,
                       bool inverse, double scale, DType dtype) {
   Stream& s = ctx.stream();
@@ -213,16 +212,15 @@ Tensor bluestein_rows(const OpContext& ctx, const Tensor& x, int64_t length, int
                     " points, and others up to 2^21 by Bluestein's algorithm, whose convolution "
                     "would take " +
                     std::to_string(points) + " points here)");
-  const double sign = inverse ? 1 : -1;
-  // w[n] and w[n] times the transform's scale (the output's); conj(w[j]) at j and at P - j: the
-  // convolution's kernel for offsets -(L - 1) to L - 1, zero between.
+  // w[n] = e^(-+ 2 pi i (n^2 mod 2L) / 2L) and w[n] times the transform's scale (the output's);
+  // conj(w[j]) at j and at P - j: the convolution's kernel for offsets -(L - 1) to L - 1, zero
+  // between.
+  const UnitRoots half_turns(2 * length, inverse);
   std::vector<double> chirp(2 * static_cast<size_t>(length)), scaled(chirp.size()),
       kernel(2 * static_cast<size_t>(points));
   for (int64_t n = 0; n < length; ++n) {
-    const int64_t turns = n * n % (2 * length);  // n < 2^21: n^2 fits
-    const double angle =
-        sign * std::numbers::pi * static_cast<double>(turns) / static_cast<double>(length);
-    const double re = std::cos(angle), im = std::sin(angle);
+    const double* root = half_turns.at(n * n);  // n < 2^21: n^2 fits
+    const double re = root[0], im = root[1];
     const auto i = static_cast<size_t>(2 * n);
     chirp[i] = re;
     chirp[i + 1] = im;
