@@ -148,6 +148,18 @@ std::vector<int64_t> optional_list(py::handle value) {
   return to_shape(value);
 }
 
+// What max_pool and avg_pool share of their options.
+PoolOptions pool_options(py::handle kernel, py::handle strides, py::handle pads_before,
+                         py::handle pads_after, bool ceil_mode) {
+  PoolOptions options;
+  options.kernel = optional_list(kernel);
+  options.strides = optional_list(strides);
+  options.pads_before = optional_list(pads_before);
+  options.pads_after = optional_list(pads_after);
+  options.ceil_mode = ceil_mode;
+  return options;
+}
+
 // `with hal.cpu_fallback():` lets ops a device cannot run run on cpu:0, on this thread.
 class FallbackGuard {
  public:
@@ -408,13 +420,8 @@ void bind_ops(py::module_& m, py::class_<Tensor>& tensor) {
       "max_pool",
       [](const Tensor& x, py::handle kernel, py::handle strides, py::handle dilations,
          py::handle pads_before, py::handle pads_after, bool ceil_mode, py::handle stream_arg) {
-        PoolOptions options;
-        options.kernel = optional_list(kernel);
-        options.strides = optional_list(strides);
+        PoolOptions options = pool_options(kernel, strides, pads_before, pads_after, ceil_mode);
         options.dilations = optional_list(dilations);
-        options.pads_before = optional_list(pads_before);
-        options.pads_after = optional_list(pads_after);
-        options.ceil_mode = ceil_mode;
         Stream& stream = stream_for(stream_arg, x);
         py::gil_scoped_release unlocked;
         return max_pool(x, options, stream);
@@ -428,12 +435,7 @@ void bind_ops(py::module_& m, py::class_<Tensor>& tensor) {
       "avg_pool",
       [](const Tensor& x, py::handle kernel, py::handle strides, py::handle pads_before,
          py::handle pads_after, bool ceil_mode, bool count_include_pad, py::handle stream_arg) {
-        PoolOptions options;
-        options.kernel = optional_list(kernel);
-        options.strides = optional_list(strides);
-        options.pads_before = optional_list(pads_before);
-        options.pads_after = optional_list(pads_after);
-        options.ceil_mode = ceil_mode;
+        PoolOptions options = pool_options(kernel, strides, pads_before, pads_after, ceil_mode);
         options.count_include_pad = count_include_pad;
         Stream& stream = stream_for(stream_arg, x);
         py::gil_scoped_release unlocked;

@@ -25,6 +25,33 @@ Tensor reversed(const Tensor& t, int64_t d, Stream& s) {
   return concat(slices, d, s);
 }
 
+// dw[m, c, k] = sum over n and positions p of dz[n, m, p] patches[n, c k, p]: im2col's patches
+// as conv_from_matmul makes them, one batched product per group summed over the batch.
+Tensor weight_gradient_by_patches(const Tensor& dz, const Tensor& x, const Shape& weight_shape,
+                                  const ops::Window& w, int64_t groups, Stream& s) {
+  const int64_t batch = x.size(0), channels = x.size(1), features = weight_shape[0];
+  const Tensor patches = ops::patches_of(x, w, s);
+  const Tensor flat_dz = dz.contiguous(s).reshape({batch, features, w.positions()});
+  const int64_t per_group = channels / groups * w.offsets(), features_per_group = features / groups;
+  std::vector<Tensor> parts;
+  for (int64_t g = 0; g < groups; ++g) {
+    const Tensor dz_g = flat_dz.slice(1, g * features_per_group, (g + 1) * features_per_group);
+    const Tensor p_g = patches.slice(1, g * per_group, (g + 1) * per_group);
+    const Tensor product = matmul(dz_g, p_g.transpose(1, 2), s);  // [N, M/g, C/g K]
+    parts.push_back(batch == 1 ? product.reshape({features_per_group, per_group})
+                               : sum(product, {0}, false, s));
+  }
+  return (groups == 1 ? parts[0] : concat(parts, 0, s)).reshape(weight_shape);
+}
+
+// Whether x's device convolves x's dtype with a kernel of its own (oneDNN on the CPU, Vulkan's
+// shaders). Elsewhere a convolution is itself im2col and a product, and the weight's gradient
+// as one would lay out the whole input for a kernel as large as the output: opencl:0, a 3 x 3
+// kernel over 8 x 64 x 28 x 28, 294 ms a training step that way against 206 by the patches.
+bool convolves_itself(const Tensor& x) {
+  return ops::plan(ops::conv_descriptor(), x.dtype(), x.device().info()).implementation != nullptr;
+}
+
 }  // namespace
 
 // dx[c, h] = sum over m, k of dz[m, j] w[m, c, k] where h = j s + k d - pad_before: with dz
@@ -63,37 +90,6 @@ Tensor conv_input_gradient(const Tensor& dz, const Tensor& weight, const Shape& 
   // [M, C/g, K...] -> [C, M/g, K...]
   return conv(input, ops::swap_kernel_channels(flipped, groups, s), Tensor(), options, s);
 }
-
-namespace {
-
-// dw[m, c, k] = sum over n and positions p of dz[n, m, p] patches[n, c k, p]: im2col's patches
-// as conv_from_matmul makes them, one batched product per group summed over the batch.
-Tensor weight_gradient_by_patches(const Tensor& dz, const Tensor& x, const Shape& weight_shape,
-                                  const ops::Window& w, int64_t groups, Stream& s) {
-  const int64_t batch = x.size(0), channels = x.size(1), features = weight_shape[0];
-  const Tensor patches = ops::patches_of(x, w, s);
-  const Tensor flat_dz = dz.contiguous(s).reshape({batch, features, w.positions()});
-  const int64_t per_group = channels / groups * w.offsets(), features_per_group = features / groups;
-  std::vector<Tensor> parts;
-  for (int64_t g = 0; g < groups; ++g) {
-    const Tensor dz_g = flat_dz.slice(1, g * features_per_group, (g + 1) * features_per_group);
-    const Tensor p_g = patches.slice(1, g * per_group, (g + 1) * per_group);
-    const Tensor product = matmul(dz_g, p_g.transpose(1, 2), s);  // [N, M/g, C/g K]
-    parts.push_back(batch == 1 ? product.reshape({features_per_group, per_group})
-                               : sum(product, {0}, false, s));
-  }
-  return (groups == 1 ? parts[0] : concat(parts, 0, s)).reshape(weight_shape);
-}
-
-// Whether x's device convolves x's dtype with a kernel of its own (oneDNN on the CPU, Vulkan's
-// shaders). Elsewhere a convolution is itself im2col and a product, and the weight's gradient
-// as one would lay out the whole input for a kernel as large as the output: opencl:0, a 3 x 3
-// kernel over 8 x 64 x 28 x 28, 294 ms a training step that way against 206 by the patches.
-bool convolves_itself(const Tensor& x) {
-  return ops::plan(ops::conv_descriptor(), x.dtype(), x.device().info()).implementation != nullptr;
-}
-
-}  // namespace
 
 // dw[m, c, k] = sum over n, o of dz[n, m, o] x[n, c, o s + k d - pad_before]: a convolution of x
 // with its batch as channels ([C, N, D...]) by dz alike ([M, N, O...]) as the kernel, the
