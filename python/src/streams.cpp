@@ -262,6 +262,14 @@ void bind_streams(py::module_& m) {
       py::arg("device") = py::none(),
       "Waits (without the GIL) for the current stream of `device`; with None, for every "
       "device's default stream.");
+  // Work still queued when Python exits would otherwise run while the default streams above are
+  // destroyed among the C++ statics, after what it calls into may be gone (a segfault at exit
+  // after an unsynchronized backward): every stream is finished here, while all is alive. A
+  // failure of that work is raised, and Python prints it as an atexit callback's.
+  py::module_::import("atexit").attr("register")(py::cpp_function([] {
+    py::gil_scoped_release unlocked;
+    hal::synchronize_all();
+  }));
 }
 
 }  // namespace hal::python

@@ -164,13 +164,14 @@ class PackedWeights {
   std::map<Key, Entry> entries_;
 };
 
+// Never destroyed, as oneDNN's engine: a stream's worker may run a convolution at exit.
 PrimitiveCache& primitives() {
-  static PrimitiveCache cache;
-  return cache;
+  static auto* cache = new PrimitiveCache;
+  return *cache;
 }
 PackedWeights& packed_weights() {
-  static PackedWeights cache;
-  return cache;
+  static auto* cache = new PackedWeights;
+  return *cache;
 }
 
 void run(const ConvDesc& c, const std::shared_ptr<const Prepared>& p, const KernelArgs& args) {

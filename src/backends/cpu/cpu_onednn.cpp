@@ -62,8 +62,9 @@ std::optional<std::pair<dnnl::algorithm, float>> eltwise(const std::string& acti
 }  // namespace
 
 const dnnl::engine& engine() {
-  static const dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
-  return cpu;
+  // Never destroyed: a stream's worker may still run a primitive while statics are destroyed.
+  static const auto* cpu = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *cpu;
 }
 
 std::unique_lock<std::mutex> making_primitives() {
