@@ -231,6 +231,72 @@ def one_node_model(onnx, op, inputs, outputs, opset, **attributes):
     return hal.load_onnx_bytes(proto.SerializeToString(), name=op)
 
 
+def conv_transpose_reference(x, w, bias, strides, dilations, pads_before, out_shape, groups):
+    """ConvTranspose by its definition: x[n, c, j] w[c, o, k] added at h = j s + k d - pad."""
+    spatial = len(strides)
+    per_group_in, per_group_out = x.shape[1] // groups, w.shape[1]
+    y = np.zeros((x.shape[0], per_group_out * groups, *out_shape), np.float64)
+    for k in np.ndindex(*w.shape[2:]):
+        at = [np.arange(x.shape[2 + i]) * strides[i] + k[i] * dilations[i] - pads_before[i]
+              for i in range(spatial)]
+        keep = [(h >= 0) & (h < out_shape[i]) for i, h in enumerate(at)]
+        for g in range(groups):
+            ins = slice(g * per_group_in, (g + 1) * per_group_in)
+            outs = slice(g * per_group_out, (g + 1) * per_group_out)
+            part = np.einsum("nc...,co->no...", x[:, ins].astype(np.float64),
+                             w[(ins, slice(None)) + k].astype(np.float64))
+            y[(slice(None), outs) + np.ix_(*[h[kept] for h, kept in zip(at, keep)])] += \
+                part[(slice(None), slice(None)) + np.ix_(*[np.flatnonzero(kept) for kept in keep])]
+    if bias is not None:
+        y += bias.reshape((1, -1) + (1,) * spatial)
+    return y
+
+
+@pytest.mark.parametrize("case", [
+    # x shape, kernel, strides, dilations, pads, output_padding, groups, output_shape
+    ((2, 4, 7), (3,), (3,), (2,), (1, 2), (1,), 2, None),
+    ((2, 6, 5, 4), (4, 3), (2, 3), (1, 2), (1, 0, 2, 1), (1, 0), 3, None),
+    ((1, 3, 4, 5), (1, 1), (2, 2), (1, 1), (0, 0, 0, 0), (1, 1), 1, None),  # phases without taps
+    ((1, 2, 5, 3), (3, 2), (2, 2), (4, 2), (0, 1, 2, 0), (0, 1), 1, None),  # dilation = k stride
+    ((1, 2, 3, 4, 3), (2, 3, 2), (2, 1, 3), (1, 1, 2), (0,) * 6, (0, 0, 1), 1, None),
+    ((1, 3, 4, 4), (3, 3), (2, 2), (1, 1), None, (0, 0), 1, (11, 10)),  # negative pads
+])
+def test_conv_transpose_is_its_definition(onnx, device, case, rng):
+    """ConvTranspose (a convolution per phase of the strides, interleaved) against its
+    definition as a scatter of x times the kernel, with a bias: strides above, below and equal
+    to the kernel, dilations sharing a factor with them, groups, output_padding, 1 to 3 spatial
+    dimensions, and an output_shape larger than the strides give (pads below zero)."""
+    from onnx import TensorProto
+
+    shape, kernel, strides, dilations, pads, output_padding, groups, output_shape = case
+    spatial = len(kernel)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((shape[1], 2, *kernel)).astype(np.float32)
+    bias = rng.standard_normal(2 * groups).astype(np.float32)
+    attributes = dict(strides=list(strides), dilations=list(dilations), group=groups,
+                      output_padding=list(output_padding))
+    if output_shape is None:
+        attributes["pads"] = list(pads)
+        before = pads[:spatial]
+        out = [strides[i] * (shape[2 + i] - 1) + output_padding[i] +
+               dilations[i] * (kernel[i] - 1) + 1 - pads[i] - pads[spatial + i]
+               for i in range(spatial)]
+    else:  # ONNX's rule: the total padding split with its larger half at the end
+        attributes["output_shape"] = list(output_shape)
+        total = [strides[i] * (shape[2 + i] - 1) + output_padding[i] +
+                 dilations[i] * (kernel[i] - 1) + 1 - output_shape[i] for i in range(spatial)]
+        before = [t - t // 2 for t in total]
+        out = list(output_shape)
+    f32 = (TensorProto.FLOAT, len(shape))
+    model = one_node_model(onnx, "ConvTranspose", {"x": f32, "w": f32, "b": (TensorProto.FLOAT, 1)},
+                           {"y": f32}, 17, **attributes)
+    with hal.cpu_fallback(not runs(device, "concat", "f32")):
+        [got] = model.run({"x": x, "w": w, "b": bias}, device=device).values()
+    want = conv_transpose_reference(x, w, bias, strides, dilations, before, out, groups)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-4, err_msg=str(case))
+
+
 def as_parts(z):
     return np.stack((z.real, z.imag), axis=-1)
 

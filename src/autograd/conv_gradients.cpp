@@ -5,26 +5,6 @@
 namespace hal::autograd {
 namespace {
 
-// t with stride - 1 zeros between its elements along dimension d: each element and its zeros
-// side by side in a new dimension, merged, the trailing zeros cut.
-Tensor dilated(const Tensor& t, int64_t d, int64_t stride, Stream& s) {
-  if (stride == 1 || t.size(d) == 0) return t;
-  Shape zeros_shape = t.shape();
-  zeros_shape.insert(zeros_shape.begin() + d + 1, stride - 1);
-  const Tensor spread = concat({t.unsqueeze(d + 1), zeros(zeros_shape, t.dtype(), s)}, d + 1, s);
-  Shape merged = t.shape();
-  merged[static_cast<size_t>(d)] *= stride;
-  return spread.reshape(merged).slice(d, 0, (t.size(d) - 1) * stride + 1);
-}
-
-// t reversed along dimension d, by concatenating its slices last to first.
-Tensor reversed(const Tensor& t, int64_t d, Stream& s) {
-  if (t.size(d) <= 1) return t;
-  std::vector<Tensor> slices;
-  for (int64_t k = t.size(d) - 1; k >= 0; --k) slices.push_back(t.slice(d, k, k + 1));
-  return concat(slices, d, s);
-}
-
 // dw[m, c, k] = sum over n and positions p of dz[n, m, p] patches[n, c k, p]: im2col's patches
 // as conv_from_matmul makes them, one batched product per group summed over the batch.
 Tensor weight_gradient_by_patches(const Tensor& dz, const Tensor& x, const Shape& weight_shape,
@@ -54,41 +34,11 @@ bool convolves_itself(const Tensor& x) {
 
 }  // namespace
 
-// dx[c, h] = sum over m, k of dz[m, j] w[m, c, k] where h = j s + k d - pad_before: with dz
-// dilated by s (dz'), dx[h] = sum dz'[h + pad_before - k d] w[k], a correlation of dz' with the
-// flipped kernel, padded by the kernel's span less pad_before in front and by what makes the
-// result x's size behind (a negative padding crops).
+// dx: the transposed convolution of dz (ops/transposed_conv.cpp: a convolution per phase of the
+// strides, the forward's work).
 Tensor conv_input_gradient(const Tensor& dz, const Tensor& weight, const Shape& x_shape,
                            const ops::Window& w, int64_t groups, Stream& s) {
-  const size_t spatial = w.kernel.size();
-  Tensor input = dz;
-  Tensor flipped = weight;
-  ConvOptions options;
-  options.groups = groups;
-  options.dilations = w.dilations;
-  for (size_t i = 0; i < spatial; ++i) {
-    const auto d = static_cast<int64_t>(i) + 2;
-    input = dilated(input, d, w.strides[i], s);
-    flipped = reversed(flipped, d, s);
-    const int64_t span = w.dilations[i] * (w.kernel[i] - 1);
-    int64_t before = span - w.pad_before[i];
-    int64_t after = x_shape[i + 2] - 1 - (w.out[i] - 1) * w.strides[i] + w.pad_before[i];
-    if (before < 0) {
-      input = input.slice(d, -before, input.size(d));
-      before = 0;
-    }
-    if (after < 0) {
-      input = input.slice(d, 0, input.size(d) + after);
-      after = 0;
-    }
-    // Every window of x's lies in the padding: no element of x reaches the result.
-    if (input.size(d) <= 0) return zeros(x_shape, dz.dtype(), s);
-    options.strides.push_back(1);
-    options.pads_before.push_back(before);
-    options.pads_after.push_back(after);
-  }
-  // [M, C/g, K...] -> [C, M/g, K...]
-  return conv(input, ops::swap_kernel_channels(flipped, groups, s), Tensor(), options, s);
+  return ops::transposed_conv(dz, weight, Tensor(), x_shape, w, groups, s);
 }
 
 // dw[m, c, k] = sum over n, o of dz[n, m, o] x[n, c, o s + k d - pad_before]: a convolution of x

@@ -1,8 +1,9 @@
 // conv's gradients as convolutions and products, written with hal's ops so that they run on
-// the tensors' device: x's as the convolution of the gradient, dilated by the strides, with
-// the kernel flipped and its channels swapped per group (the device's own conv: oneDNN on the
-// CPU); the weight's as the convolution of x by the gradient with batch and channels swapped
-// (with groups, im2col's patches times the gradient, one product per group).
+// the tensors' device: x's as the transposed convolution (per phase of the strides, a
+// convolution of the gradient by a subsampled kernel, flipped and its channels swapped per
+// group: the device's own conv, oneDNN on the CPU); the weight's as the convolution of x by the
+// gradient with batch and channels swapped (with groups, im2col's patches times the gradient, one
+// product per group).
 #pragma once
 
 #include "hal/ops.hpp"

@@ -111,21 +111,8 @@ Outputs conv(const OpContext& ctx, const Inputs& in) {
   return {finish(ops::conv_from_matmul(x, weight, bias, w, groups, s))};
 }
 
-// x with s - 1 zeros between its elements along dimension d: each element and its zeros side
-// by side in a new dimension, merged, the trailing zeros cut.
-Tensor dilate(const OpContext& ctx, const Tensor& x, int64_t d, int64_t stride) {
-  if (stride == 1 || x.size(d) == 0) return x;
-  Shape zeros_shape = x.shape();
-  zeros_shape.insert(zeros_shape.begin() + d + 1, stride - 1);
-  const Tensor spread =
-      concat(ctx, {x.unsqueeze(d + 1), full(zeros_shape, 0, x.dtype(), ctx.stream())}, d + 1);
-  Shape merged = x.shape();
-  merged[static_cast<size_t>(d)] *= stride;
-  return spread.reshape(merged).slice(d, 0, (x.size(d) - 1) * stride + 1);
-}
-
-// ConvTranspose as the convolution it is the transpose of: the input dilated by the strides, the
-// kernel flipped and its in/out channels swapped per group, padded by the span less the pads.
+// ConvTranspose: the input gradient of the convolution it is the transpose of
+// (ops::transposed_conv, a convolution per phase of the strides).
 Outputs conv_transpose(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   const Tensor& x = in.at(0);
@@ -187,34 +174,25 @@ Outputs conv_transpose(const OpContext& ctx, const Inputs& in) {
       if (pad < 0 || pad > kLimit)
         ctx.invalid("pads " + to_string(pads) + " must lie in [0, " + std::to_string(kLimit) + "]");
   }
-  Tensor input = x;
-  for (size_t i = 0; i < spatial; ++i)
-    input = dilate(ctx, input, static_cast<int64_t>(i) + 2, strides[i]);
-  // [C_in, C_out/g, K...] flipped -> [g, C_in/g, C_out/g, K...] -> [C_out, C_in/g, K...]
-  Tensor flipped = weight;
-  for (size_t i = 0; i < spatial; ++i) {
-    std::vector<int64_t> reversed;
-    for (int64_t k = kernel[i] - 1; k >= 0; --k) reversed.push_back(k);
-    flipped = take(ctx, flipped, static_cast<int64_t>(i) + 2, reversed);
-  }
-  // [C_in, C_out/g, K...] -> [C_out, C_in/g, K...]
-  const Tensor conv_weight = ops::swap_kernel_channels(flipped, groups, s);
+  // The convolution whose input gradient this is: of an input of the output's size, the
+  // pads in front as given, producing x's sizes.
   Window w;
   w.kernel = kernel;
-  w.strides.assign(spatial, 1);
+  w.strides = strides;
   w.dilations = dilations;
+  Shape y_shape{x.size(0), weight.size(1) * groups};
   for (size_t i = 0; i < spatial; ++i) {
-    const int64_t span = dilations[i] * (kernel[i] - 1);
-    w.pad_before.push_back(span - pads[i]);
-    w.pad_after.push_back(span - pads[i + spatial] + output_padding[i]);
-    const int64_t out =
-        input.size(static_cast<int64_t>(i) + 2) + w.pad_before[i] + w.pad_after[i] - span;
-    if (out <= 0)
+    const int64_t size = strides[i] * (x.size(static_cast<int64_t>(i) + 2) - 1) +
+                         output_padding[i] + dilations[i] * (kernel[i] - 1) + 1 - pads[i] -
+                         pads[i + spatial];
+    if (size <= 0)
       ctx.invalid("the output would have no elements along spatial dimension " + std::to_string(i));
-    w.out.push_back(out);
+    y_shape.push_back(size);
+    w.pad_before.push_back(pads[i]);
+    w.out.push_back(x.size(static_cast<int64_t>(i) + 2));
   }
   const Tensor bias = given(in, 2) ? in[2] : Tensor();
-  return {ops::conv_from_matmul(input, conv_weight, bias, w, groups, s)};
+  return {ops::transposed_conv(x, weight, bias, y_shape, w, groups, s)};
 }
 
 // hal's pooling where it takes the dtype and rank (floating, 1 to 3 spatial dimensions), else

@@ -68,6 +68,15 @@ Tensor patches_of(const Tensor& x, const Window& w, Stream& stream);
 Tensor conv_from_matmul(const Tensor& x, const Tensor& weight, const Tensor& bias, const Window& w,
                         int64_t groups, Stream& stream);
 
+// The transposed convolution: the gradient, with respect to x ([N, C, x_shape's spatial sizes]),
+// of the convolution of x by `weight` ([M, C/g, K...]) at window `w` (its strides, dilations,
+// pad_before and kernel), given the result's gradient dz ([N, M, out...]), plus `bias` ([C], or
+// undefined) per channel: ConvTranspose and conv's input gradient. Per phase of the strides one
+// convolution of dz at stride 1 (the device's own conv where it has one), interleaved: the
+// forward's work, where a convolution of dz dilated by zeros would do stride^spatial times it.
+Tensor transposed_conv(const Tensor& dz, const Tensor& weight, const Tensor& bias,
+                       const Shape& x_shape, const Window& w, int64_t groups, Stream& stream);
+
 // A kernel [P, Q, K...] of `groups` groups with its two channel dimensions swapped within each
 // group: [P/g, Q] blocks -> [g Q, P/g, K...], the kernel of the transposed convolution.
 Tensor swap_kernel_channels(const Tensor& weight, int64_t groups, Stream& stream);

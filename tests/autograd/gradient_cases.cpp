@@ -174,6 +174,19 @@ std::vector<GradCase> gradient_cases() {
          o.pads_after = {0, 0, 1};
          return conv(in[0], in[1], Tensor(), o, s);
        }},
+      // x's gradient by phases of the strides (ops/transposed_conv.cpp): a kernel narrower than
+      // its stride (phases no tap reaches) and a dilation sharing a factor with the stride
+      // (every other tap in a phase, at half the dilation).
+      {"conv2d_stride_past_kernel",
+       {{{2, 2, 9, 11}}, {{3, 2, 1, 3}}},
+       [](const In& in, Stream& s) {
+         ConvOptions o;
+         o.strides = {3, 2};
+         o.dilations = {1, 2};
+         o.pads_before = {0, 1};
+         o.pads_after = {2, 0};
+         return conv(in[0], in[1], Tensor(), o, s);
+       }},
       {"conv1d_relu_residual",
        {{{2, 2, 7}}, {{3, 2, 3}}, {{3}}, {{2, 3, 5}}},
        [](const In& in, Stream& s) {
