@@ -81,6 +81,23 @@ def signal_models():
     return stft, dft
 
 
+def conv_transpose_model(weight, bias):
+    """A one-node ONNX ConvTranspose of stride 2 and pads 1 (a generator's or decoder's
+    upsampling layer), its weight and bias as initializers."""
+    from onnx import TensorProto, helper
+
+    value = lambda name: helper.make_tensor_value_info(  # noqa: E731
+        name, TensorProto.FLOAT, [f"{name}{d}" for d in range(4)])
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2],
+                            pads=[1, 1, 1, 1])
+    graph = helper.make_graph(
+        [node], "conv_transpose", [value("x")], [value("y")],
+        initializer=[helper.make_tensor("w", TensorProto.FLOAT, weight.shape, weight.ravel()),
+                     helper.make_tensor("b", TensorProto.FLOAT, bias.shape, bias)])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return hal.load_onnx_bytes(proto.SerializeToString(), name="conv_transpose")
+
+
 def check(name, ours, theirs, rtol, atol):
     if not np.allclose(ours, theirs, rtol=rtol, atol=atol):
         worst = float(np.max(np.abs(ours.astype(np.float64) - theirs)))
@@ -178,6 +195,28 @@ def main():
         hal.conv(hal_conv[0], hal_conv[1], hal_conv[2], pads_before=[1, 1],
                  pads_after=[1, 1]).backward(hal_conv_upstream)
 
+    # A ResNet stage's first, strided 3 x 3 convolution (x's gradient is a transposed
+    # convolution) and a stride-2 ConvTranspose (4 x 4, 128 -> 64 channels, 28 -> 56).
+    strided_arrays = [rng.standard_normal((8, 64, 56, 56), dtype=np.float32),
+                      rng.standard_normal((128, 64, 3, 3), dtype=np.float32) * 0.05]
+    strided_upstream = rng.standard_normal((8, 128, 28, 28), dtype=np.float32)
+    hal_strided = [hal.tensor(a, device=cpu).requires_grad_() for a in strided_arrays]
+    hal_strided_upstream = hal.tensor(strided_upstream, device=cpu)
+
+    def hal_strided_conv_train():
+        for leaf in hal_strided:
+            leaf.grad = None
+        hal.conv(*hal_strided, strides=[2, 2], pads_before=[1, 1],
+                 pads_after=[1, 1]).backward(hal_strided_upstream)
+
+    upsampling = [rng.standard_normal((8, 128, 28, 28), dtype=np.float32),
+                  rng.standard_normal((128, 64, 4, 4), dtype=np.float32) * 0.05,
+                  rng.standard_normal(64, dtype=np.float32)]
+    try:
+        upsampling_model = conv_transpose_model(*upsampling[1:])
+    except ImportError:  # reported with the STFT's model above
+        upsampling_model = None
+
     def hal_layer_norm_train():
         for leaf in hal_leaves:
             leaf.grad = None
@@ -195,6 +234,7 @@ def main():
         "numpy_layer_norm": (lambda: numpy_layer_norm(data), nothing),
         "hal_layer_norm_train": (hal_layer_norm_train, sync),
         "hal_conv_train": (hal_conv_train, sync),
+        "hal_strided_conv_train": (hal_strided_conv_train, sync),
         "hal_transpose": (transpose, sync),
         "numpy_transpose": (lambda: np.ascontiguousarray(data.T), nothing),
         "hal_to_nhwc": (to_nhwc, sync),
@@ -207,6 +247,10 @@ def main():
         "numpy_stft": (lambda: np.fft.rfft(frames() * hann, axis=-1), nothing),
         "numpy_dft_prime": (lambda: np.fft.fft(complex_signals, axis=1), nothing),
     }
+    if upsampling_model is not None:
+        upsampling_feeds = {"x": upsampling[0]}
+        rounds["hal_conv_transpose"] = (
+            lambda: upsampling_model.run(upsampling_feeds, device=cpu), sync)
     if stft_model is not None:
         rounds["hal_stft"] = (lambda: stft_model.run(stft_feeds, device=cpu), sync)
         rounds["hal_dft_prime"] = (lambda: dft_model.run({"x": signals}, device=cpu), sync)
@@ -244,6 +288,28 @@ def main():
         for name, ours, theirs in zip(("x", "w", "b"), hal_conv, t_conv):
             check("conv backward " + name, ours.grad.numpy(), theirs.grad.numpy(), 1e-3, 1e-3)
         rounds["torch_conv_train"] = (torch_conv_train, nothing)
+        t_strided = [torch.from_numpy(a).requires_grad_() for a in strided_arrays]
+        t_strided_upstream = torch.from_numpy(strided_upstream)
+
+        def torch_strided_conv_train():
+            for leaf in t_strided:
+                leaf.grad = None
+            torch.nn.functional.conv2d(*t_strided, stride=2, padding=1).backward(
+                t_strided_upstream)
+
+        torch_strided_conv_train()
+        hal_strided_conv_train()
+        for name, ours, theirs in zip(("x", "w"), hal_strided, t_strided):
+            check("strided conv backward " + name, ours.grad.numpy(), theirs.grad.numpy(), 1e-3,
+                  1e-2)
+        rounds["torch_strided_conv_train"] = (torch_strided_conv_train, nothing)
+        t_upsampling = [torch.from_numpy(a) for a in upsampling]
+        torch_conv_transpose = lambda: torch.nn.functional.conv_transpose2d(  # noqa: E731
+            *t_upsampling, stride=2, padding=1)
+        if upsampling_model is not None:
+            [y] = upsampling_model.run(upsampling_feeds, device=cpu).values()
+            check("conv_transpose", y.numpy(), torch_conv_transpose().numpy(), 1e-4, 1e-4)
+        rounds["torch_conv_transpose"] = (torch_conv_transpose, nothing)
         rounds["torch_sum_rows"] = (lambda: t.sum(1), nothing)
         rounds["torch_sum_cols"] = (lambda: t.sum(0), nothing)
         rounds["torch_transpose"] = (lambda: t.T.contiguous(), nothing)
@@ -281,6 +347,10 @@ def main():
         ("layer_norm_train_f32_4096_vs_torch", "hal_layer_norm_train", "torch_layer_norm_train",
          ""),
         ("conv_train_f32_8x64x28_vs_torch", "hal_conv_train", "torch_conv_train", ""),
+        ("conv_s2_train_f32_8x64x56_vs_torch", "hal_strided_conv_train",
+         "torch_strided_conv_train", ""),
+        ("conv_transpose_f32_8x128x28_vs_torch", "hal_conv_transpose", "torch_conv_transpose",
+         ""),
         ("sum_rows_f32_4096_vs_torch", "hal_sum_rows", "torch_sum_rows", ""),
         ("sum_cols_f32_4096_vs_torch", "hal_sum_cols", "torch_sum_cols", ""),
         ("transpose_f32_4096", "hal_transpose", "numpy_transpose", ""),
