@@ -29,7 +29,7 @@ void check_close(const std::vector<double>& got, const std::vector<double>& want
   }
 }
 
-// Along axis 1 of [2, *, 3] parts, one of them a strided view.
+// Along axis 1 of [2, *, 3] parts, one of them a strided view; along the last axis.
 void concat_reference(const Device& d) {
   Stream s = d.create_stream();
   for_listed(d, {"concat"}, {DType::f32, DType::f64, DType::i32, DType::boolean}, [&](DType dtype) {
@@ -48,6 +48,20 @@ void concat_reference(const Device& d) {
       for (int c = 0; c < 3; ++c) want.push_back(a[n * 3 + c]);
     }
     check(got == want, "concat along axis 1 differs from the loop");
+    // Along the last axis, rows of one and of two values (a stack in a new last dimension, as
+    // complex parts are made; the CPU copies rows of 2 to 16 bytes as moves of their size).
+    for (const int64_t width : {1, 2}) {
+      const Tensor first = b_full.slice(2, 0, width);  // a view: rows 4 values apart
+      const Tensor second = make(inputs(2 * 3 * width, dtype, 3), {2, 3, width}, dtype, s);
+      const auto one = numbers(first.contiguous(s), s), two = numbers(second, s);
+      const auto stacked = numbers(concat({first, second, first}, 2, s), s);
+      std::vector<double> rows;
+      for (int64_t r = 0; r < 6; ++r)
+        for (const auto* part : {&one, &two, &one})
+          for (int64_t k = 0; k < width; ++k) rows.push_back((*part)[r * width + k]);
+      check(stacked == rows,
+            "concat along the last axis, rows of " + std::to_string(width) + " values, differs");
+    }
   });
 }
 

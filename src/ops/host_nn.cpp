@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -57,13 +58,40 @@ void host_concat(const std::vector<Tensor>& parts, int64_t axis, const Tensor& o
     place += row;
   }
   const size_t out_start = static_cast<size_t>(out.offset()) * element;
-  const Kernel kernel = host_kernel("concat", [=](const KernelChunk& chunk) {
-    auto* dst = chunk.args.ptr<unsigned char>(0) + out_start;
-    for (uint64_t o = chunk.begin[1]; o < chunk.end[1]; ++o)
-      for (size_t p = 0; p < rows.size(); ++p)
-        std::memcpy(dst + o * out_row + places[p],
-                    chunk.args.ptr<const unsigned char>(p + 1) + sources[p] + o * rows[p], rows[p]);
-  });
+  // Parts whose rows are one small value each (stacking in a new last dimension: complex parts,
+  // coordinates, interleaved phases): a copy of known size per row, a move, where memcpy's call
+  // per element moved 1.2 GB/s.
+  const size_t common = rows.empty() ? 0 : rows[0];
+  const bool same = std::all_of(rows.begin(), rows.end(), [&](size_t r) { return r == common; });
+  const auto copy_rows = [&]<size_t kBytes>() {
+    return [=](const KernelChunk& chunk) {
+      auto* dst = chunk.args.ptr<unsigned char>(0) + out_start;
+      for (size_t p = 0; p < places.size(); ++p) {
+        const unsigned char* src = chunk.args.ptr<const unsigned char>(p + 1) + sources[p];
+        for (uint64_t o = chunk.begin[1]; o < chunk.end[1]; ++o)
+          std::memcpy(dst + o * out_row + places[p], src + o * kBytes, kBytes);
+      }
+    };
+  };
+  std::function<void(const KernelChunk&)> body;
+  if (same && common == 4)
+    body = copy_rows.operator()<4>();
+  else if (same && common == 8)
+    body = copy_rows.operator()<8>();
+  else if (same && common == 16)
+    body = copy_rows.operator()<16>();
+  else if (same && common == 2)
+    body = copy_rows.operator()<2>();
+  else
+    body = [=](const KernelChunk& chunk) {
+      auto* dst = chunk.args.ptr<unsigned char>(0) + out_start;
+      for (uint64_t o = chunk.begin[1]; o < chunk.end[1]; ++o)
+        for (size_t p = 0; p < rows.size(); ++p)
+          std::memcpy(dst + o * out_row + places[p],
+                      chunk.args.ptr<const unsigned char>(p + 1) + sources[p] + o * rows[p],
+                      rows[p]);
+    };
+  const Kernel kernel = host_kernel("concat", std::move(body));
   stream.launch(kernel, host_rows_config(out_row / element, outer), args);
 }
 
