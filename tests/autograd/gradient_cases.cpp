@@ -187,6 +187,19 @@ std::vector<GradCase> gradient_cases() {
          o.pads_after = {2, 0};
          return conv(in[0], in[1], Tensor(), o, s);
        }},
+      // The weight's gradient per kernel offset: depthwise (a product of the gradient and x's
+      // view summed over all but the channels) and with groups of several channels above.
+      {"conv2d_depthwise_strided",
+       {{{2, 3, 7, 6}}, {{3, 1, 3, 2}}, {{3}}},
+       [](const In& in, Stream& s) {
+         ConvOptions o;
+         o.groups = 3;
+         o.strides = {2, 1};
+         o.dilations = {1, 2};
+         o.pads_before = {1, 0};
+         o.pads_after = {1, 1};
+         return conv(in[0], in[1], in[2], o, s);
+       }},
       {"conv1d_relu_residual",
        {{{2, 2, 7}}, {{3, 2, 3}}, {{3}}, {{2, 3, 5}}},
        [](const In& in, Stream& s) {
