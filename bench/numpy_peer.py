@@ -98,6 +98,16 @@ def conv_transpose_model(weight, bias):
     return hal.load_onnx_bytes(proto.SerializeToString(), name="conv_transpose")
 
 
+def training_step(leaves, forward, upstream):
+    """A training step to time: the leaves' gradients cleared, forward(*leaves), its backward
+    from `upstream` (hal's or PyTorch's tensors alike)."""
+    def step():
+        for leaf in leaves:
+            leaf.grad = None
+        forward(*leaves).backward(upstream)
+    return step
+
+
 def check(name, ours, theirs, rtol, atol):
     if not np.allclose(ours, theirs, rtol=rtol, atol=atol):
         worst = float(np.max(np.abs(ours.astype(np.float64) - theirs)))
@@ -189,11 +199,9 @@ def main():
     hal_conv = [hal.tensor(a, device=cpu).requires_grad_() for a in conv_arrays]
     hal_conv_upstream = hal.tensor(conv_upstream, device=cpu)
 
-    def hal_conv_train():
-        for leaf in hal_conv:
-            leaf.grad = None
-        hal.conv(hal_conv[0], hal_conv[1], hal_conv[2], pads_before=[1, 1],
-                 pads_after=[1, 1]).backward(hal_conv_upstream)
+    hal_conv_train = training_step(
+        hal_conv, lambda *a: hal.conv(*a, pads_before=[1, 1], pads_after=[1, 1]),
+        hal_conv_upstream)
 
     # A ResNet stage's first, strided 3 x 3 convolution (x's gradient is a transposed
     # convolution) and a stride-2 ConvTranspose (4 x 4, 128 -> 64 channels, 28 -> 56).
@@ -203,11 +211,10 @@ def main():
     hal_strided = [hal.tensor(a, device=cpu).requires_grad_() for a in strided_arrays]
     hal_strided_upstream = hal.tensor(strided_upstream, device=cpu)
 
-    def hal_strided_conv_train():
-        for leaf in hal_strided:
-            leaf.grad = None
-        hal.conv(*hal_strided, strides=[2, 2], pads_before=[1, 1],
-                 pads_after=[1, 1]).backward(hal_strided_upstream)
+    hal_strided_conv_train = training_step(
+        hal_strided,
+        lambda *a: hal.conv(*a, strides=[2, 2], pads_before=[1, 1], pads_after=[1, 1]),
+        hal_strided_upstream)
 
     upsampling = [rng.standard_normal((8, 128, 28, 28), dtype=np.float32),
                   rng.standard_normal((128, 64, 4, 4), dtype=np.float32) * 0.05,
@@ -278,10 +285,8 @@ def main():
         t_conv = [torch.from_numpy(a).requires_grad_() for a in conv_arrays]
         t_conv_upstream = torch.from_numpy(conv_upstream)
 
-        def torch_conv_train():
-            for leaf in t_conv:
-                leaf.grad = None
-            torch.nn.functional.conv2d(*t_conv, padding=1).backward(t_conv_upstream)
+        torch_conv_train = training_step(
+            t_conv, lambda *a: torch.nn.functional.conv2d(*a, padding=1), t_conv_upstream)
 
         torch_conv_train()
         hal_conv_train()
@@ -291,11 +296,9 @@ def main():
         t_strided = [torch.from_numpy(a).requires_grad_() for a in strided_arrays]
         t_strided_upstream = torch.from_numpy(strided_upstream)
 
-        def torch_strided_conv_train():
-            for leaf in t_strided:
-                leaf.grad = None
-            torch.nn.functional.conv2d(*t_strided, stride=2, padding=1).backward(
-                t_strided_upstream)
+        torch_strided_conv_train = training_step(
+            t_strided, lambda *a: torch.nn.functional.conv2d(*a, stride=2, padding=1),
+            t_strided_upstream)
 
         torch_strided_conv_train()
         hal_strided_conv_train()
