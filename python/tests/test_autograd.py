@@ -103,8 +103,9 @@ def test_layer_norm_gradients_match_torch(torch, rng, shape, normalized, x_grad)
 @pytest.mark.parametrize("stride,dilation,padding,groups", [
     (1, 1, 1, 1), (2, 1, 0, 1), (2, 2, 3, 2), (1, 1, 2, 4)])
 def test_conv_gradients_match_torch(torch, rng, stride, dilation, padding, groups):
-    """x's gradient as a convolution of the dilated gradient, the weight's from im2col's
-    patches, the bias's as a sum, each against torch.autograd's conv2d."""
+    """x's gradient as a transposed convolution (a convolution per phase of the strides), the
+    weight's as a convolution (groups: per kernel offset), the bias's as a sum, each against
+    torch.autograd's conv2d."""
     values = rng.standard_normal((2, 4, 11, 10)).astype(np.float32)
     weight = (rng.standard_normal((8, 4 // groups, 3, 3)) * 0.3).astype(np.float32)
     bias = rng.standard_normal(8).astype(np.float32)
@@ -120,6 +121,26 @@ def test_conv_gradients_match_torch(torch, rng, stride, dilation, padding, group
     expected.backward(torch.tensor(upstream))
     for name, a, b in zip(("x", "weight", "bias"), ours, theirs):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4,
+                                   err_msg=name)
+
+
+def test_conv_gradients_of_mixed_dtypes_and_strides_past_the_kernel(torch, rng):
+    """x in f32, the weight in f64 (the result f64), a 1 x 1 kernel at stride 3: the phases of
+    x's gradient that no tap reaches are zeros of the promoted dtype, as the others are (a
+    concatenation of f32 zeros with f64 phases was refused)."""
+    values = rng.standard_normal((2, 4, 8, 7)).astype(np.float32)
+    weight = rng.standard_normal((5, 4, 1, 1))
+    ours = [hal.tensor(a, device="cpu:0").requires_grad_() for a in (values, weight)]
+    theirs = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (values, weight)]
+    y = hal.conv(*ours, strides=[3, 3])
+    expected = torch.nn.functional.conv2d(*theirs, stride=3)
+    assert y.dtype == hal.f64 and y.shape == tuple(expected.shape)
+    upstream = rng.standard_normal(y.shape)
+    y.backward(hal.tensor(upstream, device="cpu:0"))
+    expected.backward(torch.tensor(upstream))
+    assert ours[0].grad.dtype == hal.f32 and ours[1].grad.dtype == hal.f64
+    for name, a, b in zip(("x", "weight"), ours, theirs):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6,
                                    err_msg=name)
 
 

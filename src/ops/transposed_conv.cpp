@@ -59,7 +59,10 @@ Tensor phase_result(const Tensor& dz, const Tensor& flipped, const Tensor& bias,
   Shape shape{dz.size(0), flipped.size(1) * groups};
   for (const Phase* p : phases) shape.push_back(p->count);
   const auto constant = [&] {
-    Tensor z = zeros(shape, dz.dtype(), s);
+    // The convolutions' dtype: dz's, the weight's and the bias's promoted.
+    DType dtype = promote_types(dz.dtype(), flipped.dtype());
+    if (bias.defined()) dtype = promote_types(dtype, bias.dtype());
+    Tensor z = zeros(shape, dtype, s);
     if (!bias.defined() || z.numel() == 0) return z;
     Shape per_channel(shape.size(), 1);
     per_channel[1] = shape[1];
