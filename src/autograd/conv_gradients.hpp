@@ -2,8 +2,9 @@
 // the tensors' device: x's as the transposed convolution (per phase of the strides, a
 // convolution of the gradient by a subsampled kernel, flipped and its channels swapped per
 // group: the device's own conv, oneDNN on the CPU); the weight's as the convolution of x by the
-// gradient with batch and channels swapped (with groups, im2col's patches times the gradient, one
-// product per group).
+// gradient with batch and channels swapped (with groups, per kernel offset: the gradient times
+// x's view at that offset; where the device has no convolution of its own, im2col's patches
+// times the gradient).
 #pragma once
 
 #include "hal/ops.hpp"

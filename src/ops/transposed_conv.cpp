@@ -115,14 +115,9 @@ Tensor interleaved(std::vector<Tensor> parts, const Shape& x_shape, const Window
   if (parts.size() == 1) return parts[0];
   const Shape longest = parts[0].shape();
   for (Tensor& part : parts) {
-    for (size_t i = 0; i < spatial; ++i) {
-      const auto d = static_cast<int64_t>(i) + 2;
-      if (part.size(d) == longest[i + 2]) continue;
-      Shape rest = part.shape();
-      rest[i + 2] = longest[i + 2] - part.size(d);
-      part = concat({part, zeros(rest, part.dtype(), s)}, d, s);
-    }
-    part = part.unsqueeze(0);
+    std::vector<int64_t> after(longest.size(), 0);
+    for (size_t d = 2; d < longest.size(); ++d) after[d] = longest[d] - part.size(d);
+    part = pad_constant(part, std::vector<int64_t>(longest.size(), 0), after, 0.0, s).unsqueeze(0);
   }
   Shape stacked(w.strides.begin(), w.strides.end());
   stacked.insert(stacked.end(), longest.begin(), longest.end());
