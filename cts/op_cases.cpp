@@ -142,7 +142,9 @@ std::vector<Input> table_inputs(const std::string& op, DType dtype) {
   if (op == "max_pool" || op == "avg_pool") return {{{2, 3, 7, 6}, dtype, -3, 3}};
   if (op == "sum" || op == "mean" || op == "max" || op == "min" || op == "argmax")
     return {{{6, 33, 5}, dtype, -4, 4}};
-  const double low = dtype == DType::u8 ? 0 : floating ? -5 : -20;
+  const bool is_unsigned =
+      dtype == DType::u8 || dtype == DType::u16 || dtype == DType::u32 || dtype == DType::u64;
+  const double low = is_unsigned ? 0 : floating ? -5 : -20;
   if (op == "asin" || op == "acos" || op == "atanh") return {{{7, 9}, dtype, -0.9, 0.9}};
   if (op == "acosh") return {{{7, 9}, dtype, 1.1, 9}};
   if (op == "tan") return {{{7, 9}, dtype, -1.4, 1.4}};

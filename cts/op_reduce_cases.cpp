@@ -80,7 +80,8 @@ void check_reduction(const ReduceCase& c, const Tensor& x, const std::vector<dou
                      Stream& stream) {
   const Tensor out = c.op(x, axes, keepdim, stream);
   const std::string op = c.name;
-  const bool counts = op == "sum" && (x.dtype() == DType::i32 || x.dtype() == DType::i64);
+  // Sums of integers count in i64, u64's in u64 (PyTorch).
+  const bool counts = op == "sum" && integral(x.dtype()) && x.dtype() != DType::u64;
   check(out.dtype() == (op == "argmax" || counts ? DType::i64 : x.dtype()),
         what + ": dtype " + std::string(to_string(out.dtype())));
   Shape want_shape;
@@ -137,7 +138,8 @@ void any_axes(const Device& d, const ReduceCase& c) {
       {{300, 20}, {0}},
   };
   std::vector<DType> dtypes = compute_dtypes();
-  dtypes.insert(dtypes.end(), {DType::f16, DType::bf16});
+  dtypes.insert(dtypes.end(), {DType::f16, DType::bf16, DType::i16, DType::u16, DType::u32,
+                               DType::u64, DType::u8, DType::i8});
   if (std::string(c.name) == "mean") std::erase_if(dtypes, integral);
   Stream stream = d.create_stream();
   for_listed(d, {c.name}, dtypes, [&](DType dtype) {

@@ -335,8 +335,9 @@ double cast_reference(double v, DType from, DType to) {
     default:
       break;
   }
-  const int bits = to == DType::i8 || to == DType::u8 ? 8 : to == DType::i32 ? 32 : 64;
-  const bool is_signed = to != DType::u8;
+  const int bits = static_cast<int>(8 * size_of(to));
+  const bool is_signed =
+      to == DType::i8 || to == DType::i16 || to == DType::i32 || to == DType::i64;
   const double low = is_signed ? -std::ldexp(1.0, bits - 1) : 0.0;
   const double beyond = is_signed ? std::ldexp(1.0, bits - 1) : std::ldexp(1.0, bits);
   if (from_float) {
@@ -348,8 +349,11 @@ double cast_reference(double v, DType from, DType to) {
   // Integers wrap modulo 2^bits.
   const double span = std::ldexp(1.0, bits);
   double wrapped = std::fmod(v, span);
-  if (wrapped < low) wrapped += span;
-  if (wrapped >= beyond) wrapped -= span;
+  // One or the other: 2^64 - 1, wrapped from -1, reads as 2^64 in a double, past `beyond`.
+  if (wrapped < low)
+    wrapped += span;
+  else if (wrapped >= beyond)
+    wrapped -= span;
   return wrapped;
 }
 
@@ -363,6 +367,14 @@ std::vector<double> cast_inputs(DType dtype) {
       return {0, 1, 127, 128, 200, 255};
     case DType::i8:
       return {0, 1, -1, 127, -128, -100};
+    case DType::u16:
+      return {0, 1, 255, 256, 32767, 32768, 65535};
+    case DType::i16:
+      return {0, 1, -1, 127, 128, -129, 255, 256, -300, 32767, -32768};
+    case DType::u32:
+      return {0, 1, 255, 256, 65535, 65536, 2147483647, 2147483648.0, 4294967295.0};
+    case DType::u64:  // each exact in a double: 2^63 and 2^64 - 2^11 are past i64's range
+      return {0, 1, 255, 256, 70000, 4294967296.0, 0x1p63, 0x1p64 - 0x1p11};
     case DType::i32:
     case DType::i64:
       return {0, 1, -1, 127, 128, -129, 255, 256, -300, 70000, -70000, 2147483647, -2147483648.0};

@@ -48,19 +48,21 @@ inline double rounded(double value, DType dtype) {
   }
 }
 
-inline bool integral(DType dtype) {
-  return dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i32 || dtype == DType::i64;
+inline bool integral(DType dtype) { return is_integer(dtype); }
+inline bool unsigned_integral(DType dtype) {
+  return is_integer(dtype) && !is_signed_integer(dtype);
 }
 
-// Inputs: integers in [-20, 20] (no zero if `nonzero`), or reals in [low, high) exact in the
-// dtype.
+// Inputs: integers in [-20, 20] ([0, 40] for unsigned types; no zero if `nonzero`), or reals in
+// [low, high) exact in the dtype.
 inline std::vector<double> inputs(size_t n, DType dtype, uint32_t seed, double low = -3.0,
                                   double high = 3.0, bool nonzero = false) {
   std::mt19937 random(seed);
   std::vector<double> out(n);
   for (double& v : out) {
     if (integral(dtype)) {
-      do v = std::uniform_int_distribution<int>(-20, 20)(random);
+      const int shift = unsigned_integral(dtype) ? 20 : 0;
+      do v = std::uniform_int_distribution<int>(-20, 20)(random) + shift;
       while (nonzero && v == 0);
     } else {
       v = rounded(std::uniform_real_distribution<double>(low, high)(random), dtype);

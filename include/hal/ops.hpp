@@ -22,10 +22,11 @@
 
 namespace hal {
 
-// The dtype operands of dtypes a and b are promoted to, PyTorch's rules (NumPy's agree here):
-// bool < integers < floating dtypes, the higher category winning whole (i64 with f16 is f16);
-// within a category the wider (f16 with bf16 is f32); i8 with u8 is i32, where NumPy and PyTorch
-// give i16, which hal has not.
+// The dtype operands of dtypes a and b are promoted to, PyTorch's rules (NumPy's agree among the
+// integers): bool < integers < floating dtypes, the higher category winning whole (i64 with f16
+// is f16); within a category the wider (f16 with bf16 is f32); a signed with an unsigned integer
+// the narrowest signed one that holds both (u8 with i8 is i16, u32 with i16 is i64), but u64
+// with a signed integer is f64, as in NumPy (PyTorch refuses it).
 DType promote_types(DType a, DType b);
 
 // One op as a device runs it, from the op table: the input dtypes it takes there, and for each
@@ -46,8 +47,8 @@ bool supports_op(const Device& device, std::string_view op, DType dtype);
 // be equal or 1). Throws InvalidArgument naming both shapes and the dimension.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
 
-// Elementwise arithmetic with broadcasting and type promotion: f32, f64, f16, bf16, i8, u8, i32,
-// i64 (pow: the floating dtypes). Integer arithmetic wraps; integer division truncates toward
+// Elementwise arithmetic with broadcasting and type promotion: every dtype but bool (pow: the
+// floating dtypes). Integer arithmetic wraps; integer division truncates toward
 // zero, and dividing an integer by zero gives 0.
 Tensor add(const Tensor& a, const Tensor& b, Stream& stream);
 Tensor sub(const Tensor& a, const Tensor& b, Stream& stream);

@@ -40,7 +40,8 @@
  * HAL_PLUGIN_ARG_LOCAL_MEMORY), pinned host memory (host_buffer_allocate), copies between
  * devices (copy_peer; copy_on_device keeps to one device), and what a lost device's streams do
  * with their pending work (below); 1.3 host callbacks told whether their device was lost
- * (host_callback_status).
+ * (host_callback_status); 1.4 the dtypes I16, U16, U32 and U64 (a plugin of an older minor
+ * never lists them, so hal never hands it such a tensor).
  *
  * Optional functions are marked so; a NULL one means the plugin lacks that capability, and
  * hal reports Unsupported (or runs the op on the CPU, if the caller allows it). */
@@ -55,7 +56,7 @@ extern "C" {
 #endif
 
 #define HAL_PLUGIN_ABI_MAJOR 1
-#define HAL_PLUGIN_ABI_MINOR 3
+#define HAL_PLUGIN_ABI_MINOR 4
 
 /* The name of the one exported symbol. */
 #define HAL_PLUGIN_INIT_SYMBOL "hal_plugin_init"
@@ -87,6 +88,10 @@ typedef int32_t hal_plugin_dtype;
 #define HAL_PLUGIN_DTYPE_I32 6
 #define HAL_PLUGIN_DTYPE_I64 7
 #define HAL_PLUGIN_DTYPE_BOOL 8
+#define HAL_PLUGIN_DTYPE_I16 9 /* since 1.4, as the three below */
+#define HAL_PLUGIN_DTYPE_U16 10
+#define HAL_PLUGIN_DTYPE_U32 11
+#define HAL_PLUGIN_DTYPE_U64 12
 
 typedef struct hal_plugin_device_s* hal_plugin_device; /* owned by the plugin, never freed */
 typedef struct hal_plugin_buffer_s* hal_plugin_buffer;

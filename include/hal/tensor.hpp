@@ -57,14 +57,21 @@ constexpr DType dtype_of() {
     return DType::i8;
   else if constexpr (std::is_same_v<T, uint8_t>)
     return DType::u8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return DType::i16;
   else if constexpr (std::is_same_v<T, int32_t>)
     return DType::i32;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return DType::u32;
   else if constexpr (std::is_same_v<T, int64_t>)
     return DType::i64;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return DType::u64;
   else if constexpr (std::is_same_v<T, bool>)
     return DType::boolean;
   else
-    static_assert(sizeof(T) == 0, "no dtype for this type; f16 and bf16 are raw uint16_t");
+    static_assert(sizeof(T) == 0,
+                  "no dtype for this type; uint16_t is f16's, bf16's or u16's: name the dtype");
 }
 
 class Tensor {
@@ -168,7 +175,8 @@ class Tensor {
   std::vector<T> to_vector(Stream& stream) const {
     static_assert(!std::is_same_v<T, bool>, "std::vector<bool> has no data(): use uint8_t");
     if constexpr (std::is_same_v<T, uint16_t>)
-      check_host_type(dtype_ == DType::f16 || dtype_ == DType::bf16, "uint16_t");
+      check_host_type(dtype_ == DType::f16 || dtype_ == DType::bf16 || dtype_ == DType::u16,
+                      "uint16_t");
     else if constexpr (std::is_same_v<T, uint8_t>)
       check_host_type(dtype_ == DType::u8 || dtype_ == DType::boolean, "uint8_t");
     else

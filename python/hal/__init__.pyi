@@ -49,6 +49,10 @@ class DType(enum.Enum):
     i32 = 6
     i64 = 7
     bool = 8
+    i16 = 9
+    u16 = 10
+    u32 = 11
+    u64 = 12
     @property
     def itemsize(self) -> int: ...
     @property
@@ -62,8 +66,12 @@ bf16: DType
 f64: DType
 i8: DType
 u8: DType
+i16: DType
+u16: DType
 i32: DType
+u32: DType
 i64: DType
+u64: DType
 bool: DType
 float32: DType
 float16: DType
@@ -71,8 +79,12 @@ bfloat16: DType
 float64: DType
 int8: DType
 uint8: DType
+int16: DType
+uint16: DType
 int32: DType
+uint32: DType
 int64: DType
+uint64: DType
 
 DTypeLike: TypeAlias = DType | str | np.dtype[Any] | type
 DeviceLike: TypeAlias = Device | str

@@ -112,13 +112,14 @@ class PythonOnHalThread {
 struct Scalar {
   enum class Kind { boolean, integer, floating };
   Kind kind;
-  double real;                     // the value (rounded, for an integer past 2**53)
-  std::optional<int64_t> integer;  // the value exactly, for a bool or an int that int64 holds
+  double real;                         // the value (rounded, for an integer past 2**53)
+  std::optional<int64_t> integer;      // the value exactly, for a bool or an int that int64 holds
+  std::optional<uint64_t> past_int64;  // the value exactly, for an int in [2**63, 2**64)
 };
 // std::nullopt for anything else.
 std::optional<Scalar> to_scalar(py::handle value);
 // `shape` filled with `value` in `dtype`, enqueued on `stream`, as hal::full does, except that an
-// integer fills an i64 tensor exactly (hal::full takes a double, which rounds past 2**53).
+// integer fills an i64 or u64 tensor exactly (hal::full takes a double, which rounds past 2**53).
 // Needs no GIL.
 Tensor fill_scalar(const Shape& shape, const Scalar& value, DType dtype, Stream& stream);
 

@@ -15,9 +15,11 @@ struct DTypeName {
   DType dtype;
 };
 constexpr DTypeName kNames[] = {
-    {"float32", DType::f32}, {"float16", DType::f16}, {"bfloat16", DType::bf16},
-    {"float64", DType::f64}, {"int8", DType::i8},     {"uint8", DType::u8},
-    {"int32", DType::i32},   {"int64", DType::i64},   {"bool", DType::boolean},
+    {"float32", DType::f32},  {"float16", DType::f16}, {"bfloat16", DType::bf16},
+    {"float64", DType::f64},  {"int8", DType::i8},     {"uint8", DType::u8},
+    {"int16", DType::i16},    {"uint16", DType::u16},  {"int32", DType::i32},
+    {"uint32", DType::u32},   {"int64", DType::i64},   {"uint64", DType::u64},
+    {"bool", DType::boolean},
 };
 
 std::string python_repr(py::handle value) { return py::repr(value).cast<std::string>(); }
@@ -35,10 +37,18 @@ Scalar integer_scalar(PyObject* integer) {
   const long long exact = PyLong_AsLongLongAndOverflow(integer, &overflow);
   if (exact == -1 && PyErr_Occurred()) throw py::error_already_set();
   if (overflow == 0)
-    return {Scalar::Kind::integer, static_cast<double>(exact), static_cast<int64_t>(exact)};
+    return {Scalar::Kind::integer, static_cast<double>(exact), static_cast<int64_t>(exact), {}};
   const double real = PyLong_AsDouble(integer);
   if (real == -1.0 && PyErr_Occurred()) throw py::error_already_set();
-  return {Scalar::Kind::integer, real, std::nullopt};
+  std::optional<uint64_t> past_int64;
+  if (overflow > 0) {
+    const unsigned long long wide = PyLong_AsUnsignedLongLong(integer);
+    if (PyErr_Occurred())
+      PyErr_Clear();  // past 2**64: only the double
+    else
+      past_int64 = static_cast<uint64_t>(wide);
+  }
+  return {Scalar::Kind::integer, real, std::nullopt, past_int64};
 }
 
 }  // namespace
@@ -47,17 +57,17 @@ std::optional<Scalar> to_scalar(py::handle value) {
   PyObject* object = value.ptr();
   if (PyBool_Check(object)) {
     const bool truth = object == Py_True;
-    return Scalar{Scalar::Kind::boolean, truth ? 1.0 : 0.0, truth ? 1 : 0};
+    return Scalar{Scalar::Kind::boolean, truth ? 1.0 : 0.0, truth ? 1 : 0, {}};
   }
   if (PyLong_Check(object)) return integer_scalar(object);
   if (PyFloat_Check(object))  // np.float64 too: it is a float
-    return Scalar{Scalar::Kind::floating, PyFloat_AsDouble(object), std::nullopt};
+    return Scalar{Scalar::Kind::floating, PyFloat_AsDouble(object), std::nullopt, {}};
   if (!py::isinstance(value, numpy_scalar_type())) return std::nullopt;
   const std::string kind = py::str(value.attr("dtype").attr("kind"));
   if (kind == "b") {
     const int truth = PyObject_IsTrue(object);
     if (truth < 0) throw py::error_already_set();
-    return Scalar{Scalar::Kind::boolean, truth ? 1.0 : 0.0, truth ? 1 : 0};
+    return Scalar{Scalar::Kind::boolean, truth ? 1.0 : 0.0, truth ? 1 : 0, {}};
   }
   if (kind == "i" || kind == "u") {
     const auto integer = py::reinterpret_steal<py::object>(PyNumber_Long(object));
@@ -67,14 +77,22 @@ std::optional<Scalar> to_scalar(py::handle value) {
   if (kind == "f") {
     const double real = PyFloat_AsDouble(object);
     if (real == -1.0 && PyErr_Occurred()) throw py::error_already_set();
-    return Scalar{Scalar::Kind::floating, real, std::nullopt};
+    return Scalar{Scalar::Kind::floating, real, std::nullopt, {}};
   }
   return std::nullopt;  // complex, datetime, str ...
 }
 
 Tensor fill_scalar(const Shape& shape, const Scalar& value, DType dtype, Stream& stream) {
-  if (dtype != DType::i64 || !value.integer) return hal::full(shape, value.real, dtype, stream);
-  const int64_t pattern = *value.integer;
+  uint64_t pattern = 0;  // the element's 8 bytes
+  if (dtype == DType::i64 && value.integer) {
+    pattern = static_cast<uint64_t>(*value.integer);
+  } else if (dtype == DType::u64 && value.integer && *value.integer >= 0) {
+    pattern = static_cast<uint64_t>(*value.integer);
+  } else if (dtype == DType::u64 && value.past_int64) {
+    pattern = *value.past_int64;
+  } else {
+    return hal::full(shape, value.real, dtype, stream);  // range checks and messages included
+  }
   Tensor out = hal::empty(shape, dtype, stream.device());
   if (out.numel() > 0) stream.fill(out.storage(), &pattern, sizeof pattern, out.nbytes());
   return out;
@@ -96,9 +114,17 @@ DType dtype_of_numpy(py::handle numpy_dtype) {
     if (kind == "f")
       found = size == 2 ? DType::f16 : size == 4 ? DType::f32 : size == 8 ? DType::f64 : found;
     else if (kind == "i")
-      found = size == 1 ? DType::i8 : size == 4 ? DType::i32 : size == 8 ? DType::i64 : found;
-    else if (kind == "u" && size == 1)
-      found = DType::u8;
+      found = size == 1   ? DType::i8
+              : size == 2 ? DType::i16
+              : size == 4 ? DType::i32
+              : size == 8 ? DType::i64
+                          : found;
+    else if (kind == "u")
+      found = size == 1   ? DType::u8
+              : size == 2 ? DType::u16
+              : size == 4 ? DType::u32
+              : size == 8 ? DType::u64
+                          : found;
     else if (kind == "b")
       found = DType::boolean;
   }
@@ -106,7 +132,8 @@ DType dtype_of_numpy(py::handle numpy_dtype) {
     throw Error(ErrorCode::Unsupported,
                 "NumPy dtype " + python_repr(numpy_dtype) +
                     " has no hal dtype (hal has float32, float16, bfloat16, float64, int8, uint8, "
-                    "int32, int64 and bool, in the machine's byte order)");
+                    "int16, uint16, int32, uint32, int64, uint64 and bool, in the machine's "
+                    "byte order)");
   return *found;
 }
 
@@ -123,8 +150,9 @@ DType to_dtype(py::handle value) {
       if (text == name.numpy) return name.dtype;
     throw Error(ErrorCode::InvalidArgument,
                 "'" + text +
-                    "' is not a dtype: give one of f32, f16, bf16, f64, i8, u8, i32, i64, bool "
-                    "(or float32, float16, bfloat16, float64, int8, uint8, int32, int64)");
+                    "' is not a dtype: give one of f32, f16, bf16, f64, i8, u8, i16, u16, i32, "
+                    "u32, i64, u64, bool (or float32, float16, bfloat16, float64, int8, uint8, "
+                    "int16, uint16, int32, uint32, int64, uint64)");
   }
   py::object numpy_dtype;
   try {
@@ -231,8 +259,12 @@ void bind_dtypes(py::module_& m) {
       .value("f64", DType::f64)
       .value("i8", DType::i8)
       .value("u8", DType::u8)
+      .value("i16", DType::i16)
+      .value("u16", DType::u16)
       .value("i32", DType::i32)
+      .value("u32", DType::u32)
       .value("i64", DType::i64)
+      .value("u64", DType::u64)
       .value("bool", DType::boolean);
   dtype.def_property_readonly(
       "itemsize", [](DType d) { return size_of(d); }, "Bytes per element.");

@@ -58,6 +58,14 @@ DLDataType dl_dtype(DType dtype) {
       return {kDLInt, 32, 1};
     case DType::i64:
       return {kDLInt, 64, 1};
+    case DType::i16:
+      return {kDLInt, 16, 1};
+    case DType::u16:
+      return {kDLUInt, 16, 1};
+    case DType::u32:
+      return {kDLUInt, 32, 1};
+    case DType::u64:
+      return {kDLUInt, 64, 1};
     case DType::boolean:
       return {dlpack::kBoolCode, 8, 1};
   }
@@ -74,8 +82,8 @@ DType hal_dtype(DLDataType type) {
   throw Error(ErrorCode::Unsupported,
               "from_dlpack: DLPack data type (code " + std::to_string(type.code) + ", " +
                   std::to_string(type.bits) + " bits, " + std::to_string(type.lanes) +
-                  " lanes) has no hal dtype (hal has float32, float16, bfloat16, float64, int8, "
-                  "uint8, int32, int64 and bool, one lane each)");
+                  " lanes) has no hal dtype (hal has float32, float16, bfloat16, float64, int and "
+                  "uint of 8, 16, 32 and 64 bits, and bool, one lane each)");
 }
 
 int64_t device_index(const Device& device) {

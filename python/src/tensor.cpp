@@ -323,27 +323,19 @@ Scalar fill_value(py::handle value) {
     throw Error(ErrorCode::InvalidArgument,
                 "full: " + py::repr(value).cast<std::string>() + " is not a number");
   }
-  return {Scalar::Kind::floating, real, std::nullopt};
+  return {Scalar::Kind::floating, real, std::nullopt, {}};
 }
 
-// The hal dtype an array is handed over in, for hal's cast to make `target` of it: its own where
-// hal has it, else one that holds its values exactly (int16 and uint16 in i32, uint32 in i64).
-// Two have none: uint64 past int64's range (integers wrap into i64, as hal's narrowing casts
-// wrap; for a floating target f64, NumPy rounding once) and long double (f64, NumPy rounding).
-DType staging_dtype(const py::object& array, DType target) {
+// The hal dtype an array is handed over in, for hal's cast to make the target of it: its own
+// (hal has every integer, bool and floating dtype of NumPy's but long double, which goes as f64,
+// NumPy rounding).
+DType staging_dtype(const py::object& array) {
   const py::object dtype = array.attr("dtype");
   const std::string kind = py::str(dtype.attr("kind"));
   const auto size = dtype.attr("itemsize").cast<size_t>();
-  if (kind == "b") return DType::boolean;
   if (kind == "f") return size == 2 ? DType::f16 : size == 4 ? DType::f32 : DType::f64;
-  if (kind == "i") return size == 1 ? DType::i8 : size <= 4 ? DType::i32 : DType::i64;
-  if (size == 1) return DType::u8;  // kind "u": the caller refused the others
-  if (size <= 4) return size == 2 ? DType::i32 : DType::i64;
-  const bool floating =
-      target == DType::f32 || target == DType::f16 || target == DType::bf16 || target == DType::f64;
-  const bool past_i64 = array.attr("size").cast<int64_t>() > 0 &&
-                        py::int_(array.attr("max")()).cast<uint64_t>() > uint64_t{INT64_MAX};
-  return floating && past_i64 ? DType::f64 : DType::i64;
+  return dtype_of_numpy(dtype.attr("isnative").cast<bool>() ? dtype
+                                                            : dtype.attr("newbyteorder")("="));
 }
 
 // Host elements of `staged` on `stream`'s device as `target`, by hal's cast (floats into integers
@@ -384,7 +376,7 @@ Tensor tensor_from(py::handle data, std::optional<DType> dtype, Stream& stream) 
     const std::string kind = py::str(array.attr("dtype").attr("kind")).cast<std::string>();
     if (kind.find_first_of("biuf") == std::string::npos) dtype_of_numpy(array.attr("dtype"));
     target = *dtype;
-    staged = staging_dtype(array, target);
+    staged = staging_dtype(array);
   } else {
     const py::object own = array.attr("dtype");
     // Another byte order is the same numbers: read as this machine's.

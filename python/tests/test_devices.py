@@ -207,10 +207,12 @@ def test_streams_events_and_kernel_caches_of_a_device(device):
 
 def test_dtypes_and_their_names():
     assert [d.name for d in hal.DType.__members__.values()] == [
-        "f32", "f16", "bf16", "f64", "i8", "u8", "i32", "i64", "bool"]
+        "f32", "f16", "bf16", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "bool"]
     assert hal.float32 is hal.f32 and hal.float16 is hal.f16 and hal.bfloat16 is hal.bf16
     assert hal.float64 is hal.f64 and hal.int8 is hal.i8 and hal.uint8 is hal.u8
     assert hal.int32 is hal.i32 and hal.int64 is hal.i64 and hal.DType.bool is hal.bool
+    assert hal.int16 is hal.i16 and hal.uint16 is hal.u16 and hal.uint32 is hal.u32
+    assert hal.uint64 is hal.u64 and hal.u16.itemsize == 2 and hal.u64.itemsize == 8
     assert hal.f16.itemsize == 2 and hal.i64.itemsize == 8 and hal.bool.itemsize == 1
     assert hal.bf16.is_floating_point and not hal.i32.is_floating_point
     assert str(hal.bf16) == "bf16"

@@ -368,10 +368,35 @@ def test_cpu_fallback_runs_what_a_device_lacks_on_cpu0():
 def test_type_rules():
     assert hal.promote_types("f32", "i32") == hal.f32
     assert hal.promote_types(hal.f16, hal.bf16) == hal.f32
-    assert hal.promote_types("i8", "u8") == hal.i32
+    assert hal.promote_types("i8", "u8") == hal.i16
     assert hal.broadcast_shapes((2, 1, 4), (3, 1)) == (2, 3, 4)
     with pytest.raises(hal.InvalidArgument, match=r"\[2, 3\]"):
         hal.broadcast_shapes((2, 3), (4,))
+
+
+INTEGER_NAMES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool"]
+TORCH_NAMES = ["float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32"]
+TORCH_NAMES += ["int64", "bool"]
+
+
+def test_integer_promotion_is_numpys():
+    # Every pair of integers (and bool) against np.promote_types: u64 with a signed integer is
+    # f64 there, which PyTorch refuses.
+    for a in INTEGER_NAMES:
+        for b in INTEGER_NAMES:
+            want = hal.dtype(np.promote_types(a, b))
+            got = hal.promote_types(a, b)
+            assert got == want, f"{a} with {b}: hal {got}, NumPy {want}"
+
+
+def test_promotion_is_pytorchs(torch):
+    # Every pair of the dtypes this PyTorch has: across categories the higher wins whole
+    # (f32 with i32 is f32, where NumPy gives f64).
+    for a in TORCH_NAMES:
+        for b in TORCH_NAMES:
+            want = str(torch.promote_types(getattr(torch, a), getattr(torch, b))).split(".")[1]
+            got = hal.promote_types(a, b)
+            assert got == hal.dtype(want), f"{a} with {b}: hal {got}, PyTorch {want}"
 
 
 def test_ops_on_an_explicit_stream_and_in_a_with_block(device):

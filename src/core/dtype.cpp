@@ -22,6 +22,14 @@ std::string_view to_string(DType dtype) noexcept {
       return "i64";
     case DType::boolean:
       return "bool";
+    case DType::i16:
+      return "i16";
+    case DType::u16:
+      return "u16";
+    case DType::u32:
+      return "u32";
+    case DType::u64:
+      return "u64";
   }
   return "?";
 }
@@ -42,12 +50,16 @@ size_t size_of(DType dtype) noexcept {
   switch (dtype) {
     case DType::f64:
     case DType::i64:
+    case DType::u64:
       return 8;
     case DType::f32:
     case DType::i32:
+    case DType::u32:
       return 4;
     case DType::f16:
     case DType::bf16:
+    case DType::i16:
+    case DType::u16:
       return 2;
     case DType::i8:
     case DType::u8:
@@ -55,6 +67,26 @@ size_t size_of(DType dtype) noexcept {
       return 1;
   }
   return 0;
+}
+
+bool is_integer(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::i8:
+    case DType::u8:
+    case DType::i16:
+    case DType::u16:
+    case DType::i32:
+    case DType::u32:
+    case DType::i64:
+    case DType::u64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_signed_integer(DType dtype) noexcept {
+  return dtype == DType::i8 || dtype == DType::i16 || dtype == DType::i32 || dtype == DType::i64;
 }
 
 }  // namespace hal

@@ -14,8 +14,9 @@ namespace {
 template <class T>
 T combine(ReduceOp op, T a, T b) {
   if constexpr (std::is_integral_v<T>) {
-    // Integers wrap, as MPI and NCCL do: computed unsigned, where wrapping is defined.
-    using U = std::make_unsigned_t<T>;
+    // Integers wrap, as MPI and NCCL do: computed unsigned, where wrapping is defined, and at
+    // least as unsigned int (uint16_t would promote to int, whose 65535 * 65535 overflows).
+    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
     switch (op) {
       case ReduceOp::sum:
       case ReduceOp::avg:
@@ -88,6 +89,14 @@ void reduce_into(DType dtype, ReduceOp op, void* dst, const void* src, size_t co
       return reduce_typed<int32_t>(op, dst, src, count);
     case DType::i64:
       return reduce_typed<int64_t>(op, dst, src, count);
+    case DType::i16:
+      return reduce_typed<int16_t>(op, dst, src, count);
+    case DType::u16:
+      return reduce_typed<uint16_t>(op, dst, src, count);
+    case DType::u32:
+      return reduce_typed<uint32_t>(op, dst, src, count);
+    case DType::u64:
+      return reduce_typed<uint64_t>(op, dst, src, count);
     case DType::f16:
       return reduce_half<tensor::f16_to_f32, tensor::f32_to_f16>(op, dst, src, count);
     case DType::bf16:

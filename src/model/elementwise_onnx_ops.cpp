@@ -252,28 +252,35 @@ Outputs mod(const OpContext& ctx, const Inputs& in) {
   return {where(logical_and_of(ne(r, zero, s), disagree, s), add(r, b, s), r, s)};
 }
 
-// BitShift of unsigned integers (u8, hal's one unsigned type): x times or over 2^y in i32, the
-// left shift wrapped to 8 bits; a shift by the width or more gives 0, as onnxruntime's shift of
-// the promoted value narrowed back does.
+// BitShift of unsigned integers, in their own type: x times (LEFT, wrapping as a shift drops
+// the high bits) or over (RIGHT) 2^y, where 2^y is the product of 2^(2^k) over the bits k set in
+// y, all integer ops, exact for every width; a shift by the width or more gives 0, as
+// onnxruntime's shift of the promoted value narrowed back does.
 Outputs bit_shift(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   const Tensor& x = in.at(0);
   const Tensor y = legacy_broadcast(ctx, x, in.at(1));
-  if (x.dtype() != DType::u8 || y.dtype() != DType::u8)
+  if (!is_integer(x.dtype()) || is_signed_integer(x.dtype()) || y.dtype() != x.dtype())
     ctx.unsupported("BitShift of " + std::string(to_string(x.dtype())) + " by " +
-                    std::string(to_string(y.dtype())) + ": hal's unsigned integers are u8");
+                    std::string(to_string(y.dtype())) +
+                    ": it takes two tensors of one unsigned integer type");
   const std::string direction = ctx.attr_string("direction", "");
   if (direction != "LEFT" && direction != "RIGHT")
     ctx.invalid("direction '" + direction + "' is not LEFT or RIGHT");
-  const auto i32 = [&](double value) { return full({}, value, DType::i32, s); };
-  const Tensor wide = cast(x, DType::i32, s);
-  const Tensor steps = minimum(cast(y, DType::i32, s), i32(8), s);
-  // 2^steps, exact in f32 up to 2^8.
-  const Tensor factor =
-      cast(pow(full({}, 2, DType::f32, s), cast(steps, DType::f32, s), s), DType::i32, s);
-  if (direction == "RIGHT") return {cast(div(wide, factor, s), DType::u8, s)};
-  const Tensor product = mul(wide, factor, s);
-  return {cast(sub(product, mul(div(product, i32(256), s), i32(256), s), s), DType::u8, s)};
+  const DType type = x.dtype();
+  const auto value = [&](double v) { return full({}, v, type, s); };
+  const int64_t width = static_cast<int64_t>(8 * size_of(type));
+  const Tensor one = value(1), two = value(2);
+  Tensor factor = one, rest = y;
+  for (int64_t step = 1; step < width; step *= 2) {  // bit k of y: 2^step = 2^(2^k)
+    const Tensor half = div(rest, two, s);
+    const Tensor bit = sub(rest, mul(half, two, s), s);
+    factor = mul(factor,
+                 where(eq(bit, one, s), value(std::ldexp(1.0, static_cast<int>(step))), one, s), s);
+    rest = half;
+  }
+  const Tensor shifted = direction == "LEFT" ? mul(x, factor, s) : div(x, factor, s);
+  return {where(ge(y, value(static_cast<double>(width)), s), value(0), shifted, s)};
 }
 
 Outputs logical_not(const OpContext& ctx, const Inputs& in) {

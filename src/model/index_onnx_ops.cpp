@@ -23,7 +23,8 @@ std::vector<int64_t> reversed(int64_t extent) {
 
 // ArgMax/ArgMin with select_last_index: over the axis reversed, the first of equal extremes is
 // the last of the original's. ArgMin is the ArgMax of an order-reversing map: -x for floating
-// types, -1 - x (~x) for integers, where -x would wrap the type's minimum onto itself.
+// types, -1 - x (~x) for signed integers, where -x would wrap the type's minimum onto itself,
+// and MAX - x for unsigned ones.
 Tensor arg_extreme(const OpContext& ctx, const Tensor& x, bool smallest) {
   Stream& s = ctx.stream();
   const int64_t axis = ctx.axis(ctx.attr_int("axis", 0), x.dim());
@@ -32,10 +33,12 @@ Tensor arg_extreme(const OpContext& ctx, const Tensor& x, bool smallest) {
   Tensor values = x;
   if (smallest) {
     if (x.dtype() == DType::boolean) ctx.unsupported("bool inputs");
-    if (x.dtype() == DType::u8) values = cast(values, DType::i32, s);
-    const bool integer =
-        values.dtype() == DType::i8 || values.dtype() == DType::i32 || values.dtype() == DType::i64;
-    values = integer ? sub(full({}, -1, values.dtype(), s), values, s) : neg(values, s);
+    if (is_signed_integer(x.dtype()))
+      values = sub(full({}, -1, x.dtype(), s), x, s);
+    else if (is_integer(x.dtype()))  // MAX - x, which never wraps
+      values = sub(bound_of(x.dtype(), true, s), x, s);
+    else
+      values = neg(x, s);
   }
   if (!last) return argmax(values, {axis}, keepdims, s);
   const int64_t extent = x.size(axis);

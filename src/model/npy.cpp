@@ -148,7 +148,8 @@ class HeaderParser {
 const std::map<std::string, DType, std::less<>>& type_codes() {
   static const std::map<std::string, DType, std::less<>> codes{
       {"f4", DType::f32}, {"f8", DType::f64}, {"f2", DType::f16}, {"i1", DType::i8},
-      {"u1", DType::u8},  {"i4", DType::i32}, {"i8", DType::i64}, {"b1", DType::boolean}};
+      {"u1", DType::u8},  {"i2", DType::i16}, {"u2", DType::u16}, {"i4", DType::i32},
+      {"u4", DType::u32}, {"i8", DType::i64}, {"u8", DType::u64}, {"b1", DType::boolean}};
   return codes;
 }
 
@@ -185,8 +186,9 @@ DType dtype_of_descr(const std::string& descr, const std::filesystem::path& path
                                             "' holds strings, not numbers (read_npy_strings "
                                             "reads them)");
   if (code == type_codes().end() || (order != '<' && order != '|' && order != '=' && order != '>'))
-    throw Error(ErrorCode::Unsupported, path.string() + ": NumPy dtype '" + descr +
-                                            "' (hal reads f4, f8, f2, i1, u1, i4, i8 and b1)");
+    throw Error(ErrorCode::Unsupported,
+                path.string() + ": NumPy dtype '" + descr +
+                    "' (hal reads f4, f8, f2, i1, u1, i2, u2, i4, u4, i8, u8 and b1)");
   if (order == '>' && size_of(code->second) > 1)
     throw Error(ErrorCode::Unsupported, path.string() + ": big-endian data ('" + descr + "')");
   return code->second;

@@ -197,6 +197,9 @@ inline bool given(const std::vector<Value>& in, size_t index) {
 // f64 as they are, others from f32 values (so that devices without f64 never see it).
 Tensor upload_values(const std::vector<double>& values, const Shape& shape, DType dtype,
                      Stream& stream);
+// The greatest (or least) value of `dtype` as a 0-d tensor: an integer type's bound from its
+// own bits (i64's and u64's maxima have no double), 1 or 0 for bool, inf or -inf for floats.
+Tensor bound_of(DType dtype, bool greatest, Stream& stream);
 // `result` in `dtype`: ONNX keeps the input's dtype where hal promotes (Pow's exponent, Clip's
 // bounds) or widens (sums of integers).
 Tensor as_dtype(const Tensor& result, DType dtype, Stream& stream);

@@ -123,9 +123,16 @@ std::vector<std::byte> typed_fields(const TensorProto& proto, DType dtype, size_
     case DType::u8:
     case DType::boolean:
       return narrow_each<uint8_t>(proto.int32_data(), count, where, "int32_data");
+    case DType::i16:
+      return narrow_each<int16_t>(proto.int32_data(), count, where, "int32_data");
+    case DType::u16:
     case DType::f16:
     case DType::bf16:  // their bits, in the low half of each int32
       return narrow_each<uint16_t>(proto.int32_data(), count, where, "int32_data");
+    case DType::u32:
+      return narrow_each<uint32_t>(proto.uint64_data(), count, where, "uint64_data");
+    case DType::u64:
+      return narrow_each<uint64_t>(proto.uint64_data(), count, where, "uint64_data");
   }
   invalid(where, "has no data field for its type");
 }
@@ -165,6 +172,14 @@ std::optional<DType> dtype_from_onnx(int32_t elem_type) {
       return DType::i32;
     case TensorProto::INT64:
       return DType::i64;
+    case TensorProto::INT16:
+      return DType::i16;
+    case TensorProto::UINT16:
+      return DType::u16;
+    case TensorProto::UINT32:
+      return DType::u32;
+    case TensorProto::UINT64:
+      return DType::u64;
     case TensorProto::BOOL:
       return DType::boolean;
     default:
@@ -181,11 +196,13 @@ HostTensor tensor_from_onnx(const TensorProto& proto, const std::filesystem::pat
                             std::string_view where, const std::filesystem::path& model_file) {
   const auto dtype = dtype_from_onnx(proto.data_type());
   if (!dtype)
-    throw Error(ErrorCode::Unsupported,
-                std::string(where) + ": element type " + onnx_type_name(proto.data_type()) +
-                    (proto.data_type() == TensorProto::STRING
-                         ? " where a numeric tensor goes"
-                         : " (hal has f32, f16, bf16, f64, i8, u8, i32, i64, bool and strings)"));
+    throw Error(
+        ErrorCode::Unsupported,
+        std::string(where) + ": element type " + onnx_type_name(proto.data_type()) +
+            (proto.data_type() == TensorProto::STRING
+                 ? " where a numeric tensor goes"
+                 : " (hal has f32, f16, bf16, f64, i8, u8, i16, u16, i32, u32, i64, u64, bool and "
+                   "strings)"));
   if (proto.has_segment())
     throw Error(ErrorCode::Unsupported, std::string(where) + ": segmented tensors");
   HostTensor tensor;

@@ -116,25 +116,6 @@ bool reduces_nothing(const OpContext& ctx, const Tensor& x, const std::vector<in
   return false;
 }
 
-// The greatest (or the least) value of `dtype` as a 0-d tensor: inf (-inf) for floats.
-Tensor extreme(DType dtype, bool greatest, Stream& s) {
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  switch (dtype) {
-    case DType::i64:  // 2^63 - 1 is no double
-      return from_vector<int64_t>({greatest ? INT64_MAX : INT64_MIN}, {}, s);
-    case DType::i32:
-      return full({}, greatest ? INT32_MAX : INT32_MIN, dtype, s);
-    case DType::i8:
-      return full({}, greatest ? INT8_MAX : INT8_MIN, dtype, s);
-    case DType::u8:
-      return full({}, greatest ? UINT8_MAX : 0, dtype, s);
-    case DType::boolean:
-      return full({}, greatest ? 1 : 0, dtype, s);
-    default:
-      return full({}, greatest ? inf : -inf, dtype, s);
-  }
-}
-
 // ReduceMax and ReduceMin. Over no elements (hal's max and min refuse them) the result is the
 // least and the greatest value of the type, -inf and inf for floats, as ONNX's spec says from
 // opset 18 and ONNX's reference at every opset (earlier specs leave it unsaid).
@@ -152,7 +133,7 @@ Outputs extremum(const OpContext& ctx, const Inputs& in) {
       shape.push_back(1);
   }
   Stream& s = ctx.stream();
-  return {extreme(x.dtype(), greatest_of_none, s).expand(shape).contiguous(s)};
+  return {bound_of(x.dtype(), greatest_of_none, s).expand(shape).contiguous(s)};
 }
 
 // log(sum(exp(x - max))) + max, stable for large x. An infinite max (a row of -inf, or one

@@ -249,30 +249,6 @@ Outputs gather_nd(const OpContext& ctx, const Inputs& in) {
   return {take(ctx, rows, 0, picks).reshape(out_shape)};
 }
 
-// A scalar of `dtype` no element ranks below (largest) or above (smallest): an integer type's
-// bound made from its own bits, since i64's maximum has no double (full() would get 2^63).
-template <class T>
-Tensor bound_of(bool lowest, DType dtype, Stream& s) {
-  const T value = lowest ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max();
-  return from_host(&value, {}, dtype, s);
-}
-Tensor beyond_every(DType dtype, bool largest, Stream& s) {
-  switch (dtype) {
-    case DType::i8:
-      return bound_of<int8_t>(largest, dtype, s);
-    case DType::u8:
-      return bound_of<uint8_t>(largest, dtype, s);
-    case DType::i32:
-      return bound_of<int32_t>(largest, dtype, s);
-    case DType::i64:
-      return bound_of<int64_t>(largest, dtype, s);
-    default: {
-      const double infinity = std::numeric_limits<double>::infinity();
-      return full({}, largest ? -infinity : infinity, dtype, s);
-    }
-  }
-}
-
 // TopK: k rounds, each taking the extreme of the elements not yet taken and, of the elements
 // equal to it, the first not yet taken (ONNX's lower index first for ties). NaN ranks above
 // everything, as in ONNX's reference (np.sort puts it last) and PyTorch: first of the largest,
@@ -304,11 +280,11 @@ Outputs top_k(const OpContext& ctx, const Inputs& in) {
   Shape positions_shape(static_cast<size_t>(x.dim()), 1);
   positions_shape[static_cast<size_t>(axis)] = extent;
   const Tensor positions = arange(extent, DType::i64, s).reshape(positions_shape);
-  const Tensor out_of_reach = beyond_every(x.dtype(), largest, s);
+  // A value no element ranks below (largest) or above (smallest).
+  const Tensor out_of_reach = bound_of(x.dtype(), !largest, s);
   const Tensor no = full({}, 0, DType::boolean, s);
   const Tensor yes = full({}, 1, DType::boolean, s);
-  const bool floating = x.dtype() != DType::i8 && x.dtype() != DType::u8 &&
-                        x.dtype() != DType::i32 && x.dtype() != DType::i64;
+  const bool floating = is_floating(x.dtype());
   const bool nan_last = floating && !largest;
   const Tensor is_nan = floating ? ne(x, x, s) : Tensor();
   const Tensor numbers = nan_last ? where(is_nan, out_of_reach, x, s) : x;

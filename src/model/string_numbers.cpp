@@ -108,6 +108,18 @@ std::vector<std::string> format_numbers(const Tensor& x, Stream& stream) {
     case DType::i64:
       each(x.to_vector<int64_t>(stream), [](int64_t v) { return std::to_string(v); });
       break;
+    case DType::i16:
+      each(x.to_vector<int16_t>(stream), [](int16_t v) { return std::to_string(v); });
+      break;
+    case DType::u16:
+      each(x.to_vector<uint16_t>(stream), [](uint16_t v) { return std::to_string(v); });
+      break;
+    case DType::u32:
+      each(x.to_vector<uint32_t>(stream), [](uint32_t v) { return std::to_string(v); });
+      break;
+    case DType::u64:
+      each(x.to_vector<uint64_t>(stream), [](uint64_t v) { return std::to_string(v); });
+      break;
     case DType::boolean:
       each(x.to_vector<uint8_t>(stream),
            [](uint8_t v) { return std::string(v ? "True" : "False"); });
@@ -172,8 +184,13 @@ void parse_one(std::string_view raw, size_t index, DType dtype, std::byte* out) 
     std::memcpy(out, &truth, 1);
     return;
   }
-  const bool integer =
-      dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i32 || dtype == DType::i64;
+  const bool integer = is_integer(dtype);
+  if (dtype == DType::u64) {  // past int64's range, and exact past 2^53
+    if (const auto exact = read_whole<uint64_t>(text)) {
+      std::memcpy(out, &*exact, sizeof(uint64_t));
+      return;
+    }
+  }
   if (integer) {
     if (const auto exact = read_whole<int64_t>(text)) {
       if (dtype == DType::i64) {

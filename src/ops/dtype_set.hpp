@@ -39,7 +39,8 @@ namespace dtypes {
 inline constexpr DTypeSet kFloat{DType::f32, DType::f64};
 inline constexpr DTypeSet kHalf{DType::f16, DType::bf16};
 inline constexpr DTypeSet kFloating = kFloat | kHalf;
-inline constexpr DTypeSet kInteger{DType::i8, DType::u8, DType::i32, DType::i64};
+inline constexpr DTypeSet kInteger{DType::i8,  DType::u8,  DType::i16, DType::u16,
+                                   DType::i32, DType::u32, DType::i64, DType::u64};
 inline constexpr DTypeSet kNumeric = kFloating | kInteger;
 inline constexpr DTypeSet kAll = kNumeric | DTypeSet{DType::boolean};
 }  // namespace dtypes

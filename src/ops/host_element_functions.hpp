@@ -25,11 +25,12 @@ T minimum_of(T x, T y) {
 }
 
 // Integer arithmetic wraps (two's complement), as on the GPUs: computed unsigned, where C++
-// defines overflow. Small types promote to int, whose products of two bytes cannot overflow.
+// defines overflow, and at least as unsigned int: uint16_t would promote to int, whose product
+// 65535 * 65535 overflows.
 template <class T, class Fn>
 T wrapping(T x, T y, Fn fn) {
   if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
+    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
     return static_cast<T>(static_cast<U>(fn(static_cast<U>(x), static_cast<U>(y))));
   } else {
     return fn(x, y);

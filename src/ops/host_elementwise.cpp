@@ -207,11 +207,17 @@ void with_type(DType dtype, Body&& body) {
       return body.template operator()<int64_t>();
     case DType::i8:
       return body.template operator()<int8_t>();
+    case DType::i16:
+      return body.template operator()<int16_t>();
+    case DType::u16:
+      return body.template operator()<uint16_t>();
+    case DType::u32:
+      return body.template operator()<uint32_t>();
+    case DType::u64:
+      return body.template operator()<uint64_t>();
     case DType::u8:
     case DType::boolean:  // comparisons only (the op table)
       return body.template operator()<uint8_t>();
-    default:
-      return;  // the op table registers no host kernel for the others
   }
 }
 

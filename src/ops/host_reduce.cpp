@@ -343,6 +343,18 @@ void reduce_of(const Tensor& x, const Tensor& out, const ReduceLayout& layout, S
     case DType::i64:
       if constexpr (kOp != Reduce::mean) return launch<kOp, int64_t>(x, out, layout, stream);
       return;
+    case DType::i16:
+      if constexpr (kOp != Reduce::mean) return launch<kOp, int16_t>(x, out, layout, stream);
+      return;
+    case DType::u16:
+      if constexpr (kOp != Reduce::mean) return launch<kOp, uint16_t>(x, out, layout, stream);
+      return;
+    case DType::u32:
+      if constexpr (kOp != Reduce::mean) return launch<kOp, uint32_t>(x, out, layout, stream);
+      return;
+    case DType::u64:
+      if constexpr (kOp != Reduce::mean) return launch<kOp, uint64_t>(x, out, layout, stream);
+      return;
     default:
       return;  // refused by the op's definition
   }

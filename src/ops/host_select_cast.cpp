@@ -1,5 +1,6 @@
 // The CPU's `where` and `cast` kernels. `where` moves elements by their size, so it serves every
-// dtype; `cast` converts through a wide value (double for floating dtypes, int64 for the rest),
+// dtype; `cast` converts through a wide value (double for floating dtypes, uint64 for u64, int64
+// for the rest),
 // but for contiguous casts among f32, f16 and bf16, which the vector kernels convert in
 // registers (F16C where present; the same roundings).
 #include <cmath>
@@ -46,12 +47,21 @@ void with_any_type(DType dtype, Body&& body) {
       return body.template operator()<int32_t>();
     case DType::i64:
       return body.template operator()<int64_t>();
+    case DType::i16:
+      return body.template operator()<int16_t>();
+    case DType::u16:
+      return body.template operator()<uint16_t>();
+    case DType::u32:
+      return body.template operator()<uint32_t>();
+    case DType::u64:
+      return body.template operator()<uint64_t>();
     case DType::boolean:
       return body.template operator()<Bool>();
   }
 }
 
-// The wide value of an element: double for floating types, int64 for the others.
+// The wide value of an element: double for floating types, uint64 for u64 (whose upper half int64
+// has not), int64 for the others.
 template <class In>
 auto widen(In x) {
   if constexpr (std::is_same_v<In, F16>)
@@ -62,6 +72,8 @@ auto widen(In x) {
     return static_cast<int64_t>(x.value != 0);
   else if constexpr (std::is_floating_point_v<In>)
     return static_cast<double>(x);
+  else if constexpr (std::is_same_v<In, uint64_t>)
+    return x;
   else
     return static_cast<int64_t>(x);
 }
@@ -72,10 +84,14 @@ Out narrow(Wide v) {
     return Bool{static_cast<uint8_t>(v != 0)};
   else if constexpr (std::is_same_v<Out, F16> && std::is_floating_point_v<Wide>)
     return F16{tensor::f64_to_f16(v)};  // one rounding, not two through float
+  else if constexpr (std::is_same_v<Out, F16> && std::is_same_v<Wide, uint64_t>)
+    return F16{tensor::u64_to_f16(v)};
   else if constexpr (std::is_same_v<Out, F16>)
     return F16{tensor::i64_to_f16(v)};
   else if constexpr (std::is_same_v<Out, BF16> && std::is_floating_point_v<Wide>)
     return BF16{tensor::f64_to_bf16(v)};
+  else if constexpr (std::is_same_v<Out, BF16> && std::is_same_v<Wide, uint64_t>)
+    return BF16{tensor::u64_to_bf16(v)};
   else if constexpr (std::is_same_v<Out, BF16>)
     return BF16{tensor::i64_to_bf16(v)};
   else if constexpr (std::is_floating_point_v<Out>)

@@ -155,8 +155,8 @@ DType result_dtype(const OpDescriptor& op, DType input) {
       return DType::boolean;
     case index:
       return DType::i64;
-    case counting:
-      return kFloating.has(input) ? input : DType::i64;
+    case counting:  // u64's sums too large for i64 stay u64, as in PyTorch
+      return kFloating.has(input) || input == DType::u64 ? input : DType::i64;
     case floating:
       return kFloating.has(input) ? input : DType::f32;
   }

@@ -124,8 +124,8 @@ class Registry {
     add(kKernelFloatFunctions, {"host kernels", host_device, kFloating, nullptr, 0, &host_unary});
     add({"where"}, {"host kernels", host_device, kAll, nullptr, 0, &host_where});
     add({"cast"}, {"host kernels", host_device, kAll, nullptr, 0, &host_cast});
-    add({"sum"}, {"host kernels", host_device, kFloat | DTypeSet{DType::i64}, nullptr, 0,
-                  &host_reduce_kernel});
+    add({"sum"}, {"host kernels", host_device, kFloat | DTypeSet{DType::i64, DType::u64}, nullptr,
+                  0, &host_reduce_kernel});
     add({"mean"}, {"host kernels", host_device, kFloat, nullptr, 0, &host_reduce_kernel});
     add(kExtremes,
         {"host kernels", host_device, kKernelArithmetic, nullptr, 0, &host_reduce_kernel});
@@ -152,7 +152,7 @@ class Registry {
     add({"fused_elementwise"},
         {"portable kernels", portable_device, kFloat, fp64_if_listed, 0, &portable_fused});
     add({"cast"}, {"portable kernels", portable_device, kAll, fp64_if_listed, 0, &portable_cast});
-    add({"sum"}, {"portable kernels", portable_device, kFloat | DTypeSet{DType::i64},
+    add({"sum"}, {"portable kernels", portable_device, kFloat | DTypeSet{DType::i64, DType::u64},
                   fp64_if_listed, 0, &portable_reduce_kernel});
     add({"mean"},
         {"portable kernels", portable_device, kFloat, fp64_if_listed, 0, &portable_reduce_kernel});

@@ -33,9 +33,10 @@ bool casts(DType from, DType to, const DeviceInfo& device) {
 }
 
 // The dtype `op` must compute in for `input`, whatever the device: sums of integers count in
-// i64, element functions of integers compute in f32.
+// i64 (u64's in u64), element functions of integers compute in f32.
 DType required_compute(const OpDescriptor& op, DType input) {
-  if (op.result == ResultRule::counting && !kFloating.has(input)) return DType::i64;
+  if (op.result == ResultRule::counting && !kFloating.has(input))
+    return input == DType::u64 ? DType::u64 : DType::i64;
   if (op.result == ResultRule::floating && !kFloating.has(input) && op.family == OpFamily::unary)
     return DType::f32;
   return input;

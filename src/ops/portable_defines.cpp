@@ -31,6 +31,14 @@ std::string_view kernel_type(DType dtype) {
       return "int";
     case DType::i64:
       return "hal_i64";
+    case DType::i16:
+      return "short";
+    case DType::u16:
+      return "ushort";
+    case DType::u32:
+      return "uint";
+    case DType::u64:
+      return "ulong";  // OpenCL's; the CUDA prelude defines it as unsigned long long
   }
   return "";
 }
@@ -39,11 +47,8 @@ std::vector<std::string> op_defines(DType dtype, std::string_view kind, std::str
   std::vector<std::string> out{std::string(kind), "VALUE_T=" + std::string(kernel_type(dtype))};
   out.push_back("OP_FN=hal_" + std::string(op));
   if (dtype == DType::f64) out.emplace_back("T_F64");
-  if (dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i32 || dtype == DType::i64 ||
-      dtype == DType::boolean)
-    out.emplace_back("T_INTEGER");
-  if (dtype == DType::i8 || dtype == DType::i32 || dtype == DType::i64)
-    out.emplace_back("T_SIGNED");
+  if (is_integer(dtype) || dtype == DType::boolean) out.emplace_back("T_INTEGER");
+  if (is_signed_integer(dtype)) out.emplace_back("T_SIGNED");
   return out;
 }
 
@@ -60,8 +65,20 @@ void append_integer_range(DType dtype, std::vector<std::string>& out) {
     case DType::u8:
       range = {"0", "255", "0.0f", "256.0f"};
       break;
+    case DType::i16:
+      range = {"(-32768)", "32767", "-32768.0f", "32768.0f"};
+      break;
+    case DType::u16:
+      range = {"0", "65535", "0.0f", "65536.0f"};
+      break;
     case DType::i32:
       range = {"(-2147483647-1)", "2147483647", "-2147483648.0f", "2147483648.0f"};
+      break;
+    case DType::u32:
+      range = {"0u", "4294967295u", "0.0f", "4294967296.0f"};
+      break;
+    case DType::u64:
+      range = {"(ulong)0", "(~(ulong)0)", "0.0f", "18446744073709551616.0f"};
       break;
     default:
       range = {"(-(hal_i64)9223372036854775807-1)", "((hal_i64)9223372036854775807)",
@@ -100,7 +117,10 @@ std::vector<std::string> cast_defines(DType from, DType to) {
                                "OUT_T=" + std::string(kernel_type(to))};
   if (from == DType::f16) out.emplace_back("IN_F16");
   if (from == DType::f64) out.emplace_back("IN_F64");
-  if (from == DType::i32 || from == DType::i64) out.emplace_back("IN_WIDE_INTEGER");
+  // More bits than a float holds: f16 and bf16 are reached through a float rounded to odd.
+  if (from == DType::i32 || from == DType::i64 || from == DType::u32)
+    out.emplace_back("IN_WIDE_INTEGER");
+  if (from == DType::u64) out.emplace_back("IN_U64");
   if (from == DType::bf16) out.emplace_back("IN_BF16");
   if (from == DType::boolean) out.emplace_back("IN_BOOL");
   if (from == DType::f32 || from == DType::f64 || from == DType::f16 || from == DType::bf16)
@@ -108,8 +128,7 @@ std::vector<std::string> cast_defines(DType from, DType to) {
   if (to == DType::f16) out.emplace_back("OUT_F16");
   if (to == DType::bf16) out.emplace_back("OUT_BF16");
   if (to == DType::boolean) out.emplace_back("OUT_BOOL");
-  if (to == DType::i8 || to == DType::u8 || to == DType::i32 || to == DType::i64)
-    append_integer_range(to, out);
+  if (is_integer(to)) append_integer_range(to, out);
   if (from == DType::f64 || to == DType::f64) out.emplace_back("ANY_F64");
   return out;
 }
@@ -130,9 +149,21 @@ std::vector<std::string> reduce_defines(Reduce op, DType dtype, uint32_t group) 
     case DType::u8:
       out.insert(out.end(), {"VALUE_T=uchar", "ACC_T=int", "T_INTEGER", "T_U8"});
       break;
+    case DType::i16:
+      out.insert(out.end(), {"VALUE_T=short", "ACC_T=int", "T_INTEGER", "T_I16"});
+      break;
+    case DType::u16:
+      out.insert(out.end(), {"VALUE_T=ushort", "ACC_T=int", "T_INTEGER", "T_U16"});
+      break;
     case DType::i32:
       out.insert(out.end(),
                  {"VALUE_T=int", sums ? "ACC_T=hal_i64" : "ACC_T=int", "T_INTEGER", "T_I32"});
+      break;
+    case DType::u32:
+      out.insert(out.end(), {"VALUE_T=uint", "ACC_T=uint", "T_INTEGER", "T_U32"});
+      break;
+    case DType::u64:
+      out.insert(out.end(), {"VALUE_T=ulong", "ACC_T=ulong", "T_INTEGER", "T_U64"});
       break;
     default:
       out.insert(out.end(), {"VALUE_T=hal_i64", "ACC_T=hal_i64", "T_INTEGER"});

@@ -30,6 +30,9 @@ size_t accumulator_bytes(Reduce op, DType dtype) {
     case DType::f32:
     case DType::i8:
     case DType::u8:
+    case DType::i16:
+    case DType::u16:
+    case DType::u32:
       return 4;
     case DType::i32:
       return sums ? 8 : 4;

@@ -1,5 +1,6 @@
-// The dtype two operands of an op are promoted to: PyTorch's rules for tensors (NumPy's agree
-// on these dtypes), with one difference that hal's dtypes force, written down in ops.hpp.
+// The dtype two operands of an op are promoted to: PyTorch's rules for tensors, which NumPy's
+// agree with among the integers (PyTorch refuses u64 with a signed integer; NumPy, and hal, give
+// f64).
 #include "hal/ops.hpp"
 
 namespace hal {
@@ -8,17 +9,8 @@ namespace {
 enum class Category { boolean, integer, floating };
 
 Category category(DType dtype) {
-  switch (dtype) {
-    case DType::boolean:
-      return Category::boolean;
-    case DType::i8:
-    case DType::u8:
-    case DType::i32:
-    case DType::i64:
-      return Category::integer;
-    default:
-      return Category::floating;
-  }
+  if (dtype == DType::boolean) return Category::boolean;
+  return is_integer(dtype) ? Category::integer : Category::floating;
 }
 
 DType promote_floating(DType a, DType b) {
@@ -27,10 +19,29 @@ DType promote_floating(DType a, DType b) {
   return DType::f32;  // f16 with bf16: neither holds the other
 }
 
+// The signed integer of `bytes` bytes, if there is one.
+DType signed_of_size(size_t bytes) {
+  switch (bytes) {
+    case 1:
+      return DType::i8;
+    case 2:
+      return DType::i16;
+    case 4:
+      return DType::i32;
+    default:
+      return DType::i64;
+  }
+}
+
 DType promote_integer(DType a, DType b) {
-  if (a == DType::i64 || b == DType::i64) return DType::i64;
-  if (a == DType::i32 || b == DType::i32) return DType::i32;
-  return DType::i32;  // i8 with u8: i16 in NumPy and PyTorch; hal's next that holds both
+  const bool a_signed = is_signed_integer(a), b_signed = is_signed_integer(b);
+  if (a_signed == b_signed) return size_of(a) >= size_of(b) ? a : b;
+  const DType signed_one = a_signed ? a : b, unsigned_one = a_signed ? b : a;
+  if (size_of(signed_one) > size_of(unsigned_one)) return signed_one;
+  // The next wider signed integer holds both (u8 with i8 is i16); none holds u64 with a signed
+  // integer, which NumPy makes f64.
+  if (unsigned_one == DType::u64) return DType::f64;
+  return signed_of_size(2 * size_of(unsigned_one));
 }
 
 }  // namespace

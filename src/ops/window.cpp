@@ -161,8 +161,9 @@ Tensor swap_kernel_channels(const Tensor& weight, int64_t groups, Stream& s) {
 namespace {
 // Padding that never wins: -inf, or the integer dtype's lowest value.
 double lowest_of(DType dtype) {
-  if (dtype == DType::u8) return 0;
+  if (is_integer(dtype) && !is_signed_integer(dtype)) return 0;
   if (dtype == DType::i8) return std::numeric_limits<int8_t>::lowest();
+  if (dtype == DType::i16) return std::numeric_limits<int16_t>::lowest();
   if (dtype == DType::i32) return std::numeric_limits<int32_t>::lowest();
   if (dtype == DType::i64) return static_cast<double>(std::numeric_limits<int64_t>::lowest());
   return -std::numeric_limits<double>::infinity();

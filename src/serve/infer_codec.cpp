@@ -131,6 +131,14 @@ void append_element(std::string& bytes, DType dtype, const json& value, const st
       return append_integer<int32_t>(bytes, value, where);
     case DType::i64:
       return append_integer<int64_t>(bytes, value, where);
+    case DType::i16:
+      return append_integer<int16_t>(bytes, value, where);
+    case DType::u16:
+      return append_integer<uint16_t>(bytes, value, where);
+    case DType::u32:
+      return append_integer<uint32_t>(bytes, value, where);
+    case DType::u64:
+      return append_integer<uint64_t>(bytes, value, where);
     case DType::boolean:
       if (!value.is_boolean()) refuse(where + " is not true or false");
       return append_value(bytes, static_cast<uint8_t>(value.get<bool>() ? 1 : 0));
@@ -536,7 +544,8 @@ T element(const std::string& bytes, size_t i) {
   return value;
 }
 
-void append_integer_text(std::string& out, int64_t value) {
+template <class Integer>
+void append_integer_text(std::string& out, Integer value) {
   char text[24];
   out.append(text, std::to_chars(text, text + sizeof text, value).ptr);
 }
@@ -560,6 +569,14 @@ void append_element_text(std::string& out, const HostTensor& host, size_t i) {
       return append_integer_text(out, element<int32_t>(b, i));
     case DType::i64:
       return append_integer_text(out, element<int64_t>(b, i));
+    case DType::i16:
+      return append_integer_text(out, element<int16_t>(b, i));
+    case DType::u16:
+      return append_integer_text(out, element<uint16_t>(b, i));
+    case DType::u32:
+      return append_integer_text(out, element<uint32_t>(b, i));
+    case DType::u64:
+      return append_integer_text(out, element<uint64_t>(b, i));
     case DType::boolean:
       out += b[i] != 0 ? "true" : "false";
       return;

@@ -8,15 +8,19 @@
 namespace hal::serve {
 namespace {
 
-constexpr std::array<std::pair<DType, std::string_view>, 9> kNames = {{
+constexpr std::array<std::pair<DType, std::string_view>, 13> kNames = {{
     {DType::f32, "FP32"},
     {DType::f16, "FP16"},
     {DType::bf16, "BF16"},
     {DType::f64, "FP64"},
     {DType::i8, "INT8"},
     {DType::u8, "UINT8"},
+    {DType::i16, "INT16"},
+    {DType::u16, "UINT16"},
     {DType::i32, "INT32"},
+    {DType::u32, "UINT32"},
     {DType::i64, "INT64"},
+    {DType::u64, "UINT64"},
     {DType::boolean, "BOOL"},
 }};
 

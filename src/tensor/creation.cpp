@@ -56,10 +56,6 @@ bool whole_int64(double value) {
   return std::trunc(value) == value && value >= -0x1p63 && value < 0x1p63;
 }
 
-bool is_integer(DType dtype) {
-  return dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i32 || dtype == DType::i64;
-}
-
 // start + i * step for i below `count`, as elements of the integer `dtype`, computed in integers:
 // in doubles they round past 2^53 (2^53 - 2 + i gave 2^53 twice).
 std::vector<unsigned char> integer_range(int64_t start, int64_t step, int64_t count, DType dtype) {
@@ -70,6 +66,9 @@ std::vector<unsigned char> integer_range(int64_t start, int64_t step, int64_t co
     unsigned char* out = bytes.data() + static_cast<size_t>(i) * element;
     if (dtype == DType::i64 && value >= INT64_MIN && value <= INT64_MAX) {
       const auto exact = static_cast<int64_t>(value);
+      std::memcpy(out, &exact, sizeof exact);
+    } else if (dtype == DType::u64 && value >= 0 && value <= Wide{UINT64_MAX}) {
+      const auto exact = static_cast<uint64_t>(value);
       std::memcpy(out, &exact, sizeof exact);
     } else {  // exact in a double for every narrower type's range; refused beyond it
       tensor::encode(static_cast<double>(value), dtype, out, "arange");

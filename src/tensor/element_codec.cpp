@@ -39,8 +39,8 @@ double load(const void* in) {
 template <class T>
 void store_integer(double value, DType dtype, void* out, const char* operation) {
   const bool whole = std::isfinite(value) && std::trunc(value) == value;
-  // The bounds as doubles: exact for every integer type's minimum; the maximum of i64 rounds
-  // up to 2^63, which is itself out of range, hence `<`.
+  // The bounds as doubles: exact for every integer type's minimum; the maxima of i64 and u64
+  // round up to 2^63 and 2^64, which are themselves out of range, hence `<`.
   const double low = static_cast<double>(std::numeric_limits<T>::min());
   const double high = static_cast<double>(std::numeric_limits<T>::max());
   if (!whole || value < low || !(value < high + 1.0))
@@ -117,6 +117,14 @@ void encode(double value, DType dtype, void* out, const char* operation) {
       return store_integer<int32_t>(value, dtype, out, operation);
     case DType::i64:
       return store_integer<int64_t>(value, dtype, out, operation);
+    case DType::i16:
+      return store_integer<int16_t>(value, dtype, out, operation);
+    case DType::u16:
+      return store_integer<uint16_t>(value, dtype, out, operation);
+    case DType::u32:
+      return store_integer<uint32_t>(value, dtype, out, operation);
+    case DType::u64:
+      return store_integer<uint64_t>(value, dtype, out, operation);
     case DType::boolean:
       return store(static_cast<uint8_t>(value != 0.0), out);
   }
@@ -147,6 +155,14 @@ double decode(DType dtype, const void* in) {
       return load<int32_t>(in);
     case DType::i64:
       return load<int64_t>(in);
+    case DType::i16:
+      return load<int16_t>(in);
+    case DType::u16:
+      return load<uint16_t>(in);
+    case DType::u32:
+      return load<uint32_t>(in);
+    case DType::u64:
+      return load<uint64_t>(in);
   }
   return 0;
 }
@@ -171,14 +187,18 @@ float f64_to_f32_odd(double value) {
   return std::bit_cast<float>(bits | 1u);
 }
 
-float i64_to_f32_odd(int64_t value) {
-  const uint64_t magnitude =
-      value < 0 ? uint64_t{0} - static_cast<uint64_t>(value) : static_cast<uint64_t>(value);
+float u64_to_f32_odd(uint64_t magnitude) {
   unsigned shift = 0;
   while ((magnitude >> shift) >= (uint64_t{1} << 24)) ++shift;
   uint64_t kept = magnitude >> shift;
   if (shift > 0 && (magnitude & ((uint64_t{1} << shift) - 1)) != 0) kept |= 1;
-  const float f = std::ldexp(static_cast<float>(kept), static_cast<int>(shift));  // exact
+  return std::ldexp(static_cast<float>(kept), static_cast<int>(shift));  // exact
+}
+
+float i64_to_f32_odd(int64_t value) {
+  const uint64_t magnitude =
+      value < 0 ? uint64_t{0} - static_cast<uint64_t>(value) : static_cast<uint64_t>(value);
+  const float f = u64_to_f32_odd(magnitude);
   return value < 0 ? -f : f;
 }
 
@@ -188,5 +208,7 @@ uint16_t f64_to_f16(double value) { return f32_to_f16(f64_to_f32_odd(value)); }
 uint16_t f64_to_bf16(double value) { return f32_to_bf16(f64_to_f32_odd(value)); }
 uint16_t i64_to_f16(int64_t value) { return f32_to_f16(i64_to_f32_odd(value)); }
 uint16_t i64_to_bf16(int64_t value) { return f32_to_bf16(i64_to_f32_odd(value)); }
+uint16_t u64_to_f16(uint64_t value) { return f32_to_f16(u64_to_f32_odd(value)); }
+uint16_t u64_to_bf16(uint64_t value) { return f32_to_bf16(u64_to_f32_odd(value)); }
 
 }  // namespace hal::tensor

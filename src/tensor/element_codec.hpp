@@ -19,6 +19,8 @@ uint16_t f64_to_f16(double value);
 uint16_t f64_to_bf16(double value);
 uint16_t i64_to_f16(int64_t value);
 uint16_t i64_to_bf16(int64_t value);
+uint16_t u64_to_f16(uint64_t value);
+uint16_t u64_to_bf16(uint64_t value);
 
 // Writes `value` as one element of `dtype` (size_of(dtype) bytes) to `out`. Throws
 // InvalidArgument naming `operation` for a value an integer dtype cannot hold (out of range,

@@ -22,9 +22,10 @@ static_assert(std::endian::native == std::endian::little,
 constexpr uint64_t kMaxHeader = 100u << 20;  // the safetensors library's own limit
 
 const std::pair<DType, const char*> kDtypeNames[] = {
-    {DType::f32, "F32"}, {DType::f16, "F16"}, {DType::bf16, "BF16"},
-    {DType::f64, "F64"}, {DType::i8, "I8"},   {DType::u8, "U8"},
-    {DType::i32, "I32"}, {DType::i64, "I64"}, {DType::boolean, "BOOL"}};
+    {DType::f32, "F32"},     {DType::f16, "F16"}, {DType::bf16, "BF16"}, {DType::f64, "F64"},
+    {DType::i8, "I8"},       {DType::u8, "U8"},   {DType::i16, "I16"},   {DType::u16, "U16"},
+    {DType::i32, "I32"},     {DType::u32, "U32"}, {DType::i64, "I64"},   {DType::u64, "U64"},
+    {DType::boolean, "BOOL"}};
 
 const char* dtype_name(DType dtype) {
   for (const auto& [d, name] : kDtypeNames)

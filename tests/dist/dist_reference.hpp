@@ -53,6 +53,17 @@ inline const std::vector<DType>& all_dtypes() {
   return list;
 }
 
+// all_dtypes() and the integers sim devices and NCCL lack (16-bit, and 32- and 64-bit
+// unsigned), which the CPU holds.
+inline const std::vector<DType>& host_dtypes() {
+  static const std::vector<DType> list = [] {
+    std::vector<DType> out = all_dtypes();
+    out.insert(out.end(), {DType::i16, DType::u16, DType::u32, DType::u64});
+    return out;
+  }();
+  return list;
+}
+
 inline const std::vector<dist::ReduceOp>& all_ops() {
   using dist::ReduceOp;
   static const std::vector<ReduceOp> list = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min,
@@ -68,7 +79,7 @@ inline bool floating(DType dtype) {
 inline double value_of(int rank, int64_t i, DType dtype, int salt = 0) {
   const int64_t mix = (rank * 7 + i * 3 + salt * 5) % 5;
   if (dtype == DType::boolean) return mix % 2 == 0 ? 1.0 : 0.0;  // mostly true, some false
-  if (dtype == DType::u8) return static_cast<double>(mix % 4);
+  if (is_integer(dtype) && !is_signed_integer(dtype)) return static_cast<double>(mix % 4);
   return static_cast<double>(mix - 2);
 }
 

@@ -30,6 +30,17 @@ TEST(HostReduce, IntegersWrapAsMpiAndNcclDo) {
   reduce_into(DType::u8, ReduceOp::prod, u, v, 2);
   EXPECT_EQ(u[0], 144);  // 400 mod 256
   EXPECT_EQ(u[1], 15);
+  // 16-bit products are computed in unsigned int: 65535 * 65535 would overflow int.
+  uint16_t w[2] = {65535, 300}, x[2] = {65535, 300};
+  reduce_into(DType::u16, ReduceOp::prod, w, x, 2);
+  EXPECT_EQ(w[0], 1);      // (2^16 - 1)^2 mod 2^16
+  EXPECT_EQ(w[1], 24464);  // 90000 mod 65536
+  uint64_t top[1] = {std::numeric_limits<uint64_t>::max()}, two[1] = {2};
+  reduce_into(DType::u64, ReduceOp::sum, top, two, 1);
+  EXPECT_EQ(top[0], 1u);
+  int16_t low[1] = {-32768}, high[1] = {32767};
+  reduce_into(DType::i16, ReduceOp::max, low, high, 1);
+  EXPECT_EQ(low[0], 32767);
 }
 
 TEST(HostReduce, BoolIsLogic) {

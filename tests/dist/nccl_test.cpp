@@ -54,6 +54,11 @@ TEST(NcclTypes, EveryDtypeAndOpHasItsNcclName) {
   EXPECT_EQ(nccl_dtype(DType::i32), ncclInt32);
   EXPECT_EQ(nccl_dtype(DType::i64), ncclInt64);
   EXPECT_EQ(nccl_dtype(DType::boolean), ncclUint8);
+  EXPECT_EQ(nccl_dtype(DType::u32), ncclUint32);
+  EXPECT_EQ(nccl_dtype(DType::u64), ncclUint64);
+  // NCCL has no 16-bit integers: refused by name, not sent as another type.
+  expect_error([] { nccl_dtype(DType::i16); }, ErrorCode::Unsupported, {"NCCL has no int16"});
+  expect_error([] { nccl_dtype(DType::u16); }, ErrorCode::Unsupported, {"NCCL has no uint16"});
   EXPECT_EQ(nccl_op(ReduceOp::sum, DType::f32), ncclSum);
   EXPECT_EQ(nccl_op(ReduceOp::prod, DType::i32), ncclProd);
   EXPECT_EQ(nccl_op(ReduceOp::min, DType::f16), ncclMin);

@@ -96,6 +96,9 @@ TEST(OpEdgeCases, ArgMinFindsTheIntegerTypesMinimum) {
   constexpr int64_t low64 = std::numeric_limits<int64_t>::min();
   EXPECT_EQ(arg_min<int64_t>(TensorProto::INT64, {5, low64, 3}, 1, false, true), Indices{1});
   EXPECT_EQ(arg_min<uint8_t>(TensorProto::UINT8, {255, 0, 3}, 1, false, true), Indices{1});
+  EXPECT_EQ(arg_min<uint64_t>(TensorProto::UINT64, {UINT64_MAX, 0, 3, 0}, 1, true, true),
+            Indices{3});
+  EXPECT_EQ(arg_min<int16_t>(TensorProto::INT16, {7, -32768, -32768}, 1, false, true), Indices{1});
 }
 
 TEST(OpEdgeCases, GatherElementsGathersInRangeIndicesAndRefusesTheRest) {
@@ -656,6 +659,26 @@ TEST(OpEdgeCases, BitShiftOfBytesWrapsAndShiftsOutPastTheWidth) {
   };
   EXPECT_EQ(shift("LEFT"), (std::vector<uint8_t>{144, 128, 248, 0, 0}));
   EXPECT_EQ(shift("RIGHT"), (std::vector<uint8_t>{100, 0, 31, 0, 0}));
+}
+
+// BitShift of u64: exact across the whole width (2^63 is no f32 product of a pow away).
+TEST(OpEdgeCases, BitShiftOfU64IsExactAcrossItsWidth) {
+  Stream stream = device("cpu:0").create_stream();
+  const auto shift = [&](const std::string& direction) {
+    const Model model = one_node(
+        11, "BitShift", {{"x", TensorProto::UINT64, 1}, {"y", TensorProto::UINT64, 1}},
+        {{"z", TensorProto::UINT64, 1}},
+        [&](onnx::NodeProto& node) { ModelBuilder::set_string(node, "direction", direction); });
+    return model
+        .run({{"x", from_vector<uint64_t>({1, 3, UINT64_MAX, UINT64_MAX, 5}, {5}, stream)},
+              {"y", from_vector<uint64_t>({63, 62, 1, 64, 0}, {5}, stream)}},
+             stream)
+        .at("z")
+        .to_vector<uint64_t>(stream);
+  };
+  EXPECT_EQ(shift("LEFT"),
+            (std::vector<uint64_t>{uint64_t{1} << 63, uint64_t{3} << 62, UINT64_MAX - 1, 0, 5}));
+  EXPECT_EQ(shift("RIGHT"), (std::vector<uint64_t>{0, 0, UINT64_MAX >> 1, 0, 5}));
 }
 
 // Split-1 takes `split` as an optional second input too (of T by its schema; int64 as models

@@ -16,25 +16,20 @@ class OpTableSuite : public DeviceTest {
   bool runs(std::string_view op, DType dtype) const { return supports_op(device(), op, dtype); }
 };
 
-TEST(TypePromotion, FollowsPyTorchWithinHalsDtypes) {
+// PyTorch's table, NumPy's among the integers (python/tests/test_ops.py checks every pair
+// against torch.promote_types and np.promote_types).
+TEST(TypePromotion, FollowsPyTorchAndNumPy) {
   using enum DType;
   struct Row {
     DType a, b, want;
   };
-  const Row rows[] = {{f32, f32, f32},
-                      {f32, i32, f32},
-                      {i64, f16, f16},
-                      {f16, bf16, f32},
-                      {bf16, f64, f64},
-                      {i8, u8, i32},
-                      {u8, i32, i32},
-                      {i32, i64, i64},
-                      {boolean, u8, u8},
-                      {boolean, f16, f16},
-                      {boolean, boolean, boolean},
-                      {i8, i8, i8},
-                      {f16, f32, f32},
-                      {u8, u8, u8}};
+  const Row rows[] = {
+      {f32, f32, f32},  {f32, i32, f32},   {i64, f16, f16},     {f16, bf16, f32},
+      {bf16, f64, f64}, {i8, u8, i16},     {i16, u16, i32},     {u16, i32, i32},
+      {u32, i8, i64},   {u32, i64, i64},   {u64, i64, f64},     {u64, u8, u64},
+      {u64, f16, f16},  {u16, u32, u32},   {i16, i8, i16},      {u8, i32, i32},
+      {i32, i64, i64},  {boolean, u8, u8}, {boolean, f16, f16}, {boolean, boolean, boolean},
+      {i8, i8, i8},     {f16, f32, f32},   {u8, u8, u8}};
   for (const Row& row : rows) {
     EXPECT_EQ(promote_types(row.a, row.b), row.want)
         << to_string(row.a) << " with " << to_string(row.b);

@@ -73,7 +73,7 @@ TEST(Plugins, EveryCandidateIsListedWithWhyItLoadedOrNot) {
   ASSERT_NE(sim, nullptr) << "the bundled folder next to libhal holds sim";
   EXPECT_TRUE(sim->loaded) << sim->reason;
   EXPECT_EQ(sim->name, "sim");
-  EXPECT_EQ(sim->abi_version, "1.3");
+  EXPECT_EQ(sim->abi_version, "1.4");
 
   const PluginInfo* major = find_plugin(all, "libbroken_major.so");
   ASSERT_NE(major, nullptr);

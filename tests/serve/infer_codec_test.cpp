@@ -262,6 +262,33 @@ TEST(ServeCodec, NumbersPastTheInputDatatypesRangeAreRefused) {
   EXPECT_EQ(refusal(x_body("BF16", "1,2,3,4"), one_input(DType::bf16)), "");
 }
 
+// The 16-bit and unsigned datatypes: each value exact (UINT64 past INT64 too), one out of the
+// datatype's range refused naming the element, and the outputs written back as integers.
+TEST(ServeCodec, SixteenBitAndUnsignedIntegersTravelExactly) {
+  const serve::ModelSignature u64 = one_input(DType::u64);
+  const serve::InferRequest big = serve::parse_infer_request(
+      x_body("UINT64", "18446744073709551615,9223372036854775808,0,7"), std::nullopt, u64);
+  const std::vector<uint64_t> want = {UINT64_MAX, uint64_t{1} << 63, 0, 7};
+  EXPECT_EQ(big.inputs.at("x").bytes,
+            std::string(reinterpret_cast<const char*>(want.data()), want.size() * 8));
+  EXPECT_EQ(refusal(x_body("UINT64", "1,-1,3,4"), u64), "inputs[0] ('x'): data[1] is out of range");
+  const serve::ModelSignature i16 = one_input(DType::i16);
+  EXPECT_EQ(refusal(x_body("INT16", "-32768,32767,0,1"), i16), "");
+  EXPECT_EQ(refusal(x_body("INT16", "1,2,32768,4"), i16),
+            "inputs[0] ('x'): data[2] is out of range");
+  EXPECT_EQ(refusal(x_body("UINT16", "1,2,3,65536"), one_input(DType::u16)),
+            "inputs[0] ('x'): data[3] is out of range");
+  EXPECT_EQ(refusal(x_body("UINT32", "4294967295,0,1,2"), one_input(DType::u32)), "");
+  const auto data = [](const serve::HostTensor& y) {
+    return nlohmann::json::parse(respond(y).body)["outputs"][0];
+  };
+  const auto out = data(host<uint64_t>(DType::u64, want));
+  EXPECT_EQ(out["datatype"], "UINT64");
+  EXPECT_EQ(out["data"], nlohmann::json({UINT64_MAX, uint64_t{1} << 63, 0, 7}));
+  EXPECT_EQ(data(host<int16_t>(DType::i16, {-32768, 5}))["data"], nlohmann::json({-32768, 5}));
+  EXPECT_EQ(data(host<uint32_t>(DType::u32, {4294967295u, 1}))["datatype"], "UINT32");
+}
+
 // BOOL is one byte an element, 0 or 1: another byte is refused naming where it is.
 TEST(ServeCodec, BoolBinaryBytesOtherThanZeroOrOneAreRefused) {
   serve::ModelSignature signature = one_input(DType::boolean);

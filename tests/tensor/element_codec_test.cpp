@@ -62,6 +62,32 @@ TEST(ElementCodec, IntegersOutsideTheirTypeAreRefused) {
                           {"i8"});
   encode(0.25, DType::boolean, out, "full");
   EXPECT_EQ(out[0], 1);
+  encode(-32768, DType::i16, out, "full");
+  EXPECT_EQ(decode(DType::i16, out), -32768);
+  encode(65535, DType::u16, out, "full");
+  EXPECT_EQ(decode(DType::u16, out), 65535);
+  encode(4294967295.0, DType::u32, out, "full");
+  EXPECT_EQ(decode(DType::u32, out), 4294967295.0);
+  encode(std::ldexp(1.0, 63), DType::u64, out, "full");  // past i64, inside u64
+  EXPECT_EQ(decode(DType::u64, out), std::ldexp(1.0, 63));
+  hal::test::expect_error([&] { encode(32768, DType::i16, out, "full"); },
+                          ErrorCode::InvalidArgument, {"32768", "i16"});
+  hal::test::expect_error([&] { encode(-1, DType::u16, out, "full"); }, ErrorCode::InvalidArgument,
+                          {"-1", "u16"});
+  hal::test::expect_error([&] { encode(std::ldexp(1.0, 64), DType::u64, out, "full"); },
+                          ErrorCode::InvalidArgument, {"u64"});
+}
+
+// u64 past 2^63 reaches f16 and bf16 from its own value, rounded once (through a float rounded
+// to odd): 2^63 + 2^55 + 1 lies just above bf16's tie between 2^63 and 2^63 + 2^56.
+TEST(ElementCodec, U64RoundsOnceToTheHalfTypes) {
+  const uint64_t above_tie = (uint64_t{1} << 63) + (uint64_t{1} << 55) + 1;
+  EXPECT_EQ(bf16_to_f32(u64_to_bf16(above_tie)), std::ldexp(1.0f, 63) + std::ldexp(1.0f, 56));
+  EXPECT_EQ(bf16_to_f32(u64_to_bf16(above_tie - 1)), std::ldexp(1.0f, 63));  // the tie: to even
+  EXPECT_TRUE(std::isinf(f16_to_f32(u64_to_f16(uint64_t{1} << 63))));
+  EXPECT_EQ(f16_to_f32(u64_to_f16(65504)), 65504.0f);
+  EXPECT_EQ(f16_to_f32(u64_to_f16(2049)), 2048.0f);  // tie between 2048 and 2050: to even
+  EXPECT_EQ(f16_to_f32(u64_to_f16(2051)), 2052.0f);
 }
 
 // Numbers in messages are the shortest text that reads back as them: std::to_string printed six

@@ -304,7 +304,7 @@ TEST(Cli, PluginsListsEachCandidateAndWhyItDidNotLoad) {
   }
   ASSERT_TRUE(by_file.count("libhal_plugin_sim.so")) << result.output;
   EXPECT_TRUE(by_file["libhal_plugin_sim.so"]["loaded"].get<bool>());
-  EXPECT_EQ(by_file["libhal_plugin_sim.so"]["abi_version"], "1.3");
+  EXPECT_EQ(by_file["libhal_plugin_sim.so"]["abi_version"], "1.4");
   ASSERT_TRUE(by_file.count("libbroken_major.so")) << result.output;
   EXPECT_FALSE(by_file["libbroken_major.so"]["loaded"].get<bool>());
   EXPECT_NE(by_file["libbroken_major.so"]["reason"].get<std::string>().find("2.0"),

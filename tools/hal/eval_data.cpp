@@ -20,10 +20,6 @@ std::string shape_text(const Shape& shape) {
   return text + "]";
 }
 
-bool integer(DType dtype) {
-  return dtype == DType::i8 || dtype == DType::u8 || dtype == DType::i32 || dtype == DType::i64;
-}
-
 nlohmann::ordered_json labels_score(size_t positions, size_t right) {
   return {
       {"kind", "labels"},
@@ -113,7 +109,7 @@ nlohmann::ordered_json score_against(const Tensor& output, const Tensor& referen
   const bool indices = output.dtype() == DType::i32 || output.dtype() == DType::i64;
   const bool kept_axis =
       shape.back() == 1 && reference.shape() == Shape(shape.begin(), shape.end() - 1);
-  if (indices && integer(reference.dtype()) && (reference.shape() == shape || kept_axis)) {
+  if (indices && is_integer(reference.dtype()) && (reference.shape() == shape || kept_axis)) {
     const std::vector<int64_t> got = cast(output, DType::i64, stream).to_vector<int64_t>(stream);
     const std::vector<int64_t> labels =
         cast(reference, DType::i64, stream).to_vector<int64_t>(stream);
@@ -130,7 +126,7 @@ nlohmann::ordered_json score_against(const Tensor& output, const Tensor& referen
                                                   static_cast<size_t>(classes));
   };
   const size_t positions = classes > 0 ? out.size() / static_cast<size_t>(classes) : 0;
-  if (integer(reference.dtype()) && reference.shape() == without_last) {
+  if (is_integer(reference.dtype()) && reference.shape() == without_last) {
     const std::vector<int64_t> labels =
         cast(reference, DType::i64, stream).to_vector<int64_t>(stream);
     size_t right = 0;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -122,6 +123,17 @@ std::vector<double> host_values(const Tensor& tensor, Stream& stream, Stream& cp
   return cast(here, DType::f64, cpu_stream).to_vector<double>(cpu_stream);
 }
 
+// Elements as their bytes on the host, row-major: integers compare exactly (i64 and u64 past 2^53
+// have no double).
+std::vector<unsigned char> host_bytes(const Tensor& tensor, Stream& stream, Stream& cpu_stream) {
+  const Tensor here = tensor.to(hal::detail::host_cpu(), stream);
+  stream.synchronize();
+  std::vector<unsigned char> bytes(static_cast<size_t>(here.numel()) * here.element_size());
+  here.copy_to_host(bytes.data(), cpu_stream);
+  cpu_stream.synchronize();
+  return bytes;
+}
+
 bool is_floating(DType dtype) {
   return dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
 }
@@ -138,10 +150,23 @@ std::string compare(const std::string& name, const Tensor& actual, const Tensor&
   const std::vector<double> got = host_values(actual, stream, cpu_stream);
   const std::vector<double> want = host_values(expected, stream, cpu_stream);
   const bool floating = is_floating(expected.dtype());
+  std::vector<unsigned char> got_bytes, want_bytes;
+  if (!floating) {
+    got_bytes = host_bytes(actual, stream, cpu_stream);
+    want_bytes = host_bytes(expected, stream, cpu_stream);
+  }
+  const size_t element = expected.element_size();
   size_t worst = 0, wrong = 0;
   double worst_excess = -1, max_abs = 0, max_rel = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     const double a = got[i], e = want[i];
+    if (!floating) {
+      if (std::memcmp(&got_bytes[i * element], &want_bytes[i * element], element) == 0) continue;
+      max_abs = std::max(max_abs, std::abs(a - e));
+      if (e != 0) max_rel = std::max(max_rel, std::abs(a - e) / std::abs(e));
+      if (wrong++ == 0) worst = i;
+      continue;
+    }
     if (std::isnan(a) || std::isnan(e)) {
       if (std::isnan(a) != std::isnan(e)) ++wrong, worst = i, worst_excess = INFINITY;
       continue;

@@ -34,6 +34,14 @@ constexpr hal_plugin_dtype to_plugin(DType dtype) {
       return HAL_PLUGIN_DTYPE_I64;
     case DType::boolean:
       return HAL_PLUGIN_DTYPE_BOOL;
+    case DType::i16:
+      return HAL_PLUGIN_DTYPE_I16;
+    case DType::u16:
+      return HAL_PLUGIN_DTYPE_U16;
+    case DType::u32:
+      return HAL_PLUGIN_DTYPE_U32;
+    case DType::u64:
+      return HAL_PLUGIN_DTYPE_U64;
   }
   return -1;  // not reached: every enumerator is mapped above
 }
@@ -224,7 +232,7 @@ static_assert(HAL_PLUGIN_REDUCE_SUM == 0 && HAL_PLUGIN_REDUCE_MEAN == 1 &&
 constexpr bool dtypes_agree() {
   for (DType dtype : kAllDTypes)
     if (to_plugin(dtype) != static_cast<hal_plugin_dtype>(dtype)) return false;
-  return sizeof kAllDTypes / sizeof kAllDTypes[0] == HAL_PLUGIN_DTYPE_BOOL + 1;
+  return sizeof kAllDTypes / sizeof kAllDTypes[0] == HAL_PLUGIN_DTYPE_U64 + 1;
 }
 static_assert(dtypes_agree(), "plugin.h's dtype numbers are hal::DType's");
 

@@ -227,6 +227,14 @@ MPI_Datatype MpiRuntime::datatype(DType dtype) const {
       return MPI_INT32_T;
     case DType::i64:
       return MPI_INT64_T;
+    case DType::i16:
+      return MPI_INT16_T;
+    case DType::u16:
+      return MPI_UINT16_T;
+    case DType::u32:
+      return MPI_UINT32_T;
+    case DType::u64:
+      return MPI_UINT64_T;
   }
   throw Error(ErrorCode::Internal, "MPI datatype of an unknown dtype");
 }

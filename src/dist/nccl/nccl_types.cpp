@@ -23,6 +23,16 @@ ncclDataType_t nccl_dtype(DType dtype) {
       return ncclInt32;
     case DType::i64:
       return ncclInt64;
+    case DType::u32:
+      return ncclUint32;
+    case DType::u64:
+      return ncclUint64;
+    case DType::i16:
+    case DType::u16:
+      throw Error(ErrorCode::Unsupported,
+                  std::string("NCCL has no ") + (dtype == DType::i16 ? "int16" : "uint16") +
+                      " data type: collectives of " + std::string(to_string(dtype)) +
+                      " tensors need the MPI or local engine, or a cast to i32");
   }
   throw Error(ErrorCode::Internal, "nccl_dtype: unknown dtype");
 }
