@@ -4,6 +4,10 @@
 // hal-variant binary_i64 -DT=int64_t -DBYTES=8
 // hal-variant binary_i8 -DT=int8_t -DBYTES=1
 // hal-variant binary_u8 -DT=uint8_t -DBYTES=1 -DUNSIGNED
+// hal-variant binary_i16 -DT=int16_t -DBYTES=2
+// hal-variant binary_u16 -DT=uint16_t -DBYTES=2 -DUNSIGNED
+// hal-variant binary_u32 -DT=uint -DBYTES=4 -DUNSIGNED
+// hal-variant binary_u64 -DT=uint64_t -DBYTES=8 -DUNSIGNED
 #version 450
 #include "types.glsl"
 #include "common.glsl"

@@ -8,6 +8,10 @@
 // hal-variant compare_f64 -DT=double -DBYTES=8
 // hal-variant compare_i8 -DT=int8_t -DBYTES=1
 // hal-variant compare_u8 -DT=uint8_t -DBYTES=1
+// hal-variant compare_i16 -DT=int16_t -DBYTES=2
+// hal-variant compare_u16 -DT=uint16_t -DBYTES=2
+// hal-variant compare_u32 -DT=uint -DBYTES=4
+// hal-variant compare_u64 -DT=uint64_t -DBYTES=8
 #version 450
 #include "types.glsl"
 #include "common.glsl"

@@ -4,6 +4,10 @@
 // hal-variant unary_i64 -DT=int64_t -DBYTES=8
 // hal-variant unary_i8 -DT=int8_t -DBYTES=1
 // hal-variant unary_u8 -DT=uint8_t -DBYTES=1
+// hal-variant unary_i16 -DT=int16_t -DBYTES=2
+// hal-variant unary_u16 -DT=uint16_t -DBYTES=2
+// hal-variant unary_u32 -DT=uint -DBYTES=4
+// hal-variant unary_u64 -DT=uint64_t -DBYTES=8
 #version 450
 #include "types.glsl"
 #include "common.glsl"

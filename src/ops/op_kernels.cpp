@@ -184,8 +184,7 @@ class Registry {
     // exp and log of its own.
     constexpr DTypeSet kVulkanHalf{DType::f32, DType::f16};
     constexpr DTypeSet kVulkanFloating{DType::f32, DType::f16, DType::f64};
-    constexpr DTypeSet kVulkanNumbers =
-        kVulkanFloating | DTypeSet{DType::i32, DType::i64, DType::i8, DType::u8};
+    constexpr DTypeSet kVulkanNumbers = kVulkanFloating | kInteger;
     constexpr DTypeSet kVulkanCompared = kVulkanNumbers | DTypeSet{DType::boolean};
     constexpr DTypeSet kVulkanWhere = kVulkanCompared;
     constexpr std::array<std::string_view, 7> kVulkanF64Functions{"exp",   "log",  "sqrt", "rsqrt",

@@ -431,7 +431,10 @@ TEST_F(VulkanOpsTest, IntegersComparisonsWhereAndCastsMatchTheCpu) {
   const std::vector<int64_t> a{7, -7, 0, 5, std::numeric_limits<int32_t>::min(), 9, -3, 100};
   const std::vector<int64_t> b{2, 2, 3, 0, -1, -9, -3, 7};
   const std::vector<float> f{1.5f, -2.5f, NAN, 3e9f, -3e9f, 0.0f, -0.0f, 255.9f};
-  for (DType dtype : {DType::i32, DType::i64, DType::i8, DType::u8}) {
+  for (DType dtype : {DType::i32, DType::i64, DType::i8, DType::u8, DType::i16, DType::u16,
+                      DType::u32, DType::u64}) {
+    const std::vector<DType> listed = here.device().info().dtypes;
+    if (std::find(listed.begin(), listed.end(), dtype) == listed.end()) continue;
     auto run = [&](Stream& s, const std::function<Tensor(const Tensor&, const Tensor&)>& fn) {
       const Tensor x = cast(from_vector(a, {8}, s), dtype, s);
       const Tensor y = cast(from_vector(b, {8}, s), dtype, s);
@@ -475,6 +478,10 @@ TEST_F(VulkanOpsTest, IntegersComparisonsWhereAndCastsMatchTheCpu) {
       [](const Tensor& x, Stream& s) { return cast(x, DType::i64, s); },
       [](const Tensor& x, Stream& s) { return cast(x, DType::u8, s); },
       [](const Tensor& x, Stream& s) { return cast(x, DType::i8, s); },
+      [](const Tensor& x, Stream& s) { return cast(x, DType::i16, s); },
+      [](const Tensor& x, Stream& s) { return cast(x, DType::u16, s); },
+      [](const Tensor& x, Stream& s) { return cast(x, DType::u32, s); },
+      [](const Tensor& x, Stream& s) { return cast(x, DType::u64, s); },
       [](const Tensor& x, Stream& s) { return cast(x, DType::boolean, s); },
       [](const Tensor& x, Stream& s) { return cast(cast(x, DType::f16, s), DType::f32, s); },
       [](const Tensor& x, Stream& s) { return cast(cast(x, DType::boolean, s), DType::i64, s); }};

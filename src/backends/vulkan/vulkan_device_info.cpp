@@ -232,11 +232,14 @@ VkDeviceDescription describe_device(const VulkanInstance& instance, VkPhysicalDe
   else if (!traits.push_descriptor)
     description.unusable = "it lacks VK_KHR_push_descriptor";
 
-  // The dtypes the shaders can hold: bool, u8 and i8 need 8-bit storage.
-  info.dtypes = {DType::f32, DType::i32};
+  // The dtypes the shaders can hold: bool, u8 and i8 need 8-bit storage, i16 and u16 16-bit
+  // storage and arithmetic.
+  info.dtypes = {DType::f32, DType::i32, DType::u32};
   if (traits.storage_8bit && traits.shader_int8)
     info.dtypes.insert(info.dtypes.end(), {DType::i8, DType::u8, DType::boolean});
-  if (traits.shader_int64) info.dtypes.push_back(DType::i64);
+  if (traits.storage_16bit && traits.shader_int16)
+    info.dtypes.insert(info.dtypes.end(), {DType::i16, DType::u16});
+  if (traits.shader_int64) info.dtypes.insert(info.dtypes.end(), {DType::i64, DType::u64});
   if (traits.shader_float64) info.dtypes.push_back(DType::f64);
   if (traits.shader_float16 && traits.storage_16bit) info.dtypes.push_back(DType::f16);
   info.features = {"compute_queue",
