@@ -11,6 +11,7 @@
 
 #include "ops/elementwise.hpp"
 #include "ops/host_element_functions.hpp"
+#include "ops/host_storage_types.hpp"
 #include "ops/simd/simd_kernels.hpp"
 #include "tensor/element_codec.hpp"
 #include "tensor/extent.hpp"
@@ -189,36 +190,11 @@ void launch_unary(Unary op, Fn fn, const Tensor& x, const Tensor& out,
   stream.launch(kernel, config, {KernelArg::borrow(out.storage()), KernelArg::borrow(x.storage())});
 }
 
-// Calls body.template operator()<T>() with the C++ type of `dtype`.
+// Calls body.template operator()<T>() with the C++ type of `dtype`; bool's bytes only compare
+// (the op table), as u8's.
 template <class Body>
 void with_type(DType dtype, Body&& body) {
-  switch (dtype) {
-    case DType::f32:
-      return body.template operator()<float>();
-    case DType::f64:
-      return body.template operator()<double>();
-    case DType::f16:  // arithmetic and element functions (the op table), computed in f32
-      return body.template operator()<F16>();
-    case DType::bf16:
-      return body.template operator()<BF16>();
-    case DType::i32:
-      return body.template operator()<int32_t>();
-    case DType::i64:
-      return body.template operator()<int64_t>();
-    case DType::i8:
-      return body.template operator()<int8_t>();
-    case DType::i16:
-      return body.template operator()<int16_t>();
-    case DType::u16:
-      return body.template operator()<uint16_t>();
-    case DType::u32:
-      return body.template operator()<uint32_t>();
-    case DType::u64:
-      return body.template operator()<uint64_t>();
-    case DType::u8:
-    case DType::boolean:  // comparisons only (the op table)
-      return body.template operator()<uint8_t>();
-  }
+  host::with_storage_type<F16, BF16, uint8_t>(dtype, body);
 }
 
 template <Binary kOp>

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "ops/elementwise.hpp"
+#include "ops/host_storage_types.hpp"
 #include "ops/simd/simd_kernels.hpp"
 #include "tensor/element_codec.hpp"
 #include "tensor/strided_walk.hpp"
@@ -30,34 +31,7 @@ struct Bool {
 
 template <class Body>
 void with_any_type(DType dtype, Body&& body) {
-  switch (dtype) {
-    case DType::f32:
-      return body.template operator()<float>();
-    case DType::f16:
-      return body.template operator()<F16>();
-    case DType::bf16:
-      return body.template operator()<BF16>();
-    case DType::f64:
-      return body.template operator()<double>();
-    case DType::i8:
-      return body.template operator()<int8_t>();
-    case DType::u8:
-      return body.template operator()<uint8_t>();
-    case DType::i32:
-      return body.template operator()<int32_t>();
-    case DType::i64:
-      return body.template operator()<int64_t>();
-    case DType::i16:
-      return body.template operator()<int16_t>();
-    case DType::u16:
-      return body.template operator()<uint16_t>();
-    case DType::u32:
-      return body.template operator()<uint32_t>();
-    case DType::u64:
-      return body.template operator()<uint64_t>();
-    case DType::boolean:
-      return body.template operator()<Bool>();
-  }
+  host::with_storage_type<F16, BF16, Bool>(dtype, body);
 }
 
 // The wide value of an element: double for floating types, uint64 for u64 (whose upper half int64
