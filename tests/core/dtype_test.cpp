@@ -43,7 +43,9 @@ TEST(DType, IntegersAndTheirSigns) {
   for (DType dtype : kAllDTypes) {
     integers += is_integer(dtype);
     signed_ones += is_signed_integer(dtype);
-    if (is_signed_integer(dtype)) EXPECT_TRUE(is_integer(dtype)) << to_string(dtype);
+    if (is_signed_integer(dtype)) {
+      EXPECT_TRUE(is_integer(dtype)) << to_string(dtype);
+    }
   }
   EXPECT_EQ(integers, 8);
   EXPECT_EQ(signed_ones, 4);
