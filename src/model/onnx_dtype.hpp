@@ -13,8 +13,7 @@ namespace hal::model {
 // TensorProto::STRING: not a hal dtype; such values are StringTensors on the host.
 inline constexpr int32_t kOnnxString = 8;
 
-// The hal dtype of an ONNX element type; nullopt for those hal has not (strings, complex, 16-
-// and 32-bit unsigned ...).
+// The hal dtype of an ONNX element type; nullopt for those hal has not (strings, complex ...).
 std::optional<DType> dtype_from_onnx(int32_t elem_type);
 // The ONNX element type of a hal dtype.
 int32_t onnx_elem_type(DType dtype);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ops/host_launch.hpp"
+#include "ops/host_storage_types.hpp"
 #include "ops/reduce.hpp"
 #include "ops/simd/simd_kernels.hpp"
 #include "tensor/strided_walk.hpp"
@@ -324,40 +325,16 @@ void launch(const Tensor& x, const Tensor& out, const ReduceLayout& layout, Stre
                 {out.storage()});
 }
 
+// f16, bf16 and bool have no reduction kernel of their own (the op table computes them in
+// another dtype), nor do integers a mean (an exact i64 sum, divided in f32).
+struct NoKernel {};
+
 template <Reduce kOp>
 void reduce_of(const Tensor& x, const Tensor& out, const ReduceLayout& layout, Stream& stream) {
-  switch (x.dtype()) {
-    case DType::f32:
-      return launch<kOp, float>(x, out, layout, stream);
-    case DType::f64:
-      return launch<kOp, double>(x, out, layout, stream);
-    case DType::i8:
-      if constexpr (kOp != Reduce::mean) return launch<kOp, int8_t>(x, out, layout, stream);
-      return;
-    case DType::u8:
-      if constexpr (kOp != Reduce::mean) return launch<kOp, uint8_t>(x, out, layout, stream);
-      return;
-    case DType::i32:
-      if constexpr (kOp != Reduce::mean) return launch<kOp, int32_t>(x, out, layout, stream);
-      return;
-    case DType::i64:
-      if constexpr (kOp != Reduce::mean) return launch<kOp, int64_t>(x, out, layout, stream);
-      return;
-    case DType::i16:
-      if constexpr (kOp != Reduce::mean) return launch<kOp, int16_t>(x, out, layout, stream);
-      return;
-    case DType::u16:
-      if constexpr (kOp != Reduce::mean) return launch<kOp, uint16_t>(x, out, layout, stream);
-      return;
-    case DType::u32:
-      if constexpr (kOp != Reduce::mean) return launch<kOp, uint32_t>(x, out, layout, stream);
-      return;
-    case DType::u64:
-      if constexpr (kOp != Reduce::mean) return launch<kOp, uint64_t>(x, out, layout, stream);
-      return;
-    default:
-      return;  // refused by the op's definition
-  }
+  host::with_storage_type<NoKernel, NoKernel, NoKernel>(x.dtype(), [&]<class T>() {
+    if constexpr (!std::is_same_v<T, NoKernel> && !(std::is_integral_v<T> && kOp == Reduce::mean))
+      launch<kOp, T>(x, out, layout, stream);
+  });
 }
 
 }  // namespace
