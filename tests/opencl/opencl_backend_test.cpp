@@ -516,6 +516,53 @@ KERNEL void transpose(GLOBAL const float* in, GLOBAL float* out, uint rows, uint
       ASSERT_EQ(output[c * rows + r], input[r * cols + c]) << r << "," << c;
 }
 
+// Where a launch leaves `local` at zero, a portable kernel runs in hal's groups (256, 16x16,
+// 8x8x4: one work-group function per kernel on PoCL, whatever the tensor's size), the global size
+// rounded up to whole groups; an OpenCL C kernel keeps its exact global size.
+TEST_F(OpenClTest, APortableKernelWithoutALocalSizeRunsInHalsGroups) {
+  const char* const body = R"(
+KERNEL void geometry(GLOBAL uint* out) {
+  if (global_id(0) == 0 && global_id(1) == 0 && global_id(2) == 0) {
+    for (uint d = 0; d < 3; ++d) {
+      out[d] = (uint)local_size(d);
+      out[3 + d] = (uint)global_size(d);
+    }
+  }
+}
+)";
+  const std::string opencl_c = std::string(R"(
+#define KERNEL __kernel
+#define GLOBAL __global
+#define global_id get_global_id
+#define local_size get_local_size
+#define global_size get_global_size
+)") + body;
+  Kernel portable = device.compile({"geometry", body});
+  Kernel native = device.compile({"geometry", opencl_c, KernelLanguage::opencl_c});
+  Stream stream = device.create_stream();
+  Buffer out = device.allocate(6 * 4);
+  const auto geometry = [&](const Kernel& kernel, LaunchConfig config) {
+    std::vector<uint32_t> values(6);
+    stream.launch(kernel, config, {out});
+    stream.copy_to_host(values.data(), out, 6 * 4);
+    stream.synchronize();
+    return values;
+  };
+  using V = std::vector<uint32_t>;
+  EXPECT_EQ(geometry(portable, LaunchConfig::linear(198)), (V{256, 1, 1, 256, 1, 1}));
+  EXPECT_EQ(geometry(portable, LaunchConfig::linear(1820)), (V{256, 1, 1, 2048, 1, 1}));
+  EXPECT_EQ(geometry(portable, LaunchConfig::grid(3, 40)), (V{16, 16, 1, 16, 48, 1}));
+  EXPECT_EQ(geometry(portable, LaunchConfig::grid(9, 9, 5)), (V{8, 8, 4, 16, 16, 8}));
+  // The caller's local size stands.
+  LaunchConfig chosen = LaunchConfig::linear(198);
+  chosen.local = {33, 1, 1};
+  EXPECT_EQ(geometry(portable, chosen), (V{33, 1, 1, 198, 1, 1}));
+  // OpenCL C: the exact global size, grouped as the driver likes.
+  const V exact = geometry(native, LaunchConfig::linear(198));
+  EXPECT_EQ(exact[3], 198u);
+  EXPECT_EQ(198u % exact[0], 0u);
+}
+
 TEST_F(OpenClTest, BufferViewsAsArgumentsNeedTheDevicesAlignment) {
   Kernel kernel = device.compile({"scale", unique_scale_source()});
   Stream stream = device.create_stream();

@@ -4,6 +4,7 @@
 #include "backends/cuda/cuda_buffer.hpp"
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/cuda_stream.hpp"
+#include "core/default_work_group.hpp"
 #include "core/format_sizes.hpp"
 
 namespace hal::cuda {
@@ -25,9 +26,7 @@ void CudaStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl, const La
   // them to cover `global`; the last block in each dimension may run past it.
   const int dims = config.global[2] > 1 ? 3 : config.global[1] > 1 ? 2 : 1;
   const bool has_local = config.local[0] != 0 || config.local[1] != 0 || config.local[2] != 0;
-  std::array<uint32_t, 3> block = dims == 1   ? std::array<uint32_t, 3>{256, 1, 1}
-                                  : dims == 2 ? std::array<uint32_t, 3>{16, 16, 1}
-                                              : std::array<uint32_t, 3>{8, 8, 4};
+  std::array<uint32_t, 3> block = detail::default_work_group(dims, info.limits.max_work_group_size);
   if (has_local)
     for (int d = 0; d < 3; ++d) block[d] = config.local[d] == 0 ? 1 : config.local[d];
   const uint64_t threads = uint64_t{block[0]} * block[1] * block[2];

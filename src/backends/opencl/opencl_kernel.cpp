@@ -27,12 +27,21 @@ const char* const kPortablePrelude = R"(// hal portable kernel dialect: OpenCL C
 )";
 
 OpenClKernel::OpenClKernel(std::string name, const OpenClDevice& device, cl_program program,
-                           cl_kernel kernel)
+                           cl_kernel kernel, bool portable)
     : KernelImpl(std::move(name), &device),
       platform_(device.platform()),
       program_(program),
       kernel_(kernel),
-      num_args_(info_value<cl_uint>(platform_->api->clGetKernelInfo, kernel, CL_KERNEL_NUM_ARGS)) {}
+      num_args_(info_value<cl_uint>(platform_->api->clGetKernelInfo, kernel, CL_KERNEL_NUM_ARGS)),
+      portable_(portable) {
+  size_t items = 0;
+  if (platform_->api->clGetKernelWorkGroupInfo(kernel, device.native(), CL_KERNEL_WORK_GROUP_SIZE,
+                                               sizeof items, &items, nullptr) == CL_SUCCESS &&
+      items > 0)
+    max_group_items_ = items;
+  else
+    max_group_items_ = device.info().limits.max_work_group_size;
+}
 
 OpenClKernel::~OpenClKernel() {
   platform_->api->clReleaseKernel(kernel_);
@@ -154,7 +163,8 @@ std::shared_ptr<KernelImpl> make_kernel(const OpenClDevice& device, cl_program p
                 status);
   }
   check(status, where, "clCreateKernel");
-  auto made = std::make_shared<OpenClKernel>(name, device, owner.release(), kernel);
+  auto made = std::make_shared<OpenClKernel>(name, device, owner.release(), kernel,
+                                             source.language == KernelLanguage::portable);
   std::optional<std::vector<KernelParam>> params = reflected_params(api, kernel, made->num_args());
   if (params) size_typedef_scalars(*params, source, options);
   made->set_params(std::move(params));

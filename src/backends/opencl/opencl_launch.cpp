@@ -2,6 +2,7 @@
 #include "backends/opencl/opencl_buffer.hpp"
 #include "backends/opencl/opencl_kernel.hpp"
 #include "backends/opencl/opencl_stream.hpp"
+#include "core/default_work_group.hpp"
 #include "core/format_sizes.hpp"
 
 namespace hal::opencl {
@@ -40,15 +41,21 @@ void OpenClStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl,
                     " bytes) is CUDA's dynamic shared memory; OpenCL kernels take a __local "
                     "argument sized by KernelArg::local_memory, or declare SHARED arrays");
 
-  // Geometry: whole work groups, so `global` rounds up to a multiple of `local`.
+  // Geometry: whole work groups, so `global` rounds up to a multiple of `local`. A portable
+  // kernel launched without a local size gets hal's default shape (see default_work_group.hpp);
+  // an OpenCL C kernel's global size stays exact, grouped as the driver chooses.
   const cl_uint dims = config.global[2] > 1 ? 3 : config.global[1] > 1 ? 2 : 1;
-  const bool has_local = config.local[0] != 0 || config.local[1] != 0 || config.local[2] != 0;
+  const bool picks_local = config.local == std::array<uint32_t, 3>{0, 0, 0};
+  const bool has_local = !picks_local || kernel.runs_past_global();
+  const std::array<uint32_t, 3> chosen =
+      picks_local ? detail::default_work_group(static_cast<int>(dims), kernel.max_group_items())
+                  : config.local;
   size_t global[3] = {config.global[0], config.global[1], config.global[2]};
   size_t local[3] = {1, 1, 1};
   if (has_local) {
     uint64_t items = 1;
     for (cl_uint d = 0; d < 3; ++d) {
-      local[d] = config.local[d] == 0 ? 1 : config.local[d];
+      local[d] = chosen[d] == 0 ? 1 : chosen[d];
       if (d >= dims && local[d] != 1)
         throw Error(ErrorCode::InvalidArgument,
                     what() + ": local size " + detail::format_sizes(config.local) +
