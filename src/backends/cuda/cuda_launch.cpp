@@ -106,7 +106,9 @@ void CudaStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl, const La
              "cuLaunchKernel with grid " + detail::format_sizes(grid) + " and block " +
                  detail::format_sizes(block));
       },
-      trace::enabled() ? CommandSpan{"kernel", kernel.name(), trace::detail::launch_args(config)}
+      trace::enabled() ? CommandSpan{"kernel", kernel.name(),
+                                     trace::detail::launch_args(
+                                         LaunchConfig{config.global, block, config.shared_bytes})}
                        : CommandSpan{});
 }
 

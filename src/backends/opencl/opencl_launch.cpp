@@ -122,9 +122,11 @@ void OpenClStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl,
     for (const KernelArg& arg : args)
       if (arg.kind() == KernelArg::Kind::buffer) keep(arg.buffer().impl());
   };
+  // The trace shows the work-group size the launch ran with, hal's own where it chose one.
+  LaunchConfig ran = config;
+  if (has_local) ran.local = chosen;
   submit_holding(each_buffer, [&] {
-    DeviceSpan span(*this, device_spans_, "kernel", kernel.name(),
-                    trace::detail::launch_args(config));
+    DeviceSpan span(*this, device_spans_, "kernel", kernel.name(), trace::detail::launch_args(ran));
     cl_int status =
         api_.clEnqueueNDRangeKernel(queue_, kernel.native(), dims, nullptr, global,
                                     has_local ? local : nullptr, 0, nullptr, span.event());
