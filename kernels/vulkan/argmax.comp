@@ -7,6 +7,12 @@
 // hal-variant argmax_f64 -DT=double -DBYTES=8 -DACC=double -DFLOATING
 // hal-variant argmax_i32 -DT=int -DBYTES=4 -DACC=int
 // hal-variant argmax_i64 -DT=int64_t -DBYTES=8 -DACC=int64_t
+// hal-variant argmax_u64 -DT=uint64_t -DBYTES=8 -DACC=uint64_t
+// hal-variant argmax_u32 -DT=uint -DBYTES=4 -DACC=uint
+// hal-variant argmax_i16 -DT=int16_t -DBYTES=2 -DACC=int
+// hal-variant argmax_u16 -DT=uint16_t -DBYTES=2 -DACC=uint
+// hal-variant argmax_i8 -DT=int8_t -DBYTES=1 -DACC=int
+// hal-variant argmax_u8 -DT=uint8_t -DBYTES=1 -DACC=uint
 #version 450
 #include "types.glsl"
 #extension GL_EXT_control_flow_attributes : require

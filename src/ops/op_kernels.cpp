@@ -206,11 +206,10 @@ class Registry {
         {"Vulkan shaders", vulkan_backend, kVulkanHalf, listed, 0, &vulkan_unary});
     add(kVulkanF64Functions,
         {"Vulkan shaders", vulkan_backend, DTypeSet{DType::f64}, listed, 0, &vulkan_unary});
-    add({"sum", "mean", "max", "min"},
-        {"Vulkan shaders", vulkan_backend, kVulkanFloating, listed, 0, &vulkan_reduce});
-    add({"argmax"},
-        {"Vulkan shaders", vulkan_backend, kVulkanFloating | DTypeSet{DType::i32, DType::i64},
-         listed, 0, &vulkan_reduce});
+    add({"sum"}, {"Vulkan shaders", vulkan_backend,
+                  kVulkanFloating | DTypeSet{DType::i64, DType::u64}, listed, 0, &vulkan_reduce});
+    add({"mean"}, {"Vulkan shaders", vulkan_backend, kVulkanFloating, listed, 0, &vulkan_reduce});
+    add(kExtremes, {"Vulkan shaders", vulkan_backend, kVulkanNumbers, listed, 0, &vulkan_reduce});
     add(kRowwise, {"Vulkan shaders", vulkan_backend, kVulkanHalf, listed, 0, &vulkan_rowwise});
     add({"layer_norm_backward", "rms_norm_backward"},
         {"Vulkan shaders", vulkan_backend, DTypeSet{DType::f32}, listed, 0, &vulkan_norm_backward});

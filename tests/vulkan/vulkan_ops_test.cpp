@@ -154,6 +154,59 @@ TEST_F(VulkanOpsTest, ReductionsOverAxesViewsAndLongRows) {
   }
 }
 
+// The bytes of a result, copied to the host: integers compared exactly, past 2^53 too.
+std::vector<uint8_t> bytes_of(const Tensor& t, Stream& stream) {
+  std::vector<uint8_t> out(t.nbytes());
+  t.copy_to_host(out.data(), stream);
+  stream.synchronize();
+  return out;
+}
+
+// Integer reductions (reduce_int.comp, argmax.comp) in every integer the device holds, over
+// axes, views and more elements than a work group: max, min and argmax of each type with its
+// extremes in the data; sums (of i64 and u64, to which sum widens the narrow ones) exact past
+// 2^53 and wrapping as the CPU's do.
+TEST_F(VulkanOpsTest, IntegerReductionsMatchTheCpuExactly) {
+  const std::vector<DType> listed = here.device().info().dtypes;
+  if (std::find(listed.begin(), listed.end(), DType::u64) == listed.end())
+    GTEST_SKIP() << device.id() << " has no u64 (shaderInt64), which the test's data is made of";
+  const Shape shape{5, 301, 3};
+  std::mt19937_64 engine(17);
+  std::vector<uint64_t> raw(static_cast<size_t>(count(shape)));
+  for (uint64_t& v : raw) v = engine();
+  raw[7] = 0;
+  raw[100] = ~uint64_t{0};
+  raw[200] = uint64_t{1} << 63;
+  raw[300] = (uint64_t{1} << 63) - 1;
+  using ReduceFn = Tensor (*)(const Tensor&, const std::vector<int64_t>&, bool, Stream&);
+  const std::pair<const char*, ReduceFn> ops[] = {
+      {"max", max}, {"min", min}, {"argmax", argmax}, {"sum", sum}};
+  for (DType dtype : {DType::i8, DType::u8, DType::i16, DType::u16, DType::i32, DType::u32,
+                      DType::i64, DType::u64}) {
+    if (std::find(listed.begin(), listed.end(), dtype) == listed.end()) continue;
+    // The random words, narrowed by the cast's wrapping (through u64, their own bits).
+    const auto make = [&](Stream& s) {
+      return cast(from_host(raw.data(), shape, DType::u64, s), dtype, s);
+    };
+    const Tensor x_here = make(here), x_there = make(there);
+    for (const auto& [name, op] : ops) {
+      for (const std::vector<int64_t>& axes : {std::vector<int64_t>{}, {0}, {1}, {0, 2}}) {
+        const std::string what = std::string(name) + " of " + std::string(to_string(dtype)) +
+                                 " over " + std::to_string(axes.size()) + " axes";
+        const Tensor got = op(x_here, axes, false, here), want = op(x_there, axes, false, there);
+        ASSERT_EQ(got.device(), device) << what;
+        ASSERT_EQ(got.dtype(), want.dtype()) << what;
+        ASSERT_EQ(got.shape(), want.shape()) << what;
+        EXPECT_EQ(bytes_of(got, here), bytes_of(want, there)) << what;
+      }
+      const std::string what = std::string(name) + " of a view of " + std::string(to_string(dtype));
+      EXPECT_EQ(bytes_of(op(x_here.transpose(0, 2), {1}, true, here), here),
+                bytes_of(op(x_there.transpose(0, 2), {1}, true, there), there))
+          << what;
+    }
+  }
+}
+
 TEST_F(VulkanOpsTest, SoftmaxAndNormsOnShortAndLongRows) {
   for (int64_t cols : {1, 7, 128, 1000}) {
     const Shape shape{5, cols};
