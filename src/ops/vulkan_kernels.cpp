@@ -289,7 +289,7 @@ void vulkan_reduce(Reduce op, const Tensor& x, const Tensor& out, const ReduceLa
                     std::to_string(kPerRound * kRounds) +
                     " (lavapipe's limit of 65 535 loop iterations a shader); reduce in parts");
   // reduce, reduce_f16, reduce_f64, each with subgroup arithmetic where the device has it;
-  // reduce_i8 ... reduce_u64 (reduce_int.comp) without.
+  // reduce_i8 ... reduce_u64 without.
   std::string shader = "reduce";
   if (x.dtype() != DType::f32) shader += "_" + std::string(dtype_name(x.dtype()));
   if (!is_integer(x.dtype()) && x.device().info().has_feature(vulkan::kSubgroupReductions))

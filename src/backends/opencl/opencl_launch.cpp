@@ -47,12 +47,12 @@ void OpenClStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl,
   const cl_uint dims = config.global[2] > 1 ? 3 : config.global[1] > 1 ? 2 : 1;
   const bool picks_local = config.local == std::array<uint32_t, 3>{0, 0, 0};
   const bool has_local = !picks_local || kernel.runs_past_global();
-  const std::array<uint32_t, 3> chosen =
-      picks_local ? detail::default_work_group(static_cast<int>(dims), kernel.max_group_items())
-                  : config.local;
+  std::array<uint32_t, 3> chosen = config.local;
   size_t global[3] = {config.global[0], config.global[1], config.global[2]};
   size_t local[3] = {1, 1, 1};
   if (has_local) {
+    if (picks_local)
+      chosen = detail::default_work_group(static_cast<int>(dims), kernel.max_group_items());
     uint64_t items = 1;
     for (cl_uint d = 0; d < 3; ++d) {
       local[d] = chosen[d] == 0 ? 1 : chosen[d];
@@ -124,7 +124,7 @@ void OpenClStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl,
   };
   // The trace shows the work-group size the launch ran with, hal's own where it chose one.
   LaunchConfig ran = config;
-  if (has_local) ran.local = chosen;
+  ran.local = chosen;
   submit_holding(each_buffer, [&] {
     DeviceSpan span(*this, device_spans_, "kernel", kernel.name(), trace::detail::launch_args(ran));
     cl_int status =
