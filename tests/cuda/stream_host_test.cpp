@@ -72,6 +72,32 @@ TEST_F(StandInCuda, LaunchesCoverTheGlobalSizeWithBlocks) {
   EXPECT_EQ(driver.counts().launches, 3u);
 }
 
+TEST_F(StandInCuda, DefaultBlocksStayWithinTheKernelsOwnThreadLimit) {
+  // A kernel heavy in registers: the driver allows it 128 threads a block, not the device's 1024.
+  const Kernel heavy = driver.kernel(device, "heavy", 128);
+  driver.record_launches();
+  Stream stream = device.create_stream();
+  stream.launch(heavy, LaunchConfig::linear(1000));
+  Launch launch = driver.last_launch();
+  EXPECT_EQ(std::vector<unsigned>(launch.block, launch.block + 3),
+            (std::vector<unsigned>{128, 1, 1}));
+  EXPECT_EQ(std::vector<unsigned>(launch.grid, launch.grid + 3), (std::vector<unsigned>{8, 1, 1}));
+  stream.launch(heavy, LaunchConfig::grid(100, 30));
+  launch = driver.last_launch();
+  EXPECT_EQ(std::vector<unsigned>(launch.block, launch.block + 3),
+            (std::vector<unsigned>{16, 8, 1}));
+  EXPECT_EQ(std::vector<unsigned>(launch.grid, launch.grid + 3), (std::vector<unsigned>{7, 4, 1}));
+
+  LaunchConfig config = LaunchConfig::linear(1024);
+  config.local = {256, 1, 1};  // within the device's limit, past the kernel's
+  expect_error([&] { stream.launch(heavy, config); }, ErrorCode::InvalidArgument,
+               {"launch of 'heavy'", "has 256 threads; the kernel allows at most 128",
+                "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"});
+  stream.launch(kernel, config);  // the stand-in's other kernels keep 1024
+  stream.synchronize();
+  EXPECT_EQ(driver.counts().launches, 3u);
+}
+
 // Read back as the driver would: a device address for each buffer (at its offset), the value
 // of each scalar.
 template <class T>

@@ -33,12 +33,27 @@ __device__ static inline size_t hal_pick(unsigned x, unsigned y, unsigned z, int
 #line 1
 )";
 
+namespace {
+
+// The function's own limit on threads a block, or the device's where the driver does not say.
+uint32_t max_threads_of(const CuApi& api, CUfunction function, const CudaDevice& device) {
+  int threads = 0;
+  if (api.cuFuncGetAttribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function) ==
+          CUDA_SUCCESS &&
+      threads > 0)
+    return static_cast<uint32_t>(threads);
+  return device.info().limits.max_work_group_size;
+}
+
+}  // namespace
+
 CudaKernel::CudaKernel(std::string name, const CudaDevice& device, CUmodule module,
                        CUfunction function)
     : KernelImpl(std::move(name), &device),
       api_(device.api_ptr()),
       module_(module),
-      function_(function) {}
+      function_(function),
+      max_threads_(max_threads_of(*api_, function, device)) {}
 
 CudaKernel::~CudaKernel() { api_->cuModuleUnload(module_); }
 

@@ -15,6 +15,9 @@ class CudaKernel final : public KernelImpl {
   ~CudaKernel() override;
 
   CUfunction native() const { return function_; }
+  // The most threads a block of this kernel may have (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK):
+  // below the device's limit when the kernel needs many registers a thread.
+  uint32_t max_threads() const { return max_threads_; }
   // Raises the function's dynamic shared memory limit to `bytes` once (above 48 KiB a kernel
   // must opt in). Thread-safe.
   CUresult allow_shared_bytes(uint32_t bytes);
@@ -23,6 +26,7 @@ class CudaKernel final : public KernelImpl {
   std::shared_ptr<const CuApi> api_;
   CUmodule module_;
   CUfunction function_;
+  uint32_t max_threads_;
   std::atomic<uint32_t> shared_allowed_{48 * 1024};
 };
 

@@ -22,11 +22,12 @@ void CudaStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl, const La
   const DeviceInfo& info = device_->info();
   const CuDeviceTraits& traits = device_->traits();
 
-  // Geometry: blocks of `local` threads (a default shape when none is given), and enough of
-  // them to cover `global`; the last block in each dimension may run past it.
+  // Geometry: blocks of `local` threads (a default shape when none is given, within the kernel's
+  // own limit), and enough of them to cover `global`; the last block in each dimension may run
+  // past it.
   const int dims = config.global[2] > 1 ? 3 : config.global[1] > 1 ? 2 : 1;
   const bool has_local = config.local[0] != 0 || config.local[1] != 0 || config.local[2] != 0;
-  std::array<uint32_t, 3> block = detail::default_work_group(dims, info.limits.max_work_group_size);
+  std::array<uint32_t, 3> block = detail::default_work_group(dims, kernel.max_threads());
   if (has_local)
     for (int d = 0; d < 3; ++d) block[d] = config.local[d] == 0 ? 1 : config.local[d];
   const uint64_t threads = uint64_t{block[0]} * block[1] * block[2];
@@ -35,6 +36,13 @@ void CudaStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl, const La
                 what() + ": local size " + detail::format_sizes(block) + " has " +
                     std::to_string(threads) + " threads; " + info.id + " allows at most " +
                     std::to_string(info.limits.max_work_group_size) + " per block");
+  if (threads > kernel.max_threads())
+    throw Error(ErrorCode::InvalidArgument,
+                what() + ": local size " + detail::format_sizes(block) + " has " +
+                    std::to_string(threads) + " threads; the kernel allows at most " +
+                    std::to_string(kernel.max_threads()) + " per block on " + info.id +
+                    " (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: its "
+                    "registers a thread)");
   std::array<uint32_t, 3> grid{};
   for (int d = 0; d < 3; ++d) {
     if (block[d] > info.limits.max_work_group_dims[d])

@@ -329,6 +329,11 @@ struct EntryPoints {
     };
     api.cuModuleUnload = [](CUmodule) { return CUDA_SUCCESS; };
     api.cuFuncSetAttribute = [](CUfunction, CUfunction_attribute, int) { return CUDA_SUCCESS; };
+    api.cuFuncGetAttribute = [](int* value, CUfunction_attribute attribute, CUfunction) {
+      if (attribute != CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK) return CUDA_ERROR_NOT_SUPPORTED;
+      *value = driver().kernel_max_threads_.load(std::memory_order_relaxed);
+      return CUDA_SUCCESS;
+    };
     api.cuLaunchKernel = [](CUfunction function, unsigned int gx, unsigned int gy, unsigned int gz,
                             unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
                             CUstream stream, void** params, void**) {
@@ -368,8 +373,10 @@ Device Driver::device() const {
   return Device(std::move(device));
 }
 
-Kernel Driver::kernel(const Device& device, std::string name) const {
+Kernel Driver::kernel(const Device& device, std::string name, int max_threads) const {
   const auto& cuda = static_cast<const CudaDevice&>(*device.impl());
+  // Read by CudaKernel's constructor, below; kernels are made one at a time in tests.
+  kernel_max_threads_.store(max_threads, std::memory_order_relaxed);
   return Kernel(std::make_shared<CudaKernel>(
                     std::move(name), cuda, reinterpret_cast<CUmodule>(&state_->module), function()),
                 KernelOrigin::compiled);

@@ -62,8 +62,9 @@ class Driver {
   // cuda:0 of this driver, as the CUDA backend would make it (describe_device on the table).
   Device device() const;
   // A kernel of `device` named `name` with no signature (arguments unchecked by hal), as if
-  // compiled: launching it runs nothing.
-  Kernel kernel(const Device& device, std::string name) const;
+  // compiled: launching it runs nothing. The driver reports `max_threads` for it as
+  // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK (below 1024: a kernel heavy in registers).
+  Kernel kernel(const Device& device, std::string name, int max_threads = 1024) const;
   // The function handle of every such kernel.
   CUfunction function() const;
 
@@ -91,6 +92,7 @@ class Driver {
   std::atomic<CUresult> fail_launches_{CUDA_SUCCESS};
   std::atomic<CUresult> fail_work_{CUDA_SUCCESS};
   std::atomic<bool> record_launches_{false};
+  mutable std::atomic<int> kernel_max_threads_{1024};  // what cuFuncGetAttribute answers
   friend struct EntryPoints;
 };
 
