@@ -11,6 +11,7 @@
 // are: a Tensor may be copied and read from many threads; the storage is shared, not locked.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -215,7 +216,22 @@ Shape contiguous_strides(const Shape& shape);
 // Creation. Each enqueues its work on `stream` and returns the tensor at once, on the stream's
 // device.
 Tensor empty(const Shape& shape, DType dtype, const Device& device);
+// `value` as an element of `dtype`: InvalidArgument for one an integer dtype cannot hold (2.5 in
+// i32, 300 in u8). An integer `value` fills exactly (2^53 + 1 in i64, 2^64 - 1 in u64), where a
+// double would round it; floating dtypes get its nearest value.
 Tensor full(const Shape& shape, double value, DType dtype, Stream& stream);
+Tensor full(const Shape& shape, int64_t value, DType dtype, Stream& stream);
+Tensor full(const Shape& shape, uint64_t value, DType dtype, Stream& stream);
+// Every other integer type (int, unsigned, bool ...), which would otherwise be ambiguous
+// between the three.
+template <std::integral I>
+requires(!std::same_as<I, int64_t> && !std::same_as<I, uint64_t>) Tensor
+    full(const Shape& shape, I value, DType dtype, Stream& stream) {
+  if constexpr (std::is_signed_v<I>)
+    return full(shape, static_cast<int64_t>(value), dtype, stream);
+  else
+    return full(shape, static_cast<uint64_t>(value), dtype, stream);
+}
 inline Tensor zeros(const Shape& shape, DType dtype, Stream& stream) {
   return full(shape, 0.0, dtype, stream);
 }

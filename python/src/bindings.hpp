@@ -118,9 +118,8 @@ struct Scalar {
 };
 // std::nullopt for anything else.
 std::optional<Scalar> to_scalar(py::handle value);
-// `shape` filled with `value` in `dtype`, enqueued on `stream`, as hal::full does, except that an
-// integer fills an i64 or u64 tensor exactly (hal::full takes a double, which rounds past 2**53).
-// Needs no GIL.
+// `shape` filled with `value` in `dtype`, enqueued on `stream`, by hal::full: an integer exactly
+// (an i64 or u64 tensor gets it unrounded past 2**53). Needs no GIL.
 Tensor fill_scalar(const Shape& shape, const Scalar& value, DType dtype, Stream& stream);
 
 // A copy of anything NumPy reads as an array on `stream`'s device, enqueued there, in its shape

@@ -83,19 +83,10 @@ std::optional<Scalar> to_scalar(py::handle value) {
 }
 
 Tensor fill_scalar(const Shape& shape, const Scalar& value, DType dtype, Stream& stream) {
-  uint64_t pattern = 0;  // the element's 8 bytes
-  if (dtype == DType::i64 && value.integer) {
-    pattern = static_cast<uint64_t>(*value.integer);
-  } else if (dtype == DType::u64 && value.integer && *value.integer >= 0) {
-    pattern = static_cast<uint64_t>(*value.integer);
-  } else if (dtype == DType::u64 && value.past_int64) {
-    pattern = *value.past_int64;
-  } else {
-    return hal::full(shape, value.real, dtype, stream);  // range checks and messages included
-  }
-  Tensor out = hal::empty(shape, dtype, stream.device());
-  if (out.numel() > 0) stream.fill(out.storage(), &pattern, sizeof pattern, out.nbytes());
-  return out;
+  // hal::full's integer overloads fill integers exactly; its checks and messages included.
+  if (value.integer) return hal::full(shape, *value.integer, dtype, stream);
+  if (value.past_int64) return hal::full(shape, *value.past_int64, dtype, stream);
+  return hal::full(shape, value.real, dtype, stream);
 }
 
 const char* numpy_name(DType dtype) {

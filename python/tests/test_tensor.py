@@ -316,7 +316,12 @@ def test_full_fills_integers_exactly(cpu):
         np.testing.assert_array_equal(t.numpy(), np.full((2, 3), value, dtype=np.int64))
     assert hal.full((2,), np.float32(1.5), device=cpu).numpy().tolist() == [1.5, 1.5]
     assert hal.full((2,), True, dtype="i32", device=cpu).numpy().tolist() == [1, 1]
-    with pytest.raises(hal.InvalidArgument, match="not a value of i64"):
+    assert hal.full((1,), 2**64 - 1, dtype="u64", device=cpu).numpy().tolist() == [2**64 - 1]
+    # Rounded once into f32: just above the tie between 2**60 and 2**60 + 2**37 (a double
+    # between would round onto the tie, and then to even).
+    assert hal.full((1,), 2**60 + 2**36 + 1, dtype="f32", device=cpu).numpy().tolist() == [
+        2**60 + 2**37]
+    with pytest.raises(hal.InvalidArgument, match="9223372036854775808 is not a value of i64"):
         hal.full((1,), 2**63, dtype="i64", device=cpu)
     with pytest.raises(hal.InvalidArgument, match="'seven' is not a number"):
         hal.full((1,), "seven", device=cpu)

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #include "core/device_allocate.hpp"
 #include "hal/error.hpp"
@@ -38,13 +39,33 @@ Tensor empty(const Shape& shape, DType dtype, const Device& device) {
   return detail::empty_on(shape, dtype, device.impl());
 }
 
-Tensor full(const Shape& shape, double value, DType dtype, Stream& stream) {
+namespace {
+
+template <class Value>
+Tensor fill_with(const Shape& shape, Value value, DType dtype, Stream& stream) {
   tensor::check_dtype(dtype, [&] { return "full of " + to_string(shape); });
   unsigned char pattern[8];
-  tensor::encode(value, dtype, pattern, "full");
+  if constexpr (std::is_integral_v<Value>)
+    tensor::encode_integer(value, dtype, pattern, "full");
+  else
+    tensor::encode(value, dtype, pattern, "full");
   Tensor out = empty(shape, dtype, stream.device());
   if (out.numel() > 0) stream.fill(out.storage(), pattern, size_of(dtype), out.nbytes());
   return out;
+}
+
+}  // namespace
+
+Tensor full(const Shape& shape, double value, DType dtype, Stream& stream) {
+  return fill_with(shape, value, dtype, stream);
+}
+
+Tensor full(const Shape& shape, int64_t value, DType dtype, Stream& stream) {
+  return fill_with(shape, value, dtype, stream);
+}
+
+Tensor full(const Shape& shape, uint64_t value, DType dtype, Stream& stream) {
+  return fill_with(shape, value, dtype, stream);
 }
 
 namespace {

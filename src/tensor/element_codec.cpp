@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "hal/error.hpp"
 
@@ -50,7 +51,70 @@ void store_integer(double value, DType dtype, void* out, const char* operation) 
   store(static_cast<T>(value), out);
 }
 
+// An integer into an integer type, refused out of its range. Wide holds every int64 and uint64.
+__extension__ typedef __int128 Wide;
+
+template <class T>
+void store_exact(Wide value, DType dtype, void* out, const char* operation) {
+  if (value < Wide{std::numeric_limits<T>::min()} || value > Wide{std::numeric_limits<T>::max()}) {
+    const bool negative = value < 0;
+    const std::string text = negative ? std::to_string(static_cast<int64_t>(value))
+                                      : std::to_string(static_cast<uint64_t>(value));
+    throw Error(ErrorCode::InvalidArgument, std::string(operation) + ": " + text +
+                                                " is not a value of " +
+                                                std::string(to_string(dtype)));
+  }
+  store(static_cast<T>(value), out);
+}
+
+// An integer (int64_t or uint64_t) as one element of `dtype`.
+template <class I>
+void encode_exact(I value, DType dtype, void* out, const char* operation) {
+  switch (dtype) {
+    case DType::f32:
+      return store(static_cast<float>(value), out);  // one rounding: cvtsi2ss and its kin
+    case DType::f64:
+      return store(static_cast<double>(value), out);
+    case DType::f16:
+      if constexpr (std::is_signed_v<I>)
+        return store(i64_to_f16(value), out);
+      else
+        return store(u64_to_f16(value), out);
+    case DType::bf16:
+      if constexpr (std::is_signed_v<I>)
+        return store(i64_to_bf16(value), out);
+      else
+        return store(u64_to_bf16(value), out);
+    case DType::i8:
+      return store_exact<int8_t>(value, dtype, out, operation);
+    case DType::u8:
+      return store_exact<uint8_t>(value, dtype, out, operation);
+    case DType::i16:
+      return store_exact<int16_t>(value, dtype, out, operation);
+    case DType::u16:
+      return store_exact<uint16_t>(value, dtype, out, operation);
+    case DType::i32:
+      return store_exact<int32_t>(value, dtype, out, operation);
+    case DType::u32:
+      return store_exact<uint32_t>(value, dtype, out, operation);
+    case DType::i64:
+      return store_exact<int64_t>(value, dtype, out, operation);
+    case DType::u64:
+      return store_exact<uint64_t>(value, dtype, out, operation);
+    case DType::boolean:
+      return store(static_cast<uint8_t>(value != 0), out);
+  }
+}
+
 }  // namespace
+
+void encode_integer(int64_t value, DType dtype, void* out, const char* operation) {
+  encode_exact(value, dtype, out, operation);
+}
+
+void encode_integer(uint64_t value, DType dtype, void* out, const char* operation) {
+  encode_exact(value, dtype, out, operation);
+}
 
 std::string number_text(double value) {
   char text[32];  // the longest shortest form, "-2.2250738585072014e-308", is 24

@@ -26,6 +26,10 @@ uint16_t u64_to_bf16(uint64_t value);
 // InvalidArgument naming `operation` for a value an integer dtype cannot hold (out of range,
 // or not a whole number) and for NaN or infinity in one.
 void encode(double value, DType dtype, void* out, const char* operation);
+// The same for an integer, exactly: integer dtypes get it without a double between (2^53 + 1
+// in i64 stays 2^53 + 1), floating ones its nearest value, rounded once.
+void encode_integer(int64_t value, DType dtype, void* out, const char* operation);
+void encode_integer(uint64_t value, DType dtype, void* out, const char* operation);
 // Reads one element of `dtype`.
 double decode(DType dtype, const void* in);
 

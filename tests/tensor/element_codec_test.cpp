@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "test_util.hpp"
 
@@ -88,6 +89,37 @@ TEST(ElementCodec, U64RoundsOnceToTheHalfTypes) {
   EXPECT_EQ(f16_to_f32(u64_to_f16(65504)), 65504.0f);
   EXPECT_EQ(f16_to_f32(u64_to_f16(2049)), 2048.0f);  // tie between 2048 and 2050: to even
   EXPECT_EQ(f16_to_f32(u64_to_f16(2051)), 2052.0f);
+}
+
+// An integer fills exactly: 2^53 + 1 in i64 and 2^64 - 1 in u64 stay themselves (through a
+// double both rounded), and a float dtype gets the integer's nearest value, rounded once:
+// 2^60 + 2^36 + 1 is just above f32's tie between 2^60 and 2^60 + 2^37 (a double rounds it onto
+// the tie, which then goes to even, 2^60).
+TEST(ElementCodec, IntegersFillExactly) {
+  Stream stream = device("cpu:0").create_stream();
+  const int64_t past_double = (int64_t{1} << 53) + 1;
+  EXPECT_EQ(full({2}, past_double, DType::i64, stream).to_vector<int64_t>(stream),
+            (std::vector<int64_t>{past_double, past_double}));
+  EXPECT_EQ(full({1}, -past_double, DType::i64, stream).to_vector<int64_t>(stream),
+            (std::vector<int64_t>{-past_double}));
+  const uint64_t most = std::numeric_limits<uint64_t>::max();
+  EXPECT_EQ(full({1}, most, DType::u64, stream).to_vector<uint64_t>(stream),
+            (std::vector<uint64_t>{most}));
+  const int64_t above_tie = (int64_t{1} << 60) + (int64_t{1} << 36) + 1;
+  EXPECT_EQ(full({1}, above_tie, DType::f32, stream).to_vector<float>(stream),
+            (std::vector<float>{std::ldexp(1.0f, 60) + std::ldexp(1.0f, 37)}));
+  EXPECT_EQ(full({1}, 7, DType::i8, stream).to_vector<int8_t>(stream), (std::vector<int8_t>{7}));
+  EXPECT_EQ(full({1}, 2049u, DType::f16, stream).to_vector<uint16_t>(stream),
+            (std::vector<uint16_t>{f32_to_f16(2048.0f)}));  // the tie: to even
+  EXPECT_EQ(full({1}, short{-3}, DType::f64, stream).to_vector<double>(stream),
+            (std::vector<double>{-3.0}));
+
+  hal::test::expect_error([&] { full({1}, -1, DType::u8, stream); }, ErrorCode::InvalidArgument,
+                          {"full: -1 is not a value of u8"});
+  hal::test::expect_error([&] { full({1}, most, DType::i64, stream); }, ErrorCode::InvalidArgument,
+                          {"full: 18446744073709551615 is not a value of i64"});
+  hal::test::expect_error([&] { full({1}, int64_t{1} << 31, DType::i32, stream); },
+                          ErrorCode::InvalidArgument, {"full: 2147483648 is not a value of i32"});
 }
 
 // Numbers in messages are the shortest text that reads back as them: std::to_string printed six
