@@ -116,18 +116,21 @@ std::vector<fs::path> sorted_entries(const fs::path& dir, std::string_view prefi
   return entries;
 }
 
-// Elements as doubles on the host, row-major.
-std::vector<double> host_values(const Tensor& tensor, Stream& stream, Stream& cpu_stream) {
-  const Tensor here = tensor.to(hal::detail::host_cpu(), stream);
+// `tensor` on the host CPU device, copied there once for both readings below.
+Tensor on_host(const Tensor& tensor, Stream& stream) {
+  Tensor here = tensor.to(hal::detail::host_cpu(), stream);
   stream.synchronize();
+  return here;
+}
+
+// Elements of a host tensor as doubles, row-major.
+std::vector<double> host_values(const Tensor& here, Stream& cpu_stream) {
   return cast(here, DType::f64, cpu_stream).to_vector<double>(cpu_stream);
 }
 
-// Elements as their bytes on the host, row-major: integers compare exactly (i64 and u64 past 2^53
-// have no double).
-std::vector<unsigned char> host_bytes(const Tensor& tensor, Stream& stream, Stream& cpu_stream) {
-  const Tensor here = tensor.to(hal::detail::host_cpu(), stream);
-  stream.synchronize();
+// Elements of a host tensor as their bytes, row-major: integers compare exactly (i64 and u64 past
+// 2^53 have no double).
+std::vector<unsigned char> host_bytes(const Tensor& here, Stream& cpu_stream) {
   std::vector<unsigned char> bytes(static_cast<size_t>(here.numel()) * here.element_size());
   here.copy_to_host(bytes.data(), cpu_stream);
   cpu_stream.synchronize();
@@ -147,13 +150,14 @@ std::string compare(const std::string& name, const Tensor& actual, const Tensor&
   if (actual.shape() != expected.shape())
     return "output '" + name + "' has shape " + hal::to_string(actual.shape()) + ", expected " +
            hal::to_string(expected.shape());
-  const std::vector<double> got = host_values(actual, stream, cpu_stream);
-  const std::vector<double> want = host_values(expected, stream, cpu_stream);
+  const Tensor got_here = on_host(actual, stream), want_here = on_host(expected, stream);
+  const std::vector<double> got = host_values(got_here, cpu_stream);
+  const std::vector<double> want = host_values(want_here, cpu_stream);
   const bool floating = is_floating(expected.dtype());
   std::vector<unsigned char> got_bytes, want_bytes;
   if (!floating) {
-    got_bytes = host_bytes(actual, stream, cpu_stream);
-    want_bytes = host_bytes(expected, stream, cpu_stream);
+    got_bytes = host_bytes(got_here, cpu_stream);
+    want_bytes = host_bytes(want_here, cpu_stream);
   }
   const size_t element = expected.element_size();
   size_t worst = 0, wrong = 0;
