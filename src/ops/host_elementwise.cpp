@@ -9,9 +9,9 @@
 #include <optional>
 #include <type_traits>
 
+#include "core/storage_types.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/host_element_functions.hpp"
-#include "ops/host_storage_types.hpp"
 #include "ops/simd/simd_kernels.hpp"
 #include "tensor/element_codec.hpp"
 #include "tensor/extent.hpp"
@@ -194,7 +194,7 @@ void launch_unary(Unary op, Fn fn, const Tensor& x, const Tensor& out,
 // (the op table), as u8's.
 template <class Body>
 void with_type(DType dtype, Body&& body) {
-  host::with_storage_type<F16, BF16, uint8_t>(dtype, body);
+  detail::with_storage_type<F16, BF16, uint8_t>(dtype, body);
 }
 
 template <Binary kOp>

@@ -13,8 +13,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/storage_types.hpp"
 #include "ops/host_launch.hpp"
-#include "ops/host_storage_types.hpp"
 #include "ops/reduce.hpp"
 #include "ops/simd/simd_kernels.hpp"
 #include "tensor/strided_walk.hpp"
@@ -331,7 +331,7 @@ struct NoKernel {};
 
 template <Reduce kOp>
 void reduce_of(const Tensor& x, const Tensor& out, const ReduceLayout& layout, Stream& stream) {
-  host::with_storage_type<NoKernel, NoKernel, NoKernel>(x.dtype(), [&]<class T>() {
+  detail::with_storage_type<NoKernel, NoKernel, NoKernel>(x.dtype(), [&]<class T>() {
     if constexpr (!std::is_same_v<T, NoKernel> && !(std::is_integral_v<T> && kOp == Reduce::mean))
       launch<kOp, T>(x, out, layout, stream);
   });

@@ -9,8 +9,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/storage_types.hpp"
 #include "ops/elementwise.hpp"
-#include "ops/host_storage_types.hpp"
 #include "ops/simd/simd_kernels.hpp"
 #include "tensor/element_codec.hpp"
 #include "tensor/strided_walk.hpp"
@@ -31,7 +31,7 @@ struct Bool {
 
 template <class Body>
 void with_any_type(DType dtype, Body&& body) {
-  host::with_storage_type<F16, BF16, Bool>(dtype, body);
+  detail::with_storage_type<F16, BF16, Bool>(dtype, body);
 }
 
 // The wide value of an element: double for floating types, uint64 for u64 (whose upper half int64

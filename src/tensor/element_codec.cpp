@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/storage_types.hpp"
 #include "hal/error.hpp"
 
 namespace hal::tensor {
@@ -24,6 +25,11 @@ float float_of(uint32_t bits) {
   std::memcpy(&value, &bits, sizeof value);
   return value;
 }
+
+// with_storage_type's stand-ins for the types whose bits alone do not say how to convert them.
+struct Half {};
+struct BHalf {};
+struct BoolByte {};
 
 template <class T>
 void store(T value, void* out) {
@@ -70,40 +76,22 @@ void store_exact(Wide value, DType dtype, void* out, const char* operation) {
 // An integer (int64_t or uint64_t) as one element of `dtype`.
 template <class I>
 void encode_exact(I value, DType dtype, void* out, const char* operation) {
-  switch (dtype) {
-    case DType::f32:
-      return store(static_cast<float>(value), out);  // one rounding: cvtsi2ss and its kin
-    case DType::f64:
-      return store(static_cast<double>(value), out);
-    case DType::f16:
-      if constexpr (std::is_signed_v<I>)
-        return store(i64_to_f16(value), out);
-      else
-        return store(u64_to_f16(value), out);
-    case DType::bf16:
-      if constexpr (std::is_signed_v<I>)
-        return store(i64_to_bf16(value), out);
-      else
-        return store(u64_to_bf16(value), out);
-    case DType::i8:
-      return store_exact<int8_t>(value, dtype, out, operation);
-    case DType::u8:
-      return store_exact<uint8_t>(value, dtype, out, operation);
-    case DType::i16:
-      return store_exact<int16_t>(value, dtype, out, operation);
-    case DType::u16:
-      return store_exact<uint16_t>(value, dtype, out, operation);
-    case DType::i32:
-      return store_exact<int32_t>(value, dtype, out, operation);
-    case DType::u32:
-      return store_exact<uint32_t>(value, dtype, out, operation);
-    case DType::i64:
-      return store_exact<int64_t>(value, dtype, out, operation);
-    case DType::u64:
-      return store_exact<uint64_t>(value, dtype, out, operation);
-    case DType::boolean:
-      return store(static_cast<uint8_t>(value != 0), out);
-  }
+  detail::with_storage_type<Half, BHalf, BoolByte>(dtype, [&]<class T>() {
+    if constexpr (std::is_same_v<T, Half> && std::is_signed_v<I>)
+      store(i64_to_f16(value), out);
+    else if constexpr (std::is_same_v<T, Half>)
+      store(u64_to_f16(value), out);
+    else if constexpr (std::is_same_v<T, BHalf> && std::is_signed_v<I>)
+      store(i64_to_bf16(value), out);
+    else if constexpr (std::is_same_v<T, BHalf>)
+      store(u64_to_bf16(value), out);
+    else if constexpr (std::is_same_v<T, BoolByte>)
+      store(static_cast<uint8_t>(value != 0), out);
+    else if constexpr (std::is_floating_point_v<T>)
+      store(static_cast<T>(value), out);  // one rounding: cvtsi2ss and its kin
+    else
+      store_exact<T>(value, dtype, out, operation);
+  });
 }
 
 }  // namespace
@@ -164,71 +152,32 @@ uint16_t f32_to_bf16(float value) {
 float bf16_to_f32(uint16_t bits) { return float_of(static_cast<uint32_t>(bits) << 16); }
 
 void encode(double value, DType dtype, void* out, const char* operation) {
-  switch (dtype) {
-    case DType::f32:
-      return store(static_cast<float>(value), out);
-    case DType::f64:
-      return store(value, out);
-    case DType::f16:
-      return store(f64_to_f16(value), out);
-    case DType::bf16:
-      return store(f64_to_bf16(value), out);
-    case DType::i8:
-      return store_integer<int8_t>(value, dtype, out, operation);
-    case DType::u8:
-      return store_integer<uint8_t>(value, dtype, out, operation);
-    case DType::i32:
-      return store_integer<int32_t>(value, dtype, out, operation);
-    case DType::i64:
-      return store_integer<int64_t>(value, dtype, out, operation);
-    case DType::i16:
-      return store_integer<int16_t>(value, dtype, out, operation);
-    case DType::u16:
-      return store_integer<uint16_t>(value, dtype, out, operation);
-    case DType::u32:
-      return store_integer<uint32_t>(value, dtype, out, operation);
-    case DType::u64:
-      return store_integer<uint64_t>(value, dtype, out, operation);
-    case DType::boolean:
-      return store(static_cast<uint8_t>(value != 0.0), out);
-  }
+  detail::with_storage_type<Half, BHalf, BoolByte>(dtype, [&]<class T>() {
+    if constexpr (std::is_same_v<T, Half>)
+      store(f64_to_f16(value), out);
+    else if constexpr (std::is_same_v<T, BHalf>)
+      store(f64_to_bf16(value), out);
+    else if constexpr (std::is_same_v<T, BoolByte>)
+      store(static_cast<uint8_t>(value != 0.0), out);
+    else if constexpr (std::is_floating_point_v<T>)
+      store(static_cast<T>(value), out);
+    else
+      store_integer<T>(value, dtype, out, operation);
+  });
 }
 
 double decode(DType dtype, const void* in) {
-  switch (dtype) {
-    case DType::f32:
-      return load<float>(in);
-    case DType::f64:
-      return load<double>(in);
-    case DType::f16: {
+  double value = 0;
+  detail::with_storage_type<Half, BHalf, BoolByte>(dtype, [&]<class T>() {
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BHalf>) {
       uint16_t bits;
-      std::memcpy(&bits, in, 2);
-      return f16_to_f32(bits);
+      std::memcpy(&bits, in, sizeof bits);
+      value = std::is_same_v<T, Half> ? f16_to_f32(bits) : bf16_to_f32(bits);
+    } else {
+      value = load<std::conditional_t<std::is_same_v<T, BoolByte>, uint8_t, T>>(in);
     }
-    case DType::bf16: {
-      uint16_t bits;
-      std::memcpy(&bits, in, 2);
-      return bf16_to_f32(bits);
-    }
-    case DType::i8:
-      return load<int8_t>(in);
-    case DType::u8:
-    case DType::boolean:
-      return load<uint8_t>(in);
-    case DType::i32:
-      return load<int32_t>(in);
-    case DType::i64:
-      return load<int64_t>(in);
-    case DType::i16:
-      return load<int16_t>(in);
-    case DType::u16:
-      return load<uint16_t>(in);
-    case DType::u32:
-      return load<uint32_t>(in);
-    case DType::u64:
-      return load<uint64_t>(in);
-  }
-  return 0;
+  });
+  return value;
 }
 
 }  // namespace hal::tensor

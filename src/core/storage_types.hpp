@@ -1,11 +1,12 @@
-// The C++ type a host kernel reads each dtype's elements as, chosen at run time.
+// The C++ type host code reads each dtype's elements as, chosen at run time: host kernels, the
+// element codec.
 #pragma once
 
 #include <cstdint>
 
 #include "hal/dtype.hpp"
 
-namespace hal::ops::host {
+namespace hal::detail {
 
 // Calls body.template operator()<T>() with the storage type of `dtype`: float, double and the
 // fixed-width integers, and for f16, bf16 and bool the caller's own types (their bits alone do
@@ -42,4 +43,4 @@ void with_storage_type(DType dtype, Body&& body) {
   }
 }
 
-}  // namespace hal::ops::host
+}  // namespace hal::detail
