@@ -5,6 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/storage_types.hpp"
 #include "hal/error.hpp"
 #include "tensor/element_codec.hpp"
 
@@ -66,6 +67,11 @@ void reduce_typed(ReduceOp op, void* dst, const void* src, size_t count) {
   }
 }
 
+// with_storage_type's stand-ins for the types reduced through float or as logic.
+struct F16 {};
+struct BF16 {};
+struct Bool {};
+
 template <float (*Decode)(uint16_t), uint16_t (*Encode)(float)>
 void reduce_half(ReduceOp op, void* dst, const void* src, size_t count) {
   auto* out = static_cast<uint16_t*>(dst);
@@ -76,38 +82,19 @@ void reduce_half(ReduceOp op, void* dst, const void* src, size_t count) {
 }  // namespace
 
 void reduce_into(DType dtype, ReduceOp op, void* dst, const void* src, size_t count) {
-  switch (dtype) {
-    case DType::f32:
-      return reduce_typed<float>(op, dst, src, count);
-    case DType::f64:
-      return reduce_typed<double>(op, dst, src, count);
-    case DType::i8:
-      return reduce_typed<int8_t>(op, dst, src, count);
-    case DType::u8:
-      return reduce_typed<uint8_t>(op, dst, src, count);
-    case DType::i32:
-      return reduce_typed<int32_t>(op, dst, src, count);
-    case DType::i64:
-      return reduce_typed<int64_t>(op, dst, src, count);
-    case DType::i16:
-      return reduce_typed<int16_t>(op, dst, src, count);
-    case DType::u16:
-      return reduce_typed<uint16_t>(op, dst, src, count);
-    case DType::u32:
-      return reduce_typed<uint32_t>(op, dst, src, count);
-    case DType::u64:
-      return reduce_typed<uint64_t>(op, dst, src, count);
-    case DType::f16:
-      return reduce_half<tensor::f16_to_f32, tensor::f32_to_f16>(op, dst, src, count);
-    case DType::bf16:
-      return reduce_half<tensor::bf16_to_f32, tensor::f32_to_bf16>(op, dst, src, count);
-    case DType::boolean: {
+  hal::detail::with_storage_type<F16, BF16, Bool>(dtype, [&]<class T>() {
+    if constexpr (std::is_same_v<T, F16>) {
+      reduce_half<tensor::f16_to_f32, tensor::f32_to_f16>(op, dst, src, count);
+    } else if constexpr (std::is_same_v<T, BF16>) {
+      reduce_half<tensor::bf16_to_f32, tensor::f32_to_bf16>(op, dst, src, count);
+    } else if constexpr (std::is_same_v<T, Bool>) {
       // Logic on bytes that hold 0 or 1: or for sum and max, and for prod and min.
       const bool any = op == ReduceOp::sum || op == ReduceOp::max || op == ReduceOp::avg;
-      return reduce_typed<uint8_t>(any ? ReduceOp::max : ReduceOp::min, dst, src, count);
+      reduce_typed<uint8_t>(any ? ReduceOp::max : ReduceOp::min, dst, src, count);
+    } else {
+      reduce_typed<T>(op, dst, src, count);
     }
-  }
-  throw Error(ErrorCode::Internal, "reduce_into: unknown dtype");
+  });
 }
 
 void divide_by_ranks(DType dtype, void* data, size_t count, int ranks) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "core/storage_types.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
 #include "tensor/element_codec.hpp"
@@ -248,39 +249,17 @@ Tensor logical_or_of(const Tensor& a, const Tensor& b, Stream& stream) {
   return where(a, full({}, 1, DType::boolean, stream), b, stream);
 }
 
-namespace {
-template <class T>
-Tensor integer_bound(bool greatest, DType dtype, Stream& stream) {
-  const T value = greatest ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min();
-  return from_host(&value, {}, dtype, stream);
-}
-}  // namespace
-
 Tensor bound_of(DType dtype, bool greatest, Stream& stream) {
-  switch (dtype) {
-    case DType::i8:
-      return integer_bound<int8_t>(greatest, dtype, stream);
-    case DType::u8:
-      return integer_bound<uint8_t>(greatest, dtype, stream);
-    case DType::i16:
-      return integer_bound<int16_t>(greatest, dtype, stream);
-    case DType::u16:
-      return integer_bound<uint16_t>(greatest, dtype, stream);
-    case DType::i32:
-      return integer_bound<int32_t>(greatest, dtype, stream);
-    case DType::u32:
-      return integer_bound<uint32_t>(greatest, dtype, stream);
-    case DType::i64:
-      return integer_bound<int64_t>(greatest, dtype, stream);
-    case DType::u64:
-      return integer_bound<uint64_t>(greatest, dtype, stream);
-    case DType::boolean:
-      return full({}, greatest ? 1 : 0, dtype, stream);
-    default: {
-      const double infinity = std::numeric_limits<double>::infinity();
-      return full({}, greatest ? infinity : -infinity, dtype, stream);
-    }
-  }
+  Tensor out;
+  // f16 and bf16 as float: their bound is an infinity too.
+  hal::detail::with_storage_type<float, float, bool>(dtype, [&]<class T>() {
+    using Limits = std::numeric_limits<T>;
+    if constexpr (std::is_integral_v<T>)  // hal::full takes integers exactly (u64's 2^64 - 1)
+      out = full({}, greatest ? Limits::max() : Limits::min(), dtype, stream);
+    else
+      out = full({}, greatest ? Limits::infinity() : -Limits::infinity(), dtype, stream);
+  });
+  return out;
 }
 
 Tensor as_dtype(const Tensor& result, DType dtype, Stream& stream) {
