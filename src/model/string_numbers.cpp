@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 
+#include "core/storage_types.hpp"
 #include "hal/error.hpp"
 #include "tensor/element_codec.hpp"
 
@@ -75,56 +77,32 @@ std::string format_float(double value, DType dtype) {
   return out + exponent_text;
 }
 
+namespace {
+
+// with_storage_type's stand-ins for the types whose bits need reading first.
+struct F16 {};
+struct BF16 {};
+struct Bool {};
+
+}  // namespace
+
 std::vector<std::string> format_numbers(const Tensor& x, Stream& stream) {
   std::vector<std::string> out;
   out.reserve(static_cast<size_t>(x.numel()));
-  auto each = [&](const auto& values, auto format) {
-    for (const auto& value : values) out.push_back(format(value));
-  };
-  switch (x.dtype()) {
-    case DType::f32:
-      each(x.to_vector<float>(stream), [](float v) { return format_float(v, DType::f32); });
-      break;
-    case DType::f64:
-      each(x.to_vector<double>(stream), [](double v) { return format_float(v, DType::f64); });
-      break;
-    case DType::f16:
-      each(x.to_vector<uint16_t>(stream),
-           [](uint16_t v) { return format_float(tensor::f16_to_f32(v), DType::f16); });
-      break;
-    case DType::bf16:
-      each(x.to_vector<uint16_t>(stream),
-           [](uint16_t v) { return format_float(tensor::bf16_to_f32(v), DType::bf16); });
-      break;
-    case DType::i8:
-      each(x.to_vector<int8_t>(stream), [](int8_t v) { return std::to_string(v); });
-      break;
-    case DType::u8:
-      each(x.to_vector<uint8_t>(stream), [](uint8_t v) { return std::to_string(v); });
-      break;
-    case DType::i32:
-      each(x.to_vector<int32_t>(stream), [](int32_t v) { return std::to_string(v); });
-      break;
-    case DType::i64:
-      each(x.to_vector<int64_t>(stream), [](int64_t v) { return std::to_string(v); });
-      break;
-    case DType::i16:
-      each(x.to_vector<int16_t>(stream), [](int16_t v) { return std::to_string(v); });
-      break;
-    case DType::u16:
-      each(x.to_vector<uint16_t>(stream), [](uint16_t v) { return std::to_string(v); });
-      break;
-    case DType::u32:
-      each(x.to_vector<uint32_t>(stream), [](uint32_t v) { return std::to_string(v); });
-      break;
-    case DType::u64:
-      each(x.to_vector<uint64_t>(stream), [](uint64_t v) { return std::to_string(v); });
-      break;
-    case DType::boolean:
-      each(x.to_vector<uint8_t>(stream),
-           [](uint8_t v) { return std::string(v ? "True" : "False"); });
-      break;
-  }
+  hal::detail::with_storage_type<F16, BF16, Bool>(x.dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, F16> || std::is_same_v<T, BF16>) {
+      for (uint16_t bits : x.to_vector<uint16_t>(stream))
+        out.push_back(std::is_same_v<T, F16>
+                          ? format_float(tensor::f16_to_f32(bits), DType::f16)
+                          : format_float(tensor::bf16_to_f32(bits), DType::bf16));
+    } else if constexpr (std::is_same_v<T, Bool>) {
+      for (uint8_t value : x.to_vector<uint8_t>(stream)) out.push_back(value ? "True" : "False");
+    } else if constexpr (std::is_floating_point_v<T>) {
+      for (T value : x.to_vector<T>(stream)) out.push_back(format_float(value, x.dtype()));
+    } else {
+      for (T value : x.to_vector<T>(stream)) out.push_back(std::to_string(value));
+    }
+  });
   return out;
 }
 

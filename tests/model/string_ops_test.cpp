@@ -165,6 +165,11 @@ TEST(CastStrings, IntegersAndBoolsAreWrittenInFull) {
       to_text(from_vector<int64_t>({-5, int64_t{1} << 62}, {2}, stream), TensorProto::INT64, stream)
           .data,
       (std::vector<std::string>{"-5", "4611686018427387904"}));
+  EXPECT_EQ(
+      to_text(from_vector<uint64_t>({~uint64_t{0}}, {1}, stream), TensorProto::UINT64, stream).data,
+      (std::vector<std::string>{"18446744073709551615"}));
+  EXPECT_EQ(to_text(from_vector<int8_t>({-128, 7}, {2}, stream), TensorProto::INT8, stream).data,
+            (std::vector<std::string>{"-128", "7"}));  // numbers, not characters
   const uint8_t truth[] = {1, 0};
   EXPECT_EQ(to_text(from_host(truth, {2}, DType::boolean, stream), TensorProto::BOOL, stream).data,
             (std::vector<std::string>{"True", "False"}));
