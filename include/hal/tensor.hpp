@@ -222,15 +222,25 @@ Tensor empty(const Shape& shape, DType dtype, const Device& device);
 Tensor full(const Shape& shape, double value, DType dtype, Stream& stream);
 Tensor full(const Shape& shape, int64_t value, DType dtype, Stream& stream);
 Tensor full(const Shape& shape, uint64_t value, DType dtype, Stream& stream);
-// Every other integer type (int, unsigned, bool ...), which would otherwise be ambiguous
-// between the three.
-template <std::integral I>
-requires(!std::same_as<I, int64_t> && !std::same_as<I, uint64_t>) Tensor
-    full(const Shape& shape, I value, DType dtype, Stream& stream) {
+namespace detail {
+template <class I>
+concept OtherInteger =
+    std::integral<I> && !std::same_as<I, int64_t> && !std::same_as<I, uint64_t> && sizeof(I) <= 8;
+template <class F>
+concept OtherFloating = std::floating_point<F> && !std::same_as<F, double>;
+}  // namespace detail
+// Every other integer type (int, unsigned, bool ...) and floating type (float, long double),
+// which would otherwise be ambiguous between the three.
+template <detail::OtherInteger I>
+Tensor full(const Shape& shape, I value, DType dtype, Stream& stream) {
   if constexpr (std::is_signed_v<I>)
     return full(shape, static_cast<int64_t>(value), dtype, stream);
   else
     return full(shape, static_cast<uint64_t>(value), dtype, stream);
+}
+template <detail::OtherFloating F>
+Tensor full(const Shape& shape, F value, DType dtype, Stream& stream) {
+  return full(shape, static_cast<double>(value), dtype, stream);
 }
 inline Tensor zeros(const Shape& shape, DType dtype, Stream& stream) {
   return full(shape, 0.0, dtype, stream);

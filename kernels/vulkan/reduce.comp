@@ -109,16 +109,17 @@ void main() {
           left /= args.reduced[d];
         }
         const ACC x = ACC(x_[at]);
+        // No `continue` here: spirv-opt does not unroll a loop with one, and lavapipe counts
+        // every round of a loop left rolled.
 #ifdef FLOATING
         if (OP <= 1) {
           precise const ACC y = x - carry;
           precise const ACC t = value + y;
           carry = isinf(t) ? ACC(0.0) : (t - value) - y;  // past infinity, the plain sum
           value = t;
-          continue;
-        }
+        } else
 #endif
-        value = combine(value, x);
+          value = combine(value, x);
       }
     }
   }

@@ -1,5 +1,5 @@
 // The C++ type host code reads each dtype's elements as, chosen at run time: host kernels, the
-// element codec.
+// element codec, host-side reductions of collectives, ONNX's bounds and number formatting.
 #pragma once
 
 #include <cstdint>

@@ -82,7 +82,9 @@ void reduce_half(ReduceOp op, void* dst, const void* src, size_t count) {
 }  // namespace
 
 void reduce_into(DType dtype, ReduceOp op, void* dst, const void* src, size_t count) {
+  bool reduced = false;
   hal::detail::with_storage_type<F16, BF16, Bool>(dtype, [&]<class T>() {
+    reduced = true;
     if constexpr (std::is_same_v<T, F16>) {
       reduce_half<tensor::f16_to_f32, tensor::f32_to_f16>(op, dst, src, count);
     } else if constexpr (std::is_same_v<T, BF16>) {
@@ -95,6 +97,7 @@ void reduce_into(DType dtype, ReduceOp op, void* dst, const void* src, size_t co
       reduce_typed<T>(op, dst, src, count);
     }
   });
+  if (!reduced) throw Error(ErrorCode::Internal, "reduce_into: unknown dtype");
 }
 
 void divide_by_ranks(DType dtype, void* data, size_t count, int ranks) {

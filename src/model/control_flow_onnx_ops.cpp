@@ -12,13 +12,8 @@ namespace {
 
 using Values = std::vector<Value>;
 
-Tensor scalar_i64(int64_t value, Stream& stream) {
-  return from_host(&value, {}, DType::i64, stream);
-}
-Tensor scalar_bool(bool value, Stream& stream) {
-  const uint8_t byte = value ? 1 : 0;
-  return from_host(&byte, {}, DType::boolean, stream);
-}
+Tensor scalar_i64(int64_t value, Stream& stream) { return full({}, value, DType::i64, stream); }
+Tensor scalar_bool(bool value, Stream& stream) { return full({}, value, DType::boolean, stream); }
 
 std::string count(size_t n, const char* what) {
   return std::to_string(n) + " " + what + (n == 1 ? "" : "s");

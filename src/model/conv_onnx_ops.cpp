@@ -269,7 +269,7 @@ Tensor max_pool_indices(const OpContext& ctx, const Tensor& x, const Tensor& val
   planes_shape.resize(static_cast<size_t>(x.dim()), 1);
   const Tensor planes = mul(
       arange(0, static_cast<double>(x.size(0) * x.size(1)), 1, DType::i64, s).reshape(planes_shape),
-      full({}, static_cast<double>(plane), DType::i64, s), s);
+      full({}, plane, DType::i64, s), s);
   return where(found, add(index, planes, s), index, s);
 }
 

@@ -36,7 +36,7 @@ class Sampler {
     // is row n * H * W + y * W + x.
     table_ = cast(x, dtype_, s_).permute({0, 2, 3, 1}).contiguous(s_).reshape({n_ * h_ * w_, c_});
     image_rows_ = mul(arange(0, static_cast<double>(n_), 1, DType::i64, s_).reshape({n_, 1, 1}),
-                      full({}, static_cast<double>(h_ * w_), DType::i64, s_), s_);
+                      full({}, h_ * w_, DType::i64, s_), s_);
     const Tensor points = cast(grid, dtype_, s_);
     gx_ = points.slice(3, 0, 1).reshape({n_, ho_, wo_});
     gy_ = points.slice(3, 1, 2).reshape({n_, ho_, wo_});

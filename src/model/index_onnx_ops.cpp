@@ -43,7 +43,7 @@ Tensor arg_extreme(const OpContext& ctx, const Tensor& x, bool smallest) {
   if (!last) return argmax(values, {axis}, keepdims, s);
   const int64_t extent = x.size(axis);
   const Tensor found = argmax(take(ctx, values, axis, reversed(extent)), {axis}, keepdims, s);
-  return sub(full({}, static_cast<double>(extent - 1), DType::i64, s), found, s);
+  return sub(full({}, extent - 1, DType::i64, s), found, s);
 }
 
 Outputs arg_max(const OpContext& ctx, const Inputs& in) {
@@ -141,7 +141,7 @@ Outputs eye_like(const OpContext& ctx, const Inputs& in) {
   }
   const Tensor rows = arange(x.size(0), DType::i64, s).reshape({x.size(0), 1});
   const Tensor cols = arange(x.size(1), DType::i64, s).reshape({1, x.size(1)});
-  const Tensor k = full({}, static_cast<double>(ctx.attr_int("k", 0)), DType::i64, s);
+  const Tensor k = full({}, ctx.attr_int("k", 0), DType::i64, s);
   return {cast(eq(sub(cols, rows, s), k, s), dtype, s)};
 }
 
@@ -164,7 +164,7 @@ Outputs one_hot(const OpContext& ctx, const Inputs& in) {
   const int64_t rank = indices.dim() + 1;
   const int64_t axis = ctx.axis(ctx.attr_int("axis", -1), rank);
   indices = cast(indices, DType::i64, s);
-  const Tensor d = full({}, static_cast<double>(depth), DType::i64, s);
+  const Tensor d = full({}, depth, DType::i64, s);
   indices = where(lt(indices, full({}, 0, DType::i64, s), s), add(indices, d, s), indices, s);
   Shape positions(static_cast<size_t>(rank), 1);
   positions[static_cast<size_t>(axis)] = depth;

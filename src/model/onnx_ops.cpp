@@ -4,6 +4,7 @@
 #include <array>
 #include <limits>
 #include <set>
+#include <type_traits>
 
 #include "core/storage_types.hpp"
 #include "hal/error.hpp"

@@ -78,7 +78,7 @@ Tensor exact_mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdi
   if (is_floating(x.dtype())) return mean(x, axes, keepdims, s);
   const Tensor total = sum(x, axes, keepdims, s);
   const int64_t count = total.numel() == 0 ? 1 : x.numel() / total.numel();
-  const Tensor n = from_host(&count, {}, DType::i64, s);
+  const Tensor n = full({}, count, DType::i64, s);
   if (x.dtype() == DType::i64) return exact_i64_mean(x, axes, keepdims, n, s);
   return div(total, n, s);  // of no elements: 0
 }
@@ -187,8 +187,7 @@ Tensor masked_gather_elements(const Tensor& data, Tensor index, int64_t axis, St
   const int64_t extent = data.size(axis);
   if (index.dtype() != DType::i64) index = cast(index, DType::i64, s);
   const Tensor zero = full({}, 0, DType::i64, s);
-  index = where(lt(index, zero, s),
-                add(index, full({}, static_cast<double>(extent), DType::i64, s), s), index, s);
+  index = where(lt(index, zero, s), add(index, full({}, extent, DType::i64, s), s), index, s);
   // data cut to the indices' extent off the axis, the axis moved last behind a size-1 axis.
   Tensor values = data;
   for (int64_t d = 0; d < data.dim(); ++d)

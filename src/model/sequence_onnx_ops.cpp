@@ -42,10 +42,7 @@ void check_element(const OpContext& ctx, const TensorSequence& sequence, const T
                 std::string(to_string(sequence.dtype)) + " tensors");
 }
 
-Tensor scalar_bool(bool value, Stream& stream) {
-  const uint8_t byte = value ? 1 : 0;
-  return from_host(&byte, {}, DType::boolean, stream);
-}
+Tensor scalar_bool(bool value, Stream& stream) { return full({}, value, DType::boolean, stream); }
 
 Values sequence_empty(const OpContext& ctx, const Values&) {
   const int64_t code = ctx.attr_int("dtype", 1);  // ONNX's default: float

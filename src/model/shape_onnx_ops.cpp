@@ -203,17 +203,14 @@ Outputs shape_of(const OpContext& ctx, const Inputs& in) {
 
 Outputs size_of_tensor(const OpContext& ctx, const Inputs& in) {
   const int64_t count = in.at(0).numel();
-  return {from_host(&count, {}, DType::i64, ctx.stream())};
+  return {full({}, count, DType::i64, ctx.stream())};
 }
 
 Outputs constant(const OpContext& ctx, const Inputs&) {
   Stream& s = ctx.stream();
   if (const HostTensor* value = ctx.attr_tensor("value")) return {upload(*value, s)};
   if (ctx.has("value_float")) return {full({}, ctx.attr_float("value_float", 0), DType::f32, s)};
-  if (ctx.has("value_int")) {
-    const int64_t value = ctx.attr_int("value_int", 0);
-    return {from_host(&value, {}, DType::i64, s)};
-  }
+  if (ctx.has("value_int")) return {full({}, ctx.attr_int("value_int", 0), DType::i64, s)};
   if (ctx.has("value_ints")) return {ints_tensor(ctx.attr_ints("value_ints"), ctx)};
   if (ctx.has("value_floats")) {
     const std::vector<float> values = ctx.attr_floats("value_floats");
@@ -230,8 +227,8 @@ Outputs constant_of_shape(const OpContext& ctx, const Inputs& in) {
   return {upload(*value, ctx.stream()).reshape({}).expand(shape).contiguous(ctx.stream())};
 }
 
-// A 0-d i64 tensor of `value` exactly (full() takes a double, which rounds past 2^53).
-Tensor exact_i64(int64_t value, Stream& s) { return from_vector<int64_t>({value}, {}, s); }
+// A 0-d i64 tensor of `value`, exactly (full's integer overload).
+Tensor exact_i64(int64_t value, Stream& s) { return full({}, value, DType::i64, s); }
 
 // Integer Range in integers: start + i delta for i < ceil((limit - start) / delta), exact for
 // any int64 values (as doubles, 2^60 + 1 would be 2^60).

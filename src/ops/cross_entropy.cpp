@@ -24,7 +24,7 @@ Tensor one_hot(const Tensor& targets, int64_t classes, Stream& s) {
 
 // [N]: true where the row counts (its target is not ignore_index).
 Tensor counted_rows(const Tensor& targets, int64_t ignore_index, Stream& s) {
-  return ne(targets, full({}, static_cast<double>(ignore_index), targets.dtype(), s), s);
+  return ne(targets, full({}, ignore_index, targets.dtype(), s), s);
 }
 
 // Selections rather than products with 0/1 masks: a class masked with -inf (log p = -inf) or an

@@ -76,7 +76,7 @@ void store_exact(Wide value, DType dtype, void* out, const char* operation) {
 // An integer (int64_t or uint64_t) as one element of `dtype`.
 template <class I>
 void encode_exact(I value, DType dtype, void* out, const char* operation) {
-  detail::with_storage_type<Half, BHalf, BoolByte>(dtype, [&]<class T>() {
+  hal::detail::with_storage_type<Half, BHalf, BoolByte>(dtype, [&]<class T>() {
     if constexpr (std::is_same_v<T, Half> && std::is_signed_v<I>)
       store(i64_to_f16(value), out);
     else if constexpr (std::is_same_v<T, Half>)
@@ -152,7 +152,7 @@ uint16_t f32_to_bf16(float value) {
 float bf16_to_f32(uint16_t bits) { return float_of(static_cast<uint32_t>(bits) << 16); }
 
 void encode(double value, DType dtype, void* out, const char* operation) {
-  detail::with_storage_type<Half, BHalf, BoolByte>(dtype, [&]<class T>() {
+  hal::detail::with_storage_type<Half, BHalf, BoolByte>(dtype, [&]<class T>() {
     if constexpr (std::is_same_v<T, Half>)
       store(f64_to_f16(value), out);
     else if constexpr (std::is_same_v<T, BHalf>)
@@ -168,7 +168,7 @@ void encode(double value, DType dtype, void* out, const char* operation) {
 
 double decode(DType dtype, const void* in) {
   double value = 0;
-  detail::with_storage_type<Half, BHalf, BoolByte>(dtype, [&]<class T>() {
+  hal::detail::with_storage_type<Half, BHalf, BoolByte>(dtype, [&]<class T>() {
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BHalf>) {
       uint16_t bits;
       std::memcpy(&bits, in, sizeof bits);

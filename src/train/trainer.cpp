@@ -84,8 +84,7 @@ std::vector<int64_t> counted_targets(const Tensor& y, std::optional<int64_t> ign
     return std::vector<int64_t>(static_cast<size_t>(n), y.numel() / std::max<int64_t>(n, 1));
   const NoGrad untracked;
   const Tensor counts =
-      sum(cast(ne(y, full({}, static_cast<double>(*ignore_index), y.dtype(), stream), stream),
-               DType::i64, stream)
+      sum(cast(ne(y, full({}, *ignore_index, y.dtype(), stream), stream), DType::i64, stream)
               .reshape({n, n == 0 ? 0 : y.numel() / n}),
           {1}, false, stream);
   return counts.to_vector<int64_t>(stream);

@@ -55,9 +55,10 @@ TEST(OnnxTests, AnOutputThatDiffersFailsItsCaseNamingTheElement) {
 
   // test_add: 60 floats; 1.0 is far past the tolerance. argmax: two i64 indices; one more is
   // wrong however close.
-  change_element<float>(data / "node/test_add/test_data_set_0/output_0.pb", 7, 1.0f);
-  change_element<int64_t>(
-      data / "node/test_argmax_default_axis_example/test_data_set_0/output_0.pb", 1, 1);
+  ASSERT_NO_FATAL_FAILURE(
+      change_element<float>(data / "node/test_add/test_data_set_0/output_0.pb", 7, 1.0f));
+  ASSERT_NO_FATAL_FAILURE(change_element<int64_t>(
+      data / "node/test_argmax_default_axis_example/test_data_set_0/output_0.pb", 1, 1));
   const ShellResult changed = run_shell_stdout(command);
   EXPECT_EQ(changed.status, 1) << changed.output;
   const auto report = nlohmann::json::parse(changed.output, nullptr, /*allow_exceptions=*/false);

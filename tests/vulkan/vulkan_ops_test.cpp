@@ -162,8 +162,8 @@ std::vector<uint8_t> bytes_of(const Tensor& t, Stream& stream) {
   return out;
 }
 
-// Integer reductions (reduce_int.comp, argmax.comp) in every integer the device holds, over
-// axes, views and more elements than a work group: max, min and argmax of each type with its
+// Integer reductions (reduce.comp without FLOATING, argmax.comp) in every integer the device holds,
+// over axes, views and more elements than a work group: max, min and argmax of each type with its
 // extremes in the data; sums (of i64 and u64, to which sum widens the narrow ones) exact past
 // 2^53 and wrapping as the CPU's do.
 TEST_F(VulkanOpsTest, IntegerReductionsMatchTheCpuExactly) {

@@ -41,8 +41,8 @@ void CudaStream::launch(const std::shared_ptr<KernelImpl>& kernel_impl, const La
                 what() + ": local size " + detail::format_sizes(block) + " has " +
                     std::to_string(threads) + " threads; the kernel allows at most " +
                     std::to_string(kernel.max_threads()) + " per block on " + info.id +
-                    " (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: its "
-                    "registers a thread)");
+                    " (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, set "
+                    "by its registers a thread or __launch_bounds__)");
   std::array<uint32_t, 3> grid{};
   for (int d = 0; d < 3; ++d) {
     if (block[d] > info.limits.max_work_group_dims[d])
