@@ -8,6 +8,12 @@
 
 namespace hal::detail {
 
+// Stand-ins for f16, bf16 and bool, for callers that only need to tell them apart (their own
+// code says what to do with each): with_storage_type<F16Bits, BF16Bits, BoolByte>.
+struct F16Bits {};
+struct BF16Bits {};
+struct BoolByte {};
+
 // Calls body.template operator()<T>() with the storage type of `dtype`: float, double and the
 // fixed-width integers, and for f16, bf16 and bool the caller's own types (their bits alone do
 // not say how to compute with them).

@@ -67,11 +67,6 @@ void reduce_typed(ReduceOp op, void* dst, const void* src, size_t count) {
   }
 }
 
-// with_storage_type's stand-ins for the types reduced through float or as logic.
-struct F16 {};
-struct BF16 {};
-struct Bool {};
-
 template <float (*Decode)(uint16_t), uint16_t (*Encode)(float)>
 void reduce_half(ReduceOp op, void* dst, const void* src, size_t count) {
   auto* out = static_cast<uint16_t*>(dst);
@@ -83,13 +78,14 @@ void reduce_half(ReduceOp op, void* dst, const void* src, size_t count) {
 
 void reduce_into(DType dtype, ReduceOp op, void* dst, const void* src, size_t count) {
   bool reduced = false;
-  hal::detail::with_storage_type<F16, BF16, Bool>(dtype, [&]<class T>() {
+  using hal::detail::BF16Bits, hal::detail::BoolByte, hal::detail::F16Bits;
+  hal::detail::with_storage_type<F16Bits, BF16Bits, BoolByte>(dtype, [&]<class T>() {
     reduced = true;
-    if constexpr (std::is_same_v<T, F16>) {
+    if constexpr (std::is_same_v<T, F16Bits>) {
       reduce_half<tensor::f16_to_f32, tensor::f32_to_f16>(op, dst, src, count);
-    } else if constexpr (std::is_same_v<T, BF16>) {
+    } else if constexpr (std::is_same_v<T, BF16Bits>) {
       reduce_half<tensor::bf16_to_f32, tensor::f32_to_bf16>(op, dst, src, count);
-    } else if constexpr (std::is_same_v<T, Bool>) {
+    } else if constexpr (std::is_same_v<T, BoolByte>) {
       // Logic on bytes that hold 0 or 1: or for sum and max, and for prod and min.
       const bool any = op == ReduceOp::sum || op == ReduceOp::max || op == ReduceOp::avg;
       reduce_typed<uint8_t>(any ? ReduceOp::max : ReduceOp::min, dst, src, count);

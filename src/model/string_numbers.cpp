@@ -77,25 +77,17 @@ std::string format_float(double value, DType dtype) {
   return out + exponent_text;
 }
 
-namespace {
-
-// with_storage_type's stand-ins for the types whose bits need reading first.
-struct F16 {};
-struct BF16 {};
-struct Bool {};
-
-}  // namespace
-
 std::vector<std::string> format_numbers(const Tensor& x, Stream& stream) {
   std::vector<std::string> out;
   out.reserve(static_cast<size_t>(x.numel()));
-  hal::detail::with_storage_type<F16, BF16, Bool>(x.dtype(), [&]<class T>() {
-    if constexpr (std::is_same_v<T, F16> || std::is_same_v<T, BF16>) {
+  using hal::detail::BF16Bits, hal::detail::BoolByte, hal::detail::F16Bits;
+  hal::detail::with_storage_type<F16Bits, BF16Bits, BoolByte>(x.dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, F16Bits> || std::is_same_v<T, BF16Bits>) {
       for (uint16_t bits : x.to_vector<uint16_t>(stream))
-        out.push_back(std::is_same_v<T, F16>
+        out.push_back(std::is_same_v<T, F16Bits>
                           ? format_float(tensor::f16_to_f32(bits), DType::f16)
                           : format_float(tensor::bf16_to_f32(bits), DType::bf16));
-    } else if constexpr (std::is_same_v<T, Bool>) {
+    } else if constexpr (std::is_same_v<T, BoolByte>) {
       for (uint8_t value : x.to_vector<uint8_t>(stream)) out.push_back(value ? "True" : "False");
     } else if constexpr (std::is_floating_point_v<T>) {
       for (T value : x.to_vector<T>(stream)) out.push_back(format_float(value, x.dtype()));

@@ -26,10 +26,7 @@ float float_of(uint32_t bits) {
   return value;
 }
 
-// with_storage_type's stand-ins for the types whose bits alone do not say how to convert them.
-struct Half {};
-struct BHalf {};
-struct BoolByte {};
+using hal::detail::BF16Bits, hal::detail::BoolByte, hal::detail::F16Bits;
 
 template <class T>
 void store(T value, void* out) {
@@ -73,22 +70,29 @@ void store_exact(Wide value, DType dtype, void* out, const char* operation) {
   store(static_cast<T>(value), out);
 }
 
-// An integer (int64_t or uint64_t) as one element of `dtype`.
-template <class I>
-void encode_exact(I value, DType dtype, void* out, const char* operation) {
-  hal::detail::with_storage_type<Half, BHalf, BoolByte>(dtype, [&]<class T>() {
-    if constexpr (std::is_same_v<T, Half> && std::is_signed_v<I>)
-      store(i64_to_f16(value), out);
-    else if constexpr (std::is_same_v<T, Half>)
-      store(u64_to_f16(value), out);
-    else if constexpr (std::is_same_v<T, BHalf> && std::is_signed_v<I>)
-      store(i64_to_bf16(value), out);
-    else if constexpr (std::is_same_v<T, BHalf>)
-      store(u64_to_bf16(value), out);
+// The half types from each source, rounded once.
+uint16_t to_f16(double value) { return f64_to_f16(value); }
+uint16_t to_f16(int64_t value) { return i64_to_f16(value); }
+uint16_t to_f16(uint64_t value) { return u64_to_f16(value); }
+uint16_t to_bf16(double value) { return f64_to_bf16(value); }
+uint16_t to_bf16(int64_t value) { return i64_to_bf16(value); }
+uint16_t to_bf16(uint64_t value) { return u64_to_bf16(value); }
+
+// `value` (a double, an int64_t or a uint64_t) as one element of `dtype`; an integer reaches an
+// integer dtype without a double between.
+template <class V>
+void encode_value(V value, DType dtype, void* out, const char* operation) {
+  hal::detail::with_storage_type<F16Bits, BF16Bits, BoolByte>(dtype, [&]<class T>() {
+    if constexpr (std::is_same_v<T, F16Bits>)
+      store(to_f16(value), out);
+    else if constexpr (std::is_same_v<T, BF16Bits>)
+      store(to_bf16(value), out);
     else if constexpr (std::is_same_v<T, BoolByte>)
       store(static_cast<uint8_t>(value != 0), out);
     else if constexpr (std::is_floating_point_v<T>)
-      store(static_cast<T>(value), out);  // one rounding: cvtsi2ss and its kin
+      store(static_cast<T>(value), out);  // one rounding: cvtsi2ss and its kin for integers
+    else if constexpr (std::is_floating_point_v<V>)
+      store_integer<T>(value, dtype, out, operation);
     else
       store_exact<T>(value, dtype, out, operation);
   });
@@ -97,11 +101,11 @@ void encode_exact(I value, DType dtype, void* out, const char* operation) {
 }  // namespace
 
 void encode_integer(int64_t value, DType dtype, void* out, const char* operation) {
-  encode_exact(value, dtype, out, operation);
+  encode_value(value, dtype, out, operation);
 }
 
 void encode_integer(uint64_t value, DType dtype, void* out, const char* operation) {
-  encode_exact(value, dtype, out, operation);
+  encode_value(value, dtype, out, operation);
 }
 
 std::string number_text(double value) {
@@ -152,27 +156,16 @@ uint16_t f32_to_bf16(float value) {
 float bf16_to_f32(uint16_t bits) { return float_of(static_cast<uint32_t>(bits) << 16); }
 
 void encode(double value, DType dtype, void* out, const char* operation) {
-  hal::detail::with_storage_type<Half, BHalf, BoolByte>(dtype, [&]<class T>() {
-    if constexpr (std::is_same_v<T, Half>)
-      store(f64_to_f16(value), out);
-    else if constexpr (std::is_same_v<T, BHalf>)
-      store(f64_to_bf16(value), out);
-    else if constexpr (std::is_same_v<T, BoolByte>)
-      store(static_cast<uint8_t>(value != 0.0), out);
-    else if constexpr (std::is_floating_point_v<T>)
-      store(static_cast<T>(value), out);
-    else
-      store_integer<T>(value, dtype, out, operation);
-  });
+  encode_value(value, dtype, out, operation);
 }
 
 double decode(DType dtype, const void* in) {
   double value = 0;
-  hal::detail::with_storage_type<Half, BHalf, BoolByte>(dtype, [&]<class T>() {
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BHalf>) {
+  hal::detail::with_storage_type<F16Bits, BF16Bits, BoolByte>(dtype, [&]<class T>() {
+    if constexpr (std::is_same_v<T, F16Bits> || std::is_same_v<T, BF16Bits>) {
       uint16_t bits;
       std::memcpy(&bits, in, sizeof bits);
-      value = std::is_same_v<T, Half> ? f16_to_f32(bits) : bf16_to_f32(bits);
+      value = std::is_same_v<T, F16Bits> ? f16_to_f32(bits) : bf16_to_f32(bits);
     } else {
       value = load<std::conditional_t<std::is_same_v<T, BoolByte>, uint8_t, T>>(in);
     }
