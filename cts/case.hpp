@@ -60,6 +60,7 @@ void add_op_cases(Cases& cases);
 void add_op_reference_cases(Cases& cases);
 void add_op_reduce_cases(Cases& cases);
 void add_op_conv_cases(Cases& cases);
+void add_op_conv_transpose_cases(Cases& cases);
 void add_op_layer_cases(Cases& cases);
 void add_tensor_cases(Cases& cases);
 void add_thread_cases(Cases& cases);

@@ -123,6 +123,8 @@ std::vector<Input> table_inputs(const std::string& op, DType dtype) {
   if (op == "matmul") return {{{17, 33}, dtype, -1, 1}, {{33, 9}, dtype, -1, 1}};
   if (op == "conv")
     return {{{2, 4, 7, 6}, dtype, -1, 1}, {{6, 2, 3, 3}, dtype, -1, 1}, {{6}, dtype, -1, 1}};
+  if (op == "conv_transpose")
+    return {{{2, 4, 5, 6}, dtype, -1, 1}, {{4, 3, 3, 3}, dtype, -1, 1}, {{6}, dtype, -1, 1}};
   if (op == "layer_norm")
     return {{{4, 16}, dtype, -3, 3}, {{16}, dtype, 0.5, 2}, {{16}, dtype, -1, 1}};
   if (op == "rms_norm") return {{{4, 16}, dtype, -3, 3}, {{16}, dtype, 0.5, 2}};
@@ -220,6 +222,15 @@ Tensor run_table_op(const std::string& op, const std::vector<Tensor>& in, Stream
     options.pads_after = {1, 1};
     options.groups = 2;
     return conv(in[0], in[1], in[2], options, s);
+  }
+  if (op == "conv_transpose") {
+    ConvTransposeOptions options;
+    options.strides = {2, 1};
+    options.pads_before = {1, 0};
+    options.pads_after = {1, 1};
+    options.output_padding = {1, 0};
+    options.groups = 2;
+    return conv_transpose(in[0], in[1], in[2], options, s);
   }
   throw Failure("the conformance suite has no inputs for op " + op);
 }

@@ -22,6 +22,7 @@ const Cases& all_cases() {
     add_op_reference_cases(out);
     add_op_reduce_cases(out);
     add_op_conv_cases(out);
+    add_op_conv_transpose_cases(out);
     add_op_layer_cases(out);
     add_thread_cases(out);
     return out;

@@ -188,6 +188,8 @@ struct GemmEpilogue {
 // One convolution (1 to 3 spatial dimensions) for a backend's DNN library (oneDNN on the CPU),
 // cross-correlation as ONNX and PyTorch define it: y[N, M, O...] = x[N, C, D...] (*) w[M, C/groups,
 // K...] + bias[M]. Operands are contiguous row-major, offsets count elements; `bias` may be null.
+// Where `transposed`, the transposed convolution (a deconvolution) instead: w is [C, M/groups,
+// K...], the window's arithmetic runs from y to x, and `sum` and `relu` are unset.
 struct ConvDesc {
   DType dtype = DType::f32;
   BufferPtr x, w, bias, y;
@@ -202,6 +204,7 @@ struct ConvDesc {
   BufferPtr sum;
   uint64_t sum_offset = 0;
   bool relu = false;
+  bool transposed = false;
 };
 
 // One op a device runs itself, for devices that offer ops instead of kernels (plugins). Operands
@@ -270,7 +273,8 @@ class StreamImpl {
   // can (oneDNN's post-ops on the CPU): true once enqueued; false, enqueuing nothing, where it
   // cannot (the default), and the caller applies the epilogue itself.
   virtual bool gemm_with_epilogue(const GemmDesc& gemm, const GemmEpilogue& epilogue);
-  // A convolution through the backend's DNN library; the default says there is none.
+  // A convolution (or a transposed one) through the backend's DNN library; the default says
+  // there is none.
   virtual void convolution(const ConvDesc& conv);
   // A built-in op (devices with the builtin_* features); the default says there is none.
   virtual void run_builtin_op(const BuiltinOp& op);

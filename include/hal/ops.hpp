@@ -190,6 +190,24 @@ struct ConvOptions {
 Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options,
             Stream& stream);
 
+// The transposed convolution (PyTorch's conv_transpose1d/2d/3d, ONNX's ConvTranspose): the
+// gradient of conv with respect to its input, as an op. x [N, C, D...] with weight [C, M/groups,
+// K...] and bias [M] (or undefined) gives [N, M, O...], O = (D - 1) stride - before - after +
+// dilation (K - 1) + output_padding + 1. Through the device's DNN library where it has one
+// (oneDNN's deconvolution on the CPU, f32; f16 and bf16 computed in f32); elsewhere one stride-1
+// conv per phase of the strides, interleaved (docs/ops.md).
+struct ConvTransposeOptions {
+  std::vector<int64_t> strides, dilations;       // per spatial dimension; empty: all 1
+  std::vector<int64_t> pads_before, pads_after;  // likewise; empty: all 0
+  // Added to the end of each output dimension (empty: all 0), below the stride or the
+  // dilation: below the stride it picks among the output sizes that the convolution with the
+  // same window maps back to D.
+  std::vector<int64_t> output_padding;
+  int64_t groups = 1;
+};
+Tensor conv_transpose(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                      const ConvTransposeOptions& options, Stream& stream);
+
 // Layers of neural networks (docs/training.md). The CPU runs each with host kernels; other
 // devices build it from the ops above where `hal ops` says so ("built from ..."), or refuse.
 // All record for autograd (hal/autograd.hpp).

@@ -538,6 +538,18 @@ def conv(
     constant_weights: builtins.bool = False,
     stream: Stream | None = None,
 ) -> Tensor: ...
+def conv_transpose(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    strides: Sequence[int] | None = None,
+    dilations: Sequence[int] | None = None,
+    pads_before: Sequence[int] | None = None,
+    pads_after: Sequence[int] | None = None,
+    output_padding: Sequence[int] | None = None,
+    groups: int = 1,
+    stream: Stream | None = None,
+) -> Tensor: ...
 def concat(tensors: Sequence[Tensor], axis: int = 0, stream: Stream | None = None) -> Tensor: ...
 def embedding(indices: Tensor, weight: Tensor, stream: Stream | None = None) -> Tensor: ...
 def dropout(x: Tensor, p: float, seed: int, stream: Stream | None = None) -> Tensor: ...

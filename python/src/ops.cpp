@@ -387,6 +387,29 @@ void bind_ops(py::module_& m, py::class_<Tensor>& tensor) {
       arg("residual") = py::none(), arg("constant_weights") = false, arg("stream") = py::none(),
       "Convolution over 1 to 3 spatial dimensions (cross-correlation, as PyTorch's).");
   m.def(
+      "conv_transpose",
+      [](const Tensor& x, const Tensor& weight, py::handle bias, py::handle strides,
+         py::handle dilations, py::handle pads_before, py::handle pads_after,
+         py::handle output_padding, int64_t groups, py::handle stream_arg) {
+        ConvTransposeOptions options;
+        options.strides = optional_list(strides);
+        options.dilations = optional_list(dilations);
+        options.pads_before = optional_list(pads_before);
+        options.pads_after = optional_list(pads_after);
+        options.output_padding = optional_list(output_padding);
+        options.groups = groups;
+        const Tensor b = optional_tensor(bias, "conv_transpose", "bias");
+        Stream& stream = stream_for(stream_arg, x);
+        py::gil_scoped_release unlocked;
+        return conv_transpose(x, weight, b, options, stream);
+      },
+      arg("x"), arg("weight"), arg("bias") = py::none(), arg("strides") = py::none(),
+      arg("dilations") = py::none(), arg("pads_before") = py::none(),
+      arg("pads_after") = py::none(), arg("output_padding") = py::none(), arg("groups") = 1,
+      arg("stream") = py::none(),
+      "Transposed convolution over 1 to 3 spatial dimensions (PyTorch's conv_transposeNd); "
+      "weight is [C, M/groups, K...].");
+  m.def(
       "concat",
       [](const std::vector<Tensor>& tensors, int64_t axis, py::handle stream_arg) {
         if (tensors.empty()) throw Error(ErrorCode::InvalidArgument, "concat: no tensors to join");

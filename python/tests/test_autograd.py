@@ -461,3 +461,45 @@ def test_training_on_another_device_matches_cpu(device, rng):
         losses[where] = (loss.item(), params["w1"].numpy())
     np.testing.assert_allclose(losses[device.id][0], losses["cpu:0"][0], rtol=1e-3)
     np.testing.assert_allclose(losses[device.id][1], losses["cpu:0"][1], rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("x_shape,w_shape,stride,padding,output_padding,groups,dilation", [
+    ((2, 8, 7, 6), (8, 4, 4, 4), 2, 1, 0, 1, 1),    # a decoder's upsampling (oneDNN on cpu:0)
+    ((1, 6, 5, 4), (6, 2, 3, 3), 2, 1, 1, 3, 1),    # groups, output_padding within the stride
+    ((2, 3, 9), (3, 2, 3), 1, 2, 2, 1, 3),          # output_padding past the stride, dilated
+    ((1, 4, 3, 4, 3), (4, 2, 2, 3, 2), (2, 1, 2), (1, 1, 1), (1, 0, 0), 2, 1),
+])
+def test_conv_transpose_matches_torch(torch, rng, x_shape, w_shape, stride, padding,
+                                      output_padding, groups, dilation):
+    """conv_transpose against torch's conv_transposeNd: the result and the gradients of x, the
+    weight and the bias for one upstream gradient."""
+    spatial = len(x_shape) - 2
+    per_dim = (lambda v: list(v) if isinstance(v, tuple) else [v] * spatial)
+    values = [rng.standard_normal(x_shape), rng.standard_normal(w_shape) * 0.5,
+              rng.standard_normal(w_shape[1] * groups)]
+    ours = [leaf(v) for v in values]
+    theirs = [torch_leaf(torch, v) for v in values]
+    y = hal.conv_transpose(ours[0], ours[1], ours[2], strides=per_dim(stride),
+                           dilations=per_dim(dilation), pads_before=per_dim(padding),
+                           pads_after=per_dim(padding), output_padding=per_dim(output_padding),
+                           groups=groups)
+    torch_op = getattr(torch.nn.functional, f"conv_transpose{spatial}d")
+    ty = torch_op(*theirs, stride=stride, padding=padding, output_padding=output_padding,
+                  groups=groups, dilation=dilation)
+    assert y.shape == tuple(ty.shape) and y.grad_fn == "conv_transpose"
+    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+    upstream = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
+    y.backward(hal.tensor(upstream, device="cpu:0"))
+    ty.backward(torch.tensor(upstream))
+    for name, a, b in zip(("x", "weight", "bias"), ours, theirs):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4,
+                                   err_msg=name)
+
+
+def test_conv_transpose_refuses_what_does_not_fit():
+    x = hal.zeros((1, 4, 5, 5), device="cpu:0")
+    with pytest.raises(hal.InvalidArgument, match=r"conv_transpose of .*\[C, M/groups"):
+        hal.conv_transpose(x, hal.zeros((3, 2, 3, 3), device="cpu:0"))
+    with pytest.raises(hal.InvalidArgument, match="output_padding .* below the stride"):
+        hal.conv_transpose(x, hal.zeros((4, 2, 3, 3), device="cpu:0"), strides=[2, 2],
+                           output_padding=[0, 2])

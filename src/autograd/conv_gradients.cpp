@@ -57,8 +57,8 @@ bool convolves_itself(const Tensor& x) {
 
 }  // namespace
 
-// dx: the transposed convolution of dz (ops/transposed_conv.cpp: a convolution per phase of the
-// strides, the forward's work).
+// dx: the transposed convolution of dz (ops/conv_transpose.cpp: the device's own, else a
+// convolution per phase of the strides, the forward's work).
 Tensor conv_input_gradient(const Tensor& dz, const Tensor& weight, const Shape& x_shape,
                            const ops::Window& w, int64_t groups, Stream& s) {
   return ops::transposed_conv(dz, weight, Tensor(), x_shape, w, groups, s);

@@ -1,10 +1,10 @@
 // conv's gradients as convolutions and products, written with hal's ops so that they run on
-// the tensors' device: x's as the transposed convolution (per phase of the strides, a
-// convolution of the gradient by a subsampled kernel, flipped and its channels swapped per
-// group: the device's own conv, oneDNN on the CPU); the weight's as the convolution of x by the
-// gradient with batch and channels swapped (with groups, per kernel offset: the gradient times
-// x's view at that offset; where the device has no convolution of its own, im2col's patches
-// times the gradient).
+// the tensors' device: x's as the transposed convolution (the device's own where it has one,
+// oneDNN's deconvolution on the CPU; else per phase of the strides, a convolution of the
+// gradient by a subsampled kernel, flipped and its channels swapped per group); the weight's as the
+// convolution of x by the gradient with batch and channels swapped (with groups, per kernel offset:
+// the gradient times x's view at that offset; where the device has no convolution of its own,
+// im2col's patches times the gradient).
 #pragma once
 
 #include "hal/ops.hpp"

@@ -1,5 +1,6 @@
-// Backward rules of matmul and conv. conv's gradients are convolutions and products
-// (conv_gradients.hpp) on the tensors' device, whichever way the forward ran (oneDNN on the CPU).
+// Backward rules of matmul, conv and conv_transpose. conv's gradients are convolutions and
+// products (conv_gradients.hpp) on the tensors' device, whichever way the forward ran (oneDNN on
+// the CPU); conv_transpose's are conv's with the roles of x and the result exchanged.
 #include "autograd/conv_gradients.hpp"
 #include "autograd/gradient_math.hpp"
 #include "autograd/record.hpp"
@@ -62,6 +63,63 @@ Tensor record_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
                     grads[2] = sum(dz, axes, false, stream);
                   }
                   if (wanted[3]) grads[3] = dz;
+                  return grads;
+                });
+}
+
+// y = conv_transpose(x, w) is the input gradient of the convolution c from y's sizes back to x's
+// by w: dx = c(dy) (cut to x's sizes: an output_padding of a stride or more reaches past them),
+// dw = c's weight gradient for input dy and result gradient x, dbias the sum of dy per channel.
+Tensor record_conv_transpose(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                             const ConvTransposeOptions& options, Stream& s) {
+  Tensor y;
+  {
+    const NoGrad untracked;
+    y = conv_transpose(x, weight, bias, options, s);
+  }
+  const auto spatial = static_cast<size_t>(x.dim() - 2);
+  const auto given = [spatial](std::vector<int64_t> values, int64_t fallback) {
+    if (values.empty()) values.assign(spatial, fallback);
+    return values;
+  };
+  ops::Window window;
+  window.kernel = Shape(weight.shape().begin() + 2, weight.shape().end());
+  window.strides = given(options.strides, 1);
+  window.dilations = given(options.dilations, 1);
+  window.pad_before = given(options.pads_before, 0);
+  window.pad_after = given(options.pads_after, 0);
+  window.out = Shape(x.shape().begin() + 2, x.shape().end());
+  const std::vector<bool> wanted = wanted_inputs({&x, &weight, &bias});
+  std::vector<SavedSlot> saves;
+  if (wanted[1]) saves.push_back({0, "x"});
+  if (wanted[0]) saves.push_back({1, "weight"});
+  return attach("conv_transpose", {&x, &weight, &bias}, y, saves,
+                [x = saved(x), weight = saved(weight), window, groups = options.groups, wanted](
+                    const Tensor& dy_in, Stream& stream) {
+                  const Tensor dy =
+                      dy_in.dtype() == x.dtype() ? dy_in : cast(dy_in, x.dtype(), stream);
+                  std::vector<Tensor> grads(3);
+                  if (wanted[0] && x.numel() == 0) {
+                    grads[0] = zeros(x.shape(), x.dtype(), stream);
+                  } else if (wanted[0]) {
+                    ConvOptions c;
+                    c.strides = window.strides;
+                    c.dilations = window.dilations;
+                    c.pads_before = window.pad_before;
+                    c.pads_after = window.pad_after;
+                    c.groups = groups;
+                    Tensor dx = conv(dy, weight, Tensor(), c, stream);
+                    for (size_t i = 0; i < window.out.size(); ++i)
+                      dx = dx.slice(static_cast<int64_t>(i) + 2, 0, window.out[i]);
+                    grads[0] = dx.contiguous(stream);
+                  }
+                  if (wanted[1])
+                    grads[1] = conv_weight_gradient(x, dy, weight.shape(), window, groups, stream);
+                  if (wanted[2]) {
+                    std::vector<int64_t> axes{0};
+                    for (int64_t d = 2; d < dy.dim(); ++d) axes.push_back(d);
+                    grads[2] = sum(dy, axes, false, stream);
+                  }
                   return grads;
                 });
 }

@@ -76,6 +76,8 @@ Tensor record_rms_norm(const Tensor& x, const Shape& normalized_shape, const Ten
 Tensor record_matmul(const Tensor& a, const Tensor& b, Stream& s);
 Tensor record_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
                    const ConvOptions& options, Stream& s);
+Tensor record_conv_transpose(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                             const ConvTransposeOptions& options, Stream& s);
 Tensor record_fused(const std::vector<Tensor>& inputs, Tensor out);
 
 // Views and copies of Tensor (layout_rules.cpp): `out` is what the member already made of `x`.

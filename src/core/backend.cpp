@@ -68,7 +68,8 @@ void StreamImpl::gemm(const GemmDesc& gemm) {
 bool StreamImpl::gemm_with_epilogue(const GemmDesc&, const GemmEpilogue&) { return false; }
 
 void StreamImpl::convolution(const ConvDesc& conv) {
-  throw_unsupported(device(), "convolutions of " + std::string(to_string(conv.dtype)) +
+  throw_unsupported(device(), std::string(conv.transposed ? "transposed " : "") +
+                                  "convolutions of " + std::string(to_string(conv.dtype)) +
                                   " (the backend has no DNN library)");
 }
 

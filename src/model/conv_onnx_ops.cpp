@@ -112,7 +112,8 @@ Outputs conv(const OpContext& ctx, const Inputs& in) {
 }
 
 // ConvTranspose: the input gradient of the convolution it is the transpose of
-// (ops::transposed_conv, a convolution per phase of the strides).
+// (ops::transposed_conv: the device's own where it has one, else a convolution per phase of the
+// strides).
 Outputs conv_transpose(const OpContext& ctx, const Inputs& in) {
   Stream& s = ctx.stream();
   const Tensor& x = in.at(0);
@@ -192,6 +193,9 @@ Outputs conv_transpose(const OpContext& ctx, const Inputs& in) {
     w.out.push_back(x.size(static_cast<int64_t>(i) + 2));
   }
   const Tensor bias = given(in, 2) ? in[2] : Tensor();
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != y_shape[1]))
+    ctx.invalid("bias " + to_string(bias.shape()) + " is not [" + std::to_string(y_shape[1]) +
+                "], one per output channel");
   return {ops::transposed_conv(x, weight, bias, y_shape, w, groups, s)};
 }
 

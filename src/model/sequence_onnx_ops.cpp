@@ -88,7 +88,7 @@ Values sequence_erase(const OpContext& ctx, const Values& in) {
 
 Values sequence_length(const OpContext& ctx, const Values& in) {
   const auto length = static_cast<int64_t>(ctx.sequence(in, 0).tensors.size());
-  return {from_host(&length, {}, DType::i64, ctx.stream())};
+  return {full({}, length, DType::i64, ctx.stream())};
 }
 
 // Chunks of `split` (a scalar: that size, the last one shorter; a list: those sizes) along

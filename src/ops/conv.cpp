@@ -4,6 +4,7 @@
 #include "hal/backend.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
+#include "ops/conv_checks.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/fallback.hpp"
 #include "ops/op_checks.hpp"
@@ -13,49 +14,12 @@
 namespace hal {
 namespace {
 
-[[noreturn]] void invalid(const Tensor& x, const Tensor& w, const std::string& why) {
-  throw Error(ErrorCode::InvalidArgument,
-              "conv of " + x.describe() + " with weights " + w.describe() + ": " + why);
-}
-
-// `values` for each of `spatial` dimensions: `fallback` where none are given, each at least `low`.
-std::vector<int64_t> per_dimension(const Tensor& x, const Tensor& w, std::vector<int64_t> values,
-                                   size_t spatial, int64_t fallback, int64_t low,
-                                   const char* name) {
-  if (values.empty()) values.assign(spatial, fallback);
-  if (values.size() != spatial)
-    invalid(x, w,
-            std::string(name) + " " + to_string(values) + " has " + std::to_string(values.size()) +
-                " values for " + std::to_string(spatial) + " spatial dimensions");
-  constexpr int64_t kLimit = int64_t{1} << 24;
-  for (int64_t v : values)
-    if (v < low || v > kLimit)
-      invalid(x, w,
-              std::string(name) + " " + to_string(values) + " must lie in [" + std::to_string(low) +
-                  ", " + std::to_string(kLimit) + "]");
-  return values;
-}
-
-void check_operands(const Tensor& x, const Tensor& w, const Tensor& bias, const Stream& stream) {
-  if (!x.defined() || !w.defined())
-    throw Error(ErrorCode::InvalidArgument, "conv of an undefined tensor");
-  for (const Tensor* t : {&w, &bias})
-    if (t->defined() && !(t->device() == x.device()))
-      invalid(x, w,
-              "the tensors are on different devices (" + x.device().id() + " and " +
-                  t->device().id() + "); copy one with to() first");
-  if (!(stream.device() == x.device()))
-    invalid(x, w,
-            "on a stream of " + stream.device().id() + ": use a stream of " + x.device().id());
-  if (x.dim() < 3 || x.dim() > 5) invalid(x, w, "expects x of [N, C, D1] to [N, C, D1, D2, D3]");
-  if (w.dim() != x.dim()) invalid(x, w, "the weights' rank differs from x's");
-  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != w.size(0)))
-    invalid(x, w, "bias " + bias.describe() + " is not [" + std::to_string(w.size(0)) + "]");
-}
+constexpr std::string_view kOp = "conv";
 
 Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
                const ConvOptions& options, Stream& stream) {
-  check_operands(x_in, w_in, bias_in, stream);
+  ops::check_conv_operands(kOp, x_in, w_in, bias_in, stream);
+  ops::check_conv_bias(kOp, x_in, w_in, bias_in, w_in.size(0));
   DType dtype = promote_types(x_in.dtype(), w_in.dtype());
   if (bias_in.defined()) dtype = promote_types(dtype, bias_in.dtype());
   const ops::OpPlan plan = ops::plan_or_throw(ops::conv_descriptor(), dtype, {&x_in, &w_in});
@@ -64,28 +28,33 @@ Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
   const int64_t groups = options.groups;
   if (groups <= 0 || channels % groups != 0 || features % groups != 0 ||
       w_in.size(1) != channels / groups)
-    invalid(x_in, w_in, "groups " + std::to_string(groups) + " does not fit the channels");
+    ops::invalid_conv(kOp, x_in, w_in,
+                      "groups " + std::to_string(groups) + " does not fit the channels");
   ConvDesc desc;
   desc.dtype = plan.compute;
   desc.groups = groups;
-  desc.strides = per_dimension(x_in, w_in, options.strides, spatial, 1, 1, "strides");
-  desc.dilations = per_dimension(x_in, w_in, options.dilations, spatial, 1, 1, "dilations");
-  desc.pads_before = per_dimension(x_in, w_in, options.pads_before, spatial, 0, 0, "pads_before");
-  desc.pads_after = per_dimension(x_in, w_in, options.pads_after, spatial, 0, 0, "pads_after");
+  desc.strides = ops::conv_attribute(kOp, x_in, w_in, options.strides, spatial, 1, 1, "strides");
+  desc.dilations =
+      ops::conv_attribute(kOp, x_in, w_in, options.dilations, spatial, 1, 1, "dilations");
+  desc.pads_before =
+      ops::conv_attribute(kOp, x_in, w_in, options.pads_before, spatial, 0, 0, "pads_before");
+  desc.pads_after =
+      ops::conv_attribute(kOp, x_in, w_in, options.pads_after, spatial, 0, 0, "pads_after");
   Shape out_shape{batch, features};
   for (size_t i = 0; i < spatial; ++i) {
     const int64_t size = x_in.size(static_cast<int64_t>(i) + 2);
     const int64_t kernel = w_in.size(static_cast<int64_t>(i) + 2);
     const int64_t room =
         size + desc.pads_before[i] + desc.pads_after[i] - desc.dilations[i] * (kernel - 1) - 1;
-    if (kernel <= 0 || room < 0) invalid(x_in, w_in, "the window is larger than the padded input");
+    if (kernel <= 0 || room < 0)
+      ops::invalid_conv(kOp, x_in, w_in, "the window is larger than the padded input");
     out_shape.push_back(room / desc.strides[i] + 1);
   }
   const Tensor& r = options.residual;
   if (r.defined() && (!(r.device() == x_in.device()) || r.shape() != out_shape))
-    invalid(x_in, w_in,
-            "the residual " + r.describe() + " is not the result's " + to_string(out_shape) +
-                " on " + x_in.device().id());
+    ops::invalid_conv(kOp, x_in, w_in,
+                      "the residual " + r.describe() + " is not the result's " +
+                          to_string(out_shape) + " on " + x_in.device().id());
   const auto prepared = [&](const Tensor& t) {
     std::optional<Tensor> cast;
     return ops::in_compute_dtype(t, plan, stream, cast).contiguous(stream);

@@ -22,6 +22,8 @@ constexpr std::array<std::string_view, 5> kLayerNormParts{"mean", "sub", "mul", 
 constexpr std::array<std::string_view, 4> kRmsNormParts{"mean", "mul", "add", "rsqrt"};
 constexpr std::array<std::string_view, 5> kNormBackwardParts{"mean", "sub", "mul", "add", "rsqrt"};
 constexpr std::array<std::string_view, 3> kConvParts{"concat", "matmul", "add"};
+// A stride-1 conv per phase of the strides; the phases padded, stacked and interleaved.
+constexpr std::array<std::string_view, 3> kConvTransposeParts{"conv", "concat", "add"};
 constexpr std::array<std::string_view, 3> kOneHotParts{"eq", "cast", "matmul"};
 constexpr std::array<std::string_view, 7> kCrossEntropyParts{"log_softmax", "eq",  "ne", "cast",
                                                              "mul",         "sum", "div"};
@@ -91,6 +93,9 @@ constexpr std::array kDescriptors{
     OpDescriptor{"matmul", matmul, 0, 2, "", kFloating, same, {}},
     OpDescriptor{"conv", composite, 0, 3, "strides, dilations, pads, groups, relu", kFloating, same,
                  kConvParts},
+    OpDescriptor{"conv_transpose", composite, 0, 3,
+                 "strides, dilations, pads, output_padding, groups", kFloating, same,
+                 kConvTransposeParts},
     OpDescriptor{"fused_elementwise", fused, 0, 0, "program", kFloating, same, {}},
     // The layers (docs/training.md). concat has an implementation on every device.
     OpDescriptor{"concat", composite, 0, 0, "axis", kAll, same, {}},
@@ -118,11 +123,12 @@ constexpr std::array kDescriptors{
 constexpr size_t kFirstBinary = 0, kWhere = 13, kCast = 14, kFirstUnary = 15,
                  kFirstReduce = kFirstUnary + code(Unary::atanh) + 1,
                  kMatmul = kFirstReduce + code(Reduce::argmax) + 5, kConv = kMatmul + 1,
-                 kFused = kConv + 1, kConcat = kFused + 1;
+                 kConvTranspose = kConv + 1, kFused = kConvTranspose + 1, kConcat = kFused + 1;
 // The indices above name the ops they are for: an op added before them moves them.
 static_assert(kDescriptors[kWhere].name == "where" && kDescriptors[kCast].name == "cast");
 static_assert(kDescriptors[kFirstUnary].name == "neg" && kDescriptors[kFirstReduce].name == "sum");
-static_assert(kDescriptors[kMatmul].name == "matmul" && kDescriptors[kConv].name == "conv");
+static_assert(kDescriptors[kMatmul].name == "matmul" && kDescriptors[kConv].name == "conv" &&
+              kDescriptors[kConvTranspose].name == "conv_transpose");
 static_assert(kDescriptors[kFused].name == "fused_elementwise" &&
               kDescriptors[kConcat].name == "concat");
 
@@ -143,6 +149,7 @@ const OpDescriptor& where_descriptor() { return kDescriptors[kWhere]; }
 const OpDescriptor& cast_descriptor() { return kDescriptors[kCast]; }
 const OpDescriptor& matmul_descriptor() { return kDescriptors[kMatmul]; }
 const OpDescriptor& conv_descriptor() { return kDescriptors[kConv]; }
+const OpDescriptor& conv_transpose_descriptor() { return kDescriptors[kConvTranspose]; }
 const OpDescriptor& fused_descriptor() { return kDescriptors[kFused]; }
 const OpDescriptor& concat_descriptor() { return kDescriptors[kConcat]; }
 

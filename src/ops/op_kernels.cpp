@@ -232,8 +232,11 @@ class Registry {
     add({"matmul"}, {"plugin built-in", builtin_matmul_device, kFloat, listed, 0, &backend_gemm});
 
     // Convolutions: oneDNN on the CPU, Vulkan's shaders above (elsewhere built from concat and
-    // matmul).
+    // matmul). The transposed ones: oneDNN's deconvolution (elsewhere a conv per phase); the
+    // kernel is told by ConvDesc::transposed, which only this op's implementations are given.
     add({"conv"},
+        {"oneDNN", onednn_device, DTypeSet{DType::f32}, nullptr, kVendorLibrary, &backend_conv});
+    add({"conv_transpose"},
         {"oneDNN", onednn_device, DTypeSet{DType::f32}, nullptr, kVendorLibrary, &backend_conv});
 
     // The layers (docs/training.md): the CPU's host kernels; other devices build them from their

@@ -65,6 +65,7 @@ const OpDescriptor& cast_descriptor();
 const OpDescriptor& where_descriptor();
 const OpDescriptor& matmul_descriptor();
 const OpDescriptor& conv_descriptor();
+const OpDescriptor& conv_transpose_descriptor();
 const OpDescriptor& fused_descriptor();
 const OpDescriptor& concat_descriptor();
 

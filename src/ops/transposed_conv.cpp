@@ -144,8 +144,8 @@ Tensor reversed(const Tensor& t, int64_t d, Stream& s) {
 
 }  // namespace
 
-Tensor transposed_conv(const Tensor& dz, const Tensor& weight, const Tensor& bias,
-                       const Shape& x_shape, const Window& w, int64_t groups, Stream& s) {
+Tensor transposed_conv_by_phases(const Tensor& dz, const Tensor& weight, const Tensor& bias,
+                                 const Shape& x_shape, const Window& w, int64_t groups, Stream& s) {
   const size_t spatial = w.kernel.size();
   Tensor flipped = weight;
   for (size_t i = 0; i < spatial; ++i) flipped = reversed(flipped, static_cast<int64_t>(i) + 2, s);

@@ -30,6 +30,10 @@ std::string_view suffix(DType dtype) {
 
 void vulkan_conv(const ConvDesc& conv, Stream& stream) {
   const Device device = stream.device();
+  // Registered for conv only: conv_transpose on Vulkan is its phases' convolutions.
+  if (conv.transposed)
+    throw Error(ErrorCode::Unsupported,
+                "Vulkan's convolution shaders on " + device.id() + " do not transpose");
   const size_t spatial = conv.x_shape.size() - 2;
   const int64_t batch = conv.x_shape[0], channels = conv.x_shape[1];
   const int64_t features = conv.w_shape[0];

@@ -71,11 +71,18 @@ Tensor conv_from_matmul(const Tensor& x, const Tensor& weight, const Tensor& bia
 // The transposed convolution: the gradient, with respect to x ([N, C, x_shape's spatial sizes]),
 // of the convolution of x by `weight` ([M, C/g, K...]) at window `w` (its strides, dilations,
 // pad_before and kernel), given the result's gradient dz ([N, M, out...]), plus `bias` ([C], or
-// undefined) per channel: ConvTranspose and conv's input gradient. Per phase of the strides one
-// convolution of dz at stride 1 (the device's own conv where it has one), interleaved: the
-// forward's work, where a convolution of dz dilated by zeros would do stride^spatial times it.
+// undefined) per channel: conv_transpose, ONNX's ConvTranspose and conv's input gradient. The
+// device's transposed convolution where the op table lists one (oneDNN's deconvolution on the
+// CPU) and the window suits it (conv_transpose.cpp's exact_pads_after), else by phases. Operands
+// are checked by the caller; runs on dz's device in the promoted dtype.
 Tensor transposed_conv(const Tensor& dz, const Tensor& weight, const Tensor& bias,
                        const Shape& x_shape, const Window& w, int64_t groups, Stream& stream);
+// By phases: per phase of the strides one convolution of dz at stride 1 (the device's own conv
+// where it has one), interleaved: the forward's work, where a convolution of dz dilated by zeros
+// would do stride^spatial times it.
+Tensor transposed_conv_by_phases(const Tensor& dz, const Tensor& weight, const Tensor& bias,
+                                 const Shape& x_shape, const Window& w, int64_t groups,
+                                 Stream& stream);
 
 // A kernel [P, Q, K...] of `groups` groups with its two channel dimensions swapped within each
 // group: [P/g, Q] blocks -> [g Q, P/g, K...], the kernel of the transposed convolution.

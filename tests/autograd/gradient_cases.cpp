@@ -208,6 +208,38 @@ std::vector<GradCase> gradient_cases() {
          o.residual = in[3];
          return conv(in[0], in[1], in[2], o, s);
        }},
+      // conv_transpose's gradients: conv of dy for x, conv's weight gradient with x and dy
+      // exchanged for the weight. Groups, output_padding within the stride; past it (below the
+      // dilation), where conv of dy reaches past x and is cut; three dimensions.
+      {"conv_transpose2d_groups",
+       {{{2, 4, 3, 4}}, {{4, 3, 3, 2}}, {{6}}},
+       [](const In& in, Stream& s) {
+         ConvTransposeOptions o;
+         o.groups = 2;
+         o.strides = {2, 1};
+         o.pads_before = {1, 0};
+         o.pads_after = {0, 1};
+         o.output_padding = {1, 0};
+         return conv_transpose(in[0], in[1], in[2], o, s);
+       }},
+      {"conv_transpose1d_output_padding_past_stride",
+       {{{2, 2, 5}}, {{2, 3, 2}}},
+       [](const In& in, Stream& s) {
+         ConvTransposeOptions o;
+         o.dilations = {3};
+         o.output_padding = {2};
+         return conv_transpose(in[0], in[1], Tensor(), o, s);
+       }},
+      {"conv_transpose3d_strided_dilated",
+       {{{1, 2, 2, 3, 2}}, {{2, 2, 2, 2, 3}}, {{2}}},
+       [](const In& in, Stream& s) {
+         ConvTransposeOptions o;
+         o.strides = {2, 1, 2};
+         o.dilations = {1, 2, 1};
+         o.pads_before = {1, 0, 1};
+         o.pads_after = {0, 1, 1};
+         return conv_transpose(in[0], in[1], in[2], o, s);
+       }},
       {"max_pool2d",
        {{{2, 2, 5, 6}, -3, 3}},
        [](const In& in, Stream& s) {

@@ -83,6 +83,24 @@ Area op_cases() {
                  matmul(f32({2, 3, 4}, s), f32({5, 4, 3}, s), s);
                },
                InvalidArgument, "broadcast"},
+              {"conv_transpose_with_an_output_padding_of_the_stride",
+               [](const Device&, Stream& s) {
+                 ConvTransposeOptions o;
+                 o.strides = {2};
+                 o.output_padding = {2};
+                 conv_transpose(f32({1, 2, 5}, s), f32({2, 3, 3}, s), Tensor(), o, s);
+               },
+               InvalidArgument, "output_padding [2] must lie below the stride"},
+              // An expanded view as wide as int64 allows, by the largest stride: the output's
+              // size is refused before it overflows.
+              {"conv_transpose_to_more_than_2^62_elements",
+               [](const Device&, Stream& s) {
+                 ConvTransposeOptions o;
+                 o.strides = {int64_t{1} << 24};
+                 const Tensor wide = f32({1, 1, 1}, s).expand({1, 1, int64_t{1} << 61});
+                 conv_transpose(wide, f32({1, 1, 3}, s), Tensor(), o, s);
+               },
+               InvalidArgument, "more than 2^62 elements"},
               {"layer_norm_over_a_shape_x_does_not_end_with",
                [](const Device&, Stream& s) {
                  layer_norm(f32({2, 3}, s), {4}, Tensor(), Tensor(), 1e-5, s);

@@ -115,6 +115,7 @@ TEST_P(OpTableSuite, ListsEveryOpOfTheHeader) {
                                             "rms_norm",
                                             "matmul",
                                             "conv",
+                                            "conv_transpose",
                                             "fused_elementwise",
                                             "concat",
                                             "embedding",

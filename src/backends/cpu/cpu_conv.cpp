@@ -1,5 +1,7 @@
 // Convolutions on the CPU through oneDNN, run in order on the stream as a host kernel of one
-// work item (oneDNN spreads each convolution over its own threads).
+// work item (oneDNN spreads each convolution over its own threads). Transposed ones are oneDNN's
+// deconvolution: one primitive where hal's phases would be one convolution per phase of the
+// strides, each reordering the same input into its blocked layout.
 //
 // oneDNN is fastest on its blocked layouts (nChw16c and the like), so the operands are declared
 // with format `any` and reordered from and to hal's row-major layout around the convolution.
@@ -27,8 +29,12 @@ using onednn::engine;
 
 // What a convolution's primitive depends on: every size and attribute, flattened.
 std::vector<int64_t> key_of(const ConvDesc& c) {
-  std::vector<int64_t> key{static_cast<int64_t>(c.x_shape.size()), c.groups, c.bias != nullptr,
-                           c.sum != nullptr, c.relu};
+  std::vector<int64_t> key{static_cast<int64_t>(c.x_shape.size()),
+                           c.groups,
+                           c.bias != nullptr,
+                           c.sum != nullptr,
+                           c.relu,
+                           c.transposed};
   for (const auto* part : {&c.x_shape, &c.w_shape, &c.y_shape, &c.strides, &c.dilations,
                            &c.pads_before, &c.pads_after})
     key.insert(key.end(), part->begin(), part->end());
@@ -38,15 +44,22 @@ std::vector<int64_t> key_of(const ConvDesc& c) {
 Tag plain_activation(size_t rank) {
   return rank == 3 ? Tag::ncw : rank == 4 ? Tag::nchw : Tag::ncdhw;
 }
-Tag plain_weights(size_t rank, bool grouped) {
+// hal's weights as oneDNN's dims ([G,] O, I, K... for both kinds) lie in memory: a
+// convolution's [M, C/g, K...] is o before i; a transposed one's [C, M/g, K...] i before o.
+Tag plain_weights(size_t rank, bool grouped, bool transposed) {
+  if (transposed) {
+    if (grouped) return rank == 3 ? Tag::acbd : rank == 4 ? Tag::acbde : Tag::acbdef;
+    return rank == 3 ? Tag::bac : rank == 4 ? Tag::bacd : Tag::bacde;
+  }
   if (grouped) return rank == 3 ? Tag::goiw : rank == 4 ? Tag::goihw : Tag::goidhw;
   return rank == 3 ? Tag::oiw : rank == 4 ? Tag::oihw : Tag::oidhw;
 }
 
-// A convolution's primitive with the reorders between hal's layout and the one it chose.
+// A convolution's primitive (or a deconvolution's) with the layouts it chose and the reorders
+// between them and hal's.
 struct Prepared {
-  dnnl::convolution_forward::primitive_desc pd;
-  dnnl::convolution_forward primitive;
+  dnnl::primitive primitive;
+  memory::desc src, weights, dst, scratchpad;  // the primitive's
   memory::desc x_plain, w_plain, y_plain, bias;
   std::optional<dnnl::reorder> x_in, w_in, y_out, sum_in;  // sum_in: a residual into y's layout
 };
@@ -61,8 +74,15 @@ std::shared_ptr<const Prepared> make_prepared(const ConvDesc& c) {
   const auto f32 = memory::data_type::f32;
   const bool grouped = c.groups > 1;
   memory::dims w_dims(c.w_shape.begin(), c.w_shape.end());
-  if (grouped) {  // [G, M/G, C/G, K...]
+  // oneDNN's weights are [G,] O, I, K... for both kinds: a transposed one's [C, M/g, K...]
+  // becomes [M, C, K...] read in hal's order by plain_weights' tag.
+  if (c.transposed) {
+    w_dims[0] = c.w_shape[1] * c.groups;
+    w_dims[1] = c.w_shape[0];
+  }
+  if (grouped) {  // [G, O/G, I/G, K...]
     w_dims[0] /= c.groups;
+    w_dims[1] /= c.transposed ? c.groups : 1;
     w_dims.insert(w_dims.begin(), c.groups);
   }
   const memory::dims x_dims(c.x_shape.begin(), c.x_shape.end());
@@ -73,15 +93,14 @@ std::shared_ptr<const Prepared> make_prepared(const ConvDesc& c) {
   auto prepared = std::make_shared<Prepared>();
   prepared->x_plain = memory::desc(x_dims, f32, plain_activation(rank));
   prepared->y_plain = memory::desc(y_dims, f32, plain_activation(rank));
-  prepared->w_plain = memory::desc(w_dims, f32, plain_weights(rank, grouped));
-  if (c.bias) prepared->bias = memory::desc({c.w_shape[0]}, f32, Tag::a);
+  prepared->w_plain = memory::desc(w_dims, f32, plain_weights(rank, grouped, c.transposed));
+  if (c.bias) prepared->bias = memory::desc({c.y_shape[1]}, f32, Tag::a);
 
-  const dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto,
-      memory::desc(x_dims, f32, Tag::any), memory::desc(w_dims, f32, Tag::any), prepared->bias,
-      memory::desc(y_dims, f32, Tag::any), memory::dims(c.strides.begin(), c.strides.end()),
-      dilations, memory::dims(c.pads_before.begin(), c.pads_before.end()),
-      memory::dims(c.pads_after.begin(), c.pads_after.end()));
+  const memory::desc x_any(x_dims, f32, Tag::any), w_any(w_dims, f32, Tag::any);
+  const memory::desc y_any(y_dims, f32, Tag::any);
+  const memory::dims strides(c.strides.begin(), c.strides.end());
+  const memory::dims pads_before(c.pads_before.begin(), c.pads_before.end());
+  const memory::dims pads_after(c.pads_after.begin(), c.pads_after.end());
   dnnl::primitive_attr attr;
   // The caller's scratchpad, so that two streams may run one primitive at once.
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -89,12 +108,31 @@ std::shared_ptr<const Prepared> make_prepared(const ConvDesc& c) {
   if (c.sum) post.append_sum(1.0f);  // y = conv + y, y holding the residual beforehand
   if (c.relu) post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
   attr.set_post_ops(post);
-  prepared->pd = dnnl::convolution_forward::primitive_desc(desc, attr, engine());
-  prepared->primitive = dnnl::convolution_forward(prepared->pd);
-  prepared->x_in = reorder_between(prepared->x_plain, prepared->pd.src_desc());
-  prepared->w_in = reorder_between(prepared->w_plain, prepared->pd.weights_desc());
-  prepared->y_out = reorder_between(prepared->pd.dst_desc(), prepared->y_plain);
-  if (c.sum) prepared->sum_in = reorder_between(prepared->y_plain, prepared->pd.dst_desc());
+  const auto chosen = [&](const auto& pd) {
+    prepared->src = pd.src_desc();
+    prepared->weights = pd.weights_desc();
+    prepared->dst = pd.dst_desc();
+    prepared->scratchpad = pd.scratchpad_desc();
+  };
+  if (c.transposed) {
+    const dnnl::deconvolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, x_any, w_any,
+        prepared->bias, y_any, strides, dilations, pads_before, pads_after);
+    const dnnl::deconvolution_forward::primitive_desc pd(desc, attr, engine());
+    chosen(pd);
+    prepared->primitive = dnnl::deconvolution_forward(pd);
+  } else {
+    const dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto, x_any, w_any,
+        prepared->bias, y_any, strides, dilations, pads_before, pads_after);
+    const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
+    chosen(pd);
+    prepared->primitive = dnnl::convolution_forward(pd);
+  }
+  prepared->x_in = reorder_between(prepared->x_plain, prepared->src);
+  prepared->w_in = reorder_between(prepared->w_plain, prepared->weights);
+  prepared->y_out = reorder_between(prepared->dst, prepared->y_plain);
+  if (c.sum) prepared->sum_in = reorder_between(prepared->y_plain, prepared->dst);
   return prepared;
 }
 
@@ -140,7 +178,7 @@ class PackedWeights {
       if (same_buffer) return entry.packed;
       entries_.erase(found);
     }
-    memory packed(p->pd.weights_desc(), engine());
+    memory packed(p->weights, engine());
     dnnl::stream stream(engine());
     p->w_in->execute(stream, plain, packed);
     stream.wait();
@@ -183,17 +221,17 @@ void run(const ConvDesc& c, const std::shared_ptr<const Prepared>& p, const Kern
 
   memory x = x_plain;
   if (p->x_in) {
-    x = memory(p->pd.src_desc(), eng);
+    x = memory(p->src, eng);
     p->x_in->execute(stream, x_plain, x);
   }
   memory w = w_plain;
   if (p->w_in && c.constant_weights) {
     w = packed_weights().get(c, p, w_plain);
   } else if (p->w_in) {
-    w = memory(p->pd.weights_desc(), eng);
+    w = memory(p->weights, eng);
     p->w_in->execute(stream, w_plain, w);
   }
-  memory y = p->y_out ? memory(p->pd.dst_desc(), eng) : y_plain;
+  memory y = p->y_out ? memory(p->dst, eng) : y_plain;
   if (c.sum) {  // the residual where the sum post-op reads it: y itself
     const size_t sum_arg = c.bias ? 4 : 3;
     memory sum(p->y_plain, eng, args.ptr<float>(sum_arg) + c.sum_offset);
@@ -202,11 +240,10 @@ void run(const ConvDesc& c, const std::shared_ptr<const Prepared>& p, const Kern
     else
       std::memcpy(y.get_data_handle(), sum.get_data_handle(), p->y_plain.get_size());
   }
-  std::unordered_map<int, memory> operands{
-      {DNNL_ARG_SRC, x},
-      {DNNL_ARG_WEIGHTS, w},
-      {DNNL_ARG_DST, y},
-      {DNNL_ARG_SCRATCHPAD, memory(p->pd.scratchpad_desc(), eng)}};
+  std::unordered_map<int, memory> operands{{DNNL_ARG_SRC, x},
+                                           {DNNL_ARG_WEIGHTS, w},
+                                           {DNNL_ARG_DST, y},
+                                           {DNNL_ARG_SCRATCHPAD, memory(p->scratchpad, eng)}};
   if (c.bias) operands[DNNL_ARG_BIAS] = memory(p->bias, eng, args.ptr<float>(3) + c.bias_offset);
   p->primitive.execute(stream, operands);
   if (p->y_out) p->y_out->execute(stream, y, y_plain);
@@ -222,8 +259,9 @@ void CpuStream::convolution(const ConvDesc& desc) {
   try {
     prepared = primitives().get(desc);
   } catch (const dnnl::error& error) {
-    throw Error(ErrorCode::Unsupported,
-                std::string("oneDNN has no convolution for these shapes: ") + error.what());
+    throw Error(ErrorCode::Unsupported, std::string("oneDNN has no ") +
+                                            (desc.transposed ? "transposed " : "") +
+                                            "convolution for these shapes: " + error.what());
   }
   const Kernel kernel = host_kernel("convolution", [desc, prepared](const KernelChunk& chunk) {
     run(desc, prepared, chunk.args);
