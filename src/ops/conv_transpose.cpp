@@ -92,7 +92,8 @@ Tensor transposed_conv(const Tensor& dz, const Tensor& weight, const Tensor& bia
                                                 " is not [" + std::to_string(x_shape[1]) + "]");
   const OpPlan plan = ops::plan(conv_transpose_descriptor(), dtype, device_of(dz).info());
   // DNN libraries take 1 to 3 spatial dimensions (ONNX's ConvTranspose may have more).
-  if (plan.implementation && dz.dim() <= 5 && dz.numel() > 0 && numel(x_shape) > 0) {
+  if (plan.implementation && dz.dim() <= 5 && dz.numel() > 0 && weight.numel() > 0 &&
+      numel(x_shape) > 0) {
     if (const auto pads_after = exact_pads_after(dz, x_shape, w)) {
       Tensor out = empty_beside(dz, x_shape, plan.compute);
       if (by_device(plan, dz, weight, bias, w, *pads_after, groups, out, s))

@@ -142,6 +142,38 @@ TEST(NnOps, ConvTransposeRefusesNegativePads) {
             (std::vector<float>{3, 8, 12, 7, 9, 20, 24, 13, 6, 13, 15, 8}));
 }
 
+// ConvTranspose's bias is one value per output channel: any other shape is refused naming the
+// node (on cpu:0 it went to oneDNN's deconvolution, which would read past a short one).
+TEST(NnOps, ConvTransposeRefusesABiasOfTheWrongShape) {
+  Stream stream = device("cpu:0").create_stream();
+  const Tensor x = from_vector(std::vector<float>(18, 1.0f), {1, 2, 3, 3}, stream);
+  const Tensor w = from_vector(std::vector<float>(24, 1.0f), {2, 3, 2, 2}, stream);
+  const auto conv_transpose = [&](const Tensor& bias) {
+    ModelBuilder builder;
+    builder.input("x", TensorProto::FLOAT, {"1", "2", "3", "3"});
+    builder.input("w", TensorProto::FLOAT, {"2", "3", "2", "2"});
+    builder.input("b", TensorProto::FLOAT, {"B"});
+    builder.output("y", TensorProto::FLOAT, {"1", "3", "H", "W"});
+    builder.node("ConvTranspose", {"x", "w", "b"}, {"y"}, "up");
+    return load_onnx_bytes(builder.bytes(), "convt")
+        .run({{"x", x}, {"w", w}, {"b", bias}}, stream)
+        .at("y");
+  };
+  expect_error(
+      [&] {
+        conv_transpose(from_vector(std::vector<float>{1, 2}, {2}, stream));
+      },
+      ErrorCode::InvalidArgument, {"'up'", "bias [2] is not [3]"});
+  // Each output of the full [4, 4] window sums 2 channels times the taps that reach it, plus
+  // the bias of its channel.
+  const Tensor y = conv_transpose(from_vector(std::vector<float>{10, 20, 30}, {3}, stream));
+  ASSERT_EQ(y.shape(), (Shape{1, 3, 4, 4}));
+  const std::vector<float> got = y.to_vector<float>(stream);
+  EXPECT_EQ(got[0], 2 + 10);        // corner: one tap
+  EXPECT_EQ(got[16 + 5], 8 + 20);   // interior of channel 1: four taps
+  EXPECT_EQ(got[32 + 15], 2 + 30);  // last corner of channel 2
+}
+
 // InstanceNormalization of [N, C]: ONNX's reference takes NumPy's mean and var over the spatial
 // axes, of which there are none, so each element is its own mean, of variance 0, and y is B per
 // channel (NaN where x is not finite). [N, C, D] as before; a rank-1 input is refused.
