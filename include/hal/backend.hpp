@@ -189,7 +189,8 @@ struct GemmEpilogue {
 // cross-correlation as ONNX and PyTorch define it: y[N, M, O...] = x[N, C, D...] (*) w[M, C/groups,
 // K...] + bias[M]. Operands are contiguous row-major, offsets count elements; `bias` may be null.
 // Where `transposed`, the transposed convolution (a deconvolution) instead: w is [C, M/groups,
-// K...], the window's arithmetic runs from y to x, and `sum` and `relu` are unset.
+// K...], the window's arithmetic runs from y to x (pads_before >= 0; pads_after may be negative,
+// down to 1 - stride, where output_padding exceeds the padding), and `sum` and `relu` are unset.
 struct ConvDesc {
   DType dtype = DType::f32;
   BufferPtr x, w, bias, y;

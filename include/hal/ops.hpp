@@ -194,8 +194,9 @@ Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const Con
 // gradient of conv with respect to its input, as an op. x [N, C, D...] with weight [C, M/groups,
 // K...] and bias [M] (or undefined) gives [N, M, O...], O = (D - 1) stride - before - after +
 // dilation (K - 1) + output_padding + 1. Through the device's DNN library where it has one
-// (oneDNN's deconvolution on the CPU, f32; f16 and bf16 computed in f32); elsewhere one stride-1
-// conv per phase of the strides, interleaved (docs/ops.md).
+// (oneDNN's deconvolution on the CPU, f32; f16 and bf16 computed in f32) and the window suits it
+// (the padding after less output_padding above -stride); elsewhere one stride-1 conv per phase of
+// the strides, interleaved (docs/ops.md).
 struct ConvTransposeOptions {
   std::vector<int64_t> strides, dilations;       // per spatial dimension; empty: all 1
   std::vector<int64_t> pads_before, pads_after;  // likewise; empty: all 0

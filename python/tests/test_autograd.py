@@ -103,7 +103,7 @@ def test_layer_norm_gradients_match_torch(torch, rng, shape, normalized, x_grad)
 @pytest.mark.parametrize("stride,dilation,padding,groups", [
     (1, 1, 1, 1), (2, 1, 0, 1), (2, 2, 3, 2), (1, 1, 2, 4)])
 def test_conv_gradients_match_torch(torch, rng, stride, dilation, padding, groups):
-    """x's gradient as a transposed convolution (a convolution per phase of the strides), the
+    """x's gradient as a transposed convolution (oneDNN's deconvolution on cpu:0 in f32), the
     weight's as a convolution (groups: per kernel offset), the bias's as a sum, each against
     torch.autograd's conv2d."""
     values = rng.standard_normal((2, 4, 11, 10)).astype(np.float32)

@@ -262,7 +262,8 @@ def conv_transpose_reference(x, w, bias, strides, dilations, pads_before, out_sh
     ((1, 3, 4, 4), (3, 3), (2, 2), (1, 1), None, (0, 0), 1, (11, 10)),  # negative pads
 ])
 def test_conv_transpose_is_its_definition(onnx, device, case, rng):
-    """ConvTranspose (a convolution per phase of the strides, interleaved) against its
+    """ConvTranspose (oneDNN's deconvolution on cpu:0 where the window suits it, else a
+    convolution per phase of the strides, interleaved, as on the other devices) against its
     definition as a scatter of x times the kernel, with a bias: strides above, below and equal
     to the kernel, dilations sharing a factor with them, groups, output_padding, 1 to 3 spatial
     dimensions, and an output_shape larger than the strides give (pads below zero)."""

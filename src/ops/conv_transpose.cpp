@@ -1,11 +1,13 @@
 // conv_transpose: the definition (operands, attributes, the output's sizes) and the plan every
 // transposed convolution takes (conv_transpose, ONNX's ConvTranspose, conv's input gradient): the
-// device's own where the op table lists one (oneDNN's deconvolution on the CPU), else one
-// stride-1 conv per phase of the strides (transposed_conv.cpp).
+// device's own where the op table lists one (oneDNN's deconvolution on the CPU, f32) and the
+// window suits it (exact_pads_after), else one stride-1 conv per phase of the strides
+// (transposed_conv.cpp).
 #include <algorithm>
 #include <optional>
 
 #include "autograd/record.hpp"
+#include "core/error_context.hpp"
 #include "hal/backend.hpp"
 #include "hal/error.hpp"
 #include "hal/ops.hpp"
@@ -73,9 +75,14 @@ bool by_device(const OpPlan& plan, const Tensor& dz_in, const Tensor& weight_in,
   desc.w_shape = weight.shape();
   desc.y_shape = out.shape();
   try {
+    // A refusal is handled here (the phases take the window); any other error is the caller's.
+    const detail::ErrorReportsMuted handled;
     std::get<ConvKernel>(plan.implementation->kernel)(desc, s);
   } catch (const Error& error) {
-    if (error.code() != ErrorCode::Unsupported) throw;
+    if (error.code() != ErrorCode::Unsupported) {
+      detail::report(error);
+      throw;
+    }
     return false;
   }
   return true;
@@ -88,8 +95,9 @@ Tensor transposed_conv(const Tensor& dz, const Tensor& weight, const Tensor& bia
   DType dtype = promote_types(dz.dtype(), weight.dtype());
   if (bias.defined()) dtype = promote_types(dtype, bias.dtype());
   if (bias.defined() && (bias.dim() != 1 || bias.size(0) != x_shape[1]))
-    throw Error(ErrorCode::InvalidArgument, "the transposed convolution's bias " + bias.describe() +
-                                                " is not [" + std::to_string(x_shape[1]) + "]");
+    invalid_conv(kOp, dz, weight,
+                 "bias " + bias.describe() + " is not [" + std::to_string(x_shape[1]) +
+                     "], one per output channel");
   const OpPlan plan = ops::plan(conv_transpose_descriptor(), dtype, device_of(dz).info());
   // DNN libraries take 1 to 3 spatial dimensions (ONNX's ConvTranspose may have more).
   if (plan.implementation && dz.dim() <= 5 && dz.numel() > 0 && weight.numel() > 0 &&
@@ -139,8 +147,11 @@ Geometry geometry_of(const Tensor& x, const Tensor& w, const Tensor& bias,
     if (kernel <= 0) invalid_conv(kOp, x, w, "the weights' window is empty");
     if (output_padding[i] >= std::max(win.strides[i], win.dilations[i]))
       invalid_conv(kOp, x, w,
-                   "output_padding " + to_string(output_padding) +
-                       " must lie below the stride or the dilation of its dimension");
+                   "output_padding " + to_string(output_padding) + ": " +
+                       std::to_string(output_padding[i]) + " in spatial dimension " +
+                       std::to_string(i) + " must lie below the stride " +
+                       std::to_string(win.strides[i]) + " or the dilation " +
+                       std::to_string(win.dilations[i]) + " of its dimension");
     // An expanded view's sizes can be near 2^63: the products are bounded first.
     const double reach = static_cast<double>(size - 1) * static_cast<double>(win.strides[i]) +
                          static_cast<double>(win.dilations[i]) * static_cast<double>(kernel - 1);

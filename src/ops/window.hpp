@@ -1,7 +1,7 @@
 // Sliding windows over the spatial dimensions of [N, C, D1, ...] tensors: the arithmetic of
 // convolution and pooling, and both built from strided views of the padded input (each kernel
 // offset one strided slice), for devices without kernels of their own. hal_model's ONNX Conv,
-// ConvTranspose, MaxPool and AveragePool use the same pieces.
+// MaxPool and AveragePool use the same pieces, and ConvTranspose's phases.
 #pragma once
 
 #include <string_view>

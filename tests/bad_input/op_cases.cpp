@@ -90,7 +90,8 @@ Area op_cases() {
                  o.output_padding = {2};
                  conv_transpose(f32({1, 2, 5}, s), f32({2, 3, 3}, s), Tensor(), o, s);
                },
-               InvalidArgument, "output_padding [2] must lie below the stride"},
+               InvalidArgument,
+               "output_padding [2]: 2 in spatial dimension 0 must lie below the stride 2"},
               // An expanded view as wide as its bytes can be counted, by the largest stride: the
               // output's size is refused before it overflows.
               {"conv_transpose_to_more_than_2^62_elements",

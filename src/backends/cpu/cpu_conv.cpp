@@ -10,6 +10,7 @@
 #include "backends/cpu/cpu_stream.hpp"
 #include "hal/error.hpp"
 #include "hal/kernel.hpp"
+#include "hal/tensor.hpp"
 
 #if HAL_HAVE_ONEDNN
 #include "backends/cpu/cpu_onednn.hpp"
@@ -259,9 +260,13 @@ void CpuStream::convolution(const ConvDesc& desc) {
   try {
     prepared = primitives().get(desc);
   } catch (const dnnl::error& error) {
-    throw Error(ErrorCode::Unsupported, std::string("oneDNN has no ") +
-                                            (desc.transposed ? "transposed " : "") +
-                                            "convolution for these shapes: " + error.what());
+    throw Error(ErrorCode::Unsupported,
+                std::string("oneDNN has no ") + (desc.transposed ? "transposed " : "") +
+                    "convolution of x " + to_string(desc.x_shape) + " with weights " +
+                    to_string(desc.w_shape) + " to " + to_string(desc.y_shape) + " (strides " +
+                    to_string(desc.strides) + ", dilations " + to_string(desc.dilations) +
+                    ", pads " + to_string(desc.pads_before) + " and " + to_string(desc.pads_after) +
+                    ", groups " + std::to_string(desc.groups) + "): " + error.what());
   }
   const Kernel kernel = host_kernel("convolution", [desc, prepared](const KernelChunk& chunk) {
     run(desc, prepared, chunk.args);
