@@ -100,4 +100,10 @@ Tensor conv_weight_gradient(const Tensor& dz, const Tensor& x, const Shape& weig
   return conv(input.contiguous(s), kernel, Tensor(), options, s).transpose(0, 1).contiguous(s);
 }
 
+Tensor conv_bias_gradient(const Tensor& dz, Stream& s) {
+  std::vector<int64_t> axes{0};
+  for (int64_t d = 2; d < dz.dim(); ++d) axes.push_back(d);
+  return sum(dz, axes, false, s);
+}
+
 }  // namespace hal::autograd

@@ -18,5 +18,7 @@ Tensor conv_input_gradient(const Tensor& dz, const Tensor& weight, const Shape& 
                            const ops::Window& w, int64_t groups, Stream& stream);
 Tensor conv_weight_gradient(const Tensor& dz, const Tensor& x, const Shape& weight_shape,
                             const ops::Window& w, int64_t groups, Stream& stream);
+// The bias's: dz summed over all but the channels ([M]).
+Tensor conv_bias_gradient(const Tensor& dz, Stream& stream);
 
 }  // namespace hal::autograd

@@ -57,11 +57,7 @@ Tensor record_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
                     grads[0] = conv_input_gradient(dz, weight, x.shape(), window, groups, stream);
                   if (wanted[1])
                     grads[1] = conv_weight_gradient(dz, x, weight.shape(), window, groups, stream);
-                  if (wanted[2]) {
-                    std::vector<int64_t> axes{0};
-                    for (int64_t d = 2; d < dz.dim(); ++d) axes.push_back(d);
-                    grads[2] = sum(dz, axes, false, stream);
-                  }
+                  if (wanted[2]) grads[2] = conv_bias_gradient(dz, stream);
                   if (wanted[3]) grads[3] = dz;
                   return grads;
                 });
@@ -115,11 +111,7 @@ Tensor record_conv_transpose(const Tensor& x, const Tensor& weight, const Tensor
                   }
                   if (wanted[1])
                     grads[1] = conv_weight_gradient(x, dy, weight.shape(), window, groups, stream);
-                  if (wanted[2]) {
-                    std::vector<int64_t> axes{0};
-                    for (int64_t d = 2; d < dy.dim(); ++d) axes.push_back(d);
-                    grads[2] = sum(dy, axes, false, stream);
-                  }
+                  if (wanted[2]) grads[2] = conv_bias_gradient(dy, stream);
                   return grads;
                 });
 }

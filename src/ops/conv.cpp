@@ -79,18 +79,7 @@ Tensor conv_of(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
   if (out.numel() == 0) return ops::as_result(std::move(out), plan, stream);
   const Tensor x = prepared(x_in), w = prepared(w_in);
   const Tensor bias = bias_in.defined() ? prepared(bias_in) : Tensor();
-  desc.x = x.storage().impl();
-  desc.x_offset = static_cast<uint64_t>(x.offset());
-  desc.w = w.storage().impl();
-  desc.w_offset = static_cast<uint64_t>(w.offset());
-  if (bias.defined()) {
-    desc.bias = bias.storage().impl();
-    desc.bias_offset = static_cast<uint64_t>(bias.offset());
-  }
-  desc.y = out.storage().impl();
-  desc.x_shape = x.shape();
-  desc.w_shape = w.shape();
-  desc.y_shape = out_shape;
+  ops::bind_conv_operands(desc, x, w, bias, out);
   // A converted or copied w is this call's own: nothing to keep.
   desc.constant_weights = options.constant_weights && w.storage().impl() == w_in.storage().impl();
   desc.relu = options.relu;

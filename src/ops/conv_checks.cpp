@@ -51,4 +51,21 @@ void check_conv_bias(std::string_view op, const Tensor& x, const Tensor& w, cons
                  "bias " + bias.describe() + " is not [" + std::to_string(features) + "]");
 }
 
+void bind_conv_operands(ConvDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias,
+                        const Tensor& y) {
+  desc.x = x.storage().impl();
+  desc.x_offset = static_cast<uint64_t>(x.offset());
+  desc.w = w.storage().impl();
+  desc.w_offset = static_cast<uint64_t>(w.offset());
+  if (bias.defined()) {
+    desc.bias = bias.storage().impl();
+    desc.bias_offset = static_cast<uint64_t>(bias.offset());
+  }
+  desc.y = y.storage().impl();
+  desc.y_offset = static_cast<uint64_t>(y.offset());
+  desc.x_shape = x.shape();
+  desc.w_shape = w.shape();
+  desc.y_shape = y.shape();
+}
+
 }  // namespace hal::ops

@@ -1,11 +1,12 @@
-// The argument checks conv and conv_transpose share: each an InvalidArgument led by "<op> of x
-// with weights w: ".
+// The argument checks conv and conv_transpose share, each an InvalidArgument led by "<op> of x
+// with weights w: ", and how both hand their operands to a backend's ConvDesc.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "hal/backend.hpp"
 #include "hal/stream.hpp"
 #include "hal/tensor.hpp"
 
@@ -28,5 +29,10 @@ void check_conv_operands(std::string_view op, const Tensor& x, const Tensor& w, 
 // bias, where defined, is [features].
 void check_conv_bias(std::string_view op, const Tensor& x, const Tensor& w, const Tensor& bias,
                      int64_t features);
+
+// desc's buffers, offsets and shapes from x, w, bias (may be undefined) and y, each contiguous
+// in desc's dtype.
+void bind_conv_operands(ConvDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias,
+                        const Tensor& y);
 
 }  // namespace hal::ops

@@ -61,19 +61,7 @@ bool by_device(const OpPlan& plan, const Tensor& dz_in, const Tensor& weight_in,
   desc.dilations = w.dilations;
   desc.pads_before = w.pad_before;
   desc.pads_after = pads_after;
-  desc.x = dz.storage().impl();
-  desc.x_offset = static_cast<uint64_t>(dz.offset());
-  desc.w = weight.storage().impl();
-  desc.w_offset = static_cast<uint64_t>(weight.offset());
-  if (bias.defined()) {
-    desc.bias = bias.storage().impl();
-    desc.bias_offset = static_cast<uint64_t>(bias.offset());
-  }
-  desc.y = out.storage().impl();
-  desc.y_offset = static_cast<uint64_t>(out.offset());
-  desc.x_shape = dz.shape();
-  desc.w_shape = weight.shape();
-  desc.y_shape = out.shape();
+  bind_conv_operands(desc, dz, weight, bias, out);
   try {
     // A refusal is handled here (the phases take the window); any other error is the caller's.
     const detail::ErrorReportsMuted handled;
